@@ -1,0 +1,194 @@
+/**
+ * The agent directory (SPEC LA1–LA3): resolution, the one typed path module, and the canonical root table.
+ * Pure: string arithmetic only, no I/O. Every reader and writer of a datum calls the same function here.
+ */
+import * as NodePath from "node:path"
+
+export const AGENT_DIR_ENV = "PI_ADAPTATIVE_CODING_AGENT_DIR"
+
+export type AgentDirSource = "option" | "env" | "default"
+
+export interface AgentDirResolution {
+  readonly path: string
+  readonly source: AgentDirSource
+}
+
+/**
+ * LA1: an explicit option wins; else a non-empty `$PI_ADAPTATIVE_CODING_AGENT_DIR` (relative values resolve
+ * against `cwd`); else `<home>/.pi/agent`. An explicit relative option resolves against `cwd` too.
+ */
+export const resolveAgentDir = (input: {
+  readonly explicit?: string | undefined
+  readonly env: (name: string) => string | undefined
+  readonly home: string
+  readonly cwd: string
+}): AgentDirResolution => {
+  if (input.explicit !== undefined && input.explicit !== "") {
+    return { path: NodePath.resolve(input.cwd, input.explicit), source: "option" }
+  }
+  const fromEnv = input.env(AGENT_DIR_ENV)
+  if (fromEnv !== undefined && fromEnv !== "") {
+    return { path: NodePath.resolve(input.cwd, fromEnv), source: "env" }
+  }
+  return { path: NodePath.join(input.home, ".pi", "agent"), source: "default" }
+}
+
+/** The class of a canonical root entry: what the user loses when it is deleted. */
+export type EntryClass = "config" | "memory" | "resource" | "state" | "cache" | "transient" | "managed"
+export type EntryKind = "file" | "directory"
+
+export interface CanonicalEntry {
+  readonly name: string
+  readonly kind: EntryKind
+  readonly class: EntryClass
+  readonly description: string
+}
+
+/** LA3: every canonical root entry, as data. The doctor and the migration read this; nothing else lists root names. */
+export const CANONICAL_ROOT_ENTRIES: ReadonlyArray<CanonicalEntry> = [
+  { name: "auth.json", kind: "file", class: "config", description: "credentials (never versioned)" },
+  { name: "settings.json", kind: "file", class: "config", description: "user settings" },
+  { name: "models.json", kind: "file", class: "config", description: "model configuration" },
+  { name: "keybindings.json", kind: "file", class: "config", description: "key bindings" },
+  { name: "MEMORY.md", kind: "file", class: "memory", description: "agent memory" },
+  { name: "USER.md", kind: "file", class: "memory", description: "bounded hot user profile" },
+  { name: "SYSTEM.md", kind: "file", class: "memory", description: "system prompt additions" },
+  { name: "okf-memory", kind: "directory", class: "memory", description: "authored and indexed memory" },
+  { name: "skills", kind: "directory", class: "resource", description: "user skills" },
+  { name: "extensions", kind: "directory", class: "resource", description: "user extensions" },
+  { name: "prompts", kind: "directory", class: "resource", description: "user prompts" },
+  { name: "themes", kind: "directory", class: "resource", description: "user themes" },
+  { name: "profiles", kind: "directory", class: "resource", description: "profiles and directory overlays" },
+  { name: "state", kind: "directory", class: "state", description: "durable machine state (never auto-cleaned)" },
+  { name: "sessions", kind: "directory", class: "state", description: "session history" },
+  { name: "cache", kind: "directory", class: "cache", description: "rebuildable data, safe to delete" },
+  { name: "work", kind: "directory", class: "transient", description: "leased transient work runs" },
+  { name: "bin", kind: "directory", class: "managed", description: "managed executable helpers" },
+  { name: "runtimes", kind: "directory", class: "managed", description: "managed runtimes" },
+  { name: "models", kind: "directory", class: "managed", description: "managed models" },
+  { name: "npm", kind: "directory", class: "managed", description: "managed npm packages" },
+  { name: "git", kind: "directory", class: "managed", description: "managed git checkouts" },
+  { name: "worktrees", kind: "directory", class: "managed", description: "managed git worktrees" }
+]
+
+export const canonicalEntry = (name: string): CanonicalEntry | undefined =>
+  CANONICAL_ROOT_ENTRIES.find((e) => e.name === name)
+
+/** Where a legacy root entry goes, and which migration moves it (MG1). Read by the migration and the doctor. */
+export interface LegacyEntry {
+  readonly name: string
+  readonly kind: EntryKind
+  /** Destination relative to the agent dir. */
+  readonly destination: ReadonlyArray<string>
+  readonly migration: "migrateAgentDirLayout"
+}
+
+export const LEGACY_ROOT_ENTRIES: ReadonlyArray<LegacyEntry> = [
+  { name: "trust.json", kind: "file", destination: ["state", "trust.json"], migration: "migrateAgentDirLayout" },
+  { name: "backups", kind: "directory", destination: ["state", "backups", "config"], migration: "migrateAgentDirLayout" },
+  { name: "resource-profiles", kind: "directory", destination: ["profiles", "directories"], migration: "migrateAgentDirLayout" },
+  { name: "auto-learn", kind: "directory", destination: ["state", "legacy-layout", "auto-learn"], migration: "migrateAgentDirLayout" },
+  { name: "tmp", kind: "directory", destination: ["state", "legacy-layout", "tmp"], migration: "migrateAgentDirLayout" }
+]
+
+/** Literal `NAME:Zone.Identifier` sidecars (Windows downloads copied onto a POSIX disk). */
+export const ZONE_IDENTIFIER_SUFFIX = ":Zone.Identifier"
+export const sidecarDestination = (name: string): ReadonlyArray<string> =>
+  ["state", "legacy-layout", "sidecars", `${name.slice(0, -ZONE_IDENTIFIER_SUFFIX.length)}.Zone.Identifier`]
+
+export const WORK_RUN_MANIFEST = ".pi-work-run.json"
+export const LEASES_DIR = ".leases"
+export const TENANT_CLEANUP_DIR = ".cleanup"
+export const TENANT_TRASH_DIR = ".trash"
+export const TENANT_PRUNE_MARKER = ".prune"
+export const TENANT_PRUNE_STAMP = ".last-prune"
+
+/** LA2: the one typed path module for an agent directory. */
+export interface AgentPaths {
+  readonly agentDir: string
+  readonly authFile: string
+  readonly settingsFile: string
+  readonly modelsFile: string
+  readonly keybindingsFile: string
+  readonly memoryFile: string
+  readonly userFile: string
+  readonly systemFile: string
+  readonly okfMemoryDir: string
+  readonly userPreferencesDir: string
+  readonly skillsDir: string
+  readonly extensionsDir: string
+  readonly promptsDir: string
+  readonly themesDir: string
+  readonly profilesDir: string
+  readonly directoryProfilesDir: string
+  readonly directoryProfileSettings: (dirId: string) => string
+  readonly stateDir: (...segments: ReadonlyArray<string>) => string
+  readonly stateFile: (...segments: ReadonlyArray<string>) => string
+  readonly configBackupsDir: string
+  readonly legacyLayoutDir: string
+  readonly migrationConflictsDir: string
+  readonly migrationsJournalDir: string
+  readonly extensionStateDir: (namespace: string) => string
+  readonly cacheDir: (...segments: ReadonlyArray<string>) => string
+  readonly cacheFile: (...segments: ReadonlyArray<string>) => string
+  readonly extensionCacheDir: (namespace: string) => string
+  readonly binDir: string
+  readonly workRoot: string
+  readonly workCategoryDir: (category: string) => string
+  readonly workTenantDir: (category: string, tenant: string) => string
+  readonly workRunDir: (category: string, tenant: string, runId: string) => string
+  readonly runtimesDir: string
+  readonly modelsDir: string
+  readonly sessionsDir: string
+  readonly npmDir: string
+  readonly gitDir: string
+  readonly worktreesDir: string
+}
+
+export const agentPaths = (agentDir: string): AgentPaths => {
+  const at = (...parts: ReadonlyArray<string>) => NodePath.join(agentDir, ...parts)
+  const workRoot = at("work")
+  return {
+    agentDir,
+    authFile: at("auth.json"),
+    settingsFile: at("settings.json"),
+    modelsFile: at("models.json"),
+    keybindingsFile: at("keybindings.json"),
+    memoryFile: at("MEMORY.md"),
+    userFile: at("USER.md"),
+    systemFile: at("SYSTEM.md"),
+    okfMemoryDir: at("okf-memory"),
+    userPreferencesDir: at("okf-memory", "user-preferences"),
+    skillsDir: at("skills"),
+    extensionsDir: at("extensions"),
+    promptsDir: at("prompts"),
+    themesDir: at("themes"),
+    profilesDir: at("profiles"),
+    directoryProfilesDir: at("profiles", "directories"),
+    directoryProfileSettings: (dirId) => at("profiles", "directories", dirId, "settings.json"),
+    stateDir: (...segments) => at("state", ...segments),
+    stateFile: (...segments) => at("state", ...segments),
+    configBackupsDir: at("state", "backups", "config"),
+    legacyLayoutDir: at("state", "legacy-layout"),
+    migrationConflictsDir: at("state", "migration-conflicts"),
+    migrationsJournalDir: at("state", "migrations"),
+    extensionStateDir: (namespace) => at("state", "extensions", namespace),
+    cacheDir: (...segments) => at("cache", ...segments),
+    cacheFile: (...segments) => at("cache", ...segments),
+    extensionCacheDir: (namespace) => at("cache", "extensions", namespace),
+    binDir: at("bin"),
+    workRoot,
+    workCategoryDir: (category) => NodePath.join(workRoot, category),
+    workTenantDir: (category, tenant) => NodePath.join(workRoot, category, tenant),
+    workRunDir: (category, tenant, runId) => NodePath.join(workRoot, category, tenant, runId),
+    runtimesDir: at("runtimes"),
+    modelsDir: at("models"),
+    sessionsDir: at("sessions"),
+    npmDir: at("npm"),
+    gitDir: at("git"),
+    worktreesDir: at("worktrees")
+  }
+}
+
+/** Where the runs of an extension live: `work/extensions/<ns>/<run-id>`. */
+export const EXTENSIONS_WORK_CATEGORY = "extensions"

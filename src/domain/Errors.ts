@@ -1,0 +1,150 @@
+/**
+ * Every typed error the library fails with. Each is an `Error` with a `_tag` and a message that names the
+ * offending value, so Promise callers can switch on `_tag` and people can read `message`.
+ */
+import { Schema } from "effect"
+
+/** The platform-style reason, kept beside the raw errno so callers can decide on EXDEV, ENOTEMPTY, ELOOP … */
+export const FileSystemErrorReason = Schema.Literal(
+  "NotFound",
+  "AlreadyExists",
+  "PermissionDenied",
+  "NotEmpty",
+  "CrossDevice",
+  "IsSymlink",
+  "NotADirectory",
+  "IsADirectory",
+  "TooLarge",
+  "Busy",
+  "InvalidData",
+  "Crashed",
+  "Unknown"
+)
+export type FileSystemErrorReason = typeof FileSystemErrorReason.Type
+
+export class FileSystemError extends Schema.TaggedError<FileSystemError>()("FileSystemError", {
+  reason: FileSystemErrorReason,
+  /** Raw errno code such as "ENOENT", "EXDEV", "ELOOP"; "" when none applies. */
+  errno: Schema.String,
+  /** The port operation, e.g. "rename". */
+  method: Schema.String,
+  path: Schema.String,
+  detail: Schema.optional(Schema.String)
+}) {
+  override get message(): string {
+    const code = this.errno === "" ? this.reason : `${this.errno} (${this.reason})`
+    return `${this.method} ${this.path}: ${code}${this.detail ? `: ${this.detail}` : ""}`
+  }
+}
+
+export class InvalidSegment extends Schema.TaggedError<InvalidSegment>()("InvalidSegment", {
+  /** Which argument: "category", "tenant", "runId", "namespace" … */
+  field: Schema.String,
+  value: Schema.String,
+  /** The WR2 rule broken (see `SegmentRule`). */
+  rule: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `invalid ${this.field} ${JSON.stringify(this.value)}: ${this.detail}`
+  }
+}
+
+export class InvalidArgument extends Schema.TaggedError<InvalidArgument>()("InvalidArgument", {
+  field: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `invalid ${this.field}: ${this.detail}`
+  }
+}
+
+/** A directory the library did not create (or cannot prove it created) where an owned run was expected. */
+export class UnownedRun extends Schema.TaggedError<UnownedRun>()("UnownedRun", {
+  path: Schema.String,
+  why: Schema.String
+}) {
+  override get message(): string {
+    return `refusing to use ${this.path}: not an owned work run (${this.why})`
+  }
+}
+
+export class ManifestMismatch extends Schema.TaggedError<ManifestMismatch>()("ManifestMismatch", {
+  path: Schema.String,
+  expected: Schema.String,
+  found: Schema.String
+}) {
+  override get message(): string {
+    return `manifest of ${this.path} names ${this.found}, expected ${this.expected}`
+  }
+}
+
+export class RunBusy extends Schema.TaggedError<RunBusy>()("RunBusy", {
+  path: Schema.String,
+  attempts: Schema.Number
+}) {
+  override get message(): string {
+    return `work run ${this.path} is being cleaned up (still busy after ${this.attempts} attempts)`
+  }
+}
+
+export const UnsafeRootReason = Schema.Literal("symlink", "not-a-directory", "foreign-owner", "group-or-world-writable")
+export type UnsafeRootReason = typeof UnsafeRootReason.Type
+
+export class UnsafeRoot extends Schema.TaggedError<UnsafeRoot>()("UnsafeRoot", {
+  path: Schema.String,
+  reason: UnsafeRootReason,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `unsafe directory ${this.path} (${this.reason}): ${this.detail}; nothing was deleted`
+  }
+}
+
+/** An extension's storage view was used after `unload()`. */
+export class StorageUnloaded extends Schema.TaggedError<StorageUnloaded>()("StorageUnloaded", {
+  namespace: Schema.String
+}) {
+  override get message(): string {
+    return `storage for extension "${this.namespace}" was unloaded; it hands out no new work runs`
+  }
+}
+
+/** Reading the removed `ctx.dataDir` (TD2). */
+export class DataDirRemoved extends Schema.TaggedError<DataDirRemoved>()("DataDirRemoved", {
+  extId: Schema.String
+}) {
+  override get message(): string {
+    return `ctx.dataDir was removed for "${this.extId}": choose a tier — configDir (small user-set settings), ` +
+      `stateDir (data that cannot be regenerated) or cacheDir (data that rebuilds itself); see chooseTier()`
+  }
+}
+
+export class StateMissing extends Schema.TaggedError<StateMissing>()("StateMissing", {
+  path: Schema.String
+}) {
+  override get message(): string {
+    return `expected state ${this.path} is missing (state is never rebuilt or defaulted)`
+  }
+}
+
+export class StateUnreadable extends Schema.TaggedError<StateUnreadable>()("StateUnreadable", {
+  path: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `state ${this.path} is unreadable: ${this.detail}`
+  }
+}
+
+export class ConfigRedLine extends Schema.TaggedError<ConfigRedLine>()("ConfigRedLine", {
+  path: Schema.String,
+  rule: Schema.Literal("database", "log", "size-budget", "invalid-value"),
+  /** The tier the data belongs in instead. */
+  rightTier: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `refusing to write ${this.path} into config/ (${this.rule}): ${this.detail}; put it in ${this.rightTier}/`
+  }
+}

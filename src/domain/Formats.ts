@@ -1,0 +1,117 @@
+/**
+ * On-disk formats (DESIGN "On-disk formats"): the run manifest and the lease, v1 and v2, and markers.
+ * Other tools read these files, so the shapes are stable.
+ */
+import { Schema } from "effect"
+
+/** Manifests larger than this are refused (unowned), never parsed. */
+export const MANIFEST_MAX_BYTES = 4096
+export const LEASE_MAX_BYTES = 4096
+export const MARKER_MAX_BYTES = 4096
+
+const NonNegativeInt = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
+const EpochMs = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
+
+export const RunKind = Schema.Literal("generated", "named")
+export type RunKind = typeof RunKind.Type
+
+export const ManifestV2 = Schema.Struct({
+  version: Schema.Literal(2),
+  category: Schema.String,
+  tenant: Schema.String,
+  runId: Schema.String,
+  kind: RunKind,
+  createdAt: EpochMs,
+  createdBy: Schema.Struct({ host: Schema.String, pid: NonNegativeInt }),
+  releasedAt: Schema.optional(EpochMs)
+})
+export type ManifestV2 = typeof ManifestV2.Type
+
+/** Written by earlier Pi builds; read as owned. */
+export const ManifestV1 = Schema.Struct({
+  version: Schema.Literal(1),
+  category: Schema.String,
+  tenant: Schema.String,
+  runId: Schema.String,
+  createdAt: EpochMs
+})
+export type ManifestV1 = typeof ManifestV1.Type
+
+export const Manifest = Schema.Union(ManifestV2, ManifestV1)
+export type Manifest = typeof Manifest.Type
+
+export const LeaseV2 = Schema.Struct({
+  version: Schema.Literal(2),
+  host: Schema.String,
+  bootId: Schema.optional(Schema.String),
+  pid: NonNegativeInt,
+  processStartedAt: Schema.optional(Schema.Number),
+  acquiredAt: EpochMs,
+  heartbeatAt: EpochMs
+})
+export type LeaseV2 = typeof LeaseV2.Type
+
+/** Written by earlier Pi builds; honoured. */
+export const LeaseV1 = Schema.Struct({
+  version: Schema.Literal(1),
+  hostname: Schema.String,
+  pid: NonNegativeInt,
+  createdAt: EpochMs
+})
+export type LeaseV1 = typeof LeaseV1.Type
+
+export const Lease = Schema.Union(LeaseV2, LeaseV1)
+export type Lease = typeof Lease.Type
+
+/** Owner of a cleanup, prune or migration marker. */
+export const Marker = Schema.Struct({
+  version: Schema.Literal(1),
+  purpose: Schema.String,
+  host: Schema.String,
+  bootId: Schema.optional(Schema.String),
+  pid: NonNegativeInt,
+  processStartedAt: Schema.optional(Schema.Number),
+  createdAt: EpochMs
+})
+export type Marker = typeof Marker.Type
+
+/** A lease, normalised to the fields the liveness verdict needs. */
+export interface LeaseFacts {
+  readonly host: string
+  readonly bootId: string | undefined
+  readonly pid: number
+  readonly processStartedAt: number | undefined
+  readonly heartbeatAt: number
+}
+
+export const leaseFacts = (lease: Lease | Marker): LeaseFacts =>
+  "hostname" in lease
+    ? { host: lease.hostname, bootId: undefined, pid: lease.pid, processStartedAt: undefined, heartbeatAt: lease.createdAt }
+    : {
+      host: lease.host,
+      bootId: lease.bootId,
+      pid: lease.pid,
+      processStartedAt: lease.processStartedAt,
+      heartbeatAt: "heartbeatAt" in lease ? lease.heartbeatAt : lease.createdAt
+    }
+
+const textDecoder = new TextDecoder("utf-8", { fatal: true })
+const textEncoder = new TextEncoder()
+
+/** Parse bytes as JSON, then decode with a schema; `undefined` + reason on any failure. Pure. */
+export const decodeJsonBytes = <A, I>(
+  schema: Schema.Schema<A, I>,
+  bytes: Uint8Array
+): { readonly ok: true; readonly value: A } | { readonly ok: false; readonly why: string } => {
+  let json: unknown
+  try {
+    json = JSON.parse(textDecoder.decode(bytes))
+  } catch (e) {
+    return { ok: false, why: `not valid JSON (${e instanceof Error ? e.message : String(e)})` }
+  }
+  const decoded = Schema.decodeUnknownEither(schema)(json, { onExcessProperty: "ignore" })
+  if (decoded._tag === "Left") return { ok: false, why: `does not match the schema: ${decoded.left.message}` }
+  return { ok: true, value: decoded.right }
+}
+
+export const encodeJsonBytes = (value: unknown): Uint8Array => textEncoder.encode(JSON.stringify(value) + "\n")

@@ -1,0 +1,79 @@
+/**
+ * Portable path segments (SPEC WR2): category, tenant, run id and extension namespace.
+ * One rule, one Schema, so CLI input, config and API arguments decode the same way.
+ */
+import { Either, ParseResult, Schema } from "effect"
+
+export const SEGMENT_MAX_LENGTH = 64
+
+const DEVICE_NAMES = new Set([
+  "con", "prn", "aux", "nul", "clock$",
+  ...Array.from({ length: 10 }, (_, i) => `com${i}`),
+  ...Array.from({ length: 10 }, (_, i) => `lpt${i}`)
+])
+
+/** Which rule a refused segment broke. */
+export type SegmentRule =
+  | "empty"
+  | "too-long"
+  | "uppercase"
+  | "invalid-character"
+  | "first-character"
+  | "trailing-dot"
+  | "device-name"
+
+const ALLOWED = /^[a-z0-9._-]$/
+const FIRST = /^[a-z0-9]$/
+
+/** Checks a candidate against WR2; returns the first broken rule with a human message, or `null`. */
+export const segmentViolation = (value: string): { readonly rule: SegmentRule; readonly message: string } | null => {
+  if (value.length === 0) return { rule: "empty", message: "must not be empty" }
+  if (value.length > SEGMENT_MAX_LENGTH) {
+    return { rule: "too-long", message: `must be at most ${SEGMENT_MAX_LENGTH} characters (got ${value.length})` }
+  }
+  for (const ch of value) {
+    if (ch >= "A" && ch <= "Z") {
+      return { rule: "uppercase", message: `must be lowercase (found "${ch}"; uppercase is refused, never lowercased)` }
+    }
+    if (!ALLOWED.test(ch)) {
+      return { rule: "invalid-character", message: `may only contain a-z, 0-9, ".", "_" and "-" (found ${JSON.stringify(ch)})` }
+    }
+  }
+  if (!FIRST.test(value[0]!)) {
+    return { rule: "first-character", message: `must start with a-z or 0-9 (starts with ${JSON.stringify(value[0])})` }
+  }
+  if (value.endsWith(".")) return { rule: "trailing-dot", message: "must not end with \".\"" }
+  const stem = value.split(".")[0]!
+  if (DEVICE_NAMES.has(stem)) {
+    return { rule: "device-name", message: `must not be a Windows device name ("${stem}"), with or without an extension` }
+  }
+  return null
+}
+
+/** A validated portable segment. */
+export const Segment = Schema.String.pipe(
+  Schema.filter((value) => {
+    const v = segmentViolation(value)
+    return v === null ? true : `${JSON.stringify(value)} is not a valid segment: ${v.message}`
+  }, {
+    identifier: "Segment",
+    description: "1-64 characters of [a-z0-9._-], starting with [a-z0-9], no trailing '.', not a Windows device name"
+  }),
+  Schema.brand("Segment")
+)
+export type Segment = typeof Segment.Type
+
+/** Pure decoding helper: Right(segment) or Left({rule, message}) naming the offending value. */
+export const parseSegment = (
+  value: string
+): Either.Either<Segment, { readonly rule: SegmentRule; readonly value: string; readonly message: string }> => {
+  const v = segmentViolation(value)
+  if (v !== null) {
+    return Either.left({ rule: v.rule, value, message: `${JSON.stringify(value)} is not a valid segment: ${v.message}` })
+  }
+  return Either.right(Segment.make(value, { disableValidation: true }))
+}
+
+export const isSegment = Schema.is(Segment)
+export const decodeSegmentEither = (u: unknown) =>
+  Schema.decodeUnknownEither(Segment)(u).pipe(Either.mapLeft((e) => ParseResult.TreeFormatter.formatErrorSync(e)))

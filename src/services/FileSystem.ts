@@ -1,0 +1,111 @@
+/**
+ * The narrow FileSystem port (DESIGN "Why our own FileSystem port").
+ *
+ * No operation follows a symlink in its last path component unless its name says so: `lstat` describes the
+ * link itself, `readFile`/`writeFileExclusive`/`chmod`/`utimes` fail with ELOOP (`IsSymlink`) on a link,
+ * `readDirectory` of a link fails with ENOTDIR, and the tree walks never descend through one. Intermediate
+ * components are resolved as the OS does; callers that must not cross links check their roots with `lstat`.
+ *
+ * Every failure is a `FileSystemError` carrying the raw errno (EXDEV, ENOTEMPTY, EPERM, ELOOP, EEXIST …).
+ */
+import { Context, type Effect } from "effect"
+import type { FileSystemError } from "../domain/Errors.js"
+
+export type FileType = "File" | "Directory" | "SymbolicLink" | "Other"
+
+export interface FileInfo {
+  readonly type: FileType
+  /** Bytes (for a symlink, the length of its target string). */
+  readonly size: number
+  /** Permission bits only (`mode & 0o7777`). */
+  readonly mode: number
+  readonly uid: number
+  readonly ino: number
+  readonly dev: number
+  readonly nlink: number
+  readonly mtimeMs: number
+}
+
+export interface DirEntry {
+  readonly name: string
+  readonly type: FileType
+}
+
+/** Budgets shared by the hot tree walks. */
+export interface WalkBudget {
+  /** Stop after visiting this many entries (the root itself is not counted). */
+  readonly maxEntries: number
+  /** Do not descend into directories deeper than this below the root (the root's children are depth 1). */
+  readonly maxDepth: number
+}
+
+export interface TreeMeasure {
+  /** Sum of `size` of regular files (symlinks and directories count 0). */
+  readonly bytes: number
+  /** Entries visited below the root. */
+  readonly entries: number
+  /** False when the entry or depth budget cut the walk short: `bytes` is then a lower bound. */
+  readonly complete: boolean
+  /** Newest mtime seen (root included). */
+  readonly newestMtimeMs: number
+}
+
+export interface TreeRemoval {
+  readonly removedEntries: number
+  /** False when the budget stopped the deletion before the root itself was removed. */
+  readonly complete: boolean
+}
+
+export interface WriteOptions {
+  /** Permission bits for a new file (default 0o600). */
+  readonly mode?: number
+  /** fsync the file (and, for atomic writes, its directory). */
+  readonly sync?: boolean
+}
+
+export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileSystem, {
+  /** Describe a path without following a final symlink. */
+  readonly lstat: (path: string) => Effect.Effect<FileInfo, FileSystemError>
+  /** Typed entries of a directory (sorted by name). Fails with ENOTDIR when `path` is a symlink. */
+  readonly readDirectory: (path: string) => Effect.Effect<ReadonlyArray<DirEntry>, FileSystemError>
+  /**
+   * Create a directory (default mode 0o700). Exclusive (EEXIST) unless `recursive`, which creates missing
+   * parents and succeeds when a directory is already there (but fails when a symlink or file is).
+   */
+  readonly makeDirectory: (
+    path: string,
+    options?: { readonly mode?: number; readonly recursive?: boolean }
+  ) => Effect.Effect<void, FileSystemError>
+  /** O_CREAT|O_EXCL|O_NOFOLLOW: fails with EEXIST on any existing entry, a dangling symlink included. */
+  readonly writeFileExclusive: (path: string, data: Uint8Array, options?: WriteOptions) => Effect.Effect<void, FileSystemError>
+  /**
+   * Write to a unique temp file beside `path`, then rename over it (sync defaults to true: fsync the file
+   * before and the directory after the rename). Replaces a symlink at `path` rather than writing through it.
+   */
+  readonly writeFileAtomic: (path: string, data: Uint8Array, options?: WriteOptions) => Effect.Effect<void, FileSystemError>
+  /** Read a regular file, never through a symlink (ELOOP). Fails with EFBIG (`TooLarge`) above `maxBytes`. */
+  readonly readFile: (path: string, options?: { readonly maxBytes?: number }) => Effect.Effect<Uint8Array, FileSystemError>
+  /** rename(2): atomic; replaces a file or an empty directory; ENOTEMPTY, EXDEV as the OS says. Syncs parents. */
+  readonly rename: (from: string, to: string) => Effect.Effect<void, FileSystemError>
+  /** unlink(2): removes a file or a symlink (never its target). */
+  readonly removeFile: (path: string) => Effect.Effect<void, FileSystemError>
+  /** rmdir(2): empty directories only (ENOTEMPTY). */
+  readonly removeDirectory: (path: string) => Effect.Effect<void, FileSystemError>
+  readonly symlink: (target: string, path: string) => Effect.Effect<void, FileSystemError>
+  readonly readLink: (path: string) => Effect.Effect<string, FileSystemError>
+  /** Hard link (EXDEV across devices). */
+  readonly link: (existing: string, newPath: string) => Effect.Effect<void, FileSystemError>
+  /** Set times of the entry itself (a symlink's own times, never its target's). */
+  readonly utimes: (path: string, atimeMs: number, mtimeMs: number) => Effect.Effect<void, FileSystemError>
+  /** Set permission bits; refuses a symlink (ELOOP) rather than changing its target. */
+  readonly chmod: (path: string, mode: number) => Effect.Effect<void, FileSystemError>
+  /** Copy a regular file (never through a symlink) to a new path (EEXIST if taken); keeps the mode. */
+  readonly copyFile: (from: string, to: string, options?: { readonly sync?: boolean }) => Effect.Effect<void, FileSystemError>
+  /** Sum a tree without following symlinks, within the budget. A symlink or file root measures itself. */
+  readonly measureTree: (path: string, budget: WalkBudget) => Effect.Effect<TreeMeasure, FileSystemError>
+  /**
+   * Delete a tree bottom-up without following symlinks (links are unlinked, never descended). Stops after
+   * `maxEntries` removals; a rerun continues. Missing root: complete with 0 removed.
+   */
+  readonly removeTree: (path: string, budget: WalkBudget) => Effect.Effect<TreeRemoval, FileSystemError>
+}>() {}
