@@ -1,0 +1,134 @@
+/**
+ * The liveness verdict of SPEC WR4, pure: given what a lease (or marker) says, who we are, and what the
+ * program observed about the lease's pid, decide whether its holder may still be alive.
+ *
+ * The rule of thumb (systemd-tmpfiles, py-filelock): prove death before reclaiming; unknown means held.
+ */
+import type { LeaseFacts } from "./Formats.js"
+
+export type LeaseVerdictReason =
+  | "same-boot-alive"
+  | "same-boot-pid-gone"
+  | "pid-reused"
+  | "other-boot"
+  | "remote-fresh"
+  | "remote-stale"
+  | "unreadable"
+  | "same-host-unknown-boot-alive"
+  | "same-host-unknown-boot-pid-gone"
+
+export interface LeaseVerdict {
+  readonly alive: boolean
+  readonly reason: LeaseVerdictReason
+  /** One human sentence, for reports and the doctor. */
+  readonly detail: string
+}
+
+export interface SelfFacts {
+  readonly hostname: string
+  /** This boot's id, or `null` where the OS does not expose one. */
+  readonly bootId: string | null
+}
+
+/** What the program observed about the lease's pid ON THIS HOST (only asked when lease.host === self.hostname). */
+export interface PidObservation {
+  readonly exists: boolean
+  /** The process start time in the same unit the lease records (`processStartedAt`); `null` when unknown. */
+  readonly startTime: number | null
+}
+
+export interface LeaseVerdictInput {
+  readonly lease: LeaseFacts | { readonly unreadable: string }
+  readonly self: SelfFacts
+  /** `null` when not observed (other host, or the program could not look). */
+  readonly observation: PidObservation | null
+  readonly now: number
+  readonly remoteLeaseTtlMs: number
+  /**
+   * Start times closer than this are the same process (default 0: exact match). A Host port that derives
+   * start times from coarse clocks can widen it; it must stay far below the time a pid takes to be reused.
+   */
+  readonly startTimeToleranceMs?: number
+}
+
+const isUnreadable = (lease: LeaseVerdictInput["lease"]): lease is { readonly unreadable: string } =>
+  "unreadable" in lease
+
+/** Both boot ids are known and differ: the holder died with the previous boot. */
+const provablyOtherBoot = (lease: LeaseFacts, self: SelfFacts): boolean =>
+  lease.bootId !== undefined && self.bootId !== null && lease.bootId !== self.bootId
+
+const bootKnownSame = (lease: LeaseFacts, self: SelfFacts): boolean =>
+  lease.bootId !== undefined && self.bootId !== null && lease.bootId === self.bootId
+
+/** Whether the program must look at the lease's pid on this host before asking for a verdict. */
+export const needsObservation = (lease: LeaseFacts, self: SelfFacts): boolean =>
+  lease.host === self.hostname && !provablyOtherBoot(lease, self)
+
+const verdict = (alive: boolean, reason: LeaseVerdictReason, detail: string): LeaseVerdict => ({
+  alive,
+  reason,
+  detail
+})
+
+/** Same host, boot same or unknown: decide on the pid and, when both are known, its start time. */
+const localVerdict = (
+  lease: LeaseFacts,
+  observation: PidObservation | null,
+  sameBoot: boolean,
+  toleranceMs: number
+): LeaseVerdict => {
+  const aliveReason = sameBoot ? "same-boot-alive" : "same-host-unknown-boot-alive"
+  const goneReason = sameBoot ? "same-boot-pid-gone" : "same-host-unknown-boot-pid-gone"
+  const where = sameBoot ? "on this boot" : "on this host (boot unknown)"
+  if (observation === null) {
+    // Not looked at: we cannot prove death, so the holder counts as alive.
+    return verdict(true, aliveReason, `pid ${lease.pid} ${where} was not observed; assumed alive`)
+  }
+  if (!observation.exists) {
+    return verdict(false, goneReason, `pid ${lease.pid} ${where} no longer exists`)
+  }
+  const recorded = lease.processStartedAt
+  const actual = observation.startTime
+  if (recorded !== undefined && actual !== null && Math.abs(recorded - actual) > toleranceMs) {
+    return verdict(
+      false,
+      "pid-reused",
+      `pid ${lease.pid} ${where} belongs to another process (started at ${actual}, lease records ${recorded})`
+    )
+  }
+  const how = recorded !== undefined && actual !== null ? "with the recorded start time" : "(start time not comparable)"
+  return verdict(true, aliveReason, `pid ${lease.pid} ${where} exists ${how}`)
+}
+
+/**
+ * SPEC WR4, in order: unreadable → alive (fail closed); same host and same boot → alive iff the pid exists
+ * with a matching start time; same host, other boot → dead; same host, boot unknown on either side → alive
+ * iff the pid exists (start times compared when both known); other host → alive until the heartbeat is
+ * older than `remoteLeaseTtlMs` (a heartbeat in the future counts as fresh). Markers use the same verdict.
+ */
+export const leaseVerdict = (input: LeaseVerdictInput): LeaseVerdict => {
+  const { lease, self } = input
+  if (isUnreadable(lease)) {
+    return verdict(true, "unreadable", `lease unreadable (${lease.unreadable}); treated as held`)
+  }
+  if (lease.host === self.hostname) {
+    if (provablyOtherBoot(lease, self)) {
+      return verdict(false, "other-boot", `lease from boot ${lease.bootId} of this host; current boot is ${self.bootId}`)
+    }
+    return localVerdict(lease, input.observation, bootKnownSame(lease, self), input.startTimeToleranceMs ?? 0)
+  }
+  const ageMs = input.now - lease.heartbeatAt
+  if (ageMs > input.remoteLeaseTtlMs) {
+    return verdict(
+      false,
+      "remote-stale",
+      `lease of host ${JSON.stringify(lease.host)} last heartbeat ${ageMs} ms ago (ttl ${input.remoteLeaseTtlMs} ms)`
+    )
+  }
+  return verdict(
+    true,
+    "remote-fresh",
+    `lease of host ${JSON.stringify(lease.host)} last heartbeat ${Math.max(0, ageMs)} ms ago (ttl ${input.remoteLeaseTtlMs} ms)`
+  )
+}
