@@ -1,0 +1,295 @@
+/**
+ * Extension data tiers on the web host (SPEC TD1–TD4, seed 003). Pure: the context, the decision tree and
+ * the config red lines as plain functions over plain values. I/O lives in src/services/TierStorage.ts.
+ */
+import { Either } from "effect"
+import * as NodePath from "node:path"
+import { DataDirRemoved, InvalidArgument, InvalidSegment } from "./Errors.js"
+import { segmentViolation } from "./Segment.js"
+import { resolveWebDataRoot, tierPaths, type WebInstance } from "./WebPaths.js"
+
+export type TierName = "config" | "state" | "cache"
+
+// ---------------------------------------------------------------------------------------------------------
+// TD2: the extension context
+
+/** What an extension receives from the host: one directory per tier. `dataDir` is gone (reading it throws). */
+export interface ExtensionContext {
+  readonly extId: string
+  readonly configDir: string
+  readonly stateDir: string
+  readonly cacheDir: string
+  /**
+   * @deprecated Removed: reading it throws `DataDirRemoved`. Choose a tier instead (see `chooseTier`):
+   * `configDir`, `stateDir` or `cacheDir`.
+   */
+  readonly dataDir: never
+}
+
+export interface ExtensionContextOptions {
+  /** The data root (`…/data`); relative values resolve against cwd. Default per TD1. */
+  readonly dataRoot?: string | undefined
+  readonly instance?: WebInstance | undefined
+}
+
+/**
+ * Build the context from explicit environment facts. No I/O: nothing is created or checked on disk.
+ * `extId` must be a portable segment (WR2), so it can never climb out of the data root.
+ */
+export const makeExtensionContext = (input: {
+  readonly extId: string
+  readonly options?: ExtensionContextOptions | undefined
+  readonly env: (name: string) => string | undefined
+  readonly home: string
+  readonly cwd: string
+}): Either.Either<ExtensionContext, InvalidSegment> => {
+  const violation = segmentViolation(input.extId)
+  if (violation !== null) {
+    return Either.left(
+      new InvalidSegment({ field: "extId", value: input.extId, rule: violation.rule, detail: violation.message })
+    )
+  }
+  const dataRoot = resolveWebDataRoot({
+    explicit: input.options?.dataRoot,
+    instance: input.options?.instance,
+    env: input.env,
+    home: input.home,
+    cwd: input.cwd
+  })
+  const paths = tierPaths(dataRoot, input.extId)
+  const extId = input.extId
+  const ctx = { extId, configDir: paths.configDir, stateDir: paths.stateDir, cacheDir: paths.cacheDir }
+  // Non-enumerable, so logging, JSON.stringify and `{ ...ctx }` of a context never trip over it.
+  Object.defineProperty(ctx, "dataDir", {
+    enumerable: false,
+    configurable: false,
+    get(): never {
+      throw new DataDirRemoved({ extId })
+    }
+  })
+  return Either.right(Object.freeze(ctx) as ExtensionContext)
+}
+
+/** The directories a tier store needs; `stateDir` may be absent on old hosts (seed 003 §3). */
+export interface TierDirs {
+  readonly configDir: string
+  readonly stateDir?: string | undefined
+  readonly cacheDir: string
+}
+
+/** Seed 003 §3 fallback for hosts that do not inject `stateDir`. */
+export const resolveStateDir = (ctx: { readonly configDir: string; readonly stateDir?: string | undefined }): string =>
+  ctx.stateDir ?? NodePath.join(ctx.configDir, "state")
+
+export interface ResolvedTierDirs {
+  readonly configDir: string
+  readonly stateDir: string
+  readonly cacheDir: string
+}
+
+/** Validate a caller-supplied context: every tier directory must be absolute (a relative one would move with cwd). */
+export const resolveTierDirs = (ctx: TierDirs): Either.Either<ResolvedTierDirs, InvalidArgument> => {
+  const dirs = { configDir: ctx.configDir, stateDir: resolveStateDir(ctx), cacheDir: ctx.cacheDir }
+  for (const [field, dir] of Object.entries(dirs)) {
+    if (typeof dir !== "string" || dir === "" || !NodePath.isAbsolute(dir)) {
+      return Either.left(new InvalidArgument({ field, detail: `must be an absolute path (got ${JSON.stringify(dir)})` }))
+    }
+  }
+  return Either.right(dirs)
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// TD3: the decision tree
+
+export type TierPurpose = "debug-log" | "audit-log" | "index" | "database" | "archive" | "export" | "other"
+
+export interface TierFacts {
+  /** If deleted, can the next run rebuild it automatically? */
+  readonly rebuildable: boolean
+  /** Does the source it is rebuilt from (sessions, archives, raw data, config) still exist? `undefined` = unknown. */
+  readonly reloadSourceExists?: boolean | undefined
+  /** Is it a small set of key-values the user set or entered? */
+  readonly userSetKeyValues?: boolean | undefined
+  readonly purpose?: TierPurpose | undefined
+}
+
+export interface TierChoice {
+  readonly tier: TierName
+  readonly reason: string
+}
+
+/**
+ * Seed 003 §1 with its boundary rules, most specific first. Where facts conflict the answer errs towards
+ * the tier that loses less: an explicitly missing reload source never yields cache, and a database or index
+ * goes to cache only when its reload source is known to exist.
+ */
+export const chooseTier = (facts: TierFacts): TierChoice => {
+  const purpose = facts.purpose ?? "other"
+  if (purpose === "audit-log") {
+    return { tier: "state", reason: "an audit log has historical value: deleting it loses it forever (seed 003 §1, logs)" }
+  }
+  if (purpose === "archive" || purpose === "export") {
+    return { tier: "state", reason: `${purpose}s are the user's records and cannot be regenerated (seed 003 §1, step 3)` }
+  }
+  if (purpose === "database" || purpose === "index") {
+    if (facts.rebuildable && facts.reloadSourceExists === true) {
+      return {
+        tier: "cache",
+        reason: `a ${purpose} fully reloadable from a source that still exists is regenerable (seed 003 §1, databases)`
+      }
+    }
+    return {
+      tier: "state",
+      reason: facts.rebuildable
+        ? `a ${purpose} whose reload source is ${facts.reloadSourceExists === false ? "gone" : "not known to exist"} holds unique records (seed 003 §1: "does the reload source still exist?")`
+        : `a ${purpose} with non-regenerable records (history, statistics) is state (seed 003 §1, databases)`
+    }
+  }
+  if (facts.reloadSourceExists === false) {
+    return { tier: "state", reason: "its reload source is gone, so it cannot be regenerated any more (seed 003 §1)" }
+  }
+  if (purpose === "debug-log") {
+    return { tier: "cache", reason: "a pure debugging log may be deleted any time and re-accumulates (seed 003 §1, logs)" }
+  }
+  if (facts.userSetKeyValues === true) {
+    // User input cannot be rebuilt automatically: deleting it means reconfiguring, whatever else is claimed.
+    return { tier: "config", reason: "a small set of key-values the user set: deleted means reconfigure (seed 003 §1, step 2)" }
+  }
+  if (facts.rebuildable) {
+    return { tier: "cache", reason: "the next run rebuilds it automatically when it is deleted (seed 003 §1, step 1)" }
+  }
+  return { tier: "state", reason: "it cannot be regenerated: deleting it loses it forever (seed 003 §1, step 3)" }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// TD4: names and values the tiers accept
+
+export const DEFAULT_CONFIG_BUDGET_BYTES = 1024 * 1024
+/** The key-value file inside config/. */
+export const CONFIG_SETTINGS_FILE = "settings.json"
+export const FILE_NAME_MAX_LENGTH = 255
+export const CONFIG_KEY_MAX_LENGTH = 256
+
+/**
+ * A single file name inside one tier directory: never a path. Refuses "/", "\\", NUL, "." and "..", so a
+ * key can never climb out of (or alias) its tier directory.
+ */
+export const fileNameViolation = (name: string): string | null => {
+  if (typeof name !== "string" || name.length === 0) return "must be a non-empty file name"
+  if (name.length > FILE_NAME_MAX_LENGTH) return `must be at most ${FILE_NAME_MAX_LENGTH} characters`
+  if (name === "." || name === "..") return `must not be ${JSON.stringify(name)}`
+  if (/[/\\\0]/.test(name)) return `must be a single file name without "/", "\\" or NUL (got ${JSON.stringify(name)})`
+  return null
+}
+
+export const checkFileName = (field: string, name: string): Either.Either<string, InvalidArgument> => {
+  const why = fileNameViolation(name)
+  return why === null ? Either.right(name) : Either.left(new InvalidArgument({ field, detail: why }))
+}
+
+export const checkConfigKey = (key: string): Either.Either<string, InvalidArgument> => {
+  if (typeof key !== "string" || key.length === 0) {
+    return Either.left(new InvalidArgument({ field: "key", detail: "must be a non-empty string" }))
+  }
+  if (key.length > CONFIG_KEY_MAX_LENGTH) {
+    return Either.left(new InvalidArgument({ field: "key", detail: `must be at most ${CONFIG_KEY_MAX_LENGTH} characters` }))
+  }
+  return Either.right(key)
+}
+
+/**
+ * Whether a value survives a JSON round trip unchanged: null, booleans, finite numbers, strings, arrays and
+ * plain objects of those, without cycles. Returns the path of the first offending part, or null.
+ */
+export const jsonValueViolation = (value: unknown): string | null => {
+  const seen = new Set<object>()
+  const walk = (v: unknown, at: string): string | null => {
+    if (v === null || typeof v === "boolean" || typeof v === "string") return null
+    if (typeof v === "number") return Number.isFinite(v) ? null : `${at} is ${String(v)}, which JSON cannot hold`
+    if (typeof v !== "object") return `${at} is a ${typeof v}, which JSON cannot hold`
+    if (seen.has(v)) return `${at} is a cycle`
+    const proto = Object.getPrototypeOf(v)
+    if (!Array.isArray(v) && proto !== Object.prototype && proto !== null) {
+      return `${at} is a ${(v as object).constructor?.name ?? "non-plain object"}, not a plain object`
+    }
+    seen.add(v)
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const bad = walk(v[i], `${at}[${i}]`)
+        if (bad !== null) return bad
+      }
+    } else {
+      for (const [k, child] of Object.entries(v)) {
+        const bad = walk(child, `${at}.${k}`)
+        if (bad !== null) return bad
+      }
+    }
+    seen.delete(v)
+    return null
+  }
+  return walk(value, "value")
+}
+
+const DATABASE_NAME = /\.(db|db3|sqlite|sqlite3|s3db|sl3|mdb|ldb)(-wal|-shm|-journal)?$/i
+const LOG_NAME = /\.log(\.\d+)?(\.gz)?$/i
+
+export const isDatabaseFileName = (name: string): boolean => DATABASE_NAME.test(name)
+export const isLogFileName = (name: string): boolean => LOG_NAME.test(name)
+
+export type ConfigRedLineRule = "database" | "log" | "size-budget" | "invalid-value"
+
+export interface ConfigViolation {
+  readonly rule: ConfigRedLineRule
+  readonly rightTier: TierName
+  readonly detail: string
+}
+
+/** Seed 003 §2 red line by file name: databases and logs never live in config/. */
+export const configFileNameViolation = (name: string): ConfigViolation | null => {
+  if (isDatabaseFileName(name)) {
+    return {
+      rule: "database",
+      rightTier: "state",
+      detail: "databases do not belong in config/ (they enter the config backup); use state/, or cache/ if it is " +
+        "fully reloadable from a source that still exists"
+    }
+  }
+  if (isLogFileName(name)) {
+    return {
+      rule: "log",
+      rightTier: "cache",
+      detail: "logs do not belong in config/; a debugging log goes to cache/, an audit log to state/"
+    }
+  }
+  return null
+}
+
+/**
+ * Seed 003 §2 size red line: would config/ exceed its budget after replacing `replacedBytes` with `newBytes`?
+ * `complete: false` means the measure was cut short, so its byte count is only a lower bound: refuse.
+ */
+export const configBudgetViolation = (input: {
+  readonly currentBytes: number
+  readonly complete: boolean
+  readonly replacedBytes: number
+  readonly newBytes: number
+  readonly budgetBytes: number
+}): ConfigViolation | null => {
+  if (!input.complete) {
+    return {
+      rule: "size-budget",
+      rightTier: "state",
+      detail: "config/ holds too many entries to measure; it is meant for KB-scale settings"
+    }
+  }
+  const projected = input.currentBytes - input.replacedBytes + input.newBytes
+  if (projected > input.budgetBytes) {
+    return {
+      rule: "size-budget",
+      rightTier: "state",
+      detail: `config/ would hold ${projected} bytes, over its budget of ${input.budgetBytes} bytes (large files drag the ` +
+        "config backup down); use state/, or cache/ if it can be rebuilt"
+    }
+  }
+  return null
+}
