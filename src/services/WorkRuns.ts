@@ -1,0 +1,364 @@
+/**
+ * Leased work runs (SPEC WR1–WR8): acquire (scoped), release, the process run, prune, and the child env.
+ *
+ * Protocol (DESIGN I1–I5): a run appears atomically — it is built in `<tenant>/.staging/` with its manifest
+ * and the creator's lease, then renamed into place — so no one ever meets a run without a manifest. An
+ * acquirer writes its lease first and checks for a cleanup marker second; a pruner takes the marker first
+ * and re-reads the leases second: whichever comes second sees the other.
+ */
+import * as NodePath from "node:path"
+import { Clock, Context, Deferred, Duration, Effect, Exit, Fiber, FiberSet, Layer, Random, Ref, Schedule, Scope } from "effect"
+import { type AgentPaths, EXTENSIONS_WORK_CATEGORY, LEASES_DIR, TENANT_PRUNE_STAMP, WORK_RUN_MANIFEST } from "../domain/AgentPaths.js"
+import {
+  type FileSystemError,
+  InvalidSegment,
+  ManifestMismatch,
+  RunBusy,
+  UnownedRun,
+  type UnsafeRoot
+} from "../domain/Errors.js"
+import { decodeJsonBytes, encodeJsonBytes, LeaseV2, type ManifestV2, type RunKind } from "../domain/Formats.js"
+import type { PruneReport } from "../domain/PruneReport.js"
+import {
+  clamp,
+  DEFAULT_REMOTE_LEASE_TTL_MS,
+  DEFAULT_RETENTION,
+  OPPORTUNISTIC_PRUNE_INTERVAL_MS,
+  resolvePolicy,
+  type RetentionInput,
+  type RetentionPolicy
+} from "../domain/Retention.js"
+import { generateRunId } from "../domain/RunId.js"
+import { parseSegment } from "../domain/Segment.js"
+import { AgentDir } from "./AgentDir.js"
+import { FileSystem } from "./FileSystem.js"
+import { Host } from "./Host.js"
+import { type Deps, nonce, safeHostName, selfIdentity } from "./internal/deps.js"
+import { liveMarkerExists } from "./internal/markers.js"
+import { pruneTenant } from "./internal/prune.js"
+import { cleanupMarkerPath, removeOwnedRun } from "./internal/removeRun.js"
+import { isActive, readLeases, readManifest } from "./internal/runFacts.js"
+
+export type AcquireError = InvalidSegment | UnownedRun | ManifestMismatch | RunBusy | FileSystemError
+export type PruneError = InvalidSegment | UnsafeRoot | FileSystemError
+
+export interface AcquireOptions {
+  readonly category: string
+  readonly tenant: string
+  /** A named run shared by several holders; omit for a fresh generated run. */
+  readonly runId?: string | undefined
+  /** Retention for the opportunistic background prune of this tenant; `false` disables it. */
+  readonly retention?: RetentionInput | false | undefined
+}
+
+export interface ReleaseOutcome {
+  /** False when this lease had already been released (release is idempotent). */
+  readonly released: boolean
+  readonly deleted: boolean
+  /** Why a `delete: true` release kept the run. */
+  readonly keptBecause?: string
+}
+
+export interface WorkRun {
+  readonly path: string
+  readonly category: string
+  readonly tenant: string
+  readonly runId: string
+  readonly kind: RunKind
+  readonly leasePath: string
+  /** Drop this holder's lease; with `delete`, remove the run now unless another live lease holds it. */
+  readonly release: (options?: { readonly delete?: boolean }) => Effect.Effect<ReleaseOutcome>
+}
+
+export interface PruneOptions {
+  readonly category: string
+  readonly tenant: string
+  readonly policy?: RetentionInput | undefined
+  readonly dryRun?: boolean | undefined
+  readonly onProgress?: (p: { readonly phase: "scan" | "remove"; readonly done: number; readonly total: number }) => void
+}
+
+export interface WorkRunsOptions {
+  /** Other hosts' leases count as alive until their heartbeat is this old (WR4). */
+  readonly remoteLeaseTtlMs?: number
+  /** Ceiling every requested policy is clamped to; defaults to WR9. */
+  readonly retentionCeiling?: RetentionPolicy
+  /** Attempts before `RunBusy` while a cleanup marker holds the run, and the pause between them. */
+  readonly busyAttempts?: number
+  readonly busyDelayMs?: number
+  /** Start a background prune of a tenant on acquire (at most once an hour per tenant). Default true. */
+  readonly opportunisticRetention?: boolean
+}
+
+export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns, {
+  readonly workRoot: string
+  /** Scoped: closing the scope (success, failure, interruption) releases the lease. */
+  readonly acquire: (options: AcquireOptions) => Effect.Effect<WorkRun, AcquireError, Scope.Scope>
+  /** One generated run per (category, tenant) for this runtime, held until the runtime closes. */
+  readonly getProcessWorkRun: (options: { readonly category: string; readonly tenant: string }) => Effect.Effect<WorkRun, AcquireError>
+  readonly prune: (options: PruneOptions) => Effect.Effect<PruneReport, PruneError>
+  /** `{ PI_WORK_ROOT, PI_WORK_RUN_DIR? }` to merge into a child's environment (WR1). */
+  readonly workRootEnv: (run?: { readonly path: string }) => Record<string, string>
+  /** Wait for background prunes started so far. */
+  readonly awaitBackground: Effect.Effect<void>
+}>() {
+  static readonly layer = (options: WorkRunsOptions = {}): Layer.Layer<WorkRuns, never, FileSystem | Host | AgentDir> =>
+    Layer.scoped(WorkRuns, makeWorkRuns(options))
+}
+
+const validate = (field: string, value: string): Effect.Effect<string, InvalidSegment> => {
+  const parsed = parseSegment(value)
+  return parsed._tag === "Right"
+    ? Effect.succeed(parsed.right)
+    : Effect.fail(new InvalidSegment({ field, value, rule: parsed.left.rule, detail: parsed.left.message }))
+}
+
+type Attempt =
+  | { readonly _tag: "Done"; readonly run: Omit<WorkRun, "release"> }
+  | { readonly _tag: "Busy" }
+  | { readonly _tag: "Again" }
+
+export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem
+    const host = yield* Host
+    const agentDir = yield* AgentDir
+    const paths: AgentPaths = agentDir.paths
+    const remoteLeaseTtlMs = options.remoteLeaseTtlMs ?? DEFAULT_REMOTE_LEASE_TTL_MS
+    const deps: Deps = { fs, host, remoteLeaseTtlMs }
+    const ceiling = options.retentionCeiling ?? DEFAULT_RETENTION
+    const busyAttempts = Math.max(1, options.busyAttempts ?? 8)
+    const busyDelay = Duration.millis(options.busyDelayMs ?? 25)
+    const runtimeScope = yield* Effect.scope
+    const background = yield* FiberSet.make<void, never>()
+    // Closing the runtime waits for background prunes (finalizers run last-added first).
+    yield* Effect.addFinalizer(() => FiberSet.awaitEmpty(background))
+    const madeTenants = yield* Ref.make(new Set<string>())
+    const lastPruneStart = yield* Ref.make(new Map<string, number>())
+    const sequence = yield* Ref.make(0)
+    const processRuns = yield* Ref.make(new Map<string, Deferred.Deferred<WorkRun, AcquireError>>())
+
+    /** Tenant (and staging) directories, 0700, made once per runtime. */
+    const ensureTenant = (tenantDir: string) =>
+      Effect.gen(function*() {
+        if ((yield* Ref.get(madeTenants)).has(tenantDir)) return
+        yield* fs.makeDirectory(NodePath.join(tenantDir, ".staging"), { recursive: true, mode: 0o700 })
+        yield* Ref.update(madeTenants, (s) => new Set(s).add(tenantDir))
+      })
+
+    const leaseBody = (now: number) => encodeJsonBytes({ version: 2, ...selfIdentity(deps), acquiredAt: now, heartbeatAt: now })
+
+    /** Build a complete run in staging, then rename it into place. `false` when the name was taken meanwhile. */
+    const createRun = (tenantDir: string, manifest: ManifestV2, leaseName: string) =>
+      Effect.gen(function*() {
+        const staging = NodePath.join(tenantDir, ".staging", `${manifest.runId}.${yield* nonce}`)
+        const runDir = NodePath.join(tenantDir, manifest.runId)
+        yield* fs.makeDirectory(staging, { mode: 0o700 })
+        const built = yield* Effect.gen(function*() {
+          yield* fs.writeFileAtomic(NodePath.join(staging, WORK_RUN_MANIFEST), encodeJsonBytes(manifest), { sync: true })
+          yield* fs.makeDirectory(NodePath.join(staging, LEASES_DIR), { mode: 0o700 })
+          yield* fs.writeFileExclusive(NodePath.join(staging, LEASES_DIR, leaseName), leaseBody(manifest.createdAt))
+          const taken = yield* fs.lstat(runDir).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
+          if (taken) return false
+          return yield* fs.rename(staging, runDir).pipe(
+            Effect.as(true),
+            Effect.catchIf((e) => e.reason === "NotEmpty" || e.reason === "AlreadyExists", () => Effect.succeed(false))
+          )
+        }).pipe(Effect.onExit((exit) => Exit.isSuccess(exit) && exit.value ? Effect.void : fs.removeTree(staging, { maxEntries: 64, maxDepth: 4 }).pipe(Effect.ignore)))
+        return built
+      })
+
+    /** Join an existing named run with a new lease. */
+    const joinRun = (tenantDir: string, address: { category: string; tenant: string; runId: string }, leaseName: string) =>
+      Effect.gen(function*() {
+        const runDir = NodePath.join(tenantDir, address.runId)
+        const info = yield* fs.lstat(runDir).pipe(Effect.either)
+        if (info._tag === "Left") {
+          if (info.left.reason === "NotFound") return { _tag: "Again" } as const
+          return yield* info.left
+        }
+        if (info.right.type !== "Directory") {
+          return yield* new UnownedRun({ path: runDir, why: info.right.type === "SymbolicLink" ? "it is a symlink" : `it is a ${info.right.type}` })
+        }
+        const manifest = yield* readManifest(deps, runDir, address)
+        if (manifest._tag === "Unowned") return yield* new UnownedRun({ path: runDir, why: manifest.why })
+        if (manifest._tag === "Mismatch") {
+          return yield* new ManifestMismatch({ path: runDir, expected: `${address.category}/${address.tenant}/${address.runId}`, found: manifest.found })
+        }
+        const leasesDir = NodePath.join(runDir, LEASES_DIR)
+        yield* fs.makeDirectory(leasesDir, { mode: 0o700 }).pipe(Effect.catchIf((e) => e.reason === "AlreadyExists", () => Effect.void))
+        const leasesInfo = yield* fs.lstat(leasesDir)
+        if (leasesInfo.type !== "Directory") return yield* new UnownedRun({ path: runDir, why: `${LEASES_DIR} is not a directory` })
+        const now = yield* Clock.currentTimeMillis
+        const written = yield* fs.writeFileExclusive(NodePath.join(leasesDir, leaseName), leaseBody(now)).pipe(
+          Effect.as(true),
+          // The run was quarantined between our checks: start over (a fresh run of that name).
+          Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false))
+        )
+        if (!written) return { _tag: "Again" } as const
+        return { _tag: "Joined", kind: "kind" in manifest.manifest ? manifest.manifest.kind : "named" as RunKind } as const
+      })
+
+    const attempt = (address: { category: string; tenant: string; runId: string | undefined }) =>
+      Effect.gen(function*() {
+        const tenantDir = paths.workTenantDir(address.category, address.tenant)
+        yield* ensureTenant(tenantDir)
+        const leaseName = `${safeHostName(host.hostname)}-${host.pid}-${yield* nonce}.json`
+        const now = yield* Clock.currentTimeMillis
+        const kind: RunKind = address.runId === undefined ? "generated" : "named"
+        const runId = address.runId ?? generateRunId(now, yield* Random.nextIntBetween(0, 0x7fffffff), yield* Ref.getAndUpdate(sequence, (n) => n + 1))
+        const runDir = NodePath.join(tenantDir, runId)
+        const existing = yield* fs.lstat(runDir).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
+        let runKind: RunKind = kind
+        if (!existing) {
+          const manifest: ManifestV2 = {
+            version: 2, category: address.category, tenant: address.tenant, runId, kind, createdAt: now,
+            createdBy: { host: host.hostname, pid: host.pid }
+          }
+          const created = yield* createRun(tenantDir, manifest, leaseName)
+          if (!created) return { _tag: "Again" } as Attempt
+        } else {
+          if (kind === "generated") return { _tag: "Again" } as Attempt
+          const joined = yield* joinRun(tenantDir, { ...address, runId }, leaseName)
+          if (joined._tag === "Again") return joined as Attempt
+          runKind = joined.kind
+        }
+        const leasePath = NodePath.join(runDir, LEASES_DIR, leaseName)
+        // Second half of the handshake: a pruner that marked the run first wins; we step back.
+        if (yield* liveMarkerExists(deps, cleanupMarkerPath(tenantDir, runId))) {
+          yield* fs.removeFile(leasePath).pipe(Effect.ignore)
+          return { _tag: "Busy" } as Attempt
+        }
+        return { _tag: "Done", run: { path: runDir, category: address.category, tenant: address.tenant, runId, kind: runKind, leasePath } } as Attempt
+      })
+
+    const acquireLease = (opts: AcquireOptions) =>
+      Effect.gen(function*() {
+        const category = yield* validate("category", opts.category)
+        const tenant = yield* validate("tenant", opts.tenant)
+        const runId = opts.runId === undefined ? undefined : yield* validate("runId", opts.runId)
+        const tenantDir = paths.workTenantDir(category, tenant)
+        let busy = 0
+        for (let tries = 0; ; tries++) {
+          const result = yield* attempt({ category, tenant, runId })
+          if (result._tag === "Done") return result.run
+          if (result._tag === "Busy") {
+            busy++
+            if (busy >= busyAttempts) return yield* new RunBusy({ path: NodePath.join(tenantDir, runId ?? "(generated)"), attempts: busy })
+            yield* Duration.toMillis(busyDelay) > 0 ? Effect.sleep(Duration.times(busyDelay, busy)) : Effect.yieldNow()
+          } else if (tries > 64) {
+            return yield* new RunBusy({ path: NodePath.join(tenantDir, runId ?? "(generated)"), attempts: tries })
+          }
+        }
+      })
+
+    const stampReleased = (run: Omit<WorkRun, "release">) =>
+      Effect.gen(function*() {
+        const manifest = yield* readManifest(deps, run.path, run)
+        if (manifest._tag !== "Owned" || manifest.manifest.version !== 2) return
+        const now = yield* Clock.currentTimeMillis
+        // No fsync: a lost stamp only makes age fall back to the heartbeat or createdAt.
+        yield* fs.writeFileAtomic(NodePath.join(run.path, WORK_RUN_MANIFEST), encodeJsonBytes({ ...manifest.manifest, releasedAt: now }), { sync: false })
+      }).pipe(Effect.ignore)
+
+    /** Wrap a lease in its release logic and its heartbeat fiber (stopped on release). */
+    const bindRelease = (run: Omit<WorkRun, "release">) =>
+      Effect.gen(function*() {
+        const released = yield* Ref.make(false)
+        const heartbeat = Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const present = yield* fs.lstat(run.leasePath).pipe(Effect.option)
+          if (present._tag === "None" || (yield* Ref.get(released))) return
+          const body = yield* fs.readFile(run.leasePath, { maxBytes: 4096 }).pipe(Effect.option)
+          if (body._tag === "None") return
+          const current = decodeJsonBytes(LeaseV2, body.value)
+          if (!current.ok) return
+          yield* fs.writeFileAtomic(run.leasePath, encodeJsonBytes({ ...current.value, heartbeatAt: now }), { sync: false })
+        }).pipe(Effect.ignore)
+        const heartbeatFiber = yield* heartbeat.pipe(
+          Effect.repeat(Schedule.spaced(Duration.millis(Math.max(1, Math.floor(remoteLeaseTtlMs / 3))))),
+          Effect.delay(Duration.millis(Math.max(1, Math.floor(remoteLeaseTtlMs / 3)))),
+          Effect.asVoid,
+          Effect.forkIn(runtimeScope)
+        )
+        const release = (o?: { readonly delete?: boolean }): Effect.Effect<ReleaseOutcome> =>
+          Effect.gen(function*() {
+            if (yield* Ref.getAndSet(released, true)) return { released: false, deleted: false }
+            yield* Fiber.interrupt(heartbeatFiber)
+            yield* fs.removeFile(run.leasePath).pipe(Effect.ignore)
+            const others = yield* readLeases(deps, run.path)
+            if (isActive(others)) {
+              return o?.delete
+                ? { released: true, deleted: false, keptBecause: others.problem ?? "another live lease holds it" }
+                : { released: true, deleted: false }
+            }
+            if (o?.delete) {
+              const tenantDir = paths.workTenantDir(run.category, run.tenant)
+              const outcome = yield* removeOwnedRun(deps, { tenantDir, category: run.category, tenant: run.tenant, runId: run.runId }, {
+                maxEntries: Number.MAX_SAFE_INTEGER,
+                maxDepth: Number.MAX_SAFE_INTEGER
+              })
+              return outcome._tag === "Removed" ? { released: true, deleted: true } : { released: true, deleted: false, keptBecause: outcome.why }
+            }
+            yield* stampReleased(run)
+            return { released: true, deleted: false }
+          }).pipe(Effect.uninterruptible)
+        return { ...run, release } satisfies WorkRun
+      })
+
+    const maybePruneInBackground = (category: string, tenant: string, retention: RetentionInput | undefined) =>
+      Effect.gen(function*() {
+        const key = `${category}/${tenant}`
+        const now = yield* Clock.currentTimeMillis
+        const last = (yield* Ref.get(lastPruneStart)).get(key)
+        if (last !== undefined && now - last < OPPORTUNISTIC_PRUNE_INTERVAL_MS) return
+        yield* Ref.update(lastPruneStart, (m) => new Map(m).set(key, now))
+        const stamp = yield* fs.lstat(NodePath.join(paths.workTenantDir(category, tenant), TENANT_PRUNE_STAMP)).pipe(Effect.option)
+        if (stamp._tag === "Some" && now - stamp.value.mtimeMs < OPPORTUNISTIC_PRUNE_INTERVAL_MS) return
+        const policy = clamp(resolvePolicy(retention, ceiling), ceiling)
+        yield* FiberSet.run(background, pruneTenant(deps, { workRoot: paths.workRoot, category, tenant, policy, dryRun: false }).pipe(Effect.ignore))
+      })
+
+    const acquire = (opts: AcquireOptions): Effect.Effect<WorkRun, AcquireError, Scope.Scope> =>
+      Effect.acquireRelease(
+        Effect.flatMap(acquireLease(opts), bindRelease),
+        (run) => run.release()
+      ).pipe(
+        Effect.tap((run) => opts.retention === false || options.opportunisticRetention === false
+          ? Effect.void
+          : maybePruneInBackground(run.category, run.tenant, opts.retention))
+      )
+
+    const getProcessWorkRun = (opts: { readonly category: string; readonly tenant: string }) =>
+      Effect.gen(function*() {
+        const key = `${opts.category}\u0000${opts.tenant}`
+        const fresh = yield* Deferred.make<WorkRun, AcquireError>()
+        const existing = yield* Ref.modify(processRuns, (m) => {
+          const found = m.get(key)
+          return found !== undefined ? [found, m] as const : [undefined, new Map(m).set(key, fresh)] as const
+        })
+        if (existing !== undefined) return yield* Deferred.await(existing)
+        const exit = yield* Effect.exit(Scope.extend(acquire({ category: opts.category, tenant: opts.tenant }), runtimeScope))
+        if (Exit.isFailure(exit)) yield* Ref.update(processRuns, (m) => { const n = new Map(m); n.delete(key); return n })
+        yield* Deferred.done(fresh, exit)
+        return yield* exit
+      }).pipe(Effect.uninterruptible)
+
+    const prune = (opts: PruneOptions): Effect.Effect<PruneReport, PruneError> =>
+      Effect.gen(function*() {
+        const category = yield* validate("category", opts.category)
+        const tenant = yield* validate("tenant", opts.tenant)
+        const policy = clamp(resolvePolicy(opts.policy, ceiling), ceiling)
+        return yield* pruneTenant(deps, {
+          workRoot: paths.workRoot, category, tenant, policy, dryRun: opts.dryRun ?? false,
+          ...(opts.onProgress ? { onProgress: opts.onProgress } : {})
+        })
+      })
+
+    const workRootEnv = (run?: { readonly path: string }): Record<string, string> =>
+      run === undefined ? { PI_WORK_ROOT: paths.workRoot } : { PI_WORK_ROOT: paths.workRoot, PI_WORK_RUN_DIR: run.path }
+
+    return WorkRuns.of({ workRoot: paths.workRoot, acquire, getProcessWorkRun, prune, workRootEnv, awaitBackground: FiberSet.awaitEmpty(background) })
+  })
+
+export { EXTENSIONS_WORK_CATEGORY }

@@ -1,0 +1,189 @@
+/**
+ * The tenant pruner (WR8): serialise with the tenant prune marker, finish a crashed prune's leftovers, scan
+ * a bounded number of entries, measure owned runs under one tenant-wide budget, plan with the pure
+ * `planPrune`, then remove each victim under the cleanup protocol. One bad run never fails the prune.
+ */
+import * as NodePath from "node:path"
+import { Clock, Effect, Option } from "effect"
+import {
+  TENANT_CLEANUP_DIR,
+  TENANT_PRUNE_MARKER,
+  TENANT_PRUNE_STAMP,
+  TENANT_TRASH_DIR
+} from "../../domain/AgentPaths.js"
+import type { FileSystemError, UnsafeRoot } from "../../domain/Errors.js"
+import { planPrune, type ScannedRun } from "../../domain/PrunePlan.js"
+import { emptyPruneReport, type PruneReport } from "../../domain/PruneReport.js"
+import type { RetentionPolicy } from "../../domain/Retention.js"
+import { type Deps } from "./deps.js"
+import { removeDeadMarker, tryAcquireMarker } from "./markers.js"
+import { ensureLibraryDir, removeOwnedRun } from "./removeRun.js"
+import { checkSafeDirectory } from "./rootSafety.js"
+import { isActive, newestHeartbeat, readLeases, readManifest } from "./runFacts.js"
+
+/** Entries of a tenant directory that belong to the library itself, never runs. */
+export const TENANT_LIBRARY_ENTRIES: ReadonlySet<string> = new Set([
+  TENANT_CLEANUP_DIR,
+  TENANT_TRASH_DIR,
+  TENANT_PRUNE_MARKER,
+  TENANT_PRUNE_STAMP,
+  ".staging"
+])
+
+export interface PruneInput {
+  readonly workRoot: string
+  readonly category: string
+  readonly tenant: string
+  readonly policy: RetentionPolicy
+  readonly dryRun: boolean
+  /** Progress callback for long prunes (the CLI draws a line from it). */
+  readonly onProgress?: (p: { readonly phase: "scan" | "remove"; readonly done: number; readonly total: number }) => void
+}
+
+/** Leftovers of a crashed prune: quarantined trees and markers of dead pruners. */
+const finishLeftovers = (deps: Deps, tenantDir: string, budget: { maxEntries: number; maxDepth: number }, report: PruneReport) =>
+  Effect.gen(function*() {
+    const trashDir = NodePath.join(tenantDir, TENANT_TRASH_DIR)
+    const trash = yield* deps.fs.readDirectory(trashDir).pipe(Effect.orElseSucceed(() => []))
+    let remaining = budget.maxEntries
+    for (const entry of trash) {
+      if (remaining <= 0) break
+      const removal = yield* deps.fs.removeTree(NodePath.join(trashDir, entry.name), { maxEntries: remaining, maxDepth: budget.maxDepth }).pipe(Effect.either)
+      if (removal._tag === "Left") report.errors.push({ path: removal.left.path, message: removal.left.message })
+      else remaining -= removal.right.removedEntries
+    }
+    const cleanupDir = NodePath.join(tenantDir, TENANT_CLEANUP_DIR)
+    const markers = yield* deps.fs.readDirectory(cleanupDir).pipe(Effect.orElseSucceed(() => []))
+    for (const entry of markers) {
+      if (entry.type === "File") yield* removeDeadMarker(deps, NodePath.join(cleanupDir, entry.name))
+    }
+  })
+
+export const pruneTenant = (
+  deps: Deps,
+  input: PruneInput
+): Effect.Effect<PruneReport, UnsafeRoot | FileSystemError> =>
+  Effect.gen(function*() {
+    const categoryDir = NodePath.join(input.workRoot, input.category)
+    const tenantDir = NodePath.join(categoryDir, input.tenant)
+    for (const dir of [input.workRoot, categoryDir, tenantDir]) {
+      const present = yield* checkSafeDirectory(deps, dir)
+      if (Option.isNone(present)) return emptyPruneReport(input.dryRun)
+    }
+    if (input.dryRun) return yield* scanAndPlan(deps, input, tenantDir)
+    const marker = yield* tryAcquireMarker(deps, NodePath.join(tenantDir, TENANT_PRUNE_MARKER), "prune")
+    if (marker._tag === "Held") return emptyPruneReport(false, true)
+    return yield* Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      yield* deps.fs.writeFileAtomic(NodePath.join(tenantDir, TENANT_PRUNE_STAMP), new TextEncoder().encode(`${now}\n`), { sync: false })
+        .pipe(Effect.ignore)
+      const leftovers = emptyPruneReport(false)
+      yield* finishLeftovers(deps, tenantDir, input.policy, leftovers)
+      const report = yield* scanAndPlan(deps, input, tenantDir)
+      report.errors.unshift(...leftovers.errors)
+      return report
+    }).pipe(Effect.ensuring(marker.release))
+  })
+
+const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
+  Effect.gen(function*() {
+    const report = emptyPruneReport(input.dryRun)
+    const { policy } = input
+    const entries = yield* deps.fs.readDirectory(tenantDir)
+    const candidates = entries.filter((e) => !TENANT_LIBRARY_ENTRIES.has(e.name))
+    report.truncated = candidates.length > policy.maxScannedRuns
+    const scanned = candidates.slice(0, policy.maxScannedRuns)
+    report.scannedRuns = scanned.length
+    let entryBudget = policy.maxEntries
+    const runs: Array<ScannedRun> = []
+    const deadLeases = new Map<string, Array<string>>()
+    for (const [index, entry] of scanned.entries()) {
+      input.onProgress?.({ phase: "scan", done: index, total: scanned.length })
+      const path = NodePath.join(tenantDir, entry.name)
+      if (entry.type !== "Directory") {
+        report.unowned.push({ name: entry.name, path, why: entry.type === "SymbolicLink" ? "symlink (never followed)" : `not a directory (${entry.type})` })
+        continue
+      }
+      const manifest = yield* readManifest(deps, path, { category: input.category, tenant: input.tenant, runId: entry.name })
+      if (manifest._tag !== "Owned") {
+        report.unowned.push({ name: entry.name, path, why: manifest._tag === "Mismatch" ? `manifest names ${manifest.found}` : manifest.why })
+        continue
+      }
+      const leases = yield* readLeases(deps, path)
+      const dead = leases.leases.filter((l) => !l.verdict.alive).map((l) => l.path)
+      if (dead.length > 0) deadLeases.set(entry.name, dead)
+      const measured = yield* deps.fs.measureTree(path, { maxEntries: Math.max(0, entryBudget), maxDepth: policy.maxDepth }).pipe(Effect.either)
+      const size = measured._tag === "Right" ? measured.right : { bytes: 0, entries: 0, complete: false }
+      if (measured._tag === "Left") report.errors.push({ path, message: measured.left.message })
+      entryBudget -= size.entries
+      if (!size.complete) report.incomplete = true
+      const m = manifest.manifest
+      runs.push({
+        runId: entry.name,
+        path,
+        createdAt: m.createdAt,
+        releasedAt: "releasedAt" in m ? m.releasedAt : undefined,
+        newestHeartbeatAt: newestHeartbeat(leases),
+        active: isActive(leases),
+        bytes: size.bytes,
+        complete: size.complete
+      })
+    }
+    const now = yield* Clock.currentTimeMillis
+    const plan = planPrune({ runs, policy, now })
+    report.bytesBefore = plan.bytesBefore
+    report.bytesAfter = plan.bytesAfter
+    for (const d of plan.decisions) {
+      if (d.action === "active") report.active.push(d.runId)
+      else if (d.action === "keep") report.kept.push(d.runId)
+    }
+    if (input.dryRun) {
+      for (const d of plan.remove) report.removed.push({ runId: d.runId, path: d.path, reason: d.reason!, bytes: d.bytes })
+      return report
+    }
+    let skippedBytes: number | null = 0
+    for (const [index, victim] of plan.remove.entries()) {
+      input.onProgress?.({ phase: "remove", done: index, total: plan.remove.length })
+      const outcome = yield* removeOwnedRun(
+        deps,
+        { tenantDir, category: input.category, tenant: input.tenant, runId: victim.runId },
+        { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }
+      )
+      if (outcome._tag === "Removed") {
+        report.removed.push({ runId: victim.runId, path: victim.path, reason: victim.reason!, bytes: victim.bytes })
+        if (!outcome.complete) report.errors.push({ path: victim.path, message: "quarantined in .trash; deletion finishes on the next prune" })
+        deadLeases.delete(victim.runId)
+      } else {
+        report.skipped.push({ runId: victim.runId, path: victim.path, why: outcome.why })
+        report.kept.push(victim.runId)
+        skippedBytes = skippedBytes === null || victim.bytes === null ? null : skippedBytes + victim.bytes
+      }
+    }
+    if (report.bytesAfter !== null) report.bytesAfter = skippedBytes === null ? null : report.bytesAfter + skippedBytes
+    yield* removeDeadLeases(deps, tenantDir, deadLeases, report)
+    return report
+  })
+
+/** Dead leases of kept runs are removed under that run's cleanup marker, re-judged there. */
+const removeDeadLeases = (deps: Deps, tenantDir: string, dead: Map<string, Array<string>>, report: PruneReport) =>
+  Effect.gen(function*() {
+    if (dead.size === 0) return
+    if ((yield* Effect.either(ensureLibraryDir(deps, NodePath.join(tenantDir, TENANT_CLEANUP_DIR))))._tag === "Left") return
+    for (const [runId] of dead) {
+      const runDir = NodePath.join(tenantDir, runId)
+      const marker = yield* tryAcquireMarker(deps, NodePath.join(tenantDir, TENANT_CLEANUP_DIR, runId), "lease-cleanup").pipe(
+        Effect.orElseSucceed(() => ({ _tag: "Held" as const, holder: "" }))
+      )
+      if (marker._tag === "Held") continue
+      yield* Effect.gen(function*() {
+        const leases = yield* readLeases(deps, runDir)
+        for (const lease of leases.leases) {
+          if (!lease.verdict.alive) {
+            yield* deps.fs.removeFile(lease.path).pipe(
+              Effect.catchAll((e) => Effect.sync(() => report.errors.push({ path: lease.path, message: e.message })))
+            )
+          }
+        }
+      }).pipe(Effect.ensuring(marker.release))
+    }
+  })

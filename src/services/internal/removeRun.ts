@@ -1,0 +1,75 @@
+/**
+ * Removing one owned run under the cleanup protocol (WR8, DESIGN "The lease and cleanup protocol"):
+ * take the per-run cleanup marker kept outside the run, re-read manifest and leases under it, rename the
+ * run into `<tenant>/.trash/`, drop the marker, then delete the quarantined tree without following links.
+ */
+import * as NodePath from "node:path"
+import { Effect } from "effect"
+import { TENANT_CLEANUP_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
+import type { WalkBudget } from "../FileSystem.js"
+import { type Deps, nonce } from "./deps.js"
+import { tryAcquireMarker } from "./markers.js"
+import { isActive, readLeases, readManifest } from "./runFacts.js"
+
+export interface RunAddress {
+  readonly tenantDir: string
+  readonly category: string
+  readonly tenant: string
+  readonly runId: string
+}
+
+export type RemoveOutcome =
+  | { readonly _tag: "Removed"; readonly complete: boolean }
+  | { readonly _tag: "Skipped"; readonly why: string }
+
+export const ensureLibraryDir = (deps: Deps, path: string) =>
+  deps.fs.makeDirectory(path, { mode: 0o700 }).pipe(
+    Effect.catchIf((e) => e.reason === "AlreadyExists", () => Effect.void),
+    Effect.zipRight(deps.fs.lstat(path)),
+    Effect.flatMap((info) =>
+      info.type === "Directory" ? Effect.void : Effect.fail(`${path} is not a directory (${info.type})`)
+    ),
+    Effect.mapError((e) => (typeof e === "string" ? e : e.message))
+  )
+
+export const cleanupMarkerPath = (tenantDir: string, runId: string) => NodePath.join(tenantDir, TENANT_CLEANUP_DIR, runId)
+
+export const removeOwnedRun = (
+  deps: Deps,
+  run: RunAddress,
+  budget: WalkBudget
+): Effect.Effect<RemoveOutcome> =>
+  Effect.gen(function*() {
+    const runDir = NodePath.join(run.tenantDir, run.runId)
+    const cleanupDir = NodePath.join(run.tenantDir, TENANT_CLEANUP_DIR)
+    const trashDir = NodePath.join(run.tenantDir, TENANT_TRASH_DIR)
+    const prepared = yield* Effect.either(Effect.zipRight(ensureLibraryDir(deps, cleanupDir), ensureLibraryDir(deps, trashDir)))
+    if (prepared._tag === "Left") return { _tag: "Skipped", why: prepared.left } as const
+    const marker = yield* tryAcquireMarker(deps, cleanupMarkerPath(run.tenantDir, run.runId), "cleanup").pipe(Effect.either)
+    if (marker._tag === "Left") return { _tag: "Skipped", why: `cleanup marker: ${marker.left.message}` } as const
+    if (marker.right._tag === "Held") return { _tag: "Skipped", why: `cleanup marker held (${marker.right.holder})` } as const
+    const release = marker.right.release
+    // Under the marker: whoever acquires from now on sees the marker and backs off; whoever acquired before is
+    // visible in .leases now.
+    const quarantined = yield* Effect.gen(function*() {
+      const dirInfo = yield* deps.fs.lstat(runDir).pipe(Effect.either)
+      if (dirInfo._tag === "Left") return { _tag: "Skipped", why: `run vanished (${dirInfo.left.reason})` } as const
+      if (dirInfo.right.type !== "Directory") return { _tag: "Skipped", why: "no longer a directory" } as const
+      const manifest = yield* readManifest(deps, runDir, run)
+      if (manifest._tag !== "Owned") {
+        return { _tag: "Skipped", why: manifest._tag === "Mismatch" ? `manifest now names ${manifest.found}` : manifest.why } as const
+      }
+      const leases = yield* readLeases(deps, runDir)
+      if (isActive(leases)) {
+        return { _tag: "Skipped", why: leases.problem ?? "a live lease holds it" } as const
+      }
+      const target = NodePath.join(trashDir, `${run.runId}.${yield* nonce}`)
+      const moved = yield* deps.fs.rename(runDir, target).pipe(Effect.either)
+      if (moved._tag === "Left") return { _tag: "Skipped", why: `rename into .trash failed: ${moved.left.message}` } as const
+      return { _tag: "Moved", target } as const
+    }).pipe(Effect.ensuring(release))
+    if (quarantined._tag === "Skipped") return quarantined
+    const removal = yield* deps.fs.removeTree(quarantined.target, budget).pipe(Effect.either)
+    // A failed or budget-cut deletion leaves the tree in .trash, which the next prune finishes.
+    return { _tag: "Removed", complete: removal._tag === "Right" && removal.right.complete } as const
+  })

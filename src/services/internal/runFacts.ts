@@ -1,0 +1,111 @@
+/**
+ * What a run directory says about itself: its manifest (ownership, WR3) and its leases (WR4).
+ * Everything here reads without following symlinks and never writes.
+ */
+import * as NodePath from "node:path"
+import { Effect } from "effect"
+import { LEASES_DIR, WORK_RUN_MANIFEST } from "../../domain/AgentPaths.js"
+import {
+  decodeJsonBytes,
+  Lease,
+  LEASE_MAX_BYTES,
+  type LeaseFacts,
+  leaseFacts,
+  Manifest,
+  MANIFEST_MAX_BYTES
+} from "../../domain/Formats.js"
+import type { LeaseVerdict } from "../../domain/Liveness.js"
+import { type Deps, judge } from "./deps.js"
+
+export type ManifestRead =
+  | { readonly _tag: "Owned"; readonly manifest: Manifest }
+  | { readonly _tag: "Unowned"; readonly why: string }
+  | { readonly _tag: "Mismatch"; readonly found: string }
+
+/** WR3: a manifest that is missing, oversized, unreadable, invalid, a symlink or naming another path is unowned. */
+export const readManifest = (
+  deps: Deps,
+  runDir: string,
+  expected: { readonly category: string; readonly tenant: string; readonly runId: string }
+): Effect.Effect<ManifestRead> =>
+  Effect.gen(function*() {
+    const path = NodePath.join(runDir, WORK_RUN_MANIFEST)
+    const info = yield* deps.fs.lstat(path).pipe(Effect.either)
+    if (info._tag === "Left") {
+      return { _tag: "Unowned", why: info.left.reason === "NotFound" ? "no manifest" : `manifest unreadable (${info.left.errno})` } as const
+    }
+    if (info.right.type === "SymbolicLink") return { _tag: "Unowned", why: "manifest is a symlink" } as const
+    if (info.right.type !== "File") return { _tag: "Unowned", why: "manifest is not a regular file" } as const
+    if (info.right.size > MANIFEST_MAX_BYTES) {
+      return { _tag: "Unowned", why: `manifest is oversized (${info.right.size} bytes > ${MANIFEST_MAX_BYTES})` } as const
+    }
+    const bytes = yield* deps.fs.readFile(path, { maxBytes: MANIFEST_MAX_BYTES }).pipe(Effect.either)
+    if (bytes._tag === "Left") return { _tag: "Unowned", why: `manifest unreadable (${bytes.left.errno || bytes.left.reason})` } as const
+    const decoded = decodeJsonBytes(Manifest, bytes.right)
+    if (!decoded.ok) return { _tag: "Unowned", why: `manifest ${decoded.why}` } as const
+    const m = decoded.value
+    if (m.category !== expected.category || m.tenant !== expected.tenant || m.runId !== expected.runId) {
+      return { _tag: "Mismatch", found: `${m.category}/${m.tenant}/${m.runId}` } as const
+    }
+    return { _tag: "Owned", manifest: m } as const
+  })
+
+export interface LeaseEntry {
+  readonly name: string
+  readonly path: string
+  readonly facts: LeaseFacts | { readonly unreadable: string }
+  readonly verdict: LeaseVerdict
+}
+
+export interface LeaseScan {
+  readonly leases: ReadonlyArray<LeaseEntry>
+  /** Something under `.leases` could not be trusted (a symlink, unreadable): treated as a live holder. */
+  readonly problem: string | null
+}
+
+/** Read and judge every lease of a run. Names starting with "." are in-flight temp files, not leases. */
+export const readLeases = (deps: Deps, runDir: string): Effect.Effect<LeaseScan> =>
+  Effect.gen(function*() {
+    const dir = NodePath.join(runDir, LEASES_DIR)
+    const info = yield* deps.fs.lstat(dir).pipe(Effect.either)
+    if (info._tag === "Left") {
+      return info.left.reason === "NotFound"
+        ? { leases: [], problem: null }
+        : { leases: [], problem: `.leases unreadable (${info.left.errno})` }
+    }
+    if (info.right.type !== "Directory") return { leases: [], problem: `.leases is a ${info.right.type === "SymbolicLink" ? "symlink" : "file"}` }
+    const entries = yield* deps.fs.readDirectory(dir).pipe(Effect.either)
+    if (entries._tag === "Left") return { leases: [], problem: `.leases unreadable (${entries.left.errno})` }
+    const leases: Array<LeaseEntry> = []
+    for (const entry of entries.right) {
+      if (entry.name.startsWith(".")) continue
+      const path = NodePath.join(dir, entry.name)
+      let facts: LeaseFacts | { readonly unreadable: string }
+      if (entry.type !== "File") {
+        facts = { unreadable: `lease is a ${entry.type === "SymbolicLink" ? "symlink" : entry.type.toLowerCase()}` }
+      } else {
+        const bytes = yield* deps.fs.readFile(path, { maxBytes: LEASE_MAX_BYTES }).pipe(Effect.either)
+        if (bytes._tag === "Left") {
+          // Vanished between listing and reading: its holder released it.
+          if (bytes.left.reason === "NotFound") continue
+          facts = { unreadable: `lease unreadable (${bytes.left.errno || bytes.left.reason})` }
+        } else {
+          const decoded = decodeJsonBytes(Lease, bytes.right)
+          facts = decoded.ok ? leaseFacts(decoded.value) : { unreadable: `lease ${decoded.why}` }
+        }
+      }
+      leases.push({ name: entry.name, path, facts, verdict: yield* judge(deps, facts) })
+    }
+    return { leases, problem: null }
+  })
+
+/** A run is active when any lease is alive or the lease directory cannot be trusted (fail closed). */
+export const isActive = (scan: LeaseScan): boolean => scan.problem !== null || scan.leases.some((l) => l.verdict.alive)
+
+export const newestHeartbeat = (scan: LeaseScan): number | undefined => {
+  let newest: number | undefined
+  for (const l of scan.leases) {
+    if (!("unreadable" in l.facts) && (newest === undefined || l.facts.heartbeatAt > newest)) newest = l.facts.heartbeatAt
+  }
+  return newest
+}
