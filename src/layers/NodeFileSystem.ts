@@ -1,0 +1,535 @@
+/**
+ * The FileSystem port on `node:fs` (DESIGN "Why our own FileSystem port").
+ *
+ * - Nothing follows a final symlink: reads, exclusive writes, chmod and copy sources open with O_NOFOLLOW;
+ *   `utimes` is `lutimes`; `readDirectory` refuses a link (ENOTDIR).
+ * - New files and directories get exactly the requested mode (an `fchmod` after creation), independent of
+ *   the process umask, so Node and Memory agree.
+ * - Durability: files are fsynced before they become visible under their final name, and the parent
+ *   directories are fsynced after renames.
+ * - The hot walks (`measureTree`, `removeTree`) use synchronous syscalls one directory at a time and yield
+ *   between directories (DESIGN "Performance facts": async per-entry walks are ~8× slower). Memory use is
+ *   one name list per directory level, never the whole tree.
+ */
+import { randomBytes } from "node:crypto"
+import * as fs from "node:fs"
+import * as fsp from "node:fs/promises"
+import * as NodePath from "node:path"
+import { Effect, Layer } from "effect"
+import { FileSystemError, type FileSystemErrorReason } from "../domain/Errors.js"
+import {
+  type DirEntry,
+  type FileInfo,
+  FileSystem,
+  type FileType,
+  type TreeMeasure,
+  type TreeRemoval,
+  type WalkBudget,
+  type WriteOptions
+} from "../services/FileSystem.js"
+
+const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY } = fs.constants
+
+/** Flags for opening an existing entry without following a final link (O_NONBLOCK: a FIFO must not hang us). */
+const READ_NOFOLLOW = O_RDONLY | O_NOFOLLOW | O_NONBLOCK
+const CREATE_EXCLUSIVE = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
+const DEFAULT_FILE_MODE = 0o600
+const DEFAULT_DIR_MODE = 0o700
+const COPY_CHUNK = 64 * 1024
+
+// ---------------------------------------------------------------------------------------------------------
+// errno → reason, in one place
+
+const REASONS: Readonly<Record<string, FileSystemErrorReason>> = {
+  ENOENT: "NotFound",
+  EEXIST: "AlreadyExists",
+  EACCES: "PermissionDenied",
+  EPERM: "PermissionDenied",
+  ENOTEMPTY: "NotEmpty",
+  EXDEV: "CrossDevice",
+  ELOOP: "IsSymlink",
+  ENOTDIR: "NotADirectory",
+  EISDIR: "IsADirectory",
+  EFBIG: "TooLarge",
+  EBUSY: "Busy"
+}
+
+export const reasonOfErrno = (errno: string): FileSystemErrorReason => REASONS[errno] ?? "Unknown"
+
+const errnoOf = (cause: unknown): string =>
+  typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string" ? cause.code : ""
+
+/** Map anything a `node:fs` call threw or rejected with to the port's error, keeping the raw errno. */
+export const toFileSystemError = (method: string, path: string, cause: unknown): FileSystemError => {
+  if (cause instanceof FileSystemError) return cause
+  const errno = errnoOf(cause)
+  const failedPath = typeof cause === "object" && cause !== null && "path" in cause && typeof cause.path === "string"
+    ? cause.path
+    : path
+  const detail = cause instanceof Error ? cause.message : String(cause)
+  return new FileSystemError({ reason: reasonOfErrno(errno), errno, method, path: failedPath, detail })
+}
+
+const failWith = (method: string, path: string, errno: string, detail: string): FileSystemError =>
+  new FileSystemError({ reason: reasonOfErrno(errno), errno, method, path, detail })
+
+const attempt = <A>(method: string, path: string, run: () => Promise<A>): Effect.Effect<A, FileSystemError> =>
+  Effect.tryPromise({ try: run, catch: (cause) => toFileSystemError(method, path, cause) })
+
+const attemptSync = <A>(method: string, path: string, run: () => A): Effect.Effect<A, FileSystemError> =>
+  Effect.try({ try: run, catch: (cause) => toFileSystemError(method, path, cause) })
+
+/** Best-effort cleanup: its failure must not hide the error being reported. */
+const bestEffort = (run: () => Promise<unknown>): Effect.Effect<void> =>
+  Effect.promise(() => run().then(() => undefined, () => undefined))
+
+const withHandle = <A>(
+  method: string,
+  path: string,
+  flags: number,
+  mode: number | undefined,
+  use: (handle: fsp.FileHandle) => Effect.Effect<A, FileSystemError>
+): Effect.Effect<A, FileSystemError> =>
+  Effect.acquireUseRelease(
+    attempt(method, path, () => fsp.open(path, flags, mode)),
+    use,
+    (handle) => bestEffort(() => handle.close())
+  )
+
+// ---------------------------------------------------------------------------------------------------------
+// stats
+
+const typeOfStats = (stats: fs.Stats | fs.Dirent): FileType =>
+  stats.isFile() ? "File" : stats.isDirectory() ? "Directory" : stats.isSymbolicLink() ? "SymbolicLink" : "Other"
+
+const toFileInfo = (stats: fs.Stats): FileInfo => ({
+  type: typeOfStats(stats),
+  size: stats.size,
+  mode: stats.mode & 0o7777,
+  uid: stats.uid,
+  ino: stats.ino,
+  dev: stats.dev,
+  nlink: stats.nlink,
+  mtimeMs: stats.mtimeMs
+})
+
+const lstat = (path: string): Effect.Effect<FileInfo, FileSystemError> =>
+  attempt("lstat", path, () => fsp.lstat(path)).pipe(Effect.map(toFileInfo))
+
+// ---------------------------------------------------------------------------------------------------------
+// directories
+
+/** fsync a directory so a rename or create inside it survives a crash. Filesystems without it say EINVAL. */
+const syncDirectory = (method: string, dir: string): Effect.Effect<void, FileSystemError> =>
+  withHandle(method, dir, O_RDONLY | O_DIRECTORY, undefined, (handle) => attempt(method, dir, () => handle.sync())).pipe(
+    Effect.catchIf((error) => error.errno === "EINVAL" || error.errno === "ENOTSUP", () => Effect.void)
+  )
+
+const readDirectory = (path: string): Effect.Effect<ReadonlyArray<DirEntry>, FileSystemError> =>
+  Effect.gen(function*() {
+    // readdir follows a final link, so refuse one first.
+    const info = yield* attempt("readDirectory", path, () => fsp.lstat(path))
+    if (info.isSymbolicLink()) {
+      return yield* Effect.fail(failWith("readDirectory", path, "ENOTDIR", "is a symbolic link"))
+    }
+    const dirents = yield* attempt("readDirectory", path, () => fsp.readdir(path, { withFileTypes: true }))
+    return dirents
+      .map((dirent): DirEntry => ({ name: dirent.name, type: typeOfStats(dirent) }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  })
+
+/** Create exactly one directory with exactly `mode`; EEXIST if anything is there. */
+const makeOneDirectory = (method: string, path: string, mode: number): Effect.Effect<void, FileSystemError> =>
+  attempt(method, path, () => fsp.mkdir(path, { mode })).pipe(
+    Effect.zipRight(setMode(method, path, mode))
+  )
+
+const makeDirectoryRecursive = (path: string, mode: number, isFinal: boolean): Effect.Effect<void, FileSystemError> =>
+  makeOneDirectory("makeDirectory", path, mode).pipe(
+    Effect.catchIf((error) => error.errno === "ENOENT" && NodePath.dirname(path) !== path, () =>
+      makeDirectoryRecursive(NodePath.dirname(path), mode, false).pipe(
+        Effect.zipRight(makeOneDirectory("makeDirectory", path, mode)),
+        Effect.catchIf((error) => error.errno === "EEXIST", () => acceptExisting(path, isFinal))
+      )),
+    Effect.catchIf((error) => error.errno === "EEXIST", () => acceptExisting(path, isFinal))
+  )
+
+/** An existing directory is fine; at the final path a symlink or file is not (intermediates resolve as the OS does). */
+const acceptExisting = (path: string, isFinal: boolean): Effect.Effect<void, FileSystemError> =>
+  Effect.gen(function*() {
+    const stats = yield* attempt("makeDirectory", path, () => (isFinal ? fsp.lstat(path) : fsp.stat(path)))
+    if (stats.isDirectory()) return
+    return yield* Effect.fail(
+      isFinal
+        ? failWith("makeDirectory", path, "EEXIST", `a ${typeOfStats(stats)} is in the way`)
+        : failWith("makeDirectory", path, "ENOTDIR", "a parent component is not a directory")
+    )
+  })
+
+const makeDirectory = (
+  path: string,
+  options?: { readonly mode?: number; readonly recursive?: boolean }
+): Effect.Effect<void, FileSystemError> => {
+  const mode = options?.mode ?? DEFAULT_DIR_MODE
+  return options?.recursive === true
+    ? makeDirectoryRecursive(NodePath.resolve(path), mode, true)
+    : makeOneDirectory("makeDirectory", path, mode)
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// files
+
+/** Set permission bits on the entry itself: open it without following a link, then fchmod. */
+const setMode = (method: string, path: string, mode: number): Effect.Effect<void, FileSystemError> =>
+  withHandle(method, path, READ_NOFOLLOW, undefined, (handle) => attempt(method, path, () => handle.chmod(mode))).pipe(
+    // An unreadable file cannot be opened (non-root); fall back to lstat-then-chmod, still refusing links.
+    Effect.catchIf((error) => error.errno === "EACCES", () =>
+      Effect.gen(function*() {
+        const info = yield* lstat(path)
+        if (info.type === "SymbolicLink") return yield* Effect.fail(failWith(method, path, "ELOOP", "is a symbolic link"))
+        yield* attempt(method, path, () => fsp.chmod(path, mode))
+      }))
+  )
+
+const writeAll = (method: string, path: string, handle: fsp.FileHandle, data: Uint8Array) =>
+  attempt(method, path, async () => {
+    let offset = 0
+    while (offset < data.byteLength) {
+      const { bytesWritten } = await handle.write(data, offset, data.byteLength - offset)
+      offset += bytesWritten
+    }
+  })
+
+/** Create `path` exclusively and write it; a failure after creation removes the partial file. */
+const createAndWrite = (
+  method: string,
+  path: string,
+  data: Uint8Array,
+  mode: number,
+  sync: boolean
+): Effect.Effect<void, FileSystemError> =>
+  Effect.acquireUseRelease(
+    attempt(method, path, () => fsp.open(path, CREATE_EXCLUSIVE, mode)),
+    (handle) =>
+      attempt(method, path, () => handle.chmod(mode)).pipe(
+        Effect.zipRight(writeAll(method, path, handle, data)),
+        Effect.zipRight(sync ? attempt(method, path, () => handle.sync()) : Effect.void),
+        Effect.zipRight(attempt(method, path, () => handle.close())),
+        Effect.tapError(() => bestEffort(() => handle.close().then(() => fsp.unlink(path))))
+      ),
+    // close() is idempotent enough for us: a second close rejects and is ignored.
+    (handle) => bestEffort(() => handle.close())
+  )
+
+const writeFileExclusive = (path: string, data: Uint8Array, options?: WriteOptions) =>
+  createAndWrite("writeFileExclusive", path, data, options?.mode ?? DEFAULT_FILE_MODE, options?.sync ?? true)
+
+const tempNameBeside = (path: string): string =>
+  NodePath.join(NodePath.dirname(path), `.${NodePath.basename(path)}.tmp-${randomBytes(6).toString("hex")}`)
+
+const writeFileAtomic = (path: string, data: Uint8Array, options?: WriteOptions): Effect.Effect<void, FileSystemError> =>
+  Effect.gen(function*() {
+    const sync = options?.sync ?? true
+    const temp = tempNameBeside(path)
+    yield* createAndWrite("writeFileAtomic", temp, data, options?.mode ?? DEFAULT_FILE_MODE, sync)
+    // rename(2) replaces a symlink at `path` itself, never writing through it.
+    yield* attempt("writeFileAtomic", path, () => fsp.rename(temp, path)).pipe(
+      Effect.tapError(() => bestEffort(() => fsp.unlink(temp)))
+    )
+    if (sync) yield* syncDirectory("writeFileAtomic", NodePath.dirname(path))
+  })
+
+const readFile = (path: string, options?: { readonly maxBytes?: number }) =>
+  withHandle("readFile", path, READ_NOFOLLOW, undefined, (handle) =>
+    Effect.gen(function*() {
+      const maxBytes = options?.maxBytes ?? Number.MAX_SAFE_INTEGER
+      const stats = yield* attempt("readFile", path, () => handle.stat())
+      if (stats.isDirectory()) return yield* Effect.fail(failWith("readFile", path, "EISDIR", "is a directory"))
+      if (!stats.isFile()) return yield* Effect.fail(failWith("readFile", path, "", "not a regular file"))
+      if (stats.size > maxBytes) {
+        return yield* Effect.fail(failWith("readFile", path, "EFBIG", `${stats.size} bytes exceeds ${maxBytes}`))
+      }
+      // Read until EOF but never past the cap: the file may grow between fstat and read.
+      const chunks: Array<Uint8Array> = []
+      const total = yield* attempt("readFile", path, async () => {
+        let sum = 0
+        for (;;) {
+          // Expect the fstat size (+1 to see EOF), at least 4 KiB if it grew, never more than 1 MiB or the cap + 1.
+          const want = Math.min(Math.max(stats.size - sum, 4096) + 1, maxBytes - sum + 1, 1 << 20)
+          const buffer = Buffer.allocUnsafe(want)
+          const { bytesRead } = await handle.read(buffer, 0, buffer.byteLength, null)
+          if (bytesRead === 0) return sum
+          chunks.push(buffer.subarray(0, bytesRead))
+          sum += bytesRead
+          if (sum > maxBytes) return sum
+        }
+      })
+      if (total > maxBytes) return yield* Effect.fail(failWith("readFile", path, "EFBIG", `grew beyond ${maxBytes} bytes`))
+      return new Uint8Array(Buffer.concat(chunks, total))
+    }))
+
+const rename = (from: string, to: string): Effect.Effect<void, FileSystemError> =>
+  Effect.gen(function*() {
+    yield* attempt("rename", from, () => fsp.rename(from, to))
+    const toDir = NodePath.dirname(NodePath.resolve(to))
+    const fromDir = NodePath.dirname(NodePath.resolve(from))
+    yield* syncDirectory("rename", toDir)
+    if (fromDir !== toDir) yield* syncDirectory("rename", fromDir)
+  })
+
+const copyFile = (from: string, to: string, options?: { readonly sync?: boolean }) =>
+  withHandle("copyFile", from, READ_NOFOLLOW, undefined, (source) =>
+    Effect.gen(function*() {
+      const stats = yield* attempt("copyFile", from, () => source.stat())
+      if (stats.isDirectory()) return yield* Effect.fail(failWith("copyFile", from, "EISDIR", "is a directory"))
+      if (!stats.isFile()) return yield* Effect.fail(failWith("copyFile", from, "", "not a regular file"))
+      const mode = stats.mode & 0o7777
+      yield* Effect.acquireUseRelease(
+        attempt("copyFile", to, () => fsp.open(to, CREATE_EXCLUSIVE, mode)),
+        (target) =>
+          attempt("copyFile", to, async () => {
+            await target.chmod(mode)
+            const buffer = Buffer.allocUnsafe(COPY_CHUNK)
+            for (;;) {
+              const { bytesRead } = await source.read(buffer, 0, COPY_CHUNK, null)
+              if (bytesRead === 0) break
+              let offset = 0
+              while (offset < bytesRead) {
+                offset += (await target.write(buffer, offset, bytesRead - offset)).bytesWritten
+              }
+            }
+            if (options?.sync ?? true) await target.sync()
+            await target.close()
+          }).pipe(Effect.tapError(() => bestEffort(() => target.close().then(() => fsp.unlink(to))))),
+        (target) => bestEffort(() => target.close())
+      )
+    }))
+
+// ---------------------------------------------------------------------------------------------------------
+// hot walks
+
+/** Entries processed synchronously before a real macrotask yield, so timers and I/O callbacks still run. */
+const ENTRIES_PER_MACROTASK = 2048
+
+const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
+
+/**
+ * Run a synchronous `step` (one directory's worth of work) until it reports done, yielding to other fibers
+ * after every step and to the event loop every `ENTRIES_PER_MACROTASK` entries.
+ */
+const drive = (method: string, root: string, step: () => boolean, workDone: () => number) => {
+  let nextMacrotaskAt = ENTRIES_PER_MACROTASK
+  const loop: Effect.Effect<void, FileSystemError> = Effect.suspend(() =>
+    attemptSync(method, root, step).pipe(
+      Effect.flatMap((done) => {
+        if (done) return Effect.void
+        if (workDone() >= nextMacrotaskAt) {
+          nextMacrotaskAt = workDone() + ENTRIES_PER_MACROTASK
+          return Effect.zipRight(yieldToEventLoop, loop)
+        }
+        return Effect.zipRight(Effect.yieldNow(), loop)
+      })
+    )
+  )
+  return loop
+}
+
+const isErrno = (cause: unknown, ...codes: ReadonlyArray<string>): boolean => codes.includes(errnoOf(cause))
+
+/** `readdirSync`, treating an entry that vanished or stopped being a directory as empty (a racing writer). */
+const namesOf = (path: string): Array<string> | undefined => {
+  try {
+    return fs.readdirSync(path)
+  } catch (cause) {
+    if (isErrno(cause, "ENOENT", "ENOTDIR")) return undefined
+    throw cause
+  }
+}
+
+interface MeasureFrame {
+  readonly path: string
+  readonly depth: number
+  readonly names: ReadonlyArray<string>
+  index: number
+}
+
+const measureTree = (root: string, budget: WalkBudget): Effect.Effect<TreeMeasure, FileSystemError> =>
+  Effect.gen(function*() {
+    const rootStats = yield* attemptSync("measureTree", root, () => fs.lstatSync(root))
+    if (!rootStats.isDirectory()) {
+      return { bytes: rootStats.isFile() ? rootStats.size : 0, entries: 0, complete: true, newestMtimeMs: rootStats.mtimeMs }
+    }
+    let bytes = 0
+    let entries = 0
+    let complete = true
+    let newestMtimeMs = rootStats.mtimeMs
+    const stack: Array<MeasureFrame> = []
+    if (budget.maxDepth >= 1) {
+      stack.push({ path: root, depth: 0, names: yield* attemptSync("measureTree", root, () => fs.readdirSync(root)), index: 0 })
+    } else {
+      complete = false
+    }
+    const step = (): boolean => {
+      const top = stack[stack.length - 1]
+      if (top === undefined) return true
+      while (top.index < top.names.length) {
+        if (entries >= budget.maxEntries) {
+          complete = false
+          return true
+        }
+        const path = `${top.path}/${top.names[top.index++]}`
+        const stats = fs.lstatSync(path, { throwIfNoEntry: false })
+        if (stats === undefined) continue // removed while we walked
+        entries++
+        if (stats.mtimeMs > newestMtimeMs) newestMtimeMs = stats.mtimeMs
+        if (stats.isFile()) {
+          bytes += stats.size
+        } else if (stats.isDirectory()) {
+          const depth = top.depth + 1
+          if (depth + 1 > budget.maxDepth) {
+            complete = false
+            continue
+          }
+          const names = namesOf(path)
+          if (names !== undefined) {
+            stack.push({ path, depth, names, index: 0 })
+            return false // yield between directories
+          }
+        }
+      }
+      stack.pop()
+      return stack.length === 0
+    }
+    if (stack.length > 0) yield* drive("measureTree", root, step, () => entries)
+    return { bytes, entries, complete, newestMtimeMs }
+  })
+
+interface RemovalFrame {
+  readonly path: string
+  readonly depth: number
+  readonly entries: ReadonlyArray<fs.Dirent>
+  index: number
+  /** A child was left in place (depth budget), so this directory cannot be removed. */
+  blocked: boolean
+}
+
+const unlinkIfPresent = (path: string): boolean => {
+  try {
+    fs.unlinkSync(path)
+    return true
+  } catch (cause) {
+    if (isErrno(cause, "ENOENT")) return false
+    throw cause
+  }
+}
+
+const rmdirIfPresent = (path: string): boolean => {
+  try {
+    fs.rmdirSync(path)
+    return true
+  } catch (cause) {
+    if (isErrno(cause, "ENOENT")) return false
+    throw cause
+  }
+}
+
+const direntsOf = (path: string): Array<fs.Dirent> | undefined => {
+  try {
+    return fs.readdirSync(path, { withFileTypes: true })
+  } catch (cause) {
+    if (isErrno(cause, "ENOENT", "ENOTDIR")) return undefined
+    throw cause
+  }
+}
+
+const removeTree = (root: string, budget: WalkBudget): Effect.Effect<TreeRemoval, FileSystemError> =>
+  Effect.gen(function*() {
+    const rootStats = yield* attemptSync("removeTree", root, () => fs.lstatSync(root, { throwIfNoEntry: false }))
+    if (rootStats === undefined) return { removedEntries: 0, complete: true }
+    if (!rootStats.isDirectory()) {
+      // A link or file root: unlink the entry itself (never a link's target). The root is not counted.
+      yield* attemptSync("removeTree", root, () => unlinkIfPresent(root))
+      return { removedEntries: 0, complete: true }
+    }
+    let removed = 0
+    let complete = true
+    const rootEntries = yield* attemptSync("removeTree", root, () => direntsOf(root))
+    if (rootEntries === undefined) return { removedEntries: 0, complete: true }
+    const stack: Array<RemovalFrame> = [{ path: root, depth: 0, entries: rootEntries, index: 0, blocked: false }]
+    if (budget.maxDepth < 1 && rootEntries.length > 0) return { removedEntries: 0, complete: false }
+
+    const step = (): boolean => {
+      const top = stack[stack.length - 1]
+      if (top === undefined) return true
+      while (top.index < top.entries.length) {
+        if (removed >= budget.maxEntries) {
+          complete = false
+          return true
+        }
+        const dirent = top.entries[top.index++]!
+        const path = `${top.path}/${dirent.name}`
+        if (dirent.isDirectory()) {
+          const depth = top.depth + 1
+          const children = direntsOf(path)
+          if (children === undefined) continue
+          if (children.length === 0) {
+            if (rmdirIfPresent(path)) removed++
+            continue
+          }
+          if (depth + 1 > budget.maxDepth) {
+            top.blocked = true
+            complete = false
+            continue
+          }
+          stack.push({ path, depth, entries: children, index: 0, blocked: false })
+          return false // yield between directories
+        }
+        // Files, symlinks and anything else: unlink the entry itself.
+        if (unlinkIfPresent(path)) removed++
+      }
+      stack.pop()
+      const parent = stack[stack.length - 1]
+      if (top.blocked) {
+        if (parent !== undefined) parent.blocked = true
+      } else if (parent === undefined) {
+        rmdirIfPresent(top.path) // the root is not counted against the budget
+      } else if (removed >= budget.maxEntries) {
+        complete = false
+        return true
+      } else if (rmdirIfPresent(top.path)) {
+        removed++
+      }
+      return stack.length === 0
+    }
+    yield* drive("removeTree", root, step, () => removed)
+    return { removedEntries: removed, complete }
+  })
+
+// ---------------------------------------------------------------------------------------------------------
+// the service
+
+export const make = (): FileSystem["Type"] => ({
+  lstat,
+  readDirectory,
+  makeDirectory,
+  writeFileExclusive,
+  writeFileAtomic,
+  readFile,
+  rename,
+  removeFile: (path) => attempt("removeFile", path, () => fsp.unlink(path)),
+  removeDirectory: (path) => attempt("removeDirectory", path, () => fsp.rmdir(path)),
+  symlink: (target, path) => attempt("symlink", path, () => fsp.symlink(target, path)),
+  readLink: (path) => attempt("readLink", path, () => fsp.readlink(path)),
+  link: (existing, newPath) => attempt("link", newPath, () => fsp.link(existing, newPath)),
+  utimes: (path, atimeMs, mtimeMs) => attempt("utimes", path, () => fsp.lutimes(path, atimeMs / 1000, mtimeMs / 1000)),
+  chmod: (path, mode) => setMode("chmod", path, mode),
+  copyFile,
+  measureTree,
+  removeTree
+})
+
+/** The production FileSystem layer. */
+export const NodeFileSystemLive: Layer.Layer<FileSystem> = Layer.sync(FileSystem, make)

@@ -1,0 +1,74 @@
+/**
+ * The Host port on `os`, `process` and Linux `/proc` (SPEC WR4). This is the Node edge, so it may read
+ * `process.env`. Where `/proc` is absent (macOS, Windows) boot id and start times are `null`, which the
+ * liveness verdict treats as "unknown".
+ */
+import * as fs from "node:fs"
+import * as fsp from "node:fs/promises"
+import * as os from "node:os"
+import { Effect, Layer } from "effect"
+import { Host } from "../services/Host.js"
+
+/**
+ * Field 22 (`starttime`, clock ticks after boot) of a `/proc/<pid>/stat` line. The command name (field 2) is
+ * in parentheses and may itself contain spaces and `)`, so fields are counted after the LAST `)`.
+ */
+export const parseStartTime = (statLine: string): number | null => {
+  const close = statLine.lastIndexOf(")")
+  if (close < 0) return null
+  // After ") " come fields 3 (state), 4, … so field 22 is at index 22 - 3.
+  const field = statLine.slice(close + 1).trim().split(/\s+/)[22 - 3]
+  if (field === undefined || !/^\d+$/.test(field)) return null
+  const value = Number(field)
+  return Number.isSafeInteger(value) ? value : null
+}
+
+const isValidPid = (pid: number): boolean => Number.isSafeInteger(pid) && pid > 0
+
+const processStartTime = (pid: number): Effect.Effect<number | null> =>
+  isValidPid(pid)
+    ? Effect.promise(() => fsp.readFile(`/proc/${pid}/stat`, "utf8").then(parseStartTime, () => null))
+    : Effect.succeed(null)
+
+/** kill(pid, 0): no error or EPERM means the process exists; ESRCH (or anything else) means it does not. */
+const pidExists = (pid: number): Effect.Effect<boolean> =>
+  Effect.sync(() => {
+    // Never signal 0 or negative pids: those address process groups.
+    if (!isValidPid(pid)) return false
+    try {
+      process.kill(pid, 0)
+      return true
+    } catch (cause) {
+      return typeof cause === "object" && cause !== null && "code" in cause && cause.code === "EPERM"
+    }
+  })
+
+const readTrimmed = (path: string): string | null => {
+  try {
+    const text = fs.readFileSync(path, "utf8").trim()
+    return text === "" ? null : text
+  } catch {
+    return null
+  }
+}
+
+const selfStartTime = (): number | null => {
+  const line = readTrimmed(`/proc/${process.pid}/stat`)
+  return line === null ? null : parseStartTime(line)
+}
+
+export const make: Effect.Effect<Host["Type"]> = Effect.sync(() => ({
+  hostname: os.hostname(),
+  bootId: readTrimmed("/proc/sys/kernel/random/boot_id"),
+  pid: process.pid,
+  selfStartTime: selfStartTime(),
+  uid: process.getuid?.() ?? null,
+  homeDir: os.homedir(),
+  cwd: process.cwd(),
+  env: (name: string) => process.env[name],
+  processStartTime,
+  pidExists
+}))
+
+/** The production Host layer; identity facts are read once when the layer is built. */
+export const NodeHostLive: Layer.Layer<Host> = Layer.effect(Host, make)
