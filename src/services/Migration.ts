@@ -1,0 +1,657 @@
+/**
+ * Migrations (SPEC MG1, MG2): the agent-dir layout migration and the per-entry migration toolkit.
+ *
+ * Every move goes through one engine, `place(src, dst, conflictBase)`, whose steps are each atomic (a rename,
+ * an exclusive create, a file removal) and which decides from the files themselves, never from "does the
+ * target directory exist":
+ * - target absent: one `rename` (a whole tree at once); on EXDEV, copy across (below);
+ * - both directories: place every child, then remove the emptied source directory;
+ * - same content (byte-equal files, equal link targets): the source is a duplicate and is removed;
+ * - otherwise the source is preserved under its conflict path (`<base>`, `<base>.1`, …), never overwriting.
+ * Cross-device: a file is copied to `.<name>.pi-migrate-partial` beside the target (fsync), compared with the
+ * source, renamed into place, and only then is the source removed; a symlink is recreated (never followed);
+ * a directory is made and its children placed. A crash between any two steps leaves every byte either at the
+ * source or at its destination (or both, identical, which the rerun resolves by removing the source).
+ *
+ * All migrations of one agent dir are serialised by the marker `<agentDir>/.pi-migration.lock`, created only
+ * when there is something to do; a dead owner's marker is reclaimed, a live one makes the call wait briefly
+ * and then report "another migration is running".
+ */
+import * as NodePath from "node:path"
+import { Clock, Context, Duration, Effect, Layer } from "effect"
+import { FileSystemError, InvalidArgument } from "../domain/Errors.js"
+import {
+  conflictCandidate,
+  copyTempName,
+  displayPath,
+  emptyLayoutReport,
+  encodeJournalLine,
+  encodeJsonObject,
+  type EntryReport,
+  type JournalRecord,
+  type LayoutReport,
+  type LayoutUnit,
+  layoutUnits,
+  ledgerParse,
+  ledgerSerialize,
+  type MergeLedgerEntry,
+  mergeJsonObjects,
+  mergeLedgerRows,
+  MIGRATION_CONFLICTS,
+  MIGRATION_MARKER,
+  MIGRATION_MARKER_PURPOSE,
+  MIGRATIONS_JOURNAL_DIR,
+  type MigrationPlan,
+  type MoveEntry,
+  parseJournal,
+  type PlanReport
+} from "../domain/MigrationPlan.js"
+import { segmentViolation } from "../domain/Segment.js"
+import { type FileInfo, FileSystem } from "./FileSystem.js"
+import { Host } from "./Host.js"
+import type { Deps } from "./internal/deps.js"
+import { tryAcquireMarker } from "./internal/markers.js"
+
+type Fs = FileSystem["Type"]
+
+export interface LayoutOptions {
+  /** Top-level entries handled per call (default 10,000); the rest waits for the next call (`partial`). */
+  readonly maxEntries?: number
+  /** Attempts to take the migration marker while another live migration holds it (default 20). */
+  readonly lockAttempts?: number
+  /** Pause between those attempts (default 100 ms). */
+  readonly lockRetryDelay?: Duration.DurationInput
+}
+
+export const DEFAULT_MAX_ENTRIES = 10_000
+const DEFAULT_LOCK_ATTEMPTS = 20
+const DEFAULT_LOCK_DELAY = Duration.millis(100)
+const REMOTE_TTL_MS = 15 * 60 * 1000
+/** Legacy JSON files and ledgers are small; a larger one is preserved as a conflict rather than parsed. */
+const MERGE_MAX_BYTES = 64 * 1024 * 1024
+
+const isNotFound = (e: FileSystemError) => e.reason === "NotFound"
+const isCrossDevice = (e: FileSystemError) => e.reason === "CrossDevice" || e.errno === "EXDEV"
+
+const stepFailure = (method: string, path: string, detail: string) =>
+  new FileSystemError({ reason: "InvalidData", errno: "", method, path, detail })
+
+const bytesEqual = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i])
+const isPrefix = (prefix: Uint8Array, of: Uint8Array) =>
+  prefix.length <= of.length && prefix.every((x, i) => x === of[i])
+
+/** What happened to one placed entry, for the report. */
+type Placed = "moved" | "merged" | "duplicate" | "conflict"
+
+interface Collector {
+  readonly conflicts: Array<{ readonly from: string; readonly to: string }>
+}
+
+/** The move engine over the FileSystem port. */
+const makeEngine = (fs: Fs, collector: Collector, display: (path: string) => string) => {
+  const lstatOption = (path: string): Effect.Effect<FileInfo | undefined, FileSystemError> =>
+    fs.lstat(path).pipe(Effect.catchIf(isNotFound, () => Effect.succeed(undefined)))
+
+  const sameContent = (a: string, ai: FileInfo, b: string, bi: FileInfo): Effect.Effect<boolean, FileSystemError> => {
+    if (ai.type === "File" && bi.type === "File") {
+      if (ai.size !== bi.size) return Effect.succeed(false)
+      return Effect.zipWith(fs.readFile(a), fs.readFile(b), bytesEqual)
+    }
+    if (ai.type === "SymbolicLink" && bi.type === "SymbolicLink") {
+      return Effect.zipWith(fs.readLink(a), fs.readLink(b), (x, y) => x === y)
+    }
+    return Effect.succeed(false)
+  }
+
+  const childNames = (dir: string) => Effect.map(fs.readDirectory(dir), (entries) => entries.map((e) => e.name))
+
+  /** A leftover partial copy of ours is a prefix of the source; anything else at the temp name is not ours. */
+  const clearPartialCopy = (src: string, temp: string) =>
+    Effect.gen(function*() {
+      const info = yield* lstatOption(temp)
+      if (info === undefined) return
+      const ours = info.type === "File" && isPrefix(yield* fs.readFile(temp), yield* fs.readFile(src))
+      if (!ours) return yield* Effect.fail(stepFailure("migrate", temp, "temp path of a cross-device copy is taken"))
+      yield* fs.removeFile(temp)
+    })
+
+  /** Copy `src` to the absent `dst` on another device, verify, then remove the source. */
+  const copyAcross = (
+    src: string,
+    info: FileInfo,
+    dst: string,
+    placeChild: (src: string, dst: string) => Effect.Effect<Placed, FileSystemError>
+  ): Effect.Effect<void, FileSystemError> =>
+    Effect.gen(function*() {
+      if (info.type === "File") {
+        const temp = NodePath.join(NodePath.dirname(dst), copyTempName(NodePath.basename(dst)))
+        yield* clearPartialCopy(src, temp)
+        yield* fs.copyFile(src, temp, { sync: true })
+        const same = yield* Effect.zipWith(fs.readFile(src), fs.readFile(temp), bytesEqual)
+        if (!same) {
+          yield* fs.removeFile(temp)
+          return yield* Effect.fail(stepFailure("migrate", src, "cross-device copy did not verify"))
+        }
+        yield* fs.rename(temp, dst)
+        yield* fs.removeFile(src)
+      } else if (info.type === "SymbolicLink") {
+        yield* fs.symlink(yield* fs.readLink(src), dst)
+        yield* fs.removeFile(src)
+      } else if (info.type === "Directory") {
+        yield* fs.makeDirectory(dst, { mode: info.mode })
+        for (const name of yield* childNames(src)) yield* placeChild(NodePath.join(src, name), NodePath.join(dst, name))
+        yield* fs.removeDirectory(src)
+      } else {
+        return yield* Effect.fail(stepFailure("migrate", src, "special files are not copied across devices"))
+      }
+    })
+
+  /** Move `src` to the absent `dst`: one rename, or a verified copy across devices. */
+  const transfer = (
+    src: string,
+    info: FileInfo,
+    dst: string,
+    placeChild: (src: string, dst: string) => Effect.Effect<Placed, FileSystemError>
+  ): Effect.Effect<void, FileSystemError> =>
+    fs.makeDirectory(NodePath.dirname(dst), { recursive: true }).pipe(
+      Effect.zipRight(fs.rename(src, dst)),
+      Effect.catchIf(isCrossDevice, () => copyAcross(src, info, dst, placeChild))
+    )
+
+  /** Preserve `src` at the first free (or identical, or mergeable directory) conflict candidate of `base`. */
+  const preserve = (src: string, srcInfo: FileInfo, base: string): Effect.Effect<Placed, FileSystemError> =>
+    Effect.gen(function*() {
+      for (let k = 0;; k++) {
+        const candidate = conflictCandidate(base, k)
+        const info = yield* lstatOption(candidate)
+        const record = () => collector.conflicts.push({ from: display(src), to: display(candidate) })
+        if (info === undefined) {
+          yield* transfer(src, srcInfo, candidate, (s, d) => preserveChild(s, d))
+          record()
+          return "conflict" as const
+        }
+        if (srcInfo.type === "Directory" && info.type === "Directory") {
+          // An earlier (interrupted) preservation of this same directory: finish it in place.
+          for (const name of yield* childNames(src)) yield* preserveChild(NodePath.join(src, name), NodePath.join(candidate, name))
+          yield* fs.removeDirectory(src)
+          record()
+          return "conflict" as const
+        }
+        if (yield* sameContent(src, srcInfo, candidate, info)) {
+          yield* fs.removeFile(src)
+          record()
+          return "conflict" as const
+        }
+      }
+    })
+
+  const preserveChild = (src: string, dst: string): Effect.Effect<Placed, FileSystemError> =>
+    Effect.flatMap(fs.lstat(src), (info) => preserve(src, info, dst))
+
+  /** The engine: move or merge `src` into `dst`; collisions go under `conflictBase`. */
+  const place = (src: string, dst: string, conflictBase: string): Effect.Effect<Placed, FileSystemError> =>
+    Effect.gen(function*() {
+      const srcInfo = yield* fs.lstat(src)
+      const dstInfo = yield* lstatOption(dst)
+      const child = (s: string, d: string) => place(s, d, NodePath.join(conflictBase, NodePath.basename(s)))
+      if (dstInfo === undefined) {
+        yield* transfer(src, srcInfo, dst, child)
+        return "moved"
+      }
+      if (srcInfo.type === "Directory" && dstInfo.type === "Directory") {
+        for (const name of yield* childNames(src)) yield* child(NodePath.join(src, name), NodePath.join(dst, name))
+        yield* fs.removeDirectory(src)
+        return "merged"
+      }
+      if (yield* sameContent(src, srcInfo, dst, dstInfo)) {
+        yield* fs.removeFile(src)
+        return "duplicate"
+      }
+      return yield* preserve(src, srcInfo, conflictBase)
+    })
+
+  return {
+    lstatOption,
+    place,
+    preserve,
+    childNames,
+    conflictsSoFar: () => collector.conflicts.length,
+    conflictsSince: (n: number) => collector.conflicts.slice(n).map((c) => c.to)
+  }
+}
+
+type Engine = ReturnType<typeof makeEngine>
+
+// ---------------------------------------------------------------------------------------------------------
+// the migration marker
+
+type Lock = { readonly _tag: "Acquired"; readonly release: Effect.Effect<void> } | { readonly _tag: "Busy"; readonly holder: string }
+
+const takeMigrationMarker = (
+  deps: Deps,
+  agentDir: string,
+  attempts: number,
+  delay: Duration.DurationInput
+): Effect.Effect<Lock, FileSystemError> =>
+  Effect.gen(function*() {
+    const path = NodePath.join(agentDir, MIGRATION_MARKER)
+    let holder = "unknown holder"
+    for (let attempt = 0; attempt < Math.max(1, attempts); attempt++) {
+      if (attempt > 0) yield* Effect.sleep(delay)
+      const taken = yield* tryAcquireMarker(deps, path, MIGRATION_MARKER_PURPOSE)
+      if (taken._tag === "Acquired") return { _tag: "Acquired", release: taken.release } as const
+      holder = taken.holder
+      // A marker torn by a crash mid-write never decodes; once older than the remote TTL nobody can be
+      // writing it any more, so it is removed instead of freezing every future migration.
+      if (taken.holder === "unreadable marker") yield* removeStaleUnreadable(deps.fs, path)
+    }
+    return { _tag: "Busy", holder } as const
+  })
+
+const removeStaleUnreadable = (fs: Fs, path: string) =>
+  Effect.gen(function*() {
+    const info = yield* fs.lstat(path)
+    const now = yield* Clock.currentTimeMillis
+    if (info.type === "File" && now - info.mtimeMs > REMOTE_TTL_MS) yield* fs.removeFile(path)
+  }).pipe(Effect.ignore)
+
+const withMarker = <A>(
+  deps: Deps,
+  agentDir: string,
+  options: LayoutOptions | undefined,
+  onBusy: (message: string) => A,
+  body: Effect.Effect<A>
+): Effect.Effect<A> =>
+  takeMigrationMarker(
+    deps,
+    agentDir,
+    options?.lockAttempts ?? DEFAULT_LOCK_ATTEMPTS,
+    options?.lockRetryDelay ?? DEFAULT_LOCK_DELAY
+  ).pipe(
+    Effect.matchEffect({
+      onFailure: (e) => Effect.succeed(onBusy(`cannot take the migration marker: ${e.message}`)),
+      onSuccess: (lock) =>
+        lock._tag === "Busy"
+          ? Effect.succeed(
+            onBusy(`another migration is running (${lock.holder}); nothing was moved — retry later or run the doctor`)
+          )
+          : Effect.ensuring(body, lock.release)
+    })
+  )
+
+// ---------------------------------------------------------------------------------------------------------
+// MG1: the layout migration
+
+const readRootNames = (fs: Fs, agentDir: string) =>
+  fs.readDirectory(agentDir).pipe(
+    Effect.map((entries) => entries.map((e) => e.name)),
+    Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.succeed([]))
+  )
+
+interface LayoutState {
+  readonly moved: Array<string>
+  readonly merged: Array<string>
+  readonly collector: Collector
+  readonly errors: Array<{ readonly path: string; readonly message: string }>
+  budget: number
+  partial: boolean
+}
+
+/** trust.json present at both places: merge the objects (canonical wins), durable before the legacy copy goes. */
+const mergeJsonUnit = (fs: Fs, engine: Engine, src: string, dst: string, dstInfo: FileInfo, conflictBase: string) =>
+  Effect.gen(function*() {
+    const read = (p: string) => fs.readFile(p, { maxBytes: MERGE_MAX_BYTES }).pipe(Effect.option)
+    const legacy = yield* read(src)
+    const canonical = yield* read(dst)
+    const srcInfo = yield* fs.lstat(src)
+    if (legacy._tag === "None" || canonical._tag === "None") return yield* engine.preserve(src, srcInfo, conflictBase)
+    const merge = mergeJsonObjects(legacy.value, canonical.value)
+    if (merge._tag === "Unparsable") return yield* engine.preserve(src, srcInfo, conflictBase)
+    if (!merge.canonicalUnchanged) {
+      yield* fs.writeFileAtomic(dst, encodeJsonObject(merge.merged), { sync: true, mode: dstInfo.mode })
+    }
+    // A legacy value the canonical one overrode is still someone's decision: keep that copy for review.
+    if (merge.overridden.length > 0) {
+      yield* engine.preserve(src, srcInfo, conflictBase)
+      return "merged" as const
+    }
+    yield* fs.removeFile(src)
+    return "merged" as const
+  })
+
+const migrateUnit = (fs: Fs, engine: Engine, agentDir: string, unit: LayoutUnit, state: LayoutState) =>
+  Effect.gen(function*() {
+    const src = NodePath.join(agentDir, unit.name)
+    const dst = NodePath.join(agentDir, ...unit.destination)
+    const conflictBase = NodePath.join(agentDir, ...unit.conflictBase)
+    const srcInfo = yield* engine.lstatOption(src)
+    if (srcInfo === undefined) return
+    const dstInfo = yield* engine.lstatOption(dst)
+    if (unit.mergeJson && srcInfo.type === "File" && dstInfo?.type === "File") {
+      state.budget--
+      yield* mergeJsonUnit(fs, engine, src, dst, dstInfo, conflictBase)
+      state.merged.push(unit.name)
+      return
+    }
+    if (srcInfo.type === "Directory" && dstInfo?.type === "Directory") {
+      // Entry by entry, each top-level child costing one unit of the budget.
+      for (const name of yield* engine.childNames(src)) {
+        if (state.budget <= 0) {
+          state.partial = true
+          return
+        }
+        state.budget--
+        const placed = yield* engine.place(NodePath.join(src, name), NodePath.join(dst, name), NodePath.join(conflictBase, name))
+        if (placed === "moved" || placed === "duplicate") state.moved.push(`${unit.name}/${name}`)
+      }
+      yield* fs.removeDirectory(src)
+      state.merged.push(unit.name)
+      return
+    }
+    state.budget--
+    const placed = yield* engine.place(src, dst, conflictBase)
+    if (placed === "moved" || placed === "duplicate") state.moved.push(unit.name)
+    else if (placed === "merged") state.merged.push(unit.name)
+  })
+
+const layoutProgram = (deps: Deps, agentDir: string, options?: LayoutOptions): Effect.Effect<LayoutReport> =>
+  Effect.gen(function*() {
+    const fs = deps.fs
+    const before = yield* readRootNames(fs, agentDir).pipe(Effect.either)
+    if (before._tag === "Left") {
+      return { ...emptyLayoutReport, errors: [{ path: ".", message: before.left.message }] }
+    }
+    // A fresh or already-migrated agent dir: nothing to do, nothing created (not even the marker).
+    if (layoutUnits(before.right).length === 0) return emptyLayoutReport
+    const busy = (message: string): LayoutReport => ({ ...emptyLayoutReport, errors: [{ path: MIGRATION_MARKER, message }] })
+    return yield* withMarker(deps, agentDir, options, busy, runLayout(deps.fs, agentDir, options))
+  })
+
+const runLayout = (fs: Fs, agentDir: string, options?: LayoutOptions): Effect.Effect<LayoutReport> =>
+  Effect.gen(function*() {
+    const display = (p: string) => displayPath(agentDir, p)
+    const state: LayoutState = {
+      moved: [],
+      merged: [],
+      collector: { conflicts: [] },
+      errors: [],
+      budget: Math.max(1, options?.maxEntries ?? DEFAULT_MAX_ENTRIES),
+      partial: false
+    }
+    const engine = makeEngine(fs, state.collector, display)
+    // Re-read under the marker: another process may have finished the work meanwhile.
+    const names = yield* readRootNames(fs, agentDir).pipe(Effect.orElseSucceed(() => []))
+    for (const unit of layoutUnits(names)) {
+      if (state.budget <= 0) {
+        state.partial = true
+        break
+      }
+      yield* migrateUnit(fs, engine, agentDir, unit, state).pipe(
+        Effect.catchAll((e) => Effect.sync(() => state.errors.push({ path: unit.name, message: e.message })))
+      )
+      if (state.partial) break
+    }
+    return {
+      moved: state.moved,
+      merged: state.merged,
+      conflicts: state.collector.conflicts,
+      partial: state.partial,
+      errors: state.errors
+    }
+  })
+
+// ---------------------------------------------------------------------------------------------------------
+// MG2: the per-entry toolkit
+
+const resolveIn = (agentDir: string, path: string) => NodePath.resolve(agentDir, path)
+
+const validatePlan = (plan: MigrationPlan): Effect.Effect<void, InvalidArgument> => {
+  const bad = segmentViolation(plan.id)
+  if (bad !== null) return Effect.fail(new InvalidArgument({ field: "plan.id", detail: `${JSON.stringify(plan.id)} ${bad.message}` }))
+  const seen = new Set<string>()
+  for (const entry of plan.entries) {
+    const v = segmentViolation(entry.id)
+    if (v !== null) {
+      return Effect.fail(new InvalidArgument({ field: "plan.entries[].id", detail: `${JSON.stringify(entry.id)} ${v.message}` }))
+    }
+    if (seen.has(entry.id)) {
+      return Effect.fail(new InvalidArgument({ field: "plan.entries[].id", detail: `duplicate entry id ${JSON.stringify(entry.id)}` }))
+    }
+    seen.add(entry.id)
+  }
+  return Effect.void
+}
+
+const journalPath = (agentDir: string, planId: string) => NodePath.join(agentDir, ...MIGRATIONS_JOURNAL_DIR, `${planId}.jsonl`)
+
+const readJournal = (fs: Fs, path: string) =>
+  fs.readFile(path).pipe(
+    Effect.map(parseJournal),
+    Effect.catchIf(isNotFound, () => Effect.succeed({ records: [], bad: 0 }))
+  )
+
+/** Append = read + atomic rewrite with fsync (journals are small; this keeps every line whole after a crash). */
+const appendJournal = (fs: Fs, path: string, record: JournalRecord) =>
+  Effect.gen(function*() {
+    yield* fs.makeDirectory(NodePath.dirname(path), { recursive: true })
+    const current = yield* fs.readFile(path).pipe(
+      Effect.catchIf(isNotFound, () => Effect.succeed(new Uint8Array()))
+    )
+    const line = new TextEncoder().encode(encodeJournalLine(record))
+    const next = new Uint8Array(current.length + line.length)
+    next.set(current)
+    next.set(line, current.length)
+    yield* fs.writeFileAtomic(path, next, { sync: true })
+  })
+
+const runMoveEntry = (engine: Engine, from: string, to: string, conflictBase: string) =>
+  Effect.gen(function*() {
+    const before = engine.conflictsSoFar()
+    const placed = yield* engine.place(from, to, conflictBase)
+    const conflicts = engine.conflictsSince(before)
+    return placed === "conflict" || conflicts.length > 0
+      ? { outcome: "conflict-preserved" as const, conflicts }
+      : { outcome: "moved" as const }
+  })
+
+const runLedgerEntry = (
+  fs: Fs,
+  engine: Engine,
+  entry: MergeLedgerEntry,
+  from: string,
+  to: string,
+  conflictBase: string
+) =>
+  Effect.gen(function*() {
+    const fromInfo = yield* fs.lstat(from)
+    if (fromInfo.type !== "File") return { outcome: "failed" as const, reason: `${from} is a ${fromInfo.type}, not a ledger file` }
+    const toInfo = yield* engine.lstatOption(to)
+    if (toInfo !== undefined && toInfo.type !== "File") {
+      return { outcome: "failed" as const, reason: `${to} is a ${toInfo.type}, not a ledger file` }
+    }
+    const fromRows = ledgerParse(entry.format, yield* fs.readFile(from, { maxBytes: MERGE_MAX_BYTES }))
+    if (!fromRows.ok) return { outcome: "failed" as const, reason: `cannot parse ${from}: ${fromRows.why}` }
+    const toBytes = toInfo === undefined ? undefined : yield* fs.readFile(to, { maxBytes: MERGE_MAX_BYTES })
+    const toRows = toBytes === undefined ? { ok: true as const, rows: [] } : ledgerParse(entry.format, toBytes)
+    if (!toRows.ok) return { outcome: "failed" as const, reason: `cannot parse ${to}: ${toRows.why}` }
+    const merge = mergeLedgerRows({ to: toRows.rows, from: fromRows.rows, key: entry.key, winner: entry.winner })
+    const bytes = ledgerSerialize(entry.format, merge.rows)
+    // Durable merged result first; the source is retired only after it.
+    if (toBytes === undefined || !bytesEqual(bytes, toBytes)) {
+      yield* fs.makeDirectory(NodePath.dirname(to), { recursive: true })
+      yield* fs.writeFileAtomic(to, bytes, { sync: true, mode: toInfo?.mode ?? fromInfo.mode })
+    }
+    const mergedRows = merge.added + merge.replaced
+    if (merge.fromFullyKept) {
+      yield* fs.removeFile(from)
+      return { outcome: "merged" as const, rows: merge.rows.length, mergedRows }
+    }
+    // Some `from` rows lost to the declared winner (or were in-file duplicates): keep that file for review.
+    const before = engine.conflictsSoFar()
+    yield* engine.preserve(from, fromInfo, conflictBase)
+    return {
+      outcome: "conflict-preserved" as const,
+      rows: merge.rows.length,
+      mergedRows,
+      conflicts: engine.conflictsSince(before)
+    }
+  })
+
+type EntryResult = {
+  readonly outcome: EntryReport["outcome"]
+  readonly rows?: number
+  readonly mergedRows?: number
+  readonly conflicts?: ReadonlyArray<string>
+  readonly reason?: string
+}
+
+const planProgram = (deps: Deps, agentDir: string, plan: MigrationPlan, options?: LayoutOptions) =>
+  Effect.gen(function*() {
+    yield* validatePlan(plan)
+    const fs = deps.fs
+    const journal = journalPath(agentDir, plan.id)
+    const resolved = plan.entries.map((entry) => ({
+      entry,
+      from: resolveIn(agentDir, entry.from),
+      to: resolveIn(agentDir, entry.to)
+    }))
+    const display = (p: string) => displayPath(agentDir, p)
+    const reportOf = (entries: ReadonlyArray<EntryReport>): PlanReport => ({
+      planId: plan.id,
+      journal: display(journal),
+      entries,
+      failed: entries.some((e) => e.outcome === "failed")
+    })
+    const pending = yield* Effect.forEach(resolved, ({ from }) =>
+      fs.lstat(from).pipe(Effect.as(true), Effect.catchAll((e) => Effect.succeed(!isNotFound(e)))))
+    if (!pending.some((p) => p)) {
+      // Nothing to move: report from the journal, create nothing.
+      const { records } = yield* readJournal(fs, journal).pipe(Effect.orElseSucceed(() => ({ records: [], bad: 0 })))
+      return reportOf(resolved.map(({ entry, from, to }) => alreadyDone(entry, display(from), display(to), records)))
+    }
+    const busy = (message: string): PlanReport =>
+      reportOf(resolved.map(({ entry, from, to }) => ({
+        id: entry.id,
+        kind: entry.kind,
+        outcome: "failed",
+        from: display(from),
+        to: display(to),
+        reason: message
+      })))
+    return yield* withMarker(deps, agentDir, options, busy, runPlan(fs, agentDir, plan, journal, resolved, reportOf))
+  })
+
+const alreadyDone = (
+  entry: MoveEntry | MergeLedgerEntry,
+  from: string,
+  to: string,
+  records: ReadonlyArray<JournalRecord>
+): EntryReport => {
+  const last = records.filter((r) => r.entryId === entry.id && r.outcome !== "failed").at(-1)
+  return {
+    id: entry.id,
+    kind: entry.kind,
+    outcome: "already-done",
+    from,
+    to,
+    reason: last === undefined ? "source absent" : `source absent; journal: ${last.outcome} at ${last.at}`
+  }
+}
+
+const runPlan = (
+  fs: Fs,
+  agentDir: string,
+  plan: MigrationPlan,
+  journal: string,
+  resolved: ReadonlyArray<{ readonly entry: MoveEntry | MergeLedgerEntry; readonly from: string; readonly to: string }>,
+  reportOf: (entries: ReadonlyArray<EntryReport>) => PlanReport
+): Effect.Effect<PlanReport> =>
+  Effect.gen(function*() {
+    const display = (p: string) => displayPath(agentDir, p)
+    const collector: Collector = { conflicts: [] }
+    const engine = makeEngine(fs, collector, display)
+    const { records } = yield* readJournal(fs, journal).pipe(Effect.orElseSucceed(() => ({ records: [], bad: 0 })))
+    const reports: Array<EntryReport> = []
+    for (const { entry, from, to } of resolved) {
+      const conflictBase = NodePath.join(agentDir, ...MIGRATION_CONFLICTS, plan.id, entry.id)
+      const exists = yield* engine.lstatOption(from).pipe(Effect.either)
+      if (exists._tag === "Right" && exists.right === undefined) {
+        reports.push(alreadyDone(entry, display(from), display(to), records))
+        continue
+      }
+      const attempt: Effect.Effect<EntryResult, FileSystemError> = exists._tag === "Left"
+        ? Effect.fail(exists.left)
+        : entry.kind === "move"
+        ? runMoveEntry(engine, from, to, conflictBase)
+        : runLedgerEntry(fs, engine, entry, from, to, conflictBase)
+      const result = yield* attempt.pipe(
+        Effect.catchAll((e) => Effect.succeed<EntryResult>({ outcome: "failed", reason: e.message }))
+      )
+      const report: EntryReport = { id: entry.id, kind: entry.kind, from: display(from), to: display(to), ...result }
+      const at = yield* Clock.currentTimeMillis
+      const record: JournalRecord = {
+        version: 1,
+        planId: plan.id,
+        entryId: entry.id,
+        kind: entry.kind,
+        outcome: report.outcome,
+        from: report.from,
+        to: report.to,
+        ...(result.rows !== undefined ? { rows: result.rows } : {}),
+        ...(result.mergedRows !== undefined ? { mergedRows: result.mergedRows } : {}),
+        ...(result.conflicts !== undefined ? { conflicts: result.conflicts } : {}),
+        ...(result.reason !== undefined ? { reason: result.reason } : {}),
+        at
+      }
+      const journaled = yield* appendJournal(fs, journal, record).pipe(Effect.either)
+      reports.push(
+        journaled._tag === "Left"
+          ? { ...report, outcome: "failed", reason: `${report.reason ?? report.outcome}; journal not written: ${journaled.left.message}` }
+          : report
+      )
+    }
+    return reportOf(reports)
+  })
+
+// ---------------------------------------------------------------------------------------------------------
+// public API
+
+const depsFrom = Effect.map(Effect.all([FileSystem, Host]), ([fs, host]): Deps => ({ fs, host, remoteLeaseTtlMs: REMOTE_TTL_MS }))
+
+/**
+ * MG1: move the legacy root entries of `agentDir` to their canonical places. Never fails: per-entry
+ * problems are in `errors`, and a live concurrent migration is reported there too (nothing moved).
+ */
+export const migrateAgentDirLayout = (
+  agentDir: string,
+  options?: LayoutOptions
+): Effect.Effect<LayoutReport, never, FileSystem | Host> =>
+  Effect.flatMap(depsFrom, (deps) => layoutProgram(deps, agentDir, options))
+
+/**
+ * MG2: run a per-entry migration plan, journaling each outcome in `state/migrations/<plan-id>.jsonl`.
+ * Fails only for an invalid plan (bad or duplicate ids); entry failures are in the report (`failed: true`).
+ */
+export const runMigrationPlan = (
+  agentDir: string,
+  plan: MigrationPlan,
+  options?: Pick<LayoutOptions, "lockAttempts" | "lockRetryDelay">
+): Effect.Effect<PlanReport, InvalidArgument, FileSystem | Host> =>
+  Effect.flatMap(depsFrom, (deps) => planProgram(deps, agentDir, plan, options))
+
+export class Migration extends Context.Tag("pi-agent-storage/Migration")<Migration, {
+  readonly migrateAgentDirLayout: (agentDir: string, options?: LayoutOptions) => Effect.Effect<LayoutReport>
+  readonly runMigrationPlan: (
+    agentDir: string,
+    plan: MigrationPlan,
+    options?: Pick<LayoutOptions, "lockAttempts" | "lockRetryDelay">
+  ) => Effect.Effect<PlanReport, InvalidArgument>
+}>() {
+  static readonly layer: Layer.Layer<Migration, never, FileSystem | Host> = Layer.effect(
+    Migration,
+    Effect.map(depsFrom, (deps) => ({
+      migrateAgentDirLayout: (agentDir, options) => layoutProgram(deps, agentDir, options),
+      runMigrationPlan: (agentDir, plan, options) => planProgram(deps, agentDir, plan, options)
+    }))
+  )
+}
