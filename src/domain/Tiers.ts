@@ -95,7 +95,27 @@ export const resolveTierDirs = (ctx: TierDirs): Either.Either<ResolvedTierDirs, 
       return Either.left(new InvalidArgument({ field, detail: `must be an absolute path (got ${JSON.stringify(dir)})` }))
     }
   }
+  // cache/ may be wiped at any time, so nothing else may live inside it, and it must not contain another tier.
+  // state inside config is the old-host fallback (seed 003 §3) and is allowed.
+  const pairs: ReadonlyArray<readonly [string, string, string, string]> = [
+    ["configDir", dirs.configDir, "cacheDir", dirs.cacheDir],
+    ["stateDir", dirs.stateDir, "cacheDir", dirs.cacheDir],
+    ["configDir", dirs.configDir, "stateDir", dirs.stateDir]
+  ]
+  for (const [aName, a, bName, b] of pairs) {
+    const same = NodePath.resolve(a) === NodePath.resolve(b)
+    const cacheOverlap = bName === "cacheDir" && (isInside(a, b) || isInside(b, a))
+    if (same || cacheOverlap) {
+      return Either.left(new InvalidArgument({ field: bName, detail: `${b} must not overlap ${aName} ${a}` }))
+    }
+  }
   return Either.right(dirs)
+}
+
+/** Whether `child` lies strictly below `parent`. */
+export const isInside = (child: string, parent: string): boolean => {
+  const rel = NodePath.relative(parent, child)
+  return rel !== "" && rel !== ".." && !rel.startsWith(`..${NodePath.sep}`) && !NodePath.isAbsolute(rel)
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -8,10 +8,12 @@ import {
   configBudgetViolation,
   configFileNameViolation,
   fileNameViolation,
+  isInside,
   jsonValueViolation,
   makeExtensionContext,
   resolveStateDir,
   resolveTierDirs,
+  type TierDirs,
   type TierFacts,
   type TierName,
   type TierPurpose
@@ -98,6 +100,29 @@ describe("resolveStateDir / resolveTierDirs", () => {
       Either.getOrThrow(resolveTierDirs({ configDir: "/x/config", cacheDir: "/x/cache" })),
       { configDir: "/x/config", stateDir: "/x/config/state", cacheDir: "/x/cache" }
     )
+  })
+
+  it("refuses tiers that overlap cache/ or each other (clearing cache must never wipe another tier)", () => {
+    const bad: ReadonlyArray<TierDirs> = [
+      { configDir: "/x/config", stateDir: "/x/state", cacheDir: "/x/config/cache" },
+      { configDir: "/x/config", stateDir: "/x/cache/state", cacheDir: "/x/cache" },
+      { configDir: "/x/cache/config", stateDir: "/x/state", cacheDir: "/x/cache" },
+      { configDir: "/x", stateDir: "/y/state", cacheDir: "/x/cache" },
+      { configDir: "/x/config", stateDir: "/x/config", cacheDir: "/x/cache" },
+      { configDir: "/x/config", stateDir: "/x/state", cacheDir: "/x/state/" }
+    ]
+    for (const dirs of bad) assert.isTrue(Either.isLeft(resolveTierDirs(dirs)), JSON.stringify(dirs))
+    assert.isTrue(Either.isRight(resolveTierDirs({ configDir: "/x/config", stateDir: "/x/..state", cacheDir: "/x/..cache" })))
+  })
+
+  it.prop("isInside agrees with a path-prefix check on normalised paths", [
+    fc.array(fc.constantFrom("a", "b", "..a", ".."), { maxLength: 4 }),
+    fc.array(fc.constantFrom("a", "b", "..a", ".."), { maxLength: 4 })
+  ], ([p, c]) => {
+    const parent = NodePath.resolve("/r", ...p)
+    const child = NodePath.resolve("/r", ...c)
+    const expected = child !== parent && child.startsWith(parent === "/" ? "/" : parent + "/")
+    return isInside(child, parent) === expected
   })
 })
 

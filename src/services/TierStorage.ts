@@ -1,0 +1,320 @@
+/**
+ * Tier behaviour (SPEC TD4, seed 003 §2) as Effect programs over the FileSystem port:
+ * - cache rebuilds whatever is missing, unreadable or invalid, so an extension survives `rm -rf cache/`;
+ * - state is read strictly (missing or unreadable is a typed error, never a default) and written atomically
+ *   with fsync; there is deliberately no cleanup API;
+ * - config holds small schema-checked JSON key-values and refuses databases, logs and anything over budget.
+ */
+import { Effect, Either, Schema } from "effect"
+import * as NodePath from "node:path"
+import {
+  ConfigRedLine,
+  FileSystemError,
+  InvalidArgument,
+  type InvalidSegment,
+  StateMissing,
+  StateUnreadable
+} from "../domain/Errors.js"
+import { decodeJsonBytes, encodeJsonBytes } from "../domain/Formats.js"
+import {
+  checkConfigKey,
+  checkFileName,
+  CONFIG_SETTINGS_FILE,
+  configBudgetViolation,
+  type ConfigViolation,
+  configFileNameViolation,
+  DEFAULT_CONFIG_BUDGET_BYTES,
+  type ExtensionContext,
+  type ExtensionContextOptions,
+  isInside,
+  jsonValueViolation,
+  makeExtensionContext,
+  resolveTierDirs,
+  type TierDirs
+} from "../domain/Tiers.js"
+import { FileSystem } from "./FileSystem.js"
+import { Host } from "./Host.js"
+
+/** TD2 with the environment read from the Host port. No I/O. */
+export const extensionContext = (
+  extId: string,
+  options?: ExtensionContextOptions
+): Effect.Effect<ExtensionContext, InvalidSegment, Host> =>
+  Effect.flatMap(Host, (host) =>
+    makeExtensionContext({ extId, options, env: host.env, home: host.homeDir, cwd: host.cwd }))
+
+export interface CacheEnsureOptions {
+  /** Checked against cached bytes before they are trusted; `false` (or a throw) means rebuild. */
+  readonly validate?: ((bytes: Uint8Array) => boolean) | undefined
+}
+
+export interface CacheTier {
+  readonly dir: string
+  /**
+   * `cache/<key>` if present and valid, else the result of `build`, written atomically (no fsync: a lost
+   * cache entry is rebuilt). The directory is (re)created on demand.
+   */
+  readonly ensure: <E, R>(
+    key: string,
+    build: Effect.Effect<Uint8Array | string, E, R>,
+    options?: CacheEnsureOptions
+  ) => Effect.Effect<Uint8Array, E | InvalidArgument | FileSystemError, R>
+  /** Remove cache/ entirely, never following symlinks. */
+  readonly clear: () => Effect.Effect<void, FileSystemError>
+}
+
+export interface StateTier {
+  readonly dir: string
+  /** The JSON record `state/<name>`; optionally decoded with a schema (a mismatch is `StateUnreadable`). */
+  readonly read: {
+    (name: string): Effect.Effect<unknown, StateMissing | StateUnreadable | InvalidArgument>
+    <A, I>(name: string, schema: Schema.Schema<A, I>): Effect.Effect<A, StateMissing | StateUnreadable | InvalidArgument>
+  }
+  /** Write `state/<name>` atomically with fsync of the file and the directory. */
+  readonly write: (name: string, value: unknown) => Effect.Effect<void, InvalidArgument | FileSystemError>
+}
+
+export interface ConfigTier {
+  readonly dir: string
+  /** The value stored under `key` in config/settings.json, `undefined` when unset. */
+  readonly get: (key: string) => Effect.Effect<unknown, InvalidArgument | FileSystemError>
+  readonly set: (key: string, value: unknown) => Effect.Effect<void, InvalidArgument | ConfigRedLine | FileSystemError>
+  /** Write `config/<name>` atomically, unless it is a database, a log, settings.json, or over budget. */
+  readonly writeFile: (
+    name: string,
+    data: Uint8Array | string
+  ) => Effect.Effect<void, InvalidArgument | ConfigRedLine | FileSystemError>
+}
+
+export interface Tiers {
+  readonly cache: CacheTier
+  readonly state: StateTier
+  readonly config: ConfigTier
+}
+
+export interface OpenTiersOptions {
+  /** Ceiling for the sum of config/'s files (default 1 MiB). */
+  readonly configBudgetBytes?: number | undefined
+}
+
+const DIR_MODE = 0o700
+const FILE_MODE = 0o600
+/** Bounds for walks inside one extension's tier; config/ is KB-scale, cache/ may hold a venv. */
+const CONFIG_MEASURE_BUDGET = { maxEntries: 10_000, maxDepth: 32 }
+const REMOVE_BUDGET = { maxEntries: 10_000, maxDepth: 256 }
+
+const textEncoder = new TextEncoder()
+const toBytes = (data: Uint8Array | string): Uint8Array => (typeof data === "string" ? textEncoder.encode(data) : data)
+
+const fromEither = <A, E>(either: Either.Either<A, E>): Effect.Effect<A, E> =>
+  Either.isRight(either) ? Effect.succeed(either.right) : Effect.fail(either.left)
+
+const isNotFound = (error: FileSystemError): boolean => error.reason === "NotFound"
+
+const redLine = (path: string, v: ConfigViolation): ConfigRedLine =>
+  new ConfigRedLine({ path, rule: v.rule, rightTier: v.rightTier, detail: v.detail })
+
+/**
+ * Open the three tiers of one extension. Validates the directories (absolute; `stateDir` falls back per
+ * seed 003 §3) and the options; does no I/O. The returned methods need nothing from the context.
+ */
+export const openTiers = (
+  ctx: TierDirs,
+  options?: OpenTiersOptions
+): Effect.Effect<Tiers, InvalidArgument, FileSystem> =>
+  Effect.gen(function*() {
+    const dirs = yield* fromEither(resolveTierDirs(ctx))
+    const budgetBytes = options?.configBudgetBytes ?? DEFAULT_CONFIG_BUDGET_BYTES
+    if (!Number.isSafeInteger(budgetBytes) || budgetBytes < 0) {
+      return yield* Effect.fail(
+        new InvalidArgument({ field: "configBudgetBytes", detail: `must be a non-negative integer (got ${budgetBytes})` })
+      )
+    }
+    const fs = yield* FileSystem
+    // config/settings.json is read-modify-write: serialise config writes from this handle.
+    const configLock = yield* Effect.makeSemaphore(1)
+
+    /** Write into `dir`, creating it only when missing, so a tier dir that is a symlink elsewhere keeps working. */
+    const writeInto = (dir: string, path: string, data: Uint8Array, sync: boolean) =>
+      fs.writeFileAtomic(path, data, { mode: FILE_MODE, sync }).pipe(
+        Effect.catchIf(isNotFound, () =>
+          fs.makeDirectory(dir, { recursive: true, mode: DIR_MODE }).pipe(
+            Effect.zipRight(fs.writeFileAtomic(path, data, { mode: FILE_MODE, sync }))
+          ))
+      )
+
+    /** removeTree until done; it stops after a budget of entries, and a rerun continues. */
+    const removeAll = (path: string): Effect.Effect<void, FileSystemError> =>
+      fs.removeTree(path, REMOVE_BUDGET).pipe(
+        Effect.flatMap((r) => {
+          if (r.complete) return Effect.void
+          if (r.removedEntries === 0) {
+            return Effect.fail(
+              new FileSystemError({ reason: "Busy", errno: "", method: "removeTree", path, detail: "no progress" })
+            )
+          }
+          return removeAll(path)
+        })
+      )
+
+    // ---- cache ------------------------------------------------------------------------------------------
+
+    const cache: CacheTier = {
+      dir: dirs.cacheDir,
+      ensure: (key, build, ensureOptions) =>
+        Effect.gen(function*() {
+          yield* fromEither(checkFileName("key", key))
+          const path = NodePath.join(dirs.cacheDir, key)
+          const cached = yield* Effect.either(fs.readFile(path))
+          if (Either.isRight(cached)) {
+            const validate = ensureOptions?.validate
+            const valid = validate === undefined ||
+              (yield* Effect.try(() => validate(cached.right)).pipe(Effect.orElseSucceed(() => false)))
+            if (valid === true) return cached.right
+          } else if (!isNotFound(cached.left)) {
+            // A directory, symlink or unreadable entry squats on the key: cache may be deleted at any time.
+            yield* removeAll(path)
+          }
+          const bytes = toBytes(yield* build)
+          yield* writeInto(dirs.cacheDir, path, bytes, false)
+          return bytes
+        }),
+      clear: () => removeAll(dirs.cacheDir)
+    }
+
+    // ---- state ------------------------------------------------------------------------------------------
+
+    const readState = <A, I>(name: string, schema: Schema.Schema<A, I>) =>
+      Effect.gen(function*() {
+        yield* fromEither(checkFileName("name", name))
+        const path = NodePath.join(dirs.stateDir, name)
+        const bytes = yield* fs.readFile(path).pipe(
+          Effect.mapError((error) =>
+            isNotFound(error) ? new StateMissing({ path }) : new StateUnreadable({ path, detail: error.message })
+          )
+        )
+        const decoded = decodeJsonBytes(schema, bytes)
+        if (!decoded.ok) return yield* Effect.fail(new StateUnreadable({ path, detail: decoded.why }))
+        return decoded.value
+      })
+
+    const state: StateTier = {
+      dir: dirs.stateDir,
+      read: ((name: string, schema?: Schema.Schema<unknown, unknown>) =>
+        readState(name, schema ?? Schema.Unknown)) as StateTier["read"],
+      write: (name, value) =>
+        Effect.gen(function*() {
+          yield* fromEither(checkFileName("name", name))
+          const why = jsonValueViolation(value)
+          if (why !== null) return yield* Effect.fail(new InvalidArgument({ field: "value", detail: `not JSON: ${why}` }))
+          yield* writeInto(dirs.stateDir, NodePath.join(dirs.stateDir, name), encodeJsonBytes(value), true)
+        })
+    }
+
+    // ---- config -----------------------------------------------------------------------------------------
+
+    const settingsPath = NodePath.join(dirs.configDir, CONFIG_SETTINGS_FILE)
+
+    const readSettings: Effect.Effect<Readonly<Record<string, unknown>>, FileSystemError> = fs
+      .readFile(settingsPath, { maxBytes: Math.max(budgetBytes, 1) })
+      .pipe(
+        Effect.map((bytes) => decodeJsonBytes(Schema.Unknown, bytes)),
+        Effect.flatMap((decoded) =>
+          decoded.ok && typeof decoded.value === "object" && decoded.value !== null && !Array.isArray(decoded.value)
+            ? Effect.succeed(decoded.value as Record<string, unknown>)
+            : Effect.fail(
+              new FileSystemError({
+                reason: "InvalidData",
+                errno: "",
+                method: "readFile",
+                path: settingsPath,
+                detail: decoded.ok ? "settings are not a JSON object" : decoded.why
+              })
+            )
+        ),
+        // Never configured is not an error: every key is unset.
+        Effect.catchIf((error) => isNotFound(error), () => Effect.succeed({}))
+      )
+
+    const sizeOf = (path: string): Effect.Effect<number, FileSystemError> =>
+      fs.lstat(path).pipe(
+        Effect.map((info) => (info.type === "File" ? info.size : 0)),
+        Effect.catchIf(isNotFound, () => Effect.succeed(0))
+      )
+
+    const measure = (dir: string) =>
+      fs.measureTree(dir, CONFIG_MEASURE_BUDGET).pipe(
+        Effect.catchIf(isNotFound, () => Effect.succeed({ bytes: 0, complete: true }))
+      )
+    const stateInsideConfig = isInside(dirs.stateDir, dirs.configDir)
+
+    /** Seed 003 §2: refuse a write that would take config/ over its budget. */
+    const checkBudget = (path: string, newBytes: number) =>
+      Effect.gen(function*() {
+        const whole = yield* measure(dirs.configDir)
+        // On old hosts state lives in config/state (seed 003 §3); it is not config's weight.
+        const nested = yield* (stateInsideConfig ? measure(dirs.stateDir) : Effect.succeed({ bytes: 0, complete: true }))
+        const replacedBytes = yield* sizeOf(path)
+        const violation = configBudgetViolation({
+          currentBytes: whole.bytes - nested.bytes,
+          complete: whole.complete && nested.complete,
+          replacedBytes,
+          newBytes,
+          budgetBytes
+        })
+        if (violation !== null) return yield* Effect.fail(redLine(path, violation))
+      })
+
+    const config: ConfigTier = {
+      dir: dirs.configDir,
+      get: (key) =>
+        Effect.gen(function*() {
+          yield* fromEither(checkConfigKey(key))
+          const settings = yield* readSettings
+          // hasOwn: "__proto__" or "toString" must never answer from Object.prototype.
+          return Object.hasOwn(settings, key) ? settings[key] : undefined
+        }),
+      set: (key, value) =>
+        Effect.gen(function*() {
+          yield* fromEither(checkConfigKey(key))
+          const why = jsonValueViolation(value)
+          if (why !== null) {
+            return yield* Effect.fail(
+              new ConfigRedLine({
+                path: settingsPath,
+                rule: "invalid-value",
+                rightTier: "state",
+                detail: `config holds JSON values only (${why}); binary or structured data belongs in a state/ file`
+              })
+            )
+          }
+          yield* configLock.withPermits(1)(Effect.gen(function*() {
+            const settings = yield* readSettings
+            const next: Record<string, unknown> = { ...settings }
+            Object.defineProperty(next, key, { value, enumerable: true, writable: true, configurable: true })
+            // Pretty-printed: config is versioned by aiti-configs, and readable diffs are the point.
+            const bytes = textEncoder.encode(JSON.stringify(next, null, 2) + "\n")
+            yield* checkBudget(settingsPath, bytes.byteLength)
+            yield* writeInto(dirs.configDir, settingsPath, bytes, true)
+          }))
+        }),
+      writeFile: (name, data) =>
+        Effect.gen(function*() {
+          yield* fromEither(checkFileName("name", name))
+          if (name === CONFIG_SETTINGS_FILE) {
+            return yield* Effect.fail(
+              new InvalidArgument({ field: "name", detail: `${CONFIG_SETTINGS_FILE} is managed by config.set/get` })
+            )
+          }
+          const path = NodePath.join(dirs.configDir, name)
+          const byName = configFileNameViolation(name)
+          if (byName !== null) return yield* Effect.fail(redLine(path, byName))
+          const bytes = toBytes(data)
+          yield* configLock.withPermits(1)(
+            checkBudget(path, bytes.byteLength).pipe(Effect.zipRight(writeInto(dirs.configDir, path, bytes, true)))
+          )
+        })
+    }
+
+    return { cache, state, config }
+  })
