@@ -1,0 +1,542 @@
+/**
+ * The FileSystem port over the simulated inode tree of `MemoryWorld`, with Linux semantics (see the port's
+ * documentation and `MemoryWorld.ts` for faults, crashes and the journal).
+ *
+ * Every call yields once before acting (so concurrent fibers interleave) and is then atomic; the compound
+ * calls `writeFileAtomic` and `removeTree` also yield between their steps. Permission bits and owners are
+ * recorded, never enforced (see `MemoryWorld.ts`). `sync` options are accepted and ignored: the simulated
+ * disk never loses a completed step.
+ *
+ * `layerMemory(options?)` is the one-process convenience: a fresh world (or the one given) with this
+ * FileSystem, a `MemoryHost` process and the `MemoryDriver`.
+ */
+import { Clock, Context, Effect, Layer } from "effect"
+import { FileSystemError, type FileSystemErrorReason } from "../domain/Errors.js"
+import { type DirEntry, type FileInfo, FileSystem, type TreeMeasure, type TreeRemoval } from "../services/FileSystem.js"
+import { Host } from "../services/Host.js"
+import * as MemoryHost from "./MemoryHost.js"
+import {
+  type DirNode,
+  errno,
+  type Errno,
+  type FileNode,
+  isErrno,
+  isSpecialName,
+  joinPath,
+  type Lookup,
+  MemoryDriver,
+  MemoryWorld,
+  type MemoryWorldOptions,
+  type Node,
+  nlinkOf,
+  type ProcessContext,
+  sizeOf
+} from "./MemoryWorld.js"
+
+export interface MemoryFileSystemOptions {
+  /** Owner of the entries this process creates (default 1000). */
+  readonly uid?: number
+  /** Bits cleared from the mode of created files and directories, as the OS does (default 0o022). */
+  readonly umask?: number
+  /** Directory relative paths resolve against (default "/"). */
+  readonly cwd?: string
+  /** The simulated process, for the journal, faults and scoped crash points. */
+  readonly hostname?: string
+  readonly pid?: number
+}
+
+const REASONS: Record<string, FileSystemErrorReason> = {
+  ENOENT: "NotFound",
+  EEXIST: "AlreadyExists",
+  EACCES: "PermissionDenied",
+  EPERM: "PermissionDenied",
+  ENOTEMPTY: "NotEmpty",
+  EXDEV: "CrossDevice",
+  ELOOP: "IsSymlink",
+  ENOTDIR: "NotADirectory",
+  EISDIR: "IsADirectory",
+  EFBIG: "TooLarge",
+  EBUSY: "Busy",
+  ECRASHED: "Crashed"
+}
+
+export const reasonOf = (code: string): FileSystemErrorReason => REASONS[code] ?? "Unknown"
+
+const compareNames = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
+const sortedNames = (dir: DirNode): Array<string> => [...dir.entries.keys()].sort(compareNames)
+
+const infoOf = (node: Node): FileInfo => ({
+  type: node.kind,
+  size: sizeOf(node),
+  mode: node.mode,
+  uid: node.uid,
+  ino: node.ino,
+  dev: node.dev,
+  nlink: nlinkOf(node),
+  mtimeMs: node.mtimeMs
+})
+
+/** Whether `ancestor` is `dir` or one of its parents. */
+const contains = (ancestor: DirNode, dir: DirNode): boolean => {
+  let cur = dir
+  for (;;) {
+    if (cur === ancestor) return true
+    if (cur.parent === cur) return false
+    cur = cur.parent
+  }
+}
+
+/** Remove an entry from its directory (the node lives on while other links hold it). */
+const detach = (dir: DirNode, name: string, node: Node, now: number): void => {
+  dir.entries.delete(name)
+  if (node.kind !== "Directory") node.nlink--
+  dir.mtimeMs = now
+}
+
+export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Context.Tag.Service<FileSystem> => {
+  const ctx: ProcessContext = {
+    uid: options?.uid ?? 1000,
+    umask: options?.umask ?? 0o022,
+    cwd: options?.cwd ?? "/",
+    hostname: options?.hostname,
+    pid: options?.pid
+  }
+  const lookup = (path: string, follow: boolean): Lookup | Errno => world.resolve(path, ctx.cwd, follow)
+  const toError = (method: string, path: string, code: string): FileSystemError =>
+    new FileSystemError({ reason: reasonOf(code), errno: code, method, path })
+
+  /** Record the end of a call and turn its result into an Effect. */
+  const finish = <A>(method: string, path: string, path2: string | undefined, result: A | Errno) => {
+    world.record(ctx, method, path, path2, isErrno(result) ? result.errno : undefined)
+    return isErrno(result) ? Effect.fail(toError(method, path, result.errno)) : Effect.succeed(result)
+  }
+
+  /** A single-step call: yield, pass the crash and fault gates, then act atomically. */
+  const call = <A>(
+    method: string,
+    path: string,
+    path2: string | undefined,
+    body: (now: number) => A | Errno
+  ): Effect.Effect<A, FileSystemError> =>
+    Effect.zipRight(
+      Effect.yieldNow(),
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const blocked = world.check(ctx, method, path, path2)
+        return finish(method, path, path2, blocked === undefined ? body(now) : errno(blocked))
+      })
+    )
+
+  /** A step of a compound call, with its own gate and journal entry. */
+  const step = <A>(op: string, path: string, path2: string | undefined, body: () => A | Errno): A | Errno => {
+    const blocked = world.check(ctx, op, path, path2)
+    const result = blocked === undefined ? body() : errno(blocked)
+    world.record(ctx, op, path, path2, isErrno(result) ? result.errno : undefined)
+    return result
+  }
+
+  // ------------------------------------------------------------------------------------------ bodies
+
+  const createFile = (path: string, data: Uint8Array, mode: number, now: number): FileNode | Errno => {
+    const at = lookup(path, false)
+    if (isErrno(at)) return at
+    if (at.node !== undefined) return errno("EEXIST")
+    if (at.trailingSlash) return errno("EISDIR")
+    const file = world.newFile(at.dir, data.slice(), mode & ~ctx.umask, ctx.uid, now)
+    at.dir.entries.set(at.name, file)
+    at.dir.mtimeMs = now
+    world.mutated(ctx)
+    return file
+  }
+
+  const renameEntry = (from: string, to: string, now: number): void | Errno => {
+    const a = lookup(from, false)
+    if (isErrno(a)) return a
+    const b = lookup(to, false)
+    if (isErrno(b)) return b
+    if (a.dir.dev !== b.dir.dev) return errno("EXDEV")
+    if (isSpecialName(a.name) || isSpecialName(b.name)) return errno("EBUSY")
+    const src = a.node
+    if (src === undefined) return errno("ENOENT")
+    const dst = b.node
+    if (src.kind !== "Directory" && b.trailingSlash) return errno("ENOTDIR")
+    if (src === dst) return undefined
+    if (src.kind === "Directory" && contains(src, b.dir)) return errno("EINVAL")
+    if (dst?.kind === "Directory" && contains(dst, a.dir)) return errno("ENOTEMPTY")
+    if (src.kind === "Directory" && src.mountRoot) return errno("EBUSY")
+    if (dst !== undefined) {
+      if (src.kind === "Directory") {
+        if (dst.kind !== "Directory") return errno("ENOTDIR")
+        if (dst.mountRoot) return errno("EBUSY")
+        if (dst.entries.size > 0) return errno("ENOTEMPTY")
+      } else if (dst.kind === "Directory") {
+        return errno("EISDIR")
+      }
+      detach(b.dir, b.name, dst, now)
+    }
+    a.dir.entries.delete(a.name)
+    a.dir.mtimeMs = now
+    b.dir.entries.set(b.name, src)
+    b.dir.mtimeMs = now
+    if (src.kind === "Directory") src.parent = b.dir
+    world.mutated(ctx)
+  }
+
+  const unlinkEntry = (path: string, now: number): void | Errno => {
+    const at = lookup(path, false)
+    if (isErrno(at)) return at
+    if (at.node === undefined) return errno("ENOENT")
+    if (at.node.kind === "Directory") return errno("EISDIR")
+    detach(at.dir, at.name, at.node, now)
+    world.mutated(ctx)
+  }
+
+  const makeOneDirectory = (at: Lookup, mode: number, now: number): void => {
+    at.dir.entries.set(at.name, world.newDir(at.dir, mode, ctx.uid, now))
+    at.dir.mtimeMs = now
+    world.mutated(ctx)
+  }
+
+  /** `mkdir -p`: every missing component is created (each one a step for the crash point). */
+  const makeDirectories = (path: string, mode: number, now: number): void | Errno => {
+    const comps = path.split("/").filter((c) => c !== "")
+    if (path === "") return errno("ENOENT")
+    let prefix = path.startsWith("/") ? "" : "."
+    for (let k = 0; k < comps.length; k++) {
+      prefix = `${prefix}/${comps[k]}`
+      const isLast = k === comps.length - 1
+      const at = lookup(prefix, false)
+      if (isErrno(at)) return at
+      const node = at.node
+      if (node === undefined) {
+        if (world.isCrashed(ctx)) return errno("ECRASHED")
+        makeOneDirectory(at, mode, now)
+      } else if (node.kind === "SymbolicLink") {
+        if (isLast) return errno("EEXIST")
+        const through = lookup(prefix, true)
+        if (isErrno(through)) return through
+        if (through.node === undefined) return errno("ENOENT")
+        if (through.node.kind !== "Directory") return errno("ENOTDIR")
+      } else if (node.kind === "File") {
+        return errno(isLast ? "EEXIST" : "ENOTDIR")
+      }
+    }
+  }
+
+  const measure = (path: string, maxEntries: number, maxDepth: number): TreeMeasure | Errno => {
+    const at = lookup(path, false)
+    if (isErrno(at)) return at
+    const root = at.node
+    if (root === undefined) return errno("ENOENT")
+    let bytes = root.kind === "File" ? root.data.length : 0
+    let entries = 0
+    let complete = true
+    let newestMtimeMs = root.mtimeMs
+    // Depth-first, names in order; a directory at depth d is listed only when d < maxDepth.
+    const walk = (dir: DirNode, depth: number): boolean => {
+      if (depth >= maxDepth) {
+        complete = false
+        return true
+      }
+      for (const name of sortedNames(dir)) {
+        if (entries >= maxEntries) {
+          complete = false
+          return false
+        }
+        const child = dir.entries.get(name)!
+        entries++
+        if (child.mtimeMs > newestMtimeMs) newestMtimeMs = child.mtimeMs
+        if (child.kind === "File") bytes += child.data.length
+        else if (child.kind === "Directory" && !walk(child, depth + 1)) return false
+      }
+      return true
+    }
+    if (root.kind === "Directory") walk(root, 0)
+    return { bytes, entries, complete, newestMtimeMs }
+  }
+
+  // ------------------------------------------------------------------------------------------ compound calls
+
+  const writeFileAtomic = (path: string, data: Uint8Array, mode: number): Effect.Effect<void, FileSystemError> =>
+    Effect.gen(function*() {
+      const done = (result: void | Errno) => finish("writeFileAtomic", path, undefined, result)
+      yield* Effect.yieldNow()
+      const now = yield* Clock.currentTimeMillis
+      const blocked = world.check(ctx, "writeFileAtomic", path)
+      if (blocked !== undefined) return yield* done(errno(blocked))
+      const at = lookup(path, false)
+      if (isErrno(at)) return yield* done(at)
+      if (isSpecialName(at.name) || at.trailingSlash) {
+        return yield* done(errno("EISDIR"))
+      }
+      const temp = path.slice(0, path.lastIndexOf("/") + 1) + world.tempName(at.name, ctx)
+      const created = step("writeFileAtomic.create", temp, undefined, () => createFile(temp, data, mode, now))
+      if (isErrno(created)) return yield* done(created)
+      yield* Effect.yieldNow()
+      const later = yield* Clock.currentTimeMillis
+      const renamed = step("writeFileAtomic.rename", temp, path, () => renameEntry(temp, path, later))
+      if (isErrno(renamed) && renamed.errno !== "ECRASHED") {
+        // A failed rename leaves no temp file behind (unless the process is gone).
+        step("writeFileAtomic.cleanup", temp, undefined, () => unlinkEntry(temp, later))
+      }
+      return yield* done(renamed)
+    })
+
+  const removeTree = (path: string, maxEntries: number, maxDepth: number): Effect.Effect<TreeRemoval, FileSystemError> =>
+    Effect.gen(function*() {
+      yield* Effect.yieldNow()
+      let now = yield* Clock.currentTimeMillis
+      const method = "removeTree"
+      const done = (result: TreeRemoval | Errno) => finish(method, path, undefined, result)
+      const blocked = world.check(ctx, method, path)
+      if (blocked !== undefined) return yield* done(errno(blocked))
+      const at = lookup(path, false)
+      if (isErrno(at)) return yield* done(at)
+      const root = at.node
+      if (root === undefined) return yield* done({ removedEntries: 0, complete: true })
+      if (isSpecialName(at.name)) {
+        return yield* done(errno(at.name === "" ? "EBUSY" : "EINVAL"))
+      }
+      let removed = 0
+      let stopped = false
+      /** Remove one entry (an emptied directory or a non-directory); `false` when the budget is spent. */
+      const removeOne = (dir: DirNode, name: string, node: Node, entryPath: string): boolean | Errno => {
+        if (removed >= maxEntries) {
+          stopped = true
+          return false
+        }
+        const op = node.kind === "Directory" ? "removeTree.removeDirectory" : "removeTree.removeFile"
+        const result = step(op, entryPath, undefined, () => {
+          if (dir.entries.get(name) !== node) return undefined // changed under us: someone else removed it
+          if (node.kind === "Directory") {
+            if (node.mountRoot) return errno("EBUSY")
+            if (node.entries.size > 0) return errno("ENOTEMPTY")
+          }
+          detach(dir, name, node, now)
+          removed++
+          world.mutated(ctx)
+        })
+        return isErrno(result) ? result : true
+      }
+      const emptyDirectory = (dir: DirNode, dirPath: string, depth: number): Effect.Effect<Errno | undefined> =>
+        Effect.gen(function*() {
+          yield* Effect.yieldNow()
+          now = yield* Clock.currentTimeMillis
+          for (const name of sortedNames(dir)) {
+            if (stopped) return undefined
+            const child = dir.entries.get(name)
+            if (child === undefined) continue
+            const childPath = joinPath(dirPath, name)
+            if (child.kind === "Directory") {
+              if (depth + 1 < maxDepth) {
+                const failed = yield* emptyDirectory(child, childPath, depth + 1)
+                if (failed !== undefined) return failed
+                if (stopped) return undefined
+              }
+              if (child.entries.size > 0) continue // beyond the depth budget: left in place
+            }
+            const outcome = removeOne(dir, name, child, childPath)
+            if (isErrno(outcome)) return outcome
+          }
+          return undefined
+        })
+      if (root.kind === "Directory" && maxDepth > 0) {
+        const failed = yield* emptyDirectory(root, path, 0)
+        if (failed !== undefined) return yield* done(failed)
+      }
+      let rootRemoved = false
+      if (!stopped && (root.kind !== "Directory" || root.entries.size === 0)) {
+        const outcome = removeOne(at.dir, at.name, root, path)
+        if (isErrno(outcome)) return yield* done(outcome)
+        rootRemoved = outcome && at.dir.entries.get(at.name) !== root
+      }
+      return yield* done({ removedEntries: removed, complete: rootRemoved })
+    })
+
+  // ------------------------------------------------------------------------------------------ the port
+
+  return {
+    lstat: (path) =>
+      call("lstat", path, undefined, () => {
+        const at = lookup(path, false)
+        if (isErrno(at)) return at
+        return at.node === undefined ? errno("ENOENT") : infoOf(at.node)
+      }),
+
+    readDirectory: (path) =>
+      call("readDirectory", path, undefined, (): ReadonlyArray<DirEntry> | Errno => {
+        const at = lookup(path, false)
+        if (isErrno(at)) return at
+        const dir = at.node
+        if (dir === undefined) return errno("ENOENT")
+        if (dir.kind !== "Directory") return errno("ENOTDIR")
+        return sortedNames(dir).map((name) => ({ name, type: dir.entries.get(name)!.kind }))
+      }),
+
+    makeDirectory: (path, options) =>
+      call("makeDirectory", path, undefined, (now) => {
+        const mode = (options?.mode ?? 0o700) & ~ctx.umask
+        if (options?.recursive === true) return makeDirectories(path, mode, now)
+        const at = lookup(path, false)
+        if (isErrno(at)) return at
+        if (at.node !== undefined) return errno("EEXIST")
+        makeOneDirectory(at, mode, now)
+      }),
+
+    writeFileExclusive: (path, data, options) =>
+      call("writeFileExclusive", path, undefined, (now) => {
+        const created = createFile(path, data, options?.mode ?? 0o600, now)
+        return isErrno(created) ? created : undefined
+      }),
+
+    writeFileAtomic: (path, data, options) => writeFileAtomic(path, data, options?.mode ?? 0o600),
+
+    readFile: (path, options) =>
+      call("readFile", path, undefined, () => {
+        const at = lookup(path, false)
+        if (isErrno(at)) return at
+        const node = at.node
+        if (node === undefined) return errno("ENOENT")
+        if (node.kind === "SymbolicLink") return errno("ELOOP")
+        if (node.kind === "Directory") return errno("EISDIR")
+        if (options?.maxBytes !== undefined && node.data.length > options.maxBytes) return errno("EFBIG")
+        return node.data.slice()
+      }),
+
+    rename: (from, to) => call("rename", from, to, (now) => renameEntry(from, to, now)),
+
+    removeFile: (path) => call("removeFile", path, undefined, (now) => unlinkEntry(path, now)),
+
+    removeDirectory: (path) =>
+      call("removeDirectory", path, undefined, (now) => {
+        const at = lookup(path, false)
+        if (isErrno(at)) return at
+        const node = at.node
+        if (at.name === "..") return errno("ENOTEMPTY")
+        if (at.name === ".") return errno("EINVAL")
+        if (at.name === "") return errno("EBUSY")
+        if (node === undefined) return errno("ENOENT")
+        if (node.kind !== "Directory") return errno("ENOTDIR")
+        if (node.mountRoot) return errno("EBUSY")
+        if (node.entries.size > 0) return errno("ENOTEMPTY")
+        detach(at.dir, at.name, node, now)
+        world.mutated(ctx)
+      }),
+
+    symlink: (target, path) =>
+      call("symlink", path, target, (now) => {
+        if (target === "") return errno("ENOENT")
+        const at = lookup(path, false)
+        if (isErrno(at)) return at
+        if (at.node !== undefined) return errno("EEXIST")
+        at.dir.entries.set(at.name, world.newLink(at.dir, target, ctx.uid, now))
+        at.dir.mtimeMs = now
+        world.mutated(ctx)
+      }),
+
+    readLink: (path) =>
+      call("readLink", path, undefined, () => {
+        const at = lookup(path, false)
+        if (isErrno(at)) return at
+        if (at.node === undefined) return errno("ENOENT")
+        return at.node.kind === "SymbolicLink" ? at.node.target : errno("EINVAL")
+      }),
+
+    link: (existing, newPath) =>
+      call("link", existing, newPath, (now) => {
+        const a = lookup(existing, false)
+        if (isErrno(a)) return a
+        const node = a.node
+        if (node === undefined) return errno("ENOENT")
+        const b = lookup(newPath, false)
+        if (isErrno(b)) return b
+        if (b.node !== undefined) return errno("EEXIST")
+        if (node.dev !== b.dir.dev) return errno("EXDEV")
+        if (node.kind === "Directory") return errno("EPERM")
+        b.dir.entries.set(b.name, node)
+        b.dir.mtimeMs = now
+        node.nlink++
+        world.mutated(ctx)
+      }),
+
+    utimes: (path, _atimeMs, mtimeMs) =>
+      call("utimes", path, undefined, () => {
+        const at = lookup(path, false)
+        if (isErrno(at)) return at
+        if (at.node === undefined) return errno("ENOENT")
+        at.node.mtimeMs = mtimeMs
+        world.mutated(ctx)
+      }),
+
+    chmod: (path, mode) =>
+      call("chmod", path, undefined, () => {
+        const at = lookup(path, false)
+        if (isErrno(at)) return at
+        if (at.node === undefined) return errno("ENOENT")
+        if (at.node.kind === "SymbolicLink") return errno("ELOOP")
+        at.node.mode = mode & 0o7777
+        world.mutated(ctx)
+      }),
+
+    copyFile: (from, to) =>
+      call("copyFile", from, to, (now) => {
+        const a = lookup(from, false)
+        if (isErrno(a)) return a
+        const src = a.node
+        if (src === undefined) return errno("ENOENT")
+        if (src.kind === "SymbolicLink") return errno("ELOOP")
+        if (src.kind === "Directory") return errno("EISDIR")
+        const b = lookup(to, false)
+        if (isErrno(b)) return b
+        if (b.node !== undefined) return errno("EEXIST")
+        if (b.trailingSlash) return errno("EISDIR")
+        // The copy keeps the source's mode exactly (the OS copy does fchmod after create).
+        b.dir.entries.set(b.name, world.newFile(b.dir, src.data.slice(), src.mode, ctx.uid, now))
+        b.dir.mtimeMs = now
+        world.mutated(ctx)
+      }),
+
+    measureTree: (path, budget) =>
+      call("measureTree", path, undefined, () => measure(path, budget.maxEntries, budget.maxDepth)),
+
+    removeTree: (path, budget) => removeTree(path, budget.maxEntries, budget.maxDepth)
+  }
+}
+
+/** The FileSystem of one simulated process over `world`. */
+export const layer = (world: MemoryWorld, options?: MemoryFileSystemOptions): Layer.Layer<FileSystem> =>
+  Layer.sync(FileSystem, () => make(world, options))
+
+export interface LayerMemoryOptions extends MemoryWorldOptions {
+  /** Share an existing world (several processes); a fresh one per layer build otherwise. */
+  readonly world?: MemoryWorld
+  readonly hostname?: string
+  /** The process's pid (spawned on its host when not alive); a fresh pid when absent. */
+  readonly pid?: number
+  readonly uid?: number
+  readonly umask?: number
+  readonly home?: string
+  readonly cwd?: string
+  readonly env?: Readonly<Record<string, string>>
+}
+
+/** One simulated process: FileSystem, Host and the MemoryDriver over a fresh (or given) world. */
+export const layerMemory = (options?: LayerMemoryOptions): Layer.Layer<FileSystem | Host | MemoryDriver> =>
+  Layer.syncContext(() => {
+    const world = options?.world ?? MemoryWorld.make(options)
+    const host = MemoryHost.make(world, {
+      hostname: options?.hostname ?? "memory-host",
+      ...(options?.pid === undefined ? {} : { pid: options.pid }),
+      ...(options?.uid === undefined ? {} : { uid: options.uid }),
+      ...(options?.home === undefined ? {} : { home: options.home }),
+      ...(options?.cwd === undefined ? {} : { cwd: options.cwd }),
+      ...(options?.env === undefined ? {} : { env: options.env })
+    })
+    const fs = make(world, {
+      uid: host.uid ?? 1000,
+      hostname: host.hostname,
+      pid: host.pid,
+      ...(options?.umask === undefined ? {} : { umask: options.umask }),
+      ...(options?.cwd === undefined ? {} : { cwd: options.cwd })
+    })
+    return Context.make(FileSystem, fs).pipe(Context.add(Host, host), Context.add(MemoryDriver, world))
+  })
