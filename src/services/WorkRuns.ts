@@ -7,7 +7,7 @@
  * and re-reads the leases second: whichever comes second sees the other.
  */
 import * as NodePath from "node:path"
-import { Clock, Context, Deferred, Duration, Effect, Exit, Fiber, FiberSet, Layer, Random, Ref, Schedule, Scope } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Exit, Fiber, FiberSet, Layer, Random, Ref, Scope } from "effect"
 import { type AgentPaths, EXTENSIONS_WORK_CATEGORY, LEASES_DIR, TENANT_PRUNE_STAMP, WORK_RUN_MANIFEST } from "../domain/AgentPaths.js"
 import {
   type FileSystemError,
@@ -88,6 +88,11 @@ export interface WorkRunsOptions {
   readonly busyDelayMs?: number
   /** Start a background prune of a tenant on acquire (at most once an hour per tenant). Default true. */
   readonly opportunisticRetention?: boolean
+  /**
+   * How the heartbeat fiber waits between refreshes. Defaults to `Effect.sleep` (so `TestClock` drives it);
+   * the Promise facade passes a sleep on an unref'd timer so a held lease never keeps Node alive by itself.
+   */
+  readonly heartbeatSleep?: (duration: Duration.Duration) => Effect.Effect<void>
 }
 
 export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns, {
@@ -129,6 +134,9 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     const ceiling = options.retentionCeiling ?? DEFAULT_RETENTION
     const busyAttempts = Math.max(1, options.busyAttempts ?? 8)
     const busyDelay = Duration.millis(options.busyDelayMs ?? 25)
+    const heartbeatSleep = options.heartbeatSleep ?? Effect.sleep
+    // WR4: holders refresh at a third of the remote TTL.
+    const heartbeatEvery = Duration.millis(Math.max(1, Math.floor(remoteLeaseTtlMs / 3)))
     const runtimeScope = yield* Effect.scope
     const background = yield* FiberSet.make<void, never>()
     // Closing the runtime waits for background prunes (finalizers run last-added first).
@@ -275,10 +283,11 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           if (!current.ok) return
           yield* fs.writeFileAtomic(run.leasePath, encodeJsonBytes({ ...current.value, heartbeatAt: now }), { sync: false })
         }).pipe(Effect.ignore)
-        const heartbeatFiber = yield* heartbeat.pipe(
-          Effect.repeat(Schedule.spaced(Duration.millis(Math.max(1, Math.floor(remoteLeaseTtlMs / 3))))),
-          Effect.delay(Duration.millis(Math.max(1, Math.floor(remoteLeaseTtlMs / 3)))),
-          Effect.asVoid,
+        const heartbeatFiber = yield* heartbeatSleep(heartbeatEvery).pipe(
+          Effect.zipRight(heartbeat),
+          Effect.forever,
+          // Forked from acquireRelease's uninterruptible acquire: make the loop itself interruptible.
+          Effect.interruptible,
           Effect.forkIn(runtimeScope)
         )
         const release = (o?: { readonly delete?: boolean }): Effect.Effect<ReleaseOutcome> =>

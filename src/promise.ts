@@ -1,0 +1,168 @@
+/**
+ * `pi-agent-storage/promise`: the Promise facade for callers that do not use Effect (SPEC API2).
+ * One ManagedRuntime per opened store, built once; rejections are the typed errors (`_tag`), never wrappers.
+ */
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import { Effect, Exit, Layer, ManagedRuntime, Scope } from "effect"
+import { resolveAgentDir } from "./domain/AgentPaths.js"
+import type { PruneReport } from "./domain/PruneReport.js"
+import type { RetentionInput } from "./domain/Retention.js"
+import { runTyped, unrefSleep } from "./facade/runtime.js"
+import { NodeFileSystemLive } from "./layers/NodeFileSystem.js"
+import { NodeHostLive } from "./layers/NodeHost.js"
+import { AgentDir } from "./services/AgentDir.js"
+import { type WorkRun, WorkRuns } from "./services/WorkRuns.js"
+
+export type { PruneReport } from "./domain/PruneReport.js"
+export type { RetentionInput } from "./domain/Retention.js"
+
+export interface OpenOptions {
+  /** Wins over `$PI_ADAPTATIVE_CODING_AGENT_DIR` and `~/.pi/agent`. */
+  readonly agentDir?: string
+  /** Run the agent-dir layout migration before anything else (default true). */
+  readonly migrate?: boolean
+}
+
+export interface WorkRunLease {
+  readonly path: string
+  readonly category: string
+  readonly tenant: string
+  readonly runId: string
+  readonly kind: "generated" | "named"
+  release(o?: { delete?: boolean }): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+export interface AgentStorage {
+  readonly agentDir: string
+  readonly workRoot: string
+  acquireWorkRun(o: { category: string; tenant: string; runId?: string; retention?: RetentionInput | false }): Promise<WorkRunLease>
+  getProcessWorkRun(o: { category: string; tenant: string }): Promise<WorkRunLease>
+  pruneWorkTenant(o: { category: string; tenant: string; policy?: RetentionInput; dryRun?: boolean }): Promise<PruneReport>
+  workRootEnv(run?: WorkRunLease): Record<string, string>
+  /** Releases every lease it handed out, waits for background prunes. */
+  close(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/** Lease files of every open store, unlinked synchronously if the process exits without closing. */
+const liveLeaseFiles = new Set<string>()
+let exitHookInstalled = false
+const installExitHook = () => {
+  if (exitHookInstalled) return
+  exitHookInstalled = true
+  process.once("exit", () => {
+    for (const file of liveLeaseFiles) {
+      try {
+        NodeFs.unlinkSync(file)
+      } catch {
+        // Best effort: a lease left behind by a dead process is judged dead by WR4 anyway.
+      }
+    }
+  })
+}
+
+const storeLayer = (options: OpenOptions) => {
+  const base = Layer.mergeAll(NodeFileSystemLive, NodeHostLive)
+  const agentDir = AgentDir.layer(options.agentDir).pipe(Layer.provide(NodeHostLive))
+  const workRuns = WorkRuns.layer({ heartbeatSleep: unrefSleep }).pipe(Layer.provide(Layer.merge(base, agentDir)))
+  return Layer.mergeAll(base, agentDir, workRuns)
+}
+
+const asLease = (run: WorkRun, release: (o?: { delete?: boolean }) => Promise<void>): WorkRunLease => ({
+  path: run.path,
+  category: run.category,
+  tenant: run.tenant,
+  runId: run.runId,
+  kind: run.kind,
+  release,
+  [Symbol.asyncDispose]: () => release()
+})
+
+export const openAgentStorage = async (options: OpenOptions = {}): Promise<AgentStorage> => {
+  installExitHook()
+  const runtime = ManagedRuntime.make(storeLayer(options))
+  const { agentDir, workRoot } = await runTyped(runtime, Effect.map(AgentDir, (d) => ({ agentDir: d.path, workRoot: d.paths.workRoot })))
+  const open = new Set<() => Promise<void>>()
+  let closed: Promise<void> | undefined
+
+  const track = (run: WorkRun, scope: Scope.CloseableScope | null): WorkRunLease => {
+    liveLeaseFiles.add(run.leasePath)
+    let done: Promise<void> | undefined
+    const release = (o?: { delete?: boolean }): Promise<void> => {
+      done ??= runTyped(runtime, Effect.gen(function*() {
+        yield* run.release(o?.delete ? { delete: true } : undefined)
+        if (scope !== null) yield* Scope.close(scope, Exit.void)
+      })).finally(() => {
+        liveLeaseFiles.delete(run.leasePath)
+        open.delete(release)
+      })
+      return done
+    }
+    open.add(release)
+    return asLease(run, release)
+  }
+
+  const storage: AgentStorage = {
+    agentDir,
+    workRoot,
+    acquireWorkRun: async (o) => {
+      const scope = await runtime.runPromise(Scope.make())
+      const run = await runTyped(runtime, Effect.flatMap(WorkRuns, (w) => Scope.extend(w.acquire(o), scope))).catch(async (e: unknown) => {
+        await runtime.runPromise(Scope.close(scope, Exit.void))
+        throw e
+      })
+      return track(run, scope)
+    },
+    getProcessWorkRun: async (o) => {
+      const run = await runTyped(runtime, Effect.flatMap(WorkRuns, (w) => w.getProcessWorkRun(o)))
+      liveLeaseFiles.add(run.leasePath)
+      // The process run is held until the store closes; releasing it early is a no-op.
+      return asLease(run, async () => {})
+    },
+    pruneWorkTenant: (o) => runTyped(runtime, Effect.flatMap(WorkRuns, (w) => w.prune(o))),
+    workRootEnv: (run) => (run === undefined ? { PI_WORK_ROOT: workRoot } : { PI_WORK_ROOT: workRoot, PI_WORK_RUN_DIR: run.path }),
+    close: () => {
+      closed ??= (async () => {
+        await Promise.allSettled([...open].map((release) => release()))
+        await runtime.dispose()
+      })()
+      return closed
+    },
+    [Symbol.asyncDispose]: () => storage.close()
+  }
+  return storage
+}
+
+/** One shared store per agent dir for the module-level helpers, closed when the process exits. */
+const sharedStores = new Map<string, Promise<AgentStorage>>()
+const sharedStore = (agentDir: string | undefined): Promise<AgentStorage> => {
+  const key = resolveAgentDir({ explicit: agentDir, env: (n) => process.env[n], home: NodeOs.homedir(), cwd: process.cwd() }).path
+  let store = sharedStores.get(key)
+  if (store === undefined) {
+    store = openAgentStorage({ agentDir: key })
+    store.catch(() => sharedStores.delete(key))
+    sharedStores.set(key, store)
+  }
+  return store
+}
+
+export const acquireWorkRun = async (
+  o: { category: string; tenant: string; runId?: string; retention?: RetentionInput | false; agentDir?: string }
+): Promise<WorkRunLease> => {
+  const { agentDir, ...rest } = o
+  return (await sharedStore(agentDir)).acquireWorkRun(rest)
+}
+
+export const getProcessWorkRun = async (o: { category: string; tenant: string; agentDir?: string }): Promise<WorkRunLease> => {
+  const { agentDir, ...rest } = o
+  return (await sharedStore(agentDir)).getProcessWorkRun(rest)
+}
+
+export const pruneWorkTenant = async (
+  o: { category: string; tenant: string; policy?: RetentionInput; dryRun?: boolean; agentDir?: string }
+): Promise<PruneReport> => {
+  const { agentDir, ...rest } = o
+  return (await sharedStore(agentDir)).pruneWorkTenant(rest)
+}
