@@ -282,6 +282,23 @@ const withMarker = <A>(
 // ---------------------------------------------------------------------------------------------------------
 // MG1: the layout migration
 
+/**
+ * The agent dir itself may be a symlink (the user keeps ~/.pi/agent on another disk): that one link is the
+ * user's choice and is resolved (up to 8 hops); nothing below it is ever followed.
+ */
+export const resolveRootLink = (fs: Fs, path: string): Effect.Effect<string> =>
+  Effect.gen(function*() {
+    let current = path
+    for (let hop = 0; hop < 8; hop++) {
+      const info = yield* fs.lstat(current).pipe(Effect.option)
+      if (info._tag === "None" || info.value.type !== "SymbolicLink") return current
+      const target = yield* fs.readLink(current).pipe(Effect.option)
+      if (target._tag === "None") return current
+      current = NodePath.resolve(NodePath.dirname(current), target.value)
+    }
+    return current
+  })
+
 const readRootNames = (fs: Fs, agentDir: string) =>
   fs.readDirectory(agentDir).pipe(
     Effect.map((entries) => entries.map((e) => e.name)),
@@ -354,9 +371,10 @@ const migrateUnit = (fs: Fs, engine: Engine, agentDir: string, unit: LayoutUnit,
     else if (placed === "merged") state.merged.push(unit.name)
   })
 
-const layoutProgram = (deps: Deps, agentDir: string, options?: LayoutOptions): Effect.Effect<LayoutReport> =>
+const layoutProgram = (deps: Deps, agentDirInput: string, options?: LayoutOptions): Effect.Effect<LayoutReport> =>
   Effect.gen(function*() {
     const fs = deps.fs
+    const agentDir = yield* resolveRootLink(fs, agentDirInput)
     const before = yield* readRootNames(fs, agentDir).pipe(Effect.either)
     if (before._tag === "Left") {
       return { ...emptyLayoutReport, errors: [{ path: ".", message: before.left.message }] }
@@ -505,10 +523,11 @@ type EntryResult = {
   readonly reason?: string
 }
 
-const planProgram = (deps: Deps, agentDir: string, plan: MigrationPlan, options?: LayoutOptions) =>
+const planProgram = (deps: Deps, agentDirInput: string, plan: MigrationPlan, options?: LayoutOptions) =>
   Effect.gen(function*() {
     yield* validatePlan(plan)
     const fs = deps.fs
+    const agentDir = yield* resolveRootLink(fs, agentDirInput)
     const journal = journalPath(agentDir, plan.id)
     const resolved = plan.entries.map((entry) => ({
       entry,
