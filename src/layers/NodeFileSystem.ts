@@ -367,11 +367,9 @@ const measureTree = (root: string, budget: WalkBudget): Effect.Effect<TreeMeasur
     let complete = true
     let newestMtimeMs = rootStats.mtimeMs
     const stack: Array<MeasureFrame> = []
-    if (budget.maxDepth >= 1) {
-      stack.push({ path: root, depth: 0, names: yield* attemptSync("measureTree", root, () => fs.readdirSync(root)), index: 0 })
-    } else {
-      complete = false
-    }
+    const rootNames = yield* attemptSync("measureTree", root, () => fs.readdirSync(root))
+    if (budget.maxDepth >= 1) stack.push({ path: root, depth: 0, names: rootNames, index: 0 })
+    else complete = rootNames.length === 0
     const step = (): boolean => {
       const top = stack[stack.length - 1]
       if (top === undefined) return true
@@ -389,12 +387,12 @@ const measureTree = (root: string, budget: WalkBudget): Effect.Effect<TreeMeasur
           bytes += stats.size
         } else if (stats.isDirectory()) {
           const depth = top.depth + 1
+          const names = namesOf(path)
+          if (names === undefined || names.length === 0) continue
+          // Only a non-empty directory left unopened makes the measure a lower bound.
           if (depth + 1 > budget.maxDepth) {
             complete = false
-            continue
-          }
-          const names = namesOf(path)
-          if (names !== undefined) {
+          } else {
             stack.push({ path, depth, names, index: 0 })
             return false // yield between directories
           }

@@ -1,0 +1,47 @@
+import * as fs from "node:fs"
+import * as fsp from "node:fs/promises"
+import * as os from "node:os"
+import * as NodePath from "node:path"
+import { Effect, Layer } from "effect"
+import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
+import { type ConformanceSetup, fileSystemConformance, Scratch } from "./conformance.js"
+
+/** A second filesystem for the EXDEV case: /dev/shm when it is a writable directory on another device. */
+const detectSecondFilesystem = (): { readonly parent: string } | { readonly why: string } => {
+  const candidate = "/dev/shm"
+  try {
+    const tmp = fs.statSync(os.tmpdir())
+    const other = fs.statSync(candidate)
+    if (!other.isDirectory()) return { why: `${candidate} is not a directory` }
+    if (other.dev === tmp.dev) return { why: `${candidate} is on the same device as ${os.tmpdir()}` }
+    fs.accessSync(candidate, fs.constants.W_OK)
+    return { parent: candidate }
+  } catch (cause) {
+    return { why: `no second filesystem mounted (${candidate}: ${cause instanceof Error ? cause.message : String(cause)})` }
+  }
+}
+
+const second = detectSecondFilesystem()
+
+/** A fresh temp directory, removed (with everything in it) when the test's scope closes. */
+const tempDirectory = (parent: string) =>
+  Effect.acquireRelease(
+    Effect.promise(() => fsp.mkdtemp(NodePath.join(parent, "pi-fs-conformance-"))),
+    (dir) => Effect.promise(() => fsp.rm(dir, { recursive: true, force: true }))
+  )
+
+const ScratchLive = Layer.scoped(
+  Scratch,
+  Effect.gen(function*() {
+    const root = yield* tempDirectory(os.tmpdir())
+    const otherDevice = "parent" in second ? yield* tempDirectory(second.parent) : null
+    return { root, otherDevice }
+  })
+)
+
+const setup: ConformanceSetup = {
+  layer: () => Layer.merge(NodeFileSystemLive, ScratchLive),
+  crossDevice: "parent" in second ? { available: true } : { available: false, why: second.why }
+}
+
+fileSystemConformance("Node", setup)

@@ -1,0 +1,622 @@
+/**
+ * The FileSystem conformance suite, written once and run against every layer (DESIGN "The same conformance
+ * suite runs against both layers"). When Node and Memory disagree, one of them fails here.
+ *
+ * Usage, from a `*.test.ts` file:
+ *
+ *   fileSystemConformance("Memory", {
+ *     // A FRESH world for every test: a FileSystem plus a Scratch naming an empty, writable directory
+ *     // (and, when crossDevice is available, an empty writable directory on another device).
+ *     layer: () => Layer.merge(MemoryFileSystemLayer, Layer.succeed(Scratch, { root: "/scratch", otherDevice: "/mnt/b" })),
+ *     crossDevice: { available: true }              // or { available: false, why: "no second filesystem" }
+ *   })
+ *
+ * Paths are POSIX strings built with "/". Modes are exact (no umask). Timestamps set by the suite are whole
+ * seconds, so every layer can represent them exactly. Tests run under `it.effect`, so a layer that takes
+ * mtimes from `Clock` sees the TestClock; the suite never compares against the wall clock.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Effect, FastCheck, type Layer } from "effect"
+import type { FileSystemError, FileSystemErrorReason } from "../../src/domain/Errors.js"
+import { FileSystem } from "../../src/services/FileSystem.js"
+
+/** Where a test may write. `otherDevice` is `null` unless the setup says cross-device is available. */
+export class Scratch extends Context.Tag("pi-agent-storage/test/Scratch")<Scratch, {
+  readonly root: string
+  readonly otherDevice: string | null
+}>() {}
+
+export interface ConformanceSetup {
+  /** Called once per test; must build a fresh, isolated world. */
+  readonly layer: () => Layer.Layer<FileSystem | Scratch, unknown>
+  readonly crossDevice: { readonly available: true } | { readonly available: false; readonly why: string }
+}
+
+const encoder = new TextEncoder()
+const decoder = new TextDecoder()
+const bytes = (text: string): Uint8Array => encoder.encode(text)
+const text = (data: Uint8Array): string => decoder.decode(data)
+
+/** Fixture writes skip fsync: durability is not what these tests check. */
+const put = (path: string, content: string, mode?: number) =>
+  Effect.flatMap(FileSystem, (fs) =>
+    fs.writeFileExclusive(path, bytes(content), mode === undefined ? { sync: false } : { sync: false, mode }))
+
+const read = (path: string) => Effect.flatMap(FileSystem, (fs) => Effect.map(fs.readFile(path), text))
+
+/** Run `effect`, expecting it to fail with this reason and raw errno. */
+const expectFailure = <A, R>(
+  effect: Effect.Effect<A, FileSystemError, R>,
+  reason: FileSystemErrorReason,
+  errno: string
+) =>
+  Effect.gen(function*() {
+    const error = yield* Effect.flip(effect)
+    assert.strictEqual(error._tag, "FileSystemError")
+    assert.strictEqual(error.reason, reason, error.message)
+    assert.strictEqual(error.errno, errno, error.message)
+    return error
+  })
+
+const expectMissing = (path: string) => Effect.flatMap(FileSystem, (fs) => expectFailure(fs.lstat(path), "NotFound", "ENOENT"))
+
+const names = (path: string) =>
+  Effect.flatMap(FileSystem, (fs) => Effect.map(fs.readDirectory(path), (entries) => entries.map((entry) => entry.name)))
+
+const T1 = 1_600_000_000_000
+const T2 = 1_650_000_000_000
+const FAR_FUTURE = 4_000_000_000_000
+
+const WIDE: { maxEntries: number; maxDepth: number } = { maxEntries: 1_000_000, maxDepth: 64 }
+
+/**
+ * A small tree under `root` (7 entries below it, 110 bytes in regular files), plus an `outside` directory
+ * holding 5000 bytes that `root/link` points at, and a canary file that `root/fileLink` points at.
+ *
+ *   root/a.txt (3)  root/d1/b.bin (100)  root/d1/d2/c (7)  root/link -> outside  root/dangling -> nowhere
+ *   root/fileLink -> outside/canary.txt
+ */
+const buildTree = (root: string, outside: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem
+    yield* fs.makeDirectory(outside)
+    yield* put(`${outside}/big`, "x".repeat(5000))
+    yield* put(`${outside}/canary.txt`, "keep me")
+    yield* fs.makeDirectory(`${outside}/sub`)
+    yield* put(`${outside}/sub/inner`, "inner")
+    yield* fs.utimes(`${outside}/canary.txt`, T1, T1)
+    yield* fs.utimes(outside, T1, T1)
+
+    yield* fs.makeDirectory(root)
+    yield* put(`${root}/a.txt`, "abc")
+    yield* fs.makeDirectory(`${root}/d1`)
+    yield* put(`${root}/d1/b.bin`, "b".repeat(100))
+    yield* fs.makeDirectory(`${root}/d1/d2`)
+    yield* put(`${root}/d1/d2/c`, "ccccccc")
+    yield* fs.symlink(outside, `${root}/link`)
+    yield* fs.symlink(`${root}/nowhere`, `${root}/dangling`)
+    yield* fs.symlink(`${outside}/canary.txt`, `${root}/fileLink`)
+  })
+const TREE_ENTRIES = 8
+const TREE_BYTES = 110
+
+/** The outside world is exactly as buildTree left it: content, entries and timestamps. */
+const assertOutsideUntouched = (outside: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem
+    assert.deepStrictEqual(yield* names(outside), ["big", "canary.txt", "sub"])
+    assert.strictEqual(yield* read(`${outside}/canary.txt`), "keep me")
+    assert.strictEqual(yield* read(`${outside}/sub/inner`), "inner")
+    assert.strictEqual((yield* read(`${outside}/big`)).length, 5000)
+    assert.strictEqual((yield* fs.lstat(`${outside}/canary.txt`)).mtimeMs, T1)
+    assert.strictEqual((yield* fs.lstat(outside)).mtimeMs, T1)
+  })
+
+/** One entry of a random tree: its parent is an earlier directory (index modulo the directories so far). */
+const treeItem = FastCheck.record({
+  parent: FastCheck.nat(),
+  kind: FastCheck.constantFrom("file", "dir", "link"),
+  size: FastCheck.nat(40)
+})
+
+export const fileSystemConformance = (name: string, setup: ConformanceSetup): void => {
+  const test = (title: string, body: Effect.Effect<void, unknown, FileSystem | Scratch>) =>
+    it.effect(title, () => body.pipe(Effect.provide(setup.layer())))
+
+  const context = Effect.all({ fs: FileSystem, scratch: Scratch })
+
+  describe(`FileSystem conformance: ${name}`, () => {
+    describe("lstat", () => {
+      test("describes a file, a directory, a symlink and a dangling link without following links", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/f`, "hello", 0o640)
+        yield* fs.makeDirectory(`${root}/d`, { mode: 0o750 })
+        yield* fs.symlink(`${root}/d`, `${root}/l`)
+        yield* fs.symlink("missing-target", `${root}/dangling`)
+
+        const file = yield* fs.lstat(`${root}/f`)
+        assert.strictEqual(file.type, "File")
+        assert.strictEqual(file.size, 5)
+        assert.strictEqual(file.mode, 0o640)
+        assert.strictEqual(file.nlink, 1)
+        const dir = yield* fs.lstat(`${root}/d`)
+        assert.strictEqual(dir.type, "Directory")
+        assert.strictEqual(dir.mode, 0o750)
+        const link = yield* fs.lstat(`${root}/l`)
+        assert.strictEqual(link.type, "SymbolicLink")
+        assert.strictEqual(link.size, `${root}/d`.length)
+        assert.notStrictEqual(link.ino, dir.ino)
+        const dangling = yield* fs.lstat(`${root}/dangling`)
+        assert.strictEqual(dangling.type, "SymbolicLink")
+        assert.strictEqual(yield* fs.readLink(`${root}/dangling`), "missing-target")
+        yield* expectMissing(`${root}/absent`)
+        yield* expectFailure(fs.readLink(`${root}/f`), "Unknown", "EINVAL")
+      }))
+    })
+
+    describe("readDirectory", () => {
+      test("lists typed entries sorted by name and does not descend through links", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* fs.makeDirectory(`${root}/target`)
+        yield* put(`${root}/target/inside`, "x")
+        yield* fs.makeDirectory(`${root}/top`)
+        yield* put(`${root}/top/b.txt`, "b")
+        yield* fs.makeDirectory(`${root}/top/a`)
+        yield* fs.symlink(`${root}/target`, `${root}/top/c`)
+        yield* fs.symlink(`${root}/nowhere`, `${root}/top/B`)
+        assert.deepStrictEqual(yield* fs.readDirectory(`${root}/top`), [
+          { name: "B", type: "SymbolicLink" },
+          { name: "a", type: "Directory" },
+          { name: "b.txt", type: "File" },
+          { name: "c", type: "SymbolicLink" }
+        ])
+        assert.deepStrictEqual(yield* fs.readDirectory(`${root}/top/a`), [])
+        yield* expectFailure(fs.readDirectory(`${root}/top/c`), "NotADirectory", "ENOTDIR")
+        yield* expectFailure(fs.readDirectory(`${root}/top/b.txt`), "NotADirectory", "ENOTDIR")
+        yield* expectFailure(fs.readDirectory(`${root}/absent`), "NotFound", "ENOENT")
+      }))
+    })
+
+    describe("writeFileExclusive", () => {
+      test("creates with the exact mode (default 0o600) and refuses any existing entry", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* fs.writeFileExclusive(`${root}/default`, bytes("one"))
+        assert.strictEqual((yield* fs.lstat(`${root}/default`)).mode, 0o600)
+        yield* fs.writeFileExclusive(`${root}/shared`, bytes("two"), { mode: 0o644, sync: true })
+        assert.strictEqual((yield* fs.lstat(`${root}/shared`)).mode, 0o644)
+
+        yield* expectFailure(fs.writeFileExclusive(`${root}/default`, bytes("clobber")), "AlreadyExists", "EEXIST")
+        assert.strictEqual(yield* read(`${root}/default`), "one")
+        yield* fs.makeDirectory(`${root}/dir`)
+        yield* expectFailure(fs.writeFileExclusive(`${root}/dir`, bytes("x")), "AlreadyExists", "EEXIST")
+      }))
+
+      test("fails on a dangling symlink without creating its target", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* fs.symlink(`${root}/target`, `${root}/lease`)
+        yield* expectFailure(fs.writeFileExclusive(`${root}/lease`, bytes("x")), "AlreadyExists", "EEXIST")
+        yield* expectMissing(`${root}/target`)
+        assert.strictEqual((yield* fs.lstat(`${root}/lease`)).type, "SymbolicLink")
+      }))
+
+      test("fails when the parent is missing", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* expectFailure(fs.writeFileExclusive(`${root}/no/file`, bytes("x")), "NotFound", "ENOENT")
+      }))
+    })
+
+    describe("readFile", () => {
+      test("never reads through a symlink", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/secret`, "secret")
+        yield* fs.symlink(`${root}/secret`, `${root}/link`)
+        yield* expectFailure(fs.readFile(`${root}/link`), "IsSymlink", "ELOOP")
+        yield* expectFailure(fs.readFile(`${root}/absent`), "NotFound", "ENOENT")
+        yield* fs.makeDirectory(`${root}/dir`)
+        yield* expectFailure(fs.readFile(`${root}/dir`), "IsADirectory", "EISDIR")
+      }))
+
+      test("honours maxBytes exactly", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/ten`, "0123456789")
+        yield* put(`${root}/empty`, "")
+        assert.strictEqual(text(yield* fs.readFile(`${root}/ten`, { maxBytes: 10 })), "0123456789")
+        yield* expectFailure(fs.readFile(`${root}/ten`, { maxBytes: 9 }), "TooLarge", "EFBIG")
+        assert.strictEqual((yield* fs.readFile(`${root}/empty`, { maxBytes: 0 })).length, 0)
+      }))
+
+      it.effect.prop("returns exactly the bytes written", [FastCheck.uint8Array({ maxLength: 3000 })], ([data]) =>
+        Effect.gen(function*() {
+          const { fs, scratch: { root } } = yield* context
+          yield* fs.writeFileAtomic(`${root}/blob`, data, { sync: false })
+          assert.deepStrictEqual(yield* fs.readFile(`${root}/blob`), data)
+        }).pipe(Effect.provide(setup.layer())), { fastCheck: { numRuns: 20 } })
+    })
+
+    describe("writeFileAtomic", () => {
+      test("creates, then replaces content, leaving no temp file behind", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* fs.writeFileAtomic(`${root}/state.json`, bytes("v1"))
+        assert.strictEqual((yield* fs.lstat(`${root}/state.json`)).mode, 0o600)
+        yield* fs.writeFileAtomic(`${root}/state.json`, bytes("version two"), { mode: 0o640 })
+        assert.strictEqual(yield* read(`${root}/state.json`), "version two")
+        assert.strictEqual((yield* fs.lstat(`${root}/state.json`)).mode, 0o640)
+        assert.deepStrictEqual(yield* names(root), ["state.json"])
+      }))
+
+      test("replaces a symlink at the path and leaves its target unchanged", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/target`, "original")
+        yield* fs.symlink(`${root}/target`, `${root}/file`)
+        yield* fs.writeFileAtomic(`${root}/file`, bytes("new"))
+        assert.strictEqual((yield* fs.lstat(`${root}/file`)).type, "File")
+        assert.strictEqual(yield* read(`${root}/file`), "new")
+        assert.strictEqual(yield* read(`${root}/target`), "original")
+        assert.deepStrictEqual(yield* names(root), ["file", "target"])
+      }))
+
+      test("fails over a directory and cleans up its temp file", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* fs.makeDirectory(`${root}/dir`)
+        yield* expectFailure(fs.writeFileAtomic(`${root}/dir`, bytes("x")), "IsADirectory", "EISDIR")
+        assert.deepStrictEqual(yield* names(root), ["dir"])
+      }))
+    })
+
+    describe("rename", () => {
+      test("moves a file over a file", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/from`, "new")
+        yield* put(`${root}/to`, "old")
+        const before = yield* fs.lstat(`${root}/from`)
+        yield* fs.rename(`${root}/from`, `${root}/to`)
+        assert.strictEqual(yield* read(`${root}/to`), "new")
+        assert.strictEqual((yield* fs.lstat(`${root}/to`)).ino, before.ino)
+        yield* expectMissing(`${root}/from`)
+      }))
+
+      test("moves a directory over an empty directory but not over a non-empty one", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* fs.makeDirectory(`${root}/run`)
+        yield* put(`${root}/run/data`, "data")
+        yield* fs.makeDirectory(`${root}/empty`)
+        yield* fs.rename(`${root}/run`, `${root}/empty`)
+        assert.strictEqual(yield* read(`${root}/empty/data`), "data")
+        yield* expectMissing(`${root}/run`)
+
+        yield* fs.makeDirectory(`${root}/full`)
+        yield* put(`${root}/full/keep`, "keep")
+        yield* expectFailure(fs.rename(`${root}/empty`, `${root}/full`), "NotEmpty", "ENOTEMPTY")
+        assert.strictEqual(yield* read(`${root}/full/keep`), "keep")
+        assert.strictEqual(yield* read(`${root}/empty/data`), "data")
+      }))
+
+      test("refuses mixing files and directories, and a missing source", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/file`, "f")
+        yield* fs.makeDirectory(`${root}/dir`)
+        yield* expectFailure(fs.rename(`${root}/file`, `${root}/dir`), "IsADirectory", "EISDIR")
+        yield* expectFailure(fs.rename(`${root}/dir`, `${root}/file`), "NotADirectory", "ENOTDIR")
+        yield* expectFailure(fs.rename(`${root}/absent`, `${root}/x`), "NotFound", "ENOENT")
+        assert.deepStrictEqual(yield* names(root), ["dir", "file"])
+      }))
+
+      test("renames a symlink itself, not its target", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* fs.makeDirectory(`${root}/target`)
+        yield* fs.symlink(`${root}/target`, `${root}/link`)
+        yield* fs.rename(`${root}/link`, `${root}/moved`)
+        assert.strictEqual((yield* fs.lstat(`${root}/moved`)).type, "SymbolicLink")
+        assert.strictEqual((yield* fs.lstat(`${root}/target`)).type, "Directory")
+      }))
+    })
+
+    describe("removeFile and removeDirectory", () => {
+      test("removeDirectory removes only empty directories, never through a link", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* fs.makeDirectory(`${root}/full`)
+        yield* put(`${root}/full/x`, "x")
+        yield* expectFailure(fs.removeDirectory(`${root}/full`), "NotEmpty", "ENOTEMPTY")
+        assert.strictEqual(yield* read(`${root}/full/x`), "x")
+        yield* fs.makeDirectory(`${root}/empty`)
+        yield* fs.symlink(`${root}/empty`, `${root}/link`)
+        yield* expectFailure(fs.removeDirectory(`${root}/link`), "NotADirectory", "ENOTDIR")
+        yield* expectFailure(fs.removeDirectory(`${root}/full/x`), "NotADirectory", "ENOTDIR")
+        yield* fs.removeDirectory(`${root}/empty`)
+        yield* expectMissing(`${root}/empty`)
+        yield* expectFailure(fs.removeDirectory(`${root}/empty`), "NotFound", "ENOENT")
+      }))
+
+      test("removeFile unlinks a symlink and leaves its target; refuses a directory", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/target`, "target")
+        yield* fs.symlink(`${root}/target`, `${root}/link`)
+        yield* fs.removeFile(`${root}/link`)
+        yield* expectMissing(`${root}/link`)
+        assert.strictEqual(yield* read(`${root}/target`), "target")
+        yield* fs.makeDirectory(`${root}/dir`)
+        yield* expectFailure(fs.removeFile(`${root}/dir`), "IsADirectory", "EISDIR")
+        yield* expectFailure(fs.removeFile(`${root}/absent`), "NotFound", "ENOENT")
+      }))
+    })
+
+    describe("link", () => {
+      test("hard links share the inode and count links", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/a`, "shared")
+        yield* fs.link(`${root}/a`, `${root}/b`)
+        const a = yield* fs.lstat(`${root}/a`)
+        const b = yield* fs.lstat(`${root}/b`)
+        assert.strictEqual(a.nlink, 2)
+        assert.strictEqual(b.nlink, 2)
+        assert.strictEqual(a.ino, b.ino)
+        assert.strictEqual(yield* read(`${root}/b`), "shared")
+        yield* fs.removeFile(`${root}/b`)
+        assert.strictEqual((yield* fs.lstat(`${root}/a`)).nlink, 1)
+        yield* put(`${root}/c`, "c")
+        yield* expectFailure(fs.link(`${root}/a`, `${root}/c`), "AlreadyExists", "EEXIST")
+      }))
+    })
+
+    describe("utimes and chmod", () => {
+      test("utimes sets the entry's own times; on a link it leaves the target alone", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/target`, "t")
+        yield* fs.utimes(`${root}/target`, T1, T1)
+        assert.strictEqual((yield* fs.lstat(`${root}/target`)).mtimeMs, T1)
+        yield* fs.symlink(`${root}/target`, `${root}/link`)
+        yield* fs.utimes(`${root}/link`, T2, T2)
+        assert.strictEqual((yield* fs.lstat(`${root}/link`)).mtimeMs, T2)
+        assert.strictEqual((yield* fs.lstat(`${root}/target`)).mtimeMs, T1)
+      }))
+
+      test("chmod changes mode bits of files and directories but refuses a link", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/file`, "f", 0o600)
+        yield* fs.chmod(`${root}/file`, 0o640)
+        assert.strictEqual((yield* fs.lstat(`${root}/file`)).mode, 0o640)
+        yield* fs.makeDirectory(`${root}/dir`)
+        yield* fs.chmod(`${root}/dir`, 0o755)
+        assert.strictEqual((yield* fs.lstat(`${root}/dir`)).mode, 0o755)
+
+        yield* fs.symlink(`${root}/file`, `${root}/link`)
+        yield* expectFailure(fs.chmod(`${root}/link`, 0o777), "IsSymlink", "ELOOP")
+        assert.strictEqual((yield* fs.lstat(`${root}/file`)).mode, 0o640)
+        yield* expectFailure(fs.chmod(`${root}/absent`, 0o600), "NotFound", "ENOENT")
+      }))
+    })
+
+    describe("copyFile", () => {
+      test("copies content and mode to a new path and nothing else", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        const content = "line\n".repeat(30_000) // larger than one copy chunk
+        yield* put(`${root}/src`, content, 0o640)
+        yield* fs.copyFile(`${root}/src`, `${root}/dst`)
+        assert.strictEqual(yield* read(`${root}/dst`), content)
+        const src = yield* fs.lstat(`${root}/src`)
+        const dst = yield* fs.lstat(`${root}/dst`)
+        assert.strictEqual(dst.mode, 0o640)
+        assert.notStrictEqual(dst.ino, src.ino)
+        assert.strictEqual(src.nlink, 1)
+        yield* fs.copyFile(`${root}/src`, `${root}/unsynced`, { sync: false })
+        assert.strictEqual(yield* read(`${root}/unsynced`), content)
+      }))
+
+      test("refuses an existing destination and a symlink source", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/src`, "src")
+        yield* put(`${root}/dst`, "dst")
+        yield* expectFailure(fs.copyFile(`${root}/src`, `${root}/dst`), "AlreadyExists", "EEXIST")
+        assert.strictEqual(yield* read(`${root}/dst`), "dst")
+        yield* fs.symlink(`${root}/src`, `${root}/link`)
+        yield* expectFailure(fs.copyFile(`${root}/link`, `${root}/copy`), "IsSymlink", "ELOOP")
+        yield* expectMissing(`${root}/copy`)
+        yield* fs.symlink(`${root}/elsewhere`, `${root}/trap`)
+        yield* expectFailure(fs.copyFile(`${root}/src`, `${root}/trap`), "AlreadyExists", "EEXIST")
+        yield* expectMissing(`${root}/elsewhere`)
+      }))
+    })
+
+    describe("makeDirectory", () => {
+      test("is exclusive with an exact mode (default 0o700)", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* fs.makeDirectory(`${root}/private`)
+        assert.strictEqual((yield* fs.lstat(`${root}/private`)).mode, 0o700)
+        yield* fs.makeDirectory(`${root}/shared`, { mode: 0o755 })
+        assert.strictEqual((yield* fs.lstat(`${root}/shared`)).mode, 0o755)
+        yield* expectFailure(fs.makeDirectory(`${root}/private`), "AlreadyExists", "EEXIST")
+        yield* expectFailure(fs.makeDirectory(`${root}/no/parent`), "NotFound", "ENOENT")
+      }))
+
+      test("recursive creates parents with the mode and accepts an existing directory only", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* fs.makeDirectory(`${root}/a/b/c`, { recursive: true, mode: 0o750 })
+        for (const path of [`${root}/a`, `${root}/a/b`, `${root}/a/b/c`]) {
+          const info = yield* fs.lstat(path)
+          assert.strictEqual(info.type, "Directory")
+          assert.strictEqual(info.mode, 0o750)
+        }
+        yield* fs.makeDirectory(`${root}/a/b/c`, { recursive: true })
+        yield* fs.makeDirectory(`${root}/a/b`, { recursive: true, mode: 0o700 })
+        assert.strictEqual((yield* fs.lstat(`${root}/a/b`)).mode, 0o750) // existing directories keep their mode
+
+        yield* put(`${root}/file`, "f")
+        yield* expectFailure(fs.makeDirectory(`${root}/file`, { recursive: true }), "AlreadyExists", "EEXIST")
+        yield* fs.symlink(`${root}/a`, `${root}/link`)
+        yield* expectFailure(fs.makeDirectory(`${root}/link`, { recursive: true }), "AlreadyExists", "EEXIST")
+        yield* expectFailure(fs.makeDirectory(`${root}/file/sub`, { recursive: true }), "NotADirectory", "ENOTDIR")
+      }))
+    })
+
+    describe("measureTree", () => {
+      test("sums regular files and counts entries without following links", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* buildTree(`${root}/tree`, `${root}/outside`)
+        yield* fs.utimes(`${root}/tree/d1/d2/c`, FAR_FUTURE, FAR_FUTURE)
+        const measure = yield* fs.measureTree(`${root}/tree`, WIDE)
+        assert.deepStrictEqual(measure, {
+          bytes: TREE_BYTES,
+          entries: TREE_ENTRIES,
+          complete: true,
+          newestMtimeMs: FAR_FUTURE
+        })
+        yield* assertOutsideUntouched(`${root}/outside`)
+      }))
+
+      test("a cut by entries or depth says incomplete", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* buildTree(`${root}/tree`, `${root}/outside`)
+        const cut = yield* fs.measureTree(`${root}/tree`, { maxEntries: 3, maxDepth: 64 })
+        assert.strictEqual(cut.entries, 3)
+        assert.isFalse(cut.complete)
+        assert.isAtMost(cut.bytes, TREE_BYTES)
+        const exact = yield* fs.measureTree(`${root}/tree`, { maxEntries: TREE_ENTRIES, maxDepth: 3 })
+        assert.strictEqual(exact.entries, TREE_ENTRIES)
+        assert.isTrue(exact.complete)
+
+        // Depth 1: a.txt, d1, link, dangling, fileLink; d1 is not opened.
+        const shallow = yield* fs.measureTree(`${root}/tree`, { maxEntries: 100, maxDepth: 1 })
+        assert.deepStrictEqual([shallow.entries, shallow.bytes, shallow.complete], [5, 3, false])
+        // Depth 2 adds b.bin and d2; d2 is not opened.
+        const two = yield* fs.measureTree(`${root}/tree`, { maxEntries: 100, maxDepth: 2 })
+        assert.deepStrictEqual([two.entries, two.bytes, two.complete], [7, 103, false])
+      }))
+
+      test("a file or link root measures itself; a missing root fails", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/file`, "12345")
+        yield* fs.utimes(`${root}/file`, T1, T1)
+        assert.deepStrictEqual(yield* fs.measureTree(`${root}/file`, WIDE), {
+          bytes: 5,
+          entries: 0,
+          complete: true,
+          newestMtimeMs: T1
+        })
+        yield* fs.makeDirectory(`${root}/dir`)
+        yield* put(`${root}/dir/big`, "x".repeat(1000))
+        yield* fs.symlink(`${root}/dir`, `${root}/link`)
+        const viaLink = yield* fs.measureTree(`${root}/link`, WIDE)
+        assert.deepStrictEqual([viaLink.bytes, viaLink.entries, viaLink.complete], [0, 0, true])
+        yield* expectFailure(fs.measureTree(`${root}/absent`, WIDE), "NotFound", "ENOENT")
+      }))
+    })
+
+    describe("removeTree", () => {
+      test("removes everything below and the root, never a link target", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* buildTree(`${root}/tree`, `${root}/outside`)
+        assert.deepStrictEqual(yield* fs.removeTree(`${root}/tree`, WIDE), {
+          removedEntries: TREE_ENTRIES,
+          complete: true
+        })
+        yield* expectMissing(`${root}/tree`)
+        yield* assertOutsideUntouched(`${root}/outside`)
+        assert.deepStrictEqual(yield* fs.removeTree(`${root}/tree`, WIDE), { removedEntries: 0, complete: true })
+      }))
+
+      test("a budget stop leaves the root and a rerun completes", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* buildTree(`${root}/tree`, `${root}/outside`)
+        assert.deepStrictEqual(yield* fs.removeTree(`${root}/tree`, { maxEntries: 3, maxDepth: 64 }), {
+          removedEntries: 3,
+          complete: false
+        })
+        assert.strictEqual((yield* fs.lstat(`${root}/tree`)).type, "Directory")
+        const after = yield* fs.measureTree(`${root}/tree`, WIDE)
+        assert.strictEqual(after.entries, TREE_ENTRIES - 3)
+        assert.deepStrictEqual(yield* fs.removeTree(`${root}/tree`, WIDE), {
+          removedEntries: TREE_ENTRIES - 3,
+          complete: true
+        })
+        yield* expectMissing(`${root}/tree`)
+        yield* assertOutsideUntouched(`${root}/outside`)
+      }))
+
+      test("a depth stop leaves what is deeper and says incomplete", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* buildTree(`${root}/tree`, `${root}/outside`)
+        const shallow = yield* fs.removeTree(`${root}/tree`, { maxEntries: 100, maxDepth: 2 })
+        assert.isFalse(shallow.complete)
+        assert.strictEqual(yield* read(`${root}/tree/d1/d2/c`), "ccccccc")
+        assert.deepStrictEqual(yield* names(`${root}/tree`), ["d1"])
+        assert.deepStrictEqual(yield* names(`${root}/tree/d1`), ["d2"])
+        assert.strictEqual(shallow.removedEntries, TREE_ENTRIES - 3)
+        yield* assertOutsideUntouched(`${root}/outside`)
+      }))
+
+      test("a link root is unlinked, its target kept", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* buildTree(`${root}/tree`, `${root}/outside`)
+        yield* fs.symlink(`${root}/outside`, `${root}/rootLink`)
+        assert.deepStrictEqual(yield* fs.removeTree(`${root}/rootLink`, WIDE), { removedEntries: 0, complete: true })
+        yield* expectMissing(`${root}/rootLink`)
+        yield* assertOutsideUntouched(`${root}/outside`)
+      }))
+
+      it.effect.prop(
+        "on random trees measure counts every entry and byte, and budgeted removal converges",
+        [FastCheck.array(treeItem, { maxLength: 25 }), FastCheck.integer({ min: 1, max: 6 })],
+        ([items, chunk]) =>
+          Effect.gen(function*() {
+            const { fs, scratch: { root } } = yield* context
+            const tree = `${root}/tree`
+            yield* fs.makeDirectory(tree)
+            const dirs = [tree]
+            let bytesWritten = 0
+            for (const [index, item] of items.entries()) {
+              const path = `${dirs[item.parent % dirs.length]}/e${index}`
+              if (item.kind === "file") {
+                yield* put(path, "z".repeat(item.size))
+                bytesWritten += item.size
+              } else if (item.kind === "dir") {
+                yield* fs.makeDirectory(path)
+                dirs.push(path)
+              } else {
+                yield* fs.symlink(root, path) // a link to an ancestor: following it would loop
+              }
+            }
+            const measure = yield* fs.measureTree(tree, WIDE)
+            assert.deepStrictEqual([measure.bytes, measure.entries, measure.complete], [bytesWritten, items.length, true])
+
+            let removed = 0
+            for (let round = 0; round <= items.length; round++) {
+              const step = yield* fs.removeTree(tree, { maxEntries: chunk, maxDepth: 64 })
+              removed += step.removedEntries
+              if (step.complete) break
+              assert.strictEqual(step.removedEntries, chunk)
+            }
+            assert.strictEqual(removed, items.length)
+            yield* expectMissing(tree)
+            assert.deepStrictEqual(yield* names(root), [])
+          }).pipe(Effect.provide(setup.layer())),
+        { fastCheck: { numRuns: 25 } }
+      )
+    })
+
+    describe("cross-device", () => {
+      if (setup.crossDevice.available) {
+        test("EXDEV: rename and link across devices fail with CrossDevice and change nothing", Effect.gen(function*() {
+          const { fs, scratch: { root, otherDevice } } = yield* context
+          assert.isNotNull(otherDevice)
+          if (otherDevice === null) return
+          yield* put(`${root}/file`, "here")
+          yield* fs.makeDirectory(`${root}/dir`)
+          assert.notStrictEqual((yield* fs.lstat(root)).dev, (yield* fs.lstat(otherDevice)).dev)
+          yield* expectFailure(fs.rename(`${root}/file`, `${otherDevice}/file`), "CrossDevice", "EXDEV")
+          yield* expectFailure(fs.rename(`${root}/dir`, `${otherDevice}/dir`), "CrossDevice", "EXDEV")
+          yield* expectFailure(fs.link(`${root}/file`, `${otherDevice}/file`), "CrossDevice", "EXDEV")
+          assert.strictEqual(yield* read(`${root}/file`), "here")
+          assert.strictEqual((yield* fs.lstat(`${root}/file`)).nlink, 1)
+          assert.deepStrictEqual(yield* names(otherDevice), [])
+        }))
+      } else {
+        const why = setup.crossDevice.why
+        test(`EXDEV: skipped: ${why}`, Effect.gen(function*() {
+          const { scratch } = yield* context
+          // The case did not run: prove the setup really has no second device to offer.
+          assert.isNull(scratch.otherDevice, why)
+        }))
+      }
+    })
+  })
+}
