@@ -36,7 +36,10 @@ import {
 export interface MemoryFileSystemOptions {
   /** Owner of the entries this process creates (default 1000). */
   readonly uid?: number
-  /** Bits cleared from the mode of created files and directories, as the OS does (default 0o022). */
+  /**
+   * Bits cleared from the mode of created files and directories (default 0: modes are exact, as the Node
+   * layer makes them with an fchmod after creation).
+   */
   readonly umask?: number
   /** Directory relative paths resolve against (default "/"). */
   readonly cwd?: string
@@ -96,7 +99,7 @@ const detach = (dir: DirNode, name: string, node: Node, now: number): void => {
 export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Context.Tag.Service<FileSystem> => {
   const ctx: ProcessContext = {
     uid: options?.uid ?? 1000,
-    umask: options?.umask ?? 0o022,
+    umask: options?.umask ?? 0,
     cwd: options?.cwd ?? "/",
     hostname: options?.hostname,
     pid: options?.pid
@@ -298,25 +301,33 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
       }
       let removed = 0
       let stopped = false
-      /** Remove one entry (an emptied directory or a non-directory); `false` when the budget is spent. */
-      const removeOne = (dir: DirNode, name: string, node: Node, entryPath: string): boolean | Errno => {
-        if (removed >= maxEntries) {
-          stopped = true
-          return false
-        }
+      let blockedByDepth = false
+      /** Remove one entry (an emptied directory or a non-directory) as its own step. */
+      const removeEntry = (dir: DirNode, name: string, node: Node, entryPath: string): Errno | undefined => {
         const op = node.kind === "Directory" ? "removeTree.removeDirectory" : "removeTree.removeFile"
         const result = step(op, entryPath, undefined, () => {
-          if (dir.entries.get(name) !== node) return undefined // changed under us: someone else removed it
+          if (dir.entries.get(name) !== node) return undefined // removed by someone else meanwhile
           if (node.kind === "Directory") {
             if (node.mountRoot) return errno("EBUSY")
             if (node.entries.size > 0) return errno("ENOTEMPTY")
           }
           detach(dir, name, node, now)
-          removed++
           world.mutated(ctx)
         })
-        return isErrno(result) ? result : true
+        return isErrno(result) ? result : undefined
       }
+      /** Like `removeEntry`, counted against the budget; sets `stopped` when the budget is spent. */
+      const removeCounted = (dir: DirNode, name: string, node: Node, entryPath: string): Errno | undefined => {
+        if (removed >= maxEntries) {
+          stopped = true
+          return undefined
+        }
+        const failed = removeEntry(dir, name, node, entryPath)
+        if (failed === undefined) removed++
+        return failed
+      }
+      // Bottom-up, names in order; a directory at depth d is opened only when d < maxDepth (an empty one is
+      // removed anyway). The root is neither counted nor budgeted (as in the Node layer).
       const emptyDirectory = (dir: DirNode, dirPath: string, depth: number): Effect.Effect<Errno | undefined> =>
         Effect.gen(function*() {
           yield* Effect.yieldNow()
@@ -326,30 +337,29 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
             const child = dir.entries.get(name)
             if (child === undefined) continue
             const childPath = joinPath(dirPath, name)
-            if (child.kind === "Directory") {
-              if (depth + 1 < maxDepth) {
-                const failed = yield* emptyDirectory(child, childPath, depth + 1)
-                if (failed !== undefined) return failed
-                if (stopped) return undefined
+            if (child.kind === "Directory" && child.entries.size > 0) {
+              if (depth + 1 >= maxDepth) {
+                blockedByDepth = true
+                continue
               }
-              if (child.entries.size > 0) continue // beyond the depth budget: left in place
+              const failed = yield* emptyDirectory(child, childPath, depth + 1)
+              if (failed !== undefined) return failed
+              if (stopped) return undefined
+              if (child.entries.size > 0) continue // something deeper was left in place
             }
-            const outcome = removeOne(dir, name, child, childPath)
-            if (isErrno(outcome)) return outcome
+            const failed = removeCounted(dir, name, child, childPath)
+            if (failed !== undefined) return failed
           }
           return undefined
         })
-      if (root.kind === "Directory" && maxDepth > 0) {
+      if (root.kind === "Directory" && root.entries.size > 0) {
+        if (maxDepth < 1) return yield* done({ removedEntries: 0, complete: false })
         const failed = yield* emptyDirectory(root, path, 0)
         if (failed !== undefined) return yield* done(failed)
       }
-      let rootRemoved = false
-      if (!stopped && (root.kind !== "Directory" || root.entries.size === 0)) {
-        const outcome = removeOne(at.dir, at.name, root, path)
-        if (isErrno(outcome)) return yield* done(outcome)
-        rootRemoved = outcome && at.dir.entries.get(at.name) !== root
-      }
-      return yield* done({ removedEntries: removed, complete: rootRemoved })
+      if (stopped || blockedByDepth) return yield* done({ removedEntries: removed, complete: false })
+      const failed = removeEntry(at.dir, at.name, root, path)
+      return yield* done(failed ?? { removedEntries: removed, complete: true })
     })
 
   // ------------------------------------------------------------------------------------------ the port

@@ -1,0 +1,142 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import type { FileSystemErrorReason } from "../../src/domain/Errors.js"
+import { FileSystem } from "../../src/services/FileSystem.js"
+import * as MemoryFileSystem from "../../src/layers/MemoryFileSystem.js"
+import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
+import { fileSystemConformance, Scratch } from "./conformance.js"
+
+/** A fresh world with /scratch on device 1 and /mnt/b on device 2. */
+const conformanceLayer = () =>
+  Layer.effectContext(Effect.gen(function*() {
+    const world = MemoryWorld.make()
+    yield* world.mkdirFixture("/scratch", { mode: 0o700 })
+    yield* world.mkdirFixture("/mnt/b", { mode: 0o700 })
+    world.mount("/mnt/b", 2)
+    return Context.make(FileSystem, MemoryFileSystem.make(world)).pipe(
+      Context.add(Scratch, { root: "/scratch", otherDevice: "/mnt/b" })
+    )
+  }))
+
+fileSystemConformance("Memory", { layer: conformanceLayer, crossDevice: { available: true } })
+
+const bytes = (text: string) => new TextEncoder().encode(text)
+
+const setup = Effect.sync(() => {
+  const world = MemoryWorld.make()
+  return { world, fs: MemoryFileSystem.make(world) }
+})
+
+const failsWith = <A>(effect: Effect.Effect<A, { reason: FileSystemErrorReason; errno: string }>, errno: string) =>
+  Effect.map(Effect.flip(effect), (error) => {
+    assert.strictEqual(error.errno, errno)
+    return error
+  })
+
+describe("MemoryFileSystem (Linux details beyond the conformance suite)", () => {
+  it.effect("intermediate symlinks resolve like the OS, relative to the link's directory", () =>
+    Effect.gen(function*() {
+      const { world, fs } = yield* setup
+      yield* world.writeFixture("/real/dir/file", "content")
+      yield* fs.symlink("real/dir", "/rel")
+      yield* fs.symlink("/real", "/abs")
+      yield* fs.symlink("../dir", "/real/dir/up")
+      assert.strictEqual(new TextDecoder().decode(yield* fs.readFile("/rel/file")), "content")
+      assert.strictEqual((yield* fs.lstat("/abs/dir/file")).type, "File")
+      assert.strictEqual((yield* fs.lstat("/rel/up/up/up/file")).type, "File")
+      assert.strictEqual((yield* fs.lstat("/real/dir/..")).type, "Directory")
+      // A trailing slash follows the final link.
+      assert.strictEqual((yield* fs.lstat("/rel/")).type, "Directory")
+      yield* failsWith(fs.lstat("/real/dir/file/"), "ENOTDIR")
+      yield* failsWith(fs.lstat("/real/dir/file/x"), "ENOTDIR")
+    }))
+
+  it.effect("ELOOP after 40 hops; 40 hops still resolve", () =>
+    Effect.gen(function*() {
+      const { world, fs } = yield* setup
+      yield* world.mkdirFixture("/d")
+      yield* fs.symlink("/d", "/l0")
+      for (let i = 1; i <= 40; i++) yield* fs.symlink(`/l${i - 1}`, `/l${i}`)
+      assert.deepStrictEqual(yield* fs.readDirectory("/l39/"), [])
+      const error = yield* failsWith(fs.lstat("/l40/x"), "ELOOP")
+      assert.strictEqual(error.reason, "IsSymlink")
+      yield* fs.symlink("/self", "/self")
+      yield* failsWith(fs.lstat("/self/x"), "ELOOP")
+    }))
+
+  it.effect("rename: into itself EINVAL, onto an ancestor ENOTEMPTY, hard links to one inode do nothing", () =>
+    Effect.gen(function*() {
+      const { world, fs } = yield* setup
+      yield* world.writeFixture("/a/b/f", "x")
+      yield* failsWith(fs.rename("/a", "/a/b/c"), "EINVAL")
+      yield* failsWith(fs.rename("/a/b", "/a"), "ENOTEMPTY")
+      yield* fs.link("/a/b/f", "/a/g")
+      yield* fs.rename("/a/b/f", "/a/g")
+      assert.strictEqual((yield* fs.lstat("/a/b/f")).nlink, 2)
+      yield* failsWith(fs.rename("/", "/x"), "EBUSY")
+      // A moved directory resolves ".." through its new parent.
+      yield* world.mkdirFixture("/other")
+      yield* fs.rename("/a/b", "/other/b")
+      assert.strictEqual((yield* fs.lstat("/other/b/../b/f")).type, "File")
+    }))
+
+  it.effect("link of a directory is EPERM; unlink of a directory EISDIR; rmdir of the root EBUSY", () =>
+    Effect.gen(function*() {
+      const { world, fs } = yield* setup
+      yield* world.mkdirFixture("/d")
+      yield* failsWith(fs.link("/d", "/e"), "EPERM")
+      yield* failsWith(fs.removeFile("/d"), "EISDIR")
+      yield* failsWith(fs.removeDirectory("/"), "EBUSY")
+      yield* failsWith(fs.removeDirectory("/d/."), "EINVAL")
+      yield* failsWith(fs.symlink("", "/empty-target"), "ENOENT")
+    }))
+
+  it.effect("directory link counts and sizes follow Linux", () =>
+    Effect.gen(function*() {
+      const { world, fs } = yield* setup
+      yield* world.mkdirFixture("/d/a")
+      yield* world.mkdirFixture("/d/b")
+      yield* world.writeFixture("/d/f", "12")
+      const dir = yield* fs.lstat("/d")
+      assert.strictEqual(dir.nlink, 4)
+      assert.strictEqual(dir.size, 4096)
+      assert.strictEqual((yield* fs.lstat("/d/f")).size, 2)
+    }))
+
+  it.effect("relative paths resolve against cwd; umask applies when set", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      yield* world.mkdirFixture("/home/me")
+      const fs = MemoryFileSystem.make(world, { cwd: "/home/me", umask: 0o077 })
+      yield* fs.writeFileExclusive("note", bytes("hi"), { mode: 0o644 })
+      yield* fs.makeDirectory("sub", { mode: 0o755 })
+      assert.strictEqual(world.readFixtureText("/home/me/note"), "hi")
+      assert.strictEqual((yield* fs.lstat("/home/me/note")).mode, 0o600)
+      assert.strictEqual((yield* fs.lstat("sub")).mode, 0o700)
+    }))
+
+  it.effect("files carry the uid of the process that created them", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      const alice = MemoryFileSystem.make(world, { uid: 1001 })
+      yield* alice.makeDirectory("/a")
+      yield* alice.writeFileAtomic("/a/f", bytes("x"))
+      yield* MemoryFileSystem.make(world, { uid: 1002 }).copyFile("/a/f", "/a/g")
+      assert.strictEqual((yield* alice.lstat("/a")).uid, 1001)
+      assert.strictEqual((yield* alice.lstat("/a/f")).uid, 1001)
+      assert.strictEqual((yield* alice.lstat("/a/g")).uid, 1002)
+      world.chown("/a/f", 0)
+      assert.strictEqual((yield* alice.lstat("/a/f")).uid, 0)
+    }))
+
+  it.effect("removeTree refuses to cross a mount point (EBUSY) and keeps what it removed", () =>
+    Effect.gen(function*() {
+      const { world, fs } = yield* setup
+      yield* world.writeFixture("/t/a", "a")
+      yield* world.mkdirFixture("/t/mnt")
+      world.mount("/t/mnt", 7)
+      const error = yield* failsWith(fs.removeTree("/t", { maxEntries: 100, maxDepth: 10 }), "EBUSY")
+      assert.strictEqual(error.reason, "Busy")
+      assert.deepStrictEqual(Object.keys(world.tree("/t")), ["/t", "/t/mnt"])
+    }))
+})
