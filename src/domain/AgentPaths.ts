@@ -100,6 +100,8 @@ export const WORK_RUN_MANIFEST = ".pi-work-run.json"
 export const LEASES_DIR = ".leases"
 export const TENANT_CLEANUP_DIR = ".cleanup"
 export const TENANT_TRASH_DIR = ".trash"
+/** Runs are built here (manifest and first lease) and renamed into place, so none is ever seen half-made. */
+export const TENANT_STAGING_DIR = ".staging"
 export const TENANT_PRUNE_MARKER = ".prune"
 export const TENANT_PRUNE_STAMP = ".last-prune"
 

@@ -8,7 +8,7 @@
  */
 import * as NodePath from "node:path"
 import { Clock, Context, Deferred, Duration, Effect, Exit, Fiber, FiberSet, Layer, Random, Ref, Scope } from "effect"
-import { type AgentPaths, EXTENSIONS_WORK_CATEGORY, LEASES_DIR, TENANT_PRUNE_STAMP, WORK_RUN_MANIFEST } from "../domain/AgentPaths.js"
+import { type AgentPaths, EXTENSIONS_WORK_CATEGORY, LEASES_DIR, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR, WORK_RUN_MANIFEST } from "../domain/AgentPaths.js"
 import {
   type FileSystemError,
   InvalidSegment,
@@ -150,7 +150,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     const ensureTenant = (tenantDir: string) =>
       Effect.gen(function*() {
         if ((yield* Ref.get(madeTenants)).has(tenantDir)) return
-        yield* fs.makeDirectory(NodePath.join(tenantDir, ".staging"), { recursive: true, mode: 0o700 })
+        yield* fs.makeDirectory(NodePath.join(tenantDir, TENANT_STAGING_DIR), { recursive: true, mode: 0o700 })
         yield* Ref.update(madeTenants, (s) => new Set(s).add(tenantDir))
       })
 
@@ -159,7 +159,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     /** Build a complete run in staging, then rename it into place. `false` when the name was taken meanwhile. */
     const createRun = (tenantDir: string, manifest: ManifestV2, leaseName: string) =>
       Effect.gen(function*() {
-        const staging = NodePath.join(tenantDir, ".staging", `${manifest.runId}.${yield* nonce}`)
+        const staging = NodePath.join(tenantDir, TENANT_STAGING_DIR, `${manifest.runId}.${yield* nonce}`)
         const runDir = NodePath.join(tenantDir, manifest.runId)
         yield* fs.makeDirectory(staging, { mode: 0o700 })
         const built = yield* Effect.gen(function*() {

@@ -9,6 +9,7 @@ import {
   TENANT_CLEANUP_DIR,
   TENANT_PRUNE_MARKER,
   TENANT_PRUNE_STAMP,
+  TENANT_STAGING_DIR,
   TENANT_TRASH_DIR
 } from "../../domain/AgentPaths.js"
 import type { FileSystemError, UnsafeRoot } from "../../domain/Errors.js"
@@ -27,8 +28,11 @@ export const TENANT_LIBRARY_ENTRIES: ReadonlySet<string> = new Set([
   TENANT_TRASH_DIR,
   TENANT_PRUNE_MARKER,
   TENANT_PRUNE_STAMP,
-  ".staging"
+  TENANT_STAGING_DIR
 ])
+
+/** A staged run older than this without a lease was abandoned by a crashed acquirer. */
+export const STALE_STAGING_MS = 60 * 60 * 1000
 
 export interface PruneInput {
   readonly workRoot: string
@@ -49,6 +53,23 @@ const finishLeftovers = (deps: Deps, tenantDir: string, budget: { maxEntries: nu
     for (const entry of trash) {
       if (remaining <= 0) break
       const removal = yield* deps.fs.removeTree(NodePath.join(trashDir, entry.name), { maxEntries: remaining, maxDepth: budget.maxDepth }).pipe(Effect.either)
+      if (removal._tag === "Left") report.errors.push({ path: removal.left.path, message: removal.left.message })
+      else remaining -= removal.right.removedEntries
+    }
+    // Runs whose creator crashed before renaming them into place: removable once their creator's lease is
+    // provably dead, or once they are older than any acquire could take.
+    const stagingDir = NodePath.join(tenantDir, TENANT_STAGING_DIR)
+    const staged = yield* deps.fs.readDirectory(stagingDir).pipe(Effect.orElseSucceed(() => []))
+    const now = yield* Clock.currentTimeMillis
+    for (const entry of staged) {
+      if (remaining <= 0) break
+      const path = NodePath.join(stagingDir, entry.name)
+      const info = yield* deps.fs.lstat(path).pipe(Effect.option)
+      if (info._tag === "None") continue
+      const leases = entry.type === "Directory" ? yield* readLeases(deps, path) : { leases: [], problem: null }
+      if (isActive(leases)) continue
+      if (leases.leases.length === 0 && now - info.value.mtimeMs < STALE_STAGING_MS) continue
+      const removal = yield* deps.fs.removeTree(path, { maxEntries: remaining, maxDepth: budget.maxDepth }).pipe(Effect.either)
       if (removal._tag === "Left") report.errors.push({ path: removal.left.path, message: removal.left.message })
       else remaining -= removal.right.removedEntries
     }

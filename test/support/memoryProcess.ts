@@ -1,0 +1,39 @@
+/**
+ * Test support: simulated processes sharing one MemoryWorld, each with its own Host, FileSystem view and
+ * WorkRuns service built in the caller's scope.
+ */
+import { Context, Effect, Layer } from "effect"
+import * as MemoryFs from "../../src/layers/MemoryFileSystem.js"
+import * as MemoryHost from "../../src/layers/MemoryHost.js"
+import type { MemoryWorld } from "../../src/layers/MemoryWorld.js"
+import { AgentDir } from "../../src/services/AgentDir.js"
+import { FileSystem } from "../../src/services/FileSystem.js"
+import { Host } from "../../src/services/Host.js"
+import { WorkRuns, type WorkRunsOptions } from "../../src/services/WorkRuns.js"
+
+export const AGENT_DIR = "/home/user/.pi/agent"
+
+export const processLayer = (
+  world: MemoryWorld,
+  options: { readonly hostname?: string; readonly pid?: number; readonly uid?: number; readonly workRuns?: WorkRunsOptions } = {}
+) => {
+  const host = MemoryHost.make(world, {
+    hostname: options.hostname ?? "h1",
+    ...(options.pid === undefined ? {} : { pid: options.pid }),
+    ...(options.uid === undefined ? {} : { uid: options.uid })
+  })
+  const fs = MemoryFs.make(world, { uid: host.uid ?? 1000, hostname: host.hostname, pid: host.pid })
+  const base = Layer.merge(Layer.succeed(FileSystem, fs), Layer.succeed(Host, host))
+  const agentDir = AgentDir.layer(AGENT_DIR).pipe(Layer.provide(base))
+  const workRuns = WorkRuns.layer({ busyDelayMs: 0, ...options.workRuns }).pipe(Layer.provide(Layer.merge(base, agentDir)))
+  return Layer.mergeAll(base, agentDir, workRuns)
+}
+
+/** Build a simulated process in the current scope; returns its services. */
+export const spawnProcess = (world: MemoryWorld, options: Parameters<typeof processLayer>[1] = {}) =>
+  Effect.map(Layer.build(processLayer(world, options)), (ctx) => ({
+    workRuns: Context.get(ctx, WorkRuns),
+    fs: Context.get(ctx, FileSystem),
+    host: Context.get(ctx, Host),
+    paths: Context.get(ctx, AgentDir).paths
+  }))
