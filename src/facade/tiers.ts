@@ -1,0 +1,135 @@
+/**
+ * Promise versions of the web-host data tiers (SPEC TD1–TD4). A thin edge: the rules live in
+ * src/domain/Tiers.ts and src/services/TierStorage.ts. Rejections are the library's typed errors themselves
+ * (an `Error` with `_tag`), or whatever a caller's `build` rejected with.
+ */
+import { Cause, Effect, Either, Exit, type Layer, ManagedRuntime, Option } from "effect"
+import * as os from "node:os"
+import { InvalidArgument } from "../domain/Errors.js"
+import {
+  chooseTier,
+  type ExtensionContext,
+  type ExtensionContextOptions,
+  makeExtensionContext,
+  resolveStateDir,
+  type TierChoice,
+  type TierDirs,
+  type TierFacts,
+  type TierName,
+  type TierPurpose
+} from "../domain/Tiers.js"
+import { NodeFileSystemLive } from "../layers/NodeFileSystem.js"
+import type { FileSystem } from "../services/FileSystem.js"
+import { openTiers as openTiersEffect, type OpenTiersOptions } from "../services/TierStorage.js"
+
+export { chooseTier, resolveStateDir }
+export type { ExtensionContext, ExtensionContextOptions, OpenTiersOptions, TierChoice, TierDirs, TierFacts, TierName, TierPurpose }
+
+/**
+ * TD2: the three tier directories of `extId` under the data root (TD1: `dataRoot`, else `$PI_WEB_DATA_DIR`,
+ * else `~/.pi/web/data`, or `~/.pi/web-dev/data` for `instance: "dev"`). No I/O. Throws `InvalidSegment`
+ * for an extId that is not a portable segment. Reading `.dataDir` on the result throws `DataDirRemoved`.
+ */
+export const extensionContext = (extId: string, options?: ExtensionContextOptions): ExtensionContext => {
+  const built = makeExtensionContext({
+    extId,
+    options,
+    env: (name) => process.env[name],
+    home: os.homedir(),
+    cwd: process.cwd()
+  })
+  if (Either.isLeft(built)) throw built.left
+  return built.right
+}
+
+export interface PromiseTiers {
+  readonly cache: {
+    readonly dir: string
+    /** `cache/<key>` if present and valid, else `build()`'s result, stored atomically. Safe after `rm -rf cache/`. */
+    ensure(
+      key: string,
+      build: () => Promise<Uint8Array | string>,
+      options?: { readonly validate?: (bytes: Uint8Array) => boolean }
+    ): Promise<Uint8Array>
+    /** Remove cache/ entirely (never following symlinks). */
+    clear(): Promise<void>
+  }
+  readonly state: {
+    readonly dir: string
+    /** Rejects with `StateMissing` or `StateUnreadable`: state is never defaulted or rebuilt. */
+    read<T = unknown>(name: string): Promise<T>
+    /** Atomic, fsynced JSON write of `state/<name>`. */
+    write(name: string, value: unknown): Promise<void>
+  }
+  readonly config: {
+    readonly dir: string
+    get<T = unknown>(key: string): Promise<T | undefined>
+    set(key: string, value: unknown): Promise<void>
+    /** Rejects with `ConfigRedLine` for databases, logs and anything over the config budget. */
+    writeFile(name: string, data: Uint8Array | string): Promise<void>
+  }
+  /** Release the runtime; later calls reject with `InvalidArgument` (field "tiers"). Idempotent. */
+  close(): Promise<void>
+}
+
+/** Run to a Promise that rejects with the typed failure itself, never a FiberFailure wrapper. */
+const runWith = <R>(runtime: ManagedRuntime.ManagedRuntime<R, never>) =>
+<A, E>(effect: Effect.Effect<A, E, R>): Promise<A> =>
+  runtime.runPromiseExit(effect).then((exit) => {
+    if (Exit.isSuccess(exit)) return exit.value
+    const failure = Cause.failureOption(exit.cause)
+    throw Option.isSome(failure) ? failure.value : Cause.squash(exit.cause)
+  })
+
+/** `openTiers` over any FileSystem layer (tests pass the Memory layer). One runtime per handle. */
+export const openTiersWithLayer = (layer: Layer.Layer<FileSystem>) =>
+async (ctx: TierDirs, options?: OpenTiersOptions): Promise<PromiseTiers> => {
+  const runtime = ManagedRuntime.make(layer)
+  const run = runWith(runtime)
+  const tiers = await run(openTiersEffect(ctx, options)).catch(async (error: unknown) => {
+    await runtime.dispose()
+    throw error
+  })
+  let closed = false
+  const guarded = <A, E>(effect: () => Effect.Effect<A, E, FileSystem>): Promise<A> =>
+    closed
+      ? Promise.reject(new InvalidArgument({ field: "tiers", detail: "this openTiers() handle is closed" }))
+      : run(Effect.suspend(effect))
+
+  return {
+    cache: {
+      dir: tiers.cache.dir,
+      ensure: (key, build, ensureOptions) =>
+        guarded(() =>
+          tiers.cache.ensure(
+            key,
+            // The caller's own rejection passes through untouched.
+            Effect.tryPromise({ try: () => build(), catch: (error) => error }),
+            { validate: ensureOptions?.validate }
+          )
+        ),
+      clear: () => guarded(() => tiers.cache.clear())
+    },
+    state: {
+      dir: tiers.state.dir,
+      read: <T>(name: string) => guarded(() => tiers.state.read(name)) as Promise<T>,
+      write: (name, value) => guarded(() => tiers.state.write(name, value))
+    },
+    config: {
+      dir: tiers.config.dir,
+      get: <T>(key: string) => guarded(() => tiers.config.get(key)) as Promise<T | undefined>,
+      set: (key, value) => guarded(() => tiers.config.set(key, value)),
+      writeFile: (name, data) => guarded(() => tiers.config.writeFile(name, data))
+    },
+    close: async () => {
+      if (closed) return
+      closed = true
+      await runtime.dispose()
+    }
+  }
+}
+
+/** TD4 on the real disk: open the three tiers of a context (no I/O until a method needs it). */
+export const openTiers: (ctx: TierDirs, options?: OpenTiersOptions) => Promise<PromiseTiers> = openTiersWithLayer(
+  NodeFileSystemLive
+)

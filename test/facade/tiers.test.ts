@@ -1,0 +1,171 @@
+/**
+ * The Promise facade of the tiers on real disk: physical locations, typed rejections (never FiberFailure).
+ */
+import { afterEach, assert, beforeEach, describe, it } from "@effect/vitest"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as NodePath from "node:path"
+import {
+  ConfigRedLine,
+  DataDirRemoved,
+  InvalidArgument,
+  InvalidSegment,
+  StateMissing,
+  StateUnreadable
+} from "../../src/domain/Errors.js"
+import { chooseTier, extensionContext, openTiers, resolveStateDir } from "../../src/facade/tiers.js"
+
+let root = ""
+beforeEach(() => {
+  root = fs.mkdtempSync(NodePath.join(os.tmpdir(), "tiers-facade-"))
+})
+afterEach(() => {
+  fs.rmSync(root, { recursive: true, force: true })
+})
+
+const rejection = async (promise: Promise<unknown>): Promise<unknown> => {
+  try {
+    await promise
+  } catch (error) {
+    return error
+  }
+  throw new Error("expected a rejection")
+}
+
+const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes)
+
+describe("extensionContext (facade)", () => {
+  it("reads PI_WEB_DATA_DIR from process.env and does no I/O", () => {
+    const saved = process.env.PI_WEB_DATA_DIR
+    process.env.PI_WEB_DATA_DIR = NodePath.join(root, "never-created")
+    try {
+      const ctx = extensionContext("notes")
+      assert.strictEqual(ctx.configDir, NodePath.join(root, "never-created", "notes", "config"))
+      assert.strictEqual(ctx.stateDir, NodePath.join(root, "never-created", "notes", "state"))
+      assert.strictEqual(ctx.cacheDir, NodePath.join(root, "never-created", "notes", "cache"))
+      assert.isFalse(fs.existsSync(NodePath.join(root, "never-created")))
+    } finally {
+      if (saved === undefined) delete process.env.PI_WEB_DATA_DIR
+      else process.env.PI_WEB_DATA_DIR = saved
+    }
+  })
+
+  it("defaults to ~/.pi/web/data, and the dev instance to ~/.pi/web-dev/data", () => {
+    const saved = process.env.PI_WEB_DATA_DIR
+    delete process.env.PI_WEB_DATA_DIR
+    try {
+      assert.strictEqual(extensionContext("x").cacheDir, NodePath.join(os.homedir(), ".pi", "web", "data", "x", "cache"))
+      assert.strictEqual(
+        extensionContext("x", { instance: "dev" }).cacheDir,
+        NodePath.join(os.homedir(), ".pi", "web-dev", "data", "x", "cache")
+      )
+    } finally {
+      if (saved !== undefined) process.env.PI_WEB_DATA_DIR = saved
+    }
+  })
+
+  it("throws DataDirRemoved on ctx.dataDir and InvalidSegment for a bad extId", () => {
+    const ctx = extensionContext("notes", { dataRoot: root })
+    assert.throws(() => (ctx as unknown as { dataDir: string }).dataDir, DataDirRemoved)
+    assert.deepStrictEqual(Object.keys({ ...ctx }), ["extId", "configDir", "stateDir", "cacheDir"])
+    assert.throws(() => extensionContext("../up", { dataRoot: root }), InvalidSegment)
+  })
+
+  it("re-exports the pure helpers", () => {
+    assert.strictEqual(resolveStateDir({ configDir: "/a/config" }), "/a/config/state")
+    assert.strictEqual(chooseTier({ rebuildable: false, purpose: "audit-log" }).tier, "state")
+  })
+})
+
+describe("openTiers (facade, Node layer)", () => {
+  it("an extension using all three tiers lands every byte in its tier", async () => {
+    const ctx = extensionContext("notes", { dataRoot: root })
+    const tiers = await openTiers(ctx)
+    try {
+      const ext = NodePath.join(root, "notes")
+      await tiers.config.set("model", "sonnet")
+      assert.strictEqual(await tiers.config.get<string>("model"), "sonnet")
+      assert.deepStrictEqual(JSON.parse(fs.readFileSync(NodePath.join(ext, "config", "settings.json"), "utf8")), {
+        model: "sonnet"
+      })
+      await tiers.config.writeFile("hot-words.txt", "pi\n")
+      assert.strictEqual(fs.readFileSync(NodePath.join(ext, "config", "hot-words.txt"), "utf8"), "pi\n")
+
+      await tiers.state.write("history.json", [{ q: "hi" }])
+      assert.strictEqual(fs.readFileSync(NodePath.join(ext, "state", "history.json"), "utf8"), "[{\"q\":\"hi\"}]\n")
+      assert.deepStrictEqual(await tiers.state.read<Array<{ q: string }>>("history.json"), [{ q: "hi" }])
+
+      let builds = 0
+      const build = async () => {
+        builds++
+        return `index v${builds}`
+      }
+      assert.strictEqual(text(await tiers.cache.ensure("index.txt", build)), "index v1")
+      assert.strictEqual(text(await tiers.cache.ensure("index.txt", build)), "index v1")
+      assert.strictEqual(fs.readFileSync(NodePath.join(ext, "cache", "index.txt"), "utf8"), "index v1")
+
+      // rm -rf cache/: the extension carries on, and nothing in the other tiers moved.
+      fs.rmSync(NodePath.join(ext, "cache"), { recursive: true, force: true })
+      assert.strictEqual(text(await tiers.cache.ensure("index.txt", build)), "index v2")
+      assert.strictEqual(fs.readFileSync(NodePath.join(ext, "cache", "index.txt"), "utf8"), "index v2")
+      assert.strictEqual(builds, 2)
+
+      // validate-fail triggers a rebuild
+      fs.writeFileSync(NodePath.join(ext, "cache", "index.txt"), "garbage")
+      const rebuilt = await tiers.cache.ensure("index.txt", build, { validate: (b) => text(b).startsWith("index") })
+      assert.strictEqual(text(rebuilt), "index v3")
+      assert.strictEqual(fs.readFileSync(NodePath.join(ext, "cache", "index.txt"), "utf8"), "index v3")
+
+      await tiers.cache.clear()
+      assert.isFalse(fs.existsSync(NodePath.join(ext, "cache")))
+      assert.deepStrictEqual(fs.readdirSync(ext).sort(), ["config", "state"])
+    } finally {
+      await tiers.close()
+    }
+  })
+
+  it("rejects with the typed errors themselves", async () => {
+    const ctx = extensionContext("notes", { dataRoot: root })
+    const tiers = await openTiers(ctx, { configBudgetBytes: 64 })
+    try {
+      const missing = await rejection(tiers.state.read("nope.json"))
+      assert.instanceOf(missing, StateMissing)
+      assert.strictEqual((missing as StateMissing)._tag, "StateMissing")
+
+      fs.mkdirSync(ctx.stateDir, { recursive: true })
+      fs.writeFileSync(NodePath.join(ctx.stateDir, "bad.json"), "{")
+      assert.instanceOf(await rejection(tiers.state.read("bad.json")), StateUnreadable)
+
+      const db = await rejection(tiers.config.writeFile("usage.sqlite", "x"))
+      assert.instanceOf(db, ConfigRedLine)
+      assert.strictEqual((db as ConfigRedLine).rule, "database")
+      const log = await rejection(tiers.config.writeFile("debug.log", "x"))
+      assert.strictEqual((log as ConfigRedLine).rule, "log")
+      const big = await rejection(tiers.config.writeFile("notes.txt", "x".repeat(65)))
+      assert.strictEqual((big as ConfigRedLine).rule, "size-budget")
+      const invalid = await rejection(tiers.config.set("k", new Date()))
+      assert.strictEqual((invalid as ConfigRedLine).rule, "invalid-value")
+      assert.isFalse(fs.existsSync(ctx.configDir))
+
+      assert.instanceOf(await rejection(tiers.cache.ensure("../x", async () => "x")), InvalidArgument)
+      const own = new Error("network down")
+      assert.strictEqual(await rejection(tiers.cache.ensure("k", () => Promise.reject(own))), own)
+      assert.strictEqual(await rejection(tiers.cache.ensure("k", () => {
+        throw own
+      })), own)
+      assert.isFalse(fs.existsSync(NodePath.join(ctx.cacheDir, "k")))
+    } finally {
+      await tiers.close()
+    }
+  })
+
+  it("rejects bad contexts, and calls after close()", async () => {
+    assert.instanceOf(await rejection(openTiers({ configDir: "relative", cacheDir: "/c" })), InvalidArgument)
+    const tiers = await openTiers(extensionContext("notes", { dataRoot: root }))
+    await tiers.close()
+    await tiers.close()
+    const after = await rejection(tiers.config.get("k"))
+    assert.instanceOf(after, InvalidArgument)
+    assert.strictEqual((after as InvalidArgument).field, "tiers")
+  })
+})

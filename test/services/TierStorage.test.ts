@@ -1,0 +1,394 @@
+/**
+ * TierStorage on real disk (Node layer, temp dir): every write asserts the exact file it landed in (seed 003 §5.4).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Either, Layer, Ref, Schema } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as NodePath from "node:path"
+import { ConfigRedLine, FileSystemError, InvalidArgument, StateMissing, StateUnreadable } from "../../src/domain/Errors.js"
+import { makeExtensionContext } from "../../src/domain/Tiers.js"
+import { Host } from "../../src/services/Host.js"
+import { extensionContext, openTiers, type Tiers } from "../../src/services/TierStorage.js"
+import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
+
+/** A fresh temp data root per test, removed when the test's scope closes. */
+const dataRoot = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(NodePath.join(os.tmpdir(), "tiers-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+const setup = (o?: { configBudgetBytes?: number }) =>
+  Effect.gen(function*() {
+    const root = yield* dataRoot
+    const ctx = Either.getOrThrow(
+      makeExtensionContext({ extId: "notes", options: { dataRoot: root }, env: () => undefined, home: "/nohome", cwd: "/" })
+    )
+    const tiers = yield* openTiers(ctx, o)
+    return { root, ctx, tiers, ext: NodePath.join(root, "notes") }
+  })
+
+const read = (path: string) => fs.readFileSync(path, "utf8")
+const modeOf = (path: string) => fs.lstatSync(path).mode & 0o777
+const exists = (path: string) => fs.existsSync(path) || isLink(path)
+const isLink = (path: string) => {
+  try {
+    return fs.lstatSync(path).isSymbolicLink()
+  } catch {
+    return false
+  }
+}
+const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes)
+
+const counter = Effect.gen(function*() {
+  const builds = yield* Ref.make(0)
+  const build = (content: string) => Ref.update(builds, (n) => n + 1).pipe(Effect.as(content))
+  return { builds, build }
+})
+
+const fail = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.flip(effect)
+
+describe("extensionContext (Effect, Host port)", () => {
+  const host = (env: Record<string, string>) =>
+    Layer.succeed(Host, {
+      hostname: "h", bootId: null, pid: 1, selfStartTime: null, uid: null,
+      homeDir: "/home/someone", cwd: "/cwd", env: (n) => env[n],
+      processStartTime: () => Effect.succeed(null), pidExists: () => Effect.succeed(false)
+    })
+
+  it.effect("reads PI_WEB_DATA_DIR and home from the Host port", () =>
+    Effect.gen(function*() {
+      const fromEnv = yield* extensionContext("x").pipe(Effect.provide(host({ PI_WEB_DATA_DIR: "/srv/data" })))
+      assert.strictEqual(fromEnv.configDir, "/srv/data/x/config")
+      const dev = yield* extensionContext("x", { instance: "dev" }).pipe(Effect.provide(host({})))
+      assert.strictEqual(dev.stateDir, "/home/someone/.pi/web-dev/data/x/state")
+      const bad = yield* fail(extensionContext("X").pipe(Effect.provide(host({}))))
+      assert.strictEqual(bad._tag, "InvalidSegment")
+      assert.strictEqual(bad.field, "extId")
+    }))
+
+  it.scoped("building a context and opening its tiers does no I/O", () =>
+    Effect.gen(function*() {
+      const { ext } = yield* setup()
+      assert.isFalse(fs.existsSync(ext))
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+})
+
+describe("cache tier", () => {
+  it.scoped("ensure builds once, lands in cache/<key> (dir 0700, file 0600), then serves the file", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup()
+      const { builds, build } = yield* counter
+      const first = yield* tiers.cache.ensure("index.json", build("v1"))
+      assert.strictEqual(text(first), "v1")
+      const path = NodePath.join(ext, "cache", "index.json")
+      assert.strictEqual(read(path), "v1")
+      assert.strictEqual(modeOf(NodePath.join(ext, "cache")), 0o700)
+      assert.strictEqual(modeOf(path), 0o600)
+      const second = yield* tiers.cache.ensure("index.json", build("v2"))
+      assert.strictEqual(text(second), "v1")
+      assert.strictEqual(yield* Ref.get(builds), 1)
+      assert.deepStrictEqual(fs.readdirSync(NodePath.join(ext, "cache")), ["index.json"])
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+
+  it.scoped("everything works after rm -rf cache/ (conformance)", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup()
+      const { builds, build } = yield* counter
+      yield* tiers.cache.ensure("a", build("A"))
+      yield* tiers.cache.ensure("b", Effect.succeed(new Uint8Array([1, 2, 3])))
+      fs.rmSync(NodePath.join(ext, "cache"), { recursive: true, force: true })
+      const again = yield* tiers.cache.ensure("a", build("A2"))
+      assert.strictEqual(text(again), "A2")
+      assert.strictEqual(yield* Ref.get(builds), 2)
+      assert.strictEqual(read(NodePath.join(ext, "cache", "a")), "A2")
+      const bytes = yield* tiers.cache.ensure("b", Effect.succeed(new Uint8Array([4])))
+      assert.deepStrictEqual([...bytes], [4])
+      assert.deepStrictEqual([...fs.readFileSync(NodePath.join(ext, "cache", "b"))], [4])
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+
+  it.scoped("a cached entry that fails validation (or whose validator throws) is rebuilt", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup()
+      const path = NodePath.join(ext, "cache", "model.bin")
+      yield* tiers.cache.ensure("model.bin", Effect.succeed("good"))
+      fs.writeFileSync(path, "corrupt")
+      const isGood = (b: Uint8Array) => text(b).startsWith("good")
+      const rebuilt = yield* tiers.cache.ensure("model.bin", Effect.succeed("good again"), { validate: isGood })
+      assert.strictEqual(text(rebuilt), "good again")
+      assert.strictEqual(read(path), "good again")
+      const kept = yield* tiers.cache.ensure("model.bin", Effect.succeed("unused"), { validate: isGood })
+      assert.strictEqual(text(kept), "good again")
+      const thrown = yield* tiers.cache.ensure("model.bin", Effect.succeed("after throw"), {
+        validate: () => {
+          throw new Error("validator bug")
+        }
+      })
+      assert.strictEqual(text(thrown), "after throw")
+      assert.strictEqual(read(path), "after throw")
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+
+  it.scoped("a directory or a symlink squatting on a key is replaced, and a link's target is never touched", () =>
+    Effect.gen(function*() {
+      const { tiers, ext, root } = yield* setup()
+      const cacheDir = NodePath.join(ext, "cache")
+      fs.mkdirSync(NodePath.join(cacheDir, "dir-key", "deep"), { recursive: true })
+      fs.writeFileSync(NodePath.join(cacheDir, "dir-key", "deep", "f"), "x")
+      const outside = NodePath.join(root, "outside.txt")
+      fs.writeFileSync(outside, "precious")
+      fs.symlinkSync(outside, NodePath.join(cacheDir, "link-key"))
+      assert.strictEqual(text(yield* tiers.cache.ensure("dir-key", Effect.succeed("D"))), "D")
+      assert.strictEqual(read(NodePath.join(cacheDir, "dir-key")), "D")
+      assert.strictEqual(text(yield* tiers.cache.ensure("link-key", Effect.succeed("L"))), "L")
+      assert.isFalse(fs.lstatSync(NodePath.join(cacheDir, "link-key")).isSymbolicLink())
+      assert.strictEqual(read(NodePath.join(cacheDir, "link-key")), "L")
+      assert.strictEqual(read(outside), "precious")
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+
+  it.scoped("refuses keys that are paths, without building", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup()
+      const { builds, build } = yield* counter
+      for (const key of ["../escape", "a/b", "..", ".", ""]) {
+        const e = yield* fail(tiers.cache.ensure(key, build("x")))
+        assert.instanceOf(e, InvalidArgument, key)
+      }
+      assert.strictEqual(yield* Ref.get(builds), 0)
+      assert.isFalse(fs.existsSync(ext))
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+
+  it.scoped("a failing build fails with its own error and writes nothing", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup()
+      const e = yield* fail(tiers.cache.ensure("k", Effect.fail("download failed" as const)))
+      assert.strictEqual(e, "download failed")
+      assert.isFalse(fs.existsSync(NodePath.join(ext, "cache", "k")))
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+
+  it.scoped("clear removes cache/ entirely without following symlinks; ensure rebuilds afterwards", () =>
+    Effect.gen(function*() {
+      const { tiers, ext, root } = yield* setup()
+      yield* tiers.cache.ensure("a", Effect.succeed("A"))
+      yield* tiers.state.write("keep.json", { keep: true })
+      const outsideDir = NodePath.join(root, "outside")
+      fs.mkdirSync(outsideDir)
+      fs.writeFileSync(NodePath.join(outsideDir, "f"), "precious")
+      fs.symlinkSync(outsideDir, NodePath.join(ext, "cache", "venv-link"))
+      yield* tiers.cache.clear()
+      assert.isFalse(exists(NodePath.join(ext, "cache")))
+      assert.strictEqual(read(NodePath.join(outsideDir, "f")), "precious")
+      assert.strictEqual(read(NodePath.join(ext, "state", "keep.json")), "{\"keep\":true}\n")
+      yield* tiers.cache.clear() // clearing an absent cache is fine
+      assert.strictEqual(text(yield* tiers.cache.ensure("a", Effect.succeed("A again"))), "A again")
+      assert.strictEqual(read(NodePath.join(ext, "cache", "a")), "A again")
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+
+  it.scoped("a cache/ that is a symlink to another disk keeps working, and clear only unlinks it", () =>
+    Effect.gen(function*() {
+      const { tiers, ext, root } = yield* setup()
+      const elsewhere = NodePath.join(root, "big-disk")
+      fs.mkdirSync(elsewhere)
+      fs.mkdirSync(ext)
+      fs.symlinkSync(elsewhere, NodePath.join(ext, "cache"))
+      yield* tiers.cache.ensure("k", Effect.succeed("via link"))
+      assert.strictEqual(read(NodePath.join(elsewhere, "k")), "via link")
+      yield* tiers.cache.clear()
+      assert.isFalse(exists(NodePath.join(ext, "cache")))
+      assert.strictEqual(read(NodePath.join(elsewhere, "k")), "via link")
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+})
+
+describe("state tier", () => {
+  it.scoped("write lands atomically in state/<name> as JSON (0600); read returns it", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup()
+      const value = { history: [{ at: 1, text: "hello" }], total: 1 }
+      yield* tiers.state.write("history.json", value)
+      const path = NodePath.join(ext, "state", "history.json")
+      assert.deepStrictEqual(JSON.parse(read(path)), value)
+      assert.strictEqual(modeOf(path), 0o600)
+      assert.strictEqual(modeOf(NodePath.join(ext, "state")), 0o700)
+      assert.deepStrictEqual(fs.readdirSync(NodePath.join(ext, "state")), ["history.json"]) // no temp left behind
+      assert.deepStrictEqual(yield* tiers.state.read("history.json"), value)
+      yield* tiers.state.write("history.json", { total: 2 })
+      assert.deepStrictEqual(JSON.parse(read(path)), { total: 2 })
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+
+  it.scoped("a missing record is StateMissing: no default, nothing created", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup()
+      const e = yield* fail(tiers.state.read("ledger.json"))
+      assert.instanceOf(e, StateMissing)
+      assert.strictEqual((e as StateMissing).path, NodePath.join(ext, "state", "ledger.json"))
+      assert.isFalse(fs.existsSync(ext))
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+
+  it.scoped("corrupt JSON, a symlink, a directory or a schema mismatch is StateUnreadable and left untouched", () =>
+    Effect.gen(function*() {
+      const { tiers, ext, root } = yield* setup()
+      const stateDir = NodePath.join(ext, "state")
+      fs.mkdirSync(stateDir, { recursive: true })
+      fs.writeFileSync(NodePath.join(stateDir, "corrupt.json"), "{\"half\":")
+      fs.writeFileSync(NodePath.join(root, "target.json"), "{}")
+      fs.symlinkSync(NodePath.join(root, "target.json"), NodePath.join(stateDir, "link.json"))
+      fs.mkdirSync(NodePath.join(stateDir, "dir.json"))
+      fs.writeFileSync(NodePath.join(stateDir, "shape.json"), "{\"count\":\"many\"}")
+      for (const name of ["corrupt.json", "link.json", "dir.json"]) {
+        const e = yield* fail(tiers.state.read(name))
+        assert.instanceOf(e, StateUnreadable, name)
+      }
+      const e = yield* fail(tiers.state.read("shape.json", Schema.Struct({ count: Schema.Number })))
+      assert.instanceOf(e, StateUnreadable)
+      const ok = yield* tiers.state.read("shape.json", Schema.Struct({ count: Schema.String }))
+      assert.strictEqual(ok.count, "many")
+      assert.strictEqual(read(NodePath.join(stateDir, "corrupt.json")), "{\"half\":")
+      assert.isTrue(fs.lstatSync(NodePath.join(stateDir, "link.json")).isSymbolicLink())
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+
+  it.scoped("refuses non-JSON values and path names, writing nothing; offers no cleanup", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup()
+      const e1 = yield* fail(tiers.state.write("x.json", { when: new Date(0) }))
+      assert.instanceOf(e1, InvalidArgument)
+      const e2 = yield* fail(tiers.state.write("../x.json", {}))
+      assert.instanceOf(e2, InvalidArgument)
+      assert.isFalse(fs.existsSync(ext))
+      assert.deepStrictEqual(Object.keys(tiers.state).sort(), ["dir", "read", "write"])
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+
+  it.scoped("an old host without stateDir writes state to config/state, outside config's budget", () =>
+    Effect.gen(function*() {
+      const root = yield* dataRoot
+      const tiers: Tiers = yield* openTiers({
+        configDir: NodePath.join(root, "old", "config"),
+        cacheDir: NodePath.join(root, "old", "cache")
+      }, { configBudgetBytes: 100 })
+      yield* tiers.state.write("big.json", "x".repeat(500))
+      assert.strictEqual(read(NodePath.join(root, "old", "config", "state", "big.json")), `"${"x".repeat(500)}"\n`)
+      yield* tiers.config.set("k", 1)
+      assert.deepStrictEqual(JSON.parse(read(NodePath.join(root, "old", "config", "settings.json"))), { k: 1 })
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+})
+
+describe("config tier", () => {
+  it.scoped("set/get small JSON key-values in config/settings.json, pretty-printed, atomically", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup()
+      assert.isUndefined(yield* tiers.config.get("model"))
+      yield* tiers.config.set("model", "sonnet")
+      yield* tiers.config.set("hotWords", ["pi", "agent"])
+      const path = NodePath.join(ext, "config", "settings.json")
+      assert.strictEqual(read(path), JSON.stringify({ model: "sonnet", hotWords: ["pi", "agent"] }, null, 2) + "\n")
+      assert.strictEqual(modeOf(path), 0o600)
+      assert.deepStrictEqual(fs.readdirSync(NodePath.join(ext, "config")), ["settings.json"])
+      assert.strictEqual(yield* tiers.config.get("model"), "sonnet")
+      assert.deepStrictEqual(yield* tiers.config.get("hotWords"), ["pi", "agent"])
+      for (const inherited of ["__proto__", "toString", "constructor"]) {
+        assert.isUndefined(yield* tiers.config.get(inherited), inherited)
+      }
+      yield* tiers.config.set("__proto__", { polluted: true })
+      assert.deepStrictEqual(yield* tiers.config.get("__proto__"), { polluted: true })
+      assert.isUndefined(({} as Record<string, unknown>).polluted)
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+
+  it.scoped("concurrent sets from one handle lose no key", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup()
+      yield* Effect.forEach(Array.from({ length: 12 }, (_, i) => i), (i) => tiers.config.set(`k${i}`, i), {
+        concurrency: "unbounded"
+      })
+      const saved = JSON.parse(read(NodePath.join(ext, "config", "settings.json")))
+      assert.strictEqual(Object.keys(saved).length, 12)
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+
+  it.scoped("a value that is not JSON is ConfigRedLine invalid-value", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup()
+      for (const bad of [undefined, NaN, new Uint8Array(2), () => 1, { nested: new Map() }]) {
+        const e = yield* fail(tiers.config.set("k", bad))
+        assert.instanceOf(e, ConfigRedLine)
+        assert.strictEqual((e as ConfigRedLine).rule, "invalid-value")
+      }
+      assert.isFalse(fs.existsSync(ext))
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+
+  it.scoped("writeFile lands in config/<name> but refuses databases and logs, naming the rule and right tier", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup()
+      yield* tiers.config.writeFile("dictionary.txt", "pi\nagent\n")
+      assert.strictEqual(read(NodePath.join(ext, "config", "dictionary.txt")), "pi\nagent\n")
+      for (const [name, rule, rightTier] of [
+        ["usage.sqlite", "database", "state"],
+        ["usage.sqlite-wal", "database", "state"],
+        ["app.db", "database", "state"],
+        ["debug.log", "log", "cache"]
+      ] as const) {
+        const e = yield* fail(tiers.config.writeFile(name, "x"))
+        assert.instanceOf(e, ConfigRedLine, name)
+        const red = e as ConfigRedLine
+        assert.strictEqual(red.rule, rule)
+        assert.strictEqual(red.rightTier, rightTier)
+        assert.strictEqual(red.path, NodePath.join(ext, "config", name))
+        assert.include(red.message, `put it in ${rightTier}/`)
+        assert.isFalse(fs.existsSync(red.path))
+      }
+      const e = yield* fail(tiers.config.writeFile("settings.json", "{}"))
+      assert.instanceOf(e, InvalidArgument)
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+
+  it.scoped("writeFile and set refuse to take config/ over its budget; replacing a file counts only the growth", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup({ configBudgetBytes: 1000 })
+      yield* tiers.config.writeFile("a.txt", "x".repeat(600))
+      const over = yield* fail(tiers.config.writeFile("b.txt", "y".repeat(500)))
+      assert.instanceOf(over, ConfigRedLine)
+      assert.strictEqual((over as ConfigRedLine).rule, "size-budget")
+      assert.strictEqual((over as ConfigRedLine).rightTier, "state")
+      assert.isFalse(fs.existsSync(NodePath.join(ext, "config", "b.txt")))
+      yield* tiers.config.writeFile("a.txt", "x".repeat(950)) // replaces 600 bytes: 950 in total
+      assert.strictEqual(fs.statSync(NodePath.join(ext, "config", "a.txt")).size, 950)
+      const setOver = yield* fail(tiers.config.set("big", "z".repeat(100)))
+      assert.strictEqual((setOver as ConfigRedLine).rule, "size-budget")
+      assert.isFalse(fs.existsSync(NodePath.join(ext, "config", "settings.json")))
+      // Files other tools put in config/ count too.
+      fs.writeFileSync(NodePath.join(ext, "config", "a.txt"), "")
+      fs.mkdirSync(NodePath.join(ext, "config", "sub"))
+      fs.writeFileSync(NodePath.join(ext, "config", "sub", "blob"), "b".repeat(990))
+      const last = yield* fail(tiers.config.set("k", 1))
+      assert.strictEqual((last as ConfigRedLine).rule, "size-budget")
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+
+  it.scoped("the default budget is 1 MiB", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup()
+      yield* tiers.config.writeFile("near.bin", new Uint8Array(1024 * 1024 - 10))
+      assert.strictEqual(fs.statSync(NodePath.join(ext, "config", "near.bin")).size, 1024 * 1024 - 10)
+      const e = yield* fail(tiers.config.writeFile("more.bin", new Uint8Array(11)))
+      assert.strictEqual((e as ConfigRedLine).rule, "size-budget")
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+
+  it.scoped("a corrupt settings.json is an error, never silently reset", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup()
+      fs.mkdirSync(NodePath.join(ext, "config"), { recursive: true })
+      const path = NodePath.join(ext, "config", "settings.json")
+      for (const content of ["{not json", "[1,2]", "null"]) {
+        fs.writeFileSync(path, content)
+        const e = yield* fail(tiers.config.get("k"))
+        assert.instanceOf(e, FileSystemError)
+        assert.strictEqual((e as FileSystemError).reason, "InvalidData")
+        yield* fail(tiers.config.set("k", 1))
+        assert.strictEqual(read(path), content)
+      }
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+
+  it.effect("openTiers refuses relative or overlapping directories and a bad budget", () =>
+    Effect.gen(function*() {
+      const e1 = yield* fail(openTiers({ configDir: "config", cacheDir: "/c" }))
+      assert.strictEqual(e1.field, "configDir")
+      const e2 = yield* fail(openTiers({ configDir: "/x/config", stateDir: "/x/state", cacheDir: "/x/state/cache" }))
+      assert.strictEqual(e2.field, "cacheDir")
+      const e3 = yield* fail(openTiers({ configDir: "/x/config", cacheDir: "/x/cache" }, { configBudgetBytes: -1 }))
+      assert.strictEqual(e3.field, "configBudgetBytes")
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+})
