@@ -222,7 +222,8 @@ const createAndWrite = (
   )
 
 const writeFileExclusive = (path: string, data: Uint8Array, options?: WriteOptions) =>
-  createAndWrite("writeFileExclusive", path, data, options?.mode ?? DEFAULT_FILE_MODE, options?.sync ?? true)
+  // No fsync unless asked: a lease needs none (DESIGN "Performance facts"); only writeFileAtomic defaults to it.
+  createAndWrite("writeFileExclusive", path, data, options?.mode ?? DEFAULT_FILE_MODE, options?.sync ?? false)
 
 const tempNameBeside = (path: string): string =>
   NodePath.join(NodePath.dirname(path), `.${NodePath.basename(path)}.tmp-${randomBytes(6).toString("hex")}`)
@@ -298,7 +299,7 @@ const copyFile = (from: string, to: string, options?: { readonly sync?: boolean 
                 offset += (await target.write(buffer, offset, bytesRead - offset)).bytesWritten
               }
             }
-            if (options?.sync ?? true) await target.sync()
+            if (options?.sync === true) await target.sync()
             await target.close()
           }).pipe(Effect.tapError(() => bestEffort(() => target.close().then(() => fsp.unlink(to))))),
         (target) => bestEffort(() => target.close())
