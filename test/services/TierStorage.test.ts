@@ -3,6 +3,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Layer, Ref, Schema } from "effect"
+import * as fc from "effect/FastCheck"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as NodePath from "node:path"
@@ -11,6 +12,9 @@ import { makeExtensionContext } from "../../src/domain/Tiers.js"
 import { Host } from "../../src/services/Host.js"
 import { extensionContext, openTiers, type Tiers } from "../../src/services/TierStorage.js"
 import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
+import { layerMemory } from "../../src/layers/MemoryFileSystem.js"
+import { MemoryDriver } from "../../src/layers/MemoryWorld.js"
+import { FileSystem } from "../../src/services/FileSystem.js"
 
 /** A fresh temp data root per test, removed when the test's scope closes. */
 const dataRoot = Effect.acquireRelease(
@@ -391,4 +395,104 @@ describe("config tier", () => {
       const e3 = yield* fail(openTiers({ configDir: "/x/config", cacheDir: "/x/cache" }, { configBudgetBytes: -1 }))
       assert.strictEqual(e3.field, "configBudgetBytes")
     }).pipe(Effect.provide(NodeFileSystemLive)))
+})
+
+describe("on the Memory layer", () => {
+  const ctxAt = (root: string) =>
+    Either.getOrThrow(makeExtensionContext({ extId: "notes", options: { dataRoot: root }, env: () => undefined, home: "/h", cwd: "/" }))
+  const ctx = ctxAt("/data")
+
+  /** Every crash point of a second write: after recovery the record reads as the old or the new value, never neither. */
+  const crashEveryStep = (
+    write: (tiers: Tiers, value: number) => Effect.Effect<void, unknown>,
+    readBack: (tiers: Tiers) => Effect.Effect<unknown, unknown>
+  ) =>
+    Effect.gen(function*() {
+      const seen = new Set<string>()
+      for (let step = 1; step <= 12; step++) {
+        const outcome = yield* Effect.gen(function*() {
+          const world = yield* MemoryDriver
+          const tiers = yield* openTiers(ctx)
+          yield* write(tiers, 1)
+          world.crashAfter(step)
+          const crashed = yield* Effect.either(write(tiers, 2))
+          world.recover()
+          const after = yield* readBack(tiers)
+          assert.include([1, 2], after, `crash after ${step} steps`)
+          if (Either.isRight(crashed)) assert.strictEqual(after, 2)
+          return Either.isRight(crashed) ? "done" : `crashed:${after}`
+        }).pipe(Effect.provide(layerMemory()))
+        seen.add(outcome)
+      }
+      // The sweep really crossed the commit point: both outcomes of a crash occurred.
+      assert.isTrue(seen.has("crashed:1"), [...seen].join())
+      assert.isTrue(seen.has("done"), [...seen].join())
+    })
+
+  it.effect("a state write is atomic at every crash point", () =>
+    crashEveryStep((t, v) => t.state.write("counter.json", v), (t) => t.state.read("counter.json")))
+
+  it.effect("a config set is atomic at every crash point", () =>
+    crashEveryStep((t, v) => t.config.set("counter", v), (t) => t.config.get("counter")))
+
+  it.effect("a failed state write (ENOSPC) fails typed and keeps the previous record", () =>
+    Effect.gen(function*() {
+      const world = yield* MemoryDriver
+      const tiers = yield* openTiers(ctx)
+      yield* tiers.state.write("ledger.json", { rows: 1 })
+      world.injectFault({ op: "writeFileAtomic", path: /ledger/, errno: "ENOSPC" })
+      const e = yield* fail(tiers.state.write("ledger.json", { rows: 2 }))
+      assert.instanceOf(e, FileSystemError)
+      assert.deepStrictEqual(yield* tiers.state.read("ledger.json"), { rows: 1 })
+      assert.strictEqual(world.readFixtureText("/data/notes/state/ledger.json"), "{\"rows\":1}\n")
+    }).pipe(Effect.provide(layerMemory())))
+
+  it.effect("concurrent ensures of one key all return a build result that is what the file holds", () =>
+    Effect.gen(function*() {
+      const world = yield* MemoryDriver
+      const tiers = yield* openTiers(ctx)
+      const results = yield* Effect.forEach(
+        Array.from({ length: 8 }, (_, i) => i),
+        (i) => tiers.cache.ensure("shared", Effect.succeed(`build ${i}`)),
+        { concurrency: "unbounded" }
+      )
+      const onDisk = world.readFixtureText("/data/notes/cache/shared")
+      assert.isDefined(onDisk)
+      assert.include(results.map(text), onDisk)
+      for (const r of results) assert.match(text(r), /^build \d$/)
+    }).pipe(Effect.provide(layerMemory())))
+
+  it.effect.prop("any interleaving of ensure, clear and external deletion keeps every key answering its build", [
+    fc.array(
+      fc.oneof(
+        fc.record({ op: fc.constant("ensure" as const), key: fc.constantFrom("a", "b", "c") }),
+        fc.record({ op: fc.constant("corrupt" as const), key: fc.constantFrom("a", "b", "c") }),
+        fc.record({ op: fc.constantFrom("clear" as const, "rm-rf" as const) })
+      ),
+      { maxLength: 25 }
+    )
+  ], ([ops]) =>
+    Effect.gen(function*() {
+      const world = yield* MemoryDriver
+      const fsPort = yield* FileSystem
+      const tiers = yield* openTiers(ctx)
+      const valid = (b: Uint8Array) => text(b).startsWith("content of ")
+      yield* tiers.state.write("precious.json", "keep")
+      for (const step of ops) {
+        if (step.op === "ensure") {
+          const got = yield* tiers.cache.ensure(step.key, Effect.succeed(`content of ${step.key}`), { validate: valid })
+          assert.strictEqual(text(got), `content of ${step.key}`)
+          assert.strictEqual(world.readFixtureText(`/data/notes/cache/${step.key}`), `content of ${step.key}`)
+        } else if (step.op === "corrupt") {
+          yield* world.writeFixture(`/data/notes/cache/${step.key}`, "bit rot")
+        } else if (step.op === "clear") {
+          yield* tiers.cache.clear()
+          assert.isUndefined(world.tree("/data/notes")["/data/notes/cache"])
+        } else {
+          yield* fsPort.removeTree("/data/notes/cache", { maxEntries: 1000, maxDepth: 10 })
+        }
+      }
+      // Nothing the cache did ever touched state/.
+      assert.deepStrictEqual(yield* tiers.state.read("precious.json"), "keep")
+    }).pipe(Effect.provide(layerMemory())), { fastCheck: { numRuns: 30 } })
 })
