@@ -115,6 +115,22 @@ const makeEngine = (fs: Fs, collector: Collector, display: (path: string) => str
       yield* fs.removeFile(temp)
     })
 
+  /**
+   * Replace `path` durably through a temp name of our own (`.<name>.pi-migrate-partial`): a crash leaves at
+   * most that temp file, holding derived bytes (a merge result), which the rerun overwrites.
+   */
+  const writeDurably = (path: string, data: Uint8Array, mode: number) =>
+    Effect.gen(function*() {
+      const temp = NodePath.join(NodePath.dirname(path), copyTempName(NodePath.basename(path)))
+      const leftover = yield* lstatOption(temp)
+      if (leftover !== undefined && leftover.type !== "File") {
+        return yield* Effect.fail(stepFailure("migrate", temp, "temp path of a merge is taken"))
+      }
+      if (leftover !== undefined) yield* fs.removeFile(temp)
+      yield* fs.writeFileExclusive(temp, data, { sync: true, mode })
+      yield* fs.rename(temp, path)
+    })
+
   /** Copy `src` to the absent `dst` on another device, verify, then remove the source. */
   const copyAcross = (
     src: string,
@@ -212,6 +228,7 @@ const makeEngine = (fs: Fs, collector: Collector, display: (path: string) => str
 
   return {
     lstatOption,
+    writeDurably,
     place,
     preserve,
     childNames,
@@ -325,7 +342,7 @@ const mergeJsonUnit = (fs: Fs, engine: Engine, src: string, dst: string, dstInfo
     const merge = mergeJsonObjects(legacy.value, canonical.value)
     if (merge._tag === "Unparsable") return yield* engine.preserve(src, srcInfo, conflictBase)
     if (!merge.canonicalUnchanged) {
-      yield* fs.writeFileAtomic(dst, encodeJsonObject(merge.merged), { sync: true, mode: dstInfo.mode })
+      yield* engine.writeDurably(dst, encodeJsonObject(merge.merged), dstInfo.mode)
     }
     // A legacy value the canonical one overrode is still someone's decision: keep that copy for review.
     if (merge.overridden.length > 0) {
@@ -448,8 +465,8 @@ const readJournal = (fs: Fs, path: string) =>
     Effect.catchIf(isNotFound, () => Effect.succeed({ records: [], bad: 0 }))
   )
 
-/** Append = read + atomic rewrite with fsync (journals are small; this keeps every line whole after a crash). */
-const appendJournal = (fs: Fs, path: string, record: JournalRecord) =>
+/** Append = read + durable rewrite (journals are small; this keeps every line whole after a crash). */
+const appendJournal = (fs: Fs, engine: Engine, path: string, record: JournalRecord) =>
   Effect.gen(function*() {
     yield* fs.makeDirectory(NodePath.dirname(path), { recursive: true })
     const current = yield* fs.readFile(path).pipe(
@@ -459,7 +476,7 @@ const appendJournal = (fs: Fs, path: string, record: JournalRecord) =>
     const next = new Uint8Array(current.length + line.length)
     next.set(current)
     next.set(line, current.length)
-    yield* fs.writeFileAtomic(path, next, { sync: true })
+    yield* engine.writeDurably(path, next, 0o600)
   })
 
 const runMoveEntry = (engine: Engine, from: string, to: string, conflictBase: string) =>
@@ -497,7 +514,7 @@ const runLedgerEntry = (
     // Durable merged result first; the source is retired only after it.
     if (toBytes === undefined || !bytesEqual(bytes, toBytes)) {
       yield* fs.makeDirectory(NodePath.dirname(to), { recursive: true })
-      yield* fs.writeFileAtomic(to, bytes, { sync: true, mode: toInfo?.mode ?? fromInfo.mode })
+      yield* engine.writeDurably(to, bytes, toInfo?.mode ?? fromInfo.mode)
     }
     const mergedRows = merge.added + merge.replaced
     if (merge.fromFullyKept) {
@@ -622,7 +639,7 @@ const runPlan = (
         ...(result.reason !== undefined ? { reason: result.reason } : {}),
         at
       }
-      const journaled = yield* appendJournal(fs, journal, record).pipe(Effect.either)
+      const journaled = yield* appendJournal(fs, engine, journal, record).pipe(Effect.either)
       reports.push(
         journaled._tag === "Left"
           ? { ...report, outcome: "failed", reason: `${report.reason ?? report.outcome}; journal not written: ${journaled.left.message}` }

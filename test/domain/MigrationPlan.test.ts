@@ -1,0 +1,175 @@
+import { assert, describe, it } from "@effect/vitest"
+import { FastCheck as fc } from "effect"
+import { CANONICAL_ROOT_ENTRIES, LEGACY_ROOT_ENTRIES } from "../../src/domain/AgentPaths.js"
+import {
+  classifyRootEntry,
+  conflictCandidate,
+  FINDING_CODES,
+  jsonEqual,
+  layoutUnit,
+  layoutUnits,
+  ledgerParse,
+  ledgerSerialize,
+  mergeJsonObjects,
+  mergeLedgerRows,
+  MIGRATION_MARKER,
+  parseJournal,
+  encodeJournalLine
+} from "../../src/domain/MigrationPlan.js"
+
+const bytes = (s: string) => new TextEncoder().encode(s)
+
+describe("layout units (MG1)", () => {
+  it("maps every legacy root entry to its table destination, with a conflict base named after it", () => {
+    const expected: Record<string, string> = {
+      "trust.json": "state/trust.json",
+      backups: "state/backups/config",
+      "resource-profiles": "profiles/directories",
+      "auto-learn": "state/legacy-layout/auto-learn",
+      tmp: "state/legacy-layout/tmp"
+    }
+    for (const legacy of LEGACY_ROOT_ENTRIES) {
+      const unit = layoutUnit(legacy.name)!
+      assert.strictEqual(unit.destination.join("/"), expected[legacy.name])
+      assert.strictEqual(unit.conflictBase.join("/"), `state/migration-conflicts/${legacy.name}`)
+    }
+    assert.isTrue(layoutUnit("trust.json")!.mergeJson)
+    assert.isFalse(layoutUnit("backups")!.mergeJson)
+  })
+
+  it("maps literal Zone.Identifier sidecars and leaves canonical entries alone", () => {
+    const unit = layoutUnit("auth.json:Zone.Identifier")!
+    assert.strictEqual(unit.kind, "sidecar")
+    assert.strictEqual(unit.destination.join("/"), "state/legacy-layout/sidecars/auth.json.Zone.Identifier")
+    assert.strictEqual(unit.conflictBase.join("/"), "state/migration-conflicts/sidecars/auth.json.Zone.Identifier")
+    assert.isUndefined(layoutUnit(":Zone.Identifier"))
+    for (const entry of CANONICAL_ROOT_ENTRIES) assert.isUndefined(layoutUnit(entry.name))
+    assert.isUndefined(layoutUnit(MIGRATION_MARKER))
+  })
+
+  it.prop("layoutUnits is sorted, complete and order-independent", [fc.array(fc.constantFrom(
+    "trust.json", "backups", "tmp", "a:Zone.Identifier", "settings.json", "state", "x.log", "auto-learn"
+  ))], ([names]) => {
+    const units = layoutUnits(names).map((u) => u.name)
+    assert.deepStrictEqual(units, [...units].sort())
+    assert.deepStrictEqual(units, layoutUnits([...names].reverse()).map((u) => u.name))
+    for (const n of names) assert.strictEqual(units.includes(n), layoutUnit(n) !== undefined)
+  })
+
+  it("conflict candidates are deterministic suffixes", () => {
+    assert.deepStrictEqual([0, 1, 2].map((k) => conflictCandidate("/a/b.json", k)), ["/a/b.json", "/a/b.json.1", "/a/b.json.2"])
+  })
+})
+
+describe("JSON object merge (trust.json)", () => {
+  it("canonical values win; overridden legacy keys are named; unparsable sides are refused", () => {
+    const m = mergeJsonObjects(bytes(`{"a":1,"b":2}`), bytes(`{"b":3,"c":4}`))
+    assert.strictEqual(m._tag, "Merged")
+    if (m._tag !== "Merged") return
+    assert.deepStrictEqual(m.merged, { a: 1, b: 3, c: 4 })
+    assert.deepStrictEqual(m.overridden, ["b"])
+    assert.isFalse(m.canonicalUnchanged)
+    assert.deepStrictEqual(mergeJsonObjects(bytes("{oops"), bytes("{}")), { _tag: "Unparsable", which: "legacy" })
+    assert.deepStrictEqual(mergeJsonObjects(bytes("{}"), bytes("[1]")), { _tag: "Unparsable", which: "canonical" })
+  })
+
+  const obj = fc.dictionary(fc.constantFrom("a", "b", "c", "d"), fc.oneof(fc.integer({ min: 0, max: 3 }), fc.boolean()))
+  it.prop("merging again is a no-op and no legacy key is dropped", [obj, obj], ([legacy, canonical]) => {
+    const first = mergeJsonObjects(bytes(JSON.stringify(legacy)), bytes(JSON.stringify(canonical)))
+    assert.strictEqual(first._tag, "Merged")
+    if (first._tag !== "Merged") return
+    for (const k of Object.keys(legacy)) assert.isTrue(Object.hasOwn(first.merged, k))
+    for (const [k, v] of Object.entries(canonical)) assert.deepStrictEqual(first.merged[k], v)
+    const again = mergeJsonObjects(bytes(JSON.stringify(legacy)), bytes(JSON.stringify(first.merged)))
+    assert.isTrue(again._tag === "Merged" && again.canonicalUnchanged)
+    assert.deepStrictEqual(again._tag === "Merged" && again.overridden, first.overridden)
+  })
+})
+
+describe("ledger merge (MG2)", () => {
+  const row = fc.record({ id: fc.integer({ min: 0, max: 6 }), v: fc.integer({ min: 0, max: 2 }) })
+  const key = (r: unknown) => String((r as { id: number }).id)
+  const rows = fc.array(row, { maxLength: 10 })
+
+  it.prop("deduplicates by key, keeps every key, the declared winner wins, and re-merging changes nothing",
+    [rows, rows, fc.constantFrom("from" as const, "to" as const)], ([to, from, winner]) => {
+      const m = mergeLedgerRows({ to, from, key, winner })
+      const keys = m.rows.map(key)
+      assert.strictEqual(new Set(keys).size, keys.length)
+      assert.deepStrictEqual(new Set(keys), new Set([...to, ...from].map(key)))
+      const lastOf = (rs: ReadonlyArray<{ id: number; v: number }>, k: string) => rs.filter((r) => key(r) === k).at(-1)
+      for (const r of m.rows) {
+        const k = key(r)
+        const fromRow = lastOf(from, k)
+        const toRow = lastOf(to, k)
+        const expected = winner === "from" ? (fromRow ?? toRow) : (toRow ?? fromRow)
+        assert.deepStrictEqual(r, expected)
+      }
+      const again = mergeLedgerRows({ to: m.rows, from, key, winner })
+      assert.deepStrictEqual(again.rows, m.rows)
+      assert.strictEqual(again.added + again.replaced, 0)
+      assert.strictEqual(m.fromFullyKept, from.every((r) => m.rows.some((x) => jsonEqual(x, r))))
+    })
+
+  it("never lets the newer file replace the other: rows only the old side has survive", () => {
+    const m = mergeLedgerRows({ to: [{ id: 1, v: "new" }], from: [{ id: 0, v: "old" }, { id: 1, v: "old" }], key, winner: "to" })
+    assert.deepStrictEqual(m.rows, [{ id: 1, v: "new" }, { id: 0, v: "old" }])
+    assert.isFalse(m.fromFullyKept)
+    assert.strictEqual(m.added, 1)
+  })
+
+  it.prop("jsonl and json-array serialisations parse back", [rows, fc.constantFrom("jsonl" as const, "json-array" as const)],
+    ([rs, format]) => {
+      const parsed = ledgerParse(format, ledgerSerialize(format, rs))
+      assert.isTrue(parsed.ok)
+      assert.deepStrictEqual(parsed.ok && parsed.rows, rs)
+    })
+
+  it("refuses a torn line instead of dropping it", () => {
+    const parsed = ledgerParse("jsonl", bytes(`{"id":1}\n{"id":2`))
+    assert.isFalse(parsed.ok)
+    assert.isFalse(ledgerParse("json-array", bytes(`{"id":1}`)).ok)
+    assert.deepStrictEqual(ledgerParse("json-array", bytes("")), { ok: true, rows: [] })
+  })
+})
+
+describe("journal records", () => {
+  it("round-trips and skips damaged lines", () => {
+    const record = {
+      version: 1 as const,
+      planId: "p",
+      entryId: "e",
+      kind: "merge-ledger" as const,
+      outcome: "merged" as const,
+      from: "a",
+      to: "b",
+      rows: 3,
+      mergedRows: 1,
+      at: 5
+    }
+    const text = encodeJournalLine(record) + "garbage\n" + `{"version":1}\n` + encodeJournalLine({ ...record, outcome: "failed", reason: "x" })
+    const parsed = parseJournal(bytes(text))
+    assert.strictEqual(parsed.bad, 2)
+    assert.deepStrictEqual(parsed.records.map((r) => r.outcome), ["merged", "failed"])
+    assert.deepStrictEqual(parsed.records[0], record)
+  })
+})
+
+describe("doctor classification (DR1)", () => {
+  it("reads the canonical and legacy tables; everything else is unknown with a hint", () => {
+    for (const entry of CANONICAL_ROOT_ENTRIES) assert.strictEqual(classifyRootEntry(entry.name)._tag, "Canonical")
+    for (const entry of LEGACY_ROOT_ENTRIES) assert.strictEqual(classifyRootEntry(entry.name)._tag, "Legacy")
+    assert.strictEqual(classifyRootEntry("x:Zone.Identifier")._tag, "Legacy")
+    assert.strictEqual(classifyRootEntry(MIGRATION_MARKER)._tag, "MigrationMarker")
+    assert.deepStrictEqual(classifyRootEntry("usage.sqlite"), { _tag: "Unknown", hint: "database" })
+    assert.deepStrictEqual(classifyRootEntry("debug.log"), { _tag: "Unknown", hint: "log" })
+    assert.deepStrictEqual(classifyRootEntry("notes"), { _tag: "Unknown", hint: "other" })
+  })
+
+  it("every finding code has a severity and a meaning", () => {
+    for (const [code, spec] of Object.entries(FINDING_CODES)) {
+      assert.include(["info", "warning", "error"], spec.severity, code)
+      assert.isAbove(spec.meaning.length, 20, code)
+    }
+  })
+})
