@@ -234,10 +234,11 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
     let entries = 0
     let complete = true
     let newestMtimeMs = root.mtimeMs
-    // Depth-first, names in order; a directory at depth d is listed only when d < maxDepth.
+    // Depth-first, names in order; a directory at depth d is listed only when d < maxDepth, and only a
+    // non-empty directory left unopened makes the measure a lower bound (as in the Node layer).
     const walk = (dir: DirNode, depth: number): boolean => {
       if (depth >= maxDepth) {
-        complete = false
+        if (dir.entries.size > 0) complete = false
         return true
       }
       for (const name of sortedNames(dir)) {
