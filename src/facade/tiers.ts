@@ -3,7 +3,7 @@
  * src/domain/Tiers.ts and src/services/TierStorage.ts. Rejections are the library's typed errors themselves
  * (an `Error` with `_tag`), or whatever a caller's `build` rejected with.
  */
-import { Cause, Effect, Either, Exit, type Layer, ManagedRuntime, Option } from "effect"
+import { Effect, Either, type Layer, ManagedRuntime } from "effect"
 import * as os from "node:os"
 import { InvalidArgument } from "../domain/Errors.js"
 import {
@@ -18,6 +18,7 @@ import {
   type TierName,
   type TierPurpose
 } from "../domain/Tiers.js"
+import { runTyped } from "./runtime.js"
 import { NodeFileSystemLive } from "../layers/NodeFileSystem.js"
 import type { FileSystem } from "../services/FileSystem.js"
 import { openTiers as openTiersEffect, type OpenTiersOptions } from "../services/TierStorage.js"
@@ -72,20 +73,12 @@ export interface PromiseTiers {
   close(): Promise<void>
 }
 
-/** Run to a Promise that rejects with the typed failure itself, never a FiberFailure wrapper. */
-const runWith = <R>(runtime: ManagedRuntime.ManagedRuntime<R, never>) =>
-<A, E>(effect: Effect.Effect<A, E, R>): Promise<A> =>
-  runtime.runPromiseExit(effect).then((exit) => {
-    if (Exit.isSuccess(exit)) return exit.value
-    const failure = Cause.failureOption(exit.cause)
-    throw Option.isSome(failure) ? failure.value : Cause.squash(exit.cause)
-  })
-
 /** `openTiers` over any FileSystem layer (tests pass the Memory layer). One runtime per handle. */
 export const openTiersWithLayer = (layer: Layer.Layer<FileSystem>) =>
 async (ctx: TierDirs, options?: OpenTiersOptions): Promise<PromiseTiers> => {
   const runtime = ManagedRuntime.make(layer)
-  const run = runWith(runtime)
+  // Rejects with the typed failure itself, never a FiberFailure wrapper.
+  const run = <A, E>(effect: Effect.Effect<A, E, FileSystem>) => runTyped(runtime, effect)
   const tiers = await run(openTiersEffect(ctx, options)).catch(async (error: unknown) => {
     await runtime.dispose()
     throw error
