@@ -16,6 +16,8 @@ import { type DirEntry, type FileInfo, FileSystem, type TreeMeasure, type TreeRe
 import { Host } from "../services/Host.js"
 import * as MemoryHost from "./MemoryHost.js"
 import {
+  attach,
+  detach as unlink,
   type DirNode,
   errno,
   type Errno,
@@ -28,7 +30,6 @@ import {
   MemoryWorld,
   type MemoryWorldOptions,
   type Node,
-  nlinkOf,
   type ProcessContext,
   sizeOf
 } from "./MemoryWorld.js"
@@ -75,7 +76,7 @@ const infoOf = (node: Node): FileInfo => ({
   uid: node.uid,
   ino: node.ino,
   dev: node.dev,
-  nlink: nlinkOf(node),
+  nlink: node.nlink,
   mtimeMs: node.mtimeMs
 })
 
@@ -89,10 +90,9 @@ const contains = (ancestor: DirNode, dir: DirNode): boolean => {
   }
 }
 
-/** Remove an entry from its directory (the node lives on while other links hold it). */
+/** Remove an entry from its directory, which changes the directory's mtime. */
 const detach = (dir: DirNode, name: string, node: Node, now: number): void => {
-  dir.entries.delete(name)
-  if (node.kind !== "Directory") node.nlink--
+  unlink(dir, name, node)
   dir.mtimeMs = now
 }
 
@@ -145,7 +145,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
     if (at.node !== undefined) return errno("EEXIST")
     if (at.trailingSlash) return errno("EISDIR")
     const file = world.newFile(at.dir, data.slice(), mode & ~ctx.umask, ctx.uid, now)
-    at.dir.entries.set(at.name, file)
+    attach(at.dir, at.name, file)
     at.dir.mtimeMs = now
     world.mutated(ctx)
     return file
@@ -176,9 +176,8 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
       }
       detach(b.dir, b.name, dst, now)
     }
-    a.dir.entries.delete(a.name)
-    a.dir.mtimeMs = now
-    b.dir.entries.set(b.name, src)
+    detach(a.dir, a.name, src, now)
+    attach(b.dir, b.name, src)
     b.dir.mtimeMs = now
     if (src.kind === "Directory") src.parent = b.dir
     world.mutated(ctx)
@@ -194,7 +193,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
   }
 
   const makeOneDirectory = (at: Lookup, mode: number, now: number): void => {
-    at.dir.entries.set(at.name, world.newDir(at.dir, mode, ctx.uid, now))
+    attach(at.dir, at.name, world.newDir(at.dir, mode, ctx.uid, now))
     at.dir.mtimeMs = now
     world.mutated(ctx)
   }
@@ -439,7 +438,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
         const at = lookup(path, false)
         if (isErrno(at)) return at
         if (at.node !== undefined) return errno("EEXIST")
-        at.dir.entries.set(at.name, world.newLink(at.dir, target, ctx.uid, now))
+        attach(at.dir, at.name, world.newLink(at.dir, target, ctx.uid, now))
         at.dir.mtimeMs = now
         world.mutated(ctx)
       }),
@@ -463,9 +462,8 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
         if (b.node !== undefined) return errno("EEXIST")
         if (node.dev !== b.dir.dev) return errno("EXDEV")
         if (node.kind === "Directory") return errno("EPERM")
-        b.dir.entries.set(b.name, node)
+        attach(b.dir, b.name, node)
         b.dir.mtimeMs = now
-        node.nlink++
         world.mutated(ctx)
       }),
 
@@ -501,7 +499,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
         if (b.node !== undefined) return errno("EEXIST")
         if (b.trailingSlash) return errno("EISDIR")
         // The copy keeps the source's mode exactly (the OS copy does fchmod after create).
-        b.dir.entries.set(b.name, world.newFile(b.dir, src.data.slice(), src.mode, ctx.uid, now))
+        attach(b.dir, b.name, world.newFile(b.dir, src.data.slice(), src.mode, ctx.uid, now))
         b.dir.mtimeMs = now
         world.mutated(ctx)
       }),

@@ -108,11 +108,18 @@ export const byteLength = (s: string): number => encoder.encode(s).length
 
 export const fileTypeOf = (node: Node): FileType => node.kind
 
-export const nlinkOf = (node: Node): number => {
-  if (node.kind !== "Directory") return node.nlink
-  let subdirs = 0
-  for (const child of node.entries.values()) if (child.kind === "Directory") subdirs++
-  return 2 + subdirs
+/** Link `node` into `dir` (a subdirectory adds one link to `dir`: its ".."). */
+export const attach = (dir: DirNode, name: string, node: Node): void => {
+  dir.entries.set(name, node)
+  if (node.kind === "Directory") dir.nlink++
+  else node.nlink++
+}
+
+/** Unlink an entry from `dir` (the node lives on while other links hold it). */
+export const detach = (dir: DirNode, name: string, node: Node): void => {
+  dir.entries.delete(name)
+  if (node.kind === "Directory") dir.nlink--
+  else node.nlink--
 }
 
 export const sizeOf = (node: Node): number =>
@@ -449,7 +456,7 @@ export class MemoryWorld {
         uid: n.uid,
         ino: n.ino,
         dev: n.dev,
-        nlink: nlinkOf(n),
+        nlink: n.nlink,
         size: sizeOf(n),
         mtimeMs: n.mtimeMs,
         ...(n.kind === "File" ? { hash: fnv1a(n.data) } : {}),
@@ -486,7 +493,7 @@ export class MemoryWorld {
         return undefined
       }
       if (existing !== undefined) return `writeFixture: ${path} exists and is not a file`
-      dir.entries.set(name, this.newFile(dir, data, options?.mode ?? 0o600, options?.uid ?? 1000, options?.mtimeMs ?? now))
+      attach(dir, name, this.newFile(dir, data, options?.mode ?? 0o600, options?.uid ?? 1000, options?.mtimeMs ?? now))
       dir.mtimeMs = now
       return undefined
     })
@@ -498,7 +505,7 @@ export class MemoryWorld {
       if (existing?.kind === "Directory") return undefined
       if (existing !== undefined) return `mkdirFixture: ${path} exists and is not a directory`
       const mode = options?.mode ?? 0o755
-      dir.entries.set(name, this.newDir(dir, mode, options?.uid ?? 1000, options?.mtimeMs ?? now))
+      attach(dir, name, this.newDir(dir, mode, options?.uid ?? 1000, options?.mtimeMs ?? now))
       dir.mtimeMs = now
       return undefined
     })
@@ -507,7 +514,7 @@ export class MemoryWorld {
   symlinkFixture(target: string, path: string, options?: FixtureOptions): Effect.Effect<void> {
     return this.fixture(path, options, (dir, name, existing, now) => {
       if (existing !== undefined) return `symlinkFixture: ${path} exists`
-      dir.entries.set(name, this.newLink(dir, target, options?.uid ?? 1000, options?.mtimeMs ?? now))
+      attach(dir, name, this.newLink(dir, target, options?.uid ?? 1000, options?.mtimeMs ?? now))
       dir.mtimeMs = now
       return undefined
     })
@@ -532,7 +539,7 @@ export class MemoryWorld {
         }
         if (next === undefined) {
           next = this.newDir(dir, 0o755, options?.uid ?? 1000, now)
-          dir.entries.set(name, next)
+          attach(dir, name, next)
         }
         if (next.kind !== "Directory") return Effect.dieMessage(`fixture: ${name} in ${path} is not a directory`)
         dir = next
@@ -564,8 +571,9 @@ export class MemoryWorld {
 
   // -------------------------------------------------------------------------------------------- node factories
 
+  // New nodes are unlinked (nlink 0 for files and links) until `attach` puts them in a directory.
   newFile(dir: DirNode, data: Uint8Array, mode: number, uid: number, now: number): FileNode {
-    return { kind: "File", ino: this.allocIno(), dev: dir.dev, mode: mode & 0o7777, uid, mtimeMs: now, nlink: 1, data }
+    return { kind: "File", ino: this.allocIno(), dev: dir.dev, mode: mode & 0o7777, uid, mtimeMs: now, nlink: 0, data }
   }
 
   newDir(dir: DirNode, mode: number, uid: number, now: number): DirNode {
@@ -584,7 +592,7 @@ export class MemoryWorld {
   }
 
   newLink(dir: DirNode, target: string, uid: number, now: number): LinkNode {
-    return { kind: "SymbolicLink", ino: this.allocIno(), dev: dir.dev, mode: 0o777, uid, mtimeMs: now, nlink: 1, target }
+    return { kind: "SymbolicLink", ino: this.allocIno(), dev: dir.dev, mode: 0o777, uid, mtimeMs: now, nlink: 0, target }
   }
 
   // -------------------------------------------------------------------------------------------- driver: hosts

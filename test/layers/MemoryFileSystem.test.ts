@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, FastCheck, Layer } from "effect"
 import type { FileSystemErrorReason } from "../../src/domain/Errors.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import * as MemoryFileSystem from "../../src/layers/MemoryFileSystem.js"
@@ -101,7 +101,52 @@ describe("MemoryFileSystem (Linux details beyond the conformance suite)", () => 
       assert.strictEqual(dir.nlink, 4)
       assert.strictEqual(dir.size, 4096)
       assert.strictEqual((yield* fs.lstat("/d/f")).size, 2)
+      yield* fs.rename("/d/a", "/a")
+      assert.strictEqual((yield* fs.lstat("/d")).nlink, 3)
+      assert.strictEqual((yield* fs.lstat("/")).nlink, 4)
     }))
+
+  const paths = ["/a", "/b", "/a/c", "/b/c", "/a/c/d"]
+  const operation = FastCheck.record({
+    kind: FastCheck.constantFrom("mkdir", "write", "link", "rename", "unlink", "rmdir", "symlink", "removeTree"),
+    from: FastCheck.constantFrom(...paths),
+    to: FastCheck.constantFrom(...paths)
+  })
+
+  it.effect.prop(
+    "after any sequence of operations, link counts match the tree (files: names, directories: 2 + subdirectories)",
+    [FastCheck.array(operation, { maxLength: 30 })],
+    ([operations]) =>
+      Effect.gen(function*() {
+        const { world, fs } = yield* setup
+        for (const { kind, from, to } of operations) {
+          const effect = kind === "mkdir" ? fs.makeDirectory(from)
+            : kind === "write" ? fs.writeFileExclusive(from, bytes(from))
+            : kind === "link" ? fs.link(from, to)
+            : kind === "rename" ? fs.rename(from, to)
+            : kind === "unlink" ? fs.removeFile(from)
+            : kind === "rmdir" ? fs.removeDirectory(from)
+            : kind === "symlink" ? fs.symlink(to, from)
+            : fs.removeTree(from, { maxEntries: 2, maxDepth: 2 })
+          yield* Effect.ignore(effect)
+        }
+        const tree = world.tree("/")
+        const namesPerIno = new Map<number, number>()
+        for (const entry of Object.values(tree)) namesPerIno.set(entry.ino, (namesPerIno.get(entry.ino) ?? 0) + 1)
+        for (const [path, entry] of Object.entries(tree)) {
+          if (entry.type === "Directory") {
+            const prefix = path === "/" ? "/" : `${path}/`
+            const subdirs = Object.entries(tree).filter(([other, e]) =>
+              e.type === "Directory" && other !== path && other.startsWith(prefix) && !other.slice(prefix.length).includes("/")
+            ).length
+            assert.strictEqual(entry.nlink, 2 + subdirs, path)
+          } else {
+            assert.strictEqual(entry.nlink, namesPerIno.get(entry.ino), path)
+          }
+        }
+      }),
+    { fastCheck: { numRuns: 60 } }
+  )
 
   it.effect("relative paths resolve against cwd; umask applies when set", () =>
     Effect.gen(function*() {
