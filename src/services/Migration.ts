@@ -296,6 +296,19 @@ const withMarker = <A>(
     })
   )
 
+/**
+ * Nothing to migrate, but something of ours is left over (a marker whose owner crashed after its last move,
+ * a journal temp file): take the marker through the normal reclaim (no waiting; a live owner is left alone),
+ * tidy, and release, so a finished migration leaves nothing behind.
+ */
+const tidyLeftovers = (deps: Deps, agentDir: string, leftovers: ReadonlyArray<string>, tidy: Effect.Effect<void>) =>
+  Effect.gen(function*() {
+    const marker = NodePath.join(agentDir, MIGRATION_MARKER)
+    const present = yield* Effect.forEach([marker, ...leftovers], (p) => deps.fs.lstat(p).pipe(Effect.option))
+    if (present.every((p) => p._tag === "None")) return
+    yield* withMarker(deps, agentDir, { lockAttempts: 1 }, () => undefined, tidy)
+  })
+
 // ---------------------------------------------------------------------------------------------------------
 // MG1: the layout migration
 
@@ -397,7 +410,10 @@ const layoutProgram = (deps: Deps, agentDirInput: string, options?: LayoutOption
       return { ...emptyLayoutReport, errors: [{ path: ".", message: before.left.message }] }
     }
     // A fresh or already-migrated agent dir: nothing to do, nothing created (not even the marker).
-    if (layoutUnits(before.right).length === 0) return emptyLayoutReport
+    if (layoutUnits(before.right).length === 0) {
+      yield* tidyLeftovers(deps, agentDir, [], Effect.void)
+      return emptyLayoutReport
+    }
     const busy = (message: string): LayoutReport => ({ ...emptyLayoutReport, errors: [{ path: MIGRATION_MARKER, message }] })
     return yield* withMarker(deps, agentDir, options, busy, runLayout(deps.fs, agentDir, options))
   })
@@ -458,6 +474,23 @@ const validatePlan = (plan: MigrationPlan): Effect.Effect<void, InvalidArgument>
 }
 
 const journalPath = (agentDir: string, planId: string) => NodePath.join(agentDir, ...MIGRATIONS_JOURNAL_DIR, `${planId}.jsonl`)
+
+const journalTemp = (journal: string) => NodePath.join(NodePath.dirname(journal), copyTempName(NodePath.basename(journal)))
+
+/**
+ * A journal temp file left by a crash mid-append: when it is the old journal plus whole records, the append
+ * completed its write and only the rename is missing, so finish it; otherwise drop the torn temp.
+ */
+const settleJournal = (fs: Fs, journal: string): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const temp = journalTemp(journal)
+    const info = yield* fs.lstat(temp).pipe(Effect.option)
+    if (info._tag === "None" || info.value.type !== "File") return
+    const pending = yield* fs.readFile(temp)
+    const current = yield* fs.readFile(journal).pipe(Effect.catchIf(isNotFound, () => Effect.succeed(new Uint8Array())))
+    const whole = parseJournal(pending).bad === 0 && isPrefix(current, pending) && pending.length > current.length
+    yield* whole ? fs.rename(temp, journal) : fs.removeFile(temp)
+  }).pipe(Effect.ignore)
 
 const readJournal = (fs: Fs, path: string) =>
   fs.readFile(path).pipe(
@@ -562,6 +595,7 @@ const planProgram = (deps: Deps, agentDirInput: string, plan: MigrationPlan, opt
       fs.lstat(from).pipe(Effect.as(true), Effect.catchAll((e) => Effect.succeed(!isNotFound(e)))))
     if (!pending.some((p) => p)) {
       // Nothing to move: report from the journal, create nothing.
+      yield* tidyLeftovers(deps, agentDir, [journalTemp(journal)], settleJournal(fs, journal))
       const { records } = yield* readJournal(fs, journal).pipe(Effect.orElseSucceed(() => ({ records: [], bad: 0 })))
       return reportOf(resolved.map(({ entry, from, to }) => alreadyDone(entry, display(from), display(to), records)))
     }
@@ -606,6 +640,7 @@ const runPlan = (
     const display = (p: string) => displayPath(agentDir, p)
     const collector: Collector = { conflicts: [] }
     const engine = makeEngine(fs, collector, display)
+    yield* settleJournal(fs, journal)
     const { records } = yield* readJournal(fs, journal).pipe(Effect.orElseSucceed(() => ({ records: [], bad: 0 })))
     const reports: Array<EntryReport> = []
     for (const { entry, from, to } of resolved) {

@@ -1,0 +1,162 @@
+/**
+ * I5 for migrations: crash at every mutating step of each scenario, recover, rerun as a new process; the tree
+ * must equal the crash-free result (every byte once, at its documented place), and a further rerun is a no-op.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
+import { migrateAgentDirLayout, runMigrationPlan } from "../../src/services/Migration.js"
+import { AGENT, type CrashScenario, crashAtEveryStep, files, links } from "./migrationSupport.js"
+
+const seed = (world: MemoryWorld, entries: Record<string, string>) =>
+  Effect.forEach(Object.entries(entries), ([rel, content]) => world.writeFixture(`${AGENT}/${rel}`, content), { discard: true })
+
+const layout = Effect.map(migrateAgentDirLayout(AGENT, { lockAttempts: 1 }), (r) => !r.partial)
+
+const trustMerge: CrashScenario = {
+  name: "trust merge",
+  seed: (world) =>
+    seed(world, {
+      "settings.json": "{}",
+      "trust.json": `{"/a":true,"/b":false}`,
+      "state/trust.json": `{"/b":true,"/c":true}`
+    }),
+  run: layout,
+  expect: (world) => {
+    const f = files(world)
+    assert.deepStrictEqual(JSON.parse(f["state/trust.json"]!), { "/a": true, "/b": true, "/c": true })
+    assert.deepStrictEqual(Object.keys(f).sort(), ["settings.json", "state/migration-conflicts/trust.json", "state/trust.json"])
+    assert.strictEqual(f["state/migration-conflicts/trust.json"], `{"/a":true,"/b":false}`)
+  }
+}
+
+const wholeRoot: CrashScenario = {
+  name: "whole-root rename",
+  seed: (world) =>
+    Effect.zipRight(
+      seed(world, { "backups/a.json": "A", "backups/sub/b.json": "B", "resource-profiles/p/settings.json": "P" }),
+      world.symlinkFixture("../settings.json", `${AGENT}/backups/link`)
+    ),
+  run: layout,
+  expect: (world) => {
+    assert.deepStrictEqual(files(world), {
+      "state/backups/config/a.json": "A",
+      "state/backups/config/sub/b.json": "B",
+      "profiles/directories/p/settings.json": "P"
+    })
+    assert.deepStrictEqual(links(world), { "state/backups/config/link": "../settings.json" })
+  }
+}
+
+const perEntryConflicts: CrashScenario = {
+  name: "per-entry merge with conflicts",
+  seed: (world) =>
+    seed(world, {
+      "tmp/same": "same",
+      "tmp/diff": "legacy",
+      "tmp/only": "only",
+      "tmp/d/x": "legacy x",
+      "tmp/d/y": "legacy y",
+      "state/legacy-layout/tmp/same": "same",
+      "state/legacy-layout/tmp/diff": "canonical",
+      "state/legacy-layout/tmp/d/x": "canonical x",
+      "state/migration-conflicts/tmp/diff": "older conflict",
+      "x:Zone.Identifier": "zone",
+      "state/legacy-layout/sidecars/x.Zone.Identifier": "other zone"
+    }),
+  run: layout,
+  expect: (world) =>
+    assert.deepStrictEqual(files(world), {
+      "state/legacy-layout/tmp/same": "same",
+      "state/legacy-layout/tmp/diff": "canonical",
+      "state/legacy-layout/tmp/only": "only",
+      "state/legacy-layout/tmp/d/x": "canonical x",
+      "state/legacy-layout/tmp/d/y": "legacy y",
+      "state/legacy-layout/sidecars/x.Zone.Identifier": "other zone",
+      "state/migration-conflicts/tmp/diff": "older conflict",
+      "state/migration-conflicts/tmp/diff.1": "legacy",
+      "state/migration-conflicts/tmp/d/x": "legacy x",
+      "state/migration-conflicts/sidecars/x.Zone.Identifier": "zone"
+    })
+}
+
+const crossDevice: CrashScenario = {
+  name: "cross-device copy",
+  seed: (world) =>
+    Effect.gen(function*() {
+      yield* world.mkdirFixture(`${AGENT}/state`)
+      world.mount(`${AGENT}/state`, 2)
+      yield* seed(world, {
+        "trust.json": `{"/a":true}`,
+        "auto-learn/obs/1.jsonl": "one",
+        "auto-learn/obs/2.jsonl": "two",
+        "backups/b": "legacy b",
+        "state/backups/config/b": "canonical b"
+      })
+      yield* world.symlinkFixture("/nowhere", `${AGENT}/auto-learn/dangling`)
+    }),
+  run: layout,
+  expect: (world) => {
+    assert.deepStrictEqual(files(world), {
+      "state/trust.json": `{"/a":true}`,
+      "state/legacy-layout/auto-learn/obs/1.jsonl": "one",
+      "state/legacy-layout/auto-learn/obs/2.jsonl": "two",
+      "state/backups/config/b": "canonical b",
+      "state/migration-conflicts/backups/b": "legacy b"
+    })
+    assert.deepStrictEqual(links(world), { "state/legacy-layout/auto-learn/dangling": "/nowhere" })
+  }
+}
+
+const key = (row: unknown) => String((row as { id: string }).id)
+const ledgerMerge: CrashScenario = {
+  name: "ledger merge",
+  seed: (world) =>
+    Effect.zipRight(
+      seed(world, {
+        "state/ext/config-state/history.jsonl": `{"id":"a","v":1}\n{"id":"b","v":1}\n`,
+        "state/ext/state/history.jsonl": `{"id":"b","v":2}\n{"id":"c","v":2}\n`,
+        "state/ext/config-state/fav.json": `[{"id":"f"}]`,
+        "state/ext/config-state/blobs/1.bin": "blob"
+      }),
+      world.mkdirFixture(`${AGENT}/state/ext/state/blobs`)
+    ),
+  run: Effect.map(
+    runMigrationPlan(AGENT, {
+      id: "ext-split",
+      entries: [
+        { id: "history", kind: "merge-ledger", format: "jsonl", key, winner: "from", from: "state/ext/config-state/history.jsonl", to: "state/ext/state/history.jsonl" },
+        { id: "fav", kind: "merge-ledger", format: "json-array", key, winner: "to", from: "state/ext/config-state/fav.json", to: "state/ext/state/fav.json" },
+        { id: "blobs", kind: "move", from: "state/ext/config-state/blobs", to: "state/ext/state/blobs" }
+      ]
+    }, { lockAttempts: 1 }),
+    (r) => !r.failed
+  ),
+  expect: (world) => {
+    const f = files(world, `${AGENT}/state`)
+    assert.strictEqual(f["ext/state/history.jsonl"], `{"id":"b","v":1}\n{"id":"c","v":2}\n{"id":"a","v":1}\n`)
+    assert.deepStrictEqual(JSON.parse(f["ext/state/fav.json"]!), [{ id: "f" }])
+    assert.strictEqual(f["ext/state/blobs/1.bin"], "blob")
+    // The losing row ("b" v2 lost to the `from` winner) is in `to`'s old bytes only; `from` was fully kept.
+    assert.deepStrictEqual(Object.keys(f).filter((p) => p.startsWith("ext/config-state")), [])
+    assert.isDefined(f["migrations/ext-split.jsonl"])
+  }
+}
+
+describe("migrations survive a crash at every mutating step (Memory layer)", () => {
+  for (const scenario of [trustMerge, wholeRoot, perEntryConflicts, crossDevice]) {
+    it.effect(scenario.name, () =>
+      Effect.map(crashAtEveryStep(scenario, () => MemoryWorld.make({ journal: false })), (steps) => {
+        assert.isAbove(steps, 2)
+      }))
+  }
+
+  it.effect("ledger merge", () =>
+    Effect.map(
+      crashAtEveryStep(
+        { ...ledgerMerge, ignore: (rel) => rel === "state/migrations/ext-split.jsonl" },
+        () => MemoryWorld.make({ journal: false })
+      ),
+      (steps) => assert.isAbove(steps, 5)
+    ))
+})
