@@ -166,3 +166,16 @@ export const pruneWorkTenant = async (
   const { agentDir, ...rest } = o
   return (await sharedStore(agentDir)).pruneWorkTenant(rest)
 }
+
+export { chooseTier, extensionContext, openTiers, resolveStateDir } from "./facade/tiers.js"
+export type {
+  ExtensionContext,
+  ExtensionContextOptions,
+  OpenTiersOptions,
+  PromiseTiers,
+  TierChoice,
+  TierDirs,
+  TierFacts,
+  TierName,
+  TierPurpose
+} from "./facade/tiers.js"

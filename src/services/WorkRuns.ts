@@ -40,7 +40,7 @@ import { cleanupMarkerPath, removeOwnedRun } from "./internal/removeRun.js"
 import { isActive, readLeases, readManifest } from "./internal/runFacts.js"
 
 export type AcquireError = InvalidSegment | UnownedRun | ManifestMismatch | RunBusy | FileSystemError
-export type PruneError = InvalidSegment | UnsafeRoot | FileSystemError
+export type PruneFailure = InvalidSegment | UnsafeRoot | FileSystemError
 
 export interface AcquireOptions {
   readonly category: string
@@ -101,7 +101,7 @@ export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns,
   readonly acquire: (options: AcquireOptions) => Effect.Effect<WorkRun, AcquireError, Scope.Scope>
   /** One generated run per (category, tenant) for this runtime, held until the runtime closes. */
   readonly getProcessWorkRun: (options: { readonly category: string; readonly tenant: string }) => Effect.Effect<WorkRun, AcquireError>
-  readonly prune: (options: PruneOptions) => Effect.Effect<PruneReport, PruneError>
+  readonly prune: (options: PruneOptions) => Effect.Effect<PruneReport, PruneFailure>
   /** `{ PI_WORK_ROOT, PI_WORK_RUN_DIR? }` to merge into a child's environment (WR1). */
   readonly workRootEnv: (run?: { readonly path: string }) => Record<string, string>
   /** Wait for background prunes started so far. */
@@ -189,6 +189,11 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           return yield* new UnownedRun({ path: runDir, why: info.right.type === "SymbolicLink" ? "it is a symlink" : `it is a ${info.right.type}` })
         }
         const manifest = yield* readManifest(deps, runDir, address)
+        if (manifest._tag !== "Owned") {
+          // A pruner may have quarantined the run (and someone recreated it) while we read: look again.
+          const now = yield* fs.lstat(runDir).pipe(Effect.option)
+          if (now._tag === "None" || now.value.ino !== info.right.ino) return { _tag: "Again" } as const
+        }
         if (manifest._tag === "Unowned") return yield* new UnownedRun({ path: runDir, why: manifest.why })
         if (manifest._tag === "Mismatch") {
           return yield* new ManifestMismatch({ path: runDir, expected: `${address.category}/${address.tenant}/${address.runId}`, found: manifest.found })
@@ -353,7 +358,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         return yield* exit
       }).pipe(Effect.uninterruptible)
 
-    const prune = (opts: PruneOptions): Effect.Effect<PruneReport, PruneError> =>
+    const prune = (opts: PruneOptions): Effect.Effect<PruneReport, PruneFailure> =>
       Effect.gen(function*() {
         const category = yield* validate("category", opts.category)
         const tenant = yield* validate("tenant", opts.tenant)

@@ -96,8 +96,10 @@ export const pruneTenant = (
     if (marker._tag === "Held") return emptyPruneReport(false, true)
     return yield* Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      yield* deps.fs.writeFileAtomic(NodePath.join(tenantDir, TENANT_PRUNE_STAMP), new TextEncoder().encode(`${now}\n`), { sync: false })
-        .pipe(Effect.ignore)
+      // The stamp's mtime is the last prune start: create once, then touch (no temp file a crash could strand).
+      const stamp = NodePath.join(tenantDir, TENANT_PRUNE_STAMP)
+      yield* deps.fs.writeFileExclusive(stamp, new Uint8Array()).pipe(Effect.ignore)
+      yield* deps.fs.utimes(stamp, now, now).pipe(Effect.ignore)
       const leftovers = emptyPruneReport(false)
       yield* finishLeftovers(deps, tenantDir, input.policy, leftovers)
       const report = yield* scanAndPlan(deps, input, tenantDir)

@@ -1,0 +1,154 @@
+/**
+ * Random schedules of concurrent acquirers, releasers and pruners over the Memory world, with clock jumps,
+ * planted symlinks and unowned directories, and crashes followed by a rerun. Invariants I1–I5 (DESIGN) are
+ * checked during and after every schedule.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, FastCheck as fc, Scope, TestClock } from "effect"
+import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
+import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
+
+const TENANT = `${AGENT_DIR}/work/tools/bash`
+const OUTSIDE = "/outside"
+const CLOCK_JUMPS = [0, 1000, 60 * 60 * 1000, 20 * 60 * 1000, 31 * 24 * 60 * 60 * 1000]
+
+type Op =
+  | { readonly _tag: "hold"; readonly runId: string | undefined; readonly steps: number; readonly del: boolean; readonly escape: boolean }
+  | { readonly _tag: "prune"; readonly maxInactiveRuns: number; readonly maxBytes: number; readonly dryRun: boolean }
+  | { readonly _tag: "jump"; readonly ms: number }
+
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({
+    _tag: fc.constant("hold" as const),
+    runId: fc.constantFrom(undefined, undefined, "shared", "other"),
+    steps: fc.integer({ min: 0, max: 3 }),
+    del: fc.boolean(),
+    escape: fc.boolean()
+  }),
+  fc.record({
+    _tag: fc.constant("prune" as const),
+    maxInactiveRuns: fc.integer({ min: 0, max: 3 }),
+    maxBytes: fc.constantFrom(0, 300, 1 << 20),
+    dryRun: fc.boolean()
+  }),
+  fc.record({ _tag: fc.constant("jump" as const), ms: fc.constantFrom(...CLOCK_JUMPS) })
+)
+
+const scheduleArb: fc.Arbitrary<Schedule> = fc.record({
+  actors: fc.array(fc.array(opArb, { minLength: 1, maxLength: 5 }), { minLength: 2, maxLength: 4 }),
+  /** Which actor crashes (index), after how many of its own mutating steps; -1: nobody. */
+  crashActor: fc.integer({ min: -1, max: 3 }),
+  crashAfter: fc.integer({ min: 0, max: 40 })
+})
+
+const exists = (world: MemoryWorld, path: string) => world.tree(path)[path] !== undefined
+
+const plantHazards = (world: MemoryWorld) =>
+  Effect.gen(function*() {
+    yield* world.writeFixture(`${OUTSIDE}/canary/secret.txt`, "outside data")
+    yield* world.writeFixture(`${TENANT}/unowned-dir/data.txt`, "someone else's")
+    yield* world.writeFixture(`${TENANT}/mismatch/.pi-work-run.json`, JSON.stringify({ version: 1, category: "tools", tenant: "bash", runId: "not-this", createdAt: 0 }))
+    yield* world.symlinkFixture(`${OUTSIDE}/canary`, `${TENANT}/link-run`)
+    yield* world.writeFixture(`${TENANT}/manifest-link/keep.txt`, "kept")
+    yield* world.symlinkFixture(`${OUTSIDE}/canary/secret.txt`, `${TENANT}/manifest-link/.pi-work-run.json`)
+    // Owned by its manifest, but its lease directory is a link out of the tenant: presumed held, never touched.
+    yield* world.writeFixture(`${TENANT}/leases-link/.pi-work-run.json`, JSON.stringify({ version: 1, category: "tools", tenant: "bash", runId: "leases-link", createdAt: 0 }))
+    yield* world.symlinkFixture(`${OUTSIDE}/canary`, `${TENANT}/leases-link/.leases`)
+  })
+
+const UNOWNED = ["unowned-dir/data.txt", "mismatch/.pi-work-run.json", "manifest-link/keep.txt", "leases-link/.pi-work-run.json"]
+
+interface Schedule {
+  readonly actors: ReadonlyArray<ReadonlyArray<Op>>
+  readonly crashActor: number
+  readonly crashAfter: number
+}
+
+const runSchedule = (schedule: Schedule) =>
+  Effect.gen(function*() {
+    const world = MemoryWorld.make()
+    yield* world.mkdirFixture(`${AGENT_DIR}/work/tools/bash`, { mode: 0o700 })
+    yield* world.mkdirFixture(`${AGENT_DIR}/work/tools`, { mode: 0o700 })
+    yield* world.mkdirFixture(`${AGENT_DIR}/work`, { mode: 0o700 })
+    yield* plantHazards(world)
+    const outsideBefore = world.tree(OUTSIDE)
+    const violations: Array<string> = []
+    const processes = yield* Effect.forEach(schedule.actors, (_, i) =>
+      spawnProcess(world, { hostname: i === 3 ? "h2" : "h1", workRuns: { busyAttempts: 4, opportunisticRetention: i % 2 === 0 } }))
+    const crashed = schedule.crashActor >= 0 && schedule.crashActor < processes.length ? processes[schedule.crashActor]! : undefined
+    if (crashed) world.crashAfter(schedule.crashAfter, { hostname: crashed.host.hostname, pid: crashed.host.pid })
+
+    const checkHeld = (label: string, run: { path: string; leasePath: string }) => {
+      if (!exists(world, `${run.path}/.pi-work-run.json`)) violations.push(`${label}: manifest of held run ${run.path} vanished`)
+      if (!exists(world, run.leasePath)) violations.push(`${label}: lease ${run.leasePath} vanished while held`)
+    }
+
+    const actor = (ops: ReadonlyArray<Op>, p: (typeof processes)[number]) =>
+      Effect.gen(function*() {
+        for (const op of ops) {
+          if (op._tag === "jump") {
+            yield* TestClock.adjust(op.ms)
+          } else if (op._tag === "prune") {
+            yield* p.workRuns.prune({ category: "tools", tenant: "bash", dryRun: op.dryRun, policy: { maxInactiveRuns: op.maxInactiveRuns, maxBytes: op.maxBytes } })
+          } else {
+            const scope = yield* Scope.make()
+            const run = yield* Scope.extend(p.workRuns.acquire({ category: "tools", tenant: "bash", runId: op.runId, retention: { maxInactiveRuns: 1 } }), scope).pipe(
+              Effect.catchTag("RunBusy", () => Effect.succeed(null))
+            )
+            if (run === null) continue
+            checkHeld("I4 after acquire", run)
+            if (op.escape) yield* p.fs.symlink(`${OUTSIDE}/canary`, `${run.path}/escape-${run.leasePath.length}-${op.steps}`).pipe(Effect.ignore)
+            for (let i = 0; i < op.steps; i++) {
+              yield* Effect.yieldNow()
+              checkHeld("I1 while held", run)
+            }
+            checkHeld("I1 before release", run)
+            yield* run.release(op.del ? { delete: true } : undefined)
+            yield* Scope.close(scope, Exit.void)
+          }
+        }
+      }).pipe(
+        // A crashed process stops where it is: its leases stay behind, as a killed process's would.
+        Effect.catchAll((e) => (e._tag === "FileSystemError" && e.reason === "Crashed" ? Effect.void : Effect.fail(e)))
+      )
+
+    yield* Effect.all(schedule.actors.map((ops, i) => actor(ops, processes[i]!)), { concurrency: "unbounded", discard: true })
+    yield* Effect.forEach(processes, (p) => p.workRuns.awaitBackground)
+    for (const file of UNOWNED) {
+      if (!exists(world, `${TENANT}/${file}`)) violations.push(`I2: unowned ${file} disappeared`)
+    }
+    // I5: the crashed process dies; after recovery a fresh pruner converges.
+    world.recover()
+    if (crashed) world.kill(crashed.host.hostname, crashed.host.pid)
+    yield* TestClock.adjust(2 * 60 * 60 * 1000)
+    const fresh = yield* spawnProcess(world, { hostname: "h1" })
+    // Twice: the first pass reclaims dead leases of runs it keeps, the second removes nothing more.
+    const report = yield* fresh.workRuns.prune({ category: "tools", tenant: "bash", policy: { maxInactiveRuns: 0 } })
+    const again = yield* fresh.workRuns.prune({ category: "tools", tenant: "bash", policy: { maxInactiveRuns: 0 } })
+    if (again.removed.length > 0) violations.push(`I5: a second prune still removed ${again.removed.map((r) => r.runId)}`)
+    if (report.errors.length + again.errors.length > 0) violations.push(`prune errors: ${JSON.stringify([...report.errors, ...again.errors])}`)
+    const left = Object.keys(world.tree(TENANT)).filter((p) => p.split("/").length === TENANT.split("/").length + 1)
+    const allowed = new Set([".cleanup", ".trash", ".staging", ".last-prune", "unowned-dir", "mismatch", "link-run", "manifest-link", "leases-link", ...again.active])
+    for (const path of left) {
+      const name = path.slice(TENANT.length + 1)
+      if (!allowed.has(name)) violations.push(`I5: ${name} survived a converged prune (report ${JSON.stringify(again)})`)
+    }
+    for (const dir of [".trash", ".cleanup", ".staging"]) {
+      const entries = Object.keys(world.tree(`${TENANT}/${dir}`)).filter((p) => p !== `${TENANT}/${dir}`)
+      if (entries.length > 0) violations.push(`I5: leftovers in ${dir}: ${entries.join(", ")}`)
+    }
+    if (exists(world, `${TENANT}/.prune`)) violations.push("I5: prune marker left behind")
+    if (JSON.stringify(world.tree(OUTSIDE)) !== JSON.stringify(outsideBefore)) violations.push("I3: something outside the tenant changed")
+    return violations
+  })
+
+describe("work-run invariants under random schedules (Memory)", () => {
+  it.effect.prop(
+    "I1–I5 hold for concurrent acquirers, releasers, pruners, clock jumps, planted links and crashes",
+    [scheduleArb],
+    ([schedule]) => Effect.map(Effect.scoped(runSchedule(schedule)), (violations) => {
+      assert.strictEqual(violations.join("\n"), "")
+    }),
+    { fastCheck: { numRuns: 300 } }
+  )
+})
