@@ -1,0 +1,237 @@
+import * as crypto from "node:crypto"
+import * as nfs from "node:fs"
+import * as os from "node:os"
+import * as NodePath from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
+import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
+import { NodeHostLive } from "../../src/layers/NodeHost.js"
+import { Doctor, doctor } from "../../src/services/Doctor.js"
+import { AGENT, asProcess, HOST, spawn } from "./migrationSupport.js"
+
+const WEB = "/home/user/.pi/web/data"
+const TENANT = `${AGENT}/work/tools/bash`
+
+const manifest = (runId: string, over: Record<string, unknown> = {}) =>
+  JSON.stringify({ version: 2, category: "tools", tenant: "bash", runId, kind: "generated", createdAt: 1, createdBy: { host: HOST, pid: 1 }, ...over })
+
+const owner = (world: MemoryWorld, pid: number) => ({
+  host: HOST,
+  bootId: world.bootId(HOST),
+  pid,
+  processStartedAt: world.startTimeOf(HOST, pid) ?? 1
+})
+
+/** A messy agent dir and web data root: one of every finding, beside canonical entries that must stay silent. */
+const messyFixture = (world: MemoryWorld) =>
+  Effect.gen(function*() {
+    const alive = world.spawn(HOST)
+    const dead = world.spawn(HOST)
+    const deadOwner = owner(world, dead)
+    world.kill(HOST, dead)
+    const w = (rel: string, content: string, options?: { mode?: number }) => world.writeFixture(`${AGENT}/${rel}`, content, options)
+    const d = (rel: string, mode = 0o700) => world.mkdirFixture(`${AGENT}/${rel}`, { mode })
+    // canonical, silent
+    yield* w("settings.json", "{}")
+    yield* w("auth.json", "{}")
+    yield* w("USER.md", "me")
+    yield* d("okf-memory")
+    yield* d("cache")
+    yield* d("sessions")
+    // canonical of the wrong kind
+    yield* w("skills", "not a directory")
+    // legacy
+    yield* w("trust.json", "{}")
+    yield* d("backups")
+    yield* w("auth.json:Zone.Identifier", "zone")
+    // unknown
+    yield* w("usage.sqlite", "db")
+    yield* w("debug.log", "log")
+    yield* d("notes")
+    // a dead migration's marker
+    yield* w(".pi-migration.lock", JSON.stringify({ version: 1, purpose: "migrate-agent-dir", ...deadOwner, createdAt: 1 }))
+    // state
+    yield* d("state", 0o777)
+    yield* w("state/migration-conflicts/trust.json", "{}")
+    // work
+    yield* d("work")
+    yield* d("work/tools", 0o770)
+    yield* d("work/tools/bash")
+    yield* world.symlinkFixture("/tmp", `${AGENT}/work/evil`)
+    yield* w("work/tools/bash/live/.pi-work-run.json", manifest("live"))
+    yield* w("work/tools/bash/live/.leases/h1-1.json", JSON.stringify({ version: 2, ...owner(world, alive), acquiredAt: 1, heartbeatAt: 1 }))
+    yield* w("work/tools/bash/stale/.pi-work-run.json", manifest("stale"))
+    yield* w("work/tools/bash/stale/.leases/h1-2.json", JSON.stringify({ version: 2, ...deadOwner, acquiredAt: 1, heartbeatAt: 1 }))
+    yield* w("work/tools/bash/odd/.leases/h1-3.json", "{garbage")
+    yield* w("work/tools/bash/odd/.pi-work-run.json", manifest("odd"))
+    yield* w("work/tools/bash/nomanifest/output.txt", "x")
+    yield* w("work/tools/bash/other/.pi-work-run.json", manifest("elsewhere"))
+    yield* w("work/tools/bash/stray.txt", "x")
+    yield* w("work/tools/bash/.trash/old/.pi-work-run.json", manifest("old"))
+    yield* w("work/tools/bash/.prune", JSON.stringify({ version: 1, purpose: "prune", ...deadOwner, createdAt: 1 }))
+    yield* w("work/tools/bash/.cleanup/stale", JSON.stringify({ version: 1, purpose: "cleanup", ...deadOwner, createdAt: 1 }))
+    yield* w("work/tools/bash/.last-prune", "1")
+    // extension data tiers
+    const x = (rel: string, content: string | Uint8Array) => world.writeFixture(`${WEB}/ext1/${rel}`, content)
+    yield* x("config/settings.json", "{}")
+    yield* x("config/usage.sqlite", "db")
+    yield* x("config/logs/app.log", "log")
+    yield* x("config/big.bin", new Uint8Array(1024 * 1024 + 1))
+    yield* x("config/.venv/bin/python", "py")
+    yield* x("config/state/history.jsonl", "{}")
+    yield* x("state/history.jsonl", "{}")
+    yield* x("cache/index.db", "fine in cache")
+    yield* x("stuff.json", "outside")
+    yield* world.writeFixture(`${WEB}/ext2/config/settings.json`, "{}")
+  })
+
+const expectedFindings = [
+  ["canonical-kind-mismatch", "skills"],
+  ["legacy-entry", "trust.json"],
+  ["legacy-entry", "backups"],
+  ["legacy-sidecar", "auth.json:Zone.Identifier"],
+  ["unknown-root-entry", "usage.sqlite"],
+  ["unknown-root-entry", "debug.log"],
+  ["unknown-root-entry", "notes"],
+  ["migration-marker", ".pi-migration.lock"],
+  ["state-world-writable", "state"],
+  ["migration-conflicts", "state/migration-conflicts"],
+  ["work-root-unsafe", "work/tools"],
+  ["work-root-unsafe", "work/evil"],
+  ["work-dead-lease", "work/tools/bash/stale/.leases/h1-2.json"],
+  ["work-unreadable-lease", "work/tools/bash/odd/.leases/h1-3.json"],
+  ["work-unowned-run", "work/tools/bash/nomanifest"],
+  ["work-unowned-run", "work/tools/bash/other"],
+  ["work-stray-entry", "work/tools/bash/stray.txt"],
+  ["work-unfinished-trash", "work/tools/bash/.trash"],
+  ["work-dead-marker", "work/tools/bash/.prune"],
+  ["work-dead-marker", "work/tools/bash/.cleanup/stale"],
+  ["extension-config-database", `${WEB}/ext1/config/usage.sqlite`],
+  ["extension-config-log", `${WEB}/ext1/config/logs/app.log`],
+  ["extension-config-large-file", `${WEB}/ext1/config/big.bin`],
+  ["extension-config-venv", `${WEB}/ext1/config/.venv`],
+  ["extension-split-state", `${WEB}/ext1/config/state`],
+  ["extension-outside-tiers", `${WEB}/ext1/stuff.json`]
+].map(([code, path]) => `${code} ${path}`).sort()
+
+describe("doctor (DR1, DR2) on the Memory layer", () => {
+  it.effect("one finding per problem, silent for canonical entries, and strictly read-only", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      yield* messyFixture(world)
+      const before = world.tree("/")
+      world.clearJournal()
+      const report = yield* asProcess(world, doctor(AGENT, { webDataRoot: WEB }))
+      assert.deepStrictEqual(report.findings.map((f) => `${f.code} ${f.path}`).sort(), expectedFindings)
+      assert.isFalse(report.truncated)
+      assert.isAbove(report.scanned, 30)
+      for (const f of report.findings) assert.isAbove(f.message.length, 10)
+      const legacy = report.findings.find((f) => f.code === "legacy-entry")!
+      assert.strictEqual(legacy.severity, "warning")
+      assert.match(legacy.fix!, /migrateAgentDirLayout|pi-storage migrate/)
+      assert.match(report.findings.find((f) => f.path === "usage.sqlite")!.message, /database/)
+      // Read-only: the tree is identical (times included) and the journal holds only reads.
+      assert.deepStrictEqual(world.tree("/"), before)
+      const ops = new Set(world.journal.map((j) => j.op))
+      for (const op of ops) assert.include(["lstat", "readDirectory", "readFile", "readLink"], op)
+    }))
+
+  it.effect("a live migration's marker is info; a missing agent dir is one info finding", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      const running = world.spawn(HOST)
+      yield* world.writeFixture(`${AGENT}/.pi-migration.lock`, JSON.stringify({ version: 1, purpose: "migrate-agent-dir", ...owner(world, running), createdAt: 1 }))
+      const report = yield* asProcess(world, doctor(AGENT))
+      assert.deepStrictEqual(report.findings.map((f) => [f.code, f.severity]), [["migration-marker", "info"]])
+      const missing = yield* asProcess(world, doctor("/nowhere/agent"))
+      assert.deepStrictEqual(missing.findings.map((f) => f.code), ["agent-dir-missing"])
+    }))
+
+  it.effect("the scan is bounded: maxEntries stops it and says so", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      yield* messyFixture(world)
+      const report = yield* asProcess(world, doctor(AGENT, { maxEntries: 10, webDataRoot: WEB }))
+      assert.isTrue(report.truncated)
+      assert.isAtMost(report.scanned, 10)
+      assert.strictEqual(report.findings.at(-1)!.code, "scan-truncated")
+    }))
+
+  it.effect("the Doctor service exposes doctor with R = never", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      yield* world.writeFixture(`${AGENT}/tmp/x`, "x")
+      const service = yield* Doctor.pipe(Effect.provide(Doctor.layer), Effect.provide(spawn(world).layer))
+      const report = yield* service.doctor(AGENT)
+      assert.deepStrictEqual(report.findings.map((f) => f.code), ["legacy-entry"])
+    }))
+})
+
+// ---------------------------------------------------------------------------------------------------------
+
+/** Hash of a whole real tree: every path with type, mode, mtime, content or link target (never followed). */
+const hashTree = (root: string): string => {
+  const h = crypto.createHash("sha256")
+  const visit = (path: string) => {
+    const st = nfs.lstatSync(path)
+    h.update(`${NodePath.relative(root, path)}|${st.mode}|${st.mtimeMs}|${st.size}|`)
+    if (st.isSymbolicLink()) h.update(nfs.readlinkSync(path))
+    else if (st.isFile()) h.update(nfs.readFileSync(path))
+    else if (st.isDirectory()) for (const name of nfs.readdirSync(path).sort()) visit(NodePath.join(path, name))
+    h.update("\n")
+  }
+  visit(root)
+  return h.digest("hex")
+}
+
+const nodeLayer = Layer.merge(NodeFileSystemLive, NodeHostLive)
+
+describe("doctor on the Node layer", () => {
+  it.scoped("leaves a messy real tree byte-for-byte, mode and mtime identical", () =>
+    Effect.gen(function*() {
+      const dir = yield* Effect.acquireRelease(
+        Effect.sync(() => nfs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-doctor-"))),
+        (d) => Effect.sync(() => nfs.rmSync(d, { recursive: true, force: true }))
+      )
+      const agent = NodePath.join(dir, "agent")
+      const web = NodePath.join(dir, "web")
+      const write = (rel: string, content: string | Uint8Array, mode = 0o600) => {
+        const p = NodePath.join(dir, rel)
+        nfs.mkdirSync(NodePath.dirname(p), { recursive: true, mode: 0o700 })
+        nfs.writeFileSync(p, content, { mode })
+      }
+      write("agent/settings.json", "{}")
+      write("agent/trust.json", "{}")
+      write("agent/cache.sqlite", "db")
+      write("agent/state/migration-conflicts/trust.json", "{}")
+      write("agent/work/tools/bash/nomanifest/out.txt", "x")
+      write("agent/work/tools/bash/run1/.pi-work-run.json", "{not json")
+      write("agent/work/tools/bash/.trash/old/file", "x")
+      write("web/ext1/config/db.sqlite", "db")
+      write("web/ext1/config/state/h.jsonl", "{}")
+      write("web/ext1/state/h.jsonl", "{}")
+      nfs.symlinkSync("/etc", NodePath.join(agent, "work", "tools", "bash", "link"))
+      nfs.symlinkSync("../settings.json", NodePath.join(agent, "backups-link"))
+      for (const p of ["agent/work", "agent/work/tools", "agent/work/tools/bash"]) nfs.chmodSync(NodePath.join(dir, p), 0o700)
+      nfs.chmodSync(NodePath.join(agent, "state"), 0o777)
+      const before = hashTree(dir)
+      const report = yield* doctor(agent, { webDataRoot: web }).pipe(Effect.provide(nodeLayer))
+      assert.strictEqual(hashTree(dir), before)
+      const codes = report.findings.map((f) => `${f.code} ${f.path}`)
+      for (const expected of [
+        "legacy-entry trust.json",
+        "unknown-root-entry cache.sqlite",
+        "unknown-root-entry backups-link",
+        "state-world-writable state",
+        "migration-conflicts state/migration-conflicts",
+        "work-unowned-run work/tools/bash/nomanifest",
+        "work-unowned-run work/tools/bash/run1",
+        "work-stray-entry work/tools/bash/link",
+        "work-unfinished-trash work/tools/bash/.trash",
+        `extension-config-database ${web}/ext1/config/db.sqlite`,
+        `extension-split-state ${web}/ext1/config/state`
+      ]) assert.include(codes, expected)
+      assert.notInclude(codes.join("\n"), "settings.json")
+    }))
+})
