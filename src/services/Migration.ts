@@ -162,6 +162,16 @@ const makeEngine = (fs: Fs, collector: Collector, display: (path: string) => str
       }
     })
 
+  /**
+   * Make the destination's parent. A symlink already there (say state/ kept on another disk) is the user's
+   * choice of where a canonical directory lives: the OS resolves it like any intermediate component.
+   */
+  const ensureParent = (dir: string) =>
+    fs.makeDirectory(dir, { recursive: true }).pipe(
+      Effect.catchIf((e) => e.reason === "AlreadyExists", (e) =>
+        Effect.flatMap(fs.lstat(dir), (info) => (info.type === "SymbolicLink" ? Effect.void : Effect.fail(e))))
+    )
+
   /** Move `src` to the absent `dst`: one rename, or a verified copy across devices. */
   const transfer = (
     src: string,
@@ -169,7 +179,7 @@ const makeEngine = (fs: Fs, collector: Collector, display: (path: string) => str
     dst: string,
     placeChild: (src: string, dst: string) => Effect.Effect<Placed, FileSystemError>
   ): Effect.Effect<void, FileSystemError> =>
-    fs.makeDirectory(NodePath.dirname(dst), { recursive: true }).pipe(
+    ensureParent(NodePath.dirname(dst)).pipe(
       Effect.zipRight(fs.rename(src, dst)),
       Effect.catchIf(isCrossDevice, () => copyAcross(src, info, dst, placeChild))
     )
@@ -228,6 +238,7 @@ const makeEngine = (fs: Fs, collector: Collector, display: (path: string) => str
 
   return {
     lstatOption,
+    ensureParent,
     writeDurably,
     place,
     preserve,
@@ -501,7 +512,7 @@ const readJournal = (fs: Fs, path: string) =>
 /** Append = read + durable rewrite (journals are small; this keeps every line whole after a crash). */
 const appendJournal = (fs: Fs, engine: Engine, path: string, record: JournalRecord) =>
   Effect.gen(function*() {
-    yield* fs.makeDirectory(NodePath.dirname(path), { recursive: true })
+    yield* engine.ensureParent(NodePath.dirname(path))
     const current = yield* fs.readFile(path).pipe(
       Effect.catchIf(isNotFound, () => Effect.succeed(new Uint8Array()))
     )
@@ -546,7 +557,7 @@ const runLedgerEntry = (
     const bytes = ledgerSerialize(entry.format, merge.rows)
     // Durable merged result first; the source is retired only after it.
     if (toBytes === undefined || !bytesEqual(bytes, toBytes)) {
-      yield* fs.makeDirectory(NodePath.dirname(to), { recursive: true })
+      yield* engine.ensureParent(NodePath.dirname(to))
       yield* engine.writeDurably(to, bytes, toInfo?.mode ?? fromInfo.mode)
     }
     const mergedRows = merge.added + merge.replaced
