@@ -5,7 +5,9 @@
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import { Effect, Exit, Layer, ManagedRuntime, Scope } from "effect"
-import { resolveAgentDir } from "./domain/AgentPaths.js"
+import { EXTENSIONS_WORK_CATEGORY, resolveAgentDir } from "./domain/AgentPaths.js"
+import { InvalidSegment, StorageUnloaded } from "./domain/Errors.js"
+import { parseSegment } from "./domain/Segment.js"
 import type { PruneReport } from "./domain/PruneReport.js"
 import type { RetentionInput } from "./domain/Retention.js"
 import { runTyped, unrefSleep } from "./facade/runtime.js"
@@ -34,6 +36,21 @@ export interface WorkRunLease {
   [Symbol.asyncDispose](): Promise<void>
 }
 
+/** An extension's view of agent storage (WR11): `getStorage()` does no I/O and creates no directory. */
+export interface ExtensionStorage {
+  readonly namespace: string
+  /** `state/extensions/<ns>/`: durable, never auto-cleaned. */
+  readonly stateDir: string
+  /** `cache/extensions/<ns>/`: rebuildable, safe to delete. */
+  readonly cacheDir: string
+  /** A leased run under `work/extensions/<ns>/`; released on `unload()` or store `close()` at the latest. */
+  acquireWorkRun(o?: { runId?: string; retention?: RetentionInput | false }): Promise<WorkRunLease>
+  /** Prune this extension's runs; the policy is clamped to the harness ceiling. */
+  pruneWork(o?: { policy?: RetentionInput; dryRun?: boolean }): Promise<PruneReport>
+  /** Release every lease taken through this view; later acquisitions reject with `StorageUnloaded`. */
+  unload(): Promise<void>
+}
+
 export interface AgentStorage {
   readonly agentDir: string
   readonly workRoot: string
@@ -41,6 +58,8 @@ export interface AgentStorage {
   getProcessWorkRun(o: { category: string; tenant: string }): Promise<WorkRunLease>
   pruneWorkTenant(o: { category: string; tenant: string; policy?: RetentionInput; dryRun?: boolean }): Promise<PruneReport>
   workRootEnv(run?: WorkRunLease): Record<string, string>
+  /** Throws `InvalidSegment` for a bad namespace. */
+  getStorage(namespace: string): ExtensionStorage
   /** Releases every lease it handed out, waits for background prunes. */
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
@@ -83,7 +102,8 @@ const asLease = (run: WorkRun, release: (o?: { delete?: boolean }) => Promise<vo
 export const openAgentStorage = async (options: OpenOptions = {}): Promise<AgentStorage> => {
   installExitHook()
   const runtime = ManagedRuntime.make(storeLayer(options))
-  const { agentDir, workRoot } = await runTyped(runtime, Effect.map(AgentDir, (d) => ({ agentDir: d.path, workRoot: d.paths.workRoot })))
+  const paths = await runTyped(runtime, Effect.map(AgentDir, (d) => d.paths))
+  const { agentDir, workRoot } = paths
   const open = new Set<() => Promise<void>>()
   let closed: Promise<void> | undefined
 
@@ -129,6 +149,33 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
         await runtime.dispose()
       })()
       return closed
+    },
+    getStorage: (namespace) => {
+      const parsed = parseSegment(namespace)
+      if (parsed._tag === "Left") {
+        throw new InvalidSegment({ field: "namespace", value: namespace, rule: parsed.left.rule, detail: parsed.left.message })
+      }
+      const ns = parsed.right
+      const held = new Set<WorkRunLease>()
+      let unloaded = false
+      return {
+        namespace: ns,
+        stateDir: paths.extensionStateDir(ns),
+        cacheDir: paths.extensionCacheDir(ns),
+        acquireWorkRun: async (o = {}) => {
+          if (unloaded) throw new StorageUnloaded({ namespace: ns })
+          const lease = await storage.acquireWorkRun({ ...o, category: EXTENSIONS_WORK_CATEGORY, tenant: ns })
+          held.add(lease)
+          const release = (r?: { delete?: boolean }) => lease.release(r).finally(() => held.delete(lease))
+          return { ...lease, release, [Symbol.asyncDispose]: () => release() }
+        },
+        pruneWork: (o = {}) => storage.pruneWorkTenant({ ...o, category: EXTENSIONS_WORK_CATEGORY, tenant: ns }),
+        unload: async () => {
+          unloaded = true
+          await Promise.allSettled([...held].map((lease) => lease.release()))
+          held.clear()
+        }
+      }
     },
     [Symbol.asyncDispose]: () => storage.close()
   }

@@ -7,6 +7,7 @@ import * as MemoryFs from "../../src/layers/MemoryFileSystem.js"
 import * as MemoryHost from "../../src/layers/MemoryHost.js"
 import type { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
+import { ExtensionStorage } from "../../src/services/ExtensionStorage.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { Host } from "../../src/services/Host.js"
 import { WorkRuns, type WorkRunsOptions } from "../../src/services/WorkRuns.js"
@@ -26,7 +27,8 @@ export const processLayer = (
   const base = Layer.merge(Layer.succeed(FileSystem, fs), Layer.succeed(Host, host))
   const agentDir = AgentDir.layer(AGENT_DIR).pipe(Layer.provide(base))
   const workRuns = WorkRuns.layer({ busyDelayMs: 0, ...options.workRuns }).pipe(Layer.provide(Layer.merge(base, agentDir)))
-  return Layer.mergeAll(base, agentDir, workRuns)
+  const extensions = ExtensionStorage.layer.pipe(Layer.provide(Layer.merge(agentDir, workRuns)))
+  return Layer.mergeAll(base, agentDir, workRuns, extensions)
 }
 
 /** Build a simulated process in the current scope; returns its services. */
@@ -35,5 +37,6 @@ export const spawnProcess = (world: MemoryWorld, options: Parameters<typeof proc
     workRuns: Context.get(ctx, WorkRuns),
     fs: Context.get(ctx, FileSystem),
     host: Context.get(ctx, Host),
-    paths: Context.get(ctx, AgentDir).paths
+    paths: Context.get(ctx, AgentDir).paths,
+    extensions: Context.get(ctx, ExtensionStorage)
   }))

@@ -1,0 +1,78 @@
+/**
+ * Agent-side extension storage (SPEC WR11): `getStorage(namespace)` is a view with the extension's durable
+ * state dir, rebuildable cache dir and leased work runs under `work/extensions/<ns>/`. Building the view does
+ * no I/O. Retention the extension asks for is clamped to the harness ceiling by `WorkRuns`. Every lease taken
+ * through the view is released when the view's scope closes (unload, or the extension program failing) or
+ * on `unload`; after that the view refuses new runs with `StorageUnloaded`.
+ */
+import { Context, Effect, ExecutionStrategy, Exit, Layer, Ref, Scope } from "effect"
+import { EXTENSIONS_WORK_CATEGORY } from "../domain/AgentPaths.js"
+import { InvalidSegment, StorageUnloaded } from "../domain/Errors.js"
+import type { PruneReport } from "../domain/PruneReport.js"
+import type { RetentionInput } from "../domain/Retention.js"
+import { parseSegment } from "../domain/Segment.js"
+import { AgentDir } from "./AgentDir.js"
+import { type AcquireError, type PruneFailure, type WorkRun, WorkRuns } from "./WorkRuns.js"
+
+export interface ExtensionStorageView {
+  readonly namespace: string
+  /** `state/extensions/<ns>/`: durable, never auto-cleaned. */
+  readonly stateDir: string
+  /** `cache/extensions/<ns>/`: rebuildable, safe to delete. */
+  readonly cacheDir: string
+  /** A leased run under `work/extensions/<ns>/`, released with the caller's scope or the view's, whichever first. */
+  readonly acquireWorkRun: (options?: {
+    readonly runId?: string | undefined
+    readonly retention?: RetentionInput | false | undefined
+  }) => Effect.Effect<WorkRun, AcquireError | StorageUnloaded, Scope.Scope>
+  readonly pruneWork: (options?: { readonly policy?: RetentionInput; readonly dryRun?: boolean }) => Effect.Effect<PruneReport, PruneFailure>
+  /** Release every lease taken through this view and refuse new ones. Idempotent. */
+  readonly unload: Effect.Effect<void>
+}
+
+export class ExtensionStorage extends Context.Tag("pi-agent-storage/ExtensionStorage")<ExtensionStorage, {
+  /** Scoped: closing the scope unloads the view. No I/O, no directory created. */
+  readonly getStorage: (namespace: string) => Effect.Effect<ExtensionStorageView, InvalidSegment, Scope.Scope>
+}>() {
+  static readonly layer: Layer.Layer<ExtensionStorage, never, WorkRuns | AgentDir> = Layer.effect(
+    ExtensionStorage,
+    Effect.gen(function*() {
+      const workRuns = yield* WorkRuns
+      const { paths } = yield* AgentDir
+      const getStorage = (namespace: string) =>
+        Effect.gen(function*() {
+          const parsed = parseSegment(namespace)
+          if (parsed._tag === "Left") {
+            return yield* new InvalidSegment({ field: "namespace", value: namespace, rule: parsed.left.rule, detail: parsed.left.message })
+          }
+          const ns = parsed.right
+          // Leases live in the view's own scope; each acquisition is also tied to its caller's scope.
+          const viewScope = yield* Scope.make()
+          const unloaded = yield* Ref.make(false)
+          const unload = Effect.zipRight(Ref.set(unloaded, true), Scope.close(viewScope, Exit.void))
+          yield* Effect.addFinalizer(() => unload)
+          const acquireWorkRun: ExtensionStorageView["acquireWorkRun"] = (options) =>
+            Effect.gen(function*() {
+              if (yield* Ref.get(unloaded)) return yield* new StorageUnloaded({ namespace: ns })
+              const runScope = yield* Scope.fork(viewScope, ExecutionStrategy.sequential)
+              const run = yield* Scope.extend(
+                workRuns.acquire({ category: EXTENSIONS_WORK_CATEGORY, tenant: ns, runId: options?.runId, retention: options?.retention }),
+                runScope
+              ).pipe(Effect.onError(() => Scope.close(runScope, Exit.void)))
+              yield* Effect.addFinalizer(() => Scope.close(runScope, Exit.void))
+              return run
+            }).pipe(Effect.uninterruptible)
+          return {
+            namespace: ns,
+            stateDir: paths.extensionStateDir(ns),
+            cacheDir: paths.extensionCacheDir(ns),
+            acquireWorkRun,
+            pruneWork: (options) =>
+              workRuns.prune({ category: EXTENSIONS_WORK_CATEGORY, tenant: ns, policy: options?.policy, dryRun: options?.dryRun }),
+            unload
+          } satisfies ExtensionStorageView
+        })
+      return ExtensionStorage.of({ getStorage })
+    })
+  )
+}

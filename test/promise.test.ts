@@ -1,0 +1,163 @@
+/**
+ * The Promise facade on the real filesystem: physical locations, typed rejections, close, extensions, and
+ * real child processes holding leases (a live one survives a prune, a SIGKILLed one is reclaimed).
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { afterEach, beforeEach, describe, expect, it } from "vitest"
+import { acquireWorkRun, openAgentStorage, pruneWorkTenant } from "../src/promise.js"
+
+let dir = ""
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "pi-facade-"))
+})
+afterEach(() => fs.rmSync(dir, { recursive: true, force: true }))
+
+const leases = (runPath: string) => fs.readdirSync(path.join(runPath, ".leases"))
+const manifest = (runPath: string) => JSON.parse(fs.readFileSync(path.join(runPath, ".pi-work-run.json"), "utf8"))
+
+describe("openAgentStorage", () => {
+  it("acquires runs at their documented place, with a manifest and a lease, and releases them", async () => {
+    const storage = await openAgentStorage({ agentDir: dir })
+    expect(storage.agentDir).toBe(dir)
+    expect(storage.workRoot).toBe(path.join(dir, "work"))
+    const run = await storage.acquireWorkRun({ category: "tools", tenant: "bash", retention: false })
+    expect(run.path).toBe(path.join(dir, "work", "tools", "bash", run.runId))
+    expect(run.runId).toMatch(/^\d{8}t\d{9}z-[0-9a-f]{8}-[0-9a-f]{8}$/)
+    expect(manifest(run.path)).toMatchObject({ version: 2, category: "tools", tenant: "bash", runId: run.runId, kind: "generated", createdBy: { pid: process.pid } })
+    expect(leases(run.path)).toHaveLength(1)
+    expect(fs.statSync(path.join(dir, "work", "tools", "bash")).mode & 0o777).toBe(0o700)
+    expect(storage.workRootEnv(run)).toEqual({ PI_WORK_ROOT: path.join(dir, "work"), PI_WORK_RUN_DIR: run.path })
+    await run.release()
+    await run.release()
+    expect(leases(run.path)).toEqual([])
+    expect(typeof manifest(run.path).releasedAt).toBe("number")
+    await storage.close()
+  })
+
+  it("rejects with the typed error itself, naming the value", async () => {
+    const storage = await openAgentStorage({ agentDir: dir })
+    const error = await storage.acquireWorkRun({ category: "tools", tenant: "CON" }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(Error)
+    expect(error).toMatchObject({ _tag: "InvalidSegment", field: "tenant", value: "CON", rule: "uppercase" })
+    expect(String((error as Error).message)).toContain("\"CON\"")
+    fs.mkdirSync(path.join(dir, "work", "tools", "bash", "stray"), { recursive: true })
+    await expect(storage.acquireWorkRun({ category: "tools", tenant: "bash", runId: "stray" })).rejects.toMatchObject({ _tag: "UnownedRun" })
+    await storage.close()
+  })
+
+  it("release({ delete: true }) removes a one-shot run; asyncDispose releases; close releases the rest", async () => {
+    const storage = await openAgentStorage({ agentDir: dir })
+    const oneShot = await storage.acquireWorkRun({ category: "tools", tenant: "bash", retention: false })
+    fs.writeFileSync(path.join(oneShot.path, "out.txt"), "x")
+    await oneShot.release({ delete: true })
+    expect(fs.existsSync(oneShot.path)).toBe(false)
+    {
+      await using scoped = await storage.acquireWorkRun({ category: "tools", tenant: "bash", runId: "scoped", retention: false })
+      expect(leases(scoped.path)).toHaveLength(1)
+    }
+    expect(leases(path.join(dir, "work", "tools", "bash", "scoped"))).toEqual([])
+    const left = await storage.acquireWorkRun({ category: "tools", tenant: "bash", retention: false })
+    const processRun = await storage.getProcessWorkRun({ category: "tools", tenant: "proc" })
+    expect((await storage.getProcessWorkRun({ category: "tools", tenant: "proc" })).path).toBe(processRun.path)
+    await storage.close()
+    expect(leases(left.path)).toEqual([])
+    expect(leases(processRun.path)).toEqual([])
+  })
+
+  it("prunes with the report shape of the facade; dry run touches nothing", async () => {
+    const storage = await openAgentStorage({ agentDir: dir })
+    const ids: Array<string> = []
+    for (let i = 0; i < 3; i++) {
+      const run = await storage.acquireWorkRun({ category: "tools", tenant: "bash", retention: false })
+      fs.writeFileSync(path.join(run.path, "data.bin"), Buffer.alloc(1000))
+      ids.push(run.runId)
+      await run.release()
+    }
+    const dry = await storage.pruneWorkTenant({ category: "tools", tenant: "bash", policy: { maxInactiveRuns: 1 }, dryRun: true })
+    expect(dry.removed.map((r) => r.runId)).toEqual(ids.slice(0, 2))
+    for (const id of ids) expect(fs.existsSync(path.join(dir, "work", "tools", "bash", id))).toBe(true)
+    const report = await storage.pruneWorkTenant({ category: "tools", tenant: "bash", policy: { maxInactiveRuns: 1 } })
+    expect(Object.keys(report).sort()).toEqual(
+      ["active", "busy", "bytesAfter", "bytesBefore", "dryRun", "errors", "incomplete", "kept", "removed", "scannedRuns", "skipped", "truncated", "unowned"]
+    )
+    expect(report.removed.map((r) => [r.runId, r.reason])).toEqual(ids.slice(0, 2).map((id) => [id, "count"]))
+    expect(report.kept).toEqual([ids[2]])
+    expect(fs.readdirSync(path.join(dir, "work", "tools", "bash")).filter((n) => !n.startsWith(".")).sort()).toEqual([ids[2]])
+    await storage.close()
+  })
+
+  it("refuses a group-writable or symlinked tenant with UnsafeRoot and deletes nothing", async () => {
+    const storage = await openAgentStorage({ agentDir: dir })
+    const run = await storage.acquireWorkRun({ category: "tools", tenant: "bash", retention: false })
+    await run.release()
+    const tenant = path.join(dir, "work", "tools", "bash")
+    fs.chmodSync(tenant, 0o777)
+    await expect(storage.pruneWorkTenant({ category: "tools", tenant: "bash", policy: { maxAgeMs: 0 } })).rejects.toMatchObject({ _tag: "UnsafeRoot", reason: "group-or-world-writable" })
+    fs.chmodSync(tenant, 0o700)
+    fs.renameSync(tenant, path.join(dir, "moved"))
+    fs.symlinkSync(path.join(dir, "moved"), tenant)
+    await expect(storage.pruneWorkTenant({ category: "tools", tenant: "bash", policy: { maxAgeMs: 0 } })).rejects.toMatchObject({ _tag: "UnsafeRoot", reason: "symlink" })
+    expect(fs.existsSync(path.join(dir, "moved", run.runId, ".pi-work-run.json"))).toBe(true)
+    await storage.close()
+  })
+
+  it("getStorage: no I/O until used; runs under work/extensions/<ns>/; unload releases and refuses", async () => {
+    const storage = await openAgentStorage({ agentDir: dir })
+    const ext = storage.getStorage("notes")
+    expect(fs.readdirSync(dir)).toEqual([])
+    expect(ext.stateDir).toBe(path.join(dir, "state", "extensions", "notes"))
+    expect(ext.cacheDir).toBe(path.join(dir, "cache", "extensions", "notes"))
+    expect(() => storage.getStorage("Notes")).toThrow(expect.objectContaining({ _tag: "InvalidSegment" }))
+    const run = await ext.acquireWorkRun({ retention: false })
+    expect(run.path).toBe(path.join(dir, "work", "extensions", "notes", run.runId))
+    await ext.unload()
+    expect(leases(run.path)).toEqual([])
+    await expect(ext.acquireWorkRun()).rejects.toMatchObject({ _tag: "StorageUnloaded" })
+    await storage.close()
+  })
+
+  it("module-level helpers share one store per agent dir", async () => {
+    const run = await acquireWorkRun({ agentDir: dir, category: "tools", tenant: "mod", retention: false })
+    expect(run.path.startsWith(path.join(dir, "work", "tools", "mod"))).toBe(true)
+    await run.release()
+    const report = await pruneWorkTenant({ agentDir: dir, category: "tools", tenant: "mod", policy: { maxInactiveRuns: 0 } })
+    expect(report.removed.map((r) => r.runId)).toEqual([run.runId])
+  })
+})
+
+describe("leases held by real child processes", () => {
+  const holder = path.join(import.meta.dirname, "fixtures", "holder.mjs")
+  const start = (mode: "hold" | "exit") =>
+    new Promise<{ child: ChildProcess; run: { path: string; runId: string } }>((resolve, reject) => {
+      const child = spawn(process.execPath, [holder, dir, "tools", "bash", mode], { stdio: ["ignore", "pipe", "inherit"] })
+      let out = ""
+      child.stdout!.on("data", (chunk: Buffer) => {
+        out += chunk.toString()
+        if (out.includes("\n")) resolve({ child, run: JSON.parse(out.split("\n")[0]!) })
+      })
+      child.on("error", reject)
+      child.on("exit", (code) => { if (!out.includes("\n")) reject(new Error(`holder exited ${code}`)) })
+    })
+  const exited = (child: ChildProcess) => new Promise<void>((resolve) => child.exitCode !== null || child.signalCode !== null ? resolve() : child.on("exit", () => resolve()))
+
+  it("a live child's run survives a prune; a SIGKILLed child's run is reclaimed; an exiting child drops its lease", async () => {
+    const [live, killed, quitter] = await Promise.all([start("hold"), start("hold"), start("exit")])
+    killed.child.kill("SIGKILL")
+    await Promise.all([exited(killed.child), exited(quitter.child)])
+    expect(leases(killed.run.path)).toHaveLength(1)
+    expect(leases(quitter.run.path)).toEqual([])
+    const storage = await openAgentStorage({ agentDir: dir })
+    const report = await storage.pruneWorkTenant({ category: "tools", tenant: "bash", policy: { maxInactiveRuns: 0 } })
+    expect(report.active).toEqual([live.run.runId])
+    expect(report.removed.map((r) => r.runId).sort()).toEqual([killed.run.runId, quitter.run.runId].sort())
+    expect(fs.existsSync(live.run.path)).toBe(true)
+    expect(fs.existsSync(killed.run.path)).toBe(false)
+    live.child.kill("SIGTERM")
+    await exited(live.child)
+    expect(leases(live.run.path)).toEqual([])
+    await storage.close()
+  })
+})
