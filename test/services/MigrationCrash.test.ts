@@ -3,10 +3,19 @@
  * must equal the crash-free result (every byte once, at its documented place), and a further rerun is a no-op.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, FastCheck as fc } from "effect"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { migrateAgentDirLayout, runMigrationPlan } from "../../src/services/Migration.js"
-import { AGENT, type CrashScenario, crashAtEveryStep, files, links } from "./migrationSupport.js"
+import {
+  AGENT,
+  asProcess,
+  type CrashScenario,
+  crashAtEveryStep,
+  files,
+  HOST,
+  links,
+  spawn as spawnProcess
+} from "./migrationSupport.js"
 
 const seed = (world: MemoryWorld, entries: Record<string, string>) =>
   Effect.forEach(Object.entries(entries), ([rel, content]) => world.writeFixture(`${AGENT}/${rel}`, content), { discard: true })
@@ -159,4 +168,67 @@ describe("migrations survive a crash at every mutating step (Memory layer)", () 
       ),
       (steps) => assert.isAbove(steps, 5)
     ))
+})
+
+// ---------------------------------------------------------------------------------------------------------
+// Random trees: whatever collides, every legacy byte survives once, the canonical copy is never overwritten.
+
+const PATHS = ["a", "b", "a/x", "a/y", "b/x", "c/d/e", "c/d", "f"]
+/** A consistent tree side: no path is both a file and a directory (a prefix of another chosen path). */
+const sideArb = fc
+  .dictionary(fc.constantFrom(...PATHS), fc.constantFrom("1", "2", "3"), { maxKeys: 6 })
+  .map((d) => Object.fromEntries(Object.entries(d).filter(([p]) => !Object.keys(d).some((q) => q.startsWith(`${p}/`)))))
+
+describe("random collisions (property)", () => {
+  it.effect.prop(
+    "legacy bytes end up exactly once at their place or under migration-conflicts; canonical files are untouched",
+    [sideArb, sideArb, fc.boolean(), fc.option(fc.nat({ max: 40 }), { nil: undefined })],
+    ([legacy, canonical, otherDevice, crashAt]) =>
+      Effect.gen(function*() {
+        const world = MemoryWorld.make({ journal: false })
+        const dest = "state/legacy-layout/tmp"
+        yield* world.mkdirFixture(`${AGENT}/state`)
+        if (otherDevice) world.mount(`${AGENT}/state`, 2)
+        // Same small alphabet on both sides, so identical copies occur (they must collapse into one).
+        yield* seed(world, Object.fromEntries(Object.entries(legacy).map(([p, c]) => [`tmp/${p}`, c])))
+        yield* seed(world, Object.fromEntries(Object.entries(canonical).map(([p, c]) => [`${dest}/${p}`, c])))
+        if (crashAt !== undefined) {
+          const first = spawnProcess(world)
+          world.crashAfter(crashAt, { pid: first.pid })
+          yield* Effect.provide(layout, first.layer).pipe(Effect.exit)
+          world.kill(HOST, first.pid)
+          world.recover()
+        }
+        const report = yield* asProcess(world, migrateAgentDirLayout(AGENT))
+        assert.deepStrictEqual(report.errors, [])
+        const after = files(world)
+        // Canonical files keep their bytes at their place.
+        for (const [p, c] of Object.entries(canonical)) assert.strictEqual(after[`${dest}/${p}`], c)
+        // Each legacy file is at its place (moved, or identical to the canonical one), or under the conflicts
+        // at its own relative path (whole when a colliding ancestor was preserved).
+        const conflictRoot = "state/migration-conflicts/tmp"
+        let identical = 0
+        const preservedAt = new Set<string>()
+        for (const [p, c] of Object.entries(legacy)) {
+          if (after[`${dest}/${p}`] === c && canonical[p] === undefined) continue
+          if (canonical[p] === c) {
+            identical++
+            continue
+          }
+          // Any component of the preserved path may carry a deterministic `.N` suffix (that slot was taken).
+          const shape = new RegExp(`^${conflictRoot}/${p.split("/").map((c) => `${c}(\\.\\d+)?`).join("/")}$`)
+          const candidates = Object.keys(after).filter((q) => shape.test(q) && after[q] === c)
+          const fresh = candidates.filter((q) => !preservedAt.has(q))
+          assert.isAbove(fresh.length, 0, `legacy ${p} (${c}) lost: ${JSON.stringify(after)}`)
+          preservedAt.add(fresh[0]!)
+        }
+        // Nothing duplicated: every file is one original.
+        assert.strictEqual(Object.keys(after).length, Object.keys(legacy).length + Object.keys(canonical).length - identical)
+        assert.isUndefined(world.tree(`${AGENT}/tmp`)[`${AGENT}/tmp`])
+        const settled = world.mutationCount
+        yield* asProcess(world, migrateAgentDirLayout(AGENT))
+        assert.strictEqual(world.mutationCount, settled)
+      }),
+    { fastCheck: { numRuns: 150 } }
+  )
 })
