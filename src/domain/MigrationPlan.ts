@@ -402,7 +402,7 @@ export const FINDING_CODES = {
   },
   "canonical-kind-mismatch": {
     severity: "warning",
-    meaning: "A canonical root name with the wrong kind (a file where a directory belongs, a symlink, …)."
+    meaning: "A canonical root name with the wrong kind (a file where a directory belongs or the reverse)."
   },
   "unknown-root-entry": {
     severity: "warning",

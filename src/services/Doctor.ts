@@ -139,15 +139,8 @@ const checkRoot = (scan: Scan, agentDir: string) =>
       switch (c._tag) {
         case "Canonical": {
           const want = c.entry.kind === "file" ? "File" : "Directory"
-          if (entry.type === "SymbolicLink") {
-            scan.add(
-              "canonical-kind-mismatch",
-              path,
-              `${entry.name} is a symlink; the library reads and writes through it but never cleans up through it`,
-              undefined,
-              "info"
-            )
-          } else if (entry.type !== want) {
+          // A canonical name that is a symlink is the user's choice of disk (silent); the wrong kind is not.
+          if (entry.type !== want && entry.type !== "SymbolicLink") {
             scan.add(
               "canonical-kind-mismatch",
               path,

@@ -39,6 +39,7 @@ const messyFixture = (world: MemoryWorld) =>
     yield* d("okf-memory")
     yield* d("cache")
     yield* d("sessions")
+    yield* world.symlinkFixture("/mnt/big-disk/models", `${AGENT}/models`)
     // canonical of the wrong kind
     yield* w("skills", "not a directory")
     // legacy
