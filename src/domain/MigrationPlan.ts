@@ -388,7 +388,7 @@ export const FINDING_CODES = {
   },
   "agent-dir-not-directory": {
     severity: "error",
-    meaning: "The agent directory path is a symlink or not a directory; nothing below it was scanned."
+    meaning: "The agent directory (after resolving a symlink at its own path) is not a directory; nothing was scanned."
   },
   "legacy-entry": {
     severity: "warning",
@@ -426,7 +426,7 @@ export const FINDING_CODES = {
   },
   "state-world-writable": {
     severity: "error",
-    meaning: "state/ is writable by others (or is a symlink/not a directory): durable state is exposed."
+    meaning: "state/ is writable by others: anyone on the machine can change or delete durable state."
   },
   "work-unowned-run": {
     severity: "warning",
