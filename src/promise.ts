@@ -4,18 +4,21 @@
  */
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
-import { Effect, Exit, Layer, ManagedRuntime, Scope } from "effect"
+import { Effect, Exit, ManagedRuntime, Scope } from "effect"
 import { EXTENSIONS_WORK_CATEGORY, resolveAgentDir } from "./domain/AgentPaths.js"
 import { InvalidSegment, StorageUnloaded } from "./domain/Errors.js"
 import { parseSegment } from "./domain/Segment.js"
+import type { DoctorReport, LayoutReport } from "./domain/MigrationPlan.js"
 import type { PruneReport } from "./domain/PruneReport.js"
 import type { RetentionInput } from "./domain/Retention.js"
 import { runTyped, unrefSleep } from "./facade/runtime.js"
-import { NodeFileSystemLive } from "./layers/NodeFileSystem.js"
-import { NodeHostLive } from "./layers/NodeHost.js"
+import { NodeWorld, storageLayer } from "./layers/Storage.js"
 import { AgentDir } from "./services/AgentDir.js"
+import { Doctor, type DoctorOptions } from "./services/Doctor.js"
+import { Migration } from "./services/Migration.js"
 import { type WorkRun, WorkRuns } from "./services/WorkRuns.js"
 
+export type { DoctorReport, Finding, LayoutReport } from "./domain/MigrationPlan.js"
 export type { PruneReport } from "./domain/PruneReport.js"
 export type { RetentionInput } from "./domain/Retention.js"
 
@@ -58,6 +61,10 @@ export interface AgentStorage {
   getProcessWorkRun(o: { category: string; tenant: string }): Promise<WorkRunLease>
   pruneWorkTenant(o: { category: string; tenant: string; policy?: RetentionInput; dryRun?: boolean }): Promise<PruneReport>
   workRootEnv(run?: WorkRunLease): Record<string, string>
+  /** MG1: move legacy root entries to their canonical places (also run by `openAgentStorage` unless `migrate: false`). */
+  migrateAgentDirLayout(o?: { maxEntries?: number }): Promise<LayoutReport>
+  /** DR1/DR2: a bounded, read-only scan of the agent dir (and, given `webDataRoot`, the extension data dirs). */
+  doctor(o?: { maxEntries?: number; webDataRoot?: string }): Promise<DoctorReport>
   /** Throws `InvalidSegment` for a bad namespace. */
   getStorage(namespace: string): ExtensionStorage
   /** Releases every lease it handed out, waits for background prunes. */
@@ -82,12 +89,8 @@ const installExitHook = () => {
   })
 }
 
-const storeLayer = (options: OpenOptions) => {
-  const base = Layer.mergeAll(NodeFileSystemLive, NodeHostLive)
-  const agentDir = AgentDir.layer(options.agentDir).pipe(Layer.provide(NodeHostLive))
-  const workRuns = WorkRuns.layer({ heartbeatSleep: unrefSleep }).pipe(Layer.provide(Layer.merge(base, agentDir)))
-  return Layer.mergeAll(base, agentDir, workRuns)
-}
+const storeLayer = (options: OpenOptions) =>
+  storageLayer(NodeWorld, { agentDir: options.agentDir, migrate: options.migrate, workRuns: { heartbeatSleep: unrefSleep } })
 
 const asLease = (run: WorkRun, release: (o?: { delete?: boolean }) => Promise<void>): WorkRunLease => ({
   path: run.path,
@@ -150,6 +153,8 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
       })()
       return closed
     },
+    migrateAgentDirLayout: (o = {}) => runTyped(runtime, Effect.flatMap(Migration, (m) => m.migrateAgentDirLayout(agentDir, o))),
+    doctor: (o = {}) => runTyped(runtime, Effect.flatMap(Doctor, (d) => d.doctor(agentDir, o as DoctorOptions))),
     getStorage: (namespace) => {
       const parsed = parseSegment(namespace)
       if (parsed._tag === "Left") {

@@ -7,7 +7,7 @@
  * and re-reads the leases second: whichever comes second sees the other.
  */
 import * as NodePath from "node:path"
-import { Clock, Context, Deferred, Duration, Effect, Exit, Fiber, FiberSet, Layer, Random, Ref, Scope } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Exit, Fiber, FiberSet, Layer, Option, Random, Ref, Scope } from "effect"
 import { type AgentPaths, EXTENSIONS_WORK_CATEGORY, LEASES_DIR, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR, WORK_RUN_MANIFEST } from "../domain/AgentPaths.js"
 import {
   type FileSystemError,
@@ -199,9 +199,15 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           return yield* new ManifestMismatch({ path: runDir, expected: `${address.category}/${address.tenant}/${address.runId}`, found: manifest.found })
         }
         const leasesDir = NodePath.join(runDir, LEASES_DIR)
-        yield* fs.makeDirectory(leasesDir, { mode: 0o700 }).pipe(Effect.catchIf((e) => e.reason === "AlreadyExists", () => Effect.void))
-        const leasesInfo = yield* fs.lstat(leasesDir)
-        if (leasesInfo.type !== "Directory") return yield* new UnownedRun({ path: runDir, why: `${LEASES_DIR} is not a directory` })
+        const made = yield* fs.makeDirectory(leasesDir, { mode: 0o700 }).pipe(
+          Effect.as(true),
+          Effect.catchIf((e) => e.reason === "AlreadyExists", () => Effect.succeed(true)),
+          // Quarantined meanwhile: start over.
+          Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false))
+        )
+        const leasesInfo = made ? yield* fs.lstat(leasesDir).pipe(Effect.option) : Option.none()
+        if (Option.isNone(leasesInfo)) return { _tag: "Again" } as const
+        if (leasesInfo.value.type !== "Directory") return yield* new UnownedRun({ path: runDir, why: `${LEASES_DIR} is not a directory` })
         const now = yield* Clock.currentTimeMillis
         const written = yield* fs.writeFileExclusive(NodePath.join(leasesDir, leaseName), leaseBody(now)).pipe(
           Effect.as(true),
