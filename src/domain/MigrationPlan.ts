@@ -455,6 +455,10 @@ export const FINDING_CODES = {
     severity: "info",
     meaning: "Entries in a tenant's .trash/: a prune was interrupted; the next prune finishes deleting them."
   },
+  "work-abandoned-staging": {
+    severity: "info",
+    meaning: "A run in a tenant's .staging/ whose creator died before renaming it into place; the next prune removes it."
+  },
   "extension-config-database": {
     severity: "warning",
     meaning: "A database file under an extension's config/ (seed 003 §6): move it to state/ (unique records) " +

@@ -13,6 +13,7 @@ import {
   TENANT_CLEANUP_DIR,
   TENANT_PRUNE_MARKER,
   TENANT_PRUNE_STAMP,
+  TENANT_STAGING_DIR,
   TENANT_TRASH_DIR
 } from "../domain/AgentPaths.js"
 import type { FileSystemError } from "../domain/Errors.js"
@@ -280,6 +281,15 @@ const checkTenant = (scan: Scan, category: string, tenant: string, tenantDir: st
             `${trash.length} quarantined run(s) not yet deleted (an interrupted prune)`,
             `run \`pi-storage work prune ${category} ${tenant}\` to finish deleting them`
           )
+        }
+        continue
+      }
+      if (entry.name === TENANT_STAGING_DIR && entry.type === "Directory") {
+        for (const staged of yield* list(scan, path)) {
+          const stagedPath = NodePath.join(path, staged.name)
+          const leases = staged.type === "Directory" ? yield* readLeases(scan.deps, stagedPath) : undefined
+          if (leases !== undefined && (leases.problem !== null || leases.leases.some((l) => l.verdict.alive))) continue
+          scan.add("work-abandoned-staging", stagedPath, "a run whose creator died before placing it", "the next prune of this tenant removes it")
         }
         continue
       }

@@ -1,6 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scope, TestClock } from "effect"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
+import { doctor } from "../../src/services/Doctor.js"
+import { FileSystem } from "../../src/services/FileSystem.js"
+import { Host } from "../../src/services/Host.js"
 import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
 
 const tenantDir = `${AGENT_DIR}/work/tools/bash`
@@ -295,5 +298,26 @@ describe("pruneWorkTenant on the Memory layer", () => {
       yield* Effect.scoped(p.workRuns.acquire({ category: "tools", tenant: "bash", retention: { maxInactiveRuns: 0 } }))
       yield* p.workRuns.awaitBackground
       assert.isFalse(exists(world, first.path))
+    }))
+
+  it.scoped("a crash mid-acquire leaves only a staged entry: the doctor reports it, a later prune removes it", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      const p = yield* spawnProcess(world)
+      yield* Effect.scoped(p.workRuns.acquire({ category: "tools", tenant: "bash", retention: false }))
+      const victim = yield* spawnProcess(world)
+      world.crashAfter(1, { pid: victim.host.pid })
+      const failed = yield* Effect.flip(Effect.scoped(victim.workRuns.acquire({ category: "tools", tenant: "bash", runId: "job", retention: false })))
+      assert.strictEqual(failed._tag, "FileSystemError")
+      world.recover()
+      world.kill("h1", victim.host.pid)
+      assert.isFalse(exists(world, `${tenantDir}/job`), "the run never appeared half-made")
+      const report = yield* doctor(AGENT_DIR).pipe(Effect.provideService(FileSystem, p.fs), Effect.provideService(Host, p.host))
+      assert.deepStrictEqual(report.findings.map((f) => f.code), ["work-abandoned-staging"])
+      yield* TestClock.adjust(2 * 60 * 60 * 1000)
+      yield* p.workRuns.prune({ category: "tools", tenant: "bash" })
+      assert.deepStrictEqual(Object.keys(world.tree(`${tenantDir}/.staging`)), [`${tenantDir}/.staging`])
+      const joined = yield* p.workRuns.acquire({ category: "tools", tenant: "bash", runId: "job", retention: false })
+      assert.strictEqual(joined.kind, "named")
     }))
 })
