@@ -1,0 +1,103 @@
+/**
+ * Measurement 4: acquire + release of generated runs through the Promise facade (durable: fsync'd
+ * manifest) vs `fs.mkdtemp` + manifest write (`wx`) + `rm` in the same process, alternating blocks.
+ * A second row shows the acquirer does not wait for retention: acquires with retention on, in a tenant
+ * holding many inactive runs with files, cost the same as with retention off.
+ */
+import * as fsp from "node:fs/promises"
+import * as os from "node:os"
+import * as path from "node:path"
+import { openAgentStorage } from "../src/promise.js"
+import { BENCH_CATEGORY, buildTenant, ensureWorkRoot, removeTree, tenantDirOf } from "./fixtures.js"
+import type { Measurement } from "./result.js"
+import { nowMs, settle, summarize } from "./util.js"
+
+export interface AcquireOptions {
+  readonly root: string
+  readonly ops: number
+  readonly reps: number
+  readonly settleMs: number
+  /** Inactive runs (with files) planted before the retention-on row. */
+  readonly inactiveRuns: number
+  readonly log: (line: string) => void
+}
+
+export const benchAcquire = async (o: AcquireOptions): Promise<Measurement> => {
+  const agentDir = path.join(o.root, "acquire-agent")
+  ensureWorkRoot(agentDir)
+  const baseDir = path.join(o.root, "acquire-baseline")
+  await fsp.mkdir(baseDir, { recursive: true })
+  const store = await openAgentStorage({ agentDir, migrate: false })
+  const manifest = JSON.stringify({ version: 2, category: BENCH_CATEGORY, tenant: "acq", runId: "x", kind: "generated", createdAt: 0, createdBy: { host: os.hostname(), pid: process.pid } })
+  const ours: Array<number> = []
+  const base: Array<number> = []
+  const retention: Array<number> = []
+  const maxSingle: Array<number> = []
+  try {
+    // Warm-up: first acquire makes the tenant directories, JIT settles.
+    for (let i = 0; i < 20; i++) await (await store.acquireWorkRun({ category: BENCH_CATEGORY, tenant: "acq", retention: false })).release()
+    for (let rep = 0; rep < o.reps; rep++) {
+      const order = rep % 2 === 0 ? ["ours", "base"] : ["base", "ours"]
+      for (const who of order) {
+        // A fresh tenant per block (the store remembers tenant directories it made, so never delete one under it).
+        const tenant = `acq-${rep}`
+        await settle(o.settleMs)
+        const t0 = nowMs()
+        if (who === "ours") {
+          for (let i = 0; i < o.ops; i++) {
+            const lease = await store.acquireWorkRun({ category: BENCH_CATEGORY, tenant, retention: false })
+            await lease.release()
+          }
+          ours.push(((nowMs() - t0) * 1000) / o.ops)
+          removeTree(tenantDirOf(agentDir, tenant))
+        } else {
+          for (let i = 0; i < o.ops; i++) {
+            const dir = await fsp.mkdtemp(path.join(baseDir, "run-"))
+            await fsp.writeFile(path.join(dir, ".pi-work-run.json"), manifest, { flag: "wx" })
+            await fsp.rm(dir, { recursive: true })
+          }
+          base.push(((nowMs() - t0) * 1000) / o.ops)
+        }
+      }
+      o.log(`acquire #${rep + 1}: ours ${ours.at(-1)!.toFixed(0)} µs/op, baseline ${base.at(-1)!.toFixed(0)} µs/op`)
+    }
+    // Retention on: the tenant holds inactive runs with files; the first acquire starts a background prune.
+    if (o.inactiveRuns > 0) {
+      const tenant = "acq-retained"
+      buildTenant(tenantDirOf(agentDir, tenant), tenant, { runs: o.inactiveRuns, filesPerRun: 40 })
+      await settle(o.settleMs)
+      const fresh = await openAgentStorage({ agentDir, migrate: false })
+      try {
+        const n = Math.min(o.ops, 200)
+        const t0 = nowMs()
+        let worst = 0
+        for (let i = 0; i < n; i++) {
+          const s = nowMs()
+          const lease = await fresh.acquireWorkRun({ category: BENCH_CATEGORY, tenant, retention: { maxInactiveRuns: 0 } })
+          await lease.release()
+          worst = Math.max(worst, nowMs() - s)
+        }
+        retention.push(((nowMs() - t0) * 1000) / n)
+        maxSingle.push(worst * 1000)
+      } finally {
+        await fresh.close()
+      }
+    }
+  } finally {
+    await store.close()
+    removeTree(agentDir)
+    removeTree(baseDir)
+  }
+  const oursS = summarize(ours)
+  const baseS = summarize(base)
+  const rows: Measurement["rows"] = [
+    { label: `acquire+release ×${o.ops}`, unit: "µs/op", ours: oursS, baseline: baseS, baselineName: "mkdtemp+wx+rm", ratio: oursS.median / baseS.median, target: 3 }
+  ]
+  const extra = retention.length > 0
+    ? [
+      { label: `… retention on, ${o.inactiveRuns} inactive runs`, unit: "µs/op", ours: summarize(retention), baseline: oursS, baselineName: "retention off", ratio: summarize(retention).median / oursS.median },
+      { label: "… slowest single acquire (retention on)", unit: "µs", ours: summarize(maxSingle) }
+    ]
+    : []
+  return { name: "4 acquire", rows: [...rows, ...extra], notes: { ops: o.ops, reps: o.reps } }
+}

@@ -1,0 +1,78 @@
+/**
+ * `npm run bench [-- --quick] [--json] [--only prune,scan,memory,acquire,cli,property] [--runs N]
+ *  [--files N] [--reps N] [--ops N] [--settle MS] [--keep]`
+ *
+ * Builds fixtures in a temp dir, runs each measurement several times alternating ours and the baseline,
+ * and prints medians, min–max and ratios (or one JSON document with `--json`). `--quick` runs everything at
+ * a smaller size in under a minute. Exit code 0 even when a target is missed: the table says so.
+ */
+import * as fs from "node:fs"
+import { benchAcquire } from "./acquire.js"
+import { benchCli } from "./cli.js"
+import { benchMemory } from "./memory.js"
+import { benchProperty } from "./property.js"
+import { type Measurement, passes, renderMeasurements } from "./result.js"
+import { benchPrune, benchScan } from "./tree.js"
+import { machine, makeTempRoot, numberArg, parseArgs } from "./util.js"
+
+const ALL = ["prune", "scan", "memory", "acquire", "cli", "property"] as const
+
+const main = async () => {
+  const args = parseArgs(process.argv.slice(2))
+  const quick = args.has("quick")
+  const json = args.has("json")
+  const onlyArg = args.get("only")
+  const only = new Set(typeof onlyArg === "string" ? onlyArg.split(",") : ALL)
+  for (const name of only) if (!(ALL as ReadonlyArray<string>).includes(name)) throw new Error(`unknown measurement ${name}; known: ${ALL.join(", ")}`)
+  const log = (line: string) => process.stderr.write(`${line}\n`)
+  const shape = { runs: numberArg(args, "runs", quick ? 100 : 500), filesPerRun: numberArg(args, "files", 40) }
+  const reps = numberArg(args, "reps", quick ? 3 : 5)
+  const settleMs = numberArg(args, "settle", quick ? 300 : 3000)
+  const root = makeTempRoot("bench")
+  const started = Date.now()
+  const results: Array<Measurement> = []
+  try {
+    let template: string | undefined
+    if (only.has("prune")) {
+      const m = await benchPrune({ root, shape, reps, settleMs, log })
+      template = String(m.notes.template)
+      results.push(m)
+    }
+    if (only.has("scan")) results.push(await benchScan({ root, shape, reps: reps * 2, settleMs, log, ...(template ? { template } : {}) }))
+    if (only.has("memory")) {
+      const small = numberArg(args, "memory-small", quick ? 2_000 : 10_000)
+      const large = numberArg(args, "memory-large", quick ? 20_000 : 100_000)
+      results.push(await benchMemory({ root, smallEntries: small, largeEntries: large, filesPerRun: shape.filesPerRun, reps: quick ? 1 : 3, log }))
+    }
+    if (only.has("acquire")) {
+      const ops = numberArg(args, "ops", quick ? 300 : 2000)
+      results.push(await benchAcquire({ root, ops, reps, settleMs, inactiveRuns: quick ? 20 : 100, log }))
+    }
+    if (only.has("cli")) results.push(await benchCli({ root, reps: quick ? 5 : 15, log }))
+    if (only.has("property")) results.push(await benchProperty({ seconds: numberArg(args, "property-seconds", quick ? 3 : 10), log }))
+  } finally {
+    if (!args.has("keep")) fs.rmSync(root, { recursive: true, force: true })
+  }
+  const doc = {
+    machine: machine(root.replace(/\/[^/]*$/, "")),
+    quick,
+    seconds: Math.round((Date.now() - started) / 100) / 10,
+    measurements: results.map((m) => ({ ...m, rows: m.rows.map((r) => ({ ...r, pass: passes(r) ?? null })) }))
+  }
+  if (json) {
+    process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`)
+  } else {
+    const mc = doc.machine
+    process.stdout.write(`machine: ${mc.nproc} × ${mc.cpu}, node ${mc.node}, ${mc.fsType}, ${mc.os}, load ${mc.loadAverage.join(" ")}\n`)
+    process.stdout.write(`${renderMeasurements(results)}\n`)
+    for (const m of results) {
+      if (Object.keys(m.notes).length > 0) process.stdout.write(`${m.name}: ${JSON.stringify(m.notes)}\n`)
+    }
+    process.stdout.write(`took ${doc.seconds} s\n`)
+  }
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`bench failed: ${e instanceof Error ? e.stack ?? e.message : JSON.stringify(e)}\n`)
+  process.exit(1)
+})

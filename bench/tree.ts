@@ -1,0 +1,165 @@
+/**
+ * Measurements 1 (prune vs `rm -rf`) and 2 (a prune where nothing qualifies vs `du -sb`) over the same
+ * released-runs tree. Ours runs in this process (wall + process CPU); the baselines are child processes
+ * timed by bash's `time` (wall + their own CPU).
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { openAgentStorage } from "../src/promise.js"
+import { NodeFileSystemLive } from "../src/layers/NodeFileSystem.js"
+import { NodeHostLive } from "../src/layers/NodeHost.js"
+import { AgentDir } from "../src/services/AgentDir.js"
+import { WorkRuns } from "../src/services/WorkRuns.js"
+import { BENCH_CATEGORY, buildTenant, copyTree, ensureWorkRoot, removeTree, tenantDirOf, totalEntries, type TreeShape } from "./fixtures.js"
+import type { Measurement } from "./result.js"
+import { cpuMs, nowMs, runTimed, settle, summarize } from "./util.js"
+
+export interface TreeOptions {
+  readonly root: string
+  readonly shape: TreeShape
+  readonly reps: number
+  readonly settleMs: number
+  readonly log: (line: string) => void
+}
+
+/** A ceiling nothing ever exceeds, so a prune under it removes nothing: a pure measurement (scan). */
+export const NOTHING_QUALIFIES = {
+  maxAgeMs: Number.MAX_SAFE_INTEGER,
+  maxInactiveRuns: Number.MAX_SAFE_INTEGER,
+  maxBytes: Number.MAX_SAFE_INTEGER,
+  maxScannedRuns: Number.MAX_SAFE_INTEGER,
+  maxEntries: Number.MAX_SAFE_INTEGER,
+  maxDepth: 64
+}
+
+/** The Effect runtime of a store whose ceiling lets a prune keep everything (the facade's ceiling is WR9). */
+export const scanRuntime = (agentDir: string) => {
+  const base = Layer.mergeAll(NodeFileSystemLive, NodeHostLive)
+  const dir = AgentDir.layer(agentDir).pipe(Layer.provide(NodeHostLive))
+  const workRuns = WorkRuns.layer({ retentionCeiling: NOTHING_QUALIFIES, opportunisticRetention: false }).pipe(
+    Layer.provide(Layer.merge(base, dir))
+  )
+  return ManagedRuntime.make(workRuns)
+}
+
+export const scanOnce = (runtime: ReturnType<typeof scanRuntime>, tenant: string) =>
+  runtime.runPromise(Effect.flatMap(WorkRuns, (w) => w.prune({ category: BENCH_CATEGORY, tenant, policy: NOTHING_QUALIFIES })))
+
+export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
+  const agentDir = path.join(o.root, "prune-agent")
+  ensureWorkRoot(agentDir)
+  const tenant = "prune"
+  const template = path.join(o.root, "prune-template")
+  o.log(`prune: building ${o.shape.runs} runs × ${o.shape.filesPerRun} files (${totalEntries(o.shape)} entries)`)
+  buildTenant(template, tenant, o.shape)
+  const store = await openAgentStorage({ agentDir, migrate: false })
+  const tenantDir = tenantDirOf(agentDir, tenant)
+  const rmCopy = path.join(o.root, "rm-copy")
+  const ours: Array<{ wall: number; cpu: number }> = []
+  const base: Array<{ wall: number; cpu: number }> = []
+  try {
+    for (let rep = 0; rep < o.reps; rep++) {
+      // Alternate which goes first so drift in the disk's state does not favour one side.
+      const order = rep % 2 === 0 ? ["ours", "rm"] : ["rm", "ours"]
+      for (const who of order) {
+        if (who === "ours") {
+          removeTree(tenantDir)
+          copyTree(template, tenantDir)
+          await settle(o.settleMs)
+          const c0 = cpuMs()
+          const t0 = nowMs()
+          const report = await store.pruneWorkTenant({ category: BENCH_CATEGORY, tenant, policy: { maxInactiveRuns: 0 } })
+          const wall = nowMs() - t0
+          const cpu = cpuMs() - c0
+          if (report.removed.length !== o.shape.runs || report.errors.length > 0) {
+            throw new Error(`prune removed ${report.removed.length}/${o.shape.runs} runs, errors ${JSON.stringify(report.errors.slice(0, 3))}`)
+          }
+          ours.push({ wall, cpu })
+          o.log(`prune ours  #${rep + 1}: ${wall.toFixed(0)} ms wall, ${cpu.toFixed(0)} ms cpu`)
+        } else {
+          removeTree(rmCopy)
+          copyTree(template, rmCopy)
+          await settle(o.settleMs)
+          const r = await runTimed("rm", ["-rf", "--", rmCopy])
+          if (r.code !== 0 || fs.existsSync(rmCopy)) throw new Error("rm -rf failed")
+          base.push({ wall: r.wallMs, cpu: r.cpuMs ?? Number.NaN })
+          o.log(`prune rm -rf #${rep + 1}: ${r.wallMs.toFixed(0)} ms wall, ${(r.cpuMs ?? 0).toFixed(0)} ms cpu`)
+        }
+      }
+    }
+  } finally {
+    await store.close()
+    removeTree(tenantDir)
+    removeTree(rmCopy)
+  }
+  const oursWall = summarize(ours.map((x) => x.wall))
+  const baseWall = summarize(base.map((x) => x.wall))
+  const oursCpu = summarize(ours.map((x) => x.cpu))
+  const baseCpu = summarize(base.map((x) => x.cpu))
+  return {
+    name: "1 prune",
+    rows: [
+      { label: "wall", unit: "ms", ours: oursWall, baseline: baseWall, baselineName: "rm -rf", ratio: oursWall.median / baseWall.median, target: 1.1 },
+      { label: "cpu", unit: "ms", ours: oursCpu, baseline: baseCpu, baselineName: "rm -rf", ratio: oursCpu.median / baseCpu.median, target: 1.1 }
+    ],
+    notes: { runs: o.shape.runs, filesPerRun: o.shape.filesPerRun, entries: totalEntries(o.shape), reps: o.reps, template }
+  }
+}
+
+export const benchScan = async (o: TreeOptions & { readonly template?: string }): Promise<Measurement> => {
+  const agentDir = path.join(o.root, "scan-agent")
+  ensureWorkRoot(agentDir)
+  const tenant = "prune"
+  const tenantDir = tenantDirOf(agentDir, tenant)
+  if (o.template !== undefined && fs.existsSync(o.template)) {
+    copyTree(o.template, tenantDir)
+  } else {
+    o.log(`scan: building ${o.shape.runs} runs × ${o.shape.filesPerRun} files (${totalEntries(o.shape)} entries)`)
+    buildTenant(tenantDir, tenant, o.shape)
+  }
+  await settle(o.settleMs)
+  const runtime = scanRuntime(agentDir)
+  const ours: Array<{ wall: number; cpu: number }> = []
+  const base: Array<{ wall: number; cpu: number }> = []
+  try {
+    // Warm the dentry/inode caches for both sides.
+    await scanOnce(runtime, tenant)
+    await runTimed("du", ["-sb", tenantDir])
+    for (let rep = 0; rep < o.reps; rep++) {
+      const order = rep % 2 === 0 ? ["ours", "du"] : ["du", "ours"]
+      for (const who of order) {
+        if (who === "ours") {
+          const c0 = cpuMs()
+          const t0 = nowMs()
+          const report = await scanOnce(runtime, tenant)
+          const wall = nowMs() - t0
+          const cpu = cpuMs() - c0
+          if (report.removed.length !== 0 || report.kept.length !== o.shape.runs) {
+            throw new Error(`scan removed ${report.removed.length}, kept ${report.kept.length}/${o.shape.runs}`)
+          }
+          ours.push({ wall, cpu })
+        } else {
+          const r = await runTimed("du", ["-sb", tenantDir])
+          if (r.code !== 0) throw new Error("du -sb failed")
+          base.push({ wall: r.wallMs, cpu: r.cpuMs ?? Number.NaN })
+        }
+      }
+    }
+  } finally {
+    await runtime.dispose()
+    removeTree(agentDir)
+  }
+  const oursWall = summarize(ours.map((x) => x.wall))
+  const baseWall = summarize(base.map((x) => x.wall))
+  const oursCpu = summarize(ours.map((x) => x.cpu))
+  const baseCpu = summarize(base.map((x) => x.cpu))
+  return {
+    name: "2 scan",
+    rows: [
+      { label: "wall", unit: "ms", ours: oursWall, baseline: baseWall, baselineName: "du -sb", ratio: oursWall.median / baseWall.median, target: 2 },
+      { label: "cpu", unit: "ms", ours: oursCpu, baseline: baseCpu, baselineName: "du -sb", ratio: oursCpu.median / baseCpu.median }
+    ],
+    notes: { runs: o.shape.runs, filesPerRun: o.shape.filesPerRun, entries: totalEntries(o.shape), reps: o.reps }
+  }
+}
