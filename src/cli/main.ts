@@ -1,2 +1,15 @@
 #!/usr/bin/env node
-process.stdout.write("usage: pi-storage <status|work|doctor|migrate> [--json] [--agent-dir DIR]\n")
+/**
+ * The `pi-storage` executable. NodeRuntime is imported by subpath: the platform-node barrel costs more
+ * start-up time than the whole command.
+ */
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import { main } from "./app.js"
+import { ExitStatus } from "./exit.js"
+
+const exitStatus = new ExitStatus()
+NodeRuntime.runMain(main(process.argv.slice(2), exitStatus), {
+  disableErrorReporting: true,
+  disablePrettyLogger: true,
+  teardown: exitStatus.teardown
+})

@@ -1,0 +1,36 @@
+/**
+ * `pi-storage doctor`: the read-only scan's findings as a table; exit 1 when any is a warning or worse.
+ */
+import { Effect } from "effect"
+import type { DoctorReport, Severity } from "../../domain/MigrationPlan.js"
+import { type CliContext, out, printJson, withStack } from "../context.js"
+import { ExitCode } from "../exit.js"
+import { type Paint, table } from "../format.js"
+
+const SEVERITY_STYLE = { error: "red", warning: "yellow", info: "dim" } as const
+const RANK: Record<Severity, number> = { error: 0, warning: 1, info: 2 }
+
+export const renderDoctor = (paint: Paint, agentDir: string, report: DoctorReport): string => {
+  const head = `Checked ${agentDir} (${report.scanned} entries${report.truncated ? ", truncated: the scan budget ran out" : ""}).\n`
+  if (report.findings.length === 0) return head + paint("green", "No findings.") + "\n"
+  const sorted = [...report.findings].sort((a, b) => RANK[a.severity] - RANK[b.severity] || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+  const rows = sorted.map((f) => [paint(SEVERITY_STYLE[f.severity], f.severity), f.code, f.path, f.message])
+  const fixes = sorted.filter((f) => f.fix !== undefined)
+  const counts = (["error", "warning", "info"] as const).map((s) => [s, sorted.filter((f) => f.severity === s).length] as const)
+  return head + "\n" +
+    table([{ header: "SEVERITY" }, { header: "CODE" }, { header: "PATH" }, { header: "MESSAGE" }], rows, paint) +
+    (fixes.length > 0 ? `\n${paint("bold", "Suggested fixes")}\n` + fixes.map((f) => `  ${f.path}: ${f.fix}\n`).join("") : "") +
+    `\n${counts.filter(([, n]) => n > 0).map(([s, n]) => `${n} ${s}`).join(", ")}\n`
+}
+
+export const doctorExitCode = (report: DoctorReport): number =>
+  report.findings.some((f) => f.severity !== "info") ? ExitCode.findings : ExitCode.ok
+
+export const doctor = (ctx: CliContext, options: { readonly json: boolean }) =>
+  withStack(ctx, (s) =>
+    Effect.gen(function*() {
+      const agentDir = yield* s.AgentDir
+      const report = yield* (yield* s.Doctor).doctor(agentDir.path)
+      yield* options.json ? printJson(report) : out(renderDoctor(ctx.paint, agentDir.path, report))
+      ctx.status.raise(doctorExitCode(report))
+    }))

@@ -1,0 +1,66 @@
+/**
+ * `pi-storage work ls [CATEGORY[/TENANT]]`: every run with its id, kind, state, last use and size, and the
+ * entries the library does not own.
+ */
+import { Effect } from "effect"
+import type { RunList, RunState } from "../../services/Inventory.js"
+import { type CliContext, out, printJson, reportError, usageError, withStack } from "../context.js"
+import { formatAge, formatSize, type Paint, table } from "../format.js"
+import { parseTenantFilter } from "../parse.js"
+
+const stateCell = (paint: Paint, state: RunState): string =>
+  state === "active" ? paint("green", state) : state === "idle" ? paint("yellow", state) : state
+
+export const renderRunList = (ctx: CliContext, list: RunList): string => {
+  const { paint } = ctx
+  const parts: Array<string> = []
+  if (list.runs.length === 0) {
+    parts.push("No work runs.\n")
+  } else {
+    parts.push(table(
+      [
+        { header: "TENANT" },
+        { header: "RUN" },
+        { header: "KIND" },
+        { header: "STATE" },
+        { header: "LAST USE" },
+        { header: "SIZE", align: "right" }
+      ],
+      list.runs.map((r) => [
+        `${r.category}/${r.tenant}`,
+        r.runId,
+        r.kind,
+        stateCell(paint, r.state),
+        formatAge(r.lastUsedAt, list.scannedAt),
+        formatSize(r.size)
+      ]),
+      paint
+    ))
+  }
+  if (list.unowned.length > 0) {
+    parts.push(`\n${paint("yellow", "Not owned by the library (never pruned):")}\n`)
+    parts.push(table(
+      [{ header: "TENANT" }, { header: "ENTRY" }, { header: "WHY" }],
+      list.unowned.map((u) => [`${u.category}/${u.tenant}`, u.name, u.why]),
+      paint
+    ))
+  }
+  if (list.truncated) parts.push(paint("yellow", "\nThe listing was truncated: a tenant holds more entries than one scan reads.\n"))
+  for (const e of list.errors) parts.push(`could not read ${e.path}: ${e.message}\n`)
+  return parts.join("")
+}
+
+export const ls = (ctx: CliContext, options: { readonly filter: string | undefined; readonly json: boolean }) =>
+  Effect.gen(function*() {
+    let filter: { readonly category?: string; readonly tenant?: string } = {}
+    if (options.filter !== undefined) {
+      const parsed = parseTenantFilter(options.filter)
+      if (!parsed.ok) return yield* usageError(ctx, parsed.message)
+      filter = parsed.value
+    }
+    yield* withStack(ctx, (s) =>
+      Effect.flatMap(s.Inventory, (inventory) => inventory.listRuns(filter)).pipe(
+        Effect.flatMap((list) => (options.json ? printJson(list) : out(renderRunList(ctx, list)))),
+        Effect.catchAll((e) => reportError(ctx, e))
+      ))
+  })

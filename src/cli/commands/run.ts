@@ -1,0 +1,82 @@
+/**
+ * `pi-storage work run CATEGORY/TENANT [--name RUN] [--delete] -- CMD [ARGS...]`: hold a leased run while a
+ * command runs in it. The child gets `PI_WORK_ROOT` and `PI_WORK_RUN_DIR` on top of our environment, our
+ * stdio, and every SIGINT/SIGTERM we receive. The lease is released (the run deleted with `--delete`) when
+ * the child exits, and we exit with its code, or 128+signal when it was killed.
+ */
+import type { ChildProcess } from "node:child_process"
+import { Effect } from "effect"
+import { type CliContext, complain, reportError, usageError, withStack } from "../context.js"
+import { parseRunName, parseTenantTarget } from "../parse.js"
+
+export interface RunFlags {
+  readonly target: string
+  readonly name: string | undefined
+  readonly delete: boolean
+}
+
+const FORWARDED = ["SIGINT", "SIGTERM", "SIGHUP"] as const
+
+/** Shell conventions: 127 command not found, 126 found but not runnable. */
+const spawnFailureCode = (errno: string | undefined): number => (errno === "ENOENT" ? 127 : 126)
+
+type ChildOutcome = { readonly _tag: "Exited"; readonly code: number } | { readonly _tag: "NotStarted"; readonly errno: string; readonly message: string }
+
+/** Spawn and wait for the child, forwarding signals meanwhile. Never fails. */
+const runChild = (command: ReadonlyArray<string>, env: NodeJS.ProcessEnv): Effect.Effect<ChildOutcome> =>
+  Effect.flatMap(
+    Effect.promise(() => Promise.all([import("node:child_process"), import("node:os")])),
+    ([childProcess, os]) =>
+      Effect.async<ChildOutcome>((resume) => {
+        let child: ChildProcess
+        const forward = (signal: NodeJS.Signals) => () => void child.kill(signal)
+        const handlers = FORWARDED.map((signal) => [signal, forward(signal)] as const)
+        let finished = false
+        const done = (outcome: ChildOutcome) => {
+          if (finished) return
+          finished = true
+          for (const [signal, handler] of handlers) process.removeListener(signal, handler)
+          resume(Effect.succeed(outcome))
+        }
+        child = childProcess.spawn(command[0]!, command.slice(1), { stdio: "inherit", env })
+        for (const [signal, handler] of handlers) process.on(signal, handler)
+        child.once("error", (e: NodeJS.ErrnoException) => done({ _tag: "NotStarted", errno: e.code ?? "", message: e.message }))
+        child.once("exit", (code, signal) => {
+          const signalNumber = signal === null ? undefined : os.constants.signals[signal]
+          done({ _tag: "Exited", code: code ?? (signalNumber !== undefined ? 128 + signalNumber : 1) })
+        })
+      })
+  )
+
+export const run = (ctx: CliContext, flags: RunFlags) =>
+  Effect.gen(function*() {
+    const target = parseTenantTarget(flags.target)
+    if (!target.ok) return yield* usageError(ctx, target.message)
+    let runId: string | undefined
+    if (flags.name !== undefined) {
+      const parsed = parseRunName(flags.name)
+      if (!parsed.ok) return yield* usageError(ctx, `--name: ${parsed.message}`)
+      runId = parsed.value
+    }
+    const command = ctx.command
+    if (command === undefined || command.length === 0) {
+      return yield* usageError(ctx, "work run needs a command after '--': work run CATEGORY/TENANT -- CMD [ARGS...]")
+    }
+    yield* withStack(ctx, (s) =>
+      Effect.scoped(Effect.gen(function*() {
+        const workRuns = yield* s.WorkRuns
+        const run = yield* workRuns.acquire({ ...target.value, runId })
+        // Uninterruptible from spawn to release: a signal goes to the child, and we finish after it does.
+        yield* Effect.uninterruptible(Effect.gen(function*() {
+          const outcome = yield* runChild(command, { ...process.env, ...workRuns.workRootEnv(run) })
+          if (outcome._tag === "NotStarted") {
+            yield* complain(ctx, `cannot run ${JSON.stringify(command[0])}: ${outcome.message}`, spawnFailureCode(outcome.errno))
+          }
+          ctx.status.set(outcome._tag === "Exited" ? outcome.code : spawnFailureCode(outcome.errno))
+          const released = yield* run.release(flags.delete ? { delete: true } : undefined)
+          if (flags.delete && !released.deleted) {
+            yield* complain(ctx, `kept ${run.path}: ${released.keptBecause ?? "not deleted"}`, 0)
+          }
+        }))
+      })).pipe(Effect.catchAll((e) => reportError(ctx, e))))
+  })

@@ -1,0 +1,99 @@
+/**
+ * `pi-storage status`: the agent dir and where it came from, the work root, per-tenant runs and sizes,
+ * extension tier sizes and the doctor's finding count. Read-only; a missing agent dir is not an error.
+ */
+import { Effect } from "effect"
+import type { AgentDirSource } from "../../domain/AgentPaths.js"
+import type { Severity } from "../../domain/MigrationPlan.js"
+import type { InventoryReport } from "../../services/Inventory.js"
+import { type CliContext, out, printJson, withStack } from "../context.js"
+import { formatAge, formatSize, table } from "../format.js"
+
+export interface StatusDocument extends InventoryReport {
+  readonly source: AgentDirSource
+  /** `null` when the agent dir does not exist. */
+  readonly doctor: { readonly findings: number; readonly bySeverity: Record<Severity, number>; readonly truncated: boolean } | null
+}
+
+const SOURCE_LABEL: Record<AgentDirSource, string> = {
+  option: "from --agent-dir",
+  env: "from $PI_ADAPTATIVE_CODING_AGENT_DIR",
+  default: "default"
+}
+
+export const renderStatus = (ctx: CliContext, doc: StatusDocument): string => {
+  const { paint } = ctx
+  const lines: Array<string> = []
+  lines.push(`${paint("bold", "Agent dir")}  ${doc.agentDir} (${SOURCE_LABEL[doc.source]})`)
+  if (!doc.exists) {
+    lines.push("", "The agent dir does not exist: nothing is stored yet.")
+    return lines.join("\n") + "\n"
+  }
+  lines.push(`${paint("bold", "Work root")}  ${doc.workRoot}`)
+  if (doc.doctor !== null) {
+    const d = doc.doctor
+    const parts = (["error", "warning", "info"] as const).filter((s) => d.bySeverity[s] > 0).map((s) => `${d.bySeverity[s]} ${s}`)
+    const summary = d.findings === 0 ? "no findings" : `${d.findings} finding${d.findings === 1 ? "" : "s"} (${parts.join(", ")}); see pi-storage doctor`
+    const tint = d.bySeverity.error > 0 ? "red" : d.bySeverity.warning > 0 ? "yellow" : "green"
+    lines.push(`${paint("bold", "Doctor")}     ${paint(tint, summary)}${d.truncated ? " (scan truncated)" : ""}`)
+  }
+  lines.push("")
+  if (doc.tenants.length === 0) {
+    lines.push("No work runs.")
+  } else {
+    lines.push(paint("bold", "Work runs"))
+    lines.push(table(
+      [
+        { header: "TENANT" },
+        { header: "RUNS", align: "right" },
+        { header: "ACTIVE", align: "right" },
+        { header: "INACTIVE", align: "right" },
+        { header: "UNOWNED", align: "right" },
+        { header: "SIZE", align: "right" },
+        { header: "OLDEST USE" }
+      ],
+      doc.tenants.map((t) => [
+        `${t.category}/${t.tenant}${t.truncated ? " (truncated)" : ""}`,
+        String(t.runs),
+        t.active > 0 ? paint("green", String(t.active)) : "0",
+        String(t.inactive),
+        t.unowned > 0 ? paint("yellow", String(t.unowned)) : "0",
+        formatSize(t.size),
+        t.oldestLastUsedAt === null ? "-" : formatAge(t.oldestLastUsedAt, doc.scannedAt)
+      ])
+    ).trimEnd())
+  }
+  if (doc.extensions.length > 0) {
+    lines.push("", paint("bold", "Extension data"))
+    lines.push(table(
+      [{ header: "NAMESPACE" }, { header: "STATE", align: "right" }, { header: "CACHE", align: "right" }],
+      doc.extensions.map((e) => [e.namespace, e.state === null ? "-" : formatSize(e.state), e.cache === null ? "-" : formatSize(e.cache)])
+    ).trimEnd())
+  }
+  if (doc.errors.length > 0) {
+    lines.push("", paint("yellow", `${doc.errors.length} entr${doc.errors.length === 1 ? "y" : "ies"} could not be read:`))
+    for (const e of doc.errors) lines.push(`  ${e.message}`)
+  }
+  if (hasLowerBound(doc)) lines.push(paint("dim", "Sizes marked ≥ are lower bounds: the scan budget ran out."))
+  return lines.join("\n") + "\n"
+}
+
+const hasLowerBound = (doc: StatusDocument): boolean =>
+  doc.tenants.some((t) => !t.size.complete) || doc.extensions.some((e) => e.state?.complete === false || e.cache?.complete === false)
+
+export const status = (ctx: CliContext, options: { readonly json: boolean }) =>
+  withStack(ctx, (s) =>
+    Effect.gen(function*() {
+      const agentDir = yield* s.AgentDir
+      const inventory = yield* s.Inventory
+      const report = yield* inventory.summary()
+      let doctor: StatusDocument["doctor"] = null
+      if (report.exists) {
+        const found = yield* (yield* s.Doctor).doctor(agentDir.path)
+        const bySeverity: Record<Severity, number> = { error: 0, warning: 0, info: 0 }
+        for (const f of found.findings) bySeverity[f.severity]++
+        doctor = { findings: found.findings.length, bySeverity, truncated: found.truncated }
+      }
+      const doc: StatusDocument = { ...report, source: agentDir.source, doctor }
+      yield* options.json ? printJson(doc) : out(renderStatus(ctx, doc))
+    }))

@@ -1,0 +1,63 @@
+/**
+ * What every command handler gets: the global flags, where colour is allowed, the exit status, and the
+ * writers. Output goes straight to the process streams (synchronous for files and pipes on Linux), so a
+ * document is complete before the process exits.
+ */
+import { Effect } from "effect"
+import type { Globals } from "./argv.js"
+import { ExitCode, exitCodeForError, type ExitStatus } from "./exit.js"
+import { type Paint, painter } from "./format.js"
+import type { StackOptions } from "./services.js"
+
+export interface CliContext {
+  readonly globals: Globals
+  readonly status: ExitStatus
+  /** The command after `--` (for `work run`). */
+  readonly command: ReadonlyArray<string> | undefined
+  /** Colour for stdout / stderr: only on a TTY, never with `--no-color` or a non-empty `NO_COLOR`. */
+  readonly paint: Paint
+  readonly paintErr: Paint
+  readonly stderrIsTTY: boolean
+}
+
+export const makeContext = (globals: Globals, status: ExitStatus, command: ReadonlyArray<string> | undefined): CliContext => {
+  const noColorEnv = (process.env["NO_COLOR"] ?? "") !== ""
+  const allowed = !globals.noColor && !noColorEnv
+  return {
+    globals,
+    status,
+    command,
+    paint: painter(allowed && process.stdout.isTTY === true),
+    paintErr: painter(allowed && process.stderr.isTTY === true),
+    stderrIsTTY: process.stderr.isTTY === true
+  }
+}
+
+export const colorAllowed = (globals: Globals): boolean =>
+  !globals.noColor && (process.env["NO_COLOR"] ?? "") === "" && process.stdout.isTTY === true
+
+export const out = (text: string): Effect.Effect<void> => Effect.sync(() => void process.stdout.write(text))
+export const err = (text: string): Effect.Effect<void> => Effect.sync(() => void process.stderr.write(text))
+
+export const printJson = (value: unknown): Effect.Effect<void> => out(JSON.stringify(value, null, 2) + "\n")
+
+/** One clean line on stderr and the exit code to go with it. */
+export const complain = (ctx: CliContext, message: string, code: number): Effect.Effect<void> =>
+  Effect.zipRight(err(`${ctx.paintErr("red", "pi-storage:")} ${message}\n`), Effect.sync(() => ctx.status.raise(code)))
+
+export const usageError = (ctx: CliContext, message: string): Effect.Effect<void> => complain(ctx, message, ExitCode.usage)
+
+/** Report a typed library error (anything with `_tag` and `message`) with its exit code. */
+export const reportError = (ctx: CliContext, error: { readonly _tag: string; readonly message: string }): Effect.Effect<void> =>
+  complain(ctx, error.message, exitCodeForError(error._tag))
+
+/** Load the layer stack (lazily) and run `use` with its services. */
+export const withStack = <A, E>(
+  ctx: CliContext,
+  use: (stack: typeof import("./services.js")) => Effect.Effect<A, E, import("./services.js").CliServices>,
+  options: Omit<StackOptions, "agentDir"> = {}
+): Effect.Effect<A, E> =>
+  Effect.flatMap(
+    Effect.promise(() => import("./services.js")),
+    (stack) => Effect.provide(use(stack), stack.cliLayer({ agentDir: ctx.globals.agentDir, ...options }))
+  )

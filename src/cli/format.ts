@@ -1,0 +1,93 @@
+/**
+ * Human output: sizes in B/KiB/MiB/GiB, ages like `3d 4h`, aligned tables, optional colour. Pure.
+ */
+
+const UNITS = ["KiB", "MiB", "GiB", "TiB"] as const
+
+/** `512 B`, `1.5 KiB`, `12.0 MiB`, `2.0 GiB`. */
+export const formatBytes = (bytes: number): string => {
+  if (bytes < 1024) return `${bytes} B`
+  let value = bytes / 1024
+  let unit = 0
+  while (value >= 1024 && unit < UNITS.length - 1) {
+    value /= 1024
+    unit++
+  }
+  // One decimal, rounded down, so a size is never shown larger than it is.
+  return `${(Math.floor(value * 10) / 10).toFixed(1)} ${UNITS[unit]}`
+}
+
+/** A bounded measurement: `≥ ` marks a lower bound (the walk was cut short). */
+export const formatSize = (size: { readonly bytes: number; readonly complete: boolean }): string =>
+  (size.complete ? "" : "≥ ") + formatBytes(size.bytes)
+
+const SECOND = 1000
+const MINUTE = 60 * SECOND
+const HOUR = 60 * MINUTE
+const DAY = 24 * HOUR
+
+/** The two largest units: `45s`, `12m`, `3h 5m`, `3d 4h`, `40d`. Negative spans show as `0s`. */
+export const formatDuration = (ms: number): string => {
+  const span = Math.max(0, Math.floor(ms))
+  const two = (big: number, bigUnit: string, small: number, smallUnit: string) =>
+    small === 0 ? `${big}${bigUnit}` : `${big}${bigUnit} ${small}${smallUnit}`
+  if (span < MINUTE) return `${Math.floor(span / SECOND)}s`
+  if (span < HOUR) return `${Math.floor(span / MINUTE)}m`
+  if (span < DAY) return two(Math.floor(span / HOUR), "h", Math.floor((span % HOUR) / MINUTE), "m")
+  return two(Math.floor(span / DAY), "d", Math.floor((span % DAY) / HOUR), "h")
+}
+
+/** How long ago `at` was, seen from `now`. */
+export const formatAge = (at: number, now: number): string => `${formatDuration(now - at)} ago`
+
+// ---------------------------------------------------------------------------------------------- colour
+
+export type Style = "bold" | "dim" | "red" | "yellow" | "green" | "cyan"
+
+const CODES: Readonly<Record<Style, readonly [number, number]>> = {
+  bold: [1, 22],
+  dim: [2, 22],
+  red: [31, 39],
+  yellow: [33, 39],
+  green: [32, 39],
+  cyan: [36, 39]
+}
+
+export interface Paint {
+  (style: Style, text: string): string
+}
+
+export const painter = (enabled: boolean): Paint => (style, text) =>
+  enabled && text !== "" ? `\u001b[${CODES[style][0]}m${text}\u001b[${CODES[style][1]}m` : text
+
+// eslint-disable-next-line no-control-regex
+const ANSI = /\u001b\[[0-9;]*[A-Za-z]/g
+
+export const stripAnsi = (text: string): string => text.replace(ANSI, "")
+
+/** Display width: code points without escape sequences (every character we print is one column wide). */
+const width = (text: string): number => [...stripAnsi(text)].length
+
+// ---------------------------------------------------------------------------------------------- tables
+
+export interface Column {
+  readonly header: string
+  /** Numbers and sizes read best right-aligned. */
+  readonly align?: "left" | "right"
+}
+
+/**
+ * Columns separated by two spaces, padded to the widest cell; the last column is never padded (no trailing
+ * blanks). Cells may carry colour: widths ignore escape sequences.
+ */
+export const table = (columns: ReadonlyArray<Column>, rows: ReadonlyArray<ReadonlyArray<string>>, paint?: Paint): string => {
+  const widths = columns.map((c, i) => Math.max(width(c.header), ...rows.map((r) => width(r[i] ?? ""))))
+  const line = (cells: ReadonlyArray<string>) =>
+    cells.map((cell, i) => {
+      const pad = " ".repeat(widths[i]! - width(cell))
+      if (columns[i]?.align === "right") return pad + cell
+      return i === cells.length - 1 ? cell : cell + pad
+    }).join("  ")
+  const header = line(columns.map((c) => c.header))
+  return [paint ? paint("bold", header) : header, ...rows.map(line)].map((l) => l.trimEnd()).join("\n") + "\n"
+}

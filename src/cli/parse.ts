@@ -1,0 +1,94 @@
+/**
+ * Pure parsers for command-line values. Each returns the value or a message that names what was wrong,
+ * so the caller can print one clean line naming the flag.
+ */
+import { parseSegment } from "../domain/Segment.js"
+
+export type Parsed<A> = { readonly ok: true; readonly value: A } | { readonly ok: false; readonly message: string }
+
+const ok = <A>(value: A): Parsed<A> => ({ ok: true, value })
+const fail = (message: string): Parsed<never> => ({ ok: false, message })
+
+const DURATION_UNITS: Readonly<Record<string, number>> = {
+  s: 1000,
+  m: 60 * 1000,
+  h: 60 * 60 * 1000,
+  d: 24 * 60 * 60 * 1000,
+  w: 7 * 24 * 60 * 60 * 1000
+}
+
+/** `30d`, `12h`, `90m`, `45s`, `2w` → milliseconds. A unit is required: a bare `30` is ambiguous. */
+export const parseDuration = (text: string): Parsed<number> => {
+  const match = /^(\d+)(s|m|h|d|w)$/.exec(text.trim())
+  if (match === null) return fail(`expected a duration such as 30d, 12h or 90m, got ${JSON.stringify(text)}`)
+  const ms = Number(match[1]) * DURATION_UNITS[match[2]!]!
+  return Number.isSafeInteger(ms) ? ok(ms) : fail(`duration ${JSON.stringify(text)} is too large`)
+}
+
+const SIZE_UNITS: Readonly<Record<string, number>> = {
+  "": 1,
+  b: 1,
+  k: 1024,
+  kb: 1000,
+  kib: 1024,
+  m: 1024 ** 2,
+  mb: 1000 ** 2,
+  mib: 1024 ** 2,
+  g: 1024 ** 3,
+  gb: 1000 ** 3,
+  gib: 1024 ** 3,
+  t: 1024 ** 4,
+  tb: 1000 ** 4,
+  tib: 1024 ** 4
+}
+
+/** `512MiB`, `2GiB`, `1.5GiB`, `1000` (bytes), `10MB` (decimal) → bytes, rounded down. */
+export const parseSize = (text: string): Parsed<number> => {
+  const match = /^(\d+(?:\.\d+)?)\s*([a-zA-Z]*)$/.exec(text.trim())
+  const factor = match === null ? undefined : SIZE_UNITS[match[2]!.toLowerCase()]
+  if (match === null || factor === undefined) {
+    return fail(`expected a size such as 512MiB, 2GiB or 1000 (bytes), got ${JSON.stringify(text)}`)
+  }
+  const bytes = Math.floor(Number(match[1]) * factor)
+  return Number.isSafeInteger(bytes) ? ok(bytes) : fail(`size ${JSON.stringify(text)} is too large`)
+}
+
+/** A non-negative whole number. */
+export const parseCount = (text: string): Parsed<number> => {
+  if (!/^\d+$/.test(text.trim())) return fail(`expected a whole number (0 or more), got ${JSON.stringify(text)}`)
+  const n = Number(text.trim())
+  return Number.isSafeInteger(n) ? ok(n) : fail(`${JSON.stringify(text)} is too large`)
+}
+
+export interface TenantTarget {
+  readonly category: string
+  readonly tenant: string
+}
+
+const segment = (field: string, value: string): Parsed<string> => {
+  const parsed = parseSegment(value)
+  return parsed._tag === "Right" ? ok(parsed.right) : fail(`invalid ${field} ${JSON.stringify(value)}: ${parsed.left.message}`)
+}
+
+/** `CATEGORY/TENANT`, each a valid segment (WR2). */
+export const parseTenantTarget = (text: string): Parsed<TenantTarget> => {
+  const parts = text.split("/")
+  if (parts.length !== 2) return fail(`expected CATEGORY/TENANT, got ${JSON.stringify(text)}`)
+  const category = segment("category", parts[0]!)
+  if (!category.ok) return category
+  const tenant = segment("tenant", parts[1]!)
+  if (!tenant.ok) return tenant
+  return ok({ category: category.value, tenant: tenant.value })
+}
+
+/** `CATEGORY` or `CATEGORY/TENANT`. */
+export const parseTenantFilter = (text: string): Parsed<{ readonly category: string; readonly tenant?: string }> => {
+  if (!text.includes("/")) {
+    const category = segment("category", text)
+    return category.ok ? ok({ category: category.value }) : category
+  }
+  return parseTenantTarget(text)
+}
+
+/** A run name for `work run --name`. */
+export const parseRunName = (text: string): Parsed<string> => segment("run name", text)
