@@ -1,0 +1,52 @@
+/**
+ * Smoke runs of the measuring tools (issue 7), a few seconds each, so they cannot rot: the benchmark's
+ * scan at a tiny size, and the multi-process stress test with two workers.
+ */
+import { spawnSync } from "node:child_process"
+import * as path from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+
+const REPO = path.resolve(import.meta.dirname, "../..")
+const tsx = (script: string, args: ReadonlyArray<string>) =>
+  spawnSync(process.execPath, ["--import", "tsx", path.join(REPO, "bench", script), ...args], { cwd: REPO, encoding: "utf8", timeout: 90_000 })
+
+describe("bench tools", () => {
+  it("bench --quick --only scan --json prints the measurement with ratio and target", () => {
+    const r = tsx("main.ts", ["--quick", "--only", "scan", "--runs", "20", "--files", "8", "--reps", "2", "--settle", "0", "--json"])
+    expect(r.status, r.stderr).toBe(0)
+    const doc = JSON.parse(r.stdout) as {
+      machine: { nproc: number; node: string; fsType: string }
+      measurements: Array<{ name: string; rows: Array<{ label: string; ours: { median: number; n: number }; baseline: { median: number }; ratio: number; target?: number; pass: boolean | null }> }>
+    }
+    expect(doc.machine.nproc).toBeGreaterThan(0)
+    expect(doc.machine.node).toBe(process.version)
+    const scan = doc.measurements.find((m) => m.name === "2 scan")
+    expect(scan).toBeDefined()
+    const wall = scan!.rows.find((row) => row.label === "wall")!
+    expect(wall.ours.n).toBe(4)
+    expect(wall.ours.median).toBeGreaterThan(0)
+    expect(wall.baseline.median).toBeGreaterThan(0)
+    expect(wall.ratio).toBeCloseTo(wall.ours.median / wall.baseline.median, 6)
+    expect(wall.target).toBe(2)
+    expect(typeof wall.pass).toBe("boolean")
+  })
+
+  it("bench table output names every column", () => {
+    const r = tsx("main.ts", ["--quick", "--only", "scan", "--runs", "5", "--files", "4", "--reps", "1", "--settle", "0"])
+    expect(r.status, r.stderr).toBe(0)
+    expect(r.stdout).toMatch(/^machine: \d+ × .*node v\d+/m)
+    expect(r.stdout).toMatch(/measurement\s+unit\s+ours median\s+ours min–max\s+baseline/)
+    expect(r.stdout).toMatch(/2 scan: wall\s+ms\s+[\d.]+\s+[\d.]+–[\d.]+\s+du -sb/)
+  })
+
+  it("stress with two processes for three seconds reports operations and zero violations", () => {
+    const r = tsx("stress.ts", ["--processes", "2", "--seconds", "3", "--json"])
+    expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0)
+    const doc = JSON.parse(r.stdout) as { processes: number; violations: number; operations: Record<string, number> }
+    expect(doc.processes).toBe(2)
+    expect(doc.violations).toBe(0)
+    expect(doc.operations["checks I2+I3"]).toBeGreaterThan(0)
+    const acquires = (doc.operations["acquire generated"] ?? 0) + (doc.operations["acquire named"] ?? 0)
+    expect(acquires).toBeGreaterThan(0)
+  })
+})
