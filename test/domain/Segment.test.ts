@@ -1,0 +1,52 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Either, FastCheck as fc, Schema } from "effect"
+import { parseSegment, Segment, SEGMENT_MAX_LENGTH, segmentViolation } from "../../src/domain/Segment.js"
+
+/** The WR2 rule, written independently of the implementation. */
+const DEVICES = /^(con|prn|aux|nul|clock\$|com[0-9]|lpt[0-9])$/
+const ruleAccepts = (s: string) =>
+  s.length >= 1 && s.length <= 64 && /^[a-z0-9][a-z0-9._-]*$/.test(s) && !s.endsWith(".") && !DEVICES.test(s.split(".")[0]!)
+
+const segmentChars = fc.constantFrom(..."abcdefghijklmnopqrstuvwxyz0123456789._-".split(""))
+const candidate = fc.oneof(
+  fc.string({ minLength: 0, maxLength: 70 }),
+  fc.array(segmentChars, { minLength: 1, maxLength: 66 }).map((cs) => cs.join("")),
+  fc.tuple(fc.constantFrom("con", "prn", "aux", "nul", "clock$", "com1", "lpt9", "com0"), fc.constantFrom("", ".txt", ".log", ".a.b"))
+    .map(([d, ext]) => d + ext)
+)
+
+describe("Segment (WR2)", () => {
+  it.prop("accepts exactly what the rule accepts", [candidate], ([s]) => {
+    assert.strictEqual(Either.isRight(parseSegment(s)), ruleAccepts(s), JSON.stringify(s))
+    assert.strictEqual(Schema.is(Segment)(s), ruleAccepts(s))
+  }, { fastCheck: { numRuns: 3000 } })
+
+  it.prop("every refusal names the rule and the offending value", [candidate.filter((s) => !ruleAccepts(s))], ([s]) => {
+    const parsed = parseSegment(s)
+    assert.isTrue(Either.isLeft(parsed))
+    if (Either.isLeft(parsed)) {
+      assert.strictEqual(parsed.left.value, s)
+      assert.include(parsed.left.message, JSON.stringify(s))
+    }
+  })
+
+  it("refuses the named hazards with the rule they break", () => {
+    const cases: Array<[string, string]> = [
+      ["Tools", "uppercase"], ["a/b", "invalid-character"], ["a\\b", "invalid-character"], [".", "first-character"],
+      ["..", "first-character"], [".hidden", "first-character"], ["-x", "first-character"], ["run.", "trailing-dot"],
+      ["con", "device-name"], ["nul.txt", "device-name"], ["com1.log", "device-name"], ["lpt9", "device-name"],
+      ["clock$", "invalid-character"], ["", "empty"], ["a".repeat(SEGMENT_MAX_LENGTH + 1), "too-long"],
+      ["a\u0000b", "invalid-character"], ["café", "invalid-character"]
+    ]
+    for (const [value, rule] of cases) assert.strictEqual(segmentViolation(value)?.rule, rule, JSON.stringify(value))
+    assert.isNull(segmentViolation("a".repeat(SEGMENT_MAX_LENGTH)))
+    assert.isNull(segmentViolation("console"), "a device name only as the whole stem")
+    assert.isNull(segmentViolation("com10"))
+  })
+
+  it("decoding through the Schema reports the value and the rule", () => {
+    const decoded = Schema.decodeUnknownEither(Segment)("Bash")
+    assert.isTrue(Either.isLeft(decoded))
+    if (Either.isLeft(decoded)) assert.include(decoded.left.message, "\"Bash\" is not a valid segment: must be lowercase")
+  })
+})
