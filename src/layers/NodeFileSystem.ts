@@ -10,6 +10,11 @@
  * - The hot walks (`measureTree`, `removeTree`) use synchronous syscalls one directory at a time and yield
  *   between directories (DESIGN "Performance facts": async per-entry walks are ~8× slower). Memory use is
  *   one name list per directory level, never the whole tree.
+ * - Small metadata operations (lstat, mkdir, fchmod, exclusive create and write of small files, rename,
+ *   unlink, reads under 1 MiB) are synchronous syscalls too: each costs microseconds, while a trip through
+ *   the libuv thread pool costs 20–800 µs on a loaded 2-core machine (issue 7: acquire + release made ~40
+ *   such trips). Only `fsync` and large reads/copies stay asynchronous, so the event loop never waits on
+ *   the disk itself.
  */
 import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
@@ -79,6 +84,34 @@ const attempt = <A>(method: string, path: string, run: () => Promise<A>): Effect
 const attemptSync = <A>(method: string, path: string, run: () => A): Effect.Effect<A, FileSystemError> =>
   Effect.try({ try: run, catch: (cause) => toFileSystemError(method, path, cause) })
 
+/** `fsync` of an open descriptor on the thread pool: the one call here that waits on the disk. */
+const fsyncFd = (method: string, path: string, fd: number): Effect.Effect<void, FileSystemError> =>
+  Effect.async<void, FileSystemError>((resume) => {
+    fs.fsync(fd, (error) => resume(error ? Effect.fail(toFileSystemError(method, path, error)) : Effect.void))
+  })
+
+const closeQuietly = (fd: number) => {
+  try {
+    fs.closeSync(fd)
+  } catch {
+    // Already closed or never valid: nothing to release.
+  }
+}
+
+/** Open synchronously, use, always close. */
+const withFd = <A>(
+  method: string,
+  path: string,
+  flags: number,
+  mode: number | undefined,
+  use: (fd: number) => Effect.Effect<A, FileSystemError>
+): Effect.Effect<A, FileSystemError> =>
+  Effect.acquireUseRelease(
+    attemptSync(method, path, () => fs.openSync(path, flags, mode)),
+    use,
+    (fd) => Effect.sync(() => closeQuietly(fd))
+  )
+
 /** Best-effort cleanup: its failure must not hide the error being reported. */
 const bestEffort = (run: () => Promise<unknown>): Effect.Effect<void> =>
   Effect.promise(() => run().then(() => undefined, () => undefined))
@@ -114,25 +147,25 @@ const toFileInfo = (stats: fs.Stats): FileInfo => ({
 })
 
 const lstat = (path: string): Effect.Effect<FileInfo, FileSystemError> =>
-  attempt("lstat", path, () => fsp.lstat(path)).pipe(Effect.map(toFileInfo))
+  attemptSync("lstat", path, () => toFileInfo(fs.lstatSync(path)))
 
 // ---------------------------------------------------------------------------------------------------------
 // directories
 
 /** fsync a directory so a rename or create inside it survives a crash. Filesystems without it say EINVAL. */
 const syncDirectory = (method: string, dir: string): Effect.Effect<void, FileSystemError> =>
-  withHandle(method, dir, O_RDONLY | O_DIRECTORY, undefined, (handle) => attempt(method, dir, () => handle.sync())).pipe(
+  withFd(method, dir, O_RDONLY | O_DIRECTORY, undefined, (fd) => fsyncFd(method, dir, fd)).pipe(
     Effect.catchIf((error) => error.errno === "EINVAL" || error.errno === "ENOTSUP", () => Effect.void)
   )
 
 const readDirectory = (path: string): Effect.Effect<ReadonlyArray<DirEntry>, FileSystemError> =>
   Effect.gen(function*() {
     // readdir follows a final link, so refuse one first.
-    const info = yield* attempt("readDirectory", path, () => fsp.lstat(path))
+    const info = yield* attemptSync("readDirectory", path, () => fs.lstatSync(path))
     if (info.isSymbolicLink()) {
       return yield* Effect.fail(failWith("readDirectory", path, "ENOTDIR", "is a symbolic link"))
     }
-    const dirents = yield* attempt("readDirectory", path, () => fsp.readdir(path, { withFileTypes: true }))
+    const dirents = yield* attemptSync("readDirectory", path, () => fs.readdirSync(path, { withFileTypes: true }))
     return dirents
       .map((dirent): DirEntry => ({ name: dirent.name, type: typeOfStats(dirent) }))
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
@@ -140,7 +173,7 @@ const readDirectory = (path: string): Effect.Effect<ReadonlyArray<DirEntry>, Fil
 
 /** Create exactly one directory with exactly `mode`; EEXIST if anything is there. */
 const makeOneDirectory = (method: string, path: string, mode: number): Effect.Effect<void, FileSystemError> =>
-  attempt(method, path, () => fsp.mkdir(path, { mode })).pipe(
+  attemptSync(method, path, () => fs.mkdirSync(path, { mode })).pipe(
     Effect.zipRight(setMode(method, path, mode))
   )
 
@@ -157,7 +190,7 @@ const makeDirectoryRecursive = (path: string, mode: number, isFinal: boolean): E
 /** An existing directory is fine; at the final path a symlink or file is not (intermediates resolve as the OS does). */
 const acceptExisting = (path: string, isFinal: boolean): Effect.Effect<void, FileSystemError> =>
   Effect.gen(function*() {
-    const stats = yield* attempt("makeDirectory", path, () => (isFinal ? fsp.lstat(path) : fsp.stat(path)))
+    const stats = yield* attemptSync("makeDirectory", path, () => (isFinal ? fs.lstatSync(path) : fs.statSync(path)))
     if (stats.isDirectory()) return
     return yield* Effect.fail(
       isFinal
@@ -181,24 +214,20 @@ const makeDirectory = (
 
 /** Set permission bits on the entry itself: open it without following a link, then fchmod. */
 const setMode = (method: string, path: string, mode: number): Effect.Effect<void, FileSystemError> =>
-  withHandle(method, path, READ_NOFOLLOW, undefined, (handle) => attempt(method, path, () => handle.chmod(mode))).pipe(
+  withFd(method, path, READ_NOFOLLOW, undefined, (fd) => attemptSync(method, path, () => fs.fchmodSync(fd, mode))).pipe(
     // An unreadable file cannot be opened (non-root); fall back to lstat-then-chmod, still refusing links.
     Effect.catchIf((error) => error.errno === "EACCES", () =>
       Effect.gen(function*() {
         const info = yield* lstat(path)
         if (info.type === "SymbolicLink") return yield* Effect.fail(failWith(method, path, "ELOOP", "is a symbolic link"))
-        yield* attempt(method, path, () => fsp.chmod(path, mode))
+        yield* attemptSync(method, path, () => fs.chmodSync(path, mode))
       }))
   )
 
-const writeAll = (method: string, path: string, handle: fsp.FileHandle, data: Uint8Array) =>
-  attempt(method, path, async () => {
-    let offset = 0
-    while (offset < data.byteLength) {
-      const { bytesWritten } = await handle.write(data, offset, data.byteLength - offset)
-      offset += bytesWritten
-    }
-  })
+const writeAllSync = (fd: number, data: Uint8Array) => {
+  let offset = 0
+  while (offset < data.byteLength) offset += fs.writeSync(fd, data, offset, data.byteLength - offset)
+}
 
 /** Create `path` exclusively and write it; a failure after creation removes the partial file. */
 const createAndWrite = (
@@ -208,18 +237,30 @@ const createAndWrite = (
   mode: number,
   sync: boolean
 ): Effect.Effect<void, FileSystemError> =>
-  Effect.acquireUseRelease(
-    attempt(method, path, () => fsp.open(path, CREATE_EXCLUSIVE, mode)),
-    (handle) =>
-      attempt(method, path, () => handle.chmod(mode)).pipe(
-        Effect.zipRight(writeAll(method, path, handle, data)),
-        Effect.zipRight(sync ? attempt(method, path, () => handle.sync()) : Effect.void),
-        Effect.zipRight(attempt(method, path, () => handle.close())),
-        Effect.tapError(() => bestEffort(() => handle.close().then(() => fsp.unlink(path))))
-      ),
-    // close() is idempotent enough for us: a second close rejects and is ignored.
-    (handle) => bestEffort(() => handle.close())
-  )
+  Effect.gen(function*() {
+    const fd = yield* attemptSync(method, path, () => fs.openSync(path, CREATE_EXCLUSIVE, mode))
+    let closed = false
+    yield* attemptSync(method, path, () => {
+      fs.fchmodSync(fd, mode)
+      writeAllSync(fd, data)
+    }).pipe(
+      Effect.zipRight(sync ? fsyncFd(method, path, fd) : Effect.void),
+      Effect.zipRight(attemptSync(method, path, () => {
+        closed = true
+        fs.closeSync(fd)
+      })),
+      Effect.onExit((exit) =>
+        exit._tag === "Success" ? Effect.void : Effect.sync(() => {
+          if (!closed) closeQuietly(fd)
+          try {
+            fs.unlinkSync(path)
+          } catch {
+            // Best effort: the error being reported matters more.
+          }
+        })
+      )
+    )
+  })
 
 const writeFileExclusive = (path: string, data: Uint8Array, options?: WriteOptions) =>
   // No fsync unless asked: a lease needs none (DESIGN "Performance facts"); only writeFileAtomic defaults to it.
@@ -234,14 +275,36 @@ const writeFileAtomic = (path: string, data: Uint8Array, options?: WriteOptions)
     const temp = tempNameBeside(path)
     yield* createAndWrite("writeFileAtomic", temp, data, options?.mode ?? DEFAULT_FILE_MODE, sync)
     // rename(2) replaces a symlink at `path` itself, never writing through it.
-    yield* attempt("writeFileAtomic", path, () => fsp.rename(temp, path)).pipe(
+    yield* attemptSync("writeFileAtomic", path, () => fs.renameSync(temp, path)).pipe(
       Effect.tapError(() => bestEffort(() => fsp.unlink(temp)))
     )
     if (sync) yield* syncDirectory("writeFileAtomic", NodePath.dirname(path))
   })
 
+/** Reads capped at this size are done with synchronous syscalls (manifests, leases, markers, configs). */
+const SYNC_READ_MAX = 1 << 20
+
+const readFileSmall = (path: string, maxBytes: number) =>
+  withFd("readFile", path, READ_NOFOLLOW, undefined, (fd) =>
+    attemptSync("readFile", path, () => {
+      const stats = fs.fstatSync(fd)
+      if (stats.isDirectory()) throw failWith("readFile", path, "EISDIR", "is a directory")
+      if (!stats.isFile()) throw failWith("readFile", path, "", "not a regular file")
+      if (stats.size > maxBytes) throw failWith("readFile", path, "EFBIG", `${stats.size} bytes exceeds ${maxBytes}`)
+      // Read until EOF but never past the cap: the file may grow between fstat and read.
+      const buffer = Buffer.allocUnsafe(maxBytes + 1)
+      let total = 0
+      for (;;) {
+        const n = fs.readSync(fd, buffer, total, buffer.byteLength - total, null)
+        if (n === 0) break
+        total += n
+        if (total > maxBytes) throw failWith("readFile", path, "EFBIG", `grew beyond ${maxBytes} bytes`)
+      }
+      return new Uint8Array(buffer.subarray(0, total))
+    }))
+
 const readFile = (path: string, options?: { readonly maxBytes?: number }) =>
-  withHandle("readFile", path, READ_NOFOLLOW, undefined, (handle) =>
+  options?.maxBytes !== undefined && options.maxBytes <= SYNC_READ_MAX ? readFileSmall(path, options.maxBytes) : withHandle("readFile", path, READ_NOFOLLOW, undefined, (handle) =>
     Effect.gen(function*() {
       const maxBytes = options?.maxBytes ?? Number.MAX_SAFE_INTEGER
       const stats = yield* attempt("readFile", path, () => handle.stat())
@@ -271,7 +334,7 @@ const readFile = (path: string, options?: { readonly maxBytes?: number }) =>
 
 const rename = (from: string, to: string): Effect.Effect<void, FileSystemError> =>
   Effect.gen(function*() {
-    yield* attempt("rename", from, () => fsp.rename(from, to))
+    yield* attemptSync("rename", from, () => fs.renameSync(from, to))
     const toDir = NodePath.dirname(NodePath.resolve(to))
     const fromDir = NodePath.dirname(NodePath.resolve(from))
     yield* syncDirectory("rename", toDir)
@@ -518,8 +581,8 @@ export const make = (): FileSystem["Type"] => ({
   writeFileAtomic,
   readFile,
   rename,
-  removeFile: (path) => attempt("removeFile", path, () => fsp.unlink(path)),
-  removeDirectory: (path) => attempt("removeDirectory", path, () => fsp.rmdir(path)),
+  removeFile: (path) => attemptSync("removeFile", path, () => fs.unlinkSync(path)),
+  removeDirectory: (path) => attemptSync("removeDirectory", path, () => fs.rmdirSync(path)),
   symlink: (target, path) => attempt("symlink", path, () => fsp.symlink(target, path)),
   readLink: (path) => attempt("readLink", path, () => fsp.readlink(path)),
   link: (existing, newPath) => attempt("link", newPath, () => fsp.link(existing, newPath)),
