@@ -182,3 +182,15 @@ describe("start-up migration and the doctor through the facade", () => {
     await storage.close()
   })
 })
+
+describe("the store copes with its work root being deleted behind its back", () => {
+  it("acquires again after rm -rf work/", async () => {
+    const storage = await openAgentStorage({ agentDir: dir })
+    const first = await storage.acquireWorkRun({ category: "tools", tenant: "bash", retention: false })
+    await first.release()
+    fs.rmSync(path.join(dir, "work"), { recursive: true, force: true })
+    const second = await storage.acquireWorkRun({ category: "tools", tenant: "bash", retention: false })
+    expect(leases(second.path)).toHaveLength(1)
+    await storage.close()
+  })
+})

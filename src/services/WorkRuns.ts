@@ -161,9 +161,15 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
       Effect.gen(function*() {
         const staging = NodePath.join(tenantDir, TENANT_STAGING_DIR, `${manifest.runId}.${yield* nonce}`)
         const runDir = NodePath.join(tenantDir, manifest.runId)
-        yield* fs.makeDirectory(staging, { mode: 0o700 })
+        const madeStaging = yield* fs.makeDirectory(staging, { mode: 0o700 }).pipe(
+          Effect.as(true),
+          // The tenant was removed behind our back (rm -rf work/): forget it and make it again.
+          Effect.catchIf((e) => e.reason === "NotFound", () => Effect.as(Ref.update(madeTenants, (m) => { const n = new Set(m); n.delete(tenantDir); return n }), false))
+        )
+        if (!madeStaging) return false
         const built = yield* Effect.gen(function*() {
-          yield* fs.writeFileAtomic(NodePath.join(staging, WORK_RUN_MANIFEST), encodeJsonBytes(manifest), { sync: true })
+          // The staging directory is private until the rename, so an exclusive write is as good as an atomic one.
+          yield* fs.writeFileExclusive(NodePath.join(staging, WORK_RUN_MANIFEST), encodeJsonBytes(manifest), { sync: true })
           yield* fs.makeDirectory(NodePath.join(staging, LEASES_DIR), { mode: 0o700 })
           yield* fs.writeFileExclusive(NodePath.join(staging, LEASES_DIR, leaseName), leaseBody(manifest.createdAt))
           const taken = yield* fs.lstat(runDir).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))

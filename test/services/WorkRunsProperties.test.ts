@@ -152,7 +152,7 @@ describe("work-run invariants under random schedules (Memory)", () => {
       if (violations.length > 0) console.error(violations.join("\n"))
       assert.strictEqual(violations.join("\n"), "")
     }),
-    { fastCheck: { numRuns: Number(process.env.PROPERTY_RUNS ?? 300), ...(process.env.PROPERTY_SEED ? { seed: Number(process.env.PROPERTY_SEED), path: process.env.PROPERTY_PATH } : {}) } }
+    { fastCheck: { numRuns: Number(process.env.PROPERTY_RUNS ?? 300), ...(process.env.PROPERTY_SEED ? { seed: Number(process.env.PROPERTY_SEED), ...(process.env.PROPERTY_PATH ? { path: process.env.PROPERTY_PATH } : {}) } : {}) } }
   )
 })
 
