@@ -22,6 +22,25 @@ export const FileSystemErrorReason = Schema.Literal(
 )
 export type FileSystemErrorReason = typeof FileSystemErrorReason.Type
 
+const REASONS: Readonly<Record<string, FileSystemErrorReason>> = {
+  ENOENT: "NotFound",
+  EEXIST: "AlreadyExists",
+  EACCES: "PermissionDenied",
+  EPERM: "PermissionDenied",
+  ENOTEMPTY: "NotEmpty",
+  EXDEV: "CrossDevice",
+  ELOOP: "IsSymlink",
+  ENOTDIR: "NotADirectory",
+  EISDIR: "IsADirectory",
+  EFBIG: "TooLarge",
+  EBUSY: "Busy",
+  // The simulated world's "this process died" (Memory layer crash point).
+  ECRASHED: "Crashed"
+}
+
+/** errno → reason, in one place for every layer. */
+export const reasonOfErrno = (errno: string): FileSystemErrorReason => REASONS[errno] ?? "Unknown"
+
 export class FileSystemError extends Schema.TaggedError<FileSystemError>()("FileSystemError", {
   reason: FileSystemErrorReason,
   /** Raw errno code such as "ENOENT", "EXDEV", "ELOOP"; "" when none applies. */

@@ -11,7 +11,7 @@
  * FileSystem, a `MemoryHost` process and the `MemoryDriver`.
  */
 import { Clock, Context, Effect, Layer } from "effect"
-import { FileSystemError, type FileSystemErrorReason } from "../domain/Errors.js"
+import { FileSystemError, reasonOfErrno } from "../domain/Errors.js"
 import { type DirEntry, type FileInfo, FileSystem, type TreeMeasure, type TreeRemoval } from "../services/FileSystem.js"
 import { Host } from "../services/Host.js"
 import * as MemoryHost from "./MemoryHost.js"
@@ -49,22 +49,6 @@ export interface MemoryFileSystemOptions {
   readonly pid?: number
 }
 
-const REASONS: Record<string, FileSystemErrorReason> = {
-  ENOENT: "NotFound",
-  EEXIST: "AlreadyExists",
-  EACCES: "PermissionDenied",
-  EPERM: "PermissionDenied",
-  ENOTEMPTY: "NotEmpty",
-  EXDEV: "CrossDevice",
-  ELOOP: "IsSymlink",
-  ENOTDIR: "NotADirectory",
-  EISDIR: "IsADirectory",
-  EFBIG: "TooLarge",
-  EBUSY: "Busy",
-  ECRASHED: "Crashed"
-}
-
-export const reasonOf = (code: string): FileSystemErrorReason => REASONS[code] ?? "Unknown"
 
 const compareNames = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
 const sortedNames = (dir: DirNode): Array<string> => [...dir.entries.keys()].sort(compareNames)
@@ -106,7 +90,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
   }
   const lookup = (path: string, follow: boolean): Lookup | Errno => world.resolve(path, ctx.cwd, follow)
   const toError = (method: string, path: string, code: string): FileSystemError =>
-    new FileSystemError({ reason: reasonOf(code), errno: code, method, path })
+    new FileSystemError({ reason: reasonOfErrno(code), errno: code, method, path })
 
   /** Record the end of a call and turn its result into an Effect. */
   const finish = <A>(method: string, path: string, path2: string | undefined, result: A | Errno) => {

@@ -21,7 +21,7 @@ import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as NodePath from "node:path"
 import { Effect, Layer } from "effect"
-import { FileSystemError, type FileSystemErrorReason } from "../domain/Errors.js"
+import { FileSystemError, reasonOfErrno } from "../domain/Errors.js"
 import {
   type DirEntry,
   type FileInfo,
@@ -43,23 +43,8 @@ const DEFAULT_DIR_MODE = 0o700
 const COPY_CHUNK = 64 * 1024
 
 // ---------------------------------------------------------------------------------------------------------
-// errno → reason, in one place
+// errno → reason lives in domain/Errors.ts (shared with the Memory layer)
 
-const REASONS: Readonly<Record<string, FileSystemErrorReason>> = {
-  ENOENT: "NotFound",
-  EEXIST: "AlreadyExists",
-  EACCES: "PermissionDenied",
-  EPERM: "PermissionDenied",
-  ENOTEMPTY: "NotEmpty",
-  EXDEV: "CrossDevice",
-  ELOOP: "IsSymlink",
-  ENOTDIR: "NotADirectory",
-  EISDIR: "IsADirectory",
-  EFBIG: "TooLarge",
-  EBUSY: "Busy"
-}
-
-export const reasonOfErrno = (errno: string): FileSystemErrorReason => REASONS[errno] ?? "Unknown"
 
 const errnoOf = (cause: unknown): string =>
   typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string" ? cause.code : ""
