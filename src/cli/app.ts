@@ -12,7 +12,7 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
 import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
 import { Cause, Effect, Layer, Option } from "effect"
-import { splitArgv } from "./argv.js"
+import type { SplitArgv } from "./argv.js"
 import { doctor } from "./commands/doctor.js"
 import { ls } from "./commands/ls.js"
 import { migrate } from "./commands/migrate.js"
@@ -120,20 +120,21 @@ const commands = (ctx: CliContext) => {
 /** `@effect/cli` needs the platform FileSystem, Path and Terminal; subpath imports keep start-up quick. */
 const cliEnvironment = Layer.mergeAll(NodeFileSystem.layer, NodePath.layer, NodeTerminal.layer)
 
-/** One line from a ValidationError: its text without ANSI codes, whitespace collapsed. */
-export const validationMessage = (error: ValidationError.ValidationError): string => {
+const COMMAND_WORDS = new Set(["status", "work", "ls", "prune", "run", "doctor", "migrate"])
+
+/** One line from a ValidationError: its text without ANSI codes, whitespace collapsed; a bad command is named. */
+export const validationMessage = (error: ValidationError.ValidationError, args: ReadonlyArray<string>): string => {
+  if (ValidationError.isCommandMismatch(error)) {
+    const unknown = args.find((a) => !a.startsWith("-") && !COMMAND_WORDS.has(a))
+    if (unknown !== undefined) return `unknown command ${JSON.stringify(unknown)}`
+  }
   const doc = "error" in error ? error.error : HelpDoc.empty
   return stripAnsi(HelpDoc.toAnsiText(doc)).replace(/\s+/g, " ").trim() || error._tag
 }
 
-/** The whole program for one invocation: parse, dispatch, and record the exit status. Never fails. */
-export const main = (argv: ReadonlyArray<string>, exitStatus: ExitStatus): Effect.Effect<void> => {
-  const split = splitArgv(argv)
-  if (!split.ok) {
-    const ctx = makeContext({ agentDir: undefined, noColor: true }, exitStatus, undefined)
-    return usageError(ctx, split.message)
-  }
-  const { globals, args, command } = split.value
+/** The whole program for one invocation (argv already split by `splitArgv`): parse, dispatch, record the exit status. */
+export const main = (split: SplitArgv, exitStatus: ExitStatus): Effect.Effect<void> => {
+  const { globals, args, command } = split
   const ctx = makeContext(globals, exitStatus, command)
   const color = colorAllowed(globals)
   const cli = Command.run(commands(ctx), { name: "pi-storage", version: VERSION })
@@ -155,7 +156,7 @@ export const main = (argv: ReadonlyArray<string>, exitStatus: ExitStatus): Effec
   return withQuietConsole.pipe(
     Effect.catchAll((error) =>
       ValidationError.isValidationError(error)
-        ? usageError(ctx, `${validationMessage(error)} (see pi-storage --help)`)
+        ? usageError(ctx, `${validationMessage(error, args)} (see pi-storage --help)`)
         : complain(ctx, String(error), ExitCode.findings)
     ),
     Effect.catchAllCause((cause) =>

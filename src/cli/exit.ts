@@ -2,7 +2,7 @@
  * Exit codes (issue 6) and the per-invocation exit status the handlers raise. `work run` passes its child's
  * code through, so the status can hold any value; the named codes are the tool's own.
  */
-import { Exit } from "effect"
+import * as Exit from "effect/Exit"
 
 export const ExitCode = {
   ok: 0,

@@ -1,15 +1,22 @@
 #!/usr/bin/env node
 /**
- * The `pi-storage` executable. NodeRuntime is imported by subpath: the platform-node barrel costs more
- * start-up time than the whole command.
+ * The `pi-storage` executable. Global flags and `--` are split off first, so an argv mistake is reported
+ * before anything heavy loads. NodeRuntime is imported by subpath: the platform-node barrel alone costs more
+ * start-up time than a whole command.
  */
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { main } from "./app.js"
-import { ExitStatus } from "./exit.js"
+import { splitArgv } from "./argv.js"
+import { ExitCode, ExitStatus } from "./exit.js"
 
-const exitStatus = new ExitStatus()
-NodeRuntime.runMain(main(process.argv.slice(2), exitStatus), {
-  disableErrorReporting: true,
-  disablePrettyLogger: true,
-  teardown: exitStatus.teardown
-})
+const split = splitArgv(process.argv.slice(2))
+if (!split.ok) {
+  process.stderr.write(`pi-storage: ${split.message}\n`)
+  process.exitCode = ExitCode.usage
+} else {
+  const [NodeRuntime, { main }] = await Promise.all([import("@effect/platform-node/NodeRuntime"), import("./app.js")])
+  const exitStatus = new ExitStatus()
+  NodeRuntime.runMain(main(split.value, exitStatus), {
+    disableErrorReporting: true,
+    disablePrettyLogger: true,
+    teardown: exitStatus.teardown
+  })
+}

@@ -1,0 +1,60 @@
+import * as HelpDoc from "@effect/cli/HelpDoc"
+import * as ValidationError from "@effect/cli/ValidationError"
+import { assert, describe, it } from "@effect/vitest"
+import { FastCheck } from "effect"
+import { validationMessage } from "../../src/cli/app.js"
+import { splitArgv } from "../../src/cli/argv.js"
+
+const ok = (argv: ReadonlyArray<string>) => {
+  const r = splitArgv(argv)
+  if (!r.ok) throw new Error(r.message)
+  return r.value
+}
+const error = (argv: ReadonlyArray<string>) => {
+  const r = splitArgv(argv)
+  assert.isFalse(r.ok, argv.join(" "))
+  return r.ok ? "" : r.message
+}
+
+describe("cli/argv", () => {
+  it("global flags are taken out wherever they appear", () => {
+    assert.deepStrictEqual(ok(["--agent-dir", "/a", "status", "--no-color", "--json"]), {
+      globals: { agentDir: "/a", noColor: true },
+      args: ["status", "--json"],
+      command: undefined
+    })
+    assert.deepStrictEqual(ok(["work", "ls", "--agent-dir=/b"]).globals, { agentDir: "/b", noColor: false })
+  })
+
+  it("the command after -- is split off untouched, flags and all", () => {
+    const split = ok(["work", "run", "a/b", "--delete", "--", "sh", "-c", "x", "--agent-dir", "--", "--json"])
+    assert.deepStrictEqual(split.args, ["work", "run", "a/b", "--delete"])
+    assert.deepStrictEqual(split.command, ["sh", "-c", "x", "--agent-dir", "--", "--json"])
+    assert.deepStrictEqual(split.globals, { agentDir: undefined, noColor: false })
+  })
+
+  it("a valued flag without a value, or '--' outside work run, is an error naming it", () => {
+    assert.include(error(["--agent-dir"]), "--agent-dir needs a value")
+    assert.include(error(["status", "--agent-dir", "--json"]), "--agent-dir needs a value")
+    assert.include(error(["status", "--agent-dir="]), "--agent-dir needs a value")
+    assert.include(error(["work", "prune", "a/b", "--max-age"]), "--max-age needs a value")
+    assert.include(error(["work", "prune", "--max-bytes", "--json", "a/b"]), "--max-bytes needs a value")
+    assert.include(error(["work", "run", "a/b", "--name", "--", "true"]), "--name needs a value")
+    assert.include(error(["status", "--", "x"]), "'--' is only used by 'work run")
+  })
+
+  it.prop("whatever follows '--' never changes the globals or the parsed args", [FastCheck.array(FastCheck.string(), { maxLength: 6 })], ([tail]) => {
+    const split = ok(["--no-color", "work", "run", "a/b", "--", ...tail])
+    assert.deepStrictEqual(split.args, ["work", "run", "a/b"])
+    assert.deepStrictEqual(split.command, tail)
+    assert.deepStrictEqual(split.globals, { agentDir: undefined, noColor: true })
+  })
+
+  it("a ValidationError becomes one line without ANSI codes; a bad command is named", () => {
+    const doc = HelpDoc.blocks([HelpDoc.h1("Oops"), HelpDoc.p("Received unknown argument: '--jsn'")])
+    const line = validationMessage(ValidationError.invalidValue(doc), ["status", "--jsn"])
+    assert.strictEqual(line, "Oops Received unknown argument: '--jsn'")
+    const mismatch = ValidationError.commandMismatch(HelpDoc.p("Invalid subcommand for pi-storage"))
+    assert.strictEqual(validationMessage(mismatch, ["--json", "bogus"]), "unknown command \"bogus\"")
+  })
+})

@@ -1,0 +1,50 @@
+import { assert, describe, it } from "@effect/vitest"
+import { FastCheck } from "effect"
+import { formatBytes, formatDuration, formatSize, painter, stripAnsi, table } from "../../src/cli/format.js"
+import { parseSize } from "../../src/cli/parse.js"
+
+const H = 3_600_000
+const D = 24 * H
+
+describe("cli/format", () => {
+  it("sizes in B, KiB, MiB, GiB; ≥ marks a lower bound", () => {
+    assert.strictEqual(formatBytes(0), "0 B")
+    assert.strictEqual(formatBytes(1023), "1023 B")
+    assert.strictEqual(formatBytes(1536), "1.5 KiB")
+    assert.strictEqual(formatBytes(512 * 1024 ** 2), "512.0 MiB")
+    assert.strictEqual(formatBytes(2 * 1024 ** 3), "2.0 GiB")
+    assert.strictEqual(formatSize({ bytes: 2048, complete: false }), "≥ 2.0 KiB")
+    assert.strictEqual(formatSize({ bytes: 2048, complete: true }), "2.0 KiB")
+  })
+
+  it.prop("a formatted size never overstates: parsing it back gives at most the true size", [FastCheck.integer({ min: 0, max: 2 ** 45 })], ([bytes]) => {
+    const parsed = parseSize(formatBytes(bytes).replace(" ", ""))
+    assert.isTrue(parsed.ok)
+    if (parsed.ok) {
+      assert.isAtMost(parsed.value, bytes)
+      // One decimal of the unit: within 10 % (exact below 1 KiB).
+      assert.isAtLeast(parsed.value, bytes < 1024 ? bytes : bytes * 0.9)
+    }
+  })
+
+  it("ages use the two largest units", () => {
+    assert.strictEqual(formatDuration(3 * D + 4 * H + 5 * 60_000), "3d 4h")
+    assert.strictEqual(formatDuration(3 * D), "3d")
+    assert.strictEqual(formatDuration(2 * H + 30 * 60_000), "2h 30m")
+    assert.strictEqual(formatDuration(90 * 60_000), "1h 30m")
+    assert.strictEqual(formatDuration(59 * 60_000 + 59_000), "59m")
+    assert.strictEqual(formatDuration(42_000), "42s")
+    assert.strictEqual(formatDuration(-5), "0s")
+  })
+
+  it("tables align columns, right-align numbers, ignore colour codes in widths, leave no trailing blanks", () => {
+    const paint = painter(true)
+    const text = table(
+      [{ header: "NAME" }, { header: "N", align: "right" }, { header: "NOTE" }],
+      [["a", "1", paint("red", "x")], ["long-name", "100", ""]]
+    )
+    assert.strictEqual(stripAnsi(text), "NAME         N  NOTE\na            1  x\nlong-name  100\n")
+    assert.include(text, "\u001b[31mx\u001b[39m")
+    assert.strictEqual(painter(false)("red", "x"), "x")
+  })
+})
