@@ -20,21 +20,21 @@ export interface CliContext {
   readonly stderrIsTTY: boolean
 }
 
-export const makeContext = (globals: Globals, status: ExitStatus, command: ReadonlyArray<string> | undefined): CliContext => {
-  const noColorEnv = (process.env["NO_COLOR"] ?? "") !== ""
-  const allowed = !globals.noColor && !noColorEnv
-  return {
-    globals,
-    status,
-    command,
-    paint: painter(allowed && process.stdout.isTTY === true),
-    paintErr: painter(allowed && process.stderr.isTTY === true),
-    stderrIsTTY: process.stderr.isTTY === true
-  }
-}
+/** Colour only on a TTY, and never with `--no-color` or a non-empty `NO_COLOR` (no-color.org). */
+export const useColor = (input: { readonly noColorFlag: boolean; readonly noColorEnv: string | undefined; readonly isTTY: boolean | undefined }): boolean =>
+  !input.noColorFlag && (input.noColorEnv ?? "") === "" && input.isTTY === true
 
-export const colorAllowed = (globals: Globals): boolean =>
-  !globals.noColor && (process.env["NO_COLOR"] ?? "") === "" && process.stdout.isTTY === true
+export const colorAllowed = (globals: Globals, stream: { readonly isTTY?: boolean } = process.stdout): boolean =>
+  useColor({ noColorFlag: globals.noColor, noColorEnv: process.env["NO_COLOR"], isTTY: stream.isTTY })
+
+export const makeContext = (globals: Globals, status: ExitStatus, command: ReadonlyArray<string> | undefined): CliContext => ({
+  globals,
+  status,
+  command,
+  paint: painter(colorAllowed(globals, process.stdout)),
+  paintErr: painter(colorAllowed(globals, process.stderr)),
+  stderrIsTTY: process.stderr.isTTY === true
+})
 
 export const out = (text: string): Effect.Effect<void> => Effect.sync(() => void process.stdout.write(text))
 export const err = (text: string): Effect.Effect<void> => Effect.sync(() => void process.stderr.write(text))

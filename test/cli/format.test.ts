@@ -48,3 +48,15 @@ describe("cli/format", () => {
     assert.strictEqual(painter(false)("red", "x"), "x")
   })
 })
+
+describe("cli/context colour rule", () => {
+  it("colour only on a TTY, never with --no-color or a non-empty NO_COLOR", async () => {
+    const { useColor } = await import("../../src/cli/context.js")
+    assert.isTrue(useColor({ noColorFlag: false, noColorEnv: undefined, isTTY: true }))
+    assert.isTrue(useColor({ noColorFlag: false, noColorEnv: "", isTTY: true }))
+    assert.isFalse(useColor({ noColorFlag: false, noColorEnv: "1", isTTY: true }))
+    assert.isFalse(useColor({ noColorFlag: true, noColorEnv: undefined, isTTY: true }))
+    assert.isFalse(useColor({ noColorFlag: false, noColorEnv: undefined, isTTY: false }))
+    assert.isFalse(useColor({ noColorFlag: false, noColorEnv: undefined, isTTY: undefined }))
+  })
+})
