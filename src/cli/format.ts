@@ -40,6 +40,9 @@ export const formatDuration = (ms: number): string => {
 /** How long ago `at` was, seen from `now`. */
 export const formatAge = (at: number, now: number): string => `${formatDuration(now - at)} ago`
 
+/** `1 warning`, `2 warnings`, `3 info` (a mass noun), `2 errors`. */
+export const countOf = (n: number, word: string): string => `${n} ${n === 1 || word === "info" ? word : `${word}s`}`
+
 // ---------------------------------------------------------------------------------------------- colour
 
 export type Style = "bold" | "dim" | "red" | "yellow" | "green" | "cyan"

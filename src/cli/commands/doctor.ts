@@ -5,7 +5,7 @@ import { Effect } from "effect"
 import type { DoctorReport, Severity } from "../../domain/MigrationPlan.js"
 import { type CliContext, out, printJson, withStack } from "../context.js"
 import { ExitCode } from "../exit.js"
-import { type Paint, table } from "../format.js"
+import { countOf, type Paint, table } from "../format.js"
 
 const SEVERITY_STYLE = { error: "red", warning: "yellow", info: "dim" } as const
 const RANK: Record<Severity, number> = { error: 0, warning: 1, info: 2 }
@@ -20,7 +20,7 @@ export const renderDoctor = (paint: Paint, agentDir: string, report: DoctorRepor
   return head + "\n" +
     table([{ header: "SEVERITY" }, { header: "CODE" }, { header: "PATH" }, { header: "MESSAGE" }], rows, paint) +
     (fixes.length > 0 ? `\n${paint("bold", "Suggested fixes")}\n` + fixes.map((f) => `  ${f.path}: ${f.fix}\n`).join("") : "") +
-    `\n${counts.filter(([, n]) => n > 0).map(([s, n]) => `${n} ${s}`).join(", ")}\n`
+    `\n${counts.filter(([, n]) => n > 0).map(([s, n]) => countOf(n, s)).join(", ")}\n`
 }
 
 export const doctorExitCode = (report: DoctorReport): number =>
