@@ -357,8 +357,14 @@ const copyFile = (from: string, to: string, options?: { readonly sync?: boolean 
 // ---------------------------------------------------------------------------------------------------------
 // hot walks
 
-/** Entries processed synchronously before a real macrotask yield, so timers and I/O callbacks still run. */
-const ENTRIES_PER_MACROTASK = 2048
+/**
+ * Longest stretch of synchronous walking before a real macrotask yield, so timers and I/O callbacks still
+ * run. By time, not by entry count: an unlink waits on the journal (ms each while ext4 discards), so 2048
+ * entries could hold the event loop for 180 ms and stall every acquire in the process (issue 7).
+ */
+const SLICE_MS = 4
+
+const sliceEnd = (): number => performance.now() + SLICE_MS
 
 const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume) => {
   const handle = setImmediate(() => resume(Effect.void))
@@ -366,18 +372,21 @@ const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume) => {
 })
 
 /**
- * Run a synchronous `step` (one directory's worth of work) until it reports done, yielding to other fibers
- * after every step and to the event loop every `ENTRIES_PER_MACROTASK` entries.
+ * Run a synchronous `step` (one directory's worth of work, or a `SLICE_MS` slice of a large directory)
+ * until it reports done, yielding to other fibers after every step and to the event loop whenever
+ * `SLICE_MS` of synchronous work has passed since the last macrotask.
  */
-const drive = (method: string, root: string, step: () => boolean, workDone: () => number) => {
-  let nextMacrotaskAt = ENTRIES_PER_MACROTASK
+const drive = (method: string, root: string, step: () => boolean) => {
+  let lastMacrotask = performance.now()
   const loop: Effect.Effect<void, FileSystemError> = Effect.suspend(() =>
     attemptSync(method, root, step).pipe(
       Effect.flatMap((done) => {
         if (done) return Effect.void
-        if (workDone() >= nextMacrotaskAt) {
-          nextMacrotaskAt = workDone() + ENTRIES_PER_MACROTASK
-          return Effect.zipRight(yieldToEventLoop, loop)
+        if (performance.now() - lastMacrotask >= SLICE_MS) {
+          return Effect.zipRight(yieldToEventLoop, Effect.suspend(() => {
+            lastMacrotask = performance.now()
+            return loop
+          }))
         }
         return Effect.zipRight(Effect.yieldNow(), loop)
       })
@@ -422,7 +431,9 @@ const measureTree = (root: string, budget: WalkBudget): Effect.Effect<TreeMeasur
     const step = (): boolean => {
       const top = stack[stack.length - 1]
       if (top === undefined) return true
+      const until = sliceEnd()
       while (top.index < top.names.length) {
+        if (performance.now() > until) return false // resume this directory after a yield
         if (entries >= budget.maxEntries) {
           complete = false
           return true
@@ -450,7 +461,7 @@ const measureTree = (root: string, budget: WalkBudget): Effect.Effect<TreeMeasur
       stack.pop()
       return stack.length === 0
     }
-    if (stack.length > 0) yield* drive("measureTree", root, step, () => entries)
+    if (stack.length > 0) yield* drive("measureTree", root, step)
     return { bytes, entries, complete, newestMtimeMs }
   })
 
@@ -511,7 +522,9 @@ const removeTree = (root: string, budget: WalkBudget): Effect.Effect<TreeRemoval
     const step = (): boolean => {
       const top = stack[stack.length - 1]
       if (top === undefined) return true
+      const until = sliceEnd()
       while (top.index < top.entries.length) {
+        if (performance.now() > until) return false // resume this directory after a yield
         if (removed >= budget.maxEntries) {
           complete = false
           return true
@@ -551,7 +564,7 @@ const removeTree = (root: string, budget: WalkBudget): Effect.Effect<TreeRemoval
       }
       return stack.length === 0
     }
-    yield* drive("removeTree", root, step, () => removed)
+    yield* drive("removeTree", root, step)
     return { removedEntries: removed, complete }
   })
 
