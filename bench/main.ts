@@ -46,7 +46,7 @@ const main = async () => {
     }
     if (only.has("acquire")) {
       const ops = numberArg(args, "ops", quick ? 300 : 2000)
-      results.push(await benchAcquire({ root, ops, reps, settleMs, inactiveRuns: quick ? 20 : 100, log }))
+      results.push(await benchAcquire({ root, ops, reps, settleMs, inactiveRuns: numberArg(args, "inactive", quick ? 20 : 100), log }))
     }
     if (only.has("cli")) results.push(await benchCli({ root, reps: quick ? 5 : 15, log }))
     if (only.has("property")) results.push(await benchProperty({ seconds: numberArg(args, "property-seconds", quick ? 3 : 10), log }))
