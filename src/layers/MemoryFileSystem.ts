@@ -396,7 +396,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
         return node.data.slice()
       }),
 
-    rename: (from, to) => call("rename", from, to, (now) => renameEntry(from, to, now)),
+    rename: (from, to, _options) => call("rename", from, to, (now) => renameEntry(from, to, now)),
 
     removeFile: (path) => call("removeFile", path, undefined, (now) => unlinkEntry(path, now)),
 

@@ -317,9 +317,10 @@ const readFile = (path: string, options?: { readonly maxBytes?: number }) =>
       return new Uint8Array(Buffer.concat(chunks, total))
     }))
 
-const rename = (from: string, to: string): Effect.Effect<void, FileSystemError> =>
+const rename = (from: string, to: string, options?: { readonly sync?: boolean }): Effect.Effect<void, FileSystemError> =>
   Effect.gen(function*() {
     yield* attemptSync("rename", from, () => fs.renameSync(from, to))
+    if (options?.sync === false) return
     const toDir = NodePath.dirname(NodePath.resolve(to))
     const fromDir = NodePath.dirname(NodePath.resolve(from))
     yield* syncDirectory("rename", toDir)

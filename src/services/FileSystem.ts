@@ -85,8 +85,11 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
   readonly writeFileAtomic: (path: string, data: Uint8Array, options?: WriteOptions) => Effect.Effect<void, FileSystemError>
   /** Read a regular file, never through a symlink (ELOOP). Fails with EFBIG (`TooLarge`) above `maxBytes`. */
   readonly readFile: (path: string, options?: { readonly maxBytes?: number }) => Effect.Effect<Uint8Array, FileSystemError>
-  /** rename(2): atomic; replaces a file or an empty directory; ENOTEMPTY, EXDEV as the OS says. Syncs parents. */
-  readonly rename: (from: string, to: string) => Effect.Effect<void, FileSystemError>
+  /**
+   * rename(2): atomic; replaces a file or an empty directory; ENOTEMPTY, EXDEV as the OS says. Syncs the
+   * parent directories unless `sync: false` (for renames whose loss in a power cut is harmless).
+   */
+  readonly rename: (from: string, to: string, options?: { readonly sync?: boolean }) => Effect.Effect<void, FileSystemError>
   /** unlink(2): removes a file or a symlink (never its target). */
   readonly removeFile: (path: string) => Effect.Effect<void, FileSystemError>
   /** rmdir(2): empty directories only (ENOTEMPTY). */

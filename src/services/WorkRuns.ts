@@ -36,7 +36,7 @@ import { Host } from "./Host.js"
 import { type Deps, nonce, safeHostName, selfIdentity } from "./internal/deps.js"
 import { liveMarkerExists } from "./internal/markers.js"
 import { pruneTenant } from "./internal/prune.js"
-import { cleanupMarkerPath, removeOwnedRun } from "./internal/removeRun.js"
+import { cleanupMarkerPath, prepareRemoval, removeOwnedRun } from "./internal/removeRun.js"
 import { isActive, readLeases, readManifest } from "./internal/runFacts.js"
 
 export type AcquireError = InvalidSegment | UnownedRun | ManifestMismatch | RunBusy | FileSystemError
@@ -174,7 +174,8 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           yield* fs.writeFileExclusive(NodePath.join(staging, LEASES_DIR, leaseName), leaseBody(manifest.createdAt))
           const taken = yield* fs.lstat(runDir).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
           if (taken) return false
-          return yield* fs.rename(staging, runDir).pipe(
+          // No directory fsync: after a power cut the run is back in staging, with its holder gone too.
+          return yield* fs.rename(staging, runDir, { sync: false }).pipe(
             Effect.as(true),
             Effect.catchIf((e) => e.reason === "NotEmpty" || e.reason === "AlreadyExists", () => Effect.succeed(false))
           )
@@ -320,6 +321,8 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
             }
             if (o?.delete) {
               const tenantDir = paths.workTenantDir(run.category, run.tenant)
+              const prepared = yield* Effect.either(prepareRemoval(deps, tenantDir))
+              if (prepared._tag === "Left") return { released: true, deleted: false, keptBecause: prepared.left }
               const outcome = yield* removeOwnedRun(deps, { tenantDir, category: run.category, tenant: run.tenant, runId: run.runId }, {
                 maxEntries: Number.MAX_SAFE_INTEGER,
                 maxDepth: Number.MAX_SAFE_INTEGER

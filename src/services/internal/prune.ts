@@ -18,7 +18,7 @@ import { emptyPruneReport, type PruneReport } from "../../domain/PruneReport.js"
 import type { RetentionPolicy } from "../../domain/Retention.js"
 import { type Deps } from "./deps.js"
 import { removeDeadMarker, tryAcquireMarker } from "./markers.js"
-import { ensureLibraryDir, removeOwnedRun } from "./removeRun.js"
+import { ensureLibraryDir, prepareRemoval, removeOwnedRun } from "./removeRun.js"
 import { checkSafeDirectory } from "./rootSafety.js"
 import { isActive, newestHeartbeat, readLeases, readManifest } from "./runFacts.js"
 
@@ -165,6 +165,12 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       return report
     }
     let skippedBytes: number | null = 0
+    const prepared = plan.remove.length === 0 ? undefined : yield* Effect.either(prepareRemoval(deps, tenantDir))
+    if (prepared?._tag === "Left") {
+      report.errors.push({ path: tenantDir, message: prepared.left })
+      for (const victim of plan.remove) report.skipped.push({ runId: victim.runId, path: victim.path, why: prepared.left })
+      return report
+    }
     for (const [index, victim] of plan.remove.entries()) {
       input.onProgress?.({ phase: "remove", done: index, total: plan.remove.length })
       const outcome = yield* removeOwnedRun(

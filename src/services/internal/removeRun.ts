@@ -34,6 +34,14 @@ export const ensureLibraryDir = (deps: Deps, path: string) =>
 
 export const cleanupMarkerPath = (tenantDir: string, runId: string) => NodePath.join(tenantDir, TENANT_CLEANUP_DIR, runId)
 
+/** The tenant's `.cleanup/` and `.trash/` directories, made once before a batch of removals. */
+export const prepareRemoval = (deps: Deps, tenantDir: string): Effect.Effect<void, string> =>
+  Effect.zipRight(
+    ensureLibraryDir(deps, NodePath.join(tenantDir, TENANT_CLEANUP_DIR)),
+    ensureLibraryDir(deps, NodePath.join(tenantDir, TENANT_TRASH_DIR))
+  )
+
+/** Remove one run; `prepareRemoval` must have succeeded for its tenant. */
 export const removeOwnedRun = (
   deps: Deps,
   run: RunAddress,
@@ -41,10 +49,7 @@ export const removeOwnedRun = (
 ): Effect.Effect<RemoveOutcome> =>
   Effect.gen(function*() {
     const runDir = NodePath.join(run.tenantDir, run.runId)
-    const cleanupDir = NodePath.join(run.tenantDir, TENANT_CLEANUP_DIR)
     const trashDir = NodePath.join(run.tenantDir, TENANT_TRASH_DIR)
-    const prepared = yield* Effect.either(Effect.zipRight(ensureLibraryDir(deps, cleanupDir), ensureLibraryDir(deps, trashDir)))
-    if (prepared._tag === "Left") return { _tag: "Skipped", why: prepared.left } as const
     const marker = yield* tryAcquireMarker(deps, cleanupMarkerPath(run.tenantDir, run.runId), "cleanup").pipe(Effect.either)
     if (marker._tag === "Left") return { _tag: "Skipped", why: `cleanup marker: ${marker.left.message}` } as const
     if (marker.right._tag === "Held") return { _tag: "Skipped", why: `cleanup marker held (${marker.right.holder})` } as const
@@ -64,7 +69,8 @@ export const removeOwnedRun = (
         return { _tag: "Skipped", why: leases.problem ?? "a live lease holds it" } as const
       }
       const target = NodePath.join(trashDir, `${run.runId}.${yield* nonce}`)
-      const moved = yield* deps.fs.rename(runDir, target).pipe(Effect.either)
+      // No directory fsync: if a power cut undoes the rename, the run is still owned and the next prune retries.
+      const moved = yield* deps.fs.rename(runDir, target, { sync: false }).pipe(Effect.either)
       if (moved._tag === "Left") return { _tag: "Skipped", why: `rename into .trash failed: ${moved.left.message}` } as const
       return { _tag: "Moved", target } as const
     }).pipe(Effect.ensuring(release))

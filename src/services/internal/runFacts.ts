@@ -67,15 +67,13 @@ export interface LeaseScan {
 export const readLeases = (deps: Deps, runDir: string): Effect.Effect<LeaseScan> =>
   Effect.gen(function*() {
     const dir = NodePath.join(runDir, LEASES_DIR)
-    const info = yield* deps.fs.lstat(dir).pipe(Effect.either)
-    if (info._tag === "Left") {
-      return info.left.reason === "NotFound"
-        ? { leases: [], problem: null }
-        : { leases: [], problem: `.leases unreadable (${info.left.errno})` }
-    }
-    if (info.right.type !== "Directory") return { leases: [], problem: `.leases is a ${info.right.type === "SymbolicLink" ? "symlink" : "file"}` }
+    // One call: the port refuses to list through a symlink (ENOTDIR), so no lstat first.
     const entries = yield* deps.fs.readDirectory(dir).pipe(Effect.either)
-    if (entries._tag === "Left") return { leases: [], problem: `.leases unreadable (${entries.left.errno})` }
+    if (entries._tag === "Left") {
+      const e = entries.left
+      if (e.reason === "NotFound") return { leases: [], problem: null }
+      return { leases: [], problem: e.reason === "NotADirectory" ? ".leases is not a directory (or is a symlink)" : `.leases unreadable (${e.errno})` }
+    }
     const leases: Array<LeaseEntry> = []
     for (const entry of entries.right) {
       if (entry.name.startsWith(".")) continue
