@@ -4,7 +4,10 @@
  */
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
-import { Effect, Exit, ManagedRuntime, Scope } from "effect"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Scope from "effect/Scope"
 import { EXTENSIONS_WORK_CATEGORY, resolveAgentDir } from "./domain/AgentPaths.js"
 import { InvalidSegment, StorageUnloaded } from "./domain/Errors.js"
 import { parseSegment } from "./domain/Segment.js"

@@ -3,7 +3,7 @@
  * writers. Output goes straight to the process streams (synchronous for files and pipes on Linux), so a
  * document is complete before the process exits.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { Globals } from "./argv.js"
 import { ExitCode, exitCodeForError, type ExitStatus } from "./exit.js"
 import { type Paint, painter } from "./format.js"

@@ -3,7 +3,7 @@
  * dir, and the programs. Loaded lazily by the command handlers, so `--help` and usage errors never pay for
  * it. Building it does no I/O: `status` on a missing agent dir creates nothing.
  */
-import { Layer } from "effect"
+import * as Layer from "effect/Layer"
 import type { RetentionPolicy } from "../domain/Retention.js"
 import { NodeFileSystemLive } from "../layers/NodeFileSystem.js"
 import { NodeHostLive } from "../layers/NodeHost.js"

@@ -2,7 +2,7 @@
  * Every typed error the library fails with. Each is an `Error` with a `_tag` and a message that names the
  * offending value, so Promise callers can switch on `_tag` and people can read `message`.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /** The platform-style reason, kept beside the raw errno so callers can decide on EXDEV, ENOTEMPTY, ELOOP … */
 export const FileSystemErrorReason = Schema.Literal(

@@ -2,7 +2,7 @@
  * On-disk formats (DESIGN "On-disk formats"): the run manifest and the lease, v1 and v2, and markers.
  * Other tools read these files, so the shapes are stable.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /** Manifests larger than this are refused (unowned), never parsed. */
 export const MANIFEST_MAX_BYTES = 4096

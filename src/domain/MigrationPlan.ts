@@ -4,7 +4,7 @@
  * doctor's finding codes. No I/O: the programs in src/services/Migration.ts and src/services/Doctor.ts do that.
  */
 import * as NodePath from "node:path"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import {
   CANONICAL_ROOT_ENTRIES,
   type CanonicalEntry,

@@ -4,7 +4,7 @@
  *
  * Only owned runs are given to the plan: unowned entries never reach it, so they can never be selected.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import type { RetentionPolicy } from "./Retention.js"
 
 export interface ScannedRun {

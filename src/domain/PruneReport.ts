@@ -3,7 +3,7 @@
  * `--json` output and scripts read it, so fields are only ever added. Arrays are plain (mutable) arrays, as
  * in the facade's declared interface; every report is a fresh value.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { PruneReason } from "./PrunePlan.js"
 
 const NonNegativeInt = Schema.Number.pipe(Schema.int(), Schema.nonNegative())

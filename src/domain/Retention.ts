@@ -3,7 +3,7 @@
  * policy is derived: `resolvePolicy` (caller input over a base) and `clamp` (an extension's wish under the
  * harness ceiling). Pure.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 const NonNegativeInt = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
 

@@ -2,7 +2,9 @@
  * Portable path segments (SPEC WR2): category, tenant, run id and extension namespace.
  * One rule, one Schema, so CLI input, config and API arguments decode the same way.
  */
-import { Either, ParseResult, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 
 export const SEGMENT_MAX_LENGTH = 64
 

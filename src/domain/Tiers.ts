@@ -2,7 +2,7 @@
  * Extension data tiers on the web host (SPEC TD1–TD4, seed 003). Pure: the context, the decision tree and
  * the config red lines as plain functions over plain values. I/O lives in src/services/TierStorage.ts.
  */
-import { Either } from "effect"
+import * as Either from "effect/Either"
 import * as NodePath from "node:path"
 import { DataDirRemoved, InvalidArgument, InvalidSegment } from "./Errors.js"
 import { segmentViolation } from "./Segment.js"

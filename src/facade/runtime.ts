@@ -2,7 +2,11 @@
  * Running Effect programs from Promise code: one ManagedRuntime per opened store, and rejections that are the
  * typed errors themselves (with `_tag`), never a FiberFailure wrapper.
  */
-import { Cause, Duration, Effect, Exit, type ManagedRuntime } from "effect"
+import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type * as ManagedRuntime from "effect/ManagedRuntime"
 
 export const squashTyped = (cause: Cause.Cause<unknown>): unknown => {
   const failure = Cause.failureOption(cause)

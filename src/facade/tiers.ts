@@ -3,7 +3,10 @@
  * src/domain/Tiers.ts and src/services/TierStorage.ts. Rejections are the library's typed errors themselves
  * (an `Error` with `_tag`), or whatever a caller's `build` rejected with.
  */
-import { Effect, Either, type Layer, ManagedRuntime } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import type * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as os from "node:os"
 import { InvalidArgument } from "../domain/Errors.js"
 import {

@@ -10,7 +10,10 @@
  * `layerMemory(options?)` is the one-process convenience: a fresh world (or the one given) with this
  * FileSystem, a `MemoryHost` process and the `MemoryDriver`.
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { FileSystemError, reasonOfErrno } from "../domain/Errors.js"
 import { type DirEntry, type FileInfo, FileSystem, type TreeMeasure, type TreeRemoval } from "../services/FileSystem.js"
 import { Host } from "../services/Host.js"

@@ -3,7 +3,9 @@
  * adopts the pid when it is already alive there). Pid questions are answered from the process's own host
  * table only: the same pid number on another host is a different, unrelated process.
  */
-import { Effect, Layer, type Context } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Context from "effect/Context"
 import { Host } from "../services/Host.js"
 import type { MemoryWorld } from "./MemoryWorld.js"
 

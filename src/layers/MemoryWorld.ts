@@ -38,7 +38,9 @@
  * Permission bits and owners are recorded but never enforced (read/write/search permission is not checked):
  * tests run as root in CI and the Node layer does not deny root either.
  */
-import { Clock, Context, Effect } from "effect"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import type { FileType } from "../services/FileSystem.js"
 
 // ---------------------------------------------------------------------------------------------- inodes

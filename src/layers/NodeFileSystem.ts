@@ -20,7 +20,8 @@ import { randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as NodePath from "node:path"
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { FileSystemError, reasonOfErrno } from "../domain/Errors.js"
 import {
   type DirEntry,

@@ -2,7 +2,8 @@
  * The whole service stack over any FileSystem + Host world, built once at an edge. Resolving the agent dir
  * runs the layout migration first (MG1: before any store is read) unless `migrate: false`.
  */
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { AgentDir } from "../services/AgentDir.js"
 import { Doctor } from "../services/Doctor.js"
 import { ExtensionStorage } from "../services/ExtensionStorage.js"

@@ -1,7 +1,9 @@
 /**
  * The resolved agent directory (SPEC LA1) as a service, so programs never read the environment themselves.
  */
-import { Context, Effect, Layer } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { type AgentDirSource, type AgentPaths, agentPaths, resolveAgentDir } from "../domain/AgentPaths.js"
 import { Host } from "./Host.js"
 

@@ -7,7 +7,9 @@
  * no root names of its own. Runs, leases and markers are judged by the same code the pruner uses.
  */
 import * as NodePath from "node:path"
-import { Context, Effect, Layer } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import {
   agentPaths,
   TENANT_CLEANUP_DIR,

@@ -5,7 +5,13 @@
  * through the view is released when the view's scope closes (unload, or the extension program failing) or
  * on `unload`; after that the view refuses new runs with `StorageUnloaded`.
  */
-import { Context, Effect, ExecutionStrategy, Exit, Layer, Ref, Scope } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Ref from "effect/Ref"
+import * as Scope from "effect/Scope"
 import { EXTENSIONS_WORK_CATEGORY } from "../domain/AgentPaths.js"
 import { InvalidSegment, StorageUnloaded } from "../domain/Errors.js"
 import type { PruneReport } from "../domain/PruneReport.js"

@@ -8,7 +8,8 @@
  *
  * Every failure is a `FileSystemError` carrying the raw errno (EXDEV, ENOTEMPTY, EPERM, ELOOP, EEXIST …).
  */
-import { Context, type Effect } from "effect"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
 import type { FileSystemError } from "../domain/Errors.js"
 
 export type FileType = "File" | "Directory" | "SymbolicLink" | "Other"

@@ -1,7 +1,8 @@
 /**
  * The Host port: who and where this process is, and whether another process is alive (SPEC WR4).
  */
-import { Context, type Effect } from "effect"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
 
 export class Host extends Context.Tag("pi-agent-storage/Host")<Host, {
   readonly hostname: string

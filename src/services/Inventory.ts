@@ -7,7 +7,10 @@
  * says "active" exactly when a prune would leave the run alone.
  */
 import * as NodePath from "node:path"
-import { Clock, Context, Effect, Layer } from "effect"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { InvalidSegment } from "../domain/Errors.js"
 import type { RunKind } from "../domain/Formats.js"
 import { layoutUnits } from "../domain/MigrationPlan.js"

@@ -18,7 +18,11 @@
  * and then report "another migration is running".
  */
 import * as NodePath from "node:path"
-import { Clock, Context, Duration, Effect, Layer } from "effect"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { FileSystemError, InvalidArgument } from "../domain/Errors.js"
 import {
   conflictCandidate,

@@ -5,7 +5,9 @@
  *   with fsync; there is deliberately no cleanup API;
  * - config holds small schema-checked JSON key-values and refuses databases, logs and anything over budget.
  */
-import { Effect, Either, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import * as NodePath from "node:path"
 import {
   ConfigRedLine,

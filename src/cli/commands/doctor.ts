@@ -1,7 +1,7 @@
 /**
  * `pi-storage doctor`: the read-only scan's findings as a table; exit 1 when any is a warning or worse.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { DoctorReport, Severity } from "../../domain/MigrationPlan.js"
 import { type CliContext, out, printJson, withStack } from "../context.js"
 import { ExitCode } from "../exit.js"

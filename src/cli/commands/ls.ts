@@ -2,7 +2,7 @@
  * `pi-storage work ls [CATEGORY[/TENANT]]`: every run with its id, kind, state, last use and size, and the
  * entries the library does not own.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { RunList, RunState } from "../../services/Inventory.js"
 import { type CliContext, out, printJson, reportError, usageError, withStack } from "../context.js"
 import { formatAge, formatSize, type Paint, table } from "../format.js"

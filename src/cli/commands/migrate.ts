@@ -2,7 +2,7 @@
  * `pi-storage migrate [--dry-run]`: run (or preview) the agent-dir layout migration (MG1).
  * Exit 1 when an entry failed or the call was partial (run it again to continue).
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { LayoutReport } from "../../domain/MigrationPlan.js"
 import type { MigrationPreview } from "../../services/Inventory.js"
 import { type CliContext, out, printJson, withStack } from "../context.js"

@@ -3,7 +3,7 @@
  * The pruner decides; this prints its plan or report. Limits given here may be looser than the library
  * defaults (the person at the shell owns the harness), so the ceiling is raised to whatever was asked.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { PruneReport } from "../../domain/PruneReport.js"
 import {
   DEFAULT_RETENTION,

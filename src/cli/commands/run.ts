@@ -5,7 +5,7 @@
  * the child exits, and we exit with its code, or 128+signal when it was killed.
  */
 import type { ChildProcess } from "node:child_process"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { type CliContext, complain, reportError, usageError, withStack } from "../context.js"
 import { parseRunName, parseTenantTarget } from "../parse.js"
 

@@ -2,7 +2,7 @@
  * `pi-storage status`: the agent dir and where it came from, the work root, per-tenant runs and sizes,
  * extension tier sizes and the doctor's finding count. Read-only; a missing agent dir is not an error.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { AgentDirSource } from "../../domain/AgentPaths.js"
 import type { Severity } from "../../domain/MigrationPlan.js"
 import type { InventoryReport } from "../../services/Inventory.js"

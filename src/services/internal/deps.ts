@@ -2,7 +2,9 @@
  * The ports a program captured when its layer was built, passed explicitly to internal helpers so that every
  * public method keeps `R = never`.
  */
-import { Clock, Effect, Random } from "effect"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Random from "effect/Random"
 import type { LeaseFacts } from "../../domain/Formats.js"
 import { type LeaseVerdict, leaseVerdict, needsObservation } from "../../domain/Liveness.js"
 import type { FileSystem } from "../FileSystem.js"

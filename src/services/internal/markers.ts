@@ -2,7 +2,8 @@
  * Exclusive owner markers (tenant prune marker, per-run cleanup markers): created with O_EXCL|O_NOFOLLOW,
  * recording who holds them, reclaimed only when the liveness verdict proves the holder dead.
  */
-import { Clock, Effect } from "effect"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
 import type { FileSystemError } from "../../domain/Errors.js"
 import { decodeJsonBytes, encodeJsonBytes, leaseFacts, Marker, MARKER_MAX_BYTES } from "../../domain/Formats.js"
 import { type Deps, judge, nonce, selfIdentity } from "./deps.js"

@@ -4,7 +4,9 @@
  * `planPrune`, then remove each victim under the cleanup protocol. One bad run never fails the prune.
  */
 import * as NodePath from "node:path"
-import { Clock, Effect, Option } from "effect"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import {
   TENANT_CLEANUP_DIR,
   TENANT_PRUNE_MARKER,

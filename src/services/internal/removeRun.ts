@@ -4,7 +4,7 @@
  * run into `<tenant>/.trash/`, drop the marker, then delete the quarantined tree without following links.
  */
 import * as NodePath from "node:path"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { TENANT_CLEANUP_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
 import type { WalkBudget } from "../FileSystem.js"
 import { type Deps, nonce } from "./deps.js"

@@ -2,7 +2,8 @@
  * WR10: a prune refuses a work root, category or tenant directory that is a symlink, not a directory, not
  * owned by the current user, or writable by group or others.
  */
-import { Effect, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { UnsafeRoot } from "../../domain/Errors.js"
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { Deps } from "./deps.js"

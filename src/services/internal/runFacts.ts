@@ -3,7 +3,7 @@
  * Everything here reads without following symlinks and never writes.
  */
 import * as NodePath from "node:path"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { LEASES_DIR, WORK_RUN_MANIFEST } from "../../domain/AgentPaths.js"
 import {
   decodeJsonBytes,
