@@ -219,7 +219,6 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
     let bytes = root.kind === "File" ? root.data.length : 0
     let entries = 0
     let complete = true
-    let newestMtimeMs = root.mtimeMs
     // Depth-first, names in order; a directory at depth d is listed only when d < maxDepth, and only a
     // non-empty directory left unopened makes the measure a lower bound (as in the Node layer).
     const walk = (dir: DirNode, depth: number): boolean => {
@@ -234,14 +233,13 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
         }
         const child = dir.entries.get(name)!
         entries++
-        if (child.mtimeMs > newestMtimeMs) newestMtimeMs = child.mtimeMs
         if (child.kind === "File") bytes += child.data.length
         else if (child.kind === "Directory" && !walk(child, depth + 1)) return false
       }
       return true
     }
     if (root.kind === "Directory") walk(root, 0)
-    return { bytes, entries, complete, newestMtimeMs }
+    return { bytes, entries, complete }
   }
 
   // ------------------------------------------------------------------------------------------ compound calls

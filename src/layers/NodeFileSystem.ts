@@ -400,9 +400,9 @@ const drive = (method: string, root: string, step: () => boolean) => {
 const isErrno = (cause: unknown, ...codes: ReadonlyArray<string>): boolean => codes.includes(errnoOf(cause))
 
 /** `readdirSync`, treating an entry that vanished or stopped being a directory as empty (a racing writer). */
-const namesOf = (path: string): Array<string> | undefined => {
+const direntsOf = (path: string): Array<fs.Dirent> | undefined => {
   try {
-    return fs.readdirSync(path)
+    return fs.readdirSync(path, { withFileTypes: true })
   } catch (cause) {
     if (isErrno(cause, "ENOENT", "ENOTDIR")) return undefined
     throw cause
@@ -412,50 +412,55 @@ const namesOf = (path: string): Array<string> | undefined => {
 interface MeasureFrame {
   readonly path: string
   readonly depth: number
-  readonly names: ReadonlyArray<string>
+  readonly entries: ReadonlyArray<fs.Dirent>
   index: number
 }
 
 const measureTree = (root: string, budget: WalkBudget): Effect.Effect<TreeMeasure, FileSystemError> =>
   Effect.gen(function*() {
     const rootStats = yield* attemptSync("measureTree", root, () => fs.lstatSync(root))
-    if (!rootStats.isDirectory()) {
-      return { bytes: rootStats.isFile() ? rootStats.size : 0, entries: 0, complete: true, newestMtimeMs: rootStats.mtimeMs }
-    }
+    if (!rootStats.isDirectory()) return { bytes: rootStats.isFile() ? rootStats.size : 0, entries: 0, complete: true }
     let bytes = 0
     let entries = 0
     let complete = true
-    let newestMtimeMs = rootStats.mtimeMs
     const stack: Array<MeasureFrame> = []
-    const rootNames = yield* attemptSync("measureTree", root, () => fs.readdirSync(root))
-    if (budget.maxDepth >= 1) stack.push({ path: root, depth: 0, names: rootNames, index: 0 })
-    else complete = rootNames.length === 0
+    const rootEntries = yield* attemptSync("measureTree", root, () => direntsOf(root) ?? [])
+    if (budget.maxDepth >= 1) stack.push({ path: root, depth: 0, entries: rootEntries, index: 0 })
+    else complete = rootEntries.length === 0
     const step = (): boolean => {
       const top = stack[stack.length - 1]
       if (top === undefined) return true
       const until = sliceEnd()
-      while (top.index < top.names.length) {
+      while (top.index < top.entries.length) {
         if (performance.now() > until) return false // resume this directory after a yield
         if (entries >= budget.maxEntries) {
           complete = false
           return true
         }
-        const path = `${top.path}/${top.names[top.index++]}`
-        const stats = fs.lstatSync(path, { throwIfNoEntry: false })
-        if (stats === undefined) continue // removed while we walked
+        const entry = top.entries[top.index++]!
+        const path = `${top.path}/${entry.name}`
+        // The directory entry's type saves an lstat for everything but regular files (whose size we need)
+        // and entries whose type the filesystem does not report.
+        let isFile = entry.isFile()
+        let isDirectory = entry.isDirectory()
+        if (isFile || (!isDirectory && !entry.isSymbolicLink() && !entry.isFIFO() && !entry.isSocket() &&
+          !entry.isBlockDevice() && !entry.isCharacterDevice())) {
+          const stats = fs.lstatSync(path, { throwIfNoEntry: false })
+          if (stats === undefined) continue // removed while we walked
+          isFile = stats.isFile()
+          isDirectory = stats.isDirectory()
+          if (isFile) bytes += stats.size
+        }
         entries++
-        if (stats.mtimeMs > newestMtimeMs) newestMtimeMs = stats.mtimeMs
-        if (stats.isFile()) {
-          bytes += stats.size
-        } else if (stats.isDirectory()) {
+        if (isDirectory) {
           const depth = top.depth + 1
-          const names = namesOf(path)
-          if (names === undefined || names.length === 0) continue
+          const children = direntsOf(path)
+          if (children === undefined || children.length === 0) continue
           // Only a non-empty directory left unopened makes the measure a lower bound.
           if (depth + 1 > budget.maxDepth) {
             complete = false
           } else {
-            stack.push({ path, depth, names, index: 0 })
+            stack.push({ path, depth, entries: children, index: 0 })
             return false // yield between directories
           }
         }
@@ -464,7 +469,7 @@ const measureTree = (root: string, budget: WalkBudget): Effect.Effect<TreeMeasur
       return stack.length === 0
     }
     if (stack.length > 0) yield* drive("measureTree", root, step)
-    return { bytes, entries, complete, newestMtimeMs }
+    return { bytes, entries, complete }
   })
 
 interface RemovalFrame {
@@ -496,14 +501,6 @@ const rmdirIfPresent = (path: string): boolean => {
   }
 }
 
-const direntsOf = (path: string): Array<fs.Dirent> | undefined => {
-  try {
-    return fs.readdirSync(path, { withFileTypes: true })
-  } catch (cause) {
-    if (isErrno(cause, "ENOENT", "ENOTDIR")) return undefined
-    throw cause
-  }
-}
 
 const removeTree = (root: string, budget: WalkBudget): Effect.Effect<TreeRemoval, FileSystemError> =>
   Effect.gen(function*() {

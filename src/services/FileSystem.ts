@@ -47,8 +47,6 @@ export interface TreeMeasure {
   readonly entries: number
   /** False when the entry or depth budget cut the walk short: `bytes` is then a lower bound. */
   readonly complete: boolean
-  /** Newest mtime seen (root included). */
-  readonly newestMtimeMs: number
 }
 
 export interface TreeRemoval {
