@@ -29,7 +29,7 @@ import {
   UnownedRun,
   type UnsafeRoot
 } from "../domain/Errors.js"
-import { decodeJsonBytes, encodeJsonBytes, LeaseV2, type ManifestV2, type RunKind } from "../domain/Formats.js"
+import { decodeJsonBytes, encodeJsonBytes, LeaseV2, type Manifest, type ManifestV2, type RunKind } from "../domain/Formats.js"
 import type { PruneReport } from "../domain/PruneReport.js"
 import {
   clamp,
@@ -130,8 +130,11 @@ const validate = (field: string, value: string): Effect.Effect<string, InvalidSe
     : Effect.fail(new InvalidSegment({ field, value, rule: parsed.left.rule, detail: parsed.left.message }))
 }
 
+/** A run just acquired, with the manifest it had then (only `releasedAt` ever changes afterwards). */
+type HeldRun = Omit<WorkRun, "release"> & { readonly manifest: Manifest }
+
 type Attempt =
-  | { readonly _tag: "Done"; readonly run: Omit<WorkRun, "release"> }
+  | { readonly _tag: "Done"; readonly run: HeldRun }
   | { readonly _tag: "Busy" }
   | { readonly _tag: "Again" }
 
@@ -234,7 +237,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false))
         )
         if (!written) return { _tag: "Again" } as const
-        return { _tag: "Joined", kind: "kind" in manifest.manifest ? manifest.manifest.kind : "named" as RunKind } as const
+        return { _tag: "Joined", manifest: manifest.manifest } as const
       })
 
     const attempt = (address: { category: string; tenant: string; runId: string | undefined }) =>
@@ -246,28 +249,32 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         const kind: RunKind = address.runId === undefined ? "generated" : "named"
         const runId = address.runId ?? generateRunId(now, yield* Random.nextIntBetween(0, 0x7fffffff), yield* Ref.getAndUpdate(sequence, (n) => n + 1))
         const runDir = NodePath.join(tenantDir, runId)
-        const existing = yield* fs.lstat(runDir).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
-        let runKind: RunKind = kind
+        // A fresh generated id is free by construction (createRun still checks before placing the run).
+        const existing = kind === "generated"
+          ? false
+          : yield* fs.lstat(runDir).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
+        let manifest: Manifest
         if (!existing) {
-          const manifest: ManifestV2 = {
+          const fresh: ManifestV2 = {
             version: 2, category: address.category, tenant: address.tenant, runId, kind, createdAt: now,
             createdBy: { host: host.hostname, pid: host.pid }
           }
-          const created = yield* createRun(tenantDir, manifest, leaseName)
+          const created = yield* createRun(tenantDir, fresh, leaseName)
           if (!created) return { _tag: "Again" } as Attempt
+          manifest = fresh
         } else {
-          if (kind === "generated") return { _tag: "Again" } as Attempt
           const joined = yield* joinRun(tenantDir, { ...address, runId }, leaseName)
           if (joined._tag === "Again") return joined as Attempt
-          runKind = joined.kind
+          manifest = joined.manifest
         }
+        const runKind: RunKind = "kind" in manifest ? manifest.kind : "named"
         const leasePath = NodePath.join(runDir, LEASES_DIR, leaseName)
         // Second half of the handshake: a pruner that marked the run first wins; we step back.
         if (yield* liveMarkerExists(deps, cleanupMarkerPath(tenantDir, runId))) {
           yield* fs.removeFile(leasePath).pipe(Effect.ignore)
           return { _tag: "Busy" } as Attempt
         }
-        return { _tag: "Done", run: { path: runDir, category: address.category, tenant: address.tenant, runId, kind: runKind, leasePath } } as Attempt
+        return { _tag: "Done", run: { path: runDir, category: address.category, tenant: address.tenant, runId, kind: runKind, leasePath, manifest } } as Attempt
       })
 
     const acquireLease = (opts: AcquireOptions) =>
@@ -290,18 +297,22 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         }
       })
 
-    const stampReleased = (run: Omit<WorkRun, "release">) =>
+    /**
+     * Stamp `releasedAt` on the manifest read at acquisition: while we held a lease nobody could replace the
+     * run (I1), and other holders only ever change `releasedAt`. v1 manifests are never rewritten.
+     */
+    const stampReleased = (run: HeldRun) =>
       Effect.gen(function*() {
-        const manifest = yield* readManifest(deps, run.path, run)
-        if (manifest._tag !== "Owned" || manifest.manifest.version !== 2) return
+        if (run.manifest.version !== 2) return
         const now = yield* Clock.currentTimeMillis
         // No fsync: a lost stamp only makes age fall back to the heartbeat or createdAt.
-        yield* fs.writeFileAtomic(NodePath.join(run.path, WORK_RUN_MANIFEST), encodeJsonBytes({ ...manifest.manifest, releasedAt: now }), { sync: false })
+        yield* fs.writeFileAtomic(NodePath.join(run.path, WORK_RUN_MANIFEST), encodeJsonBytes({ ...run.manifest, releasedAt: now }), { sync: false })
       }).pipe(Effect.ignore)
 
     /** Wrap a lease in its release logic and its heartbeat fiber (stopped on release). */
-    const bindRelease = (run: Omit<WorkRun, "release">) =>
+    const bindRelease = (held: HeldRun) =>
       Effect.gen(function*() {
+        const { manifest: _manifest, ...run } = held
         const released = yield* Ref.make(false)
         const heartbeat = Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
@@ -341,7 +352,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
               })
               return outcome._tag === "Removed" ? { released: true, deleted: true } : { released: true, deleted: false, keptBecause: outcome.why }
             }
-            yield* stampReleased(run)
+            yield* stampReleased(held)
             return { released: true, deleted: false }
           }).pipe(Effect.uninterruptible)
         return { ...run, release } satisfies WorkRun
