@@ -3,13 +3,17 @@
  *
  * - Nothing follows a final symlink: reads, exclusive writes, chmod and copy sources open with O_NOFOLLOW;
  *   `utimes` is `lutimes`; `readDirectory` refuses a link (ENOTDIR).
- * - New files and directories get exactly the requested mode (an `fchmod` after creation), independent of
- *   the process umask, so Node and Memory agree.
+ * - New files and directories get exactly the requested mode, independent of the process umask (an
+ *   `fchmod` after creation when the umask, read once, would have cleared requested bits), so Node and
+ *   Memory agree.
  * - Durability: files are fsynced before they become visible under their final name, and the parent
- *   directories are fsynced after renames.
+ *   directories are fsynced after renames (unless the caller passes `sync: false`).
  * - The hot walks (`measureTree`, `removeTree`) use synchronous syscalls one directory at a time and yield
  *   between directories (DESIGN "Performance facts": async per-entry walks are ~8× slower). Memory use is
- *   one name list per directory level, never the whole tree.
+ *   one name list per directory level, never the whole tree. Known limit: Node has no `openat`/`unlinkat`,
+ *   so the walks address entries by path; a directory swapped for a symlink between listing its parent and
+ *   opening it could be descended. The programs only walk trees they own (runs, or runs already renamed
+ *   into `.trash/` inside a 0700 tenant), which keeps other users out of that window.
  * - Small metadata operations (lstat, mkdir, fchmod, exclusive create and write of small files, rename,
  *   unlink, reads under 1 MiB) are synchronous syscalls too: each costs microseconds, while a trip through
  *   the libuv thread pool costs 20–800 µs on a loaded 2-core machine (issue 7: acquire + release made ~40
