@@ -62,11 +62,12 @@ export const toFileSystemError = (method: string, path: string, cause: unknown):
     ? cause.path
     : path
   const detail = cause instanceof Error ? cause.message : String(cause)
-  return new FileSystemError({ reason: reasonOfErrno(errno), errno, method, path: failedPath, detail })
+  // Built from trusted values on hot failure paths (ENOENT probes): skip the schema validation.
+  return new FileSystemError({ reason: reasonOfErrno(errno), errno, method, path: failedPath, detail }, { disableValidation: true })
 }
 
 const failWith = (method: string, path: string, errno: string, detail: string): FileSystemError =>
-  new FileSystemError({ reason: reasonOfErrno(errno), errno, method, path, detail })
+  new FileSystemError({ reason: reasonOfErrno(errno), errno, method, path, detail }, { disableValidation: true })
 
 const attempt = <A>(method: string, path: string, run: () => Promise<A>): Effect.Effect<A, FileSystemError> =>
   Effect.tryPromise({ try: run, catch: (cause) => toFileSystemError(method, path, cause) })

@@ -14,8 +14,24 @@ import {
   Manifest,
   MANIFEST_MAX_BYTES
 } from "../../domain/Formats.js"
+import type { FileSystemError } from "../../domain/Errors.js"
 import type { LeaseVerdict } from "../../domain/Liveness.js"
 import { type Deps, judge } from "./deps.js"
+
+const unreadableManifest = (e: FileSystemError): string => {
+  switch (e.reason) {
+    case "NotFound":
+      return "no manifest"
+    case "IsSymlink":
+      return "manifest is a symlink"
+    case "TooLarge":
+      return `manifest is oversized (> ${MANIFEST_MAX_BYTES} bytes)`
+    case "IsADirectory":
+      return "manifest is not a regular file"
+    default:
+      return e.errno === "" ? `manifest unreadable (${e.detail ?? e.reason})` : `manifest unreadable (${e.errno})`
+  }
+}
 
 export type ManifestRead =
   | { readonly _tag: "Owned"; readonly manifest: Manifest }
@@ -30,17 +46,9 @@ export const readManifest = (
 ): Effect.Effect<ManifestRead> =>
   Effect.gen(function*() {
     const path = NodePath.join(runDir, WORK_RUN_MANIFEST)
-    const info = yield* deps.fs.lstat(path).pipe(Effect.either)
-    if (info._tag === "Left") {
-      return { _tag: "Unowned", why: info.left.reason === "NotFound" ? "no manifest" : `manifest unreadable (${info.left.errno})` } as const
-    }
-    if (info.right.type === "SymbolicLink") return { _tag: "Unowned", why: "manifest is a symlink" } as const
-    if (info.right.type !== "File") return { _tag: "Unowned", why: "manifest is not a regular file" } as const
-    if (info.right.size > MANIFEST_MAX_BYTES) {
-      return { _tag: "Unowned", why: `manifest is oversized (${info.right.size} bytes > ${MANIFEST_MAX_BYTES})` } as const
-    }
+    // One call: the port's readFile never follows a link, refuses non-files and stops at the size cap.
     const bytes = yield* deps.fs.readFile(path, { maxBytes: MANIFEST_MAX_BYTES }).pipe(Effect.either)
-    if (bytes._tag === "Left") return { _tag: "Unowned", why: `manifest unreadable (${bytes.left.errno || bytes.left.reason})` } as const
+    if (bytes._tag === "Left") return { _tag: "Unowned", why: unreadableManifest(bytes.left) } as const
     const decoded = decodeJsonBytes(Manifest, bytes.right)
     if (!decoded.ok) return { _tag: "Unowned", why: `manifest ${decoded.why}` } as const
     const m = decoded.value
