@@ -138,7 +138,10 @@ const toFileInfo = (stats: fs.Stats): FileInfo => ({
 })
 
 const lstat = (path: string): Effect.Effect<FileInfo, FileSystemError> =>
-  attemptSync("lstat", path, () => toFileInfo(fs.lstatSync(path)))
+  Effect.flatMap(attemptSync("lstat", path, () => fs.lstatSync(path, { throwIfNoEntry: false })), (stats) =>
+    stats === undefined
+      ? Effect.fail(failWith("lstat", path, "ENOENT", "no such file or directory"))
+      : Effect.succeed(toFileInfo(stats)))
 
 // ---------------------------------------------------------------------------------------------------------
 // directories
@@ -152,7 +155,9 @@ const syncDirectory = (method: string, dir: string): Effect.Effect<void, FileSys
 const readDirectory = (path: string): Effect.Effect<ReadonlyArray<DirEntry>, FileSystemError> =>
   Effect.gen(function*() {
     // readdir follows a final link, so refuse one first.
-    const info = yield* attemptSync("readDirectory", path, () => fs.lstatSync(path))
+    // A missing directory is common (runs without leases): answer ENOENT without Node building an Error.
+    const info = yield* attemptSync("readDirectory", path, () => fs.lstatSync(path, { throwIfNoEntry: false }))
+    if (info === undefined) return yield* Effect.fail(failWith("readDirectory", path, "ENOENT", "no such file or directory"))
     if (info.isSymbolicLink()) {
       return yield* Effect.fail(failWith("readDirectory", path, "ENOTDIR", "is a symbolic link"))
     }
@@ -162,7 +167,6 @@ const readDirectory = (path: string): Effect.Effect<ReadonlyArray<DirEntry>, Fil
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   })
 
-/** Create exactly one directory with exactly `mode`; EEXIST if anything is there. */
 /**
  * The process umask, read once (reading it is racy only against code that changes it, which this library
  * never does). New entries get exactly the requested mode: a chmod follows creation only when the umask
@@ -171,6 +175,7 @@ const readDirectory = (path: string): Effect.Effect<ReadonlyArray<DirEntry>, Fil
 const UMASK = process.umask()
 const umaskStrips = (mode: number): boolean => (mode & UMASK & 0o777) !== 0
 
+/** Create exactly one directory with exactly `mode`; EEXIST if anything is there. */
 const makeOneDirectory = (method: string, path: string, mode: number): Effect.Effect<void, FileSystemError> =>
   attemptSync(method, path, () => fs.mkdirSync(path, { mode })).pipe(
     Effect.zipRight(umaskStrips(mode) || (mode & ~0o777) !== 0 ? setMode(method, path, mode) : Effect.void)
