@@ -312,7 +312,9 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     /** Wrap a lease in its release logic and its heartbeat fiber (stopped on release). */
     const bindRelease = (held: HeldRun) =>
       Effect.gen(function*() {
-        const { manifest: _manifest, ...run } = held
+        const run: Omit<WorkRun, "release"> = {
+          path: held.path, category: held.category, tenant: held.tenant, runId: held.runId, kind: held.kind, leasePath: held.leasePath
+        }
         const released = yield* Ref.make(false)
         const heartbeat = Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
