@@ -9,8 +9,8 @@ import * as Exit from "effect/Exit"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Scope from "effect/Scope"
 import { EXTENSIONS_WORK_CATEGORY, resolveAgentDir } from "./domain/AgentPaths.js"
-import { InvalidSegment, StorageUnloaded } from "./domain/Errors.js"
-import { parseSegment } from "./domain/Segment.js"
+import { StorageUnloaded } from "./domain/Errors.js"
+import { decodeSegment } from "./domain/Segment.js"
 import type { DoctorReport, LayoutReport } from "./domain/MigrationPlan.js"
 import type { PruneReport } from "./domain/PruneReport.js"
 import type { RetentionInput } from "./domain/Retention.js"
@@ -159,10 +159,8 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
     migrateAgentDirLayout: (o = {}) => runTyped(runtime, Effect.flatMap(Migration, (m) => m.migrateAgentDirLayout(agentDir, o))),
     doctor: (o = {}) => runTyped(runtime, Effect.flatMap(Doctor, (d) => d.doctor(agentDir, o as DoctorOptions))),
     getStorage: (namespace) => {
-      const parsed = parseSegment(namespace)
-      if (parsed._tag === "Left") {
-        throw new InvalidSegment({ field: "namespace", value: namespace, rule: parsed.left.rule, detail: parsed.left.message })
-      }
+      const parsed = decodeSegment("namespace", namespace)
+      if (parsed._tag === "Left") throw parsed.left
       const ns = parsed.right
       const held = new Set<WorkRunLease>()
       let unloaded = false

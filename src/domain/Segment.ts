@@ -5,6 +5,7 @@
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import { InvalidSegment } from "./Errors.js"
 
 export const SEGMENT_MAX_LENGTH = 64
 
@@ -74,6 +75,17 @@ export const parseSegment = (
     return Either.left({ rule: v.rule, value, message: `${JSON.stringify(value)} is not a valid segment: ${v.message}` })
   }
   return Either.right(Segment.make(value, { disableValidation: true }))
+}
+
+/**
+ * The one conversion from a refused value to the typed error every API fails with: `field` names the
+ * argument ("category", "tenant", "runId", "namespace", "extId" …). An `Either` is also an `Effect`.
+ */
+export const decodeSegment = (field: string, value: string): Either.Either<Segment, InvalidSegment> => {
+  const v = segmentViolation(value)
+  return v === null
+    ? Either.right(Segment.make(value, { disableValidation: true }))
+    : Either.left(new InvalidSegment({ field, value, rule: v.rule, detail: v.message }))
 }
 
 export const isSegment = Schema.is(Segment)

@@ -4,8 +4,8 @@
  */
 import * as Either from "effect/Either"
 import * as NodePath from "node:path"
-import { DataDirRemoved, InvalidArgument, InvalidSegment } from "./Errors.js"
-import { segmentViolation } from "./Segment.js"
+import { DataDirRemoved, InvalidArgument, type InvalidSegment } from "./Errors.js"
+import { decodeSegment } from "./Segment.js"
 import { resolveWebDataRoot, tierPaths, type WebInstance } from "./WebPaths.js"
 
 export type TierName = "config" | "state" | "cache"
@@ -43,12 +43,8 @@ export const makeExtensionContext = (input: {
   readonly home: string
   readonly cwd: string
 }): Either.Either<ExtensionContext, InvalidSegment> => {
-  const violation = segmentViolation(input.extId)
-  if (violation !== null) {
-    return Either.left(
-      new InvalidSegment({ field: "extId", value: input.extId, rule: violation.rule, detail: violation.message })
-    )
-  }
+  const checked = decodeSegment("extId", input.extId)
+  if (checked._tag === "Left") return Either.left(checked.left)
   const dataRoot = resolveWebDataRoot({
     explicit: input.options?.dataRoot,
     instance: input.options?.instance,

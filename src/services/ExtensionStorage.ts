@@ -13,10 +13,10 @@ import * as Layer from "effect/Layer"
 import * as Ref from "effect/Ref"
 import * as Scope from "effect/Scope"
 import { EXTENSIONS_WORK_CATEGORY } from "../domain/AgentPaths.js"
-import { InvalidSegment, StorageUnloaded } from "../domain/Errors.js"
+import { type InvalidSegment, StorageUnloaded } from "../domain/Errors.js"
 import type { PruneReport } from "../domain/PruneReport.js"
 import type { RetentionInput } from "../domain/Retention.js"
-import { parseSegment } from "../domain/Segment.js"
+import { decodeSegment } from "../domain/Segment.js"
 import { AgentDir } from "./AgentDir.js"
 import { type AcquireError, type PruneFailure, type WorkRun, WorkRuns } from "./WorkRuns.js"
 
@@ -47,11 +47,7 @@ export class ExtensionStorage extends Context.Tag("pi-agent-storage/ExtensionSto
       const { paths } = yield* AgentDir
       const getStorage = (namespace: string) =>
         Effect.gen(function*() {
-          const parsed = parseSegment(namespace)
-          if (parsed._tag === "Left") {
-            return yield* new InvalidSegment({ field: "namespace", value: namespace, rule: parsed.left.rule, detail: parsed.left.message })
-          }
-          const ns = parsed.right
+          const ns = yield* decodeSegment("namespace", namespace)
           // Leases live in the view's own scope; each acquisition is also tied to its caller's scope.
           const viewScope = yield* Scope.make()
           const unloaded = yield* Ref.make(false)

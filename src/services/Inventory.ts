@@ -11,12 +11,12 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { InvalidSegment } from "../domain/Errors.js"
+import type { InvalidSegment } from "../domain/Errors.js"
 import type { RunKind } from "../domain/Formats.js"
 import { layoutUnits } from "../domain/MigrationPlan.js"
 import { lastUsedAt } from "../domain/PrunePlan.js"
 import { DEFAULT_REMOTE_LEASE_TTL_MS, DEFAULT_RETENTION } from "../domain/Retention.js"
-import { parseSegment } from "../domain/Segment.js"
+import { decodeSegment, parseSegment } from "../domain/Segment.js"
 import { AgentDir } from "./AgentDir.js"
 import { type DirEntry, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
@@ -151,12 +151,7 @@ const DEFAULTS = {
 
 const byName = (a: { readonly name: string }, b: { readonly name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
 
-const validate = (field: string, value: string): Effect.Effect<string, InvalidSegment> => {
-  const parsed = parseSegment(value)
-  return parsed._tag === "Right"
-    ? Effect.succeed(parsed.right)
-    : Effect.fail(new InvalidSegment({ field, value, rule: parsed.left.rule, detail: parsed.left.message }))
-}
+const validate = (field: string, value: string): Effect.Effect<string, InvalidSegment> => decodeSegment(field, value)
 
 /** One call's shared walk budget and problem list. */
 class Walk {

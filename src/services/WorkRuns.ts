@@ -41,7 +41,7 @@ import {
   type RetentionPolicy
 } from "../domain/Retention.js"
 import { generateRunId } from "../domain/RunId.js"
-import { parseSegment } from "../domain/Segment.js"
+import { decodeSegment } from "../domain/Segment.js"
 import { AgentDir } from "./AgentDir.js"
 import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
@@ -123,12 +123,7 @@ export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns,
     Layer.scoped(WorkRuns, makeWorkRuns(options))
 }
 
-const validate = (field: string, value: string): Effect.Effect<string, InvalidSegment> => {
-  const parsed = parseSegment(value)
-  return parsed._tag === "Right"
-    ? Effect.succeed(parsed.right)
-    : Effect.fail(new InvalidSegment({ field, value, rule: parsed.left.rule, detail: parsed.left.message }))
-}
+const validate = (field: string, value: string): Effect.Effect<string, InvalidSegment> => decodeSegment(field, value)
 
 /** A run just acquired, with the manifest it had then (only `releasedAt` ever changes afterwards). */
 type HeldRun = Omit<WorkRun, "release"> & { readonly manifest: Manifest }
