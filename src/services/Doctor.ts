@@ -19,7 +19,6 @@ import {
   TENANT_TRASH_DIR
 } from "../domain/AgentPaths.js"
 import type { FileSystemError } from "../domain/Errors.js"
-import { decodeJsonBytes, leaseFacts, Marker, MARKER_MAX_BYTES } from "../domain/Formats.js"
 import {
   classifyRootEntry,
   CONFIG_FILE_BUDGET_BYTES,
@@ -37,7 +36,8 @@ import {
 import { type DirEntry, type FileInfo, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { resolveRootLink } from "./Migration.js"
-import { type Deps, judge } from "./internal/deps.js"
+import type { Deps } from "./internal/deps.js"
+import { judgeMarker } from "./internal/markers.js"
 import { readLeases, readManifest } from "./internal/runFacts.js"
 
 export interface DoctorOptions {
@@ -116,22 +116,6 @@ const list = (scan: Scan, path: string): Effect.Effect<ReadonlyArray<DirEntry>> 
   )
 
 // ---------------------------------------------------------------------------------------------------------
-// markers
-
-const judgeMarkerFile = (scan: Scan, path: string) =>
-  Effect.gen(function*() {
-    const bytes = yield* scan.deps.fs.readFile(path, { maxBytes: MARKER_MAX_BYTES }).pipe(Effect.either)
-    if (bytes._tag === "Left") {
-      if (bytes.left.reason === "NotFound") return undefined
-      return { alive: true, detail: `unreadable (${bytes.left.errno || bytes.left.reason}); treated as held` }
-    }
-    const decoded = decodeJsonBytes(Marker, bytes.right)
-    const verdict = yield* judge(scan.deps, decoded.ok ? leaseFacts(decoded.value) : { unreadable: decoded.why })
-    const owner = decoded.ok ? `${decoded.value.purpose} by pid ${decoded.value.pid} on ${decoded.value.host}: ` : ""
-    return { alive: verdict.alive, detail: owner + verdict.detail, unreadable: !decoded.ok }
-  })
-
-// ---------------------------------------------------------------------------------------------------------
 // DR1: the agent dir root
 
 const checkRoot = (scan: Scan, agentDir: string) =>
@@ -168,7 +152,7 @@ const checkRoot = (scan: Scan, agentDir: string) =>
             scan.add("migration-marker", path, "leftover of a reclaimed migration marker (a crash mid-reclaim)", "delete it")
             break
           }
-          const judged = yield* judgeMarkerFile(scan, path)
+          const judged = yield* judgeMarker(scan.deps, path)
           if (judged === undefined) break
           if (judged.alive && judged.unreadable !== true) {
             scan.add("migration-marker", path, `a migration is running (${judged.detail})`, undefined, "info")
@@ -258,7 +242,7 @@ const checkTenant = (scan: Scan, category: string, tenant: string, tenantDir: st
       const path = NodePath.join(tenantDir, entry.name)
       if (entry.name === TENANT_PRUNE_STAMP) continue
       if (entry.name === TENANT_PRUNE_MARKER) {
-        const judged = yield* judgeMarkerFile(scan, path)
+        const judged = yield* judgeMarker(scan.deps, path)
         if (judged !== undefined && !judged.alive) {
           scan.add("work-dead-marker", path, `prune marker of a dead pruner (${judged.detail})`, "the next prune of this tenant reclaims it")
         }
@@ -267,7 +251,7 @@ const checkTenant = (scan: Scan, category: string, tenant: string, tenantDir: st
       if (entry.name === TENANT_CLEANUP_DIR && entry.type === "Directory") {
         for (const marker of yield* list(scan, path)) {
           const markerPath = NodePath.join(path, marker.name)
-          const judged = marker.type === "File" ? yield* judgeMarkerFile(scan, markerPath) : undefined
+          const judged = marker.type === "File" ? yield* judgeMarker(scan.deps, markerPath) : undefined
           if (judged !== undefined && !judged.alive) {
             scan.add("work-dead-marker", markerPath, `cleanup marker of a dead pruner (${judged.detail})`, "the next prune of this tenant reclaims it")
           }

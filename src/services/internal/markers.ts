@@ -18,15 +18,33 @@ const describeHolder = (bytes: Uint8Array | null): string => {
   return decoded.ok ? `${decoded.value.purpose} by pid ${decoded.value.pid} on ${decoded.value.host}` : "unreadable marker"
 }
 
-/** Read and judge an existing marker: `dead` only when proven dead (unreadable counts as alive). */
-const markerIsDead = (deps: Deps, path: string) =>
+export interface MarkerJudgement {
+  /** Proven dead holders only: an unreadable marker counts as held. */
+  readonly alive: boolean
+  readonly unreadable: boolean
+  /** Who holds it and why the verdict, for reports. */
+  readonly detail: string
+  /** The bytes judged (`null` when they could not be read). */
+  readonly bytes: Uint8Array | null
+}
+
+/** Read and judge the marker at `path` (never following a link); `undefined` when there is none. */
+export const judgeMarker = (deps: Deps, path: string): Effect.Effect<MarkerJudgement | undefined> =>
   Effect.gen(function*() {
-    const bytes = yield* deps.fs.readFile(path, { maxBytes: MARKER_MAX_BYTES }).pipe(Effect.option)
-    if (bytes._tag === "None") return { dead: false as const, bytes: null }
-    const decoded = decodeJsonBytes(Marker, bytes.value)
+    const read = yield* deps.fs.readFile(path, { maxBytes: MARKER_MAX_BYTES }).pipe(Effect.either)
+    if (read._tag === "Left") {
+      if (read.left.reason === "NotFound") return undefined
+      return { alive: true, unreadable: true, detail: `unreadable (${read.left.errno || read.left.reason}); treated as held`, bytes: null }
+    }
+    const decoded = decodeJsonBytes(Marker, read.right)
     const verdict = yield* judge(deps, decoded.ok ? leaseFacts(decoded.value) : { unreadable: decoded.why })
-    return { dead: !verdict.alive, bytes: bytes.value }
+    const owner = decoded.ok ? `${describeHolder(read.right)}: ` : ""
+    return { alive: verdict.alive, unreadable: !decoded.ok, detail: owner + verdict.detail, bytes: read.right }
   })
+
+/** `dead` only when proven dead. */
+const markerIsDead = (deps: Deps, path: string) =>
+  Effect.map(judgeMarker(deps, path), (j) => ({ dead: j !== undefined && !j.alive, bytes: j?.bytes ?? null }))
 
 const sameBytes = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i])
 
