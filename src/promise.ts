@@ -108,22 +108,26 @@ const asLease = (run: WorkRun, release: (o?: { delete?: boolean }) => Promise<vo
 export const openAgentStorage = async (options: OpenOptions = {}): Promise<AgentStorage> => {
   installExitHook()
   const runtime = ManagedRuntime.make(storeLayer(options))
-  const paths = await runTyped(runtime, Effect.map(AgentDir, (d) => d.paths))
+  // The services, resolved once: every method below is one runtime call.
+  const { paths, workRuns, migration, doctor } = await runTyped(
+    runtime,
+    Effect.all({ paths: Effect.map(AgentDir, (d) => d.paths), workRuns: WorkRuns, migration: Migration, doctor: Doctor })
+  )
   const { agentDir, workRoot } = paths
   const open = new Set<() => Promise<void>>()
+  const processLeaseFiles = new Set<string>()
   let closed: Promise<void> | undefined
 
-  const track = (run: WorkRun, scope: Scope.CloseableScope | null): WorkRunLease => {
+  /** A lease in its own scope: `release()` releases it and closes the scope, once. */
+  const track = (run: WorkRun, scope: Scope.CloseableScope): WorkRunLease => {
     liveLeaseFiles.add(run.leasePath)
     let done: Promise<void> | undefined
     const release = (o?: { delete?: boolean }): Promise<void> => {
-      done ??= runTyped(runtime, Effect.gen(function*() {
-        yield* run.release(o?.delete ? { delete: true } : undefined)
-        if (scope !== null) yield* Scope.close(scope, Exit.void)
-      })).finally(() => {
-        liveLeaseFiles.delete(run.leasePath)
-        open.delete(release)
-      })
+      done ??= runTyped(runtime, Effect.zipRight(run.release(o?.delete ? { delete: true } : undefined), Scope.close(scope, Exit.void)))
+        .finally(() => {
+          liveLeaseFiles.delete(run.leasePath)
+          open.delete(release)
+        })
       return done
     }
     open.add(release)
@@ -134,30 +138,33 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
     agentDir,
     workRoot,
     acquireWorkRun: async (o) => {
-      const scope = await runtime.runPromise(Scope.make())
-      const run = await runTyped(runtime, Effect.flatMap(WorkRuns, (w) => Scope.extend(w.acquire(o), scope))).catch(async (e: unknown) => {
-        await runtime.runPromise(Scope.close(scope, Exit.void))
-        throw e
-      })
+      const { run, scope } = await runTyped(runtime, Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const run = yield* Scope.extend(workRuns.acquire(o), scope).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
+        return { run, scope }
+      }))
       return track(run, scope)
     },
     getProcessWorkRun: async (o) => {
-      const run = await runTyped(runtime, Effect.flatMap(WorkRuns, (w) => w.getProcessWorkRun(o)))
+      const run = await runTyped(runtime, workRuns.getProcessWorkRun(o))
       liveLeaseFiles.add(run.leasePath)
+      processLeaseFiles.add(run.leasePath)
       // The process run is held until the store closes; releasing it early is a no-op.
       return asLease(run, async () => {})
     },
-    pruneWorkTenant: (o) => runTyped(runtime, Effect.flatMap(WorkRuns, (w) => w.prune(o))),
-    workRootEnv: (run) => (run === undefined ? { PI_WORK_ROOT: workRoot } : { PI_WORK_ROOT: workRoot, PI_WORK_RUN_DIR: run.path }),
+    pruneWorkTenant: (o) => runTyped(runtime, workRuns.prune(o)),
+    workRootEnv: (run) => workRuns.workRootEnv(run),
     close: () => {
       closed ??= (async () => {
         await Promise.allSettled([...open].map((release) => release()))
+        // Disposing the runtime releases the process runs.
         await runtime.dispose()
+        for (const file of processLeaseFiles) liveLeaseFiles.delete(file)
       })()
       return closed
     },
-    migrateAgentDirLayout: (o = {}) => runTyped(runtime, Effect.flatMap(Migration, (m) => m.migrateAgentDirLayout(agentDir, o))),
-    doctor: (o = {}) => runTyped(runtime, Effect.flatMap(Doctor, (d) => d.doctor(agentDir, o as DoctorOptions))),
+    migrateAgentDirLayout: (o = {}) => runTyped(runtime, migration.migrateAgentDirLayout(agentDir, o)),
+    doctor: (o = {}) => runTyped(runtime, doctor.doctor(agentDir, o as DoctorOptions)),
     getStorage: (namespace) => {
       const parsed = decodeSegment("namespace", namespace)
       if (parsed._tag === "Left") throw parsed.left
