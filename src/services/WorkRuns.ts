@@ -29,14 +29,13 @@ import {
   UnownedRun,
   type UnsafeRoot
 } from "../domain/Errors.js"
-import { decodeJsonBytes, encodeJsonBytes, LeaseV2, type Manifest, type ManifestV2, type RunKind } from "../domain/Formats.js"
+import { decodeJsonBytes, encodeJsonBytes, LEASE_MAX_BYTES, LeaseV2, type Manifest, type ManifestV2, type RunKind } from "../domain/Formats.js"
 import type { PruneReport } from "../domain/PruneReport.js"
 import {
   clamp,
   DEFAULT_REMOTE_LEASE_TTL_MS,
   DEFAULT_RETENTION,
   OPPORTUNISTIC_PRUNE_INTERVAL_MS,
-  resolvePolicy,
   type RetentionInput,
   type RetentionPolicy
 } from "../domain/Retention.js"
@@ -313,9 +312,9 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         const released = yield* Ref.make(false)
         const heartbeat = Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
-          const present = yield* fs.lstat(run.leasePath).pipe(Effect.option)
-          if (present._tag === "None" || (yield* Ref.get(released))) return
-          const body = yield* fs.readFile(run.leasePath, { maxBytes: 4096 }).pipe(Effect.option)
+          if (yield* Ref.get(released)) return
+          // A lease removed behind our back (a pruner proved us dead) is not recreated.
+          const body = yield* fs.readFile(run.leasePath, { maxBytes: LEASE_MAX_BYTES }).pipe(Effect.option)
           if (body._tag === "None") return
           const current = decodeJsonBytes(LeaseV2, body.value)
           if (!current.ok) return
@@ -364,7 +363,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         yield* Ref.update(lastPruneStart, (m) => new Map(m).set(key, now))
         const stamp = yield* fs.lstat(NodePath.join(paths.workTenantDir(category, tenant), TENANT_PRUNE_STAMP)).pipe(Effect.option)
         if (stamp._tag === "Some" && now - stamp.value.mtimeMs < OPPORTUNISTIC_PRUNE_INTERVAL_MS) return
-        const policy = clamp(resolvePolicy(retention, ceiling), ceiling)
+        const policy = clamp(retention ?? {}, ceiling)
         yield* FiberSet.run(background, pruneTenant(deps, { workRoot: paths.workRoot, category, tenant, policy, dryRun: false }).pipe(Effect.ignore))
       })
 
@@ -397,7 +396,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
       Effect.gen(function*() {
         const category = yield* validate("category", opts.category)
         const tenant = yield* validate("tenant", opts.tenant)
-        const policy = clamp(resolvePolicy(opts.policy, ceiling), ceiling)
+        const policy = clamp(opts.policy ?? {}, ceiling)
         return yield* pruneTenant(deps, {
           workRoot: paths.workRoot, category, tenant, policy, dryRun: opts.dryRun ?? false,
           ...(opts.onProgress ? { onProgress: opts.onProgress } : {})
