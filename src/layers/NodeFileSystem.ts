@@ -519,7 +519,6 @@ const rmdirIfPresent = (path: string): boolean => {
   }
 }
 
-
 const removeTree = (root: string, budget: WalkBudget): Effect.Effect<TreeRemoval, FileSystemError> =>
   Effect.gen(function*() {
     const rootStats = yield* attemptSync("removeTree", root, () => fs.lstatSync(root, { throwIfNoEntry: false }))

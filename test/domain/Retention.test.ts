@@ -12,25 +12,16 @@ import {
 } from "../../src/domain/Retention.js"
 
 const limit = fc.integer({ min: 0, max: 2 ** 40 })
-const policyArb: fc.Arbitrary<RetentionPolicy> = fc.record({
+const limits = {
   maxAgeMs: limit,
   maxInactiveRuns: limit,
   maxBytes: limit,
   maxScannedRuns: limit,
   maxEntries: limit,
   maxDepth: limit
-})
-const inputArb: fc.Arbitrary<RetentionInput> = fc.record(
-  {
-    maxAgeMs: limit,
-    maxInactiveRuns: limit,
-    maxBytes: limit,
-    maxScannedRuns: limit,
-    maxEntries: limit,
-    maxDepth: limit
-  },
-  { requiredKeys: [] }
-)
+}
+const policyArb: fc.Arbitrary<RetentionPolicy> = fc.record(limits)
+const inputArb: fc.Arbitrary<RetentionInput> = fc.record(limits, { requiredKeys: [] })
 
 describe("Retention", () => {
   it("defaults are those of WR9", () => {
