@@ -38,6 +38,8 @@ import { Host } from "./Host.js"
 import { resolveRootLink } from "./Migration.js"
 import type { Deps } from "./internal/deps.js"
 import { judgeMarker } from "./internal/markers.js"
+import { tierPaths } from "../domain/WebPaths.js"
+import { resolveStateDir } from "../domain/Tiers.js"
 import { readLeases, readManifest } from "./internal/runFacts.js"
 
 export interface DoctorOptions {
@@ -373,8 +375,11 @@ const checkConfigTree = (scan: Scan, extId: string, dir: string, depth: number):
     }
   })
 
-const checkExtension = (scan: Scan, extId: string, extDir: string) =>
+const checkExtension = (scan: Scan, root: string, extId: string) =>
   Effect.gen(function*() {
+    // The same path functions the tiers write with (seed 003 §5.1).
+    const { extensionDir: extDir, configDir } = tierPaths(root, extId)
+    const legacyStateDir = resolveStateDir({ configDir })
     const entries = yield* list(scan, extDir)
     for (const entry of entries) {
       if (!EXTENSION_TIERS.includes(entry.name)) {
@@ -388,13 +393,12 @@ const checkExtension = (scan: Scan, extId: string, extDir: string) =>
     }
     const config = entries.find((e) => e.name === "config" && e.type === "Directory")
     if (config === undefined) return
-    const configDir = NodePath.join(extDir, "config")
     const hasState = entries.some((e) => e.name === "state" && e.type === "Directory")
-    const legacyState = yield* lstatOption(scan, NodePath.join(configDir, "state"))
+    const legacyState = yield* lstatOption(scan, legacyStateDir)
     if (hasState && legacyState?.type === "Directory") {
       scan.add(
         "extension-split-state",
-        NodePath.join(configDir, "state"),
+        legacyStateDir,
         `both data/${extId}/config/state/ and data/${extId}/state/ exist: state writes are split`,
         "merge config/state into state/ with a merge-ledger migration plan (runMigrationPlan), never by overwriting"
       )
@@ -407,7 +411,7 @@ const checkWebData = (scan: Scan, root: string) =>
     const info = yield* lstatOption(scan, root)
     if (info === undefined || info.type !== "Directory") return
     for (const ext of yield* list(scan, root)) {
-      if (ext.type === "Directory") yield* checkExtension(scan, ext.name, NodePath.join(root, ext.name))
+      if (ext.type === "Directory") yield* checkExtension(scan, root, ext.name)
     }
   })
 
