@@ -10,10 +10,9 @@
  *   directories are fsynced after renames (unless the caller passes `sync: false`).
  * - The hot walks (`measureTree`, `removeTree`) use synchronous syscalls one directory at a time and yield
  *   between directories (DESIGN "Performance facts": async per-entry walks are ~8× slower). Memory use is
- *   one name list per directory level, never the whole tree. Known limit: Node has no `openat`/`unlinkat`,
- *   so the walks address entries by path; a directory swapped for a symlink between listing its parent and
- *   opening it could be descended. The programs only walk trees they own (runs, or runs already renamed
- *   into `.trash/` inside a 0700 tenant), which keeps other users out of that window.
+ *   one name list per directory level, never the whole tree. With the native `fsat` addon (node/fdWalk.ts)
+ *   every entry is reached relative to its parent's descriptor, never through a link; without it the
+ *   portable walks (node/pathWalk.ts) address entries by path.
  * - Small metadata operations (lstat, mkdir, fchmod, exclusive create and write of small files, rename,
  *   unlink, reads under 1 MiB) are synchronous syscalls too: each costs microseconds, while a trip through
  *   the libuv thread pool costs 20–800 µs on a loaded 2-core machine (issue 7: acquire + release made ~40
@@ -26,17 +25,22 @@ import * as fsp from "node:fs/promises"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { FileSystemError, reasonOfErrno } from "../domain/Errors.js"
+import type { FileSystemError } from "../domain/Errors.js"
 import {
   type DirEntry,
   type FileInfo,
   FileSystem,
   type FileType,
-  type TreeMeasure,
-  type TreeRemoval,
   type WalkBudget,
   type WriteOptions
 } from "../services/FileSystem.js"
+import { makeFdWalker } from "./node/fdWalk.js"
+import { loadFsat } from "./node/fsat.js"
+import { pathWalker } from "./node/pathWalk.js"
+import { sharedRemover } from "./node/remover.js"
+import { attempt, attemptSync, failWith, runWalk, toFileSystemError } from "./node/support.js"
+
+export { toFileSystemError } from "./node/support.js"
 
 const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY } = fs.constants
 
@@ -46,34 +50,6 @@ const CREATE_EXCLUSIVE = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW
 const DEFAULT_FILE_MODE = 0o600
 const DEFAULT_DIR_MODE = 0o700
 const COPY_CHUNK = 64 * 1024
-
-// ---------------------------------------------------------------------------------------------------------
-// errno → reason lives in domain/Errors.ts (shared with the Memory layer)
-
-
-const errnoOf = (cause: unknown): string =>
-  typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string" ? cause.code : ""
-
-/** Map anything a `node:fs` call threw or rejected with to the port's error, keeping the raw errno. */
-export const toFileSystemError = (method: string, path: string, cause: unknown): FileSystemError => {
-  if (cause instanceof FileSystemError) return cause
-  const errno = errnoOf(cause)
-  const failedPath = typeof cause === "object" && cause !== null && "path" in cause && typeof cause.path === "string"
-    ? cause.path
-    : path
-  const detail = cause instanceof Error ? cause.message : String(cause)
-  // Built from trusted values on hot failure paths (ENOENT probes): skip the schema validation.
-  return new FileSystemError({ reason: reasonOfErrno(errno), errno, method, path: failedPath, detail }, { disableValidation: true })
-}
-
-const failWith = (method: string, path: string, errno: string, detail: string): FileSystemError =>
-  new FileSystemError({ reason: reasonOfErrno(errno), errno, method, path, detail }, { disableValidation: true })
-
-const attempt = <A>(method: string, path: string, run: () => Promise<A>): Effect.Effect<A, FileSystemError> =>
-  Effect.tryPromise({ try: run, catch: (cause) => toFileSystemError(method, path, cause) })
-
-const attemptSync = <A>(method: string, path: string, run: () => A): Effect.Effect<A, FileSystemError> =>
-  Effect.try({ try: run, catch: (cause) => toFileSystemError(method, path, cause) })
 
 /** `fsync` of an open descriptor on the thread pool: the one call here that waits on the disk. */
 const fsyncFd = (method: string, path: string, fd: number): Effect.Effect<void, FileSystemError> =>
@@ -375,219 +351,32 @@ const copyFile = (from: string, to: string, options?: { readonly sync?: boolean 
     }))
 
 // ---------------------------------------------------------------------------------------------------------
-// hot walks
-
-/**
- * Longest stretch of synchronous walking before a real macrotask yield, so timers and I/O callbacks still
- * run. By time, not by entry count: an unlink waits on the journal (ms each while ext4 discards), so 2048
- * entries could hold the event loop for 180 ms and stall every acquire in the process (issue 7).
- */
-const SLICE_MS = 4
-
-const sliceEnd = (): number => performance.now() + SLICE_MS
-
-const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume) => {
-  const handle = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(handle))
-})
-
-/**
- * Run a synchronous `step` (one directory's worth of work, or a `SLICE_MS` slice of a large directory)
- * until it reports done, yielding to other fibers after every step and to the event loop whenever
- * `SLICE_MS` of synchronous work has passed since the last macrotask.
- */
-const drive = (method: string, root: string, step: () => boolean) => {
-  let lastMacrotask = performance.now()
-  const loop: Effect.Effect<void, FileSystemError> = Effect.suspend(() =>
-    attemptSync(method, root, step).pipe(
-      Effect.flatMap((done) => {
-        if (done) return Effect.void
-        if (performance.now() - lastMacrotask >= SLICE_MS) {
-          return Effect.zipRight(yieldToEventLoop, Effect.suspend(() => {
-            lastMacrotask = performance.now()
-            return loop
-          }))
-        }
-        return Effect.zipRight(Effect.yieldNow(), loop)
-      })
-    )
-  )
-  return loop
-}
-
-const isErrno = (cause: unknown, ...codes: ReadonlyArray<string>): boolean => codes.includes(errnoOf(cause))
-
-/** `readdirSync`, treating an entry that vanished or stopped being a directory as empty (a racing writer). */
-const direntsOf = (path: string): Array<fs.Dirent> | undefined => {
-  try {
-    return fs.readdirSync(path, { withFileTypes: true })
-  } catch (cause) {
-    if (isErrno(cause, "ENOENT", "ENOTDIR")) return undefined
-    throw cause
-  }
-}
-
-interface MeasureFrame {
-  readonly path: string
-  readonly depth: number
-  readonly entries: ReadonlyArray<fs.Dirent>
-  index: number
-}
-
-const measureTree = (root: string, budget: WalkBudget): Effect.Effect<TreeMeasure, FileSystemError> =>
-  Effect.gen(function*() {
-    const rootStats = yield* attemptSync("measureTree", root, () => fs.lstatSync(root))
-    if (!rootStats.isDirectory()) return { bytes: rootStats.isFile() ? rootStats.size : 0, entries: 0, complete: true }
-    let bytes = 0
-    let entries = 0
-    let complete = true
-    const stack: Array<MeasureFrame> = []
-    const rootEntries = yield* attemptSync("measureTree", root, () => direntsOf(root) ?? [])
-    if (budget.maxDepth >= 1) stack.push({ path: root, depth: 0, entries: rootEntries, index: 0 })
-    else complete = rootEntries.length === 0
-    const step = (): boolean => {
-      const top = stack[stack.length - 1]
-      if (top === undefined) return true
-      const until = sliceEnd()
-      while (top.index < top.entries.length) {
-        if (performance.now() > until) return false // resume this directory after a yield
-        if (entries >= budget.maxEntries) {
-          complete = false
-          return true
-        }
-        const entry = top.entries[top.index++]!
-        const path = `${top.path}/${entry.name}`
-        // The directory entry's type saves an lstat for everything but regular files (whose size we need)
-        // and entries whose type the filesystem does not report.
-        let isFile = entry.isFile()
-        let isDirectory = entry.isDirectory()
-        if (isFile || (!isDirectory && !entry.isSymbolicLink() && !entry.isFIFO() && !entry.isSocket() &&
-          !entry.isBlockDevice() && !entry.isCharacterDevice())) {
-          const stats = fs.lstatSync(path, { throwIfNoEntry: false })
-          if (stats === undefined) continue // removed while we walked
-          isFile = stats.isFile()
-          isDirectory = stats.isDirectory()
-          if (isFile) bytes += stats.size
-        }
-        entries++
-        if (isDirectory) {
-          const depth = top.depth + 1
-          const children = direntsOf(path)
-          if (children === undefined || children.length === 0) continue
-          // Only a non-empty directory left unopened makes the measure a lower bound.
-          if (depth + 1 > budget.maxDepth) {
-            complete = false
-          } else {
-            stack.push({ path, depth, entries: children, index: 0 })
-            return false // yield between directories
-          }
-        }
-      }
-      stack.pop()
-      return stack.length === 0
-    }
-    if (stack.length > 0) yield* drive("measureTree", root, step)
-    return { bytes, entries, complete }
-  })
-
-interface RemovalFrame {
-  readonly path: string
-  readonly depth: number
-  readonly entries: ReadonlyArray<fs.Dirent>
-  index: number
-  /** A child was left in place (depth budget), so this directory cannot be removed. */
-  blocked: boolean
-}
-
-const unlinkIfPresent = (path: string): boolean => {
-  try {
-    fs.unlinkSync(path)
-    return true
-  } catch (cause) {
-    if (isErrno(cause, "ENOENT")) return false
-    throw cause
-  }
-}
-
-const rmdirIfPresent = (path: string): boolean => {
-  try {
-    fs.rmdirSync(path)
-    return true
-  } catch (cause) {
-    if (isErrno(cause, "ENOENT")) return false
-    throw cause
-  }
-}
-
-const removeTree = (root: string, budget: WalkBudget): Effect.Effect<TreeRemoval, FileSystemError> =>
-  Effect.gen(function*() {
-    const rootStats = yield* attemptSync("removeTree", root, () => fs.lstatSync(root, { throwIfNoEntry: false }))
-    if (rootStats === undefined) return { removedEntries: 0, complete: true }
-    if (!rootStats.isDirectory()) {
-      // A link or file root: unlink the entry itself (never a link's target). The root is not counted.
-      yield* attemptSync("removeTree", root, () => unlinkIfPresent(root))
-      return { removedEntries: 0, complete: true }
-    }
-    let removed = 0
-    let complete = true
-    const rootEntries = yield* attemptSync("removeTree", root, () => direntsOf(root))
-    if (rootEntries === undefined) return { removedEntries: 0, complete: true }
-    const stack: Array<RemovalFrame> = [{ path: root, depth: 0, entries: rootEntries, index: 0, blocked: false }]
-    if (budget.maxDepth < 1 && rootEntries.length > 0) return { removedEntries: 0, complete: false }
-
-    const step = (): boolean => {
-      const top = stack[stack.length - 1]
-      if (top === undefined) return true
-      const until = sliceEnd()
-      while (top.index < top.entries.length) {
-        if (performance.now() > until) return false // resume this directory after a yield
-        if (removed >= budget.maxEntries) {
-          complete = false
-          return true
-        }
-        const dirent = top.entries[top.index++]!
-        const path = `${top.path}/${dirent.name}`
-        if (dirent.isDirectory()) {
-          const depth = top.depth + 1
-          const children = direntsOf(path)
-          if (children === undefined) continue
-          if (children.length === 0) {
-            if (rmdirIfPresent(path)) removed++
-            continue
-          }
-          if (depth + 1 > budget.maxDepth) {
-            top.blocked = true
-            complete = false
-            continue
-          }
-          stack.push({ path, depth, entries: children, index: 0, blocked: false })
-          return false // yield between directories
-        }
-        // Files, symlinks and anything else: unlink the entry itself.
-        if (unlinkIfPresent(path)) removed++
-      }
-      stack.pop()
-      const parent = stack[stack.length - 1]
-      if (top.blocked) {
-        if (parent !== undefined) parent.blocked = true
-      } else if (parent === undefined) {
-        rmdirIfPresent(top.path) // the root is not counted against the budget
-      } else if (removed >= budget.maxEntries) {
-        complete = false
-        return true
-      } else if (rmdirIfPresent(top.path)) {
-        removed++
-      }
-      return stack.length === 0
-    }
-    yield* drive("removeTree", root, step)
-    return { removedEntries: removed, complete }
-  })
-
-// ---------------------------------------------------------------------------------------------------------
 // the service
 
-export const make = (): FileSystem["Type"] => ({
+/** Which tree walker the Node layer uses: "native" (the fsat addon) when it loads, else "portable". */
+export type Walker = "native" | "portable"
+
+const fsat = loadFsat()
+
+/** The walker `NodeFileSystemLive` uses on this installation, and why not native when it is not. */
+export const nodeWalker: { readonly walker: Walker; readonly why?: string } =
+  "fsat" in fsat ? { walker: "native" } : { walker: "portable", why: fsat.why }
+
+const walksFor = (walker: Walker) => {
+  if (walker === "native" && !("fsat" in fsat)) {
+    throw new Error(`pi-agent-storage: the native walker is ${fsat.why}; run \`npm install\` with a C compiler`)
+  }
+  const walks = "fsat" in fsat && walker === "native" ? makeFdWalker(fsat.fsat) : pathWalker
+  const removeOnEventLoop = (root: string, budget: WalkBudget) => runWalk("removeTree", root, () => walks.startRemoval(root, budget))
+  return {
+    measureTree: (root: string, budget: WalkBudget) => runWalk("measureTree", root, () => walks.startMeasure(root, budget)),
+    removeTree: sharedRemover(walker).remove(removeOnEventLoop)
+  }
+}
+
+/** The Node FileSystem; `walker` picks the tree walks (default: native when built). */
+export const make = (walker: Walker = nodeWalker.walker): FileSystem["Type"] => ({
+  ...walksFor(walker),
   lstat,
   readDirectory,
   makeDirectory,
@@ -602,10 +391,11 @@ export const make = (): FileSystem["Type"] => ({
   link: (existing, newPath) => attempt("link", newPath, () => fsp.link(existing, newPath)),
   utimes: (path, atimeMs, mtimeMs) => attempt("utimes", path, () => fsp.lutimes(path, atimeMs / 1000, mtimeMs / 1000)),
   chmod: (path, mode) => setMode("chmod", path, mode),
-  copyFile,
-  measureTree,
-  removeTree
+  copyFile
 })
 
 /** The production FileSystem layer. */
-export const NodeFileSystemLive: Layer.Layer<FileSystem> = Layer.sync(FileSystem, make)
+export const NodeFileSystemLive: Layer.Layer<FileSystem> = Layer.sync(FileSystem, () => make())
+
+/** The Node FileSystem with a chosen walker (tests and benchmarks compare the two). */
+export const nodeFileSystemWith = (walker: Walker): Layer.Layer<FileSystem> => Layer.sync(FileSystem, () => make(walker))

@@ -3,7 +3,7 @@ import * as fsp from "node:fs/promises"
 import * as os from "node:os"
 import * as NodePath from "node:path"
 import { Effect, Layer } from "effect"
-import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
+import { nodeFileSystemWith, type Walker } from "../../src/layers/NodeFileSystem.js"
 import { type ConformanceSetup, fileSystemConformance, Scratch } from "./conformance.js"
 
 /** A second filesystem for the EXDEV case: /dev/shm when it is a writable directory on another device. */
@@ -39,9 +39,11 @@ const ScratchLive = Layer.scoped(
   })
 )
 
-const setup: ConformanceSetup = {
-  layer: () => Layer.merge(NodeFileSystemLive, ScratchLive),
+const setupWith = (walker: Walker): ConformanceSetup => ({
+  layer: () => Layer.merge(nodeFileSystemWith(walker), ScratchLive),
   crossDevice: "parent" in second ? { available: true } : { available: false, why: second.why }
-}
+})
 
-fileSystemConformance("Node", setup)
+// Both walkers: the native one (built by `npm install`; its absence fails here, loudly) and the portable one.
+fileSystemConformance("Node, native walker", setupWith("native"))
+fileSystemConformance("Node, portable walker", setupWith("portable"))

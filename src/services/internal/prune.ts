@@ -6,6 +6,7 @@
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import {
   TENANT_CLEANUP_DIR,
@@ -15,12 +16,12 @@ import {
   TENANT_TRASH_DIR
 } from "../../domain/AgentPaths.js"
 import type { FileSystemError, UnsafeRoot } from "../../domain/Errors.js"
-import { planPrune, type ScannedRun } from "../../domain/PrunePlan.js"
+import { type PlanDecision, planPrune, type ScannedRun } from "../../domain/PrunePlan.js"
 import { emptyPruneReport, type PruneReport } from "../../domain/PruneReport.js"
 import type { RetentionPolicy } from "../../domain/Retention.js"
 import { type Deps } from "./deps.js"
 import { removeDeadMarker, tryAcquireMarker } from "./markers.js"
-import { ensureLibraryDir, prepareRemoval, removeOwnedRun } from "./removeRun.js"
+import { deleteQuarantined, ensureLibraryDir, prepareRemoval, quarantineOwnedRun, type RemoveOutcome } from "./removeRun.js"
 import { checkSafeDirectory } from "./rootSafety.js"
 import { isActive, newestHeartbeat, readLeases, readManifest } from "./runFacts.js"
 
@@ -32,6 +33,9 @@ export const TENANT_LIBRARY_ENTRIES: ReadonlySet<string> = new Set([
   TENANT_PRUNE_STAMP,
   TENANT_STAGING_DIR
 ])
+
+/** Victims were measured under the entry budget already; their deletion is not cut short again. */
+const UNBOUNDED = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }
 
 /** A staged run older than this without a lease was abandoned by a crashed acquirer. */
 export const STALE_STAGING_MS = 60 * 60 * 1000
@@ -173,21 +177,26 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       for (const victim of plan.remove) report.skipped.push({ runId: victim.runId, path: victim.path, why: prepared.left })
       return report
     }
+    // Deletions run while the next victim goes through the protocol: the Node layer deletes on its remover
+    // thread, so quarantining run n+1 overlaps deleting run n, which waits on the disk (issue 7).
+    const deletions: Array<{ readonly victim: PlanDecision; readonly deletion: Fiber.RuntimeFiber<RemoveOutcome> }> = []
     for (const [index, victim] of plan.remove.entries()) {
       input.onProgress?.({ phase: "remove", done: index, total: plan.remove.length })
-      const outcome = yield* removeOwnedRun(
-        deps,
-        { tenantDir, category: input.category, tenant: input.tenant, runId: victim.runId },
-        { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }
-      )
-      if (outcome._tag === "Removed") {
-        report.removed.push({ runId: victim.runId, path: victim.path, reason: victim.reason!, bytes: victim.bytes })
-        if (!outcome.complete) report.errors.push({ path: victim.path, message: "quarantined in .trash; deletion finishes on the next prune" })
-        deadLeases.delete(victim.runId)
-      } else {
-        report.skipped.push({ runId: victim.runId, path: victim.path, why: outcome.why })
+      const quarantined = yield* quarantineOwnedRun(deps, { tenantDir, category: input.category, tenant: input.tenant, runId: victim.runId })
+      if (quarantined._tag === "Skipped") {
+        report.skipped.push({ runId: victim.runId, path: victim.path, why: quarantined.why })
         report.kept.push(victim.runId)
         skippedBytes = skippedBytes === null || victim.bytes === null ? null : skippedBytes + victim.bytes
+        continue
+      }
+      deadLeases.delete(victim.runId)
+      deletions.push({ victim, deletion: yield* Effect.fork(deleteQuarantined(deps, quarantined.target, UNBOUNDED)) })
+    }
+    for (const { victim, deletion } of deletions) {
+      const outcome = yield* Fiber.join(deletion)
+      report.removed.push({ runId: victim.runId, path: victim.path, reason: victim.reason!, bytes: victim.bytes })
+      if (outcome._tag === "Removed" && !outcome.complete) {
+        report.errors.push({ path: victim.path, message: "quarantined in .trash; deletion finishes on the next prune" })
       }
     }
     if (report.bytesAfter !== null) report.bytesAfter = skippedBytes === null ? null : report.bytesAfter + skippedBytes

@@ -22,6 +22,10 @@ export type RemoveOutcome =
   | { readonly _tag: "Removed"; readonly complete: boolean }
   | { readonly _tag: "Skipped"; readonly why: string }
 
+export type QuarantineOutcome =
+  | { readonly _tag: "Moved"; readonly target: string }
+  | { readonly _tag: "Skipped"; readonly why: string }
+
 export const ensureLibraryDir = (deps: Deps, path: string) =>
   deps.fs.makeDirectory(path, { mode: 0o700 }).pipe(
     Effect.catchIf((e) => e.reason === "AlreadyExists", () => Effect.void),
@@ -41,12 +45,11 @@ export const prepareRemoval = (deps: Deps, tenantDir: string): Effect.Effect<voi
     ensureLibraryDir(deps, NodePath.join(tenantDir, TENANT_TRASH_DIR))
   )
 
-/** Remove one run; `prepareRemoval` must have succeeded for its tenant. */
-export const removeOwnedRun = (
-  deps: Deps,
-  run: RunAddress,
-  budget: WalkBudget
-): Effect.Effect<RemoveOutcome> =>
+/**
+ * The protocol part of a removal: under the run's cleanup marker, prove it still owned and lease-free, then
+ * rename it into `.trash/`. From then on it is only ours; `prepareRemoval` must have succeeded.
+ */
+export const quarantineOwnedRun = (deps: Deps, run: RunAddress): Effect.Effect<QuarantineOutcome> =>
   Effect.gen(function*() {
     const runDir = NodePath.join(run.tenantDir, run.runId)
     const trashDir = NodePath.join(run.tenantDir, TENANT_TRASH_DIR)
@@ -74,8 +77,20 @@ export const removeOwnedRun = (
       if (moved._tag === "Left") return { _tag: "Skipped", why: `rename into .trash failed: ${moved.left.message}` } as const
       return { _tag: "Moved", target } as const
     }).pipe(Effect.ensuring(release))
-    if (quarantined._tag === "Skipped") return quarantined
-    const removal = yield* deps.fs.removeTree(quarantined.target, budget).pipe(Effect.either)
-    // A failed or budget-cut deletion leaves the tree in .trash, which the next prune finishes.
-    return { _tag: "Removed", complete: removal._tag === "Right" && removal.right.complete } as const
+    return quarantined
   })
+
+/**
+ * Delete a quarantined tree; `complete: false` when it failed or the budget cut it short, which leaves it in
+ * `.trash/` for the next prune to finish.
+ */
+export const deleteQuarantined = (deps: Deps, target: string, budget: WalkBudget): Effect.Effect<RemoveOutcome> =>
+  deps.fs.removeTree(target, budget).pipe(
+    Effect.either,
+    Effect.map((removal) => ({ _tag: "Removed", complete: removal._tag === "Right" && removal.right.complete }) as const)
+  )
+
+/** Remove one run: quarantine, then delete. `prepareRemoval` must have succeeded for its tenant. */
+export const removeOwnedRun = (deps: Deps, run: RunAddress, budget: WalkBudget): Effect.Effect<RemoveOutcome> =>
+  Effect.flatMap(quarantineOwnedRun(deps, run), (quarantined) =>
+    quarantined._tag === "Skipped" ? Effect.succeed(quarantined) : deleteQuarantined(deps, quarantined.target, budget))

@@ -1,0 +1,48 @@
+/**
+ * Loads the optional native `fsat` addon (native/fsat.c, built by `npm install` through node-gyp). When it
+ * is missing (no compiler, an unsupported platform) or `PI_STORAGE_NATIVE=0`, the Node layer falls back to
+ * the portable walks.
+ */
+import { createRequire } from "node:module"
+import * as os from "node:os"
+
+/** Entry types as `fsat` reports them. */
+export const FsatType = { Unknown: 0, File: 1, Directory: 2, SymbolicLink: 3, Other: 4 } as const
+
+/** Every call answers a negative errno instead of throwing. */
+export interface Fsat {
+  /** A directory descriptor; a final symlink is refused (ELOOP or ENOTDIR). */
+  readonly openDir: (path: string) => number
+  /** A child directory's descriptor, relative to its parent, never through a symlink. */
+  readonly openDirAt: (dirFd: number, name: string) => number
+  /** Names in the directory; their `FsatType`s are appended to `types`. */
+  readonly list: (dirFd: number, types: Array<number>) => Array<string> | number
+  /** lstat relative to a directory: writes [type, size] into `out`. */
+  readonly statAt: (dirFd: number, name: string, out: Float64Array) => number
+  /** Removes the entry itself (a link, never its target); `isDirectory` removes an empty directory. */
+  readonly unlinkAt: (dirFd: number, name: string, isDirectory: boolean) => number
+  readonly close: (fd: number) => number
+}
+
+const ADDON_PATH = "../../../build/Release/fsat.node" // the same depth from src/ and dist/
+
+/** The addon, or why it is not used. */
+export const loadFsat = (): { readonly fsat: Fsat } | { readonly why: string } => {
+  if (process.env["PI_STORAGE_NATIVE"] === "0") return { why: "disabled by PI_STORAGE_NATIVE=0" }
+  try {
+    return { fsat: createRequire(import.meta.url)(ADDON_PATH) as Fsat }
+  } catch (cause) {
+    return { why: `not built (${cause instanceof Error ? cause.message.split("\n")[0] : String(cause)})` }
+  }
+}
+
+const errnoNames = new Map<number, string>(Object.entries(os.constants.errno).map(([name, value]) => [value, name]))
+
+/** The errno name of a negative `fsat` answer ("ENOENT"), or "" for one this platform does not name. */
+export const errnoName = (answer: number): string => errnoNames.get(-answer) ?? ""
+
+/** An Error shaped like the ones `node:fs` throws, for `toFileSystemError`. */
+export const fsatError = (syscall: string, path: string, answer: number): Error => {
+  const code = errnoName(answer)
+  return Object.assign(new Error(`${code || `errno ${-answer}`}: ${syscall} '${path}'`), { code, path, syscall })
+}

@@ -1,0 +1,140 @@
+/**
+ * `removeTree` off the event loop: requests go, one at a time, to a shared remover thread
+ * (removerThread.ts) that runs the walker straight through. Deleting waits on the disk (an unlink costs
+ * 0.1–1 ms on a discard-mounted ext4), so on the event loop it both stalled other work and serialised a
+ * prune's deletions behind its protocol work (issue 7). If the thread cannot start or dies, the request is
+ * re-run on the event loop with the sliced walk: removal is idempotent, a rerun continues where it stopped.
+ */
+import { Worker } from "node:worker_threads"
+import * as Effect from "effect/Effect"
+import type { FileSystemError } from "../../domain/Errors.js"
+import type { TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
+import { toFileSystemError } from "./support.js"
+
+export interface RemovalRequest {
+  readonly id: number
+  readonly root: string
+  readonly budget: WalkBudget
+}
+
+export type RemovalReply =
+  | { readonly id: number; readonly removal: TreeRemoval }
+  | { readonly id: number; readonly error: { readonly code: string; readonly path: string; readonly message: string } }
+
+/** An idle thread is stopped after this long; the next removal starts a new one (≈ 30 ms). */
+const IDLE_MS = 10_000
+
+type Walker = "native" | "portable"
+type Fallback = (root: string, budget: WalkBudget) => Effect.Effect<TreeRemoval, FileSystemError>
+
+/**
+ * The thread's module: the built one beside this file. Running from source (the tests), the thread still
+ * loads the build (`npm test` builds first): Node 20 gives worker threads no TypeScript loader.
+ */
+const threadUrl = import.meta.url.endsWith(".ts")
+  ? new URL("../../../dist/layers/node/removerThread.js", import.meta.url)
+  : new URL("./removerThread.js", import.meta.url)
+
+interface Thread {
+  readonly worker: Worker
+  readonly pending: Map<number, (reply: RemovalReply | "lost") => void>
+  idle: ReturnType<typeof setTimeout> | undefined
+}
+
+/** A remover with its own thread (tests pass a `url` that cannot load, to see the fallback). */
+export const makeRemover = (walker: Walker, url: URL = threadUrl) => {
+  /** How many requests the thread answered and how many ran on the event loop instead. */
+  const counts = { onThread: 0, onEventLoop: 0 }
+  let thread: Thread | undefined
+  let unavailable = false
+  let nextId = 0
+
+  const startThread = (): Thread | undefined => {
+    if (thread !== undefined || unavailable) return thread
+    let worker: Worker
+    try {
+      worker = new Worker(url, { workerData: { walker } })
+    } catch {
+      unavailable = true
+      return undefined
+    }
+    const started: Thread = { worker, pending: new Map(), idle: undefined }
+    const lose = () => {
+      if (thread === started) thread = undefined
+      for (const resume of started.pending.values()) resume("lost")
+      started.pending.clear()
+    }
+    worker.on("message", (reply: RemovalReply) => {
+      const resume = started.pending.get(reply.id)
+      started.pending.delete(reply.id)
+      settleIdle(started)
+      resume?.(reply)
+    })
+    worker.on("error", () => {
+      // A thread that fails (e.g. cannot load its module) is not tried again in this process.
+      unavailable = true
+      lose()
+    })
+    worker.on("exit", lose)
+    worker.unref()
+    thread = started
+    return started
+  }
+
+  /** Keep the process alive while requests are out; stop the thread once idle for `IDLE_MS`. */
+  const settleIdle = (t: Thread) => {
+    if (t.idle !== undefined) clearTimeout(t.idle)
+    t.idle = undefined
+    if (t.pending.size > 0) {
+      t.worker.ref()
+      return
+    }
+    t.worker.unref()
+    t.idle = setTimeout(() => void t.worker.terminate(), IDLE_MS)
+    t.idle.unref()
+  }
+
+  const onEventLoop = (fallback: Fallback, root: string, budget: WalkBudget) =>
+    Effect.suspend(() => {
+      counts.onEventLoop++
+      return fallback(root, budget)
+    })
+
+  const remove = (fallback: Fallback) => (root: string, budget: WalkBudget): Effect.Effect<TreeRemoval, FileSystemError> =>
+    Effect.suspend(() => {
+      const t = startThread()
+      if (t === undefined) return onEventLoop(fallback, root, budget)
+      const id = nextId++
+      const ask = Effect.async<RemovalReply | "lost">((resume) => {
+        t.pending.set(id, (reply) => resume(Effect.succeed(reply)))
+        settleIdle(t)
+        t.worker.postMessage({ id, root, budget } satisfies RemovalRequest)
+        return Effect.sync(() => {
+          // Interrupted: the thread finishes this tree (it is being deleted anyway); nobody waits for it.
+          t.pending.delete(id)
+          settleIdle(t)
+        })
+      })
+      return Effect.flatMap(ask, (reply) => {
+        if (reply === "lost") return onEventLoop(fallback, root, budget)
+        counts.onThread++
+        if ("removal" in reply) return Effect.succeed(reply.removal)
+        const { code, path, message } = reply.error
+        return Effect.fail(toFileSystemError("removeTree", root, Object.assign(new Error(message), { code, path })))
+      })
+    })
+
+  return { remove, counts }
+}
+
+const removers = new Map<Walker, ReturnType<typeof makeRemover>>()
+
+/** The process-wide remover of a walker (one thread per walker kind, shared by every layer). */
+export const sharedRemover = (walker: Walker): ReturnType<typeof makeRemover> => {
+  let remover = removers.get(walker)
+  if (remover === undefined) {
+    remover = makeRemover(walker)
+    removers.set(walker, remover)
+  }
+  return remover
+}

@@ -1,0 +1,72 @@
+/**
+ * What every part of the Node layer shares: errno → port error mapping, synchronous/asynchronous attempts,
+ * and the driver that runs a synchronous tree walk in slices so the event loop keeps turning.
+ */
+import * as Effect from "effect/Effect"
+import { FileSystemError, reasonOfErrno } from "../../domain/Errors.js"
+import type { SyncWalk } from "./syncWalk.js"
+
+export const errnoOf = (cause: unknown): string =>
+  typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string" ? cause.code : ""
+
+/** Map anything a `node:fs` call threw or rejected with to the port's error, keeping the raw errno. */
+export const toFileSystemError = (method: string, path: string, cause: unknown): FileSystemError => {
+  if (cause instanceof FileSystemError) return cause
+  const errno = errnoOf(cause)
+  const failedPath = typeof cause === "object" && cause !== null && "path" in cause && typeof cause.path === "string"
+    ? cause.path
+    : path
+  const detail = cause instanceof Error ? cause.message : String(cause)
+  // Built from trusted values on hot failure paths (ENOENT probes): skip the schema validation.
+  return new FileSystemError({ reason: reasonOfErrno(errno), errno, method, path: failedPath, detail }, { disableValidation: true })
+}
+
+export const failWith = (method: string, path: string, errno: string, detail: string): FileSystemError =>
+  new FileSystemError({ reason: reasonOfErrno(errno), errno, method, path, detail }, { disableValidation: true })
+
+export const attempt = <A>(method: string, path: string, run: () => Promise<A>): Effect.Effect<A, FileSystemError> =>
+  Effect.tryPromise({ try: run, catch: (cause) => toFileSystemError(method, path, cause) })
+
+export const attemptSync = <A>(method: string, path: string, run: () => A): Effect.Effect<A, FileSystemError> =>
+  Effect.try({ try: run, catch: (cause) => toFileSystemError(method, path, cause) })
+
+export const isErrno = (cause: unknown, ...codes: ReadonlyArray<string>): boolean => codes.includes(errnoOf(cause))
+
+/**
+ * Longest stretch of synchronous walking before a real macrotask yield, so timers and I/O callbacks still
+ * run. By time, not by entry count: an unlink waits on the journal (ms each while ext4 discards), so 2048
+ * entries could hold the event loop for 180 ms and stall every acquire in the process (issue 7).
+ */
+export const SLICE_MS = 4
+
+const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
+
+/**
+ * Run a synchronous `step` (one directory's worth of work, cut short when `until` passes) again and again
+ * until it reports done, in slices of `SLICE_MS`; between slices the walk yields to the event loop, so
+ * timers, I/O callbacks and other fibers run. Nothing yields inside a slice: an Effect round trip per
+ * directory cost more CPU than the syscalls of a small run (issue 7).
+ */
+export const drive = (method: string, root: string, step: (until: number) => boolean): Effect.Effect<void, FileSystemError> => {
+  const slice = (): boolean => {
+    const until = performance.now() + SLICE_MS
+    let done = step(until)
+    while (!done && performance.now() < until) done = step(until)
+    return done
+  }
+  const loop: Effect.Effect<void, FileSystemError> = Effect.suspend(() =>
+    attemptSync(method, root, slice).pipe(Effect.flatMap((done) => (done ? Effect.void : Effect.zipRight(yieldToEventLoop, loop))))
+  )
+  return loop
+}
+
+/** Start a synchronous walk and drive it to the end in slices, closing it however it ends. */
+export const runWalk = <A>(method: string, root: string, start: () => SyncWalk<A>): Effect.Effect<A, FileSystemError> =>
+  Effect.acquireUseRelease(
+    attemptSync(method, root, start),
+    (walk) => Effect.map(drive(method, root, walk.step), () => walk.result()),
+    (walk) => Effect.sync(() => walk.close())
+  )

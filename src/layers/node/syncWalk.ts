@@ -1,0 +1,45 @@
+/**
+ * A tree walk as resumable synchronous steps, so one implementation runs two ways: sliced on the event loop
+ * (`runWalk` in support.ts) or straight through on the remover thread (`runToEnd`). Steps throw errors
+ * shaped like `node:fs` ones (`code`, `path`). No Effect here: the remover thread loads this without it.
+ */
+import type { TreeMeasure, TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
+
+export interface SyncWalk<A> {
+  /** Do work until done (true) or until `performance.now()` passes `until` (false). */
+  readonly step: (until: number) => boolean
+  readonly result: () => A
+  /** Release what the walk holds (descriptors); safe to call at any point, more than once. */
+  readonly close: () => void
+}
+
+/** The two walks a walker provides. Starting one may throw (a missing root, say). */
+export interface Walker {
+  readonly startMeasure: (root: string, budget: WalkBudget) => SyncWalk<TreeMeasure>
+  readonly startRemoval: (root: string, budget: WalkBudget) => SyncWalk<TreeRemoval>
+}
+
+/** A walk whose answer was known before it started (a file root, a vanished one). */
+export const finished = <A>(value: A): SyncWalk<A> => ({ step: () => true, result: () => value, close: () => {} })
+
+export const runToEnd = <A>(walk: SyncWalk<A>): A => {
+  try {
+    while (!walk.step(Number.POSITIVE_INFINITY)) {
+      // each step does one directory
+    }
+    return walk.result()
+  } finally {
+    walk.close()
+  }
+}
+
+/** `fn`, treating ENOENT as "already gone" (false). */
+export const unlessMissing = (fn: () => void): boolean => {
+  try {
+    fn()
+    return true
+  } catch (cause) {
+    if ((cause as { code?: unknown } | null)?.code === "ENOENT") return false
+    throw cause
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * The remover thread: removals really run off the event loop (not silently on the fallback), errors come
+ * back typed, a thread that cannot start hands its requests to the event-loop walk, and the event loop
+ * keeps turning while a large tree is deleted.
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as NodePath from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { pathWalker } from "../../../src/layers/node/pathWalk.js"
+import { makeRemover } from "../../../src/layers/node/remover.js"
+import { runWalk } from "../../../src/layers/node/support.js"
+import type { WalkBudget } from "../../../src/services/FileSystem.js"
+
+const WIDE = { maxEntries: 1_000_000, maxDepth: 64 }
+const onEventLoop = (root: string, budget: WalkBudget) => runWalk("removeTree", root, () => pathWalker.startRemoval(root, budget))
+
+const plantTree = (root: string, dirs: number, files: number) => {
+  for (let d = 0; d < dirs; d++) {
+    fs.mkdirSync(`${root}/d${d}`, { recursive: true })
+    for (let f = 0; f < files; f++) fs.writeFileSync(`${root}/d${d}/f${f}`, "x")
+  }
+}
+
+const scratch = () => fs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-remover-"))
+
+describe("remover thread", () => {
+  for (const walker of ["native", "portable"] as const) {
+    it.effect(`${walker}: removes on the thread, keeps budgets, reports errors typed`, () =>
+      Effect.gen(function*() {
+        const root = scratch()
+        plantTree(`${root}/tree`, 5, 4)
+        fs.mkdirSync(`${root}/outside`)
+        fs.writeFileSync(`${root}/outside/canary`, "keep")
+        fs.symlinkSync(`${root}/outside`, `${root}/tree/d0/link`)
+        const remover = makeRemover(walker)
+        const remove = remover.remove(onEventLoop)
+        assert.deepStrictEqual(yield* remove(`${root}/tree`, { maxEntries: 7, maxDepth: 64 }), { removedEntries: 7, complete: false })
+        assert.deepStrictEqual(yield* remove(`${root}/tree`, WIDE), { removedEntries: 5 * 5 + 1 - 7, complete: true })
+        assert.isFalse(fs.existsSync(`${root}/tree`))
+        assert.strictEqual(fs.readFileSync(`${root}/outside/canary`, "utf8"), "keep")
+        // A root below a file: the thread's error comes back as the port's typed error.
+        fs.writeFileSync(`${root}/file`, "f")
+        const failed = yield* Effect.either(remove(`${root}/file/x`, WIDE))
+        assert.deepStrictEqual(failed._tag === "Left" ? [failed.left.reason, failed.left.errno, failed.left.method] : [], ["NotADirectory", "ENOTDIR", "removeTree"])
+        // A missing root is nothing to do.
+        assert.deepStrictEqual(yield* remove(`${root}/absent`, WIDE), { removedEntries: 0, complete: true })
+        assert.deepStrictEqual(remover.counts, { onThread: 4, onEventLoop: 0 })
+        fs.rmSync(root, { recursive: true, force: true })
+      }))
+  }
+
+  it.effect("a thread that cannot start hands every request to the event-loop walk", () =>
+    Effect.gen(function*() {
+      const root = scratch()
+      plantTree(`${root}/a`, 3, 3)
+      plantTree(`${root}/b`, 3, 3)
+      const remover = makeRemover("portable", new URL("./no-such-remover-thread.js", import.meta.url))
+      const remove = remover.remove(onEventLoop)
+      assert.deepStrictEqual(yield* remove(`${root}/a`, WIDE), { removedEntries: 12, complete: true })
+      assert.deepStrictEqual(yield* remove(`${root}/b`, WIDE), { removedEntries: 12, complete: true })
+      assert.deepStrictEqual(fs.readdirSync(root), [])
+      assert.deepStrictEqual(remover.counts, { onThread: 0, onEventLoop: 2 })
+      fs.rmSync(root, { recursive: true, force: true })
+    }))
+
+  it.effect("the event loop keeps turning while the thread deletes", () =>
+    Effect.gen(function*() {
+      const root = scratch()
+      plantTree(`${root}/big`, 40, 100)
+      const remover = makeRemover("native")
+      // Warm the thread so its start-up is not what we observe.
+      yield* remover.remove(onEventLoop)(`${root}/absent`, WIDE)
+      let ticks = 0
+      const timer = setInterval(() => ticks++, 1)
+      const removal = yield* remover.remove(onEventLoop)(`${root}/big`, WIDE)
+      clearInterval(timer)
+      assert.deepStrictEqual(removal, { removedEntries: 40 * 101, complete: true })
+      assert.deepStrictEqual(remover.counts, { onThread: 2, onEventLoop: 0 })
+      // A 4,040-entry deletion takes many milliseconds; an event loop blocked by it would tick once.
+      assert.isAbove(ticks, 1)
+      fs.rmSync(root, { recursive: true, force: true })
+    }))
+})
