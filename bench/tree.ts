@@ -9,6 +9,7 @@ import { Effect, Layer, ManagedRuntime } from "effect"
 import { openAgentStorage } from "../src/promise.js"
 import { NodeFileSystemLive } from "../src/layers/NodeFileSystem.js"
 import { NodeHostLive } from "../src/layers/NodeHost.js"
+import { REMOVER_THREADS } from "../src/layers/node/remover.js"
 import { AgentDir } from "../src/services/AgentDir.js"
 import { WorkRuns } from "../src/services/WorkRuns.js"
 import { BENCH_CATEGORY, buildTenant, copyTree, ensureWorkRoot, removeTree, tenantDirOf, totalEntries, type TreeShape } from "./fixtures.js"
@@ -46,6 +47,11 @@ export const scanRuntime = (agentDir: string) => {
 export const scanOnce = (runtime: ReturnType<typeof scanRuntime>, tenant: string) =>
   runtime.runPromise(Effect.flatMap(WorkRuns, (w) => w.prune({ category: BENCH_CATEGORY, tenant, policy: NOTHING_QUALIFIES })))
 
+/** `rm -rf` of a tenant's entries split over $2 parallel processes (by line number), then the tenant itself. */
+const PARALLEL_RM = `cd "$1" && ls -A > ../parallel-rm.list && for k in $(seq 0 $(($2 - 1))); do
+  awk -v n="$2" -v k="$k" 'NR % n == k' ../parallel-rm.list | xargs -r -d '\\n' rm -rf -- & done; wait
+  cd .. && rm -f parallel-rm.list && rm -rf -- "$1"`
+
 export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
   const agentDir = path.join(o.root, "prune-agent")
   ensureWorkRoot(agentDir)
@@ -58,10 +64,13 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
   const rmCopy = path.join(o.root, "rm-copy")
   const ours: Array<{ wall: number; cpu: number }> = []
   const base: Array<{ wall: number; cpu: number }> = []
+  const parallel: Array<{ wall: number; cpu: number }> = []
   try {
     for (let rep = 0; rep < o.reps; rep++) {
-      // Alternate which goes first so drift in the disk's state does not favour one side.
-      const order = rep % 2 === 0 ? ["ours", "rm"] : ["rm", "ours"]
+      // Rotate which goes first so drift in the disk's state does not favour one side.
+      // With several remover threads, rm gets the same parallelism in a third series, for honesty.
+      const series = REMOVER_THREADS > 1 ? (["ours", "rm", "parallel"] as const) : (["ours", "rm"] as const)
+      const order = series.map((_, i, all) => all[(i + rep) % all.length]!)
       for (const who of order) {
         if (who === "ours") {
           removeTree(tenantDir)
@@ -77,6 +86,14 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
           }
           ours.push({ wall, cpu })
           o.log(`prune ours  #${rep + 1}: ${wall.toFixed(0)} ms wall, ${cpu.toFixed(0)} ms cpu`)
+        } else if (who === "parallel") {
+          removeTree(rmCopy)
+          copyTree(template, rmCopy)
+          await settle(o.settleMs)
+          const r = await runTimed("bash", ["-c", PARALLEL_RM, "parallel-rm", rmCopy, String(REMOVER_THREADS)])
+          if (r.code !== 0 || fs.existsSync(rmCopy)) throw new Error("parallel rm -rf failed")
+          parallel.push({ wall: r.wallMs, cpu: r.cpuMs ?? Number.NaN })
+          o.log(`prune ${REMOVER_THREADS} × rm -rf #${rep + 1}: ${r.wallMs.toFixed(0)} ms wall, ${(r.cpuMs ?? 0).toFixed(0)} ms cpu`)
         } else {
           removeTree(rmCopy)
           copyTree(template, rmCopy)
@@ -97,13 +114,19 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
   const baseWall = summarize(base.map((x) => x.wall))
   const oursCpu = summarize(ours.map((x) => x.cpu))
   const baseCpu = summarize(base.map((x) => x.cpu))
+  const parallelWall = summarize(parallel.map((x) => x.wall))
+  const parallelCpu = summarize(parallel.map((x) => x.cpu))
   return {
     name: "1 prune",
     rows: [
       { label: "wall", unit: "ms", ours: oursWall, baseline: baseWall, baselineName: "rm -rf", ratio: oursWall.median / baseWall.median, target: 1.1 },
-      { label: "cpu", unit: "ms", ours: oursCpu, baseline: baseCpu, baselineName: "rm -rf", ratio: oursCpu.median / baseCpu.median, target: 1.1 }
+      { label: "cpu", unit: "ms", ours: oursCpu, baseline: baseCpu, baselineName: "rm -rf", ratio: oursCpu.median / baseCpu.median, target: 1.1 },
+      ...(REMOVER_THREADS === 1 ? [] : [
+      { label: "wall vs parallel rm", unit: "ms", ours: oursWall, baseline: parallelWall, baselineName: `${REMOVER_THREADS} × rm -rf`, ratio: oursWall.median / parallelWall.median },
+      { label: "cpu vs parallel rm", unit: "ms", ours: oursCpu, baseline: parallelCpu, baselineName: `${REMOVER_THREADS} × rm -rf`, ratio: oursCpu.median / parallelCpu.median }
+      ])
     ],
-    notes: { runs: o.shape.runs, filesPerRun: o.shape.filesPerRun, entries: totalEntries(o.shape), reps: o.reps, template }
+    notes: { removerThreads: REMOVER_THREADS, runs: o.shape.runs, filesPerRun: o.shape.filesPerRun, entries: totalEntries(o.shape), reps: o.reps, template }
   }
 }
 
@@ -122,6 +145,7 @@ export const benchScan = async (o: TreeOptions & { readonly template?: string })
   const runtime = scanRuntime(agentDir)
   const ours: Array<{ wall: number; cpu: number }> = []
   const base: Array<{ wall: number; cpu: number }> = []
+  const parallel: Array<{ wall: number; cpu: number }> = []
   try {
     // Warm the dentry/inode caches for both sides.
     await scanOnce(runtime, tenant)
@@ -154,6 +178,8 @@ export const benchScan = async (o: TreeOptions & { readonly template?: string })
   const baseWall = summarize(base.map((x) => x.wall))
   const oursCpu = summarize(ours.map((x) => x.cpu))
   const baseCpu = summarize(base.map((x) => x.cpu))
+  const parallelWall = summarize(parallel.map((x) => x.wall))
+  const parallelCpu = summarize(parallel.map((x) => x.cpu))
   return {
     name: "2 scan",
     rows: [

@@ -70,10 +70,44 @@ export const summarize = (values: ReadonlyArray<number>): Summary => {
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-/** Flush dirty pages and give the device (ext4 with discard) time to finish before a timed run. */
-export const settle = async (ms: number) => {
+/** [I/Os in flight, writes completed, discards completed] of the block device holding `dir`, if Linux says. */
+const diskActivity = (dir: string): ReadonlyArray<number> | undefined => {
+  try {
+    const dev = fs.statSync(dir).dev
+    const major = Math.floor(dev / 256) & 0xfff
+    const minor = dev & 0xff
+    for (const line of fs.readFileSync("/proc/diskstats", "utf8").split("\n")) {
+      const f = line.trim().split(/\s+/)
+      if (Number(f[0]) === major && Number(f[1]) === minor) return [Number(f[11]), Number(f[7]), Number(f[14] ?? 0)]
+    }
+  } catch {
+    // No /proc/diskstats (not Linux): the fixed pause alone.
+  }
+  return undefined
+}
+
+const QUIET_FOR_MS = 1_000
+const QUIET_POLL_MS = 200
+const QUIET_CAP_MS = 30_000
+
+/**
+ * Flush dirty pages, pause `ms`, then wait until the device holding `dir` has had no I/O in flight and no
+ * new writes or discards for a second (ext4 mounted with discard keeps trimming long after a delete, which
+ * would land on the next timed run). Capped at 30 s. Answers how long it waited.
+ */
+export const settle = async (ms: number, dir = os.tmpdir()): Promise<number> => {
+  const start = nowMs()
   spawnSync("sync", [], { stdio: "ignore" })
   await sleep(ms)
+  let last = diskActivity(dir)
+  let quietSince = nowMs()
+  while (last !== undefined && nowMs() - quietSince < QUIET_FOR_MS && nowMs() - start < QUIET_CAP_MS) {
+    await sleep(QUIET_POLL_MS)
+    const now = diskActivity(dir)
+    if (now === undefined || now[0] !== 0 || now.some((v, i) => v !== last![i])) quietSince = nowMs()
+    last = now
+  }
+  return nowMs() - start
 }
 
 export interface ChildResult {

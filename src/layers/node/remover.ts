@@ -1,9 +1,10 @@
 /**
- * `removeTree` off the event loop: requests go, one at a time, to a shared remover thread
- * (removerThread.ts) that runs the walker straight through. Deleting waits on the disk (an unlink costs
- * 0.1–1 ms on a discard-mounted ext4), so on the event loop it both stalled other work and serialised a
- * prune's deletions behind its protocol work (issue 7). If the thread cannot start or dies, the request is
- * re-run on the event loop with the sliced walk: removal is idempotent, a rerun continues where it stopped.
+ * `removeTree` off the event loop: each request goes to a shared remover thread (removerThread.ts), which
+ * runs the walker straight through. Deleting waits on the disk (an unlink costs 0.1–1 ms on a
+ * discard-mounted ext4), so on the event loop it both stalled other work and serialised a prune's deletions
+ * behind its protocol work (issue 7). If a thread
+ * cannot start or dies, its requests are re-run on the event loop with the sliced walk: removal is
+ * idempotent, a rerun continues where it stopped.
  */
 import { Worker } from "node:worker_threads"
 import * as Effect from "effect/Effect"
@@ -41,16 +42,38 @@ interface Thread {
   idle: ReturnType<typeof setTimeout> | undefined
 }
 
-/** A remover with its own thread (tests pass a `url` that cannot load, to see the fallback). */
-export const makeRemover = (walker: Walker, url: URL = threadUrl) => {
-  /** How many requests the thread answered and how many ran on the event loop instead. */
-  const counts = { onThread: 0, onEventLoop: 0 }
-  let thread: Thread | undefined
+/**
+ * Threads a remover may run at once. One by default: on this project's 2-core VM a single thread already
+ * took a full prune from 1.2–1.4× to 0.8× the wall time of `rm -rf` (its deletions overlap the prune's
+ * scan and protocol work), while 2 or 4 threads cost 1.5× the CPU for no steady wall gain (BENCHMARKS.md).
+ * `PI_STORAGE_REMOVER_THREADS` (1–16) raises it, e.g. for a disk with a deep queue.
+ */
+export const REMOVER_THREADS = ((): number => {
+  const wanted = Number(process.env["PI_STORAGE_REMOVER_THREADS"])
+  return Number.isInteger(wanted) && wanted >= 1 && wanted <= 16 ? wanted : 1
+})()
+
+/**
+ * A remover with its own threads, started on demand up to `size` (tests pass a `url` that cannot load, to
+ * see the fallback).
+ */
+export const makeRemover = (walker: Walker, url: URL = threadUrl, size = REMOVER_THREADS) => {
+  /** How many requests the threads answered, how many ran on the event loop instead, most threads at once. */
+  const counts = { onThread: 0, onEventLoop: 0, threads: 0 }
+  const threads: Array<Thread> = []
   let unavailable = false
   let nextId = 0
 
+  /** An idle thread, a new one while below `size`, else the least loaded. */
+  const pickThread = (): Thread | undefined => {
+    if (unavailable) return undefined
+    const idle = threads.find((t) => t.pending.size === 0)
+    if (idle !== undefined) return idle
+    if (threads.length < size) return startThread()
+    return threads.reduce((least, t) => (t.pending.size < least.pending.size ? t : least))
+  }
+
   const startThread = (): Thread | undefined => {
-    if (thread !== undefined || unavailable) return thread
     let worker: Worker
     try {
       worker = new Worker(url, { workerData: { walker } })
@@ -60,7 +83,8 @@ export const makeRemover = (walker: Walker, url: URL = threadUrl) => {
     }
     const started: Thread = { worker, pending: new Map(), idle: undefined }
     const lose = () => {
-      if (thread === started) thread = undefined
+      const index = threads.indexOf(started)
+      if (index >= 0) threads.splice(index, 1)
       for (const resume of started.pending.values()) resume("lost")
       started.pending.clear()
     }
@@ -77,7 +101,8 @@ export const makeRemover = (walker: Walker, url: URL = threadUrl) => {
     })
     worker.on("exit", lose)
     worker.unref()
-    thread = started
+    threads.push(started)
+    counts.threads = Math.max(counts.threads, threads.length)
     return started
   }
 
@@ -102,7 +127,7 @@ export const makeRemover = (walker: Walker, url: URL = threadUrl) => {
 
   const remove = (fallback: Fallback) => (root: string, budget: WalkBudget): Effect.Effect<TreeRemoval, FileSystemError> =>
     Effect.suspend(() => {
-      const t = startThread()
+      const t = pickThread()
       if (t === undefined) return onEventLoop(fallback, root, budget)
       const id = nextId++
       const ask = Effect.async<RemovalReply | "lost">((resume) => {
@@ -129,7 +154,7 @@ export const makeRemover = (walker: Walker, url: URL = threadUrl) => {
 
 const removers = new Map<Walker, ReturnType<typeof makeRemover>>()
 
-/** The process-wide remover of a walker (one thread per walker kind, shared by every layer). */
+/** The process-wide remover of a walker (one pool per walker kind, shared by every layer). */
 export const sharedRemover = (walker: Walker): ReturnType<typeof makeRemover> => {
   let remover = removers.get(walker)
   if (remover === undefined) {

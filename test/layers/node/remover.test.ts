@@ -46,10 +46,26 @@ describe("remover thread", () => {
         assert.deepStrictEqual(failed._tag === "Left" ? [failed.left.reason, failed.left.errno, failed.left.method] : [], ["NotADirectory", "ENOTDIR", "removeTree"])
         // A missing root is nothing to do.
         assert.deepStrictEqual(yield* remove(`${root}/absent`, WIDE), { removedEntries: 0, complete: true })
-        assert.deepStrictEqual(remover.counts, { onThread: 4, onEventLoop: 0 })
+        assert.deepStrictEqual(remover.counts, { onThread: 4, onEventLoop: 0, threads: 1 }) // one at a time: one thread
         fs.rmSync(root, { recursive: true, force: true })
       }))
   }
+
+  it.effect("concurrent requests spread over at most `size` threads and every tree goes", () =>
+    Effect.gen(function*() {
+      const root = scratch()
+      for (let i = 0; i < 7; i++) plantTree(`${root}/t${i}`, 4, 10)
+      const remover = makeRemover("native", undefined, 3)
+      const removals = yield* Effect.forEach(
+        Array.from({ length: 7 }, (_, i) => `${root}/t${i}`),
+        (tree) => remover.remove(onEventLoop)(tree, WIDE),
+        { concurrency: "unbounded" }
+      )
+      assert.deepStrictEqual(removals.map((r) => r.removedEntries), Array(7).fill(44))
+      assert.deepStrictEqual(fs.readdirSync(root), [])
+      assert.deepStrictEqual(remover.counts, { onThread: 7, onEventLoop: 0, threads: 3 })
+      fs.rmSync(root, { recursive: true, force: true })
+    }))
 
   it.effect("a thread that cannot start hands every request to the event-loop walk", () =>
     Effect.gen(function*() {
@@ -61,7 +77,7 @@ describe("remover thread", () => {
       assert.deepStrictEqual(yield* remove(`${root}/a`, WIDE), { removedEntries: 12, complete: true })
       assert.deepStrictEqual(yield* remove(`${root}/b`, WIDE), { removedEntries: 12, complete: true })
       assert.deepStrictEqual(fs.readdirSync(root), [])
-      assert.deepStrictEqual(remover.counts, { onThread: 0, onEventLoop: 2 })
+      assert.deepStrictEqual(remover.counts, { onThread: 0, onEventLoop: 2, threads: 1 })
       fs.rmSync(root, { recursive: true, force: true })
     }))
 
@@ -77,7 +93,7 @@ describe("remover thread", () => {
       const removal = yield* remover.remove(onEventLoop)(`${root}/big`, WIDE)
       clearInterval(timer)
       assert.deepStrictEqual(removal, { removedEntries: 40 * 101, complete: true })
-      assert.deepStrictEqual(remover.counts, { onThread: 2, onEventLoop: 0 })
+      assert.deepStrictEqual(remover.counts.onThread, 2)
       // A 4,040-entry deletion takes many milliseconds; an event loop blocked by it would tick once.
       assert.isAbove(ticks, 1)
       fs.rmSync(root, { recursive: true, force: true })
