@@ -43,6 +43,16 @@ static int string_arg(napi_env env, napi_value value, char *buf, size_t size) {
   return length + 1 < size;
 }
 
+/*
+ * The (dirFd, name, ...) calls: fetches `want` arguments (3 at most) and reads the first two into dir_fd and
+ * name; 0 when they are missing or malformed.
+ */
+static int fd_and_name(napi_env env, napi_callback_info info, size_t want, napi_value *argv, int32_t *dir_fd, char *name) {
+  size_t argc = want;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  return argc >= want && int_arg(env, argv[0], dir_fd) && string_arg(env, argv[1], name, NAME_MAX_BYTES);
+}
+
 static int type_of_mode(mode_t mode) {
   if (S_ISREG(mode)) return T_FILE;
   if (S_ISDIR(mode)) return T_DIRECTORY;
@@ -78,12 +88,10 @@ static napi_value open_dir(napi_env env, napi_callback_info info) {
 
 /* openDirAt(dirFd, name): a child directory's descriptor, relative to its parent, never through a link. */
 static napi_value open_dir_at(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
   napi_value argv[2];
   int32_t dir_fd;
   char name[NAME_MAX_BYTES];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  if (argc < 2 || !int_arg(env, argv[0], &dir_fd) || !string_arg(env, argv[1], name, sizeof name)) return number(env, -EINVAL);
+  if (!fd_and_name(env, info, 2, argv, &dir_fd, name)) return number(env, -EINVAL);
   int fd = openat(dir_fd, name, DIR_FLAGS);
   return number(env, fd < 0 ? -errno : fd);
 }
@@ -134,12 +142,10 @@ static napi_value list(napi_env env, napi_callback_info info) {
  * returns 0 or a negative errno.
  */
 static napi_value stat_at(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
   napi_value argv[3];
   int32_t dir_fd;
   char name[NAME_MAX_BYTES];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  if (argc < 3 || !int_arg(env, argv[0], &dir_fd) || !string_arg(env, argv[1], name, sizeof name)) return number(env, -EINVAL);
+  if (!fd_and_name(env, info, 3, argv, &dir_fd, name)) return number(env, -EINVAL);
   napi_typedarray_type kind;
   size_t length;
   void *data;
@@ -157,14 +163,11 @@ static napi_value stat_at(napi_env env, napi_callback_info info) {
 
 /* unlinkAt(dirFd, name, isDirectory): removes the entry itself (a link, never its target). 0 or -errno. */
 static napi_value unlink_at(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
   napi_value argv[3];
   int32_t dir_fd;
   bool is_directory = false;
   char name[NAME_MAX_BYTES];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  if (argc < 3 || !int_arg(env, argv[0], &dir_fd) || !string_arg(env, argv[1], name, sizeof name) ||
-      napi_get_value_bool(env, argv[2], &is_directory) != napi_ok) {
+  if (!fd_and_name(env, info, 3, argv, &dir_fd, name) || napi_get_value_bool(env, argv[2], &is_directory) != napi_ok) {
     return number(env, -EINVAL);
   }
   int result = unlinkat(dir_fd, name, is_directory ? AT_REMOVEDIR : 0);

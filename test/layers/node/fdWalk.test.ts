@@ -131,6 +131,11 @@ describe("native walker (fsat)", () => {
     assert.strictEqual(out[0], 3) // a symbolic link, not its target
     assert.strictEqual(native.unlinkAt(dirFd, "link", false), 0)
     assert.isTrue(fs.existsSync(`${root}/outside/canary`))
+    // Malformed arguments are EINVAL answers, never a crash.
+    const EINVAL = -os.constants.errno.EINVAL
+    assert.strictEqual(native.statAt(dirFd, "outside", new Float64Array(1)), EINVAL)
+    assert.strictEqual(native.openDirAt(dirFd, "n".repeat(5000)), EINVAL)
+    assert.strictEqual(native.unlinkAt(dirFd, "outside", "yes" as unknown as boolean), EINVAL)
     assert.strictEqual(native.close(dirFd), 0)
     fs.rmSync(root, { recursive: true })
   })
