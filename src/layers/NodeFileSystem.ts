@@ -8,11 +8,12 @@
  *   Memory agree.
  * - Durability: files are fsynced before they become visible under their final name, and the parent
  *   directories are fsynced after renames (unless the caller passes `sync: false`).
- * - The hot walks (`measureTree`, `removeTree`) use synchronous syscalls one directory at a time and yield
- *   between directories (DESIGN "Performance facts": async per-entry walks are ~8× slower). Memory use is
- *   one name list per directory level, never the whole tree. With the native `fsat` addon (node/fdWalk.ts)
- *   every entry is reached relative to its parent's descriptor, never through a link; without it the
- *   portable walks (node/pathWalk.ts) address entries by path.
+ * - The hot walks (`measureTree`, `removeTree`) use synchronous syscalls one directory at a time
+ *   (DESIGN "Performance facts": async per-entry walks are ~8× slower): measuring in 4 ms slices on the
+ *   event loop, removing on a remover thread (node/remover.ts). Memory use is one name list per directory
+ *   level, never the whole tree. With the native `fsat` addon (node/fdWalk.ts) every entry is reached
+ *   relative to its parent's descriptor, never through a link; without it the portable walks
+ *   (node/pathWalk.ts) address entries by path.
  * - Small metadata operations (lstat, mkdir, fchmod, exclusive create and write of small files, rename,
  *   unlink, reads under 1 MiB) are synchronous syscalls too: each costs microseconds, while a trip through
  *   the libuv thread pool costs 20–800 µs on a loaded 2-core machine (issue 7: acquire + release made ~40
