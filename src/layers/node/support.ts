@@ -50,23 +50,44 @@ const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume) => {
  * timers, I/O callbacks and other fibers run. Nothing yields inside a slice: an Effect round trip per
  * directory cost more CPU than the syscalls of a small run (issue 7).
  */
+/** Steps until done or until `SLICE_MS` has passed; true when done. */
+const runSlice = (step: (until: number) => boolean): boolean => {
+  const until = performance.now() + SLICE_MS
+  let done = step(until)
+  while (!done && performance.now() < until) done = step(until)
+  return done
+}
+
 export const drive = (method: string, root: string, step: (until: number) => boolean): Effect.Effect<void, FileSystemError> => {
-  const slice = (): boolean => {
-    const until = performance.now() + SLICE_MS
-    let done = step(until)
-    while (!done && performance.now() < until) done = step(until)
-    return done
-  }
   const loop: Effect.Effect<void, FileSystemError> = Effect.suspend(() =>
-    attemptSync(method, root, slice).pipe(Effect.flatMap((done) => (done ? Effect.void : Effect.zipRight(yieldToEventLoop, loop))))
+    attemptSync(method, root, () => runSlice(step)).pipe(
+      Effect.flatMap((done) => (done ? Effect.void : Effect.zipRight(yieldToEventLoop, loop)))
+    )
   )
   return loop
 }
 
-/** Start a synchronous walk and drive it to the end in slices, closing it however it ends. */
+/**
+ * Start a synchronous walk and drive it to the end in slices, closing it however it ends. The first slice
+ * runs in the same synchronous step as the start: most runs are measured within it, and the Effect round
+ * trips of a sliced walk cost as much as the syscalls of a small run (issue 7).
+ */
 export const runWalk = <A>(method: string, root: string, start: () => SyncWalk<A>): Effect.Effect<A, FileSystemError> =>
-  Effect.acquireUseRelease(
-    attemptSync(method, root, start),
-    (walk) => Effect.map(drive(method, root, walk.step), () => walk.result()),
-    (walk) => Effect.sync(() => walk.close())
-  )
+  Effect.suspend(() => {
+    let walk: SyncWalk<A> | undefined
+    try {
+      walk = start()
+      if (runSlice(walk.step)) {
+        const result = walk.result()
+        walk.close()
+        return Effect.succeed(result)
+      }
+    } catch (cause) {
+      walk?.close()
+      return Effect.fail(toFileSystemError(method, root, cause))
+    }
+    const started = walk
+    return Effect.map(drive(method, root, started.step), () => started.result()).pipe(
+      Effect.ensuring(Effect.sync(() => started.close()))
+    )
+  })
