@@ -145,7 +145,6 @@ export const benchScan = async (o: TreeOptions & { readonly template?: string })
   const runtime = scanRuntime(agentDir)
   const ours: Array<{ wall: number; cpu: number }> = []
   const base: Array<{ wall: number; cpu: number }> = []
-  const parallel: Array<{ wall: number; cpu: number }> = []
   try {
     // Warm the dentry/inode caches for both sides.
     await scanOnce(runtime, tenant)
@@ -178,8 +177,6 @@ export const benchScan = async (o: TreeOptions & { readonly template?: string })
   const baseWall = summarize(base.map((x) => x.wall))
   const oursCpu = summarize(ours.map((x) => x.cpu))
   const baseCpu = summarize(base.map((x) => x.cpu))
-  const parallelWall = summarize(parallel.map((x) => x.wall))
-  const parallelCpu = summarize(parallel.map((x) => x.cpu))
   return {
     name: "2 scan",
     rows: [
