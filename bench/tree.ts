@@ -13,7 +13,7 @@ import { REMOVER_THREADS } from "../src/layers/node/remover.js"
 import { AgentDir } from "../src/services/AgentDir.js"
 import { WorkRuns } from "../src/services/WorkRuns.js"
 import { BENCH_CATEGORY, buildTenant, copyTree, ensureWorkRoot, removeTree, tenantDirOf, totalEntries, type TreeShape } from "./fixtures.js"
-import type { Measurement } from "./result.js"
+import type { Measurement, Row } from "./result.js"
 import { cpuMs, nowMs, runTimed, settle, summarize } from "./util.js"
 
 export interface TreeOptions {
@@ -47,6 +47,34 @@ export const scanRuntime = (agentDir: string) => {
 export const scanOnce = (runtime: ReturnType<typeof scanRuntime>, tenant: string) =>
   runtime.runPromise(Effect.flatMap(WorkRuns, (w) => w.prune({ category: BENCH_CATEGORY, tenant, policy: NOTHING_QUALIFIES })))
 
+interface Timing {
+  readonly wall: number
+  readonly cpu: number
+}
+
+/** A wall row and a CPU row comparing our timings with a baseline's medians; targets only where given. */
+const versus = (
+  ours: ReadonlyArray<Timing>,
+  base: ReadonlyArray<Timing>,
+  baselineName: string,
+  labelSuffix: string,
+  targets: { readonly wall?: number; readonly cpu?: number }
+): Array<Row> =>
+  (["wall", "cpu"] as const).map((kind) => {
+    const mine = summarize(ours.map((x) => x[kind]))
+    const theirs = summarize(base.map((x) => x[kind]))
+    const target = targets[kind]
+    return {
+      label: `${kind}${labelSuffix}`,
+      unit: "ms",
+      ours: mine,
+      baseline: theirs,
+      baselineName,
+      ratio: mine.median / theirs.median,
+      ...(target === undefined ? {} : { target })
+    }
+  })
+
 /** `rm -rf` of a tenant's entries split over $2 parallel processes (by line number), then the tenant itself. */
 const PARALLEL_RM = `cd "$1" && ls -A > ../parallel-rm.list && for k in $(seq 0 $(($2 - 1))); do
   awk -v n="$2" -v k="$k" 'NR % n == k' ../parallel-rm.list | xargs -r -d '\\n' rm -rf -- & done; wait
@@ -62,9 +90,9 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
   const store = await openAgentStorage({ agentDir, migrate: false })
   const tenantDir = tenantDirOf(agentDir, tenant)
   const rmCopy = path.join(o.root, "rm-copy")
-  const ours: Array<{ wall: number; cpu: number }> = []
-  const base: Array<{ wall: number; cpu: number }> = []
-  const parallel: Array<{ wall: number; cpu: number }> = []
+  const ours: Array<Timing> = []
+  const base: Array<Timing> = []
+  const parallel: Array<Timing> = []
   try {
     for (let rep = 0; rep < o.reps; rep++) {
       // Rotate which goes first so drift in the disk's state does not favour one side.
@@ -110,21 +138,11 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
     removeTree(tenantDir)
     removeTree(rmCopy)
   }
-  const oursWall = summarize(ours.map((x) => x.wall))
-  const baseWall = summarize(base.map((x) => x.wall))
-  const oursCpu = summarize(ours.map((x) => x.cpu))
-  const baseCpu = summarize(base.map((x) => x.cpu))
-  const parallelWall = summarize(parallel.map((x) => x.wall))
-  const parallelCpu = summarize(parallel.map((x) => x.cpu))
   return {
     name: "1 prune",
     rows: [
-      { label: "wall", unit: "ms", ours: oursWall, baseline: baseWall, baselineName: "rm -rf", ratio: oursWall.median / baseWall.median, target: 1.1 },
-      { label: "cpu", unit: "ms", ours: oursCpu, baseline: baseCpu, baselineName: "rm -rf", ratio: oursCpu.median / baseCpu.median, target: 1.1 },
-      ...(REMOVER_THREADS === 1 ? [] : [
-      { label: "wall vs parallel rm", unit: "ms", ours: oursWall, baseline: parallelWall, baselineName: `${REMOVER_THREADS} × rm -rf`, ratio: oursWall.median / parallelWall.median },
-      { label: "cpu vs parallel rm", unit: "ms", ours: oursCpu, baseline: parallelCpu, baselineName: `${REMOVER_THREADS} × rm -rf`, ratio: oursCpu.median / parallelCpu.median }
-      ])
+      ...versus(ours, base, "rm -rf", "", { wall: 1.1, cpu: 1.1 }),
+      ...(REMOVER_THREADS === 1 ? [] : versus(ours, parallel, `${REMOVER_THREADS} × rm -rf`, " vs parallel rm", {}))
     ],
     notes: { removerThreads: REMOVER_THREADS, runs: o.shape.runs, filesPerRun: o.shape.filesPerRun, entries: totalEntries(o.shape), reps: o.reps, template }
   }
@@ -143,8 +161,8 @@ export const benchScan = async (o: TreeOptions & { readonly template?: string })
   }
   await settle(o.settleMs)
   const runtime = scanRuntime(agentDir)
-  const ours: Array<{ wall: number; cpu: number }> = []
-  const base: Array<{ wall: number; cpu: number }> = []
+  const ours: Array<Timing> = []
+  const base: Array<Timing> = []
   try {
     // Warm the dentry/inode caches for both sides.
     await scanOnce(runtime, tenant)
@@ -173,16 +191,9 @@ export const benchScan = async (o: TreeOptions & { readonly template?: string })
     await runtime.dispose()
     removeTree(agentDir)
   }
-  const oursWall = summarize(ours.map((x) => x.wall))
-  const baseWall = summarize(base.map((x) => x.wall))
-  const oursCpu = summarize(ours.map((x) => x.cpu))
-  const baseCpu = summarize(base.map((x) => x.cpu))
   return {
     name: "2 scan",
-    rows: [
-      { label: "wall", unit: "ms", ours: oursWall, baseline: baseWall, baselineName: "du -sb", ratio: oursWall.median / baseWall.median, target: 2 },
-      { label: "cpu", unit: "ms", ours: oursCpu, baseline: baseCpu, baselineName: "du -sb", ratio: oursCpu.median / baseCpu.median }
-    ],
+    rows: versus(ours, base, "du -sb", "", { wall: 2 }),
     notes: { runs: o.shape.runs, filesPerRun: o.shape.filesPerRun, entries: totalEntries(o.shape), reps: o.reps }
   }
 }

@@ -43,14 +43,16 @@ static int string_arg(napi_env env, napi_value value, char *buf, size_t size) {
   return length + 1 < size;
 }
 
-/*
- * The (dirFd, name, ...) calls: fetches `want` arguments (3 at most) and reads the first two into dir_fd and
- * name; 0 when they are missing or malformed.
- */
-static int fd_and_name(napi_env env, napi_callback_info info, size_t want, napi_value *argv, int32_t *dir_fd, char *name) {
+/* Fetches `want` arguments and reads the first, a descriptor; 0 when missing or not an integer. */
+static int fd_first(napi_env env, napi_callback_info info, size_t want, napi_value *argv, int32_t *fd) {
   size_t argc = want;
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  return argc >= want && int_arg(env, argv[0], dir_fd) && string_arg(env, argv[1], name, NAME_MAX_BYTES);
+  return argc >= want && int_arg(env, argv[0], fd);
+}
+
+/* The (dirFd, name, ...) calls: as fd_first, and the second argument is a name; 0 when malformed. */
+static int fd_and_name(napi_env env, napi_callback_info info, size_t want, napi_value *argv, int32_t *dir_fd, char *name) {
+  return fd_first(env, info, want, argv, dir_fd) && string_arg(env, argv[1], name, NAME_MAX_BYTES);
 }
 
 static int type_of_mode(mode_t mode) {
@@ -101,11 +103,9 @@ static napi_value open_dir_at(napi_env env, napi_callback_info info) {
  * the JS array `types`. Returns the names array, or a negative errno. The descriptor stays open.
  */
 static napi_value list(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
   napi_value argv[2];
   int32_t dir_fd;
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  if (argc < 2 || !int_arg(env, argv[0], &dir_fd)) return number(env, -EINVAL);
+  if (!fd_first(env, info, 2, argv, &dir_fd)) return number(env, -EINVAL);
   int copy = dup(dir_fd);
   if (copy < 0) return number(env, -errno);
   DIR *dir = fdopendir(copy);
@@ -176,11 +176,9 @@ static napi_value unlink_at(napi_env env, napi_callback_info info) {
 
 /* close(fd): 0 or -errno. */
 static napi_value close_fd(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
   napi_value argv[1];
   int32_t fd;
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  if (argc < 1 || !int_arg(env, argv[0], &fd)) return number(env, -EINVAL);
+  if (!fd_first(env, info, 1, argv, &fd)) return number(env, -EINVAL);
   return number(env, close(fd) != 0 ? -errno : 0);
 }
 

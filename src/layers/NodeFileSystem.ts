@@ -35,11 +35,9 @@ import {
   type WalkBudget,
   type WriteOptions
 } from "../services/FileSystem.js"
-import { makeFdWalker } from "./node/fdWalk.js"
-import { loadFsat } from "./node/fsat.js"
-import { pathWalker } from "./node/pathWalk.js"
 import { sharedRemover } from "./node/remover.js"
 import { attempt, attemptSync, failWith, runWalk, toFileSystemError } from "./node/support.js"
+import { defaultWalkerKind, walkerOf, type WalkerKind } from "./node/walkers.js"
 
 export { toFileSystemError } from "./node/support.js"
 
@@ -355,28 +353,19 @@ const copyFile = (from: string, to: string, options?: { readonly sync?: boolean 
 // the service
 
 /** Which tree walker the Node layer uses: "native" (the fsat addon) when it loads, else "portable". */
-export type Walker = "native" | "portable"
+export type Walker = WalkerKind
 
-const fsat = loadFsat()
-
-/** The walker `NodeFileSystemLive` uses on this installation, and why not native when it is not. */
-export const nodeWalker: { readonly walker: Walker; readonly why?: string } =
-  "fsat" in fsat ? { walker: "native" } : { walker: "portable", why: fsat.why }
-
-const walksFor = (walker: Walker) => {
-  if (walker === "native" && !("fsat" in fsat)) {
-    throw new Error(`pi-agent-storage: the native walker is ${fsat.why}; run \`npm install\` with a C compiler`)
-  }
-  const walks = "fsat" in fsat && walker === "native" ? makeFdWalker(fsat.fsat) : pathWalker
-  const removeOnEventLoop = (root: string, budget: WalkBudget) => runWalk("removeTree", root, () => walks.startRemoval(root, budget))
+const walksFor = (kind: Walker) => {
+  const walker = walkerOf(kind)
+  const removeOnEventLoop = (root: string, budget: WalkBudget) => runWalk("removeTree", root, () => walker.startRemoval(root, budget))
   return {
-    measureTree: (root: string, budget: WalkBudget) => runWalk("measureTree", root, () => walks.startMeasure(root, budget)),
-    removeTree: sharedRemover(walker).remove(removeOnEventLoop)
+    measureTree: (root: string, budget: WalkBudget) => runWalk("measureTree", root, () => walker.startMeasure(root, budget)),
+    removeTree: sharedRemover(kind).remove(removeOnEventLoop)
   }
 }
 
 /** The Node FileSystem; `walker` picks the tree walks (default: native when built). */
-export const make = (walker: Walker = nodeWalker.walker): FileSystem["Type"] => ({
+export const make = (walker: Walker = defaultWalkerKind): FileSystem["Type"] => ({
   ...walksFor(walker),
   lstat,
   readDirectory,

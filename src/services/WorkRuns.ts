@@ -342,10 +342,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
               const tenantDir = paths.workTenantDir(run.category, run.tenant)
               const prepared = yield* Effect.either(prepareRemoval(deps, tenantDir))
               if (prepared._tag === "Left") return { released: true, deleted: false, keptBecause: prepared.left }
-              const outcome = yield* removeOwnedRun(deps, { tenantDir, category: run.category, tenant: run.tenant, runId: run.runId }, {
-                maxEntries: Number.MAX_SAFE_INTEGER,
-                maxDepth: Number.MAX_SAFE_INTEGER
-              })
+              const outcome = yield* removeOwnedRun(deps, { tenantDir, category: run.category, tenant: run.tenant, runId: run.runId })
               return outcome._tag === "Removed" ? { released: true, deleted: true } : { released: true, deleted: false, keptBecause: outcome.why }
             }
             yield* stampReleased(held)

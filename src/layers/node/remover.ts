@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
 import { toFileSystemError } from "./support.js"
+import type { WalkerKind } from "./walkers.js"
 
 export interface RemovalRequest {
   readonly id: number
@@ -25,7 +26,6 @@ export type RemovalReply =
 /** An idle thread is stopped after this long; the next removal starts a new one (≈ 30 ms). */
 const IDLE_MS = 10_000
 
-type Walker = "native" | "portable"
 type Fallback = (root: string, budget: WalkBudget) => Effect.Effect<TreeRemoval, FileSystemError>
 
 /**
@@ -57,7 +57,7 @@ export const REMOVER_THREADS = ((): number => {
  * A remover with its own threads, started on demand up to `size` (tests pass a `url` that cannot load, to
  * see the fallback).
  */
-export const makeRemover = (walker: Walker, url: URL = threadUrl, size = REMOVER_THREADS) => {
+export const makeRemover = (walker: WalkerKind, url: URL = threadUrl, size = REMOVER_THREADS) => {
   /** How many requests the threads answered, how many ran on the event loop instead, most threads at once. */
   const counts = { onThread: 0, onEventLoop: 0, threads: 0 }
   const threads: Array<Thread> = []
@@ -152,10 +152,10 @@ export const makeRemover = (walker: Walker, url: URL = threadUrl, size = REMOVER
   return { remove, counts }
 }
 
-const removers = new Map<Walker, ReturnType<typeof makeRemover>>()
+const removers = new Map<WalkerKind, ReturnType<typeof makeRemover>>()
 
 /** The process-wide remover of a walker (one pool per walker kind, shared by every layer). */
-export const sharedRemover = (walker: Walker): ReturnType<typeof makeRemover> => {
+export const sharedRemover = (walker: WalkerKind): ReturnType<typeof makeRemover> => {
   let remover = removers.get(walker)
   if (remover === undefined) {
     remover = makeRemover(walker)

@@ -4,20 +4,11 @@
  * victim and never hold the event loop. Loaded by remover.ts; imports no Effect.
  */
 import { parentPort, workerData } from "node:worker_threads"
-import { makeFdWalker } from "./fdWalk.js"
-import { loadFsat } from "./fsat.js"
-import { pathWalker } from "./pathWalk.js"
 import type { RemovalReply, RemovalRequest } from "./remover.js"
-import { runToEnd, type Walker } from "./syncWalk.js"
+import { runToEnd } from "./syncWalk.js"
+import { walkerOf, type WalkerKind } from "./walkers.js"
 
-const pickWalker = (kind: "native" | "portable"): Walker => {
-  if (kind === "portable") return pathWalker
-  const loaded = loadFsat()
-  if (!("fsat" in loaded)) throw new Error(`native walker ${loaded.why}`)
-  return makeFdWalker(loaded.fsat)
-}
-
-const walker = pickWalker((workerData as { walker: "native" | "portable" }).walker)
+const walker = walkerOf((workerData as { walker: WalkerKind }).walker)
 const port = parentPort!
 
 port.on("message", (request: RemovalRequest) => {

@@ -6,7 +6,7 @@ import * as Effect from "effect/Effect"
 import { FileSystemError, reasonOfErrno } from "../../domain/Errors.js"
 import type { SyncWalk } from "./syncWalk.js"
 
-export const errnoOf = (cause: unknown): string =>
+const errnoOf = (cause: unknown): string =>
   typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string" ? cause.code : ""
 
 /** Map anything a `node:fs` call threw or rejected with to the port's error, keeping the raw errno. */
@@ -30,14 +30,12 @@ export const attempt = <A>(method: string, path: string, run: () => Promise<A>):
 export const attemptSync = <A>(method: string, path: string, run: () => A): Effect.Effect<A, FileSystemError> =>
   Effect.try({ try: run, catch: (cause) => toFileSystemError(method, path, cause) })
 
-export const isErrno = (cause: unknown, ...codes: ReadonlyArray<string>): boolean => codes.includes(errnoOf(cause))
-
 /**
  * Longest stretch of synchronous walking before a real macrotask yield, so timers and I/O callbacks still
  * run. By time, not by entry count: an unlink waits on the journal (ms each while ext4 discards), so 2048
  * entries could hold the event loop for 180 ms and stall every acquire in the process (issue 7).
  */
-export const SLICE_MS = 4
+const SLICE_MS = 4
 
 const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume) => {
   const handle = setImmediate(() => resume(Effect.void))

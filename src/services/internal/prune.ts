@@ -34,9 +34,6 @@ export const TENANT_LIBRARY_ENTRIES: ReadonlySet<string> = new Set([
   TENANT_STAGING_DIR
 ])
 
-/** Victims were measured under the entry budget already; their deletion is not cut short again. */
-const UNBOUNDED = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }
-
 /** A staged run older than this without a lease was abandoned by a crashed acquirer. */
 export const STALE_STAGING_MS = 60 * 60 * 1000
 
@@ -190,7 +187,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
         continue
       }
       deadLeases.delete(victim.runId)
-      deletions.push({ victim, deletion: yield* Effect.fork(deleteQuarantined(deps, quarantined.target, UNBOUNDED)) })
+      deletions.push({ victim, deletion: yield* Effect.fork(deleteQuarantined(deps, quarantined.target)) })
     }
     for (const { victim, deletion } of deletions) {
       const outcome = yield* Fiber.join(deletion)

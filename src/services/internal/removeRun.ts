@@ -81,16 +81,22 @@ export const quarantineOwnedRun = (deps: Deps, run: RunAddress): Effect.Effect<Q
   })
 
 /**
- * Delete a quarantined tree; `complete: false` when it failed or the budget cut it short, which leaves it in
- * `.trash/` for the next prune to finish.
+ * A quarantined run is deleted whole: a prune measured it under its entry budget already, and a release
+ * with `delete: true` asked for exactly this run.
  */
-export const deleteQuarantined = (deps: Deps, target: string, budget: WalkBudget): Effect.Effect<RemoveOutcome> =>
-  deps.fs.removeTree(target, budget).pipe(
+const WHOLE_TREE: WalkBudget = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }
+
+/**
+ * Delete a quarantined tree; `complete: false` when it failed, which leaves it in `.trash/` for the next
+ * prune to finish.
+ */
+export const deleteQuarantined = (deps: Deps, target: string): Effect.Effect<RemoveOutcome> =>
+  deps.fs.removeTree(target, WHOLE_TREE).pipe(
     Effect.either,
     Effect.map((removal) => ({ _tag: "Removed", complete: removal._tag === "Right" && removal.right.complete }) as const)
   )
 
 /** Remove one run: quarantine, then delete. `prepareRemoval` must have succeeded for its tenant. */
-export const removeOwnedRun = (deps: Deps, run: RunAddress, budget: WalkBudget): Effect.Effect<RemoveOutcome> =>
+export const removeOwnedRun = (deps: Deps, run: RunAddress): Effect.Effect<RemoveOutcome> =>
   Effect.flatMap(quarantineOwnedRun(deps, run), (quarantined) =>
-    quarantined._tag === "Skipped" ? Effect.succeed(quarantined) : deleteQuarantined(deps, quarantined.target, budget))
+    quarantined._tag === "Skipped" ? Effect.succeed(quarantined) : deleteQuarantined(deps, quarantined.target))
