@@ -275,7 +275,7 @@ const takeMigrationMarker = (
       holder = taken.holder
       // A marker torn by a crash mid-write never decodes; once older than the remote TTL nobody can be
       // writing it any more, so it is removed instead of freezing every future migration.
-      if (taken.holder === "unreadable marker") yield* removeStaleUnreadable(deps.fs, path)
+      if (taken.unreadable) yield* removeStaleUnreadable(deps.fs, path)
     }
     return { _tag: "Busy", holder } as const
   })

@@ -192,13 +192,13 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         return built
       })
 
-    /** Join an existing named run with a new lease. */
+    /** Join an existing named run with a new lease; `Missing` when there is no run of that name to join. */
     const joinRun = (tenantDir: string, address: { category: string; tenant: string; runId: string }, leaseName: string) =>
       Effect.gen(function*() {
         const runDir = NodePath.join(tenantDir, address.runId)
         const info = yield* fs.lstat(runDir).pipe(Effect.either)
         if (info._tag === "Left") {
-          if (info.left.reason === "NotFound") return { _tag: "Again" } as const
+          if (info.left.reason === "NotFound") return { _tag: "Missing" } as const
           return yield* info.left
         }
         if (info.right.type !== "Directory") {
@@ -243,12 +243,14 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         const kind: RunKind = address.runId === undefined ? "generated" : "named"
         const runId = address.runId ?? generateRunId(now, yield* Random.nextIntBetween(0, 0x7fffffff), yield* Ref.getAndUpdate(sequence, (n) => n + 1))
         const runDir = NodePath.join(tenantDir, runId)
-        // A fresh generated id is free by construction (createRun still checks before placing the run).
-        const existing = kind === "generated"
-          ? false
-          : yield* fs.lstat(runDir).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
+        // A fresh generated id is free by construction (createRun still checks before placing the run); a
+        // named run is joined when it exists.
+        const joined = kind === "generated" ? { _tag: "Missing" as const } : yield* joinRun(tenantDir, { ...address, runId }, leaseName)
+        if (joined._tag === "Again") return joined as Attempt
         let manifest: Manifest
-        if (!existing) {
+        if (joined._tag === "Joined") {
+          manifest = joined.manifest
+        } else {
           const fresh: ManifestV2 = {
             version: 2, category: address.category, tenant: address.tenant, runId, kind, createdAt: now,
             createdBy: { host: host.hostname, pid: host.pid }
@@ -256,10 +258,6 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           const created = yield* createRun(tenantDir, fresh, leaseName)
           if (!created) return { _tag: "Again" } as Attempt
           manifest = fresh
-        } else {
-          const joined = yield* joinRun(tenantDir, { ...address, runId }, leaseName)
-          if (joined._tag === "Again") return joined as Attempt
-          manifest = joined.manifest
         }
         const runKind: RunKind = "kind" in manifest ? manifest.kind : "named"
         const leasePath = NodePath.join(runDir, LEASES_DIR, leaseName)

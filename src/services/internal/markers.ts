@@ -10,18 +10,28 @@ import { type Deps, judge, nonce, selfIdentity } from "./deps.js"
 
 export type MarkerAttempt =
   | { readonly _tag: "Acquired"; readonly release: Effect.Effect<void> }
-  | { readonly _tag: "Held"; readonly holder: string }
+  | {
+    readonly _tag: "Held"
+    readonly holder: string
+    /** The marker's bytes do not decode (e.g. torn by a crash mid-write). */
+    readonly unreadable: boolean
+  }
 
-const describeHolder = (bytes: Uint8Array | null): string => {
-  if (bytes === null) return "unknown holder"
+/** Who holds a marker, from its bytes. */
+const describeHolder = (bytes: Uint8Array | null): { readonly holder: string; readonly unreadable: boolean } => {
+  if (bytes === null) return { holder: "unknown holder", unreadable: false }
   const decoded = decodeJsonBytes(Marker, bytes)
-  return decoded.ok ? `${decoded.value.purpose} by pid ${decoded.value.pid} on ${decoded.value.host}` : "unreadable marker"
+  return decoded.ok
+    ? { holder: `${decoded.value.purpose} by pid ${decoded.value.pid} on ${decoded.value.host}`, unreadable: false }
+    : { holder: "unreadable marker", unreadable: true }
 }
 
 export interface MarkerJudgement {
   /** Proven dead holders only: an unreadable marker counts as held. */
   readonly alive: boolean
   readonly unreadable: boolean
+  /** Who holds it, for reports. */
+  readonly holder: string
   /** Who holds it and why the verdict, for reports. */
   readonly detail: string
   /** The bytes judged (`null` when they could not be read). */
@@ -34,17 +44,15 @@ export const judgeMarker = (deps: Deps, path: string): Effect.Effect<MarkerJudge
     const read = yield* deps.fs.readFile(path, { maxBytes: MARKER_MAX_BYTES }).pipe(Effect.either)
     if (read._tag === "Left") {
       if (read.left.reason === "NotFound") return undefined
-      return { alive: true, unreadable: true, detail: `unreadable (${read.left.errno || read.left.reason}); treated as held`, bytes: null }
+      const detail = `unreadable (${read.left.errno || read.left.reason}); treated as held`
+      return { alive: true, unreadable: true, holder: "unknown holder", detail, bytes: null }
     }
     const decoded = decodeJsonBytes(Marker, read.right)
     const verdict = yield* judge(deps, decoded.ok ? leaseFacts(decoded.value) : { unreadable: decoded.why })
-    const owner = decoded.ok ? `${describeHolder(read.right)}: ` : ""
-    return { alive: verdict.alive, unreadable: !decoded.ok, detail: owner + verdict.detail, bytes: read.right }
+    if (!decoded.ok) return { alive: verdict.alive, unreadable: true, holder: "unreadable marker", detail: verdict.detail, bytes: read.right }
+    const holder = `${decoded.value.purpose} by pid ${decoded.value.pid} on ${decoded.value.host}`
+    return { alive: verdict.alive, unreadable: false, holder, detail: `${holder}: ${verdict.detail}`, bytes: read.right }
   })
-
-/** `dead` only when proven dead. */
-const markerIsDead = (deps: Deps, path: string) =>
-  Effect.map(judgeMarker(deps, path), (j) => ({ dead: j !== undefined && !j.alive, bytes: j?.bytes ?? null }))
 
 const sameBytes = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i])
 
@@ -67,8 +75,12 @@ export const tryAcquireMarker = (
         Effect.catchIf((e) => e.reason === "AlreadyExists", () => Effect.succeed(false))
       )
       if (created) return { _tag: "Acquired", release } as const
-      const judged = yield* markerIsDead(deps, path)
-      if (!judged.dead || judged.bytes === null) return { _tag: "Held", holder: describeHolder(judged.bytes) } as const
+      const judged = yield* judgeMarker(deps, path)
+      if (judged === undefined) continue // released between our create and our read: try again
+      // `unreadable` only for bytes that do not decode: a marker we cannot even read is just held.
+      if (judged.alive || judged.bytes === null) {
+        return { _tag: "Held", holder: judged.holder, unreadable: judged.unreadable && judged.bytes !== null } as const
+      }
       const aside = `${path}.reclaim-${yield* nonce}`
       const moved = yield* deps.fs.rename(path, aside).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
       if (!moved) continue
@@ -80,9 +92,9 @@ export const tryAcquireMarker = (
       // We took somebody's fresh marker: put it back (link fails if yet another one appeared) and yield.
       yield* deps.fs.link(aside, path).pipe(Effect.ignore)
       yield* deps.fs.removeFile(aside).pipe(Effect.ignore)
-      return { _tag: "Held", holder: describeHolder(movedBytes._tag === "Some" ? movedBytes.value : null) } as const
+      return { _tag: "Held", ...describeHolder(movedBytes._tag === "Some" ? movedBytes.value : null) } as const
     }
-    return { _tag: "Held", holder: "contended marker" } as const
+    return { _tag: "Held", holder: "contended marker", unreadable: false } as const
   })
 
 /** Whether a live (or unreadable, so presumed live) marker exists at `path`. */
@@ -90,14 +102,15 @@ export const liveMarkerExists = (deps: Deps, path: string): Effect.Effect<boolea
   deps.fs.lstat(path).pipe(
     Effect.matchEffect({
       onFailure: (e) => Effect.succeed(e.reason !== "NotFound"),
-      onSuccess: () => Effect.map(markerIsDead(deps, path), (j) => !j.dead)
+      // Gone between the lstat and the read: no marker, so not live.
+      onSuccess: () => Effect.map(judgeMarker(deps, path), (j) => j?.alive ?? false)
     })
   )
 
 /** Remove a marker only if its holder is proven dead. */
 export const removeDeadMarker = (deps: Deps, path: string): Effect.Effect<boolean> =>
   Effect.gen(function*() {
-    const judged = yield* markerIsDead(deps, path)
-    if (!judged.dead) return false
+    const judged = yield* judgeMarker(deps, path)
+    if (judged === undefined || judged.alive) return false
     return yield* deps.fs.removeFile(path).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
   })

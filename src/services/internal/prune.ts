@@ -21,7 +21,7 @@ import { emptyPruneReport, type PruneReport } from "../../domain/PruneReport.js"
 import type { RetentionPolicy } from "../../domain/Retention.js"
 import { type Deps } from "./deps.js"
 import { removeDeadMarker, tryAcquireMarker } from "./markers.js"
-import { deleteQuarantined, ensureLibraryDir, prepareRemoval, quarantineOwnedRun, type RemoveOutcome } from "./removeRun.js"
+import { cleanupMarkerPath, deleteQuarantined, ensureLibraryDir, prepareRemoval, quarantineOwnedRun, type RemoveOutcome } from "./removeRun.js"
 import { checkSafeDirectory } from "./rootSafety.js"
 import { isActive, newestHeartbeat, readLeases, readManifest } from "./runFacts.js"
 
@@ -122,7 +122,8 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     report.scannedRuns = scanned.length
     let entryBudget = policy.maxEntries
     const runs: Array<ScannedRun> = []
-    const deadLeases = new Map<string, Array<string>>()
+    /** Runs with a lease proven dead; the leases are re-judged under the run's marker before removal. */
+    const deadLeases = new Set<string>()
     for (const [index, entry] of scanned.entries()) {
       input.onProgress?.({ phase: "scan", done: index, total: scanned.length })
       const path = NodePath.join(tenantDir, entry.name)
@@ -136,8 +137,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
         continue
       }
       const leases = yield* readLeases(deps, path)
-      const dead = leases.leases.filter((l) => !l.verdict.alive).map((l) => l.path)
-      if (dead.length > 0) deadLeases.set(entry.name, dead)
+      if (leases.leases.some((l) => !l.verdict.alive)) deadLeases.add(entry.name)
       const measured = yield* deps.fs.measureTree(path, { maxEntries: Math.max(0, entryBudget), maxDepth: policy.maxDepth }).pipe(Effect.either)
       const size = measured._tag === "Right" ? measured.right : { bytes: 0, entries: 0, complete: false }
       if (measured._tag === "Left") report.errors.push({ path, message: measured.left.message })
@@ -202,13 +202,13 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
   })
 
 /** Dead leases of kept runs are removed under that run's cleanup marker, re-judged there. */
-const removeDeadLeases = (deps: Deps, tenantDir: string, dead: Map<string, Array<string>>, report: PruneReport) =>
+const removeDeadLeases = (deps: Deps, tenantDir: string, dead: ReadonlySet<string>, report: PruneReport) =>
   Effect.gen(function*() {
     if (dead.size === 0) return
     if ((yield* Effect.either(ensureLibraryDir(deps, NodePath.join(tenantDir, TENANT_CLEANUP_DIR))))._tag === "Left") return
-    for (const [runId] of dead) {
+    for (const runId of dead) {
       const runDir = NodePath.join(tenantDir, runId)
-      const marker = yield* tryAcquireMarker(deps, NodePath.join(tenantDir, TENANT_CLEANUP_DIR, runId), "lease-cleanup").pipe(
+      const marker = yield* tryAcquireMarker(deps, cleanupMarkerPath(tenantDir, runId), "lease-cleanup").pipe(
         Effect.orElseSucceed(() => ({ _tag: "Held" as const, holder: "" }))
       )
       if (marker._tag === "Held") continue
