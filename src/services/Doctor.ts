@@ -36,11 +36,11 @@ import {
 import { type DirEntry, type FileInfo, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { resolveRootLink } from "./Migration.js"
-import type { Deps } from "./internal/deps.js"
+import { type Deps, depsFromContext } from "./internal/deps.js"
 import { judgeMarker } from "./internal/markers.js"
 import { tierPaths } from "../domain/WebPaths.js"
 import { resolveStateDir } from "../domain/Tiers.js"
-import { readLeases, readManifest } from "./internal/runFacts.js"
+import { isActive, readLeases, readManifest } from "./internal/runFacts.js"
 
 export interface DoctorOptions {
   /** Entries examined before the scan stops (`truncated`); default 100,000. */
@@ -50,7 +50,6 @@ export interface DoctorOptions {
 }
 
 export const DEFAULT_DOCTOR_MAX_ENTRIES = 100_000
-const REMOTE_TTL_MS = 15 * 60 * 1000
 /** How deep the doctor looks inside an extension's config/ tier. */
 const CONFIG_MAX_DEPTH = 16
 const MIGRATE_FIX = "run `pi-storage migrate` (migrateAgentDirLayout) to move it to its canonical place"
@@ -276,7 +275,7 @@ const checkTenant = (scan: Scan, category: string, tenant: string, tenantDir: st
         for (const staged of yield* list(scan, path)) {
           const stagedPath = NodePath.join(path, staged.name)
           const leases = staged.type === "Directory" ? yield* readLeases(scan.deps, stagedPath) : undefined
-          if (leases !== undefined && (leases.problem !== null || leases.leases.some((l) => l.verdict.alive))) continue
+          if (leases !== undefined && isActive(leases)) continue
           scan.add("work-abandoned-staging", stagedPath, "a run whose creator died before placing it", "the next prune of this tenant removes it")
         }
         continue
@@ -447,17 +446,16 @@ const doctorProgram = (deps: Deps, agentDirInput: string, options?: DoctorOption
     return { findings: scan.findings, scanned: scan.scanned, truncated: scan.truncated }
   })
 
-const depsFrom = Effect.map(Effect.all([FileSystem, Host]), ([fs, host]): Deps => ({ fs, host, remoteLeaseTtlMs: REMOTE_TTL_MS }))
 
 /** DR1, DR2: the read-only doctor. Never fails; unreadable entries become `scan-error` findings. */
 export const doctor = (agentDir: string, options?: DoctorOptions): Effect.Effect<DoctorReport, never, FileSystem | Host> =>
-  Effect.flatMap(depsFrom, (deps) => doctorProgram(deps, agentDir, options))
+  Effect.flatMap(depsFromContext, (deps) => doctorProgram(deps, agentDir, options))
 
 export class Doctor extends Context.Tag("pi-agent-storage/Doctor")<Doctor, {
   readonly doctor: (agentDir: string, options?: DoctorOptions) => Effect.Effect<DoctorReport>
 }>() {
   static readonly layer: Layer.Layer<Doctor, never, FileSystem | Host> = Layer.effect(
     Doctor,
-    Effect.map(depsFrom, (deps) => ({ doctor: (agentDir, options) => doctorProgram(deps, agentDir, options) }))
+    Effect.map(depsFromContext, (deps) => ({ doctor: (agentDir, options) => doctorProgram(deps, agentDir, options) }))
   )
 }

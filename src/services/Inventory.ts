@@ -15,12 +15,12 @@ import type { InvalidSegment } from "../domain/Errors.js"
 import type { RunKind } from "../domain/Formats.js"
 import { layoutUnits } from "../domain/MigrationPlan.js"
 import { lastUsedAt } from "../domain/PrunePlan.js"
-import { DEFAULT_REMOTE_LEASE_TTL_MS, DEFAULT_RETENTION } from "../domain/Retention.js"
+import { DEFAULT_RETENTION } from "../domain/Retention.js"
 import { decodeSegment, parseSegment } from "../domain/Segment.js"
 import { AgentDir } from "./AgentDir.js"
 import { type DirEntry, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
-import type { Deps } from "./internal/deps.js"
+import { type Deps, depsFromContext } from "./internal/deps.js"
 import { TENANT_LIBRARY_ENTRIES } from "./internal/prune.js"
 import { isActive, newestHeartbeat, readLeases, readManifest } from "./internal/runFacts.js"
 
@@ -251,24 +251,25 @@ const subdirectories = (walk: Walk, path: string) =>
   Effect.map(walk.list(path), (entries) => entries.filter((e) => e.type === "Directory").map((e) => e.name))
 
 export const makeInventory = Effect.gen(function*() {
-  const fs = yield* FileSystem
-  const host = yield* Host
+  const deps = yield* depsFromContext
+  const { fs } = deps
   const agentDir = yield* AgentDir
   const paths = agentDir.paths
-  const deps: Deps = { fs, host, remoteLeaseTtlMs: DEFAULT_REMOTE_LEASE_TTL_MS }
   const optionsOf = (o: InventoryOptions | undefined) => ({ ...DEFAULTS, ...o })
 
   /** Every (category, tenant) directory under the work root, in name order. Symlinked ones are skipped. */
   const tenantsIn = (walk: Walk, filter?: RunFilter) =>
     Effect.gen(function*() {
+      // Names from a listing are directories already (by their entry type); only names from the filter
+      // need a look.
       const categories = filter?.category !== undefined ? [filter.category] : yield* subdirectories(walk, paths.workRoot)
       const out: Array<TenantAddress> = []
       for (const category of categories) {
         const categoryDir = paths.workCategoryDir(category)
-        if (!(yield* isDirectory(deps, categoryDir))) continue
+        if (filter?.category !== undefined && !(yield* isDirectory(deps, categoryDir))) continue
         const tenants = filter?.tenant !== undefined ? [filter.tenant] : yield* subdirectories(walk, categoryDir)
         for (const tenant of tenants) {
-          if (yield* isDirectory(deps, paths.workTenantDir(category, tenant))) out.push({ category, tenant })
+          if (filter?.tenant === undefined || (yield* isDirectory(deps, paths.workTenantDir(category, tenant)))) out.push({ category, tenant })
         }
       }
       return out

@@ -24,6 +24,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { FileSystemError, InvalidArgument } from "../domain/Errors.js"
+import { DEFAULT_REMOTE_LEASE_TTL_MS } from "../domain/Retention.js"
 import {
   conflictCandidate,
   copyTempName,
@@ -53,7 +54,7 @@ import {
 import { segmentViolation } from "../domain/Segment.js"
 import { type FileInfo, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
-import type { Deps } from "./internal/deps.js"
+import { type Deps, depsFromContext } from "./internal/deps.js"
 import { tryAcquireMarker } from "./internal/markers.js"
 
 type Fs = FileSystem["Type"]
@@ -70,7 +71,6 @@ export interface LayoutOptions {
 export const DEFAULT_MAX_ENTRIES = 10_000
 const DEFAULT_LOCK_ATTEMPTS = 20
 const DEFAULT_LOCK_DELAY = Duration.millis(100)
-const REMOTE_TTL_MS = 15 * 60 * 1000
 /** Legacy JSON files and ledgers are small; a larger one is preserved as a conflict rather than parsed. */
 const MERGE_MAX_BYTES = 64 * 1024 * 1024
 
@@ -284,7 +284,7 @@ const removeStaleUnreadable = (fs: Fs, path: string) =>
   Effect.gen(function*() {
     const info = yield* fs.lstat(path)
     const now = yield* Clock.currentTimeMillis
-    if (info.type === "File" && now - info.mtimeMs > REMOTE_TTL_MS) yield* fs.removeFile(path)
+    if (info.type === "File" && now - info.mtimeMs > DEFAULT_REMOTE_LEASE_TTL_MS) yield* fs.removeFile(path)
   }).pipe(Effect.ignore)
 
 const withMarker = <A>(
@@ -702,7 +702,6 @@ const runPlan = (
 // ---------------------------------------------------------------------------------------------------------
 // public API
 
-const depsFrom = Effect.map(Effect.all([FileSystem, Host]), ([fs, host]): Deps => ({ fs, host, remoteLeaseTtlMs: REMOTE_TTL_MS }))
 
 /**
  * MG1: move the legacy root entries of `agentDir` to their canonical places. Never fails: per-entry
@@ -712,7 +711,7 @@ export const migrateAgentDirLayout = (
   agentDir: string,
   options?: LayoutOptions
 ): Effect.Effect<LayoutReport, never, FileSystem | Host> =>
-  Effect.flatMap(depsFrom, (deps) => layoutProgram(deps, agentDir, options))
+  Effect.flatMap(depsFromContext, (deps) => layoutProgram(deps, agentDir, options))
 
 /**
  * MG2: run a per-entry migration plan, journaling each outcome in `state/migrations/<plan-id>.jsonl`.
@@ -723,7 +722,7 @@ export const runMigrationPlan = (
   plan: MigrationPlan,
   options?: Pick<LayoutOptions, "lockAttempts" | "lockRetryDelay">
 ): Effect.Effect<PlanReport, InvalidArgument, FileSystem | Host> =>
-  Effect.flatMap(depsFrom, (deps) => planProgram(deps, agentDir, plan, options))
+  Effect.flatMap(depsFromContext, (deps) => planProgram(deps, agentDir, plan, options))
 
 export class Migration extends Context.Tag("pi-agent-storage/Migration")<Migration, {
   readonly migrateAgentDirLayout: (agentDir: string, options?: LayoutOptions) => Effect.Effect<LayoutReport>
@@ -735,7 +734,7 @@ export class Migration extends Context.Tag("pi-agent-storage/Migration")<Migrati
 }>() {
   static readonly layer: Layer.Layer<Migration, never, FileSystem | Host> = Layer.effect(
     Migration,
-    Effect.map(depsFrom, (deps) => ({
+    Effect.map(depsFromContext, (deps) => ({
       migrateAgentDirLayout: (agentDir, options) => layoutProgram(deps, agentDir, options),
       runMigrationPlan: (agentDir, plan, options) => planProgram(deps, agentDir, plan, options)
     }))

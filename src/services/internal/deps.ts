@@ -7,14 +7,21 @@ import * as Effect from "effect/Effect"
 import * as Random from "effect/Random"
 import type { LeaseFacts } from "../../domain/Formats.js"
 import { type LeaseVerdict, leaseVerdict, needsObservation } from "../../domain/Liveness.js"
-import type { FileSystem } from "../FileSystem.js"
-import type { Host } from "../Host.js"
+import { DEFAULT_REMOTE_LEASE_TTL_MS } from "../../domain/Retention.js"
+import { FileSystem } from "../FileSystem.js"
+import { Host } from "../Host.js"
 
 export interface Deps {
   readonly fs: FileSystem["Type"]
   readonly host: Host["Type"]
   readonly remoteLeaseTtlMs: number
 }
+
+/** The ports from the context, with the default remote-lease TTL (programs that take no WorkRuns options). */
+export const depsFromContext: Effect.Effect<Deps, never, FileSystem | Host> = Effect.map(
+  Effect.all([FileSystem, Host]),
+  ([fs, host]): Deps => ({ fs, host, remoteLeaseTtlMs: DEFAULT_REMOTE_LEASE_TTL_MS })
+)
 
 /** WR4: observe what the pure verdict needs (pid facts on this host only), then decide. */
 export const judge = (deps: Deps, lease: LeaseFacts | { readonly unreadable: string }): Effect.Effect<LeaseVerdict> =>
