@@ -2,7 +2,7 @@
  * Pure parsers for command-line values. Each returns the value or a message that names what was wrong,
  * so the caller can print one clean line naming the flag.
  */
-import { parseSegment } from "../domain/Segment.js"
+import { decodeSegment } from "../domain/Segment.js"
 
 export type Parsed<A> = { readonly ok: true; readonly value: A } | { readonly ok: false; readonly message: string }
 
@@ -66,8 +66,8 @@ export interface TenantTarget {
 }
 
 const segment = (field: string, value: string): Parsed<string> => {
-  const parsed = parseSegment(value)
-  return parsed._tag === "Right" ? ok(parsed.right) : fail(`invalid ${field} ${JSON.stringify(value)}: ${parsed.left.message}`)
+  const decoded = decodeSegment(field, value)
+  return decoded._tag === "Right" ? ok(decoded.right) : fail(decoded.left.message)
 }
 
 /** `CATEGORY/TENANT`, each a valid segment (WR2). */

@@ -76,8 +76,8 @@ export interface PromiseTiers {
   close(): Promise<void>
 }
 
-/** `openTiers` over any FileSystem layer (tests pass the Memory layer). One runtime per handle. */
-export const openTiersWithLayer = (layer: Layer.Layer<FileSystem>) =>
+/** `openTiers` over a FileSystem layer. One runtime per handle. */
+const openTiersWithLayer = (layer: Layer.Layer<FileSystem>) =>
 async (ctx: TierDirs, options?: OpenTiersOptions): Promise<PromiseTiers> => {
   const runtime = ManagedRuntime.make(layer)
   // Rejects with the typed failure itself, never a FiberFailure wrapper.

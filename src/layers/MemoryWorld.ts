@@ -108,8 +108,6 @@ export const DIRECTORY_SIZE = 4096
 const encoder = new TextEncoder()
 export const byteLength = (s: string): number => encoder.encode(s).length
 
-export const fileTypeOf = (node: Node): FileType => node.kind
-
 /** Link `node` into `dir` (a subdirectory adds one link to `dir`: its ".."). */
 export const attach = (dir: DirNode, name: string, node: Node): void => {
   dir.entries.set(name, node)
@@ -532,10 +530,12 @@ export class MemoryWorld {
       const last = comps.pop()
       if (!path.startsWith("/") || last === undefined) return Effect.dieMessage(`fixture path must be absolute: ${path}`)
       let dir = this.root
+      let prefix = ""
       for (const name of comps) {
+        prefix = `${prefix}/${name}`
         let next = dir.entries.get(name)
         if (next?.kind === "SymbolicLink") {
-          const target = this.resolve(joinPath(this.pathOf(dir), name), "/", true)
+          const target = this.resolve(prefix, "/", true)
           next = isErrno(target) ? undefined : target.node
           if (next === undefined) return Effect.dieMessage(`fixture: dangling link in ${path}`)
         }
@@ -549,26 +549,6 @@ export class MemoryWorld {
       const problem = place(dir, last, dir.entries.get(last), now)
       return problem === undefined ? Effect.void : Effect.dieMessage(problem)
     })
-  }
-
-  /** Absolute path of a directory (by walking up its parents). */
-  pathOf(dir: DirNode): string {
-    const names: Array<string> = []
-    let cur = dir
-    while (cur !== this.root) {
-      const parent = cur.parent
-      let found = false
-      for (const [name, child] of parent.entries) {
-        if (child === cur) {
-          names.push(name)
-          found = true
-          break
-        }
-      }
-      if (!found) break
-      cur = parent
-    }
-    return "/" + names.reverse().join("/")
   }
 
   // -------------------------------------------------------------------------------------------- node factories

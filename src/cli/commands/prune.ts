@@ -5,13 +5,7 @@
  */
 import * as Effect from "effect/Effect"
 import type { PruneReport } from "../../domain/PruneReport.js"
-import {
-  DEFAULT_RETENTION,
-  resolvePolicy,
-  RETENTION_FIELDS,
-  type RetentionInput,
-  type RetentionPolicy
-} from "../../domain/Retention.js"
+import { resolvePolicy, type RetentionInput, type RetentionPolicy } from "../../domain/Retention.js"
 import { type CliContext, out, printJson, reportError, usageError, withStack } from "../context.js"
 import { ExitCode, exitCodeForError } from "../exit.js"
 import { formatBytes, formatDuration, type Paint, table } from "../format.js"
@@ -30,12 +24,6 @@ export interface PruneFlags {
 export type TenantOutcome =
   | { readonly category: string; readonly tenant: string; readonly report: PruneReport }
   | { readonly category: string; readonly tenant: string; readonly error: { readonly _tag: string; readonly message: string } }
-
-/** Field by field: the library default, or the asked value when it is larger. */
-const ceilingFor = (input: RetentionInput): RetentionPolicy =>
-  resolvePolicy(
-    Object.fromEntries(RETENTION_FIELDS.map((f) => [f, Math.max(DEFAULT_RETENTION[f], input[f] ?? 0)])) as RetentionInput
-  )
 
 const reasonText = (reason: string, policy: RetentionPolicy): string => {
   switch (reason) {
@@ -127,8 +115,8 @@ export const prune = (ctx: CliContext, flags: PruneFlags) =>
       ...(flags.maxRuns !== undefined ? { maxInactiveRuns: flags.maxRuns } : {}),
       ...(flags.maxBytes !== undefined ? { maxBytes: flags.maxBytes } : {})
     }
-    const ceiling = ceilingFor(input)
-    const policy = resolvePolicy(input, ceiling)
+    // A person asked for these limits: they are the ceiling too (they may be looser than the WR9 defaults).
+    const policy = resolvePolicy(input)
     yield* withStack(ctx, (s) =>
       Effect.gen(function*() {
         const workRuns = yield* s.WorkRuns
@@ -165,5 +153,5 @@ export const prune = (ctx: CliContext, flags: PruneFlags) =>
           else yield* out(outcomes.map((o) => renderTenantReport(ctx.paint, policy, o)).join("\n"))
         }
         ctx.status.raise(code)
-      }), { retentionCeiling: ceiling })
+      }), { retentionCeiling: policy })
   })
