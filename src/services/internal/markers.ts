@@ -102,8 +102,9 @@ export const liveMarkerExists = (deps: Deps, path: string): Effect.Effect<boolea
   deps.fs.lstat(path).pipe(
     Effect.matchEffect({
       onFailure: (e) => Effect.succeed(e.reason !== "NotFound"),
-      // Gone between the lstat and the read: no marker, so not live.
-      onSuccess: () => Effect.map(judgeMarker(deps, path), (j) => j?.alive ?? false)
+      // Gone between the lstat and the read still counts as live: a pruner held it after our lease was
+      // written and may have acted on the run before releasing it (I1), so the acquirer backs off.
+      onSuccess: () => Effect.map(judgeMarker(deps, path), (j) => j === undefined || j.alive)
     })
   )
 
