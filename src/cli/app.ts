@@ -22,7 +22,7 @@ import { migrate } from "./commands/migrate.js"
 import { prune } from "./commands/prune.js"
 import { run } from "./commands/run.js"
 import { status } from "./commands/status.js"
-import { type CliContext, colorAllowed, complain, makeContext, usageError } from "./context.js"
+import { type CliContext, colorAllowed, complain, err, makeContext, usageError } from "./context.js"
 import { ExitCode, type ExitStatus } from "./exit.js"
 import { stripAnsi } from "./format.js"
 import { parseCount, parseDuration, type Parsed, parseSize } from "./parse.js"
@@ -114,7 +114,7 @@ const commands = (ctx: CliContext) => {
     ),
     noColor: Options.boolean("no-color").pipe(Options.withDescription("No colour (also NO_COLOR=1; colour is only used on a TTY)."))
   }
-  return Command.make("pi-storage", globals, () => Effect.zipRight(Effect.sync(() => process.stderr.write(USAGE)), Effect.sync(() => ctx.status.raise(ExitCode.usage)))).pipe(
+  return Command.make("pi-storage", globals, () => Effect.zipRight(err(USAGE), Effect.sync(() => ctx.status.raise(ExitCode.usage)))).pipe(
     Command.withDescription("See and manage what the coding agent keeps under its agent dir."),
     Command.withSubcommands([statusCommand, work, doctorCommand, migrateCommand])
   )

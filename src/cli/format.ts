@@ -1,6 +1,7 @@
 /**
  * Human output: sizes in B/KiB/MiB/GiB, ages like `3d 4h`, aligned tables, optional colour. Pure.
  */
+import type { Severity } from "../domain/MigrationPlan.js"
 
 const UNITS = ["KiB", "MiB", "GiB", "TiB"] as const
 
@@ -42,6 +43,17 @@ export const formatAge = (at: number, now: number): string => `${formatDuration(
 
 /** `1 warning`, `2 warnings`, `3 info` (a mass noun), `2 errors`. */
 export const countOf = (n: number, word: string): string => `${n} ${n === 1 || word === "info" ? word : `${word}s`}`
+
+/** Findings per severity. */
+export const severityCounts = (findings: ReadonlyArray<{ readonly severity: Severity }>): Record<Severity, number> => {
+  const counts: Record<Severity, number> = { error: 0, warning: 0, info: 0 }
+  for (const f of findings) counts[f.severity]++
+  return counts
+}
+
+/** "1 error, 3 warnings", worst first, leaving out severities with none. */
+export const severitySummary = (counts: Record<Severity, number>): string =>
+  (["error", "warning", "info"] as const).filter((s) => counts[s] > 0).map((s) => countOf(counts[s], s)).join(", ")
 
 // ---------------------------------------------------------------------------------------------- colour
 

@@ -5,7 +5,7 @@ import * as Effect from "effect/Effect"
 import type { DoctorReport, Severity } from "../../domain/MigrationPlan.js"
 import { type CliContext, out, printJson, withStack } from "../context.js"
 import { ExitCode } from "../exit.js"
-import { countOf, type Paint, table } from "../format.js"
+import { type Paint, severityCounts, severitySummary, table } from "../format.js"
 
 const SEVERITY_STYLE = { error: "red", warning: "yellow", info: "dim" } as const
 const RANK: Record<Severity, number> = { error: 0, warning: 1, info: 2 }
@@ -16,11 +16,10 @@ export const renderDoctor = (paint: Paint, agentDir: string, report: DoctorRepor
   const sorted = [...report.findings].sort((a, b) => RANK[a.severity] - RANK[b.severity] || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
   const rows = sorted.map((f) => [paint(SEVERITY_STYLE[f.severity], f.severity), f.code, f.path, f.message])
   const fixes = sorted.filter((f) => f.fix !== undefined)
-  const counts = (["error", "warning", "info"] as const).map((s) => [s, sorted.filter((f) => f.severity === s).length] as const)
   return head + "\n" +
     table([{ header: "SEVERITY" }, { header: "CODE" }, { header: "PATH" }, { header: "MESSAGE" }], rows, paint) +
     (fixes.length > 0 ? `\n${paint("bold", "Suggested fixes")}\n` + fixes.map((f) => `  ${f.path}: ${f.fix}\n`).join("") : "") +
-    `\n${counts.filter(([, n]) => n > 0).map(([s, n]) => countOf(n, s)).join(", ")}\n`
+    `\n${severitySummary(severityCounts(sorted))}\n`
 }
 
 export const doctorExitCode = (report: DoctorReport): number =>

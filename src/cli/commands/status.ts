@@ -7,7 +7,7 @@ import type { AgentDirSource } from "../../domain/AgentPaths.js"
 import type { Severity } from "../../domain/MigrationPlan.js"
 import type { InventoryReport } from "../../services/Inventory.js"
 import { type CliContext, out, printJson, withStack } from "../context.js"
-import { countOf, formatAge, formatSize, table } from "../format.js"
+import { countOf, formatAge, formatSize, severityCounts, severitySummary, table } from "../format.js"
 
 export interface StatusDocument extends InventoryReport {
   readonly source: AgentDirSource
@@ -32,8 +32,7 @@ export const renderStatus = (ctx: CliContext, doc: StatusDocument): string => {
   lines.push(`${paint("bold", "Work root")}  ${doc.workRoot}`)
   if (doc.doctor !== null) {
     const d = doc.doctor
-    const parts = (["error", "warning", "info"] as const).filter((s) => d.bySeverity[s] > 0).map((s) => countOf(d.bySeverity[s], s))
-    const summary = d.findings === 0 ? "no findings" : `${countOf(d.findings, "finding")} (${parts.join(", ")}); see pi-storage doctor`
+    const summary = d.findings === 0 ? "no findings" : `${countOf(d.findings, "finding")} (${severitySummary(d.bySeverity)}); see pi-storage doctor`
     const tint = d.bySeverity.error > 0 ? "red" : d.bySeverity.warning > 0 ? "yellow" : "green"
     lines.push(`${paint("bold", "Doctor")}     ${paint(tint, summary)}${d.truncated ? " (scan truncated)" : ""}`)
   }
@@ -90,9 +89,7 @@ export const status = (ctx: CliContext, options: { readonly json: boolean }) =>
       let doctor: StatusDocument["doctor"] = null
       if (report.exists) {
         const found = yield* (yield* s.Doctor).doctor(agentDir.path)
-        const bySeverity: Record<Severity, number> = { error: 0, warning: 0, info: 0 }
-        for (const f of found.findings) bySeverity[f.severity]++
-        doctor = { findings: found.findings.length, bySeverity, truncated: found.truncated }
+        doctor = { findings: found.findings.length, bySeverity: severityCounts(found.findings), truncated: found.truncated }
       }
       const doc: StatusDocument = { ...report, source: agentDir.source, doctor }
       yield* options.json ? printJson(doc) : out(renderStatus(ctx, doc))
