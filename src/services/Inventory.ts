@@ -151,7 +151,6 @@ const DEFAULTS = {
 
 const byName = (a: { readonly name: string }, b: { readonly name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
 
-const validate = (field: string, value: string): Effect.Effect<string, InvalidSegment> => decodeSegment(field, value)
 
 /** One call's shared walk budget and problem list. */
 class Walk {
@@ -341,8 +340,8 @@ export const makeInventory = Effect.gen(function*() {
 
   const listRuns = (filter?: RunFilter, options?: InventoryOptions): Effect.Effect<RunList, InvalidSegment> =>
     Effect.gen(function*() {
-      if (filter?.category !== undefined) yield* validate("category", filter.category)
-      if (filter?.tenant !== undefined) yield* validate("tenant", filter.tenant)
+      if (filter?.category !== undefined) yield* decodeSegment("category", filter.category)
+      if (filter?.tenant !== undefined) yield* decodeSegment("tenant", filter.tenant)
       const scannedAt = yield* Clock.currentTimeMillis
       const walk = new Walk(deps, optionsOf(options))
       const runs: Array<RunListing> = []

@@ -55,7 +55,7 @@ import { segmentViolation } from "../domain/Segment.js"
 import { type FileInfo, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
-import { tryAcquireMarker } from "./internal/markers.js"
+import { sameBytes, tryAcquireMarker } from "./internal/markers.js"
 
 type Fs = FileSystem["Type"]
 
@@ -80,7 +80,6 @@ const isCrossDevice = (e: FileSystemError) => e.reason === "CrossDevice" || e.er
 const stepFailure = (method: string, path: string, detail: string) =>
   new FileSystemError({ reason: "InvalidData", errno: "", method, path, detail })
 
-const bytesEqual = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i])
 const isPrefix = (prefix: Uint8Array, of: Uint8Array) =>
   prefix.length <= of.length && prefix.every((x, i) => x === of[i])
 
@@ -99,7 +98,7 @@ const makeEngine = (fs: Fs, collector: Collector, display: (path: string) => str
   const sameContent = (a: string, ai: FileInfo, b: string, bi: FileInfo): Effect.Effect<boolean, FileSystemError> => {
     if (ai.type === "File" && bi.type === "File") {
       if (ai.size !== bi.size) return Effect.succeed(false)
-      return Effect.zipWith(fs.readFile(a), fs.readFile(b), bytesEqual)
+      return Effect.zipWith(fs.readFile(a), fs.readFile(b), sameBytes)
     }
     if (ai.type === "SymbolicLink" && bi.type === "SymbolicLink") {
       return Effect.zipWith(fs.readLink(a), fs.readLink(b), (x, y) => x === y)
@@ -147,7 +146,7 @@ const makeEngine = (fs: Fs, collector: Collector, display: (path: string) => str
         const temp = NodePath.join(NodePath.dirname(dst), copyTempName(NodePath.basename(dst)))
         yield* clearPartialCopy(src, temp)
         yield* fs.copyFile(src, temp, { sync: true })
-        const same = yield* Effect.zipWith(fs.readFile(src), fs.readFile(temp), bytesEqual)
+        const same = yield* Effect.zipWith(fs.readFile(src), fs.readFile(temp), sameBytes)
         if (!same) {
           yield* fs.removeFile(temp)
           return yield* Effect.fail(stepFailure("migrate", src, "cross-device copy did not verify"))
@@ -560,7 +559,7 @@ const runLedgerEntry = (
     const merge = mergeLedgerRows({ to: toRows.rows, from: fromRows.rows, key: entry.key, winner: entry.winner })
     const bytes = ledgerSerialize(entry.format, merge.rows)
     // Durable merged result first; the source is retired only after it.
-    if (toBytes === undefined || !bytesEqual(bytes, toBytes)) {
+    if (toBytes === undefined || !sameBytes(bytes, toBytes)) {
       yield* engine.ensureParent(NodePath.dirname(to))
       yield* engine.writeDurably(to, bytes, toInfo?.mode ?? fromInfo.mode)
     }

@@ -122,7 +122,6 @@ export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns,
     Layer.scoped(WorkRuns, makeWorkRuns(options))
 }
 
-const validate = (field: string, value: string): Effect.Effect<string, InvalidSegment> => decodeSegment(field, value)
 
 /** A run just acquired, with the manifest it had then (only `releasedAt` ever changes afterwards). */
 type HeldRun = Omit<WorkRun, "release"> & { readonly manifest: Manifest }
@@ -271,9 +270,9 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
 
     const acquireLease = (opts: AcquireOptions) =>
       Effect.gen(function*() {
-        const category = yield* validate("category", opts.category)
-        const tenant = yield* validate("tenant", opts.tenant)
-        const runId = opts.runId === undefined ? undefined : yield* validate("runId", opts.runId)
+        const category = yield* decodeSegment("category", opts.category)
+        const tenant = yield* decodeSegment("tenant", opts.tenant)
+        const runId = opts.runId === undefined ? undefined : yield* decodeSegment("runId", opts.runId)
         const tenantDir = paths.workTenantDir(category, tenant)
         let busy = 0
         for (let tries = 0; ; tries++) {
@@ -389,8 +388,8 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
 
     const prune = (opts: PruneOptions): Effect.Effect<PruneReport, PruneFailure> =>
       Effect.gen(function*() {
-        const category = yield* validate("category", opts.category)
-        const tenant = yield* validate("tenant", opts.tenant)
+        const category = yield* decodeSegment("category", opts.category)
+        const tenant = yield* decodeSegment("tenant", opts.tenant)
         const policy = clamp(opts.policy ?? {}, ceiling)
         return yield* pruneTenant(deps, {
           workRoot: paths.workRoot, category, tenant, policy, dryRun: opts.dryRun ?? false,

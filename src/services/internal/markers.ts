@@ -54,7 +54,8 @@ export const judgeMarker = (deps: Deps, path: string): Effect.Effect<MarkerJudge
     return { alive: verdict.alive, unreadable: false, holder, detail: `${holder}: ${verdict.detail}`, bytes: read.right }
   })
 
-const sameBytes = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i])
+/** Byte-for-byte equality. */
+export const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i])
 
 /**
  * Try once to take the marker at `path`. A dead holder's marker is reclaimed by renaming it aside first and
