@@ -276,7 +276,7 @@ const checkTenant = (scan: Scan, category: string, tenant: string, tenantDir: st
           const stagedPath = NodePath.join(path, staged.name)
           const leases = staged.type === "Directory" ? yield* readLeases(scan.deps, stagedPath) : undefined
           if (leases !== undefined && isActive(leases)) continue
-          scan.add("work-abandoned-staging", stagedPath, "a run whose creator died before placing it", "the next prune of this tenant removes it")
+          scan.add("work-abandoned-staging", stagedPath, "a run whose creator died before placing it (or is still placing it)", "the next prune of this tenant removes it once its creator's lease is proven dead or it is an hour old")
         }
         continue
       }
