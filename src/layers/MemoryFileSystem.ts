@@ -101,6 +101,11 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
     return isErrno(result) ? Effect.fail(toError(method, path, result.errno)) : Effect.succeed(result)
   }
 
+  const yieldBeforeCall = (): Effect.Effect<void> => {
+    const n = world.yieldsBeforeCall()
+    return n === 1 ? Effect.yieldNow() : Effect.repeatN(Effect.yieldNow(), n - 1)
+  }
+
   /** A single-step call: yield, pass the crash and fault gates, then act atomically. */
   const call = <A>(
     method: string,
@@ -109,7 +114,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
     body: (now: number) => A | Errno
   ): Effect.Effect<A, FileSystemError> =>
     Effect.zipRight(
-      Effect.yieldNow(),
+      yieldBeforeCall(),
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const blocked = world.check(ctx, method, path, path2)
         return finish(method, path, path2, blocked === undefined ? body(now) : errno(blocked))
@@ -247,7 +252,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
   const writeFileAtomic = (path: string, data: Uint8Array, mode: number): Effect.Effect<void, FileSystemError> =>
     Effect.gen(function*() {
       const done = (result: void | Errno) => finish("writeFileAtomic", path, undefined, result)
-      yield* Effect.yieldNow()
+      yield* yieldBeforeCall()
       const now = yield* Clock.currentTimeMillis
       const blocked = world.check(ctx, "writeFileAtomic", path)
       if (blocked !== undefined) return yield* done(errno(blocked))
@@ -259,7 +264,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
       const temp = path.slice(0, path.lastIndexOf("/") + 1) + world.tempName(at.name, ctx)
       const created = step("writeFileAtomic.create", temp, undefined, () => createFile(temp, data, mode, now))
       if (isErrno(created)) return yield* done(created)
-      yield* Effect.yieldNow()
+      yield* yieldBeforeCall()
       const later = yield* Clock.currentTimeMillis
       const renamed = step("writeFileAtomic.rename", temp, path, () => renameEntry(temp, path, later))
       if (isErrno(renamed) && renamed.errno !== "ECRASHED") {
@@ -271,7 +276,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
 
   const removeTree = (path: string, maxEntries: number, maxDepth: number): Effect.Effect<TreeRemoval, FileSystemError> =>
     Effect.gen(function*() {
-      yield* Effect.yieldNow()
+      yield* yieldBeforeCall()
       let now = yield* Clock.currentTimeMillis
       const method = "removeTree"
       const done = (result: TreeRemoval | Errno) => finish(method, path, undefined, result)
@@ -315,7 +320,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
       // removed anyway). The root is neither counted nor budgeted (as in the Node layer).
       const emptyDirectory = (dir: DirNode, dirPath: string, depth: number): Effect.Effect<Errno | undefined> =>
         Effect.gen(function*() {
-          yield* Effect.yieldNow()
+          yield* yieldBeforeCall()
           now = yield* Clock.currentTimeMillis
           for (const name of sortedNames(dir)) {
             if (stopped) return undefined

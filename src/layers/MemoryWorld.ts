@@ -190,6 +190,12 @@ export interface MemoryWorldOptions {
   readonly rootDevice?: number
   /** Record the journal (default true); property tests that never read it can turn it off. */
   readonly journal?: boolean
+  /**
+   * Scheduling jitter: before each call a process yields 1 + (0..maxYields) times, drawn from a PRNG seeded
+   * here, so property tests reach interleavings a fair one-yield-per-call schedule never produces (one
+   * process running several steps while another runs one). Default: exactly one yield.
+   */
+  readonly jitter?: { readonly seed: number; readonly maxYields: number }
 }
 
 interface Fault {
@@ -255,9 +261,11 @@ export class MemoryWorld {
   private faults: Array<Fault> = []
   private crashes: Array<CrashPoint> = []
   private readonly hosts = new Map<string, HostState>()
+  private readonly jitter: { state: number; readonly maxYields: number } | undefined
 
   constructor(options?: MemoryWorldOptions) {
     this.journalEnabled = options?.journal ?? true
+    this.jitter = options?.jitter === undefined ? undefined : { state: options.jitter.seed >>> 0, maxYields: options.jitter.maxYields }
     const root = {
       kind: "Directory",
       ino: this.allocIno(),
@@ -344,6 +352,19 @@ export class MemoryWorld {
   }
 
   /** The errno that stops `op` right now (crash first, then injected faults), or undefined. */
+  /** How many times the next call yields before acting (see `MemoryWorldOptions.jitter`). */
+  yieldsBeforeCall(): number {
+    const j = this.jitter
+    if (j === undefined || j.maxYields <= 0) return 1
+    // mulberry32: small, seedable, good enough to spread schedules.
+    j.state = (j.state + 0x6d2b79f5) >>> 0
+    let t = j.state
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    const unit = ((t ^ (t >>> 14)) >>> 0) / 4294967296
+    return 1 + Math.floor(unit * (j.maxYields + 1))
+  }
+
   check(ctx: ProcessContext, op: string, path: string, path2?: string): string | undefined {
     if (this.isCrashed(ctx)) return "ECRASHED"
     let hit: string | undefined

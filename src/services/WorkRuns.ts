@@ -265,6 +265,11 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           yield* fs.removeFile(leasePath).pipe(Effect.ignore)
           return { _tag: "Busy" } as Attempt
         }
+        // No live marker does not prove the run is still in place: a pruner that read the leases before ours
+        // landed may have renamed the run into .trash and then released its marker, or died holding it. Our
+        // lease is still at its path only if the run is (I1); otherwise start over.
+        const inPlace = yield* fs.lstat(leasePath).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
+        if (!inPlace) return { _tag: "Again" } as Attempt
         return { _tag: "Done", run: { path: runDir, category: address.category, tenant: address.tenant, runId, kind: runKind, leasePath, manifest } } as Attempt
       })
 

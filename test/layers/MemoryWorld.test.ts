@@ -292,3 +292,31 @@ describe("MemoryWorld snapshot and layers", () => {
       assert.deepStrictEqual(driver.tree("/absent"), {})
     }).pipe(Effect.provide(MemoryFileSystem.layerMemory())))
 })
+
+describe("MemoryWorld scheduling jitter", () => {
+  it.effect("without jitter every call yields once; with it, 1..maxYields+1 times, the same for the same seed", () =>
+    Effect.sync(() => {
+      const plain = MemoryWorld.make()
+      assert.deepStrictEqual(Array.from({ length: 5 }, () => plain.yieldsBeforeCall()), [1, 1, 1, 1, 1])
+      const draws = (seed: number) => {
+        const world = MemoryWorld.make({ jitter: { seed, maxYields: 3 } })
+        return Array.from({ length: 200 }, () => world.yieldsBeforeCall())
+      }
+      const a = draws(42)
+      assert.deepStrictEqual(a, draws(42))
+      assert.notDeepEqual(a, draws(43))
+      assert.deepStrictEqual([...new Set(a)].sort(), [1, 2, 3, 4], "every count in range occurs, none outside")
+    }))
+
+  it.effect("a jittered process can run several calls while another runs one", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make({ jitter: { seed: 7, maxYields: 4 } })
+      const fs = MemoryFileSystem.make(world)
+      const order: Array<string> = []
+      const actor = (name: string) =>
+        Effect.forEach([1, 2, 3, 4], (i) => Effect.tap(fs.makeDirectory(`/${name}${i}`), () => order.push(name)), { discard: true })
+      yield* Effect.all([actor("a"), actor("b")], { concurrency: "unbounded", discard: true })
+      const alternating = order.every((name, i) => i === 0 || name !== order[i - 1])
+      assert.isFalse(alternating, `order ${order.join("")}`)
+    }))
+})

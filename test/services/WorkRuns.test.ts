@@ -137,6 +137,45 @@ describe("WorkRuns on the Memory layer", () => {
       assert.strictEqual(leasesOf(world, again.path).length, 1)
     }))
 
+  // I1 with the marker gone: a pruner that read the leases before our lease landed renames the run into
+  // .trash and releases (or dies holding) its marker, all between our lease write and our marker check.
+  for (const pruner of ["released", "died holding"] as const) {
+    it.scoped(`an acquirer whose run was quarantined while it checked the marker (${pruner} it) starts over`, () =>
+      Effect.gen(function*() {
+        const world = MemoryWorld.make()
+        const p = yield* spawnProcess(world)
+        const first = yield* p.workRuns.acquire({ category: "tools", tenant: "bash", runId: "shared", retention: false })
+        yield* first.release()
+        const markerPath = `${tenantDir}/.cleanup/shared`
+        const q = yield* spawnProcess(world)
+        const quarantine = Effect.gen(function*() {
+          yield* q.fs.makeDirectory(`${tenantDir}/.cleanup`, { mode: 0o700 }).pipe(Effect.ignore)
+          yield* q.fs.makeDirectory(`${tenantDir}/.trash`, { mode: 0o700 }).pipe(Effect.ignore)
+          const marker = { version: 1, purpose: "cleanup", host: "h1", bootId: world.bootId("h1"), pid: q.host.pid, processStartedAt: world.startTimeOf("h1", q.host.pid), createdAt: 0 }
+          yield* q.fs.writeFileExclusive(markerPath, new TextEncoder().encode(JSON.stringify(marker)))
+          yield* q.fs.rename(first.path, `${tenantDir}/.trash/shared.q`, { sync: false })
+          if (pruner === "released") yield* q.fs.removeFile(markerPath)
+          else world.kill("h1", q.host.pid)
+        }).pipe(Effect.orDie)
+        let fired = false
+        const a = yield* spawnProcess(world, {
+          wrapFs: (fs) => ({
+            ...fs,
+            lstat: (path) => {
+              if (path !== markerPath || fired) return fs.lstat(path)
+              fired = true
+              return Effect.zipRight(quarantine, fs.lstat(path))
+            }
+          })
+        })
+        const run = yield* a.workRuns.acquire({ category: "tools", tenant: "bash", runId: "shared", retention: false })
+        assert.isTrue(fired, "the pruner acted between the lease write and the marker check")
+        assert.isTrue(exists(world, run.leasePath), "the lease handed out is in the run at its path")
+        assert.deepStrictEqual(leasesOf(world, run.path), [run.leasePath])
+        assert.isTrue(exists(world, `${run.path}/.pi-work-run.json`))
+      }))
+  }
+
   it.scoped("getProcessWorkRun hands concurrent first callers the same run", () =>
     Effect.gen(function*() {
       const world = MemoryWorld.make()

@@ -38,7 +38,9 @@ const scheduleArb: fc.Arbitrary<Schedule> = fc.record({
   actors: fc.array(fc.array(opArb, { minLength: 1, maxLength: 5 }), { minLength: 2, maxLength: 4 }),
   /** Which actor crashes (index), after how many of its own mutating steps; -1: nobody. */
   crashActor: fc.integer({ min: -1, max: 3 }),
-  crashAfter: fc.integer({ min: 0, max: 40 })
+  crashAfter: fc.integer({ min: 0, max: 40 }),
+  /** Uneven scheduling (MemoryWorld jitter): up to this many extra yields before each call. */
+  jitter: fc.record({ seed: fc.integer(), maxYields: fc.integer({ min: 0, max: 3 }) })
 })
 
 const exists = (world: MemoryWorld, path: string) => world.tree(path)[path] !== undefined
@@ -62,11 +64,12 @@ interface Schedule {
   readonly actors: ReadonlyArray<ReadonlyArray<Op>>
   readonly crashActor: number
   readonly crashAfter: number
+  readonly jitter: { readonly seed: number; readonly maxYields: number }
 }
 
 const runSchedule = (schedule: Schedule) =>
   Effect.gen(function*() {
-    const world = MemoryWorld.make()
+    const world = MemoryWorld.make({ jitter: schedule.jitter })
     yield* world.mkdirFixture(`${AGENT_DIR}/work/tools/bash`, { mode: 0o700 })
     yield* world.mkdirFixture(`${AGENT_DIR}/work/tools`, { mode: 0o700 })
     yield* world.mkdirFixture(`${AGENT_DIR}/work`, { mode: 0o700 })
@@ -163,7 +166,10 @@ describe("work-run invariants under random schedules (Memory)", () => {
 const raceArb = fc.record({
   holders: fc.array(fc.integer({ min: 0, max: 4 }), { minLength: 1, maxLength: 3 }),
   pruners: fc.integer({ min: 1, max: 2 }),
-  deleteOnRelease: fc.boolean()
+  deleteOnRelease: fc.boolean(),
+  // Uneven scheduling: a process may run several steps while another runs one.
+  jitterSeed: fc.integer(),
+  maxYields: fc.integer({ min: 0, max: 4 })
 })
 
 describe("acquire/prune handshake (Memory)", () => {
@@ -172,7 +178,7 @@ describe("acquire/prune handshake (Memory)", () => {
     [raceArb],
     ([race]) =>
       Effect.scoped(Effect.gen(function*() {
-        const world = MemoryWorld.make()
+        const world = MemoryWorld.make({ jitter: { seed: race.jitterSeed, maxYields: race.maxYields } })
         const violations: Array<string> = []
         const holders = yield* Effect.forEach(race.holders, () => spawnProcess(world, { workRuns: { busyAttempts: 50, opportunisticRetention: false } }))
         const pruners = yield* Effect.forEach(Array.from({ length: race.pruners }), () => spawnProcess(world, { workRuns: { opportunisticRetention: false } }))

@@ -16,14 +16,22 @@ export const AGENT_DIR = "/home/user/.pi/agent"
 
 export const processLayer = (
   world: MemoryWorld,
-  options: { readonly hostname?: string; readonly pid?: number; readonly uid?: number; readonly workRuns?: WorkRunsOptions } = {}
+  options: {
+    readonly hostname?: string
+    readonly pid?: number
+    readonly uid?: number
+    readonly workRuns?: WorkRunsOptions
+    /** Wrap the process's FileSystem (to act at an exact point of a protocol, say). */
+    readonly wrapFs?: (fs: FileSystem["Type"]) => FileSystem["Type"]
+  } = {}
 ) => {
   const host = MemoryHost.make(world, {
     hostname: options.hostname ?? "h1",
     ...(options.pid === undefined ? {} : { pid: options.pid }),
     ...(options.uid === undefined ? {} : { uid: options.uid })
   })
-  const fs = MemoryFs.make(world, { uid: host.uid ?? 1000, hostname: host.hostname, pid: host.pid })
+  const memoryFs = MemoryFs.make(world, { uid: host.uid ?? 1000, hostname: host.hostname, pid: host.pid })
+  const fs = options.wrapFs === undefined ? memoryFs : options.wrapFs(memoryFs)
   const base = Layer.merge(Layer.succeed(FileSystem, fs), Layer.succeed(Host, host))
   const agentDir = AgentDir.layer(AGENT_DIR).pipe(Layer.provide(base))
   const workRuns = WorkRuns.layer({ busyDelayMs: 0, ...options.workRuns }).pipe(Layer.provide(Layer.merge(base, agentDir)))
