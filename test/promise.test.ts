@@ -28,12 +28,17 @@ describe("openAgentStorage", () => {
     expect(run.runId).toMatch(/^\d{8}t\d{9}z-[0-9a-f]{8}-[0-9a-f]{8}$/)
     expect(manifest(run.path)).toMatchObject({ version: 2, category: "tools", tenant: "bash", runId: run.runId, kind: "generated", createdBy: { pid: process.pid } })
     expect(leases(run.path)).toHaveLength(1)
+    const manifestBefore = fs.lstatSync(path.join(run.path, ".pi-work-run.json"))
     expect(fs.statSync(path.join(dir, "work", "tools", "bash")).mode & 0o777).toBe(0o700)
     expect(storage.workRootEnv(run)).toEqual({ PI_WORK_ROOT: path.join(dir, "work"), PI_WORK_RUN_DIR: run.path })
     await run.release()
     await run.release()
     expect(leases(run.path)).toEqual([])
     expect(typeof manifest(run.path).releasedAt).toBe("number")
+    // The stamp was written in place: same file, same length, the room after the JSON shrunk.
+    const manifestAfter = fs.lstatSync(path.join(run.path, ".pi-work-run.json"))
+    expect([manifestAfter.ino, manifestAfter.size]).toEqual([manifestBefore.ino, manifestBefore.size])
+    expect(fs.readdirSync(run.path).sort()).toEqual([".leases", ".pi-work-run.json"])
     await storage.close()
   })
 

@@ -56,6 +56,16 @@ export class FileSystemError extends Schema.TaggedError<FileSystemError>()("File
   }
 }
 
+/** `writeFileInPlace` met a file whose length is not the data's. */
+export const lengthMismatch = (path: string, found: number, wanted: number): FileSystemError =>
+  new FileSystemError({
+    reason: "InvalidData",
+    errno: "",
+    method: "writeFileInPlace",
+    path,
+    detail: `is ${found} bytes, not ${wanted}: an in-place write never changes a file's length`
+  }, { disableValidation: true })
+
 export class InvalidSegment extends Schema.TaggedError<InvalidSegment>()("InvalidSegment", {
   /** Which argument: "category", "tenant", "runId", "namespace" … */
   field: Schema.String,

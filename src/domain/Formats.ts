@@ -115,3 +115,26 @@ export const decodeJsonBytes = <A, I>(
 }
 
 export const encodeJsonBytes = (value: unknown): Uint8Array => textEncoder.encode(JSON.stringify(value) + "\n")
+
+/**
+ * Room left after a run manifest's JSON for its `releasedAt` stamp (`,"releasedAt":` and 13 digits are 27
+ * bytes), as spaces, which JSON allows: the stamp is then one write in place of the same length, not a temp
+ * file renamed over the manifest (issue 7: that rename was a quarter of an acquire + release on ext4).
+ */
+export const MANIFEST_STAMP_ROOM = 32
+
+/** A run manifest's bytes: its JSON, then spaces up to `length` bytes and a newline; undefined if it does not fit. */
+export const encodeManifestPadded = (manifest: Manifest, length: number): Uint8Array | undefined => {
+  const json = textEncoder.encode(JSON.stringify(manifest))
+  if (json.length + 1 > length) return undefined
+  const bytes = new Uint8Array(length).fill(0x20)
+  bytes.set(json)
+  bytes[length - 1] = 0x0a
+  return bytes
+}
+
+/** A new run manifest's bytes, with `MANIFEST_STAMP_ROOM` left for its stamp. */
+export const encodeManifest = (manifest: Manifest): Uint8Array => {
+  const length = textEncoder.encode(JSON.stringify(manifest)).length + MANIFEST_STAMP_ROOM + 1
+  return encodeManifestPadded(manifest, length)!
+}

@@ -14,7 +14,7 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { FileSystemError, reasonOfErrno } from "../domain/Errors.js"
+import { FileSystemError, lengthMismatch, reasonOfErrno } from "../domain/Errors.js"
 import { type DirEntry, type FileInfo, FileSystem, type TreeMeasure, type TreeRemoval } from "../services/FileSystem.js"
 import { Host } from "../services/Host.js"
 import * as MemoryHost from "./MemoryHost.js"
@@ -389,6 +389,24 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
       }),
 
     writeFileAtomic: (path, data, options) => writeFileAtomic(path, data, options?.mode ?? 0o600),
+
+    writeFileInPlace: (path, data) =>
+      Effect.flatMap(
+        call("writeFileInPlace", path, undefined, (now): number | undefined | Errno => {
+          const at = lookup(path, false)
+          if (isErrno(at)) return at
+          const node = at.node
+          if (node === undefined) return errno("ENOENT")
+          if (node.kind === "SymbolicLink") return errno("ELOOP")
+          if (node.kind === "Directory") return errno("EISDIR")
+          if (node.data.length !== data.length) return node.data.length
+          node.data = data.slice()
+          node.mtimeMs = now
+          world.mutated(ctx)
+          return undefined
+        }),
+        (found) => found === undefined ? Effect.void : Effect.fail(lengthMismatch(path, found, data.length))
+      ),
 
     readFile: (path, options) =>
       call("readFile", path, undefined, () => {

@@ -26,7 +26,7 @@ import * as fsp from "node:fs/promises"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type { FileSystemError } from "../domain/Errors.js"
+import { type FileSystemError, lengthMismatch } from "../domain/Errors.js"
 import {
   type DirEntry,
   type FileInfo,
@@ -260,6 +260,17 @@ const writeFileAtomic = (path: string, data: Uint8Array, options?: WriteOptions)
     if (sync) yield* syncDirectory("writeFileAtomic", NodePath.dirname(path))
   })
 
+const writeFileInPlace = (path: string, data: Uint8Array): Effect.Effect<void, FileSystemError> =>
+  // O_NONBLOCK: a FIFO planted at `path` must not hang us. Opening a directory for writing is EISDIR.
+  withFd("writeFileInPlace", path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK, undefined, (fd) =>
+    attemptSync("writeFileInPlace", path, () => {
+      const stats = fs.fstatSync(fd)
+      if (!stats.isFile()) throw failWith("writeFileInPlace", path, "", "not a regular file")
+      if (stats.size !== data.byteLength) throw lengthMismatch(path, stats.size, data.byteLength)
+      let written = 0
+      while (written < data.byteLength) written += fs.writeSync(fd, data, written, data.byteLength - written, written)
+    }))
+
 /** Reads capped at this size are done with synchronous syscalls (manifests, leases, markers, configs). */
 const SYNC_READ_MAX = 1 << 20
 
@@ -372,6 +383,7 @@ export const make = (walker: Walker = defaultWalkerKind): FileSystem["Type"] => 
   makeDirectory,
   writeFileExclusive,
   writeFileAtomic,
+  writeFileInPlace,
   readFile,
   rename,
   removeFile: (path) => attemptSync("removeFile", path, () => fs.unlinkSync(path)),

@@ -82,6 +82,13 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
    * before and the directory after the rename). Replaces a symlink at `path` rather than writing through it.
    */
   readonly writeFileAtomic: (path: string, data: Uint8Array, options?: WriteOptions) => Effect.Effect<void, FileSystemError>
+  /**
+   * Overwrite an existing regular file from offset 0 with `data` of exactly its current length, in one write:
+   * no temp file, no rename, no change of length, no fsync. Never through a symlink (ELOOP); a file of another
+   * length fails with `InvalidData` and is left as it was. (On ext4 a rename over an existing file flushes
+   * the new file at once, `auto_da_alloc`: an in-place write of a few bytes costs a fraction of it.)
+   */
+  readonly writeFileInPlace: (path: string, data: Uint8Array) => Effect.Effect<void, FileSystemError>
   /** Read a regular file, never through a symlink (ELOOP). Fails with EFBIG (`TooLarge`) above `maxBytes`. */
   readonly readFile: (path: string, options?: { readonly maxBytes?: number }) => Effect.Effect<Uint8Array, FileSystemError>
   /**

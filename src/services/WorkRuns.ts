@@ -29,7 +29,17 @@ import {
   UnownedRun,
   type UnsafeRoot
 } from "../domain/Errors.js"
-import { decodeJsonBytes, encodeJsonBytes, LEASE_MAX_BYTES, LeaseV2, type Manifest, type ManifestV2, type RunKind } from "../domain/Formats.js"
+import {
+  decodeJsonBytes,
+  encodeJsonBytes,
+  encodeManifest,
+  encodeManifestPadded,
+  LEASE_MAX_BYTES,
+  LeaseV2,
+  type Manifest,
+  type ManifestV2,
+  type RunKind
+} from "../domain/Formats.js"
 import type { PruneReport } from "../domain/PruneReport.js"
 import {
   clamp,
@@ -123,8 +133,11 @@ export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns,
 }
 
 
-/** A run just acquired, with the manifest it had then (only `releasedAt` ever changes afterwards). */
-type HeldRun = Omit<WorkRun, "release"> & { readonly manifest: Manifest }
+/**
+ * A run just acquired, with the manifest it had then (only `releasedAt` ever changes afterwards) and the
+ * manifest file's length (stamps are written in place at that length).
+ */
+type HeldRun = Omit<WorkRun, "release"> & { readonly manifest: Manifest; readonly manifestLength: number }
 
 type Attempt =
   | { readonly _tag: "Done"; readonly run: HeldRun }
@@ -165,7 +178,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     const leaseBody = (now: number) => encodeJsonBytes({ version: 2, ...selfIdentity(deps), acquiredAt: now, heartbeatAt: now })
 
     /** Build a complete run in staging, then rename it into place. `false` when the name was taken meanwhile. */
-    const createRun = (tenantDir: string, manifest: ManifestV2, leaseName: string) =>
+    const createRun = (tenantDir: string, manifest: ManifestV2, manifestBytes: Uint8Array, leaseName: string) =>
       Effect.gen(function*() {
         const staging = NodePath.join(tenantDir, TENANT_STAGING_DIR, `${manifest.runId}.${yield* nonce}`)
         const runDir = NodePath.join(tenantDir, manifest.runId)
@@ -177,7 +190,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         if (!madeStaging) return false
         const built = yield* Effect.gen(function*() {
           // The staging directory is private until the rename, so an exclusive write is as good as an atomic one.
-          yield* fs.writeFileExclusive(NodePath.join(staging, WORK_RUN_MANIFEST), encodeJsonBytes(manifest), { sync: true })
+          yield* fs.writeFileExclusive(NodePath.join(staging, WORK_RUN_MANIFEST), manifestBytes, { sync: true })
           yield* fs.makeDirectory(NodePath.join(staging, LEASES_DIR), { mode: 0o700 })
           yield* fs.writeFileExclusive(NodePath.join(staging, LEASES_DIR, leaseName), leaseBody(manifest.createdAt))
           const taken = yield* fs.lstat(runDir).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
@@ -203,11 +216,13 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         if (info.right.type !== "Directory") {
           return yield* new UnownedRun({ path: runDir, why: info.right.type === "SymbolicLink" ? "it is a symlink" : `it is a ${info.right.type}` })
         }
-        const manifest = yield* readManifest(deps, runDir, address)
+        let manifest = yield* readManifest(deps, runDir, address)
         if (manifest._tag !== "Owned") {
           // A pruner may have quarantined the run (and someone recreated it) while we read: look again.
           const now = yield* fs.lstat(runDir).pipe(Effect.option)
           if (now._tag === "None" || now.value.ino !== info.right.ino) return { _tag: "Again" } as const
+          // Or we read while another holder stamped it in place (a torn read): read once more.
+          manifest = yield* readManifest(deps, runDir, address)
         }
         if (manifest._tag === "Unowned") return yield* new UnownedRun({ path: runDir, why: manifest.why })
         if (manifest._tag === "Mismatch") {
@@ -230,7 +245,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false))
         )
         if (!written) return { _tag: "Again" } as const
-        return { _tag: "Joined", manifest: manifest.manifest } as const
+        return { _tag: "Joined", manifest: manifest.manifest, length: manifest.length } as const
       })
 
     const attempt = (address: { category: string; tenant: string; runId: string | undefined }) =>
@@ -247,16 +262,20 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         const joined = kind === "generated" ? { _tag: "Missing" as const } : yield* joinRun(tenantDir, { ...address, runId }, leaseName)
         if (joined._tag === "Again") return joined as Attempt
         let manifest: Manifest
+        let manifestLength: number
         if (joined._tag === "Joined") {
           manifest = joined.manifest
+          manifestLength = joined.length
         } else {
           const fresh: ManifestV2 = {
             version: 2, category: address.category, tenant: address.tenant, runId, kind, createdAt: now,
             createdBy: { host: host.hostname, pid: host.pid }
           }
-          const created = yield* createRun(tenantDir, fresh, leaseName)
+          const bytes = encodeManifest(fresh)
+          const created = yield* createRun(tenantDir, fresh, bytes, leaseName)
           if (!created) return { _tag: "Again" } as Attempt
           manifest = fresh
+          manifestLength = bytes.length
         }
         const runKind: RunKind = "kind" in manifest ? manifest.kind : "named"
         const leasePath = NodePath.join(runDir, LEASES_DIR, leaseName)
@@ -270,7 +289,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         // lease is still at its path only if the run is (I1); otherwise start over.
         const inPlace = yield* fs.lstat(leasePath).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
         if (!inPlace) return { _tag: "Again" } as Attempt
-        return { _tag: "Done", run: { path: runDir, category: address.category, tenant: address.tenant, runId, kind: runKind, leasePath, manifest } } as Attempt
+        return { _tag: "Done", run: { path: runDir, category: address.category, tenant: address.tenant, runId, kind: runKind, leasePath, manifest, manifestLength } } as Attempt
       })
 
     const acquireLease = (opts: AcquireOptions) =>
@@ -300,9 +319,15 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     const stampReleased = (run: HeldRun) =>
       Effect.gen(function*() {
         if (run.manifest.version !== 2) return
-        const now = yield* Clock.currentTimeMillis
-        // No fsync: a lost stamp only makes age fall back to the heartbeat or createdAt.
-        yield* fs.writeFileAtomic(NodePath.join(run.path, WORK_RUN_MANIFEST), encodeJsonBytes({ ...run.manifest, releasedAt: now }), { sync: false })
+        const stamped: Manifest = { ...run.manifest, releasedAt: yield* Clock.currentTimeMillis }
+        const path = NodePath.join(run.path, WORK_RUN_MANIFEST)
+        // No fsync: a lost stamp only makes age fall back to the heartbeat or createdAt. In place when the
+        // manifest has room (one same-length write, so a reader sees old or new bytes, or a torn mix that is not
+        // JSON and reads as unowned, never as another manifest); otherwise (a manifest from an older build,
+        // without room) replaced whole, with room from then on.
+        const inPlace = encodeManifestPadded(stamped, run.manifestLength)
+        const written = inPlace === undefined ? false : yield* fs.writeFileInPlace(path, inPlace).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
+        if (!written) yield* fs.writeFileAtomic(path, encodeManifest(stamped), { sync: false })
       }).pipe(Effect.ignore)
 
     /** Wrap a lease in its release logic and its heartbeat fiber (stopped on release). */

@@ -232,6 +232,40 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
         }).pipe(Effect.provide(setup.layer())), { fastCheck: { numRuns: 20 } })
     })
 
+    describe("writeFileInPlace", () => {
+      test("overwrites a file of the same length in place: same inode, mode and length", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* fs.writeFileExclusive(`${root}/m.json`, bytes('{"a":1}        '), { mode: 0o640 })
+        const before = yield* fs.lstat(`${root}/m.json`)
+        yield* fs.writeFileInPlace(`${root}/m.json`, bytes('{"a":1,"b":223}'))
+        const after = yield* fs.lstat(`${root}/m.json`)
+        assert.strictEqual(yield* read(`${root}/m.json`), '{"a":1,"b":223}')
+        assert.deepStrictEqual([after.ino, after.mode, after.size], [before.ino, 0o640, 15])
+        assert.deepStrictEqual(yield* names(root), ["m.json"])
+      }))
+
+      test("refuses another length, leaving the file as it was", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/f`, "0123456789")
+        const longer = yield* expectFailure(fs.writeFileInPlace(`${root}/f`, bytes("0123456789+")), "InvalidData", "")
+        assert.include(longer.message, "10 bytes, not 11")
+        yield* expectFailure(fs.writeFileInPlace(`${root}/f`, bytes("short")), "InvalidData", "")
+        assert.strictEqual(yield* read(`${root}/f`), "0123456789")
+      }))
+
+      test("never writes through a symlink, a directory or a missing path", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/target`, "original")
+        yield* fs.symlink(`${root}/target`, `${root}/link`)
+        yield* expectFailure(fs.writeFileInPlace(`${root}/link`, bytes("replaced")), "IsSymlink", "ELOOP")
+        assert.strictEqual(yield* read(`${root}/target`), "original")
+        yield* fs.makeDirectory(`${root}/dir`)
+        yield* expectFailure(fs.writeFileInPlace(`${root}/dir`, bytes("x")), "IsADirectory", "EISDIR")
+        yield* expectFailure(fs.writeFileInPlace(`${root}/missing`, bytes("x")), "NotFound", "ENOENT")
+        yield* expectMissing(`${root}/missing`)
+      }))
+    })
+
     describe("writeFileAtomic", () => {
       test("creates, then replaces content, leaving no temp file behind", Effect.gen(function*() {
         const { fs, scratch: { root } } = yield* context

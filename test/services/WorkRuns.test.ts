@@ -88,6 +88,36 @@ describe("WorkRuns on the Memory layer", () => {
       assert.isFalse(exists(world, ra.path))
     }))
 
+  it.scoped("releasedAt is stamped in place (same length, no temp file); a manifest without room is replaced whole, with room", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      const p = yield* spawnProcess(world)
+      const manifestPath = (run: { path: string }) => `${run.path}/.pi-work-run.json`
+      const run = yield* p.workRuns.acquire({ category: "tools", tenant: "bash", runId: "roomy", retention: false })
+      const created = text(world, manifestPath(run))!
+      assert.match(created, /^\{.*\} {32}\n$/, "JSON, 32 spaces of room, newline")
+      world.clearJournal()
+      yield* run.release()
+      const stamped = text(world, manifestPath(run))!
+      assert.strictEqual(stamped.length, created.length)
+      assert.isNumber(JSON.parse(stamped).releasedAt)
+      const ops = world.journal.filter((e) => e.path.startsWith(run.path)).map((e) => e.op)
+      assert.include(ops, "writeFileInPlace")
+      assert.notInclude(ops, "writeFileAtomic", "no temp file renamed over the manifest")
+      // A second holder re-stamps the same bytes' length.
+      const again = yield* p.workRuns.acquire({ category: "tools", tenant: "bash", runId: "roomy", retention: false })
+      yield* again.release()
+      assert.strictEqual(text(world, manifestPath(run))!.length, created.length)
+      // A manifest written by an older build has no room: the stamp replaces it whole, with room from then on.
+      const compact = JSON.stringify({ version: 2, category: "tools", tenant: "bash", runId: "compact", kind: "named", createdAt: 0, createdBy: { host: "h1", pid: 1 } })
+      yield* world.writeFixture(`${tenantDir}/compact/.pi-work-run.json`, compact, { mode: 0o600 })
+      const old = yield* p.workRuns.acquire({ category: "tools", tenant: "bash", runId: "compact", retention: false })
+      yield* old.release()
+      const replaced = text(world, manifestPath(old))!
+      assert.isNumber(JSON.parse(replaced).releasedAt)
+      assert.match(replaced, /\} {32}\n$/)
+    }))
+
   it.scoped("never adopts an unowned directory, a mismatched manifest, a symlinked run or a symlinked .leases", () =>
     Effect.gen(function*() {
       const world = MemoryWorld.make()

@@ -34,7 +34,12 @@ const unreadableManifest = (e: FileSystemError): string => {
 }
 
 export type ManifestRead =
-  | { readonly _tag: "Owned"; readonly manifest: Manifest }
+  | {
+    readonly _tag: "Owned"
+    readonly manifest: Manifest
+    /** The file's length in bytes (the `releasedAt` stamp is written in place at this length). */
+    readonly length: number
+  }
   | { readonly _tag: "Unowned"; readonly why: string }
   | { readonly _tag: "Mismatch"; readonly found: string }
 
@@ -55,7 +60,7 @@ export const readManifest = (
     if (m.category !== expected.category || m.tenant !== expected.tenant || m.runId !== expected.runId) {
       return { _tag: "Mismatch", found: `${m.category}/${m.tenant}/${m.runId}` } as const
     }
-    return { _tag: "Owned", manifest: m } as const
+    return { _tag: "Owned", manifest: m, length: bytes.right.length } as const
   })
 
 export interface LeaseEntry {
