@@ -322,9 +322,10 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         const stamped: Manifest = { ...run.manifest, releasedAt: yield* Clock.currentTimeMillis }
         const path = NodePath.join(run.path, WORK_RUN_MANIFEST)
         // No fsync: a lost stamp only makes age fall back to the heartbeat or createdAt. In place when the
-        // manifest has room (one same-length write, so a reader sees old or new bytes, or a torn mix that is not
-        // JSON and reads as unowned, never as another manifest); otherwise (a manifest from an older build,
-        // without room) replaced whole, with room from then on.
+        // manifest has room: one same-length write, so a racing reader sees the old manifest, the new one, or
+        // bytes that are not JSON (read as unowned: skipped, or read again by a joiner); re-stamping can at
+        // worst show a releasedAt mixing both stamps, never earlier than the old one (test/domain/Formats).
+        // A manifest without room (from an older build) is replaced whole, with room from then on.
         const inPlace = encodeManifestPadded(stamped, run.manifestLength)
         const written = inPlace === undefined ? false : yield* fs.writeFileInPlace(path, inPlace).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
         if (!written) yield* fs.writeFileAtomic(path, encodeManifest(stamped), { sync: false })

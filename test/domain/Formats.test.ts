@@ -22,6 +22,7 @@ const manifestArb: fc.Arbitrary<ManifestV2> = fc.record({
 })
 // Stamps up to the year 2286 (13 digits): the room is sized for them.
 const stampArb = fc.integer({ min: 0, max: 9_999_999_999_999 })
+const thirteenDigits = fc.integer({ min: 1_000_000_000_000, max: 9_999_999_999_999 })
 
 const decode = (bytes: Uint8Array) => decodeJsonBytes(Manifest, bytes)
 
@@ -63,6 +64,27 @@ describe("run manifest bytes", () => {
           JSON.stringify(v) === JSON.stringify(m) || JSON.stringify(v) === JSON.stringify({ ...m, releasedAt }),
           `cut ${cut}: ${JSON.stringify(v)}`
         )
+      }
+    }), { numRuns: 50 }))
+
+  // A second holder re-stamps a stamped manifest later: the same length, only the digits of releasedAt differ
+  // (13 of them for every time from 2001 to 2286). A torn read may mix them, but never into a value below the
+  // earlier stamp: a run never looks older than it was.
+  it("a torn read of a re-stamp is not JSON or the same manifest with releasedAt no earlier than the old stamp", () =>
+    fc.assert(fc.property(manifestArb, thirteenDigits, thirteenDigits, (m, a, b) => {
+      const [first, second] = a <= b ? [a, b] : [b, a]
+      const length = encodeManifest(m).length
+      const before = encodeManifestPadded({ ...m, releasedAt: first }, length)!
+      const after = encodeManifestPadded({ ...m, releasedAt: second }, length)!
+      for (let cut = 0; cut <= length; cut++) {
+        const torn = new Uint8Array(length)
+        torn.set(after.subarray(0, cut))
+        torn.set(before.subarray(cut), cut)
+        const read = decode(torn)
+        if (!read.ok) continue
+        const { releasedAt, ...rest } = read.value as ManifestV2 & { releasedAt?: number }
+        assert.strictEqual(JSON.stringify(rest), JSON.stringify(m), `cut ${cut}`)
+        assert.isAtLeast(releasedAt!, first, `cut ${cut}`)
       }
     }), { numRuns: 50 }))
 })
