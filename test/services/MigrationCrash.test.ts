@@ -182,10 +182,18 @@ const sideArb = fc
 describe("random collisions (property)", () => {
   it.effect.prop(
     "legacy bytes end up exactly once at their place or under migration-conflicts; canonical files are untouched",
-    [sideArb, sideArb, fc.boolean(), fc.option(fc.nat({ max: 40 }), { nil: undefined })],
-    ([legacy, canonical, otherDevice, crashAt]) =>
+    [
+      sideArb,
+      sideArb,
+      fc.boolean(),
+      fc.option(fc.nat({ max: 40 }), { nil: undefined }),
+      // Two migrators racing first (the lock must let one through and turn the other away), unevenly scheduled.
+      fc.boolean(),
+      fc.record({ seed: fc.integer(), maxYields: fc.integer({ min: 0, max: 3 }) })
+    ],
+    ([legacy, canonical, otherDevice, crashAt, race, jitter]) =>
       Effect.gen(function*() {
-        const world = MemoryWorld.make({ journal: false })
+        const world = MemoryWorld.make({ journal: false, jitter })
         const dest = "state/legacy-layout/tmp"
         yield* world.mkdirFixture(`${AGENT}/state`)
         if (otherDevice) world.mount(`${AGENT}/state`, 2)
@@ -198,6 +206,13 @@ describe("random collisions (property)", () => {
           yield* Effect.provide(layout, first.layer).pipe(Effect.exit)
           world.kill(HOST, first.pid)
           world.recover()
+        }
+        if (race) {
+          const racers = yield* Effect.all([0, 1].map(() => asProcess(world, migrateAgentDirLayout(AGENT, { lockAttempts: 1 }))), { concurrency: "unbounded" })
+          for (const r of racers) {
+            // A turned-away racer reports only the held lock.
+            for (const e of r.errors) assert.strictEqual(e.path, ".pi-migration.lock", JSON.stringify(r.errors))
+          }
         }
         const report = yield* asProcess(world, migrateAgentDirLayout(AGENT))
         assert.deepStrictEqual(report.errors, [])

@@ -462,6 +462,36 @@ describe("on the Memory layer", () => {
       for (const r of results) assert.match(text(r), /^build \d$/)
     }).pipe(Effect.provide(layerMemory())))
 
+  it.effect.prop("concurrent ensures, clears and corruption, unevenly scheduled: every ensure answers its build", [
+    fc.array(
+      fc.oneof(
+        fc.record({ op: fc.constant("ensure" as const), key: fc.constantFrom("a", "b") }),
+        fc.record({ op: fc.constant("corrupt" as const), key: fc.constantFrom("a", "b") }),
+        fc.record({ op: fc.constant("clear" as const) })
+      ),
+      { minLength: 2, maxLength: 10 }
+    ),
+    fc.record({ seed: fc.integer(), maxYields: fc.integer({ min: 1, max: 4 }) })
+  ], ([ops, jitter]) =>
+    Effect.gen(function*() {
+      const world = yield* MemoryDriver
+      const tiers = yield* openTiers(ctx)
+      const valid = (b: Uint8Array) => text(b).startsWith("content of ")
+      yield* tiers.state.write("precious.json", "keep")
+      yield* Effect.forEach(ops, (step) => {
+        if (step.op === "ensure") {
+          return Effect.map(tiers.cache.ensure(step.key, Effect.succeed(`content of ${step.key}`), { validate: valid }), (got) =>
+            assert.strictEqual(text(got), `content of ${step.key}`))
+        }
+        if (step.op === "corrupt") return world.writeFixture(`/data/notes/cache/${step.key}`, "bit rot").pipe(Effect.ignore)
+        return tiers.cache.clear()
+      }, { concurrency: "unbounded", discard: true })
+      for (const key of ["a", "b"]) {
+        assert.strictEqual(text(yield* tiers.cache.ensure(key, Effect.succeed(`content of ${key}`), { validate: valid })), `content of ${key}`)
+      }
+      assert.deepStrictEqual(yield* tiers.state.read("precious.json"), "keep")
+    }).pipe(Effect.provide(layerMemory({ jitter }))), { fastCheck: { numRuns: 100 } })
+
   it.effect.prop("any interleaving of ensure, clear and external deletion keeps every key answering its build", [
     fc.array(
       fc.oneof(
