@@ -20,6 +20,9 @@ import { decodeSegment } from "../domain/Segment.js"
 import { AgentDir } from "./AgentDir.js"
 import { type AcquireError, type PruneFailure, type WorkRun, WorkRuns } from "./WorkRuns.js"
 
+/** More acquisitions than any view runs at once: each takes one permit, unload takes them all. */
+const GATE_PERMITS = 1 << 20
+
 export interface ExtensionStorageView {
   readonly namespace: string
   /** `state/extensions/<ns>/`: durable, never auto-cleaned. */
@@ -51,10 +54,15 @@ export class ExtensionStorage extends Context.Tag("pi-agent-storage/ExtensionSto
           // Leases live in the view's own scope; each acquisition is also tied to its caller's scope.
           const viewScope = yield* Scope.make()
           const unloaded = yield* Ref.make(false)
-          const unload = Effect.zipRight(Ref.set(unloaded, true), Scope.close(viewScope, Exit.void))
+          // Acquisitions share the gate; unload takes all of it, so it waits for the ones in flight (they then
+          // hold leases it releases) and the ones after it see `unloaded`. Without it, an acquisition could
+          // extend a scope unload had just closed: its lease released at once, its run handed out anyway.
+          const gate = yield* Effect.makeSemaphore(GATE_PERMITS)
+          const unload = gate.withPermits(GATE_PERMITS)(Effect.zipRight(Ref.set(unloaded, true), Scope.close(viewScope, Exit.void)))
           yield* Effect.addFinalizer(() => unload)
           const acquireWorkRun: ExtensionStorageView["acquireWorkRun"] = (options) =>
-            Effect.gen(function*() {
+            // Waiting at the gate stays interruptible; an acquisition, once started, completes or fails whole.
+            gate.withPermits(1)(Effect.uninterruptible(Effect.gen(function*() {
               if (yield* Ref.get(unloaded)) return yield* new StorageUnloaded({ namespace: ns })
               const runScope = yield* Scope.fork(viewScope, ExecutionStrategy.sequential)
               const run = yield* Scope.extend(
@@ -63,7 +71,7 @@ export class ExtensionStorage extends Context.Tag("pi-agent-storage/ExtensionSto
               ).pipe(Effect.onError(() => Scope.close(runScope, Exit.void)))
               yield* Effect.addFinalizer(() => Scope.close(runScope, Exit.void))
               return run
-            }).pipe(Effect.uninterruptible)
+            })))
           return {
             namespace: ns,
             stateDir: paths.extensionStateDir(ns),

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Scope } from "effect"
+import { Effect, Exit, FastCheck, Fiber, Scope } from "effect"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
 
@@ -34,6 +34,30 @@ describe("ExtensionStorage (WR11) on the Memory layer", () => {
       assert.strictEqual(refused._tag, "StorageUnloaded")
       yield* view.unload
     }))
+
+  // An acquisition in flight when unload starts either fails StorageUnloaded or hands out a run that still
+  // has its lease until unload releases it; never a run whose lease is already gone.
+  it.effect.prop("unload racing acquisitions never hands out a run without its lease", [
+    FastCheck.integer({ min: 1, max: 4 }),
+    FastCheck.record({ seed: FastCheck.integer(), maxYields: FastCheck.integer({ min: 0, max: 4 }) })
+  ], ([acquirers, jitter]) =>
+    Effect.scoped(Effect.gen(function*() {
+      const world = MemoryWorld.make({ jitter })
+      const p = yield* spawnProcess(world)
+      const view = yield* p.extensions.getStorage("notes")
+      const problems: Array<string> = []
+      const acquireOne = Effect.scoped(Effect.gen(function*() {
+        const run = yield* view.acquireWorkRun({ retention: false })
+        // Returned to us: our lease must exist now, whatever unload is doing.
+        if (!(run.leasePath in world.tree(run.path))) problems.push(`run ${run.runId} handed out without its lease`)
+      })).pipe(Effect.catchTag("StorageUnloaded", () => Effect.void))
+      yield* Effect.all([...Array.from({ length: acquirers }, () => acquireOne), view.unload], { concurrency: "unbounded", discard: true })
+      assert.deepStrictEqual(problems, [])
+      // After unload every lease of the view is gone, and new acquisitions are refused.
+      const leases = Object.keys(world.tree(`${AGENT_DIR}/work/extensions/notes`)).filter((k) => k.includes("/.leases/"))
+      assert.deepStrictEqual(leases, [])
+      assert.strictEqual((yield* Effect.flip(Effect.scoped(view.acquireWorkRun())))._tag, "StorageUnloaded")
+    })), { fastCheck: { numRuns: 200 } })
 
   it.effect("a failing extension program releases its leases when its scope closes", () =>
     Effect.gen(function*() {
