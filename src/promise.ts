@@ -9,7 +9,7 @@ import * as Exit from "effect/Exit"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Scope from "effect/Scope"
 import { EXTENSIONS_WORK_CATEGORY, resolveAgentDir } from "./domain/AgentPaths.js"
-import { StorageUnloaded } from "./domain/Errors.js"
+import { StorageClosed, StorageUnloaded } from "./domain/Errors.js"
 import { decodeSegment } from "./domain/Segment.js"
 import type { DoctorReport, LayoutReport } from "./domain/MigrationPlan.js"
 import type { PruneReport } from "./domain/PruneReport.js"
@@ -116,7 +116,12 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
   const { agentDir, workRoot } = paths
   const open = new Set<() => Promise<void>>()
   const processLeaseFiles = new Set<string>()
+  /** Calls in flight: `close()` waits for them, then releases the leases they got. */
+  const acquiring = new Set<Promise<unknown>>()
   let closed: Promise<void> | undefined
+  /** Reject once `close()` has begun: the runtime is going away. */
+  const whileOpen = <A>(run: () => Promise<A>): Promise<A> =>
+    closed === undefined ? inFlight(acquiring, run()) : Promise.reject(new StorageClosed({ agentDir }))
 
   /** A lease in its own scope: `release()` releases it and closes the scope, once. */
   const track = (run: WorkRun, scope: Scope.CloseableScope): WorkRunLease => {
@@ -137,25 +142,28 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
   const storage: AgentStorage = {
     agentDir,
     workRoot,
-    acquireWorkRun: async (o) => {
-      const { run, scope } = await runTyped(runtime, Effect.gen(function*() {
-        const scope = yield* Scope.make()
-        const run = yield* Scope.extend(workRuns.acquire(o), scope).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
-        return { run, scope }
-      }))
-      return track(run, scope)
-    },
-    getProcessWorkRun: async (o) => {
-      const run = await runTyped(runtime, workRuns.getProcessWorkRun(o))
-      liveLeaseFiles.add(run.leasePath)
-      processLeaseFiles.add(run.leasePath)
-      // The process run is held until the store closes; releasing it early is a no-op.
-      return asLease(run, async () => {})
-    },
-    pruneWorkTenant: (o) => runTyped(runtime, workRuns.prune(o)),
+    acquireWorkRun: (o) =>
+      whileOpen(async () => {
+        const { run, scope } = await runTyped(runtime, Effect.gen(function*() {
+          const scope = yield* Scope.make()
+          const run = yield* Scope.extend(workRuns.acquire(o), scope).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
+          return { run, scope }
+        }))
+        return track(run, scope)
+      }),
+    getProcessWorkRun: (o) =>
+      whileOpen(async () => {
+        const run = await runTyped(runtime, workRuns.getProcessWorkRun(o))
+        liveLeaseFiles.add(run.leasePath)
+        processLeaseFiles.add(run.leasePath)
+        // The process run is held until the store closes; releasing it early is a no-op.
+        return asLease(run, async () => {})
+      }),
+    pruneWorkTenant: (o) => whileOpen(() => runTyped(runtime, workRuns.prune(o))),
     workRootEnv: (run) => workRuns.workRootEnv(run),
     close: () => {
       closed ??= (async () => {
+        await Promise.allSettled([...acquiring])
         await Promise.allSettled([...open].map((release) => release()))
         // Disposing the runtime releases the process runs.
         await runtime.dispose()
@@ -163,13 +171,14 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
       })()
       return closed
     },
-    migrateAgentDirLayout: (o = {}) => runTyped(runtime, migration.migrateAgentDirLayout(agentDir, o)),
-    doctor: (o = {}) => runTyped(runtime, doctor.doctor(agentDir, o as DoctorOptions)),
+    migrateAgentDirLayout: (o = {}) => whileOpen(() => runTyped(runtime, migration.migrateAgentDirLayout(agentDir, o))),
+    doctor: (o = {}) => whileOpen(() => runTyped(runtime, doctor.doctor(agentDir, o as DoctorOptions))),
     getStorage: (namespace) => {
       const parsed = decodeSegment("namespace", namespace)
       if (parsed._tag === "Left") throw parsed.left
       const ns = parsed.right
       const held = new Set<WorkRunLease>()
+      const acquiringHere = new Set<Promise<unknown>>()
       let unloaded = false
       return {
         namespace: ns,
@@ -177,7 +186,7 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
         cacheDir: paths.extensionCacheDir(ns),
         acquireWorkRun: async (o = {}) => {
           if (unloaded) throw new StorageUnloaded({ namespace: ns })
-          const lease = await storage.acquireWorkRun({ ...o, category: EXTENSIONS_WORK_CATEGORY, tenant: ns })
+          const lease = await inFlight(acquiringHere, storage.acquireWorkRun({ ...o, category: EXTENSIONS_WORK_CATEGORY, tenant: ns }))
           held.add(lease)
           const release = (r?: { delete?: boolean }) => lease.release(r).finally(() => held.delete(lease))
           return { ...lease, release, [Symbol.asyncDispose]: () => release() }
@@ -185,6 +194,8 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
         pruneWork: (o = {}) => storage.pruneWorkTenant({ ...o, category: EXTENSIONS_WORK_CATEGORY, tenant: ns }),
         unload: async () => {
           unloaded = true
+          // Acquisitions already in flight finish first; their leases are released with the rest.
+          await Promise.allSettled([...acquiringHere])
           await Promise.allSettled([...held].map((lease) => lease.release()))
           held.clear()
         }
@@ -193,6 +204,14 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
     [Symbol.asyncDispose]: () => storage.close()
   }
   return storage
+}
+
+/** Track `promise` in `set` until it settles (so an unload or close can wait for it). */
+const inFlight = <A>(set: Set<Promise<unknown>>, promise: Promise<A>): Promise<A> => {
+  set.add(promise)
+  const done = () => void set.delete(promise)
+  promise.then(done, done)
+  return promise
 }
 
 /** One shared store per agent dir for the module-level helpers, closed when the process exits. */

@@ -124,6 +124,30 @@ describe("openAgentStorage", () => {
     await storage.close()
   })
 
+  /** Every lease file under a directory, at any depth. */
+  const leaseFilesUnder = (root: string): Array<string> =>
+    fs.existsSync(root) ? (fs.readdirSync(root, { recursive: true }) as Array<string>).filter((p) => p.includes(`.leases${path.sep}`)) : []
+
+  it("unload and close racing acquisitions leave no lease behind", async () => {
+    const storage = await openAgentStorage({ agentDir: dir })
+    const ext = storage.getStorage("notes")
+    // Acquisitions in flight when unload starts: each either rejects StorageUnloaded or is released by it.
+    const racing = Array.from({ length: 4 }, () => ext.acquireWorkRun({ retention: false }))
+    await ext.unload()
+    const outcomes = await Promise.allSettled(racing)
+    for (const o of outcomes) if (o.status === "rejected") expect(o.reason).toMatchObject({ _tag: "StorageUnloaded" })
+    expect(leaseFilesUnder(path.join(dir, "work", "extensions", "notes"))).toEqual([])
+    // The same for the store: close waits for acquisitions in flight and releases them too.
+    const inFlight = Array.from({ length: 4 }, () => storage.acquireWorkRun({ category: "tools", tenant: "race", retention: false }))
+    await storage.close()
+    await Promise.allSettled(inFlight)
+    expect(leaseFilesUnder(path.join(dir, "work", "tools", "race"))).toEqual([])
+    // After close, every call rejects with a typed StorageClosed naming the agent dir.
+    await expect(storage.acquireWorkRun({ category: "tools", tenant: "race" })).rejects.toMatchObject({ _tag: "StorageClosed", agentDir: dir })
+    await expect(storage.pruneWorkTenant({ category: "tools", tenant: "race" })).rejects.toMatchObject({ _tag: "StorageClosed" })
+    await expect(storage.doctor()).rejects.toMatchObject({ _tag: "StorageClosed" })
+  })
+
   it("module-level helpers share one store per agent dir", async () => {
     const run = await acquireWorkRun({ agentDir: dir, category: "tools", tenant: "mod", retention: false })
     expect(run.path.startsWith(path.join(dir, "work", "tools", "mod"))).toBe(true)

@@ -139,6 +139,15 @@ export class StorageUnloaded extends Schema.TaggedError<StorageUnloaded>()("Stor
   }
 }
 
+/** A Promise-facade store used after `close()`. */
+export class StorageClosed extends Schema.TaggedError<StorageClosed>()("StorageClosed", {
+  agentDir: Schema.String
+}) {
+  override get message(): string {
+    return `the store for ${this.agentDir} was closed; open a new one with openAgentStorage()`
+  }
+}
+
 /** Reading the removed `ctx.dataDir` (TD2). */
 export class DataDirRemoved extends Schema.TaggedError<DataDirRemoved>()("DataDirRemoved", {
   extId: Schema.String
