@@ -131,6 +131,17 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
 
   // ------------------------------------------------------------------------------------------ bodies
 
+  /** The regular file at `path` itself (never through a final link: ELOOP), as open(O_NOFOLLOW) sees it. */
+  const fileAt = (path: string): FileNode | Errno => {
+    const at = lookup(path, false)
+    if (isErrno(at)) return at
+    const node = at.node
+    if (node === undefined) return errno("ENOENT")
+    if (node.kind === "SymbolicLink") return errno("ELOOP")
+    if (node.kind === "Directory") return errno("EISDIR")
+    return node
+  }
+
   const createFile = (path: string, data: Uint8Array, mode: number, now: number): FileNode | Errno => {
     const at = lookup(path, false)
     if (isErrno(at)) return at
@@ -393,12 +404,8 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
     writeFileInPlace: (path, data) =>
       Effect.flatMap(
         call("writeFileInPlace", path, undefined, (now): number | undefined | Errno => {
-          const at = lookup(path, false)
-          if (isErrno(at)) return at
-          const node = at.node
-          if (node === undefined) return errno("ENOENT")
-          if (node.kind === "SymbolicLink") return errno("ELOOP")
-          if (node.kind === "Directory") return errno("EISDIR")
+          const node = fileAt(path)
+          if (isErrno(node)) return node
           if (node.data.length !== data.length) return node.data.length
           node.data = data.slice()
           node.mtimeMs = now
@@ -410,12 +417,8 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
 
     readFile: (path, options) =>
       call("readFile", path, undefined, () => {
-        const at = lookup(path, false)
-        if (isErrno(at)) return at
-        const node = at.node
-        if (node === undefined) return errno("ENOENT")
-        if (node.kind === "SymbolicLink") return errno("ELOOP")
-        if (node.kind === "Directory") return errno("EISDIR")
+        const node = fileAt(path)
+        if (isErrno(node)) return node
         if (options?.maxBytes !== undefined && node.data.length > options.maxBytes) return errno("EFBIG")
         return node.data.slice()
       }),
