@@ -117,11 +117,11 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
   const open = new Set<() => Promise<void>>()
   const processLeaseFiles = new Set<string>()
   /** Calls in flight: `close()` waits for them, then releases the leases they got. */
-  const acquiring = new Set<Promise<unknown>>()
+  const calls = new Set<Promise<unknown>>()
   let closed: Promise<void> | undefined
-  /** Reject once `close()` has begun: the runtime is going away. */
+  /** Run a call on the runtime, tracked for `close()`; once `close()` has begun, reject: the runtime is going away. */
   const whileOpen = <A>(run: () => Promise<A>): Promise<A> =>
-    closed === undefined ? inFlight(acquiring, run()) : Promise.reject(new StorageClosed({ agentDir }))
+    closed === undefined ? inFlight(calls, run()) : Promise.reject(new StorageClosed({ agentDir }))
 
   /** A lease in its own scope: `release()` releases it and closes the scope, once. */
   const track = (run: WorkRun, scope: Scope.CloseableScope): WorkRunLease => {
@@ -163,7 +163,7 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
     workRootEnv: (run) => workRuns.workRootEnv(run),
     close: () => {
       closed ??= (async () => {
-        await Promise.allSettled([...acquiring])
+        await Promise.allSettled([...calls])
         await Promise.allSettled([...open].map((release) => release()))
         // Disposing the runtime releases the process runs.
         await runtime.dispose()

@@ -123,9 +123,8 @@ export const encodeJsonBytes = (value: unknown): Uint8Array => textEncoder.encod
  */
 export const MANIFEST_STAMP_ROOM = 32
 
-/** A run manifest's bytes: its JSON, then spaces up to `length` bytes and a newline; undefined if it does not fit. */
-export const encodeManifestPadded = (manifest: Manifest, length: number): Uint8Array | undefined => {
-  const json = textEncoder.encode(JSON.stringify(manifest))
+/** `json`, then spaces up to `length` bytes and a newline; undefined if it does not fit. */
+const padTo = (json: Uint8Array, length: number): Uint8Array | undefined => {
   if (json.length + 1 > length) return undefined
   const bytes = new Uint8Array(length).fill(0x20)
   bytes.set(json)
@@ -133,8 +132,12 @@ export const encodeManifestPadded = (manifest: Manifest, length: number): Uint8A
   return bytes
 }
 
+/** A run manifest's bytes at exactly `length` (its JSON, spaces, a newline); undefined if it does not fit. */
+export const encodeManifestPadded = (manifest: Manifest, length: number): Uint8Array | undefined =>
+  padTo(textEncoder.encode(JSON.stringify(manifest)), length)
+
 /** A new run manifest's bytes, with `MANIFEST_STAMP_ROOM` left for its stamp. */
 export const encodeManifest = (manifest: Manifest): Uint8Array => {
-  const length = textEncoder.encode(JSON.stringify(manifest)).length + MANIFEST_STAMP_ROOM + 1
-  return encodeManifestPadded(manifest, length)!
+  const json = textEncoder.encode(JSON.stringify(manifest))
+  return padTo(json, json.length + MANIFEST_STAMP_ROOM + 1)!
 }
