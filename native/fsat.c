@@ -1,6 +1,7 @@
 /*
- * fsat: the few directory-relative syscalls Node does not expose (openat, fdopendir, fstatat, unlinkat), for
- * the Node layer's tree walks (src/layers/NativeWalk.ts).
+ * fsat: the directory-relative syscalls Node does not expose (openat, fdopendir, fstatat, unlinkat), for the
+ * Node layer's tree walks: the measuring walk drives them from JavaScript (src/layers/node/fdWalk.ts); the
+ * removal walk runs here whole, on the libuv thread pool (removeTree, src/layers/node/nativeRemove.ts).
  *
  * Why: Node addresses every entry by absolute path, so each lstat/unlink resolves the whole path again and
  * a directory swapped for a symlink between listing and opening could be followed. Relative to an open
@@ -161,19 +162,6 @@ static napi_value stat_at(napi_env env, napi_callback_info info) {
   return number(env, 0);
 }
 
-/* unlinkAt(dirFd, name, isDirectory): removes the entry itself (a link, never its target). 0 or -errno. */
-static napi_value unlink_at(napi_env env, napi_callback_info info) {
-  napi_value argv[3];
-  int32_t dir_fd;
-  bool is_directory = false;
-  char name[NAME_MAX_BYTES];
-  if (!fd_and_name(env, info, 3, argv, &dir_fd, name) || napi_get_value_bool(env, argv[2], &is_directory) != napi_ok) {
-    return number(env, -EINVAL);
-  }
-  int result = unlinkat(dir_fd, name, is_directory ? AT_REMOVEDIR : 0);
-  return number(env, result != 0 ? -errno : 0);
-}
-
 /* close(fd): 0 or -errno. */
 static napi_value close_fd(napi_env env, napi_callback_info info) {
   napi_value argv[1];
@@ -182,13 +170,389 @@ static napi_value close_fd(napi_env env, napi_callback_info info) {
   return number(env, close(fd) != 0 ? -errno : 0);
 }
 
+/* ---------------------------------------------------------------------------------------------------------
+ * removeTree: a whole removal walk on the libuv thread pool (napi_async_work), so deleting a tree costs what
+ * `rm -rf` costs: no JavaScript per entry, no worker thread to start, no JIT to warm (issue 7). The same
+ * budgets, order and answers as the portable walk (pathWalk.ts), which the conformance suite checks:
+ * the root is not counted; `maxEntries` removals at most; a directory deeper than `maxDepth` is left in place
+ * (with everything above it) and the removal is incomplete; links and files are unlinked, never followed; an
+ * entry that vanished meanwhile is skipped; a directory that became a link or file is unlinked as an entry.
+ */
+
+typedef struct {
+  int fd;
+  char *path;         /* this directory's path, for error reports */
+  char *name;         /* its name in the parent (NULL for the root) */
+  char **names;
+  unsigned char *types;
+  size_t count;
+  size_t index;
+  double depth;
+  int blocked;        /* a child was left in place (depth budget): this directory stays too */
+} frame_t;
+
+typedef struct {
+  char *root;
+  double max_entries;
+  double max_depth;
+  double removed;
+  int complete;
+  int error;          /* errno of the failure, 0 when none */
+  const char *syscall;
+  char *error_path;
+  frame_t *stack;
+  size_t depth, capacity;
+  napi_async_work work;
+  napi_ref callback;
+} removal_t;
+
+static char *join_path(const char *dir, const char *name) {
+  size_t a = strlen(dir), b = strlen(name);
+  char *out = malloc(a + b + 2);
+  if (out == NULL) return NULL;
+  memcpy(out, dir, a);
+  out[a] = '/';
+  memcpy(out + a + 1, name, b + 1);
+  return out;
+}
+
+static void free_listing(char **names, unsigned char *types, size_t count) {
+  for (size_t i = 0; i < count; i++) free(names[i]);
+  free(names);
+  free(types);
+}
+
+/* The names (without "." and "..") and entry types of an open directory; the descriptor stays open. 0 or errno. */
+static int read_listing(int fd, char ***names_out, unsigned char **types_out, size_t *count_out) {
+  int copy = dup(fd);
+  if (copy < 0) return errno;
+  DIR *dir = fdopendir(copy);
+  if (dir == NULL) {
+    int error = errno;
+    close(copy);
+    return error;
+  }
+  size_t count = 0, capacity = 16;
+  char **names = malloc(capacity * sizeof *names);
+  unsigned char *types = malloc(capacity);
+  if (names == NULL || types == NULL) {
+    free(names);
+    free(types);
+    closedir(dir);
+    return ENOMEM;
+  }
+  for (;;) {
+    errno = 0;
+    struct dirent *entry = readdir(dir);
+    if (entry == NULL) {
+      int error = errno;
+      closedir(dir);
+      if (error != 0) {
+        free_listing(names, types, count);
+        return error;
+      }
+      *names_out = names;
+      *types_out = types;
+      *count_out = count;
+      return 0;
+    }
+    const char *name = entry->d_name;
+    if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
+    if (count == capacity) {
+      capacity *= 2;
+      char **more_names = realloc(names, capacity * sizeof *names);
+      if (more_names != NULL) names = more_names;
+      unsigned char *more_types = more_names == NULL ? NULL : realloc(types, capacity);
+      if (more_types != NULL) types = more_types;
+      if (more_names == NULL || more_types == NULL) {
+        free_listing(names, types, count);
+        closedir(dir);
+        return ENOMEM;
+      }
+    }
+    names[count] = strdup(name);
+    if (names[count] == NULL) {
+      free_listing(names, types, count);
+      closedir(dir);
+      return ENOMEM;
+    }
+    types[count] = (unsigned char)type_of_dirent(entry->d_type);
+    count++;
+  }
+}
+
+/* Record the first failure: errno, the syscall and the path it was about. Always returns -1. */
+static int fail(removal_t *r, int error, const char *syscall, const char *dir, const char *name) {
+  r->error = error;
+  r->syscall = syscall;
+  r->error_path = name == NULL ? strdup(dir) : join_path(dir, name);
+  return -1;
+}
+
+/* Push a directory whose descriptor is open and listed; takes ownership of everything. 0, or -1 (ENOMEM). */
+static int push(removal_t *r, int fd, char *path, char *name, char **names, unsigned char *types, size_t count, double depth) {
+  if (r->depth == r->capacity) {
+    size_t capacity = r->capacity == 0 ? 16 : r->capacity * 2;
+    frame_t *more = realloc(r->stack, capacity * sizeof *more);
+    if (more == NULL) {
+      close(fd);
+      free(path);
+      free(name);
+      free_listing(names, types, count);
+      return fail(r, ENOMEM, "removeTree", r->root, NULL);
+    }
+    r->stack = more;
+    r->capacity = capacity;
+  }
+  frame_t *f = &r->stack[r->depth++];
+  f->fd = fd;
+  f->path = path;
+  f->name = name;
+  f->names = names;
+  f->types = types;
+  f->count = count;
+  f->index = 0;
+  f->depth = depth;
+  f->blocked = 0;
+  return 0;
+}
+
+static void drop_frame(frame_t *f) {
+  if (f->fd >= 0) close(f->fd);
+  free(f->path);
+  free(f->name);
+  free_listing(f->names, f->types, f->count);
+}
+
+/* Unlink `name` in `dir_fd`; counts it when this call removed it. 0, or -1 with the failure recorded. */
+static int remove_entry(removal_t *r, frame_t *parent, const char *name, int is_directory) {
+  if (unlinkat(parent->fd, name, is_directory ? AT_REMOVEDIR : 0) == 0) {
+    r->removed++;
+    return 0;
+  }
+  if (errno == ENOENT) return 0;
+  return fail(r, errno, is_directory ? "rmdir" : "unlink", parent->path, name);
+}
+
+/* One step inside the top directory: its next entry, or its own removal once it is empty. 1 when done. */
+static int step(removal_t *r) {
+  frame_t *top = &r->stack[r->depth - 1];
+  while (top->index < top->count) {
+    if (r->removed >= r->max_entries) {
+      r->complete = 0;
+      return 1;
+    }
+    const char *name = top->names[top->index];
+    int type = top->types[top->index++];
+    if (type == T_UNKNOWN) {
+      struct stat st;
+      if (fstatat(top->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT) continue;
+        return fail(r, errno, "lstat", top->path, name);
+      }
+      type = type_of_mode(st.st_mode);
+    }
+    if (type != T_DIRECTORY) {
+      if (remove_entry(r, top, name, 0) != 0) return -1;
+      continue;
+    }
+    int fd = openat(top->fd, name, DIR_FLAGS);
+    if (fd < 0) {
+      /* Vanished, or swapped for a link or file since the listing: remove the entry itself. */
+      if (errno == ENOENT || errno == ELOOP || errno == ENOTDIR) {
+        if (remove_entry(r, top, name, 0) != 0) return -1;
+        continue;
+      }
+      return fail(r, errno, "open", top->path, name);
+    }
+    char **names;
+    unsigned char *types;
+    size_t count;
+    int error = read_listing(fd, &names, &types, &count);
+    if (error != 0) {
+      close(fd);
+      return fail(r, error, "readdir", top->path, name);
+    }
+    if (count == 0) {
+      free_listing(names, types, count);
+      close(fd);
+      if (remove_entry(r, top, name, 1) != 0) return -1;
+      continue;
+    }
+    double depth = top->depth + 1;
+    if (depth + 1 > r->max_depth) {
+      free_listing(names, types, count);
+      close(fd);
+      top->blocked = 1;
+      r->complete = 0;
+      continue;
+    }
+    char *path = join_path(top->path, name);
+    char *own_name = strdup(name);
+    if (path == NULL || own_name == NULL) {
+      free(path);
+      free(own_name);
+      free_listing(names, types, count);
+      close(fd);
+      return fail(r, ENOMEM, "removeTree", top->path, name);
+    }
+    return push(r, fd, path, own_name, names, types, count, depth); /* continue in the child */
+  }
+  /* The top directory has no entries left to visit: close it, then remove it from its parent. */
+  frame_t done = *top;
+  r->depth--;
+  close(done.fd);
+  done.fd = -1;
+  int result = 0;
+  frame_t *parent = r->depth == 0 ? NULL : &r->stack[r->depth - 1];
+  if (done.blocked) {
+    if (parent != NULL) parent->blocked = 1;
+  } else if (parent == NULL) {
+    /* The root is not counted against the budget. */
+    if (rmdir(r->root) != 0 && errno != ENOENT) result = fail(r, errno, "rmdir", r->root, NULL);
+  } else if (r->removed >= r->max_entries) {
+    r->complete = 0;
+    result = 1;
+  } else {
+    result = remove_entry(r, parent, done.name, 1);
+  }
+  drop_frame(&done);
+  if (result != 0) return result;
+  return r->depth == 0 ? 1 : 0;
+}
+
+static void run_removal(removal_t *r) {
+  r->complete = 1;
+  struct stat st;
+  if (lstat(r->root, &st) != 0) {
+    if (errno != ENOENT) fail(r, errno, "lstat", r->root, NULL);
+    return;
+  }
+  int fd = S_ISDIR(st.st_mode) ? open(r->root, DIR_FLAGS) : -1;
+  if (fd < 0) {
+    if (S_ISDIR(st.st_mode) && errno == ENOENT) return;
+    if (S_ISDIR(st.st_mode) && errno != ELOOP && errno != ENOTDIR) {
+      fail(r, errno, "open", r->root, NULL);
+      return;
+    }
+    /* A link or file root: unlink the entry itself (never a link's target). The root is not counted. */
+    if (unlink(r->root) != 0 && errno != ENOENT) fail(r, errno, "unlink", r->root, NULL);
+    return;
+  }
+  char **names;
+  unsigned char *types;
+  size_t count;
+  int error = read_listing(fd, &names, &types, &count);
+  if (error != 0) {
+    close(fd);
+    fail(r, error, "readdir", r->root, NULL);
+    return;
+  }
+  if (r->max_depth < 1 && count > 0) {
+    free_listing(names, types, count);
+    close(fd);
+    r->complete = 0;
+    return;
+  }
+  char *path = strdup(r->root);
+  if (path == NULL) {
+    free_listing(names, types, count);
+    close(fd);
+    fail(r, ENOMEM, "removeTree", r->root, NULL);
+    return;
+  }
+  if (push(r, fd, path, NULL, names, types, count, 0) != 0) return;
+  while (step(r) == 0) {
+    /* one entry, or one finished directory, per step */
+  }
+  while (r->depth > 0) drop_frame(&r->stack[--r->depth]);
+}
+
+static void removal_execute(napi_env env, void *data) {
+  (void)env;
+  run_removal(data);
+}
+
+static napi_value string_value(napi_env env, const char *text) {
+  napi_value out;
+  napi_create_string_utf8(env, text == NULL ? "" : text, NAPI_AUTO_LENGTH, &out);
+  return out;
+}
+
+/* Back on the event loop: callback(0, removedEntries, complete) or callback(-errno, syscall, path). */
+static void removal_complete(napi_env env, napi_status status, void *data) {
+  removal_t *r = data;
+  napi_value callback, global, argv[3];
+  napi_get_reference_value(env, r->callback, &callback);
+  napi_get_global(env, &global);
+  if (status != napi_ok && r->error == 0) fail(r, ECANCELED, "removeTree", r->root, NULL);
+  if (r->error != 0) {
+    argv[0] = number(env, -r->error);
+    argv[1] = string_value(env, r->syscall);
+    argv[2] = string_value(env, r->error_path);
+  } else {
+    argv[0] = number(env, 0);
+    argv[1] = number(env, r->removed);
+    napi_get_boolean(env, r->complete, &argv[2]);
+  }
+  napi_call_function(env, global, callback, 3, argv, NULL);
+  napi_delete_reference(env, r->callback);
+  napi_delete_async_work(env, r->work);
+  free(r->stack);
+  free(r->error_path);
+  free(r->root);
+  free(r);
+}
+
+/* removeTree(path, maxEntries, maxDepth, callback): queues the removal; 0, or -EINVAL for bad arguments. */
+static napi_value remove_tree(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  char path[NAME_MAX_BYTES];
+  double max_entries, max_depth;
+  napi_valuetype callback_type;
+  if (argc < 4 || !string_arg(env, argv[0], path, sizeof path) ||
+      napi_get_value_double(env, argv[1], &max_entries) != napi_ok ||
+      napi_get_value_double(env, argv[2], &max_depth) != napi_ok ||
+      napi_typeof(env, argv[3], &callback_type) != napi_ok || callback_type != napi_function) {
+    return number(env, -EINVAL);
+  }
+  removal_t *r = calloc(1, sizeof *r);
+  if (r == NULL) return number(env, -ENOMEM);
+  r->root = strdup(path);
+  r->max_entries = max_entries;
+  r->max_depth = max_depth;
+  napi_value name;
+  napi_create_string_utf8(env, "fsat.removeTree", NAPI_AUTO_LENGTH, &name);
+  if (r->root == NULL || napi_create_reference(env, argv[3], 1, &r->callback) != napi_ok) {
+    free(r->root);
+    free(r);
+    return number(env, -ENOMEM);
+  }
+  if (napi_create_async_work(env, NULL, name, removal_execute, removal_complete, r, &r->work) != napi_ok) {
+    napi_delete_reference(env, r->callback);
+    free(r->root);
+    free(r);
+    return number(env, -ENOMEM);
+  }
+  if (napi_queue_async_work(env, r->work) != napi_ok) {
+    napi_delete_async_work(env, r->work);
+    napi_delete_reference(env, r->callback);
+    free(r->root);
+    free(r);
+    return number(env, -ENOMEM);
+  }
+  return number(env, 0);
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor methods[] = {
     { "openDir", NULL, open_dir, NULL, NULL, NULL, napi_enumerable, NULL },
     { "openDirAt", NULL, open_dir_at, NULL, NULL, NULL, napi_enumerable, NULL },
     { "list", NULL, list, NULL, NULL, NULL, napi_enumerable, NULL },
     { "statAt", NULL, stat_at, NULL, NULL, NULL, napi_enumerable, NULL },
-    { "unlinkAt", NULL, unlink_at, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "removeTree", NULL, remove_tree, NULL, NULL, NULL, napi_enumerable, NULL },
     { "close", NULL, close_fd, NULL, NULL, NULL, napi_enumerable, NULL }
   };
   napi_define_properties(env, exports, sizeof methods / sizeof methods[0], methods);

@@ -9,11 +9,12 @@
  * - Durability: files are fsynced before they become visible under their final name, and the parent
  *   directories are fsynced after renames (unless the caller passes `sync: false`).
  * - The hot walks (`measureTree`, `removeTree`) use synchronous syscalls one directory at a time
- *   (DESIGN "Performance facts": async per-entry walks are ~8× slower): measuring in 4 ms slices on the
- *   event loop, removing on a remover thread (node/remover.ts). Memory use is one name list per directory
- *   level, never the whole tree. With the native `fsat` addon (node/fdWalk.ts) every entry is reached
- *   relative to its parent's descriptor, never through a link; without it the portable walks
- *   (node/pathWalk.ts) address entries by path.
+ *   (DESIGN "Performance facts": async per-entry walks are ~8× slower), chosen in node/walkers.ts. Measuring
+ *   runs in 4 ms slices on the event loop. Removing never holds it: with the native `fsat` addon the whole
+ *   walk runs in C on the thread pool (node/nativeRemove.ts), otherwise on a remover thread
+ *   (node/remover.ts). Memory use is one name list per directory level, never the whole tree. With the
+ *   addon every entry is reached relative to its parent's descriptor, never through a link; without it
+ *   the portable walks (node/pathWalk.ts) address entries by path.
  * - Small metadata operations (lstat, mkdir, fchmod, exclusive create and write of small files, rename,
  *   unlink, reads under 1 MiB) are synchronous syscalls too: each costs microseconds, while a trip through
  *   the libuv thread pool costs 20–800 µs on a loaded 2-core machine (issue 7: acquire + release made ~40
@@ -32,12 +33,10 @@ import {
   type FileInfo,
   FileSystem,
   type FileType,
-  type WalkBudget,
   type WriteOptions
 } from "../services/FileSystem.js"
-import { sharedRemover } from "./node/remover.js"
-import { attempt, attemptSync, failWith, runWalk, toFileSystemError } from "./node/support.js"
-import { defaultWalkerKind, walkerOf, type WalkerKind } from "./node/walkers.js"
+import { attempt, attemptSync, failWith, toFileSystemError } from "./node/support.js"
+import { defaultWalkerKind, type WalkerKind, walksOf } from "./node/walkers.js"
 
 export { toFileSystemError } from "./node/support.js"
 
@@ -366,18 +365,9 @@ const copyFile = (from: string, to: string, options?: { readonly sync?: boolean 
 /** Which tree walker the Node layer uses: "native" (the fsat addon) when it loads, else "portable". */
 export type Walker = WalkerKind
 
-const walksFor = (kind: Walker) => {
-  const walker = walkerOf(kind)
-  const removeOnEventLoop = (root: string, budget: WalkBudget) => runWalk("removeTree", root, () => walker.startRemoval(root, budget))
-  return {
-    measureTree: (root: string, budget: WalkBudget) => runWalk("measureTree", root, () => walker.startMeasure(root, budget)),
-    removeTree: sharedRemover(kind).remove(removeOnEventLoop)
-  }
-}
-
 /** The Node FileSystem; `walker` picks the tree walks (default: native when built). */
 export const make = (walker: Walker = defaultWalkerKind): FileSystem["Type"] => ({
-  ...walksFor(walker),
+  ...walksOf(walker),
   lstat,
   readDirectory,
   makeDirectory,

@@ -11,7 +11,6 @@ import { Doctor, doctor } from "../../src/services/Doctor.js"
 import { AGENT, asProcess, HOST, spawn } from "./migrationSupport.js"
 
 const WEB = "/home/user/.pi/web/data"
-const TENANT = `${AGENT}/work/tools/bash`
 
 const manifest = (runId: string, over: Record<string, unknown> = {}) =>
   JSON.stringify({ version: 2, category: "tools", tenant: "bash", runId, kind: "generated", createdAt: 1, createdBy: { host: HOST, pid: 1 }, ...over })

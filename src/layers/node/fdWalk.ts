@@ -1,29 +1,27 @@
 /**
- * The native tree walks: the same budgets, order and answers as pathWalk.ts, but every entry is reached
- * relative to its parent's open descriptor (`openat`/`fstatat`/`unlinkat` through the `fsat` addon), so a
- * directory swapped for a symlink mid-walk is never descended: every open is O_NOFOLLOW relative to a
- * descriptor we already hold. Descriptors held: one per directory level on the walk's stack, closed when
- * the level is done and by `close` on a budget stop, failure or interruption.
+ * The native measuring walk: the same budgets, order and answers as pathWalk.ts, but every entry is reached
+ * relative to its parent's open descriptor (`openat`/`fstatat` through the `fsat` addon), so a directory
+ * swapped for a symlink mid-walk is never descended: every open is O_NOFOLLOW relative to a descriptor we
+ * already hold. Descriptors held: one per directory level on the walk's stack, closed when the level is
+ * done and by `close` on a budget stop, failure or interruption. (The native removal is the same walk in C,
+ * fsat.c `removeTree`, run on the thread pool: nativeRemove.ts.)
  */
 import * as fs from "node:fs"
-import type { TreeMeasure, TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
+import type { TreeMeasure, WalkBudget } from "../../services/FileSystem.js"
 import { errnoName, type Fsat, fsatError, FsatType } from "./fsat.js"
-import { finished, type SyncWalk, unlessMissing, type Walker } from "./syncWalk.js"
+import { finished, type SyncWalk } from "./syncWalk.js"
 
 interface Frame {
   readonly fd: number
   readonly path: string
-  /** Name in the parent directory (unused for the root). */
-  readonly name: string
   readonly depth: number
   readonly names: ReadonlyArray<string>
   readonly types: ReadonlyArray<number>
   index: number
-  /** A child was left in place (depth budget), so this directory cannot be removed. */
-  blocked: boolean
 }
 
-export const makeFdWalker = (fsat: Fsat): Walker => {
+/** Start a native measuring walk (may throw for a missing root, as `fs.lstatSync` does). */
+export const makeFdMeasure = (fsat: Fsat): ((root: string, budget: WalkBudget) => SyncWalk<TreeMeasure>) => {
   /** A directory's names and types; on failure the descriptor is closed before the error propagates. */
   const listOrClose = (fd: number, path: string): { names: Array<string>; types: Array<number> } => {
     const types: Array<number> = []
@@ -33,13 +31,12 @@ export const makeFdWalker = (fsat: Fsat): Walker => {
     throw fsatError("readdir", path, names)
   }
 
-  /** Open the walk's root; a root that vanished or became a link says so. */
-  const openRoot = (root: string): number | "gone" | "link" => {
+  /** Open the walk's root; undefined when it vanished or became a link since its lstat. */
+  const openRoot = (root: string): number | undefined => {
     const fd = fsat.openDir(root)
     if (fd >= 0) return fd
     const code = errnoName(fd)
-    if (code === "ENOENT") return "gone"
-    if (code === "ELOOP" || code === "ENOTDIR") return "link"
+    if (code === "ENOENT" || code === "ELOOP" || code === "ENOTDIR") return undefined
     throw fsatError("open", root, fd)
   }
 
@@ -68,21 +65,13 @@ export const makeFdWalker = (fsat: Fsat): Walker => {
     throw fsatError("open", childPath(frame, name), fd)
   }
 
-  /** Remove one entry; true when this call removed it, false when it was already gone. */
-  const unlinkChild = (frame: Frame, name: string, isDirectory: boolean): boolean => {
-    const answer = fsat.unlinkAt(frame.fd, name, isDirectory)
-    if (answer === 0) return true
-    if (errnoName(answer) === "ENOENT") return false
-    throw fsatError(isDirectory ? "rmdir" : "unlink", childPath(frame, name), answer)
-  }
-
-  const rootFrame = (fd: number, root: string): Frame => ({ fd, path: root, name: "", depth: 0, ...listOrClose(fd, root), index: 0, blocked: false })
+  const rootFrame = (fd: number, root: string): Frame => ({ fd, path: root, depth: 0, ...listOrClose(fd, root), index: 0 })
 
   const startMeasure = (root: string, budget: WalkBudget): SyncWalk<TreeMeasure> => {
     const rootStats = fs.lstatSync(root)
     if (!rootStats.isDirectory()) return finished({ bytes: rootStats.isFile() ? rootStats.size : 0, entries: 0, complete: true })
     const rootFd = openRoot(root)
-    if (typeof rootFd !== "number") return finished({ bytes: 0, entries: 0, complete: true })
+    if (rootFd === undefined) return finished({ bytes: 0, entries: 0, complete: true })
     const stack = [rootFrame(rootFd, root)]
     if (budget.maxDepth < 1) {
       const complete = stack[0]!.names.length === 0
@@ -123,7 +112,7 @@ export const makeFdWalker = (fsat: Fsat): Walker => {
           fsat.close(fd)
           continue
         }
-        stack.push({ fd, path, name, depth, ...children, index: 0, blocked: false })
+        stack.push({ fd, path, depth, ...children, index: 0 })
         return false // continue with the child
       }
       stack.pop()
@@ -133,83 +122,5 @@ export const makeFdWalker = (fsat: Fsat): Walker => {
     return { step, result: () => ({ bytes, entries, complete }), close: closeAll(stack) }
   }
 
-  const startRemoval = (root: string, budget: WalkBudget): SyncWalk<TreeRemoval> => {
-    const rootStats = fs.lstatSync(root, { throwIfNoEntry: false })
-    if (rootStats === undefined) return finished({ removedEntries: 0, complete: true })
-    const rootFd = rootStats.isDirectory() ? openRoot(root) : "link"
-    if (rootFd === "gone") return finished({ removedEntries: 0, complete: true })
-    if (rootFd === "link") {
-      // A link or file root: unlink the entry itself (never a link's target). The root is not counted.
-      unlessMissing(() => fs.unlinkSync(root))
-      return finished({ removedEntries: 0, complete: true })
-    }
-    const stack = [rootFrame(rootFd, root)]
-    if (budget.maxDepth < 1 && stack[0]!.names.length > 0) {
-      closeAll(stack)()
-      return finished({ removedEntries: 0, complete: false })
-    }
-    let removed = 0
-    let complete = true
-    const step = (until: number): boolean => {
-      const top = stack[stack.length - 1]
-      if (top === undefined) return true
-      while (top.index < top.names.length) {
-        if (performance.now() > until) return false // resume this directory after a yield
-        if (removed >= budget.maxEntries) {
-          complete = false
-          return true
-        }
-        const name = top.names[top.index]!
-        let type = top.types[top.index++]!
-        if (type === FsatType.Unknown) {
-          const found = statEntry(top, name)
-          if (found === undefined) continue
-          type = found
-        }
-        if (type === FsatType.Directory) {
-          const fd = openChild(top, name)
-          if (fd === undefined) {
-            // Vanished, or swapped for a link or file since the listing: remove the entry itself.
-            if (unlinkChild(top, name, false)) removed++
-            continue
-          }
-          const path = childPath(top, name)
-          const children = listOrClose(fd, path)
-          const depth = top.depth + 1
-          if (children.names.length === 0) {
-            fsat.close(fd)
-            if (unlinkChild(top, name, true)) removed++
-            continue
-          }
-          if (depth + 1 > budget.maxDepth) {
-            fsat.close(fd)
-            top.blocked = true
-            complete = false
-            continue
-          }
-          stack.push({ fd, path, name, depth, ...children, index: 0, blocked: false })
-          return false // continue with the child
-        }
-        // Files, symlinks and anything else: unlink the entry itself.
-        if (unlinkChild(top, name, false)) removed++
-      }
-      stack.pop()
-      fsat.close(top.fd)
-      const parent = stack[stack.length - 1]
-      if (top.blocked) {
-        if (parent !== undefined) parent.blocked = true
-      } else if (parent === undefined) {
-        unlessMissing(() => fs.rmdirSync(root)) // the root is not counted against the budget
-      } else if (removed >= budget.maxEntries) {
-        complete = false
-        return true
-      } else if (unlinkChild(parent, top.name, true)) {
-        removed++
-      }
-      return stack.length === 0
-    }
-    return { step, result: () => ({ removedEntries: removed, complete }), close: closeAll(stack) }
-  }
-
-  return { startMeasure, startRemoval }
+  return startMeasure
 }

@@ -19,9 +19,17 @@ export interface Fsat {
   readonly list: (dirFd: number, types: Array<number>) => Array<string> | number
   /** lstat relative to a directory: writes [type, size] into `out`. */
   readonly statAt: (dirFd: number, name: string, out: Float64Array) => number
-  /** Removes the entry itself (a link, never its target); `isDirectory` removes an empty directory. */
-  readonly unlinkAt: (dirFd: number, name: string, isDirectory: boolean) => number
   readonly close: (fd: number) => number
+  /**
+   * Queue a whole removal walk on the libuv thread pool; 0 when queued (else a negative errno, and no
+   * callback). The callback gets `(0, removedEntries, complete)` or `(-errno, syscall, path)`.
+   */
+  readonly removeTree: (
+    path: string,
+    maxEntries: number,
+    maxDepth: number,
+    callback: (answer: number, a: number | string, b: boolean | string) => void
+  ) => number
 }
 
 const ADDON_PATH = "../../../build/Release/fsat.node" // the same depth from src/ and dist/

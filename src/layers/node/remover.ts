@@ -1,17 +1,16 @@
 /**
- * `removeTree` off the event loop: each request goes to a shared remover thread (removerThread.ts), which
- * runs the walker straight through. Deleting waits on the disk (an unlink costs 0.1–1 ms on a
- * discard-mounted ext4), so on the event loop it both stalled other work and serialised a prune's deletions
- * behind its protocol work (issue 7). If a thread
- * cannot start or dies, its requests are re-run on the event loop with the sliced walk: removal is
- * idempotent, a rerun continues where it stopped.
+ * `removeTree` off the event loop for the portable walker: each request goes to a shared remover thread
+ * (removerThread.ts), which runs pathWalk.ts straight through. Deleting waits on the disk (an unlink costs
+ * 0.1–1 ms on a discard-mounted ext4), so on the event loop it both stalled other work and serialised a
+ * prune's deletions behind its protocol work (issue 7). If a thread cannot start or dies, its requests are
+ * re-run on the event loop with the sliced walk: removal is idempotent, a rerun continues where it stopped.
+ * (The native walker removes in C on the thread pool instead: nativeRemove.ts.)
  */
 import { Worker } from "node:worker_threads"
 import * as Effect from "effect/Effect"
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
 import { toFileSystemError } from "./support.js"
-import type { WalkerKind } from "./walkers.js"
 
 export interface RemovalRequest {
   readonly id: number
@@ -57,7 +56,7 @@ export const REMOVER_THREADS = ((): number => {
  * A remover with its own threads, started on demand up to `size` (tests pass a `url` that cannot load, to
  * see the fallback).
  */
-export const makeRemover = (walker: WalkerKind, url: URL = threadUrl, size = REMOVER_THREADS) => {
+export const makeRemover = (url: URL = threadUrl, size = REMOVER_THREADS) => {
   /** How many requests the threads answered, how many ran on the event loop instead, most threads at once. */
   const counts = { onThread: 0, onEventLoop: 0, threads: 0 }
   const threads: Array<Thread> = []
@@ -76,7 +75,7 @@ export const makeRemover = (walker: WalkerKind, url: URL = threadUrl, size = REM
   const startThread = (): Thread | undefined => {
     let worker: Worker
     try {
-      worker = new Worker(url, { workerData: { walker } })
+      worker = new Worker(url)
     } catch {
       unavailable = true
       return undefined
@@ -152,14 +151,7 @@ export const makeRemover = (walker: WalkerKind, url: URL = threadUrl, size = REM
   return { remove, counts }
 }
 
-const removers = new Map<WalkerKind, ReturnType<typeof makeRemover>>()
+let shared: ReturnType<typeof makeRemover> | undefined
 
-/** The process-wide remover of a walker (one pool per walker kind, shared by every layer). */
-export const sharedRemover = (walker: WalkerKind): ReturnType<typeof makeRemover> => {
-  let remover = removers.get(walker)
-  if (remover === undefined) {
-    remover = makeRemover(walker)
-    removers.set(walker, remover)
-  }
-  return remover
-}
+/** The process-wide remover (one pool, shared by every layer). */
+export const sharedRemover = (): ReturnType<typeof makeRemover> => (shared ??= makeRemover())

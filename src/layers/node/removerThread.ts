@@ -3,18 +3,17 @@
  * through, so a prune's deletions (which wait on the disk) overlap with the protocol work of its next
  * victim and never hold the event loop. Loaded by remover.ts; imports no Effect.
  */
-import { parentPort, workerData } from "node:worker_threads"
+import { parentPort } from "node:worker_threads"
 import type { RemovalReply, RemovalRequest } from "./remover.js"
 import { runToEnd } from "./syncWalk.js"
-import { walkerOf, type WalkerKind } from "./walkers.js"
+import { pathWalker } from "./pathWalk.js"
 
-const walker = walkerOf((workerData as { walker: WalkerKind }).walker)
 const port = parentPort!
 
 port.on("message", (request: RemovalRequest) => {
   let reply: RemovalReply
   try {
-    reply = { id: request.id, removal: runToEnd(walker.startRemoval(request.root, request.budget)) }
+    reply = { id: request.id, removal: runToEnd(pathWalker.startRemoval(request.root, request.budget)) }
   } catch (cause) {
     const c = cause as { code?: unknown; path?: unknown; message?: unknown }
     reply = {

@@ -1,7 +1,8 @@
 /**
- * What only the native walker promises beyond the shared conformance suite: a directory swapped for a
- * symlink between listing and descending is never followed, and no descriptor outlives a walk (budget stop,
- * failure, interruption).
+ * What only the native measuring walk promises beyond the shared conformance suite: a directory swapped for
+ * a symlink between listing and descending is never followed, and no descriptor outlives a walk (budget
+ * stop, failure, interruption). The addon's calls answer errnos, never throw. (Native removal:
+ * nativeRemove.test.ts.)
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -10,7 +11,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import { makeFdWalker } from "../../../src/layers/node/fdWalk.js"
+import { makeFdMeasure } from "../../../src/layers/node/fdWalk.js"
 import { type Fsat, loadFsat } from "../../../src/layers/node/fsat.js"
 import { runWalk } from "../../../src/layers/node/support.js"
 import type { WalkBudget } from "../../../src/services/FileSystem.js"
@@ -21,13 +22,10 @@ const fsat = (): Fsat => {
   return loaded.fsat
 }
 
-/** The walks as the Node layer runs them on the event loop: sliced, closed however they end. */
-const makeFdWalks = (native: Fsat) => {
-  const walker = makeFdWalker(native)
-  return {
-    measureTree: (root: string, budget: WalkBudget) => runWalk("measureTree", root, () => walker.startMeasure(root, budget)),
-    removeTree: (root: string, budget: WalkBudget) => runWalk("removeTree", root, () => walker.startRemoval(root, budget))
-  }
+/** The measure as the Node layer runs it on the event loop: sliced, closed however it ends. */
+const measureWith = (native: Fsat) => {
+  const start = makeFdMeasure(native)
+  return (root: string, budget: WalkBudget) => runWalk("measureTree", root, () => start(root, budget))
 }
 
 const WIDE = { maxEntries: 1_000_000, maxDepth: 64 }
@@ -63,52 +61,37 @@ const swappingFsat = (root: string): Fsat => {
   }
 }
 
-describe("native walker (fsat)", () => {
-  it.effect("removal never descends a directory swapped for a link after its parent was listed", () =>
-    Effect.gen(function*() {
-      const root = scratch()
-      plant(root)
-      const walks = makeFdWalks(swappingFsat(root))
-      const removal = yield* walks.removeTree(`${root}/run`, WIDE)
-      assert.isTrue(removal.complete)
-      assert.isFalse(fs.existsSync(`${root}/run`))
-      assert.strictEqual(fs.readFileSync(`${root}/outside/canary`, "utf8"), "keep me")
-      assert.strictEqual(fs.readdirSync(`${root}/moved`).length, 21) // the moved directory is no longer ours to walk
-      fs.rmSync(root, { recursive: true })
-    }))
-
+describe("native measuring walk (fsat)", () => {
   it.effect("measuring never descends a directory swapped for a link after its parent was listed", () =>
     Effect.gen(function*() {
       const root = scratch()
       plant(root)
       fs.writeFileSync(`${root}/outside/big`, "y".repeat(10_000))
-      const measure = yield* makeFdWalks(swappingFsat(root)).measureTree(`${root}/run`, WIDE)
+      const measure = yield* measureWith(swappingFsat(root))(`${root}/run`, WIDE)
       assert.deepStrictEqual(measure, { bytes: 0, entries: 1, complete: true }) // the link itself, 0 bytes
       fs.rmSync(root, { recursive: true })
     }))
 
-  it.effect("no descriptor outlives a walk: completed, budget-stopped, failed or interrupted", () =>
+  it.effect("no descriptor outlives a measure: completed, budget-stopped, failed or interrupted", () =>
     Effect.gen(function*() {
       const root = scratch()
       plant(root)
-      const walks = makeFdWalks(fsat())
+      const measure = measureWith(fsat())
       const before = openDescriptors()
-      yield* walks.measureTree(`${root}/run`, WIDE)
-      yield* walks.measureTree(`${root}/run`, { maxEntries: 3, maxDepth: 64 })
-      const stopped = yield* walks.removeTree(`${root}/run`, { maxEntries: 5, maxDepth: 64 })
-      assert.isFalse(stopped.complete)
+      assert.isTrue((yield* measure(`${root}/run`, WIDE)).complete)
+      assert.isFalse((yield* measure(`${root}/run`, { maxEntries: 3, maxDepth: 64 })).complete)
       assert.strictEqual(openDescriptors(), before)
 
-      // An unlink failing mid-walk (EIO after a few removals).
-      let unlinks = 0
-      const failing: Fsat = { ...fsat(), unlinkAt: (fd, name, isDirectory) => (++unlinks > 3 ? -os.constants.errno.EIO : fsat().unlinkAt(fd, name, isDirectory)) }
-      const failed = yield* Effect.either(makeFdWalks(failing).removeTree(`${root}/run`, WIDE))
+      // An lstat failing mid-walk (EIO after a few files).
+      let stats = 0
+      const failing: Fsat = { ...fsat(), statAt: (fd, name, out) => (++stats > 3 ? -os.constants.errno.EIO : fsat().statAt(fd, name, out)) }
+      const failed = yield* Effect.either(measureWith(failing)(`${root}/run`, WIDE))
       assert.strictEqual(failed._tag === "Left" ? failed.left.errno : "none", "EIO")
       assert.strictEqual(openDescriptors(), before)
 
-      // Interrupted between slices (a 4,000-entry removal takes far longer than one slice).
-      for (let i = 0; i < 2000; i++) fs.mkdirSync(`${root}/run/wide${i}/x`, { recursive: true })
-      const fiber = yield* Effect.fork(walks.removeTree(`${root}/run`, WIDE))
+      // Interrupted between slices (a 6,000-entry tree takes far longer than one slice).
+      for (let i = 0; i < 2000; i++) fs.mkdirSync(`${root}/run/wide${i}/x/y`, { recursive: true })
+      const fiber = yield* Effect.fork(measure(`${root}/run`, WIDE))
       yield* Effect.yieldNow()
       const exit = yield* Fiber.interrupt(fiber)
       assert.isTrue(Exit.isInterrupted(exit))
@@ -129,13 +112,13 @@ describe("native walker (fsat)", () => {
     const out = new Float64Array(2)
     assert.strictEqual(native.statAt(dirFd, "link", out), 0)
     assert.strictEqual(out[0], 3) // a symbolic link, not its target
-    assert.strictEqual(native.unlinkAt(dirFd, "link", false), 0)
-    assert.isTrue(fs.existsSync(`${root}/outside/canary`))
+    assert.strictEqual(native.statAt(dirFd, "absent", out), -os.constants.errno.ENOENT)
     // Malformed arguments are EINVAL answers, never a crash.
     const EINVAL = -os.constants.errno.EINVAL
     assert.strictEqual(native.statAt(dirFd, "outside", new Float64Array(1)), EINVAL)
     assert.strictEqual(native.openDirAt(dirFd, "n".repeat(5000)), EINVAL)
-    assert.strictEqual(native.unlinkAt(dirFd, "outside", "yes" as unknown as boolean), EINVAL)
+    assert.strictEqual(native.removeTree(root, "many" as unknown as number, 64, () => {}), EINVAL)
+    assert.strictEqual(native.removeTree(root, 10, 64, "not a function" as unknown as () => void), EINVAL)
     assert.strictEqual(native.close(dirFd), 0)
     fs.rmSync(root, { recursive: true })
   })

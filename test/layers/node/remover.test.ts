@@ -1,5 +1,5 @@
 /**
- * The remover thread: removals really run off the event loop (not silently on the fallback), errors come
+ * The remover thread (portable walker): removals really run off the event loop (not silently on the fallback), errors come
  * back typed, a thread that cannot start hands its requests to the event-loop walk, and the event loop
  * keeps turning while a large tree is deleted.
  */
@@ -26,36 +26,34 @@ const plantTree = (root: string, dirs: number, files: number) => {
 const scratch = () => fs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-remover-"))
 
 describe("remover thread", () => {
-  for (const walker of ["native", "portable"] as const) {
-    it.effect(`${walker}: removes on the thread, keeps budgets, reports errors typed`, () =>
-      Effect.gen(function*() {
-        const root = scratch()
-        plantTree(`${root}/tree`, 5, 4)
-        fs.mkdirSync(`${root}/outside`)
-        fs.writeFileSync(`${root}/outside/canary`, "keep")
-        fs.symlinkSync(`${root}/outside`, `${root}/tree/d0/link`)
-        const remover = makeRemover(walker)
-        const remove = remover.remove(onEventLoop)
-        assert.deepStrictEqual(yield* remove(`${root}/tree`, { maxEntries: 7, maxDepth: 64 }), { removedEntries: 7, complete: false })
-        assert.deepStrictEqual(yield* remove(`${root}/tree`, WIDE), { removedEntries: 5 * 5 + 1 - 7, complete: true })
-        assert.isFalse(fs.existsSync(`${root}/tree`))
-        assert.strictEqual(fs.readFileSync(`${root}/outside/canary`, "utf8"), "keep")
-        // A root below a file: the thread's error comes back as the port's typed error.
-        fs.writeFileSync(`${root}/file`, "f")
-        const failed = yield* Effect.either(remove(`${root}/file/x`, WIDE))
-        assert.deepStrictEqual(failed._tag === "Left" ? [failed.left.reason, failed.left.errno, failed.left.method] : [], ["NotADirectory", "ENOTDIR", "removeTree"])
-        // A missing root is nothing to do.
-        assert.deepStrictEqual(yield* remove(`${root}/absent`, WIDE), { removedEntries: 0, complete: true })
-        assert.deepStrictEqual(remover.counts, { onThread: 4, onEventLoop: 0, threads: 1 }) // one at a time: one thread
-        fs.rmSync(root, { recursive: true, force: true })
-      }))
-  }
+  it.effect("removes on the thread, keeps budgets, reports errors typed", () =>
+    Effect.gen(function*() {
+      const root = scratch()
+      plantTree(`${root}/tree`, 5, 4)
+      fs.mkdirSync(`${root}/outside`)
+      fs.writeFileSync(`${root}/outside/canary`, "keep")
+      fs.symlinkSync(`${root}/outside`, `${root}/tree/d0/link`)
+      const remover = makeRemover()
+      const remove = remover.remove(onEventLoop)
+      assert.deepStrictEqual(yield* remove(`${root}/tree`, { maxEntries: 7, maxDepth: 64 }), { removedEntries: 7, complete: false })
+      assert.deepStrictEqual(yield* remove(`${root}/tree`, WIDE), { removedEntries: 5 * 5 + 1 - 7, complete: true })
+      assert.isFalse(fs.existsSync(`${root}/tree`))
+      assert.strictEqual(fs.readFileSync(`${root}/outside/canary`, "utf8"), "keep")
+      // A root below a file: the thread's error comes back as the port's typed error.
+      fs.writeFileSync(`${root}/file`, "f")
+      const failed = yield* Effect.either(remove(`${root}/file/x`, WIDE))
+      assert.deepStrictEqual(failed._tag === "Left" ? [failed.left.reason, failed.left.errno, failed.left.method] : [], ["NotADirectory", "ENOTDIR", "removeTree"])
+      // A missing root is nothing to do.
+      assert.deepStrictEqual(yield* remove(`${root}/absent`, WIDE), { removedEntries: 0, complete: true })
+      assert.deepStrictEqual(remover.counts, { onThread: 4, onEventLoop: 0, threads: 1 }) // one at a time: one thread
+      fs.rmSync(root, { recursive: true, force: true })
+    }))
 
   it.effect("concurrent requests spread over at most `size` threads and every tree goes", () =>
     Effect.gen(function*() {
       const root = scratch()
       for (let i = 0; i < 7; i++) plantTree(`${root}/t${i}`, 4, 10)
-      const remover = makeRemover("native", undefined, 3)
+      const remover = makeRemover(undefined, 3)
       const removals = yield* Effect.forEach(
         Array.from({ length: 7 }, (_, i) => `${root}/t${i}`),
         (tree) => remover.remove(onEventLoop)(tree, WIDE),
@@ -72,7 +70,7 @@ describe("remover thread", () => {
       const root = scratch()
       plantTree(`${root}/a`, 3, 3)
       plantTree(`${root}/b`, 3, 3)
-      const remover = makeRemover("portable", new URL("./no-such-remover-thread.js", import.meta.url))
+      const remover = makeRemover(new URL("./no-such-remover-thread.js", import.meta.url))
       const remove = remover.remove(onEventLoop)
       assert.deepStrictEqual(yield* remove(`${root}/a`, WIDE), { removedEntries: 12, complete: true })
       assert.deepStrictEqual(yield* remove(`${root}/b`, WIDE), { removedEntries: 12, complete: true })
@@ -85,7 +83,7 @@ describe("remover thread", () => {
     Effect.gen(function*() {
       const root = scratch()
       plantTree(`${root}/big`, 40, 100)
-      const remover = makeRemover("native")
+      const remover = makeRemover()
       // Warm the thread so its start-up is not what we observe.
       yield* remover.remove(onEventLoop)(`${root}/absent`, WIDE)
       let ticks = 0

@@ -1,0 +1,133 @@
+/**
+ * The native removal (fsat.c `removeTree` on the thread pool) beyond the shared conformance suite, which
+ * already runs it for every budget and link rule: a directory swapped for a link while the walk runs never
+ * has its target touched, no descriptor outlives a removal, errors come back typed with the failing path,
+ * the event loop keeps turning, and at most `size` removals run at once.
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as NodePath from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { type Fsat, loadFsat } from "../../../src/layers/node/fsat.js"
+import { makeNativeRemover } from "../../../src/layers/node/nativeRemove.js"
+
+const loaded = loadFsat()
+const fsat = (): Fsat => {
+  if (!("fsat" in loaded)) throw new Error(`native walker ${loaded.why}`)
+  return loaded.fsat
+}
+
+const WIDE = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }
+const scratch = () => fs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-native-remove-"))
+const openDescriptors = () => fs.readdirSync("/proc/self/fd").length
+
+const plantTree = (root: string, dirs: number, files: number) => {
+  for (let d = 0; d < dirs; d++) {
+    fs.mkdirSync(`${root}/d${d}`, { recursive: true })
+    for (let f = 0; f < files; f++) fs.writeFileSync(`${root}/d${d}/f${f}`, "x")
+  }
+}
+
+describe("native removal (fsat removeTree on the thread pool)", () => {
+  // Live clock: the test waits a real millisecond for the walk to start.
+  it.live("a directory swapped for a link while the walk runs: the link goes, its target stays", () =>
+    Effect.gen(function*() {
+      const remove = makeNativeRemover(fsat())
+      // The swap races the walk on another thread; whenever it lands, the outside tree must be untouched.
+      let swappedBeforeReached = 0
+      for (let round = 0; round < 6; round++) {
+        const root = scratch()
+        plantTree(`${root}/run`, 30, 60)
+        fs.mkdirSync(`${root}/outside/deep`, { recursive: true })
+        fs.writeFileSync(`${root}/outside/canary`, "keep me")
+        fs.writeFileSync(`${root}/outside/deep/canary`, "keep me too")
+        const removal = yield* Effect.fork(remove(`${root}/run`, WIDE))
+        yield* Effect.sleep("1 millis") // the walk has started and listed run/
+        // Swap directories one by one for links to outside/ while the removal runs.
+        for (let d = 29 - round * 4; d >= 0; d -= 3) {
+          try {
+            fs.renameSync(`${root}/run/d${d}`, `${root}/moved-${d}`)
+            fs.symlinkSync(`${root}/outside`, `${root}/run/d${d}`)
+          } catch {
+            // Already deleted or the run is gone: the walk got there first.
+          }
+        }
+        const done = yield* removal.await
+        if (done._tag === "Failure") {
+          // The tree changed under the walk: a directory swapped while the walk was inside it (its rmdir
+          // meets the link: ENOTDIR), or a link made after the walk passed its name (ENOTEMPTY). The removal
+          // fails like for any concurrent change, and the next one (the next prune) finishes.
+          const error = String(done.cause)
+          assert.match(error, /ENOTDIR|ENOTEMPTY/, error)
+          yield* remove(`${root}/run`, WIDE)
+        }
+        assert.isFalse(fs.existsSync(`${root}/run`), "the run, links included, is gone")
+        assert.strictEqual(fs.readFileSync(`${root}/outside/canary`, "utf8"), "keep me")
+        assert.strictEqual(fs.readFileSync(`${root}/outside/deep/canary`, "utf8"), "keep me too")
+        for (const moved of fs.readdirSync(root).filter((n) => n.startsWith("moved-"))) {
+          if (fs.readdirSync(`${root}/${moved}`).length === 60) swappedBeforeReached++
+        }
+        fs.rmSync(root, { recursive: true, force: true })
+      }
+      // Some swaps landed after run/ was listed and before the walk reached them: the window was exercised.
+      assert.isAbove(swappedBeforeReached, 0)
+    }))
+
+  it.effect("errors are typed, name the failing entry, and no descriptor outlives a removal", () =>
+    Effect.gen(function*() {
+      const remove = makeNativeRemover(fsat())
+      const root = scratch()
+      plantTree(`${root}/tree`, 4, 5)
+      const before = openDescriptors()
+      assert.deepStrictEqual(yield* remove(`${root}/tree`, { maxEntries: 7, maxDepth: 64 }), { removedEntries: 7, complete: false })
+      assert.deepStrictEqual(yield* remove(`${root}/tree`, WIDE), { removedEntries: 4 * 6 - 7, complete: true })
+      assert.deepStrictEqual(yield* remove(`${root}/absent`, WIDE), { removedEntries: 0, complete: true })
+      fs.writeFileSync(`${root}/file`, "f")
+      const below = yield* Effect.flip(remove(`${root}/file/x`, WIDE))
+      assert.deepStrictEqual([below.reason, below.errno, below.method, below.path], ["NotADirectory", "ENOTDIR", "removeTree", `${root}/file/x`])
+      // A real failure mid-walk, even for root: procfs refuses to unlink its entries.
+      const refused = yield* Effect.flip(remove("/proc/self/fdinfo", WIDE))
+      assert.deepStrictEqual([refused.reason, refused.method], ["PermissionDenied", "removeTree"])
+      assert.match(refused.path, /^\/proc\/self\/fdinfo\/\d+$/)
+      assert.strictEqual(openDescriptors(), before)
+      fs.rmSync(root, { recursive: true, force: true })
+    }))
+
+  it.effect("the event loop keeps turning while a large tree is deleted", () =>
+    Effect.gen(function*() {
+      const root = scratch()
+      plantTree(`${root}/big`, 40, 100)
+      let ticks = 0
+      const timer = setInterval(() => ticks++, 1)
+      const removal = yield* makeNativeRemover(fsat())(`${root}/big`, WIDE)
+      clearInterval(timer)
+      assert.deepStrictEqual(removal, { removedEntries: 40 * 101, complete: true })
+      // A 4,040-entry deletion takes many milliseconds; an event loop blocked by it would tick once.
+      assert.isAbove(ticks, 1)
+      fs.rmSync(root, { recursive: true, force: true })
+    }))
+
+  it.effect("at most `size` removals run at once; the rest queue", () =>
+    Effect.gen(function*() {
+      let running = 0
+      let most = 0
+      // The addon's queueing, with a removal that takes a few milliseconds.
+      const slow: Fsat = {
+        ...fsat(),
+        removeTree: (_path, _maxEntries, _maxDepth, callback) => {
+          running++
+          most = Math.max(most, running)
+          setTimeout(() => {
+            running--
+            callback(0, 1, true)
+          }, 5)
+          return 0
+        }
+      }
+      const remove = makeNativeRemover(slow, 2)
+      const results = yield* Effect.forEach(Array.from({ length: 7 }, (_, i) => `/nowhere/${i}`), (p) => remove(p, WIDE), { concurrency: "unbounded" })
+      assert.strictEqual(results.length, 7)
+      assert.strictEqual(most, 2)
+    }))
+})
