@@ -96,7 +96,7 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
   try {
     for (let rep = 0; rep < o.reps; rep++) {
       // Rotate which goes first so drift in the disk's state does not favour one side.
-      // With several remover threads, rm gets the same parallelism in a third series, for honesty.
+      // With several removals at once, rm gets the same parallelism in a third series, for honesty.
       const series = REMOVER_THREADS > 1 ? (["ours", "rm", "parallel"] as const) : (["ours", "rm"] as const)
       const order = series.map((_, i, all) => all[(i + rep) % all.length]!)
       for (const who of order) {
