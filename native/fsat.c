@@ -99,6 +99,72 @@ static napi_value open_dir_at(napi_env env, napi_callback_info info) {
   return number(env, fd < 0 ? -errno : fd);
 }
 
+static void free_listing(char **names, unsigned char *types, size_t count) {
+  for (size_t i = 0; i < count; i++) free(names[i]);
+  free(names);
+  free(types);
+}
+
+/* The names (without "." and "..") and entry types of an open directory; the descriptor stays open. 0 or errno. */
+static int read_listing(int fd, char ***names_out, unsigned char **types_out, size_t *count_out) {
+  int copy = dup(fd);
+  if (copy < 0) return errno;
+  DIR *dir = fdopendir(copy);
+  if (dir == NULL) {
+    int error = errno;
+    close(copy);
+    return error;
+  }
+  rewinddir(dir); /* the copy shares its offset with `fd`: list from the start */
+  size_t count = 0, capacity = 16;
+  char **names = malloc(capacity * sizeof *names);
+  unsigned char *types = malloc(capacity);
+  if (names == NULL || types == NULL) {
+    free(names);
+    free(types);
+    closedir(dir);
+    return ENOMEM;
+  }
+  for (;;) {
+    errno = 0;
+    struct dirent *entry = readdir(dir);
+    if (entry == NULL) {
+      int error = errno;
+      closedir(dir);
+      if (error != 0) {
+        free_listing(names, types, count);
+        return error;
+      }
+      *names_out = names;
+      *types_out = types;
+      *count_out = count;
+      return 0;
+    }
+    const char *name = entry->d_name;
+    if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
+    if (count == capacity) {
+      capacity *= 2;
+      char **more_names = realloc(names, capacity * sizeof *names);
+      if (more_names != NULL) names = more_names;
+      unsigned char *more_types = more_names == NULL ? NULL : realloc(types, capacity);
+      if (more_types != NULL) types = more_types;
+      if (more_names == NULL || more_types == NULL) {
+        free_listing(names, types, count);
+        closedir(dir);
+        return ENOMEM;
+      }
+    }
+    names[count] = strdup(name);
+    if (names[count] == NULL) {
+      free_listing(names, types, count);
+      closedir(dir);
+      return ENOMEM;
+    }
+    types[count] = (unsigned char)type_of_dirent(entry->d_type);
+    count++;
+  }
+}
+
 /*
  * list(dirFd, types): the names in the directory (without "." and ".."); their entry types are appended to
  * the JS array `types`. Returns the names array, or a negative errno. The descriptor stays open.
@@ -107,35 +173,21 @@ static napi_value list(napi_env env, napi_callback_info info) {
   napi_value argv[2];
   int32_t dir_fd;
   if (!fd_first(env, info, 2, argv, &dir_fd)) return number(env, -EINVAL);
-  int copy = dup(dir_fd);
-  if (copy < 0) return number(env, -errno);
-  DIR *dir = fdopendir(copy);
-  if (dir == NULL) {
-    int error = errno;
-    close(copy);
-    return number(env, -error);
-  }
-  rewinddir(dir);
-  napi_value names;
-  napi_create_array(env, &names);
-  uint32_t count = 0;
-  for (;;) {
-    errno = 0;
-    struct dirent *entry = readdir(dir);
-    if (entry == NULL) {
-      int error = errno;
-      closedir(dir);
-      if (error != 0) return number(env, -error);
-      return names;
-    }
-    const char *name = entry->d_name;
-    if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
+  char **names;
+  unsigned char *types;
+  size_t count;
+  int error = read_listing(dir_fd, &names, &types, &count);
+  if (error != 0) return number(env, -error);
+  napi_value js_names;
+  napi_create_array_with_length(env, count, &js_names);
+  for (size_t i = 0; i < count; i++) {
     napi_value js_name;
-    napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &js_name);
-    napi_set_element(env, names, count, js_name);
-    napi_set_element(env, argv[1], count, number(env, type_of_dirent(entry->d_type)));
-    count++;
+    napi_create_string_utf8(env, names[i], NAPI_AUTO_LENGTH, &js_name);
+    napi_set_element(env, js_names, (uint32_t)i, js_name);
+    napi_set_element(env, argv[1], (uint32_t)i, number(env, types[i]));
   }
+  free_listing(names, types, count);
+  return js_names;
 }
 
 /*
@@ -214,71 +266,6 @@ static char *join_path(const char *dir, const char *name) {
   out[a] = '/';
   memcpy(out + a + 1, name, b + 1);
   return out;
-}
-
-static void free_listing(char **names, unsigned char *types, size_t count) {
-  for (size_t i = 0; i < count; i++) free(names[i]);
-  free(names);
-  free(types);
-}
-
-/* The names (without "." and "..") and entry types of an open directory; the descriptor stays open. 0 or errno. */
-static int read_listing(int fd, char ***names_out, unsigned char **types_out, size_t *count_out) {
-  int copy = dup(fd);
-  if (copy < 0) return errno;
-  DIR *dir = fdopendir(copy);
-  if (dir == NULL) {
-    int error = errno;
-    close(copy);
-    return error;
-  }
-  size_t count = 0, capacity = 16;
-  char **names = malloc(capacity * sizeof *names);
-  unsigned char *types = malloc(capacity);
-  if (names == NULL || types == NULL) {
-    free(names);
-    free(types);
-    closedir(dir);
-    return ENOMEM;
-  }
-  for (;;) {
-    errno = 0;
-    struct dirent *entry = readdir(dir);
-    if (entry == NULL) {
-      int error = errno;
-      closedir(dir);
-      if (error != 0) {
-        free_listing(names, types, count);
-        return error;
-      }
-      *names_out = names;
-      *types_out = types;
-      *count_out = count;
-      return 0;
-    }
-    const char *name = entry->d_name;
-    if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
-    if (count == capacity) {
-      capacity *= 2;
-      char **more_names = realloc(names, capacity * sizeof *names);
-      if (more_names != NULL) names = more_names;
-      unsigned char *more_types = more_names == NULL ? NULL : realloc(types, capacity);
-      if (more_types != NULL) types = more_types;
-      if (more_names == NULL || more_types == NULL) {
-        free_listing(names, types, count);
-        closedir(dir);
-        return ENOMEM;
-      }
-    }
-    names[count] = strdup(name);
-    if (names[count] == NULL) {
-      free_listing(names, types, count);
-      closedir(dir);
-      return ENOMEM;
-    }
-    types[count] = (unsigned char)type_of_dirent(entry->d_type);
-    count++;
-  }
 }
 
 /* Record the first failure: errno, the syscall and the path it was about. Always returns -1. */
