@@ -99,14 +99,25 @@ static napi_value open_dir_at(napi_env env, napi_callback_info info) {
   return number(env, fd < 0 ? -errno : fd);
 }
 
-static void free_listing(char **names, unsigned char *types, size_t count) {
+/* A directory's entries: names (without "." and "..") and their types. */
+typedef struct {
+  char **names;
+  unsigned char *types;
+  size_t count;
+} listing_t;
+
+static void free_names(char **names, unsigned char *types, size_t count) {
   for (size_t i = 0; i < count; i++) free(names[i]);
   free(names);
   free(types);
 }
 
-/* The names (without "." and "..") and entry types of an open directory; the descriptor stays open. 0 or errno. */
-static int read_listing(int fd, char ***names_out, unsigned char **types_out, size_t *count_out) {
+static void free_listing(listing_t *l) {
+  free_names(l->names, l->types, l->count);
+}
+
+/* The entries of an open directory; the descriptor stays open. 0 or errno. */
+static int read_listing(int fd, listing_t *out) {
   int copy = dup(fd);
   if (copy < 0) return errno;
   DIR *dir = fdopendir(copy);
@@ -132,12 +143,10 @@ static int read_listing(int fd, char ***names_out, unsigned char **types_out, si
       int error = errno;
       closedir(dir);
       if (error != 0) {
-        free_listing(names, types, count);
+        free_names(names, types, count);
         return error;
       }
-      *names_out = names;
-      *types_out = types;
-      *count_out = count;
+      *out = (listing_t){ names, types, count };
       return 0;
     }
     const char *name = entry->d_name;
@@ -149,14 +158,14 @@ static int read_listing(int fd, char ***names_out, unsigned char **types_out, si
       unsigned char *more_types = more_names == NULL ? NULL : realloc(types, capacity);
       if (more_types != NULL) types = more_types;
       if (more_names == NULL || more_types == NULL) {
-        free_listing(names, types, count);
+        free_names(names, types, count);
         closedir(dir);
         return ENOMEM;
       }
     }
     names[count] = strdup(name);
     if (names[count] == NULL) {
-      free_listing(names, types, count);
+      free_names(names, types, count);
       closedir(dir);
       return ENOMEM;
     }
@@ -173,20 +182,18 @@ static napi_value list(napi_env env, napi_callback_info info) {
   napi_value argv[2];
   int32_t dir_fd;
   if (!fd_first(env, info, 2, argv, &dir_fd)) return number(env, -EINVAL);
-  char **names;
-  unsigned char *types;
-  size_t count;
-  int error = read_listing(dir_fd, &names, &types, &count);
+  listing_t listing;
+  int error = read_listing(dir_fd, &listing);
   if (error != 0) return number(env, -error);
   napi_value js_names;
-  napi_create_array_with_length(env, count, &js_names);
-  for (size_t i = 0; i < count; i++) {
+  napi_create_array_with_length(env, listing.count, &js_names);
+  for (size_t i = 0; i < listing.count; i++) {
     napi_value js_name;
-    napi_create_string_utf8(env, names[i], NAPI_AUTO_LENGTH, &js_name);
+    napi_create_string_utf8(env, listing.names[i], NAPI_AUTO_LENGTH, &js_name);
     napi_set_element(env, js_names, (uint32_t)i, js_name);
-    napi_set_element(env, argv[1], (uint32_t)i, number(env, types[i]));
+    napi_set_element(env, argv[1], (uint32_t)i, number(env, listing.types[i]));
   }
-  free_listing(names, types, count);
+  free_listing(&listing);
   return js_names;
 }
 
@@ -235,9 +242,7 @@ typedef struct {
   int fd;
   char *path;         /* this directory's path, for error reports */
   char *name;         /* its name in the parent (NULL for the root) */
-  char **names;
-  unsigned char *types;
-  size_t count;
+  listing_t entries;
   size_t index;
   double depth;
   int blocked;        /* a child was left in place (depth budget): this directory stays too */
@@ -276,39 +281,35 @@ static int fail(removal_t *r, int error, const char *syscall, const char *dir, c
   return -1;
 }
 
-/* Push a directory whose descriptor is open and listed; takes ownership of everything. 0, or -1 (ENOMEM). */
-static int push(removal_t *r, int fd, char *path, char *name, char **names, unsigned char *types, size_t count, double depth) {
-  if (r->depth == r->capacity) {
-    size_t capacity = r->capacity == 0 ? 16 : r->capacity * 2;
-    frame_t *more = realloc(r->stack, capacity * sizeof *more);
-    if (more == NULL) {
-      close(fd);
-      free(path);
-      free(name);
-      free_listing(names, types, count);
-      return fail(r, ENOMEM, "removeTree", r->root, NULL);
-    }
-    r->stack = more;
-    r->capacity = capacity;
-  }
-  frame_t *f = &r->stack[r->depth++];
-  f->fd = fd;
-  f->path = path;
-  f->name = name;
-  f->names = names;
-  f->types = types;
-  f->count = count;
-  f->index = 0;
-  f->depth = depth;
-  f->blocked = 0;
-  return 0;
+/* List a directory just opened; on failure close it and record the failure. 0, or -1. */
+static int list_or_fail(removal_t *r, int fd, const char *dir, const char *name, listing_t *out) {
+  int error = read_listing(fd, out);
+  if (error == 0) return 0;
+  close(fd);
+  return fail(r, error, "readdir", dir, name);
 }
 
 static void drop_frame(frame_t *f) {
   if (f->fd >= 0) close(f->fd);
   free(f->path);
   free(f->name);
-  free_listing(f->names, f->types, f->count);
+  free_listing(&f->entries);
+}
+
+/* Push a directory whose descriptor is open and listed; takes ownership of all of it. 0, or -1 (ENOMEM). */
+static int push(removal_t *r, frame_t frame) {
+  if (r->depth == r->capacity) {
+    size_t capacity = r->capacity == 0 ? 16 : r->capacity * 2;
+    frame_t *more = realloc(r->stack, capacity * sizeof *more);
+    if (more == NULL) {
+      drop_frame(&frame);
+      return fail(r, ENOMEM, "removeTree", r->root, NULL);
+    }
+    r->stack = more;
+    r->capacity = capacity;
+  }
+  r->stack[r->depth++] = frame;
+  return 0;
 }
 
 /* Unlink `name` in `dir_fd`; counts it when this call removed it. 0, or -1 with the failure recorded. */
@@ -324,13 +325,13 @@ static int remove_entry(removal_t *r, frame_t *parent, const char *name, int is_
 /* One step inside the top directory: its next entry, or its own removal once it is empty. 1 when done. */
 static int step(removal_t *r) {
   frame_t *top = &r->stack[r->depth - 1];
-  while (top->index < top->count) {
+  while (top->index < top->entries.count) {
     if (r->removed >= r->max_entries) {
       r->complete = 0;
       return 1;
     }
-    const char *name = top->names[top->index];
-    int type = top->types[top->index++];
+    const char *name = top->entries.names[top->index];
+    int type = top->entries.types[top->index++];
     if (type == T_UNKNOWN) {
       struct stat st;
       if (fstatat(top->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -352,38 +353,28 @@ static int step(removal_t *r) {
       }
       return fail(r, errno, "open", top->path, name);
     }
-    char **names;
-    unsigned char *types;
-    size_t count;
-    int error = read_listing(fd, &names, &types, &count);
-    if (error != 0) {
-      close(fd);
-      return fail(r, error, "readdir", top->path, name);
-    }
-    if (count == 0) {
-      free_listing(names, types, count);
+    listing_t entries;
+    if (list_or_fail(r, fd, top->path, name, &entries) != 0) return -1;
+    if (entries.count == 0) {
+      free_listing(&entries);
       close(fd);
       if (remove_entry(r, top, name, 1) != 0) return -1;
       continue;
     }
     double depth = top->depth + 1;
     if (depth + 1 > r->max_depth) {
-      free_listing(names, types, count);
+      free_listing(&entries);
       close(fd);
       top->blocked = 1;
       r->complete = 0;
       continue;
     }
-    char *path = join_path(top->path, name);
-    char *own_name = strdup(name);
-    if (path == NULL || own_name == NULL) {
-      free(path);
-      free(own_name);
-      free_listing(names, types, count);
-      close(fd);
+    frame_t child = { fd, join_path(top->path, name), strdup(name), entries, 0, depth, 0 };
+    if (child.path == NULL || child.name == NULL) {
+      drop_frame(&child);
       return fail(r, ENOMEM, "removeTree", top->path, name);
     }
-    return push(r, fd, path, own_name, names, types, count, depth); /* continue in the child */
+    return push(r, child); /* continue in the child */
   }
   /* The top directory has no entries left to visit: close it, then remove it from its parent. */
   frame_t done = *top;
@@ -426,29 +417,20 @@ static void run_removal(removal_t *r) {
     if (unlink(r->root) != 0 && errno != ENOENT) fail(r, errno, "unlink", r->root, NULL);
     return;
   }
-  char **names;
-  unsigned char *types;
-  size_t count;
-  int error = read_listing(fd, &names, &types, &count);
-  if (error != 0) {
-    close(fd);
-    fail(r, error, "readdir", r->root, NULL);
-    return;
-  }
-  if (r->max_depth < 1 && count > 0) {
-    free_listing(names, types, count);
-    close(fd);
+  listing_t entries;
+  if (list_or_fail(r, fd, r->root, NULL, &entries) != 0) return;
+  frame_t root = { fd, strdup(r->root), NULL, entries, 0, 0, 0 };
+  if (r->max_depth < 1 && entries.count > 0) {
+    drop_frame(&root);
     r->complete = 0;
     return;
   }
-  char *path = strdup(r->root);
-  if (path == NULL) {
-    free_listing(names, types, count);
-    close(fd);
+  if (root.path == NULL) {
+    drop_frame(&root);
     fail(r, ENOMEM, "removeTree", r->root, NULL);
     return;
   }
-  if (push(r, fd, path, NULL, names, types, count, 0) != 0) return;
+  if (push(r, root) != 0) return;
   while (step(r) == 0) {
     /* one entry, or one finished directory, per step */
   }
