@@ -8,8 +8,8 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Scope from "effect/Scope"
-import { EXTENSIONS_WORK_CATEGORY, resolveAgentDir } from "./domain/AgentPaths.js"
-import { StorageClosed, StorageUnloaded } from "./domain/Errors.js"
+import { resolveAgentDir } from "./domain/AgentPaths.js"
+import { StorageClosed } from "./domain/Errors.js"
 import { decodeSegment } from "./domain/Segment.js"
 import type { DoctorReport, LayoutReport } from "./domain/MigrationPlan.js"
 import type { PruneReport } from "./domain/PruneReport.js"
@@ -18,6 +18,7 @@ import { runTyped, unrefSleep } from "./facade/runtime.js"
 import { NodeWorld, storageLayer } from "./layers/Storage.js"
 import { AgentDir } from "./services/AgentDir.js"
 import { Doctor, type DoctorOptions } from "./services/Doctor.js"
+import { ExtensionStorage as ExtensionStorageService } from "./services/ExtensionStorage.js"
 import { Migration } from "./services/Migration.js"
 import { type WorkRun, WorkRuns } from "./services/WorkRuns.js"
 
@@ -109,9 +110,15 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
   installExitHook()
   const runtime = ManagedRuntime.make(storeLayer(options))
   // The services, resolved once: every method below is one runtime call.
-  const { paths, workRuns, migration, doctor } = await runTyped(
+  const { paths, workRuns, migration, doctor, extensions } = await runTyped(
     runtime,
-    Effect.all({ paths: Effect.map(AgentDir, (d) => d.paths), workRuns: WorkRuns, migration: Migration, doctor: Doctor })
+    Effect.all({
+      paths: Effect.map(AgentDir, (d) => d.paths),
+      workRuns: WorkRuns,
+      migration: Migration,
+      doctor: Doctor,
+      extensions: ExtensionStorageService
+    })
   )
   const { agentDir, workRoot } = paths
   const open = new Set<() => Promise<void>>()
@@ -120,8 +127,14 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
   const calls = new Set<Promise<unknown>>()
   let closed: Promise<void> | undefined
   /** Run a call on the runtime, tracked for `close()`; once `close()` has begun, reject: the runtime is going away. */
-  const whileOpen = <A>(run: () => Promise<A>): Promise<A> =>
-    closed === undefined ? inFlight(calls, run()) : Promise.reject(new StorageClosed({ agentDir }))
+  const whileOpen = <A>(run: () => Promise<A>): Promise<A> => {
+    if (closed !== undefined) return Promise.reject(new StorageClosed({ agentDir }))
+    const call = run()
+    calls.add(call)
+    const done = () => void calls.delete(call)
+    call.then(done, done)
+    return call
+  }
 
   /** A lease in its own scope: `release()` releases it and closes the scope, once. */
   const track = (run: WorkRun, scope: Scope.CloseableScope): WorkRunLease => {
@@ -139,18 +152,21 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
     return asLease(run, release)
   }
 
+  /** Acquire in a scope of the lease's own, tracked for `close()`. */
+  const acquireTracked = <E>(acquire: Effect.Effect<WorkRun, E, Scope.Scope>): Promise<WorkRunLease> =>
+    whileOpen(async () => {
+      const { run, scope } = await runTyped(runtime, Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const run = yield* Scope.extend(acquire, scope).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
+        return { run, scope }
+      }))
+      return track(run, scope)
+    })
+
   const storage: AgentStorage = {
     agentDir,
     workRoot,
-    acquireWorkRun: (o) =>
-      whileOpen(async () => {
-        const { run, scope } = await runTyped(runtime, Effect.gen(function*() {
-          const scope = yield* Scope.make()
-          const run = yield* Scope.extend(workRuns.acquire(o), scope).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
-          return { run, scope }
-        }))
-        return track(run, scope)
-      }),
+    acquireWorkRun: (o) => acquireTracked(workRuns.acquire(o)),
     getProcessWorkRun: (o) =>
       whileOpen(async () => {
         const run = await runTyped(runtime, workRuns.getProcessWorkRun(o))
@@ -176,42 +192,33 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
     getStorage: (namespace) => {
       const parsed = decodeSegment("namespace", namespace)
       if (parsed._tag === "Left") throw parsed.left
-      const ns = parsed.right
+      // The Effect view, in a scope of its own (building it does no I/O): its gate makes unload wait for
+      // acquisitions in flight and refuse later ones, and closing it releases every lease taken through it.
+      const viewScope = Effect.runSync(Scope.make())
+      const view = Effect.runSync(Scope.extend(extensions.getStorage(parsed.right), viewScope))
       const held = new Set<WorkRunLease>()
-      const acquiringHere = new Set<Promise<unknown>>()
-      let unloaded = false
       return {
-        namespace: ns,
-        stateDir: paths.extensionStateDir(ns),
-        cacheDir: paths.extensionCacheDir(ns),
+        namespace: view.namespace,
+        stateDir: view.stateDir,
+        cacheDir: view.cacheDir,
         acquireWorkRun: async (o = {}) => {
-          if (unloaded) throw new StorageUnloaded({ namespace: ns })
-          const lease = await inFlight(acquiringHere, storage.acquireWorkRun({ ...o, category: EXTENSIONS_WORK_CATEGORY, tenant: ns }))
+          const lease = await acquireTracked(view.acquireWorkRun(o))
           held.add(lease)
           const release = (r?: { delete?: boolean }) => lease.release(r).finally(() => held.delete(lease))
           return { ...lease, release, [Symbol.asyncDispose]: () => release() }
         },
-        pruneWork: (o = {}) => storage.pruneWorkTenant({ ...o, category: EXTENSIONS_WORK_CATEGORY, tenant: ns }),
+        pruneWork: (o = {}) => whileOpen(() => runTyped(runtime, view.pruneWork(o))),
         unload: async () => {
-          unloaded = true
-          // Acquisitions already in flight finish first; their leases are released with the rest.
-          await Promise.allSettled([...acquiringHere])
+          // The view needs no service of the runtime: unloading works after `close()` too.
+          await Effect.runPromise(view.unload)
+          // The leases are released; drop the store's bookkeeping of them too (release is idempotent).
           await Promise.allSettled([...held].map((lease) => lease.release()))
-          held.clear()
         }
       }
     },
     [Symbol.asyncDispose]: () => storage.close()
   }
   return storage
-}
-
-/** Track `promise` in `set` until it settles (so an unload or close can wait for it). */
-const inFlight = <A>(set: Set<Promise<unknown>>, promise: Promise<A>): Promise<A> => {
-  set.add(promise)
-  const done = () => void set.delete(promise)
-  promise.then(done, done)
-  return promise
 }
 
 /** One shared store per agent dir for the module-level helpers, closed when the process exits. */
