@@ -10,8 +10,7 @@ import * as Effect from "effect/Effect"
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
 import { type Fsat, fsatError } from "./fsat.js"
-import { REMOVER_THREADS } from "./remover.js"
-import { toFileSystemError } from "./support.js"
+import { REMOVER_THREADS, toFileSystemError } from "./support.js"
 
 export const makeNativeRemover = (fsat: Fsat, size = REMOVER_THREADS) => {
   // A FIFO of removals waiting for a slot. (Effect's semaphore wakes every waiter on each release: with a

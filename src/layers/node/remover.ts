@@ -10,7 +10,7 @@ import { Worker } from "node:worker_threads"
 import * as Effect from "effect/Effect"
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
-import { toFileSystemError } from "./support.js"
+import { REMOVER_THREADS, toFileSystemError } from "./support.js"
 
 export interface RemovalRequest {
   readonly id: number
@@ -41,16 +41,6 @@ interface Thread {
   idle: ReturnType<typeof setTimeout> | undefined
 }
 
-/**
- * Threads a remover may run at once. One by default: on this project's 2-core VM a single thread already
- * took a full prune from 1.2–1.4× to 0.8× the wall time of `rm -rf` (its deletions overlap the prune's
- * scan and protocol work), while 2 or 4 threads cost 1.5× the CPU for no steady wall gain (BENCHMARKS.md).
- * `PI_STORAGE_REMOVER_THREADS` (1–16) raises it, e.g. for a disk with a deep queue.
- */
-export const REMOVER_THREADS = ((): number => {
-  const wanted = Number(process.env["PI_STORAGE_REMOVER_THREADS"])
-  return Number.isInteger(wanted) && wanted >= 1 && wanted <= 16 ? wanted : 1
-})()
 
 /**
  * A remover with its own threads, started on demand up to `size` (tests pass a `url` that cannot load, to
