@@ -17,13 +17,14 @@ export type MarkerAttempt =
     readonly unreadable: boolean
   }
 
+/** Who holds a decoded marker, for reports. */
+const holderOf = (marker: Marker): string => `${marker.purpose} by pid ${marker.pid} on ${marker.host}`
+
 /** Who holds a marker, from its bytes. */
 const describeHolder = (bytes: Uint8Array | null): { readonly holder: string; readonly unreadable: boolean } => {
   if (bytes === null) return { holder: "unknown holder", unreadable: false }
   const decoded = decodeJsonBytes(Marker, bytes)
-  return decoded.ok
-    ? { holder: `${decoded.value.purpose} by pid ${decoded.value.pid} on ${decoded.value.host}`, unreadable: false }
-    : { holder: "unreadable marker", unreadable: true }
+  return decoded.ok ? { holder: holderOf(decoded.value), unreadable: false } : { holder: "unreadable marker", unreadable: true }
 }
 
 export interface MarkerJudgement {
@@ -50,7 +51,7 @@ export const judgeMarker = (deps: Deps, path: string): Effect.Effect<MarkerJudge
     const decoded = decodeJsonBytes(Marker, read.right)
     const verdict = yield* judge(deps, decoded.ok ? leaseFacts(decoded.value) : { unreadable: decoded.why })
     if (!decoded.ok) return { alive: verdict.alive, unreadable: true, holder: "unreadable marker", detail: verdict.detail, bytes: read.right }
-    const holder = `${decoded.value.purpose} by pid ${decoded.value.pid} on ${decoded.value.host}`
+    const holder = holderOf(decoded.value)
     return { alive: verdict.alive, unreadable: false, holder, detail: `${holder}: ${verdict.detail}`, bytes: read.right }
   })
 

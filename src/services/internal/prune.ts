@@ -174,8 +174,9 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       for (const victim of plan.remove) report.skipped.push({ runId: victim.runId, path: victim.path, why: prepared.left })
       return report
     }
-    // Deletions run while the next victim goes through the protocol: the Node layer deletes on its remover
-    // thread, so quarantining run n+1 overlaps deleting run n, which waits on the disk (issue 7).
+    // Deletions run while the next victim goes through the protocol: the Node layer deletes off the event loop
+    // (in C on the thread pool, or on a remover thread), so quarantining run n+1 overlaps deleting run n,
+    // which waits on the disk (issue 7).
     const deletions: Array<{ readonly victim: PlanDecision; readonly deletion: Fiber.RuntimeFiber<RemoveOutcome> }> = []
     for (const [index, victim] of plan.remove.entries()) {
       input.onProgress?.({ phase: "remove", done: index, total: plan.remove.length })
