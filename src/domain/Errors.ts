@@ -177,7 +177,7 @@ export class StateUnreadable extends Schema.TaggedError<StateUnreadable>()("Stat
 
 export class ConfigRedLine extends Schema.TaggedError<ConfigRedLine>()("ConfigRedLine", {
   path: Schema.String,
-  rule: Schema.Literal("database", "log", "size-budget", "invalid-value"),
+  rule: Schema.Literal("database", "log", "virtualenv", "size-budget", "invalid-value"),
   /** The tier the data belongs in instead. */
   rightTier: Schema.String,
   detail: Schema.String
