@@ -488,6 +488,11 @@ export const FINDING_CODES = {
     meaning: "Both data/<extId>/config/state/ (the old-host fallback) and data/<extId>/state/ exist: writes " +
       "are split; merge them with a merge-ledger migration plan."
   },
+  "config-change-interrupted": {
+    severity: "warning",
+    meaning: "A config change (ConfigHistory `change()`) was interrupted: its process died between its start " +
+      "and its snapshot. The finding names the change and the last good revision to roll back to."
+  },
   "scan-error": {
     severity: "warning",
     meaning: "An entry could not be read (permission denied, vanished mid-scan …); the scan went on."

@@ -33,6 +33,7 @@ import { type DirEntry, type FileInfo, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { resolveRootLink } from "./Migration.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
+import { configHistoryFindings } from "./internal/configSentinel.js"
 import { judgeMarker } from "./internal/markers.js"
 import { type ConfigRedLineRule, configEntryViolation } from "../domain/ConfigRedLines.js"
 import { TIER_NAMES, tierPaths } from "../domain/WebPaths.js"
@@ -431,6 +432,7 @@ const doctorProgram = (deps: Deps, agentDirInput: string, options?: DoctorOption
       yield* checkRoot(scan, agentDir)
       yield* checkState(scan, agentDir)
       yield* checkWork(scan, agentDir)
+      for (const f of yield* configHistoryFindings(deps, agentPaths(agentDir).configBackupsDir)) scan.add(f.code, f.path, f.message, f.fix)
     }
     if (options?.webDataRoot !== undefined) {
       const webRoot = yield* resolveRootLink(deps.fs, options.webDataRoot)
