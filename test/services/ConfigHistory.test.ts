@@ -168,4 +168,33 @@ describe("ConfigHistory (real git)", () => {
         assert.isTrue(failed, `git rev-parse must fail in ${cwd}`)
       }
     }))
+
+  it.scoped("change(): success snapshots under the message; a failure restores the last good files and rethrows", () =>
+    Effect.gen(function*() {
+      const { history, write, read, exists } = yield* setup()
+      write("agent/settings.json", json({ v: 1 }))
+      const value = yield* history.change("set v 2", Effect.sync(() => {
+        write("agent/settings.json", json({ v: 2 }))
+        return "applied"
+      }))
+      assert.strictEqual(value, "applied")
+      const log = yield* history.log()
+      assert.deepStrictEqual(log.map((e) => e.message), ["set v 2", "before: set v 2"])
+      const head = log[0]!.revision
+
+      class Boom {
+        readonly _tag = "Boom"
+      }
+      const failed = yield* Effect.flip(history.change("break it", Effect.gen(function*() {
+        write("agent/settings.json", json({ v: "broken" }))
+        write("agent/profiles/directories/new/settings.json", json({ half: true }))
+        return yield* Effect.fail(new Boom())
+      })))
+      assert.instanceOf(failed, Boom, "apply's own error is rethrown")
+      assert.strictEqual(read("agent/settings.json"), json({ v: 2 }))
+      assert.isFalse(exists("agent/profiles/directories/new/settings.json"))
+      const status = yield* history.status()
+      assert.deepStrictEqual(status, { head, dirty: false, interrupted: null })
+      assert.isFalse(fs.existsSync(NodePath.join(history.dir, ".pi-change.json")))
+    }))
 })
