@@ -3,6 +3,7 @@
  */
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -13,7 +14,7 @@ import { allBlobs, gitGrep, rawGit, setup } from "./configHistorySupport.js"
 const json = (v: unknown) => JSON.stringify(v, null, 2) + "\n"
 
 describe("ConfigHistory (real git)", () => {
-  it.scoped("snapshot, log, diff and rollback round trip; paths as a person knows them", () =>
+  it.scopedLive("snapshot, log, diff and rollback round trip; paths as a person knows them", () =>
     Effect.gen(function*() {
       const { history, write, read, exists } = yield* setup({ web: true })
       assert.deepStrictEqual(yield* history.status(), { head: null, dirty: false, interrupted: null })
@@ -47,7 +48,7 @@ describe("ConfigHistory (real git)", () => {
       const log = yield* history.log()
       assert.deepStrictEqual(log.map((e) => e.message), ["light, no keys", "first"])
       assert.strictEqual(log[0]!.revision, second.revision)
-      assert.match(log[0]!.date, /^\d{4}-\d\d-\d\dT/)
+      assert.isBelow(Math.abs(Date.parse(log[0]!.date) - Date.now()), 120_000, "dated by the clock")
       assert.deepStrictEqual([...log[0]!.changed].sort(), ["keybindings.json", "settings.json"])
       assert.lengthOf(yield* history.log({ limit: 1 }), 1)
       const between = yield* history.diff({ from: first.revision!, to: second.revision! })
@@ -78,7 +79,7 @@ describe("ConfigHistory (real git)", () => {
       assert.strictEqual((yield* Effect.flip(history.diff({ from: "--output=/tmp/x" })))._tag, "InvalidArgument")
     }))
 
-  it.scoped("no literal credential enters any blob of any revision; a rollback keeps the live secrets", () =>
+  it.scopedLive("no literal credential enters any blob of any revision; a rollback keeps the live secrets", () =>
     Effect.gen(function*() {
       const { history, write, read, root } = yield* setup({ web: true })
       const models = (key: string, extra: Record<string, unknown> = {}) => json({
@@ -121,7 +122,7 @@ describe("ConfigHistory (real git)", () => {
       assert.notMatch(allBlobs(history.dir), /SEKRET/)
     }))
 
-  it.scoped("red-line files are skipped, reported and never committed", () =>
+  it.scopedLive("red-line files are skipped, reported and never committed", () =>
     Effect.gen(function*() {
       const { history, write } = yield* setup({ web: true, configBudgetBytes: 64 })
       write("agent/settings.json", json({ a: 1 }))
@@ -148,7 +149,7 @@ describe("ConfigHistory (real git)", () => {
       assert.deepStrictEqual(committed, ["agent/settings.json", "web/ext1/config/ok.txt"])
     }))
 
-  it.scoped("the repository is under state/backups/config/history; a work run finds no git repository", () =>
+  it.scopedLive("the repository is under state/backups/config/history; a work run finds no git repository", () =>
     Effect.gen(function*() {
       const { history, write, agent } = yield* setup()
       write("agent/settings.json", "{}\n")
@@ -169,7 +170,7 @@ describe("ConfigHistory (real git)", () => {
       }
     }))
 
-  it.scoped("change(): success snapshots under the message; a failure restores the last good files and rethrows", () =>
+  it.scopedLive("change(): success snapshots under the message; a failure restores the last good files and rethrows", () =>
     Effect.gen(function*() {
       const { history, write, read, exists } = yield* setup()
       write("agent/settings.json", json({ v: 1 }))
@@ -196,5 +197,27 @@ describe("ConfigHistory (real git)", () => {
       const status = yield* history.status()
       assert.deepStrictEqual(status, { head, dirty: false, interrupted: null })
       assert.isFalse(fs.existsSync(NodePath.join(history.dir, ".pi-change.json")))
+    }))
+
+  it.scopedLive("a stale index.lock is removed only under our lock; a live holder's lock is waited for, then ConfigHistoryBusy", () =>
+    Effect.gen(function*() {
+      const { history, write } = yield* setup({ lockWaitMs: 300 })
+      write("agent/settings.json", json({ v: 1 }))
+      yield* history.snapshot()
+      const indexLock = NodePath.join(history.dir, ".git", "index.lock")
+      const ourLock = NodePath.join(history.dir, ".pi-history.lock")
+      // A live writer of ours (this very process) holds the lock: the stale-looking index.lock is not touched.
+      fs.writeFileSync(indexLock, "")
+      fs.writeFileSync(ourLock, JSON.stringify({ version: 1, purpose: "config-history", host: os.hostname(), pid: process.pid, createdAt: Date.now() }))
+      write("agent/settings.json", json({ v: 2 }))
+      const busy = yield* Effect.flip(history.snapshot())
+      assert.strictEqual(busy._tag, "ConfigHistoryBusy")
+      assert.isTrue(fs.existsSync(indexLock), "kept while a live holder may be running git")
+      // The holder dies (its lock now names a pid that is gone): the next writer reclaims both.
+      fs.writeFileSync(ourLock, JSON.stringify({ version: 1, purpose: "config-history", host: os.hostname(), pid: 2 ** 22 + 7, createdAt: 1 }))
+      const r = yield* history.snapshot({ message: "after a crash" })
+      assert.isString(r.revision)
+      assert.isFalse(fs.existsSync(indexLock))
+      assert.isFalse(fs.existsSync(ourLock))
     }))
 })

@@ -61,7 +61,7 @@ const hashTree = (dir: string): string => {
 }
 
 describe("ConfigHistory across processes (real git)", () => {
-  it.scoped("a hostile git setup (signing, failing hooks, GIT_DIR/GIT_WORK_TREE/GIT_INDEX_FILE elsewhere) changes nothing", () =>
+  it.scopedLive("a hostile git setup (signing, failing hooks, GIT_DIR/GIT_WORK_TREE/GIT_INDEX_FILE elsewhere) changes nothing", () =>
     Effect.gen(function*() {
       const { root, agent, history } = yield* setup()
       // Another repository the environment points at.
@@ -110,7 +110,7 @@ describe("ConfigHistory across processes (real git)", () => {
       assert.strictEqual(rawGit(history.dir, ["ls-tree", "-r", "--name-only", "HEAD"]).trim(), "agent/profiles/directories/p1/settings.json")
     }))
 
-  it.scoped("a process SIGKILLed inside change() leaves a sentinel that status() and the doctor report; a rollback clears it", () =>
+  it.scopedLive("a process SIGKILLed inside change() leaves a sentinel that status() and the doctor report; a rollback clears it", () =>
     Effect.gen(function*() {
       const { agent, history, write, read } = yield* setup()
       write("agent/settings.json", JSON.stringify({ good: true }) + "\n")
@@ -143,7 +143,7 @@ describe("ConfigHistory across processes (real git)", () => {
       assert.include((yield* history.log()).map((e) => e.message), `before rollback to ${good.slice(0, 12)}`)
     }))
 
-  it.scoped("four processes snapshotting at once all succeed; git fsck is clean and no lock is left", () =>
+  it.scopedLive("four processes snapshotting at once all succeed; git fsck is clean and no lock is left", () =>
     Effect.gen(function*() {
       const { agent, history } = yield* setup()
       const runs = ["w1", "w2", "w3", "w4"].map((name) => child([agent, "snapshot", name]))
