@@ -21,11 +21,13 @@ export const exitCodeForError = (tag: string): number => {
   switch (tag) {
     case "InvalidSegment":
     case "InvalidArgument":
+    case "UnknownRevision":
       return ExitCode.usage
     case "UnsafeRoot":
     case "RunBusy":
     case "UnownedRun":
     case "ManifestMismatch":
+    case "ConfigHistoryBusy":
       return ExitCode.refused
     default:
       return ExitCode.findings
