@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [--json] [--only prune,scan,memory,acquire,cli,property] [--runs N]
+ * `npm run bench [-- --quick] [--json] [--only prune,scan,memory,acquire,cli,property,config] [--runs N]
  *  [--files N] [--reps N] [--ops N] [--settle MS] [--keep]`
  *
  * Builds fixtures in a temp dir, runs each measurement several times alternating ours and the baseline,
@@ -9,13 +9,14 @@
 import * as fs from "node:fs"
 import { benchAcquire } from "./acquire.js"
 import { benchCli } from "./cli.js"
+import { benchConfigHistory } from "./configHistory.js"
 import { benchMemory } from "./memory.js"
 import { benchProperty } from "./property.js"
 import { type Measurement, passes, renderMeasurements } from "./result.js"
 import { benchPrune, benchScan } from "./tree.js"
 import { machine, makeTempRoot, numberArg, parseArgs } from "./util.js"
 
-const ALL = ["prune", "scan", "memory", "acquire", "cli", "property"] as const
+const ALL = ["prune", "scan", "memory", "acquire", "cli", "property", "config"] as const
 
 const main = async () => {
   const args = parseArgs(process.argv.slice(2))
@@ -49,6 +50,10 @@ const main = async () => {
       results.push(await benchAcquire({ root, ops, reps, settleMs, inactiveRuns: numberArg(args, "inactive", quick ? 20 : 100), log }))
     }
     if (only.has("cli")) results.push(await benchCli({ root, reps: quick ? 5 : 15, log }))
+    if (only.has("config")) {
+      const files = numberArg(args, "config-files", 200)
+      results.push(await benchConfigHistory({ root, files, ops: quick ? 10 : 30, reps, settleMs, log }))
+    }
     if (only.has("property")) results.push(await benchProperty({ seconds: numberArg(args, "property-seconds", quick ? 3 : 10), log }))
   } finally {
     if (!args.has("keep")) fs.rmSync(root, { recursive: true, force: true })

@@ -53,8 +53,15 @@ export const DEFAULT_DENYLIST: ReadonlyArray<string> = [
   "auth.json", "*.pem", "*.key", "id_*", ".env*", "*secret*", "*token*", "*credential*"
 ]
 
-const globRegExp = (pattern: string): RegExp =>
-  new RegExp(`^${pattern.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`, "i")
+const compiled = new Map<string, RegExp>()
+const globRegExp = (pattern: string): RegExp => {
+  let re = compiled.get(pattern)
+  if (re === undefined) {
+    re = new RegExp(`^${pattern.split("*").map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`, "i")
+    compiled.set(pattern, re)
+  }
+  return re
+}
 
 /** The first denylist pattern a file matches, or null. */
 export const deniedBy = (displayPath: string, patterns: ReadonlyArray<string>): string | null => {

@@ -18,6 +18,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Random from "effect/Random"
+import * as Schema from "effect/Schema"
 import {
   AGENT_CONFIG_FILES,
   AGENT_MIRROR,
@@ -46,7 +47,7 @@ import {
   InvalidArgument,
   UnknownRevision
 } from "../domain/Errors.js"
-import { encodeJsonBytes } from "../domain/Formats.js"
+import { decodeJsonBytes, encodeJsonBytes } from "../domain/Formats.js"
 import { decodeSegment } from "../domain/Segment.js"
 import { resolveStateDir } from "../domain/Tiers.js"
 import { tierPaths, WEB_DATA_DIR_ENV } from "../domain/WebPaths.js"
@@ -110,13 +111,45 @@ export type ConfigHistoryError = GitFailed | UnknownRevision | ConfigHistoryBusy
 export const DEFAULT_LOCK_WAIT_MS = 30_000
 const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 const MAX_CONFIG_DEPTH = 16
+/** Mirrored copies are config-sized; a bounded read also keeps it one synchronous syscall in the Node layer. */
+const MIRROR_READ_MAX = 1 << 20
 
 /** A live file that history tracks, with the bytes history stores for it. */
 interface LiveFile {
   readonly repoPath: string
   readonly display: string
   readonly livePath: string
-  readonly stored: Uint8Array
+  /** `undefined`: not read, because the stat cache proves it equal to its mirrored copy. */
+  readonly stored: Uint8Array | undefined
+}
+
+/**
+ * The stat cache (git's index idea, for the live files): after a snapshot, each tracked file's size, mtime and
+ * inode, the HEAD they match and the mirror's file list. A file whose stat matches, and whose mtime is older
+ * than the cache by a margin (coarse file-system clocks: a later write may carry an earlier-looking mtime), is
+ * equal to its mirrored copy without reading either. Kept in the git dir, so it is never content.
+ */
+const StatCache = Schema.Struct({
+  version: Schema.Literal(1),
+  head: Schema.String,
+  scope: Schema.String,
+  recordedAt: Schema.Number,
+  entries: Schema.Record({ key: Schema.String, value: Schema.Tuple(Schema.Number, Schema.Number, Schema.Number) }),
+  mirror: Schema.Array(Schema.String)
+})
+type StatCache = typeof StatCache.Type
+const STAT_CACHE = "pi-stat-cache.json"
+const RACY_MARGIN_MS = 2_000
+const STAT_CACHE_MAX = 8 << 20
+
+interface ScanState {
+  readonly files: Array<LiveFile>
+  readonly skipped: Array<Skipped>
+  readonly present: Set<string>
+  readonly cache: StatCache | undefined
+  readonly stats: Map<string, readonly [number, number, number]>
+  /** Files read although cached (racy or changed stat): a fresh cache would trust the unchanged ones. */
+  racyRead: number
 }
 
 interface LiveScan {
@@ -124,6 +157,10 @@ interface LiveScan {
   readonly skipped: ReadonlyArray<Skipped>
   /** Repo paths of live files that exist but are skipped: their history is left as it was, never "removed". */
   readonly skippedRepoPaths: ReadonlySet<string>
+  readonly stats: ReadonlyMap<string, readonly [number, number, number]>
+  readonly scannedAt: number
+  readonly cache: StatCache | undefined
+  readonly racyRead: number
 }
 
 const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i])
@@ -189,7 +226,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
       fs.readDirectory(path).pipe(Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.succeed([])))
 
     /** Judge one candidate file and read what history stores for it. */
-    const candidate = (repoPath: string, livePath: string, out: { files: Array<LiveFile>; skipped: Array<Skipped>; present: Set<string> }) =>
+    const candidate = (repoPath: string, livePath: string, out: ScanState) =>
       Effect.gen(function*() {
         const display = displayOfRepoPath(repoPath)
         const info = yield* lstatOption(livePath)
@@ -205,6 +242,14 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
         if (pattern !== null) return skip(`denylisted (${pattern}): never committed`)
         const red = configEntryViolation({ name: NodePath.basename(livePath), type: "File", size: info.size }, budget)
         if (red !== null) return skip(`config red line (${red.rule}): ${red.detail}`)
+        const stat = [info.size, info.mtimeMs, info.ino] as const
+        out.stats.set(repoPath, stat)
+        const cached = out.cache?.entries[repoPath]
+        if (cached !== undefined && cached[0] === stat[0] && cached[1] === stat[1] && cached[2] === stat[2] && stat[1] < out.cache!.recordedAt - RACY_MARGIN_MS) {
+          out.files.push({ repoPath, display, livePath, stored: undefined })
+          return
+        }
+        if (cached !== undefined) out.racyRead++
         const bytes = yield* fs.readFile(livePath, { maxBytes: budget })
         const content = historyContent(NodePath.basename(livePath), bytes)
         if (content._tag === "Skip") return skip(content.reason)
@@ -217,7 +262,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
       configDir: string,
       rel: ReadonlyArray<string>,
       depth: number,
-      out: { files: Array<LiveFile>; skipped: Array<Skipped>; present: Set<string> }
+      out: ScanState
     ): Effect.Effect<void, FileSystemError> =>
       Effect.gen(function*() {
         const here = NodePath.join(configDir, ...rel)
@@ -247,8 +292,9 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
         }
       })
 
-    const scanLive: Effect.Effect<LiveScan, FileSystemError> = Effect.gen(function*() {
-      const out = { files: [] as Array<LiveFile>, skipped: [] as Array<Skipped>, present: new Set<string>() }
+    const scanLive = (cache: StatCache | undefined): Effect.Effect<LiveScan, FileSystemError> => Effect.gen(function*() {
+      const scannedAt = yield* Clock.currentTimeMillis
+      const out: ScanState = { files: [], skipped: [], present: new Set(), cache, stats: new Map(), racyRead: 0 }
       for (const name of AGENT_CONFIG_FILES) yield* candidate(`${AGENT_MIRROR}/${name}`, NodePath.join(agentDir, name), out)
       const overlays = NodePath.join(agentDir, ...OVERLAYS_DIR)
       for (const entry of yield* listOption(overlays)) {
@@ -265,7 +311,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
           yield* walkConfig(ext.name, configDir, [], 1, out)
         }
       }
-      return { files: out.files, skipped: out.skipped, skippedRepoPaths: out.present }
+      return { files: out.files, skipped: out.skipped, skippedRepoPaths: out.present, stats: out.stats, scannedAt, cache, racyRead: out.racyRead }
     })
 
     // ------------------------------------------------------------------------------------------ the mirror
@@ -285,10 +331,11 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
       return found
     })
 
+    /** A mirrored copy's bytes; `undefined` when missing or too large to be a current copy (then it is rewritten). */
     const readMirror = (repoPath: string) =>
-      fs.readFile(inDir(...repoPath.split("/"))).pipe(
+      fs.readFile(inDir(...repoPath.split("/")), { maxBytes: MIRROR_READ_MAX }).pipe(
         Effect.map((b) => b as Uint8Array | undefined),
-        Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.succeed(undefined))
+        Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory" || e.reason === "TooLarge", () => Effect.succeed(undefined))
       )
 
     interface Plan {
@@ -299,16 +346,57 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
 
     /** What the mirror needs to equal the live files (read-only). */
     const plan: Effect.Effect<Plan, FileSystemError> = Effect.gen(function*() {
-      const live = yield* scanLive
+      const cache = yield* readStatCache
+      const live = yield* scanLive(cache)
       const writes: Array<LiveFile> = []
       for (const file of live.files) {
+        if (file.stored === undefined) continue
         const mirrored = yield* readMirror(file.repoPath)
         if (mirrored === undefined || !sameBytes(mirrored, file.stored)) writes.push(file)
       }
       const tracked = new Set(live.files.map((f) => f.repoPath))
-      const removals = (yield* mirrorFiles).filter((p) => !tracked.has(p) && !live.skippedRepoPaths.has(p))
+      const mirror = cache !== undefined ? cache.mirror : yield* mirrorFiles
+      const removals = mirror.filter((p) => !tracked.has(p) && !live.skippedRepoPaths.has(p))
       return { live, writes, removals }
     })
+
+    const statCachePath = NodePath.join(gitDir, STAT_CACHE)
+    const scopeKey = scopes.join(",") + (webRoot === undefined ? "" : `:${webRoot}`)
+
+    /** HEAD read from the ref file (no git process); `undefined` when it is not a plain loose ref. */
+    const headFromRefs = Effect.gen(function*() {
+      const text = utf8(yield* fs.readFile(NodePath.join(gitDir, "HEAD"), { maxBytes: 4096 }))
+      const ref = /^ref: (refs\/heads\/[A-Za-z0-9._/-]+)\n?$/.exec(text)
+      if (ref === null) return /^[0-9a-f]{40}\n?$/.test(text) ? text.trim() : undefined
+      return utf8(yield* fs.readFile(NodePath.join(gitDir, ...ref[1]!.split("/")), { maxBytes: 4096 })).trim()
+    }).pipe(Effect.orElseSucceed(() => undefined))
+
+    /** The stat cache, only when it describes the current HEAD, this scope and no interrupted staging. */
+    const readStatCache: Effect.Effect<StatCache | undefined> = Effect.gen(function*() {
+      const bytes = yield* fs.readFile(statCachePath, { maxBytes: STAT_CACHE_MAX }).pipe(Effect.option)
+      if (bytes._tag === "None") return undefined
+      const decoded = decodeJsonBytes(StatCache, bytes.value)
+      if (!decoded.ok || decoded.value.scope !== scopeKey) return undefined
+      if ((yield* exists(pendingPath).pipe(Effect.orElseSucceed(() => true)))) return undefined
+      return decoded.value.head === (yield* headFromRefs) ? decoded.value : undefined
+    })
+
+    /** Record the stat cache for `head` (the mirror then equals the live files as scanned). */
+    const writeStatCache = (live: LiveScan, headRevision: string | null) =>
+      Effect.gen(function*() {
+        if (headRevision === null) return
+        const entries: Record<string, readonly [number, number, number]> = {}
+        for (const f of live.files) {
+          const stat = live.stats.get(f.repoPath)
+          if (stat !== undefined) entries[f.repoPath] = stat
+        }
+        const mirror = yield* mirrorFiles
+        const cache = { version: 1, head: headRevision, scope: scopeKey, recordedAt: live.scannedAt, entries, mirror }
+        yield* fs.writeFileAtomic(statCachePath, encodeJsonBytes(cache), { sync: false })
+      }).pipe(
+        // Only a speed-up: a cache that cannot be written means the next snapshot reads the files.
+        Effect.catchAll((e) => Effect.logWarning("could not write the config history's stat cache").pipe(Effect.annotateLogs({ error: e.message })))
+      )
 
     const pendingPath = inDir(PENDING_MARKER)
     const exists = (path: string) => Effect.map(lstatOption(path), (i) => i !== undefined)
@@ -386,6 +474,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
         if (p.writes.length === 0 && p.removals.length === 0 && !wasPending) return "none" as const
         if (!wasPending) yield* fs.writeFileAtomic(pendingPath, new Uint8Array(0))
         for (const file of p.writes) {
+          if (file.stored === undefined) continue
           const target = inDir(...file.repoPath.split("/"))
           yield* fs.makeDirectory(NodePath.dirname(target), { recursive: true, mode: 0o700 })
           yield* fs.writeFileAtomic(target, file.stored, { sync: false })
@@ -410,9 +499,8 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
         const staged = yield* stageLocked(p)
         let revision: string | null = null
         let changed: ReadonlyArray<string> = []
-        if (staged === "exact") {
-          changed = [...p.writes.map((f) => f.display), ...p.removals.map(displayOfRepoPath)]
-        } else if (staged === "recovered") {
+        // What git will commit, asked of git: the mirror is ours, but a person may have edited it or committed by hand.
+        if (staged !== "none") {
           const before = yield* head
           const diff = yield* git(["diff", "--cached", "--name-only", "--no-renames", "-z", ...(before === null ? [] : [before]), "--"])
           changed = lines0(diff.stdout).map(displayOfRepoPath)
@@ -422,6 +510,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
           revision = yield* head
         }
         if (staged !== "none") yield* fs.removeFile(pendingPath).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
+        if (staged !== "none" || p.live.cache === undefined || p.live.racyRead > 0) yield* writeStatCache(p.live, revision ?? (yield* head))
         return { revision, changed, skipped: p.live.skipped } satisfies SnapshotResult
       })
 
@@ -450,7 +539,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
     const restoreLocked = (revision: string | null) =>
       Effect.gen(function*() {
         const wanted = yield* revisionFiles(revision)
-        const live = yield* scanLive
+        const live = yield* scanLive(undefined)
         const restored: Array<string> = []
         const removed: Array<string> = []
         const unresolvedSecrets: Array<string> = []
@@ -461,7 +550,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
           if (livePath === undefined || NEVER_VERSIONED.includes(display) || deniedBy(display, denylist) !== null) continue
           const info = yield* lstatOption(livePath)
           if (info !== undefined && info.type !== "File") continue
-          const current = info === undefined ? undefined : yield* fs.readFile(livePath)
+          const current = info === undefined ? undefined : yield* fs.readFile(livePath, { maxBytes: Math.max(budget, info.size) })
           const next = rollbackContent(bytes, current)
           for (const at of next.unresolved) unresolvedSecrets.push(`${display}#${at}`)
           if (current !== undefined && sameBytes(current, next.bytes)) continue
@@ -482,7 +571,11 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
         // Read-only first: nothing changed and nothing pending means no lock, no git, no write.
         const p = yield* plan
         if (p.writes.length === 0 && p.removals.length === 0 && !(yield* exists(pendingPath)) && (p.live.files.length === 0 || (yield* repoExists))) {
-          if ((yield* readChangeSentinel(deps, dir))._tag !== "Interrupted") return { revision: null, changed: [], skipped: p.live.skipped }
+          if ((yield* readChangeSentinel(deps, dir))._tag !== "Interrupted") {
+            // Files read only because they were racy are now proven unchanged: a fresh cache trusts them next time.
+            if (p.live.cache !== undefined && p.live.racyRead > 0) yield* writeStatCache(p.live, p.live.cache.head)
+            return { revision: null, changed: [], skipped: p.live.skipped }
+          }
         }
         return yield* withLock(Effect.tap(snapshotLocked(o.message ?? "snapshot"), () => clearSentinel))
       })

@@ -220,4 +220,36 @@ describe("ConfigHistory (real git)", () => {
       assert.isFalse(fs.existsSync(indexLock))
       assert.isFalse(fs.existsSync(ourLock))
     }))
+
+  it.scopedLive("the stat cache never hides a change: same-size in-place edits, new and removed files are seen", () =>
+    Effect.gen(function*() {
+      const { history, write, root } = yield* setup()
+      const past = (Date.now() - 3_600_000) / 1000
+      for (const id of ["a", "b", "c"]) {
+        write(`agent/profiles/directories/${id}/settings.json`, json({ v: 1 }))
+        fs.utimesSync(NodePath.join(root, `agent/profiles/directories/${id}/settings.json`), past, past)
+      }
+      yield* history.snapshot()
+      assert.isTrue(fs.existsSync(NodePath.join(history.dir, ".git", "pi-stat-cache.json")))
+      assert.deepStrictEqual(yield* history.snapshot(), { revision: null, changed: [], skipped: [] })
+      // Same size, same inode, written in place: only its mtime tells.
+      const a = NodePath.join(root, "agent/profiles/directories/a/settings.json")
+      const fd = fs.openSync(a, "r+")
+      fs.writeSync(fd, json({ v: 2 }), 0)
+      fs.closeSync(fd)
+      assert.isTrue((yield* history.status()).dirty)
+      assert.deepStrictEqual((yield* history.snapshot()).changed, ["profiles/directories/a/settings.json"])
+      fs.rmSync(NodePath.join(root, "agent/profiles/directories/b"), { recursive: true })
+      write("agent/profiles/directories/d/settings.json", json({ v: 1 }))
+      assert.deepStrictEqual([...(yield* history.snapshot()).changed].sort(), ["profiles/directories/b/settings.json", "profiles/directories/d/settings.json"])
+      // A commit made by hand (HEAD moves) invalidates the cache: the next snapshot compares contents, and puts
+      // back the mirror copy a person edited (the live file, not the mirror, is what history records).
+      rawGit(history.dir, ["-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty", "-m", "by hand"])
+      const mirrorC = NodePath.join(history.dir, "agent/profiles/directories/c/settings.json")
+      fs.writeFileSync(mirrorC, "edited mirror\n")
+      assert.isNull((yield* history.snapshot()).revision)
+      assert.strictEqual(fs.readFileSync(mirrorC, "utf8"), json({ v: 1 }))
+      write("agent/profiles/directories/c/settings.json", json({ v: 3 }))
+      assert.deepStrictEqual((yield* history.snapshot()).changed, ["profiles/directories/c/settings.json"])
+    }))
 })
