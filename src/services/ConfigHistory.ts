@@ -414,6 +414,9 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
 
     const head: Effect.Effect<string | null, GitFailed | FileSystemError> = Effect.gen(function*() {
       if (!(yield* repoExists)) return null
+      // The loose ref when there is one (no process to start); git itself for anything else (packed, unborn).
+      const fromRefs = yield* headFromRefs
+      if (fromRefs !== undefined && /^[0-9a-f]{40}$/.test(fromRefs)) return fromRefs
       const r = yield* git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], { read: true, okExitCodes: [0, 1, 128] })
       return r.exitCode === 0 ? utf8(r.stdout).trim() : null
     })
