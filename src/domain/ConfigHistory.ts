@@ -5,6 +5,7 @@
  */
 import * as Schema from "effect/Schema"
 import { CANONICAL_ROOT_ENTRIES } from "./AgentPaths.js"
+import { jsonEqual } from "./MigrationPlan.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Layout
@@ -233,7 +234,10 @@ export const rollbackContent = (
       return undefined
     }
   }
-  const merged = restoreRedacted(parse(historyBytes), parse(live))
+  const liveValue = parse(live)
+  const merged = restoreRedacted(parse(historyBytes), liveValue)
+  // The same JSON as the live file: keep its bytes (and its formatting) rather than rewrite it.
+  if (live !== undefined && merged.unresolved.length === 0 && jsonEqual(merged.value, liveValue)) return { bytes: live, unresolved: [] }
   return { bytes: textEncoder.encode(JSON.stringify(merged.value, null, 2) + "\n"), unresolved: merged.unresolved }
 }
 

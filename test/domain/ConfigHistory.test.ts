@@ -99,6 +99,10 @@ describe("config history rules (pure)", () => {
     const pretty = new TextEncoder().encode('{ "theme":"dark" }')
     assert.deepStrictEqual(historyContent("settings.json", pretty), { _tag: "Keep", bytes: pretty, redacted: [] })
     assert.strictEqual(historyContent("settings.json", new TextEncoder().encode("{"))._tag, "Skip")
+    // A rollback to a redacted copy of the same JSON keeps the live file's bytes (no reformatting).
+    const live = new TextEncoder().encode('{"apiKey":"sk-1",  "model":"m"}')
+    const stored = historyContent("models.json", live)
+    assert.strictEqual(stored._tag === "Keep" && rollbackContent(stored.bytes, live).bytes, live)
     const txt = new TextEncoder().encode('password: "x"')
     assert.deepStrictEqual(historyContent("a.txt", txt), { _tag: "Keep", bytes: txt, redacted: [] })
   })
