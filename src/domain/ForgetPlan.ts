@@ -33,7 +33,7 @@ export interface ForgetPlan {
   readonly remove: ReadonlyArray<string>
 }
 
-export type ForgetResult = { readonly ok: true; readonly plan: ForgetPlan } | { readonly ok: false; readonly error: InvalidArgument }
+export type PlanForgetResult = { readonly ok: true; readonly plan: ForgetPlan } | { readonly ok: false; readonly error: InvalidArgument }
 
 const formatters = new Map<string, Intl.DateTimeFormat>()
 
@@ -102,7 +102,7 @@ export const planForgetResult = (
   snapshots: ReadonlyArray<ForgetSnapshot>,
   policy: ForgetPolicy,
   options?: { readonly timeZone?: string | undefined }
-): ForgetResult => {
+): PlanForgetResult => {
   const invalid = checkForgetPolicy(policy)
   if (invalid !== undefined) return { ok: false, error: invalid }
   const timeZone = options?.timeZone
