@@ -194,7 +194,10 @@ const removeWholeTree = (deps: Deps, path: string): Effect.Effect<void, FileSyst
 /** Join a snapshot-relative POSIX path onto a directory. */
 const under = (dir: string, rel: string): string => NodePath.join(dir, ...rel.split("/"))
 
-export const makeStateBackups = (deps: Deps, agentDir: string, options: StateBackupsOptions): StateBackups["Type"] => {
+export const makeStateBackups = (deps: Deps, agentDir: string, options: StateBackupsOptions): StateBackups["Type"] =>
+  internals(deps, agentDir, options).service
+
+const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) => {
   const { fs, host } = deps
   const root = resolveBackupRoot({ explicit: options.root, env: host.env, agentDir, cwd: host.cwd })
   const envWeb = host.env(WEB_DATA_DIR_ENV)
@@ -706,5 +709,64 @@ export const makeStateBackups = (deps: Deps, agentDir: string, options: StateBac
       return yield* (o?.dryRun === true ? run : withWriter(run))
     })
 
-  return { root, create, list, verify, forget, restore }
+  return { service: { root, create, list, verify, forget, restore }, checkRoot, root }
 }
+
+export interface StateBackupFinding {
+  readonly code: "state-backup-incomplete" | "state-backup-restore-aside" | "state-backup-root-unsafe"
+  readonly path: string
+  readonly message: string
+  readonly fix?: string
+}
+
+/**
+ * The doctor's look at state snapshots (read-only): an unsafe default backup root, incomplete snapshots whose
+ * writer is dead, and restore-aside directories waiting for a person.
+ */
+export const stateBackupFindings = (
+  deps: Deps,
+  agentDir: string,
+  webDataRoot?: string
+): Effect.Effect<ReadonlyArray<StateBackupFinding>> =>
+  Effect.gen(function*() {
+    const { checkRoot, root } = internals(deps, agentDir, { webDataRoot })
+    const findings: Array<StateBackupFinding> = []
+    const exists = yield* checkRoot(false).pipe(
+      Effect.catchAll((e) =>
+        Effect.sync(() => {
+          findings.push({
+            code: "state-backup-root-unsafe",
+            path: root,
+            message: e.message,
+            fix: "choose a private directory outside state/ with --root or $PI_STATE_BACKUP_DIR"
+          })
+          return false
+        })
+      )
+    )
+    if (exists) {
+      const entries = yield* deps.fs.readDirectory(root).pipe(Effect.orElseSucceed(() => []))
+      for (const entry of entries) {
+        if (!entry.name.startsWith(INCOMPLETE_PREFIX) || entry.type !== "Directory") continue
+        const path = NodePath.join(root, entry.name)
+        const judged = yield* judgeMarker(deps, NodePath.join(path, OWNER_MARKER))
+        if (judged !== undefined && judged.alive) continue
+        findings.push({
+          code: "state-backup-incomplete",
+          path,
+          message: `an incomplete snapshot left by ${judged === undefined ? "a writer that is gone (no owner marker)" : judged.detail}`,
+          fix: "the next `pi-storage backup create` removes it"
+        })
+      }
+    }
+    const asideRoot = NodePath.join(agentDir, ...RESTORE_ASIDE)
+    for (const entry of yield* deps.fs.readDirectory(asideRoot).pipe(Effect.orElseSucceed(() => []))) {
+      findings.push({
+        code: "state-backup-restore-aside",
+        path: NodePath.join(asideRoot, entry.name),
+        message: "live data a restore moved aside (never deleted by the library)",
+        fix: "copy back what you need, then delete the directory"
+      })
+    }
+    return findings
+  })
