@@ -338,6 +338,9 @@ const rename = (from: string, to: string, options?: { readonly sync?: boolean })
  * copies thousands of small files; a thread-pool trip per chunk would cost more than the copy), larger
  * ones on the thread pool in 64 KiB chunks. A failure after creation removes the partial copy.
  */
+/** One chunk buffer for the synchronous copy and hash paths (they never interleave: no await inside). */
+const SYNC_CHUNK = Buffer.allocUnsafe(COPY_CHUNK)
+
 const copyWith = (method: string, from: string, to: string, sync: boolean, hash: Hash | undefined) =>
   withFd(method, from, READ_NOFOLLOW, undefined, (source) =>
     Effect.gen(function*() {
@@ -356,8 +359,8 @@ const copyWith = (method: string, from: string, to: string, sync: boolean, hash:
       })
       const copied = stats.size <= SYNC_READ_MAX
         ? attemptSync(method, to, () => {
-          fs.fchmodSync(target, mode)
-          const buffer = Buffer.allocUnsafe(Math.max(1, Math.min(COPY_CHUNK, stats.size + 1)))
+          if (umaskStrips(mode) || (mode & ~0o777) !== 0) fs.fchmodSync(target, mode)
+          const buffer = SYNC_CHUNK
           let total = 0
           for (;;) {
             const n = fs.readSync(source, buffer, 0, buffer.byteLength, null)
@@ -410,18 +413,18 @@ const hashFile = (path: string): Effect.Effect<FileDigest, FileSystemError> =>
       if (stats.isDirectory()) return yield* Effect.fail(failWith("hashFile", path, "EISDIR", "is a directory"))
       if (!stats.isFile()) return yield* Effect.fail(failWith("hashFile", path, "", "not a regular file"))
       const hash = createHash("sha256")
-      const buffer = Buffer.allocUnsafe(COPY_CHUNK)
       const bytes = stats.size <= SYNC_READ_MAX
         ? yield* attemptSync("hashFile", path, () => {
           let total = 0
           for (;;) {
-            const n = fs.readSync(fd, buffer, 0, COPY_CHUNK, null)
+            const n = fs.readSync(fd, SYNC_CHUNK, 0, COPY_CHUNK, null)
             if (n === 0) return total
-            hash.update(buffer.subarray(0, n))
+            hash.update(SYNC_CHUNK.subarray(0, n))
             total += n
           }
         })
         : yield* attempt("hashFile", path, async () => {
+          const buffer = Buffer.allocUnsafe(COPY_CHUNK)
           let total = 0
           for (;;) {
             const n = await new Promise<number>((resolve, reject) =>

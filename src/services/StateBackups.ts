@@ -367,7 +367,15 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           NodePath.join(building, OWNER_MARKER),
           encodeJsonBytes({ version: 1, purpose: "state-snapshot", ...selfIdentity(deps), createdAt })
         )
-        const previous = (yield* manifests)[0]
+        // The newest complete snapshot whose manifest is usable (ids sort by time): the link source.
+        let previous: SnapshotManifest | undefined
+        for (const candidate of (yield* snapshotIds).reverse()) {
+          const read = yield* readManifest(candidate).pipe(Effect.option)
+          if (Option.isSome(read)) {
+            previous = read.value
+            break
+          }
+        }
         const previousDir = previous === undefined ? undefined : NodePath.join(root, previous.id)
         const previousEntries = new Map((previous?.entries ?? []).map((e) => [e.path, e]))
 
