@@ -145,13 +145,32 @@ export const SnapshotManifest = Schema.Struct({
 })
 export type SnapshotManifest = typeof SnapshotManifest.Type
 
+const ManifestHeader = SnapshotManifest.pipe(Schema.omit("entries"), Schema.extend(Schema.Struct({ entries: Schema.Array(Schema.Unknown) })))
+
+const OPTIONAL_STRINGS = ["sha256", "target"] as const
+const OPTIONAL_FLAGS = ["changedDuringBackup", "sqliteGroup"] as const
+
+/** Why `u` is not a ManifestEntry (the Schema's rules, checked by hand for speed), or `undefined`. */
+export const entryProblem = (u: unknown): string | undefined => {
+  if (typeof u !== "object" || u === null) return "is not an object"
+  const e = u as Record<string, unknown>
+  if (typeof e.path !== "string") return "path is not a string"
+  if (e.type !== "file" && e.type !== "directory" && e.type !== "symlink") return `type ${JSON.stringify(e.type)} is not file, directory or symlink`
+  for (const k of ["size", "mode", "mtimeMs"] as const) if (typeof e[k] !== "number") return `${k} is not a number`
+  for (const k of OPTIONAL_STRINGS) if (e[k] !== undefined && typeof e[k] !== "string") return `${k} is not a string`
+  for (const k of OPTIONAL_FLAGS) if (e[k] !== undefined && typeof e[k] !== "boolean") return `${k} is not a boolean`
+  return undefined
+}
+
 const sha256Hex = (text: string): string => createHash("sha256").update(text).digest("hex")
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
 /** The manifest's bytes: one JSON document, its own hash last. */
 export const encodeSnapshotManifest = (body: Omit<SnapshotManifest, "manifestSha256">): Uint8Array => {
-  const json = JSON.stringify(Schema.encodeSync(SnapshotManifest.pipe(Schema.omit("manifestSha256")))(body))
+  // The schema has no transformations (encoded = decoded), so the body is its own encoding: a Schema encode
+  // of 10,000 entries cost 230 ms per snapshot for an identity.
+  const json = JSON.stringify(body)
   return encoder.encode(`${json.slice(0, -1)},"manifestSha256":${JSON.stringify(sha256Hex(json))}}\n`)
 }
 
@@ -168,11 +187,17 @@ export const decodeSnapshotManifest = (
   } catch (e) {
     return { ok: false, why: `not valid JSON (${e instanceof Error ? e.message : String(e)})` }
   }
-  const decoded = Schema.decodeUnknownEither(SnapshotManifest)(parsed)
-  if (decoded._tag === "Left") return { ok: false, why: `not a snapshot manifest: ${decoded.left.message.split("\n")[0]}` }
+  // The header through the Schema, the entries through `entryProblem` (the same rules as ManifestEntry):
+  // a Schema decode of 10,000 entries cost 180 ms, on every create (the previous manifest) and verify.
+  const header = Schema.decodeUnknownEither(ManifestHeader)(parsed)
+  if (header._tag === "Left") return { ok: false, why: `not a snapshot manifest: ${header.left.message.split("\n")[0]}` }
+  for (const [i, entry] of header.right.entries.entries()) {
+    const problem = entryProblem(entry)
+    if (problem !== undefined) return { ok: false, why: `not a snapshot manifest: entries[${i}] ${problem}` }
+  }
   const want = sha256Hex(`${text.slice(0, at)}}`)
-  if (want !== decoded.right.manifestSha256) return { ok: false, why: "its own hash does not match its content" }
-  return { ok: true, manifest: decoded.right }
+  if (want !== header.right.manifestSha256) return { ok: false, why: "its own hash does not match its content" }
+  return { ok: true, manifest: header.right as SnapshotManifest }
 }
 
 // ------------------------------------------------------------------------------------------------ rules
