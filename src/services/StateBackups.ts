@@ -495,8 +495,18 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
 
         const roots = yield* scopeRoots(webDataRoot)
         for (const tree of roots) {
-          const info = yield* optionalLstat(deps, tree.source)
+          let info = yield* optionalLstat(deps, tree.source)
           if (info === undefined) continue
+          let source = tree.source
+          if (info.type === "SymbolicLink") {
+            // A top-level entry linked to another disk is the user's choice of disk (as the doctor says):
+            // snapshot the directory behind it (a trailing slash resolves the link), not the link.
+            const through = yield* optionalLstat(deps, `${tree.source}/`).pipe(Effect.orElseSucceed(() => undefined))
+            if (through?.type === "Directory") {
+              info = through
+              source = `${tree.source}/`
+            }
+          }
           const parent = tree.dest.split("/").slice(0, -1).join("/")
           yield* fs.makeDirectory(under(building, parent), { mode: 0o700, recursive: true })
           if (info.type === "Directory" && tree.exclude.length > 0) {
@@ -504,9 +514,9 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
             const record: ManifestEntry = { path: tree.dest, type: "directory", size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
             entries.push(record)
             directories.push(record)
-            yield* addChildren(tree.source, tree.dest, tree.exclude)
+            yield* addChildren(source, tree.dest, tree.exclude)
           } else {
-            yield* addEntry(tree.source, tree.dest, info)
+            yield* addEntry(source, tree.dest, info)
           }
         }
         // Directories get their live mode and mtime last, deepest first (filling them changed their mtime).

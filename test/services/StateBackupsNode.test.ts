@@ -215,6 +215,10 @@ describe("StateBackups (Node layer)", () => {
   it.live("symlinks are recorded, never followed; special files are skipped and reported; live SQLite groups are copied", () =>
     Effect.gen(function*() {
       const t = setup({ ...STATE_FILES, "outside/secret.txt": "outside the scope", "agent/state/db.sqlite": "db", "agent/state/db.sqlite-wal": "wal" })
+      nfs.rmSync(t.at("agent/sessions"), { recursive: true })
+      nfs.mkdirSync(t.at("big-disk/sessions"), { recursive: true })
+      nfs.writeFileSync(t.at("big-disk/sessions/s2.jsonl"), "on the big disk")
+      nfs.symlinkSync(t.at("big-disk/sessions"), t.at("agent/sessions"))
       nfs.symlinkSync("../MEMORY.md", t.at("agent/state/rel-link"))
       nfs.symlinkSync(t.at("outside"), t.at("agent/state/dir-link"))
       assert.strictEqual(spawnSync("mkfifo", [t.at("agent/state/fifo")]).status, 0)
@@ -227,6 +231,9 @@ describe("StateBackups (Node layer)", () => {
       assert.deepStrictEqual(first.skipped.map((s) => s.path), ["agent/state/fifo"])
       assert.isFalse(nfs.existsSync(NodePath.join(snap, "agent/state/fifo")))
       assert.deepStrictEqual(first.sqliteLive, ["agent/state/db.sqlite"])
+      // A top-level entry that links to another disk (the user's choice) is snapshotted through the link.
+      assert.strictEqual(nfs.readFileSync(NodePath.join(snap, "agent/sessions/s2.jsonl"), "utf8"), "on the big disk")
+      assert.isTrue(nfs.lstatSync(NodePath.join(snap, "agent/sessions")).isDirectory())
       assert.isTrue((yield* withBackups(t.agent, { root: t.root }, (b) => b.verify())).ok)
       // Unchanged, the group is still copied (never linked): both snapshots keep their own consistent pair.
       const second = yield* withBackups(t.agent, { root: t.root }, (b) => b.create())
