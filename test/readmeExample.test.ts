@@ -69,7 +69,7 @@ describe("README runnable blocks", () => {
       fs.writeFileSync(file, block.code)
       const work = fs.mkdtempSync(path.join(os.tmpdir(), "pi-readme-"))
       try {
-        const env = { ...process.env, PI_ADAPTATIVE_CODING_AGENT_DIR: path.join(work, "agent") }
+        const env: NodeJS.ProcessEnv = { ...process.env, PI_ADAPTATIVE_CODING_AGENT_DIR: path.join(work, "agent") }
         delete env["PI_WEB_DATA_DIR"]
         const result = await run(block.lang === "ts" ? [TSX, file] : [file], work, env)
         expect(result.stderr).not.toMatch(/Error|error TS/)
