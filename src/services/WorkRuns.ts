@@ -59,7 +59,9 @@ import { liveMarkerExists } from "./internal/markers.js"
 import { pruneTenant } from "./internal/prune.js"
 import { warn } from "./internal/warn.js"
 import { cleanupMarkerPath, prepareRemoval, removeOwnedRun } from "./internal/removeRun.js"
-import { isActive, readLeases, readManifest } from "./internal/runFacts.js"
+import { checkSafeDirectory } from "./internal/rootSafety.js"
+import { type Holder, holderText, isActive, liveHolders, readLeases, readManifest } from "./internal/runFacts.js"
+import { aFileType } from "../domain/FileTypeWords.js"
 
 export type AcquireError = InvalidSegment | UnownedRun | ManifestMismatch | RunBusy | FileSystemError
 export type PruneFailure = InvalidSegment | UnsafeRoot | FileSystemError
@@ -108,6 +110,17 @@ export interface PruneOptions {
   readonly onProgress?: (p: { readonly phase: "scan" | "remove"; readonly done: number; readonly total: number }) => void
 }
 
+/** What `removeRuns` did with one chosen run. */
+export type RemoveRunOutcome =
+  | { readonly runId: string; readonly _tag: "Removed" }
+  /** A live lease holds it (or its leases cannot be trusted): left alone. */
+  | { readonly runId: string; readonly _tag: "Held"; readonly holders: ReadonlyArray<Holder>; readonly why: string }
+  | { readonly runId: string; readonly _tag: "Missing" }
+  /** Not the library's (no or a foreign manifest, a symlink …): never deleted. */
+  | { readonly runId: string; readonly _tag: "Unowned"; readonly why: string }
+  /** Left alone for another reason (a cleanup already running, a rename that failed). */
+  | { readonly runId: string; readonly _tag: "Skipped"; readonly why: string }
+
 export interface WorkRunsOptions {
   /** Other hosts' leases count as alive until their heartbeat is this old (WR4). */
   readonly remoteLeaseTtlMs?: number
@@ -143,6 +156,12 @@ export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns,
   readonly workRootEnv: (run?: WorkRunAddress) => Record<string, string>
   /** Wait for background prunes started so far. */
   readonly awaitBackground: Effect.Effect<void>
+  /**
+   * Delete chosen runs of one tenant now, under the cleanup protocol (`pi-storage work rm`): never a run
+   * with a live lease, never one the library does not own. Refuses an unsafe root like a prune.
+   */
+  readonly removeRuns: (options: { readonly category: string; readonly tenant: string; readonly runIds: ReadonlyArray<string> }) =>
+    Effect.Effect<ReadonlyArray<RemoveRunOutcome>, PruneFailure>
 }>() {
   static readonly layer = (options: WorkRunsOptions = {}): Layer.Layer<WorkRuns, never, FileSystem | Host | AgentDir> =>
     Layer.scoped(WorkRuns, makeWorkRuns(options))
@@ -243,7 +262,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           return yield* info.left
         }
         if (info.right.type !== "Directory") {
-          return yield* new UnownedRun({ path: runDir, why: info.right.type === "SymbolicLink" ? "it is a symlink" : `it is a ${info.right.type}` })
+          return yield* new UnownedRun({ path: runDir, why: `it is ${aFileType(info.right.type)}` })
         }
         let manifest = yield* readManifest(deps, runDir, address)
         if (manifest._tag !== "Owned") {
@@ -494,7 +513,65 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         PI_WORK_TENANT: run.tenant
       }
 
-    return WorkRuns.of({ workRoot: paths.workRoot, acquire, getProcessWorkRun, prune, workRootEnv, awaitBackground: FiberSet.awaitEmpty(background) })
+    const removeRuns = (opts: { readonly category: string; readonly tenant: string; readonly runIds: ReadonlyArray<string> }) =>
+      Effect.gen(function*() {
+        const category = yield* decodeSegment("category", opts.category)
+        const tenant = yield* decodeSegment("tenant", opts.tenant)
+        const runIds: Array<string> = []
+        for (const id of opts.runIds) runIds.push(yield* decodeSegment("runId", id))
+        const tenantDir = paths.workTenantDir(category, tenant)
+        let present = true
+        for (const dir of [paths.workRoot, paths.workCategoryDir(category), tenantDir]) {
+          if (present && Option.isNone(yield* checkSafeDirectory(deps, dir))) present = false
+        }
+        const outcomes: Array<RemoveRunOutcome> = []
+        let prepared = false
+        for (const runId of runIds) {
+          const runDir = NodePath.join(tenantDir, runId)
+          const info = present ? yield* fs.lstat(runDir).pipe(Effect.option) : Option.none()
+          if (Option.isNone(info)) {
+            outcomes.push({ runId, _tag: "Missing" })
+            continue
+          }
+          if (info.value.type !== "Directory") {
+            outcomes.push({ runId, _tag: "Unowned", why: `it is ${aFileType(info.value.type)}` })
+            continue
+          }
+          const manifest = yield* readManifest(deps, runDir, { category, tenant, runId })
+          if (manifest._tag !== "Owned") {
+            outcomes.push({ runId, _tag: "Unowned", why: manifest._tag === "Mismatch" ? `its manifest names ${manifest.found}` : manifest.why })
+            continue
+          }
+          const leases = yield* readLeases(deps, runDir)
+          if (isActive(leases)) {
+            outcomes.push({ runId, _tag: "Held", holders: liveHolders(leases), why: holderText(leases) })
+            continue
+          }
+          if (!prepared) {
+            const ready = yield* Effect.either(prepareRemoval(deps, tenantDir))
+            if (ready._tag === "Left") {
+              outcomes.push({ runId, _tag: "Skipped", why: ready.left })
+              continue
+            }
+            prepared = true
+          }
+          // The protocol re-checks under the run's cleanup marker: a lease that appeared meanwhile wins.
+          const removed = yield* removeOwnedRun(deps, { tenantDir, category, tenant, runId })
+          if (removed._tag === "Removed") {
+            outcomes.push({ runId, _tag: "Removed" })
+          } else {
+            const now = yield* readLeases(deps, runDir)
+            outcomes.push(isActive(now)
+              ? { runId, _tag: "Held", holders: liveHolders(now), why: holderText(now) }
+              : { runId, _tag: "Skipped", why: removed.why })
+          }
+        }
+        return outcomes
+      })
+
+    return WorkRuns.of({
+      workRoot: paths.workRoot, acquire, getProcessWorkRun, prune, workRootEnv, awaitBackground: FiberSet.awaitEmpty(background), removeRuns
+    })
   })
 
 export { EXTENSIONS_WORK_CATEGORY }
