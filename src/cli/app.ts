@@ -127,7 +127,8 @@ const commands = (ctx: CliContext) => {
     (o) => run(ctx, { target: o.target, name: value(o.name), cwd: value(o.cwd), delete: o.delete })
   ).pipe(Command.withDescription(lines(
     "Run a command inside a leased work run: the run directory is its working directory, PI_WORK_* describe the run.",
-    "The command goes after '--'. Example: pi-storage work run tools/bash --delete -- make report"
+    "The command goes after '--'.",
+    "Example: pi-storage work run tools/bash --delete -- make report"
   )))
   const rmCommand = Command.make(
     "rm",
