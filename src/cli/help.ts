@@ -9,8 +9,8 @@
  * its own page), `Options.withDescription` and `Args.withDescription` (say the default and give one
  * example), `Options.withPseudoName` (the value's placeholder, else `VALUE`).
  *
- * The descriptors are `@effect/cli` internals (`_tag`ged instructions); the walk is defensive: an unknown
- * node contributes nothing rather than failing.
+ * The descriptors are `@effect/cli` internals (`_tag`ged instructions, @effect/cli 0.77.2); an unknown node
+ * contributes nothing to the page (test/cli/newUser.test.ts checks every page, so a change shows there).
  */
 import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Option from "effect/Option"
@@ -39,14 +39,8 @@ export interface HelpNode {
 
 type Instruction = { readonly _tag?: string; readonly [key: string]: unknown }
 
-const docText = (doc: unknown): string => {
-  if (doc === undefined || doc === null) return ""
-  try {
-    return stripAnsi(HelpDoc.toAnsiText(doc as HelpDoc.HelpDoc)).trim()
-  } catch {
-    return ""
-  }
-}
+const docText = (doc: unknown): string =>
+  doc === undefined || doc === null ? "" : stripAnsi(HelpDoc.toAnsiText(doc as HelpDoc.HelpDoc)).trim()
 
 const flagsOf = (o: Instruction | undefined, defaultValue?: { readonly value: unknown }): Array<HelpFlag> => {
   switch (o?._tag) {

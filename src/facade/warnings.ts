@@ -23,8 +23,9 @@ export const warningLogger = (
     try {
       if (warning !== undefined) onWarning(warning)
       else onOther(line)
-    } catch {
-      // A throwing callback must not break the program that logged (the heartbeat, a prune).
+    } catch (thrown) {
+      // A throwing callback must not break the program that logged (the heartbeat, a prune): say both.
+      process.emitWarning(`${line} (and the onWarning callback threw: ${String(thrown)})`, { type: "PiAgentStorageWarning" })
     }
   })
 
