@@ -22,12 +22,16 @@ export const exitCodeForError = (tag: string): number => {
     case "InvalidSegment":
     case "InvalidArgument":
     case "UnknownRevision":
+    case "SnapshotNotFound":
       return ExitCode.usage
     case "UnsafeRoot":
     case "RunBusy":
     case "UnownedRun":
     case "ManifestMismatch":
     case "ConfigHistoryBusy":
+    case "UnsafeBackupRoot":
+    case "BackupBusy":
+    case "SnapshotCorrupt":
       return ExitCode.refused
     default:
       return ExitCode.findings
