@@ -42,6 +42,27 @@ export const bindMountSupport = (): { readonly available: true } | { readonly av
   }
 }
 
-/** Bind-mount `source` at `target` for the current scope; unmounted when the scope closes, however it ends. */
+/**
+ * Bind-mount `source` at `target` for the current scope; unmounted when the scope closes, however it ends
+ * (a mount that moved with its directory: see `unmountAllUnderOnClose`).
+ */
 export const bindMount = (source: string, target: string) =>
   Effect.acquireRelease(Effect.sync(() => bindMountNow(source, target)), () => Effect.sync(() => unmount(target)))
+
+/** The mount points at or below `dir` (from /proc/self/mountinfo), deepest first. */
+export const mountsUnder = (dir: string): Array<string> =>
+  fs.readFileSync("/proc/self/mountinfo", "utf8").split("\n")
+    .map((line) => line.split(" ")[4])
+    .filter((field): field is string => field !== undefined)
+    .map((field) => field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))))
+    .filter((point) => point === dir || point.startsWith(`${dir}/`))
+    .sort((a, b) => b.length - a.length)
+
+/**
+ * Unmount everything at or below `dir` when the scope closes: a mount inside a run moves with it when the
+ * run is renamed into `.trash/`, so the place it was mounted at is not where it ends up.
+ */
+export const unmountAllUnderOnClose = (dir: string) =>
+  Effect.addFinalizer(() => Effect.sync(() => {
+    for (const point of mountsUnder(dir)) unmount(point)
+  }))
