@@ -30,6 +30,7 @@
  * device differs from its parent's or, on Linux, when it is the root of a mount (statx
  * STATX_ATTR_MOUNT_ROOT, Linux 5.8+): a bind mount of a tree on the same file system has the same st_dev,
  * so st_dev alone (`rm --one-file-system`) would let a walk into exactly the bind mount a tool left in a run.
+ * Kernels before 5.8 report no mount root: there, and off Linux, only devices are compared.
  * 1 when it is, 0 when not, or a negative errno.
  */
 static int other_file_system(int parent_fd, int child_fd) {
