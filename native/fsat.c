@@ -19,10 +19,45 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 #define NAME_MAX_BYTES 4096
+
+/*
+ * One file system (issue 12, DESIGN "Safety rules"): a child directory is another file system's when its
+ * device differs from its parent's or, on Linux, when it is the root of a mount (statx
+ * STATX_ATTR_MOUNT_ROOT, Linux 5.8+): a bind mount of a tree on the same file system has the same st_dev,
+ * so st_dev alone (`rm --one-file-system`) would let a walk into exactly the bind mount a tool left in a run.
+ * Kernels before 5.8 report no mount root: there, and off Linux, only devices are compared.
+ * 1 when it is, 0 when not, or a negative errno.
+ */
+static int other_file_system(int parent_fd, int child_fd) {
+  struct stat parent;
+  if (fstat(parent_fd, &parent) != 0) return -errno;
+#if defined(__linux__) && defined(STATX_ATTR_MOUNT_ROOT)
+  struct statx child;
+  if (statx(child_fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &child) == 0) {
+    if (makedev(child.stx_dev_major, child.stx_dev_minor) != parent.st_dev) return 1;
+    return (child.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0 && (child.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+  }
+  if (errno != ENOSYS) return -errno;
+#endif
+  struct stat st;
+  if (fstat(child_fd, &st) != 0) return -errno;
+  return st.st_dev != parent.st_dev;
+}
+
+/* A child directory's descriptor relative to its parent, never through a link; -EXDEV for a mount point. */
+static int open_child(int parent_fd, const char *name) {
+  int fd = openat(parent_fd, name, DIR_FLAGS);
+  if (fd < 0) return -errno;
+  int other = other_file_system(parent_fd, fd);
+  if (other == 0) return fd;
+  close(fd);
+  return other > 0 ? -EXDEV : other;
+}
 
 /* Entry types shared with NativeWalk.ts. */
 enum { T_UNKNOWN = 0, T_FILE = 1, T_DIRECTORY = 2, T_SYMLINK = 3, T_OTHER = 4 };
@@ -89,14 +124,16 @@ static napi_value open_dir(napi_env env, napi_callback_info info) {
   return number(env, fd < 0 ? -errno : fd);
 }
 
-/* openDirAt(dirFd, name): a child directory's descriptor, relative to its parent, never through a link. */
+/*
+ * openDirAt(dirFd, name): a child directory's descriptor, relative to its parent, never through a link;
+ * -EXDEV (nothing left open) when the child is another file system's (a mount point).
+ */
 static napi_value open_dir_at(napi_env env, napi_callback_info info) {
   napi_value argv[2];
   int32_t dir_fd;
   char name[NAME_MAX_BYTES];
   if (!fd_and_name(env, info, 2, argv, &dir_fd, name)) return number(env, -EINVAL);
-  int fd = openat(dir_fd, name, DIR_FLAGS);
-  return number(env, fd < 0 ? -errno : fd);
+  return number(env, open_child(dir_fd, name));
 }
 
 /* A directory's entries: names (without "." and "..") and their types. */
@@ -235,7 +272,8 @@ static napi_value close_fd(napi_env env, napi_callback_info info) {
  * budgets, order and answers as the portable walk (pathWalk.ts), which the conformance suite checks:
  * the root is not counted; `maxEntries` removals at most; a directory deeper than `maxDepth` is left in place
  * (with everything above it) and the removal is incomplete; links and files are unlinked, never followed; an
- * entry that vanished meanwhile is skipped; a directory that became a link or file is unlinked as an entry.
+ * entry that vanished meanwhile is skipped; a directory that became a link or file is unlinked as an entry;
+ * a mount point is never crossed (`crossed_mount`).
  */
 
 typedef struct {
@@ -257,6 +295,7 @@ typedef struct {
   int error;          /* errno of the failure, 0 when none */
   const char *syscall;
   char *error_path;
+  char *mount_point;  /* the first mount point met (never crossed), NULL when none */
   frame_t *stack;
   size_t depth, capacity;
   napi_async_work work;
@@ -322,6 +361,18 @@ static int remove_entry(removal_t *r, frame_t *parent, const char *name, int is_
   return fail(r, errno, is_directory ? "rmdir" : "unlink", parent->path, name);
 }
 
+/*
+ * A mount point inside the tree: never descended, never unlinked; it and its parents stay, the walk goes on
+ * with the rest, and the removal fails with EXDEV naming the first one met. 0, or -1 (ENOMEM).
+ */
+static int crossed_mount(removal_t *r, frame_t *parent, const char *name) {
+  parent->blocked = 1;
+  r->complete = 0;
+  if (r->mount_point != NULL) return 0;
+  r->mount_point = join_path(parent->path, name);
+  return r->mount_point == NULL ? fail(r, ENOMEM, "removeTree", parent->path, name) : 0;
+}
+
 /* One step inside the top directory: its next entry, or its own removal once it is empty. 1 when done. */
 static int step(removal_t *r) {
   frame_t *top = &r->stack[r->depth - 1];
@@ -344,14 +395,18 @@ static int step(removal_t *r) {
       if (remove_entry(r, top, name, 0) != 0) return -1;
       continue;
     }
-    int fd = openat(top->fd, name, DIR_FLAGS);
+    int fd = open_child(top->fd, name);
+    if (fd == -EXDEV) {
+      if (crossed_mount(r, top, name) != 0) return -1;
+      continue;
+    }
     if (fd < 0) {
       /* Vanished, or swapped for a link or file since the listing: remove the entry itself. */
-      if (errno == ENOENT || errno == ELOOP || errno == ENOTDIR) {
+      if (fd == -ENOENT || fd == -ELOOP || fd == -ENOTDIR) {
         if (remove_entry(r, top, name, 0) != 0) return -1;
         continue;
       }
-      return fail(r, errno, "open", top->path, name);
+      return fail(r, -fd, "open", top->path, name);
     }
     listing_t entries;
     if (list_or_fail(r, fd, top->path, name, &entries) != 0) return -1;
@@ -448,14 +503,21 @@ static napi_value string_value(napi_env env, const char *text) {
   return out;
 }
 
-/* Back on the event loop: callback(0, removedEntries, complete) or callback(-errno, syscall, path). */
+/*
+ * Back on the event loop: callback(0, removedEntries, complete) or callback(-errno, syscall, path); a
+ * removal that met a mount point (and failed no other way) answers (-EXDEV, "mount", mountPoint).
+ */
 static void removal_complete(napi_env env, napi_status status, void *data) {
   removal_t *r = data;
   napi_value callback, global, argv[3];
   napi_get_reference_value(env, r->callback, &callback);
   napi_get_global(env, &global);
   if (status != napi_ok && r->error == 0) fail(r, ECANCELED, "removeTree", r->root, NULL);
-  if (r->error != 0) {
+  if (r->error == 0 && r->mount_point != NULL) {
+    argv[0] = number(env, -EXDEV);
+    argv[1] = string_value(env, "mount");
+    argv[2] = string_value(env, r->mount_point);
+  } else if (r->error != 0) {
     argv[0] = number(env, -r->error);
     argv[1] = string_value(env, r->syscall);
     argv[2] = string_value(env, r->error_path);
@@ -469,6 +531,7 @@ static void removal_complete(napi_env env, napi_status status, void *data) {
   napi_delete_async_work(env, r->work);
   free(r->stack);
   free(r->error_path);
+  free(r->mount_point);
   free(r->root);
   free(r);
 }

@@ -16,6 +16,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { FileSystemError, lengthMismatch, reasonOfErrno } from "../domain/Errors.js"
+import { CROSSED_MOUNT_DETAIL, CROSSED_MOUNT_ERRNO } from "../domain/OneFileSystem.js"
 import { type DirEntry, type FileDigest, type FileInfo, FileSystem, type TreeMeasure, type TreeRemoval } from "../services/FileSystem.js"
 import { Host } from "../services/Host.js"
 import * as MemoryHost from "./MemoryHost.js"
@@ -77,6 +78,9 @@ const contains = (ancestor: DirNode, dir: DirNode): boolean => {
     cur = cur.parent
   }
 }
+
+/** Whether a walk from `root` must not enter `dir`: another device, or a mount point (OneFileSystem.ts). */
+const crossesFrom = (root: Node, dir: DirNode): boolean => dir.mountRoot || dir.dev !== root.dev
 
 /** Remove an entry from its directory, which changes the directory's mtime. */
 const detach = (dir: DirNode, name: string, node: Node, now: number): void => {
@@ -259,8 +263,13 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
     let entries = 0
     let complete = true
     // Depth-first, names in order; a directory at depth d is listed only when d < maxDepth, and only a
-    // non-empty directory left unopened makes the measure a lower bound (as in the Node layer).
+    // non-empty directory left unopened makes the measure a lower bound (as in the Node layer). A mount
+    // point counts as an entry and is never opened: the measure is then a lower bound (OneFileSystem.ts).
     const walk = (dir: DirNode, depth: number): boolean => {
+      if (dir !== root && crossesFrom(root, dir)) {
+        complete = false
+        return true
+      }
       if (depth >= maxDepth) {
         if (dir.entries.size > 0) complete = false
         return true
@@ -326,6 +335,8 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
       let removed = 0
       let stopped = false
       let blockedByDepth = false
+      /** The first mount point met: never entered nor removed; the removal fails naming it. */
+      let mountPoint: string | undefined
       /** Remove one entry (an emptied directory or a non-directory) as its own step. */
       const removeEntry = (dir: DirNode, name: string, node: Node, entryPath: string): Errno | undefined => {
         const op = node.kind === "Directory" ? "removeTree.removeDirectory" : "removeTree.removeFile"
@@ -361,6 +372,10 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
             const child = dir.entries.get(name)
             if (child === undefined) continue
             const childPath = joinPath(dirPath, name)
+            if (child.kind === "Directory" && crossesFrom(root, child)) {
+              mountPoint ??= childPath
+              continue
+            }
             if (child.kind === "Directory" && child.entries.size > 0) {
               if (depth + 1 >= maxDepth) {
                 blockedByDepth = true
@@ -380,6 +395,12 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
         if (maxDepth < 1) return yield* done({ removedEntries: 0, complete: false })
         const failed = yield* emptyDirectory(root, path, 0)
         if (failed !== undefined) return yield* done(failed)
+      }
+      if (mountPoint !== undefined) {
+        world.record(ctx, method, path, undefined, CROSSED_MOUNT_ERRNO)
+        return yield* Effect.fail(
+          new FileSystemError({ reason: reasonOfErrno(CROSSED_MOUNT_ERRNO), errno: CROSSED_MOUNT_ERRNO, method, path: mountPoint, detail: CROSSED_MOUNT_DETAIL })
+        )
       }
       if (stopped || blockedByDepth) return yield* done({ removedEntries: removed, complete: false })
       const failed = removeEntry(at.dir, at.name, root, path)

@@ -8,7 +8,7 @@
  * - `MemoryWorld.make(options?)` — cheap: one root directory (mode 0o755, uid 0, device `rootDevice`, default 1).
  * - `mount(path, deviceId)` — the existing directory at `path` (and everything under it) becomes device
  *   `deviceId`; renames and hard links across devices fail with EXDEV; removing or renaming the mount point
- *   fails with EBUSY.
+ *   fails with EBUSY; the tree walks never enter it (domain/OneFileSystem.ts).
  * - `injectFault({ op?, path?, nth?, count?, errno, pid? })` → handle with `remove()` and `fired`. `op` is a
  *   port method name (matches top-level calls) or a step name such as `writeFileAtomic.rename`,
  *   `writeFileAtomic.create`, `removeTree.removeFile`, `removeTree.removeDirectory` (matches that step only).

@@ -56,7 +56,7 @@ import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type Deps, nonce, safeHostName, selfIdentity } from "./internal/deps.js"
 import { liveMarkerExists } from "./internal/markers.js"
-import { pruneTenant } from "./internal/prune.js"
+import { notDeleted, pruneTenant } from "./internal/prune.js"
 import { warn } from "./internal/warn.js"
 import { cleanupMarkerPath, prepareRemoval, removeOwnedRun } from "./internal/removeRun.js"
 import { checkSafeDirectory } from "./internal/rootSafety.js"
@@ -435,7 +435,9 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
               const prepared = yield* Effect.either(prepareRemoval(deps, tenantDir))
               if (prepared._tag === "Left") return { released: true, deleted: false, keptBecause: prepared.left }
               const outcome = yield* removeOwnedRun(deps, { tenantDir, category: run.category, tenant: run.tenant, runId: run.runId })
-              return outcome._tag === "Removed" ? { released: true, deleted: true } : { released: true, deleted: false, keptBecause: outcome.why }
+              if (outcome._tag === "Skipped") return { released: true, deleted: false, keptBecause: outcome.why }
+              // Not wholly deleted (a mount point inside it, say): it stays quarantined and the next prune retries.
+              return outcome.complete ? { released: true, deleted: true } : { released: true, deleted: false, keptBecause: notDeleted(run.path, outcome).message }
             }
             yield* stampReleased(held)
             return { released: true, deleted: false }

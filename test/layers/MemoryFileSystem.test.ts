@@ -6,19 +6,21 @@ import * as MemoryFileSystem from "../../src/layers/MemoryFileSystem.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { fileSystemConformance, Scratch } from "./conformance.js"
 
-/** A fresh world with /scratch on device 1 and /mnt/b on device 2. */
+/** A fresh world with /scratch on device 1 and /mnt/b on device 2; `mount` gives devices 3, 4 … */
 const conformanceLayer = () =>
   Layer.effectContext(Effect.gen(function*() {
     const world = MemoryWorld.make()
     yield* world.mkdirFixture("/scratch", { mode: 0o700 })
     yield* world.mkdirFixture("/mnt/b", { mode: 0o700 })
     world.mount("/mnt/b", 2)
+    let nextDevice = 3
+    const mount = (dir: string) => Effect.sync(() => world.mount(dir, nextDevice++))
     return Context.make(FileSystem, MemoryFileSystem.make(world)).pipe(
-      Context.add(Scratch, { root: "/scratch", otherDevice: "/mnt/b" })
+      Context.add(Scratch, { root: "/scratch", otherDevice: "/mnt/b", mount })
     )
   }))
 
-fileSystemConformance("Memory", { layer: conformanceLayer, crossDevice: { available: true } })
+fileSystemConformance("Memory", { layer: conformanceLayer, crossDevice: { available: true }, mountPoints: { available: true } })
 
 const bytes = (text: string) => new TextEncoder().encode(text)
 
@@ -27,7 +29,7 @@ const setup = Effect.sync(() => {
   return { world, fs: MemoryFileSystem.make(world) }
 })
 
-const failsWith = <A>(effect: Effect.Effect<A, { reason: FileSystemErrorReason; errno: string }>, errno: string) =>
+const failsWith = <A>(effect: Effect.Effect<A, { reason: FileSystemErrorReason; errno: string; path: string }>, errno: string) =>
   Effect.map(Effect.flip(effect), (error) => {
     assert.strictEqual(error.errno, errno)
     return error
@@ -174,14 +176,16 @@ describe("MemoryFileSystem (Linux details beyond the conformance suite)", () => 
       assert.strictEqual((yield* alice.lstat("/a/f")).uid, 0)
     }))
 
-  it.effect("removeTree refuses to cross a mount point (EBUSY) and keeps what it removed", () =>
+  it.effect("removeTree never enters a mount point (EXDEV naming it) and removes the rest", () =>
     Effect.gen(function*() {
       const { world, fs } = yield* setup
       yield* world.writeFixture("/t/a", "a")
-      yield* world.mkdirFixture("/t/mnt")
+      yield* world.writeFixture("/t/mnt/inside/file", "mounted")
       world.mount("/t/mnt", 7)
-      const error = yield* failsWith(fs.removeTree("/t", { maxEntries: 100, maxDepth: 10 }), "EBUSY")
-      assert.strictEqual(error.reason, "Busy")
-      assert.deepStrictEqual(Object.keys(world.tree("/t")), ["/t", "/t/mnt"])
+      const mounted = world.tree("/t/mnt")
+      const error = yield* failsWith(fs.removeTree("/t", { maxEntries: 100, maxDepth: 10 }), "EXDEV")
+      assert.deepStrictEqual([error.reason, error.path], ["CrossDevice", "/t/mnt"])
+      assert.deepStrictEqual(world.tree("/t/mnt"), mounted)
+      assert.deepStrictEqual(Object.keys(world.tree("/t")), ["/t", ...Object.keys(mounted)])
     }))
 })

@@ -2,8 +2,9 @@ import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as os from "node:os"
 import * as NodePath from "node:path"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Scope } from "effect"
 import { nodeFileSystemWith, type Walker } from "../../src/layers/NodeFileSystem.js"
+import { bindMount, bindMountSupport } from "../support/bindMount.js"
 import { type ConformanceSetup, fileSystemConformance, Scratch } from "./conformance.js"
 
 /** A second filesystem for the EXDEV case: /dev/shm when it is a writable directory on another device. */
@@ -30,18 +31,30 @@ const tempDirectory = (parent: string) =>
     (dir) => Effect.promise(() => fsp.rm(dir, { recursive: true, force: true }))
   )
 
+const mounting = bindMountSupport()
+
 const ScratchLive = Layer.scoped(
   Scratch,
   Effect.gen(function*() {
     const root = yield* tempDirectory(os.tmpdir())
     const otherDevice = "parent" in second ? yield* tempDirectory(second.parent) : null
-    return { root, otherDevice }
+    const scope = yield* Effect.scope
+    // A mount point holding what `dir` held: its entries move to a tree outside `root`, bind-mounted at `dir`
+    // until the test's scope closes (finalizers run last-first: unmounted before the temp dirs go).
+    const mount = (dir: string) =>
+      Effect.gen(function*() {
+        const source = yield* tempDirectory(os.tmpdir())
+        for (const name of fs.readdirSync(dir)) fs.renameSync(NodePath.join(dir, name), NodePath.join(source, name))
+        yield* bindMount(source, dir)
+      }).pipe(Scope.extend(scope), Effect.orDie)
+    return { root, otherDevice, mount: mounting.available ? mount : null }
   })
 )
 
 const setupWith = (walker: Walker): ConformanceSetup => ({
   layer: () => Layer.merge(nodeFileSystemWith(walker), ScratchLive),
-  crossDevice: "parent" in second ? { available: true } : { available: false, why: second.why }
+  crossDevice: "parent" in second ? { available: true } : { available: false, why: second.why },
+  mountPoints: mounting
 })
 
 // Both walkers: the native one (built by `npm install`; its absence fails here, loudly) and the portable one.

@@ -7,8 +7,9 @@
  *   fileSystemConformance("Memory", {
  *     // A FRESH world for every test: a FileSystem plus a Scratch naming an empty, writable directory
  *     // (and, when crossDevice is available, an empty writable directory on another device).
- *     layer: () => Layer.merge(MemoryFileSystemLayer, Layer.succeed(Scratch, { root: "/scratch", otherDevice: "/mnt/b" })),
- *     crossDevice: { available: true }              // or { available: false, why: "no second filesystem" }
+ *     layer: () => Layer.merge(MemoryFileSystemLayer, Layer.succeed(Scratch, { root: "/scratch", otherDevice: "/mnt/b", mount })),
+ *     crossDevice: { available: true },             // or { available: false, why: "no second filesystem" }
+ *     mountPoints: { available: true }              // or { available: false, why: "mount is refused" }
  *   })
  *
  * Paths are POSIX strings built with "/". Modes are exact (no umask). Timestamps set by the suite are whole
@@ -19,18 +20,30 @@ import { createHash } from "node:crypto"
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, FastCheck, type Layer } from "effect"
 import type { FileSystemError, FileSystemErrorReason } from "../../src/domain/Errors.js"
+import { CROSSED_MOUNT_DETAIL } from "../../src/domain/OneFileSystem.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 
-/** Where a test may write. `otherDevice` is `null` unless the setup says cross-device is available. */
+/**
+ * Where a test may write. `otherDevice` is `null` unless the setup says cross-device is available; `mount`
+ * is `null` unless it says mount points are.
+ */
 export class Scratch extends Context.Tag("pi-agent-storage/test/Scratch")<Scratch, {
   readonly root: string
   readonly otherDevice: string | null
+  /**
+   * Make the existing directory `dir` a mount point of another file system that holds what `dir` held (Node:
+   * its entries move to a tree outside the scratch root, bind-mounted at `dir`; unmounted when the test ends).
+   */
+  readonly mount: ((dir: string) => Effect.Effect<void>) | null
 }>() {}
+
+type Availability = { readonly available: true } | { readonly available: false; readonly why: string }
 
 export interface ConformanceSetup {
   /** Called once per test; must build a fresh, isolated world. */
   readonly layer: () => Layer.Layer<FileSystem | Scratch, unknown>
-  readonly crossDevice: { readonly available: true } | { readonly available: false; readonly why: string }
+  readonly crossDevice: Availability
+  readonly mountPoints: Availability
 }
 
 const encoder = new TextEncoder()
@@ -650,6 +663,84 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
           }).pipe(Effect.provide(setup.layer())),
         { fastCheck: { numRuns: 25 } }
       )
+    })
+
+    describe("one file system (mount points)", () => {
+      /**
+       * tree/a.txt (3), tree/d1/b.bin (100), tree/link -> outside, and tree/keep/m: a mount point holding
+       * big (5000), inner/deep (4) and a link to outside.
+       */
+      const buildMounted = (root: string) =>
+        Effect.gen(function*() {
+          const { fs, scratch } = yield* context
+          yield* buildTree(`${root}/tree`, `${root}/outside`)
+          yield* fs.makeDirectory(`${root}/tree/keep`)
+          yield* fs.makeDirectory(`${root}/tree/keep/m`)
+          yield* put(`${root}/tree/keep/m/big`, "m".repeat(5000))
+          yield* fs.makeDirectory(`${root}/tree/keep/m/inner`)
+          yield* put(`${root}/tree/keep/m/inner/deep`, "deep")
+          yield* fs.symlink(`${root}/outside`, `${root}/tree/keep/m/link`)
+          yield* scratch.mount!(`${root}/tree/keep/m`)
+        })
+
+      /** The mounted tree is exactly as buildMounted left it. */
+      const assertMountedUntouched = (m: string) =>
+        Effect.gen(function*() {
+          const { fs } = yield* context
+          assert.deepStrictEqual(yield* names(m), ["big", "inner", "link"])
+          assert.strictEqual((yield* read(`${m}/big`)).length, 5000)
+          assert.strictEqual(yield* read(`${m}/inner/deep`), "deep")
+          assert.strictEqual((yield* fs.lstat(`${m}/link`)).type, "SymbolicLink")
+        })
+
+      if (setup.mountPoints.available) {
+        test("removeTree never enters or unlinks a mount point: the rest goes, EXDEV names it, a rerun too", Effect.gen(function*() {
+          const { fs, scratch: { root } } = yield* context
+          yield* buildMounted(root)
+          for (let round = 0; round < 2; round++) {
+            const error = yield* expectFailure(fs.removeTree(`${root}/tree`, WIDE), "CrossDevice", "EXDEV")
+            assert.strictEqual(error.path, `${root}/tree/keep/m`)
+            assert.strictEqual(error.method, "removeTree")
+            assert.strictEqual(error.detail, CROSSED_MOUNT_DETAIL)
+            // Everything on the tree's own file system went; the mount point and its parents stayed.
+            assert.deepStrictEqual(yield* names(`${root}/tree`), ["keep"])
+            assert.deepStrictEqual(yield* names(`${root}/tree/keep`), ["m"])
+            yield* assertMountedUntouched(`${root}/tree/keep/m`)
+            yield* assertOutsideUntouched(`${root}/outside`)
+          }
+        }))
+
+        test("a mount point at the top of the tree, empty or not, is never removed", Effect.gen(function*() {
+          const { fs, scratch } = yield* context
+          const { root } = scratch
+          yield* fs.makeDirectory(`${root}/tree`)
+          yield* fs.makeDirectory(`${root}/tree/empty`)
+          yield* scratch.mount!(`${root}/tree/empty`)
+          yield* put(`${root}/tree/z`, "z")
+          const error = yield* expectFailure(fs.removeTree(`${root}/tree`, WIDE), "CrossDevice", "EXDEV")
+          assert.strictEqual(error.path, `${root}/tree/empty`)
+          assert.deepStrictEqual(yield* names(`${root}/tree`), ["empty"])
+        }))
+
+        test("measureTree counts a mount point as one entry, never its contents, and says incomplete", Effect.gen(function*() {
+          const { fs, scratch: { root } } = yield* context
+          yield* buildMounted(root)
+          // a.txt, d1, d1/b.bin, d1/d2, d1/d2/c, link, dangling, fileLink, keep, keep/m
+          const measure = yield* fs.measureTree(`${root}/tree`, WIDE)
+          assert.deepStrictEqual(measure, { bytes: TREE_BYTES, entries: TREE_ENTRIES + 2, complete: false })
+          yield* assertMountedUntouched(`${root}/tree/keep/m`)
+          // Measured from inside, the mounted tree is whole: the rule is relative to the walk's root.
+          const inside = yield* fs.measureTree(`${root}/tree/keep/m`, WIDE)
+          assert.deepStrictEqual(inside, { bytes: 5004, entries: 4, complete: true })
+        }))
+      } else {
+        const why = setup.mountPoints.why
+        test(`mount points: skipped: ${why}`, Effect.gen(function*() {
+          const { scratch } = yield* context
+          // The cases did not run: prove the setup really cannot mount.
+          assert.isNull(scratch.mount, why)
+        }))
+      }
     })
 
     describe("cross-device", () => {

@@ -1,7 +1,9 @@
 /**
  * Random schedules of concurrent acquirers, releasers and pruners over the Memory world, with clock jumps,
- * planted symlinks and unowned directories, and crashes followed by a rerun. Invariants I1–I5 (DESIGN) are
- * checked during and after every schedule.
+ * planted symlinks, unowned directories and mount points (planted, and made by holders inside their runs),
+ * and crashes followed by a rerun. Invariants I1–I5 (DESIGN) are checked during and after every schedule; for
+ * mount points I3 means nothing under a mount ever changes, and the run holding one stays quarantined in
+ * `.trash/`, reported by every prune (domain/OneFileSystem.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, FastCheck as fc, Scope, TestClock } from "effect"
@@ -13,7 +15,15 @@ const OUTSIDE = "/outside"
 const CLOCK_JUMPS = [0, 1000, 60 * 60 * 1000, 20 * 60 * 1000, 31 * 24 * 60 * 60 * 1000]
 
 type Op =
-  | { readonly _tag: "hold"; readonly runId: string | undefined; readonly steps: number; readonly del: boolean; readonly escape: boolean }
+  | {
+    readonly _tag: "hold"
+    readonly runId: string | undefined
+    readonly steps: number
+    readonly del: boolean
+    readonly escape: boolean
+    /** The holder mounts another file system inside its run (a tool's bind mount). */
+    readonly mount: boolean
+  }
   | { readonly _tag: "prune"; readonly maxInactiveRuns: number; readonly maxBytes: number; readonly dryRun: boolean }
   | { readonly _tag: "jump"; readonly ms: number }
 
@@ -23,7 +33,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     runId: fc.constantFrom(undefined, undefined, "shared", "other"),
     steps: fc.integer({ min: 0, max: 3 }),
     del: fc.boolean(),
-    escape: fc.boolean()
+    escape: fc.boolean(),
+    mount: fc.integer({ min: 0, max: 3 }).map((n) => n === 0)
   }),
   fc.record({
     _tag: fc.constant("prune" as const),
@@ -58,6 +69,22 @@ const plantHazards = (world: MemoryWorld) =>
     yield* world.symlinkFixture(`${OUTSIDE}/canary`, `${TENANT}/leases-link/.leases`)
   })
 
+/** An owned, inactive run with a mount point inside: every prune chooses it and must never empty the mount. */
+const MOUNTED_RUN = `${TENANT}/mounted-run`
+
+const plantMountedRun = (world: MemoryWorld) =>
+  Effect.gen(function*() {
+    yield* world.writeFixture(`${MOUNTED_RUN}/.pi-work-run.json`, JSON.stringify({ version: 1, category: "tools", tenant: "bash", runId: "mounted-run", createdAt: 0 }))
+    yield* world.writeFixture(`${MOUNTED_RUN}/own.txt`, "the run's own")
+    yield* world.writeFixture(`${MOUNTED_RUN}/src/checkout/main.ts`, "a mounted source tree")
+    yield* world.writeFixture(`${MOUNTED_RUN}/src/checkout/lib/util.ts`, "more of it")
+    world.mount(`${MOUNTED_RUN}/src/checkout`, 5)
+  })
+
+/** A mount's tree relative to its root: equal snapshots mean nothing under it changed, wherever it moved. */
+const mountSnapshot = (world: MemoryWorld, root: string) =>
+  JSON.stringify(Object.entries(world.tree(root)).map(([path, entry]) => [path.slice(root.length), entry]))
+
 const UNOWNED = ["unowned-dir/data.txt", "mismatch/.pi-work-run.json", "manifest-link/keep.txt", "leases-link/.pi-work-run.json"]
 
 interface Schedule {
@@ -74,8 +101,12 @@ const runSchedule = (schedule: Schedule) =>
     yield* world.mkdirFixture(`${AGENT_DIR}/work/tools`, { mode: 0o700 })
     yield* world.mkdirFixture(`${AGENT_DIR}/work`, { mode: 0o700 })
     yield* plantHazards(world)
+    yield* plantMountedRun(world)
     const outsideBefore = world.tree(OUTSIDE)
     const violations: Array<string> = []
+    /** Every mount point made, found again by its root's inode (it moves with its run into `.trash/`). */
+    const mounts = [{ ino: world.tree(`${MOUNTED_RUN}/src/checkout`)[`${MOUNTED_RUN}/src/checkout`]!.ino, before: mountSnapshot(world, `${MOUNTED_RUN}/src/checkout`) }]
+    let nextDevice = 100
     const clockTurn = yield* Effect.makeSemaphore(1)
     const processes = yield* Effect.forEach(schedule.actors, (_, i) =>
       spawnProcess(world, { hostname: i === 3 ? "h2" : "h1", workRuns: { busyAttempts: 4, opportunisticRetention: i % 2 === 0 } }))
@@ -103,6 +134,17 @@ const runSchedule = (schedule: Schedule) =>
             if (run === null) continue
             checkHeld("I4 after acquire", run)
             if (op.escape) yield* p.fs.symlink(`${OUTSIDE}/canary`, `${run.path}/escape-${run.leasePath.length}-${op.steps}`).pipe(Effect.ignore)
+            if (op.mount) {
+              const dir = `${run.path}/mnt-${nextDevice}`
+              const made = yield* p.fs.makeDirectory(dir).pipe(
+                Effect.zipRight(p.fs.writeFileExclusive(`${dir}/tool.txt`, new TextEncoder().encode("mounted by the tool"))),
+                Effect.either
+              )
+              if (made._tag === "Right") {
+                world.mount(dir, nextDevice++)
+                mounts.push({ ino: world.tree(dir)[dir]!.ino, before: mountSnapshot(world, dir) })
+              }
+            }
             for (let i = 0; i < op.steps; i++) {
               yield* Effect.yieldNow()
               checkHeld("I1 while held", run)
@@ -131,7 +173,31 @@ const runSchedule = (schedule: Schedule) =>
     const report = yield* fresh.workRuns.prune({ category: "tools", tenant: "bash", policy: { maxInactiveRuns: 0 } })
     const again = yield* fresh.workRuns.prune({ category: "tools", tenant: "bash", policy: { maxInactiveRuns: 0 } })
     if (again.removed.length > 0) violations.push(`I5: a second prune still removed ${again.removed.map((r) => r.runId)}`)
-    if (report.errors.length + again.errors.length > 0) violations.push(`prune errors: ${JSON.stringify([...report.errors, ...again.errors])}`)
+    // I3 for mounts: each mount is whole, wherever its run went; one in `.trash/` is reported by every prune.
+    const everything = Object.entries(world.tree("/"))
+    const mountRoots: Array<string> = []
+    for (const mount of mounts) {
+      const found = everything.find(([, entry]) => entry.ino === mount.ino && entry.type === "Directory")
+      if (found === undefined) {
+        violations.push(`I3: a mount point vanished (inode ${mount.ino})`)
+        continue
+      }
+      mountRoots.push(found[0])
+      if (mountSnapshot(world, found[0]) !== mount.before) violations.push(`I3: something under the mount ${found[0]} changed`)
+    }
+    const isMountReport = (e: { readonly path: string; readonly message: string }) => mountRoots.includes(e.path) && /EXDEV/.test(e.message)
+    // Each quarantined run holding mounts is reported (naming the first mount its walk met) by both final prunes.
+    const trash = `${TENANT}/.trash/`
+    const quarantinedWithMounts = new Set(mountRoots.filter((r) => r.startsWith(trash)).map((r) => r.slice(0, r.indexOf("/", trash.length))))
+    for (const run of quarantinedWithMounts) {
+      for (const [label, r] of [["first", report], ["second", again]] as const) {
+        if (!r.errors.some((e) => isMountReport(e) && e.path.startsWith(`${run}/`))) violations.push(`I3: the ${label} final prune did not report ${run}, quarantined with a mount: ${JSON.stringify(r.errors)}`)
+      }
+    }
+    const otherErrors = [...report.errors, ...again.errors].filter((e) => !isMountReport(e))
+    if (otherErrors.length > 0) violations.push(`prune errors: ${JSON.stringify(otherErrors)}`)
+    /** On the way to a mount point or under it: what a quarantined run holding one keeps. */
+    const keptForMount = (path: string) => mountRoots.some((root) => root === path || root.startsWith(`${path}/`) || path.startsWith(`${root}/`))
     const left = Object.keys(world.tree(TENANT)).filter((p) => p.split("/").length === TENANT.split("/").length + 1)
     const allowed = new Set([".cleanup", ".trash", ".staging", ".last-prune", "unowned-dir", "mismatch", "link-run", "manifest-link", "leases-link", ...again.active])
     for (const path of left) {
@@ -139,7 +205,7 @@ const runSchedule = (schedule: Schedule) =>
       if (!allowed.has(name)) violations.push(`I5: ${name} survived a converged prune (report ${JSON.stringify(again)})`)
     }
     for (const dir of [".trash", ".cleanup", ".staging"]) {
-      const entries = Object.keys(world.tree(`${TENANT}/${dir}`)).filter((p) => p !== `${TENANT}/${dir}`)
+      const entries = Object.keys(world.tree(`${TENANT}/${dir}`)).filter((p) => p !== `${TENANT}/${dir}` && !keptForMount(p))
       if (entries.length > 0) violations.push(`I5: leftovers in ${dir}: ${entries.join(", ")} (final prunes busy: ${report.busy}/${again.busy}; tree ${JSON.stringify(world.tree(`${TENANT}/${dir}`))})`)
     }
     if (exists(world, `${TENANT}/.prune`)) violations.push("I5: prune marker left behind")

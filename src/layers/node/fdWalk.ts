@@ -2,7 +2,7 @@
  * The native measuring walk: the same budgets, order and answers as pathWalk.ts, but every entry is reached
  * relative to its parent's open descriptor (`openat`/`fstatat` through the `fsat` addon), so a directory
  * swapped for a symlink mid-walk is never descended: every open is O_NOFOLLOW relative to a descriptor we
- * already hold. Descriptors held: one per directory level on the walk's stack, closed when the level is
+ * already hold, and a mount point is never descended (the measure is then incomplete). Descriptors held: one per directory level on the walk's stack, closed when the level is
  * done and by `close` on a budget stop, failure or interruption. (The native removal is the same walk in C,
  * fsat.c `removeTree`, run on the thread pool: nativeRemove.ts.)
  */
@@ -56,12 +56,16 @@ export const makeFdMeasure = (fsat: Fsat): ((root: string, budget: WalkBudget) =
     throw fsatError("lstat", childPath(frame, name), answer)
   }
 
-  /** A child directory's descriptor; undefined when it vanished or is no longer a directory. */
-  const openChild = (frame: Frame, name: string): number | undefined => {
+  /**
+   * A child directory's descriptor; undefined when it vanished or is no longer a directory, "mount" for a
+   * mount point (another file system: never descended, domain/OneFileSystem.ts).
+   */
+  const openChild = (frame: Frame, name: string): number | undefined | "mount" => {
     const fd = fsat.openDirAt(frame.fd, name)
     if (fd >= 0) return fd
     const code = errnoName(fd)
     if (code === "ENOENT" || code === "ELOOP" || code === "ENOTDIR") return undefined
+    if (code === "EXDEV") return "mount"
     throw fsatError("open", childPath(frame, name), fd)
   }
 
@@ -103,6 +107,10 @@ export const makeFdMeasure = (fsat: Fsat): ((root: string, budget: WalkBudget) =
         if (type !== FsatType.Directory) continue
         const fd = openChild(top, name)
         if (fd === undefined) continue
+        if (fd === "mount") {
+          complete = false // its contents are not counted: the measure is a lower bound
+          continue
+        }
         const path = childPath(top, name)
         const children = listOrClose(fd, path)
         const depth = top.depth + 1

@@ -13,7 +13,10 @@ export const FsatType = { Unknown: 0, File: 1, Directory: 2, SymbolicLink: 3, Ot
 export interface Fsat {
   /** A directory descriptor; a final symlink is refused (ELOOP or ENOTDIR). */
   readonly openDir: (path: string) => number
-  /** A child directory's descriptor, relative to its parent, never through a symlink. */
+  /**
+   * A child directory's descriptor, relative to its parent, never through a symlink; EXDEV (nothing opened)
+   * for a mount point: another device, or the root of another mount (statx STATX_ATTR_MOUNT_ROOT).
+   */
   readonly openDirAt: (dirFd: number, name: string) => number
   /** Names in the directory; their `FsatType`s are appended to `types`. */
   readonly list: (dirFd: number, types: Array<number>) => Array<string> | number
@@ -22,7 +25,8 @@ export interface Fsat {
   readonly close: (fd: number) => number
   /**
    * Queue a whole removal walk on the libuv thread pool; 0 when queued (else a negative errno, and no
-   * callback). The callback gets `(0, removedEntries, complete)` or `(-errno, syscall, path)`.
+   * callback). The callback gets `(0, removedEntries, complete)` or `(-errno, syscall, path)`; a removal
+   * that met a mount point gets `(-EXDEV, "mount", mountPoint)` after removing the rest.
    */
   readonly removeTree: (
     path: string,

@@ -9,8 +9,10 @@
 import * as Effect from "effect/Effect"
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
+import { CROSSED_MOUNT_SYSCALL } from "../../domain/OneFileSystem.js"
 import { type Fsat, fsatError } from "./fsat.js"
 import { REMOVER_THREADS, toFileSystemError } from "./support.js"
+import { crossedMount } from "./syncWalk.js"
 
 export const makeNativeRemover = (fsat: Fsat, size = REMOVER_THREADS) => {
   // A FIFO of removals waiting for a slot. (Effect's semaphore wakes every waiter on each release: with a
@@ -31,6 +33,7 @@ export const makeNativeRemover = (fsat: Fsat, size = REMOVER_THREADS) => {
           running--
           startNext()
           if (answer === 0) resume(Effect.succeed({ removedEntries: a as number, complete: b as boolean }))
+          else if (a === CROSSED_MOUNT_SYSCALL) resume(Effect.fail(toFileSystemError("removeTree", root, crossedMount(String(b)))))
           else resume(Effect.fail(toFileSystemError("removeTree", root, fsatError(String(a), String(b), answer))))
         })
         if (queued !== 0) {

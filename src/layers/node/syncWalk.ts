@@ -3,6 +3,7 @@
  * (`runWalk` in support.ts) or straight through on the remover thread (`runToEnd`). Steps throw errors
  * shaped like `node:fs` ones (`code`, `path`). No Effect here: the remover thread loads this without it.
  */
+import { CROSSED_MOUNT_DETAIL, CROSSED_MOUNT_ERRNO, CROSSED_MOUNT_SYSCALL } from "../../domain/OneFileSystem.js"
 import type { TreeMeasure, TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
 
 export interface SyncWalk<A> {
@@ -43,3 +44,7 @@ export const unlessMissing = (fn: () => void): boolean => {
     throw cause
   }
 }
+
+/** The failure of a removal that met a mount point at `path` (domain/OneFileSystem.ts), shaped like a `node:fs` error. */
+export const crossedMount = (path: string): Error =>
+  Object.assign(new Error(CROSSED_MOUNT_DETAIL), { code: CROSSED_MOUNT_ERRNO, path, syscall: CROSSED_MOUNT_SYSCALL })

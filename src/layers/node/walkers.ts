@@ -2,7 +2,9 @@
  * Which tree walks the Node layer uses, decided once per process. Native when the `fsat` addon loads:
  * measuring with fdWalk.ts (sliced on the event loop), removing in C on the thread pool (nativeRemove.ts).
  * Portable otherwise (or with `PI_STORAGE_NATIVE=0`): pathWalk.ts, measuring sliced on the event loop and
- * removing on a remover thread (remover.ts), which falls back to the event loop.
+ * removing on a remover thread (remover.ts), which falls back to the event loop. Both walk one file system
+ * and never through a swapped link (the portable one through /proc/self/fd; without /proc it refuses to
+ * remove): pathWalk.ts, domain/OneFileSystem.ts.
  */
 import type * as Effect from "effect/Effect"
 import type { FileSystemError } from "../../domain/Errors.js"

@@ -194,14 +194,18 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     for (const { victim, deletion } of deletions) {
       const outcome = yield* Fiber.join(deletion)
       report.removed.push({ runId: victim.runId, path: victim.path, reason: victim.reason!, bytes: victim.bytes })
-      if (outcome._tag === "Removed" && !outcome.complete) {
-        report.errors.push({ path: victim.path, message: "quarantined in .trash; deletion finishes on the next prune" })
-      }
+      if (outcome._tag === "Removed" && !outcome.complete) report.errors.push(notDeleted(victim.path, outcome))
     }
     if (report.bytesAfter !== null) report.bytesAfter = skippedBytes === null ? null : report.bytesAfter + skippedBytes
     yield* removeDeadLeases(deps, tenantDir, deadLeases, report)
     return report
   })
+
+/** The report of a run quarantined but not (yet) deleted: the walk's failure, e.g. a mount point it never crosses. */
+export const notDeleted = (runPath: string, outcome: { readonly error?: FileSystemError }) =>
+  outcome.error === undefined
+    ? { path: runPath, message: "quarantined in .trash; deletion finishes on the next prune" }
+    : { path: outcome.error.path, message: `${runPath} quarantined in .trash, not deleted (every prune tries again): ${outcome.error.message}` }
 
 /** Dead leases of kept runs are removed under that run's cleanup marker, re-judged there. */
 const removeDeadLeases = (deps: Deps, tenantDir: string, dead: ReadonlySet<string>, report: PruneReport) =>

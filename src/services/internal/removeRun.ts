@@ -6,6 +6,7 @@
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import { TENANT_CLEANUP_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
+import type { FileSystemError } from "../../domain/Errors.js"
 import type { WalkBudget } from "../FileSystem.js"
 import { type Deps, nonce } from "./deps.js"
 import { tryAcquireMarker } from "./markers.js"
@@ -20,7 +21,8 @@ export interface RunAddress {
 }
 
 export type RemoveOutcome =
-  | { readonly _tag: "Removed"; readonly complete: boolean }
+  /** Quarantined; `complete: false` leaves it in `.trash/`, with the walk's `error` when it failed (a mount point). */
+  | { readonly _tag: "Removed"; readonly complete: boolean; readonly error?: FileSystemError }
   | { readonly _tag: "Skipped"; readonly why: string }
 
 export type QuarantineOutcome =
@@ -94,7 +96,11 @@ const WHOLE_TREE: WalkBudget = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: 
 export const deleteQuarantined = (deps: Deps, target: string): Effect.Effect<RemoveOutcome> =>
   deps.fs.removeTree(target, WHOLE_TREE).pipe(
     Effect.either,
-    Effect.map((removal) => ({ _tag: "Removed", complete: removal._tag === "Right" && removal.right.complete }) as const)
+    Effect.map((removal) =>
+      removal._tag === "Right"
+        ? { _tag: "Removed", complete: removal.right.complete } as const
+        : { _tag: "Removed", complete: false, error: removal.left } as const
+    )
   )
 
 /** Remove one run: quarantine, then delete. `prepareRemoval` must have succeeded for its tenant. */

@@ -1,0 +1,77 @@
+/**
+ * What the portable walker holds since it walks by descriptor (issue 12.5): no descriptor outlives a walk,
+ * however it ends (completed, budget-stopped, failed, interrupted, or stopped at a mount point), and its
+ * errors name real paths, never the `/proc/self/fd/…` ones it works through. (Its races: walkerRace.test.ts;
+ * its budgets, links and mount points: the conformance suite.)
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as NodePath from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import { makePathWalker } from "../../../src/layers/node/pathWalk.js"
+import { runWalk } from "../../../src/layers/node/support.js"
+import type { WalkBudget } from "../../../src/services/FileSystem.js"
+
+const WIDE = { maxEntries: 1_000_000, maxDepth: 64 }
+const openDescriptors = () => fs.readdirSync("/proc/self/fd").length
+const scratch = () => fs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-pathwalk-"))
+
+const plant = (root: string) => {
+  fs.mkdirSync(`${root}/run/sub/deeper`, { recursive: true })
+  for (let i = 0; i < 20; i++) fs.writeFileSync(`${root}/run/sub/f${i}`, "x".repeat(i))
+  fs.writeFileSync(`${root}/run/sub/deeper/g`, "g")
+}
+
+describe("portable walker descriptors and errors", () => {
+  it.effect("no descriptor outlives a walk: completed, budget-stopped, failed or interrupted", () =>
+    Effect.gen(function*() {
+      const root = scratch()
+      plant(root)
+      const walker = makePathWalker()
+      const measure = (budget: WalkBudget) => runWalk("measureTree", `${root}/run`, () => walker.startMeasure(`${root}/run`, budget))
+      const remove = (budget: WalkBudget) => runWalk("removeTree", `${root}/run`, () => walker.startRemoval(`${root}/run`, budget))
+      const before = openDescriptors()
+      assert.deepStrictEqual(yield* measure(WIDE), { bytes: 191, entries: 23, complete: true })
+      assert.isFalse((yield* measure({ maxEntries: 3, maxDepth: 64 })).complete)
+      assert.isFalse((yield* remove({ maxEntries: 3, maxDepth: 64 })).complete)
+      assert.strictEqual(openDescriptors(), before)
+
+      // A listing failing below the root (EIO), on both walks: typed, naming the real directory.
+      let lists = 0
+      const failing = makePathWalker({
+        list: (path) => {
+          if (++lists > 1) throw Object.assign(new Error("EIO: i/o error"), { code: "EIO" })
+          return fs.readdirSync(path, { withFileTypes: true })
+        }
+      })
+      const failedMeasure = yield* Effect.flip(runWalk("measureTree", `${root}/run`, () => failing.startMeasure(`${root}/run`, WIDE)))
+      assert.deepStrictEqual([failedMeasure.errno, failedMeasure.path], ["EIO", `${root}/run/sub`])
+      lists = 0
+      const failedRemoval = yield* Effect.flip(runWalk("removeTree", `${root}/run`, () => failing.startRemoval(`${root}/run`, WIDE)))
+      assert.deepStrictEqual([failedRemoval.errno, failedRemoval.path], ["EIO", `${root}/run/sub`])
+      assert.strictEqual(openDescriptors(), before)
+
+      // Interrupted between slices (1,200 directories to open take far longer than one 4 ms slice).
+      for (let i = 0; i < 400; i++) fs.mkdirSync(`${root}/run/wide${i}/x/y`, { recursive: true })
+      const walks: Array<Effect.Effect<unknown, unknown>> = [measure(WIDE), remove(WIDE)]
+      for (const walk of walks) {
+        const fiber = yield* Effect.fork(walk)
+        yield* Effect.yieldNow()
+        const exit = yield* Fiber.interrupt(fiber)
+        assert.isTrue(Exit.isInterrupted(exit))
+        assert.strictEqual(openDescriptors(), before)
+      }
+      fs.rmSync(root, { recursive: true, force: true })
+    }))
+
+  it.effect("a failing unlink names the entry's real path", () =>
+    Effect.gen(function*() {
+      // procfs refuses to unlink its entries, even for root.
+      const refused = yield* Effect.flip(runWalk("removeTree", "/proc/self/fdinfo", () => makePathWalker().startRemoval("/proc/self/fdinfo", WIDE)))
+      assert.strictEqual(refused.reason, "PermissionDenied")
+      assert.match(refused.path, /^\/proc\/self\/fdinfo\/\d+$/)
+    }))
+})

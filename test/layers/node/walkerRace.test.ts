@@ -1,0 +1,174 @@
+/**
+ * Issue 12.5: no walker the package can use follows a directory swapped for a symlink. The race test runs
+ * against every walker (native: C on the thread pool; portable: /proc/self/fd on the remover thread), with a
+ * real concurrent swap, and proves the window was hit: each swapped directory had been listed by the walk
+ * as a directory and was met as a link. Then the portable walker's own cases: the same swap made at the
+ * exact point (after its parent's listing), for removal and measuring, and its refusal without /proc.
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as NodePath from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { makePathWalker } from "../../../src/layers/node/pathWalk.js"
+import { runWalk } from "../../../src/layers/node/support.js"
+import { walksOf } from "../../../src/layers/node/walkers.js"
+
+const WIDE = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }
+const DIRS = 20
+const FILES = 25
+
+const scratch = () => fs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-walker-race-"))
+
+/** run/d0…d19 with 40 files each; outside/ with canaries (and a nested one), which must never change. */
+const plant = (root: string) => {
+  for (let d = 0; d < DIRS; d++) {
+    fs.mkdirSync(`${root}/run/d${d}`, { recursive: true })
+    for (let f = 0; f < FILES; f++) fs.writeFileSync(`${root}/run/d${d}/f${f}`, "x")
+  }
+  fs.mkdirSync(`${root}/outside/deep`, { recursive: true })
+  for (let f = 0; f < FILES; f++) fs.writeFileSync(`${root}/outside/f${f}`, "outside")
+  fs.writeFileSync(`${root}/outside/deep/canary`, "keep me")
+}
+
+const assertOutsideUntouched = (root: string) => {
+  for (let f = 0; f < FILES; f++) assert.strictEqual(fs.readFileSync(`${root}/outside/f${f}`, "utf8"), "outside")
+  assert.strictEqual(fs.readFileSync(`${root}/outside/deep/canary`, "utf8"), "keep me")
+}
+
+/** Whether a directory of the run still holds all its files (false once the walk began on it, or it is gone). */
+const isWhole = (dir: string): boolean => {
+  try {
+    return fs.readdirSync(dir).length === FILES
+  } catch {
+    return false
+  }
+}
+
+/** Swap run/<name> for a link to outside/ (the directory moves beside the run). */
+const swap = (root: string, name: string) => {
+  fs.renameSync(`${root}/run/${name}`, `${root}/moved-${name}`)
+  fs.symlinkSync(`${root}/outside`, `${root}/run/${name}`)
+}
+
+/**
+ * The order each walker visits a directory in: the C walk in `readdir` order (what `opendir` yields), the
+ * portable one in `readdirSync` order, which libuv sorts by name.
+ */
+const listingOrder = {
+  native: (dir: string): Array<string> => {
+    const handle = fs.opendirSync(dir)
+    const names: Array<string> = []
+    for (let entry = handle.readSync(); entry !== null; entry = handle.readSync()) names.push(entry.name)
+    handle.closeSync()
+    return names
+  },
+  portable: (dir: string): Array<string> => fs.readdirSync(dir)
+}
+
+describe.each(["native", "portable"] as const)("the %s walker under a racing symlink swap", (kind) => {
+  // Live clock: the race is against a real thread.
+  it.live("a directory swapped for a link after the walk listed it: the link goes, nothing outside is touched", () =>
+    Effect.gen(function*() {
+      const { removeTree } = walksOf(kind)
+      let windowHits = 0
+      for (let round = 0; round < 4 && windowHits === 0; round++) {
+        const root = scratch()
+        plant(root)
+        // The walk lists run/ in this order (the same directory, unchanged) and deletes in it.
+        const order = listingOrder[kind](`${root}/run`)
+        const removal = yield* Effect.fork(removeTree(`${root}/run`, WIDE))
+        yield* Effect.yieldNow() // the fiber hands the walk to its thread
+        // Wait here (busy: the walk runs on another thread) until it has begun deleting in the first
+        // directory of its listing: from then on it holds its listing of run/. At once, swap the directories
+        // it reaches last, last first, while it works on the first.
+        const late = yield* Effect.sync(() => {
+          const deadline = performance.now() + 10_000
+          while (performance.now() < deadline && isWhole(`${root}/run/${order[0]}`)) {
+            // spin
+          }
+          const swapped: Array<string> = []
+          for (const name of order.slice(-8).reverse()) {
+            try {
+              swap(root, name)
+              swapped.push(name)
+            } catch {
+              // The walk got there first.
+            }
+          }
+          return swapped
+        })
+        const done = yield* removal.await
+        if (done._tag === "Success") {
+          // The walk visited every listed entry; a late directory still whole was never entered: the walk met
+          // the link where its listing had a directory (the window), and unlinked the link only.
+          for (const name of late) if (isWhole(`${root}/moved-${name}`)) windowHits++
+        } else {
+          // The walk was inside a directory when it was swapped (its rmdir meets the link): it fails like for
+          // any concurrent change, and the next removal finishes.
+          assert.match(String(done.cause), /ENOTDIR|ENOTEMPTY/)
+          yield* removeTree(`${root}/run`, WIDE)
+        }
+        assert.isFalse(fs.existsSync(`${root}/run`), "the run, links included, is gone")
+        assertOutsideUntouched(root)
+        fs.rmSync(root, { recursive: true, force: true })
+      }
+      assert.isAbove(windowHits, 0, "some swap landed between the walk's listing and its reaching the directory")
+    }))
+})
+
+describe("the portable walker", () => {
+  /** A walker whose listing of run/ swaps `name` right after reading it: the window, every time. */
+  const swappingAfterListing = (root: string, name: string) => {
+    let swapped = false
+    return makePathWalker({
+      list: (path) => {
+        const entries = fs.readdirSync(path, { withFileTypes: true })
+        if (!swapped && entries.some((e) => e.name === name && e.isDirectory())) {
+          swapped = true
+          swap(root, name)
+        }
+        return entries
+      }
+    })
+  }
+
+  it.effect("removal: a directory swapped for a link after its parent's listing is unlinked, never followed", () =>
+    Effect.gen(function*() {
+      const root = scratch()
+      plant(root)
+      const walker = swappingAfterListing(root, "d3")
+      const removal = yield* runWalk("removeTree", `${root}/run`, () => walker.startRemoval(`${root}/run`, WIDE))
+      // Every entry but d3's files (never reached: d3 was a link by then), the link counted as one.
+      assert.deepStrictEqual(removal, { removedEntries: DIRS * (FILES + 1) - FILES, complete: true })
+      assert.isFalse(fs.existsSync(`${root}/run`))
+      assert.strictEqual(fs.readdirSync(`${root}/moved-d3`).length, FILES)
+      assertOutsideUntouched(root)
+      fs.rmSync(root, { recursive: true, force: true })
+    }))
+
+  it.effect("measuring: the swapped directory counts as the link it became, never its target's contents", () =>
+    Effect.gen(function*() {
+      const root = scratch()
+      plant(root)
+      fs.writeFileSync(`${root}/outside/big`, "y".repeat(10_000))
+      const walker = swappingAfterListing(root, "d3")
+      const measure = yield* runWalk("measureTree", `${root}/run`, () => walker.startMeasure(`${root}/run`, WIDE))
+      assert.deepStrictEqual(measure, { bytes: (DIRS - 1) * FILES, entries: DIRS * (FILES + 1) - FILES, complete: true })
+      fs.rmSync(root, { recursive: true, force: true })
+    }))
+
+  it.effect("without /proc/self/fd it refuses to remove (typed, nothing deleted) and still measures", () =>
+    Effect.gen(function*() {
+      const root = scratch()
+      plant(root)
+      const walker = makePathWalker({ procFd: false })
+      const refused = yield* Effect.flip(runWalk("removeTree", `${root}/run`, () => walker.startRemoval(`${root}/run`, WIDE)))
+      assert.deepStrictEqual([refused._tag, refused.errno, refused.method, refused.path], ["FileSystemError", "ENOTSUP", "removeTree", `${root}/run`])
+      assert.match(refused.message, /no walker here can delete a tree safely/)
+      assert.strictEqual(fs.readdirSync(`${root}/run`).length, DIRS)
+      const measure = yield* runWalk("measureTree", `${root}/run`, () => walker.startMeasure(`${root}/run`, WIDE))
+      assert.deepStrictEqual(measure, { bytes: DIRS * FILES, entries: DIRS * (FILES + 1), complete: true })
+      fs.rmSync(root, { recursive: true, force: true })
+    }))
+})
