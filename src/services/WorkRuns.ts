@@ -49,6 +49,7 @@ import {
   type RetentionInput,
   type RetentionPolicy
 } from "../domain/Retention.js"
+import { DEFAULT_STALE_UNREADABLE_MS } from "../domain/Liveness.js"
 import { generateRunId } from "../domain/RunId.js"
 import { decodeSegment } from "../domain/Segment.js"
 import { AgentDir } from "./AgentDir.js"
@@ -102,6 +103,12 @@ export interface PruneOptions {
 export interface WorkRunsOptions {
   /** Other hosts' leases count as alive until their heartbeat is this old (WR4). */
   readonly remoteLeaseTtlMs?: number
+  /**
+   * How long an unreadable marker or lease (empty, garbage, a directory or symlink where a file belongs, a
+   * remote timestamp beyond now + TTL) is held before it counts as dead; default 10 minutes
+   * (`DEFAULT_STALE_UNREADABLE_MS`).
+   */
+  readonly staleUnreadableMs?: number
   /** Ceiling every requested policy is clamped to; defaults to WR9. */
   readonly retentionCeiling?: RetentionPolicy
   /** Attempts before `RunBusy` while a cleanup marker holds the run, and the pause between them. */
@@ -151,7 +158,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     const agentDir = yield* AgentDir
     const paths: AgentPaths = agentDir.paths
     const remoteLeaseTtlMs = options.remoteLeaseTtlMs ?? DEFAULT_REMOTE_LEASE_TTL_MS
-    const deps: Deps = { fs, host, remoteLeaseTtlMs }
+    const deps: Deps = { fs, host, remoteLeaseTtlMs, staleUnreadableMs: options.staleUnreadableMs ?? DEFAULT_STALE_UNREADABLE_MS }
     const ceiling = options.retentionCeiling ?? DEFAULT_RETENTION
     const busyAttempts = Math.max(1, options.busyAttempts ?? 8)
     const busyDelay = Duration.millis(options.busyDelayMs ?? 25)
