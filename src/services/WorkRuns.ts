@@ -60,6 +60,7 @@ import { liveMarkerExists } from "./internal/markers.js"
 import { pruneTenant } from "./internal/prune.js"
 import { cleanupMarkerPath, prepareRemoval, removeOwnedRun } from "./internal/removeRun.js"
 import { isActive, readLeases, readManifest } from "./internal/runFacts.js"
+import { type ManifestCheck, recordRunIdentity, type RunIdentity, verifyRunIdentity } from "./internal/runIdentity.js"
 
 export type AcquireError = InvalidSegment | UnownedRun | ManifestMismatch | RunBusy | FileSystemError
 export type PruneFailure = InvalidSegment | UnsafeRoot | FileSystemError
@@ -74,11 +75,16 @@ export interface AcquireOptions {
 }
 
 export interface ReleaseOutcome {
-  /** False when this lease had already been released (release is idempotent). */
+  /**
+   * False when this lease had already been released (release is idempotent), or when the run is no longer
+   * what was acquired (its directory or `.leases/` swapped, its manifest a link): then nothing was touched.
+   */
   readonly released: boolean
   readonly deleted: boolean
   /** Why a `delete: true` release kept the run. */
   readonly keptBecause?: string
+  /** Why `released` is false. */
+  readonly reason?: string
 }
 
 export interface WorkRun {
@@ -144,7 +150,12 @@ export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns,
  * A run just acquired, with the manifest it had then (only `releasedAt` ever changes afterwards) and the
  * manifest file's length (stamps are written in place at that length).
  */
-type HeldRun = Omit<WorkRun, "release"> & { readonly manifest: Manifest; readonly manifestLength: number }
+type HeldRun = Omit<WorkRun, "release"> & {
+  readonly manifest: Manifest
+  readonly manifestLength: number
+  /** What release verifies before touching anything (issue 12 point 4). */
+  readonly identity: RunIdentity
+}
 
 type Attempt =
   | { readonly _tag: "Done"; readonly run: HeldRun }
@@ -296,7 +307,12 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         // lease is still at its path only if the run is (I1); otherwise start over.
         const inPlace = yield* fs.lstat(leasePath).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
         if (!inPlace) return { _tag: "Again" } as Attempt
-        return { _tag: "Done", run: { path: runDir, category: address.category, tenant: address.tenant, runId, kind: runKind, leasePath, manifest, manifestLength } } as Attempt
+        const identity = yield* recordRunIdentity(deps, runDir)
+        if (identity === undefined) {
+          yield* fs.removeFile(leasePath).pipe(Effect.ignore)
+          return { _tag: "Again" } as Attempt
+        }
+        return { _tag: "Done", run: { path: runDir, category: address.category, tenant: address.tenant, runId, kind: runKind, leasePath, manifest, manifestLength, identity } } as Attempt
       })
 
     const acquireLease = (opts: AcquireOptions) =>
@@ -323,20 +339,36 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
      * Stamp `releasedAt` on the manifest read at acquisition: while we held a lease nobody could replace the
      * run (I1), and other holders only ever change `releasedAt`. v1 manifests are never rewritten.
      */
-    const stampReleased = (run: HeldRun) =>
+    const stampReleased = (run: HeldRun, check: ManifestCheck) =>
       Effect.gen(function*() {
         if (run.manifest.version !== 2) return
-        const stamped: Manifest = { ...run.manifest, releasedAt: yield* Clock.currentTimeMillis }
+        let base: Manifest = run.manifest
+        let length = run.manifestLength
+        if (check === "replaced") {
+          // Another holder replaced an older manifest whole: stamp what is there now, if it is still ours.
+          const now = yield* readManifest(deps, run.path, run)
+          if (now._tag !== "Owned" || now.manifest.version !== 2) return
+          base = now.manifest
+          length = now.length
+        }
+        const stamped: Manifest = { ...base, releasedAt: yield* Clock.currentTimeMillis }
         const path = NodePath.join(run.path, WORK_RUN_MANIFEST)
         // No fsync: a lost stamp only makes age fall back to the heartbeat or createdAt. In place when the
         // manifest has room: one same-length write, so a racing reader sees the old manifest, the new one, or
         // bytes that are not JSON (read as unowned: skipped, or read again by a joiner); re-stamping can at
         // worst show a releasedAt mixing both stamps, never earlier than the old one (test/domain/Formats).
         // A manifest without room (from an older build) is replaced whole, with room from then on.
-        const inPlace = encodeManifestPadded(stamped, run.manifestLength)
+        const inPlace = encodeManifestPadded(stamped, length)
         const written = inPlace === undefined ? false : yield* fs.writeFileInPlace(path, inPlace).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
         if (!written) yield* fs.writeFileAtomic(path, encodeManifest(stamped), { sync: false })
       }).pipe(Effect.ignore)
+
+    /** Release refuses to touch a run that is no longer what was acquired: say so in the log and the outcome. */
+    const refuse = (run: HeldRun, reason: string): Effect.Effect<ReleaseOutcome> =>
+      Effect.logWarning("release touched nothing: the run is not what was acquired").pipe(
+        Effect.annotateLogs({ runDir: run.path, leasePath: run.leasePath, reason }),
+        Effect.as({ released: false, deleted: false, reason })
+      )
 
     /** Wrap a lease in its release logic and its heartbeat fiber (stopped on release). */
     const bindRelease = (held: HeldRun) =>
@@ -364,8 +396,12 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         )
         const release = (o?: { readonly delete?: boolean }): Effect.Effect<ReleaseOutcome> =>
           Effect.gen(function*() {
-            if (yield* Ref.getAndSet(released, true)) return { released: false, deleted: false }
+            if (yield* Ref.getAndSet(released, true)) return { released: false, deleted: false, reason: "already released" }
             yield* Fiber.interrupt(heartbeatFiber)
+            // The run's tool may have swapped the directory for a link or hard-linked the manifest outside:
+            // verify before unlinking, reading or writing anything through the run's path (issue 12 point 4).
+            const verified = yield* Effect.either(verifyRunIdentity(deps, held.path, held.identity))
+            if (verified._tag === "Left") return yield* refuse(held, verified.left)
             yield* fs.removeFile(run.leasePath).pipe(Effect.ignore)
             const others = yield* readLeases(deps, run.path)
             if (isActive(others)) {
@@ -380,7 +416,13 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
               const outcome = yield* removeOwnedRun(deps, { tenantDir, category: run.category, tenant: run.tenant, runId: run.runId })
               return outcome._tag === "Removed" ? { released: true, deleted: true } : { released: true, deleted: false, keptBecause: outcome.why }
             }
-            yield* stampReleased(held)
+            // Verified again right before the only write (the tool runs on while we release).
+            const beforeStamp = yield* Effect.either(verifyRunIdentity(deps, held.path, held.identity))
+            if (beforeStamp._tag === "Left") {
+              yield* Effect.logWarning("release left the manifest unstamped: the run is not what was acquired").pipe(
+                Effect.annotateLogs({ runDir: held.path, reason: beforeStamp.left })
+              )
+            } else yield* stampReleased(held, beforeStamp.right)
             return { released: true, deleted: false }
           }).pipe(Effect.uninterruptible)
         return { ...run, release } satisfies WorkRun
