@@ -31,6 +31,8 @@ export interface OpenOptions {
   readonly agentDir?: string
   /** Run the agent-dir layout migration before anything else (default true). */
   readonly migrate?: boolean
+  /** How long an unreadable (e.g. empty) marker or lease is held before it counts as dead; default 10 minutes. */
+  readonly staleUnreadableMs?: number
 }
 
 export interface WorkRunLease {
@@ -94,7 +96,11 @@ const installExitHook = () => {
 }
 
 const storeLayer = (options: OpenOptions) =>
-  storageLayer(NodeWorld, { agentDir: options.agentDir, migrate: options.migrate, workRuns: { heartbeatSleep: unrefSleep } })
+  storageLayer(NodeWorld, {
+    agentDir: options.agentDir,
+    migrate: options.migrate,
+    workRuns: { heartbeatSleep: unrefSleep, ...(options.staleUnreadableMs === undefined ? {} : { staleUnreadableMs: options.staleUnreadableMs }) }
+  })
 
 const asLease = (run: WorkRun, release: (o?: { delete?: boolean }) => Promise<void>): WorkRunLease => ({
   path: run.path,
