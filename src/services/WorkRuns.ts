@@ -380,6 +380,13 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         const heartbeat = Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
           if (yield* Ref.get(released)) return
+          // Never refresh through a run directory the tool swapped for a link (the same check as release).
+          const verified = yield* Effect.either(verifyRunIdentity(deps, held.path, held.identity, { manifest: false }))
+          if (verified._tag === "Left") {
+            return yield* Effect.logWarning("heartbeat skipped: the run is not what was acquired").pipe(
+              Effect.annotateLogs({ runDir: held.path, reason: verified.left })
+            )
+          }
           // A lease removed behind our back (a pruner proved us dead) is not recreated.
           const body = yield* fs.readFile(run.leasePath, { maxBytes: LEASE_MAX_BYTES }).pipe(Effect.option)
           if (body._tag === "None") return

@@ -47,10 +47,16 @@ const sameIdentity = (info: FileInfo, recorded: Identity) => info.dev === record
 
 /**
  * Whether release may touch the run: `Right` with the manifest check, or `Left` with the reason it must not.
+ * `manifest: false` checks the directories only (the heartbeat, which writes the lease and nothing else).
  * (Path-based: a swap between this check and the unlink is not excluded; the check stops what a tool leaves
  * in place, which is what the attacks of issue 12 did.)
  */
-export const verifyRunIdentity = (deps: Deps, runDir: string, recorded: RunIdentity): Effect.Effect<ManifestCheck, string> =>
+export const verifyRunIdentity = (
+  deps: Deps,
+  runDir: string,
+  recorded: RunIdentity,
+  options: { readonly manifest: boolean } = { manifest: true }
+): Effect.Effect<ManifestCheck, string> =>
   Effect.gen(function*() {
     const look = (path: string) => deps.fs.lstat(path).pipe(Effect.mapError((e) => `${path} cannot be examined (${e.errno || e.reason})`))
     const dir = yield* look(runDir)
@@ -61,6 +67,7 @@ export const verifyRunIdentity = (deps: Deps, runDir: string, recorded: RunIdent
     if (leases.type !== "Directory" || !sameIdentity(leases, recorded.leasesDir)) {
       return yield* Effect.fail(`${leasesPath} is now ${leases.type === "Directory" ? "another directory" : describe(leases)}, not the one acquired`)
     }
+    if (!options.manifest) return "same"
     const manifestPath = NodePath.join(runDir, WORK_RUN_MANIFEST)
     const manifest = yield* look(manifestPath)
     if (manifest.type !== "File") return yield* Effect.fail(`the manifest ${manifestPath} is now ${describe(manifest)}`)
