@@ -263,7 +263,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false))
         )
         if (!written) return { _tag: "Again" } as const
-        return { _tag: "Joined", manifest: manifest.manifest, length: manifest.length } as const
+        return { _tag: "Joined", manifest: manifest.manifest, length: manifest.length, dir: info.right, leases: leasesInfo.value } as const
       })
 
     const attempt = (address: { category: string; tenant: string; runId: string | undefined }) =>
@@ -307,7 +307,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         // lease is still at its path only if the run is (I1); otherwise start over.
         const inPlace = yield* fs.lstat(leasePath).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
         if (!inPlace) return { _tag: "Again" } as Attempt
-        const identity = yield* recordRunIdentity(deps, runDir)
+        const identity = yield* recordRunIdentity(deps, runDir, joined._tag === "Joined" ? { dir: joined.dir, leases: joined.leases } : {})
         if (identity === undefined) {
           yield* fs.removeFile(leasePath).pipe(Effect.ignore)
           return { _tag: "Again" } as Attempt
@@ -423,13 +423,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
               const outcome = yield* removeOwnedRun(deps, { tenantDir, category: run.category, tenant: run.tenant, runId: run.runId })
               return outcome._tag === "Removed" ? { released: true, deleted: true } : { released: true, deleted: false, keptBecause: outcome.why }
             }
-            // Verified again right before the only write (the tool runs on while we release).
-            const beforeStamp = yield* Effect.either(verifyRunIdentity(deps, held.path, held.identity))
-            if (beforeStamp._tag === "Left") {
-              yield* Effect.logWarning("release left the manifest unstamped: the run is not what was acquired").pipe(
-                Effect.annotateLogs({ runDir: held.path, reason: beforeStamp.left })
-              )
-            } else yield* stampReleased(held, beforeStamp.right)
+            yield* stampReleased(held, verified.right)
             return { released: true, deleted: false }
           }).pipe(Effect.uninterruptible)
         return { ...run, release } satisfies WorkRun

@@ -23,14 +23,19 @@ export interface RunIdentity {
 
 const identityOf = (info: FileInfo): Identity => ({ dev: info.dev, ino: info.ino })
 
-/** Record the identities right after acquire; `undefined` when the run is no longer whole (start over). */
-export const recordRunIdentity = (deps: Deps, runDir: string): Effect.Effect<RunIdentity | undefined> =>
+/**
+ * Record the identities right after acquire; `undefined` when the run is no longer whole (start over). `known`:
+ * lstats the caller already made of the run directory and `.leases/` (a join), not repeated.
+ */
+export const recordRunIdentity = (
+  deps: Deps,
+  runDir: string,
+  known: { readonly dir?: FileInfo; readonly leases?: FileInfo } = {}
+): Effect.Effect<RunIdentity | undefined> =>
   Effect.gen(function*() {
-    const [dir, leases, manifest] = yield* Effect.all([
-      deps.fs.lstat(runDir),
-      deps.fs.lstat(NodePath.join(runDir, LEASES_DIR)),
-      deps.fs.lstat(NodePath.join(runDir, WORK_RUN_MANIFEST))
-    ])
+    const dir = known.dir ?? (yield* deps.fs.lstat(runDir))
+    const leases = known.leases ?? (yield* deps.fs.lstat(NodePath.join(runDir, LEASES_DIR)))
+    const manifest = yield* deps.fs.lstat(NodePath.join(runDir, WORK_RUN_MANIFEST))
     if (dir.type !== "Directory" || leases.type !== "Directory" || manifest.type !== "File") return undefined
     return { runDir: identityOf(dir), leasesDir: identityOf(leases), manifestIno: manifest.ino }
   }).pipe(Effect.orElseSucceed(() => undefined))
