@@ -225,13 +225,15 @@ const main = async () => {
       }
       if (Date.now() >= nextKill) {
         const alive = [...workers].filter((w) => !w.killed && w.dyingSince === null)
-        const victim = alive[Math.floor(random() * alive.length)]
-        if (victim !== undefined) {
-          if (victim.ready && victim.child.connected && random() < midCreate) {
-            victim.dyingSince = Date.now()
-            victim.child.send({ t: "die-mid-create" } satisfies ToWorker)
-          } else kill(victim, "SIGKILL")
-        }
+        // Only a worker that listens can be asked to die mid-create (a loading one is killed plainly).
+        const listening = alive.filter((w) => w.ready && w.child.connected)
+        const midway = listening.length > 0 && random() < midCreate
+        const pool = midway ? listening : alive
+        const victim = pool[Math.floor(random() * pool.length)]
+        if (victim !== undefined && midway) {
+          victim.dyingSince = Date.now()
+          victim.child.send({ t: "die-mid-create" } satisfies ToWorker)
+        } else if (victim !== undefined) kill(victim, "SIGKILL")
         nextKill = Date.now() + killEvery * (0.5 + random())
       }
       // A worker that did not answer the request in time dies anyway.
