@@ -6,6 +6,7 @@ import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Scope from "effect/Scope"
 import { resolveAgentDir } from "./domain/AgentPaths.js"
@@ -14,17 +15,42 @@ import { decodeSegment } from "./domain/Segment.js"
 import type { DoctorReport, LayoutReport } from "./domain/MigrationPlan.js"
 import type { PruneReport } from "./domain/PruneReport.js"
 import type { RetentionInput } from "./domain/Retention.js"
+import type { StorageWarning } from "./domain/Warnings.js"
 import { runTyped, unrefSleep } from "./facade/runtime.js"
+import { emitProcessWarning, warningLoggerLayer } from "./facade/warnings.js"
 import { NodeWorld, storageLayer } from "./layers/Storage.js"
 import { AgentDir } from "./services/AgentDir.js"
 import { Doctor, type DoctorOptions } from "./services/Doctor.js"
 import { ExtensionStorage as ExtensionStorageService } from "./services/ExtensionStorage.js"
 import { Migration } from "./services/Migration.js"
-import { type WorkRun, WorkRuns } from "./services/WorkRuns.js"
+import { StateBackups } from "./services/StateBackups.js"
+import { type ReleaseOutcome, type WorkRun, WorkRuns } from "./services/WorkRuns.js"
+import type * as Errors from "./domain/Errors.js"
 
+export * from "./domain/Errors.js"
+/** Every error a facade call rejects with (each an `Error` with `_tag`), and their tags. */
+export type StorageError =
+  | Errors.FileSystemError
+  | Errors.InvalidSegment
+  | Errors.InvalidArgument
+  | Errors.UnownedRun
+  | Errors.ManifestMismatch
+  | Errors.RunBusy
+  | Errors.UnsafeRoot
+  | Errors.StorageUnloaded
+  | Errors.StorageClosed
+  | Errors.DataDirRemoved
+  | Errors.StateMissing
+  | Errors.StateUnreadable
+  | Errors.ConfigRedLine
+export type StorageErrorTag = StorageError["_tag"]
+export type { StorageWarning, StorageWarningTag } from "./domain/Warnings.js"
+export type { ReleaseOutcome } from "./services/WorkRuns.js"
 export type { DoctorReport, Finding, LayoutReport } from "./domain/MigrationPlan.js"
 export type { PruneReport } from "./domain/PruneReport.js"
 export type { RetentionInput } from "./domain/Retention.js"
+export type { CreateResult, ForgetResult, RestoreResult, SnapshotSummary, VerifyResult } from "./services/StateBackups.js"
+export { planForget } from "./domain/ForgetPlan.js"
 
 export interface OpenOptions {
   /** Wins over `$PI_ADAPTATIVE_CODING_AGENT_DIR` and `~/.pi/agent`. */
@@ -33,6 +59,11 @@ export interface OpenOptions {
   readonly migrate?: boolean
   /** How long an unreadable (e.g. empty) marker or lease is held before it counts as dead; default 10 minutes. */
   readonly staleUnreadableMs?: number
+  /**
+   * What the library carried on through (a failing heartbeat, a refused background prune, a lease it could not
+   * remove). Default: `process.emitWarning` (type `PiAgentStorageWarning`, code = the warning's `_tag`).
+   */
+  readonly onWarning?: (warning: StorageWarning) => void
 }
 
 export interface WorkRunLease {
@@ -41,7 +72,8 @@ export interface WorkRunLease {
   readonly tenant: string
   readonly runId: string
   readonly kind: "generated" | "named"
-  release(o?: { delete?: boolean }): Promise<void>
+  /** `{ released, deleted, keptBecause? }`: `keptBecause` says why a `delete: true` release kept the run. */
+  release(o?: { delete?: boolean }): Promise<ReleaseOutcome>
   [Symbol.asyncDispose](): Promise<void>
 }
 
@@ -60,6 +92,13 @@ export interface ExtensionStorage {
   unload(): Promise<void>
 }
 
+/** The `StateBackups` service as Promises (same methods, same results, typed rejections). */
+export type StateBackupsApi = {
+  readonly [K in "create" | "list" | "verify" | "forget" | "restore"]: (
+    ...args: Parameters<StateBackups["Type"][K]>
+  ) => Promise<Effect.Effect.Success<ReturnType<StateBackups["Type"][K]>>>
+} & { readonly root: string }
+
 export interface AgentStorage {
   readonly agentDir: string
   readonly workRoot: string
@@ -71,6 +110,8 @@ export interface AgentStorage {
   migrateAgentDirLayout(o?: { maxEntries?: number }): Promise<LayoutReport>
   /** DR1/DR2: a bounded, read-only scan of the agent dir (and, given `webDataRoot`, the extension data dirs). */
   doctor(o?: { maxEntries?: number; webDataRoot?: string }): Promise<DoctorReport>
+  /** BK2: state snapshots under a backup root (`root` else `$PI_STATE_BACKUP_DIR`, else beside the agent dir); no I/O until a method is called. */
+  stateBackups(o?: { root?: string; webDataRoot?: string }): StateBackupsApi
   /** Throws `InvalidSegment` for a bad namespace. */
   getStorage(namespace: string): ExtensionStorage
   /** Releases every lease it handed out, waits for background prunes. */
@@ -96,20 +137,23 @@ const installExitHook = () => {
 }
 
 const storeLayer = (options: OpenOptions) =>
-  storageLayer(NodeWorld, {
-    agentDir: options.agentDir,
-    migrate: options.migrate,
-    workRuns: { heartbeatSleep: unrefSleep, ...(options.staleUnreadableMs === undefined ? {} : { staleUnreadableMs: options.staleUnreadableMs }) }
-  })
+  Layer.merge(
+    storageLayer(NodeWorld, {
+      agentDir: options.agentDir,
+      migrate: options.migrate,
+      workRuns: { heartbeatSleep: unrefSleep, ...(options.staleUnreadableMs === undefined ? {} : { staleUnreadableMs: options.staleUnreadableMs }) }
+    }),
+    warningLoggerLayer(options.onWarning ?? emitProcessWarning, (message) => process.emitWarning(message, { type: "PiAgentStorageWarning" }))
+  )
 
-const asLease = (run: WorkRun, release: (o?: { delete?: boolean }) => Promise<void>): WorkRunLease => ({
+const asLease = (run: WorkRun, release: (o?: { delete?: boolean }) => Promise<ReleaseOutcome>): WorkRunLease => ({
   path: run.path,
   category: run.category,
   tenant: run.tenant,
   runId: run.runId,
   kind: run.kind,
   release,
-  [Symbol.asyncDispose]: () => release()
+  [Symbol.asyncDispose]: () => release().then(() => undefined)
 })
 
 export const openAgentStorage = async (options: OpenOptions = {}): Promise<AgentStorage> => {
@@ -127,7 +171,7 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
     })
   )
   const { agentDir, workRoot } = paths
-  const open = new Set<() => Promise<void>>()
+  const open = new Set<() => Promise<unknown>>()
   const processLeaseFiles = new Set<string>()
   /** Calls in flight: `close()` waits for them, then releases the leases they got. */
   const calls = new Set<Promise<unknown>>()
@@ -145,9 +189,9 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
   /** A lease in its own scope: `release()` releases it and closes the scope, once. */
   const track = (run: WorkRun, scope: Scope.CloseableScope): WorkRunLease => {
     liveLeaseFiles.add(run.leasePath)
-    let done: Promise<void> | undefined
-    const release = (o?: { delete?: boolean }): Promise<void> => {
-      done ??= runTyped(runtime, Effect.zipRight(run.release(o?.delete ? { delete: true } : undefined), Scope.close(scope, Exit.void)))
+    let done: Promise<ReleaseOutcome> | undefined
+    const release = (o?: { delete?: boolean }): Promise<ReleaseOutcome> => {
+      done ??= runTyped(runtime, Effect.zipLeft(run.release(o?.delete ? { delete: true } : undefined), Scope.close(scope, Exit.void)))
         .finally(() => {
           liveLeaseFiles.delete(run.leasePath)
           open.delete(release)
@@ -179,7 +223,7 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
         liveLeaseFiles.add(run.leasePath)
         processLeaseFiles.add(run.leasePath)
         // The process run is held until the store closes; releasing it early is a no-op.
-        return asLease(run, async () => {})
+        return asLease(run, async () => ({ released: false, deleted: false, keptBecause: "the process run is held until the store closes" }))
       }),
     pruneWorkTenant: (o) => whileOpen(() => runTyped(runtime, workRuns.prune(o))),
     workRootEnv: (run) => workRuns.workRootEnv(run),
@@ -195,6 +239,19 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
     },
     migrateAgentDirLayout: (o = {}) => whileOpen(() => runTyped(runtime, migration.migrateAgentDirLayout(agentDir, o))),
     doctor: (o = {}) => whileOpen(() => runTyped(runtime, doctor.doctor(agentDir, o as DoctorOptions))),
+    stateBackups: (o = {}) => {
+      if (closed !== undefined) throw new StorageClosed({ agentDir })
+      const backups = runtime.runSync(StateBackups.make(o)) // pure: resolves the root, touches nothing
+      const call = <A, E>(effect: Effect.Effect<A, E>) => whileOpen(() => runTyped(runtime, effect))
+      return {
+        root: backups.root,
+        create: (x) => call(backups.create(x)),
+        list: () => call(backups.list()),
+        verify: (id, x) => call(backups.verify(id, x)),
+        forget: (x) => call(backups.forget(x)),
+        restore: (id, x) => call(backups.restore(id, x))
+      }
+    },
     getStorage: (namespace) => {
       const parsed = decodeSegment("namespace", namespace)
       if (parsed._tag === "Left") throw parsed.left
@@ -211,7 +268,7 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
           const lease = await acquireTracked(view.acquireWorkRun(o))
           held.add(lease)
           const release = (r?: { delete?: boolean }) => lease.release(r).finally(() => held.delete(lease))
-          return { ...lease, release, [Symbol.asyncDispose]: () => release() }
+          return { ...lease, release, [Symbol.asyncDispose]: () => release().then(() => undefined) }
         },
         pruneWork: (o = {}) => whileOpen(() => runTyped(runtime, view.pruneWork(o))),
         unload: async () => {

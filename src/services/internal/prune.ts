@@ -25,6 +25,7 @@ import { type ReclaimOutcome, removeDeadMarker, tryAcquireMarker } from "./marke
 import { cleanupMarkerPath, deleteQuarantined, ensureLibraryDir, prepareRemoval, quarantineOwnedRun, type RemoveOutcome } from "./removeRun.js"
 import { checkSafeDirectory } from "./rootSafety.js"
 import { isActive, type LeaseEntry, manifestTimes, newestHeartbeat, readLeases, readManifest } from "./runFacts.js"
+import { aFileType } from "../../domain/FileTypeWords.js"
 
 /** Entries of a tenant directory that belong to the library itself, never runs. */
 export const TENANT_LIBRARY_ENTRIES: ReadonlySet<string> = new Set([
@@ -106,14 +107,16 @@ export const pruneTenant = (
     const tenantDir = NodePath.join(categoryDir, input.tenant)
     for (const dir of [input.workRoot, categoryDir, tenantDir]) {
       const present = yield* checkSafeDirectory(deps, dir)
-      if (Option.isNone(present)) return emptyPruneReport(input.dryRun)
+      if (Option.isNone(present)) return { ...emptyPruneReport(input.dryRun), tenantMissing: true }
     }
     if (input.dryRun) return yield* scanAndPlan(deps, input, tenantDir)
     const markerPath = NodePath.join(tenantDir, TENANT_PRUNE_MARKER)
     const marker = yield* tryAcquireMarker(deps, markerPath, "prune")
     if (marker._tag === "Held") {
       // A directory or symlink squatting on the marker is nobody's prune: reported as what it is, not busy.
-      const report = emptyPruneReport(false, marker.squatted === null)
+      const report = marker.squatted === null
+        ? { ...emptyPruneReport(false, true), busyHolder: marker.unreadable ? marker.detail : marker.holder }
+        : emptyPruneReport(false)
       if (marker.unreadable) {
         report.unreadable.push({ path: markerPath, what: marker.detail, action: marker.stale ? "left" : "held" })
       }
@@ -163,7 +166,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       input.onProgress?.({ phase: "scan", done: index, total: scanned.length })
       const path = NodePath.join(tenantDir, entry.name)
       if (entry.type !== "Directory") {
-        report.unowned.push({ name: entry.name, path, why: entry.type === "SymbolicLink" ? "symlink (never followed)" : `not a directory (${entry.type})` })
+        report.unowned.push({ name: entry.name, path, why: entry.type === "SymbolicLink" ? "symlink (never followed)" : `not a directory (${aFileType(entry.type)})` })
         continue
       }
       const manifest = yield* readManifest(deps, path, { category: input.category, tenant: input.tenant, runId: entry.name })
