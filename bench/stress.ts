@@ -1,12 +1,16 @@
 /**
- * `npm run stress -- --processes 8 --seconds 60 [--kill-every MS] [--seed N] [--json] [--keep]`
+ * `npm run stress -- --processes 8 --seconds 60 [--kill-every MS] [--mid-create RATIO] [--stale-ms MS] [--seed N] [--json] [--keep]`
  *
  * Real worker processes (bench/stressWorker.ts) acquire, write into, release and prune the same tenants at
  * random, some are SIGKILLed and respawned, while this process checks from outside:
  * - I1: every run a live holder announced keeps its token file, unchanged, plus its manifest and lease;
  * - I2: unowned canary directories (no manifest; a manifest naming another run) never disappear or change;
  * - I3: the tree behind planted symlinks (a link in each tenant, links inside runs) never changes;
- * - I4: checked by each worker right after acquire (manifest and own lease present), reported here.
+ * - I4: checked by each worker right after acquire (manifest and own lease present), reported here;
+ * - I5: a share (`--mid-create`, default 0.5) of the kills lands between the exclusive create and the write
+ *   of a marker or lease (the worker creates it empty, then is SIGKILLed), and at the end, once the stale
+ *   bound (`--stale-ms`, default 2000, given to every store) has passed, a final prune of every tenant
+ *   converges: not busy, nothing active, every empty marker and lease reclaimed, no marker left.
  * Prints operations per kind and violations; exits 1 on any violation. Files only; removes its temp dir.
  */
 import { type ChildProcess, fork } from "node:child_process"
@@ -31,6 +35,8 @@ interface Worker {
   killed: boolean
   /** It listens for messages (a stop sent earlier could be lost while it loads). */
   ready: boolean
+  /** Asked to die between create and write (at this time): SIGKILLed on its answer. */
+  dyingSince: number | null
   done: boolean
 }
 
@@ -84,12 +90,30 @@ const plant = (agentDir: string, outside: string) => {
   return canaries
 }
 
+/** What a converged tenant must not hold: a prune marker, cleanup markers, empty leases, leased staged runs. */
+const leftoverMarkers = (tenantDir: string): Array<string> => {
+  const out: Array<string> = []
+  const list = (d: string) => (fs.existsSync(d) ? fs.readdirSync(d) : [])
+  if (fs.existsSync(path.join(tenantDir, ".prune"))) out.push(".prune left")
+  for (const m of list(path.join(tenantDir, ".cleanup"))) out.push(`.cleanup/${m} left`)
+  for (const s of list(path.join(tenantDir, ".staging"))) if (list(path.join(tenantDir, ".staging", s, ".leases")).length > 0) out.push(`.staging/${s} with a lease left`)
+  for (const run of list(tenantDir)) {
+    for (const l of list(path.join(tenantDir, run, ".leases"))) {
+      const st = fs.lstatSync(path.join(tenantDir, run, ".leases", l), { throwIfNoEntry: false })
+      if (st !== undefined && st.size === 0) out.push(`${run}/.leases/${l} empty lease left`)
+    }
+  }
+  return out
+}
+
 const main = async () => {
   const args = parseArgs(process.argv.slice(2))
   const processes = Math.max(1, Math.floor(numberArg(args, "processes", 8)))
   const seconds = numberArg(args, "seconds", 60)
   const killEvery = numberArg(args, "kill-every", Math.max(3000, (seconds * 1000) / (processes * 2)))
   const seed = Math.floor(numberArg(args, "seed", Date.now() % 1_000_000))
+  const midCreate = numberArg(args, "mid-create", 0.5)
+  const staleMs = numberArg(args, "stale-ms", 2000)
   const json = args.has("json")
   const log = (line: string) => {
     if (!json) process.stderr.write(`${line}\n`)
@@ -115,11 +139,11 @@ const main = async () => {
     const outsideBefore = snapshot(outside)
 
     const spawnWorker = (): Worker => {
-      const child = fork(path.join(BENCH_DIR, "stressWorker.ts"), [agentDir, outside, String(seed)], {
+      const child = fork(path.join(BENCH_DIR, "stressWorker.ts"), [agentDir, outside, String(seed), String(staleMs)], {
         execArgv: ["--import", "tsx"],
         stdio: ["ignore", "ignore", "pipe", "ipc"]
       })
-      const w: Worker = { child, pid: child.pid ?? -1, killed: false, ready: false, done: false }
+      const w: Worker = { child, pid: child.pid ?? -1, killed: false, ready: false, done: false, dyingSince: null }
       let stderr = ""
       child.stderr?.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)))
       child.on("message", (m: ToParent) => {
@@ -131,6 +155,7 @@ const main = async () => {
         } else if (m.t === "ops") for (const [k, n] of Object.entries(m.counts)) add(k, n)
         else if (m.t === "violation") violate(m.inv, m.detail)
         else if (m.t === "done") w.done = true
+        else if (m.t === "created-empty") kill(w, m.path === "" ? "SIGKILL (nothing to create)" : `SIGKILL between create and write: ${m.kind}`)
         else if (m.t === "ready") {
           w.ready = true
           if (stopping) child.send({ t: "stop" } satisfies ToWorker)
@@ -148,7 +173,14 @@ const main = async () => {
       return w
     }
 
-    log(`stress: ${processes} processes for ${seconds} s, SIGKILL every ~${Math.round(killEvery)} ms, seed ${seed}, in ${root}`)
+    const kill = (victim: Worker, what: string) => {
+      victim.killed = true
+      for (const [key, h] of held) if (h.pid === victim.pid) held.delete(key)
+      victim.child.kill("SIGKILL")
+      add(what)
+    }
+
+    log(`stress: ${processes} processes for ${seconds} s, SIGKILL every ~${Math.round(killEvery)} ms (${midCreate * 100}% between create and write, stale bound ${staleMs} ms), seed ${seed}, in ${root}`)
     for (let i = 0; i < processes; i++) spawnWorker()
 
     const checkHeld = () => {
@@ -192,25 +224,30 @@ const main = async () => {
         nextCanary = Date.now() + 200
       }
       if (Date.now() >= nextKill) {
-        const alive = [...workers].filter((w) => !w.killed)
-        const victim = alive[Math.floor(random() * alive.length)]
-        if (victim !== undefined) {
-          victim.killed = true
-          for (const [key, h] of held) if (h.pid === victim.pid) held.delete(key)
-          victim.child.kill("SIGKILL")
-          add("SIGKILL")
-        }
+        const alive = [...workers].filter((w) => !w.killed && w.dyingSince === null)
+        // Only a worker that listens can be asked to die mid-create (a loading one is killed plainly).
+        const listening = alive.filter((w) => w.ready && w.child.connected)
+        const midway = listening.length > 0 && random() < midCreate
+        const pool = midway ? listening : alive
+        const victim = pool[Math.floor(random() * pool.length)]
+        if (victim !== undefined && midway) {
+          victim.dyingSince = Date.now()
+          victim.child.send({ t: "die-mid-create" } satisfies ToWorker)
+        } else if (victim !== undefined) kill(victim, "SIGKILL")
         nextKill = Date.now() + killEvery * (0.5 + random())
       }
+      // A worker that did not answer the request in time dies anyway.
+      for (const w of workers) if (!w.killed && w.dyingSince !== null && Date.now() - w.dyingSince > 2000) kill(w, "SIGKILL")
       await sleep(15)
     }
 
     stopping = true
     log("stress: stopping workers")
-    for (const w of workers) if (!w.killed && w.ready && w.child.connected) w.child.send({ t: "stop" } satisfies ToWorker)
+    for (const w of workers) if (!w.killed && w.ready && w.child.connected && w.dyingSince === null) w.child.send({ t: "stop" } satisfies ToWorker)
     const stopBy = Date.now() + 20_000
     while (workers.size > 0 && Date.now() < stopBy) {
       checkHeld()
+      for (const w of workers) if (!w.killed && w.dyingSince !== null && Date.now() - w.dyingSince > 2000) kill(w, "SIGKILL")
       await sleep(20)
     }
     for (const w of workers) {
@@ -219,15 +256,21 @@ const main = async () => {
       w.child.kill("SIGKILL")
     }
 
-    // A final prune of every tenant from a fresh store: killed holders' leases are dead, so everything owned
-    // and inactive goes; the canaries and the outside tree must still be untouched.
-    const store = await openAgentStorage({ agentDir, migrate: false })
+    // A final prune of every tenant from a fresh store, once the stale bound has passed: killed holders'
+    // leases are dead and every empty marker or lease is stale, so everything owned and inactive goes, every
+    // empty file is reclaimed, no marker is left; the canaries and the outside tree must still be untouched.
+    await sleep(staleMs + 100)
+    const store = await openAgentStorage({ agentDir, migrate: false, staleUnreadableMs: staleMs })
     try {
       for (const tenant of STRESS_TENANTS) {
         const report = await store.pruneWorkTenant({ category: STRESS_CATEGORY, tenant, policy: { maxInactiveRuns: 0 } })
         add("final prune: runs removed", report.removed.length)
+        add("final prune: empty/unreadable reclaimed", report.unreadable.filter((u) => u.action === "reclaimed").length)
+        if (report.busy) violate("I5", `${tenant}: final prune busy after the stale bound`)
         if (report.active.length > 0) violate("I5", `${tenant}: runs still active after every holder stopped or died: ${report.active.join(", ")}`)
         for (const e of report.errors) violate("I5", `${tenant}: final prune error ${e.path}: ${e.message}`)
+        for (const u of report.unreadable) if (u.action !== "reclaimed") violate("I5", `${tenant}: ${u.path} ${u.action} after the stale bound (${u.what})`)
+        for (const left of leftoverMarkers(path.join(agentDir, "work", STRESS_CATEGORY, tenant))) violate("I5", `${tenant}: not converged: ${left}`)
       }
     } finally {
       await store.close()
@@ -244,6 +287,8 @@ const main = async () => {
     processes,
     seconds,
     killEveryMs: Math.round(killEvery),
+    midCreate,
+    staleMs,
     seed,
     tookSeconds: Math.round((Date.now() - started) / 100) / 10,
     operations: Object.fromEntries(Object.entries(counts).sort(([a], [b]) => a.localeCompare(b))),

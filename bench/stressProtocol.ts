@@ -6,8 +6,14 @@ export type ToParent =
   | { readonly t: "ops"; readonly counts: Record<string, number> }
   | { readonly t: "violation"; readonly inv: string; readonly detail: string }
   | { readonly t: "done" }
+  /** The worker created `path` exclusively and will never write it: SIGKILL it now. */
+  | { readonly t: "created-empty"; readonly path: string; readonly kind: string }
 
-export type ToWorker = { readonly t: "ack"; readonly key: string } | { readonly t: "stop" }
+export type ToWorker =
+  | { readonly t: "ack"; readonly key: string }
+  | { readonly t: "stop" }
+  /** Die between create and write: create an empty marker or lease, report it, and wait for the SIGKILL. */
+  | { readonly t: "die-mid-create" }
 
 export const STRESS_CATEGORY = "stress"
 export const STRESS_TENANTS = ["t0", "t1", "t2"] as const

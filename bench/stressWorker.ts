@@ -13,7 +13,7 @@ import { prng } from "./util.js"
 
 import { NAMED_RUNS, STRESS_CATEGORY, STRESS_TENANTS, type ToParent, type ToWorker } from "./stressProtocol.js"
 
-const [agentDir, outsideDir, seedArg] = process.argv.slice(2)
+const [agentDir, outsideDir, seedArg, staleArg] = process.argv.slice(2)
 if (agentDir === undefined || outsideDir === undefined || process.send === undefined) {
   throw new Error("stressWorker is forked by bench/stress.ts")
 }
@@ -35,8 +35,49 @@ let stopping = false
 const acks = new Map<string, () => void>()
 process.on("message", (m: ToWorker) => {
   if (m.t === "stop") stopping = true
+  else if (m.t === "die-mid-create") dieMidCreate()
   else acks.get(m.key)?.()
 })
+
+/**
+ * What a process killed between the exclusive create and the write of a marker or lease leaves behind (issue
+ * 12): an empty file at a prune marker, a cleanup marker, a lease of a run, or a lease of a staged run (whose
+ * manifest was written). Created as the library creates them (O_EXCL|O_NOFOLLOW), never written; the parent
+ * SIGKILLs us as soon as we say so. Anything in the way (taken, vanished) makes us try another kind.
+ */
+function dieMidCreate(): void {
+  const exclusive = (file: string) => fs.closeSync(fs.openSync(file, fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_WRONLY | fs.constants.O_NOFOLLOW, 0o600))
+  const nonce = () => randomBytes(4).toString("hex")
+  const tenantDir = path.join(agentDir!, "work", STRESS_CATEGORY, pick(STRESS_TENANTS))
+  const leaseName = `stress-${process.pid}-${nonce()}.json`
+  const kinds: Array<[string, () => string]> = [
+    ["prune marker", () => path.join(tenantDir, ".prune")],
+    ["cleanup marker", () => {
+      fs.mkdirSync(path.join(tenantDir, ".cleanup"), { recursive: true, mode: 0o700 })
+      return path.join(tenantDir, ".cleanup", pick(NAMED_RUNS))
+    }],
+    ["run lease", () => path.join(tenantDir, pick(NAMED_RUNS), ".leases", leaseName)],
+    ["staged lease", () => {
+      const runId = `stress-staged-${nonce()}`
+      const staged = path.join(tenantDir, ".staging", `${runId}.${nonce()}`)
+      fs.mkdirSync(path.join(staged, ".leases"), { recursive: true, mode: 0o700 })
+      fs.writeFileSync(path.join(staged, ".pi-work-run.json"), JSON.stringify({ version: 2, category: STRESS_CATEGORY, tenant: path.basename(tenantDir), runId, kind: "named", createdAt: Date.now(), createdBy: { host: "stress", pid: process.pid } }))
+      return path.join(staged, ".leases", leaseName)
+    }]
+  ]
+  for (let i = 0; i < 8; i++) {
+    const [kind, where] = pick(kinds)
+    try {
+      const file = where()
+      exclusive(file)
+      send({ t: "created-empty", path: file, kind })
+      return
+    } catch {
+      // Taken or vanished meanwhile: another kind.
+    }
+  }
+  send({ t: "created-empty", path: "", kind: "none" })
+}
 send({ t: "ready" })
 
 /** I4: the run exists as a directory with its manifest and this process's lease. */
@@ -131,6 +172,8 @@ const prune = async (store: Awaited<ReturnType<typeof openAgentStorage>>) => {
     })
     count(dryRun ? "prune (dry run)" : report.busy ? "prune (busy)" : "prune")
     counts["runs removed"] = (counts["runs removed"] ?? 0) + (dryRun ? 0 : report.removed.length)
+    const reclaimed = report.unreadable.filter((u) => u.action === "reclaimed").length
+    if (reclaimed > 0) counts["empty/unreadable reclaimed by a prune"] = (counts["empty/unreadable reclaimed by a prune"] ?? 0) + reclaimed
   } catch (e) {
     const tag = errorTag(e)
     if (tag === undefined) violation("prune", `prune failed with an untyped error: ${String(e)}`)
@@ -139,7 +182,7 @@ const prune = async (store: Awaited<ReturnType<typeof openAgentStorage>>) => {
 }
 
 const main = async () => {
-  const store = await openAgentStorage({ agentDir, migrate: false })
+  const store = await openAgentStorage({ agentDir, migrate: false, ...(staleArg ? { staleUnreadableMs: Number(staleArg) } : {}) })
   const timer = setInterval(flushCounts, 250)
   const lane = async () => {
     while (!stopping) {

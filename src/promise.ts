@@ -61,6 +61,8 @@ export interface OpenOptions {
   readonly agentDir?: string
   /** Run the agent-dir layout migration before anything else (default true). */
   readonly migrate?: boolean
+  /** How long an unreadable (e.g. empty) marker or lease is held before it counts as dead; default 10 minutes. */
+  readonly staleUnreadableMs?: number
   /**
    * What the library carried on through (a failing heartbeat, a refused background prune, a lease it could not
    * remove). Default: `process.emitWarning` (type `PiAgentStorageWarning`, code = the warning's `_tag`).
@@ -142,7 +144,11 @@ const installExitHook = () => {
 
 const storeLayer = (options: OpenOptions) =>
   Layer.merge(
-    storageLayer(NodeWorld, { agentDir: options.agentDir, migrate: options.migrate, workRuns: { heartbeatSleep: unrefSleep } }),
+    storageLayer(NodeWorld, {
+      agentDir: options.agentDir,
+      migrate: options.migrate,
+      workRuns: { heartbeatSleep: unrefSleep, ...(options.staleUnreadableMs === undefined ? {} : { staleUnreadableMs: options.staleUnreadableMs }) }
+    }),
     warningLoggerLayer(options.onWarning ?? emitProcessWarning, (message) => process.emitWarning(message, { type: "PiAgentStorageWarning" }))
   )
 

@@ -14,6 +14,7 @@ export type LeaseVerdictReason =
   | "remote-fresh"
   | "remote-stale"
   | "unreadable"
+  | "unreadable-stale"
   | "same-host-unknown-boot-alive"
   | "same-host-unknown-boot-pid-gone"
 
@@ -22,7 +23,51 @@ export interface LeaseVerdict {
   readonly reason: LeaseVerdictReason
   /** One human sentence, for reports and the doctor. */
   readonly detail: string
+  /**
+   * The record could not be trusted (empty, garbage, not valid for its schema, a directory or a symlink where a
+   * file belongs, a remote timestamp beyond now + TTL): judged by the stale bound on its mtime, and reported.
+   */
+  readonly unreadable?: true
 }
+
+/**
+ * How long an unreadable marker or lease is held before it counts as dead (issue 12 point 2). A real holder
+ * writes its content microseconds after the exclusive create, so a file that is still empty, torn or garbage
+ * after this long was left by a process killed in between. Ten minutes: far above any pause between create
+ * and write, below the remote TTL so a crashed pruner never stops retention for long.
+ */
+export const DEFAULT_STALE_UNREADABLE_MS = 10 * 60 * 1000
+
+export interface UnreadableFacts {
+  /** What the record is, for reports ("empty", "not valid JSON", "a directory", …). */
+  readonly why: string
+  /** The file's own mtime (lstat, never followed); `null` when it could not be observed. */
+  readonly mtimeMs: number | null
+  readonly now: number
+  readonly staleUnreadableMs: number
+}
+
+/**
+ * The one rule for an unreadable marker or lease, every reader's (pruner, acquirer, doctor, inventory,
+ * migration lock): held while its mtime is within the stale bound (or unknown: unknown means held), dead once
+ * older. A future mtime counts as fresh (never older than the bound).
+ */
+export const unreadableVerdict = (facts: UnreadableFacts): LeaseVerdict => {
+  const age = facts.mtimeMs === null ? null : facts.now - facts.mtimeMs
+  if (age !== null && age > facts.staleUnreadableMs) {
+    return {
+      alive: false,
+      reason: "unreadable-stale",
+      detail: `${facts.why}, untouched for ${age} ms (stale bound ${facts.staleUnreadableMs} ms); its writer is gone`,
+      unreadable: true
+    }
+  }
+  const since = age === null ? "mtime unknown" : `modified ${Math.max(0, age)} ms ago (stale bound ${facts.staleUnreadableMs} ms)`
+  return { alive: true, reason: "unreadable", detail: `${facts.why}, ${since}; treated as held`, unreadable: true }
+}
+
+/** A remote timestamp beyond now + TTL cannot be a real heartbeat (a clock far off, or a forged record). */
+export const isFarFuture = (at: number, now: number, remoteLeaseTtlMs: number): boolean => at > now + remoteLeaseTtlMs
 
 export interface SelfFacts {
   readonly hostname: string
@@ -49,6 +94,10 @@ export interface LeaseVerdictInput {
    * start times from coarse clocks can widen it; it must stay far below the time a pid takes to be reused.
    */
   readonly startTimeToleranceMs?: number
+  /** The lease or marker file's mtime, for the unreadable rule; `null`/absent when unknown (then held). */
+  readonly fileMtimeMs?: number | null
+  /** The stale bound of the unreadable rule; default `DEFAULT_STALE_UNREADABLE_MS`. */
+  readonly staleUnreadableMs?: number
 }
 
 const isUnreadable = (lease: LeaseVerdictInput["lease"]): lease is { readonly unreadable: string } =>
@@ -102,21 +151,32 @@ const localVerdict = (
 }
 
 /**
- * SPEC WR4, in order: unreadable → alive (fail closed); same host and same boot → alive iff the pid exists
+ * SPEC WR4, in order: unreadable → `unreadableVerdict` (held while fresh, dead once stale); same host and same boot → alive iff the pid exists
  * with a matching start time; same host, other boot → dead; same host, boot unknown on either side → alive
  * iff the pid exists (start times compared when both known); other host → alive until the heartbeat is
- * older than `remoteLeaseTtlMs` (a heartbeat in the future counts as fresh). Markers use the same verdict.
+ * older than `remoteLeaseTtlMs`; a heartbeat beyond now + TTL is unreadable (issue 12 point 7: it would pin
+ * the run forever). Markers use the same verdict.
  */
 export const leaseVerdict = (input: LeaseVerdictInput): LeaseVerdict => {
   const { lease, self } = input
-  if (isUnreadable(lease)) {
-    return verdict(true, "unreadable", `lease unreadable (${lease.unreadable}); treated as held`)
-  }
+  const unreadable = (why: string) =>
+    unreadableVerdict({
+      why,
+      mtimeMs: input.fileMtimeMs ?? null,
+      now: input.now,
+      staleUnreadableMs: input.staleUnreadableMs ?? DEFAULT_STALE_UNREADABLE_MS
+    })
+  if (isUnreadable(lease)) return unreadable(lease.unreadable)
   if (lease.host === self.hostname) {
     if (provablyOtherBoot(lease, self)) {
       return verdict(false, "other-boot", `lease from boot ${lease.bootId} of this host; current boot is ${self.bootId}`)
     }
     return localVerdict(lease, input.observation, bootKnownSame(lease, self), input.startTimeToleranceMs ?? 0)
+  }
+  if (isFarFuture(lease.heartbeatAt, input.now, input.remoteLeaseTtlMs)) {
+    return unreadable(
+      `heartbeat of host ${JSON.stringify(lease.host)} is ${lease.heartbeatAt - input.now} ms in the future (beyond the ttl ${input.remoteLeaseTtlMs} ms)`
+    )
   }
   const ageMs = input.now - lease.heartbeatAt
   if (ageMs > input.remoteLeaseTtlMs) {

@@ -446,7 +446,25 @@ export const FINDING_CODES = {
   },
   "work-unreadable-lease": {
     severity: "warning",
-    meaning: "A lease that cannot be read or decoded; it is treated as alive (fail closed) and keeps the run."
+    meaning: "A lease that cannot be read or decoded (empty, garbage, a directory or symlink): held while " +
+      "younger than the stale bound (10 minutes), then dead; the next prune removes it (with its run, or alone)."
+  },
+  "work-unreadable-marker": {
+    severity: "warning",
+    meaning: "A tenant prune marker or per-run cleanup marker that is empty or does not decode (its writer " +
+      "was killed between create and write): held while younger than the stale bound, then reclaimed by the next prune."
+  },
+  "work-squatted-marker": {
+    severity: "warning",
+    meaning: "A directory or symlink where a prune or cleanup marker file belongs: nobody's prune. A symlink " +
+      "(never followed) or an empty directory is removed by the next prune once stale; a non-empty directory " +
+      "is never deleted and blocks that prune (or that run's cleanup) until it is moved away by hand."
+  },
+  "work-future-timestamp": {
+    severity: "warning",
+    meaning: "A remote lease heartbeat or a manifest createdAt/releasedAt beyond now + the remote lease TTL: " +
+      "such a lease is judged by the stale bound on its file's mtime, such a manifest stamp does not count " +
+      "for last use (the manifest's mtime capped at now does)."
   },
   "work-dead-marker": {
     severity: "info",

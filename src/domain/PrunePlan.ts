@@ -46,6 +46,41 @@ export interface PrunePlan {
   readonly bytesAfter: number | null
 }
 
+/** A manifest's timestamps after the far-future rule, with what was set aside (to report). */
+export interface BoundedManifestTimes {
+  readonly createdAt: number
+  readonly releasedAt: number | undefined
+  /** One sentence per timestamp set aside; empty when both were plausible. */
+  readonly farFuture: ReadonlyArray<string>
+}
+
+/**
+ * Issue 12 point 7: a manifest `createdAt` / `releasedAt` beyond now + the remote lease TTL cannot be a real
+ * stamp (a clock far off, or a forged file) and would pin the run forever. It does not count for last use;
+ * in its place counts the manifest file's mtime capped at now (the last time anyone wrote it), or `now` when
+ * the mtime is unknown — so such a run ages from the moment it was seen, never from the future.
+ */
+export const boundManifestTimes = (input: {
+  readonly createdAt: number
+  readonly releasedAt: number | undefined
+  readonly manifestMtimeMs: number | null
+  readonly now: number
+  readonly remoteLeaseTtlMs: number
+}): BoundedManifestTimes => {
+  const { now } = input
+  const limit = now + input.remoteLeaseTtlMs
+  const fallback = Math.min(input.manifestMtimeMs ?? now, now)
+  const farFuture: Array<string> = []
+  const bound = (field: string, at: number): number => {
+    if (at <= limit) return at
+    farFuture.push(`manifest ${field} is ${at - now} ms in the future (beyond the ttl ${input.remoteLeaseTtlMs} ms); the manifest's mtime capped at now counts instead`)
+    return fallback
+  }
+  const createdAt = bound("createdAt", input.createdAt)
+  const releasedAt = input.releasedAt === undefined ? undefined : bound("releasedAt", input.releasedAt)
+  return { createdAt, releasedAt, farFuture }
+}
+
 /** Last use = latest of `releasedAt`, the newest lease heartbeat, and `createdAt`. */
 export const lastUsedAt = (run: ScannedRun): number =>
   Math.max(run.createdAt, run.releasedAt ?? -Infinity, run.newestHeartbeatAt ?? -Infinity)

@@ -24,6 +24,21 @@ export type SkippedRun = typeof SkippedRun.Type
 export const UnownedEntry = Schema.Struct({ name: Schema.String, path: Schema.String, why: Schema.String })
 export type UnownedEntry = typeof UnownedEntry.Type
 
+/**
+ * A marker, lease or manifest timestamp that could not be trusted (issue 12 points 2 and 7): empty, garbage,
+ * not valid for its schema, a directory or a symlink where a file belongs, or a timestamp beyond now + the
+ * remote TTL. `action`: `held` (fresh: its writer may still be writing it; kept), `reclaimed` (older than the
+ * stale bound: removed under the dead-holder protocol, or with its run), `reclaimable` (stale, but this prune
+ * did not remove it: a dry run, or its run's marker was held), `left` (a non-empty directory: never
+ * deleted, remove it by hand), `ignored` (a far-future manifest timestamp: not counted for last use).
+ */
+export const UnreadableRecord = Schema.Struct({
+  path: Schema.String,
+  what: Schema.String,
+  action: Schema.Literal("held", "reclaimed", "reclaimable", "left", "ignored")
+})
+export type UnreadableRecord = typeof UnreadableRecord.Type
+
 export const PruneError = Schema.Struct({ path: Schema.String, message: Schema.String })
 export type PruneError = typeof PruneError.Type
 
@@ -53,7 +68,9 @@ export const PruneReport = Schema.mutable(Schema.Struct({
   bytesBefore: Schema.NullOr(NonNegativeInt),
   bytesAfter: Schema.NullOr(NonNegativeInt),
   /** Non-fatal errors: one bad run never fails the whole prune. */
-  errors: mutableArray(PruneError)
+  errors: mutableArray(PruneError),
+  /** Markers, leases and manifest timestamps that could not be trusted, and what the prune did with each. */
+  unreadable: mutableArray(UnreadableRecord)
 }))
 export type PruneReport = typeof PruneReport.Type
 
@@ -71,5 +88,6 @@ export const emptyPruneReport = (dryRun: boolean, busy = false): PruneReport => 
   unowned: [],
   bytesBefore: null,
   bytesAfter: null,
-  errors: []
+  errors: [],
+  unreadable: []
 })

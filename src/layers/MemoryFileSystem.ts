@@ -437,10 +437,15 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
         makeOneDirectory(at, mode, now)
       }),
 
+    // Two steps, as open(O_CREAT|O_EXCL) then write(2): a crash between them leaves an empty file (issue 12).
     writeFileExclusive: (path, data, options) =>
       call("writeFileExclusive", path, undefined, (now) => {
-        const created = createFile(path, data, options?.mode ?? 0o600, now)
-        return isErrno(created) ? created : undefined
+        const created = step("writeFileExclusive.create", path, undefined, () => createFile(path, new Uint8Array(), options?.mode ?? 0o600, now))
+        if (isErrno(created) || data.length === 0) return isErrno(created) ? created : undefined
+        return step("writeFileExclusive.write", path, undefined, () => {
+          created.data = data.slice()
+          world.mutated(ctx)
+        })
       }),
 
     writeFileAtomic: (path, data, options) => writeFileAtomic(path, data, options?.mode ?? 0o600),

@@ -18,7 +18,8 @@
  * - `crashAfter(n, scope?)` — after `n` more successful mutating steps (by processes in `scope`
  *   `{ hostname?, pid? }`, default all) every further operation of those processes fails with reason
  *   "Crashed" / errno "ECRASHED", reads too, and nothing changes. `crashAfter(0)` crashes at once. Every created
- *   directory of a recursive `makeDirectory`, each step of `writeFileAtomic` (create temp, rename, cleanup) and
+ *   directory of a recursive `makeDirectory`, each step of `writeFileAtomic` (create temp, rename, cleanup), of
+ *   `writeFileExclusive` (create empty, write: a crash between them leaves an empty file) and
  *   each removal inside `removeTree` counts as one step, so a crash can leave a temp file or half a tree.
  *   `recover()` clears every crash point (as if new processes started); `crashed` tells whether one fired.
  *   `mutationCount` counts every successful mutating step since the world was made (never reset): count a

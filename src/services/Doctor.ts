@@ -16,7 +16,8 @@ import {
   TENANT_PRUNE_MARKER,
   TENANT_PRUNE_STAMP,
   TENANT_STAGING_DIR,
-  TENANT_TRASH_DIR
+  TENANT_TRASH_DIR,
+  WORK_RUN_MANIFEST
 } from "../domain/AgentPaths.js"
 import type { FileSystemError } from "../domain/Errors.js"
 import {
@@ -39,7 +40,8 @@ import { type ConfigRedLineRule, configEntryViolation } from "../domain/ConfigRe
 import { TIER_NAMES, tierPaths } from "../domain/WebPaths.js"
 import { stateBackupFindings } from "./StateBackups.js"
 import { resolveStateDir } from "../domain/Tiers.js"
-import { isActive, readLeases, readManifest } from "./internal/runFacts.js"
+import { isActive, manifestTimes, readLeases, readManifest } from "./internal/runFacts.js"
+import { type FindingDraft, leaseFinding, manifestTimeFindings, markerFinding } from "./internal/unreadableFindings.js"
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
 
 export interface DoctorOptions {
@@ -243,20 +245,11 @@ const checkTenant = (scan: Scan, category: string, tenant: string, tenantDir: st
       const path = NodePath.join(tenantDir, entry.name)
       if (entry.name === TENANT_PRUNE_STAMP) continue
       if (entry.name === TENANT_PRUNE_MARKER) {
-        const judged = yield* judgeMarker(scan.deps, path)
-        if (judged !== undefined && !judged.alive) {
-          scan.add("work-dead-marker", path, `prune marker of a dead pruner (${judged.detail})`, "the next prune of this tenant reclaims it")
-        }
+        yield* checkMarker(scan, path, "prune marker")
         continue
       }
       if (entry.name === TENANT_CLEANUP_DIR && entry.type === "Directory") {
-        for (const marker of yield* list(scan, path)) {
-          const markerPath = NodePath.join(path, marker.name)
-          const judged = marker.type === "File" ? yield* judgeMarker(scan.deps, markerPath) : undefined
-          if (judged !== undefined && !judged.alive) {
-            scan.add("work-dead-marker", markerPath, `cleanup marker of a dead pruner (${judged.detail})`, "the next prune of this tenant reclaims it")
-          }
-        }
+        for (const marker of yield* list(scan, path)) yield* checkMarker(scan, NodePath.join(path, marker.name), "cleanup marker")
         continue
       }
       if (entry.name === TENANT_TRASH_DIR && entry.type === "Directory") {
@@ -275,6 +268,7 @@ const checkTenant = (scan: Scan, category: string, tenant: string, tenantDir: st
         for (const staged of yield* list(scan, path)) {
           const stagedPath = NodePath.join(path, staged.name)
           const leases = staged.type === "Directory" ? yield* readLeases(scan.deps, stagedPath) : undefined
+          for (const lease of leases?.leases ?? []) addDraft(scan, lease.path, leaseFinding(lease, scan.deps.staleUnreadableMs))
           if (leases !== undefined && isActive(leases)) continue
           scan.add("work-abandoned-staging", stagedPath, "a run whose creator died before placing it (or is still placing it)", "the next prune of this tenant removes it once its creator's lease is proven dead or it is an hour old")
         }
@@ -286,6 +280,21 @@ const checkTenant = (scan: Scan, category: string, tenant: string, tenantDir: st
       }
       yield* checkRun(scan, category, tenant, entry.name, path)
     }
+  })
+
+const addDraft = (scan: Scan, path: string, draft: FindingDraft | undefined) => {
+  if (draft !== undefined) scan.add(draft.code, path, draft.message, draft.fix)
+}
+
+/** A prune or cleanup marker: a dead pruner's, an unreadable one, or a directory / symlink squatting on it. */
+const checkMarker = (scan: Scan, path: string, what: "prune marker" | "cleanup marker") =>
+  Effect.gen(function*() {
+    const judged = yield* judgeMarker(scan.deps, path)
+    if (judged === undefined) return
+    const nonEmpty = judged.type === "Directory" && (yield* list(scan, path)).length > 0
+    const draft = markerFinding(judged, what, scan.deps.staleUnreadableMs, nonEmpty)
+    if (draft !== undefined) addDraft(scan, path, draft)
+    else if (!judged.alive) scan.add("work-dead-marker", path, `${what} of a dead pruner (${judged.detail})`, "the next prune of this tenant reclaims it")
   })
 
 const checkRun = (scan: Scan, category: string, tenant: string, runId: string, runDir: string) =>
@@ -301,15 +310,19 @@ const checkRun = (scan: Scan, category: string, tenant: string, runId: string, r
         "inspect it and delete it by hand if it is not needed"
       )
     }
+    if (manifest._tag === "Owned") {
+      const times = yield* manifestTimes(scan.deps, runDir, manifest.manifest)
+      for (const draft of manifestTimeFindings(times)) addDraft(scan, NodePath.join(runDir, WORK_RUN_MANIFEST), draft)
+    }
     const leases = yield* readLeases(scan.deps, runDir)
     scan.take(leases.leases.length)
     if (leases.problem !== null) {
       scan.add("work-stray-entry", runDir, `lease directory cannot be trusted: ${leases.problem}`, "inspect .leases/ by hand")
     }
     for (const lease of leases.leases) {
-      if ("unreadable" in lease.facts) {
-        scan.add("work-unreadable-lease", lease.path, `${lease.facts.unreadable}; treated as held (the run is kept)`, "delete it if its holder is gone")
-      } else if (!lease.verdict.alive) {
+      const draft = leaseFinding(lease, scan.deps.staleUnreadableMs)
+      if (draft !== undefined) addDraft(scan, lease.path, draft)
+      else if (!lease.verdict.alive) {
         scan.add("work-dead-lease", lease.path, `dead holder: ${lease.verdict.detail}`, "the next prune of this tenant removes it")
       }
     }

@@ -22,7 +22,7 @@ import { type DirEntry, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
 import { TENANT_LIBRARY_ENTRIES } from "./internal/prune.js"
-import { type Holder, isActive, liveHolders, newestHeartbeat, readLeases, readManifest } from "./internal/runFacts.js"
+import { type Holder, isActive, liveHolders, manifestTimes, newestHeartbeat, readLeases, readManifest } from "./internal/runFacts.js"
 import { fileTypeWord } from "../domain/FileTypeWords.js"
 import { aFileType } from "../domain/FileTypeWords.js"
 
@@ -247,11 +247,13 @@ const examine = (deps: Deps, address: TenantAddress, tenantDir: string, entry: D
     const leases = yield* readLeases(deps, path)
     const releasedAt = "releasedAt" in m && m.releasedAt !== undefined ? m.releasedAt : null
     const active = isActive(leases)
+    // Far-future manifest stamps do not count for last use (the prune's rule, issue 12 point 7).
+    const times = yield* manifestTimes(deps, path, m)
     const used = lastUsedAt({
       runId: entry.name,
       path,
-      createdAt: m.createdAt,
-      releasedAt: releasedAt ?? undefined,
+      createdAt: times.createdAt,
+      releasedAt: times.releasedAt,
       newestHeartbeatAt: newestHeartbeat(leases),
       active,
       bytes: 0,

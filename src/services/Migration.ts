@@ -24,7 +24,6 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { FileSystemError, InvalidArgument } from "../domain/Errors.js"
-import { DEFAULT_REMOTE_LEASE_TTL_MS } from "../domain/Retention.js"
 import {
   conflictCandidate,
   copyTempName,
@@ -272,20 +271,12 @@ const takeMigrationMarker = (
       if (attempt > 0) yield* Effect.sleep(delay)
       const taken = yield* tryAcquireMarker(deps, path, MIGRATION_MARKER_PURPOSE)
       if (taken._tag === "Acquired") return { _tag: "Acquired", release: taken.release } as const
-      holder = taken.holder
-      // A marker torn by a crash mid-write never decodes; once older than the remote TTL nobody can be
-      // writing it any more, so it is removed instead of freezing every future migration.
-      if (taken.unreadable) yield* removeStaleUnreadable(deps.fs, path)
+      // A marker torn by a crash mid-write never decodes: tryAcquireMarker reclaims it once older than the
+      // stale bound (the one unreadable rule, src/domain/Liveness.ts), instead of freezing every migration.
+      holder = taken.unreadable ? taken.detail : taken.holder
     }
     return { _tag: "Busy", holder } as const
   })
-
-const removeStaleUnreadable = (fs: Fs, path: string) =>
-  Effect.gen(function*() {
-    const info = yield* fs.lstat(path)
-    const now = yield* Clock.currentTimeMillis
-    if (info.type === "File" && now - info.mtimeMs > DEFAULT_REMOTE_LEASE_TTL_MS) yield* fs.removeFile(path)
-  }).pipe(Effect.ignore)
 
 const withMarker = <A>(
   deps: Deps,

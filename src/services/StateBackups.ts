@@ -25,6 +25,7 @@ import { type FileSystemError, InvalidArgument, type UnsafeRoot } from "../domai
 import { decodeJsonBytes, encodeJsonBytes, MARKER_MAX_BYTES } from "../domain/Formats.js"
 import { type ForgetPlan, type ForgetPolicy, planForgetResult } from "../domain/ForgetPlan.js"
 import { DEFAULT_REMOTE_LEASE_TTL_MS } from "../domain/Retention.js"
+import { DEFAULT_STALE_UNREADABLE_MS } from "../domain/Liveness.js"
 import {
   agentScopeRoots,
   BackupBusy,
@@ -165,7 +166,7 @@ export class StateBackups extends Context.Tag("pi-agent-storage/StateBackups")<S
       const fs = yield* FileSystem
       const host = yield* Host
       const agent = yield* AgentDir
-      return makeStateBackups({ fs, host, remoteLeaseTtlMs: DEFAULT_REMOTE_LEASE_TTL_MS }, agent.path, options)
+      return makeStateBackups({ fs, host, remoteLeaseTtlMs: DEFAULT_REMOTE_LEASE_TTL_MS, staleUnreadableMs: DEFAULT_STALE_UNREADABLE_MS }, agent.path, options)
     })
 
   static readonly layer = (options: StateBackupsOptions = {}): Layer.Layer<StateBackups, never, FileSystem | Host | AgentDir> =>

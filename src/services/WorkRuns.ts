@@ -49,6 +49,7 @@ import {
   type RetentionInput,
   type RetentionPolicy
 } from "../domain/Retention.js"
+import { DEFAULT_STALE_UNREADABLE_MS } from "../domain/Liveness.js"
 import { generateRunId } from "../domain/RunId.js"
 import { decodeSegment } from "../domain/Segment.js"
 import { AgentDir } from "./AgentDir.js"
@@ -61,6 +62,7 @@ import { warn } from "./internal/warn.js"
 import { cleanupMarkerPath, prepareRemoval, removeOwnedRun } from "./internal/removeRun.js"
 import { checkSafeDirectory } from "./internal/rootSafety.js"
 import { type Holder, holderText, isActive, liveHolders, readLeases, readManifest } from "./internal/runFacts.js"
+import { type ManifestCheck, recordRunIdentity, type RunIdentity, verifyRunIdentity } from "./internal/runIdentity.js"
 import { aFileType } from "../domain/FileTypeWords.js"
 
 export type AcquireError = InvalidSegment | UnownedRun | ManifestMismatch | RunBusy | FileSystemError
@@ -76,11 +78,16 @@ export interface AcquireOptions {
 }
 
 export interface ReleaseOutcome {
-  /** False when this lease had already been released (release is idempotent). */
+  /**
+   * False when this lease had already been released (release is idempotent), or when the run is no longer
+   * what was acquired (its directory or `.leases/` swapped, its manifest a link): then nothing was touched.
+   */
   readonly released: boolean
   readonly deleted: boolean
   /** Why a `delete: true` release kept the run. */
   readonly keptBecause?: string
+  /** Why `released` is false. */
+  readonly reason?: string
 }
 
 export interface WorkRun {
@@ -124,6 +131,12 @@ export type RemoveRunOutcome =
 export interface WorkRunsOptions {
   /** Other hosts' leases count as alive until their heartbeat is this old (WR4). */
   readonly remoteLeaseTtlMs?: number
+  /**
+   * How long an unreadable marker or lease (empty, garbage, a directory or symlink where a file belongs, a
+   * remote timestamp beyond now + TTL) is held before it counts as dead; default 10 minutes
+   * (`DEFAULT_STALE_UNREADABLE_MS`).
+   */
+  readonly staleUnreadableMs?: number
   /** Ceiling every requested policy is clamped to; defaults to WR9. */
   readonly retentionCeiling?: RetentionPolicy
   /** Attempts before `RunBusy` while a cleanup marker holds the run, and the pause between them. */
@@ -172,7 +185,12 @@ export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns,
  * A run just acquired, with the manifest it had then (only `releasedAt` ever changes afterwards) and the
  * manifest file's length (stamps are written in place at that length).
  */
-type HeldRun = Omit<WorkRun, "release"> & { readonly manifest: Manifest; readonly manifestLength: number }
+type HeldRun = Omit<WorkRun, "release"> & {
+  readonly manifest: Manifest
+  readonly manifestLength: number
+  /** What release verifies before touching anything (issue 12 point 4). */
+  readonly identity: RunIdentity
+}
 
 type Attempt =
   | { readonly _tag: "Done"; readonly run: HeldRun }
@@ -186,7 +204,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     const agentDir = yield* AgentDir
     const paths: AgentPaths = agentDir.paths
     const remoteLeaseTtlMs = options.remoteLeaseTtlMs ?? DEFAULT_REMOTE_LEASE_TTL_MS
-    const deps: Deps = { fs, host, remoteLeaseTtlMs }
+    const deps: Deps = { fs, host, remoteLeaseTtlMs, staleUnreadableMs: options.staleUnreadableMs ?? DEFAULT_STALE_UNREADABLE_MS }
     const ceiling = options.retentionCeiling ?? DEFAULT_RETENTION
     const busyAttempts = Math.max(1, options.busyAttempts ?? 8)
     const busyDelay = Duration.millis(options.busyDelayMs ?? 25)
@@ -293,7 +311,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false))
         )
         if (!written) return { _tag: "Again" } as const
-        return { _tag: "Joined", manifest: manifest.manifest, length: manifest.length } as const
+        return { _tag: "Joined", manifest: manifest.manifest, length: manifest.length, dir: info.right, leases: leasesInfo.value } as const
       })
 
     const attempt = (address: { category: string; tenant: string; runId: string | undefined }) =>
@@ -337,7 +355,12 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         // lease is still at its path only if the run is (I1); otherwise start over.
         const inPlace = yield* fs.lstat(leasePath).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
         if (!inPlace) return { _tag: "Again" } as Attempt
-        return { _tag: "Done", run: { path: runDir, category: address.category, tenant: address.tenant, runId, kind: runKind, leasePath, manifest, manifestLength } } as Attempt
+        const identity = yield* recordRunIdentity(deps, runDir, joined._tag === "Joined" ? { dir: joined.dir, leases: joined.leases } : {})
+        if (identity === undefined) {
+          yield* fs.removeFile(leasePath).pipe(Effect.ignore)
+          return { _tag: "Again" } as Attempt
+        }
+        return { _tag: "Done", run: { path: runDir, category: address.category, tenant: address.tenant, runId, kind: runKind, leasePath, manifest, manifestLength, identity } } as Attempt
       })
 
     const acquireLease = (opts: AcquireOptions) =>
@@ -364,20 +387,36 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
      * Stamp `releasedAt` on the manifest read at acquisition: while we held a lease nobody could replace the
      * run (I1), and other holders only ever change `releasedAt`. v1 manifests are never rewritten.
      */
-    const stampReleased = (run: HeldRun) =>
+    const stampReleased = (run: HeldRun, check: ManifestCheck) =>
       Effect.gen(function*() {
         if (run.manifest.version !== 2) return
-        const stamped: Manifest = { ...run.manifest, releasedAt: yield* Clock.currentTimeMillis }
+        let base: Manifest = run.manifest
+        let length = run.manifestLength
+        if (check === "replaced") {
+          // Another holder replaced an older manifest whole: stamp what is there now, if it is still ours.
+          const now = yield* readManifest(deps, run.path, run)
+          if (now._tag !== "Owned" || now.manifest.version !== 2) return
+          base = now.manifest
+          length = now.length
+        }
+        const stamped: Manifest = { ...base, releasedAt: yield* Clock.currentTimeMillis }
         const path = NodePath.join(run.path, WORK_RUN_MANIFEST)
         // No fsync: a lost stamp only makes age fall back to the heartbeat or createdAt. In place when the
         // manifest has room: one same-length write, so a racing reader sees the old manifest, the new one, or
         // bytes that are not JSON (read as unowned: skipped, or read again by a joiner); re-stamping can at
         // worst show a releasedAt mixing both stamps, never earlier than the old one (test/domain/Formats).
         // A manifest without room (from an older build) is replaced whole, with room from then on.
-        const inPlace = encodeManifestPadded(stamped, run.manifestLength)
+        const inPlace = encodeManifestPadded(stamped, length)
         const written = inPlace === undefined ? false : yield* fs.writeFileInPlace(path, inPlace).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
         if (!written) yield* fs.writeFileAtomic(path, encodeManifest(stamped), { sync: false })
       }).pipe(Effect.ignore)
+
+    /** Release refuses to touch a run that is no longer what was acquired: say so in the log and the outcome. */
+    const refuse = (run: HeldRun, reason: string): Effect.Effect<ReleaseOutcome> =>
+      Effect.logWarning("release touched nothing: the run is not what was acquired").pipe(
+        Effect.annotateLogs({ runDir: run.path, leasePath: run.leasePath, reason }),
+        Effect.as({ released: false, deleted: false, reason })
+      )
 
     /** Wrap a lease in its release logic and its heartbeat fiber (stopped on release). */
     const bindRelease = (held: HeldRun) =>
@@ -389,6 +428,13 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         const heartbeat = Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
           if (yield* Ref.get(released)) return
+          // Never refresh through a run directory the tool swapped for a link (the same check as release).
+          const verified = yield* Effect.either(verifyRunIdentity(deps, held.path, held.identity, { manifest: false }))
+          if (verified._tag === "Left") {
+            return yield* Effect.logWarning("heartbeat skipped: the run is not what was acquired").pipe(
+              Effect.annotateLogs({ runDir: held.path, reason: verified.left })
+            )
+          }
           // A lease removed behind our back (a pruner proved us dead) is not recreated.
           const body = yield* fs.readFile(run.leasePath, { maxBytes: LEASE_MAX_BYTES }).pipe(Effect.option)
           if (body._tag === "None") return
@@ -411,8 +457,12 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         )
         const release = (o?: { readonly delete?: boolean }): Effect.Effect<ReleaseOutcome> =>
           Effect.gen(function*() {
-            if (yield* Ref.getAndSet(released, true)) return { released: false, deleted: false }
+            if (yield* Ref.getAndSet(released, true)) return { released: false, deleted: false, reason: "already released" }
             yield* Fiber.interrupt(heartbeatFiber)
+            // The run's tool may have swapped the directory for a link or hard-linked the manifest outside:
+            // verify before unlinking, reading or writing anything through the run's path (issue 12 point 4).
+            const verified = yield* Effect.either(verifyRunIdentity(deps, held.path, held.identity))
+            if (verified._tag === "Left") return yield* refuse(held, verified.left)
             yield* fs.removeFile(run.leasePath).pipe(
               // Gone already: a pruner proved this holder dead and took it (nothing to warn about).
               Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void),
@@ -439,7 +489,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
               // Not wholly deleted (a mount point inside it, say): it stays quarantined and the next prune retries.
               return outcome.complete ? { released: true, deleted: true } : { released: true, deleted: false, keptBecause: notDeleted(run.path, outcome).message }
             }
-            yield* stampReleased(held)
+            yield* stampReleased(held, verified.right)
             return { released: true, deleted: false }
           }).pipe(Effect.uninterruptible)
         return { ...run, release } satisfies WorkRun

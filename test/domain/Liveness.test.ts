@@ -2,6 +2,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import { type LeaseFacts, leaseFacts } from "../../src/domain/Formats.js"
 import {
+  DEFAULT_STALE_UNREADABLE_MS,
+  isFarFuture,
   type LeaseVerdictReason,
   leaseVerdict,
   needsObservation,
@@ -33,6 +35,7 @@ interface Row {
   readonly self?: SelfFacts
   readonly observation: PidObservation | null
   readonly now?: number
+  readonly fileMtimeMs?: number
   readonly alive: boolean
   readonly reason: LeaseVerdictReason
 }
@@ -79,11 +82,27 @@ const table: ReadonlyArray<Row> = [
   { name: "other host, fresh heartbeat", lease: v2({ host: "far", heartbeatAt: NOW - TTL }), observation: null, alive: true, reason: "remote-fresh" },
   { name: "other host, stale heartbeat", lease: v2({ host: "far", heartbeatAt: NOW - TTL - 1 }), observation: null, alive: false, reason: "remote-stale" },
   {
-    name: "other host, heartbeat in the future counts as fresh",
-    lease: v2({ host: "far", heartbeatAt: NOW + 10 * TTL }),
+    name: "other host, heartbeat in the future within the ttl counts as fresh",
+    lease: v2({ host: "far", heartbeatAt: NOW + TTL }),
     observation: null,
     alive: true,
     reason: "remote-fresh"
+  },
+  {
+    name: "other host, heartbeat beyond now + ttl is unreadable: held while the file is fresh",
+    lease: v2({ host: "far", heartbeatAt: NOW + TTL + 1 }),
+    observation: null,
+    fileMtimeMs: NOW - 1000,
+    alive: true,
+    reason: "unreadable"
+  },
+  {
+    name: "other host, heartbeat beyond now + ttl is unreadable: dead once the file is stale",
+    lease: v2({ host: "far", heartbeatAt: NOW + 10 * TTL }),
+    observation: null,
+    fileMtimeMs: NOW - DEFAULT_STALE_UNREADABLE_MS - 1,
+    alive: false,
+    reason: "unreadable-stale"
   },
   {
     name: "other host ignores a (misplaced) local observation",
@@ -119,7 +138,23 @@ const table: ReadonlyArray<Row> = [
     reason: "same-host-unknown-boot-pid-gone"
   },
   { name: "unreadable", lease: { unreadable: "not valid JSON" }, observation: null, alive: true, reason: "unreadable" },
-  { name: "unreadable, even when the pid looks gone", lease: { unreadable: "EACCES" }, observation: gone, alive: true, reason: "unreadable" }
+  { name: "unreadable, even when the pid looks gone", lease: { unreadable: "EACCES" }, observation: gone, alive: true, reason: "unreadable" },
+  {
+    name: "unreadable, file exactly at the stale bound: held",
+    lease: { unreadable: "empty" },
+    observation: null,
+    fileMtimeMs: NOW - DEFAULT_STALE_UNREADABLE_MS,
+    alive: true,
+    reason: "unreadable"
+  },
+  {
+    name: "unreadable, file older than the stale bound: dead",
+    lease: { unreadable: "empty" },
+    observation: null,
+    fileMtimeMs: NOW - DEFAULT_STALE_UNREADABLE_MS - 1,
+    alive: false,
+    reason: "unreadable-stale"
+  }
 ]
 
 describe("leaseVerdict", () => {
@@ -130,7 +165,8 @@ describe("leaseVerdict", () => {
         self: row.self ?? self,
         observation: row.observation,
         now: row.now ?? NOW,
-        remoteLeaseTtlMs: TTL
+        remoteLeaseTtlMs: TTL,
+        ...(row.fileMtimeMs === undefined ? {} : { fileMtimeMs: row.fileMtimeMs })
       })
       assert.strictEqual(verdict.reason, row.reason)
       assert.strictEqual(verdict.alive, row.alive)
@@ -187,12 +223,37 @@ describe("leaseVerdict", () => {
   )
 
   it.prop(
-    "unreadable is always alive",
-    [fc.string(), selfArb, observationArb, fc.integer(), fc.nat()],
-    ([why, me, observation, now, ttl]) => {
-      const verdict = leaseVerdict({ lease: { unreadable: why }, self: me, observation, now, remoteLeaseTtlMs: ttl })
+    "unreadable with an unknown mtime is always alive",
+    [fc.string(), selfArb, observationArb, fc.integer(), fc.nat(), fc.nat()],
+    ([why, me, observation, now, ttl, stale]) => {
+      const verdict = leaseVerdict({ lease: { unreadable: why }, self: me, observation, now, remoteLeaseTtlMs: ttl, fileMtimeMs: null, staleUnreadableMs: stale })
       assert.isTrue(verdict.alive)
       assert.strictEqual(verdict.reason, "unreadable")
+      assert.isTrue(verdict.unreadable)
+    }
+  )
+
+  it.prop(
+    "unreadable: held exactly while the file is within the stale bound, whatever the observation; once stale, stale forever after",
+    [fc.string(), selfArb, observationArb, fc.integer({ min: -1e6, max: 1e6 }), fc.integer({ min: -1e6, max: 1e6 }), fc.nat({ max: 1e6 }), fc.nat({ max: 1e6 })],
+    ([why, me, observation, now, mtime, stale, later]) => {
+      const at = (t: number) =>
+        leaseVerdict({ lease: { unreadable: why }, self: me, observation, now: t, remoteLeaseTtlMs: 0, fileMtimeMs: mtime, staleUnreadableMs: stale })
+      const verdict = at(now)
+      assert.strictEqual(verdict.alive, now - mtime <= stale)
+      assert.strictEqual(verdict.reason, verdict.alive ? "unreadable" : "unreadable-stale")
+      if (!verdict.alive) assert.isFalse(at(now + later).alive)
+    }
+  )
+
+  it.prop(
+    "no remote timestamp pins a lease: once its file is past the stale bound, it is alive only with a heartbeat within the ttl of now",
+    [factsArb, fc.integer({ min: -1e7, max: 1e7 }), fc.integer({ min: -1e7, max: 1e7 }), fc.nat({ max: 1e6 }), fc.nat({ max: 1e6 }), fc.nat({ max: 1e6 })],
+    ([facts, heartbeatAt, now, ttl, stale, past]) => {
+      const lease = { ...facts, host: "far", heartbeatAt }
+      const verdict = leaseVerdict({ lease, self, observation: null, now, remoteLeaseTtlMs: ttl, fileMtimeMs: now - stale - 1 - past, staleUnreadableMs: stale })
+      assert.strictEqual(verdict.alive, Math.abs(now - heartbeatAt) <= ttl)
+      assert.strictEqual(verdict.unreadable === true, isFarFuture(heartbeatAt, now, ttl))
     }
   )
 

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { FastCheck as fc, Schema } from "effect"
-import { lastUsedAt, type PlanDecision, planPrune, type ScannedRun } from "../../src/domain/PrunePlan.js"
+import { boundManifestTimes, lastUsedAt, type PlanDecision, planPrune, type ScannedRun } from "../../src/domain/PrunePlan.js"
 import { emptyPruneReport, PruneReport } from "../../src/domain/PruneReport.js"
 import { DEFAULT_RETENTION, type RetentionPolicy } from "../../src/domain/Retention.js"
 
@@ -289,6 +289,7 @@ describe("PruneReport", () => {
     unowned: Array<{ name: string; path: string; why: string }>
     bytesBefore: number | null; bytesAfter: number | null
     errors: Array<{ path: string; message: string }>
+    unreadable: Array<{ path: string; what: string; action: "held" | "reclaimed" | "reclaimable" | "left" | "ignored" }>
   }
 
   it("emptyPruneReport decodes with the schema, fits the facade shape, and is a fresh value each time", () => {
@@ -306,4 +307,28 @@ describe("PruneReport", () => {
     const bad = { ...emptyPruneReport(false), removed: [{ runId: "a", path: "/a", reason: "whim", bytes: 1 }] }
     assert.isFalse(Schema.is(PruneReport)(bad))
   })
+})
+
+describe("boundManifestTimes (far-future stamps, issue 12 point 7)", () => {
+  it.prop(
+    "a stamp beyond now + ttl never counts: the manifest's mtime capped at now does; plausible stamps are kept as they are",
+    [
+      fc.integer({ min: -1e9, max: 1e9 }),
+      fc.option(fc.integer({ min: -1e9, max: 1e9 }), { nil: undefined }),
+      fc.option(fc.integer({ min: -1e9, max: 1e9 }), { nil: null }),
+      fc.integer({ min: -1e9, max: 1e9 }),
+      fc.nat({ max: 1e8 })
+    ],
+    ([createdAt, releasedAt, manifestMtimeMs, now, ttl]) => {
+      const bounded = boundManifestTimes({ createdAt, releasedAt, manifestMtimeMs, now, remoteLeaseTtlMs: ttl })
+      const fallback = Math.min(manifestMtimeMs ?? now, now)
+      const far = (t: number) => t > now + ttl
+      assert.strictEqual(bounded.createdAt, far(createdAt) ? fallback : createdAt)
+      assert.strictEqual(bounded.releasedAt, releasedAt === undefined ? undefined : far(releasedAt) ? fallback : releasedAt)
+      assert.strictEqual(bounded.farFuture.length, Number(far(createdAt)) + Number(releasedAt !== undefined && far(releasedAt)))
+      // Whatever the stamps, last use is never beyond now + ttl: such a run ages like any other.
+      const used = lastUsedAt({ runId: "r", path: "/r", createdAt: bounded.createdAt, releasedAt: bounded.releasedAt, newestHeartbeatAt: undefined, active: false, bytes: 0, complete: true })
+      assert.isAtMost(used, now + ttl)
+    }
+  )
 })

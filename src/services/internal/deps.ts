@@ -6,7 +6,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Random from "effect/Random"
 import type { LeaseFacts } from "../../domain/Formats.js"
-import { type LeaseVerdict, leaseVerdict, needsObservation } from "../../domain/Liveness.js"
+import { DEFAULT_STALE_UNREADABLE_MS, type LeaseVerdict, leaseVerdict, needsObservation } from "../../domain/Liveness.js"
 import { DEFAULT_REMOTE_LEASE_TTL_MS } from "../../domain/Retention.js"
 import { FileSystem } from "../FileSystem.js"
 import { Host } from "../Host.js"
@@ -15,16 +15,30 @@ export interface Deps {
   readonly fs: FileSystem["Type"]
   readonly host: Host["Type"]
   readonly remoteLeaseTtlMs: number
+  /** How long an unreadable marker or lease is held (`DEFAULT_STALE_UNREADABLE_MS` unless WorkRuns is told). */
+  readonly staleUnreadableMs: number
 }
 
 /** The ports from the context, with the default remote-lease TTL (programs that take no WorkRuns options). */
 export const depsFromContext: Effect.Effect<Deps, never, FileSystem | Host> = Effect.map(
   Effect.all([FileSystem, Host]),
-  ([fs, host]): Deps => ({ fs, host, remoteLeaseTtlMs: DEFAULT_REMOTE_LEASE_TTL_MS })
+  ([fs, host]): Deps => ({
+    fs,
+    host,
+    remoteLeaseTtlMs: DEFAULT_REMOTE_LEASE_TTL_MS,
+    staleUnreadableMs: DEFAULT_STALE_UNREADABLE_MS
+  })
 )
 
-/** WR4: observe what the pure verdict needs (pid facts on this host only), then decide. */
-export const judge = (deps: Deps, lease: LeaseFacts | { readonly unreadable: string }): Effect.Effect<LeaseVerdict> =>
+/**
+ * WR4: observe what the pure verdict needs (pid facts on this host only), then decide. `fileMtimeMs` is the
+ * record's own mtime, for the unreadable rule (`null` when unknown: an unreadable record is then held).
+ */
+export const judge = (
+  deps: Deps,
+  lease: LeaseFacts | { readonly unreadable: string },
+  fileMtimeMs: number | null
+): Effect.Effect<LeaseVerdict> =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const self = { hostname: deps.host.hostname, bootId: deps.host.bootId }
@@ -34,7 +48,15 @@ export const judge = (deps: Deps, lease: LeaseFacts | { readonly unreadable: str
       const startTime = exists ? yield* deps.host.processStartTime(lease.pid) : null
       observation = { exists, startTime }
     }
-    return leaseVerdict({ lease, self, observation, now, remoteLeaseTtlMs: deps.remoteLeaseTtlMs })
+    return leaseVerdict({
+      lease,
+      self,
+      observation,
+      now,
+      remoteLeaseTtlMs: deps.remoteLeaseTtlMs,
+      fileMtimeMs,
+      staleUnreadableMs: deps.staleUnreadableMs
+    })
   })
 
 /** Host-derived identity for a lease or marker written by this process. */

@@ -1,66 +1,190 @@
 /**
- * Exclusive owner markers (tenant prune marker, per-run cleanup markers): created with O_EXCL|O_NOFOLLOW,
- * recording who holds them, reclaimed only when the liveness verdict proves the holder dead.
+ * Exclusive owner markers (tenant prune marker, per-run cleanup markers, the migration marker): created with
+ * O_EXCL|O_NOFOLLOW, recording who holds them, reclaimed only when the liveness verdict proves the holder
+ * dead — or, for a marker that cannot be read (empty, garbage, a directory or a symlink where the file
+ * belongs), once it is older than the stale bound (`unreadableVerdict`, issue 12 point 2).
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type { FileSystemError } from "../../domain/Errors.js"
 import { decodeJsonBytes, encodeJsonBytes, leaseFacts, Marker, MARKER_MAX_BYTES } from "../../domain/Formats.js"
+import type { FileInfo, FileType } from "../FileSystem.js"
 import { type Deps, judge, nonce, selfIdentity } from "./deps.js"
 
+/** An unreadable marker the caller should report: where, what it is, and what was done with it. */
+export interface UnreadableMarker {
+  readonly path: string
+  readonly what: string
+  readonly action: "held" | "reclaimed" | "left"
+}
+
 export type MarkerAttempt =
-  | { readonly _tag: "Acquired"; readonly release: Effect.Effect<void> }
+  | {
+    readonly _tag: "Acquired"
+    readonly release: Effect.Effect<void>
+    /** Stale unreadable markers removed on the way (to report). */
+    readonly reclaimed: ReadonlyArray<UnreadableMarker>
+  }
   | {
     readonly _tag: "Held"
     readonly holder: string
-    /** The marker's bytes do not decode (e.g. torn by a crash mid-write). */
+    /** The marker cannot be read (empty, torn by a crash mid-write, a directory, a symlink, …). */
     readonly unreadable: boolean
+    /**
+     * The marker path holds a directory or a symlink: nobody holds the marker, it is squatted (report it as
+     * what it is, never as "another prune is running").
+     */
+    readonly squatted: FileType | null
+    /** Judged dead (a stale unreadable marker) but could not be removed: a non-empty directory. */
+    readonly stale: boolean
+    /** One sentence for reports: who holds it or what is there, and why the verdict. */
+    readonly detail: string
   }
 
 /** Who holds a decoded marker, for reports. */
 const holderOf = (marker: Marker): string => `${marker.purpose} by pid ${marker.pid} on ${marker.host}`
 
-/** Who holds a marker, from its bytes. */
-const describeHolder = (bytes: Uint8Array | null): { readonly holder: string; readonly unreadable: boolean } => {
-  if (bytes === null) return { holder: "unknown holder", unreadable: false }
-  const decoded = decodeJsonBytes(Marker, bytes)
-  return decoded.ok ? { holder: holderOf(decoded.value), unreadable: false } : { holder: "unreadable marker", unreadable: true }
-}
-
 export interface MarkerJudgement {
-  /** Proven dead holders only: an unreadable marker counts as held. */
+  /** Proven dead holders and stale unreadable markers only: a fresh unreadable marker counts as held. */
   readonly alive: boolean
   readonly unreadable: boolean
+  /** What is at the path (never followed). */
+  readonly type: FileType
   /** Who holds it, for reports. */
   readonly holder: string
   /** Who holds it and why the verdict, for reports. */
   readonly detail: string
-  /** The bytes judged (`null` when they could not be read). */
+  /** The bytes judged (`null` when they could not be read, or for a directory or symlink). */
   readonly bytes: Uint8Array | null
+  /** The lstat of the judged entry (`null` when it could not be observed). */
+  readonly info: FileInfo | null
 }
 
-/** Read and judge the marker at `path` (never following a link); `undefined` when there is none. */
+const kindWord = (type: FileType): string =>
+  type === "Directory" ? "a directory" : type === "SymbolicLink" ? "a symlink" : `a ${type.toLowerCase()}`
+
+/**
+ * Read and judge the marker at `path` (never following a link); `undefined` when there is none. The read comes
+ * first (one call for the common, readable case); the marker is lstat'ed only when its mtime matters.
+ */
 export const judgeMarker = (deps: Deps, path: string): Effect.Effect<MarkerJudgement | undefined> =>
   Effect.gen(function*() {
     const read = yield* deps.fs.readFile(path, { maxBytes: MARKER_MAX_BYTES }).pipe(Effect.either)
-    if (read._tag === "Left") {
-      if (read.left.reason === "NotFound") return undefined
-      const detail = `unreadable (${read.left.errno || read.left.reason}); treated as held`
-      return { alive: true, unreadable: true, holder: "unknown holder", detail, bytes: null }
+    if (read._tag === "Left" && read.left.reason === "NotFound") return undefined
+    const decoded = read._tag === "Right" && read.right.length > 0 ? decodeJsonBytes(Marker, read.right) : undefined
+    if (decoded?.ok === true) {
+      const facts = leaseFacts(decoded.value)
+      let info: FileInfo | null = null
+      let verdict = yield* judge(deps, facts, null)
+      if (verdict.unreadable === true) {
+        // A far-future timestamp: the stale bound on the file's mtime decides.
+        info = yield* deps.fs.lstat(path).pipe(Effect.orElseSucceed(() => null))
+        if (info !== null) verdict = yield* judge(deps, facts, info.mtimeMs)
+      }
+      const holder = holderOf(decoded.value)
+      return {
+        alive: verdict.alive,
+        unreadable: verdict.unreadable === true,
+        type: "File",
+        holder,
+        detail: `${holder}: ${verdict.detail}`,
+        bytes: read._tag === "Right" ? read.right : null,
+        info
+      }
     }
-    const decoded = decodeJsonBytes(Marker, read.right)
-    const verdict = yield* judge(deps, decoded.ok ? leaseFacts(decoded.value) : { unreadable: decoded.why })
-    if (!decoded.ok) return { alive: verdict.alive, unreadable: true, holder: "unreadable marker", detail: verdict.detail, bytes: read.right }
-    const holder = holderOf(decoded.value)
-    return { alive: verdict.alive, unreadable: false, holder, detail: `${holder}: ${verdict.detail}`, bytes: read.right }
+    const stat = yield* deps.fs.lstat(path).pipe(Effect.either)
+    if (stat._tag === "Left" && stat.left.reason === "NotFound") return undefined
+    const info = stat._tag === "Right" ? stat.right : null
+    const type: FileType = info?.type ?? "Other"
+    const why = info === null
+      ? `marker cannot be examined (${stat._tag === "Left" ? stat.left.errno || stat.left.reason : ""})`
+      : type !== "File"
+      ? `${kindWord(type)} where a marker file belongs`
+      : read._tag === "Left"
+      ? `marker unreadable (${read.left.errno || read.left.reason})`
+      : read.right.length === 0
+      ? "empty marker (its writer died between create and write)"
+      : `marker ${decoded !== undefined && !decoded.ok ? decoded.why : "invalid"}`
+    // Unknown mtime (lstat failed): the verdict holds it.
+    const verdict = yield* judge(deps, { unreadable: why }, info?.mtimeMs ?? null)
+    return {
+      alive: verdict.alive,
+      unreadable: true,
+      type,
+      holder: "unreadable marker",
+      detail: verdict.detail,
+      bytes: type === "File" && read._tag === "Right" ? read.right : null,
+      info
+    }
   })
 
 /** Byte-for-byte equality. */
 export const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i])
 
 /**
- * Try once to take the marker at `path`. A dead holder's marker is reclaimed by renaming it aside first and
- * checking that the renamed file is the one judged dead, so two reclaimers never both win.
+ * The entry moved aside is the one judged dead. An unreadable one: same inode, same mtime, same bytes (an empty
+ * file looks like any other, and a fresh one may reuse a freed inode, never an old mtime).
+ */
+const isJudgedEntry = (deps: Deps, aside: string, judged: MarkerJudgement) =>
+  Effect.gen(function*() {
+    const bytesOf = deps.fs.readFile(aside, { maxBytes: MARKER_MAX_BYTES }).pipe(Effect.option)
+    if (judged.info === null) {
+      // A readable marker of a dead holder: its bytes (pid, start time, creation time) tell it apart.
+      const bytes = yield* bytesOf
+      return bytes._tag === "Some" && judged.bytes !== null && sameBytes(bytes.value, judged.bytes)
+    }
+    const info = yield* deps.fs.lstat(aside).pipe(Effect.option)
+    if (info._tag === "None") return false
+    if (info.value.ino !== judged.info.ino || info.value.dev !== judged.info.dev || info.value.mtimeMs !== judged.info.mtimeMs) return false
+    if (info.value.type !== judged.type) return false
+    if (judged.type !== "File") return true
+    const bytes = yield* bytesOf
+    return bytes._tag === "Some" && judged.bytes !== null && sameBytes(bytes.value, judged.bytes)
+  })
+
+export type ReclaimOutcome = "reclaimed" | "changed" | "left"
+
+/**
+ * Remove a marker judged dead, so that two reclaimers never both win: a file or a symlink is renamed aside
+ * first and removed only if the renamed entry is the one judged (unlinking a symlink never touches its
+ * target); otherwise it is put back. A directory is only ever `rmdir`ed: it goes when empty (nothing can be
+ * lost) and is left, reported, when it holds anything — it cannot be proven ours. `changed`: someone else's
+ * marker was there by then (try again).
+ */
+export const reclaimDeadMarker = (deps: Deps, path: string, judged: MarkerJudgement): Effect.Effect<ReclaimOutcome> =>
+  Effect.gen(function*() {
+    if (judged.alive) return "left"
+    if (judged.type === "Directory") {
+      const removed = yield* deps.fs.removeDirectory(path).pipe(Effect.either)
+      if (removed._tag === "Right") return "reclaimed"
+      return removed.left.reason === "NotEmpty" ? "left" : "changed"
+    }
+    if (judged.type !== "File" && judged.type !== "SymbolicLink") return "left"
+    const aside = `${path}.reclaim-${yield* nonce}`
+    const moved = yield* deps.fs.rename(path, aside).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
+    if (!moved) return "changed"
+    if (yield* isJudgedEntry(deps, aside, judged)) {
+      yield* deps.fs.removeFile(aside).pipe(Effect.ignore)
+      return "reclaimed"
+    }
+    // We took somebody's fresh marker: put it back (link fails if yet another one appeared).
+    yield* deps.fs.link(aside, path).pipe(Effect.ignore)
+    yield* deps.fs.removeFile(aside).pipe(Effect.ignore)
+    return "changed"
+  })
+
+const held = (judged: MarkerJudgement | undefined, fallback: string): MarkerAttempt => ({
+  _tag: "Held",
+  holder: judged?.holder ?? fallback,
+  unreadable: judged?.unreadable ?? false,
+  squatted: judged !== undefined && (judged.type === "Directory" || judged.type === "SymbolicLink") ? judged.type : null,
+  stale: judged !== undefined && !judged.alive,
+  detail: judged?.detail ?? fallback
+})
+
+/**
+ * Try once to take the marker at `path`. A dead holder's marker (or a stale unreadable one) is reclaimed by
+ * `reclaimDeadMarker` first.
  */
 export const tryAcquireMarker = (
   deps: Deps,
@@ -71,35 +195,27 @@ export const tryAcquireMarker = (
     const createdAt = yield* Clock.currentTimeMillis
     const body = encodeJsonBytes({ version: 1, purpose, ...selfIdentity(deps), createdAt })
     const release = deps.fs.removeFile(path).pipe(Effect.ignore)
-    for (let attempt = 0; attempt < 2; attempt++) {
+    const reclaimed: Array<UnreadableMarker> = []
+    let last: MarkerJudgement | undefined
+    for (let attempt = 0; attempt < 3; attempt++) {
       const created = yield* deps.fs.writeFileExclusive(path, body).pipe(
         Effect.as(true),
         Effect.catchIf((e) => e.reason === "AlreadyExists", () => Effect.succeed(false))
       )
-      if (created) return { _tag: "Acquired", release } as const
+      if (created) return { _tag: "Acquired", release, reclaimed } as const
       const judged = yield* judgeMarker(deps, path)
       if (judged === undefined) continue // released between our create and our read: try again
-      // `unreadable` only for bytes that do not decode: a marker we cannot even read is just held.
-      if (judged.alive || judged.bytes === null) {
-        return { _tag: "Held", holder: judged.holder, unreadable: judged.unreadable && judged.bytes !== null } as const
-      }
-      const aside = `${path}.reclaim-${yield* nonce}`
-      const moved = yield* deps.fs.rename(path, aside).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
-      if (!moved) continue
-      const movedBytes = yield* deps.fs.readFile(aside, { maxBytes: MARKER_MAX_BYTES }).pipe(Effect.option)
-      if (movedBytes._tag === "Some" && sameBytes(movedBytes.value, judged.bytes)) {
-        yield* deps.fs.removeFile(aside).pipe(Effect.ignore)
-        continue
-      }
-      // We took somebody's fresh marker: put it back (link fails if yet another one appeared) and yield.
-      yield* deps.fs.link(aside, path).pipe(Effect.ignore)
-      yield* deps.fs.removeFile(aside).pipe(Effect.ignore)
-      return { _tag: "Held", ...describeHolder(movedBytes._tag === "Some" ? movedBytes.value : null) } as const
+      last = judged
+      // (A marker we could not even examine is judged alive.)
+      if (judged.alive) return held(judged, "unknown holder")
+      const outcome = yield* reclaimDeadMarker(deps, path, judged)
+      if (outcome === "left") return held(judged, "unknown holder")
+      if (outcome === "reclaimed" && judged.unreadable) reclaimed.push({ path, what: judged.detail, action: "reclaimed" })
     }
-    return { _tag: "Held", holder: "contended marker", unreadable: false } as const
+    return held(last, "contended marker")
   })
 
-/** Whether a live (or unreadable, so presumed live) marker exists at `path`. */
+/** Whether a live (or fresh unreadable, so presumed live) marker exists at `path`. */
 export const liveMarkerExists = (deps: Deps, path: string): Effect.Effect<boolean> =>
   deps.fs.lstat(path).pipe(
     Effect.matchEffect({
@@ -110,10 +226,13 @@ export const liveMarkerExists = (deps: Deps, path: string): Effect.Effect<boolea
     })
   )
 
-/** Remove a marker only if its holder is proven dead. */
-export const removeDeadMarker = (deps: Deps, path: string): Effect.Effect<boolean> =>
+/** Remove a marker only if its holder is proven dead (or it is unreadable and stale); what was judged, to report. */
+export const removeDeadMarker = (
+  deps: Deps,
+  path: string
+): Effect.Effect<{ readonly judged: MarkerJudgement | undefined; readonly outcome: ReclaimOutcome }> =>
   Effect.gen(function*() {
     const judged = yield* judgeMarker(deps, path)
-    if (judged === undefined || judged.alive) return false
-    return yield* deps.fs.removeFile(path).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
+    if (judged === undefined) return { judged, outcome: "changed" as const }
+    return { judged, outcome: yield* reclaimDeadMarker(deps, path, judged) }
   })

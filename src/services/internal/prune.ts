@@ -13,17 +13,18 @@ import {
   TENANT_PRUNE_MARKER,
   TENANT_PRUNE_STAMP,
   TENANT_STAGING_DIR,
-  TENANT_TRASH_DIR
+  TENANT_TRASH_DIR,
+  WORK_RUN_MANIFEST
 } from "../../domain/AgentPaths.js"
 import type { FileSystemError, UnsafeRoot } from "../../domain/Errors.js"
 import { type PlanDecision, planPrune, type ScannedRun } from "../../domain/PrunePlan.js"
-import { emptyPruneReport, type PruneReport } from "../../domain/PruneReport.js"
+import { emptyPruneReport, type PruneReport, type UnreadableRecord } from "../../domain/PruneReport.js"
 import type { RetentionPolicy } from "../../domain/Retention.js"
 import { type Deps } from "./deps.js"
-import { removeDeadMarker, tryAcquireMarker } from "./markers.js"
+import { type ReclaimOutcome, removeDeadMarker, tryAcquireMarker } from "./markers.js"
 import { cleanupMarkerPath, deleteQuarantined, ensureLibraryDir, prepareRemoval, quarantineOwnedRun, type RemoveOutcome } from "./removeRun.js"
 import { checkSafeDirectory } from "./rootSafety.js"
-import { isActive, newestHeartbeat, readLeases, readManifest } from "./runFacts.js"
+import { isActive, type LeaseEntry, manifestTimes, newestHeartbeat, readLeases, readManifest } from "./runFacts.js"
 import { aFileType } from "../../domain/FileTypeWords.js"
 
 /** Entries of a tenant directory that belong to the library itself, never runs. */
@@ -71,18 +72,31 @@ const finishLeftovers = (deps: Deps, tenantDir: string, budget: { maxEntries: nu
       const info = yield* deps.fs.lstat(path).pipe(Effect.option)
       if (info._tag === "None") continue
       const leases = entry.type === "Directory" ? yield* readLeases(deps, path) : { leases: [], problem: null }
-      if (isActive(leases)) continue
-      if (leases.leases.length === 0 && now - info.value.mtimeMs < STALE_STAGING_MS) continue
+      // An empty lease (its creator killed between create and write) is held while fresh, dead once stale.
+      const unreadable = leases.leases.filter((l) => l.verdict.unreadable === true)
+      if (isActive(leases) || (leases.leases.length === 0 && now - info.value.mtimeMs < STALE_STAGING_MS)) {
+        for (const l of unreadable) report.unreadable.push({ path: l.path, what: l.verdict.detail, action: l.verdict.alive ? "held" : "reclaimable" })
+        continue
+      }
       const removal = yield* deps.fs.removeTree(path, { maxEntries: remaining, maxDepth: budget.maxDepth }).pipe(Effect.either)
       if (removal._tag === "Left") report.errors.push({ path: removal.left.path, message: removal.left.message })
       else remaining -= removal.right.removedEntries
+      const gone = removal._tag === "Right" && removal.right.complete
+      for (const l of unreadable) report.unreadable.push({ path: l.path, what: l.verdict.detail, action: gone ? "reclaimed" : "reclaimable" })
     }
+    // Cleanup markers of dead pruners, and unreadable ones once stale (any kind: a squatting directory or
+    // symlink is reported as what it is).
     const cleanupDir = NodePath.join(tenantDir, TENANT_CLEANUP_DIR)
     const markers = yield* deps.fs.readDirectory(cleanupDir).pipe(Effect.orElseSucceed(() => []))
     for (const entry of markers) {
-      if (entry.type === "File") yield* removeDeadMarker(deps, NodePath.join(cleanupDir, entry.name))
+      const path = NodePath.join(cleanupDir, entry.name)
+      const { judged, outcome } = yield* removeDeadMarker(deps, path)
+      if (judged?.unreadable) report.unreadable.push({ path, what: judged.detail, action: markerAction(judged.alive, outcome) })
     }
   })
+
+const markerAction = (alive: boolean, outcome: ReclaimOutcome): UnreadableRecord["action"] =>
+  alive ? "held" : outcome === "reclaimed" ? "reclaimed" : outcome === "left" ? "left" : "reclaimable"
 
 export const pruneTenant = (
   deps: Deps,
@@ -96,8 +110,21 @@ export const pruneTenant = (
       if (Option.isNone(present)) return { ...emptyPruneReport(input.dryRun), tenantMissing: true }
     }
     if (input.dryRun) return yield* scanAndPlan(deps, input, tenantDir)
-    const marker = yield* tryAcquireMarker(deps, NodePath.join(tenantDir, TENANT_PRUNE_MARKER), "prune")
-    if (marker._tag === "Held") return { ...emptyPruneReport(false, true), busyHolder: marker.holder }
+    const markerPath = NodePath.join(tenantDir, TENANT_PRUNE_MARKER)
+    const marker = yield* tryAcquireMarker(deps, markerPath, "prune")
+    if (marker._tag === "Held") {
+      // A directory or symlink squatting on the marker is nobody's prune: reported as what it is, not busy.
+      const report = marker.squatted === null
+        ? { ...emptyPruneReport(false, true), busyHolder: marker.unreadable ? marker.detail : marker.holder }
+        : emptyPruneReport(false)
+      if (marker.unreadable) {
+        report.unreadable.push({ path: markerPath, what: marker.detail, action: marker.stale ? "left" : "held" })
+      }
+      if (marker.squatted !== null) {
+        report.errors.push({ path: markerPath, message: `nothing was pruned: ${marker.detail}` })
+      }
+      return report
+    }
     return yield* Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       // The stamp's mtime is the last prune start: create once, then touch (no temp file a crash could strand).
@@ -105,9 +132,11 @@ export const pruneTenant = (
       yield* deps.fs.writeFileExclusive(stamp, new Uint8Array()).pipe(Effect.ignore)
       yield* deps.fs.utimes(stamp, now, now).pipe(Effect.ignore)
       const leftovers = emptyPruneReport(false)
+      for (const r of marker.reclaimed) leftovers.unreadable.push(r)
       yield* finishLeftovers(deps, tenantDir, input.policy, leftovers)
       const report = yield* scanAndPlan(deps, input, tenantDir)
       report.errors.unshift(...leftovers.errors)
+      report.unreadable.unshift(...leftovers.unreadable)
       return report
     }).pipe(Effect.ensuring(marker.release))
   })
@@ -125,6 +154,14 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     const runs: Array<ScannedRun> = []
     /** Runs with a lease proven dead; the leases are re-judged under the run's marker before removal. */
     const deadLeases = new Set<string>()
+    /** Unreadable leases per run, reported once the run's fate is known. */
+    const unreadableLeases = new Map<string, ReadonlyArray<LeaseEntry>>()
+    const reportLeases = (runId: string, gone: boolean) => {
+      for (const l of unreadableLeases.get(runId) ?? []) {
+        report.unreadable.push({ path: l.path, what: l.verdict.detail, action: l.verdict.alive ? "held" : gone ? "reclaimed" : "reclaimable" })
+      }
+      unreadableLeases.delete(runId)
+    }
     for (const [index, entry] of scanned.entries()) {
       input.onProgress?.({ phase: "scan", done: index, total: scanned.length })
       const path = NodePath.join(tenantDir, entry.name)
@@ -139,17 +176,20 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       }
       const leases = yield* readLeases(deps, path)
       if (leases.leases.some((l) => !l.verdict.alive)) deadLeases.add(entry.name)
+      const unreadable = leases.leases.filter((l) => l.verdict.unreadable === true)
+      if (unreadable.length > 0) unreadableLeases.set(entry.name, unreadable)
       const measured = yield* deps.fs.measureTree(path, { maxEntries: Math.max(0, entryBudget), maxDepth: policy.maxDepth }).pipe(Effect.either)
       const size = measured._tag === "Right" ? measured.right : { bytes: 0, entries: 0, complete: false }
       if (measured._tag === "Left") report.errors.push({ path, message: measured.left.message })
       entryBudget -= size.entries
       if (!size.complete) report.incomplete = true
-      const m = manifest.manifest
+      const times = yield* manifestTimes(deps, path, manifest.manifest)
+      for (const what of times.farFuture) report.unreadable.push({ path: NodePath.join(path, WORK_RUN_MANIFEST), what, action: "ignored" })
       runs.push({
         runId: entry.name,
         path,
-        createdAt: m.createdAt,
-        releasedAt: "releasedAt" in m ? m.releasedAt : undefined,
+        createdAt: times.createdAt,
+        releasedAt: times.releasedAt,
         newestHeartbeatAt: newestHeartbeat(leases),
         active: isActive(leases),
         bytes: size.bytes,
@@ -165,6 +205,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       else if (d.action === "keep") report.kept.push(d.runId)
     }
     if (input.dryRun) {
+      for (const runId of [...unreadableLeases.keys()]) reportLeases(runId, false)
       for (const d of plan.remove) report.removed.push({ runId: d.runId, path: d.path, reason: d.reason!, bytes: d.bytes })
       return report
     }
@@ -189,6 +230,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
         continue
       }
       deadLeases.delete(victim.runId)
+      reportLeases(victim.runId, true)
       deletions.push({ victim, deletion: yield* Effect.fork(deleteQuarantined(deps, quarantined.target)) })
     }
     for (const { victim, deletion } of deletions) {
@@ -197,7 +239,13 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       if (outcome._tag === "Removed" && !outcome.complete) report.errors.push(notDeleted(victim.path, outcome))
     }
     if (report.bytesAfter !== null) report.bytesAfter = skippedBytes === null ? null : report.bytesAfter + skippedBytes
-    yield* removeDeadLeases(deps, tenantDir, deadLeases, report)
+    const removedLeases = yield* removeDeadLeases(deps, tenantDir, deadLeases, report)
+    for (const [runId, leases] of unreadableLeases) {
+      for (const l of leases) {
+        report.unreadable.push({ path: l.path, what: l.verdict.detail, action: l.verdict.alive ? "held" : removedLeases.has(l.path) ? "reclaimed" : "reclaimable" })
+      }
+      unreadableLeases.delete(runId)
+    }
     return report
   })
 
@@ -207,11 +255,12 @@ export const notDeleted = (runPath: string, outcome: { readonly error?: FileSyst
     ? { path: runPath, message: "quarantined in .trash; deletion finishes on the next prune" }
     : { path: outcome.error.path, message: `${runPath} quarantined in .trash, not deleted (every prune tries again): ${outcome.error.message}` }
 
-/** Dead leases of kept runs are removed under that run's cleanup marker, re-judged there. */
+/** Dead leases of kept runs are removed under that run's cleanup marker, re-judged there; the paths removed. */
 const removeDeadLeases = (deps: Deps, tenantDir: string, dead: ReadonlySet<string>, report: PruneReport) =>
   Effect.gen(function*() {
-    if (dead.size === 0) return
-    if ((yield* Effect.either(ensureLibraryDir(deps, NodePath.join(tenantDir, TENANT_CLEANUP_DIR))))._tag === "Left") return
+    const removed = new Set<string>()
+    if (dead.size === 0) return removed
+    if ((yield* Effect.either(ensureLibraryDir(deps, NodePath.join(tenantDir, TENANT_CLEANUP_DIR))))._tag === "Left") return removed
     for (const runId of dead) {
       const runDir = NodePath.join(tenantDir, runId)
       const marker = yield* tryAcquireMarker(deps, cleanupMarkerPath(tenantDir, runId), "lease-cleanup").pipe(
@@ -223,10 +272,12 @@ const removeDeadLeases = (deps: Deps, tenantDir: string, dead: ReadonlySet<strin
         for (const lease of leases.leases) {
           if (!lease.verdict.alive) {
             yield* deps.fs.removeFile(lease.path).pipe(
+              Effect.tap(() => Effect.sync(() => removed.add(lease.path))),
               Effect.catchAll((e) => Effect.sync(() => report.errors.push({ path: lease.path, message: e.message })))
             )
           }
         }
       }).pipe(Effect.ensuring(marker.release))
     }
+    return removed
   })

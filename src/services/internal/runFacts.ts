@@ -3,6 +3,7 @@
  * Everything here reads without following symlinks and never writes.
  */
 import * as NodePath from "node:path"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { LEASES_DIR, WORK_RUN_MANIFEST } from "../../domain/AgentPaths.js"
 import {
@@ -15,7 +16,8 @@ import {
   MANIFEST_MAX_BYTES
 } from "../../domain/Formats.js"
 import type { FileSystemError } from "../../domain/Errors.js"
-import type { LeaseVerdict } from "../../domain/Liveness.js"
+import { isFarFuture, type LeaseVerdict } from "../../domain/Liveness.js"
+import { boundManifestTimes, type BoundedManifestTimes } from "../../domain/PrunePlan.js"
 import { type Deps, judge } from "./deps.js"
 import { aFileType } from "../../domain/FileTypeWords.js"
 
@@ -64,6 +66,27 @@ export const readManifest = (
     return { _tag: "Owned", manifest: m, length: bytes.right.length } as const
   })
 
+/**
+ * The manifest's timestamps for last use, far-future ones set aside (`boundManifestTimes`); the manifest's
+ * mtime is looked at only then.
+ */
+export const manifestTimes = (deps: Deps, runDir: string, manifest: Manifest): Effect.Effect<BoundedManifestTimes> =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const createdAt = manifest.createdAt
+    const releasedAt = "releasedAt" in manifest ? manifest.releasedAt : undefined
+    const suspicious = isFarFuture(createdAt, now, deps.remoteLeaseTtlMs) ||
+      (releasedAt !== undefined && isFarFuture(releasedAt, now, deps.remoteLeaseTtlMs))
+    const info = suspicious ? yield* deps.fs.lstat(NodePath.join(runDir, WORK_RUN_MANIFEST)).pipe(Effect.option) : undefined
+    return boundManifestTimes({
+      createdAt,
+      releasedAt,
+      manifestMtimeMs: info?._tag === "Some" ? info.value.mtimeMs : null,
+      now,
+      remoteLeaseTtlMs: deps.remoteLeaseTtlMs
+    })
+  })
+
 export interface LeaseEntry {
   readonly name: string
   readonly path: string
@@ -101,14 +124,28 @@ export const readLeases = (deps: Deps, runDir: string): Effect.Effect<LeaseScan>
           // Vanished between listing and reading: its holder released it.
           if (bytes.left.reason === "NotFound") continue
           facts = { unreadable: `lease unreadable (${bytes.left.errno || bytes.left.reason})` }
+        } else if (bytes.right.length === 0) {
+          facts = { unreadable: "empty lease (its writer died between create and write)" }
         } else {
           const decoded = decodeJsonBytes(Lease, bytes.right)
           facts = decoded.ok ? leaseFacts(decoded.value) : { unreadable: `lease ${decoded.why}` }
         }
       }
-      leases.push({ name: entry.name, path, facts, verdict: yield* judge(deps, facts) })
+      leases.push({ name: entry.name, path, facts, verdict: yield* judgeLease(deps, path, facts) })
     }
     return { leases, problem: null }
+  })
+
+/**
+ * The verdict of one lease; the file's mtime is looked at only when the record is unreadable (or its
+ * timestamp far in the future), where the stale bound decides (issue 12 points 2 and 7).
+ */
+const judgeLease = (deps: Deps, path: string, facts: LeaseFacts | { readonly unreadable: string }) =>
+  Effect.gen(function*() {
+    const first = yield* judge(deps, facts, null)
+    if (first.unreadable !== true) return first
+    const info = yield* deps.fs.lstat(path).pipe(Effect.option)
+    return info._tag === "None" ? first : yield* judge(deps, facts, info.value.mtimeMs)
   })
 
 /** Who holds a run: its live leases' holders (host, pid, since when), for people (`work ls`, `work rm`). */
@@ -137,7 +174,7 @@ export const isActive = (scan: LeaseScan): boolean => scan.problem !== null || s
 export const newestHeartbeat = (scan: LeaseScan): number | undefined => {
   let newest: number | undefined
   for (const l of scan.leases) {
-    if (!("unreadable" in l.facts) && (newest === undefined || l.facts.heartbeatAt > newest)) newest = l.facts.heartbeatAt
+    if (!("unreadable" in l.facts) && l.verdict.unreadable !== true && (newest === undefined || l.facts.heartbeatAt > newest)) newest = l.facts.heartbeatAt
   }
   return newest
 }

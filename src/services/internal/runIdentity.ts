@@ -1,0 +1,81 @@
+/**
+ * What a holder recorded about its run at acquire (issue 12 point 4), so that `release()` only touches what it
+ * created or joined: the run directory and its `.leases/` (device + inode), and the manifest (inode, a regular
+ * file with one link). The run's own tool may do anything inside the run — swap the directory for a symlink,
+ * hard-link the manifest to an outside file —; release then touches nothing and says why.
+ */
+import * as NodePath from "node:path"
+import * as Effect from "effect/Effect"
+import { LEASES_DIR, WORK_RUN_MANIFEST } from "../../domain/AgentPaths.js"
+import type { FileInfo } from "../FileSystem.js"
+import type { Deps } from "./deps.js"
+
+interface Identity {
+  readonly dev: number
+  readonly ino: number
+}
+
+export interface RunIdentity {
+  readonly runDir: Identity
+  readonly leasesDir: Identity
+  readonly manifestIno: number
+}
+
+const identityOf = (info: FileInfo): Identity => ({ dev: info.dev, ino: info.ino })
+
+/**
+ * Record the identities right after acquire; `undefined` when the run is no longer whole (start over). `known`:
+ * lstats the caller already made of the run directory and `.leases/` (a join), not repeated.
+ */
+export const recordRunIdentity = (
+  deps: Deps,
+  runDir: string,
+  known: { readonly dir?: FileInfo; readonly leases?: FileInfo } = {}
+): Effect.Effect<RunIdentity | undefined> =>
+  Effect.gen(function*() {
+    const dir = known.dir ?? (yield* deps.fs.lstat(runDir))
+    const leases = known.leases ?? (yield* deps.fs.lstat(NodePath.join(runDir, LEASES_DIR)))
+    const manifest = yield* deps.fs.lstat(NodePath.join(runDir, WORK_RUN_MANIFEST))
+    if (dir.type !== "Directory" || leases.type !== "Directory" || manifest.type !== "File") return undefined
+    return { runDir: identityOf(dir), leasesDir: identityOf(leases), manifestIno: manifest.ino }
+  }).pipe(Effect.orElseSucceed(() => undefined))
+
+export type ManifestCheck =
+  /** The manifest is the file recorded at acquire. */
+  | "same"
+  /** A regular file with one link, but another inode: another holder replaced it whole (an older manifest without room). */
+  | "replaced"
+
+const describe = (info: FileInfo) => info.type === "SymbolicLink" ? "a symlink" : info.type === "File" ? "a file" : `a ${info.type.toLowerCase()}`
+
+const sameIdentity = (info: FileInfo, recorded: Identity) => info.dev === recorded.dev && info.ino === recorded.ino
+
+/**
+ * Whether release may touch the run: `Right` with the manifest check, or `Left` with the reason it must not.
+ * `manifest: false` checks the directories only (the heartbeat, which writes the lease and nothing else).
+ * (Path-based: a swap between this check and the unlink is not excluded; the check stops what a tool leaves
+ * in place, which is what the attacks of issue 12 did.)
+ */
+export const verifyRunIdentity = (
+  deps: Deps,
+  runDir: string,
+  recorded: RunIdentity,
+  options: { readonly manifest: boolean } = { manifest: true }
+): Effect.Effect<ManifestCheck, string> =>
+  Effect.gen(function*() {
+    const look = (path: string) => deps.fs.lstat(path).pipe(Effect.mapError((e) => `${path} cannot be examined (${e.errno || e.reason})`))
+    const dir = yield* look(runDir)
+    if (dir.type !== "Directory") return yield* Effect.fail(`the run directory ${runDir} is now ${describe(dir)}, not the directory acquired`)
+    if (!sameIdentity(dir, recorded.runDir)) return yield* Effect.fail(`the run directory ${runDir} was replaced by another directory since acquire`)
+    const leasesPath = NodePath.join(runDir, LEASES_DIR)
+    const leases = yield* look(leasesPath)
+    if (leases.type !== "Directory" || !sameIdentity(leases, recorded.leasesDir)) {
+      return yield* Effect.fail(`${leasesPath} is now ${leases.type === "Directory" ? "another directory" : describe(leases)}, not the one acquired`)
+    }
+    if (!options.manifest) return "same"
+    const manifestPath = NodePath.join(runDir, WORK_RUN_MANIFEST)
+    const manifest = yield* look(manifestPath)
+    if (manifest.type !== "File") return yield* Effect.fail(`the manifest ${manifestPath} is now ${describe(manifest)}`)
+    if (manifest.nlink !== 1) return yield* Effect.fail(`the manifest ${manifestPath} has ${manifest.nlink} links (a hard link to a file elsewhere?)`)
+    return manifest.ino === recorded.manifestIno ? "same" : "replaced"
+  })
