@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [--json] [--only prune,scan,memory,acquire,cli,property] [--runs N]
+ * `npm run bench [-- --quick] [--json] [--only prune,scan,memory,acquire,cli,property] (cli: start-up and install footprint) [--runs N]
  *  [--files N] [--reps N] [--ops N] [--settle MS] [--keep]`
  *
  * Builds fixtures in a temp dir, runs each measurement several times alternating ours and the baseline,

@@ -8,7 +8,8 @@
  *
  *   dist/bundle/promise.mjs  `import "pi-agent-storage/promise"`
  *   dist/bundle/promise.cjs  `require("pi-agent-storage/promise")`
- *   dist/bundle/cli.mjs      the `pi-storage` bin
+ *   dist/bundle/cli/main.mjs the `pi-storage` bin; split (ESM chunks under cli/chunks/) so what main.ts
+ *                            imports lazily (the command tree) is only read when a command needs it
  *
  * Files loaded by path at run time (the native addon, the remover thread) are found from the package root
  * (src/layers/node/packageRoot.ts), so they load from a bundle as from dist/. No source maps: they would
@@ -52,8 +53,17 @@ const started = performance.now()
 await Promise.all([
   esbuild.build({ ...esm, entryPoints: ["src/promise.ts"], outfile: path.join(outdir, "promise.mjs") }),
   esbuild.build({ ...cjs, entryPoints: ["src/promise.ts"], outfile: path.join(outdir, "promise.cjs") }),
-  esbuild.build({ ...esm, entryPoints: ["src/cli/main.ts"], outfile: path.join(outdir, "cli.mjs") })
+  esbuild.build({
+    ...esm,
+    entryPoints: { main: "src/cli/main.ts" },
+    outdir: path.join(outdir, "cli"),
+    splitting: true,
+    chunkNames: "chunks/[name]-[hash]",
+    outExtension: { ".js": ".mjs" }
+  })
 ])
-fs.chmodSync(path.join(outdir, "cli.mjs"), 0o755)
-const sizes = fs.readdirSync(outdir).map((f) => `${f} ${Math.round(fs.statSync(path.join(outdir, f)).size / 1024)} KiB`)
+fs.chmodSync(path.join(outdir, "cli", "main.mjs"), 0o755)
+const sizes = fs.readdirSync(outdir, { recursive: true })
+  .filter((f) => /\.(mjs|cjs)$/.test(f))
+  .map((f) => `${f} ${Math.round(fs.statSync(path.join(outdir, f)).size / 1024)} KiB`)
 process.stderr.write(`bundles (${Math.round(performance.now() - started)} ms): ${sizes.join(", ")}\n`)

@@ -26,8 +26,9 @@ import { type CliContext, colorAllowed, complain, err, makeContext, usageError }
 import { ExitCode, type ExitStatus } from "./exit.js"
 import { stripAnsi } from "./format.js"
 import { parseCount, parseDuration, type Parsed, parseSize } from "./parse.js"
+import { VERSION } from "./version.js"
 
-export const VERSION = "0.1.0"
+export { VERSION }
 
 export const USAGE = `usage: pi-storage [--agent-dir DIR] [--no-color] <command>
 
