@@ -296,11 +296,12 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
       const at = lookup(path, false)
       if (isErrno(at)) return yield* done(at)
       const root = at.node
-      if (root === undefined) return yield* done({ removedEntries: 0, complete: true })
+      if (root === undefined) return yield* done({ removedEntries: 0, complete: true, removedBytes: 0 })
       if (isSpecialName(at.name)) {
         return yield* done(errno(at.name === "" ? "EBUSY" : "EINVAL"))
       }
       let removed = 0
+      let removedBytes = 0
       let stopped = false
       let blockedByDepth = false
       /** Remove one entry (an emptied directory or a non-directory) as its own step. */
@@ -314,6 +315,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
           }
           detach(dir, name, node, now)
           world.mutated(ctx)
+          if (node.kind === "File") removedBytes += node.data.length
         })
         return isErrno(result) ? result : undefined
       }
@@ -354,13 +356,13 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
           return undefined
         })
       if (root.kind === "Directory" && root.entries.size > 0) {
-        if (maxDepth < 1) return yield* done({ removedEntries: 0, complete: false })
+        if (maxDepth < 1) return yield* done({ removedEntries: 0, complete: false, removedBytes: 0 })
         const failed = yield* emptyDirectory(root, path, 0)
         if (failed !== undefined) return yield* done(failed)
       }
-      if (stopped || blockedByDepth) return yield* done({ removedEntries: removed, complete: false })
+      if (stopped || blockedByDepth) return yield* done({ removedEntries: removed, complete: false, removedBytes })
       const failed = removeEntry(at.dir, at.name, root, path)
-      return yield* done(failed ?? { removedEntries: removed, complete: true })
+      return yield* done(failed ?? { removedEntries: removed, complete: true, removedBytes })
     })
 
   // ------------------------------------------------------------------------------------------ the port

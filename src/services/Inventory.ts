@@ -222,9 +222,7 @@ const examine = (deps: Deps, address: TenantAddress, tenantDir: string, entry: D
       createdAt: m.createdAt,
       releasedAt: releasedAt ?? undefined,
       newestHeartbeatAt: newestHeartbeat(leases),
-      active,
-      bytes: 0,
-      complete: true
+      active
     })
     return {
       _tag: "Run",

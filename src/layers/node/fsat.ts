@@ -23,13 +23,13 @@ export interface Fsat {
   readonly close: (fd: number) => number
   /**
    * Queue a whole removal walk on the libuv thread pool; 0 when queued (else a negative errno, and no
-   * callback). The callback gets `(0, removedEntries, complete)` or `(-errno, syscall, path)`.
+   * callback). The callback gets `(0, removedEntries, complete, removedBytes)` or `(-errno, syscall, path)`.
    */
   readonly removeTree: (
     path: string,
     maxEntries: number,
     maxDepth: number,
-    callback: (answer: number, a: number | string, b: boolean | string) => void
+    callback: (answer: number, a: number | string, b: boolean | string, removedBytes: number) => void
   ) => number
 }
 

@@ -83,16 +83,18 @@ const startMeasure = (root: string, budget: WalkBudget): SyncWalk<TreeMeasure> =
 
 const startRemoval = (root: string, budget: WalkBudget): SyncWalk<TreeRemoval> => {
   const rootStats = fs.lstatSync(root, { throwIfNoEntry: false })
-  if (rootStats === undefined) return finished({ removedEntries: 0, complete: true })
+  if (rootStats === undefined) return finished({ removedEntries: 0, complete: true, removedBytes: 0 })
   if (!rootStats.isDirectory()) {
-    // A link or file root: unlink the entry itself (never a link's target). The root is not counted.
-    unlessMissing(() => fs.unlinkSync(root))
-    return finished({ removedEntries: 0, complete: true })
+    // A link or file root: unlink the entry itself (never a link's target). The root is not counted as an
+    // entry; a regular file's bytes are, as its measure counts them.
+    const unlinked = unlessMissing(() => fs.unlinkSync(root))
+    return finished({ removedEntries: 0, complete: true, removedBytes: unlinked && rootStats.isFile() ? rootStats.size : 0 })
   }
   const rootEntries = direntsOf(root)
-  if (rootEntries === undefined) return finished({ removedEntries: 0, complete: true })
-  if (budget.maxDepth < 1 && rootEntries.length > 0) return finished({ removedEntries: 0, complete: false })
+  if (rootEntries === undefined) return finished({ removedEntries: 0, complete: true, removedBytes: 0 })
+  if (budget.maxDepth < 1 && rootEntries.length > 0) return finished({ removedEntries: 0, complete: false, removedBytes: 0 })
   let removed = 0
+  let removedBytes = 0
   let complete = true
   const stack: Array<Frame> = [{ path: root, depth: 0, entries: rootEntries, index: 0, blocked: false }]
 
@@ -123,8 +125,13 @@ const startRemoval = (root: string, budget: WalkBudget): SyncWalk<TreeRemoval> =
         stack.push({ path, depth, entries: children, index: 0, blocked: false })
         return false // continue with the child
       }
-      // Files, symlinks and anything else: unlink the entry itself.
-      if (unlessMissing(() => fs.unlinkSync(path))) removed++
+      // Files, symlinks and anything else: unlink the entry itself. A regular file's size is read first
+      // (never through a link) and counts once it is unlinked.
+      const size = dirent.isFile() ? fs.lstatSync(path, { throwIfNoEntry: false }) : undefined
+      if (unlessMissing(() => fs.unlinkSync(path))) {
+        removed++
+        if (size?.isFile()) removedBytes += size.size
+      }
     }
     stack.pop()
     const parent = stack[stack.length - 1]
@@ -140,7 +147,7 @@ const startRemoval = (root: string, budget: WalkBudget): SyncWalk<TreeRemoval> =
     }
     return stack.length === 0
   }
-  return { step, result: () => ({ removedEntries: removed, complete }), close: () => {} }
+  return { step, result: () => ({ removedEntries: removed, complete, removedBytes }), close: () => {} }
 }
 
 export const pathWalker: Walker = { startMeasure, startRemoval }

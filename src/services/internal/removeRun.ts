@@ -19,7 +19,8 @@ export interface RunAddress {
 }
 
 export type RemoveOutcome =
-  | { readonly _tag: "Removed"; readonly complete: boolean }
+  /** `removedBytes`: what the removal walk unlinked (all of the run when `complete`). */
+  | { readonly _tag: "Removed"; readonly complete: boolean; readonly removedBytes: number }
   | { readonly _tag: "Skipped"; readonly why: string }
 
 export type QuarantineOutcome =
@@ -93,7 +94,11 @@ const WHOLE_TREE: WalkBudget = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: 
 export const deleteQuarantined = (deps: Deps, target: string): Effect.Effect<RemoveOutcome> =>
   deps.fs.removeTree(target, WHOLE_TREE).pipe(
     Effect.either,
-    Effect.map((removal) => ({ _tag: "Removed", complete: removal._tag === "Right" && removal.right.complete }) as const)
+    Effect.map((removal) =>
+      removal._tag === "Right"
+        ? { _tag: "Removed", complete: removal.right.complete, removedBytes: removal.right.removedBytes } as const
+        : { _tag: "Removed", complete: false, removedBytes: 0 } as const
+    )
   )
 
 /** Remove one run: quarantine, then delete. `prepareRemoval` must have succeeded for its tenant. */
