@@ -86,7 +86,7 @@ describe("packed tarball", () => {
     const bin = path.join(project, "node_modules", ".bin", "pi-storage")
     const version = await exec(bin, ["--version"], { cwd: project })
     const pkg = JSON.parse(fs.readFileSync(path.join(REPO, "package.json"), "utf8")) as { version: string }
-    assert.strictEqual(version.stdout.trim(), pkg.version)
+    assert.strictEqual(version.stdout, `pi-storage ${pkg.version}\n`)
     const agentDir = path.join(temp, "agent-esm")
     const status = await exec(bin, ["status", "--agent-dir", agentDir], { cwd: project })
     assert.include(status.stdout, `Agent dir  ${agentDir}`)
