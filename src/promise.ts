@@ -15,11 +15,13 @@ import { decodeSegment } from "./domain/Segment.js"
 import type { DoctorReport, LayoutReport } from "./domain/MigrationPlan.js"
 import type { PruneReport } from "./domain/PruneReport.js"
 import type { RetentionInput } from "./domain/Retention.js"
+import { makePromiseConfigHistory, type PromiseConfigHistory } from "./facade/configHistory.js"
 import type { StorageWarning } from "./domain/Warnings.js"
 import { runTyped, unrefSleep } from "./facade/runtime.js"
 import { emitProcessWarning, warningLoggerLayer } from "./facade/warnings.js"
 import { NodeWorld, storageLayer } from "./layers/Storage.js"
 import { AgentDir } from "./services/AgentDir.js"
+import type { ConfigHistoryOptions } from "./services/ConfigHistory.js"
 import { Doctor, type DoctorOptions } from "./services/Doctor.js"
 import { ExtensionStorage as ExtensionStorageService } from "./services/ExtensionStorage.js"
 import { Migration } from "./services/Migration.js"
@@ -47,6 +49,8 @@ export type StorageErrorTag = StorageError["_tag"]
 export type { StorageWarning, StorageWarningTag } from "./domain/Warnings.js"
 export type { ReleaseOutcome } from "./services/WorkRuns.js"
 export type { DoctorReport, Finding, LayoutReport } from "./domain/MigrationPlan.js"
+export type { DiffResult, HistoryStatus, LogEntry, PromiseConfigHistory, RollbackResult, SnapshotResult } from "./facade/configHistory.js"
+export type { ConfigHistoryOptions } from "./services/ConfigHistory.js"
 export type { PruneReport } from "./domain/PruneReport.js"
 export type { RetentionInput } from "./domain/Retention.js"
 export type { CreateResult, ForgetResult, RestoreResult, SnapshotSummary, VerifyResult } from "./services/StateBackups.js"
@@ -108,6 +112,8 @@ export interface AgentStorage {
   migrateAgentDirLayout(o?: { maxEntries?: number }): Promise<LayoutReport>
   /** DR1/DR2: a bounded, read-only scan of the agent dir (and, given `webDataRoot`, the extension data dirs). */
   doctor(o?: { maxEntries?: number; webDataRoot?: string }): Promise<DoctorReport>
+  /** BK1: config history in git; no I/O until a method is called (`webDataRoot` else `$PI_WEB_DATA_DIR`). */
+  configHistory(o?: ConfigHistoryOptions): PromiseConfigHistory
   /** BK2: state snapshots under a backup root (`root` else `$PI_STATE_BACKUP_DIR`, else beside the agent dir); no I/O until a method is called. */
   stateBackups(o?: { root?: string; webDataRoot?: string }): StateBackupsApi
   /** Throws `InvalidSegment` for a bad namespace. */
@@ -154,9 +160,10 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
   installExitHook()
   const runtime = ManagedRuntime.make(storeLayer(options))
   // The services, resolved once: every method below is one runtime call.
-  const { paths, workRuns, migration, doctor, extensions } = await runTyped(
+  const { agentDirPath, paths, workRuns, migration, doctor, extensions } = await runTyped(
     runtime,
     Effect.all({
+      agentDirPath: Effect.map(AgentDir, (d) => d.path),
       paths: Effect.map(AgentDir, (d) => d.paths),
       workRuns: WorkRuns,
       migration: Migration,
@@ -166,6 +173,8 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
   )
   const { agentDir, workRoot } = paths
   const open = new Set<() => Promise<unknown>>()
+  /** Runtimes built on demand (the config history's), disposed by `close()`. */
+  const extraRuntimes = new Set<() => Promise<void>>()
   const processLeaseFiles = new Set<string>()
   /** Calls in flight: `close()` waits for them, then releases the leases they got. */
   const calls = new Set<Promise<unknown>>()
@@ -227,12 +236,15 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
         await Promise.allSettled([...open].map((release) => release()))
         // Disposing the runtime releases the process runs.
         await runtime.dispose()
+        await Promise.allSettled([...extraRuntimes].map((dispose) => dispose()))
         for (const file of processLeaseFiles) liveLeaseFiles.delete(file)
       })()
       return closed
     },
     migrateAgentDirLayout: (o = {}) => whileOpen(() => runTyped(runtime, migration.migrateAgentDirLayout(agentDir, o))),
     doctor: (o = {}) => whileOpen(() => runTyped(runtime, doctor.doctor(agentDir, o as DoctorOptions))),
+    configHistory: (o = {}) =>
+      makePromiseConfigHistory({ path: agentDirPath, paths }, o, whileOpen, (dispose) => void extraRuntimes.add(dispose)),
     stateBackups: (o = {}) => {
       if (closed !== undefined) throw new StorageClosed({ agentDir })
       const backups = runtime.runSync(StateBackups.make(o)) // pure: resolves the root, touches nothing

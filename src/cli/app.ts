@@ -26,6 +26,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { SplitArgv } from "./argv.js"
+import { configCommand } from "./commands/config.js"
 import { backupCommand } from "./commands/backup.js"
 import { doctor } from "./commands/doctor.js"
 import { ls } from "./commands/ls.js"
@@ -181,7 +182,7 @@ const commands = (ctx: CliContext) => {
   // Bare `pi-storage`: the program's page on stderr, exit 2 (a usage error, not a request for help).
   return Command.make("pi-storage", globals, () => Effect.zipRight(err(helpText(ctx, [])), Effect.sync(() => ctx.status.raise(ExitCode.usage)))).pipe(
     Command.withDescription("See and manage what the coding agent keeps under its agent dir."),
-    Command.withSubcommands([statusCommand, work, doctorCommand, migrateCommand, backupCommand(ctx)])
+    Command.withSubcommands([statusCommand, work, doctorCommand, migrateCommand, backupCommand(ctx), configCommand(ctx)])
   )
 }
 

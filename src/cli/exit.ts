@@ -21,12 +21,14 @@ export const exitCodeForError = (tag: string): number => {
   switch (tag) {
     case "InvalidSegment":
     case "InvalidArgument":
+    case "UnknownRevision":
     case "SnapshotNotFound":
       return ExitCode.usage
     case "UnsafeRoot":
     case "RunBusy":
     case "UnownedRun":
     case "ManifestMismatch":
+    case "ConfigHistoryBusy":
     case "UnsafeBackupRoot":
     case "BackupBusy":
     case "SnapshotCorrupt":

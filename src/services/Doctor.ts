@@ -21,15 +21,11 @@ import {
 import type { FileSystemError } from "../domain/Errors.js"
 import {
   classifyRootEntry,
-  CONFIG_FILE_BUDGET_BYTES,
   displayPath,
   type DoctorReport,
-  EXTENSION_TIERS,
   type Finding,
   type FindingCode,
-  fileHint,
   findingSeverity,
-  isEnvironmentDir,
   MIGRATION_MARKER_RECLAIM_PREFIX,
   type Severity
 } from "../domain/MigrationPlan.js"
@@ -37,9 +33,11 @@ import { type DirEntry, type FileInfo, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { resolveRootLink } from "./Migration.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
+import { configHistoryFindings } from "./internal/configSentinel.js"
 import { judgeMarker } from "./internal/markers.js"
+import { type ConfigRedLineRule, configEntryViolation } from "../domain/ConfigRedLines.js"
+import { TIER_NAMES, tierPaths } from "../domain/WebPaths.js"
 import { stateBackupFindings } from "./StateBackups.js"
-import { tierPaths } from "../domain/WebPaths.js"
 import { resolveStateDir } from "../domain/Tiers.js"
 import { isActive, readLeases, readManifest } from "./internal/runFacts.js"
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
@@ -347,32 +345,31 @@ const checkWork = (scan: Scan, agentDir: string) =>
 // ---------------------------------------------------------------------------------------------------------
 // DR2: extension data tiers
 
+/** The finding each config red line raises. */
+const RED_LINE_FINDING: Record<Exclude<ConfigRedLineRule, "invalid-value">, FindingCode> = {
+  database: "extension-config-database",
+  log: "extension-config-log",
+  virtualenv: "extension-config-venv",
+  "size-budget": "extension-config-large-file"
+}
+
 const checkConfigTree = (scan: Scan, extId: string, dir: string, depth: number): Effect.Effect<void> =>
   Effect.gen(function*() {
     for (const entry of yield* list(scan, dir)) {
       const path = NodePath.join(dir, entry.name)
-      if (entry.type === "Directory") {
-        if (isEnvironmentDir(entry.name)) {
-          scan.add("extension-config-venv", path, `${entry.name}/ under ${extId}'s config/: a rebuildable environment in the backed-up tier`, "move it to cache/ (it is rebuilt when missing)")
-          continue
-        }
-        if (depth < CONFIG_MAX_DEPTH) yield* checkConfigTree(scan, extId, path, depth + 1)
+      if (entry.type !== "Directory" && entry.type !== "File") continue
+      // The same red lines the config tier refuses and the config history skips; a file's size only when its name passes.
+      let violation = configEntryViolation({ name: entry.name, type: entry.type })
+      if (violation === null && entry.type === "File") {
+        const info = yield* lstatOption(scan, path)
+        if (info !== undefined && info.type === "File") violation = configEntryViolation({ name: entry.name, type: "File", size: info.size })
+      }
+      if (violation !== null && violation.rule !== "invalid-value") {
+        const what = entry.type === "Directory" ? `${entry.name}/` : entry.name
+        scan.add(RED_LINE_FINDING[violation.rule], path, `${what} under ${extId}'s config/: ${violation.detail}`, `move it to ${violation.rightTier}/`)
         continue
       }
-      if (entry.type !== "File") continue
-      const hint = fileHint(entry.name)
-      if (hint === "database") {
-        scan.add("extension-config-database", path, `database ${entry.name} under ${extId}'s config/`, "move it to state/ (unique records) or cache/ (rebuildable index)")
-        continue
-      }
-      if (hint === "log") {
-        scan.add("extension-config-log", path, `log ${entry.name} under ${extId}'s config/`, "debug logs go to cache/, audit logs to state/")
-        continue
-      }
-      const info = yield* lstatOption(scan, path)
-      if (info !== undefined && info.type === "File" && info.size > CONFIG_FILE_BUDGET_BYTES) {
-        scan.add("extension-config-large-file", path, `${entry.name} is ${info.size} bytes (config budget ${CONFIG_FILE_BUDGET_BYTES})`, "move it to state/ or cache/")
-      }
+      if (entry.type === "Directory" && depth < CONFIG_MAX_DEPTH) yield* checkConfigTree(scan, extId, path, depth + 1)
     }
   })
 
@@ -383,7 +380,7 @@ const checkExtension = (scan: Scan, root: string, extId: string) =>
     const legacyStateDir = resolveStateDir({ configDir })
     const entries = yield* list(scan, extDir)
     for (const entry of entries) {
-      if (!EXTENSION_TIERS.includes(entry.name)) {
+      if (!(TIER_NAMES as ReadonlyArray<string>).includes(entry.name)) {
         scan.add(
           "extension-outside-tiers",
           NodePath.join(extDir, entry.name),
@@ -437,6 +434,7 @@ const doctorProgram = (deps: Deps, agentDirInput: string, options?: DoctorOption
       yield* checkRoot(scan, agentDir)
       yield* checkState(scan, agentDir)
       yield* checkWork(scan, agentDir)
+      for (const f of yield* configHistoryFindings(deps, agentPaths(agentDir).configBackupsDir)) scan.add(f.code, f.path, f.message, f.fix)
       for (const f of yield* stateBackupFindings(scan.deps, agentDir, options?.webDataRoot)) scan.add(f.code, f.path, f.message, f.fix)
     }
     if (options?.webDataRoot !== undefined) {
