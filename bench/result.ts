@@ -12,6 +12,10 @@ export interface Row {
   readonly ratio?: number
   /** The ratio must not exceed this. */
   readonly target?: number
+  /** ours − baseline of the medians must not exceed this (in `unit`), e.g. RSS ≤ `node -e 0` + 15 MiB. */
+  readonly maxOver?: number
+  /** The median of ours must not exceed this (in `unit`), e.g. an install ≤ 10 MB. */
+  readonly max?: number
 }
 
 export interface Measurement {
@@ -21,8 +25,20 @@ export interface Measurement {
   readonly notes: Record<string, unknown>
 }
 
-export const passes = (row: Row): boolean | undefined =>
-  row.target === undefined || row.ratio === undefined ? undefined : row.ratio <= row.target
+export const passes = (row: Row): boolean | undefined => {
+  const checks: Array<boolean> = []
+  if (row.target !== undefined && row.ratio !== undefined) checks.push(row.ratio <= row.target)
+  if (row.maxOver !== undefined && row.baseline !== undefined) checks.push(row.ours.median - row.baseline.median <= row.maxOver)
+  if (row.max !== undefined) checks.push(row.ours.median <= row.max)
+  return checks.length === 0 ? undefined : checks.every((ok) => ok)
+}
+
+const targetText = (r: Row): string =>
+  [
+    r.target === undefined ? "" : `≤ ${r.target}×`,
+    r.maxOver === undefined ? "" : `≤ +${r.maxOver} ${r.unit}`,
+    r.max === undefined ? "" : `≤ ${r.max} ${r.unit}`
+  ].filter((t) => t !== "").join(", ")
 
 const range = (s: Summary) => `${fmt(s.min)}–${fmt(s.max)}`
 
@@ -40,7 +56,7 @@ export const renderMeasurements = (ms: ReadonlyArray<Measurement>): string => {
         r.baseline ? fmt(r.baseline.median) : "",
         r.baseline ? range(r.baseline) : "",
         r.ratio === undefined ? "" : `${fmt(r.ratio)}×`,
-        r.target === undefined ? "" : `≤ ${r.target}×`,
+        targetText(r),
         ok === undefined ? "" : ok ? "yes" : "NO"
       ]
     })

@@ -141,7 +141,7 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
   return {
     name: "1 prune",
     rows: [
-      ...versus(ours, base, "rm -rf", "", { wall: 1.1, cpu: 1.1 }),
+      ...versus(ours, base, "rm -rf", "", { wall: 1.1, cpu: 1.3 }),
       ...(REMOVER_THREADS === 1 ? [] : versus(ours, parallel, `${REMOVER_THREADS} × rm -rf`, " vs parallel rm", {}))
     ],
     notes: { removerThreads: REMOVER_THREADS, runs: o.shape.runs, filesPerRun: o.shape.filesPerRun, entries: totalEntries(o.shape), reps: o.reps, template }

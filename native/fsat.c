@@ -291,6 +291,7 @@ typedef struct {
   double max_entries;
   double max_depth;
   double removed;
+  double removed_bytes; /* st_size of the regular files this walk unlinked (issue 18: no measuring walk first) */
   int complete;
   int error;          /* errno of the failure, 0 when none */
   const char *syscall;
@@ -383,16 +384,25 @@ static int step(removal_t *r) {
     }
     const char *name = top->entries.names[top->index];
     int type = top->entries.types[top->index++];
+    struct stat st;
+    int stated = 0;
     if (type == T_UNKNOWN) {
-      struct stat st;
       if (fstatat(top->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno == ENOENT) continue;
         return fail(r, errno, "lstat", top->path, name);
       }
       type = type_of_mode(st.st_mode);
+      stated = 1;
     }
     if (type != T_DIRECTORY) {
+      /* A regular file's bytes count once this walk unlinks it (a file gone meanwhile counts nothing). */
+      double size = 0;
+      if (type == T_FILE && (stated || fstatat(top->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) && S_ISREG(st.st_mode)) {
+        size = (double)st.st_size;
+      }
+      double before = r->removed;
       if (remove_entry(r, top, name, 0) != 0) return -1;
+      if (r->removed > before) r->removed_bytes += size;
       continue;
     }
     int fd = open_child(top->fd, name);
@@ -468,8 +478,13 @@ static void run_removal(removal_t *r) {
       fail(r, errno, "open", r->root, NULL);
       return;
     }
-    /* A link or file root: unlink the entry itself (never a link's target). The root is not counted. */
-    if (unlink(r->root) != 0 && errno != ENOENT) fail(r, errno, "unlink", r->root, NULL);
+    /* A link or file root: unlink the entry itself (never a link's target). The root is not counted
+       as an entry; a regular file's bytes are, as its measure counts them. */
+    if (unlink(r->root) == 0) {
+      if (S_ISREG(st.st_mode)) r->removed_bytes = (double)st.st_size;
+    } else if (errno != ENOENT) {
+      fail(r, errno, "unlink", r->root, NULL);
+    }
     return;
   }
   listing_t entries;
@@ -504,12 +519,13 @@ static napi_value string_value(napi_env env, const char *text) {
 }
 
 /*
- * Back on the event loop: callback(0, removedEntries, complete) or callback(-errno, syscall, path); a
- * removal that met a mount point (and failed no other way) answers (-EXDEV, "mount", mountPoint).
+ * Back on the event loop: callback(0, removedEntries, complete, removedBytes) or callback(-errno, syscall,
+ * path, 0); a removal that met a mount point (and failed no other way) answers (-EXDEV, "mount", mountPoint,
+ * removedBytes).
  */
 static void removal_complete(napi_env env, napi_status status, void *data) {
   removal_t *r = data;
-  napi_value callback, global, argv[3];
+  napi_value callback, global, argv[4];
   napi_get_reference_value(env, r->callback, &callback);
   napi_get_global(env, &global);
   if (status != napi_ok && r->error == 0) fail(r, ECANCELED, "removeTree", r->root, NULL);
@@ -517,16 +533,19 @@ static void removal_complete(napi_env env, napi_status status, void *data) {
     argv[0] = number(env, -EXDEV);
     argv[1] = string_value(env, "mount");
     argv[2] = string_value(env, r->mount_point);
+    argv[3] = number(env, r->removed_bytes);
   } else if (r->error != 0) {
     argv[0] = number(env, -r->error);
     argv[1] = string_value(env, r->syscall);
     argv[2] = string_value(env, r->error_path);
+    argv[3] = number(env, 0);
   } else {
     argv[0] = number(env, 0);
     argv[1] = number(env, r->removed);
     napi_get_boolean(env, r->complete, &argv[2]);
+    argv[3] = number(env, r->removed_bytes);
   }
-  napi_call_function(env, global, callback, 3, argv, NULL);
+  napi_call_function(env, global, callback, 4, argv, NULL);
   napi_delete_reference(env, r->callback);
   napi_delete_async_work(env, r->work);
   free(r->stack);

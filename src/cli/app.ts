@@ -40,8 +40,9 @@ import { ExitCode, type ExitStatus } from "./exit.js"
 import { stripAnsi } from "./format.js"
 import { commandNames, findCommand, type HelpNode, helpTree, renderHelp } from "./help.js"
 import { parseCount, parseDuration, type Parsed, parseSize } from "./parse.js"
+import { VERSION } from "./version.js"
 
-export const VERSION = "0.1.0"
+export { VERSION }
 
 /** A flag whose value goes through one of our parsers; a bad value names the flag and the value. */
 const parsedOption = <A>(name: string, pseudoName: string, parse: (text: string) => Parsed<A>, description: string) =>

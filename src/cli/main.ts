@@ -2,15 +2,20 @@
 /**
  * The `pi-storage` executable. Global flags and `--` are split off first, so an argv mistake is reported
  * before anything heavy loads. NodeRuntime is imported by subpath: the platform-node barrel alone costs more
- * start-up time than a whole command.
+ * start-up time than a whole command. `--version` (or `-v`) alone is answered before any of that loads (the bundle
+ * splits app.ts into a chunk of its own that only then is read: issue 18).
  */
 import { splitArgv } from "./argv.js"
 import { ExitCode, ExitStatus } from "./exit.js"
+import { VERSION } from "./version.js"
 
 const split = splitArgv(process.argv.slice(2))
 if (!split.ok) {
   process.stderr.write(`pi-storage: ${split.message}\n`)
   process.exitCode = ExitCode.usage
+} else if (split.value.args.length === 1 && (split.value.args[0] === "-v" || split.value.args[0] === "--version") && split.value.command === undefined) {
+  // The same answer app.ts gives, without loading it.
+  process.stdout.write(`pi-storage ${VERSION}\n`)
 } else {
   const [NodeRuntime, { main }] = await Promise.all([import("@effect/platform-node/NodeRuntime"), import("./app.js")])
   const exitStatus = new ExitStatus()

@@ -328,11 +328,12 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
       const at = lookup(path, false)
       if (isErrno(at)) return yield* done(at)
       const root = at.node
-      if (root === undefined) return yield* done({ removedEntries: 0, complete: true })
+      if (root === undefined) return yield* done({ removedEntries: 0, complete: true, removedBytes: 0 })
       if (isSpecialName(at.name)) {
         return yield* done(errno(at.name === "" ? "EBUSY" : "EINVAL"))
       }
       let removed = 0
+      let removedBytes = 0
       let stopped = false
       let blockedByDepth = false
       /** The first mount point met: never entered nor removed; the removal fails naming it. */
@@ -348,6 +349,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
           }
           detach(dir, name, node, now)
           world.mutated(ctx)
+          if (node.kind === "File") removedBytes += node.data.length
         })
         return isErrno(result) ? result : undefined
       }
@@ -392,7 +394,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
           return undefined
         })
       if (root.kind === "Directory" && root.entries.size > 0) {
-        if (maxDepth < 1) return yield* done({ removedEntries: 0, complete: false })
+        if (maxDepth < 1) return yield* done({ removedEntries: 0, complete: false, removedBytes: 0 })
         const failed = yield* emptyDirectory(root, path, 0)
         if (failed !== undefined) return yield* done(failed)
       }
@@ -402,9 +404,9 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
           new FileSystemError({ reason: reasonOfErrno(CROSSED_MOUNT_ERRNO), errno: CROSSED_MOUNT_ERRNO, method, path: mountPoint, detail: CROSSED_MOUNT_DETAIL })
         )
       }
-      if (stopped || blockedByDepth) return yield* done({ removedEntries: removed, complete: false })
+      if (stopped || blockedByDepth) return yield* done({ removedEntries: removed, complete: false, removedBytes })
       const failed = removeEntry(at.dir, at.name, root, path)
-      return yield* done(failed ?? { removedEntries: removed, complete: true })
+      return yield* done(failed ?? { removedEntries: removed, complete: true, removedBytes })
     })
 
   // ------------------------------------------------------------------------------------------ the port

@@ -51,6 +51,12 @@ export interface TreeMeasure {
 
 export interface TreeRemoval {
   readonly removedEntries: number
+  /**
+   * Sizes of the regular files this call unlinked (as `measureTree` counts them: never through a link), so
+   * a prune needs no measuring walk before removing a run it chose by age or count (SPEC WR8). A lower
+   * bound of the tree's size when `!complete`.
+   */
+  readonly removedBytes: number
   /** False when the budget stopped the deletion before the root itself was removed. */
   readonly complete: boolean
 }

@@ -255,9 +255,7 @@ const examine = (deps: Deps, address: TenantAddress, tenantDir: string, entry: D
       createdAt: times.createdAt,
       releasedAt: times.releasedAt,
       newestHeartbeatAt: newestHeartbeat(leases),
-      active,
-      bytes: 0,
-      complete: true
+      active
     })
     return {
       _tag: "Run",

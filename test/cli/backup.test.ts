@@ -1,5 +1,5 @@
 /**
- * `pi-storage backup` through the built CLI (`node dist/cli/main.js`; `npm test` builds first), as a child
+ * `pi-storage backup` through the built CLI (the shipped bundle `node dist/bundle/cli/main.mjs`; `npm test` builds first), as a child
  * process against a temp agent dir: create, list, verify (and its exit 1 on damage), forget, restore of one
  * extension, usage errors and help text.
  */
@@ -10,7 +10,7 @@ import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 
-const MAIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url))
+const MAIN = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta.url))
 
 const cli = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> =>
   new Promise((resolve, reject) => {

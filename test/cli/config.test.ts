@@ -1,5 +1,5 @@
 /**
- * `pi-storage config …` through the built CLI (`node dist/cli/main.js`) as a child process, against temp agent dirs.
+ * `pi-storage config …` through the built CLI (the shipped bundle `node dist/bundle/cli/main.mjs`) as a child process, against temp agent dirs.
  */
 import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
@@ -10,7 +10,7 @@ import { afterAll, assert, describe, it } from "@effect/vitest"
 import { renderPatch } from "../../src/cli/commands/config.js"
 import { painter } from "../../src/cli/format.js"
 
-const MAIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url))
+const MAIN = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta.url))
 // eslint-disable-next-line no-control-regex
 const ANSI = /\u001b\[/
 

@@ -1,5 +1,5 @@
 /**
- * The built CLI (`node dist/cli/main.js`; `npm test` builds first) run as a child process against temp agent
+ * The built CLI (the shipped bundle `node dist/bundle/cli/main.mjs`; `npm test` builds first) run as a child process against temp agent
  * dirs: stdout, stderr and exit codes of every command, human and JSON. Independent invocations run
  * concurrently to keep the file quick.
  */
@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type AgentStorage, openAgentStorage } from "../../src/promise.js"
 
-const MAIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url))
+const MAIN = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta.url))
 const DAY = 24 * 60 * 60 * 1000
 // eslint-disable-next-line no-control-regex
 const ANSI = /\u001b\[/

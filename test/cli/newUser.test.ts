@@ -9,7 +9,7 @@ import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 
-const MAIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url))
+const MAIN = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta.url))
 const DAY = 24 * 60 * 60 * 1000
 
 interface Result {

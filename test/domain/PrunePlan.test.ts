@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { FastCheck as fc, Schema } from "effect"
-import { boundManifestTimes, lastUsedAt, type PlanDecision, planPrune, type ScannedRun } from "../../src/domain/PrunePlan.js"
+import { boundManifestTimes, lastUsedAt, type PlanDecision, planMeasuring, planPrune, type PrunePlan, type ScannedRun } from "../../src/domain/PrunePlan.js"
 import { emptyPruneReport, PruneReport } from "../../src/domain/PruneReport.js"
 import { DEFAULT_RETENTION, type RetentionPolicy } from "../../src/domain/Retention.js"
 
@@ -140,18 +140,20 @@ describe("planPrune examples", () => {
     assert.isNull(plan.bytesAfter)
   })
 
-  it("the first applicable rule names the reason: age before unmeasured before count", () => {
+  it("the first applicable rule names the reason: age before count before unmeasured", () => {
     const plan = planPrune({
       runs: [
         run("new", { createdAt: NOW }),
         run("partial", { createdAt: NOW - 1, complete: false }),
         run("extra", { createdAt: NOW - 2 }),
+        run("beyond", { createdAt: NOW - 3, complete: false }),
         run("ancient", { createdAt: 0, complete: false })
       ],
-      policy: policy({ maxAgeMs: 100, maxInactiveRuns: 1 }),
+      policy: policy({ maxAgeMs: 100, maxInactiveRuns: 2 }),
       now: NOW
     })
-    assert.deepStrictEqual(summary(plan.decisions), ["new:keep", "partial:remove:unmeasured", "extra:remove:count", "ancient:remove:age"])
+    // "partial" takes no kept place (so "extra" is kept); "beyond" goes by count, which needs no size.
+    assert.deepStrictEqual(summary(plan.decisions), ["new:keep", "partial:remove:unmeasured", "extra:keep", "beyond:remove:count", "ancient:remove:age"])
   })
 
   it("an empty tenant plans nothing", () => {
@@ -161,6 +163,86 @@ describe("planPrune examples", () => {
       bytesBefore: 0,
       bytesAfter: 0
     })
+  })
+})
+
+/** Two-phase planning with the sizes of `c.runs` as the measuring walk: the plan and the runs it walked. */
+const planInTwoPhases = (c: { runs: ReadonlyArray<ScannedRun>; policy: RetentionPolicy; now: number }) => {
+  const runs = byId(c.runs)
+  const planning = planMeasuring({ runs: c.runs.map(({ bytes: _b, complete: _c, ...facts }) => facts), policy: c.policy, now: c.now })
+  const walked: Array<string> = []
+  for (let next = planning.next(); next !== undefined; next = planning.next()) {
+    walked.push(next.runId)
+    const { bytes, complete } = runs.get(next.runId)!
+    planning.measured({ bytes, complete })
+  }
+  return { plan: planning.finish(), walked }
+}
+
+const fates = (plan: PrunePlan) => plan.decisions.map((d) => [d.runId, d.action, d.reason])
+
+describe("planMeasuring (two phases: measure only what the plan needs)", () => {
+  it("walks the active runs and the newest maxInactiveRuns young ones; the rest go by age or count unmeasured", () => {
+    const runs = [
+      run("live", { createdAt: NOW, active: true, bytes: 5 }),
+      ...Array.from({ length: 20 }, (_, i) => run(`r${String(i).padStart(2, "0")}`, { createdAt: NOW - 100 - i })),
+      run("old", { createdAt: 0 })
+    ]
+    const { plan, walked } = planInTwoPhases({ runs, policy: policy({ maxAgeMs: 1000, maxInactiveRuns: 3 }), now: NOW })
+    assert.deepStrictEqual(walked, ["live", "r00", "r01", "r02"])
+    assert.deepStrictEqual(plan.remove.map((d) => [d.runId, d.reason, d.bytes, d.measured]).slice(0, 2), [["old", "age", null, false], ["r19", "count", null, false]])
+    assert.strictEqual(plan.remove.length, 18)
+    assert.strictEqual(plan.bytesAfter, 5 + 3 * 10)
+    assert.isNull(plan.bytesBefore) // the removal walks count the rest
+  })
+
+  it("a run cut short takes no kept place: the next one is walked instead", () => {
+    const runs = [run("a", { createdAt: NOW - 1, complete: false }), run("b", { createdAt: NOW - 2 }), run("c", { createdAt: NOW - 3 })]
+    const { plan, walked } = planInTwoPhases({ runs, policy: policy({ maxInactiveRuns: 1 }), now: NOW })
+    assert.deepStrictEqual(walked, ["a", "b"])
+    assert.deepStrictEqual(summary(plan.decisions), ["a:remove:unmeasured", "b:keep", "c:remove:count"])
+  })
+
+  it("asking for a size twice, or giving one not asked for, is a defect", () => {
+    const planning = planMeasuring({ runs: [run("a"), run("b")], policy: DEFAULT_RETENTION, now: NOW })
+    assert.throws(() => planning.measured({ bytes: 1, complete: true }), /no run was asked for/)
+    planning.next()
+    assert.throws(() => planning.next(), /size of the last run asked for is missing/)
+  })
+
+  it.prop("same decisions as measuring every run; sizes of kept runs exact; removals never undercounted", [caseArb], ([c]) => {
+    const full = planPrune(c)
+    const { plan } = planInTwoPhases(c)
+    assert.deepStrictEqual(fates(plan), fates(full))
+    assert.deepStrictEqual(plan.remove.map((d) => d.runId), full.remove.map((d) => d.runId))
+    assert.strictEqual(plan.bytesAfter, full.bytesAfter)
+    const fullById = new Map(full.decisions.map((d) => [d.runId, d]))
+    for (const d of plan.decisions) {
+      if (d.measured) {
+        assert.strictEqual(d.bytes, fullById.get(d.runId)!.bytes)
+      } else {
+        // Not measured: removed by age or count whatever its size, its bytes left to the removal walk.
+        assert.strictEqual(d.action, "remove")
+        assert.include(["age", "count"], d.reason)
+        assert.isNull(d.bytes)
+      }
+    }
+    assert.strictEqual(plan.bytesBefore, plan.decisions.every((d) => d.measured) ? full.bytesBefore : null)
+  })
+
+  it.prop("walks every active run, no aged run, and young ones only until maxInactiveRuns measured complete", [caseArb], ([c]) => {
+    const { walked } = planInTwoPhases(c)
+    const runs = byId(c.runs)
+    const walkedSet = new Set(walked)
+    assert.strictEqual(walkedSet.size, walked.length)
+    for (const r of c.runs) if (r.active) assert.isTrue(walkedSet.has(r.runId), r.runId)
+    const young = walked.map((id) => runs.get(id)!).filter((r) => !r.active)
+    for (const r of young) assert.isFalse(isAged(r, c.policy, c.now), r.runId)
+    // Every walked young run but the last was needed: fewer than maxInactiveRuns complete ones before it.
+    const completeBefore = young.slice(0, -1).filter((r) => r.complete).length
+    assert.isBelow(completeBefore, Math.max(1, c.policy.maxInactiveRuns))
+    assert.isAtMost(young.filter((r) => r.complete).length, c.policy.maxInactiveRuns)
+    if (c.policy.maxInactiveRuns === 0) assert.deepStrictEqual(young, [])
   })
 })
 
@@ -175,6 +257,7 @@ describe("planPrune properties", () => {
       assert.strictEqual(d.reason !== undefined, d.action === "remove")
       assert.strictEqual(d.lastUsedAt, lastUsedAt(r))
       assert.strictEqual(d.bytes, r.complete ? r.bytes : null)
+      assert.isTrue(d.measured)
     }
   })
 
@@ -207,26 +290,20 @@ describe("planPrune properties", () => {
     }
   })
 
-  it.prop("age and unmeasured reasons are exact", [caseArb], ([c]) => {
+  it.prop("age, count and unmeasured reasons are exact", [caseArb], ([c]) => {
     const plan = planPrune(c)
     const runs = byId(c.runs)
+    // Newest first, the young inactive runs measured complete ahead of each run take the kept places.
+    let completeAhead = 0
     for (const d of plan.decisions) {
       const r = runs.get(d.runId)!
       if (r.active) continue
-      assert.strictEqual(d.reason === "age", isAged(r, c.policy, c.now))
-      assert.strictEqual(d.reason === "unmeasured", !isAged(r, c.policy, c.now) && !r.complete)
-    }
-  })
-
-  it.prop("count removes only beyond maxInactiveRuns measured, young, newer inactive runs", [caseArb], ([c]) => {
-    const plan = planPrune(c)
-    const runs = byId(c.runs)
-    let eligibleAhead = 0
-    for (const d of plan.decisions) {
-      const r = runs.get(d.runId)!
-      if (r.active || isAged(r, c.policy, c.now) || !r.complete) continue
-      assert.strictEqual(d.reason === "count", eligibleAhead >= c.policy.maxInactiveRuns, d.runId)
-      eligibleAhead++
+      const aged = isAged(r, c.policy, c.now)
+      const beyond = !aged && completeAhead >= c.policy.maxInactiveRuns
+      assert.strictEqual(d.reason === "age", aged, d.runId)
+      assert.strictEqual(d.reason === "count", beyond, d.runId)
+      assert.strictEqual(d.reason === "unmeasured", !aged && !beyond && !r.complete, d.runId)
+      if (!aged && r.complete) completeAhead++
     }
   })
 
@@ -327,7 +404,7 @@ describe("boundManifestTimes (far-future stamps, issue 12 point 7)", () => {
       assert.strictEqual(bounded.releasedAt, releasedAt === undefined ? undefined : far(releasedAt) ? fallback : releasedAt)
       assert.strictEqual(bounded.farFuture.length, Number(far(createdAt)) + Number(releasedAt !== undefined && far(releasedAt)))
       // Whatever the stamps, last use is never beyond now + ttl: such a run ages like any other.
-      const used = lastUsedAt({ runId: "r", path: "/r", createdAt: bounded.createdAt, releasedAt: bounded.releasedAt, newestHeartbeatAt: undefined, active: false, bytes: 0, complete: true })
+      const used = lastUsedAt({ runId: "r", path: "/r", createdAt: bounded.createdAt, releasedAt: bounded.releasedAt, newestHeartbeatAt: undefined, active: false })
       assert.isAtMost(used, now + ttl)
     }
   )

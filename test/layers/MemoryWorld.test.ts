@@ -77,7 +77,7 @@ describe("MemoryWorld fault injection", () => {
       yield* Effect.flip(a.removeTree("/t", { maxEntries: 10, maxDepth: 4 }))
       assert.deepStrictEqual(Object.keys(world.tree("/t")), ["/t", "/t/2", "/t/3"])
       handle.remove()
-      assert.deepStrictEqual(yield* a.removeTree("/t", { maxEntries: 10, maxDepth: 4 }), { removedEntries: 2, complete: true })
+      assert.deepStrictEqual(yield* a.removeTree("/t", { maxEntries: 10, maxDepth: 4 }), { removedEntries: 2, complete: true, removedBytes: 2 })
     }))
 })
 

@@ -577,28 +577,31 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
       test("removes everything below and the root, never a link target", Effect.gen(function*() {
         const { fs, scratch: { root } } = yield* context
         yield* buildTree(`${root}/tree`, `${root}/outside`)
+        // Bytes: the regular files unlinked, never a link (a link to a 5,000-byte file counts nothing).
         assert.deepStrictEqual(yield* fs.removeTree(`${root}/tree`, WIDE), {
           removedEntries: TREE_ENTRIES,
-          complete: true
+          complete: true,
+          removedBytes: TREE_BYTES
         })
         yield* expectMissing(`${root}/tree`)
         yield* assertOutsideUntouched(`${root}/outside`)
-        assert.deepStrictEqual(yield* fs.removeTree(`${root}/tree`, WIDE), { removedEntries: 0, complete: true })
+        assert.deepStrictEqual(yield* fs.removeTree(`${root}/tree`, WIDE), { removedEntries: 0, complete: true, removedBytes: 0 })
       }))
 
       test("a budget stop leaves the root and a rerun completes", Effect.gen(function*() {
         const { fs, scratch: { root } } = yield* context
         yield* buildTree(`${root}/tree`, `${root}/outside`)
-        assert.deepStrictEqual(yield* fs.removeTree(`${root}/tree`, { maxEntries: 3, maxDepth: 64 }), {
-          removedEntries: 3,
-          complete: false
-        })
+        const first = yield* fs.removeTree(`${root}/tree`, { maxEntries: 3, maxDepth: 64 })
+        assert.deepStrictEqual([first.removedEntries, first.complete], [3, false])
         assert.strictEqual((yield* fs.lstat(`${root}/tree`)).type, "Directory")
         const after = yield* fs.measureTree(`${root}/tree`, WIDE)
         assert.strictEqual(after.entries, TREE_ENTRIES - 3)
+        // What the first call counted is exactly what left the tree's measure.
+        assert.strictEqual(first.removedBytes, TREE_BYTES - after.bytes)
         assert.deepStrictEqual(yield* fs.removeTree(`${root}/tree`, WIDE), {
           removedEntries: TREE_ENTRIES - 3,
-          complete: true
+          complete: true,
+          removedBytes: after.bytes
         })
         yield* expectMissing(`${root}/tree`)
         yield* assertOutsideUntouched(`${root}/outside`)
@@ -613,6 +616,7 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
         assert.deepStrictEqual(yield* names(`${root}/tree`), ["d1"])
         assert.deepStrictEqual(yield* names(`${root}/tree/d1`), ["d2"])
         assert.strictEqual(shallow.removedEntries, TREE_ENTRIES - 3)
+        assert.strictEqual(shallow.removedBytes, TREE_BYTES - "ccccccc".length)
         yield* assertOutsideUntouched(`${root}/outside`)
       }))
 
@@ -620,13 +624,17 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
         const { fs, scratch: { root } } = yield* context
         yield* buildTree(`${root}/tree`, `${root}/outside`)
         yield* fs.symlink(`${root}/outside`, `${root}/rootLink`)
-        assert.deepStrictEqual(yield* fs.removeTree(`${root}/rootLink`, WIDE), { removedEntries: 0, complete: true })
+        assert.deepStrictEqual(yield* fs.removeTree(`${root}/rootLink`, WIDE), { removedEntries: 0, complete: true, removedBytes: 0 })
         yield* expectMissing(`${root}/rootLink`)
         yield* assertOutsideUntouched(`${root}/outside`)
+        // A file root is unlinked too, and its bytes count (as its measure does).
+        yield* put(`${root}/file`, "12345")
+        assert.deepStrictEqual(yield* fs.removeTree(`${root}/file`, WIDE), { removedEntries: 0, complete: true, removedBytes: 5 })
+        yield* expectMissing(`${root}/file`)
       }))
 
       it.effect.prop(
-        "on random trees measure counts every entry and byte, and budgeted removal converges",
+        "on random trees measure counts every entry and byte, and budgeted removal converges, counting the same bytes",
         [FastCheck.array(treeItem, { maxLength: 25 }), FastCheck.integer({ min: 1, max: 6 })],
         ([items, chunk]) =>
           Effect.gen(function*() {
@@ -651,13 +659,16 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
             assert.deepStrictEqual([measure.bytes, measure.entries, measure.complete], [bytesWritten, items.length, true])
 
             let removed = 0
+            let removedBytes = 0
             for (let round = 0; round <= items.length; round++) {
               const step = yield* fs.removeTree(tree, { maxEntries: chunk, maxDepth: 64 })
               removed += step.removedEntries
+              removedBytes += step.removedBytes
               if (step.complete) break
               assert.strictEqual(step.removedEntries, chunk)
             }
             assert.strictEqual(removed, items.length)
+            assert.strictEqual(removedBytes, bytesWritten)
             yield* expectMissing(tree)
             assert.deepStrictEqual(yield* names(root), [])
           }).pipe(Effect.provide(setup.layer())),

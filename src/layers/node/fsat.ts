@@ -5,6 +5,7 @@
  */
 import { createRequire } from "node:module"
 import * as os from "node:os"
+import { packageFile } from "./packageRoot.js"
 
 /** Entry types as `fsat` reports them. */
 export const FsatType = { Unknown: 0, File: 1, Directory: 2, SymbolicLink: 3, Other: 4 } as const
@@ -25,24 +26,25 @@ export interface Fsat {
   readonly close: (fd: number) => number
   /**
    * Queue a whole removal walk on the libuv thread pool; 0 when queued (else a negative errno, and no
-   * callback). The callback gets `(0, removedEntries, complete)` or `(-errno, syscall, path)`; a removal
-   * that met a mount point gets `(-EXDEV, "mount", mountPoint)` after removing the rest.
+   * callback). The callback gets `(0, removedEntries, complete, removedBytes)` or `(-errno, syscall, path, 0)`;
+   * a removal that met a mount point gets `(-EXDEV, "mount", mountPoint, removedBytes)` after removing the rest.
    */
   readonly removeTree: (
     path: string,
     maxEntries: number,
     maxDepth: number,
-    callback: (answer: number, a: number | string, b: boolean | string) => void
+    callback: (answer: number, a: number | string, b: boolean | string, removedBytes: number) => void
   ) => number
 }
 
-const ADDON_PATH = "../../../build/Release/fsat.node" // the same depth from src/ and dist/
+/** From the package root: the same file whether this runs from src/, dist/ or a bundle. */
+const ADDON_PATH = ["build", "Release", "fsat.node"] as const
 
 /** The addon, or why it is not used. */
 export const loadFsat = (): { readonly fsat: Fsat } | { readonly why: string } => {
   if (process.env["PI_STORAGE_NATIVE"] === "0") return { why: "disabled by PI_STORAGE_NATIVE=0" }
   try {
-    return { fsat: createRequire(import.meta.url)(ADDON_PATH) as Fsat }
+    return { fsat: createRequire(import.meta.url)(packageFile(...ADDON_PATH)) as Fsat }
   } catch (cause) {
     return { why: `not built (${cause instanceof Error ? cause.message.split("\n")[0] : String(cause)})` }
   }

@@ -29,10 +29,10 @@ export const makeNativeRemover = (fsat: Fsat, size = REMOVER_THREADS) => {
   return (root: string, budget: WalkBudget): Effect.Effect<TreeRemoval, FileSystemError> =>
     Effect.async<TreeRemoval, FileSystemError>((resume) => {
       const start = () => {
-        const queued = fsat.removeTree(root, budget.maxEntries, budget.maxDepth, (answer, a, b) => {
+        const queued = fsat.removeTree(root, budget.maxEntries, budget.maxDepth, (answer, a, b, removedBytes) => {
           running--
           startNext()
-          if (answer === 0) resume(Effect.succeed({ removedEntries: a as number, complete: b as boolean }))
+          if (answer === 0) resume(Effect.succeed({ removedEntries: a as number, complete: b as boolean, removedBytes }))
           else if (a === CROSSED_MOUNT_SYSCALL) resume(Effect.fail(toFileSystemError("removeTree", root, crossedMount(String(b)))))
           else resume(Effect.fail(toFileSystemError("removeTree", root, fsatError(String(a), String(b), answer))))
         })

@@ -231,21 +231,24 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
       )
     }
     const opened = openDirectory(root, root)
-    if (opened === "gone") return finished({ removedEntries: 0, complete: true })
+    if (opened === "gone") return finished({ removedEntries: 0, complete: true, removedBytes: 0 })
     if (opened === "notDirectory") {
-      // A link or file root: unlink the entry itself (never a link's target). The root is not counted.
-      at("unlink", root, () => unlessMissing(() => fs.unlinkSync(root)))
-      return finished({ removedEntries: 0, complete: true })
+      // A link or file root: unlink the entry itself (never a link's target). The root is not counted as an
+      // entry; a regular file's bytes are, as its measure counts them.
+      const stats = fs.lstatSync(root, { throwIfNoEntry: false })
+      const unlinked = at("unlink", root, () => unlessMissing(() => fs.unlinkSync(root)))
+      return finished({ removedEntries: 0, complete: true, removedBytes: unlinked && stats?.isFile() === true ? stats.size : 0 })
     }
     const rootDir = dirOf(opened, root)
     const rootEntries = entriesOf(rootDir)
-    if (rootEntries === "gone") return finished({ removedEntries: 0, complete: true })
+    if (rootEntries === "gone") return finished({ removedEntries: 0, complete: true, removedBytes: 0 })
     const stack: Array<Frame> = [{ ...rootDir, name: root, depth: 0, entries: rootEntries, index: 0, blocked: false }]
     if (budget.maxDepth < 1 && rootEntries.length > 0) {
       closeAll(stack)()
-      return finished({ removedEntries: 0, complete: false })
+      return finished({ removedEntries: 0, complete: false, removedBytes: 0 })
     }
     let removed = 0
+    let removedBytes = 0
     let complete = true
     /** The first mount point met: never crossed, reported when the walk ends. */
     let mountPoint: string | undefined
@@ -266,8 +269,13 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
         }
         const dirent = top.entries[top.index++]!
         if (!dirent.isDirectory()) {
-          // Files, symlinks and anything else: unlink the entry itself.
-          if (removeEntry(top, dirent.name, false)) removed++
+          // Files, symlinks and anything else: unlink the entry itself. A regular file's size is read first
+          // (through the opened directory, never a link) and counts once it is unlinked.
+          const size = dirent.isFile() ? fs.lstatSync(`${top.base}/${dirent.name}`, { throwIfNoEntry: false }) : undefined
+          if (removeEntry(top, dirent.name, false)) {
+            removed++
+            if (size?.isFile() === true) removedBytes += size.size
+          }
           continue
         }
         const child = openChild(top, dirent.name)
@@ -317,7 +325,7 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
     }
     const result = (): TreeRemoval => {
       if (mountPoint !== undefined) throw crossedMount(mountPoint)
-      return { removedEntries: removed, complete }
+      return { removedEntries: removed, complete, removedBytes }
     }
     return { step, result, close: closeAll(stack) }
   }

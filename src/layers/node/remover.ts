@@ -6,10 +6,12 @@
  * re-run on the event loop with the sliced walk: removal is idempotent, a rerun continues where it stopped.
  * (The native walker removes in C on the thread pool instead: nativeRemove.ts.)
  */
+import { pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
 import * as Effect from "effect/Effect"
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
+import { packageFile } from "./packageRoot.js"
 import { REMOVER_THREADS, toFileSystemError } from "./support.js"
 
 export interface RemovalRequest {
@@ -28,12 +30,12 @@ const IDLE_MS = 10_000
 type Fallback = (root: string, budget: WalkBudget) => Effect.Effect<TreeRemoval, FileSystemError>
 
 /**
- * The thread's module: the built one beside this file. Running from source (the tests), the thread still
- * loads the build (`npm test` builds first): Node 20 gives worker threads no TypeScript loader.
+ * The thread's module: the tsc build of removerThread.ts, found from the package root, so the plain ESM
+ * build, the bundles (issue 18) and the tests (from source: `npm test` builds first; Node 20 gives worker
+ * threads no TypeScript loader) all start the same file. It imports node:fs and its siblings only, no
+ * Effect, so a Promise caller without an Effect install can run it.
  */
-const threadUrl = import.meta.url.endsWith(".ts")
-  ? new URL("../../../dist/layers/node/removerThread.js", import.meta.url)
-  : new URL("./removerThread.js", import.meta.url)
+const threadUrl = (): URL => pathToFileURL(packageFile("dist", "layers", "node", "removerThread.js"))
 
 interface Thread {
   readonly worker: Worker
@@ -46,7 +48,7 @@ interface Thread {
  * A remover with its own threads, started on demand up to `size` (tests pass a `url` that cannot load, to
  * see the fallback).
  */
-export const makeRemover = (url: URL = threadUrl, size = REMOVER_THREADS) => {
+export const makeRemover = (url: URL = threadUrl(), size = REMOVER_THREADS) => {
   /** How many requests the threads answered, how many ran on the event loop instead, most threads at once. */
   const counts = { onThread: 0, onEventLoop: 0, threads: 0 }
   const threads: Array<Thread> = []

@@ -1,7 +1,9 @@
 /**
  * The tenant pruner (WR8): serialise with the tenant prune marker, finish a crashed prune's leftovers, scan
- * a bounded number of entries, measure owned runs under one tenant-wide budget, plan with the pure
- * `planPrune`, then remove each victim under the cleanup protocol. One bad run never fails the prune.
+ * a bounded number of entries, measure the owned runs whose fate depends on their size under one
+ * tenant-wide budget (the pure `planMeasuring` says which), plan, then remove each victim under the cleanup
+ * protocol. A run removed by age or count is never walked twice: its removal walk counts its bytes (issue
+ * 18: measuring every run first cost a prune twice the CPU of `rm -rf`). One bad run never fails the prune.
  */
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
@@ -17,7 +19,7 @@ import {
   WORK_RUN_MANIFEST
 } from "../../domain/AgentPaths.js"
 import type { FileSystemError, UnsafeRoot } from "../../domain/Errors.js"
-import { type PlanDecision, planPrune, type ScannedRun } from "../../domain/PrunePlan.js"
+import { type PlanDecision, planMeasuring, type RunFacts, type RunSize } from "../../domain/PrunePlan.js"
 import { emptyPruneReport, type PruneReport, type UnreadableRecord } from "../../domain/PruneReport.js"
 import type { RetentionPolicy } from "../../domain/Retention.js"
 import { type Deps } from "./deps.js"
@@ -150,8 +152,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     report.truncated = candidates.length > policy.maxScannedRuns
     const scanned = candidates.slice(0, policy.maxScannedRuns)
     report.scannedRuns = scanned.length
-    let entryBudget = policy.maxEntries
-    const runs: Array<ScannedRun> = []
+    const runs: Array<RunFacts> = []
     /** Runs with a lease proven dead; the leases are re-judged under the run's marker before removal. */
     const deadLeases = new Set<string>()
     /** Unreadable leases per run, reported once the run's fate is known. */
@@ -178,11 +179,6 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       if (leases.leases.some((l) => !l.verdict.alive)) deadLeases.add(entry.name)
       const unreadable = leases.leases.filter((l) => l.verdict.unreadable === true)
       if (unreadable.length > 0) unreadableLeases.set(entry.name, unreadable)
-      const measured = yield* deps.fs.measureTree(path, { maxEntries: Math.max(0, entryBudget), maxDepth: policy.maxDepth }).pipe(Effect.either)
-      const size = measured._tag === "Right" ? measured.right : { bytes: 0, entries: 0, complete: false }
-      if (measured._tag === "Left") report.errors.push({ path, message: measured.left.message })
-      entryBudget -= size.entries
-      if (!size.complete) report.incomplete = true
       const times = yield* manifestTimes(deps, path, manifest.manifest)
       for (const what of times.farFuture) report.unreadable.push({ path: NodePath.join(path, WORK_RUN_MANIFEST), what, action: "ignored" })
       runs.push({
@@ -191,22 +187,29 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
         createdAt: times.createdAt,
         releasedAt: times.releasedAt,
         newestHeartbeatAt: newestHeartbeat(leases),
-        active: isActive(leases),
-        bytes: size.bytes,
-        complete: size.complete
+        active: isActive(leases)
       })
     }
     const now = yield* Clock.currentTimeMillis
-    const plan = planPrune({ runs, policy, now })
-    report.bytesBefore = plan.bytesBefore
+    // Only the runs whose fate depends on their size are walked before the plan, sharing the entry budget.
+    const planning = planMeasuring({ runs, policy, now })
+    const budget = { remaining: policy.maxEntries }
+    for (let run = planning.next(); run !== undefined; run = planning.next()) {
+      planning.measured(yield* measureRun(deps, run.path, policy, budget, report))
+    }
+    const plan = planning.finish()
     report.bytesAfter = plan.bytesAfter
     for (const d of plan.decisions) {
       if (d.action === "active") report.active.push(d.runId)
       else if (d.action === "keep") report.kept.push(d.runId)
     }
+    /** A victim's size for the report, when no removal walk will count it (dry run, skipped). */
+    const sizeOf = (d: PlanDecision): Effect.Effect<number | null> =>
+      d.measured ? Effect.succeed(d.bytes) : Effect.map(measureRun(deps, d.path, policy, budget, report), (s) => (s.complete ? s.bytes : null))
     if (input.dryRun) {
       for (const runId of [...unreadableLeases.keys()]) reportLeases(runId, false)
-      for (const d of plan.remove) report.removed.push({ runId: d.runId, path: d.path, reason: d.reason!, bytes: d.bytes })
+      for (const d of plan.remove) report.removed.push({ runId: d.runId, path: d.path, reason: d.reason!, bytes: yield* sizeOf(d) })
+      report.bytesBefore = totalBytes(report)
       return report
     }
     let skippedBytes: number | null = 0
@@ -226,7 +229,8 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       if (quarantined._tag === "Skipped") {
         report.skipped.push({ runId: victim.runId, path: victim.path, why: quarantined.why })
         report.kept.push(victim.runId)
-        skippedBytes = skippedBytes === null || victim.bytes === null ? null : skippedBytes + victim.bytes
+        const bytes = yield* sizeOf(victim)
+        skippedBytes = skippedBytes === null || bytes === null ? null : skippedBytes + bytes
         continue
       }
       deadLeases.delete(victim.runId)
@@ -235,10 +239,14 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     }
     for (const { victim, deletion } of deletions) {
       const outcome = yield* Fiber.join(deletion)
-      report.removed.push({ runId: victim.runId, path: victim.path, reason: victim.reason!, bytes: victim.bytes })
+      const complete = outcome._tag === "Removed" && outcome.complete
+      // An unmeasured victim's bytes are what its removal walk counted; unknown when that walk was cut short.
+      const bytes = victim.measured ? victim.bytes : complete && outcome._tag === "Removed" ? outcome.removedBytes : null
+      report.removed.push({ runId: victim.runId, path: victim.path, reason: victim.reason!, bytes })
       if (outcome._tag === "Removed" && !outcome.complete) report.errors.push(notDeleted(victim.path, outcome))
     }
     if (report.bytesAfter !== null) report.bytesAfter = skippedBytes === null ? null : report.bytesAfter + skippedBytes
+    report.bytesBefore = totalBytes(report)
     const removedLeases = yield* removeDeadLeases(deps, tenantDir, deadLeases, report)
     for (const [runId, leases] of unreadableLeases) {
       for (const l of leases) {
@@ -254,6 +262,23 @@ export const notDeleted = (runPath: string, outcome: { readonly error?: FileSyst
   outcome.error === undefined
     ? { path: runPath, message: "quarantined in .trash; deletion finishes on the next prune" }
     : { path: outcome.error.path, message: `${runPath} quarantined in .trash, not deleted (every prune tries again): ${outcome.error.message}` }
+
+/** One measuring walk within what is left of the tenant's entry budget; a failed walk is an incomplete size. */
+const measureRun = (deps: Deps, path: string, policy: RetentionPolicy, budget: { remaining: number }, report: PruneReport): Effect.Effect<RunSize> =>
+  Effect.gen(function*() {
+    const measured = yield* deps.fs.measureTree(path, { maxEntries: Math.max(0, budget.remaining), maxDepth: policy.maxDepth }).pipe(Effect.either)
+    const size = measured._tag === "Right" ? measured.right : { bytes: 0, entries: 0, complete: false }
+    if (measured._tag === "Left") report.errors.push({ path, message: measured.left.message })
+    budget.remaining -= size.entries
+    if (!size.complete) report.incomplete = true
+    return { bytes: size.bytes, complete: size.complete }
+  })
+
+/** Bytes before = what stays (kept, active, skipped) + what was removed; unknown when any part is. */
+const totalBytes = (report: PruneReport): number | null =>
+  report.bytesAfter === null || report.removed.some((r) => r.bytes === null)
+    ? null
+    : report.removed.reduce((total, r) => total + r.bytes!, report.bytesAfter)
 
 /** Dead leases of kept runs are removed under that run's cleanup marker, re-judged there; the paths removed. */
 const removeDeadLeases = (deps: Deps, tenantDir: string, dead: ReadonlySet<string>, report: PruneReport) =>

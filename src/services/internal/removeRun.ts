@@ -21,8 +21,11 @@ export interface RunAddress {
 }
 
 export type RemoveOutcome =
-  /** Quarantined; `complete: false` leaves it in `.trash/`, with the walk's `error` when it failed (a mount point). */
-  | { readonly _tag: "Removed"; readonly complete: boolean; readonly error?: FileSystemError }
+  /**
+   * Quarantined; `complete: false` leaves it in `.trash/`, with the walk's `error` when it failed (a mount
+   * point). `removedBytes`: what the removal walk unlinked (all of the run when `complete`).
+   */
+  | { readonly _tag: "Removed"; readonly complete: boolean; readonly removedBytes: number; readonly error?: FileSystemError }
   | { readonly _tag: "Skipped"; readonly why: string }
 
 export type QuarantineOutcome =
@@ -98,8 +101,8 @@ export const deleteQuarantined = (deps: Deps, target: string): Effect.Effect<Rem
     Effect.either,
     Effect.map((removal) =>
       removal._tag === "Right"
-        ? { _tag: "Removed", complete: removal.right.complete } as const
-        : { _tag: "Removed", complete: false, error: removal.left } as const
+        ? { _tag: "Removed", complete: removal.right.complete, removedBytes: removal.right.removedBytes } as const
+        : { _tag: "Removed", complete: false, removedBytes: 0, error: removal.left } as const
     )
   )
 
