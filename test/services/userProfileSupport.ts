@@ -4,8 +4,8 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { parseShard, SHARD_NAME_RE } from "../../src/domain/UserProfileArchive.js"
-import { parseUserText } from "../../src/domain/UserProfileText.js"
+import { INDEX_FILE, parseShard, SHARD_NAME_RE } from "../../src/domain/UserProfileArchive.js"
+import { PROFILE_POINTER, parseUserText } from "../../src/domain/UserProfileText.js"
 import type { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
 import { UserProfile, type UserProfileOptions } from "../../src/services/UserProfile.js"
@@ -61,3 +61,21 @@ export const assertSettled = (world: MemoryWorld, facts: ReadonlyArray<string>, 
   assert.isUndefined(state[`${AGENT}/state/user-profile/pending.json`], `${what}: a journal is left`)
   assert.isUndefined(state[`${AGENT}/state/user-profile/lock`], `${what}: the lock is left`)
 }
+
+/** What Pi writes today: its pointer, an index with two shards (names not our hashes), extra front-matter keys. */
+export const PI_SHARD_1 = "user-preferences-0123456789abcdef.okf.md"
+export const PI_SHARD_2 = "user-preferences-fedcba9876543210.okf.md"
+export const piShard = (part: number, body: string) =>
+  `---\ntype: User Preference\ntitle: User preferences (part ${part})\ndescription: Archived user preferences\n` +
+  `tags:\n  - user-preferences\n  - archived\ntimestamp: 2026-10-0${part}T12:00:00.000Z\npi:\n  scope: user\n  source: memory-archive\n  part: ${part}\n---\n\n${body}`
+export const PI_INDEX = "---\ntype: User Preference\ntitle: User preference archive\ndescription: Index\ntags: [user-preferences, index]\n" +
+  "timestamp: 2026-10-02T12:00:00.000Z\npi: { scope: user }\n---\n\n# User preference archive\n\n" +
+  `- [Part 1](${PI_SHARD_1})\n- [Part 2](./${PI_SHARD_2})\n`
+export const PI_FACTS = ["- Prefers concise answers", "- Uses pnpm", "- Works in Europe/Paris", "- Likes tabs", "- Hot: answers in French"]
+export const seedPi = (world: MemoryWorld) =>
+  Effect.all([
+    world.writeFixture(USER, `${PROFILE_POINTER}\n- Hot: answers in French\n`),
+    world.writeFixture(`${ARCHIVE}/${INDEX_FILE}`, PI_INDEX),
+    world.writeFixture(`${ARCHIVE}/${PI_SHARD_1}`, piShard(1, "- Prefers concise answers\n- Uses pnpm\n")),
+    world.writeFixture(`${ARCHIVE}/${PI_SHARD_2}`, piShard(2, "- Works in Europe/Paris\n\n- Likes tabs\n"))
+  ], { discard: true })
