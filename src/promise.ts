@@ -15,6 +15,7 @@ import type { DoctorReport, LayoutReport } from "./domain/MigrationPlan.js"
 import type { PruneReport } from "./domain/PruneReport.js"
 import type { RetentionInput } from "./domain/Retention.js"
 import { runTyped, unrefSleep } from "./facade/runtime.js"
+import { type PromiseUserProfile, promiseUserProfile } from "./facade/userProfile.js"
 import { NodeWorld, storageLayer } from "./layers/Storage.js"
 import { AgentDir } from "./services/AgentDir.js"
 import { Doctor, type DoctorOptions } from "./services/Doctor.js"
@@ -71,6 +72,8 @@ export interface AgentStorage {
   doctor(o?: { maxEntries?: number; webDataRoot?: string }): Promise<DoctorReport>
   /** Throws `InvalidSegment` for a bad namespace. */
   getStorage(namespace: string): ExtensionStorage
+  /** MEM1: the bounded USER.md profile (default budget 8 KiB); no I/O until a method is called. */
+  userProfile(o?: { budgetBytes?: number }): PromiseUserProfile
   /** Releases every lease it handed out, waits for background prunes. */
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
@@ -216,6 +219,7 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
         }
       }
     },
+    userProfile: (o = {}) => promiseUserProfile((effect) => whileOpen(() => runTyped(runtime, effect)), o),
     [Symbol.asyncDispose]: () => storage.close()
   }
   return storage
@@ -253,6 +257,7 @@ export const pruneWorkTenant = async (
   return (await sharedStore(agentDir)).pruneWorkTenant(rest)
 }
 
+export type { ProfileChange, ProfileView, PromiseUserProfile } from "./facade/userProfile.js"
 export { chooseTier, extensionContext, openTiers, resolveStateDir } from "./facade/tiers.js"
 export type {
   ExtensionContext,

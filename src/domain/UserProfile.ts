@@ -29,7 +29,7 @@ export interface ProfileFiles {
   readonly unparsable: ReadonlyArray<{ readonly name: string; readonly why: string }>
 }
 
-export interface Segment {
+export interface ProfileSegment {
   /** The shard file the entries are in, `null` for entries not yet in any file. */
   readonly origin: string | null
   readonly entries: ReadonlyArray<string>
@@ -38,7 +38,7 @@ export interface Segment {
 }
 
 export interface ProfileModel {
-  readonly archive: ReadonlyArray<Segment>
+  readonly archive: ReadonlyArray<ProfileSegment>
   readonly hot: ReadonlyArray<string>
   /** USER.md had Pi's pointer. */
   readonly pointer: boolean
@@ -67,7 +67,7 @@ export const buildModel = (files: ProfileFiles): ProfileModel => {
     const kept = entries.filter((e) => !seen.has(e) && (seen.add(e), true))
     return { kept, dropped: kept.length !== entries.length }
   }
-  const archive = order.map((origin): Segment => {
+  const archive = order.map((origin): ProfileSegment => {
     const { kept, dropped } = keepFirst(files.shards.get(origin)!.entries)
     return { origin, entries: kept, dirty: dropped }
   })
@@ -147,19 +147,19 @@ export const applyOperation = (
     return { model: next, outcome: "replaced", entry: replacement, matched: loc.text } as Applied
   })
 
-export interface LayoutShard {
+export interface ProfileLayoutShard {
   readonly name: string
   readonly entries: ReadonlyArray<string>
 }
 
-export interface Layout {
-  readonly shards: ReadonlyArray<LayoutShard>
+export interface ProfileLayout {
+  readonly shards: ReadonlyArray<ProfileLayoutShard>
   readonly user: UserText
   /** The hot body went into new shards (the budget would have been exceeded). */
   readonly archivedHot: boolean
 }
 
-export interface LayoutOptions {
+export interface ProfileLayoutOptions {
   readonly budgetBytes: number
   readonly shardBudgetBytes: number
 }
@@ -169,10 +169,10 @@ export interface LayoutOptions {
  * shard budget; empty ones vanish. When USER.md would exceed its budget, the whole hot body moves into new
  * shards at the end of the archive and USER.md becomes Pi's pointer alone.
  */
-export const planLayout = (model: ProfileModel, options: LayoutOptions): Layout => {
-  const chunked = (entries: ReadonlyArray<string>): Array<LayoutShard> =>
+export const planLayout = (model: ProfileModel, options: ProfileLayoutOptions): ProfileLayout => {
+  const chunked = (entries: ReadonlyArray<string>): Array<ProfileLayoutShard> =>
     splitIntoShards(entries, options.shardBudgetBytes).map((chunk) => ({ name: shardName(chunk), entries: chunk }))
-  const shards = model.archive.flatMap((s): Array<LayoutShard> => {
+  const shards = model.archive.flatMap((s): Array<ProfileLayoutShard> => {
     if (s.entries.length === 0) return []
     if (!s.dirty && s.origin !== null) return [{ name: s.origin, entries: s.entries }]
     return chunked(s.entries)
@@ -184,7 +184,7 @@ export const planLayout = (model: ProfileModel, options: LayoutOptions): Layout 
 
 export interface ProfileWrites {
   /** Shards to write (not on disk yet), in layout order. */
-  readonly create: ReadonlyArray<LayoutShard>
+  readonly create: ReadonlyArray<ProfileLayoutShard>
   /** The new index (shard names in order); `[]` removes the index; `null` leaves it. */
   readonly index: ReadonlyArray<string> | null
   /** The new USER.md; `null` leaves it. */
@@ -196,7 +196,7 @@ export interface ProfileWrites {
 const sameList = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) => a.length === b.length && a.every((x, i) => x === b[i])
 
 /** What turns the files into the layout; nothing when they already are it. */
-export const diffLayout = (files: ProfileFiles, layout: Layout): ProfileWrites => {
+export const diffLayout = (files: ProfileFiles, layout: ProfileLayout): ProfileWrites => {
   const names = layout.shards.map((s) => s.name)
   const userText = renderUserText(layout.user)
   const indexUpToDate = names.length === 0 ? !files.indexExists : files.indexed !== null && sameList(files.indexed, names)
@@ -216,7 +216,7 @@ export const isNoop = (w: ProfileWrites): boolean =>
 export const needsJournal = (w: ProfileWrites): boolean =>
   w.create.length + w.obsolete.length + (w.index === null ? 0 : 1) + (w.user === null ? 0 : 1) > 1
 
-export const journalOf = (w: ProfileWrites, layout: Layout): ProfileJournal => ({
+export const journalOf = (w: ProfileWrites, layout: ProfileLayout): ProfileJournal => ({
   version: 1,
   shards: layout.shards.map((s) => s.name),
   created: w.create.map((s) => s.name),

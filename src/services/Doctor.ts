@@ -41,6 +41,7 @@ import { judgeMarker } from "./internal/markers.js"
 import { tierPaths } from "../domain/WebPaths.js"
 import { resolveStateDir } from "../domain/Tiers.js"
 import { isActive, readLeases, readManifest } from "./internal/runFacts.js"
+import { userProfileFindings } from "./UserProfileDoctor.js"
 
 export interface DoctorOptions {
   /** Entries examined before the scan stops (`truncated`); default 100,000. */
@@ -435,6 +436,7 @@ const doctorProgram = (deps: Deps, agentDirInput: string, options?: DoctorOption
       yield* checkRoot(scan, agentDir)
       yield* checkState(scan, agentDir)
       yield* checkWork(scan, agentDir)
+      for (const f of yield* userProfileFindings(scan.deps, agentDir)) scan.add(f.code, f.path, f.message, f.fix, f.severity)
     }
     if (options?.webDataRoot !== undefined) {
       const webRoot = yield* resolveRootLink(deps.fs, options.webDataRoot)

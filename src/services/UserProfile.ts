@@ -31,7 +31,7 @@ import {
   isNoop,
   journalDirection,
   journalOf,
-  type Layout,
+  type ProfileLayout,
   type MutationOutcome,
   modelEntries,
   needsJournal,
@@ -111,7 +111,7 @@ const encoder = new TextEncoder()
 
 const unsafe = (path: string, reason: UnsafeProfile["reason"], detail: string) => new UnsafeProfile({ path, reason, detail })
 
-interface ReadState extends ProfileFiles {
+export interface ReadState extends ProfileFiles {
   readonly journal: ProfileJournal | null
 }
 
@@ -120,10 +120,8 @@ class LockHeld {
   constructor(readonly holder: string, readonly unreadable: boolean) {}
 }
 
-export const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], options: UserProfileOptions = {}) => {
-  const budgetBytes = options.budgetBytes ?? DEFAULT_PROFILE_BUDGET_BYTES
-  const shardBudgetBytes = options.shardBudgetBytes ?? DEFAULT_SHARD_BUDGET_BYTES
-  const { fs } = deps
+/** Where the profile's files are, and how they are read (safely: `lstat` first, never through a link). Read-only. */
+export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) => {
   const archiveDir = paths.userPreferencesDir
   const stateDir = userProfileStateDir(paths)
   const lockPath = NodePath.join(stateDir, PROFILE_LOCK)
@@ -197,6 +195,15 @@ export const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], op
     return { user, ...archive, journal }
   })
 
+  return { archiveDir, stateDir, lockPath, journalPath, shardPath, indexPath, readState }
+}
+
+export const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], options: UserProfileOptions = {}) => {
+  const budgetBytes = options.budgetBytes ?? DEFAULT_PROFILE_BUDGET_BYTES
+  const shardBudgetBytes = options.shardBudgetBytes ?? DEFAULT_SHARD_BUDGET_BYTES
+  const { fs } = deps
+  const { archiveDir, stateDir, lockPath, journalPath, shardPath, indexPath, readState } = profileReader(fs, paths)
+
   const viewOf = (files: ProfileFiles): ProfileView => {
     const model = buildModel(files)
     const text = files.user ?? ""
@@ -224,7 +231,7 @@ export const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], op
       for (const name of w.obsolete) yield* removeIfPresent(shardPath(name))
     })
 
-  const writeLayout = (writes: ProfileWrites, layout: Layout) =>
+  const writeLayout = (writes: ProfileWrites, layout: ProfileLayout) =>
     Effect.gen(function*() {
       if (isNoop(writes)) return
       const journaled = needsJournal(writes)
