@@ -18,6 +18,7 @@ import * as Option from "effect/Option"
 import type { SplitArgv } from "./argv.js"
 import { doctor } from "./commands/doctor.js"
 import { ls } from "./commands/ls.js"
+import { memoryCommand } from "./commands/memory.js"
 import { migrate } from "./commands/migrate.js"
 import { prune } from "./commands/prune.js"
 import { run } from "./commands/run.js"
@@ -37,6 +38,8 @@ export const USAGE = `usage: pi-storage [--agent-dir DIR] [--no-color] <command>
   work run CATEGORY/TENANT [--name RUN] [--delete] -- CMD [ARGS...]
   doctor [--json]                               read-only check of the agent dir
   migrate [--dry-run] [--json]                  move legacy entries to their canonical places
+  memory show [--json]                          the USER.md profile: entries, shards, bytes of budget
+  memory add TEXT | replace OLD NEW | remove OLD [--budget 8KiB] [--json]
 
 Run 'pi-storage <command> --help' for details.
 `
@@ -116,14 +119,14 @@ const commands = (ctx: CliContext) => {
   }
   return Command.make("pi-storage", globals, () => Effect.zipRight(err(USAGE), Effect.sync(() => ctx.status.raise(ExitCode.usage)))).pipe(
     Command.withDescription("See and manage what the coding agent keeps under its agent dir."),
-    Command.withSubcommands([statusCommand, work, doctorCommand, migrateCommand])
+    Command.withSubcommands([statusCommand, work, doctorCommand, migrateCommand, memoryCommand(ctx)])
   )
 }
 
 /** `@effect/cli` needs the platform FileSystem, Path and Terminal; subpath imports keep start-up quick. */
 const cliEnvironment = Layer.mergeAll(NodeFileSystem.layer, NodePath.layer, NodeTerminal.layer)
 
-const COMMAND_WORDS = new Set(["status", "work", "ls", "prune", "run", "doctor", "migrate"])
+const COMMAND_WORDS = new Set(["status", "work", "ls", "prune", "run", "doctor", "migrate", "memory", "show", "add", "replace", "remove"])
 
 /** One line from a ValidationError: its text without ANSI codes, whitespace collapsed; a bad command is named. */
 export const validationMessage = (error: ValidationError.ValidationError, args: ReadonlyArray<string>): string => {

@@ -22,7 +22,8 @@ const VALUED_FLAGS: Readonly<Record<string, string>> = {
   "--max-age": "a duration such as 30d",
   "--max-runs": "a number such as 20",
   "--max-bytes": "a size such as 512MiB",
-  "--name": "a run name"
+  "--name": "a run name",
+  "--budget": "a size in bytes such as 8KiB or 4000"
 }
 
 export type ArgvResult = { readonly ok: true; readonly value: SplitArgv } | { readonly ok: false; readonly message: string }

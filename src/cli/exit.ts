@@ -21,11 +21,14 @@ export const exitCodeForError = (tag: string): number => {
   switch (tag) {
     case "InvalidSegment":
     case "InvalidArgument":
+    case "InvalidEntry":
       return ExitCode.usage
     case "UnsafeRoot":
     case "RunBusy":
     case "UnownedRun":
     case "ManifestMismatch":
+    case "UnsafeProfile":
+    case "ProfileBusy":
       return ExitCode.refused
     default:
       return ExitCode.findings

@@ -1,12 +1,14 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Either } from "effect"
+import { Effect, Either, Fiber, Option } from "effect"
 import { INDEX_FILE, parseIndex, shardName } from "../../src/domain/UserProfileArchive.js"
 import { PROFILE_POINTER } from "../../src/domain/UserProfileText.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { UnsafeProfile } from "../../src/domain/UserProfileErrors.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import type { UserProfile } from "../../src/services/UserProfile.js"
-import { asProcess, snapshot } from "./migrationSupport.js"
+import { depsFromContext } from "../../src/services/internal/deps.js"
+import { tryAcquireMarker } from "../../src/services/internal/markers.js"
+import { asProcess, snapshot, spawn } from "./migrationSupport.js"
 import {
   AGENT,
   ARCHIVE,
@@ -282,5 +284,41 @@ describe("UserProfile: unsafe files are refused before use", () => {
       assert.isTrue(e instanceof UnsafeProfile && e.reason === "unparsable-shard", String(e))
       const after = Object.fromEntries(Object.entries(snapshot(world)).filter(([rel]) => !rel.startsWith("state")))
       assert.deepStrictEqual(after, before)
+    }))
+})
+
+describe("UserProfile: the lock", () => {
+  /** A simulated process that takes the profile lock itself and keeps it. */
+  const holdLock = (world: MemoryWorld) => {
+    const holder = spawn(world)
+    const take = Effect.gen(function*() {
+      const deps = yield* depsFromContext
+      yield* deps.fs.makeDirectory(`${AGENT}/state/user-profile`, { recursive: true })
+      const attempt = yield* tryAcquireMarker(deps, `${AGENT}/state/user-profile/lock`, "test holder")
+      assert.strictEqual(attempt._tag, "Acquired")
+      return attempt._tag === "Acquired" ? attempt.release : Effect.void
+    })
+    return Effect.map(Effect.provide(take, holder.layer), (release) => ({ pid: holder.pid, release }))
+  }
+
+  it.live("a writer waits for a live holder as long as it lives, then writes; a dead holder's lock is reclaimed", () =>
+    Effect.gen(function*() {
+      const world = fresh()
+      const first = yield* holdLock(world)
+      const waiting = yield* Effect.fork(asProfile(world, (p) => p.add("waited for the lock"), { lockPollMs: 1 }))
+      // Far longer than any fixed retry budget at this poll interval: still waiting, nothing written.
+      yield* Effect.sleep("600 millis")
+      assert.isTrue(Option.isNone(yield* Fiber.poll(waiting)))
+      assert.isUndefined(world.readFixtureText(USER))
+      yield* first.release
+      assert.strictEqual((yield* Fiber.join(waiting)).outcome, "added")
+      // A holder that dies without giving the lock back: the waiting writer reclaims it.
+      const second = yield* holdLock(world)
+      const next = yield* Effect.fork(asProfile(world, (p) => p.add("after a dead holder"), { lockPollMs: 1 }))
+      yield* Effect.sleep("100 millis")
+      assert.isTrue(Option.isNone(yield* Fiber.poll(next)))
+      world.kill("h1", second.pid)
+      assert.strictEqual((yield* Fiber.join(next)).outcome, "added")
+      assertSettled(world, ["waited for the lock", "after a dead holder"], "after the lock")
     }))
 })
