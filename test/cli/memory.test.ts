@@ -80,7 +80,7 @@ describe("pi-storage memory (built CLI)", () => {
     const removed = await run("memory", "remove", "Likes tabs")
     assert.deepStrictEqual([removed.code, removed.stdout], [0, "removed: - Likes tabs, never spaces\n"])
     const shown = await run("memory", "show")
-    assert.match(shown.stdout, /^USER\.md: 106 of 8192 bytes; 1 entry, 1 archived shard\n\nID +IN +ENTRY\n[0-9a-f]{12} +user-preferences-[0-9a-f]{16}\.okf\.md +- Uses bun\n$/)
+    assert.match(shown.stdout, /^USER\.md: 107 of 8192 bytes; 1 entry, 1 archived shard\n\nID +IN +ENTRY\n[0-9a-f]{12} +user-preferences-[0-9a-f]{16}\.okf\.md +- Uses bun\n$/)
   })
 
   it("not found and ambiguous exit 1 (the candidates listed); a bad entry or flag exits 2; nothing changes", async () => {
