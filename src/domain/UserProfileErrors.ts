@@ -7,6 +7,10 @@ import * as Schema from "effect/Schema"
 export const InvalidEntryReason = Schema.Literal("newline", "blank", "invisible-character", "pointer-line", "too-large")
 export type InvalidEntryReason = typeof InvalidEntryReason.Type
 
+/** Text safe to print: control and format characters (bidi overrides, zero-width …) shown as `\u{…}` escapes. */
+const printable = (text: string): string =>
+  text.replace(/\p{C}/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16).toUpperCase()}}`)
+
 /** An entry the profile cannot hold: it must be one visible, non-blank line. */
 export class InvalidEntry extends Schema.TaggedError<InvalidEntry>()("InvalidEntry", {
   text: Schema.String,
@@ -14,7 +18,8 @@ export class InvalidEntry extends Schema.TaggedError<InvalidEntry>()("InvalidEnt
   detail: Schema.String
 }) {
   override get message(): string {
-    return `invalid profile entry ${JSON.stringify(this.text.length > 80 ? `${this.text.slice(0, 77)}...` : this.text)}: ${this.detail}`
+    const shown = printable(this.text.length > 80 ? `${this.text.slice(0, 77)}...` : this.text)
+    return `invalid profile entry "${shown}": ${this.detail}`
   }
 }
 
