@@ -140,6 +140,18 @@ describe("pi-storage memory (built CLI)", () => {
     assert.deepStrictEqual(Fs.readdirSync(Path.join(agentDir, "elsewhere")), [])
   })
 
+  it("a crash's leftover journal is undone by the next edit; the warning goes to stderr, stdout stays JSON", async () => {
+    const agentDir = tempDir()
+    Fs.mkdirSync(Path.join(agentDir, "state", "user-profile"), { recursive: true })
+    const journal = { version: 1, shards: [], created: ["user-preferences-0000000000000000.okf.md"], obsolete: [], user: null }
+    Fs.writeFileSync(Path.join(agentDir, "state", "user-profile", "pending.json"), JSON.stringify(journal))
+    const r = await at(agentDir)("memory", "add", "--json", "- after a crash")
+    assert.strictEqual(r.code, 0, r.stderr)
+    assert.strictEqual(JSON.parse(r.stdout).outcome, "added")
+    assert.include(r.stderr, "interrupted by a crash (undone)")
+    assert.deepStrictEqual(Fs.readdirSync(Path.join(agentDir, "state", "user-profile")), [])
+  })
+
   it("help says each flag's default with an example", async () => {
     const help = await cli(["memory", "add", "--help"])
     assert.strictEqual(help.code, 0)

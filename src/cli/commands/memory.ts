@@ -9,6 +9,7 @@ import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
 import * as Effect from "effect/Effect"
+import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import { DEFAULT_PROFILE_BUDGET_BYTES } from "../../domain/UserProfileText.js"
 import type { ProfileChange, ProfileView, UserProfile } from "../../services/UserProfile.js"
@@ -56,6 +57,12 @@ const json = Options.boolean("json").pipe(Options.withDescription("Print one JSO
 
 type Use<A, E> = (profile: UserProfile["Type"]) => Effect.Effect<A, E>
 
+/** Warnings (a crashed write finished, an index rebuilt) go to stderr: stdout stays the document asked for. */
+const stderrLogger = Logger.replace(
+  Logger.defaultLogger,
+  Logger.map(Logger.logfmtLogger, (line) => void process.stderr.write(`pi-storage: ${line}\n`))
+)
+
 /** Run against the profile; typed failures become their message and exit code, ambiguity lists the candidates. */
 const withProfile = <A, E extends { readonly _tag: string; readonly message: string }>(
   ctx: CliContext,
@@ -72,7 +79,8 @@ const withProfile = <A, E extends { readonly _tag: string; readonly message: str
               err((e.candidates as ReadonlyArray<string>).map((c) => `  ${c}\n`).join("")))
             : reportError(ctx, e),
         onSuccess: show
-      })
+      }),
+      Effect.provide(stderrLogger)
     ))
 
 export const memoryCommand = (ctx: CliContext) => {
