@@ -493,7 +493,7 @@ export const FINDING_CODES = {
   },
   "user-profile-index-missing": {
     severity: "warning",
-    meaning: "USER.md is Pi's pointer but okf-memory/user-preferences/index.okf.md is missing or does not parse; the next profile mutation rebuilds it."
+    meaning: "okf-memory/user-preferences/index.okf.md does not parse, or is missing while USER.md is Pi's pointer to it; the next profile mutation rebuilds it."
   },
   "user-profile-unlisted-shard": {
     severity: "info",

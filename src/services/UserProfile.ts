@@ -177,8 +177,8 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) 
       if (isIndex) {
         indexExists = true
         const parsed = text === undefined ? { ok: false as const } : parseIndex(text)
+        // An index that does not parse is read as missing: it holds no fact, the shards are all adopted.
         if (parsed.ok) indexed = parsed.shards
-        else yield* Effect.logWarning("the user preference index does not parse; it is rebuilt from the shards present").pipe(Effect.annotateLogs({ path }))
         continue
       }
       const parsed = text === undefined ? { ok: false as const, why: `larger than ${ARCHIVE_FILE_MAX_BYTES} bytes` } : parseShard(text)
@@ -304,6 +304,10 @@ export const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], op
           })
           const layout = planLayout(applied.model, { budgetBytes, shardBudgetBytes })
           const writes = diffLayout(state, layout)
+          if (state.indexExists && state.indexed === null && writes.index !== null) {
+            yield* Effect.logWarning("the user preference index does not parse; it is rebuilt from the shards present")
+              .pipe(Effect.annotateLogs({ path: indexPath }))
+          }
           yield* writeLayout(writes, layout)
           const after: ProfileFiles = {
             user: writes.user ?? state.user,

@@ -51,7 +51,7 @@ export const userProfileFindings = (deps: Deps, agentDir: string): Effect.Effect
       })
     }
     const model = buildModel(state)
-    if (model.pointer && state.indexed === null) {
+    if ((model.pointer || state.indexExists) && state.indexed === null) {
       findings.push({
         code: "user-profile-index-missing",
         path: reader.indexPath,

@@ -46,6 +46,16 @@ describe("doctor: the user profile", () => {
       ])
     }))
 
+  it.effect("an index that does not parse", () =>
+    Effect.gen(function*() {
+      const world = fresh()
+      yield* seedPi(world)
+      yield* world.writeFixture(`${ARCHIVE}/${INDEX_FILE}`, "- [x](user-preferences-0123456789abcdef.okf.md)\n")
+      const report = yield* asProcess(world, doctor(AGENT))
+      const finding = report.findings.find((f) => f.code === "user-profile-index-missing")
+      assert.strictEqual(finding?.message, "USER.md points to an archive index that does not parse")
+    }))
+
   it.effect("a leftover lock of a dead writer, and its interrupted write", () =>
     Effect.gen(function*() {
       const world = fresh()
