@@ -328,8 +328,13 @@ export const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], op
       (release) => release
     )
 
-  const read: Effect.Effect<ProfileView, ProfileError> = Effect.map(readState, (state) =>
-    viewOf(state.journal === null ? state : filesAfterJournal(state, state.journal)))
+  const readView = Effect.map(readState, (state) => viewOf(state.journal === null ? state : filesAfterJournal(state, state.journal)))
+  // Once a writer has run (its state dir exists), a read takes the lock too, so it never sees half of a
+  // mutation (new shards next to the ones they replace). Before that there is nothing to race, and a read of
+  // a fresh agent dir creates nothing.
+  const writerHasRun = fs.lstat(stateDir).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
+  const read: Effect.Effect<ProfileView, ProfileError> = Effect.flatMap(writerHasRun, (locked) =>
+    locked ? Effect.acquireUseRelease(acquireLock, () => readView, (release) => release) : readView)
 
   return {
     read,

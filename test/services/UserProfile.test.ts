@@ -1,11 +1,15 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Either, Fiber, Option } from "effect"
+import { Effect, Either, Fiber, Layer, Option } from "effect"
 import { INDEX_FILE, parseIndex, shardName } from "../../src/domain/UserProfileArchive.js"
 import { PROFILE_POINTER } from "../../src/domain/UserProfileText.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { UnsafeProfile } from "../../src/domain/UserProfileErrors.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
-import type { UserProfile } from "../../src/services/UserProfile.js"
+import * as MemoryFs from "../../src/layers/MemoryFileSystem.js"
+import * as MemoryHost from "../../src/layers/MemoryHost.js"
+import { AgentDir } from "../../src/services/AgentDir.js"
+import { Host } from "../../src/services/Host.js"
+import { UserProfile } from "../../src/services/UserProfile.js"
 import { depsFromContext } from "../../src/services/internal/deps.js"
 import { tryAcquireMarker } from "../../src/services/internal/markers.js"
 import { asProcess, snapshot, spawn } from "./migrationSupport.js"
@@ -14,6 +18,7 @@ import {
   ARCHIVE,
   asProfile,
   assertSettled,
+  PI_FACTS,
   PI_INDEX,
   PI_SHARD_1,
   PI_SHARD_2,
@@ -320,5 +325,35 @@ describe("UserProfile: the lock", () => {
       world.kill("h1", second.pid)
       assert.strictEqual((yield* Fiber.join(next)).outcome, "added")
       assertSettled(world, ["waited for the lock", "after a dead holder"], "after the lock")
+    }))
+})
+
+describe("UserProfile: readers beside a writer", () => {
+  it.live("a read that lists the archive just before another process edits a shard still sees the profile before or after", () =>
+    Effect.gen(function*() {
+      const world = fresh()
+      yield* seedPi(world)
+      yield* asProfile(world, (p) => p.add("- first edit"))
+      const before = [...PI_FACTS, "- first edit"].sort()
+      const after = before.map((f) => (f === "- Uses pnpm" ? "- Uses bun" : f)).sort()
+      // The reader's process: right after it lists the archive, a writer edits a shard; the reader waits for
+      // that writer to finish (or 300 ms, when the writer is itself waiting for the reader's lock).
+      const host = MemoryHost.make(world, { hostname: "h1" })
+      const memoryFs = MemoryFs.make(world, { uid: host.uid ?? 1000, hostname: host.hostname, pid: host.pid })
+      let writer: Fiber.RuntimeFiber<unknown, unknown> | undefined
+      const fs: FileSystem["Type"] = {
+        ...memoryFs,
+        readDirectory: (path) =>
+          Effect.tap(memoryFs.readDirectory(path), () =>
+            path !== ARCHIVE || writer !== undefined ? Effect.void : Effect.gen(function*() {
+              writer = yield* Effect.fork(asProfile(world, (p) => p.replace("pnpm", "- Uses bun"), { lockPollMs: 1 }))
+              yield* Fiber.await(writer).pipe(Effect.timeout("300 millis"), Effect.ignore)
+            }))
+      }
+      const layer = Layer.provideMerge(AgentDir.layer(AGENT), Layer.merge(Layer.succeed(FileSystem, fs), Layer.succeed(Host, host)))
+      const seen = texts(yield* Effect.provide(Effect.flatMap(UserProfile.make({ lockPollMs: 1 }), (p) => p.read), layer)).sort()
+      assert.deepStrictEqual(seen, before)
+      yield* Fiber.join(writer!)
+      assert.deepStrictEqual(texts(yield* asProfile(world, (p) => p.read)).sort(), after)
     }))
 })
