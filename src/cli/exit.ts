@@ -22,6 +22,7 @@ export const exitCodeForError = (tag: string): number => {
     case "InvalidSegment":
     case "InvalidArgument":
     case "InvalidEntry":
+    case "SnapshotNotFound":
       return ExitCode.usage
     case "UnsafeRoot":
     case "RunBusy":
@@ -29,6 +30,9 @@ export const exitCodeForError = (tag: string): number => {
     case "ManifestMismatch":
     case "UnsafeProfile":
     case "ProfileBusy":
+    case "UnsafeBackupRoot":
+    case "BackupBusy":
+    case "SnapshotCorrupt":
       return ExitCode.refused
     default:
       return ExitCode.findings
