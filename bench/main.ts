@@ -1,6 +1,6 @@
 /**
- * `npm run bench [-- --quick] [--json] [--only prune,scan,memory,acquire,cli,property,snapshots] [--runs N]
- *  [--files N] [--reps N] [--ops N] [--settle MS] [--snapshot-files N] [--keep]`
+ * `npm run bench [-- --quick] [--json] [--only prune,scan,memory,acquire,cli,property,snapshots,config] [--runs N]
+ *  [--files N] [--reps N] [--ops N] [--settle MS] [--snapshot-files N] [--config-files N] [--keep]`
  *
  * Builds fixtures in a temp dir, runs each measurement several times alternating ours and the baseline,
  * and prints medians, min–max and ratios (or one JSON document with `--json`). `--quick` runs everything at
@@ -9,6 +9,7 @@
 import * as fs from "node:fs"
 import { benchAcquire } from "./acquire.js"
 import { benchCli } from "./cli.js"
+import { benchConfigHistory } from "./configHistory.js"
 import { benchMemory } from "./memory.js"
 import { benchProperty } from "./property.js"
 import { benchStateBackups } from "./stateBackups.js"
@@ -16,7 +17,7 @@ import { type Measurement, passes, renderMeasurements } from "./result.js"
 import { benchPrune, benchScan } from "./tree.js"
 import { machine, makeTempRoot, numberArg, parseArgs } from "./util.js"
 
-const ALL = ["prune", "scan", "memory", "acquire", "cli", "property", "snapshots"] as const
+const ALL = ["prune", "scan", "memory", "acquire", "cli", "property", "snapshots", "config"] as const
 
 const main = async () => {
   const args = parseArgs(process.argv.slice(2))
@@ -52,6 +53,10 @@ const main = async () => {
     if (only.has("cli")) results.push(await benchCli({ root, reps: quick ? 5 : 15, log }))
     if (only.has("snapshots")) {
       results.push(await benchStateBackups({ root, files: numberArg(args, "snapshot-files", quick ? 2_000 : 10_000), reps: quick ? 1 : 3, log }))
+    }
+    if (only.has("config")) {
+      const files = numberArg(args, "config-files", 200)
+      results.push(await benchConfigHistory({ root, files, ops: quick ? 10 : 30, reps, settleMs, log }))
     }
     if (only.has("property")) results.push(await benchProperty({ seconds: numberArg(args, "property-seconds", quick ? 3 : 10), log }))
   } finally {

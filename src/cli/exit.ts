@@ -22,6 +22,7 @@ export const exitCodeForError = (tag: string): number => {
     case "InvalidSegment":
     case "InvalidArgument":
     case "InvalidEntry":
+    case "UnknownRevision":
     case "SnapshotNotFound":
       return ExitCode.usage
     case "UnsafeRoot":
@@ -30,6 +31,7 @@ export const exitCodeForError = (tag: string): number => {
     case "ManifestMismatch":
     case "UnsafeProfile":
     case "ProfileBusy":
+    case "ConfigHistoryBusy":
     case "UnsafeBackupRoot":
     case "BackupBusy":
     case "SnapshotCorrupt":

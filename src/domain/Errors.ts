@@ -177,12 +177,43 @@ export class StateUnreadable extends Schema.TaggedError<StateUnreadable>()("Stat
 
 export class ConfigRedLine extends Schema.TaggedError<ConfigRedLine>()("ConfigRedLine", {
   path: Schema.String,
-  rule: Schema.Literal("database", "log", "size-budget", "invalid-value"),
+  rule: Schema.Literal("database", "log", "virtualenv", "size-budget", "invalid-value"),
   /** The tier the data belongs in instead. */
   rightTier: Schema.String,
   detail: Schema.String
 }) {
   override get message(): string {
     return `refusing to write ${this.path} into config/ (${this.rule}): ${this.detail}; put it in ${this.rightTier}/`
+  }
+}
+
+/** A `git` call of the config history failed: the command (without the isolation flags) and git's own words. */
+export class GitFailed extends Schema.TaggedError<GitFailed>()("GitFailed", {
+  command: Schema.String,
+  exitCode: Schema.Number,
+  stderr: Schema.String
+}) {
+  override get message(): string {
+    const said = this.stderr.trim().split("\n").slice(0, 3).join("; ")
+    return `${this.command} failed (exit ${this.exitCode})${said === "" ? "" : `: ${said}`}`
+  }
+}
+
+/** A revision the config history does not have. */
+export class UnknownRevision extends Schema.TaggedError<UnknownRevision>()("UnknownRevision", {
+  revision: Schema.String
+}) {
+  override get message(): string {
+    return `unknown config history revision ${JSON.stringify(this.revision)}`
+  }
+}
+
+/** Another process held the config history's writer lock for longer than the wait allowed. */
+export class ConfigHistoryBusy extends Schema.TaggedError<ConfigHistoryBusy>()("ConfigHistoryBusy", {
+  holder: Schema.String,
+  waitedMs: Schema.Number
+}) {
+  override get message(): string {
+    return `the config history is busy (held by ${this.holder}; waited ${this.waitedMs} ms); try again`
   }
 }

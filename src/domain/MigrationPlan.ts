@@ -13,6 +13,7 @@ import {
   sidecarDestination,
   ZONE_IDENTIFIER_SUFFIX
 } from "./AgentPaths.js"
+import { isDatabaseFileName, isLogFileName } from "./ConfigRedLines.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // The exclusive migration marker
@@ -515,6 +516,11 @@ export const FINDING_CODES = {
     severity: "error",
     meaning: "USER.md, the archive directory or a shard is a symlink or not a regular file/directory; the profile refuses it (UnsafeProfile)."
   },
+  "config-change-interrupted": {
+    severity: "warning",
+    meaning: "A config change (ConfigHistory `change()`) was interrupted: its process died between its start " +
+      "and its snapshot. The finding names the change and the last good revision to roll back to."
+  },
   "state-backup-incomplete": {
     severity: "warning",
     meaning: "An incomplete state snapshot (`.incomplete-<id>/` in the backup root) whose writer is dead; never " +
@@ -551,12 +557,10 @@ export type RootClassification =
 
 export type UnknownHint = "database" | "log" | "temp" | "other"
 
-const DATABASE_RE = /\.(sqlite3?|db|db3|sqlite-(wal|shm|journal)|db-(wal|shm|journal)|ldb|mdb)$/i
-const LOG_RE = /(\.log(\.\d+)?|\.log\.gz|\.out|\.err)$/i
 const TEMP_RE = /(\.tmp|\.temp|\.swp|~|\.part)$/i
 
 export const fileHint = (name: string): UnknownHint =>
-  DATABASE_RE.test(name) ? "database" : LOG_RE.test(name) ? "log" : TEMP_RE.test(name) ? "temp" : "other"
+  isDatabaseFileName(name) ? "database" : isLogFileName(name) ? "log" : TEMP_RE.test(name) ? "temp" : "other"
 
 /** DR1: how the doctor sees one root entry. Reads the canonical and legacy tables; lists no names itself. */
 export const classifyRootEntry = (name: string): RootClassification => {
@@ -567,12 +571,3 @@ export const classifyRootEntry = (name: string): RootClassification => {
   if (name === MIGRATION_MARKER || name.startsWith(MIGRATION_MARKER_RECLAIM_PREFIX)) return { _tag: "MigrationMarker" }
   return { _tag: "Unknown", hint: fileHint(name) }
 }
-
-/** Names of directories that are rebuildable environments (DR2: must not live under config/). */
-const VENV_NAMES = new Set([".venv", "venv", "virtualenv", ".virtualenv", "node_modules", "__pycache__", "site-packages"])
-export const isEnvironmentDir = (name: string): boolean => VENV_NAMES.has(name)
-
-/** Config tier size budget (SPEC TD4 default). */
-export const CONFIG_FILE_BUDGET_BYTES = 1024 * 1024
-
-export const EXTENSION_TIERS: ReadonlyArray<string> = ["config", "state", "cache"]

@@ -6,9 +6,10 @@ import * as Either from "effect/Either"
 import * as NodePath from "node:path"
 import { DataDirRemoved, InvalidArgument, type InvalidSegment } from "./Errors.js"
 import { decodeSegment } from "./Segment.js"
-import { resolveWebDataRoot, tierPaths, type WebInstance } from "./WebPaths.js"
+import { resolveWebDataRoot, type TIER_NAMES, tierPaths, type WebInstance } from "./WebPaths.js"
 
-export type TierName = "config" | "state" | "cache"
+/** The three tiers, in the order a person reads them (one list: the doctor and the paths use it too). */
+export type TierName = (typeof TIER_NAMES)[number]
 
 // ---------------------------------------------------------------------------------------------------------
 // TD2: the extension context
@@ -178,9 +179,8 @@ export const chooseTier = (facts: TierFacts): TierChoice => {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// TD4: names and values the tiers accept
+// TD4: names and values the tiers accept (the config red lines live in ConfigRedLines.ts)
 
-export const DEFAULT_CONFIG_BUDGET_BYTES = 1024 * 1024
 /** The key-value file inside config/. */
 export const CONFIG_SETTINGS_FILE = "settings.json"
 export const FILE_NAME_MAX_LENGTH = 255
@@ -244,68 +244,4 @@ export const jsonValueViolation = (value: unknown): string | null => {
     return null
   }
   return walk(value, "value")
-}
-
-const DATABASE_NAME = /\.(db|db3|sqlite|sqlite3|s3db|sl3|mdb|ldb)(-wal|-shm|-journal)?$/i
-const LOG_NAME = /\.log(\.\d+)?(\.gz)?$/i
-
-export const isDatabaseFileName = (name: string): boolean => DATABASE_NAME.test(name)
-export const isLogFileName = (name: string): boolean => LOG_NAME.test(name)
-
-export type ConfigRedLineRule = "database" | "log" | "size-budget" | "invalid-value"
-
-export interface ConfigViolation {
-  readonly rule: ConfigRedLineRule
-  readonly rightTier: TierName
-  readonly detail: string
-}
-
-/** Seed 003 §2 red line by file name: databases and logs never live in config/. */
-export const configFileNameViolation = (name: string): ConfigViolation | null => {
-  if (isDatabaseFileName(name)) {
-    return {
-      rule: "database",
-      rightTier: "state",
-      detail: "databases do not belong in config/ (they enter the config backup); use state/, or cache/ if it is " +
-        "fully reloadable from a source that still exists"
-    }
-  }
-  if (isLogFileName(name)) {
-    return {
-      rule: "log",
-      rightTier: "cache",
-      detail: "logs do not belong in config/; a debugging log goes to cache/, an audit log to state/"
-    }
-  }
-  return null
-}
-
-/**
- * Seed 003 §2 size red line: would config/ exceed its budget after replacing `replacedBytes` with `newBytes`?
- * `complete: false` means the measure was cut short, so its byte count is only a lower bound: refuse.
- */
-export const configBudgetViolation = (input: {
-  readonly currentBytes: number
-  readonly complete: boolean
-  readonly replacedBytes: number
-  readonly newBytes: number
-  readonly budgetBytes: number
-}): ConfigViolation | null => {
-  if (!input.complete) {
-    return {
-      rule: "size-budget",
-      rightTier: "state",
-      detail: "config/ holds too many entries to measure; it is meant for KB-scale settings"
-    }
-  }
-  const projected = input.currentBytes - input.replacedBytes + input.newBytes
-  if (projected > input.budgetBytes) {
-    return {
-      rule: "size-budget",
-      rightTier: "state",
-      detail: `config/ would hold ${projected} bytes, over its budget of ${input.budgetBytes} bytes (large files drag the ` +
-        "config backup down); use state/, or cache/ if it can be rebuilt"
-    }
-  }
-  return null
 }

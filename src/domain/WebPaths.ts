@@ -22,6 +22,9 @@ export const resolveWebDataRoot = (input: {
   return NodePath.join(input.home, ".pi", "web", "data")
 }
 
+/** The tiers of an extension's data directory; anything else in `data/<extId>/` is outside them. */
+export const TIER_NAMES = ["config", "state", "cache"] as const
+
 export interface TierPaths {
   readonly extId: string
   readonly extensionDir: string

@@ -281,10 +281,17 @@ const readFileSmall = (path: string, maxBytes: number) =>
       if (stats.isDirectory()) throw failWith("readFile", path, "EISDIR", "is a directory")
       if (!stats.isFile()) throw failWith("readFile", path, "", "not a regular file")
       if (stats.size > maxBytes) throw failWith("readFile", path, "EFBIG", `${stats.size} bytes exceeds ${maxBytes}`)
-      // Read until EOF but never past the cap: the file may grow between fstat and read.
-      const buffer = Buffer.allocUnsafe(maxBytes + 1)
+      // Read until EOF but never past the cap: the file may grow between fstat and read. The buffer starts at
+      // the fstat size (not the cap: a 1 MiB allocation per small read is what the garbage collector then pays
+      // for) and grows only if the file did.
+      let buffer = Buffer.allocUnsafe(Math.min(maxBytes, stats.size + 4096) + 1)
       let total = 0
       for (;;) {
+        if (total === buffer.byteLength) {
+          const grown = Buffer.allocUnsafe(Math.min(maxBytes + 1, buffer.byteLength * 2))
+          buffer.copy(grown, 0, 0, total)
+          buffer = grown
+        }
         const n = fs.readSync(fd, buffer, total, buffer.byteLength - total, null)
         if (n === 0) break
         total += n

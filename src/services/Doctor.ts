@@ -21,15 +21,11 @@ import {
 import type { FileSystemError } from "../domain/Errors.js"
 import {
   classifyRootEntry,
-  CONFIG_FILE_BUDGET_BYTES,
   displayPath,
   type DoctorReport,
-  EXTENSION_TIERS,
   type Finding,
   type FindingCode,
-  fileHint,
   findingSeverity,
-  isEnvironmentDir,
   MIGRATION_MARKER_RECLAIM_PREFIX,
   type Severity
 } from "../domain/MigrationPlan.js"
@@ -37,12 +33,15 @@ import { type DirEntry, type FileInfo, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { resolveRootLink } from "./Migration.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
+import { configHistoryFindings } from "./internal/configSentinel.js"
 import { judgeMarker } from "./internal/markers.js"
+import { type ConfigRedLineRule, configEntryViolation } from "../domain/ConfigRedLines.js"
+import { TIER_NAMES, tierPaths } from "../domain/WebPaths.js"
 import { stateBackupFindings } from "./StateBackups.js"
-import { tierPaths } from "../domain/WebPaths.js"
 import { resolveStateDir } from "../domain/Tiers.js"
 import { isActive, readLeases, readManifest } from "./internal/runFacts.js"
 import { userProfileFindings } from "./UserProfileDoctor.js"
+import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
 
 export interface DoctorOptions {
   /** Entries examined before the scan stops (`truncated`); default 100,000. */
@@ -134,7 +133,7 @@ const checkRoot = (scan: Scan, agentDir: string) =>
             scan.add(
               "canonical-kind-mismatch",
               path,
-              `${entry.name} should be a ${c.entry.kind} (${c.entry.description}) but is a ${entry.type}`,
+              `${entry.name} should be a ${c.entry.kind} (${c.entry.description}) but is ${aFileType(entry.type)}`,
               `move it aside and let the library recreate ${entry.name}`
             )
           }
@@ -176,7 +175,7 @@ const checkRoot = (scan: Scan, agentDir: string) =>
             ? "a log file"
             : c.hint === "temp"
             ? "a temporary file"
-            : `an unknown ${entry.type === "Directory" ? "directory" : entry.type === "File" ? "file" : entry.type}`
+            : `an unknown ${fileTypeWord(entry.type)}`
           scan.add(
             "unknown-root-entry",
             path,
@@ -226,7 +225,7 @@ const checkSafe = (scan: Scan, path: string, info: FileInfo, what: string): bool
     return false
   }
   if (info.type !== "Directory") {
-    scan.add("work-root-unsafe", path, `${what} is a ${info.type}, not a directory`, "move it aside")
+    scan.add("work-root-unsafe", path, `${what} is ${aFileType(info.type)}, not a directory`, "move it aside")
     return false
   }
   const uid = scan.deps.host.uid
@@ -283,7 +282,7 @@ const checkTenant = (scan: Scan, category: string, tenant: string, tenantDir: st
         continue
       }
       if (entry.type !== "Directory") {
-        scan.add("work-stray-entry", path, `a ${entry.type} among the runs of ${category}/${tenant}; runs are directories`, "move it out of work/")
+        scan.add("work-stray-entry", path, `${aFileType(entry.type)} among the runs of ${category}/${tenant}; runs are directories`, "move it out of work/")
         continue
       }
       yield* checkRun(scan, category, tenant, entry.name, path)
@@ -327,14 +326,14 @@ const checkWork = (scan: Scan, agentDir: string) =>
       const categoryInfo = yield* lstatOption(scan, categoryDir)
       if (categoryInfo === undefined) continue
       if (category.type !== "Directory" && category.type !== "SymbolicLink") {
-        scan.add("work-stray-entry", categoryDir, `a ${category.type} in work/, where only category directories belong`, "move it out of work/")
+        scan.add("work-stray-entry", categoryDir, `${aFileType(category.type)} in work/, where only category directories belong`, "move it out of work/")
         continue
       }
       if (!checkSafe(scan, categoryDir, categoryInfo, `category ${category.name}`)) continue
       for (const tenant of yield* list(scan, categoryDir)) {
         const tenantDir = paths.workTenantDir(category.name, tenant.name)
         if (tenant.type !== "Directory" && tenant.type !== "SymbolicLink") {
-          scan.add("work-stray-entry", tenantDir, `a ${tenant.type} in work/${category.name}/, where only tenant directories belong`, "move it out of work/")
+          scan.add("work-stray-entry", tenantDir, `${aFileType(tenant.type)} in work/${category.name}/, where only tenant directories belong`, "move it out of work/")
           continue
         }
         const tenantInfo = yield* lstatOption(scan, tenantDir)
@@ -347,32 +346,31 @@ const checkWork = (scan: Scan, agentDir: string) =>
 // ---------------------------------------------------------------------------------------------------------
 // DR2: extension data tiers
 
+/** The finding each config red line raises. */
+const RED_LINE_FINDING: Record<Exclude<ConfigRedLineRule, "invalid-value">, FindingCode> = {
+  database: "extension-config-database",
+  log: "extension-config-log",
+  virtualenv: "extension-config-venv",
+  "size-budget": "extension-config-large-file"
+}
+
 const checkConfigTree = (scan: Scan, extId: string, dir: string, depth: number): Effect.Effect<void> =>
   Effect.gen(function*() {
     for (const entry of yield* list(scan, dir)) {
       const path = NodePath.join(dir, entry.name)
-      if (entry.type === "Directory") {
-        if (isEnvironmentDir(entry.name)) {
-          scan.add("extension-config-venv", path, `${entry.name}/ under ${extId}'s config/: a rebuildable environment in the backed-up tier`, "move it to cache/ (it is rebuilt when missing)")
-          continue
-        }
-        if (depth < CONFIG_MAX_DEPTH) yield* checkConfigTree(scan, extId, path, depth + 1)
+      if (entry.type !== "Directory" && entry.type !== "File") continue
+      // The same red lines the config tier refuses and the config history skips; a file's size only when its name passes.
+      let violation = configEntryViolation({ name: entry.name, type: entry.type })
+      if (violation === null && entry.type === "File") {
+        const info = yield* lstatOption(scan, path)
+        if (info !== undefined && info.type === "File") violation = configEntryViolation({ name: entry.name, type: "File", size: info.size })
+      }
+      if (violation !== null && violation.rule !== "invalid-value") {
+        const what = entry.type === "Directory" ? `${entry.name}/` : entry.name
+        scan.add(RED_LINE_FINDING[violation.rule], path, `${what} under ${extId}'s config/: ${violation.detail}`, `move it to ${violation.rightTier}/`)
         continue
       }
-      if (entry.type !== "File") continue
-      const hint = fileHint(entry.name)
-      if (hint === "database") {
-        scan.add("extension-config-database", path, `database ${entry.name} under ${extId}'s config/`, "move it to state/ (unique records) or cache/ (rebuildable index)")
-        continue
-      }
-      if (hint === "log") {
-        scan.add("extension-config-log", path, `log ${entry.name} under ${extId}'s config/`, "debug logs go to cache/, audit logs to state/")
-        continue
-      }
-      const info = yield* lstatOption(scan, path)
-      if (info !== undefined && info.type === "File" && info.size > CONFIG_FILE_BUDGET_BYTES) {
-        scan.add("extension-config-large-file", path, `${entry.name} is ${info.size} bytes (config budget ${CONFIG_FILE_BUDGET_BYTES})`, "move it to state/ or cache/")
-      }
+      if (entry.type === "Directory" && depth < CONFIG_MAX_DEPTH) yield* checkConfigTree(scan, extId, path, depth + 1)
     }
   })
 
@@ -383,7 +381,7 @@ const checkExtension = (scan: Scan, root: string, extId: string) =>
     const legacyStateDir = resolveStateDir({ configDir })
     const entries = yield* list(scan, extDir)
     for (const entry of entries) {
-      if (!EXTENSION_TIERS.includes(entry.name)) {
+      if (!(TIER_NAMES as ReadonlyArray<string>).includes(entry.name)) {
         scan.add(
           "extension-outside-tiers",
           NodePath.join(extDir, entry.name),
@@ -432,12 +430,13 @@ const doctorProgram = (deps: Deps, agentDirInput: string, options?: DoctorOption
     } else if (info._tag === "Left") {
       scan.scanError(agentDir, info.left)
     } else if (info.right.type !== "Directory") {
-      scan.add("agent-dir-not-directory", agentDir, `the agent directory is a ${info.right.type}`)
+      scan.add("agent-dir-not-directory", agentDir, `the agent directory is ${aFileType(info.right.type)}, not a directory`)
     } else {
       yield* checkRoot(scan, agentDir)
       yield* checkState(scan, agentDir)
       yield* checkWork(scan, agentDir)
       for (const f of yield* userProfileFindings(scan.deps, agentDir)) scan.add(f.code, f.path, f.message, f.fix, f.severity)
+      for (const f of yield* configHistoryFindings(deps, agentPaths(agentDir).configBackupsDir)) scan.add(f.code, f.path, f.message, f.fix)
       for (const f of yield* stateBackupFindings(scan.deps, agentDir, options?.webDataRoot)) scan.add(f.code, f.path, f.message, f.fix)
     }
     if (options?.webDataRoot !== undefined) {

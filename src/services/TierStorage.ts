@@ -22,10 +22,6 @@ import {
   checkConfigKey,
   checkFileName,
   CONFIG_SETTINGS_FILE,
-  configBudgetViolation,
-  type ConfigViolation,
-  configFileNameViolation,
-  DEFAULT_CONFIG_BUDGET_BYTES,
   type ExtensionContext,
   type ExtensionContextOptions,
   isInside,
@@ -34,6 +30,12 @@ import {
   resolveTierDirs,
   type TierDirs
 } from "../domain/Tiers.js"
+import {
+  configBudgetViolation,
+  type ConfigViolation,
+  configFileNameViolation,
+  DEFAULT_CONFIG_BUDGET_BYTES
+} from "../domain/ConfigRedLines.js"
 import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 

@@ -5,8 +5,6 @@ import * as NodePath from "node:path"
 import { DataDirRemoved, InvalidSegment } from "../../src/domain/Errors.js"
 import {
   chooseTier,
-  configBudgetViolation,
-  configFileNameViolation,
   fileNameViolation,
   isInside,
   jsonValueViolation,
@@ -18,6 +16,7 @@ import {
   type TierName,
   type TierPurpose
 } from "../../src/domain/Tiers.js"
+import { configBudgetViolation, configFileNameViolation } from "../../src/domain/ConfigRedLines.js"
 
 const noEnv = (_: string): string | undefined => undefined
 const build = (extId: string, extra: Partial<Parameters<typeof makeExtensionContext>[0]> = {}) =>

@@ -1,0 +1,158 @@
+/**
+ * `pi-storage config status | snapshot [-m MSG] | log [--limit N] | diff [REV [REV]] | rollback REV`: the
+ * config history (BK1). Human output by default, `--json` on each, a coloured diff on a TTY. The service is
+ * loaded lazily, so `--help` never pays for it.
+ */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type {
+  ConfigHistoryOptions,
+  DiffResult,
+  HistoryStatus,
+  LogEntry,
+  RollbackResult,
+  SnapshotResult
+} from "../../services/ConfigHistory.js"
+import { type CliContext, out, printJson, reportError, usageError, withStack } from "../context.js"
+import { ExitCode } from "../exit.js"
+import { type Paint, table } from "../format.js"
+
+const short = (revision: string | null) => (revision === null ? "none" : revision.slice(0, 12))
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
+
+export const renderStatus = (paint: Paint, dir: string, s: HistoryStatus): string => {
+  const lines = [
+    `Config history: ${dir}`,
+    `Head:           ${short(s.head)}`,
+    `Live files:     ${s.dirty ? paint("yellow", "changed since the head (pi-storage config diff)") : "as in the head"}`
+  ]
+  if (s.interrupted !== null) {
+    const i = s.interrupted
+    lines.push(
+      paint("red", `Interrupted change: ${JSON.stringify(i.message)} (started ${new Date(i.startedAt).toISOString()})`),
+      i.lastGoodRevision === null
+        ? "  The history was empty before it; check the files, then `pi-storage config snapshot`."
+        : `  Undo it with \`pi-storage config rollback ${short(i.lastGoodRevision)}\`, or keep the files with \`pi-storage config snapshot\`.`
+    )
+  }
+  return lines.join("\n") + "\n"
+}
+
+const renderSkipped = (paint: Paint, skipped: SnapshotResult["skipped"]): string =>
+  skipped.length === 0 ? "" : `${paint("dim", "Never committed:")}\n` + skipped.map((s) => `  ${s.path}: ${s.reason}\n`).join("")
+
+export const renderSnapshot = (paint: Paint, r: SnapshotResult): string =>
+  (r.revision === null
+    ? "Nothing changed.\n"
+    : `Saved ${paint("bold", short(r.revision))}: ${plural(r.changed.length, "file")} changed\n` + r.changed.map((p) => `  ${p}\n`).join("")) +
+  renderSkipped(paint, r.skipped)
+
+export const renderLog = (paint: Paint, entries: ReadonlyArray<LogEntry>): string =>
+  entries.length === 0
+    ? "No revisions yet (pi-storage config snapshot makes the first).\n"
+    : table(
+      [{ header: "REVISION" }, { header: "DATE" }, { header: "FILES", align: "right" }, { header: "MESSAGE" }],
+      entries.map((e) => [short(e.revision), e.date.replace("T", " ").replace(/\.\d+Z$/, "Z"), String(e.changed.length), e.message]),
+      paint
+    )
+
+/** Colour a unified diff line by line (only when `paint` paints: on a TTY). */
+export const renderPatch = (paint: Paint, d: DiffResult): string => {
+  if (d.files.length === 0) return "No differences.\n"
+  const body = d.patch.endsWith("\n") ? d.patch.slice(0, -1) : d.patch
+  return body.split("\n").map((line) =>
+    /^(diff --git|index |--- |\+\+\+ |new file|deleted file)/.test(line) ? paint("bold", line)
+    : line.startsWith("@@") ? paint("cyan", line)
+    : line.startsWith("+") ? paint("green", line)
+    : line.startsWith("-") ? paint("red", line)
+    : line
+  ).join("\n") + "\n"
+}
+
+export const renderRollback = (paint: Paint, target: string, r: RollbackResult): string =>
+  `Rolled back to ${paint("bold", short(target))}${r.revision === null ? "" : ` as ${short(r.revision)}`}: ` +
+  `${plural(r.restored.length, "file")} restored, ${r.removed.length} removed\n` +
+  r.restored.map((p) => `  restored  ${p}\n`).join("") +
+  r.removed.map((p) => `  removed   ${p}\n`).join("") +
+  r.unresolvedSecrets.map((p) => `  ${paint("yellow", "left out")}  ${p} (a redacted secret with no live value)\n`).join("")
+
+type History = import("../../services/ConfigHistory.js").ConfigHistory["Type"]
+
+/** Run `use` with the config history of the CLI's agent dir. */
+const withHistory = <A>(ctx: CliContext, options: ConfigHistoryOptions, use: (h: History) => Effect.Effect<A, { readonly _tag: string; readonly message: string }>) =>
+  withStack(ctx, (s) =>
+    Effect.gen(function*() {
+      const [{ ConfigHistory }, { NodeCommandExecutorLive }] = yield* Effect.promise(() =>
+        Promise.all([import("../../services/ConfigHistory.js"), import("../../layers/NodeCommandExecutor.js")])
+      )
+      const agentDir = yield* s.AgentDir
+      const layer = ConfigHistory.layer(options).pipe(Layer.provide(Layer.merge(NodeCommandExecutorLive, Layer.succeed(s.AgentDir, agentDir))))
+      const history = yield* Effect.provide(ConfigHistory, layer)
+      return yield* use(history).pipe(Effect.catchAll((e) => reportError(ctx, e)))
+    }))
+
+const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON document instead of text (default: text)."))
+const webDataRoot = Options.text("web-data-root").pipe(
+  Options.withDescription(
+    "Also version every extension's config/ under this data root (default: $PI_WEB_DATA_DIR when set, else none; e.g. --web-data-root ~/.pi/web/data)."
+  ),
+  Options.optional
+)
+const historyOptions = (o: { readonly webDataRoot: Option.Option<string> }): ConfigHistoryOptions =>
+  Option.match(o.webDataRoot, { onNone: () => ({}), onSome: (root) => ({ webDataRoot: root }) })
+
+export const configCommand = (ctx: CliContext) => {
+  const status = Command.make("status", { json, webDataRoot }, (o) =>
+    withHistory(ctx, historyOptions(o), (h) =>
+      Effect.gen(function*() {
+        const s = yield* h.status()
+        yield* o.json ? printJson(s) : out(renderStatus(ctx.paint, h.dir, s))
+        if (s.interrupted !== null) ctx.status.raise(ExitCode.findings)
+      }))).pipe(Command.withDescription("The newest revision, whether live files changed since, and an interrupted change (exit 1)."))
+  const snapshot = Command.make("snapshot", {
+    message: Options.text("message").pipe(
+      Options.withAlias("m"),
+      Options.withDescription('The revision\'s message (default: "snapshot"; e.g. -m "switch to the fast model").'),
+      Options.withDefault("snapshot")
+    ),
+    json,
+    webDataRoot
+  }, (o) =>
+    withHistory(ctx, historyOptions(o), (h) =>
+      Effect.flatMap(h.snapshot({ message: o.message }), (r) => o.json ? printJson(r) : out(renderSnapshot(ctx.paint, r))))).pipe(
+      Command.withDescription("Record the live config files as a new revision (nothing when unchanged); lists what is never committed.")
+    )
+  const log = Command.make("log", {
+    limit: Options.integer("limit").pipe(Options.withDescription("Show at most N revisions, newest first (default: 20; e.g. --limit 5)."), Options.withDefault(20)),
+    json,
+    webDataRoot
+  }, (o) =>
+    withHistory(ctx, historyOptions(o), (h) =>
+      Effect.flatMap(h.log({ limit: o.limit }), (entries) => o.json ? printJson(entries) : out(renderLog(ctx.paint, entries))))).pipe(
+      Command.withDescription("Revisions, newest first: id, date, files changed, message.")
+    )
+  const diff = Command.make("diff", {
+    revisions: Args.text({ name: "REV" }).pipe(Args.between(0, 2)),
+    json,
+    webDataRoot
+  }, (o) =>
+    withHistory(ctx, historyOptions(o), (h) => {
+      const [from, to] = o.revisions
+      return Effect.flatMap(h.diff({ from, to }), (d) => o.json ? printJson(d) : out(renderPatch(ctx.paint, d)))
+    })).pipe(
+      Command.withDescription("Differences: none given = newest revision → live files; REV = REV → live; REV REV = between the two.")
+    )
+  const rollback = Command.make("rollback", { revision: Args.text({ name: "REV" }), json, webDataRoot }, (o) =>
+    withHistory(ctx, historyOptions(o), (h) =>
+      Effect.flatMap(h.rollback(o.revision), (r) => o.json ? printJson(r) : out(renderRollback(ctx.paint, o.revision, r))))).pipe(
+      Command.withDescription("Put the files of REV back in place as a new revision (live edits are saved first; live secrets are kept).")
+    )
+  return Command.make("config", {}, () => usageError(ctx, "config needs a subcommand: status, snapshot, log, diff or rollback")).pipe(
+    Command.withDescription("Config history in git: status, snapshot, log, diff, rollback."),
+    Command.withSubcommands([status, snapshot, log, diff, rollback])
+  )
+}

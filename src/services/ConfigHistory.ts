@@ -1,0 +1,658 @@
+/**
+ * Config history in a real git repository (SPEC BK1): snapshot, log, diff, rollback, and the crash sentinel
+ * of `change()`. The repository is `state/backups/config/history/` with its own work tree, into which the
+ * tracked files are mirrored (laid out by source: `agent/…`, `web/<extId>/config/…`): live files are never
+ * checked out in place, and no `.git` ever sits at the agent root or above a work run.
+ *
+ * Writers are serialised by our own lock (a marker with the markers' liveness rules); git runs through the one
+ * isolated runner (internal/git.ts); paths are always passed explicitly (never `add -A`). What is versioned,
+ * the denylist, the red lines and the redaction of credentials are pure rules (src/domain/ConfigHistory.ts,
+ * src/domain/ConfigRedLines.ts).
+ */
+import * as NodePath from "node:path"
+import { CommandExecutor } from "@effect/platform/CommandExecutor"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Random from "effect/Random"
+import * as Schema from "effect/Schema"
+import {
+  AGENT_CONFIG_FILES,
+  AGENT_MIRROR,
+  DEFAULT_DENYLIST,
+  deniedBy,
+  displayOfRepoPath,
+  displayPatch,
+  HISTORY_OWN_FILES,
+  NEVER_VERSIONED,
+  HISTORY_LOCK,
+  historyContent,
+  type LogEntry,
+  OVERLAY_SETTINGS,
+  OVERLAYS_DIR,
+  parseLog,
+  PENDING_MARKER,
+  revisionViolation,
+  rollbackContent,
+  WEB_MIRROR
+} from "../domain/ConfigHistory.js"
+import { configEntryViolation, DEFAULT_CONFIG_BUDGET_BYTES } from "../domain/ConfigRedLines.js"
+import {
+  ConfigHistoryBusy,
+  type FileSystemError,
+  type GitFailed,
+  InvalidArgument,
+  UnknownRevision
+} from "../domain/Errors.js"
+import { decodeJsonBytes, encodeJsonBytes } from "../domain/Formats.js"
+import { decodeSegment } from "../domain/Segment.js"
+import { resolveStateDir } from "../domain/Tiers.js"
+import { tierPaths, WEB_DATA_DIR_ENV } from "../domain/WebPaths.js"
+import { AgentDir } from "./AgentDir.js"
+import { FileSystem } from "./FileSystem.js"
+import { Host } from "./Host.js"
+import { type InterruptedChange, historyDirOf, readChangeSentinel, sentinelPathOf } from "./internal/configSentinel.js"
+import { depsFromContext, selfIdentity } from "./internal/deps.js"
+import { type Git, makeGit, utf8 } from "./internal/git.js"
+import { tryAcquireMarker } from "./internal/markers.js"
+
+export type { InterruptedChange } from "./internal/configSentinel.js"
+export type { LogEntry } from "../domain/ConfigHistory.js"
+
+export interface ConfigHistoryOptions {
+  /** The web host's extension data root (`data/`): every extension's `config/` is versioned. Else `$PI_WEB_DATA_DIR` when set, else none. */
+  readonly webDataRoot?: string | undefined
+  /** Glob patterns never committed (replaces the default: auth.json, *.pem, *.key, id_*, .env*, *secret*, *token*, *credential*). */
+  readonly denylist?: ReadonlyArray<string> | undefined
+  /** Files above this are skipped (default: the config budget, 1 MiB). */
+  readonly configBudgetBytes?: number | undefined
+  /** How long a writer waits for another one's lock before `ConfigHistoryBusy` (default 30 s). */
+  readonly lockWaitMs?: number | undefined
+}
+
+export interface Skipped {
+  readonly path: string
+  readonly reason: string
+}
+
+export interface SnapshotResult {
+  /** The new revision, `null` when nothing changed. */
+  readonly revision: string | null
+  readonly changed: ReadonlyArray<string>
+  readonly skipped: ReadonlyArray<Skipped>
+}
+
+export interface DiffResult {
+  readonly files: ReadonlyArray<string>
+  readonly patch: string
+}
+
+export interface RollbackResult {
+  /** The revision recording the rollback (the current head when the files already matched). */
+  readonly revision: string | null
+  readonly restored: ReadonlyArray<string>
+  readonly removed: ReadonlyArray<string>
+  /** Redacted credentials with no live value to keep: their keys were left out (`file#/json/pointer`). */
+  readonly unresolvedSecrets: ReadonlyArray<string>
+}
+
+export interface HistoryStatus {
+  readonly head: string | null
+  /** Live files differ from the newest revision. */
+  readonly dirty: boolean
+  readonly interrupted: InterruptedChange | null
+}
+
+export type ConfigHistoryError = GitFailed | UnknownRevision | ConfigHistoryBusy | FileSystemError | InvalidArgument
+
+export const DEFAULT_LOCK_WAIT_MS = 30_000
+const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+const MAX_CONFIG_DEPTH = 16
+/** Mirrored copies are config-sized; a bounded read also keeps it one synchronous syscall in the Node layer. */
+const MIRROR_READ_MAX = 1 << 20
+
+/** A live file that history tracks, with the bytes history stores for it. */
+interface LiveFile {
+  readonly repoPath: string
+  readonly display: string
+  readonly livePath: string
+  /** `undefined`: not read, because the stat cache proves it equal to its mirrored copy. */
+  readonly stored: Uint8Array | undefined
+}
+
+/**
+ * The stat cache (git's index idea, for the live files): after a snapshot, each tracked file's size, mtime and
+ * inode, the HEAD they match and the mirror's file list. A file whose stat matches, and whose mtime is older
+ * than the cache by a margin (coarse file-system clocks: a later write may carry an earlier-looking mtime), is
+ * equal to its mirrored copy without reading either. Kept in the git dir, so it is never content.
+ */
+const StatCache = Schema.Struct({
+  version: Schema.Literal(1),
+  head: Schema.String,
+  scope: Schema.String,
+  recordedAt: Schema.Number,
+  entries: Schema.Record({ key: Schema.String, value: Schema.Tuple(Schema.Number, Schema.Number, Schema.Number) }),
+  mirror: Schema.Array(Schema.String)
+})
+type StatCache = typeof StatCache.Type
+const STAT_CACHE = "pi-stat-cache.json"
+const RACY_MARGIN_MS = 2_000
+const STAT_CACHE_MAX = 8 << 20
+
+interface ScanState {
+  readonly files: Array<LiveFile>
+  readonly skipped: Array<Skipped>
+  readonly present: Set<string>
+  readonly cache: StatCache | undefined
+  readonly stats: Map<string, readonly [number, number, number]>
+  /** Files read although cached (racy or changed stat): a fresh cache would trust the unchanged ones. */
+  racyRead: number
+}
+
+interface LiveScan {
+  readonly files: ReadonlyArray<LiveFile>
+  readonly skipped: ReadonlyArray<Skipped>
+  /** Repo paths of live files that exist but are skipped: their history is left as it was, never "removed". */
+  readonly skippedRepoPaths: ReadonlySet<string>
+  readonly stats: ReadonlyMap<string, readonly [number, number, number]>
+  readonly scannedAt: number
+  readonly cache: StatCache | undefined
+  readonly racyRead: number
+}
+
+const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i])
+const lines0 = (bytes: Uint8Array): ReadonlyArray<string> => utf8(bytes).split("\0").filter((p) => p !== "")
+const short = (revision: string) => revision.slice(0, 12)
+
+export class ConfigHistory extends Context.Tag("pi-agent-storage/ConfigHistory")<ConfigHistory, {
+  /** The history directory (the repository's work tree; its git dir is `.git` inside). */
+  readonly dir: string
+  readonly snapshot: (o?: { readonly message?: string | undefined }) => Effect.Effect<SnapshotResult, ConfigHistoryError>
+  /** Newest first. */
+  readonly log: (o?: { readonly limit?: number | undefined }) => Effect.Effect<ReadonlyArray<LogEntry>, ConfigHistoryError>
+  /** Without `to`: against the live files; without `from`: from the newest revision. */
+  readonly diff: (o?: { readonly from?: string | undefined; readonly to?: string | undefined }) => Effect.Effect<DiffResult, ConfigHistoryError>
+  /** Restore a revision's files as a new revision (history is never rewritten). */
+  readonly rollback: (revision: string) => Effect.Effect<RollbackResult, ConfigHistoryError>
+  /**
+   * Apply a config change under the crash sentinel: snapshot if dirty, write the sentinel, run `apply`,
+   * snapshot, remove the sentinel. If `apply` fails, the tracked files go back to the last good revision and
+   * its error is rethrown. `apply` must not call this history itself (the writer lock is held).
+   */
+  readonly change: <A, E>(message: string, apply: Effect.Effect<A, E>) => Effect.Effect<A, E | ConfigHistoryError>
+  readonly status: () => Effect.Effect<HistoryStatus, ConfigHistoryError>
+}>() {
+  static readonly layer = (options: ConfigHistoryOptions = {}): Layer.Layer<ConfigHistory, never, FileSystem | Host | AgentDir | CommandExecutor> =>
+    Layer.effect(ConfigHistory, make(options))
+}
+
+export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["Type"], never, FileSystem | Host | AgentDir | CommandExecutor> =>
+  Effect.gen(function*() {
+    const deps = yield* depsFromContext
+    const { fs, host } = deps
+    const agent = yield* AgentDir
+    const executor = yield* CommandExecutor
+    const agentDir = agent.path
+    const envWeb = host.env(WEB_DATA_DIR_ENV)
+    const webRoot = options.webDataRoot !== undefined && options.webDataRoot !== ""
+      ? NodePath.resolve(host.cwd, options.webDataRoot)
+      : envWeb !== undefined && envWeb !== "" ? NodePath.resolve(host.cwd, envWeb) : undefined
+    const denylist = options.denylist ?? DEFAULT_DENYLIST
+    const budget = options.configBudgetBytes ?? DEFAULT_CONFIG_BUDGET_BYTES
+    const lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS
+    const dir = historyDirOf(agent.paths.configBackupsDir)
+    const gitDir = NodePath.join(dir, ".git")
+    // PATH is the only thing passed on to git, read here at the edge of the program.
+    const git: Git = makeGit({ executor, gitDir, workTree: dir, pathVar: host.env("PATH") })
+    /** The mirror roots this instance manages; another root's files (a web root not given now) are left alone. */
+    const scopes = webRoot === undefined ? [AGENT_MIRROR] : [AGENT_MIRROR, WEB_MIRROR]
+    const inDir = (...parts: ReadonlyArray<string>) => NodePath.join(dir, ...parts)
+
+    const livePathOf = (repoPath: string): string | undefined => {
+      const [root, ...rest] = repoPath.split("/")
+      if (root === AGENT_MIRROR) return NodePath.join(agentDir, ...rest)
+      if (root === WEB_MIRROR && webRoot !== undefined) return NodePath.join(webRoot, ...rest)
+      return undefined
+    }
+
+    // ------------------------------------------------------------------------------------------ live files
+
+    const lstatOption = (path: string) =>
+      fs.lstat(path).pipe(Effect.map((i) => i as typeof i | undefined), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined)))
+    const listOption = (path: string) =>
+      fs.readDirectory(path).pipe(Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.succeed([])))
+
+    /** Judge one candidate file and read what history stores for it. */
+    const candidate = (repoPath: string, livePath: string, out: ScanState) =>
+      Effect.gen(function*() {
+        const display = displayOfRepoPath(repoPath)
+        const info = yield* lstatOption(livePath)
+        if (info === undefined) return
+        const skip = (reason: string) => {
+          out.skipped.push({ path: display, reason })
+          out.present.add(repoPath)
+        }
+        if (info.type === "SymbolicLink") return skip("a symlink (history never follows links)")
+        if (info.type !== "File") return skip(`a ${info.type}, not a file`)
+        if (NEVER_VERSIONED.includes(display)) return skip("credentials: never versioned")
+        const pattern = deniedBy(display, denylist)
+        if (pattern !== null) return skip(`denylisted (${pattern}): never committed`)
+        const red = configEntryViolation({ name: NodePath.basename(livePath), type: "File", size: info.size }, budget)
+        if (red !== null) return skip(`config red line (${red.rule}): ${red.detail}`)
+        const stat = [info.size, info.mtimeMs, info.ino] as const
+        out.stats.set(repoPath, stat)
+        const cached = out.cache?.entries[repoPath]
+        if (cached !== undefined && cached[0] === stat[0] && cached[1] === stat[1] && cached[2] === stat[2] && stat[1] < out.cache!.recordedAt - RACY_MARGIN_MS) {
+          out.files.push({ repoPath, display, livePath, stored: undefined })
+          return
+        }
+        if (cached !== undefined) out.racyRead++
+        const bytes = yield* fs.readFile(livePath, { maxBytes: budget })
+        const content = historyContent(NodePath.basename(livePath), bytes)
+        if (content._tag === "Skip") return skip(content.reason)
+        out.files.push({ repoPath, display, livePath, stored: content.bytes })
+      })
+
+    /** An extension's config/ tree: files, with environments and the old-host state fallback left out. */
+    const walkConfig = (
+      extId: string,
+      configDir: string,
+      rel: ReadonlyArray<string>,
+      depth: number,
+      out: ScanState
+    ): Effect.Effect<void, FileSystemError> =>
+      Effect.gen(function*() {
+        const here = NodePath.join(configDir, ...rel)
+        for (const entry of yield* listOption(here)) {
+          const relPath = [...rel, entry.name]
+          const repoPath = [WEB_MIRROR, extId, "config", ...relPath].join("/")
+          const display = displayOfRepoPath(repoPath)
+          if (entry.type === "Directory") {
+            const livePath = NodePath.join(here, entry.name)
+            if (depth === 1 && livePath === resolveStateDir({ configDir })) {
+              out.skipped.push({ path: `${display}/`, reason: "the state tier of an old host (config/state), not config" })
+              continue
+            }
+            const red = configEntryViolation({ name: entry.name, type: "Directory" }, budget)
+            if (red !== null) {
+              out.skipped.push({ path: `${display}/`, reason: `config red line (${red.rule}): ${red.detail}` })
+              continue
+            }
+            if (depth >= MAX_CONFIG_DEPTH) {
+              out.skipped.push({ path: `${display}/`, reason: `deeper than ${MAX_CONFIG_DEPTH} levels` })
+              continue
+            }
+            yield* walkConfig(extId, configDir, relPath, depth + 1, out)
+            continue
+          }
+          yield* candidate(repoPath, NodePath.join(here, entry.name), out)
+        }
+      })
+
+    const scanLive = (cache: StatCache | undefined): Effect.Effect<LiveScan, FileSystemError> => Effect.gen(function*() {
+      const scannedAt = yield* Clock.currentTimeMillis
+      const out: ScanState = { files: [], skipped: [], present: new Set(), cache, stats: new Map(), racyRead: 0 }
+      for (const name of AGENT_CONFIG_FILES) yield* candidate(`${AGENT_MIRROR}/${name}`, NodePath.join(agentDir, name), out)
+      const overlays = NodePath.join(agentDir, ...OVERLAYS_DIR)
+      for (const entry of yield* listOption(overlays)) {
+        if (entry.type !== "Directory") continue
+        const repoPath = [AGENT_MIRROR, ...OVERLAYS_DIR, entry.name, OVERLAY_SETTINGS].join("/")
+        yield* candidate(repoPath, NodePath.join(overlays, entry.name, OVERLAY_SETTINGS), out)
+      }
+      if (webRoot !== undefined) {
+        for (const ext of yield* listOption(webRoot)) {
+          if (ext.type !== "Directory" || decodeSegment("extId", ext.name)._tag === "Left") continue
+          const { configDir } = tierPaths(webRoot, ext.name)
+          const info = yield* lstatOption(configDir)
+          if (info?.type !== "Directory") continue
+          yield* walkConfig(ext.name, configDir, [], 1, out)
+        }
+      }
+      return { files: out.files, skipped: out.skipped, skippedRepoPaths: out.present, stats: out.stats, scannedAt, cache, racyRead: out.racyRead }
+    })
+
+    // ------------------------------------------------------------------------------------------ the mirror
+
+    /** Every file of the mirror under the managed roots, as repo paths. */
+    const mirrorFiles: Effect.Effect<ReadonlyArray<string>, FileSystemError> = Effect.gen(function*() {
+      const found: Array<string> = []
+      const walk = (rel: ReadonlyArray<string>): Effect.Effect<void, FileSystemError> =>
+        Effect.gen(function*() {
+          for (const entry of yield* listOption(inDir(...rel))) {
+            const next = [...rel, entry.name]
+            if (entry.type === "Directory") yield* walk(next)
+            else found.push(next.join("/"))
+          }
+        })
+      for (const scope of scopes) yield* walk([scope])
+      return found
+    })
+
+    /** A mirrored copy's bytes; `undefined` when missing or too large to be a current copy (then it is rewritten). */
+    const readMirror = (repoPath: string) =>
+      fs.readFile(inDir(...repoPath.split("/")), { maxBytes: MIRROR_READ_MAX }).pipe(
+        Effect.map((b) => b as Uint8Array | undefined),
+        Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory" || e.reason === "TooLarge", () => Effect.succeed(undefined))
+      )
+
+    interface Plan {
+      readonly live: LiveScan
+      readonly writes: ReadonlyArray<LiveFile>
+      readonly removals: ReadonlyArray<string>
+    }
+
+    /** What the mirror needs to equal the live files (read-only). */
+    const plan: Effect.Effect<Plan, FileSystemError> = Effect.gen(function*() {
+      const cache = yield* readStatCache
+      const live = yield* scanLive(cache)
+      const writes: Array<LiveFile> = []
+      for (const file of live.files) {
+        if (file.stored === undefined) continue
+        const mirrored = yield* readMirror(file.repoPath)
+        if (mirrored === undefined || !sameBytes(mirrored, file.stored)) writes.push(file)
+      }
+      const tracked = new Set(live.files.map((f) => f.repoPath))
+      const mirror = cache !== undefined ? cache.mirror : yield* mirrorFiles
+      const removals = mirror.filter((p) => !tracked.has(p) && !live.skippedRepoPaths.has(p))
+      return { live, writes, removals }
+    })
+
+    const statCachePath = NodePath.join(gitDir, STAT_CACHE)
+    const scopeKey = scopes.join(",") + (webRoot === undefined ? "" : `:${webRoot}`)
+
+    /** HEAD read from the ref file (no git process); `undefined` when it is not a plain loose ref. */
+    const headFromRefs = Effect.gen(function*() {
+      const text = utf8(yield* fs.readFile(NodePath.join(gitDir, "HEAD"), { maxBytes: 4096 }))
+      const ref = /^ref: (refs\/heads\/[A-Za-z0-9._/-]+)\n?$/.exec(text)
+      if (ref === null) return /^[0-9a-f]{40}\n?$/.test(text) ? text.trim() : undefined
+      return utf8(yield* fs.readFile(NodePath.join(gitDir, ...ref[1]!.split("/")), { maxBytes: 4096 })).trim()
+    }).pipe(Effect.orElseSucceed(() => undefined))
+
+    /** The stat cache, only when it describes the current HEAD, this scope and no interrupted staging. */
+    const readStatCache: Effect.Effect<StatCache | undefined> = Effect.gen(function*() {
+      const bytes = yield* fs.readFile(statCachePath, { maxBytes: STAT_CACHE_MAX }).pipe(Effect.option)
+      if (bytes._tag === "None") return undefined
+      const decoded = decodeJsonBytes(StatCache, bytes.value)
+      if (!decoded.ok || decoded.value.scope !== scopeKey) return undefined
+      if ((yield* exists(pendingPath).pipe(Effect.orElseSucceed(() => true)))) return undefined
+      return decoded.value.head === (yield* headFromRefs) ? decoded.value : undefined
+    })
+
+    /** Record the stat cache for `head` (the mirror then equals the live files as scanned). */
+    const writeStatCache = (live: LiveScan, headRevision: string | null) =>
+      Effect.gen(function*() {
+        if (headRevision === null) return
+        const entries: Record<string, readonly [number, number, number]> = {}
+        for (const f of live.files) {
+          const stat = live.stats.get(f.repoPath)
+          if (stat !== undefined) entries[f.repoPath] = stat
+        }
+        const mirror = yield* mirrorFiles
+        const cache = { version: 1, head: headRevision, scope: scopeKey, recordedAt: live.scannedAt, entries, mirror }
+        yield* fs.writeFileAtomic(statCachePath, encodeJsonBytes(cache), { sync: false })
+      }).pipe(
+        // Only a speed-up: a cache that cannot be written means the next snapshot reads the files.
+        Effect.catchAll((e) => Effect.logWarning("could not write the config history's stat cache").pipe(Effect.annotateLogs({ error: e.message })))
+      )
+
+    const pendingPath = inDir(PENDING_MARKER)
+    const exists = (path: string) => Effect.map(lstatOption(path), (i) => i !== undefined)
+
+    // ------------------------------------------------------------------------------------------ git
+
+    const repoExists = exists(NodePath.join(gitDir, "HEAD"))
+
+    const ensureRepo = Effect.gen(function*() {
+      if (yield* repoExists) return
+      yield* git(["init", "-q"])
+      // Our own files in the work tree are never content, even for a person running `git status` there.
+      yield* fs.writeFileAtomic(NodePath.join(gitDir, "info", "exclude"), new TextEncoder().encode(HISTORY_OWN_FILES.map((f) => `/${f}`).join("\n") + "\n"))
+    })
+
+    const head: Effect.Effect<string | null, GitFailed | FileSystemError> = Effect.gen(function*() {
+      if (!(yield* repoExists)) return null
+      // The loose ref when there is one (no process to start); git itself for anything else (packed, unborn).
+      const fromRefs = yield* headFromRefs
+      if (fromRefs !== undefined && /^[0-9a-f]{40}$/.test(fromRefs)) return fromRefs
+      const r = yield* git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], { read: true, okExitCodes: [0, 1, 128] })
+      return r.exitCode === 0 ? utf8(r.stdout).trim() : null
+    })
+
+    /** Resolve a revision the caller named, or fail `UnknownRevision`. */
+    const resolve = (revision: string) =>
+      Effect.gen(function*() {
+        const bad = revisionViolation(revision)
+        if (bad !== null) return yield* Effect.fail(new InvalidArgument({ field: "revision", detail: bad }))
+        if (!(yield* repoExists)) return yield* Effect.fail(new UnknownRevision({ revision }))
+        const r = yield* git(["rev-parse", "-q", "--verify", "--end-of-options", `${revision}^{commit}`], { read: true, okExitCodes: [0, 1, 128] })
+        if (r.exitCode !== 0) return yield* Effect.fail(new UnknownRevision({ revision }))
+        return utf8(r.stdout).trim()
+      })
+
+    // ------------------------------------------------------------------------------------------ the lock
+
+    const lockPath = inDir(HISTORY_LOCK)
+
+    /** Git's own lock files: under our lock no git of ours runs, so one left over is a dead git's. */
+    const clearStaleGitLocks = Effect.gen(function*() {
+      for (const rel of ["index.lock", "HEAD.lock", "refs/heads/main.lock"]) {
+        const path = NodePath.join(gitDir, ...rel.split("/"))
+        if (yield* exists(path)) {
+          yield* Effect.logWarning("removing a stale git lock left by a dead writer").pipe(Effect.annotateLogs({ path }))
+          yield* fs.removeFile(path).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
+        }
+      }
+    })
+
+    const withLock = <A, E>(body: Effect.Effect<A, E>): Effect.Effect<A, E | ConfigHistoryBusy | FileSystemError> =>
+      Effect.gen(function*() {
+        yield* fs.makeDirectory(dir, { recursive: true, mode: 0o700 })
+        const started = yield* Clock.currentTimeMillis
+        while (true) {
+          const attempt = yield* tryAcquireMarker(deps, lockPath, "config-history")
+          if (attempt._tag === "Acquired") {
+            return yield* Effect.ensuring(Effect.zipRight(clearStaleGitLocks, body), attempt.release)
+          }
+          const waited = (yield* Clock.currentTimeMillis) - started
+          if (waited >= lockWaitMs) return yield* Effect.fail(new ConfigHistoryBusy({ holder: attempt.holder, waitedMs: waited }))
+          yield* Effect.sleep(Duration.millis(yield* Random.nextIntBetween(5, 40)))
+        }
+      })
+
+    // ------------------------------------------------------------------------------------------ programs
+
+    /**
+     * Bring the mirror and the index to the live state (pending marker first: the mirror may now differ from
+     * HEAD). `none`: nothing to do; `exact`: the writes and removals are exactly the change from HEAD (the mirror
+     * equalled HEAD, the invariant while no marker is pending); `recovered`: an interrupted run was pending, so
+     * the change must be asked of git.
+     */
+    const stageLocked = (p: Plan) =>
+      Effect.gen(function*() {
+        yield* ensureRepo
+        const wasPending = yield* exists(pendingPath)
+        if (p.writes.length === 0 && p.removals.length === 0 && !wasPending) return "none" as const
+        if (!wasPending) yield* fs.writeFileAtomic(pendingPath, new Uint8Array(0))
+        for (const file of p.writes) {
+          if (file.stored === undefined) continue
+          const target = inDir(...file.repoPath.split("/"))
+          yield* fs.makeDirectory(NodePath.dirname(target), { recursive: true, mode: 0o700 })
+          yield* fs.writeFileAtomic(target, file.stored, { sync: false })
+        }
+        for (const repoPath of p.removals) {
+          yield* fs.removeFile(inDir(...repoPath.split("/"))).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
+        }
+        // Explicit paths only. After an interrupted run the index may lag the mirror anywhere: list it all then.
+        const paths = new Set([...p.writes.map((f) => f.repoPath), ...p.removals])
+        if (wasPending) {
+          for (const f of p.live.files) paths.add(f.repoPath)
+          const indexed = yield* git(["ls-files", "-z", "--", ...scopes], { read: true })
+          for (const path of lines0(indexed.stdout)) paths.add(path)
+        }
+        if (paths.size > 0) yield* git(["update-index", "--add", "--remove", "-z", "--stdin"], { stdin: [...paths].map((x) => x + "\0").join("") })
+        return wasPending ? "recovered" as const : "exact" as const
+      })
+
+    const snapshotLocked = (message: string) =>
+      Effect.gen(function*() {
+        const p = yield* plan
+        const staged = yield* stageLocked(p)
+        let revision: string | null = null
+        let changed: ReadonlyArray<string> = []
+        // What git will commit, asked of git: the mirror is ours, but a person may have edited it or committed by hand.
+        if (staged !== "none") {
+          const before = yield* head
+          const diff = yield* git(["diff", "--cached", "--name-only", "--no-renames", "-z", ...(before === null ? [] : [before]), "--"])
+          changed = lines0(diff.stdout).map(displayOfRepoPath)
+        }
+        if (changed.length > 0) {
+          yield* git(["commit", "-q", "--no-verify", "--allow-empty-message", "-m", message], { nowMs: yield* Clock.currentTimeMillis })
+          revision = yield* head
+        }
+        if (staged !== "none") yield* fs.removeFile(pendingPath).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
+        if (staged !== "none" || p.live.cache === undefined || p.live.racyRead > 0) yield* writeStatCache(p.live, revision ?? (yield* head))
+        return { revision, changed, skipped: p.live.skipped } satisfies SnapshotResult
+      })
+
+    const clearSentinel = fs.removeFile(sentinelPathOf(dir)).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
+
+    /** The files of `revision` under the managed roots, with their bytes (one `cat-file --batch`). */
+    const revisionFiles = (revision: string | null) =>
+      Effect.gen(function*() {
+        const files = new Map<string, Uint8Array>()
+        if (revision === null) return files
+        const listed = lines0((yield* git(["ls-tree", "-r", "-z", "--name-only", revision, "--", ...scopes], { read: true })).stdout)
+        if (listed.length === 0) return files
+        const out = (yield* git(["cat-file", "--batch"], { read: true, stdin: listed.map((p) => `${revision}:${p}\n`).join("") })).stdout
+        let at = 0
+        for (const path of listed) {
+          const nl = out.indexOf(0x0a, at)
+          const header = utf8(out.subarray(at, nl)).split(" ")
+          const size = Number(header[2])
+          files.set(path, out.slice(nl + 1, nl + 1 + size))
+          at = nl + 1 + size + 1
+        }
+        return files
+      })
+
+    /** Write `revision`'s files into place and remove tracked live files it does not have. */
+    const restoreLocked = (revision: string | null) =>
+      Effect.gen(function*() {
+        const wanted = yield* revisionFiles(revision)
+        const live = yield* scanLive(undefined)
+        const restored: Array<string> = []
+        const removed: Array<string> = []
+        const unresolvedSecrets: Array<string> = []
+        for (const [repoPath, bytes] of wanted) {
+          const livePath = livePathOf(repoPath)
+          const display = displayOfRepoPath(repoPath)
+          // Never write over something history does not track now (a link, a denylisted name, a directory).
+          if (livePath === undefined || NEVER_VERSIONED.includes(display) || deniedBy(display, denylist) !== null) continue
+          const info = yield* lstatOption(livePath)
+          if (info !== undefined && info.type !== "File") continue
+          const current = info === undefined ? undefined : yield* fs.readFile(livePath, { maxBytes: Math.max(budget, info.size) })
+          const next = rollbackContent(bytes, current)
+          for (const at of next.unresolved) unresolvedSecrets.push(`${display}#${at}`)
+          if (current !== undefined && sameBytes(current, next.bytes)) continue
+          yield* fs.makeDirectory(NodePath.dirname(livePath), { recursive: true, mode: 0o700 })
+          yield* fs.writeFileAtomic(livePath, next.bytes, { mode: info?.mode ?? 0o600 })
+          restored.push(display)
+        }
+        for (const file of live.files) {
+          if (wanted.has(file.repoPath)) continue
+          yield* fs.removeFile(file.livePath).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
+          removed.push(file.display)
+        }
+        return { restored, removed, unresolvedSecrets }
+      })
+
+    const snapshot = (o: { readonly message?: string | undefined } = {}) =>
+      Effect.gen(function*() {
+        // Read-only first: nothing changed and nothing pending means no lock, no git, no write.
+        const p = yield* plan
+        if (p.writes.length === 0 && p.removals.length === 0 && !(yield* exists(pendingPath)) && (p.live.files.length === 0 || (yield* repoExists))) {
+          if ((yield* readChangeSentinel(deps, dir))._tag !== "Interrupted") {
+            // Files read only because they were racy are now proven unchanged: a fresh cache trusts them next time.
+            if (p.live.cache !== undefined && p.live.racyRead > 0) yield* writeStatCache(p.live, p.live.cache.head)
+            return { revision: null, changed: [], skipped: p.live.skipped }
+          }
+        }
+        return yield* withLock(Effect.tap(snapshotLocked(o.message ?? "snapshot"), () => clearSentinel))
+      })
+
+    const log = (o: { readonly limit?: number | undefined } = {}) =>
+      Effect.gen(function*() {
+        const limit = o.limit ?? 20
+        if (!Number.isSafeInteger(limit) || limit < 1) return yield* Effect.fail(new InvalidArgument({ field: "limit", detail: `must be a positive integer (got ${limit})` }))
+        if ((yield* head) === null) return []
+        const r = yield* git(["log", "-z", "--name-only", "--no-renames", `-n${limit}`, "--format=%x1e%H%x1f%ct%x1f%s", "HEAD", "--"], { read: true })
+        return parseLog(utf8(r.stdout))
+      })
+
+    const diff = (o: { readonly from?: string | undefined; readonly to?: string | undefined } = {}) =>
+      Effect.gen(function*() {
+        const from = o.from !== undefined ? yield* resolve(o.from) : (yield* head) ?? EMPTY_TREE
+        const to = o.to !== undefined ? yield* resolve(o.to) : undefined
+        // Against the live files: stage them in our own index (never a commit), then compare it.
+        if (to === undefined) yield* withLock(Effect.flatMap(plan, stageLocked))
+        const range = to === undefined ? ["--cached", from] : [from, to]
+        const names = yield* git(["diff", "--name-only", "--no-renames", "-z", ...range, "--", ...scopes], { read: true })
+        const patch = yield* git(["diff", "--no-color", "--no-ext-diff", "--no-renames", ...range, "--", ...scopes], { read: true })
+        return { files: lines0(names.stdout).map(displayOfRepoPath), patch: displayPatch(utf8(patch.stdout)) }
+      })
+
+    const rollback = (revision: string) =>
+      Effect.gen(function*() {
+        const target = yield* resolve(revision)
+        return yield* withLock(Effect.gen(function*() {
+          // An unsaved live edit is recorded first, so the rollback itself can be undone.
+          yield* snapshotLocked(`before rollback to ${short(target)}`)
+          const done = yield* restoreLocked(target)
+          const after = yield* snapshotLocked(`rollback to ${short(target)}`)
+          yield* clearSentinel
+          return { revision: after.revision ?? (yield* head), ...done } satisfies RollbackResult
+        }))
+      })
+
+    const change = <A, E>(message: string, apply: Effect.Effect<A, E>): Effect.Effect<A, E | ConfigHistoryError> =>
+      withLock(Effect.gen(function*() {
+        yield* snapshotLocked(`before: ${message}`)
+        yield* clearSentinel
+        const lastGood = yield* head
+        const startedAt = yield* Clock.currentTimeMillis
+        yield* fs.writeFileAtomic(sentinelPathOf(dir), encodeJsonBytes({ version: 1, message, startedAt, lastGoodRevision: lastGood, ...selfIdentity(deps) }))
+        const exit = yield* Effect.exit(apply)
+        if (Exit.isSuccess(exit)) {
+          yield* snapshotLocked(message)
+          yield* clearSentinel
+          return exit.value
+        }
+        const restored = yield* Effect.either(restoreLocked(lastGood))
+        if (restored._tag === "Left") {
+          // The sentinel stays: status() and the doctor name the revision to roll back to.
+          yield* Effect.logWarning("could not restore the config after a failed change").pipe(
+            Effect.annotateLogs({ change: message, error: restored.left.message })
+          )
+        } else {
+          yield* clearSentinel
+        }
+        return yield* Effect.failCause(exit.cause)
+      }))
+
+    const status = () =>
+      Effect.gen(function*() {
+        const current = yield* head
+        const p = yield* plan
+        let dirty = p.writes.length > 0 || p.removals.length > 0
+        if (!dirty && current !== null && (yield* exists(pendingPath))) {
+          dirty = (yield* git(["diff", "--cached", "--quiet", current, "--", ...scopes], { read: true, okExitCodes: [0, 1] })).exitCode === 1
+        }
+        const sentinel = yield* readChangeSentinel(deps, dir)
+        return { head: current, dirty, interrupted: sentinel._tag === "Interrupted" ? sentinel.change : null } satisfies HistoryStatus
+      })
+
+    return { dir, snapshot, log, diff, rollback, change, status }
+  })

@@ -1,0 +1,63 @@
+/**
+ * The config history's crash sentinel, read and judged in one place: `ConfigHistory.status()` and the doctor
+ * both call `readChangeSentinel`, so "interrupted" means the same thing in both (the markers' liveness rules:
+ * a holder proven dead, or a sentinel that cannot be read, is an interrupted change).
+ */
+import * as NodePath from "node:path"
+import * as Effect from "effect/Effect"
+import { CHANGE_SENTINEL, ChangeSentinel, HISTORY_DIR_NAME } from "../../domain/ConfigHistory.js"
+import { decodeJsonBytes, MARKER_MAX_BYTES } from "../../domain/Formats.js"
+import type { Deps } from "./deps.js"
+import { judge } from "./deps.js"
+
+export interface InterruptedChange {
+  readonly message: string
+  readonly startedAt: number
+  readonly lastGoodRevision: string | null
+}
+
+export type SentinelState =
+  | { readonly _tag: "None" }
+  | { readonly _tag: "Running"; readonly sentinel: ChangeSentinel; readonly detail: string }
+  | { readonly _tag: "Interrupted"; readonly change: InterruptedChange; readonly detail: string }
+
+export const historyDirOf = (configBackupsDir: string): string => NodePath.join(configBackupsDir, HISTORY_DIR_NAME)
+export const sentinelPathOf = (historyDir: string): string => NodePath.join(historyDir, CHANGE_SENTINEL)
+
+export const readChangeSentinel = (deps: Deps, historyDir: string): Effect.Effect<SentinelState> =>
+  Effect.gen(function*() {
+    const read = yield* deps.fs.readFile(sentinelPathOf(historyDir), { maxBytes: MARKER_MAX_BYTES * 4 }).pipe(Effect.either)
+    if (read._tag === "Left") {
+      if (read.left.reason === "NotFound") return { _tag: "None" } as const
+      const change = { message: "(unreadable sentinel)", startedAt: 0, lastGoodRevision: null }
+      return { _tag: "Interrupted", change, detail: `unreadable: ${read.left.message}` } as const
+    }
+    const decoded = decodeJsonBytes(ChangeSentinel, read.right)
+    if (!decoded.ok) {
+      return { _tag: "Interrupted", change: { message: "(torn sentinel)", startedAt: 0, lastGoodRevision: null }, detail: decoded.why } as const
+    }
+    const s = decoded.value
+    const verdict = yield* judge(deps, {
+      host: s.host, bootId: s.bootId, pid: s.pid, processStartedAt: s.processStartedAt, heartbeatAt: s.startedAt
+    })
+    if (verdict.alive) return { _tag: "Running", sentinel: s, detail: verdict.detail } as const
+    const change = { message: s.message, startedAt: s.startedAt, lastGoodRevision: s.lastGoodRevision }
+    return { _tag: "Interrupted", change, detail: verdict.detail } as const
+  })
+
+/** The doctor's view (DR1): an interrupted change is a warning naming it and the revision to roll back to. */
+export const configHistoryFindings = (deps: Deps, configBackupsDir: string) =>
+  Effect.map(readChangeSentinel(deps, historyDirOf(configBackupsDir)), (state) => {
+    if (state._tag !== "Interrupted") return []
+    const { change } = state
+    const to = change.lastGoodRevision
+    return [{
+      code: "config-change-interrupted" as const,
+      path: sentinelPathOf(historyDirOf(configBackupsDir)),
+      message: `config change ${JSON.stringify(change.message)} was interrupted (${state.detail}); the last good revision is ` +
+        (to === null ? "none (the history was empty)" : to.slice(0, 12)),
+      fix: to === null
+        ? "check the config files by hand, then run `pi-storage config snapshot` to clear the sentinel"
+        : `run \`pi-storage config rollback ${to.slice(0, 12)}\` to undo it, or \`pi-storage config snapshot\` to keep the files as they are`
+    }]
+  })

@@ -1,0 +1,101 @@
+/**
+ * `pi-storage config …` through the built CLI (`node dist/cli/main.js`) as a child process, against temp agent dirs.
+ */
+import { spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import { renderPatch } from "../../src/cli/commands/config.js"
+import { painter } from "../../src/cli/format.js"
+
+const MAIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url))
+// eslint-disable-next-line no-control-regex
+const ANSI = /\u001b\[/
+
+const cli = (args: ReadonlyArray<string>): Promise<{ code: number | null; stdout: string; stderr: string }> =>
+  new Promise((resolve, reject) => {
+    const env = { ...process.env }
+    delete env["PI_ADAPTATIVE_CODING_AGENT_DIR"]
+    delete env["PI_WEB_DATA_DIR"]
+    const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d))
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
+    child.once("error", reject)
+    child.once("close", (code) => resolve({ code, stdout, stderr }))
+  })
+
+const temps: Array<string> = []
+afterAll(() => {
+  for (const t of temps) Fs.rmSync(t, { recursive: true, force: true })
+})
+
+describe("pi-storage config (built CLI)", () => {
+  it("status, snapshot -m, log --limit, diff, rollback: text and --json, exit codes", async () => {
+    const root = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-storage-config-"))
+    temps.push(root)
+    const agent = Path.join(root, "agent")
+    const web = Path.join(root, "web")
+    Fs.mkdirSync(Path.join(web, "notes", "config"), { recursive: true })
+    Fs.mkdirSync(agent)
+    Fs.writeFileSync(Path.join(agent, "settings.json"), '{ "theme": "dark" }\n')
+    Fs.writeFileSync(Path.join(agent, "auth.json"), '{ "k": "SEKRET" }\n')
+    Fs.writeFileSync(Path.join(web, "notes", "config", "prefs.json"), '{ "font": 12 }\n')
+    const at = (...args: ReadonlyArray<string>) => cli(["--agent-dir", agent, "config", ...args])
+
+    const fresh = await at("status", "--json")
+    assert.strictEqual(fresh.code, 0, fresh.stderr)
+    assert.deepStrictEqual(JSON.parse(fresh.stdout), { head: null, dirty: true, interrupted: null })
+
+    const snap = await at("snapshot", "-m", "first", "--web-data-root", web)
+    assert.strictEqual(snap.code, 0, snap.stderr)
+    assert.match(snap.stdout, /^Saved [0-9a-f]{12}: 2 files changed\n  settings.json\n  notes\/config\/prefs.json\n/)
+    assert.include(snap.stdout, "auth.json: credentials: never versioned")
+    assert.notMatch(snap.stdout, ANSI)
+
+    Fs.writeFileSync(Path.join(agent, "settings.json"), '{ "theme": "light" }\n')
+    const diff = await at("diff")
+    assert.strictEqual(diff.code, 0, diff.stderr)
+    assert.include(diff.stdout, "diff --git a/settings.json b/settings.json")
+    assert.include(diff.stdout, '+{ "theme": "light" }')
+    const second = JSON.parse((await at("snapshot", "--json", "-m", "light")).stdout)
+    assert.deepStrictEqual(second.changed, ["settings.json"])
+
+    // Independent reads at once, to keep the file quick.
+    const [log, text] = await Promise.all([at("log", "--json", "--limit", "5"), at("log", "--limit", "1")])
+    const entries = JSON.parse(log.stdout) as Array<{ revision: string; message: string }>
+    assert.deepStrictEqual(entries.map((e) => e.message), ["light", "first"])
+    assert.match(text.stdout, /^REVISION +DATE +FILES +MESSAGE\n[0-9a-f]{12} +\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ +1 +light\n$/)
+    const [betweenOut, unknown, bare, help] = await Promise.all([
+      at("diff", entries[1]!.revision, entries[0]!.revision, "--json"),
+      at("rollback", "deadbeef"),
+      cli(["--agent-dir", agent, "config"]),
+      at("snapshot", "--help")
+    ])
+    assert.deepStrictEqual(JSON.parse(betweenOut.stdout).files, ["settings.json"])
+    assert.strictEqual(unknown.code, 2)
+    assert.match(unknown.stderr, /unknown config history revision "deadbeef"/)
+    assert.strictEqual(bare.code, 2)
+    assert.match(help.stdout, /default: "snapshot"; e\.g\. -m/)
+
+    const back = await at("rollback", entries[1]!.revision.slice(0, 12))
+    assert.strictEqual(back.code, 0, back.stderr)
+    assert.match(back.stdout, /^Rolled back to [0-9a-f]{12} as [0-9a-f]{12}: 1 file restored, 0 removed\n  restored  settings.json\n$/)
+    assert.strictEqual(Fs.readFileSync(Path.join(agent, "settings.json"), "utf8"), '{ "theme": "dark" }\n')
+    assert.strictEqual(Fs.readFileSync(Path.join(agent, "auth.json"), "utf8"), '{ "k": "SEKRET" }\n')
+
+  }, 60_000)
+
+  it("the diff is coloured only when painting is on (a TTY)", () => {
+    const d = { files: ["s.json"], patch: "diff --git a/s.json b/s.json\n@@ -1 +1 @@\n-old\n+new\n" }
+    assert.strictEqual(renderPatch(painter(false), d), d.patch)
+    const coloured = renderPatch(painter(true), d)
+    assert.include(coloured, "\u001b[32m+new\u001b[39m")
+    assert.include(coloured, "\u001b[31m-old\u001b[39m")
+    assert.include(coloured, "\u001b[36m@@ -1 +1 @@\u001b[39m")
+    assert.strictEqual(renderPatch(painter(true), { files: [], patch: "" }), "No differences.\n")
+  })
+})

@@ -1,0 +1,44 @@
+/**
+ * Regression: the config tier refused names the doctor did not flag (`a.s3db`, `a.log.1.gz`) and the doctor
+ * flagged names the tier accepted (`trace.out`). Both now call one classifier; this checks it end to end on
+ * real disk: every name the tier refuses is a doctor finding, with the same rule.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Either, Layer } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as NodePath from "node:path"
+import { ConfigRedLine } from "../../src/domain/Errors.js"
+import { makeExtensionContext } from "../../src/domain/Tiers.js"
+import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
+import { NodeHostLive } from "../../src/layers/NodeHost.js"
+import { doctor } from "../../src/services/Doctor.js"
+import { openTiers } from "../../src/services/TierStorage.js"
+
+const CODE = { database: "extension-config-database", log: "extension-config-log" } as const
+
+describe("config red lines agree between the tier store and the doctor", () => {
+  it.scoped("each formerly disagreeing name is refused by the tier and flagged by the doctor", () =>
+    Effect.gen(function*() {
+      const dir = yield* Effect.acquireRelease(
+        Effect.sync(() => fs.mkdtempSync(NodePath.join(os.tmpdir(), "redlines-"))),
+        (d) => Effect.sync(() => fs.rmSync(d, { recursive: true, force: true }))
+      )
+      const web = NodePath.join(dir, "web")
+      const ctx = Either.getOrThrow(makeExtensionContext({ extId: "ext1", options: { dataRoot: web }, env: () => undefined, home: "/nohome", cwd: "/" }))
+      const tiers = yield* openTiers(ctx).pipe(Effect.provide(NodeFileSystemLive))
+      fs.mkdirSync(ctx.configDir, { recursive: true })
+      const names = [["a.s3db", "database"], ["a.log.1.gz", "log"], ["trace.out", "log"], ["x.sqlite3-wal", "database"]] as const
+      for (const [name, rule] of names) {
+        const refused = yield* Effect.flip(tiers.config.writeFile(name, "x").pipe(Effect.provide(NodeFileSystemLive)))
+        assert.instanceOf(refused, ConfigRedLine, name)
+        assert.strictEqual((refused as ConfigRedLine).rule, rule, name)
+        fs.writeFileSync(NodePath.join(ctx.configDir, name), "x") // as an external writer would
+      }
+      const report = yield* doctor(NodePath.join(dir, "agent"), { webDataRoot: web }).pipe(
+        Effect.provide(Layer.merge(NodeFileSystemLive, NodeHostLive))
+      )
+      const found = new Set(report.findings.map((f) => `${f.code} ${NodePath.basename(f.path)}`))
+      for (const [name, rule] of names) assert.isTrue(found.has(`${CODE[rule]} ${name}`), `${name}: ${[...found].join(", ")}`)
+    }))
+})

@@ -1,0 +1,69 @@
+/**
+ * Test support for the config history: a temp agent dir (+ web data root) on real disk, the service over the
+ * Node layers with real git, and git inspection helpers that run outside our runner (as a person would).
+ */
+import { execFileSync, spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as NodePath from "node:path"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { Effect, Layer } from "effect"
+import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
+import { NodeHostLive } from "../../src/layers/NodeHost.js"
+import { AgentDir } from "../../src/services/AgentDir.js"
+import { ConfigHistory, type ConfigHistoryOptions } from "../../src/services/ConfigHistory.js"
+
+export const tempRoot = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(NodePath.join(os.tmpdir(), "cfg-history-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+export const historyLayer = (agentDir: string, options: ConfigHistoryOptions = {}) => {
+  const world = Layer.mergeAll(NodeFileSystemLive, NodeHostLive, NodeContext.layer)
+  return ConfigHistory.layer(options).pipe(Layer.provide(Layer.merge(world, AgentDir.layer(agentDir).pipe(Layer.provide(world)))))
+}
+
+/** A fixture: agent dir, web data root, and the service. */
+export const setup = (options: ConfigHistoryOptions & { readonly web?: boolean } = {}) =>
+  Effect.gen(function*() {
+    const root = yield* tempRoot
+    const agent = NodePath.join(root, "agent")
+    const web = NodePath.join(root, "web")
+    fs.mkdirSync(agent, { recursive: true })
+    const { web: withWeb, ...rest } = options
+    const history = yield* Effect.provide(ConfigHistory, historyLayer(agent, withWeb === true ? { webDataRoot: web, ...rest } : rest))
+    const write = (rel: string, content: string) => {
+      const p = NodePath.join(root, rel)
+      fs.mkdirSync(NodePath.dirname(p), { recursive: true })
+      fs.writeFileSync(p, content)
+    }
+    const read = (rel: string) => fs.readFileSync(NodePath.join(root, rel), "utf8")
+    const exists = (rel: string) => fs.existsSync(NodePath.join(root, rel))
+    return { root, agent, web, history, write, read, exists }
+  })
+
+/** Plain git (the user's own), for inspecting the repository from outside. */
+export const rawGit = (cwd: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = cleanGitEnv()): string =>
+  execFileSync("git", args, { cwd, env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
+
+export const cleanGitEnv = (): NodeJS.ProcessEnv => {
+  const env: NodeJS.ProcessEnv = {}
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("GIT_")) env[k] = v
+  return { ...env, GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" }
+}
+
+/** Every blob of every revision, as text: where a leaked secret would show. */
+export const allBlobs = (historyDir: string): string => {
+  const revs = rawGit(historyDir, ["rev-list", "--all"]).split("\n").filter((r) => r !== "")
+  return revs.map((rev) => {
+    const files = rawGit(historyDir, ["ls-tree", "-r", "--name-only", rev]).split("\n").filter((f) => f !== "")
+    return files.map((f) => rawGit(historyDir, ["show", `${rev}:${f}`])).join("\n")
+  }).join("\n")
+}
+
+/** `git grep` over every revision (`rev-list --all`): exit 1 and no output when the text is in no blob. */
+export const gitGrep = (historyDir: string, text: string) => {
+  const revs = rawGit(historyDir, ["rev-list", "--all"]).trim().split("\n")
+  const r = spawnSync("git", ["grep", "-F", text, ...revs], { cwd: historyDir, env: cleanGitEnv(), encoding: "utf8" })
+  return { status: r.status, stdout: r.stdout }
+}
