@@ -18,6 +18,7 @@ import type { RetentionInput } from "./domain/Retention.js"
 import { makePromiseConfigHistory, type PromiseConfigHistory } from "./facade/configHistory.js"
 import type { StorageWarning } from "./domain/Warnings.js"
 import { runTyped, unrefSleep } from "./facade/runtime.js"
+import { type PromiseUserProfile, promiseUserProfile } from "./facade/userProfile.js"
 import { emitProcessWarning, warningLoggerLayer } from "./facade/warnings.js"
 import { NodeWorld, storageLayer } from "./layers/Storage.js"
 import { AgentDir } from "./services/AgentDir.js"
@@ -120,6 +121,8 @@ export interface AgentStorage {
   stateBackups(o?: { root?: string; webDataRoot?: string }): StateBackupsApi
   /** Throws `InvalidSegment` for a bad namespace. */
   getStorage(namespace: string): ExtensionStorage
+  /** MEM1: the bounded USER.md profile (default budget 8 KiB); no I/O until a method is called. */
+  userProfile(o?: { budgetBytes?: number }): PromiseUserProfile
   /** Releases every lease it handed out, waits for background prunes. */
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
@@ -291,6 +294,7 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
         }
       }
     },
+    userProfile: (o = {}) => promiseUserProfile((effect) => whileOpen(() => runTyped(runtime, effect)), o),
     [Symbol.asyncDispose]: () => storage.close()
   }
   return storage
@@ -328,6 +332,7 @@ export const pruneWorkTenant = async (
   return (await sharedStore(agentDir)).pruneWorkTenant(rest)
 }
 
+export type { ProfileChange, ProfileView, PromiseUserProfile } from "./facade/userProfile.js"
 export { chooseTier, extensionContext, openTiers, resolveStateDir } from "./facade/tiers.js"
 export type {
   ExtensionContext,

@@ -30,6 +30,7 @@ import { configCommand } from "./commands/config.js"
 import { backupCommand } from "./commands/backup.js"
 import { doctor } from "./commands/doctor.js"
 import { ls } from "./commands/ls.js"
+import { memoryCommand } from "./commands/memory.js"
 import { migrate } from "./commands/migrate.js"
 import { prune } from "./commands/prune.js"
 import { rm } from "./commands/rm.js"
@@ -182,7 +183,7 @@ const commands = (ctx: CliContext) => {
   // Bare `pi-storage`: the program's page on stderr, exit 2 (a usage error, not a request for help).
   return Command.make("pi-storage", globals, () => Effect.zipRight(err(helpText(ctx, [])), Effect.sync(() => ctx.status.raise(ExitCode.usage)))).pipe(
     Command.withDescription("See and manage what the coding agent keeps under its agent dir."),
-    Command.withSubcommands([statusCommand, work, doctorCommand, migrateCommand, backupCommand(ctx), configCommand(ctx)])
+    Command.withSubcommands([statusCommand, work, doctorCommand, migrateCommand, backupCommand(ctx), configCommand(ctx), memoryCommand(ctx)])
   )
 }
 

@@ -23,6 +23,7 @@ const VALUED_FLAGS: Readonly<Record<string, string>> = {
   "--max-runs": "a number such as 20",
   "--max-bytes": "a size such as 512MiB",
   "--name": "a run name",
+  "--budget": "a size in bytes such as 8KiB or 4000",
   "--cwd": "a directory",
   "--web-data-root": "a directory"
 }

@@ -21,6 +21,7 @@ export const exitCodeForError = (tag: string): number => {
   switch (tag) {
     case "InvalidSegment":
     case "InvalidArgument":
+    case "InvalidEntry":
     case "UnknownRevision":
     case "SnapshotNotFound":
       return ExitCode.usage
@@ -28,6 +29,8 @@ export const exitCodeForError = (tag: string): number => {
     case "RunBusy":
     case "UnownedRun":
     case "ManifestMismatch":
+    case "UnsafeProfile":
+    case "ProfileBusy":
     case "ConfigHistoryBusy":
     case "UnsafeBackupRoot":
     case "BackupBusy":

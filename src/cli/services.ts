@@ -10,6 +10,7 @@ import { AgentDir } from "../services/AgentDir.js"
 import { Doctor } from "../services/Doctor.js"
 import { Inventory } from "../services/Inventory.js"
 import { Migration } from "../services/Migration.js"
+import { UserProfile } from "../services/UserProfile.js"
 import { WorkRuns } from "../services/WorkRuns.js"
 
 export interface StackOptions {
@@ -40,4 +41,4 @@ const stderrWarnings = warningLoggerLayer(
 
 export type CliServices = Layer.Layer.Success<ReturnType<typeof cliLayer>>
 
-export { AgentDir, Doctor, Inventory, Migration, WorkRuns }
+export { AgentDir, Doctor, Inventory, Migration, UserProfile, WorkRuns }

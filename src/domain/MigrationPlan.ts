@@ -506,6 +506,34 @@ export const FINDING_CODES = {
     meaning: "Both data/<extId>/config/state/ (the old-host fallback) and data/<extId>/state/ exist: writes " +
       "are split; merge them with a merge-ledger migration plan."
   },
+  "user-profile-over-budget": {
+    severity: "warning",
+    meaning: "USER.md is larger than its budget (8 KiB by default); the next profile mutation moves the hot entries into shards."
+  },
+  "user-profile-index-missing": {
+    severity: "warning",
+    meaning: "okf-memory/user-preferences/index.okf.md does not parse, or is missing while USER.md is Pi's pointer to it; the next profile mutation rebuilds it."
+  },
+  "user-profile-unlisted-shard": {
+    severity: "info",
+    meaning: "Shards in okf-memory/user-preferences/ that the index does not list (a crash, or Pi without an index); the next profile mutation adopts them."
+  },
+  "user-profile-unparsable-shard": {
+    severity: "error",
+    meaning: "A profile shard whose OKF front matter does not parse; it is never read as empty, and profile edits are refused until it is fixed."
+  },
+  "user-profile-dead-lock": {
+    severity: "info",
+    meaning: "The profile lock (state/user-profile/lock) of a dead writer; the next profile mutation reclaims it."
+  },
+  "user-profile-interrupted-write": {
+    severity: "info",
+    meaning: "A profile write was interrupted (state/user-profile/pending.json is left); the next profile mutation finishes or undoes it."
+  },
+  "user-profile-unsafe": {
+    severity: "error",
+    meaning: "USER.md, the archive directory or a shard is a symlink or not a regular file/directory; the profile refuses it (UnsafeProfile)."
+  },
   "config-change-interrupted": {
     severity: "warning",
     meaning: "A config change (ConfigHistory `change()`) was interrupted: its process died between its start " +

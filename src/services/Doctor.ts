@@ -42,6 +42,7 @@ import { stateBackupFindings } from "./StateBackups.js"
 import { resolveStateDir } from "../domain/Tiers.js"
 import { isActive, manifestTimes, readLeases, readManifest } from "./internal/runFacts.js"
 import { type FindingDraft, leaseFinding, manifestTimeFindings, markerFinding } from "./internal/unreadableFindings.js"
+import { userProfileFindings } from "./UserProfileDoctor.js"
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
 
 export interface DoctorOptions {
@@ -447,6 +448,7 @@ const doctorProgram = (deps: Deps, agentDirInput: string, options?: DoctorOption
       yield* checkRoot(scan, agentDir)
       yield* checkState(scan, agentDir)
       yield* checkWork(scan, agentDir)
+      for (const f of yield* userProfileFindings(scan.deps, agentDir)) scan.add(f.code, f.path, f.message, f.fix, f.severity)
       for (const f of yield* configHistoryFindings(deps, agentPaths(agentDir).configBackupsDir)) scan.add(f.code, f.path, f.message, f.fix)
       for (const f of yield* stateBackupFindings(scan.deps, agentDir, options?.webDataRoot)) scan.add(f.code, f.path, f.message, f.fix)
     }

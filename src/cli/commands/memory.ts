@@ -1,0 +1,108 @@
+/**
+ * `pi-storage memory show|add|replace|remove`: the bounded USER.md profile (SPEC MEM1).
+ * Exit codes: 0 done (a duplicate add too), 1 `EntryNotFound`/`AmbiguousEntry` (the candidates are listed),
+ * 2 usage (a bad flag or `InvalidEntry`), 3 refused (`UnsafeProfile`, `ProfileBusy`).
+ */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as HelpDoc from "@effect/cli/HelpDoc"
+import * as Options from "@effect/cli/Options"
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as Effect from "effect/Effect"
+import * as Logger from "effect/Logger"
+import * as Option from "effect/Option"
+import { DEFAULT_PROFILE_BUDGET_BYTES } from "../../domain/UserProfileText.js"
+import type { ProfileChange, ProfileView, UserProfile } from "../../services/UserProfile.js"
+import { type CliContext, err, out, printJson, reportError, usageError, withStack } from "../context.js"
+import { formatBytes, type Paint, table } from "../format.js"
+import { parseSize } from "../parse.js"
+
+export const renderProfile = (paint: Paint, view: ProfileView): string => {
+  const shards = new Set(view.entries.flatMap((e) => (e.shard === null ? [] : [e.shard]))).size
+  const over = view.bytes > view.budgetBytes ? paint("yellow", " (over budget)") : ""
+  const head = `USER.md: ${view.bytes} of ${view.budgetBytes} bytes${over}; ${view.entries.length} entr${view.entries.length === 1 ? "y" : "ies"}` +
+    (view.sharded ? `, ${shards} archived shard${shards === 1 ? "" : "s"}` : "") + "\n"
+  const rows = view.entries.map((e) => [e.id, e.shard ?? paint("dim", "USER.md"), e.text])
+  const problems = view.unparsable.map((u) => `${paint("red", "unparsable")} ${u.shard}: ${u.why}\n`).join("")
+  return head + (rows.length > 0 ? "\n" + table([{ header: "ID" }, { header: "IN" }, { header: "ENTRY" }], rows, paint) : "") + problems
+}
+
+const renderChange = (change: ProfileChange): string => {
+  const moved = change.archived ? "; the hot entries moved into the archive (USER.md is now the pointer)" : ""
+  switch (change.outcome) {
+    case "added":
+      return `added: ${change.entry}${moved}\n`
+    case "duplicate":
+      return `already there (nothing added): ${change.entry}\n`
+    case "replaced":
+      return `replaced: ${change.matched}\n    with: ${change.entry}${moved}\n`
+    case "unchanged":
+      return `unchanged (same text): ${change.entry}\n`
+    case "removed":
+      return `removed: ${change.entry}\n`
+  }
+}
+
+const budget = Options.text("budget").pipe(
+  Options.mapEffect((text) => {
+    const parsed = parseSize(text)
+    return parsed.ok && parsed.value > 0
+      ? Effect.succeed(parsed.value)
+      : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--budget: ${parsed.ok ? "must be more than 0 bytes" : parsed.message}`)))
+  }),
+  Options.withDescription(`USER.md budget in UTF-8 bytes, pointer included (default ${DEFAULT_PROFILE_BUDGET_BYTES}, e.g. --budget 8KiB or --budget 4000).`),
+  Options.optional
+)
+const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON document instead of text (default: text)."))
+
+type Use<A, E> = (profile: UserProfile["Type"]) => Effect.Effect<A, E>
+
+/** Warnings (a crashed write finished, an index rebuilt) go to stderr: stdout stays the document asked for. */
+const stderrLogger = Logger.replace(
+  Logger.defaultLogger,
+  Logger.map(Logger.logfmtLogger, (line) => void process.stderr.write(`pi-storage: ${line}\n`))
+)
+
+/** Run against the profile; typed failures become their message and exit code, ambiguity lists the candidates. */
+const withProfile = <A, E extends { readonly _tag: string; readonly message: string }>(
+  ctx: CliContext,
+  budgetBytes: Option.Option<number>,
+  use: Use<A, E>,
+  show: (a: A) => Effect.Effect<void>
+) =>
+  withStack(ctx, (s) =>
+    Effect.flatMap(s.UserProfile.make({ budgetBytes: Option.getOrUndefined(budgetBytes) }), use).pipe(
+      Effect.matchEffect({
+        onFailure: (e) =>
+          e._tag === "AmbiguousEntry" && "candidates" in e
+            ? Effect.zipRight(reportError(ctx, { _tag: e._tag, message: `${(e.candidates as ReadonlyArray<string>).length} entries match; give the exact text of one:` }),
+              err((e.candidates as ReadonlyArray<string>).map((c) => `  ${c}\n`).join("")))
+            : reportError(ctx, e),
+        onSuccess: show
+      }),
+      Effect.provide(stderrLogger)
+    ))
+
+export const memoryCommand = (ctx: CliContext) => {
+  const show = Command.make("show", { json, budget }, (o) =>
+    withProfile(ctx, o.budget, (p) => p.read, (view) => (o.json ? printJson(view) : out(renderProfile(ctx.paint, view))))).pipe(
+      Command.withDescription("Show USER.md's entries (archived ones first, with their shard) and its size against the budget.")
+    )
+  const change = (c: ProfileChange, asJson: boolean) => (asJson ? printJson(c) : out(renderChange(c)))
+  const add = Command.make("add", { text: Args.text({ name: "TEXT" }), json, budget }, (o) =>
+    withProfile(ctx, o.budget, (p) => p.add(o.text), (c) => change(c, o.json))).pipe(
+      Command.withDescription("Add one entry (one line); a duplicate is a no-op. Over the budget the hot entries move into the archive.")
+    )
+  const replace = Command.make("replace", { old: Args.text({ name: "OLD" }), text: Args.text({ name: "NEW" }), json, budget }, (o) =>
+    withProfile(ctx, o.budget, (p) => p.replace(o.old, o.text), (c) => change(c, o.json))).pipe(
+      Command.withDescription("Replace the entry that is OLD, else the only one containing OLD (several: exit 1, candidates listed).")
+    )
+  const remove = Command.make("remove", { old: Args.text({ name: "OLD" }), json, budget }, (o) =>
+    withProfile(ctx, o.budget, (p) => p.remove(o.old), (c) => change(c, o.json))).pipe(
+      Command.withDescription("Remove the entry that is OLD, else the only one containing OLD; a shard left empty goes.")
+    )
+  return Command.make("memory", {}, () => usageError(ctx, "memory needs a subcommand: show, add, replace or remove")).pipe(
+    Command.withDescription("The bounded USER.md profile and its archive (okf-memory/user-preferences/)."),
+    Command.withSubcommands([show, add, replace, remove])
+  )
+}

@@ -1,0 +1,88 @@
+/**
+ * USER.md as text (SPEC MEM1), pure: what an entry is, Pi's pointer, the budget, and how `replace`/`remove`
+ * pick the entry they act on.
+ *
+ * An entry is one non-blank line of a profile body, kept byte for byte (minus a CR before the newline).
+ * `USER.md` is either a plain body (every non-blank line an entry) or Pi's pointer followed by the hot
+ * entries added since the last archive.
+ */
+import * as Either from "effect/Either"
+import { AmbiguousEntry, EntryNotFound, InvalidEntry } from "./UserProfileErrors.js"
+
+export const DEFAULT_PROFILE_BUDGET_BYTES = 8 * 1024
+
+/** Relative to the agent dir: where USER.md links to (Pi writes exactly this). */
+export const ARCHIVE_INDEX_LINK = "okf-memory/user-preferences/index.okf.md"
+const POINTER_LINK_LINE = `Archived preferences: [User preference archive](${ARCHIVE_INDEX_LINK}).`
+/** Pi's pointer, recognised exactly and written the same. */
+export const PROFILE_POINTER = `# User profile\n\n${POINTER_LINK_LINE}\n`
+
+const encoder = new TextEncoder()
+export const utf8Bytes = (text: string): number => encoder.encode(text).length
+
+/**
+ * Characters an entry may not hold: C0/C1 controls (a tab is fine), the soft hyphen, and the invisible or
+ * bidirectional formatting characters (zero-width spaces and joiners, LRM/RLM/ALM, embeddings, overrides,
+ * isolates, invisible operators, the BOM, interlinear annotation marks): text a reader cannot see is text a
+ * prompt should not carry.
+ */
+const INVISIBLE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]/u
+
+const codePoint = (c: string) => `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`
+
+/** Validate one entry given by a caller (`add`, the new text of `replace`). */
+export const parseEntry = (text: string, maxBytes?: number): Either.Either<string, InvalidEntry> => {
+  const invalid = (reason: InvalidEntry["reason"], detail: string) => Either.left(new InvalidEntry({ text, reason, detail }))
+  if (/[\n\r]/.test(text)) return invalid("newline", "an entry is one line; add each line as its own entry")
+  if (text.trim() === "") return invalid("blank", "an entry must have visible text")
+  const bad = INVISIBLE.exec(text)
+  if (bad !== null) return invalid("invisible-character", `it holds the invisible or control character ${codePoint(bad[0])} at ${bad.index}`)
+  if (text === POINTER_LINK_LINE) return invalid("pointer-line", "that line is USER.md's link to the archive")
+  if (maxBytes !== undefined && utf8Bytes(text) > maxBytes) {
+    return invalid("too-large", `it is ${utf8Bytes(text)} bytes; one entry must fit in one shard (${maxBytes} bytes)`)
+  }
+  return Either.right(text)
+}
+
+/** The entries of a body: its non-blank lines, as written (a CR before a newline is not part of a line). */
+export const bodyEntries = (body: string): Array<string> =>
+  body.split("\n").map((l) => (l.endsWith("\r") ? l.slice(0, -1) : l)).filter((l) => l.trim() !== "")
+
+/** A body of entries: one per line, each ending in a newline. */
+export const renderBody = (entries: ReadonlyArray<string>): string => entries.map((e) => `${e}\n`).join("")
+
+export interface UserText {
+  /** Whether the text starts with Pi's pointer (the profile is sharded). */
+  readonly pointer: boolean
+  /** The hot entries (all entries for a plain profile). */
+  readonly entries: ReadonlyArray<string>
+}
+
+export const parseUserText = (text: string): UserText =>
+  text.startsWith(PROFILE_POINTER)
+    ? { pointer: true, entries: bodyEntries(text.slice(PROFILE_POINTER.length)) }
+    : { pointer: false, entries: bodyEntries(text) }
+
+/** USER.md as written: the pointer, a blank line and the hot entries; or the plain body. */
+export const renderUserText = (user: UserText): string =>
+  user.pointer
+    ? PROFILE_POINTER + (user.entries.length > 0 ? `\n${renderBody(user.entries)}` : "")
+    : renderBody(user.entries)
+
+export const fitsBudget = (user: UserText, budgetBytes: number): boolean => utf8Bytes(renderUserText(user)) <= budgetBytes
+
+/**
+ * Which entry an edit means: the one whose text is exactly `query`, else the only one containing it.
+ * Returns the index in `entries`; none is `EntryNotFound`, several `AmbiguousEntry` listing them all.
+ */
+export const matchEntry = (
+  entries: ReadonlyArray<string>,
+  query: string
+): Either.Either<number, EntryNotFound | AmbiguousEntry> => {
+  const exact = entries.indexOf(query)
+  if (exact !== -1) return Either.right(exact)
+  const containing = query === "" ? [] : entries.flatMap((e, i) => (e.includes(query) ? [i] : []))
+  if (containing.length === 1) return Either.right(containing[0]!)
+  if (containing.length === 0) return Either.left(new EntryNotFound({ query }))
+  return Either.left(new AmbiguousEntry({ query, candidates: containing.map((i) => entries[i]!) }))
+}

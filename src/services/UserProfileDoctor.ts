@@ -1,0 +1,82 @@
+/**
+ * The doctor's look at the USER.md profile (SPEC MEM1, DR1): read-only, with the same reader the profile
+ * writes with. Findings: USER.md over the default budget, a pointer whose index is missing, shards the
+ * index does not list, shards that do not parse, a lock left by a dead writer, an interrupted write, and
+ * files the profile refuses (symlinks, wrong types).
+ */
+import * as Effect from "effect/Effect"
+import { agentPaths } from "../domain/AgentPaths.js"
+import type { FindingCode, Severity } from "../domain/MigrationPlan.js"
+import { buildModel } from "../domain/UserProfile.js"
+import { DEFAULT_PROFILE_BUDGET_BYTES, utf8Bytes } from "../domain/UserProfileText.js"
+import type { Deps } from "./internal/deps.js"
+import { judgeMarker } from "./internal/markers.js"
+import { profileReader } from "./UserProfile.js"
+
+export interface ProfileFinding {
+  readonly code: FindingCode
+  readonly path: string
+  readonly message: string
+  readonly fix?: string
+  readonly severity?: Severity
+}
+
+const EDIT_FIX = "the next `pi-storage memory add/replace/remove` (or any profile mutation) repairs it"
+
+/** Never fails: what cannot be read is a finding. */
+export const userProfileFindings = (deps: Deps, agentDir: string): Effect.Effect<ReadonlyArray<ProfileFinding>> =>
+  Effect.gen(function*() {
+    const paths = agentPaths(agentDir)
+    const reader = profileReader(deps.fs, paths)
+    const findings: Array<ProfileFinding> = []
+    const lock = yield* judgeMarker(deps, reader.lockPath)
+    if (lock !== undefined && !lock.alive) {
+      findings.push({ code: "user-profile-dead-lock", path: reader.lockPath, message: `profile lock of a dead writer (${lock.detail})`, fix: "the next profile mutation reclaims it" })
+    }
+    const read = yield* Effect.either(reader.readState)
+    if (read._tag === "Left") {
+      const e = read.left
+      const path = e._tag === "UnsafeProfile" || e._tag === "FileSystemError" ? e.path : reader.archiveDir
+      findings.push({ code: "user-profile-unsafe", path, message: e.message, fix: "replace the link or entry with a regular file or directory" })
+      return findings
+    }
+    const state = read.right
+    const bytes = utf8Bytes(state.user ?? "")
+    if (bytes > DEFAULT_PROFILE_BUDGET_BYTES) {
+      findings.push({
+        code: "user-profile-over-budget",
+        path: paths.userFile,
+        message: `USER.md is ${bytes} bytes, over its ${DEFAULT_PROFILE_BUDGET_BYTES}-byte budget (it is in every prompt)`,
+        fix: "the next profile mutation moves its hot entries into the archive"
+      })
+    }
+    const model = buildModel(state)
+    if ((model.pointer || state.indexExists) && state.indexed === null) {
+      findings.push({
+        code: "user-profile-index-missing",
+        path: reader.indexPath,
+        message: state.indexExists ? "USER.md points to an archive index that does not parse" : "USER.md points to an archive index that is missing",
+        fix: `${EDIT_FIX}: the index is rebuilt from the shards present`
+      })
+    }
+    if (state.indexed !== null && model.unlisted.length > 0) {
+      findings.push({
+        code: "user-profile-unlisted-shard",
+        path: reader.archiveDir,
+        message: `${model.unlisted.length} shard(s) the index does not list: ${model.unlisted.slice(0, 5).join(", ")}`,
+        fix: `${EDIT_FIX}: they are adopted into the index`
+      })
+    }
+    for (const u of state.unparsable) {
+      findings.push({
+        code: "user-profile-unparsable-shard",
+        path: reader.shardPath(u.name),
+        message: `shard does not parse (${u.why}); profile edits are refused until it is fixed`,
+        fix: "repair its front matter (--- YAML --- then a blank line and the entries) or move it out of the archive"
+      })
+    }
+    if (state.journal !== null) {
+      findings.push({ code: "user-profile-interrupted-write", path: reader.journalPath, message: "a profile write was interrupted (a crash)", fix: `${EDIT_FIX}: it is finished or undone` })
+    }
+    return findings
+  })

@@ -1,0 +1,161 @@
+/**
+ * `pi-storage memory` through the built CLI (`npm test` builds first), as a child process against temp
+ * agent dirs: output, JSON, exit codes (2 usage, 1 not found / ambiguous with the candidates, 3 refused).
+ */
+import { spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import { PROFILE_POINTER } from "../../src/domain/UserProfileText.js"
+import { PI_INDEX, PI_SHARD_1, PI_SHARD_2, piShard } from "../services/userProfileSupport.js"
+
+const MAIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url))
+
+interface Result {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+const cli = (args: ReadonlyArray<string>): Promise<Result> =>
+  new Promise((resolve, reject) => {
+    const env = { ...process.env }
+    delete env["PI_ADAPTATIVE_CODING_AGENT_DIR"]
+    const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d))
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
+    child.once("error", reject)
+    child.once("close", (code) => resolve({ code, stdout, stderr }))
+  })
+const at = (agentDir: string) => (...args: ReadonlyArray<string>) => cli(["--agent-dir", agentDir, ...args])
+
+const temps: Array<string> = []
+const tempDir = () => {
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-storage-memory-"))
+  temps.push(dir)
+  return dir
+}
+afterAll(() => temps.forEach((d) => Fs.rmSync(d, { recursive: true, force: true })))
+
+/** Pi's archive as it is on disk today. */
+const piAgentDir = () => {
+  const agentDir = tempDir()
+  const archive = Path.join(agentDir, "okf-memory", "user-preferences")
+  Fs.mkdirSync(archive, { recursive: true })
+  Fs.writeFileSync(Path.join(agentDir, "USER.md"), `${PROFILE_POINTER}\n- Hot: answers in French\n`)
+  Fs.writeFileSync(Path.join(archive, "index.okf.md"), PI_INDEX)
+  Fs.writeFileSync(Path.join(archive, PI_SHARD_1), piShard(1, "- Prefers concise answers\n- Uses pnpm\n"))
+  Fs.writeFileSync(Path.join(archive, PI_SHARD_2), piShard(2, "- Works in Europe/Paris\n- Likes tabs\n"))
+  return agentDir
+}
+
+describe("pi-storage memory (built CLI)", () => {
+  it("show on a missing agent dir: an empty profile, exit 0, nothing created", async () => {
+    const parent = tempDir()
+    const agentDir = Path.join(parent, "agent")
+    const r = await at(agentDir)("memory", "show")
+    assert.deepStrictEqual([r.code, r.stdout, r.stderr], [0, "USER.md: 0 of 8192 bytes; 0 entries\n", ""])
+    assert.deepStrictEqual(Fs.readdirSync(parent), [])
+  })
+
+  it("add, duplicate, replace, remove; a tiny --budget archives; show and --json tell where each entry is", async () => {
+    const run = at(tempDir())
+    assert.deepStrictEqual(await run("memory", "add", "- Uses pnpm"), { code: 0, stdout: "added: - Uses pnpm\n", stderr: "" })
+    assert.deepStrictEqual(await run("memory", "add", "- Uses pnpm"), { code: 0, stdout: "already there (nothing added): - Uses pnpm\n", stderr: "" })
+    const archived = await run("memory", "add", "--budget", "30", "- Likes tabs, never spaces")
+    assert.strictEqual(archived.code, 0, archived.stderr)
+    assert.include(archived.stdout, "the hot entries moved into the archive")
+    const replaced = await run("memory", "replace", "pnpm", "- Uses bun")
+    assert.deepStrictEqual([replaced.code, replaced.stdout], [0, "replaced: - Uses pnpm\n    with: - Uses bun\n"])
+    const json = await run("memory", "show", "--json")
+    assert.strictEqual(json.code, 0)
+    const view = JSON.parse(json.stdout)
+    assert.deepStrictEqual(view.entries.map((e: { text: string }) => e.text), ["- Uses bun", "- Likes tabs, never spaces"])
+    assert.match(view.entries[0].shard, /^user-preferences-[0-9a-f]{16}\.okf\.md$/)
+    assert.deepStrictEqual([view.sharded, view.text, view.budgetBytes], [true, PROFILE_POINTER, 8192])
+    const removed = await run("memory", "remove", "Likes tabs")
+    assert.deepStrictEqual([removed.code, removed.stdout], [0, "removed: - Likes tabs, never spaces\n"])
+    const shown = await run("memory", "show")
+    assert.match(shown.stdout, /^USER\.md: 107 of 8192 bytes; 1 entry, 1 archived shard\n\nID +IN +ENTRY\n[0-9a-f]{12} +user-preferences-[0-9a-f]{16}\.okf\.md +- Uses bun\n$/)
+  })
+
+  it("not found and ambiguous exit 1 (the candidates listed); a bad entry or flag exits 2; nothing changes", async () => {
+    const agentDir = piAgentDir()
+    const before = Fs.readFileSync(Path.join(agentDir, "USER.md"), "utf8")
+    const run = at(agentDir)
+    const [ambiguous, none, invalid, badBudget, noValue, bare] = await Promise.all([
+      run("memory", "remove", "- "),
+      run("memory", "replace", "emacs", "x"),
+      run("memory", "add", "zero\u200bwidth"),
+      run("memory", "add", "--budget", "lots", "x"),
+      run("memory", "add", "--budget"),
+      run("memory")
+    ])
+    assert.strictEqual(ambiguous.code, 1)
+    assert.strictEqual(ambiguous.stderr, "pi-storage: 5 entries match; give the exact text of one:\n" +
+      "  - Prefers concise answers\n  - Uses pnpm\n  - Works in Europe/Paris\n  - Likes tabs\n  - Hot: answers in French\n")
+    assert.deepStrictEqual([none.code, none.stderr], [1, "pi-storage: no profile entry is or contains \"emacs\"\n"])
+    assert.strictEqual(invalid.code, 2)
+    assert.include(invalid.stderr, "U+200B")
+    assert.strictEqual(badBudget.code, 2)
+    assert.include(badBudget.stderr, "--budget")
+    assert.deepStrictEqual([noValue.code, noValue.stderr], [2, "pi-storage: --budget needs a value: a size in bytes such as 8KiB or 4000\n"])
+    assert.strictEqual(bare.code, 2)
+    assert.strictEqual(Fs.readFileSync(Path.join(agentDir, "USER.md"), "utf8"), before)
+  })
+
+  it("Pi's archive: shown in order, edited in place of the shard that held the entry", async () => {
+    const agentDir = piAgentDir()
+    const run = at(agentDir)
+    const shown = await run("memory", "show")
+    assert.strictEqual(shown.code, 0)
+    const lines = shown.stdout.trim().split("\n").slice(3)
+    assert.deepStrictEqual(lines.map((l) => l.split(/\s{2,}/).slice(1)), [
+      [PI_SHARD_1, "- Prefers concise answers"],
+      [PI_SHARD_1, "- Uses pnpm"],
+      [PI_SHARD_2, "- Works in Europe/Paris"],
+      [PI_SHARD_2, "- Likes tabs"],
+      ["USER.md", "- Hot: answers in French"]
+    ])
+    const shard2 = Fs.readFileSync(Path.join(agentDir, "okf-memory", "user-preferences", PI_SHARD_2), "utf8")
+    assert.strictEqual((await run("memory", "remove", "pnpm")).code, 0)
+    assert.strictEqual(Fs.readFileSync(Path.join(agentDir, "okf-memory", "user-preferences", PI_SHARD_2), "utf8"), shard2)
+    assert.isFalse(Fs.existsSync(Path.join(agentDir, "okf-memory", "user-preferences", PI_SHARD_1)))
+  })
+
+  it("an archive directory that is a symlink is refused with exit 3", async () => {
+    const agentDir = tempDir()
+    Fs.mkdirSync(Path.join(agentDir, "elsewhere"))
+    Fs.mkdirSync(Path.join(agentDir, "okf-memory"))
+    Fs.symlinkSync("../elsewhere", Path.join(agentDir, "okf-memory", "user-preferences"))
+    const [show, add] = await Promise.all([at(agentDir)("memory", "show"), at(agentDir)("memory", "add", "x")])
+    for (const r of [show, add]) {
+      assert.strictEqual(r.code, 3, r.stderr)
+      assert.include(r.stderr, "(symlink)")
+    }
+    assert.deepStrictEqual(Fs.readdirSync(Path.join(agentDir, "elsewhere")), [])
+  })
+
+  it("a crash's leftover journal is undone by the next edit; the warning goes to stderr, stdout stays JSON", async () => {
+    const agentDir = tempDir()
+    Fs.mkdirSync(Path.join(agentDir, "state", "user-profile"), { recursive: true })
+    const journal = { version: 1, shards: [], created: ["user-preferences-0000000000000000.okf.md"], obsolete: [], user: null }
+    Fs.writeFileSync(Path.join(agentDir, "state", "user-profile", "pending.json"), JSON.stringify(journal))
+    const r = await at(agentDir)("memory", "add", "--json", "- after a crash")
+    assert.strictEqual(r.code, 0, r.stderr)
+    assert.strictEqual(JSON.parse(r.stdout).outcome, "added")
+    assert.include(r.stderr, "interrupted by a crash (undone)")
+    assert.deepStrictEqual(Fs.readdirSync(Path.join(agentDir, "state", "user-profile")), [])
+  })
+
+  it("help says each flag's default with an example", async () => {
+    const help = await cli(["memory", "add", "--help"])
+    assert.strictEqual(help.code, 0)
+    assert.include(help.stdout, "default 8192, e.g. --budget 8KiB")
+    assert.include(help.stdout, "default: text")
+  })
+})

@@ -1,0 +1,241 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Either, FastCheck as fc } from "effect"
+import {
+  applyOperation,
+  buildModel,
+  diffLayout,
+  modelEntries,
+  type ProfileFiles,
+  planLayout
+} from "../../src/domain/UserProfile.js"
+import {
+  parseIndex,
+  parseOkf,
+  parseShard,
+  renderIndex,
+  renderShard,
+  SHARD_NAME_RE,
+  shardName,
+  splitIntoShards
+} from "../../src/domain/UserProfileArchive.js"
+import {
+  bodyEntries,
+  fitsBudget,
+  matchEntry,
+  parseEntry,
+  parseUserText,
+  PROFILE_POINTER,
+  renderBody,
+  renderUserText,
+  utf8Bytes
+} from "../../src/domain/UserProfileText.js"
+
+/** Visible one-line entries, multi-byte text included. */
+const visibleChar = fc.oneof(
+  fc.constantFrom(..."abcdefghijklmnopqrstuvwxyz0123456789 -_.,:;!?()[]/"),
+  fc.constantFrom("é", "ß", "中", "文", "😀", "🇫🇷", "→", "ü")
+)
+const entryArb = fc.array(visibleChar, { minLength: 1, maxLength: 24 })
+  .map((cs) => cs.join("").trim())
+  .filter((s) => s.length > 0)
+const entriesArb = fc.uniqueArray(entryArb, { maxLength: 30 })
+const INVISIBLE = ["\u200b", "\u200e", "\u202e", "\u2066", "\ufeff", "\u0000", "\u001b", "\u00ad", "\u061c"]
+
+describe("entries (parseEntry)", () => {
+  it("a visible one-line entry is accepted as is", () =>
+    fc.assert(fc.property(entryArb, (text) => assert.deepStrictEqual(parseEntry(text), Either.right(text)))))
+
+  it("a newline anywhere is InvalidEntry(newline)", () =>
+    fc.assert(fc.property(entryArb, entryArb, fc.constantFrom("\n", "\r", "\r\n"), (a, b, nl) => {
+      const r = parseEntry(`${a}${nl}${b}`)
+      assert.isTrue(Either.isLeft(r) && r.left.reason === "newline")
+    })))
+
+  it("empty or whitespace-only is InvalidEntry(blank)", () =>
+    fc.assert(fc.property(fc.array(fc.constantFrom(" ", "\t", "\u00a0", "\u3000")).map((a) => a.join("")), (text) => {
+      const r = parseEntry(text)
+      assert.isTrue(Either.isLeft(r) && r.left.reason === "blank", text)
+    })))
+
+  it("an invisible or bidi control character is InvalidEntry(invisible-character), named by code point", () =>
+    fc.assert(fc.property(entryArb, fc.constantFrom(...INVISIBLE), fc.nat(), (text, bad, at) => {
+      const i = at % (text.length + 1)
+      const r = parseEntry(text.slice(0, i) + bad + text.slice(i))
+      assert.isTrue(Either.isLeft(r) && r.left.reason === "invisible-character")
+      if (Either.isLeft(r)) assert.include(r.left.message, `U+${bad.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`)
+    })))
+
+  it("the pointer's link line and an entry larger than a shard are refused", () => {
+    const link = PROFILE_POINTER.split("\n")[2]!
+    const r = parseEntry(link)
+    assert.isTrue(Either.isLeft(r) && r.left.reason === "pointer-line")
+    const big = parseEntry("x".repeat(11), 10)
+    assert.isTrue(Either.isLeft(big) && big.left.reason === "too-large")
+  })
+})
+
+describe("USER.md text", () => {
+  it("Pi's pointer is recognised exactly and written the same", () => {
+    assert.strictEqual(
+      PROFILE_POINTER,
+      "# User profile\n\nArchived preferences: [User preference archive](okf-memory/user-preferences/index.okf.md).\n"
+    )
+    assert.deepStrictEqual(parseUserText(PROFILE_POINTER), { pointer: true, entries: [] })
+    assert.deepStrictEqual(parseUserText(`${PROFILE_POINTER}- likes tabs\n`), { pointer: true, entries: ["- likes tabs"] })
+    // Not exactly the pointer: a plain profile whose lines are entries.
+    assert.deepStrictEqual(parseUserText(PROFILE_POINTER.replace("# User profile", "# User Profile")).pointer, false)
+    assert.strictEqual(renderUserText({ pointer: true, entries: [] }), PROFILE_POINTER)
+  })
+
+  it("render then parse gives the same entries, with or without the pointer", () =>
+    fc.assert(fc.property(entriesArb, fc.boolean(), (entries, pointer) => {
+      const text = renderUserText({ pointer, entries })
+      assert.deepStrictEqual(parseUserText(text), { pointer, entries })
+      assert.strictEqual(fitsBudget({ pointer, entries }, utf8Bytes(text)), true)
+      assert.strictEqual(fitsBudget({ pointer, entries }, utf8Bytes(text) - 1), false)
+    })))
+
+  it("entries are the non-blank lines, CRLF tolerated", () => {
+    assert.deepStrictEqual(bodyEntries("a\r\n\n  \nb\n"), ["a", "b"])
+  })
+})
+
+describe("matching for replace/remove", () => {
+  it("the exact text wins; else the one entry containing it; none and several are typed errors", () =>
+    fc.assert(fc.property(entriesArb.filter((e) => e.length > 0), fc.nat(), (entries, pick) => {
+      const i = pick % entries.length
+      assert.deepStrictEqual(matchEntry(entries, entries[i]!), Either.right(i))
+      const query = entries[i]!.slice(0, Math.max(1, Math.floor(entries[i]!.length / 2)))
+      const containing = entries.filter((e) => e.includes(query))
+      const r = matchEntry(entries, query)
+      if (entries.includes(query)) assert.deepStrictEqual(r, Either.right(entries.indexOf(query)))
+      else if (containing.length === 1) assert.deepStrictEqual(r, Either.right(i))
+      else assert.isTrue(Either.isLeft(r) && r.left._tag === "AmbiguousEntry" && r.left.candidates.length === containing.length)
+      const none = matchEntry(entries, "\u0007absent")
+      assert.isTrue(Either.isLeft(none) && none.left._tag === "EntryNotFound")
+    })))
+
+  it("several matches are refused, listing them (never the first one silently)", () => {
+    const r = matchEntry(["likes tabs", "likes vim", "hates emacs"], "likes")
+    assert.isTrue(Either.isLeft(r) && r.left._tag === "AmbiguousEntry")
+    if (Either.isLeft(r) && r.left._tag === "AmbiguousEntry") assert.deepStrictEqual(r.left.candidates, ["likes tabs", "likes vim"])
+  })
+})
+
+describe("OKF documents and shard names", () => {
+  it("a shard renders and parses back to its entries; its name depends on the body only", () =>
+    fc.assert(fc.property(entriesArb.filter((e) => e.length > 0), fc.date({ noInvalidDate: true }), fc.date({ noInvalidDate: true }), (entries, t1, t2) => {
+      const a = renderShard(entries, t1.toISOString())
+      const parsed = parseShard(a)
+      assert.isTrue(parsed.ok)
+      if (parsed.ok) assert.deepStrictEqual(parsed.shard.entries, entries)
+      assert.match(shardName(entries), SHARD_NAME_RE)
+      // Another time, the same name.
+      assert.strictEqual(shardName(entries), shardName([...entries]))
+      // The time is in the file, never in the name.
+      if (t1.getTime() !== t2.getTime()) assert.notStrictEqual(renderShard(entries, t2.toISOString()), a)
+      const doc = parseOkf(a)
+      assert.isTrue(doc.ok && doc.doc.frontMatter["type"] === "User Preference")
+      if (doc.ok) assert.deepStrictEqual(doc.doc.frontMatter["tags"], ["user-preferences", "archived"])
+      if (doc.ok) assert.deepStrictEqual(doc.doc.frontMatter["pi"], { scope: "user" })
+    }), { numRuns: 40 }))
+
+  it("different bodies, different names", () =>
+    fc.assert(fc.property(entriesArb, entriesArb, (a, b) => {
+      if (renderBody(a) !== renderBody(b)) assert.notStrictEqual(shardName(a), shardName(b))
+    })))
+
+  it("extra front-matter keys are tolerated; broken front matter is reported, never read as empty", () => {
+    const withExtra = "---\ntype: User Preference\ntitle: x\nsource: pi 0.9\nnested:\n  a: [1, 2]\n---\n\none\ntwo\n"
+    const parsed = parseShard(withExtra)
+    assert.isTrue(parsed.ok && parsed.shard.entries.join("|") === "one|two")
+    assert.isFalse(parseShard("one\ntwo\n").ok)
+    assert.isFalse(parseShard("---\ntitle: [unclosed\n---\n\none\n").ok)
+    assert.isFalse(parseShard("---\ntitle: x\n").ok)
+    assert.isFalse(parseShard("---\n- a list\n---\n\none\n").ok)
+  })
+
+  it("the index lists its shards in order and parses back", () =>
+    fc.assert(fc.property(fc.uniqueArray(entriesArb.filter((e) => e.length > 0), { maxLength: 6, selector: (e) => shardName(e) }), (groups) => {
+      const names = groups.map(shardName)
+      const parsed = parseIndex(renderIndex(names, "2026-01-01T00:00:00.000Z"))
+      assert.deepStrictEqual(parsed, { ok: true, shards: names })
+    }), { numRuns: 30 }))
+})
+
+describe("splitting into shards", () => {
+  it("splits on entry boundaries only, in order, each shard under the budget unless one entry is larger", () =>
+    fc.assert(fc.property(entriesArb, fc.integer({ min: 1, max: 200 }), (entries, budget) => {
+      const shards = splitIntoShards(entries, budget)
+      assert.deepStrictEqual(shards.flat(), entries)
+      for (const s of shards) {
+        assert.isAbove(s.length, 0)
+        if (s.length > 1) assert.isAtMost(utf8Bytes(renderBody(s)), budget)
+      }
+      // The bytes of the shards, concatenated, are the bytes of the body: no UTF-8 sequence was cut.
+      const joined = new Uint8Array(shards.flatMap((s) => [...new TextEncoder().encode(renderBody(s))]))
+      assert.deepStrictEqual(joined, new TextEncoder().encode(renderBody(entries)))
+    })))
+})
+
+const filesOf = (user: string | null, shards: ReadonlyArray<ReadonlyArray<string>>, indexed = true): ProfileFiles => ({
+  user,
+  indexed: indexed ? shards.map(shardName) : null,
+  indexExists: indexed,
+  shards: new Map(shards.map((s) => [shardName(s), { entries: s, timestamp: null }])),
+  unparsable: []
+})
+
+describe("the model and its layout", () => {
+  it("every fact once, archived first, whatever the files doubled", () =>
+    fc.assert(fc.property(entriesArb, entriesArb, entriesArb, fc.boolean(), (a, b, hot, pointer) => {
+      fc.pre(a.length > 0 && b.length > 0 && shardName(a) !== shardName(b))
+      const files = filesOf(renderUserText({ pointer, entries: hot }), [a, b])
+      const texts = modelEntries(buildModel(files)).map((e) => e.text)
+      assert.deepStrictEqual(texts, [...new Set([...a, ...b, ...hot])])
+    })))
+
+  it("a layout holds the model's facts in order; USER.md fits its budget or is the pointer alone; shards fit theirs", () =>
+    fc.assert(fc.property(entriesArb, entriesArb, fc.integer({ min: 1, max: 400 }), fc.integer({ min: 1, max: 300 }), (archived, hot, budget, shardBudget) => {
+      const model = buildModel(filesOf(renderUserText({ pointer: archived.length > 0, entries: hot.filter((h) => !archived.includes(h)) }), archived.length > 0 ? [archived] : []))
+      const layout = planLayout({ ...model, archive: model.archive.map((s) => ({ ...s, dirty: true })) }, { budgetBytes: budget, shardBudgetBytes: shardBudget })
+      assert.deepStrictEqual([...layout.shards.flatMap((s) => s.entries), ...layout.user.entries], modelEntries(model).map((e) => e.text))
+      assert.isTrue(fitsBudget(layout.user, budget) || (layout.user.pointer && layout.user.entries.length === 0))
+      for (const s of layout.shards) {
+        assert.strictEqual(s.name, shardName(s.entries))
+        if (s.entries.length > 1) assert.isAtMost(utf8Bytes(renderBody(s.entries)), shardBudget)
+      }
+      assert.strictEqual(layout.user.pointer, layout.shards.length > 0)
+    })))
+
+  it("an add over the budget moves the whole hot body into shards; USER.md becomes the pointer", () => {
+    const model = buildModel(filesOf("one\ntwo\n", []))
+    const applied = applyOperation(model, { _tag: "Add", text: "three" }, 1000)
+    assert.isTrue(Either.isRight(applied))
+    if (Either.isLeft(applied)) return
+    const layout = planLayout(applied.right.model, { budgetBytes: 12, shardBudgetBytes: 1000 })
+    assert.isTrue(layout.archivedHot)
+    assert.deepStrictEqual(layout.shards.map((s) => s.entries), [["one", "two", "three"]])
+    assert.strictEqual(renderUserText(layout.user), PROFILE_POINTER)
+    const writes = diffLayout(filesOf("one\ntwo\n", []), layout)
+    assert.deepStrictEqual(writes.create.map((s) => s.name), [shardName(["one", "two", "three"])])
+    assert.deepStrictEqual(writes.index, [shardName(["one", "two", "three"])])
+    assert.strictEqual(writes.user, PROFILE_POINTER)
+  })
+
+  it("a duplicate add and a replace by the same text change nothing; a shard left empty goes", () => {
+    const files = filesOf(`${PROFILE_POINTER}\nhot\n`, [["only"]])
+    const model = buildModel(files)
+    const dup = applyOperation(model, { _tag: "Add", text: "only" }, 1000)
+    assert.isTrue(Either.isRight(dup) && dup.right.outcome === "duplicate")
+    const same = applyOperation(model, { _tag: "Replace", query: "onl", text: "only" }, 1000)
+    assert.isTrue(Either.isRight(same) && same.right.outcome === "unchanged")
+    const removed = applyOperation(model, { _tag: "Remove", query: "only" }, 1000)
+    if (Either.isLeft(removed)) return assert.fail("remove failed")
+    const layout = planLayout(removed.right.model, { budgetBytes: 8192, shardBudgetBytes: 1000 })
+    const writes = diffLayout(files, layout)
+    assert.deepStrictEqual(writes.obsolete, [shardName(["only"])])
+    assert.deepStrictEqual(writes.index, [])
+    assert.strictEqual(writes.user, "hot\n")
+  })
+})
