@@ -75,7 +75,36 @@ export class InvalidSegment extends Schema.TaggedError<InvalidSegment>()("Invali
   detail: Schema.String
 }) {
   override get message(): string {
-    return `invalid ${this.field} ${JSON.stringify(this.value)}: ${this.detail}`
+    // A non-string is named by its detail ("must be a string (got a number: 5)"), not quoted as if it were one.
+    return this.rule === "not-a-string"
+      ? `invalid ${this.field}: ${this.detail}`
+      : `invalid ${this.field} ${JSON.stringify(this.value)}: ${this.detail}`
+  }
+}
+
+/** Which rule a refused retention policy broke (SPEC WR8a). */
+export const PolicyRule = Schema.Literal(
+  "not-an-object",
+  "unknown-key",
+  "not-a-number",
+  "not-finite",
+  "not-an-integer",
+  "negative",
+  "unreadable"
+)
+export type PolicyRule = typeof PolicyRule.Type
+
+/** A retention policy that is not data the pruner can trust (WR8a); nothing was deleted. */
+export class InvalidPolicy extends Schema.TaggedError<InvalidPolicy>()("InvalidPolicy", {
+  /** The policy field ("maxBytes" …), the unknown key, or "policy" for the value as a whole. */
+  field: Schema.String,
+  /** The offending value as text (`NaN`, `-5`, `"2"`, …). */
+  value: Schema.String,
+  rule: PolicyRule,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `invalid retention policy: ${this.field} = ${this.value}: ${this.detail}; nothing was deleted`
   }
 }
 
