@@ -19,7 +19,7 @@ export interface RunAddress {
 }
 
 export type RemoveOutcome =
-  | { readonly _tag: "Removed"; readonly complete: boolean }
+  | { readonly _tag: "Removed"; readonly complete: boolean; /** Why deletion stopped, when incomplete. */ readonly why?: string }
   | { readonly _tag: "Skipped"; readonly why: string }
 
 export type QuarantineOutcome =
@@ -81,19 +81,25 @@ export const quarantineOwnedRun = (deps: Deps, run: RunAddress): Effect.Effect<Q
   })
 
 /**
- * A quarantined run is deleted whole: a prune measured it under its entry budget already, and a release
- * with `delete: true` asked for exactly this run.
+ * A quarantined run is deleted whole, whatever its depth (it is already proven ours): a prune measured it
+ * under its entry budget already, and a release with `delete: true` asked for exactly this run.
  */
 const WHOLE_TREE: WalkBudget = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }
 
 /**
- * Delete a quarantined tree; `complete: false` when it failed, which leaves it in `.trash/` for the next
- * prune to finish.
+ * Delete a quarantined tree; `complete: false` (with why) when it failed, which leaves it in `.trash/` for
+ * the next prune to finish.
  */
 export const deleteQuarantined = (deps: Deps, target: string): Effect.Effect<RemoveOutcome> =>
   deps.fs.removeTree(target, WHOLE_TREE).pipe(
     Effect.either,
-    Effect.map((removal) => ({ _tag: "Removed", complete: removal._tag === "Right" && removal.right.complete }) as const)
+    Effect.map((removal): RemoveOutcome =>
+      removal._tag === "Left"
+        ? { _tag: "Removed", complete: false, why: removal.left.message }
+        : removal.right.complete
+        ? { _tag: "Removed", complete: true }
+        : { _tag: "Removed", complete: false, why: `${removal.right.removedEntries} entries removed, the rest left` }
+    )
   )
 
 /** Remove one run: quarantine, then delete. `prepareRemoval` must have succeeded for its tenant. */
