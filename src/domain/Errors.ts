@@ -215,3 +215,23 @@ export class ConfigRedLine extends Schema.TaggedError<ConfigRedLine>()("ConfigRe
     return `refusing to write ${this.path} into config/ (${this.rule}): ${this.detail}; put it in ${this.rightTier}/`
   }
 }
+
+/**
+ * TD5: two tier directories resolve (through a link or a mount) to the same place or one inside the other,
+ * found when the tiers are opened or re-checked right before a destructive cache operation. Nothing was changed.
+ */
+export class TiersOverlap extends Schema.TaggedError<TiersOverlap>()("TiersOverlap", {
+  tier: Schema.String,
+  path: Schema.String,
+  relation: Schema.Literal("same", "inside", "contains"),
+  otherTier: Schema.String,
+  otherPath: Schema.String,
+  /** When it was found: "open", or the cache operation refused ("cache.clear", "cache.ensure"). */
+  during: Schema.String
+}) {
+  override get message(): string {
+    const how = this.relation === "same" ? "resolves to the same directory as" : this.relation === "inside" ? "resolves inside" : "resolves around"
+    return `${this.tier} dir ${this.path} ${how} the ${this.otherTier} dir ${this.otherPath} (compared by device and inode, links followed); ` +
+      `refusing ${this.during === "open" ? "to open these tiers" : this.during}: nothing was changed`
+  }
+}

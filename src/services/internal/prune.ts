@@ -64,10 +64,14 @@ const finishTrash = (deps: Deps, trashDir: string, report: PruneReport) =>
     if (trash.length === 0) return
     const deadline = (yield* Clock.currentTimeMillis) + TRASH_TIME_BUDGET_MS
     const failed = new Set<string>()
+    let outOfTime = false
     for (const entry of trash) {
       const path = NodePath.join(trashDir, entry.name)
       for (;;) {
-        if ((yield* Clock.currentTimeMillis) >= deadline) break
+        if ((yield* Clock.currentTimeMillis) >= deadline) {
+          outOfTime = true
+          break
+        }
         const removal = yield* deps.fs.removeTree(path, { maxEntries: TRASH_SLICE_ENTRIES, maxDepth: UNBOUNDED_DEPTH }).pipe(Effect.either)
         if (removal._tag === "Left") {
           failed.add(entry.name)
@@ -83,6 +87,7 @@ const finishTrash = (deps: Deps, trashDir: string, report: PruneReport) =>
       }
     }
     // Whatever is left (time budget spent) is reported, so a prune never looks clean while .trash grows.
+    if (!outOfTime) return
     // (Only entries of the first listing: a release may be quarantining its own run meanwhile.)
     const listed = new Set(trash.map((e) => e.name))
     const left = yield* deps.fs.readDirectory(trashDir).pipe(Effect.orElseSucceed(() => []))
