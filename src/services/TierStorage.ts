@@ -105,7 +105,8 @@ const DIR_MODE = 0o700
 const FILE_MODE = 0o600
 /** Bounds for walks inside one extension's tier; config/ is KB-scale, cache/ may hold a venv. */
 const CONFIG_MEASURE_BUDGET = { maxEntries: 10_000, maxDepth: 32 }
-const REMOVE_BUDGET = { maxEntries: 10_000, maxDepth: 256 }
+/** Removing cache/ (ours, rebuildable) is never bounded by depth, only sliced by entries (issue 12 §6). */
+const REMOVE_BUDGET = { maxEntries: 10_000, maxDepth: Number.MAX_SAFE_INTEGER }
 
 const textEncoder = new TextEncoder()
 const toBytes = (data: Uint8Array | string): Uint8Array => (typeof data === "string" ? textEncoder.encode(data) : data)

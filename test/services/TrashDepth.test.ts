@@ -8,11 +8,12 @@ import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
-import { nodeFileSystemWith, type Walker } from "../../src/layers/NodeFileSystem.js"
+import { NodeFileSystemLive, nodeFileSystemWith, type Walker } from "../../src/layers/NodeFileSystem.js"
 import { defaultWalkerKind } from "../../src/layers/node/walkers.js"
 import { NodeHostLive } from "../../src/layers/NodeHost.js"
 import { storageLayer } from "../../src/layers/Storage.js"
 import { TRASH_TIME_BUDGET_MS } from "../../src/services/internal/prune.js"
+import { openTiers } from "../../src/services/TierStorage.js"
 import { WorkRuns } from "../../src/services/WorkRuns.js"
 import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
 
@@ -55,6 +56,22 @@ describe("deep trees left in .trash (Node layer)", () => {
         }
       }))
   }
+})
+
+describe("deep cache trees (Node layer)", () => {
+  it.scoped("cache.clear() removes a cache/ tree 300 levels deep", () =>
+    Effect.gen(function*() {
+      const root = nfs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-cache-depth-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => nfs.rmSync(root, { recursive: true, force: true })))
+      const dirs = { configDir: NodePath.join(root, "config"), stateDir: NodePath.join(root, "state"), cacheDir: NodePath.join(root, "cache") }
+      for (const rel of deepChain(300)) {
+        nfs.mkdirSync(NodePath.join(dirs.cacheDir, NodePath.dirname(rel)), { recursive: true })
+        nfs.writeFileSync(NodePath.join(dirs.cacheDir, rel), "x")
+      }
+      const tiers = yield* openTiers(dirs)
+      yield* tiers.cache.clear()
+      assert.isFalse(nfs.existsSync(dirs.cacheDir))
+    }).pipe(Effect.provide(NodeFileSystemLive)))
 })
 
 describe("deep trees left in .trash (Memory world)", () => {
