@@ -1,6 +1,6 @@
 /**
- * `npm run bench [-- --quick] [--json] [--only prune,scan,memory,acquire,cli,property] [--runs N]
- *  [--files N] [--reps N] [--ops N] [--settle MS] [--keep]`
+ * `npm run bench [-- --quick] [--json] [--only prune,scan,memory,acquire,cli,property,snapshots] [--runs N]
+ *  [--files N] [--reps N] [--ops N] [--settle MS] [--snapshot-files N] [--keep]`
  *
  * Builds fixtures in a temp dir, runs each measurement several times alternating ours and the baseline,
  * and prints medians, min–max and ratios (or one JSON document with `--json`). `--quick` runs everything at
@@ -11,11 +11,12 @@ import { benchAcquire } from "./acquire.js"
 import { benchCli } from "./cli.js"
 import { benchMemory } from "./memory.js"
 import { benchProperty } from "./property.js"
+import { benchStateBackups } from "./stateBackups.js"
 import { type Measurement, passes, renderMeasurements } from "./result.js"
 import { benchPrune, benchScan } from "./tree.js"
 import { machine, makeTempRoot, numberArg, parseArgs } from "./util.js"
 
-const ALL = ["prune", "scan", "memory", "acquire", "cli", "property"] as const
+const ALL = ["prune", "scan", "memory", "acquire", "cli", "property", "snapshots"] as const
 
 const main = async () => {
   const args = parseArgs(process.argv.slice(2))
@@ -49,6 +50,9 @@ const main = async () => {
       results.push(await benchAcquire({ root, ops, reps, settleMs, inactiveRuns: numberArg(args, "inactive", quick ? 20 : 100), log }))
     }
     if (only.has("cli")) results.push(await benchCli({ root, reps: quick ? 5 : 15, log }))
+    if (only.has("snapshots")) {
+      results.push(await benchStateBackups({ root, files: numberArg(args, "snapshot-files", quick ? 2_000 : 10_000), reps: quick ? 1 : 3, log }))
+    }
     if (only.has("property")) results.push(await benchProperty({ seconds: numberArg(args, "property-seconds", quick ? 3 : 10), log }))
   } finally {
     if (!args.has("keep")) fs.rmSync(root, { recursive: true, force: true })

@@ -20,11 +20,14 @@ import { AgentDir } from "./services/AgentDir.js"
 import { Doctor, type DoctorOptions } from "./services/Doctor.js"
 import { ExtensionStorage as ExtensionStorageService } from "./services/ExtensionStorage.js"
 import { Migration } from "./services/Migration.js"
+import { StateBackups } from "./services/StateBackups.js"
 import { type WorkRun, WorkRuns } from "./services/WorkRuns.js"
 
 export type { DoctorReport, Finding, LayoutReport } from "./domain/MigrationPlan.js"
 export type { PruneReport } from "./domain/PruneReport.js"
 export type { RetentionInput } from "./domain/Retention.js"
+export type { CreateResult, ForgetResult, RestoreResult, SnapshotSummary, VerifyResult } from "./services/StateBackups.js"
+export { planForget } from "./domain/ForgetPlan.js"
 
 export interface OpenOptions {
   /** Wins over `$PI_ADAPTATIVE_CODING_AGENT_DIR` and `~/.pi/agent`. */
@@ -58,6 +61,13 @@ export interface ExtensionStorage {
   unload(): Promise<void>
 }
 
+/** The `StateBackups` service as Promises (same methods, same results, typed rejections). */
+export type StateBackupsApi = {
+  readonly [K in "create" | "list" | "verify" | "forget" | "restore"]: (
+    ...args: Parameters<StateBackups["Type"][K]>
+  ) => Promise<Effect.Effect.Success<ReturnType<StateBackups["Type"][K]>>>
+} & { readonly root: string }
+
 export interface AgentStorage {
   readonly agentDir: string
   readonly workRoot: string
@@ -69,6 +79,8 @@ export interface AgentStorage {
   migrateAgentDirLayout(o?: { maxEntries?: number }): Promise<LayoutReport>
   /** DR1/DR2: a bounded, read-only scan of the agent dir (and, given `webDataRoot`, the extension data dirs). */
   doctor(o?: { maxEntries?: number; webDataRoot?: string }): Promise<DoctorReport>
+  /** BK2: state snapshots under a backup root (`root` else `$PI_STATE_BACKUP_DIR`, else beside the agent dir); no I/O until a method is called. */
+  stateBackups(o?: { root?: string; webDataRoot?: string }): StateBackupsApi
   /** Throws `InvalidSegment` for a bad namespace. */
   getStorage(namespace: string): ExtensionStorage
   /** Releases every lease it handed out, waits for background prunes. */
@@ -189,6 +201,19 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
     },
     migrateAgentDirLayout: (o = {}) => whileOpen(() => runTyped(runtime, migration.migrateAgentDirLayout(agentDir, o))),
     doctor: (o = {}) => whileOpen(() => runTyped(runtime, doctor.doctor(agentDir, o as DoctorOptions))),
+    stateBackups: (o = {}) => {
+      if (closed !== undefined) throw new StorageClosed({ agentDir })
+      const backups = runtime.runSync(StateBackups.make(o)) // pure: resolves the root, touches nothing
+      const call = <A, E>(effect: Effect.Effect<A, E>) => whileOpen(() => runTyped(runtime, effect))
+      return {
+        root: backups.root,
+        create: (x) => call(backups.create(x)),
+        list: () => call(backups.list()),
+        verify: (id, x) => call(backups.verify(id, x)),
+        forget: (x) => call(backups.forget(x)),
+        restore: (id, x) => call(backups.restore(id, x))
+      }
+    },
     getStorage: (namespace) => {
       const parsed = decodeSegment("namespace", namespace)
       if (parsed._tag === "Left") throw parsed.left

@@ -16,6 +16,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { SplitArgv } from "./argv.js"
+import { backupCommand } from "./commands/backup.js"
 import { doctor } from "./commands/doctor.js"
 import { ls } from "./commands/ls.js"
 import { migrate } from "./commands/migrate.js"
@@ -37,6 +38,8 @@ export const USAGE = `usage: pi-storage [--agent-dir DIR] [--no-color] <command>
   work run CATEGORY/TENANT [--name RUN] [--delete] -- CMD [ARGS...]
   doctor [--json]                               read-only check of the agent dir
   migrate [--dry-run] [--json]                  move legacy entries to their canonical places
+  backup create | list | verify [ID] [--max-bytes N] [--sample N] | forget --keep-last N --keep-daily N --keep-weekly N [--dry-run]
+         | restore ID [--extension NS] [--dry-run]   [--root DIR] [--json]   state snapshots
 
 Run 'pi-storage <command> --help' for details.
 `
@@ -116,14 +119,14 @@ const commands = (ctx: CliContext) => {
   }
   return Command.make("pi-storage", globals, () => Effect.zipRight(err(USAGE), Effect.sync(() => ctx.status.raise(ExitCode.usage)))).pipe(
     Command.withDescription("See and manage what the coding agent keeps under its agent dir."),
-    Command.withSubcommands([statusCommand, work, doctorCommand, migrateCommand])
+    Command.withSubcommands([statusCommand, work, doctorCommand, migrateCommand, backupCommand(ctx)])
   )
 }
 
 /** `@effect/cli` needs the platform FileSystem, Path and Terminal; subpath imports keep start-up quick. */
 const cliEnvironment = Layer.mergeAll(NodeFileSystem.layer, NodePath.layer, NodeTerminal.layer)
 
-const COMMAND_WORDS = new Set(["status", "work", "ls", "prune", "run", "doctor", "migrate"])
+const COMMAND_WORDS = new Set(["status", "work", "ls", "prune", "run", "doctor", "migrate", "backup", "create", "list", "verify", "forget", "restore"])
 
 /** One line from a ValidationError: its text without ANSI codes, whitespace collapsed; a bad command is named. */
 export const validationMessage = (error: ValidationError.ValidationError, args: ReadonlyArray<string>): string => {

@@ -21,11 +21,15 @@ export const exitCodeForError = (tag: string): number => {
   switch (tag) {
     case "InvalidSegment":
     case "InvalidArgument":
+    case "SnapshotNotFound":
       return ExitCode.usage
     case "UnsafeRoot":
     case "RunBusy":
     case "UnownedRun":
     case "ManifestMismatch":
+    case "UnsafeBackupRoot":
+    case "BackupBusy":
+    case "SnapshotCorrupt":
       return ExitCode.refused
     default:
       return ExitCode.findings

@@ -487,6 +487,20 @@ export const FINDING_CODES = {
     meaning: "Both data/<extId>/config/state/ (the old-host fallback) and data/<extId>/state/ exist: writes " +
       "are split; merge them with a merge-ledger migration plan."
   },
+  "state-backup-incomplete": {
+    severity: "warning",
+    meaning: "An incomplete state snapshot (`.incomplete-<id>/` in the backup root) whose writer is dead; never " +
+      "listed, removed by the next `pi-storage backup create`."
+  },
+  "state-backup-restore-aside": {
+    severity: "info",
+    meaning: "Live data a state restore moved aside (`state/restore-aside/<time>/`); the library never deletes it."
+  },
+  "state-backup-root-unsafe": {
+    severity: "error",
+    meaning: "The state backup root lies inside a snapshotted tree, or is a symlink, foreign-owned or " +
+      "group/world-writable; snapshots refuse it."
+  },
   "scan-error": {
     severity: "warning",
     meaning: "An entry could not be read (permission denied, vanished mid-scan …); the scan went on."

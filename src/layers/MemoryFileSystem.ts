@@ -10,12 +10,13 @@
  * `layerMemory(options?)` is the one-process convenience: a fresh world (or the one given) with this
  * FileSystem, a `MemoryHost` process and the `MemoryDriver`.
  */
+import { createHash } from "node:crypto"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { FileSystemError, lengthMismatch, reasonOfErrno } from "../domain/Errors.js"
-import { type DirEntry, type FileInfo, FileSystem, type TreeMeasure, type TreeRemoval } from "../services/FileSystem.js"
+import { type DirEntry, type FileDigest, type FileInfo, FileSystem, type TreeMeasure, type TreeRemoval } from "../services/FileSystem.js"
 import { Host } from "../services/Host.js"
 import * as MemoryHost from "./MemoryHost.js"
 import {
@@ -83,6 +84,8 @@ const detach = (dir: DirNode, name: string, node: Node, now: number): void => {
   dir.mtimeMs = now
 }
 
+const digestOf = (data: Uint8Array): FileDigest => ({ sha256: createHash("sha256").update(data).digest("hex"), bytes: data.length })
+
 export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Context.Tag.Service<FileSystem> => {
   const ctx: ProcessContext = {
     uid: options?.uid ?? 1000,
@@ -128,6 +131,26 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
     world.record(ctx, op, path, path2, isErrno(result) ? result.errno : undefined)
     return result
   }
+
+  /** One atomic step: a new file at `to` with the source's bytes and mode; the digest of those bytes. */
+  const copyInto = (method: string, from: string, to: string): Effect.Effect<FileDigest, FileSystemError> =>
+    call(method, from, to, (now) => {
+      const a = lookup(from, false)
+      if (isErrno(a)) return a
+      const src = a.node
+      if (src === undefined) return errno("ENOENT")
+      if (src.kind === "SymbolicLink") return errno("ELOOP")
+      if (src.kind === "Directory") return errno("EISDIR")
+      const b = lookup(to, false)
+      if (isErrno(b)) return b
+      if (b.node !== undefined) return errno("EEXIST")
+      if (b.trailingSlash) return errno("EISDIR")
+      // The copy keeps the source's mode exactly (the OS copy does fchmod after create).
+      attach(b.dir, b.name, world.newFile(b.dir, src.data.slice(), src.mode, ctx.uid, now))
+      b.dir.mtimeMs = now
+      world.mutated(ctx)
+      return digestOf(src.data)
+    })
 
   // ------------------------------------------------------------------------------------------ bodies
 
@@ -505,22 +528,14 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
         world.mutated(ctx)
       }),
 
-    copyFile: (from, to) =>
-      call("copyFile", from, to, (now) => {
-        const a = lookup(from, false)
-        if (isErrno(a)) return a
-        const src = a.node
-        if (src === undefined) return errno("ENOENT")
-        if (src.kind === "SymbolicLink") return errno("ELOOP")
-        if (src.kind === "Directory") return errno("EISDIR")
-        const b = lookup(to, false)
-        if (isErrno(b)) return b
-        if (b.node !== undefined) return errno("EEXIST")
-        if (b.trailingSlash) return errno("EISDIR")
-        // The copy keeps the source's mode exactly (the OS copy does fchmod after create).
-        attach(b.dir, b.name, world.newFile(b.dir, src.data.slice(), src.mode, ctx.uid, now))
-        b.dir.mtimeMs = now
-        world.mutated(ctx)
+    copyFile: (from, to) => Effect.asVoid(copyInto("copyFile", from, to)),
+
+    copyFileHashed: (from, to) => copyInto("copyFileHashed", from, to),
+
+    hashFile: (path) =>
+      call("hashFile", path, undefined, () => {
+        const node = fileAt(path)
+        return isErrno(node) ? node : digestOf(node.data)
       }),
 
     measureTree: (path, budget) =>

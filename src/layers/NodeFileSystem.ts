@@ -21,7 +21,7 @@
  *   such trips). Only `fsync` and large reads/copies stay asynchronous, so the event loop never waits on
  *   the disk itself.
  */
-import { randomBytes } from "node:crypto"
+import { createHash, type Hash, randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as NodePath from "node:path"
@@ -30,6 +30,7 @@ import * as Layer from "effect/Layer"
 import { type FileSystemError, lengthMismatch } from "../domain/Errors.js"
 import {
   type DirEntry,
+  type FileDigest,
   type FileInfo,
   FileSystem,
   type FileType,
@@ -337,32 +338,109 @@ const rename = (from: string, to: string, options?: { readonly sync?: boolean })
     if (fromDir !== toDir) yield* syncDirectory("rename", fromDir)
   })
 
-const copyFile = (from: string, to: string, options?: { readonly sync?: boolean }) =>
-  withHandle("copyFile", from, READ_NOFOLLOW, undefined, (source) =>
+/**
+ * Copy `from` (opened without following a link) to a new file `to` with the source's mode, feeding every
+ * chunk to `hash` when given. Files up to SYNC_READ_MAX are copied with synchronous syscalls (a snapshot
+ * copies thousands of small files; a thread-pool trip per chunk would cost more than the copy), larger
+ * ones on the thread pool in 64 KiB chunks. A failure after creation removes the partial copy.
+ */
+/** One chunk buffer for the synchronous copy and hash paths (they never interleave: no await inside). */
+const SYNC_CHUNK = Buffer.allocUnsafe(COPY_CHUNK)
+
+const copyWith = (method: string, from: string, to: string, sync: boolean, hash: Hash | undefined) =>
+  withFd(method, from, READ_NOFOLLOW, undefined, (source) =>
     Effect.gen(function*() {
-      const stats = yield* attempt("copyFile", from, () => source.stat())
-      if (stats.isDirectory()) return yield* Effect.fail(failWith("copyFile", from, "EISDIR", "is a directory"))
-      if (!stats.isFile()) return yield* Effect.fail(failWith("copyFile", from, "", "not a regular file"))
+      const stats = yield* attemptSync(method, from, () => fs.fstatSync(source))
+      if (stats.isDirectory()) return yield* Effect.fail(failWith(method, from, "EISDIR", "is a directory"))
+      if (!stats.isFile()) return yield* Effect.fail(failWith(method, from, "", "not a regular file"))
       const mode = stats.mode & 0o7777
-      yield* Effect.acquireUseRelease(
-        attempt("copyFile", to, () => fsp.open(to, CREATE_EXCLUSIVE, mode)),
-        (target) =>
-          attempt("copyFile", to, async () => {
-            await target.chmod(mode)
-            const buffer = Buffer.allocUnsafe(COPY_CHUNK)
-            for (;;) {
-              const { bytesRead } = await source.read(buffer, 0, COPY_CHUNK, null)
-              if (bytesRead === 0) break
-              let offset = 0
-              while (offset < bytesRead) {
-                offset += (await target.write(buffer, offset, bytesRead - offset)).bytesWritten
-              }
+      const target = yield* attemptSync(method, to, () => fs.openSync(to, CREATE_EXCLUSIVE, mode))
+      const removePartial = Effect.sync(() => {
+        closeQuietly(target)
+        try {
+          fs.unlinkSync(to)
+        } catch {
+          // Best effort: the error being reported matters more.
+        }
+      })
+      const copied = stats.size <= SYNC_READ_MAX
+        ? attemptSync(method, to, () => {
+          if (umaskStrips(mode) || (mode & ~0o777) !== 0) fs.fchmodSync(target, mode)
+          const buffer = SYNC_CHUNK
+          let total = 0
+          for (;;) {
+            const n = fs.readSync(source, buffer, 0, buffer.byteLength, null)
+            if (n === 0) break
+            hash?.update(buffer.subarray(0, n))
+            writeAllSync(target, buffer.subarray(0, n))
+            total += n
+          }
+          return total
+        })
+        : attempt(method, to, async () => {
+          fs.fchmodSync(target, mode)
+          const buffer = Buffer.allocUnsafe(COPY_CHUNK)
+          let total = 0
+          for (;;) {
+            const n = await new Promise<number>((resolve, reject) =>
+              fs.read(source, buffer, 0, COPY_CHUNK, null, (e, bytesRead) => (e ? reject(e) : resolve(bytesRead))))
+            if (n === 0) break
+            hash?.update(buffer.subarray(0, n))
+            let offset = 0
+            while (offset < n) {
+              offset += await new Promise<number>((resolve, reject) =>
+                fs.write(target, buffer, offset, n - offset, null, (e, written) => (e ? reject(e) : resolve(written))))
             }
-            if (options?.sync === true) await target.sync()
-            await target.close()
-          }).pipe(Effect.tapError(() => bestEffort(() => target.close().then(() => fsp.unlink(to))))),
-        (target) => bestEffort(() => target.close())
+            total += n
+          }
+          return total
+        })
+      return yield* copied.pipe(
+        Effect.tap(() => (sync ? fsyncFd(method, to, target) : Effect.void)),
+        Effect.tap(() => attemptSync(method, to, () => fs.closeSync(target))),
+        Effect.tapError(() => removePartial)
       )
+    }))
+
+const copyFile = (from: string, to: string, options?: { readonly sync?: boolean }) =>
+  Effect.asVoid(copyWith("copyFile", from, to, options?.sync === true, undefined))
+
+const copyFileHashed = (from: string, to: string, options?: { readonly sync?: boolean }): Effect.Effect<FileDigest, FileSystemError> =>
+  Effect.suspend(() => {
+    const hash = createHash("sha256")
+    return Effect.map(copyWith("copyFileHashed", from, to, options?.sync === true, hash), (bytes) => ({ sha256: hash.digest("hex"), bytes }))
+  })
+
+/** SHA-256 of a regular file in 64 KiB chunks: synchronously when small, on the thread pool when large. */
+const hashFile = (path: string): Effect.Effect<FileDigest, FileSystemError> =>
+  withFd("hashFile", path, READ_NOFOLLOW, undefined, (fd) =>
+    Effect.gen(function*() {
+      const stats = yield* attemptSync("hashFile", path, () => fs.fstatSync(fd))
+      if (stats.isDirectory()) return yield* Effect.fail(failWith("hashFile", path, "EISDIR", "is a directory"))
+      if (!stats.isFile()) return yield* Effect.fail(failWith("hashFile", path, "", "not a regular file"))
+      const hash = createHash("sha256")
+      const bytes = stats.size <= SYNC_READ_MAX
+        ? yield* attemptSync("hashFile", path, () => {
+          let total = 0
+          for (;;) {
+            const n = fs.readSync(fd, SYNC_CHUNK, 0, COPY_CHUNK, null)
+            if (n === 0) return total
+            hash.update(SYNC_CHUNK.subarray(0, n))
+            total += n
+          }
+        })
+        : yield* attempt("hashFile", path, async () => {
+          const buffer = Buffer.allocUnsafe(COPY_CHUNK)
+          let total = 0
+          for (;;) {
+            const n = await new Promise<number>((resolve, reject) =>
+              fs.read(fd, buffer, 0, COPY_CHUNK, null, (e, bytesRead) => (e ? reject(e) : resolve(bytesRead))))
+            if (n === 0) return total
+            hash.update(buffer.subarray(0, n))
+            total += n
+          }
+        })
+      return { sha256: hash.digest("hex"), bytes }
     }))
 
 // ---------------------------------------------------------------------------------------------------------
@@ -385,12 +463,15 @@ export const make = (walker: Walker = defaultWalkerKind): FileSystem["Type"] => 
   rename,
   removeFile: (path) => attemptSync("removeFile", path, () => fs.unlinkSync(path)),
   removeDirectory: (path) => attemptSync("removeDirectory", path, () => fs.rmdirSync(path)),
-  symlink: (target, path) => attempt("symlink", path, () => fsp.symlink(target, path)),
-  readLink: (path) => attempt("readLink", path, () => fsp.readlink(path)),
-  link: (existing, newPath) => attempt("link", newPath, () => fsp.link(existing, newPath)),
-  utimes: (path, atimeMs, mtimeMs) => attempt("utimes", path, () => fsp.lutimes(path, atimeMs / 1000, mtimeMs / 1000)),
+  // Single metadata syscalls: synchronous (a snapshot makes thousands of links; see the header).
+  symlink: (target, path) => attemptSync("symlink", path, () => fs.symlinkSync(target, path)),
+  readLink: (path) => attemptSync("readLink", path, () => fs.readlinkSync(path)),
+  link: (existing, newPath) => attemptSync("link", newPath, () => fs.linkSync(existing, newPath)),
+  utimes: (path, atimeMs, mtimeMs) => attemptSync("utimes", path, () => fs.lutimesSync(path, atimeMs / 1000, mtimeMs / 1000)),
   chmod: (path, mode) => setMode("chmod", path, mode),
-  copyFile
+  copyFile,
+  copyFileHashed,
+  hashFile
 })
 
 /** The production FileSystem layer. */

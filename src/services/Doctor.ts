@@ -38,6 +38,7 @@ import { Host } from "./Host.js"
 import { resolveRootLink } from "./Migration.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
 import { judgeMarker } from "./internal/markers.js"
+import { stateBackupFindings } from "./StateBackups.js"
 import { tierPaths } from "../domain/WebPaths.js"
 import { resolveStateDir } from "../domain/Tiers.js"
 import { isActive, readLeases, readManifest } from "./internal/runFacts.js"
@@ -440,6 +441,7 @@ const doctorProgram = (deps: Deps, agentDirInput: string, options?: DoctorOption
       yield* checkRoot(scan, agentDir)
       yield* checkState(scan, agentDir)
       yield* checkWork(scan, agentDir)
+      for (const f of yield* stateBackupFindings(scan.deps, agentDir, options?.webDataRoot)) scan.add(f.code, f.path, f.message, f.fix)
     }
     if (options?.webDataRoot !== undefined) {
       const webRoot = yield* resolveRootLink(deps.fs, options.webDataRoot)

@@ -55,6 +55,12 @@ export interface TreeRemoval {
   readonly complete: boolean
 }
 
+/** What a streamed hash saw: SHA-256 (lowercase hex) and length of exactly the bytes read. */
+export interface FileDigest {
+  readonly sha256: string
+  readonly bytes: number
+}
+
 export interface WriteOptions {
   /** Permission bits for a new file (default 0o600). */
   readonly mode?: number
@@ -116,6 +122,13 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
   readonly chmod: (path: string, mode: number) => Effect.Effect<void, FileSystemError>
   /** Copy a regular file (never through a symlink) to a new path (EEXIST if taken); keeps the mode. */
   readonly copyFile: (from: string, to: string, options?: { readonly sync?: boolean }) => Effect.Effect<void, FileSystemError>
+  /**
+   * `copyFile` that streams the bytes through SHA-256 as it copies them (in chunks, never the whole file in
+   * memory): the digest is of exactly the bytes written to `to`.
+   */
+  readonly copyFileHashed: (from: string, to: string, options?: { readonly sync?: boolean }) => Effect.Effect<FileDigest, FileSystemError>
+  /** SHA-256 of a regular file, read in chunks (never whole into memory), never through a symlink (ELOOP). */
+  readonly hashFile: (path: string) => Effect.Effect<FileDigest, FileSystemError>
   /** Sum a tree without following symlinks, within the budget. A symlink or file root measures itself. */
   readonly measureTree: (path: string, budget: WalkBudget) => Effect.Effect<TreeMeasure, FileSystemError>
   /**

@@ -15,6 +15,7 @@
  * seconds, so every layer can represent them exactly. Tests run under `it.effect`, so a layer that takes
  * mtimes from `Clock` sees the TestClock; the suite never compares against the wall clock.
  */
+import { createHash } from "node:crypto"
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, FastCheck, type Layer } from "effect"
 import type { FileSystemError, FileSystemErrorReason } from "../../src/domain/Errors.js"
@@ -474,6 +475,43 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
         yield* fs.symlink(`${root}/elsewhere`, `${root}/trap`)
         yield* expectFailure(fs.copyFile(`${root}/src`, `${root}/trap`), "AlreadyExists", "EEXIST")
         yield* expectMissing(`${root}/elsewhere`)
+      }))
+    })
+
+    describe("copyFileHashed and hashFile", () => {
+      // sha256 of the content below, from `sha256sum`; and of the empty file.
+      const content = "0123456789abcdef".repeat(20_000) // several chunks
+      const expected = createHash("sha256").update(content).digest("hex")
+      const EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+      test("copies like copyFile and returns the digest of the bytes copied", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/src`, content, 0o640)
+        const digest = yield* fs.copyFileHashed(`${root}/src`, `${root}/dst`)
+        assert.deepStrictEqual(digest, { sha256: expected, bytes: content.length })
+        assert.strictEqual(yield* read(`${root}/dst`), content)
+        const dst = yield* fs.lstat(`${root}/dst`)
+        assert.strictEqual(dst.mode, 0o640)
+        assert.notStrictEqual(dst.ino, (yield* fs.lstat(`${root}/src`)).ino)
+        assert.deepStrictEqual(yield* fs.hashFile(`${root}/dst`), digest)
+        yield* put(`${root}/empty`, "")
+        assert.deepStrictEqual(yield* fs.copyFileHashed(`${root}/empty`, `${root}/empty2`, { sync: true }), { sha256: EMPTY, bytes: 0 })
+        assert.deepStrictEqual(yield* fs.hashFile(`${root}/empty2`), { sha256: EMPTY, bytes: 0 })
+      }))
+
+      test("never through a symlink, never over an existing entry, never a directory", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/src`, "src")
+        yield* put(`${root}/dst`, "dst")
+        yield* expectFailure(fs.copyFileHashed(`${root}/src`, `${root}/dst`), "AlreadyExists", "EEXIST")
+        assert.strictEqual(yield* read(`${root}/dst`), "dst")
+        yield* fs.symlink(`${root}/src`, `${root}/link`)
+        yield* expectFailure(fs.copyFileHashed(`${root}/link`, `${root}/copy`), "IsSymlink", "ELOOP")
+        yield* expectFailure(fs.hashFile(`${root}/link`), "IsSymlink", "ELOOP")
+        yield* expectMissing(`${root}/copy`)
+        yield* fs.makeDirectory(`${root}/dir`)
+        yield* expectFailure(fs.hashFile(`${root}/dir`), "IsADirectory", "EISDIR")
+        yield* expectFailure(fs.hashFile(`${root}/absent`), "NotFound", "ENOENT")
       }))
     })
 

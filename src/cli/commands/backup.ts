@@ -1,0 +1,203 @@
+/**
+ * `pi-storage backup create | list | verify | forget | restore`: state snapshots (SPEC BK2) as a thin edge
+ * over the `StateBackups` service. Exit 1 when verify finds damage; typed refusals keep their exit codes.
+ */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as HelpDoc from "@effect/cli/HelpDoc"
+import * as Options from "@effect/cli/Options"
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type { CreateResult, ForgetResult, RestoreResult, SnapshotSummary, StateBackups, VerifyResult } from "../../services/StateBackups.js"
+import { type CliContext, err, out, printJson, reportError, usageError, withStack } from "../context.js"
+import { ExitCode } from "../exit.js"
+import { countOf, formatBytes, table } from "../format.js"
+import { parseCount, type Parsed, parseSize } from "../parse.js"
+
+// ---------------------------------------------------------------------------------------------- rendering
+
+export const renderCreate = (root: string, r: CreateResult): string => {
+  const lines = [
+    `Created snapshot ${r.id} in ${root}`,
+    `  ${countOf(r.files, "file")} (${formatBytes(r.bytes)}): ${r.copiedFiles} copied (${formatBytes(r.copiedBytes)}), ` +
+    `${r.linkedFiles} hard-linked to the previous snapshot` + (r.linkFallbacks > 0 ? `, ${r.linkFallbacks} copied because link() failed` : "")
+  ]
+  for (const s of r.skipped) lines.push(`  skipped ${s.path}: ${s.reason}`)
+  for (const p of r.changedDuringBackup) lines.push(`  changed while copied (twice): ${p}`)
+  for (const p of r.sqliteLive) lines.push(`  live SQLite database, copied with its -wal/-shm as a group (may be inconsistent): ${p}`)
+  for (const p of r.removedLeftovers) lines.push(`  removed a dead writer's incomplete snapshot ${p}`)
+  return lines.join("\n") + "\n"
+}
+
+export const renderList = (root: string, snapshots: ReadonlyArray<SnapshotSummary>): string => {
+  if (snapshots.length === 0) return `No snapshots in ${root}.\n`
+  return `Snapshots in ${root} (newest first):\n\n` + table(
+    [{ header: "ID" }, { header: "FILES", align: "right" }, { header: "SIZE", align: "right" }, { header: "UNIQUE", align: "right" }, { header: "LABEL" }],
+    snapshots.map((s) => [s.id, String(s.files), formatBytes(s.bytes), formatBytes(s.uniqueBytes), s.label ?? ""])
+  )
+}
+
+export const renderVerify = (r: VerifyResult): string => {
+  const head = `Checked ${countOf(r.checked, "entry").replace("entrys", "entries")} (${formatBytes(r.checkedBytes)} re-hashed)` +
+    (r.complete ? "" : "; a slice: the next run goes on from here")
+  if (r.ok) return `${head}: OK.\n`
+  return `${head}: DAMAGED.\n` + r.corrupt.map((p) => `  corrupt  ${p}\n`).join("") + r.missing.map((p) => `  missing  ${p}\n`).join("")
+}
+
+export const renderForget = (r: ForgetResult): string =>
+  r.kept.map((k) => `keep    ${k.id}  (${k.reasons.join(", ")})\n`).join("") +
+  r.removed.map((id) => `${r.dryRun ? "would remove" : "removed"} ${id}\n`).join("") +
+  (r.removed.length === 0 ? "Nothing to remove.\n" : "")
+
+export const renderRestore = (r: RestoreResult): string => {
+  const verb = r.dryRun ? "Would restore" : "Restored"
+  const aside = r.dryRun
+    ? r.movedAsidePaths.map((p) => `  would move aside ${p}\n`).join("")
+    : r.movedAside === null ? "" : `Moved the live data it replaced to ${r.movedAside}\n`
+  return aside + `${verb} ${countOf(r.restored.length, "entry").replace("entrys", "entries")}:\n` + r.restored.map((p) => `  ${p}\n`).join("")
+}
+
+// ---------------------------------------------------------------------------------------------- flags
+
+const counted = (name: string, parse: (text: string) => Parsed<number>, description: string) =>
+  Options.text(name).pipe(
+    Options.mapEffect((text) => {
+      const parsed = parse(text)
+      return parsed.ok ? Effect.succeed(parsed.value) : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--${name}: ${parsed.message}`)))
+    }),
+    Options.withDescription(description),
+    Options.optional
+  )
+
+const flags = {
+  root: Options.text("root").pipe(
+    Options.withDescription(
+      "The backup root (default: $PI_STATE_BACKUP_DIR, else <parent of agent dir>/backups/<agent dir name>, " +
+        "i.e. ~/.pi/backups/agent; e.g. --root /mnt/usb/pi-state)."
+    ),
+    Options.optional
+  ),
+  json: Options.boolean("json").pipe(Options.withDescription("Print one JSON document instead of text (default: text).")),
+  dryRun: Options.boolean("dry-run").pipe(Options.withDescription("Show what would happen; change nothing (default: off)."))
+}
+
+const value = <A>(o: Option.Option<A>): A | undefined => Option.getOrUndefined(o)
+
+/** Run `use` with a StateBackups service for `--root`; typed failures become one line and their exit code. */
+const withBackups = <A>(
+  ctx: CliContext,
+  root: string | undefined,
+  use: (b: StateBackups["Type"]) => Effect.Effect<A, { readonly _tag: string; readonly message: string }>
+) =>
+  withStack(ctx, () =>
+    Effect.flatMap(Effect.promise(() => import("../../services/StateBackups.js")), (m) =>
+      Effect.flatMap(m.StateBackups.make(root === undefined ? {} : { root }), use)).pipe(
+        Effect.catchAll((e) => reportError(ctx, e))
+      ))
+
+/** Progress on a TTY only: one rewritten line on stderr, every 250 files. */
+const progress = () => {
+  if (process.stderr.isTTY !== true) return { onProgress: undefined, done: Effect.void }
+  return {
+    onProgress: (p: { files: number; bytes: number }) => {
+      if (p.files % 250 === 0) process.stderr.write(`\r  ${p.files} files, ${formatBytes(p.bytes)} …`)
+    },
+    done: err("\r\u001b[K")
+  }
+}
+
+export const backupCommand = (ctx: CliContext) => {
+  const create = Command.make(
+    "create",
+    {
+      label: Options.text("label").pipe(Options.withDescription("A note stored in the manifest (default: none; e.g. --label before-upgrade)."), Options.optional),
+      root: flags.root,
+      json: flags.json
+    },
+    (o) =>
+      withBackups(ctx, value(o.root), (b) =>
+        Effect.gen(function*() {
+          const p = progress()
+          const label = value(o.label)
+          const r = yield* b.create({ ...(label !== undefined ? { label } : {}), ...(p.onProgress !== undefined ? { onProgress: p.onProgress } : {}) }).pipe(
+            Effect.ensuring(p.done)
+          )
+          yield* o.json ? printJson(r) : out(renderCreate(b.root, r))
+        }))
+  ).pipe(Command.withDescription("Snapshot the agent's state and memory (unchanged files hard-linked to the previous snapshot)."))
+
+  const list = Command.make("list", { root: flags.root, json: flags.json }, (o) =>
+    withBackups(ctx, value(o.root), (b) => Effect.flatMap(b.list(), (r) => (o.json ? printJson(r) : out(renderList(b.root, r)))))).pipe(
+      Command.withDescription("Complete snapshots, newest first, with files, size and the bytes unique to each.")
+    )
+
+  const verify = Command.make(
+    "verify",
+    {
+      id: Args.text({ name: "ID" }).pipe(Args.optional),
+      maxBytes: counted("max-bytes", parseSize, "Re-hash at most about this much, then stop; the next run goes on from there (default: everything; e.g. --max-bytes 1GiB)."),
+      sample: counted("sample", parseCount, "Check at most N entries, then stop; the next run goes on from there (default: all; e.g. --sample 500)."),
+      root: flags.root,
+      json: flags.json
+    },
+    (o) =>
+      withBackups(ctx, value(o.root), (b) =>
+        Effect.gen(function*() {
+          const maxBytes = value(o.maxBytes)
+          const sample = value(o.sample)
+          const r = yield* b.verify(value(o.id), { ...(maxBytes !== undefined ? { maxBytes } : {}), ...(sample !== undefined ? { sample } : {}) })
+          yield* o.json ? printJson(r) : out(renderVerify(r))
+          if (!r.ok) ctx.status.raise(ExitCode.findings)
+        }))
+  ).pipe(Command.withDescription("Re-hash snapshot files against their manifests (all snapshots, or ID); exit 1 on damage."))
+
+  const keep = (name: string, what: string, example: number) =>
+    counted(name, parseCount, `Keep ${what} (default: not used; e.g. --${name} ${example}).`)
+  const forget = Command.make(
+    "forget",
+    {
+      keepLast: keep("keep-last", "the N newest snapshots", 3),
+      keepDaily: keep("keep-daily", "the newest snapshot of each of the N newest days that have one (local time)", 7),
+      keepWeekly: keep("keep-weekly", "the newest snapshot of each of the N newest ISO weeks that have one", 4),
+      dryRun: flags.dryRun,
+      root: flags.root,
+      json: flags.json
+    },
+    (o) => {
+      const policy = { keepLast: value(o.keepLast), keepDaily: value(o.keepDaily), keepWeekly: value(o.keepWeekly) }
+      if (Object.values(policy).every((n) => n === undefined || n === 0)) {
+        return usageError(ctx, "forget needs --keep-last, --keep-daily or --keep-weekly above 0 (see pi-storage backup forget --help)")
+      }
+      return withBackups(ctx, value(o.root), (b) =>
+        Effect.flatMap(b.forget({ ...policy, dryRun: o.dryRun }), (r) => (o.json ? printJson(r) : out(renderForget(r)))))
+    }
+  ).pipe(Command.withDescription("Remove snapshots no rule keeps (restic's rules: newest per bucket, rules OR'd; the newest is always kept)."))
+
+  const restore = Command.make(
+    "restore",
+    {
+      id: Args.text({ name: "ID" }),
+      extension: Options.text("extension").pipe(
+        Options.withDescription("Restore only this extension's state: state/extensions/NS/ and data/NS/state/ (default: everything; e.g. --extension todo)."),
+        Options.optional
+      ),
+      dryRun: flags.dryRun,
+      root: flags.root,
+      json: flags.json
+    },
+    (o) =>
+      withBackups(ctx, value(o.root), (b) => {
+        const extension = value(o.extension)
+        return Effect.flatMap(
+          b.restore(o.id, { ...(extension !== undefined ? { extension } : {}), dryRun: o.dryRun }),
+          (r) => (o.json ? printJson(r) : out(renderRestore(r)))
+        )
+      })
+  ).pipe(Command.withDescription("Move the live data aside (state/restore-aside/<time>/), then copy the snapshot back."))
+
+  return Command.make("backup", {}, () => usageError(ctx, "backup needs a subcommand: create, list, verify, forget or restore")).pipe(
+    Command.withDescription("State snapshots: hard-link increments, verify, retention, restore."),
+    Command.withSubcommands([create, list, verify, forget, restore])
+  )
+}

@@ -1,0 +1,790 @@
+/**
+ * State snapshots (SPEC BK2): hard-link increments, a verifiable manifest, retention, restore that moves live
+ * data aside. The pure rules (scope, ids, manifest, link decision, errors) are `domain/StateSnapshot.ts`;
+ * retention is `domain/ForgetPlan.ts`. This module is the I/O around them, with these invariants:
+ *
+ * - Live data and snapshots never share an inode: live → snapshot is always a copy (streamed through
+ *   SHA-256), snapshot → snapshot may be a hard link, snapshot → live (restore) is always a copy.
+ * - A snapshot is built in `.incomplete-<id>/` (owner marker inside) and renamed to `<id>/` after its manifest
+ *   is fsynced; readers only look at `<id>/` names. Forget renames `<id>/` to `.removing-<id>/` first.
+ * - One writer (create, forget, restore) per root at a time: the `.lock` marker, waited for (bounded).
+ *   Each writer first clears what dead writers left (`.incomplete-*` of dead owners, `.removing-*`).
+ * - Files are not fsynced one by one while a snapshot is built (as `cp -a`); the manifest is, before the
+ *   rename. A file lost to a power cut inside a finished snapshot is what `verify` reports.
+ */
+import * as NodePath from "node:path"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Random from "effect/Random"
+import * as Schema from "effect/Schema"
+import { type FileSystemError, InvalidArgument, type UnsafeRoot } from "../domain/Errors.js"
+import { decodeJsonBytes, encodeJsonBytes, MARKER_MAX_BYTES } from "../domain/Formats.js"
+import { type ForgetPlan, type ForgetPolicy, planForgetResult } from "../domain/ForgetPlan.js"
+import { DEFAULT_REMOTE_LEASE_TTL_MS } from "../domain/Retention.js"
+import {
+  agentScopeRoots,
+  BackupBusy,
+  decodeSnapshotManifest,
+  encodeSnapshotManifest,
+  extensionDests,
+  INCOMPLETE_PREFIX,
+  isSnapshotId,
+  isWithin,
+  MANIFEST_FILE,
+  type ManifestEntry,
+  OWNER_MARKER,
+  REMOVING_PREFIX,
+  resolveBackupRoot,
+  RESTORE_ASIDE,
+  restoreAsideName,
+  type ScopeRoot,
+  shouldLink,
+  SnapshotCorrupt,
+  snapshotId,
+  type SnapshotManifest,
+  SnapshotNotFound,
+  sqliteGroups,
+  TOOL,
+  UnsafeBackupRoot,
+  VERIFY_CURSOR,
+  webScopeRoot,
+  WRITER_LOCK
+} from "../domain/StateSnapshot.js"
+import { WEB_DATA_DIR_ENV } from "../domain/WebPaths.js"
+import { AgentDir } from "./AgentDir.js"
+import { type FileInfo, FileSystem, type WalkBudget } from "./FileSystem.js"
+import { Host } from "./Host.js"
+import type { Deps } from "./internal/deps.js"
+import { selfIdentity } from "./internal/deps.js"
+import { judgeMarker, tryAcquireMarker } from "./internal/markers.js"
+import { checkSafeDirectory } from "./internal/rootSafety.js"
+
+export interface StateBackupsOptions {
+  /** The backup root (else `$PI_STATE_BACKUP_DIR`, else `<parent of agent dir>/backups/<name of agent dir>`). */
+  readonly root?: string | undefined
+  /** The web host's extension data root (else `$PI_WEB_DATA_DIR` when set): every `data/<extId>/state/`. */
+  readonly webDataRoot?: string | undefined
+  /** How long a writer waits for another one to finish (default 30 s), then `BackupBusy`. */
+  readonly lockWaitMs?: number | undefined
+}
+
+export interface SnapshotProgress {
+  readonly files: number
+  readonly bytes: number
+  readonly path: string
+}
+
+export interface CreateResult {
+  readonly id: string
+  readonly createdAt: number
+  /** Regular files in the snapshot and their bytes. */
+  readonly files: number
+  readonly bytes: number
+  readonly copiedFiles: number
+  readonly copiedBytes: number
+  readonly linkedFiles: number
+  /** Files copied because `link()` failed (EMLINK at the per-inode limit, EXDEV, EPERM …). */
+  readonly linkFallbacks: number
+  /** Changed during both copy attempts: the copy may mix two versions. */
+  readonly changedDuringBackup: ReadonlyArray<string>
+  /** Not in the snapshot: special files, entries that vanished or could not be read. */
+  readonly skipped: ReadonlyArray<{ readonly path: string; readonly reason: string }>
+  /** SQLite databases with a live `-wal`/`-shm`, copied as a group (a file copy of a live WAL database can be inconsistent). */
+  readonly sqliteLive: ReadonlyArray<string>
+  /** Incomplete snapshots of dead writers removed first. */
+  readonly removedLeftovers: ReadonlyArray<string>
+}
+
+export interface SnapshotSummary {
+  readonly id: string
+  readonly createdAt: number
+  readonly label?: string
+  readonly path: string
+  readonly files: number
+  readonly bytes: number
+  /** Bytes of files whose inode no other snapshot shares (freed if this snapshot is forgotten). */
+  readonly uniqueBytes: number
+}
+
+export interface VerifyResult {
+  readonly ok: boolean
+  /** Entries checked (files re-hashed, links read, directories looked at). */
+  readonly checked: number
+  readonly checkedBytes: number
+  /** `<id>/<path>` of entries whose content, type or target differs from the manifest (or an unusable manifest). */
+  readonly corrupt: ReadonlyArray<string>
+  readonly missing: ReadonlyArray<string>
+  /** False when `maxBytes`/`sample` cut this run to a slice; the next run goes on from there. */
+  readonly complete: boolean
+}
+
+export interface ForgetResult {
+  readonly kept: ForgetPlan["keep"]
+  readonly removed: ReadonlyArray<string>
+  readonly dryRun: boolean
+}
+
+export interface RestoreResult {
+  /** Live paths written from the snapshot (or, in a dry run, that would be). */
+  readonly restored: ReadonlyArray<string>
+  /** Where the replaced live data went (`state/restore-aside/<time>/`), `null` when nothing was there. */
+  readonly movedAside: string | null
+  /** Live paths moved aside (or, in a dry run, that would be). */
+  readonly movedAsidePaths: ReadonlyArray<string>
+  readonly dryRun: boolean
+}
+
+type BackupError = UnsafeBackupRoot | BackupBusy | FileSystemError
+
+export class StateBackups extends Context.Tag("pi-agent-storage/StateBackups")<StateBackups, {
+  /** The backup root in use. */
+  readonly root: string
+  readonly create: (o?: {
+    readonly label?: string
+    readonly onProgress?: (p: SnapshotProgress) => void
+  }) => Effect.Effect<CreateResult, BackupError>
+  readonly list: () => Effect.Effect<ReadonlyArray<SnapshotSummary>, UnsafeBackupRoot | FileSystemError>
+  readonly verify: (
+    id?: string,
+    o?: { readonly maxBytes?: number; readonly sample?: number }
+  ) => Effect.Effect<VerifyResult, UnsafeBackupRoot | SnapshotNotFound | InvalidArgument | FileSystemError>
+  readonly forget: (
+    o: ForgetPolicy & { readonly dryRun?: boolean; readonly timeZone?: string }
+  ) => Effect.Effect<ForgetResult, BackupError | InvalidArgument>
+  readonly restore: (
+    id: string,
+    o?: { readonly extension?: string; readonly dryRun?: boolean }
+  ) => Effect.Effect<RestoreResult, BackupError | SnapshotNotFound | SnapshotCorrupt>
+}>() {
+  static readonly make = (options: StateBackupsOptions = {}) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem
+      const host = yield* Host
+      const agent = yield* AgentDir
+      return makeStateBackups({ fs, host, remoteLeaseTtlMs: DEFAULT_REMOTE_LEASE_TTL_MS }, agent.path, options)
+    })
+
+  static readonly layer = (options: StateBackupsOptions = {}): Layer.Layer<StateBackups, never, FileSystem | Host | AgentDir> =>
+    Layer.effect(StateBackups, StateBackups.make(options))
+}
+
+/** Where the last sliced verify stopped (`<root>/.verify-cursor`). */
+const CursorSchema = Schema.Struct({ id: Schema.String, path: Schema.String })
+
+const WHOLE_TREE: WalkBudget = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }
+const MANIFEST_MAX_BYTES = 1 << 30
+const DEFAULT_LOCK_WAIT_MS = 30_000
+/** errnos after which a hard link is replaced by a copy (the link limit, another device, a refusing fs). */
+const LINK_FALLBACK = new Set(["EMLINK", "EXDEV", "EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOENT"])
+
+const entryType = (info: FileInfo): ManifestEntry["type"] | undefined =>
+  info.type === "File" ? "file" : info.type === "Directory" ? "directory" : info.type === "SymbolicLink" ? "symlink" : undefined
+
+const optionalLstat = (deps: Deps, path: string): Effect.Effect<FileInfo | undefined, FileSystemError> =>
+  deps.fs.lstat(path).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined)))
+
+/** Remove a whole tree (a rerun continues one cut short). */
+const removeWholeTree = (deps: Deps, path: string): Effect.Effect<void, FileSystemError> =>
+  Effect.asVoid(deps.fs.removeTree(path, WHOLE_TREE))
+
+/** Join a snapshot-relative POSIX path onto a directory. */
+const under = (dir: string, rel: string): string => NodePath.join(dir, ...rel.split("/"))
+
+export const makeStateBackups = (deps: Deps, agentDir: string, options: StateBackupsOptions): StateBackups["Type"] =>
+  internals(deps, agentDir, options).service
+
+const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) => {
+  const { fs, host } = deps
+  const root = resolveBackupRoot({ explicit: options.root, env: host.env, agentDir, cwd: host.cwd })
+  const envWeb = host.env(WEB_DATA_DIR_ENV)
+  const webDataRoot = options.webDataRoot !== undefined && options.webDataRoot !== ""
+    ? NodePath.resolve(host.cwd, options.webDataRoot)
+    : envWeb !== undefined && envWeb !== ""
+    ? NodePath.resolve(host.cwd, envWeb)
+    : undefined
+  const lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS
+
+  // ------------------------------------------------------------------------------------------ scope
+
+  const scopeRoots = (web: string | undefined): Effect.Effect<ReadonlyArray<ScopeRoot>, FileSystemError> =>
+    Effect.gen(function*() {
+      const roots = [...agentScopeRoots(agentDir)]
+      if (web === undefined) return roots
+      const exts = yield* fs.readDirectory(web).pipe(
+        Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.succeed([]))
+      )
+      for (const ext of exts) if (ext.type === "Directory") roots.push(webScopeRoot(web, ext.name))
+      return roots
+    })
+
+  const unsafe = (reason: UnsafeBackupRoot["reason"], detail: string) => new UnsafeBackupRoot({ path: root, reason, detail })
+
+  /**
+   * The root must lie outside every snapshotted tree (by path and, for what exists, by identity: an ancestor
+   * that is the same directory as a snapshotted one through another name), and be a private directory of
+   * ours. `create`: make it (0700) when missing. Returns whether the root exists.
+   */
+  const checkRoot = (create: boolean): Effect.Effect<boolean, UnsafeBackupRoot | FileSystemError> =>
+    Effect.gen(function*() {
+      const trees = yield* scopeRoots(webDataRoot)
+      for (const tree of trees) {
+        if (isWithin(root, tree.source)) return yield* unsafe("inside-snapshotted-tree", `it lies inside ${tree.source}, which every snapshot copies`)
+      }
+      // A trailing slash resolves a final symlink: compare the directories themselves, not their names.
+      const resolved = (dir: string) => optionalLstat(deps, dir === "/" ? dir : `${dir}/`).pipe(
+        Effect.catchIf((e) => e.reason === "NotADirectory", () => Effect.succeed(undefined))
+      )
+      const identities = new Map<string, string>()
+      for (const tree of trees) {
+        const info = yield* resolved(tree.source)
+        if (info?.type === "Directory") identities.set(`${info.dev}:${info.ino}`, tree.source)
+      }
+      for (let dir = root;; dir = NodePath.dirname(dir)) {
+        const info = yield* resolved(dir)
+        const same = info === undefined ? undefined : identities.get(`${info.dev}:${info.ino}`)
+        if (same !== undefined) return yield* unsafe("inside-snapshotted-tree", `${dir} is ${same} (same directory), which every snapshot copies`)
+        if (NodePath.dirname(dir) === dir) break
+      }
+      const safe = checkSafeDirectory(deps, root).pipe(
+        Effect.catchTag("UnsafeRoot", (e: UnsafeRoot) => Effect.fail(unsafe(e.reason, e.detail)))
+      )
+      const exists = yield* safe
+      if (Option.isSome(exists)) return true
+      if (!create) return false
+      yield* fs.makeDirectory(root, { mode: 0o700, recursive: true })
+      yield* safe
+      return true
+    })
+
+  // ------------------------------------------------------------------------------------------ the writer lock
+
+  const withWriter = <A, E>(body: Effect.Effect<A, E>): Effect.Effect<A, E | BackupBusy | FileSystemError> =>
+    Effect.gen(function*() {
+      const started = yield* Clock.currentTimeMillis
+      const path = NodePath.join(root, WRITER_LOCK)
+      for (let pause = 25;; pause = Math.min(pause * 2, 500)) {
+        const attempt = yield* tryAcquireMarker(deps, path, "state-backup")
+        if (attempt._tag === "Acquired") return yield* Effect.ensuring(body, attempt.release)
+        const waited = (yield* Clock.currentTimeMillis) - started
+        if (waited >= lockWaitMs) return yield* new BackupBusy({ root, holder: attempt.holder, waitedMs: waited })
+        yield* Effect.sleep(Duration.millis(Math.min(pause, Math.max(1, lockWaitMs - waited))))
+      }
+    })
+
+  /** Under the lock: remove what dead writers left. A live owner's incomplete snapshot is left alone. */
+  const clearLeftovers = Effect.gen(function*() {
+    const removed: Array<string> = []
+    for (const entry of yield* fs.readDirectory(root)) {
+      const path = NodePath.join(root, entry.name)
+      if (entry.name.startsWith(REMOVING_PREFIX)) {
+        yield* removeWholeTree(deps, path)
+      } else if (entry.name.startsWith(INCOMPLETE_PREFIX)) {
+        // Without a marker (torn before it was written, or after it was removed) nobody can be building it:
+        // every builder holds the lock we hold now.
+        const judged = yield* judgeMarker(deps, NodePath.join(path, OWNER_MARKER))
+        if (judged !== undefined && judged.alive) {
+          yield* Effect.logWarning("state backup: leaving an incomplete snapshot whose owner looks alive").pipe(
+            Effect.annotateLogs({ path, holder: judged.detail })
+          )
+          continue
+        }
+        yield* removeWholeTree(deps, path)
+        removed.push(entry.name)
+      }
+    }
+    return removed
+  })
+
+  // ------------------------------------------------------------------------------------------ reading snapshots
+
+  const readManifest = (id: string) =>
+    Effect.gen(function*() {
+      const path = NodePath.join(root, id, MANIFEST_FILE)
+      const bytes = yield* fs.readFile(path, { maxBytes: MANIFEST_MAX_BYTES })
+      const decoded = decodeSnapshotManifest(bytes)
+      if (!decoded.ok) return yield* new SnapshotCorrupt({ path, detail: decoded.why })
+      if (decoded.manifest.id !== id) return yield* new SnapshotCorrupt({ path, detail: `it names snapshot ${decoded.manifest.id}` })
+      return decoded.manifest
+    })
+
+  /** Complete snapshot ids, oldest first (ids sort by time). */
+  const snapshotIds = Effect.map(
+    fs.readDirectory(root),
+    (entries) => entries.filter((e) => e.type === "Directory" && isSnapshotId(e.name)).map((e) => e.name).sort()
+  )
+
+  /** Manifests of the complete snapshots that decode, newest first; an unusable one is logged (verify reports it). */
+  const manifests = Effect.gen(function*() {
+    const out: Array<SnapshotManifest> = []
+    for (const id of (yield* snapshotIds).reverse()) {
+      const read = yield* readManifest(id).pipe(Effect.either)
+      if (read._tag === "Right") out.push(read.right)
+      else {
+        yield* Effect.logWarning("state backup: skipping a snapshot whose manifest is unusable (verify reports it)").pipe(
+          Effect.annotateLogs({ id, detail: read.left.message })
+        )
+      }
+    }
+    return out.sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1))
+  })
+
+  const list = () =>
+    Effect.gen(function*() {
+      if (!(yield* checkRoot(false))) return []
+      const out: Array<SnapshotSummary> = []
+      for (const m of yield* manifests) {
+        let files = 0
+        let bytes = 0
+        let uniqueBytes = 0
+        for (const e of m.entries) {
+          if (e.type !== "file") continue
+          files++
+          bytes += e.size
+          const info = yield* optionalLstat(deps, under(NodePath.join(root, m.id), e.path))
+          if (info !== undefined && info.nlink <= 1) uniqueBytes += e.size
+        }
+        out.push({ id: m.id, createdAt: m.createdAt, ...(m.label !== undefined ? { label: m.label } : {}), path: NodePath.join(root, m.id), files, bytes, uniqueBytes })
+      }
+      return out
+    })
+
+  // ------------------------------------------------------------------------------------------ create
+
+  const create = (o?: { readonly label?: string; readonly onProgress?: (p: SnapshotProgress) => void }) =>
+    Effect.gen(function*() {
+      yield* checkRoot(true)
+      return yield* withWriter(Effect.gen(function*() {
+        const removedLeftovers = yield* clearLeftovers
+        const createdAt = yield* Clock.currentTimeMillis
+        const id = snapshotId(createdAt, yield* Random.nextIntBetween(0, 0xffffff))
+        const building = NodePath.join(root, `${INCOMPLETE_PREFIX}${id}`)
+        yield* fs.makeDirectory(building, { mode: 0o700 })
+        yield* fs.writeFileExclusive(
+          NodePath.join(building, OWNER_MARKER),
+          encodeJsonBytes({ version: 1, purpose: "state-snapshot", ...selfIdentity(deps), createdAt })
+        )
+        // The newest complete snapshot whose manifest is usable (ids sort by time): the link source.
+        let previous: SnapshotManifest | undefined
+        for (const candidate of (yield* snapshotIds).reverse()) {
+          const read = yield* readManifest(candidate).pipe(Effect.option)
+          if (Option.isSome(read)) {
+            previous = read.value
+            break
+          }
+        }
+        const previousDir = previous === undefined ? undefined : NodePath.join(root, previous.id)
+        const previousEntries = new Map((previous?.entries ?? []).map((e) => [e.path, e]))
+
+        const entries: Array<ManifestEntry> = []
+        const directories: Array<ManifestEntry> = []
+        const skipped: Array<{ path: string; reason: string }> = []
+        const changedDuringBackup: Array<string> = []
+        const sqliteLive: Array<string> = []
+        const counts = { files: 0, bytes: 0, copiedFiles: 0, copiedBytes: 0, linkedFiles: 0, linkFallbacks: 0 }
+
+        const skip = (rel: string, reason: string) => Effect.sync(() => void skipped.push({ path: rel, reason }))
+
+        /** Copy a live file through SHA-256; once more if it moved meanwhile, then record it as changed. */
+        const copyLive = (source: string, rel: string, first: FileInfo, sqliteGroup: boolean) =>
+          Effect.gen(function*() {
+            const target = under(building, rel)
+            let before = first
+            for (let attempt = 0;; attempt++) {
+              const digest = yield* fs.copyFileHashed(source, target)
+              const after = yield* fs.lstat(source)
+              const stable = after.size === before.size && after.mtimeMs === before.mtimeMs && digest.bytes === after.size
+              if (!stable && attempt === 0) {
+                yield* fs.removeFile(target)
+                before = after
+                continue
+              }
+              yield* fs.utimes(target, after.mtimeMs, after.mtimeMs)
+              counts.copiedFiles++
+              counts.copiedBytes += digest.bytes
+              if (!stable) changedDuringBackup.push(rel)
+              return {
+                path: rel,
+                type: "file",
+                size: digest.bytes,
+                mode: after.mode,
+                mtimeMs: after.mtimeMs,
+                sha256: digest.sha256,
+                ...(stable ? {} : { changedDuringBackup: true }),
+                ...(sqliteGroup ? { sqliteGroup: true } : {})
+              } satisfies ManifestEntry
+            }
+          })
+
+        const addFile = (source: string, rel: string, info: FileInfo, sqliteGroup: boolean) =>
+          Effect.gen(function*() {
+            const prior = previousEntries.get(rel)
+            let entry: ManifestEntry | undefined
+            if (!sqliteGroup && previousDir !== undefined && shouldLink({ type: "file", size: info.size, mode: info.mode, mtimeMs: info.mtimeMs }, prior)) {
+              const linked = yield* fs.link(under(previousDir, rel), under(building, rel)).pipe(
+                Effect.as(true),
+                Effect.catchIf((e) => LINK_FALLBACK.has(e.errno), () => Effect.succeed(false))
+              )
+              if (linked) {
+                counts.linkedFiles++
+                entry = prior
+              } else counts.linkFallbacks++
+            }
+            entry ??= yield* copyLive(source, rel, info, sqliteGroup)
+            counts.files++
+            counts.bytes += entry.size
+            entries.push(entry)
+            o?.onProgress?.({ files: counts.files, bytes: counts.bytes, path: rel })
+          }).pipe(
+            Effect.catchIf((e) => e._tag === "FileSystemError" && e.path === source, (e) =>
+              skip(rel, e.reason === "NotFound" ? "vanished during the backup" : `unreadable: ${e.message}`))
+          )
+
+        const addEntry = (source: string, rel: string, info: FileInfo): Effect.Effect<void, FileSystemError> =>
+          Effect.gen(function*() {
+            const type = entryType(info)
+            if (type === undefined) return yield* skip(rel, "special file (FIFO, socket or device)")
+            if (type === "file") return yield* addFile(source, rel, info, false)
+            if (type === "symlink") {
+              const target = yield* fs.readLink(source)
+              yield* fs.symlink(target, under(building, rel))
+              entries.push({ path: rel, type, size: info.size, mode: info.mode, mtimeMs: info.mtimeMs, target })
+              return
+            }
+            yield* fs.makeDirectory(under(building, rel), { mode: 0o700 })
+            const record: ManifestEntry = { path: rel, type, size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
+            entries.push(record)
+            directories.push(record)
+            yield* addChildren(source, rel, [])
+          }).pipe(
+            Effect.catchIf((e) => e.path === source && (e.reason === "NotFound" || e.reason === "PermissionDenied"), (e) =>
+              skip(rel, e.reason === "NotFound" ? "vanished during the backup" : `unreadable: ${e.message}`))
+          )
+
+        const addChildren = (dir: string, rel: string, exclude: ReadonlyArray<string>): Effect.Effect<void, FileSystemError> =>
+          Effect.gen(function*() {
+            const children = (yield* fs.readDirectory(dir)).filter((c) => !exclude.includes(c.name))
+            const groups = sqliteGroups(children.filter((c) => c.type === "File").map((c) => c.name))
+            const inGroup = new Set([...groups.values()].flat())
+            for (const child of children) {
+              const source = NodePath.join(dir, child.name)
+              const childRel = `${rel}/${child.name}`
+              const info = yield* optionalLstat(deps, source)
+              if (info === undefined) {
+                yield* skip(childRel, "vanished during the backup")
+                continue
+              }
+              const sidecars = groups.get(child.name)
+              if (inGroup.has(child.name) && info.type === "File" && !groups.has(child.name)) continue // copied with its database
+              if (sidecars !== undefined && info.type === "File") {
+                // The database and its -wal/-shm one after another, never linked: as close to one moment as a file copy gets.
+                sqliteLive.push(childRel)
+                yield* addFile(source, childRel, info, true)
+                for (const sidecar of sidecars) {
+                  const sidecarInfo = yield* optionalLstat(deps, NodePath.join(dir, sidecar))
+                  if (sidecarInfo?.type === "File") yield* addFile(NodePath.join(dir, sidecar), `${rel}/${sidecar}`, sidecarInfo, true)
+                }
+                continue
+              }
+              yield* addEntry(source, childRel, info)
+            }
+          })
+
+        const roots = yield* scopeRoots(webDataRoot)
+        for (const tree of roots) {
+          let info = yield* optionalLstat(deps, tree.source)
+          if (info === undefined) continue
+          let source = tree.source
+          if (info.type === "SymbolicLink") {
+            // A top-level entry linked to another disk is the user's choice of disk (as the doctor says):
+            // snapshot the directory behind it (a trailing slash resolves the link), not the link.
+            const through = yield* optionalLstat(deps, `${tree.source}/`).pipe(Effect.orElseSucceed(() => undefined))
+            if (through?.type === "Directory") {
+              info = through
+              source = `${tree.source}/`
+            }
+          }
+          const parent = tree.dest.split("/").slice(0, -1).join("/")
+          yield* fs.makeDirectory(under(building, parent), { mode: 0o700, recursive: true })
+          if (info.type === "Directory" && tree.exclude.length > 0) {
+            yield* fs.makeDirectory(under(building, tree.dest), { mode: 0o700 })
+            const record: ManifestEntry = { path: tree.dest, type: "directory", size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
+            entries.push(record)
+            directories.push(record)
+            yield* addChildren(source, tree.dest, tree.exclude)
+          } else {
+            yield* addEntry(source, tree.dest, info)
+          }
+        }
+        // Directories get their live mode and mtime last, deepest first (filling them changed their mtime).
+        for (const d of [...directories].reverse()) {
+          yield* fs.chmod(under(building, d.path), d.mode)
+          yield* fs.utimes(under(building, d.path), d.mtimeMs, d.mtimeMs)
+        }
+        const manifest = encodeSnapshotManifest({
+          format: "pi-state-snapshot",
+          version: 1,
+          id,
+          createdAt,
+          ...(o?.label !== undefined ? { label: o.label } : {}),
+          tool: { name: TOOL.name, version: TOOL.version },
+          scope: { agentDir, webDataRoot: webDataRoot ?? null, roots: roots.map((r) => r.dest) },
+          entries
+        })
+        yield* fs.writeFileExclusive(NodePath.join(building, MANIFEST_FILE), manifest, { sync: true, mode: 0o600 })
+        yield* fs.removeFile(NodePath.join(building, OWNER_MARKER))
+        yield* fs.rename(building, NodePath.join(root, id))
+        return { id, createdAt, ...counts, changedDuringBackup, skipped, sqliteLive, removedLeftovers } satisfies CreateResult
+      }))
+    })
+
+  // ------------------------------------------------------------------------------------------ verify
+
+  const cursorPath = NodePath.join(root, VERIFY_CURSOR)
+
+  const verify = (id?: string, o?: { readonly maxBytes?: number; readonly sample?: number }) =>
+    Effect.gen(function*() {
+      for (const [field, n] of [["maxBytes", o?.maxBytes], ["sample", o?.sample]] as const) {
+        if (n !== undefined && !(Number.isSafeInteger(n) && n > 0)) {
+          return yield* new InvalidArgument({ field, detail: `${String(n)} is not a whole number above 0` })
+        }
+      }
+      if (!(yield* checkRoot(false))) {
+        if (id !== undefined) return yield* new SnapshotNotFound({ root, id })
+        return { ok: true, checked: 0, checkedBytes: 0, corrupt: [], missing: [], complete: true }
+      }
+      const ids = yield* snapshotIds
+      if (id !== undefined && !ids.includes(id)) return yield* new SnapshotNotFound({ root, id })
+      const corrupt: Array<string> = []
+      const missing: Array<string> = []
+      const items: Array<{ readonly id: string; readonly entry: ManifestEntry }> = []
+      for (const sid of id === undefined ? ids : [id]) {
+        const m = yield* readManifest(sid).pipe(Effect.either)
+        if (m._tag === "Left") {
+          if (m.left._tag === "FileSystemError" && m.left.reason === "NotFound") missing.push(`${sid}/${MANIFEST_FILE}`)
+          else corrupt.push(`${sid}/${MANIFEST_FILE}`)
+          continue
+        }
+        for (const entry of m.right.entries) items.push({ id: sid, entry })
+      }
+      // A slice (borg's --max-duration, here by bytes or entries) starts after the last run's cursor and wraps.
+      const sliced = o?.maxBytes !== undefined || o?.sample !== undefined
+      let start = 0
+      if (sliced) {
+        const cursor = yield* fs.readFile(cursorPath, { maxBytes: MARKER_MAX_BYTES }).pipe(Effect.option)
+        if (Option.isSome(cursor)) {
+          const c = decodeJsonBytes(CursorSchema, cursor.value)
+          if (c.ok) {
+            const at = items.findIndex((i) => `${i.id}/${i.entry.path}` > `${c.value.id}/${c.value.path}`)
+            start = at < 0 ? 0 : at
+          }
+        }
+      }
+      let checked = 0
+      let checkedBytes = 0
+      let last: { id: string; path: string } | undefined
+      for (let n = 0; n < items.length; n++) {
+        if (sliced && checked > 0 && ((o?.sample !== undefined && checked >= o.sample) || (o?.maxBytes !== undefined && checkedBytes >= o.maxBytes))) break
+        const { id: sid, entry } = items[(start + n) % items.length]!
+        const path = under(NodePath.join(root, sid), entry.path)
+        const name = `${sid}/${entry.path}`
+        checked++
+        last = { id: sid, path: entry.path }
+        if (entry.type === "file") {
+          const digest = yield* fs.hashFile(path).pipe(Effect.either)
+          if (digest._tag === "Left") (digest.left.reason === "NotFound" ? missing : corrupt).push(name)
+          else {
+            checkedBytes += digest.right.bytes
+            if (digest.right.sha256 !== entry.sha256 || digest.right.bytes !== entry.size) corrupt.push(name)
+          }
+        } else if (entry.type === "symlink") {
+          const target = yield* fs.readLink(path).pipe(Effect.either)
+          if (target._tag === "Left") (target.left.reason === "NotFound" ? missing : corrupt).push(name)
+          else if (target.right !== entry.target) corrupt.push(name)
+        } else {
+          const info = yield* optionalLstat(deps, path)
+          if (info === undefined) missing.push(name)
+          else if (info.type !== "Directory") corrupt.push(name)
+        }
+      }
+      const complete = checked >= items.length
+      if (sliced && last !== undefined) {
+        // Wrapped around or finished: the next slice starts from the beginning.
+        yield* fs.writeFileAtomic(cursorPath, encodeJsonBytes(complete ? { id: "", path: "" } : last), { sync: false })
+      }
+      return { ok: corrupt.length === 0 && missing.length === 0, checked, checkedBytes, corrupt, missing, complete }
+    })
+
+  // ------------------------------------------------------------------------------------------ forget
+
+  const forget = (o: ForgetPolicy & { readonly dryRun?: boolean; readonly timeZone?: string }) =>
+    Effect.gen(function*() {
+      const check = planForgetResult([], o, { timeZone: o.timeZone })
+      if (!check.ok) return yield* check.error
+      const run = Effect.gen(function*() {
+        if (o.dryRun !== true) yield* clearLeftovers
+        const all = yield* manifests
+        const planned = planForgetResult(all.map((m) => ({ id: m.id, createdAt: m.createdAt })), o, { timeZone: o.timeZone })
+        if (!planned.ok) return yield* planned.error
+        if (o.dryRun !== true) {
+          for (const id of planned.plan.remove) {
+            // Out of the readers' sight first, then deleted (a crash leaves `.removing-*`, cleared next time).
+            const removing = NodePath.join(root, `${REMOVING_PREFIX}${id}`)
+            yield* fs.rename(NodePath.join(root, id), removing)
+            yield* removeWholeTree(deps, removing)
+          }
+        }
+        return { kept: planned.plan.keep, removed: planned.plan.remove, dryRun: o.dryRun === true }
+      })
+      if (!(yield* checkRoot(false))) return { kept: [], removed: [], dryRun: o.dryRun === true }
+      return yield* (o.dryRun === true ? run : withWriter(run))
+    })
+
+  // ------------------------------------------------------------------------------------------ restore
+
+  const restore = (id: string, o?: { readonly extension?: string; readonly dryRun?: boolean }) =>
+    Effect.gen(function*() {
+      if (!(yield* checkRoot(false))) return yield* new SnapshotNotFound({ root, id })
+      const run = Effect.gen(function*() {
+        if (!(yield* snapshotIds).includes(id)) return yield* new SnapshotNotFound({ root, id })
+        const manifest = yield* readManifest(id).pipe(
+          Effect.catchIf((e): e is FileSystemError => e._tag === "FileSystemError" && e.reason === "NotFound", () =>
+            Effect.fail(new SnapshotCorrupt({ path: NodePath.join(root, id, MANIFEST_FILE), detail: "it is missing" })))
+        )
+        const web = webDataRoot ?? manifest.scope.webDataRoot ?? undefined
+        /** Snapshot-relative path → live path (undefined for web paths without a web data root). */
+        const liveOf = (rel: string): string | undefined => {
+          const [top, ...rest] = rel.split("/")
+          if (top === "agent") return NodePath.join(agentDir, ...rest)
+          return web === undefined ? undefined : NodePath.join(web, ...rest)
+        }
+        const prefixes = o?.extension !== undefined ? extensionDests(o.extension) : undefined
+        const inScope = (rel: string) => prefixes === undefined || prefixes.some((p) => rel === p || rel.startsWith(`${p}/`))
+        const selected = manifest.entries.filter((e) => inScope(e.path) && liveOf(e.path) !== undefined)
+
+        // The live units this restore replaces, moved aside whole: one extension's state, or the whole scope
+        // (`state/` itself stays: its backups/ and restore-aside/ are not ours to move).
+        const units: Array<string> = []
+        if (prefixes !== undefined) units.push(...prefixes)
+        else {
+          for (const tree of yield* scopeRoots(web)) {
+            if (tree.exclude.length === 0) units.push(tree.dest)
+            else {
+              const children = yield* fs.readDirectory(tree.source).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed([])))
+              for (const c of children) if (!tree.exclude.includes(c.name)) units.push(`${tree.dest}/${c.name}`)
+            }
+          }
+        }
+        const present: Array<{ rel: string; live: string }> = []
+        for (const rel of units) {
+          const live = liveOf(rel)
+          if (live !== undefined && (yield* optionalLstat(deps, live)) !== undefined) present.push({ rel, live })
+        }
+        const restored = selected.filter((e) => e.type !== "directory").map((e) => liveOf(e.path)!)
+        if (o?.dryRun === true) return { restored, movedAside: null, movedAsidePaths: present.map((p) => p.live), dryRun: true }
+
+        const stamp = restoreAsideName(yield* Clock.currentTimeMillis, yield* Random.nextIntBetween(0, 0xffffff))
+        const aside = NodePath.join(agentDir, ...RESTORE_ASIDE, stamp)
+        for (const unit of present) {
+          const target = under(aside, unit.rel)
+          yield* fs.makeDirectory(NodePath.dirname(target), { mode: 0o700, recursive: true })
+          yield* fs.rename(unit.live, target).pipe(
+            // Web data on another filesystem: aside within its own filesystem, beside the data root.
+            Effect.catchIf((e) => e.reason === "CrossDevice" && web !== undefined, () =>
+              Effect.gen(function*() {
+                const local = under(NodePath.join(web!, ".restore-aside", stamp), unit.rel)
+                yield* fs.makeDirectory(NodePath.dirname(local), { mode: 0o700, recursive: true })
+                yield* fs.rename(unit.live, local)
+              }))
+          )
+        }
+        const dirs: Array<ManifestEntry> = []
+        for (const e of selected) {
+          const live = liveOf(e.path)!
+          const from = under(NodePath.join(root, id), e.path)
+          if (e.type === "directory") {
+            yield* fs.makeDirectory(live, { mode: 0o700, recursive: true })
+            dirs.push(e)
+            continue
+          }
+          yield* fs.makeDirectory(NodePath.dirname(live), { mode: 0o700, recursive: true })
+          if (e.type === "symlink") yield* fs.symlink(e.target ?? "", live)
+          else {
+            yield* fs.copyFile(from, live, { sync: true })
+            yield* fs.chmod(live, e.mode)
+            yield* fs.utimes(live, e.mtimeMs, e.mtimeMs)
+          }
+        }
+        for (const d of dirs.reverse()) {
+          yield* fs.chmod(liveOf(d.path)!, d.mode)
+          yield* fs.utimes(liveOf(d.path)!, d.mtimeMs, d.mtimeMs)
+        }
+        return { restored, movedAside: present.length > 0 ? aside : null, movedAsidePaths: present.map((p) => p.live), dryRun: false }
+      })
+      return yield* (o?.dryRun === true ? run : withWriter(run))
+    })
+
+  return { service: { root, create, list, verify, forget, restore }, checkRoot, root }
+}
+
+export interface StateBackupFinding {
+  readonly code: "state-backup-incomplete" | "state-backup-restore-aside" | "state-backup-root-unsafe"
+  readonly path: string
+  readonly message: string
+  readonly fix?: string
+}
+
+/**
+ * The doctor's look at state snapshots (read-only): an unsafe default backup root, incomplete snapshots whose
+ * writer is dead, and restore-aside directories waiting for a person.
+ */
+export const stateBackupFindings = (
+  deps: Deps,
+  agentDir: string,
+  webDataRoot?: string
+): Effect.Effect<ReadonlyArray<StateBackupFinding>> =>
+  Effect.gen(function*() {
+    const { checkRoot, root } = internals(deps, agentDir, { webDataRoot })
+    const findings: Array<StateBackupFinding> = []
+    const exists = yield* checkRoot(false).pipe(
+      Effect.catchAll((e) =>
+        Effect.sync(() => {
+          findings.push({
+            code: "state-backup-root-unsafe",
+            path: root,
+            message: e.message,
+            fix: "choose a private directory outside state/ with --root or $PI_STATE_BACKUP_DIR"
+          })
+          return false
+        })
+      )
+    )
+    if (exists) {
+      const entries = yield* deps.fs.readDirectory(root).pipe(Effect.orElseSucceed(() => []))
+      for (const entry of entries) {
+        if (!entry.name.startsWith(INCOMPLETE_PREFIX) || entry.type !== "Directory") continue
+        const path = NodePath.join(root, entry.name)
+        const judged = yield* judgeMarker(deps, NodePath.join(path, OWNER_MARKER))
+        if (judged !== undefined && judged.alive) continue
+        findings.push({
+          code: "state-backup-incomplete",
+          path,
+          message: `an incomplete snapshot left by ${judged === undefined ? "a writer that is gone (no owner marker)" : judged.detail}`,
+          fix: "the next `pi-storage backup create` removes it"
+        })
+      }
+    }
+    const asideRoot = NodePath.join(agentDir, ...RESTORE_ASIDE)
+    for (const entry of yield* deps.fs.readDirectory(asideRoot).pipe(Effect.orElseSucceed(() => []))) {
+      findings.push({
+        code: "state-backup-restore-aside",
+        path: NodePath.join(asideRoot, entry.name),
+        message: "live data a restore moved aside (never deleted by the library)",
+        fix: "copy back what you need, then delete the directory"
+      })
+    }
+    return findings
+  })

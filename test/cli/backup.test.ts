@@ -1,0 +1,88 @@
+/**
+ * `pi-storage backup` through the built CLI (`node dist/cli/main.js`; `npm test` builds first), as a child
+ * process against a temp agent dir: create, list, verify (and its exit 1 on damage), forget, restore of one
+ * extension, usage errors and help text.
+ */
+import { spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import { assert, describe, it } from "@effect/vitest"
+
+const MAIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url))
+
+const cli = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> =>
+  new Promise((resolve, reject) => {
+    const base = { ...process.env, ...env }
+    delete base["PI_ADAPTATIVE_CODING_AGENT_DIR"]
+    if (!("PI_STATE_BACKUP_DIR" in env)) delete base["PI_STATE_BACKUP_DIR"]
+    const child = spawn(process.execPath, [MAIN, ...args], { env: base, stdio: ["ignore", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d))
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
+    child.once("error", reject)
+    child.once("close", (code) => resolve({ code, stdout, stderr }))
+  })
+
+describe("pi-storage backup (built CLI)", () => {
+  it("create, list --json, verify, damage → exit 1, restore --extension, forget --dry-run", async () => {
+    const base = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-storage-backup-cli-"))
+    const agent = Path.join(base, "agent")
+    const root = Path.join(base, "snapshots")
+    for (const [rel, content] of Object.entries({ "state/extensions/todo/items.json": "[1]", "state/extensions/other/x": "x", "MEMORY.md": "# m" })) {
+      Fs.mkdirSync(Path.dirname(Path.join(agent, rel)), { recursive: true })
+      Fs.writeFileSync(Path.join(agent, rel), content)
+    }
+    const run = (...args: ReadonlyArray<string>) => cli(["--agent-dir", agent, "backup", ...args, "--root", root])
+    const created = await run("create", "--label", "cli")
+    assert.strictEqual(created.code, 0, created.stderr)
+    assert.match(created.stdout, /^Created snapshot \S+ in .*snapshots\n  3 files \(7 B\): 3 copied/)
+    // $PI_STATE_BACKUP_DIR is the default root; the second snapshot links all three files.
+    const second = await cli(["--agent-dir", agent, "backup", "create", "--json"], { PI_STATE_BACKUP_DIR: root })
+    assert.strictEqual(second.code, 0, second.stderr)
+    assert.strictEqual(JSON.parse(second.stdout).linkedFiles, 3)
+    const listed = JSON.parse((await run("list", "--json")).stdout) as Array<{ id: string; label?: string }>
+    assert.deepStrictEqual(listed.map((s) => s.label), [undefined, "cli"])
+    const ok = await run("verify")
+    assert.strictEqual(ok.code, 0, ok.stderr)
+    assert.match(ok.stdout, /: OK\.\n$/)
+    const first = listed[1]!.id
+    Fs.writeFileSync(Path.join(agent, "state/extensions/todo/items.json"), "[1,2]")
+    Fs.writeFileSync(Path.join(agent, "state/extensions/other/x"), "changed")
+    const restored = await run("restore", first, "--extension", "todo")
+    assert.strictEqual(restored.code, 0, restored.stderr)
+    assert.match(restored.stdout, /Moved the live data it replaced to .*state\/restore-aside\//)
+    assert.strictEqual(Fs.readFileSync(Path.join(agent, "state/extensions/todo/items.json"), "utf8"), "[1]")
+    assert.strictEqual(Fs.readFileSync(Path.join(agent, "state/extensions/other/x"), "utf8"), "changed")
+    // Hard links share the damage: both snapshots report the flipped file.
+    Fs.writeFileSync(Path.join(root, first, "agent/MEMORY.md"), "# M")
+    const damaged = await run("verify", "--json")
+    assert.strictEqual(damaged.code, 1)
+    assert.deepStrictEqual(JSON.parse(damaged.stdout).corrupt.sort(), listed.map((s) => `${s.id}/agent/MEMORY.md`).sort())
+    const forget = await run("forget", "--keep-last", "1", "--dry-run")
+    assert.strictEqual(forget.code, 0, forget.stderr)
+    assert.strictEqual(forget.stdout, `keep    ${listed[0]!.id}  (last)\nwould remove ${first}\n`)
+    assert.deepStrictEqual(Fs.readdirSync(root).filter((n) => !n.startsWith(".")).sort(), listed.map((s) => s.id).sort())
+  }, 60_000)
+
+  it("usage errors and refusals are one line with their exit codes; help names defaults", async () => {
+    const base = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-storage-backup-cli-"))
+    const agent = Path.join(base, "agent")
+    Fs.mkdirSync(Path.join(agent, "state"), { recursive: true })
+    const noPolicy = await cli(["--agent-dir", agent, "backup", "forget"])
+    assert.strictEqual(noPolicy.code, 2)
+    assert.match(noPolicy.stderr, /forget needs --keep-last/)
+    const inside = await cli(["--agent-dir", agent, "backup", "create", "--root", Path.join(agent, "state", "bk")])
+    assert.strictEqual(inside.code, 3, inside.stderr)
+    assert.match(inside.stderr, /unsafe backup root .*inside-snapshotted-tree/)
+    assert.isFalse(Fs.existsSync(Path.join(agent, "state", "bk")))
+    const unknown = await cli(["--agent-dir", agent, "backup", "restore", "2020-01-01T00-00-00.000Z-000000", "--root", Path.join(base, "bk")])
+    assert.strictEqual(unknown.code, 2)
+    assert.match(unknown.stderr, /no complete snapshot/)
+    const help = await cli(["backup", "forget", "--help"])
+    assert.match(help.stdout, /--keep-daily[\s\S]*default: not used; e\.g\. --keep-daily 7/)
+    assert.match(help.stdout, /--root[\s\S]*default: \$PI_STATE_BACKUP_DIR/)
+  }, 60_000)
+})

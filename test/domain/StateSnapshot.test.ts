@@ -1,0 +1,88 @@
+/** The pure parts of state snapshots: ids, the default root, the manifest format, the link decision, the scope. */
+import * as nfs from "node:fs"
+import { assert, describe, it } from "@effect/vitest"
+import { FastCheck as fc, Schema } from "effect"
+import { VERSION } from "../../src/cli/app.js"
+import {
+  agentScopeRoots,
+  decodeSnapshotManifest,
+  encodeSnapshotManifest,
+  entryProblem,
+  ManifestEntry,
+  resolveBackupRoot,
+  shouldLink,
+  snapshotId,
+  snapshotIdTime,
+  TOOL
+} from "../../src/domain/StateSnapshot.js"
+
+const body = (entries: ReadonlyArray<ManifestEntry>) => ({
+  format: "pi-state-snapshot" as const,
+  version: 1 as const,
+  id: "2026-12-01T07-00-00.000Z-abcdef",
+  createdAt: 1,
+  tool: { name: TOOL.name, version: TOOL.version },
+  scope: { agentDir: "/a", webDataRoot: null, roots: ["agent/state"] },
+  entries
+})
+
+const entryArb = fc.record({
+  path: fc.string(),
+  type: fc.constantFrom("file", "directory", "symlink"),
+  size: fc.nat(),
+  mode: fc.integer({ min: 0, max: 0o7777 }),
+  mtimeMs: fc.double({ noNaN: true, noDefaultInfinity: true }),
+  sha256: fc.option(fc.hexaString({ minLength: 64, maxLength: 64 }), { nil: undefined }),
+  target: fc.option(fc.string(), { nil: undefined })
+}, { requiredKeys: ["path", "type", "size", "mode", "mtimeMs"] }) as fc.Arbitrary<ManifestEntry>
+
+describe("StateSnapshot", () => {
+  it.prop("ids sort as text in time order and give their time back", [fc.integer({ min: 0, max: 4e12 }), fc.integer({ min: 0, max: 4e12 }), fc.nat(), fc.nat()], ([a, b, ra, rb]) => {
+    const ia = snapshotId(a, ra)
+    const ib = snapshotId(b, rb)
+    assert.strictEqual(snapshotIdTime(ia), a)
+    if (a < b) assert.isTrue(ia < ib)
+  })
+
+  it("the default root is beside the agent dir; $PI_STATE_BACKUP_DIR and the option win", () => {
+    const env = (v?: string) => (name: string) => (name === "PI_STATE_BACKUP_DIR" ? v : undefined)
+    assert.strictEqual(resolveBackupRoot({ env: env(), agentDir: "/home/u/.pi/agent", cwd: "/" }), "/home/u/.pi/backups/agent")
+    assert.strictEqual(resolveBackupRoot({ env: env("rel/bk"), agentDir: "/home/u/.pi/agent", cwd: "/w" }), "/w/rel/bk")
+    assert.strictEqual(resolveBackupRoot({ explicit: "/opt/bk", env: env("/x"), agentDir: "/a", cwd: "/" }), "/opt/bk")
+  })
+
+  it("the scope is the canonical table's state and memory entries, without state/backups and restore-aside", () => {
+    assert.deepStrictEqual(agentScopeRoots("/a").map((r) => r.dest), ["agent/MEMORY.md", "agent/USER.md", "agent/SYSTEM.md", "agent/okf-memory", "agent/state", "agent/sessions"])
+    assert.deepStrictEqual(agentScopeRoots("/a").find((r) => r.dest === "agent/state")!.exclude, ["backups", "restore-aside"])
+  })
+
+  it.prop("the manifest round-trips; any change to its bytes is caught by its own hash", [fc.array(entryArb, { maxLength: 8 }), fc.nat()], ([entries, flip]) => {
+    const bytes = encodeSnapshotManifest(body(entries))
+    const decoded = decodeSnapshotManifest(bytes)
+    assert.isTrue(decoded.ok)
+    if (decoded.ok) assert.deepStrictEqual(decoded.manifest.entries, JSON.parse(JSON.stringify(entries)))
+    const text = new TextDecoder().decode(bytes)
+    const at = text.indexOf(`"createdAt":1`) + `"createdAt":`.length
+    const tampered = text.slice(0, at) + String(2 + (flip % 7)) + text.slice(at + 1)
+    assert.isFalse(decodeSnapshotManifest(new TextEncoder().encode(tampered)).ok)
+  })
+
+  it.prop("the hand-written entry check agrees with the ManifestEntry schema", [fc.oneof(entryArb, fc.anything(), fc.record({ path: fc.anything(), type: fc.anything(), size: fc.anything(), mode: fc.nat(), mtimeMs: fc.nat(), sha256: fc.anything() }))], ([u]) => {
+    assert.strictEqual(entryProblem(u) === undefined, Schema.is(ManifestEntry)(u), JSON.stringify(u))
+  }, { fastCheck: { numRuns: 300 } })
+
+  it("links only when type, size, mtime and mode all match an intact record", () => {
+    const prev: ManifestEntry = { path: "p", type: "file", size: 3, mode: 0o644, mtimeMs: 1.5, sha256: "h" }
+    const live = { type: "file" as const, size: 3, mode: 0o644, mtimeMs: 1.5 }
+    assert.isTrue(shouldLink(live, prev))
+    for (const change of [{ size: 4 }, { mode: 0o600 }, { mtimeMs: 1.5001 }, { type: "symlink" as const }]) assert.isFalse(shouldLink({ ...live, ...change }, prev))
+    assert.isFalse(shouldLink(live, undefined))
+    assert.isFalse(shouldLink(live, { ...prev, changedDuringBackup: true }))
+    assert.isFalse(shouldLink(live, { ...prev, sqliteGroup: true }))
+  })
+
+  it("the tool version is the package's", () => {
+    assert.strictEqual(TOOL.version, JSON.parse(nfs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version)
+    assert.strictEqual(TOOL.version, VERSION)
+  })
+})
