@@ -12,7 +12,8 @@ import { fileURLToPath } from "node:url"
 import { afterAll, assert, describe, it } from "@effect/vitest"
 
 const MAIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url))
-const DOCTOR_SOURCE = fileURLToPath(new URL("../../src/services/Doctor.ts", import.meta.url))
+/** The modules whose findings the doctor reports (Doctor.ts calls stateBackupFindings). */
+const FINDING_SOURCES = ["Doctor.ts", "StateBackups.ts"].map((f) => fileURLToPath(new URL(`../../src/services/${f}`, import.meta.url)))
 const USAGE_ERROR = 2
 const isRoot = process.getuid?.() === 0
 
@@ -25,6 +26,7 @@ interface Finding {
 const env = (): NodeJS.ProcessEnv => {
   const e = { ...process.env }
   delete e["PI_ADAPTATIVE_CODING_AGENT_DIR"]
+  delete e["PI_STATE_BACKUP_DIR"]
   return e
 }
 
@@ -48,8 +50,10 @@ afterAll(() => {
 
 /** One of every finding whose fix is a command (the chown case needs root to plant a foreign owner). */
 const fixture = (): string => {
-  const agentDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-doctor-fixes-"))
-  temps.push(agentDir)
+  const base = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-doctor-fixes-"))
+  temps.push(base)
+  const agentDir = Path.join(base, "agent")
+  Fs.mkdirSync(agentDir)
   const dir = (rel: string, mode = 0o700) => {
     Fs.mkdirSync(Path.join(agentDir, rel), { recursive: true })
     Fs.chmodSync(Path.join(agentDir, rel), mode)
@@ -69,6 +73,11 @@ const fixture = (): string => {
   Fs.writeFileSync(Path.join(deep, "f"), "x")
   // work-root-unsafe (group/world-writable category): `chmod 700 work/loose`
   dir("work/loose", 0o777)
+  // state-backup-incomplete (a dead writer's snapshot in the default backup root): `pi-storage backup create`
+  const backupRoot = Path.join(base, "backups", "agent")
+  Fs.mkdirSync(Path.join(backupRoot, ".incomplete-20260101t000000000z-dead"), { recursive: true, mode: 0o700 })
+  Fs.chmodSync(Path.join(base, "backups"), 0o700)
+  Fs.chmodSync(backupRoot, 0o700)
   // work-root-unsafe (foreign owner): `chown <uid> work/foreign`
   if (isRoot) {
     dir("work/foreign")
@@ -77,7 +86,7 @@ const fixture = (): string => {
   return agentDir
 }
 
-const EXPECTED_CODES = ["legacy-entry", "legacy-sidecar", "state-world-writable", "work-unfinished-trash", "work-root-unsafe"]
+const EXPECTED_CODES = ["legacy-entry", "legacy-sidecar", "state-world-writable", "work-unfinished-trash", "work-root-unsafe", "state-backup-incomplete"]
 
 describe("the doctor's suggested commands (built CLI)", () => {
   it("each one is valid, and afterwards the doctor no longer reports what it fixed", () => {
@@ -109,12 +118,14 @@ describe("the doctor's suggested commands (built CLI)", () => {
     assert.deepStrictEqual(Fs.readdirSync(Path.join(agentDir, "work/tools/bash/.trash")), [], "the deep trash tree is gone")
   })
 
-  it("every command template in the doctor's source is one the test above runs", () => {
+  it("every command template in the findings' sources is one the test above runs", () => {
     // A new fix with a command must come with a fixture above: its first two words are matched here.
-    const source = Fs.readFileSync(DOCTOR_SOURCE, "utf8")
-    const templates = [...source.matchAll(/run \\?`([^`\\]+)\\?`/g)].map((m) => m[1]!.split(/\s+/).slice(0, 2).join(" "))
-    assert.isAbove(templates.length, 3)
-    const covered = ["pi-storage migrate", "pi-storage work", "chmod 700", ...(isRoot ? ["chown ${uid}"] : [])]
+    const templates = FINDING_SOURCES.flatMap((file) =>
+      [...Fs.readFileSync(file, "utf8").matchAll(/\\?`((?:pi-storage|chmod|chown) [^`\\]+)\\?`/g)]
+        .map((m) => m[1]!.split(/\s+/).slice(0, 2).join(" "))
+        .filter((t) => !t.includes("…"))) // a doc comment's placeholder, not a suggestion
+    assert.isAbove(templates.length, 4)
+    const covered = ["pi-storage migrate", "pi-storage work", "pi-storage backup", "chmod 700", ...(isRoot ? ["chown ${uid}"] : [])]
     for (const template of templates) {
       if (template === "chown ${uid}" && !isRoot) continue // needs root to plant a foreign owner
       assert.include(covered, template, `doctor suggests \`${template} …\` but no test runs it`)
