@@ -30,4 +30,6 @@ export { NodeFileSystemLive } from "./layers/NodeFileSystem.js"
 export { NodeHostLive } from "./layers/NodeHost.js"
 export * as MemoryFileSystem from "./layers/MemoryFileSystem.js"
 export * as MemoryHost from "./layers/MemoryHost.js"
-export { MemoryDriver, MemoryWorld } from "./layers/MemoryWorld.js"
+// The consumers' test entry: the simulated world's driver API and `MemoryWorld.layer(world)` (see MemoryTesting.ts).
+export { MemoryWorld } from "./layers/MemoryTesting.js"
+export type { MemoryProcessOptions } from "./layers/MemoryTesting.js"

@@ -6,6 +6,7 @@ import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Scope from "effect/Scope"
 import { resolveAgentDir } from "./domain/AgentPaths.js"
@@ -14,15 +15,37 @@ import { decodeSegment } from "./domain/Segment.js"
 import type { DoctorReport, LayoutReport } from "./domain/MigrationPlan.js"
 import type { PruneReport } from "./domain/PruneReport.js"
 import type { RetentionInput } from "./domain/Retention.js"
+import type { StorageWarning } from "./domain/Warnings.js"
 import { runTyped, unrefSleep } from "./facade/runtime.js"
+import { emitProcessWarning, warningLoggerLayer } from "./facade/warnings.js"
 import { NodeWorld, storageLayer } from "./layers/Storage.js"
 import { AgentDir } from "./services/AgentDir.js"
 import { Doctor, type DoctorOptions } from "./services/Doctor.js"
 import { ExtensionStorage as ExtensionStorageService } from "./services/ExtensionStorage.js"
 import { Migration } from "./services/Migration.js"
 import { StateBackups } from "./services/StateBackups.js"
-import { type WorkRun, WorkRuns } from "./services/WorkRuns.js"
+import { type ReleaseOutcome, type WorkRun, WorkRuns } from "./services/WorkRuns.js"
+import type * as Errors from "./domain/Errors.js"
 
+export * from "./domain/Errors.js"
+/** Every error a facade call rejects with (each an `Error` with `_tag`), and their tags. */
+export type StorageError =
+  | Errors.FileSystemError
+  | Errors.InvalidSegment
+  | Errors.InvalidArgument
+  | Errors.UnownedRun
+  | Errors.ManifestMismatch
+  | Errors.RunBusy
+  | Errors.UnsafeRoot
+  | Errors.StorageUnloaded
+  | Errors.StorageClosed
+  | Errors.DataDirRemoved
+  | Errors.StateMissing
+  | Errors.StateUnreadable
+  | Errors.ConfigRedLine
+export type StorageErrorTag = StorageError["_tag"]
+export type { StorageWarning, StorageWarningTag } from "./domain/Warnings.js"
+export type { ReleaseOutcome } from "./services/WorkRuns.js"
 export type { DoctorReport, Finding, LayoutReport } from "./domain/MigrationPlan.js"
 export type { PruneReport } from "./domain/PruneReport.js"
 export type { RetentionInput } from "./domain/Retention.js"
@@ -34,6 +57,11 @@ export interface OpenOptions {
   readonly agentDir?: string
   /** Run the agent-dir layout migration before anything else (default true). */
   readonly migrate?: boolean
+  /**
+   * What the library carried on through (a failing heartbeat, a refused background prune, a lease it could not
+   * remove). Default: `process.emitWarning` (type `PiAgentStorageWarning`, code = the warning's `_tag`).
+   */
+  readonly onWarning?: (warning: StorageWarning) => void
 }
 
 export interface WorkRunLease {
@@ -42,7 +70,8 @@ export interface WorkRunLease {
   readonly tenant: string
   readonly runId: string
   readonly kind: "generated" | "named"
-  release(o?: { delete?: boolean }): Promise<void>
+  /** `{ released, deleted, keptBecause? }`: `keptBecause` says why a `delete: true` release kept the run. */
+  release(o?: { delete?: boolean }): Promise<ReleaseOutcome>
   [Symbol.asyncDispose](): Promise<void>
 }
 
@@ -106,16 +135,19 @@ const installExitHook = () => {
 }
 
 const storeLayer = (options: OpenOptions) =>
-  storageLayer(NodeWorld, { agentDir: options.agentDir, migrate: options.migrate, workRuns: { heartbeatSleep: unrefSleep } })
+  Layer.merge(
+    storageLayer(NodeWorld, { agentDir: options.agentDir, migrate: options.migrate, workRuns: { heartbeatSleep: unrefSleep } }),
+    warningLoggerLayer(options.onWarning ?? emitProcessWarning, (message) => process.emitWarning(message, { type: "PiAgentStorageWarning" }))
+  )
 
-const asLease = (run: WorkRun, release: (o?: { delete?: boolean }) => Promise<void>): WorkRunLease => ({
+const asLease = (run: WorkRun, release: (o?: { delete?: boolean }) => Promise<ReleaseOutcome>): WorkRunLease => ({
   path: run.path,
   category: run.category,
   tenant: run.tenant,
   runId: run.runId,
   kind: run.kind,
   release,
-  [Symbol.asyncDispose]: () => release()
+  [Symbol.asyncDispose]: () => release().then(() => undefined)
 })
 
 export const openAgentStorage = async (options: OpenOptions = {}): Promise<AgentStorage> => {
@@ -133,7 +165,7 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
     })
   )
   const { agentDir, workRoot } = paths
-  const open = new Set<() => Promise<void>>()
+  const open = new Set<() => Promise<unknown>>()
   const processLeaseFiles = new Set<string>()
   /** Calls in flight: `close()` waits for them, then releases the leases they got. */
   const calls = new Set<Promise<unknown>>()
@@ -151,9 +183,9 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
   /** A lease in its own scope: `release()` releases it and closes the scope, once. */
   const track = (run: WorkRun, scope: Scope.CloseableScope): WorkRunLease => {
     liveLeaseFiles.add(run.leasePath)
-    let done: Promise<void> | undefined
-    const release = (o?: { delete?: boolean }): Promise<void> => {
-      done ??= runTyped(runtime, Effect.zipRight(run.release(o?.delete ? { delete: true } : undefined), Scope.close(scope, Exit.void)))
+    let done: Promise<ReleaseOutcome> | undefined
+    const release = (o?: { delete?: boolean }): Promise<ReleaseOutcome> => {
+      done ??= runTyped(runtime, Effect.zipLeft(run.release(o?.delete ? { delete: true } : undefined), Scope.close(scope, Exit.void)))
         .finally(() => {
           liveLeaseFiles.delete(run.leasePath)
           open.delete(release)
@@ -185,7 +217,7 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
         liveLeaseFiles.add(run.leasePath)
         processLeaseFiles.add(run.leasePath)
         // The process run is held until the store closes; releasing it early is a no-op.
-        return asLease(run, async () => {})
+        return asLease(run, async () => ({ released: false, deleted: false, keptBecause: "the process run is held until the store closes" }))
       }),
     pruneWorkTenant: (o) => whileOpen(() => runTyped(runtime, workRuns.prune(o))),
     workRootEnv: (run) => workRuns.workRootEnv(run),
@@ -230,7 +262,7 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
           const lease = await acquireTracked(view.acquireWorkRun(o))
           held.add(lease)
           const release = (r?: { delete?: boolean }) => lease.release(r).finally(() => held.delete(lease))
-          return { ...lease, release, [Symbol.asyncDispose]: () => release() }
+          return { ...lease, release, [Symbol.asyncDispose]: () => release().then(() => undefined) }
         },
         pruneWork: (o = {}) => whileOpen(() => runTyped(runtime, view.pruneWork(o))),
         unload: async () => {

@@ -30,7 +30,13 @@ describe("openAgentStorage", () => {
     expect(leases(run.path)).toHaveLength(1)
     const manifestBefore = fs.lstatSync(path.join(run.path, ".pi-work-run.json"))
     expect(fs.statSync(path.join(dir, "work", "tools", "bash")).mode & 0o777).toBe(0o700)
-    expect(storage.workRootEnv(run)).toEqual({ PI_WORK_ROOT: path.join(dir, "work"), PI_WORK_RUN_DIR: run.path })
+    expect(storage.workRootEnv(run)).toEqual({
+      PI_WORK_ROOT: path.join(dir, "work"),
+      PI_WORK_RUN_DIR: run.path,
+      PI_WORK_RUN_ID: run.runId,
+      PI_WORK_CATEGORY: "tools",
+      PI_WORK_TENANT: "bash"
+    })
     await run.release()
     await run.release()
     expect(leases(run.path)).toEqual([])

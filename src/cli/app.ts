@@ -1,7 +1,17 @@
 /**
  * The `pi-storage` command tree on `@effect/cli`, and the program `main.ts` runs. Usage errors are ours to
  * print: `@effect/cli`'s own error printing is silenced and every ValidationError becomes one clean line on
- * stderr with exit code 2. Help goes through, without ANSI codes unless colour is allowed.
+ * stderr with exit code 2.
+ *
+ * Adding a command: build it in its own file under `src/cli/commands/` and register it with one line in the
+ * `withSubcommands` list of `commands` below. Help is ours, generated from the tree (`help.ts`): `--help` /
+ * `-h` anywhere before `--` prints the page of the command named by the leading words (`pi-storage work
+ * prune --help`), `pi-storage` alone the program's page. A new command gets its page, its place in the
+ * program's command list and its name in "unknown command" checks for free; what the page says comes from
+ * its descriptions: `Command.withDescription` (first line = the summary in lists, then e.g. `Example: …`),
+ * `Options.withDescription` / `Args.withDescription` (say the default and give one example) and
+ * `Options.withPseudoName` (the value's placeholder). `-v` / `--version` print the version; `@effect/cli`'s
+ * built-ins `--wizard` and `--completions` are refused as unknown flags.
  */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
@@ -21,32 +31,21 @@ import { doctor } from "./commands/doctor.js"
 import { ls } from "./commands/ls.js"
 import { migrate } from "./commands/migrate.js"
 import { prune } from "./commands/prune.js"
+import { rm } from "./commands/rm.js"
 import { run } from "./commands/run.js"
 import { status } from "./commands/status.js"
-import { type CliContext, colorAllowed, complain, err, makeContext, usageError } from "./context.js"
+import { type CliContext, colorAllowed, complain, err, makeContext, out, usageError } from "./context.js"
 import { ExitCode, type ExitStatus } from "./exit.js"
 import { stripAnsi } from "./format.js"
+import { commandNames, findCommand, type HelpNode, helpTree, renderHelp } from "./help.js"
 import { parseCount, parseDuration, type Parsed, parseSize } from "./parse.js"
 
 export const VERSION = "0.1.0"
 
-export const USAGE = `usage: pi-storage [--agent-dir DIR] [--no-color] <command>
-
-  status [--json]                               what the agent keeps, per tenant and extension
-  work ls [CATEGORY[/TENANT]] [--json]          runs with kind, state, last use and size
-  work prune (--all | CATEGORY/TENANT) [--dry-run] [--max-age 30d] [--max-runs N] [--max-bytes 512MiB] [--json]
-  work run CATEGORY/TENANT [--name RUN] [--delete] -- CMD [ARGS...]
-  doctor [--json]                               read-only check of the agent dir
-  migrate [--dry-run] [--json]                  move legacy entries to their canonical places
-  backup create | list | verify [ID] [--max-bytes N] [--sample N] | forget --keep-last N --keep-daily N --keep-weekly N [--dry-run]
-         | restore ID [--extension NS] [--dry-run]   [--root DIR] [--json]   state snapshots
-
-Run 'pi-storage <command> --help' for details.
-`
-
 /** A flag whose value goes through one of our parsers; a bad value names the flag and the value. */
-const parsedOption = <A>(name: string, parse: (text: string) => Parsed<A>, description: string) =>
+const parsedOption = <A>(name: string, pseudoName: string, parse: (text: string) => Parsed<A>, description: string) =>
   Options.text(name).pipe(
+    Options.withPseudoName(pseudoName),
     Options.mapEffect((text) => {
       const parsed = parse(text)
       return parsed.ok ? Effect.succeed(parsed.value) : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--${name}: ${parsed.message}`)))
@@ -55,28 +54,44 @@ const parsedOption = <A>(name: string, parse: (text: string) => Parsed<A>, descr
     Options.optional
   )
 
-const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON document instead of tables."))
-const dryRun = Options.boolean("dry-run").pipe(Options.withDescription("Show what would happen; change nothing."))
+const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON document instead of text. Default: off."))
+const dryRun = Options.boolean("dry-run").pipe(Options.withDescription("Show what would happen; change nothing. Default: off."))
 const value = <A>(o: Option.Option<A>): A | undefined => Option.getOrUndefined(o)
+const lines = (...text: ReadonlyArray<string>) => text.join("\n")
 
 const commands = (ctx: CliContext) => {
   const statusCommand = Command.make("status", { json }, (o) => status(ctx, o)).pipe(
-    Command.withDescription("The agent dir, its work runs and extension data, and the doctor's finding count.")
+    Command.withDescription(lines(
+      "The agent dir, its work runs (entries and bytes per tenant), extension data and the doctor's finding count.",
+      "Example: pi-storage status --json"
+    ))
   )
   const lsCommand = Command.make(
     "ls",
-    { filter: Args.text({ name: "CATEGORY[/TENANT]" }).pipe(Args.optional), json },
+    {
+      filter: Args.text({ name: "CATEGORY[/TENANT]" }).pipe(
+        Args.withDescription("Only this category or tenant (default: every tenant). Example: tools/bash"),
+        Args.optional
+      ),
+      json
+    },
     (o) => ls(ctx, { filter: value(o.filter), json: o.json })
-  ).pipe(Command.withDescription("List work runs: id, kind, state, last use, size."))
+  ).pipe(Command.withDescription(lines(
+    "List work runs: id, kind, state, who holds an active one, last use, entries and size.",
+    "Example: pi-storage work ls tools"
+  )))
   const pruneCommand = Command.make(
     "prune",
     {
-      target: Args.text({ name: "CATEGORY/TENANT" }).pipe(Args.optional),
-      all: Options.boolean("all").pipe(Options.withDescription("Prune every tenant under the work root.")),
+      target: Args.text({ name: "CATEGORY/TENANT" }).pipe(Args.withDescription("The tenant to prune (or --all). Example: tools/bash"), Args.optional),
+      all: Options.boolean("all").pipe(Options.withDescription("Prune every tenant under the work root, then print a grand total. Default: off.")),
       dryRun,
-      maxAge: parsedOption("max-age", parseDuration, "Remove inactive runs unused for longer than this (30d, 12h, 90m)."),
-      maxRuns: parsedOption("max-runs", parseCount, "Keep at most this many inactive runs per tenant."),
-      maxBytes: parsedOption("max-bytes", parseSize, "Keep each tenant under this size (512MiB, 2GiB, 1000)."),
+      maxAge: parsedOption("max-age", "DURATION", parseDuration,
+        "Remove inactive runs unused for longer: 30d, 12h, 1.5d, 2h30m, 0 (s m h d w). Default: 30d."),
+      maxRuns: parsedOption("max-runs", "N", parseCount, "Keep at most N inactive runs per tenant. Default: 64. Example: --max-runs 10"),
+      maxBytes: parsedOption("max-bytes", "SIZE", parseSize,
+        "Keep each tenant under SIZE: K/KiB = 1024, kB = 1000 (also M/MiB/MB, G/GiB/GB). Default: 512MiB. Example: 2GiB"),
+      quiet: Options.boolean("quiet").pipe(Options.withDescription("With --all: only tenants where something was removed or went wrong, and the total. Default: off.")),
       json
     },
     (o) =>
@@ -87,51 +102,116 @@ const commands = (ctx: CliContext) => {
         maxAgeMs: value(o.maxAge),
         maxRuns: value(o.maxRuns),
         maxBytes: value(o.maxBytes),
+        quiet: o.quiet,
         json: o.json
       })
-  ).pipe(Command.withDescription("Remove inactive work runs past their retention (never active or unowned ones)."))
+  ).pipe(Command.withDescription(lines(
+    "Remove inactive work runs past their retention (never active or unowned ones).",
+    "Example: pi-storage work prune tools/bash --max-age 7d --dry-run"
+  )))
   const runCommand = Command.make(
     "run",
     {
-      target: Args.text({ name: "CATEGORY/TENANT" }),
-      name: Options.text("name").pipe(Options.withDescription("Join or create the named run RUN instead of a fresh one."), Options.optional),
-      delete: Options.boolean("delete").pipe(Options.withDescription("Delete the run when the command exits."))
+      target: Args.text({ name: "CATEGORY/TENANT" }).pipe(Args.withDescription("The tenant the run belongs to. Example: tools/bash")),
+      name: Options.text("name").pipe(
+        Options.withPseudoName("RUN"),
+        Options.withDescription("Join or create the named run RUN (default: a fresh generated run). Example: --name nightly"),
+        Options.optional
+      ),
+      cwd: Options.text("cwd").pipe(
+        Options.withPseudoName("DIR"),
+        Options.withDescription("The command's working directory (default: the run directory). Example: --cwd ."),
+        Options.optional
+      ),
+      delete: Options.boolean("delete").pipe(Options.withDescription("Delete the run when the command exits (unless another holder is live). Default: off."))
     },
-    (o) => run(ctx, { target: o.target, name: value(o.name), delete: o.delete })
-  ).pipe(Command.withDescription("Run a command inside a leased work run: pi-storage work run CATEGORY/TENANT -- CMD [ARGS...]"))
-  const work = Command.make("work", {}, () => usageError(ctx, "work needs a subcommand: ls, prune or run")).pipe(
+    (o) => run(ctx, { target: o.target, name: value(o.name), cwd: value(o.cwd), delete: o.delete })
+  ).pipe(Command.withDescription(lines(
+    "Run a command inside a leased work run: the run directory is its working directory, PI_WORK_* describe the run.",
+    "The command goes after '--'.",
+    "Example: pi-storage work run tools/bash --delete -- make report"
+  )))
+  const rmCommand = Command.make(
+    "rm",
+    {
+      target: Args.text({ name: "CATEGORY/TENANT" }).pipe(Args.withDescription("The tenant of the runs. Example: tools/bash")),
+      runs: Args.text({ name: "RUN" }).pipe(Args.withDescription("Run ids to delete (see work ls). Example: 20261130t125426123z-00000007-1a2b3c4d"), Args.atLeast(1)),
+      json
+    },
+    (o) => rm(ctx, { target: o.target, runs: o.runs, json: o.json })
+  ).pipe(Command.withDescription(lines(
+    "Delete chosen runs under the cleanup protocol; a run with a live lease is refused (exit 3, naming the holder).",
+    "Example: pi-storage work rm tools/bash 20261130t125426123z-00000007-1a2b3c4d"
+  )))
+  const work = Command.make("work", {}, () => usageError(ctx, "work needs a subcommand: ls, prune, run or rm (see pi-storage work --help)")).pipe(
     Command.withDescription("Leased transient work runs."),
-    Command.withSubcommands([lsCommand, pruneCommand, runCommand])
+    Command.withSubcommands([lsCommand, pruneCommand, runCommand, rmCommand])
   )
-  const doctorCommand = Command.make("doctor", { json }, (o) => doctor(ctx, o)).pipe(
-    Command.withDescription("Read-only check of the agent dir; exit 1 when something is a warning or worse.")
-  )
+  const doctorCommand = Command.make(
+    "doctor",
+    {
+      webDataRoot: Options.text("web-data-root").pipe(
+        Options.withPseudoName("DIR"),
+        Options.withDescription("Also check extension data there (default: $PI_WEB_DATA_DIR, else ~/.pi/web/data when it exists). Example: --web-data-root ~/.pi/web/data"),
+        Options.optional
+      ),
+      json
+    },
+    (o) => doctor(ctx, { webDataRoot: value(o.webDataRoot), json: o.json })
+  ).pipe(Command.withDescription(lines(
+    "Read-only check of the agent dir; exit 1 when something is a warning or worse.",
+    "Example: pi-storage doctor --json"
+  )))
   const migrateCommand = Command.make("migrate", { dryRun, json }, (o) => migrate(ctx, o)).pipe(
-    Command.withDescription("Move legacy entries of the agent dir to their canonical places.")
+    Command.withDescription(lines(
+      "Move legacy entries of the agent dir to their canonical places.",
+      "Example: pi-storage migrate --dry-run --json"
+    ))
   )
   // Shown in help only: these two are taken out of argv before parsing, wherever they appear.
   const globals = {
     agentDir: Options.text("agent-dir").pipe(
-      Options.withDescription("The agent dir (else $PI_ADAPTATIVE_CODING_AGENT_DIR, else ~/.pi/agent)."),
+      Options.withPseudoName("DIR"),
+      Options.withDescription("The agent dir (default: $PI_ADAPTATIVE_CODING_AGENT_DIR, else ~/.pi/agent)."),
       Options.optional
     ),
     noColor: Options.boolean("no-color").pipe(Options.withDescription("No colour (also NO_COLOR=1; colour is only used on a TTY)."))
   }
-  return Command.make("pi-storage", globals, () => Effect.zipRight(err(USAGE), Effect.sync(() => ctx.status.raise(ExitCode.usage)))).pipe(
+  // Bare `pi-storage`: the program's page on stderr, exit 2 (a usage error, not a request for help).
+  return Command.make("pi-storage", globals, () => Effect.zipRight(err(helpText(ctx, [])), Effect.sync(() => ctx.status.raise(ExitCode.usage)))).pipe(
     Command.withDescription("See and manage what the coding agent keeps under its agent dir."),
     Command.withSubcommands([statusCommand, work, doctorCommand, migrateCommand, backupCommand(ctx)])
   )
 }
 
+/** The help tree of the whole program (descriptions only: building it runs nothing). */
+const programTree = (ctx: CliContext): HelpNode => {
+  const tree = helpTree(commands(ctx) as unknown as { readonly descriptor?: unknown })
+  if (tree === undefined) throw new Error("pi-storage: the command tree has no descriptor")
+  return tree
+}
+
+/** The page of the command `args` names; the root's own flags are the global flags of every page. */
+export const helpText = (ctx: CliContext, args: ReadonlyArray<string>): string => {
+  const root = programTree(ctx)
+  const { node, path } = findCommand(root, args)
+  const globalFlags = [
+    ...root.flags.map((f) => [f.names.join(", ") + (f.placeholder === undefined ? "" : ` ${f.placeholder}`), f.description] as const),
+    ["-h, --help", "This help."] as const,
+    ...(path.length === 0 ? [["-v, --version", "Print the version."] as const] : [])
+  ]
+  return renderHelp({ program: "pi-storage", globalFlags }, path.length === 0 ? { ...node, flags: [] } : node, path)
+}
+
+const printHelp = (ctx: CliContext, args: ReadonlyArray<string>) => out(helpText(ctx, args))
+
 /** `@effect/cli` needs the platform FileSystem, Path and Terminal; subpath imports keep start-up quick. */
 const cliEnvironment = Layer.mergeAll(NodeFileSystem.layer, NodePath.layer, NodeTerminal.layer)
 
-const COMMAND_WORDS = new Set(["status", "work", "ls", "prune", "run", "doctor", "migrate", "backup", "create", "list", "verify", "forget", "restore"])
-
 /** One line from a ValidationError: its text without ANSI codes, whitespace collapsed; a bad command is named. */
-export const validationMessage = (error: ValidationError.ValidationError, args: ReadonlyArray<string>): string => {
+export const validationMessage = (error: ValidationError.ValidationError, args: ReadonlyArray<string>, words: ReadonlySet<string>): string => {
   if (ValidationError.isCommandMismatch(error)) {
-    const unknown = args.find((a) => !a.startsWith("-") && !COMMAND_WORDS.has(a))
+    const unknown = args.find((a) => !a.startsWith("-") && !words.has(a))
     if (unknown !== undefined) return `unknown command ${JSON.stringify(unknown)}`
   }
   const doc = "error" in error ? error.error : HelpDoc.empty
@@ -143,6 +223,10 @@ export const main = (split: SplitArgv, exitStatus: ExitStatus): Effect.Effect<vo
   const { globals, args, command } = split
   const ctx = makeContext(globals, exitStatus, command)
   const color = colorAllowed(globals)
+  if (args.some((a) => a === "--help" || a === "-h")) return printHelp(ctx, args)
+  if (args.length === 1 && (args[0] === "-v" || args[0] === "--version")) return out(`pi-storage ${VERSION}\n`)
+  const builtIn = args.find((a) => a === "--wizard" || a === "--completions" || a.startsWith("--completions="))
+  if (builtIn !== undefined) return usageError(ctx, `unknown flag ${builtIn} (see pi-storage --help)`)
   const cli = Command.run(commands(ctx), { name: "pi-storage", version: VERSION })
   // Silence @effect/cli's own error printing; strip ANSI from help unless colour is allowed.
   const withQuietConsole = Effect.consoleWith((console) =>
@@ -162,7 +246,7 @@ export const main = (split: SplitArgv, exitStatus: ExitStatus): Effect.Effect<vo
   return withQuietConsole.pipe(
     Effect.catchAll((error) =>
       ValidationError.isValidationError(error)
-        ? usageError(ctx, `${validationMessage(error, args)} (see pi-storage --help)`)
+        ? usageError(ctx, `${validationMessage(error, args, commandNames(programTree(ctx)))} (see pi-storage --help)`)
         : complain(ctx, String(error), ExitCode.findings)
     ),
     Effect.catchAllCause((cause) =>

@@ -22,8 +22,13 @@ const VALUED_FLAGS: Readonly<Record<string, string>> = {
   "--max-age": "a duration such as 30d",
   "--max-runs": "a number such as 20",
   "--max-bytes": "a size such as 512MiB",
-  "--name": "a run name"
+  "--name": "a run name",
+  "--cwd": "a directory",
+  "--web-data-root": "a directory"
 }
+
+/** Flags of `work run` that take a value (their value is not a positional argument). */
+const RUN_VALUED = new Set(["--name", "--cwd"])
 
 export type ArgvResult = { readonly ok: true; readonly value: SplitArgv } | { readonly ok: false; readonly message: string }
 
@@ -55,5 +60,17 @@ export const splitArgv = (argv: ReadonlyArray<string>): ArgvResult => {
   }
   const isWorkRun = args[0] === "work" && args[1] === "run"
   if (command !== undefined && !isWorkRun) return { ok: false, message: "'--' is only used by 'work run CATEGORY/TENANT -- CMD [ARGS...]'" }
+  if (isWorkRun && command === undefined && !args.includes("--help") && !args.includes("-h")) {
+    // `work run tools/bash make report`: the command must come after `--` (so its flags stay its own).
+    const positionals: Array<string> = []
+    for (let i = 2; i < args.length; i++) {
+      if (RUN_VALUED.has(args[i]!)) i++
+      else if (!args[i]!.startsWith("-")) positionals.push(args[i]!)
+    }
+    if (positionals.length > 1) {
+      const [target, ...rest] = positionals
+      return { ok: false, message: `put the command after '--': pi-storage work run ${target} -- ${rest.join(" ")}` }
+    }
+  }
   return { ok: true, value: { globals: { agentDir, noColor }, args, command } }
 }

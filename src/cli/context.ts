@@ -45,6 +45,10 @@ export const printJson = (value: unknown): Effect.Effect<void> => out(JSON.strin
 export const complain = (ctx: CliContext, message: string, code: number): Effect.Effect<void> =>
   Effect.zipRight(err(`${ctx.paintErr("red", "pi-storage:")} ${message}\n`), Effect.sync(() => ctx.status.raise(code)))
 
+/** The agent dir path is a regular file (or another non-directory): say so, exit 1. */
+export const notADirectory = (ctx: CliContext, agentDir: string, type: string): Effect.Effect<void> =>
+  complain(ctx, `the agent dir ${agentDir} is a ${type}, not a directory (see pi-storage doctor)`, ExitCode.findings)
+
 export const usageError = (ctx: CliContext, message: string): Effect.Effect<void> => complain(ctx, message, ExitCode.usage)
 
 /** Report a typed library error (anything with `_tag` and `message`) with its exit code. */

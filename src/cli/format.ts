@@ -18,6 +18,13 @@ export const formatBytes = (bytes: number): string => {
   return `${(Math.floor(value * 10) / 10).toFixed(1)} ${UNITS[unit]}`
 }
 
+/** `7`, `20,000`: a count with thousands separators. */
+export const formatCount = (n: number): string => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",")
+
+/** Entries of a bounded measurement (`≥ ` marks a lower bound), as `du --inodes` counts them. */
+export const formatEntries = (size: { readonly entries: number; readonly complete: boolean }): string =>
+  (size.complete ? "" : "≥ ") + formatCount(size.entries)
+
 /** A bounded measurement: `≥ ` marks a lower bound (the walk was cut short). */
 export const formatSize = (size: { readonly bytes: number; readonly complete: boolean }): string =>
   (size.complete ? "" : "≥ ") + formatBytes(size.bytes)

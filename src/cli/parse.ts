@@ -17,12 +17,20 @@ const DURATION_UNITS: Readonly<Record<string, number>> = {
   w: 7 * 24 * 60 * 60 * 1000
 }
 
-/** `30d`, `12h`, `90m`, `45s`, `2w` → milliseconds. A unit is required: a bare `30` is ambiguous. */
+/**
+ * `30d`, `12h`, `90m`, `45s`, `2w`, fractions (`1.5d`) and sums (`2h30m`, `1d12h`) → milliseconds (rounded);
+ * `0` alone needs no unit. Any other bare number is ambiguous and refused.
+ */
 export const parseDuration = (text: string): Parsed<number> => {
-  const match = /^(\d+)(s|m|h|d|w)$/.exec(text.trim())
-  if (match === null) return fail(`expected a duration such as 30d, 12h or 90m, got ${JSON.stringify(text)}`)
-  const ms = Number(match[1]) * DURATION_UNITS[match[2]!]!
-  return Number.isSafeInteger(ms) ? ok(ms) : fail(`duration ${JSON.stringify(text)} is too large`)
+  const trimmed = text.trim()
+  if (/^0+(\.0+)?$/.test(trimmed)) return ok(0)
+  if (!/^(\d+(\.\d+)?[smhdw])+$/.test(trimmed)) {
+    return fail(`expected a duration such as 30d, 12h, 1.5d, 2h30m or 0, got ${JSON.stringify(text)}`)
+  }
+  let ms = 0
+  for (const [, amount, unit] of trimmed.matchAll(/(\d+(?:\.\d+)?)([smhdw])/g)) ms += Number(amount) * DURATION_UNITS[unit!]!
+  const rounded = Math.round(ms)
+  return Number.isSafeInteger(rounded) ? ok(rounded) : fail(`duration ${JSON.stringify(text)} is too large`)
 }
 
 const SIZE_UNITS: Readonly<Record<string, number>> = {

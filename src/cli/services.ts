@@ -4,6 +4,7 @@
  */
 import * as Layer from "effect/Layer"
 import type { RetentionPolicy } from "../domain/Retention.js"
+import { warningLoggerLayer } from "../facade/warnings.js"
 import { NodeWorld, storageLayer } from "../layers/Storage.js"
 import { AgentDir } from "../services/AgentDir.js"
 import { Doctor } from "../services/Doctor.js"
@@ -27,8 +28,15 @@ export const cliLayer = (options: StackOptions) =>
       agentDir: options.agentDir,
       migrate: false,
       workRuns: options.retentionCeiling ? { retentionCeiling: options.retentionCeiling } : {}
-    }))
+    })),
+    Layer.merge(stderrWarnings)
   )
+
+/** Warnings the library logs (a failing heartbeat, a refused background prune …) as lines on stderr. */
+const stderrWarnings = warningLoggerLayer(
+  (w) => void process.stderr.write(`pi-storage: warning: ${w.message}\n`),
+  (message) => void process.stderr.write(`pi-storage: warning: ${message}\n`)
+)
 
 export type CliServices = Layer.Layer.Success<ReturnType<typeof cliLayer>>
 

@@ -82,17 +82,20 @@ export interface LeaseFacts {
   readonly pid: number
   readonly processStartedAt: number | undefined
   readonly heartbeatAt: number
+  /** When the holder took it (leases only; markers have `createdAt`). */
+  readonly acquiredAt?: number
 }
 
 export const leaseFacts = (lease: Lease | Marker): LeaseFacts =>
   "hostname" in lease
-    ? { host: lease.hostname, bootId: undefined, pid: lease.pid, processStartedAt: undefined, heartbeatAt: lease.createdAt }
+    ? { host: lease.hostname, bootId: undefined, pid: lease.pid, processStartedAt: undefined, heartbeatAt: lease.createdAt, acquiredAt: lease.createdAt }
     : {
       host: lease.host,
       bootId: lease.bootId,
       pid: lease.pid,
       processStartedAt: lease.processStartedAt,
-      heartbeatAt: "heartbeatAt" in lease ? lease.heartbeatAt : lease.createdAt
+      heartbeatAt: "heartbeatAt" in lease ? lease.heartbeatAt : lease.createdAt,
+      acquiredAt: "acquiredAt" in lease ? lease.acquiredAt : lease.createdAt
     }
 
 const textDecoder = new TextDecoder("utf-8", { fatal: true })

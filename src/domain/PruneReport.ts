@@ -30,6 +30,10 @@ export type PruneError = typeof PruneError.Type
 export const PruneReport = Schema.mutable(Schema.Struct({
   /** Another live pruner held the tenant; nothing was done. */
   busy: Schema.Boolean,
+  /** With `busy`: who holds the tenant's prune marker ("prune by pid 123 on host"). */
+  busyHolder: Schema.optional(Schema.String),
+  /** Present (true) when the tenant directory does not exist: nothing to prune. */
+  tenantMissing: Schema.optional(Schema.Boolean),
   dryRun: Schema.Boolean,
   scannedRuns: NonNegativeInt,
   /** The scan stopped at `maxScannedRuns`; entries beyond it were not considered. */

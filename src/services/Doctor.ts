@@ -42,6 +42,7 @@ import { stateBackupFindings } from "./StateBackups.js"
 import { tierPaths } from "../domain/WebPaths.js"
 import { resolveStateDir } from "../domain/Tiers.js"
 import { isActive, readLeases, readManifest } from "./internal/runFacts.js"
+import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
 
 export interface DoctorOptions {
   /** Entries examined before the scan stops (`truncated`); default 100,000. */
@@ -138,7 +139,7 @@ const checkRoot = (scan: Scan, agentDir: string) =>
             scan.add(
               "canonical-kind-mismatch",
               path,
-              `${entry.name} should be a ${c.entry.kind} (${c.entry.description}) but is a ${entry.type}`,
+              `${entry.name} should be a ${c.entry.kind} (${c.entry.description}) but is ${aFileType(entry.type)}`,
               `move it aside and let the library recreate ${entry.name}`
             )
           }
@@ -180,7 +181,7 @@ const checkRoot = (scan: Scan, agentDir: string) =>
             ? "a log file"
             : c.hint === "temp"
             ? "a temporary file"
-            : `an unknown ${entry.type === "Directory" ? "directory" : entry.type === "File" ? "file" : entry.type}`
+            : `an unknown ${fileTypeWord(entry.type)}`
           scan.add(
             "unknown-root-entry",
             path,
@@ -230,7 +231,7 @@ const checkSafe = (scan: Scan, path: string, info: FileInfo, what: string): bool
     return false
   }
   if (info.type !== "Directory") {
-    scan.add("work-root-unsafe", path, `${what} is a ${info.type}, not a directory`, "move it aside")
+    scan.add("work-root-unsafe", path, `${what} is ${aFileType(info.type)}, not a directory`, "move it aside")
     return false
   }
   const uid = scan.deps.host.uid
@@ -287,7 +288,7 @@ const checkTenant = (scan: Scan, category: string, tenant: string, tenantDir: st
         continue
       }
       if (entry.type !== "Directory") {
-        scan.add("work-stray-entry", path, `a ${entry.type} among the runs of ${category}/${tenant}; runs are directories`, "move it out of work/")
+        scan.add("work-stray-entry", path, `${aFileType(entry.type)} among the runs of ${category}/${tenant}; runs are directories`, "move it out of work/")
         continue
       }
       yield* checkRun(scan, category, tenant, entry.name, path)
@@ -331,14 +332,14 @@ const checkWork = (scan: Scan, agentDir: string) =>
       const categoryInfo = yield* lstatOption(scan, categoryDir)
       if (categoryInfo === undefined) continue
       if (category.type !== "Directory" && category.type !== "SymbolicLink") {
-        scan.add("work-stray-entry", categoryDir, `a ${category.type} in work/, where only category directories belong`, "move it out of work/")
+        scan.add("work-stray-entry", categoryDir, `${aFileType(category.type)} in work/, where only category directories belong`, "move it out of work/")
         continue
       }
       if (!checkSafe(scan, categoryDir, categoryInfo, `category ${category.name}`)) continue
       for (const tenant of yield* list(scan, categoryDir)) {
         const tenantDir = paths.workTenantDir(category.name, tenant.name)
         if (tenant.type !== "Directory" && tenant.type !== "SymbolicLink") {
-          scan.add("work-stray-entry", tenantDir, `a ${tenant.type} in work/${category.name}/, where only tenant directories belong`, "move it out of work/")
+          scan.add("work-stray-entry", tenantDir, `${aFileType(tenant.type)} in work/${category.name}/, where only tenant directories belong`, "move it out of work/")
           continue
         }
         const tenantInfo = yield* lstatOption(scan, tenantDir)
@@ -436,7 +437,7 @@ const doctorProgram = (deps: Deps, agentDirInput: string, options?: DoctorOption
     } else if (info._tag === "Left") {
       scan.scanError(agentDir, info.left)
     } else if (info.right.type !== "Directory") {
-      scan.add("agent-dir-not-directory", agentDir, `the agent directory is a ${info.right.type}`)
+      scan.add("agent-dir-not-directory", agentDir, `the agent directory is ${aFileType(info.right.type)}, not a directory`)
     } else {
       yield* checkRoot(scan, agentDir)
       yield* checkState(scan, agentDir)

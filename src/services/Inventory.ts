@@ -22,7 +22,9 @@ import { type DirEntry, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
 import { TENANT_LIBRARY_ENTRIES } from "./internal/prune.js"
-import { isActive, newestHeartbeat, readLeases, readManifest } from "./internal/runFacts.js"
+import { type Holder, isActive, liveHolders, newestHeartbeat, readLeases, readManifest } from "./internal/runFacts.js"
+import { fileTypeWord } from "../domain/FileTypeWords.js"
+import { aFileType } from "../domain/FileTypeWords.js"
 
 export interface InventoryOptions {
   /** Entries all size walks of one call may visit together (default 100,000, as a prune's budget). */
@@ -36,6 +38,8 @@ export interface InventoryOptions {
 /** A size from a bounded walk: `bytes` is a lower bound when `complete` is false. */
 export interface Size {
   readonly bytes: number
+  /** Entries below the measured directory (files, directories, links; as `du --inodes`, without the root). */
+  readonly entries: number
   readonly complete: boolean
 }
 
@@ -72,6 +76,8 @@ export interface InventoryReport {
   readonly agentDir: string
   /** False when the agent dir does not exist (or is not a directory): nothing else was read. */
   readonly exists: boolean
+  /** The agent dir path exists but is not a directory (a regular file, a symlink …): its file type in words. */
+  readonly notADirectory: string | null
   readonly workRoot: string
   /** When the scan ran (epoch ms, from the Clock), so ages can be rendered against it. */
   readonly scannedAt: number
@@ -98,6 +104,8 @@ export interface RunListing {
   readonly lastUsedAt: number
   /** Lease files present, live or dead. */
   readonly leases: number
+  /** Live holders of an active run (`host`, `pid`, `since`); empty otherwise. */
+  readonly holders: ReadonlyArray<Holder>
   readonly size: Size
 }
 
@@ -111,6 +119,8 @@ export interface UnownedListing {
 
 export interface RunList {
   readonly agentDir: string
+  /** As in `InventoryReport`: the agent dir is not a directory. */
+  readonly notADirectory: string | null
   readonly scannedAt: number
   /** Newest last use first, per tenant; tenants in name order. */
   readonly runs: ReadonlyArray<RunListing>
@@ -128,6 +138,8 @@ export interface TenantAddress {
 export interface MigrationPreview {
   readonly agentDir: string
   readonly exists: boolean
+  /** As in `InventoryReport`: the agent dir is not a directory. */
+  readonly notADirectory: string | null
   readonly entries: ReadonlyArray<{
     /** Legacy root entry (relative to the agent dir). */
     readonly from: string
@@ -136,6 +148,25 @@ export interface MigrationPreview {
     /** `merge` when the destination already exists (entry by entry, or a JSON merge for trust.json). */
     readonly action: "move" | "merge"
   }>
+}
+
+/** A work root, category or tenant entry `work prune --all` will not go through. */
+export interface RefusedTarget {
+  readonly path: string
+  /** `the work root`, `category tools`, `tenant tools/bash`. */
+  readonly what: string
+  /** The category and tenant names it stands for (`*` for all of a level). */
+  readonly category: string
+  readonly tenant: string
+  /** Its file type in words (`symlink`, `regular file`). */
+  readonly type: string
+}
+
+export interface PruneTargets {
+  readonly tenants: ReadonlyArray<TenantAddress>
+  readonly refused: ReadonlyArray<RefusedTarget>
+  /** The agent dir is not a directory (its type in words), else `null`. */
+  readonly notADirectory: string | null
 }
 
 export interface RunFilter {
@@ -166,11 +197,11 @@ class Walk {
     return this.deps.fs.measureTree(path, { maxEntries: Math.max(0, this.remaining), maxDepth: this.options.maxDepth }).pipe(
       Effect.map((m) => {
         this.remaining -= m.entries
-        return { bytes: m.bytes, complete: m.complete }
+        return { bytes: m.bytes, entries: m.entries, complete: m.complete }
       }),
       Effect.catchAll((e) => Effect.sync(() => {
         this.errors.push({ path, message: e.message })
-        return { bytes: 0, complete: false }
+        return { bytes: 0, entries: 0, complete: false }
       }))
     )
   }
@@ -207,7 +238,7 @@ const examine = (deps: Deps, address: TenantAddress, tenantDir: string, entry: D
     const path = NodePath.join(tenantDir, entry.name)
     const unowned = (why: string): Examined => ({ _tag: "Unowned", entry: { ...address, name: entry.name, path, why } })
     if (entry.type !== "Directory") {
-      return unowned(entry.type === "SymbolicLink" ? "symlink (never followed)" : `not a directory (${entry.type})`)
+      return unowned(entry.type === "SymbolicLink" ? "symlink (never followed)" : `not a directory (${aFileType(entry.type)})`)
     }
     const manifest = yield* readManifest(deps, path, { ...address, runId: entry.name })
     if (manifest._tag === "Unowned") return unowned(manifest.why)
@@ -237,10 +268,15 @@ const examine = (deps: Deps, address: TenantAddress, tenantDir: string, entry: D
         createdAt: m.createdAt,
         releasedAt,
         lastUsedAt: used,
-        leases: leases.leases.length
+        leases: leases.leases.length,
+        holders: active ? liveHolders(leases) : []
       }
     }
   })
+
+/** `null` when `path` is a directory or absent; else its file type in words. */
+const notADirectory = (deps: Deps, path: string): Effect.Effect<string | null> =>
+  deps.fs.lstat(path).pipe(Effect.map((i) => (i.type === "Directory" ? null : fileTypeWord(i.type))), Effect.orElseSucceed(() => null))
 
 /** Is `path` a real directory (not a symlink)? */
 const isDirectory = (deps: Deps, path: string): Effect.Effect<boolean> =>
@@ -327,7 +363,7 @@ export const makeInventory = Effect.gen(function*() {
   const summary = (options?: InventoryOptions): Effect.Effect<InventoryReport> =>
     Effect.gen(function*() {
       const scannedAt = yield* Clock.currentTimeMillis
-      const base = { agentDir: agentDir.path, workRoot: paths.workRoot, scannedAt }
+      const base = { agentDir: agentDir.path, workRoot: paths.workRoot, scannedAt, notADirectory: yield* notADirectory(deps, agentDir.path) }
       if (!(yield* isDirectory(deps, agentDir.path))) {
         return { ...base, exists: false, tenants: [], extensions: [], truncated: false, errors: [] }
       }
@@ -359,7 +395,9 @@ export const makeInventory = Effect.gen(function*() {
           runs.push(...tenantRuns)
         }
       }
-      return { agentDir: agentDir.path, scannedAt, runs, unowned, truncated: walk.truncated, errors: walk.errors }
+      return {
+        agentDir: agentDir.path, notADirectory: yield* notADirectory(deps, agentDir.path), scannedAt, runs, unowned, truncated: walk.truncated, errors: walk.errors
+      }
     })
 
   const tenants: Effect.Effect<ReadonlyArray<TenantAddress>> = Effect.suspend(() =>
@@ -369,9 +407,44 @@ export const makeInventory = Effect.gen(function*() {
     )
   )
 
+  /**
+   * What `work prune --all` works through: the prunable tenants, and every work root, category or tenant
+   * entry that is not a plain directory (a symlink is never followed, so the tenants behind it are not
+   * listed): each is reported as refused rather than skipped in silence.
+   */
+  const pruneTargets: Effect.Effect<PruneTargets> = Effect.gen(function*() {
+    const walk = new Walk(deps, DEFAULTS)
+    const refused: Array<RefusedTarget> = []
+    const rootType = yield* notADirectory(deps, paths.workRoot)
+    if (rootType !== null) return { tenants: [], refused: [{ path: paths.workRoot, what: "the work root", category: "*", tenant: "*", type: rootType }], notADirectory: yield* notADirectory(deps, agentDir.path) }
+    const tenants: Array<TenantAddress> = []
+    for (const category of yield* walk.list(paths.workRoot)) {
+      const categoryDir = paths.workCategoryDir(category.name)
+      if (category.type !== "Directory") {
+        refused.push({ path: categoryDir, what: `category ${category.name}`, category: category.name, tenant: "*", type: fileTypeWord(category.type) })
+        continue
+      }
+      for (const tenant of yield* walk.list(categoryDir)) {
+        if (tenant.type !== "Directory") {
+          refused.push({
+            path: paths.workTenantDir(category.name, tenant.name),
+            what: `tenant ${category.name}/${tenant.name}`,
+            category: category.name,
+            tenant: tenant.name,
+            type: fileTypeWord(tenant.type)
+          })
+        } else if (parseSegment(category.name)._tag === "Right" && parseSegment(tenant.name)._tag === "Right") {
+          tenants.push({ category: category.name, tenant: tenant.name })
+        }
+      }
+    }
+    return { tenants, refused, notADirectory: yield* notADirectory(deps, agentDir.path) }
+  })
+
   const migrationPreview: Effect.Effect<MigrationPreview> = Effect.gen(function*() {
     const walk = new Walk(deps, DEFAULTS)
-    if (!(yield* isDirectory(deps, agentDir.path))) return { agentDir: agentDir.path, exists: false, entries: [] }
+    const wrongType = yield* notADirectory(deps, agentDir.path)
+    if (!(yield* isDirectory(deps, agentDir.path))) return { agentDir: agentDir.path, exists: false, notADirectory: wrongType, entries: [] }
     const names = (yield* walk.list(agentDir.path)).map((e) => e.name)
     const entries: Array<MigrationPreview["entries"][number]> = []
     for (const unit of layoutUnits(names)) {
@@ -379,10 +452,10 @@ export const makeInventory = Effect.gen(function*() {
       const taken = yield* fs.lstat(destination).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
       entries.push({ from: unit.name, to: unit.destination.join("/"), action: taken ? "merge" : "move" })
     }
-    return { agentDir: agentDir.path, exists: true, entries }
+    return { agentDir: agentDir.path, exists: true, notADirectory: null, entries }
   })
 
-  return Inventory.of({ summary, listRuns, tenants, migrationPreview })
+  return Inventory.of({ summary, listRuns, tenants, pruneTargets, migrationPreview })
 })
 
 export class Inventory extends Context.Tag("pi-agent-storage/Inventory")<Inventory, {
@@ -392,6 +465,8 @@ export class Inventory extends Context.Tag("pi-agent-storage/Inventory")<Invento
   readonly listRuns: (filter?: RunFilter, options?: InventoryOptions) => Effect.Effect<RunList, InvalidSegment>
   /** Every prunable (category, tenant) under the work root, in name order. */
   readonly tenants: Effect.Effect<ReadonlyArray<TenantAddress>>
+  /** Prunable tenants and the entries refused on the way (symlinked or not-a-directory roots). */
+  readonly pruneTargets: Effect.Effect<PruneTargets>
   /** What `migrateAgentDirLayout` would do now, without doing it. */
   readonly migrationPreview: Effect.Effect<MigrationPreview>
 }>() {

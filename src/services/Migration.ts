@@ -56,6 +56,7 @@ import { type FileInfo, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
 import { sameBytes, tryAcquireMarker } from "./internal/markers.js"
+import { aFileType } from "../domain/FileTypeWords.js"
 
 type Fs = FileSystem["Type"]
 
@@ -546,10 +547,10 @@ const runLedgerEntry = (
 ) =>
   Effect.gen(function*() {
     const fromInfo = yield* fs.lstat(from)
-    if (fromInfo.type !== "File") return { outcome: "failed" as const, reason: `${from} is a ${fromInfo.type}, not a ledger file` }
+    if (fromInfo.type !== "File") return { outcome: "failed" as const, reason: `${from} is ${aFileType(fromInfo.type)}, not a ledger file` }
     const toInfo = yield* engine.lstatOption(to)
     if (toInfo !== undefined && toInfo.type !== "File") {
-      return { outcome: "failed" as const, reason: `${to} is a ${toInfo.type}, not a ledger file` }
+      return { outcome: "failed" as const, reason: `${to} is ${aFileType(toInfo.type)}, not a ledger file` }
     }
     const fromRows = ledgerParse(entry.format, yield* fs.readFile(from, { maxBytes: MERGE_MAX_BYTES }))
     if (!fromRows.ok) return { outcome: "failed" as const, reason: `cannot parse ${from}: ${fromRows.why}` }

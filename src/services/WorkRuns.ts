@@ -60,8 +60,11 @@ import { Host } from "./Host.js"
 import { type Deps, nonce, safeHostName, selfIdentity } from "./internal/deps.js"
 import { liveMarkerExists } from "./internal/markers.js"
 import { pruneTenant } from "./internal/prune.js"
+import { warn } from "./internal/warn.js"
 import { cleanupMarkerPath, prepareRemoval, removeOwnedRun } from "./internal/removeRun.js"
-import { isActive, readLeases, readManifest } from "./internal/runFacts.js"
+import { checkSafeDirectory } from "./internal/rootSafety.js"
+import { type Holder, holderText, isActive, liveHolders, readLeases, readManifest } from "./internal/runFacts.js"
+import { aFileType } from "../domain/FileTypeWords.js"
 
 export type AcquireError = InvalidSegment | InvalidPolicy | UnownedRun | ManifestMismatch | RunBusy | FileSystemError
 export type PruneFailure = InvalidSegment | InvalidPolicy | UnsafeRoot | FileSystemError
@@ -94,6 +97,14 @@ export interface WorkRun {
   readonly release: (options?: { readonly delete?: boolean }) => Effect.Effect<ReleaseOutcome>
 }
 
+/** What names a run: enough for a child process to join it (`workRootEnv`). */
+export interface WorkRunAddress {
+  readonly path: string
+  readonly category: string
+  readonly tenant: string
+  readonly runId: string
+}
+
 export interface PruneOptions {
   readonly category: string
   readonly tenant: string
@@ -101,6 +112,17 @@ export interface PruneOptions {
   readonly dryRun?: boolean | undefined
   readonly onProgress?: (p: { readonly phase: "scan" | "remove"; readonly done: number; readonly total: number }) => void
 }
+
+/** What `removeRuns` did with one chosen run. */
+export type RemoveRunOutcome =
+  | { readonly runId: string; readonly _tag: "Removed" }
+  /** A live lease holds it (or its leases cannot be trusted): left alone. */
+  | { readonly runId: string; readonly _tag: "Held"; readonly holders: ReadonlyArray<Holder>; readonly why: string }
+  | { readonly runId: string; readonly _tag: "Missing" }
+  /** Not the library's (no or a foreign manifest, a symlink …): never deleted. */
+  | { readonly runId: string; readonly _tag: "Unowned"; readonly why: string }
+  /** Left alone for another reason (a cleanup already running, a rename that failed). */
+  | { readonly runId: string; readonly _tag: "Skipped"; readonly why: string }
 
 export interface WorkRunsOptions {
   /** Other hosts' leases count as alive until their heartbeat is this old (WR4). */
@@ -113,8 +135,11 @@ export interface WorkRunsOptions {
   /** Start a background prune of a tenant on acquire (at most once an hour per tenant). Default true. */
   readonly opportunisticRetention?: boolean
   /**
-   * How the heartbeat fiber waits between refreshes. Defaults to `Effect.sleep` (so `TestClock` drives it);
-   * the Promise facade passes a sleep on an unref'd timer so a held lease never keeps Node alive by itself.
+   * How the heartbeat fiber waits between refreshes. Defaults to the live clock's sleep (a real timer), while
+   * the stamp it writes is the `Clock`'s time: under `TestClock` a held run never makes `TestClock.adjust`
+   * step through every 5-minute beat (a month adjusts at once), and on one host a holder is judged by its pid
+   * anyway. A simulation of remote hosts judging heartbeats passes `Effect.sleep` (TestClock-driven beats).
+   * The Promise facade passes a sleep on an unref'd timer so a held lease never keeps Node alive by itself.
    */
   readonly heartbeatSleep?: (duration: Duration.Duration) => Effect.Effect<void>
 }
@@ -126,10 +151,20 @@ export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns,
   /** One generated run per (category, tenant) for this runtime, held until the runtime closes. */
   readonly getProcessWorkRun: (options: { readonly category: string; readonly tenant: string }) => Effect.Effect<WorkRun, AcquireError>
   readonly prune: (options: PruneOptions) => Effect.Effect<PruneReport, PruneFailure>
-  /** `{ PI_WORK_ROOT, PI_WORK_RUN_DIR? }` to merge into a child's environment (WR1). */
-  readonly workRootEnv: (run?: { readonly path: string }) => Record<string, string>
+  /**
+   * `{ PI_WORK_ROOT }`, and for a run `PI_WORK_RUN_DIR`, `PI_WORK_RUN_ID`, `PI_WORK_CATEGORY`, `PI_WORK_TENANT`,
+   * to merge into a child's environment (WR1). A child joins the same run with its own lease by acquiring
+   * `{ category, tenant, runId }` from these (generated runs can be joined by id too).
+   */
+  readonly workRootEnv: (run?: WorkRunAddress) => Record<string, string>
   /** Wait for background prunes started so far. */
   readonly awaitBackground: Effect.Effect<void>
+  /**
+   * Delete chosen runs of one tenant now, under the cleanup protocol (`pi-storage work rm`): never a run
+   * with a live lease, never one the library does not own. Refuses an unsafe root like a prune.
+   */
+  readonly removeRuns: (options: { readonly category: string; readonly tenant: string; readonly runIds: ReadonlyArray<string> }) =>
+    Effect.Effect<ReadonlyArray<RemoveRunOutcome>, PruneFailure>
 }>() {
   static readonly layer = (options: WorkRunsOptions = {}): Layer.Layer<WorkRuns, never, FileSystem | Host | AgentDir> =>
     Layer.scoped(WorkRuns, makeWorkRuns(options))
@@ -161,7 +196,8 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
       : resolvePolicy(yield* Effect.orDie(decodeRetentionInput(options.retentionCeiling)))
     const busyAttempts = Math.max(1, options.busyAttempts ?? 8)
     const busyDelay = Duration.millis(options.busyDelayMs ?? 25)
-    const heartbeatSleep = options.heartbeatSleep ?? Effect.sleep
+    const liveClock = Clock.make()
+    const heartbeatSleep = options.heartbeatSleep ?? ((d: Duration.Duration) => liveClock.sleep(d))
     // WR4: holders refresh at a third of the remote TTL.
     const heartbeatEvery = Duration.millis(Math.max(1, Math.floor(remoteLeaseTtlMs / 3)))
     const runtimeScope = yield* Effect.scope
@@ -172,6 +208,18 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     const lastPruneStart = yield* Ref.make(new Map<string, number>())
     const sequence = yield* Ref.make(0)
     const processRuns = yield* Ref.make(new Map<string, Deferred.Deferred<WorkRun, AcquireError>>())
+    // A store never reports itself busy: its prunes of one tenant (background and explicit) take turns, so an
+    // explicit prune waits for the background prune an acquire started, then runs (issue 13).
+    const tenantLocks = new Map<string, Effect.Semaphore>()
+    const ownTurn = (category: string, tenant: string) => {
+      const key = `${category}\u0000${tenant}`
+      let lock = tenantLocks.get(key)
+      if (lock === undefined) {
+        lock = Effect.unsafeMakeSemaphore(1)
+        tenantLocks.set(key, lock)
+      }
+      return lock.withPermits(1)
+    }
 
     /** Tenant (and staging) directories, 0700, made once per runtime. */
     const ensureTenant = (tenantDir: string) =>
@@ -220,7 +268,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           return yield* info.left
         }
         if (info.right.type !== "Directory") {
-          return yield* new UnownedRun({ path: runDir, why: info.right.type === "SymbolicLink" ? "it is a symlink" : `it is a ${info.right.type}` })
+          return yield* new UnownedRun({ path: runDir, why: `it is ${aFileType(info.right.type)}` })
         }
         let manifest = yield* readManifest(deps, runDir, address)
         if (manifest._tag !== "Owned") {
@@ -353,7 +401,13 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           const current = decodeJsonBytes(LeaseV2, body.value)
           if (!current.ok) return
           yield* fs.writeFileAtomic(run.leasePath, encodeJsonBytes({ ...current.value, heartbeatAt: now }), { sync: false })
-        }).pipe(Effect.ignore)
+        }).pipe(Effect.catchAll((e) =>
+          warn({
+            _tag: "HeartbeatFailed",
+            leasePath: run.leasePath,
+            message: `could not refresh the lease ${run.leasePath} (${e.message}); other hosts judge it stale ${Math.round(remoteLeaseTtlMs / 60000)} minutes after its last heartbeat`
+          })
+        ))
         const heartbeatFiber = yield* heartbeatSleep(heartbeatEvery).pipe(
           Effect.zipRight(heartbeat),
           Effect.forever,
@@ -365,7 +419,17 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           Effect.gen(function*() {
             if (yield* Ref.getAndSet(released, true)) return { released: false, deleted: false }
             yield* Fiber.interrupt(heartbeatFiber)
-            yield* fs.removeFile(run.leasePath).pipe(Effect.ignore)
+            yield* fs.removeFile(run.leasePath).pipe(
+              // Gone already: a pruner proved this holder dead and took it (nothing to warn about).
+              Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void),
+              Effect.catchAll((e) =>
+                warn({
+                  _tag: "LeaseNotRemoved",
+                  leasePath: run.leasePath,
+                  message: `could not remove the lease ${run.leasePath} on release (${e.message}); the run counts as held until the lease is judged dead`
+                })
+              )
+            )
             const others = yield* readLeases(deps, run.path)
             if (isActive(others)) {
               return o?.delete
@@ -395,7 +459,19 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         const stamp = yield* fs.lstat(NodePath.join(paths.workTenantDir(category, tenant), TENANT_PRUNE_STAMP)).pipe(Effect.option)
         if (stamp._tag === "Some" && now - stamp.value.mtimeMs < OPPORTUNISTIC_PRUNE_INTERVAL_MS) return
         const policy = clamp(retention ?? {}, ceiling)
-        yield* FiberSet.run(background, pruneTenant(deps, { workRoot: paths.workRoot, category, tenant, policy, dryRun: false }).pipe(Effect.ignore))
+        const backgroundPrune = pruneTenant(deps, { workRoot: paths.workRoot, category, tenant, policy, dryRun: false }).pipe(
+          Effect.catchAll((e) =>
+            warn({
+              _tag: "BackgroundPruneFailed",
+              category,
+              tenant,
+              reason: e._tag,
+              message: `the background prune of ${category}/${tenant} did not run: ${e.message}`
+            })
+          ),
+          Effect.asVoid
+        )
+        yield* FiberSet.run(background, ownTurn(category, tenant)(backgroundPrune))
       })
 
     const acquire = (opts: AcquireOptions): Effect.Effect<WorkRun, AcquireError, Scope.Scope> =>
@@ -435,16 +511,80 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         const category = yield* decodeSegment("category", opts.category)
         const tenant = yield* decodeSegment("tenant", opts.tenant)
         const policy = clamp(yield* decodeRetentionInput(opts.policy), ceiling)
-        return yield* pruneTenant(deps, {
+        return yield* ownTurn(category, tenant)(pruneTenant(deps, {
           workRoot: paths.workRoot, category, tenant, policy, dryRun: opts.dryRun ?? false,
           ...(opts.onProgress ? { onProgress: opts.onProgress } : {})
-        })
+        }))
       })
 
-    const workRootEnv = (run?: { readonly path: string }): Record<string, string> =>
-      run === undefined ? { PI_WORK_ROOT: paths.workRoot } : { PI_WORK_ROOT: paths.workRoot, PI_WORK_RUN_DIR: run.path }
+    const workRootEnv = (run?: WorkRunAddress): Record<string, string> =>
+      run === undefined ? { PI_WORK_ROOT: paths.workRoot } : {
+        PI_WORK_ROOT: paths.workRoot,
+        PI_WORK_RUN_DIR: run.path,
+        PI_WORK_RUN_ID: run.runId,
+        PI_WORK_CATEGORY: run.category,
+        PI_WORK_TENANT: run.tenant
+      }
 
-    return WorkRuns.of({ workRoot: paths.workRoot, acquire, getProcessWorkRun, prune, workRootEnv, awaitBackground: FiberSet.awaitEmpty(background) })
+    const removeRuns = (opts: { readonly category: string; readonly tenant: string; readonly runIds: ReadonlyArray<string> }) =>
+      Effect.gen(function*() {
+        const category = yield* decodeSegment("category", opts.category)
+        const tenant = yield* decodeSegment("tenant", opts.tenant)
+        const runIds: Array<string> = []
+        for (const id of opts.runIds) runIds.push(yield* decodeSegment("runId", id))
+        const tenantDir = paths.workTenantDir(category, tenant)
+        let present = true
+        for (const dir of [paths.workRoot, paths.workCategoryDir(category), tenantDir]) {
+          if (present && Option.isNone(yield* checkSafeDirectory(deps, dir))) present = false
+        }
+        const outcomes: Array<RemoveRunOutcome> = []
+        let prepared = false
+        for (const runId of runIds) {
+          const runDir = NodePath.join(tenantDir, runId)
+          const info = present ? yield* fs.lstat(runDir).pipe(Effect.option) : Option.none()
+          if (Option.isNone(info)) {
+            outcomes.push({ runId, _tag: "Missing" })
+            continue
+          }
+          if (info.value.type !== "Directory") {
+            outcomes.push({ runId, _tag: "Unowned", why: `it is ${aFileType(info.value.type)}` })
+            continue
+          }
+          const manifest = yield* readManifest(deps, runDir, { category, tenant, runId })
+          if (manifest._tag !== "Owned") {
+            outcomes.push({ runId, _tag: "Unowned", why: manifest._tag === "Mismatch" ? `its manifest names ${manifest.found}` : manifest.why })
+            continue
+          }
+          const leases = yield* readLeases(deps, runDir)
+          if (isActive(leases)) {
+            outcomes.push({ runId, _tag: "Held", holders: liveHolders(leases), why: holderText(leases) })
+            continue
+          }
+          if (!prepared) {
+            const ready = yield* Effect.either(prepareRemoval(deps, tenantDir))
+            if (ready._tag === "Left") {
+              outcomes.push({ runId, _tag: "Skipped", why: ready.left })
+              continue
+            }
+            prepared = true
+          }
+          // The protocol re-checks under the run's cleanup marker: a lease that appeared meanwhile wins.
+          const removed = yield* removeOwnedRun(deps, { tenantDir, category, tenant, runId })
+          if (removed._tag === "Removed") {
+            outcomes.push({ runId, _tag: "Removed" })
+          } else {
+            const now = yield* readLeases(deps, runDir)
+            outcomes.push(isActive(now)
+              ? { runId, _tag: "Held", holders: liveHolders(now), why: holderText(now) }
+              : { runId, _tag: "Skipped", why: removed.why })
+          }
+        }
+        return outcomes
+      })
+
+    return WorkRuns.of({
+      workRoot: paths.workRoot, acquire, getProcessWorkRun, prune, workRootEnv, awaitBackground: FiberSet.awaitEmpty(background), removeRuns
+    })
   })
 
 export { EXTENSIONS_WORK_CATEGORY }

@@ -52,9 +52,9 @@ describe("cli/argv", () => {
 
   it("a ValidationError becomes one line without ANSI codes; a bad command is named", () => {
     const doc = HelpDoc.blocks([HelpDoc.h1("Oops"), HelpDoc.p("Received unknown argument: '--jsn'")])
-    const line = validationMessage(ValidationError.invalidValue(doc), ["status", "--jsn"])
+    const line = validationMessage(ValidationError.invalidValue(doc), ["status", "--jsn"], new Set(["status"]))
     assert.strictEqual(line, "Oops Received unknown argument: '--jsn'")
     const mismatch = ValidationError.commandMismatch(HelpDoc.p("Invalid subcommand for pi-storage"))
-    assert.strictEqual(validationMessage(mismatch, ["--json", "bogus"]), "unknown command \"bogus\"")
+    assert.strictEqual(validationMessage(mismatch, ["--json", "bogus"], new Set(["status", "work"])), "unknown command \"bogus\"")
   })
 })

@@ -152,19 +152,19 @@ describe("pi-storage (built CLI)", () => {
       assert.strictEqual(r.stderr, "")
       assert.notMatch(r.stdout, ANSI)
     }
-    assert.match(status.stdout, /^tools\/bash\s+3\s+1\s+2\s+1\s+\d+(\.\d)? KiB\s+40d( \d+h)? ago$/m)
-    assert.match(status.stdout, /^foo\s+2\.0 KiB\s+100 B$/m)
+    assert.match(status.stdout, /^tools\/bash\s+3\s+1\s+2\s+1\s+\d+\s+\d+(\.\d)? KiB\s+40d( \d+h)? ago$/m)
+    assert.match(status.stdout, /^foo\s+2\.0 KiB \(1\)\s+100 B \(1\)$/m)
     assert.match(status.stdout, /Doctor\s+\d+ finding/)
     const doc = JSON.parse(statusJson.stdout)
     assert.deepStrictEqual(
       doc.tenants.map((t: any) => [t.category, t.tenant, t.runs, t.active, t.inactive, t.unowned, t.size.complete]),
       [["tools", "bash", 3, 1, 2, 1, true]]
     )
-    assert.deepStrictEqual(doc.extensions, [{ namespace: "foo", state: { bytes: 2048, complete: true }, cache: { bytes: 100, complete: true } }])
+    assert.deepStrictEqual(doc.extensions, [{ namespace: "foo", state: { bytes: 2048, entries: 1, complete: true }, cache: { bytes: 100, entries: 1, complete: true } }])
 
-    assert.match(ls.stdout, /^TENANT\s+RUN\s+KIND\s+STATE\s+LAST USE\s+SIZE$/m)
+    assert.match(ls.stdout, /^TENANT\s+RUN\s+KIND\s+STATE\s+HELD BY\s+LAST USE\s+ENTRIES\s+SIZE$/m)
     assert.match(ls.stdout, new RegExp(`^tools/bash\\s+${activeRun}\\s+generated\\s+active\\s`, "m"))
-    assert.match(ls.stdout, new RegExp(`^tools/bash\\s+${oldRun}\\s+generated\\s+released\\s+40d`, "m"))
+    assert.match(ls.stdout, new RegExp(`^tools/bash\\s+${oldRun}\\s+generated\\s+released\\s+-\\s+40d`, "m"))
     assert.match(ls.stdout, /^tools\/bash\s+stray\s+no manifest$/m)
     const list = JSON.parse(lsJson.stdout)
     assert.deepStrictEqual(list.runs.map((r: any) => [r.runId, r.state]), [[activeRun, "active"], [recentRun, "released"], [oldRun, "released"]])
@@ -335,7 +335,7 @@ describe("pi-storage (built CLI)", () => {
     const cases: ReadonlyArray<readonly [ReadonlyArray<string>, string]> = [
       [["status", "--jsn"], "--jsn"],
       [["bogus"], "\"bogus\""],
-      [["work", "prune", "--max-age", "3x", "a/b"], "--max-age: expected a duration such as 30d, 12h or 90m, got \"3x\""],
+      [["work", "prune", "--max-age", "3x", "a/b"], "--max-age: expected a duration such as 30d, 12h, 1.5d, 2h30m or 0, got \"3x\""],
       [["work", "prune", "a/b", "--max-bytes", "lots"], "--max-bytes"],
       [["work", "prune", "--all", "a/b"], "--all or CATEGORY/TENANT"],
       [["work", "prune", "Tools/bash"], "invalid category \"Tools\""],
@@ -358,7 +358,7 @@ describe("pi-storage (built CLI)", () => {
     const help = await cli(["work", "prune", "--help"])
     assert.strictEqual(help.code, 0, help.stderr)
     assert.notMatch(help.stdout, ANSI)
-    assert.include(help.stdout, "USAGE")
+    assert.include(help.stdout, "usage: pi-storage work prune")
     assert.include(help.stdout, "--max-bytes")
   })
 })

@@ -14,7 +14,13 @@ describe("cli/parse", () => {
     assert.strictEqual(value(parseDuration("90m")), 90 * 60_000)
     assert.strictEqual(value(parseDuration("45s")), 45_000)
     assert.strictEqual(value(parseDuration("2w")), 14 * 86_400_000)
-    for (const bad of ["30", "3x", "", "d", "-1d", "1.5h", "30 days"]) {
+    // Issue 13: zero, fractions and sums.
+    assert.strictEqual(value(parseDuration("0")), 0)
+    assert.strictEqual(value(parseDuration("1.5d")), 36 * 3_600_000)
+    assert.strictEqual(value(parseDuration("1.5h")), 90 * 60_000)
+    assert.strictEqual(value(parseDuration("2h30m")), 150 * 60_000)
+    assert.strictEqual(value(parseDuration("1d12h")), 36 * 3_600_000)
+    for (const bad of ["30", "3x", "", "d", "-1d", "30 days", "2h 30m", "h2", ".5d", "1.d"]) {
       const parsed = parseDuration(bad)
       assert.isFalse(parsed.ok, bad)
       if (!parsed.ok) assert.include(parsed.message, JSON.stringify(bad))

@@ -14,6 +14,8 @@ const inventoryOf = (world: MemoryWorld) =>
 /** Sum of regular-file bytes under `root` in the world (what an unbounded walk would find). */
 const fileBytes = (world: MemoryWorld, root: string) =>
   Object.values(world.tree(root)).reduce((sum, e) => (e.type === "File" ? sum + e.size : sum), 0)
+/** Entries below `root` (as `du --inodes`, without the root itself). */
+const entryCount = (world: MemoryWorld, root: string) => Object.keys(world.tree(root)).length - 1
 
 /**
  * tools/bash: a released run (day 0), an idle run whose holder died (day 1), an active run (day 3), an
@@ -93,11 +95,12 @@ describe("Inventory on the Memory layer", () => {
         { at: "tools/git", runs: 1, active: 0, inactive: 1, unowned: 0, oldest: 2 * DAY }
       ])
       for (const t of report.tenants) {
-        assert.deepStrictEqual(t.size, { bytes: fileBytes(world, `${work}/${t.category}/${t.tenant}`), complete: true })
+        const dir = `${work}/${t.category}/${t.tenant}`
+        assert.deepStrictEqual(t.size, { bytes: fileBytes(world, dir), entries: entryCount(world, dir), complete: true })
       }
       assert.deepStrictEqual(report.extensions, [
-        { namespace: "bar", state: null, cache: { bytes: 7, complete: true } },
-        { namespace: "foo", state: { bytes: 2048, complete: true }, cache: { bytes: 100, complete: true } }
+        { namespace: "bar", state: null, cache: { bytes: 7, entries: 1, complete: true } },
+        { namespace: "foo", state: { bytes: 2048, entries: 1, complete: true }, cache: { bytes: 100, entries: 1, complete: true } }
       ])
       assert.isFalse(report.truncated)
       assert.deepStrictEqual(report.errors, [])
@@ -120,7 +123,7 @@ describe("Inventory on the Memory layer", () => {
         ]
       )
       const releasedRow = list.runs.find((r) => r.runId === released.runId)!
-      assert.deepStrictEqual(releasedRow.size, { bytes: fileBytes(world, released.path), complete: true })
+      assert.deepStrictEqual(releasedRow.size, { bytes: fileBytes(world, released.path), entries: entryCount(world, released.path), complete: true })
       assert.isAtLeast(releasedRow.size.bytes, 1000)
       assert.strictEqual(list.runs.find((r) => r.runId === git.runId)!.lastUsedAt, 2 * DAY)
       assert.deepStrictEqual(list.unowned.map((u) => [u.name, u.why]), [

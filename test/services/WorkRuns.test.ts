@@ -223,7 +223,13 @@ describe("WorkRuns on the Memory layer", () => {
       const p = yield* spawnProcess(world)
       const run = yield* p.workRuns.acquire({ category: "tools", tenant: "bash", retention: false })
       assert.deepStrictEqual(p.workRuns.workRootEnv(), { PI_WORK_ROOT: `${AGENT_DIR}/work` })
-      assert.deepStrictEqual(p.workRuns.workRootEnv(run), { PI_WORK_ROOT: `${AGENT_DIR}/work`, PI_WORK_RUN_DIR: run.path })
+      assert.deepStrictEqual(p.workRuns.workRootEnv(run), {
+        PI_WORK_ROOT: `${AGENT_DIR}/work`,
+        PI_WORK_RUN_DIR: run.path,
+        PI_WORK_RUN_ID: run.runId,
+        PI_WORK_CATEGORY: "tools",
+        PI_WORK_TENANT: "bash"
+      })
     }))
 })
 
@@ -284,7 +290,8 @@ describe("pruneWorkTenant on the Memory layer", () => {
     Effect.gen(function*() {
       const world = MemoryWorld.make()
       const local = yield* spawnProcess(world, { hostname: "h1" })
-      const remote = yield* spawnProcess(world, { hostname: "h2" })
+      // Heartbeats on the TestClock: this simulation needs remote beats at every 5 simulated minutes.
+      const remote = yield* spawnProcess(world, { hostname: "h2", workRuns: { heartbeatSleep: Effect.sleep } })
       const run = yield* remote.workRuns.acquire({ category: "tools", tenant: "bash", retention: false })
       const policy = { maxInactiveRuns: 0 }
       const held = yield* local.workRuns.prune({ category: "tools", tenant: "bash", policy })

@@ -34,7 +34,7 @@ export const processLayer = (
   const fs = options.wrapFs === undefined ? memoryFs : options.wrapFs(memoryFs)
   const base = Layer.merge(Layer.succeed(FileSystem, fs), Layer.succeed(Host, host))
   const agentDir = AgentDir.layer(AGENT_DIR).pipe(Layer.provide(base))
-  const workRuns = WorkRuns.layer({ busyDelayMs: 0, ...options.workRuns }).pipe(Layer.provide(Layer.merge(base, agentDir)))
+  const workRuns = WorkRuns.layer({ busyDelayMs: 0, heartbeatSleep: Effect.sleep, ...options.workRuns }).pipe(Layer.provide(Layer.merge(base, agentDir)))
   const extensions = ExtensionStorage.layer.pipe(Layer.provide(Layer.merge(agentDir, workRuns)))
   return Layer.mergeAll(base, agentDir, workRuns, extensions)
 }

@@ -1,7 +1,10 @@
 /**
  * `pi-storage doctor`: the read-only scan's findings as a table; exit 1 when any is a warning or worse.
  */
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
 import * as Effect from "effect/Effect"
+import { resolveWebDataRoot, WEB_DATA_DIR_ENV } from "../../domain/WebPaths.js"
 import type { DoctorReport, Severity } from "../../domain/MigrationPlan.js"
 import { type CliContext, out, printJson, withStack } from "../context.js"
 import { ExitCode } from "../exit.js"
@@ -25,11 +28,24 @@ export const renderDoctor = (paint: Paint, agentDir: string, report: DoctorRepor
 export const doctorExitCode = (report: DoctorReport): number =>
   report.findings.some((f) => f.severity !== "info") ? ExitCode.findings : ExitCode.ok
 
-export const doctor = (ctx: CliContext, options: { readonly json: boolean }) =>
+/**
+ * The web data root the doctor also checks: `--web-data-root`, else `$PI_WEB_DATA_DIR` when set, else the
+ * default root (`~/.pi/web/data`) when it exists; `undefined` when there is none to check.
+ */
+export const webDataRootFor = (flag: string | undefined, env: NodeJS.ProcessEnv, home: string, cwd: string): string | undefined => {
+  if (flag !== undefined || (env[WEB_DATA_DIR_ENV] ?? "") !== "") {
+    return resolveWebDataRoot({ explicit: flag, env: (n) => env[n], home, cwd })
+  }
+  const fallback = resolveWebDataRoot({ env: () => undefined, home, cwd })
+  return NodeFs.existsSync(fallback) ? fallback : undefined
+}
+
+export const doctor = (ctx: CliContext, options: { readonly webDataRoot: string | undefined; readonly json: boolean }) =>
   withStack(ctx, (s) =>
     Effect.gen(function*() {
       const agentDir = yield* s.AgentDir
-      const report = yield* (yield* s.Doctor).doctor(agentDir.path)
+      const webDataRoot = webDataRootFor(options.webDataRoot, process.env, NodeOs.homedir(), process.cwd())
+      const report = yield* (yield* s.Doctor).doctor(agentDir.path, webDataRoot === undefined ? {} : { webDataRoot })
       yield* options.json ? printJson(report) : out(renderDoctor(ctx.paint, agentDir.path, report))
       ctx.status.raise(doctorExitCode(report))
     }))

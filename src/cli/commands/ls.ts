@@ -4,8 +4,8 @@
  */
 import * as Effect from "effect/Effect"
 import type { RunList, RunState } from "../../services/Inventory.js"
-import { type CliContext, out, printJson, reportError, usageError, withStack } from "../context.js"
-import { formatAge, formatSize, type Paint, table } from "../format.js"
+import { type CliContext, notADirectory, out, printJson, reportError, usageError, withStack } from "../context.js"
+import { formatAge, formatEntries, formatSize, type Paint, table } from "../format.js"
 import { parseTenantFilter } from "../parse.js"
 
 const stateCell = (paint: Paint, state: RunState): string =>
@@ -23,7 +23,9 @@ export const renderRunList = (ctx: CliContext, list: RunList): string => {
         { header: "RUN" },
         { header: "KIND" },
         { header: "STATE" },
+        { header: "HELD BY" },
         { header: "LAST USE" },
+        { header: "ENTRIES", align: "right" },
         { header: "SIZE", align: "right" }
       ],
       list.runs.map((r) => [
@@ -31,7 +33,11 @@ export const renderRunList = (ctx: CliContext, list: RunList): string => {
         r.runId,
         r.kind,
         stateCell(paint, r.state),
+        r.holders.length === 0
+          ? r.state === "active" ? "?" : "-"
+          : r.holders.map((h) => `${h.host}:${h.pid}${h.since === null ? "" : ` since ${formatAge(h.since, list.scannedAt)}`}`).join(", "),
         formatAge(r.lastUsedAt, list.scannedAt),
+        formatEntries(r.size),
         formatSize(r.size)
       ]),
       paint
@@ -60,7 +66,11 @@ export const ls = (ctx: CliContext, options: { readonly filter: string | undefin
     }
     yield* withStack(ctx, (s) =>
       Effect.flatMap(s.Inventory, (inventory) => inventory.listRuns(filter)).pipe(
-        Effect.flatMap((list) => (options.json ? printJson(list) : out(renderRunList(ctx, list)))),
+        Effect.flatMap((list) =>
+          list.notADirectory !== null
+            ? notADirectory(ctx, list.agentDir, list.notADirectory)
+            : options.json ? printJson(list) : out(renderRunList(ctx, list))
+        ),
         Effect.catchAll((e) => reportError(ctx, e))
       ))
   })

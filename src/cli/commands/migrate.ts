@@ -5,7 +5,7 @@
 import * as Effect from "effect/Effect"
 import type { LayoutReport } from "../../domain/MigrationPlan.js"
 import type { MigrationPreview } from "../../services/Inventory.js"
-import { type CliContext, out, printJson, withStack } from "../context.js"
+import { type CliContext, notADirectory, out, printJson, withStack } from "../context.js"
 import { ExitCode } from "../exit.js"
 import type { Paint } from "../format.js"
 
@@ -36,10 +36,9 @@ export const migrateExitCode = (report: LayoutReport): number =>
 export const migrate = (ctx: CliContext, options: { readonly dryRun: boolean; readonly json: boolean }) =>
   withStack(ctx, (s) =>
     Effect.gen(function*() {
-      if (options.dryRun) {
-        const preview = yield* (yield* s.Inventory).migrationPreview
-        return yield* options.json ? printJson(preview) : out(renderPreview(preview))
-      }
+      const preview = yield* (yield* s.Inventory).migrationPreview
+      if (preview.notADirectory !== null) return yield* notADirectory(ctx, preview.agentDir, preview.notADirectory)
+      if (options.dryRun) return yield* options.json ? printJson(preview) : out(renderPreview(preview))
       const agentDir = yield* s.AgentDir
       const report = yield* (yield* s.Migration).migrateAgentDirLayout(agentDir.path)
       yield* options.json ? printJson(report) : out(renderLayoutReport(ctx.paint, report))

@@ -1,12 +1,14 @@
 /**
- * `pi-storage work prune (--all | CATEGORY/TENANT) [--dry-run] [--max-age D] [--max-runs N] [--max-bytes S]`.
+ * `pi-storage work prune (--all | CATEGORY/TENANT) [--dry-run] [--max-age D] [--max-runs N] [--max-bytes S] [--quiet]`.
+ * `--all` goes through `Inventory.pruneTargets` (symlinked roots are refused outcomes, exit 3) and ends with
+ * a grand total.
  * The pruner decides; this prints its plan or report. Limits given here may be looser than the library
  * defaults (the person at the shell owns the harness), so the ceiling is raised to whatever was asked.
  */
 import * as Effect from "effect/Effect"
 import type { PruneReport } from "../../domain/PruneReport.js"
 import { decodeRetentionInput, resolvePolicy, type RetentionInput, type RetentionPolicy } from "../../domain/Retention.js"
-import { type CliContext, out, printJson, reportError, usageError, withStack } from "../context.js"
+import { type CliContext, notADirectory, out, printJson, reportError, usageError, withStack } from "../context.js"
 import { ExitCode, exitCodeForError } from "../exit.js"
 import { formatBytes, formatDuration, type Paint, table } from "../format.js"
 import { parseTenantTarget, type TenantTarget } from "../parse.js"
@@ -18,6 +20,8 @@ export interface PruneFlags {
   readonly maxAgeMs: number | undefined
   readonly maxRuns: number | undefined
   readonly maxBytes: number | undefined
+  /** Only tenants where something was removed or went wrong (and, with --all, the total). */
+  readonly quiet: boolean
   readonly json: boolean
 }
 
@@ -49,7 +53,11 @@ export const renderTenantReport = (paint: Paint, policy: RetentionPolicy, outcom
   const name = paint("bold", `${outcome.category}/${outcome.tenant}`)
   if ("error" in outcome) return `${name}: ${paint("red", outcome.error.message)}\n`
   const r = outcome.report
-  if (r.busy) return `${name}: ${paint("yellow", "busy: another prune of this tenant is running; nothing was done")}\n`
+  if (r.busy) {
+    const holder = r.busyHolder === undefined ? "" : ` (${r.busyHolder})`
+    return `${name}: ${paint("yellow", `busy: another prune of this tenant is running${holder}; nothing was done`)}\n`
+  }
+  if (r.tenantMissing === true) return `${name}: no such tenant (nothing to prune)\n`
   const verb = r.dryRun ? "would remove" : "removed"
   const lines: Array<string> = [
     `${name}: ${verb} ${r.removed.length} run${r.removed.length === 1 ? "" : "s"} (${freed(r)}), ` +
@@ -74,6 +82,56 @@ export const renderTenantReport = (paint: Paint, policy: RetentionPolicy, outcom
   const size = (n: number | null) => (n === null ? "unknown" : formatBytes(n))
   body.push(`Size ${size(r.bytesBefore)} before, ${size(r.bytesAfter)} after${r.incomplete ? " (some sizes are lower bounds)" : ""}.\n`)
   return lines.join("\n") + "\n" + body.map((b) => b.replace(/^(?=.)/gm, "  ")).join("")
+}
+
+/** Nothing happened worth a line under `--quiet`: no removal, no error, not busy, not refused. */
+const uneventful = (o: TenantOutcome): boolean =>
+  !("error" in o) && !o.report.busy && o.report.removed.length === 0 && o.report.errors.length === 0 && o.report.skipped.length === 0
+
+export interface PruneTotal {
+  readonly tenants: number
+  readonly removed: number
+  /** Bytes freed by removals whose size is known; `lowerBound` when some were not measured. */
+  readonly bytes: number
+  readonly lowerBound: boolean
+  readonly kept: number
+  readonly active: number
+  readonly errors: number
+  readonly refused: number
+  readonly busy: number
+}
+
+export const pruneTotal = (outcomes: ReadonlyArray<TenantOutcome>): PruneTotal => {
+  const total = { tenants: outcomes.length, removed: 0, bytes: 0, lowerBound: false, kept: 0, active: 0, errors: 0, refused: 0, busy: 0 }
+  for (const o of outcomes) {
+    if ("error" in o) {
+      if (exitCodeForError(o.error._tag) === ExitCode.refused) total.refused++
+      else total.errors++
+      continue
+    }
+    const r = o.report
+    total.removed += r.removed.length
+    for (const x of r.removed) {
+      if (x.bytes === null) total.lowerBound = true
+      else total.bytes += x.bytes
+    }
+    total.kept += r.kept.length
+    total.active += r.active.length
+    total.errors += r.errors.length
+    if (r.busy) total.busy++
+  }
+  return total
+}
+
+export const renderTotal = (dryRun: boolean, t: PruneTotal): string => {
+  const extra = [
+    t.busy > 0 ? `${t.busy} busy` : "",
+    t.refused > 0 ? `${t.refused} refused` : "",
+    t.errors > 0 ? `${t.errors} error${t.errors === 1 ? "" : "s"}` : ""
+  ].filter((x) => x !== "")
+  return `Total: ${dryRun ? "would remove" : "removed"} ${t.removed} run${t.removed === 1 ? "" : "s"} ` +
+    `(${t.lowerBound ? "≥ " : ""}${formatBytes(t.bytes)}) in ${t.tenants} tenant${t.tenants === 1 ? "" : "s"}; ` +
+    `kept ${t.kept}, active ${t.active}${extra.length > 0 ? `; ${extra.join(", ")}` : ""}.\n`
 }
 
 /** The exit code a set of outcomes earns: refused (3) over failures (1) over ok. */
@@ -123,8 +181,24 @@ export const prune = (ctx: CliContext, flags: PruneFlags) =>
     yield* withStack(ctx, (s) =>
       Effect.gen(function*() {
         const workRuns = yield* s.WorkRuns
-        const targets = target !== undefined ? [target] : yield* (yield* s.Inventory).tenants
         const outcomes: Array<TenantOutcome> = []
+        let targets: ReadonlyArray<TenantTarget>
+        if (target !== undefined) {
+          targets = [target]
+        } else {
+          const found = yield* (yield* s.Inventory).pruneTargets
+          const agentDir = yield* s.AgentDir
+          if (found.notADirectory !== null) return yield* notADirectory(ctx, agentDir.path, found.notADirectory)
+          targets = found.tenants
+          // Never followed, never skipped in silence: each refused entry is an outcome (exit 3).
+          for (const r of found.refused) {
+            outcomes.push({
+              category: r.category,
+              tenant: r.tenant,
+              error: { _tag: "UnsafeRoot", message: `refused ${r.what} (${r.path}): it is a ${r.type}, never followed; nothing under it was pruned` }
+            })
+          }
+        }
         for (const t of targets) {
           const progress = progressLine(ctx, `${t.category}/${t.tenant}`)
           const result = yield* workRuns.prune({
@@ -146,14 +220,20 @@ export const prune = (ctx: CliContext, flags: PruneFlags) =>
             if ("error" in only) yield* reportError(ctx, only.error)
             else yield* printJson(only.report)
           } else {
-            yield* printJson({ dryRun: flags.dryRun, tenants: outcomes })
+            yield* printJson({ dryRun: flags.dryRun, tenants: outcomes, total: pruneTotal(outcomes) })
           }
-        } else if (outcomes.length === 0) {
+        } else if (target === undefined && outcomes.length === 0) {
           yield* out("No work tenants to prune.\n")
         } else {
-          const single = outcomes.length === 1 ? outcomes[0] : undefined
-          if (single !== undefined && "error" in single) yield* reportError(ctx, single.error)
-          else yield* out(outcomes.map((o) => renderTenantReport(ctx.paint, policy, o)).join("\n"))
+          const single = target !== undefined ? outcomes[0] : undefined
+          if (single !== undefined && "error" in single) {
+            yield* reportError(ctx, single.error)
+          } else {
+            const shown = flags.quiet ? outcomes.filter((o) => !uneventful(o)) : outcomes
+            const blocks = shown.map((o) => renderTenantReport(ctx.paint, policy, o))
+            if (target === undefined) blocks.push(renderTotal(flags.dryRun, pruneTotal(outcomes)))
+            yield* out(blocks.join("\n"))
+          }
         }
         ctx.status.raise(code)
       }), { retentionCeiling: policy })

@@ -1,6 +1,8 @@
 /**
- * `pi-storage work run CATEGORY/TENANT [--name RUN] [--delete] -- CMD [ARGS...]`: hold a leased run while a
- * command runs in it. The child gets `PI_WORK_ROOT` and `PI_WORK_RUN_DIR` on top of our environment, our
+ * `pi-storage work run CATEGORY/TENANT [--name RUN] [--cwd DIR] [--delete] -- CMD [ARGS...]`: hold a leased run
+ * while a command runs in it, with the run directory as its working directory (`--cwd` for another), so its
+ * scratch files land in the run (and go with `--delete`). The child gets `workRootEnv(run)` (`PI_WORK_ROOT`,
+ * `PI_WORK_RUN_DIR`, `PI_WORK_RUN_ID`, `PI_WORK_CATEGORY`, `PI_WORK_TENANT`) on top of our environment, our
  * stdio, and every SIGINT/SIGTERM we receive. The lease is released (the run deleted with `--delete`) when
  * the child exits, and we exit with its code, or 128+signal when it was killed.
  */
@@ -12,6 +14,8 @@ import { parseRunName, parseTenantTarget } from "../parse.js"
 export interface RunFlags {
   readonly target: string
   readonly name: string | undefined
+  /** The command's working directory; the run directory when absent. */
+  readonly cwd: string | undefined
   readonly delete: boolean
 }
 
@@ -23,7 +27,7 @@ const spawnFailureCode = (errno: string | undefined): number => (errno === "ENOE
 type ChildOutcome = { readonly _tag: "Exited"; readonly code: number } | { readonly _tag: "NotStarted"; readonly errno: string; readonly message: string }
 
 /** Spawn and wait for the child, forwarding signals meanwhile. Never fails. */
-const runChild = (command: ReadonlyArray<string>, env: NodeJS.ProcessEnv): Effect.Effect<ChildOutcome> =>
+const runChild = (command: ReadonlyArray<string>, env: NodeJS.ProcessEnv, cwd: string): Effect.Effect<ChildOutcome> =>
   Effect.flatMap(
     Effect.promise(() => Promise.all([import("node:child_process"), import("node:os")])),
     ([childProcess, os]) =>
@@ -38,7 +42,7 @@ const runChild = (command: ReadonlyArray<string>, env: NodeJS.ProcessEnv): Effec
           for (const [signal, handler] of handlers) process.removeListener(signal, handler)
           resume(Effect.succeed(outcome))
         }
-        child = childProcess.spawn(command[0]!, command.slice(1), { stdio: "inherit", env })
+        child = childProcess.spawn(command[0]!, command.slice(1), { stdio: "inherit", env, cwd })
         for (const [signal, handler] of handlers) process.on(signal, handler)
         child.once("error", (e: NodeJS.ErrnoException) => done({ _tag: "NotStarted", errno: e.code ?? "", message: e.message }))
         child.once("exit", (code, signal) => {
@@ -62,13 +66,20 @@ export const run = (ctx: CliContext, flags: RunFlags) =>
     if (command === undefined || command.length === 0) {
       return yield* usageError(ctx, "work run needs a command after '--': work run CATEGORY/TENANT -- CMD [ARGS...]")
     }
+    let cwd: string | undefined
+    if (flags.cwd !== undefined) {
+      const { existsSync, statSync } = yield* Effect.promise(() => import("node:fs"))
+      const { resolve } = yield* Effect.promise(() => import("node:path"))
+      cwd = resolve(flags.cwd)
+      if (!existsSync(cwd) || !statSync(cwd).isDirectory()) return yield* usageError(ctx, `--cwd: ${JSON.stringify(flags.cwd)} is not a directory`)
+    }
     yield* withStack(ctx, (s) =>
       Effect.scoped(Effect.gen(function*() {
         const workRuns = yield* s.WorkRuns
         const run = yield* workRuns.acquire({ ...target.value, runId })
         // Uninterruptible from spawn to release: a signal goes to the child, and we finish after it does.
         yield* Effect.uninterruptible(Effect.gen(function*() {
-          const outcome = yield* runChild(command, { ...process.env, ...workRuns.workRootEnv(run) })
+          const outcome = yield* runChild(command, { ...process.env, ...workRuns.workRootEnv(run) }, cwd ?? run.path)
           if (outcome._tag === "NotStarted") {
             yield* complain(ctx, `cannot run ${JSON.stringify(command[0])}: ${outcome.message}`, spawnFailureCode(outcome.errno))
           }

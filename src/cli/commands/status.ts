@@ -6,8 +6,8 @@ import * as Effect from "effect/Effect"
 import type { AgentDirSource } from "../../domain/AgentPaths.js"
 import type { Severity } from "../../domain/MigrationPlan.js"
 import type { InventoryReport } from "../../services/Inventory.js"
-import { type CliContext, out, printJson, withStack } from "../context.js"
-import { countOf, formatAge, formatSize, severityCounts, severitySummary, table } from "../format.js"
+import { type CliContext, notADirectory, out, printJson, withStack } from "../context.js"
+import { countOf, formatAge, formatEntries, formatSize, severityCounts, severitySummary, table } from "../format.js"
 
 export interface StatusDocument extends InventoryReport {
   readonly source: AgentDirSource
@@ -48,6 +48,7 @@ export const renderStatus = (ctx: CliContext, doc: StatusDocument): string => {
         { header: "ACTIVE", align: "right" },
         { header: "INACTIVE", align: "right" },
         { header: "UNOWNED", align: "right" },
+        { header: "ENTRIES", align: "right" },
         { header: "SIZE", align: "right" },
         { header: "OLDEST USE" }
       ],
@@ -57,6 +58,7 @@ export const renderStatus = (ctx: CliContext, doc: StatusDocument): string => {
         t.active > 0 ? paint("green", String(t.active)) : "0",
         String(t.inactive),
         t.unowned > 0 ? paint("yellow", String(t.unowned)) : "0",
+        formatEntries(t.size),
         formatSize(t.size),
         t.oldestLastUsedAt === null ? "-" : formatAge(t.oldestLastUsedAt, doc.scannedAt)
       ])
@@ -66,7 +68,11 @@ export const renderStatus = (ctx: CliContext, doc: StatusDocument): string => {
     lines.push("", paint("bold", "Extension data"))
     lines.push(table(
       [{ header: "NAMESPACE" }, { header: "STATE", align: "right" }, { header: "CACHE", align: "right" }],
-      doc.extensions.map((e) => [e.namespace, e.state === null ? "-" : formatSize(e.state), e.cache === null ? "-" : formatSize(e.cache)])
+      doc.extensions.map((e) => [
+        e.namespace,
+        e.state === null ? "-" : `${formatSize(e.state)} (${formatEntries(e.state)})`,
+        e.cache === null ? "-" : `${formatSize(e.cache)} (${formatEntries(e.cache)})`
+      ])
     ).trimEnd())
   }
   if (doc.errors.length > 0) {
@@ -86,6 +92,7 @@ export const status = (ctx: CliContext, options: { readonly json: boolean }) =>
       const agentDir = yield* s.AgentDir
       const inventory = yield* s.Inventory
       const report = yield* inventory.summary()
+      if (report.notADirectory !== null) return yield* notADirectory(ctx, report.agentDir, report.notADirectory)
       let doctor: StatusDocument["doctor"] = null
       if (report.exists) {
         const found = yield* (yield* s.Doctor).doctor(agentDir.path)

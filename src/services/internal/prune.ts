@@ -24,6 +24,7 @@ import { removeDeadMarker, tryAcquireMarker } from "./markers.js"
 import { cleanupMarkerPath, deleteQuarantined, ensureLibraryDir, prepareRemoval, quarantineOwnedRun, type RemoveOutcome } from "./removeRun.js"
 import { checkSafeDirectory } from "./rootSafety.js"
 import { isActive, newestHeartbeat, readLeases, readManifest } from "./runFacts.js"
+import { aFileType } from "../../domain/FileTypeWords.js"
 
 /** Entries of a tenant directory that belong to the library itself, never runs. */
 export const TENANT_LIBRARY_ENTRIES: ReadonlySet<string> = new Set([
@@ -138,11 +139,11 @@ export const pruneTenant = (
     const tenantDir = NodePath.join(categoryDir, input.tenant)
     for (const dir of [input.workRoot, categoryDir, tenantDir]) {
       const present = yield* checkSafeDirectory(deps, dir)
-      if (Option.isNone(present)) return emptyPruneReport(input.dryRun)
+      if (Option.isNone(present)) return { ...emptyPruneReport(input.dryRun), tenantMissing: true }
     }
     if (input.dryRun) return yield* scanAndPlan(deps, input, tenantDir)
     const marker = yield* tryAcquireMarker(deps, NodePath.join(tenantDir, TENANT_PRUNE_MARKER), "prune")
-    if (marker._tag === "Held") return emptyPruneReport(false, true)
+    if (marker._tag === "Held") return { ...emptyPruneReport(false, true), busyHolder: marker.holder }
     return yield* Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       // The stamp's mtime is the last prune start: create once, then touch (no temp file a crash could strand).
@@ -174,7 +175,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       input.onProgress?.({ phase: "scan", done: index, total: scanned.length })
       const path = NodePath.join(tenantDir, entry.name)
       if (entry.type !== "Directory") {
-        report.unowned.push({ name: entry.name, path, why: entry.type === "SymbolicLink" ? "symlink (never followed)" : `not a directory (${entry.type})` })
+        report.unowned.push({ name: entry.name, path, why: entry.type === "SymbolicLink" ? "symlink (never followed)" : `not a directory (${aFileType(entry.type)})` })
         continue
       }
       const manifest = yield* readManifest(deps, path, { category: input.category, tenant: input.tenant, runId: entry.name })

@@ -10,6 +10,7 @@ import type { WalkBudget } from "../FileSystem.js"
 import { type Deps, nonce } from "./deps.js"
 import { tryAcquireMarker } from "./markers.js"
 import { isActive, readLeases, readManifest } from "./runFacts.js"
+import { aFileType } from "../../domain/FileTypeWords.js"
 
 export interface RunAddress {
   readonly tenantDir: string
@@ -31,7 +32,7 @@ export const ensureLibraryDir = (deps: Deps, path: string) =>
     Effect.catchIf((e) => e.reason === "AlreadyExists", () => Effect.void),
     Effect.zipRight(deps.fs.lstat(path)),
     Effect.flatMap((info) =>
-      info.type === "Directory" ? Effect.void : Effect.fail(`${path} is not a directory (${info.type})`)
+      info.type === "Directory" ? Effect.void : Effect.fail(`${path} is not a directory (${aFileType(info.type)})`)
     ),
     Effect.mapError((e) => (typeof e === "string" ? e : e.message))
   )

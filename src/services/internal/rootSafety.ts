@@ -7,6 +7,7 @@ import * as Option from "effect/Option"
 import { UnsafeRoot } from "../../domain/Errors.js"
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { Deps } from "./deps.js"
+import { aFileType } from "../../domain/FileTypeWords.js"
 
 /** `None` when the directory does not exist (nothing to prune); fails with `UnsafeRoot` when unsafe. */
 export const checkSafeDirectory = (
@@ -23,7 +24,7 @@ export const checkSafeDirectory = (
     if (i.type === "SymbolicLink") {
       return yield* new UnsafeRoot({ path, reason: "symlink", detail: "it is a symbolic link; pruning never follows links" })
     }
-    if (i.type !== "Directory") return yield* new UnsafeRoot({ path, reason: "not-a-directory", detail: `it is a ${i.type}` })
+    if (i.type !== "Directory") return yield* new UnsafeRoot({ path, reason: "not-a-directory", detail: `it is ${aFileType(i.type)}` })
     const uid = deps.host.uid
     if (uid !== null && i.uid !== uid) {
       return yield* new UnsafeRoot({ path, reason: "foreign-owner", detail: `owned by uid ${i.uid}, not the current user ${uid}` })

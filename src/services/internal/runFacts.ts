@@ -17,6 +17,7 @@ import {
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { LeaseVerdict } from "../../domain/Liveness.js"
 import { type Deps, judge } from "./deps.js"
+import { aFileType } from "../../domain/FileTypeWords.js"
 
 const unreadableManifest = (e: FileSystemError): string => {
   switch (e.reason) {
@@ -93,7 +94,7 @@ export const readLeases = (deps: Deps, runDir: string): Effect.Effect<LeaseScan>
       const path = NodePath.join(dir, entry.name)
       let facts: LeaseFacts | { readonly unreadable: string }
       if (entry.type !== "File") {
-        facts = { unreadable: `lease is a ${entry.type === "SymbolicLink" ? "symlink" : entry.type.toLowerCase()}` }
+        facts = { unreadable: `lease is ${aFileType(entry.type)}` }
       } else {
         const bytes = yield* deps.fs.readFile(path, { maxBytes: LEASE_MAX_BYTES }).pipe(Effect.either)
         if (bytes._tag === "Left") {
@@ -109,6 +110,26 @@ export const readLeases = (deps: Deps, runDir: string): Effect.Effect<LeaseScan>
     }
     return { leases, problem: null }
   })
+
+/** Who holds a run: its live leases' holders (host, pid, since when), for people (`work ls`, `work rm`). */
+export interface Holder {
+  readonly host: string
+  readonly pid: number
+  /** Epoch ms the lease was taken; `null` when it does not say. */
+  readonly since: number | null
+}
+
+export const liveHolders = (scan: LeaseScan): Array<Holder> =>
+  scan.leases.flatMap((l) =>
+    l.verdict.alive && !("unreadable" in l.facts) ? [{ host: l.facts.host, pid: l.facts.pid, since: l.facts.acquiredAt ?? null }] : []
+  )
+
+/** `host:pid` of each live holder, or why the run counts as held when no holder can be named. */
+export const holderText = (scan: LeaseScan): string => {
+  const named = liveHolders(scan).map((h) => `${h.host}:${h.pid}`)
+  if (named.length > 0) return `held by ${named.join(", ")}`
+  return scan.problem ?? scan.leases.find((l) => l.verdict.alive)?.verdict.detail ?? "held"
+}
 
 /** A run is active when any lease is alive or the lease directory cannot be trusted (fail closed). */
 export const isActive = (scan: LeaseScan): boolean => scan.problem !== null || scan.leases.some((l) => l.verdict.alive)

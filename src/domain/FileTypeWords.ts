@@ -1,0 +1,16 @@
+/**
+ * The words a person uses for a file type in messages (issue 13: never the port's `SymbolicLink`/`File`).
+ * Pure; `type` is the FileSystem port's `FileType`.
+ */
+const WORDS: Readonly<Record<string, string>> = {
+  File: "regular file",
+  Directory: "directory",
+  SymbolicLink: "symlink",
+  Other: "special file (socket, FIFO or device)"
+}
+
+/** `regular file`, `directory`, `symlink`, `special file (…)`. */
+export const fileTypeWord = (type: string): string => WORDS[type] ?? type
+
+/** With its article: `a regular file`, `a symlink`, `a directory`. */
+export const aFileType = (type: string): string => `a ${fileTypeWord(type)}`

@@ -1,0 +1,52 @@
+/**
+ * Warnings: things the library chose to carry on through, which a caller should still hear about (issue 13).
+ * Programs log them with `Effect.logWarning`, the fields as log annotations (`warning` = the tag), so an Effect
+ * caller routes them with its own logger; the facade turns such a log entry back into the typed object for
+ * `onWarning`, and the CLI prints the message on stderr. Pure: building and reading the annotations.
+ */
+
+export type StorageWarning =
+  /** A heartbeat could not refresh a held lease: after the remote TTL other hosts judge it stale. */
+  | { readonly _tag: "HeartbeatFailed"; readonly leasePath: string; readonly message: string }
+  /** The background prune an acquire started was refused (UnsafeRoot) or failed; nothing was deleted by it. */
+  | {
+    readonly _tag: "BackgroundPruneFailed"
+    readonly category: string
+    readonly tenant: string
+    /** The error's `_tag` (`UnsafeRoot`, `FileSystemError`). */
+    readonly reason: string
+    readonly message: string
+  }
+  /** Releasing could not remove this holder's lease file: the run counts as held until the lease is judged dead. */
+  | { readonly _tag: "LeaseNotRemoved"; readonly leasePath: string; readonly message: string }
+
+export type StorageWarningTag = StorageWarning["_tag"]
+
+const FIELDS: { readonly [T in StorageWarningTag]: ReadonlyArray<string> } = {
+  HeartbeatFailed: ["leasePath"],
+  BackgroundPruneFailed: ["category", "tenant", "reason"],
+  LeaseNotRemoved: ["leasePath"]
+}
+
+/** The annotation that marks a log entry as one of ours. */
+export const WARNING_ANNOTATION = "warning"
+
+/** The log annotations for a warning: `warning` (the tag) and its fields, all strings. */
+export const warningAnnotations = (w: StorageWarning): Record<string, string> => {
+  const out: Record<string, string> = { [WARNING_ANNOTATION]: w._tag }
+  for (const key of FIELDS[w._tag]) out[key] = String((w as unknown as Record<string, unknown>)[key])
+  return out
+}
+
+/** The typed warning back from a log entry's message and annotations; `undefined` when it is not one of ours. */
+export const warningFromLog = (message: string, annotations: ReadonlyMap<string, unknown>): StorageWarning | undefined => {
+  const tag = annotations.get(WARNING_ANNOTATION)
+  if (typeof tag !== "string" || !Object.hasOwn(FIELDS, tag)) return undefined
+  const fields: Record<string, string> = {}
+  for (const key of FIELDS[tag as StorageWarningTag]) {
+    const value = annotations.get(key)
+    if (typeof value !== "string") return undefined
+    fields[key] = value
+  }
+  return { _tag: tag, ...fields, message } as StorageWarning
+}

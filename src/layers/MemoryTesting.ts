@@ -1,0 +1,76 @@
+/**
+ * The consumers' test entry (issue 13): the simulated world with only its driver API in the public type, and
+ * `MemoryWorld.layer(world)`, one simulated process (FileSystem + Host) to put under `storageLayer`:
+ *
+ *   const world = MemoryWorld.make()
+ *   const StorageTest = storageLayer(MemoryWorld.layer(world), { agentDir: "/home/user/.pi/agent" })
+ *
+ * The world's internal mutators (inode allocation, path resolution, crash bookkeeping the Memory layers
+ * use) stay out of this type. Held runs heartbeat on the live clock by default, so `TestClock.adjust` over a
+ * month with a run held is one step, not one per 5-minute beat (see `WorkRunsOptions.heartbeatSleep`).
+ */
+import type * as Layer from "effect/Layer"
+import type { FileSystem } from "../services/FileSystem.js"
+import type { Host } from "../services/Host.js"
+import { layerMemory } from "./MemoryFileSystem.js"
+import { MemoryWorld as World, type MemoryWorldOptions } from "./MemoryWorld.js"
+
+export type { CrashScope, FaultHandle, FaultSpec, FixtureOptions, JournalEntry, MemoryWorldOptions, TreeEntry } from "./MemoryWorld.js"
+
+/** The driver API of the simulated world (documented at the top of `MemoryWorld.ts`). */
+export type MemoryWorld = Pick<
+  World,
+  | "mount"
+  | "injectFault"
+  | "clearFaults"
+  | "crashAfter"
+  | "recover"
+  | "crashed"
+  | "mutationCount"
+  | "journal"
+  | "clearJournal"
+  | "chown"
+  | "tree"
+  | "readFixture"
+  | "readFixtureText"
+  | "writeFixture"
+  | "mkdirFixture"
+  | "symlinkFixture"
+  | "addHost"
+  | "spawn"
+  | "kill"
+  | "reboot"
+  | "bootId"
+  | "startTimeOf"
+  | "processes"
+>
+
+/** One simulated process of a world. */
+export interface MemoryProcessOptions {
+  /** Default `memory-host`. */
+  readonly hostname?: string
+  /** Adopted when alive on its host, spawned otherwise; a fresh pid when absent. */
+  readonly pid?: number
+  /** Default 1000. */
+  readonly uid?: number
+  readonly home?: string
+  readonly cwd?: string
+  readonly env?: Readonly<Record<string, string>>
+}
+
+const worlds = new WeakSet<MemoryWorld>()
+
+export const MemoryWorld = {
+  /** A fresh world: one root directory, no hosts yet. */
+  make: (options?: MemoryWorldOptions): MemoryWorld => {
+    const world = World.make(options)
+    worlds.add(world)
+    return world
+  },
+  /** One simulated process over `world` (several calls: several processes sharing it), for `storageLayer`. */
+  layer: (world: MemoryWorld, process: MemoryProcessOptions = {}): Layer.Layer<FileSystem | Host> => {
+    // Only worlds from `make` (the type is a view of the full world the layers need).
+    if (!worlds.has(world) && !(world instanceof World)) throw new TypeError("MemoryWorld.layer: pass a world from MemoryWorld.make()")
+    return layerMemory({ world: world as World, ...process })
+  }
+}
