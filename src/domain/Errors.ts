@@ -75,7 +75,36 @@ export class InvalidSegment extends Schema.TaggedError<InvalidSegment>()("Invali
   detail: Schema.String
 }) {
   override get message(): string {
-    return `invalid ${this.field} ${JSON.stringify(this.value)}: ${this.detail}`
+    // A non-string is named by its detail ("must be a string (got a number: 5)"), not quoted as if it were one.
+    return this.rule === "not-a-string"
+      ? `invalid ${this.field}: ${this.detail}`
+      : `invalid ${this.field} ${JSON.stringify(this.value)}: ${this.detail}`
+  }
+}
+
+/** Which rule a refused retention policy broke (SPEC WR8a). */
+export const PolicyRule = Schema.Literal(
+  "not-an-object",
+  "unknown-key",
+  "not-a-number",
+  "not-finite",
+  "not-an-integer",
+  "negative",
+  "unreadable"
+)
+export type PolicyRule = typeof PolicyRule.Type
+
+/** A retention policy that is not data the pruner can trust (WR8a); nothing was deleted. */
+export class InvalidPolicy extends Schema.TaggedError<InvalidPolicy>()("InvalidPolicy", {
+  /** The policy field ("maxBytes" …), the unknown key, or "policy" for the value as a whole. */
+  field: Schema.String,
+  /** The offending value as text (`NaN`, `-5`, `"2"`, …). */
+  value: Schema.String,
+  rule: PolicyRule,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `invalid retention policy: ${this.field} = ${this.value}: ${this.detail}; nothing was deleted`
   }
 }
 
@@ -215,5 +244,25 @@ export class ConfigHistoryBusy extends Schema.TaggedError<ConfigHistoryBusy>()("
 }) {
   override get message(): string {
     return `the config history is busy (held by ${this.holder}; waited ${this.waitedMs} ms); try again`
+  }
+}
+
+/**
+ * TD5: two tier directories resolve (through a link or a mount) to the same place or one inside the other,
+ * found when the tiers are opened or re-checked right before a destructive cache operation. Nothing was changed.
+ */
+export class TiersOverlap extends Schema.TaggedError<TiersOverlap>()("TiersOverlap", {
+  tier: Schema.String,
+  path: Schema.String,
+  relation: Schema.Literal("same", "inside", "contains"),
+  otherTier: Schema.String,
+  otherPath: Schema.String,
+  /** When it was found: "open", or the cache operation refused ("cache.clear", "cache.ensure"). */
+  during: Schema.String
+}) {
+  override get message(): string {
+    const how = this.relation === "same" ? "resolves to the same directory as" : this.relation === "inside" ? "resolves inside" : "resolves around"
+    return `${this.tier} dir ${this.path} ${how} the ${this.otherTier} dir ${this.otherPath} (compared by device and inode, links followed); ` +
+      `refusing ${this.during === "open" ? "to open these tiers" : this.during}: nothing was changed`
   }
 }

@@ -6,6 +6,7 @@ import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { InvalidSegment } from "./Errors.js"
+import { describeValue, kindOfValue } from "./Values.js"
 
 export const SEGMENT_MAX_LENGTH = 64
 
@@ -17,6 +18,7 @@ const DEVICE_NAMES = new Set([
 
 /** Which rule a refused segment broke. */
 export type SegmentRule =
+  | "not-a-string"
   | "empty"
   | "too-long"
   | "uppercase"
@@ -28,8 +30,14 @@ export type SegmentRule =
 const ALLOWED = /^[a-z0-9._-]$/
 const FIRST = /^[a-z0-9]$/
 
-/** Checks a candidate against WR2; returns the first broken rule with a human message, or `null`. */
-export const segmentViolation = (value: string): { readonly rule: SegmentRule; readonly message: string } | null => {
+/**
+ * Checks a candidate against WR2; returns the first broken rule with a human message, or `null`. Any value is
+ * accepted (JavaScript callers and JSON files pass `undefined`, `5`, `{}`): a non-string is `not-a-string`.
+ */
+export const segmentViolation = (value: unknown): { readonly rule: SegmentRule; readonly message: string } | null => {
+  if (typeof value !== "string") {
+    return { rule: "not-a-string", message: `must be a string (got ${kindOfValue(value)}: ${describeValue(value)})` }
+  }
   if (value.length === 0) return { rule: "empty", message: "must not be empty" }
   if (value.length > SEGMENT_MAX_LENGTH) {
     return { rule: "too-long", message: `must be at most ${SEGMENT_MAX_LENGTH} characters (got ${value.length})` }
@@ -68,24 +76,27 @@ export type Segment = typeof Segment.Type
 
 /** Pure decoding helper: Right(segment) or Left({rule, message}) naming the offending value. */
 export const parseSegment = (
-  value: string
+  value: unknown
 ): Either.Either<Segment, { readonly rule: SegmentRule; readonly value: string; readonly message: string }> => {
   const v = segmentViolation(value)
   if (v !== null) {
-    return Either.left({ rule: v.rule, value, message: `${JSON.stringify(value)} is not a valid segment: ${v.message}` })
+    const shown = describeValue(value)
+    return Either.left({ rule: v.rule, value: typeof value === "string" ? value : shown, message: `${typeof value === "string" ? JSON.stringify(value) : shown} is not a valid segment: ${v.message}` })
   }
-  return Either.right(Segment.make(value, { disableValidation: true }))
+  return Either.right(Segment.make(value as string, { disableValidation: true }))
 }
 
 /**
  * The one conversion from a refused value to the typed error every API fails with: `field` names the
  * argument ("category", "tenant", "runId", "namespace", "extId" …). An `Either` is also an `Effect`.
  */
-export const decodeSegment = (field: string, value: string): Either.Either<Segment, InvalidSegment> => {
+export const decodeSegment = (field: string, value: unknown): Either.Either<Segment, InvalidSegment> => {
   const v = segmentViolation(value)
   return v === null
-    ? Either.right(Segment.make(value, { disableValidation: true }))
-    : Either.left(new InvalidSegment({ field, value, rule: v.rule, detail: v.message }))
+    ? Either.right(Segment.make(value as string, { disableValidation: true }))
+    : Either.left(
+      new InvalidSegment({ field, value: typeof value === "string" ? value : describeValue(value), rule: v.rule, detail: v.message })
+    )
 }
 
 export const isSegment = Schema.is(Segment)

@@ -125,7 +125,11 @@ async (ctx: TierDirs, options?: OpenTiersOptions): Promise<PromiseTiers> => {
   }
 }
 
-/** TD4 on the real disk: open the three tiers of a context (no I/O until a method needs it). */
+/**
+ * TD4 on the real disk: open the three tiers of a context. Creates nothing until a method needs it; rejects
+ * with `TiersOverlap` when the tier directories overlap through a link or mount (TD5, checked again before
+ * every destructive cache operation).
+ */
 export const openTiers: (ctx: TierDirs, options?: OpenTiersOptions) => Promise<PromiseTiers> = openTiersWithLayer(
   NodeFileSystemLive
 )

@@ -326,7 +326,8 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
       const blocked = world.check(ctx, method, path)
       if (blocked !== undefined) return yield* done(errno(blocked))
       const at = lookup(path, false)
-      if (isErrno(at)) return yield* done(at)
+      // A missing parent is a missing root, as lstat(2) reports it (ENOENT) in the Node layer.
+      if (isErrno(at)) return yield* done(at.errno === "ENOENT" ? { removedEntries: 0, complete: true, removedBytes: 0 } : at)
       const root = at.node
       if (root === undefined) return yield* done({ removedEntries: 0, complete: true, removedBytes: 0 })
       if (isSpecialName(at.name)) {
@@ -415,6 +416,13 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
     lstat: (path) =>
       call("lstat", path, undefined, () => {
         const at = lookup(path, false)
+        if (isErrno(at)) return at
+        return at.node === undefined ? errno("ENOENT") : infoOf(at.node)
+      }),
+
+    statFollowingLinks: (path) =>
+      call("statFollowingLinks", path, undefined, () => {
+        const at = lookup(path, true)
         if (isErrno(at)) return at
         return at.node === undefined ? errno("ENOENT") : infoOf(at.node)
       }),

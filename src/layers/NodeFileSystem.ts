@@ -118,6 +118,12 @@ const lstat = (path: string): Effect.Effect<FileInfo, FileSystemError> =>
       ? Effect.fail(failWith("lstat", path, "ENOENT", "no such file or directory"))
       : Effect.succeed(toFileInfo(stats)))
 
+const statFollowingLinks = (path: string): Effect.Effect<FileInfo, FileSystemError> =>
+  Effect.flatMap(attemptSync("statFollowingLinks", path, () => fs.statSync(path, { throwIfNoEntry: false })), (stats) =>
+    stats === undefined
+      ? Effect.fail(failWith("statFollowingLinks", path, "ENOENT", "no such file or directory"))
+      : Effect.succeed(toFileInfo(stats)))
+
 // ---------------------------------------------------------------------------------------------------------
 // directories
 
@@ -454,6 +460,7 @@ export type Walker = WalkerKind
 export const make = (walker: Walker = defaultWalkerKind): FileSystem["Type"] => ({
   ...walksOf(walker),
   lstat,
+  statFollowingLinks,
   readDirectory,
   makeDirectory,
   writeFileExclusive,

@@ -55,6 +55,11 @@ export interface DoctorOptions {
 export const DEFAULT_DOCTOR_MAX_ENTRIES = 100_000
 /** How deep the doctor looks inside an extension's config/ tier. */
 const CONFIG_MAX_DEPTH = 16
+/**
+ * A fix that is a command is written in backticks, so it can be copied and is run by a test
+ * (test/cli/doctorFixes.test.ts): `pi-storage …` acts on the agent dir the doctor checked (add
+ * `--agent-dir DIR` when it is not the default), shell commands run in that agent dir.
+ */
 const MIGRATE_FIX = "run `pi-storage migrate` (migrateAgentDirLayout) to move it to its canonical place"
 
 const modeString = (mode: number) => (mode & 0o7777).toString(8).padStart(3, "0")
@@ -200,7 +205,7 @@ const checkState = (scan: Scan, agentDir: string) =>
     const info = yield* lstatOption(scan, stateDir)
     if (info === undefined) return
     if (info.type === "Directory" && (info.mode & 0o002) !== 0) {
-      scan.add("state-world-writable", stateDir, `state/ has mode ${modeString(info.mode)}: anyone can change durable state`, "chmod 700 state")
+      scan.add("state-world-writable", stateDir, `state/ has mode ${modeString(info.mode)}: anyone can change durable state`, "run `chmod 700 state` in the agent dir")
     }
     if (info.type !== "Directory") return
     const conflicts = yield* lstatOption(scan, paths.migrationConflictsDir)
@@ -232,10 +237,10 @@ const checkSafe = (scan: Scan, path: string, info: FileInfo, what: string): bool
   }
   const uid = scan.deps.host.uid
   if (uid !== null && info.uid !== uid) {
-    scan.add("work-root-unsafe", path, `${what} is owned by uid ${info.uid}, not the current user ${uid}`, `chown it to uid ${uid}`)
+    scan.add("work-root-unsafe", path, `${what} is owned by uid ${info.uid}, not the current user ${uid}`, `run \`chown ${uid} ${scan.display(path)}\``)
   }
   if ((info.mode & 0o022) !== 0) {
-    scan.add("work-root-unsafe", path, `${what} has mode ${modeString(info.mode)} (writable by group or others)`, `chmod 700 ${scan.display(path)}`)
+    scan.add("work-root-unsafe", path, `${what} has mode ${modeString(info.mode)} (writable by group or others)`, `run \`chmod 700 ${scan.display(path)}\``)
   }
   return true
 }
@@ -260,7 +265,7 @@ const checkTenant = (scan: Scan, category: string, tenant: string, tenantDir: st
             "work-unfinished-trash",
             path,
             `${trash.length} quarantined run(s) not yet deleted (an interrupted prune)`,
-            `run \`pi-storage work prune ${category} ${tenant}\` to finish deleting them`
+            `run \`pi-storage work prune ${category}/${tenant}\` to finish deleting them`
           )
         }
         continue

@@ -1,7 +1,7 @@
 /**
  * The narrow FileSystem port (DESIGN "Why our own FileSystem port").
  *
- * No operation follows a symlink in its last path component unless its name says so: `lstat` describes the
+ * No operation follows a symlink in its last path component unless its name says so (`statFollowingLinks`): `lstat` describes the
  * link itself, `readFile`/`writeFileExclusive`/`chmod`/`utimes` fail with ELOOP (`IsSymlink`) on a link,
  * `readDirectory` of a link fails with ENOTDIR, and the tree walks never descend through one. Intermediate
  * components are resolved as the OS does; callers that must not cross links check their roots with `lstat`.
@@ -77,6 +77,12 @@ export interface WriteOptions {
 export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileSystem, {
   /** Describe a path without following a final symlink. */
   readonly lstat: (path: string) => Effect.Effect<FileInfo, FileSystemError>
+  /**
+   * stat(2): describe what `path` resolves to, FOLLOWING every symlink (a dangling one is ENOENT; "x/.." is
+   * the physical parent of what x resolves to). Only for comparing directories by identity (TD5), never for
+   * deciding what to write or delete.
+   */
+  readonly statFollowingLinks: (path: string) => Effect.Effect<FileInfo, FileSystemError>
   /** Typed entries of a directory (sorted by name). Fails with ENOTDIR when `path` is a symlink. */
   readonly readDirectory: (path: string) => Effect.Effect<ReadonlyArray<DirEntry>, FileSystemError>
   /**

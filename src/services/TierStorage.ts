@@ -15,8 +15,10 @@ import {
   InvalidArgument,
   type InvalidSegment,
   StateMissing,
-  StateUnreadable
+  StateUnreadable,
+  TiersOverlap
 } from "../domain/Errors.js"
+import { type FileIdentity, findTierOverlap, type ResolvedLocation } from "../domain/TierIdentity.js"
 import { decodeJsonBytes, encodeJsonBytes } from "../domain/Formats.js"
 import {
   checkConfigKey,
@@ -36,7 +38,7 @@ import {
   configFileNameViolation,
   DEFAULT_CONFIG_BUDGET_BYTES
 } from "../domain/ConfigRedLines.js"
-import { FileSystem } from "./FileSystem.js"
+import { type FileInfo, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 
 /** TD2 with the environment read from the Host port. No I/O. */
@@ -62,9 +64,9 @@ export interface CacheTier {
     key: string,
     build: Effect.Effect<Uint8Array | string, E, R>,
     options?: CacheEnsureOptions
-  ) => Effect.Effect<Uint8Array, E | InvalidArgument | FileSystemError, R>
-  /** Remove cache/ entirely, never following symlinks. */
-  readonly clear: () => Effect.Effect<void, FileSystemError>
+  ) => Effect.Effect<Uint8Array, E | InvalidArgument | TiersOverlap | FileSystemError, R>
+  /** Remove cache/ entirely, never following symlinks. Re-checks the tiers' identities first (TD5). */
+  readonly clear: () => Effect.Effect<void, TiersOverlap | FileSystemError>
 }
 
 export interface StateTier {
@@ -105,7 +107,8 @@ const DIR_MODE = 0o700
 const FILE_MODE = 0o600
 /** Bounds for walks inside one extension's tier; config/ is KB-scale, cache/ may hold a venv. */
 const CONFIG_MEASURE_BUDGET = { maxEntries: 10_000, maxDepth: 32 }
-const REMOVE_BUDGET = { maxEntries: 10_000, maxDepth: 256 }
+/** Removing cache/ (ours, rebuildable) is never bounded by depth, only sliced by entries (issue 12 §6). */
+const REMOVE_BUDGET = { maxEntries: 10_000, maxDepth: Number.MAX_SAFE_INTEGER }
 
 const textEncoder = new TextEncoder()
 const toBytes = (data: Uint8Array | string): Uint8Array => (typeof data === "string" ? textEncoder.encode(data) : data)
@@ -118,14 +121,71 @@ const isNotFound = (error: FileSystemError): boolean => error.reason === "NotFou
 const redLine = (path: string, v: ConfigViolation): ConfigRedLine =>
   new ConfigRedLine({ path, rule: v.rule, rightTier: v.rightTier, detail: v.detail })
 
+/** Physical ancestors followed at most (a deeper tier path is refused rather than half-compared). */
+const MAX_ANCESTORS = 4096
+
+const identityOf = (info: FileInfo): FileIdentity => ({ dev: info.dev, ino: info.ino })
+
+const isAbsentComponent = (error: FileSystemError): boolean => error.reason === "NotFound" || error.reason === "NotADirectory"
+
+/**
+ * TD5: where `path` resolves on disk (see TierIdentity.ts): its deepest existing prefix, links followed, and
+ * that directory's physical ancestors, reached with "/.." (which the OS resolves from the directory itself,
+ * not from the path's text).
+ */
+const locate = (fs: FileSystem["Type"], path: string, attempt = 1): Effect.Effect<ResolvedLocation, FileSystemError> =>
+  locateOnce(fs, path).pipe(
+    // The tree changed under the walk (a concurrent clear removed the directory being climbed): start again.
+    Effect.catchIf((e) => isAbsentComponent(e) && attempt < MAX_LOCATE_ATTEMPTS, () => locate(fs, path, attempt + 1))
+  )
+
+const MAX_LOCATE_ATTEMPTS = 8
+
+const locateOnce = (fs: FileSystem["Type"], path: string): Effect.Effect<ResolvedLocation, FileSystemError> =>
+  Effect.gen(function*() {
+    const missing: Array<string> = []
+    let prefix = NodePath.resolve(path)
+    let top: FileInfo | undefined
+    while (top === undefined) {
+      top = yield* fs.statFollowingLinks(prefix).pipe(Effect.catchIf(isAbsentComponent, () => Effect.succeed(undefined)))
+      if (top !== undefined) break
+      const parent = NodePath.dirname(prefix)
+      if (parent === prefix) {
+        return yield* Effect.fail(new FileSystemError({ reason: "NotFound", errno: "ENOENT", method: "statFollowingLinks", path, detail: "no existing ancestor" }))
+      }
+      missing.unshift(NodePath.basename(prefix))
+      prefix = parent
+    }
+    const chain: Array<FileIdentity> = [identityOf(top)]
+    let dir = prefix
+    if (top.type !== "Directory") {
+      dir = NodePath.dirname(prefix)
+      chain.push(identityOf(yield* fs.statFollowingLinks(dir)))
+    }
+    for (let i = 0; ; i++) {
+      if (i >= MAX_ANCESTORS) {
+        return yield* Effect.fail(
+          new FileSystemError({ reason: "Unknown", errno: "", method: "statFollowingLinks", path, detail: "too many ancestors to compare" })
+        )
+      }
+      dir = dir.endsWith("/") ? `${dir}..` : `${dir}/..`
+      const up = identityOf(yield* fs.statFollowingLinks(dir))
+      const last = chain[chain.length - 1]!
+      if (up.dev === last.dev && up.ino === last.ino) break // "/.." is "/"
+      chain.push(up)
+    }
+    return { chain, missing }
+  })
+
 /**
  * Open the three tiers of one extension. Validates the directories (absolute; `stateDir` falls back per
- * seed 003 §3) and the options; does no I/O. The returned methods need nothing from the context.
+ * seed 003 §3) and the options, then compares where they resolve on disk (TD5: device and inode, links
+ * followed; `TiersOverlap`). Creates nothing. The returned methods need nothing from the context.
  */
 export const openTiers = (
   ctx: TierDirs,
   options?: OpenTiersOptions
-): Effect.Effect<Tiers, InvalidArgument, FileSystem> =>
+): Effect.Effect<Tiers, InvalidArgument | TiersOverlap | FileSystemError, FileSystem> =>
   Effect.gen(function*() {
     const dirs = yield* fromEither(resolveTierDirs(ctx))
     const budgetBytes = options?.configBudgetBytes ?? DEFAULT_CONFIG_BUDGET_BYTES
@@ -135,6 +195,26 @@ export const openTiers = (
       )
     }
     const fs = yield* FileSystem
+
+    /**
+     * TD5, at open and again right before anything that deletes or replaces cache entries: a link or mount
+     * made after open (cache/ pointed at state/) is caught before the first byte changes.
+     */
+    const checkIdentities = (during: string): Effect.Effect<void, TiersOverlap | FileSystemError> =>
+      Effect.gen(function*() {
+        const [config, state, cache] = yield* Effect.all([
+          locate(fs, dirs.configDir),
+          locate(fs, dirs.stateDir),
+          locate(fs, dirs.cacheDir)
+        ])
+        const overlap = findTierOverlap({
+          config: { path: dirs.configDir, location: config },
+          state: { path: dirs.stateDir, location: state },
+          cache: { path: dirs.cacheDir, location: cache }
+        })
+        if (overlap !== null) return yield* Effect.fail(new TiersOverlap({ ...overlap, during }))
+      })
+    yield* checkIdentities("open")
     // config/settings.json is read-modify-write: serialise config writes from this handle.
     const configLock = yield* Effect.makeSemaphore(1)
 
@@ -177,9 +257,12 @@ export const openTiers = (
             if (valid === true) return cached.right
           } else if (!isNotFound(cached.left)) {
             // A directory, symlink or unreadable entry squats on the key: cache may be deleted at any time.
+            yield* checkIdentities("cache.ensure")
             yield* removeAll(path)
           }
           const bytes = toBytes(yield* build)
+          // Checked after the build, which may take long: the write replaces whatever is at the key.
+          yield* checkIdentities("cache.ensure")
           yield* writeInto(dirs.cacheDir, path, bytes, false).pipe(
             // cache/ vanished again while we wrote (a concurrent clear or rm -rf): the entry is lost as if
             // cleared a moment later, and the build still answers (found by the jittered property test).
@@ -187,7 +270,7 @@ export const openTiers = (
           )
           return bytes
         }),
-      clear: () => removeAll(dirs.cacheDir)
+      clear: () => Effect.zipRight(checkIdentities("cache.clear"), removeAll(dirs.cacheDir))
     }
 
     // ---- state ------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import * as Scope from "effect/Scope"
 import { type AgentPaths, EXTENSIONS_WORK_CATEGORY, LEASES_DIR, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR, WORK_RUN_MANIFEST } from "../domain/AgentPaths.js"
 import {
   type FileSystemError,
+  type InvalidPolicy,
   InvalidSegment,
   ManifestMismatch,
   RunBusy,
@@ -43,9 +44,11 @@ import {
 import type { PruneReport } from "../domain/PruneReport.js"
 import {
   clamp,
+  decodeRetentionInput,
   DEFAULT_REMOTE_LEASE_TTL_MS,
   DEFAULT_RETENTION,
   OPPORTUNISTIC_PRUNE_INTERVAL_MS,
+  resolvePolicy,
   type RetentionInput,
   type RetentionPolicy
 } from "../domain/Retention.js"
@@ -65,8 +68,8 @@ import { type Holder, holderText, isActive, liveHolders, readLeases, readManifes
 import { type ManifestCheck, recordRunIdentity, type RunIdentity, verifyRunIdentity } from "./internal/runIdentity.js"
 import { aFileType } from "../domain/FileTypeWords.js"
 
-export type AcquireError = InvalidSegment | UnownedRun | ManifestMismatch | RunBusy | FileSystemError
-export type PruneFailure = InvalidSegment | UnsafeRoot | FileSystemError
+export type AcquireError = InvalidSegment | InvalidPolicy | UnownedRun | ManifestMismatch | RunBusy | FileSystemError
+export type PruneFailure = InvalidSegment | InvalidPolicy | UnsafeRoot | FileSystemError
 
 export interface AcquireOptions {
   readonly category: string
@@ -137,7 +140,7 @@ export interface WorkRunsOptions {
    * (`DEFAULT_STALE_UNREADABLE_MS`).
    */
   readonly staleUnreadableMs?: number
-  /** Ceiling every requested policy is clamped to; defaults to WR9. */
+  /** Ceiling every requested policy is clamped to; defaults to WR9. An invalid one is a defect (`InvalidPolicy`). */
   readonly retentionCeiling?: RetentionPolicy
   /** Attempts before `RunBusy` while a cleanup marker holds the run, and the pause between them. */
   readonly busyAttempts?: number
@@ -205,7 +208,10 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     const paths: AgentPaths = agentDir.paths
     const remoteLeaseTtlMs = options.remoteLeaseTtlMs ?? DEFAULT_REMOTE_LEASE_TTL_MS
     const deps: Deps = { fs, host, remoteLeaseTtlMs, staleUnreadableMs: options.staleUnreadableMs ?? DEFAULT_STALE_UNREADABLE_MS }
-    const ceiling = options.retentionCeiling ?? DEFAULT_RETENTION
+    // WR8a: the ceiling is a policy too; a malformed one is a programming error of the embedder.
+    const ceiling = options.retentionCeiling === undefined
+      ? DEFAULT_RETENTION
+      : resolvePolicy(yield* Effect.orDie(decodeRetentionInput(options.retentionCeiling)))
     const busyAttempts = Math.max(1, options.busyAttempts ?? 8)
     const busyDelay = Duration.millis(options.busyDelayMs ?? 25)
     const liveClock = Clock.make()
@@ -521,17 +527,24 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
       })
 
     const acquire = (opts: AcquireOptions): Effect.Effect<WorkRun, AcquireError, Scope.Scope> =>
-      Effect.acquireRelease(
-        Effect.flatMap(acquireLease(opts), bindRelease),
-        (run) => run.release()
-      ).pipe(
-        Effect.tap((run) => opts.retention === false || options.opportunisticRetention === false
-          ? Effect.void
-          : maybePruneInBackground(run.category, run.tenant, opts.retention))
-      )
+      // WR8a: the retention is decoded before any lease exists, so a bad one leaves nothing behind.
+      Effect.flatMap(
+        opts.retention === false ? Effect.succeed<RetentionInput | false>(false) : Effect.map(decodeRetentionInput(opts.retention), (r): RetentionInput | false => r),
+        (retention) =>
+        Effect.acquireRelease(
+          Effect.flatMap(acquireLease(opts), bindRelease),
+          (run) => run.release()
+        ).pipe(
+          Effect.tap((run) => retention === false || options.opportunisticRetention === false
+            ? Effect.void
+            : maybePruneInBackground(run.category, run.tenant, retention))
+        ))
 
     const getProcessWorkRun = (opts: { readonly category: string; readonly tenant: string }) =>
       Effect.gen(function*() {
+        // Decoded before they key the map: a symbol or object must be InvalidSegment, not a TypeError.
+        yield* decodeSegment("category", opts.category)
+        yield* decodeSegment("tenant", opts.tenant)
         const key = `${opts.category}\u0000${opts.tenant}`
         const fresh = yield* Deferred.make<WorkRun, AcquireError>()
         const existing = yield* Ref.modify(processRuns, (m) => {
@@ -549,7 +562,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
       Effect.gen(function*() {
         const category = yield* decodeSegment("category", opts.category)
         const tenant = yield* decodeSegment("tenant", opts.tenant)
-        const policy = clamp(opts.policy ?? {}, ceiling)
+        const policy = clamp(yield* decodeRetentionInput(opts.policy), ceiling)
         return yield* ownTurn(category, tenant)(pruneTenant(deps, {
           workRoot: paths.workRoot, category, tenant, policy, dryRun: opts.dryRun ?? false,
           ...(opts.onProgress ? { onProgress: opts.onProgress } : {})

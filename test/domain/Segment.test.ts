@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Either, FastCheck as fc, Schema } from "effect"
-import { parseSegment, Segment, SEGMENT_MAX_LENGTH, segmentViolation } from "../../src/domain/Segment.js"
+import { decodeSegment, parseSegment, Segment, SEGMENT_MAX_LENGTH, segmentViolation } from "../../src/domain/Segment.js"
 
 /** The WR2 rule, written independently of the implementation. */
 const DEVICES = /^(con|prn|aux|nul|clock\$|com[0-9]|lpt[0-9])$/
@@ -43,6 +43,13 @@ describe("Segment (WR2)", () => {
     assert.isNull(segmentViolation("console"), "a device name only as the whole stem")
     assert.isNull(segmentViolation("com10"))
   })
+
+  it.prop("any non-string is refused as not-a-string, never a TypeError", [fc.anything().filter((u) => typeof u !== "string")], ([u]) => {
+    assert.strictEqual(segmentViolation(u)?.rule, "not-a-string")
+    const decoded = decodeSegment("tenant", u)
+    assert.isTrue(Either.isLeft(decoded) && decoded.left._tag === "InvalidSegment" && decoded.left.rule === "not-a-string")
+    assert.isTrue(Either.isLeft(parseSegment(u)))
+  }, { fastCheck: { numRuns: 300 } })
 
   it("decoding through the Schema reports the value and the rule", () => {
     const decoded = Schema.decodeUnknownEither(Segment)("Bash")

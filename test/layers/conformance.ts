@@ -167,6 +167,33 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
       }))
     })
 
+    describe("statFollowingLinks", () => {
+      test("follows final and intermediate links; a dangling link is ENOENT; x/.. is the physical parent", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* fs.makeDirectory(`${root}/real`)
+        yield* fs.makeDirectory(`${root}/real/inner`, { mode: 0o750 })
+        yield* put(`${root}/real/inner/f`, "hello")
+        yield* fs.makeDirectory(`${root}/elsewhere`)
+        yield* fs.symlink(`${root}/real/inner`, `${root}/elsewhere/toInner`)
+        yield* fs.symlink("../real", `${root}/elsewhere/relative`)
+        yield* fs.symlink("missing-target", `${root}/dangling`)
+        const inner = yield* fs.lstat(`${root}/real/inner`)
+        const real = yield* fs.lstat(`${root}/real`)
+        const viaLink = yield* fs.statFollowingLinks(`${root}/elsewhere/toInner`)
+        assert.deepStrictEqual([viaLink.type, viaLink.ino, viaLink.dev, viaLink.mode], ["Directory", inner.ino, inner.dev, 0o750])
+        assert.strictEqual((yield* fs.lstat(`${root}/elsewhere/toInner`)).type, "SymbolicLink", "lstat still describes the link")
+        assert.strictEqual((yield* fs.statFollowingLinks(`${root}/elsewhere/relative/inner`)).ino, inner.ino)
+        const file = yield* fs.statFollowingLinks(`${root}/elsewhere/toInner/f`)
+        assert.deepStrictEqual([file.type, file.size], ["File", 5])
+        // ".." after a link is the parent of its target, not of the link (what identity chains rely on).
+        assert.strictEqual((yield* fs.statFollowingLinks(`${root}/elsewhere/toInner/..`)).ino, real.ino)
+        assert.strictEqual((yield* fs.statFollowingLinks(`${root}/real/..`)).ino, (yield* fs.lstat(root)).ino)
+        yield* expectFailure(fs.statFollowingLinks(`${root}/dangling`), "NotFound", "ENOENT")
+        yield* expectFailure(fs.statFollowingLinks(`${root}/absent`), "NotFound", "ENOENT")
+        yield* expectFailure(fs.statFollowingLinks(`${root}/real/inner/f/x`), "NotADirectory", "ENOTDIR")
+      }))
+    })
+
     describe("readDirectory", () => {
       test("lists typed entries sorted by name and does not descend through links", Effect.gen(function*() {
         const { fs, scratch: { root } } = yield* context
@@ -586,6 +613,8 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
         yield* expectMissing(`${root}/tree`)
         yield* assertOutsideUntouched(`${root}/outside`)
         assert.deepStrictEqual(yield* fs.removeTree(`${root}/tree`, WIDE), { removedEntries: 0, complete: true, removedBytes: 0 })
+        // Nothing to remove when a parent is missing too (a cache dir whose parent was never made).
+        assert.deepStrictEqual(yield* fs.removeTree(`${root}/absent/tree`, WIDE), { removedEntries: 0, complete: true, removedBytes: 0 })
       }))
 
       test("a budget stop leaves the root and a rerun completes", Effect.gen(function*() {

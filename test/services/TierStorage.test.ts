@@ -388,12 +388,13 @@ describe("config tier", () => {
 
   it.effect("openTiers refuses relative or overlapping directories and a bad budget", () =>
     Effect.gen(function*() {
+      const field = (e: { readonly _tag: string }) => (e instanceof InvalidArgument ? e.field : e._tag)
       const e1 = yield* fail(openTiers({ configDir: "config", cacheDir: "/c" }))
-      assert.strictEqual(e1.field, "configDir")
+      assert.strictEqual(field(e1), "configDir")
       const e2 = yield* fail(openTiers({ configDir: "/x/config", stateDir: "/x/state", cacheDir: "/x/state/cache" }))
-      assert.strictEqual(e2.field, "cacheDir")
+      assert.strictEqual(field(e2), "cacheDir")
       const e3 = yield* fail(openTiers({ configDir: "/x/config", cacheDir: "/x/cache" }, { configBudgetBytes: -1 }))
-      assert.strictEqual(e3.field, "configBudgetBytes")
+      assert.strictEqual(field(e3), "configBudgetBytes")
     }).pipe(Effect.provide(NodeFileSystemLive)))
 })
 

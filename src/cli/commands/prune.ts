@@ -7,7 +7,7 @@
  */
 import * as Effect from "effect/Effect"
 import type { PruneReport } from "../../domain/PruneReport.js"
-import { resolvePolicy, type RetentionInput, type RetentionPolicy } from "../../domain/Retention.js"
+import { decodeRetentionInput, resolvePolicy, type RetentionInput, type RetentionPolicy } from "../../domain/Retention.js"
 import { type CliContext, notADirectory, out, printJson, reportError, usageError, withStack } from "../context.js"
 import { ExitCode, exitCodeForError } from "../exit.js"
 import { formatBytes, formatDuration, type Paint, table } from "../format.js"
@@ -168,11 +168,14 @@ export const prune = (ctx: CliContext, flags: PruneFlags) =>
       if (!parsed.ok) return yield* usageError(ctx, parsed.message)
       target = parsed.value
     }
-    const input: RetentionInput = {
+    // WR8a: the flags' values go through the one policy Schema too (the parsers already refuse most).
+    const decoded = decodeRetentionInput({
       ...(flags.maxAgeMs !== undefined ? { maxAgeMs: flags.maxAgeMs } : {}),
       ...(flags.maxRuns !== undefined ? { maxInactiveRuns: flags.maxRuns } : {}),
       ...(flags.maxBytes !== undefined ? { maxBytes: flags.maxBytes } : {})
-    }
+    })
+    if (decoded._tag === "Left") return yield* usageError(ctx, decoded.left.message)
+    const input: RetentionInput = decoded.right
     // A person asked for these limits: they are the ceiling too (they may be looser than the WR9 defaults).
     const policy = resolvePolicy(input)
     yield* withStack(ctx, (s) =>

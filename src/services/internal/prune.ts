@@ -51,18 +51,64 @@ export interface PruneInput {
   readonly onProgress?: (p: { readonly phase: "scan" | "remove"; readonly done: number; readonly total: number }) => void
 }
 
+/**
+ * Finishing `.trash/` is deletion of trees already proven ours: no depth bound (the measuring `maxDepth` left
+ * deep trees there forever, issue 12), bounded by time instead. Removals go in slices of this many entries,
+ * and no new slice starts once the prune has spent `TRASH_TIME_BUDGET_MS` on them (Clock time); the next
+ * prune resumes where this one stopped.
+ */
+export const TRASH_SLICE_ENTRIES = 10_000
+export const TRASH_TIME_BUDGET_MS = 5_000
+const UNBOUNDED_DEPTH = Number.MAX_SAFE_INTEGER
+
+/** Delete what `.trash/` holds within the time budget; every entry still there afterwards is an error. */
+const finishTrash = (deps: Deps, trashDir: string, report: PruneReport) =>
+  Effect.gen(function*() {
+    const trash = yield* deps.fs.readDirectory(trashDir).pipe(Effect.orElseSucceed(() => []))
+    if (trash.length === 0) return
+    const deadline = (yield* Clock.currentTimeMillis) + TRASH_TIME_BUDGET_MS
+    const failed = new Set<string>()
+    let outOfTime = false
+    for (const entry of trash) {
+      const path = NodePath.join(trashDir, entry.name)
+      for (;;) {
+        if ((yield* Clock.currentTimeMillis) >= deadline) {
+          outOfTime = true
+          break
+        }
+        const removal = yield* deps.fs.removeTree(path, { maxEntries: TRASH_SLICE_ENTRIES, maxDepth: UNBOUNDED_DEPTH }).pipe(Effect.either)
+        if (removal._tag === "Left") {
+          failed.add(entry.name)
+          report.errors.push({ path: removal.left.path, message: `${removal.left.message}; left in .trash, the next prune retries` })
+          break
+        }
+        if (removal.right.complete) break
+        if (removal.right.removedEntries === 0) {
+          failed.add(entry.name)
+          report.errors.push({ path, message: "deleting the quarantined tree made no progress; left in .trash, the next prune retries" })
+          break
+        }
+      }
+    }
+    // Whatever is left (time budget spent) is reported, so a prune never looks clean while .trash grows.
+    if (!outOfTime) return
+    // (Only entries of the first listing: a release may be quarantining its own run meanwhile.)
+    const listed = new Set(trash.map((e) => e.name))
+    const left = yield* deps.fs.readDirectory(trashDir).pipe(Effect.orElseSucceed(() => []))
+    for (const entry of left) {
+      if (!listed.has(entry.name) || failed.has(entry.name)) continue
+      report.errors.push({
+        path: NodePath.join(trashDir, entry.name),
+        message: `quarantined tree not deleted yet (this prune's ${TRASH_TIME_BUDGET_MS} ms for .trash is spent); the next prune continues`
+      })
+    }
+  })
+
 /** Leftovers of a crashed prune: quarantined trees and markers of dead pruners. */
 const finishLeftovers = (deps: Deps, tenantDir: string, budget: { maxEntries: number; maxDepth: number }, report: PruneReport) =>
   Effect.gen(function*() {
-    const trashDir = NodePath.join(tenantDir, TENANT_TRASH_DIR)
-    const trash = yield* deps.fs.readDirectory(trashDir).pipe(Effect.orElseSucceed(() => []))
+    yield* finishTrash(deps, NodePath.join(tenantDir, TENANT_TRASH_DIR), report)
     let remaining = budget.maxEntries
-    for (const entry of trash) {
-      if (remaining <= 0) break
-      const removal = yield* deps.fs.removeTree(NodePath.join(trashDir, entry.name), { maxEntries: remaining, maxDepth: budget.maxDepth }).pipe(Effect.either)
-      if (removal._tag === "Left") report.errors.push({ path: removal.left.path, message: removal.left.message })
-      else remaining -= removal.right.removedEntries
-    }
     // Runs whose creator crashed before renaming them into place: removable once their creator's lease is
     // provably dead, or once they are older than any acquire could take.
     const stagingDir = NodePath.join(tenantDir, TENANT_STAGING_DIR)
@@ -258,9 +304,9 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
   })
 
 /** The report of a run quarantined but not (yet) deleted: the walk's failure, e.g. a mount point it never crosses. */
-export const notDeleted = (runPath: string, outcome: { readonly error?: FileSystemError }) =>
+export const notDeleted = (runPath: string, outcome: { readonly error?: FileSystemError; readonly why?: string }) =>
   outcome.error === undefined
-    ? { path: runPath, message: "quarantined in .trash; deletion finishes on the next prune" }
+    ? { path: runPath, message: `quarantined in .trash; deletion finishes on the next prune (${outcome.why ?? "incomplete"})` }
     : { path: outcome.error.path, message: `${runPath} quarantined in .trash, not deleted (every prune tries again): ${outcome.error.message}` }
 
 /** One measuring walk within what is left of the tenant's entry budget; a failed walk is an incomplete size. */

@@ -23,9 +23,16 @@ export interface RunAddress {
 export type RemoveOutcome =
   /**
    * Quarantined; `complete: false` leaves it in `.trash/`, with the walk's `error` when it failed (a mount
-   * point). `removedBytes`: what the removal walk unlinked (all of the run when `complete`).
+   * point) or `why` it stopped otherwise. `removedBytes`: what the removal walk unlinked (all of the run when
+   * `complete`).
    */
-  | { readonly _tag: "Removed"; readonly complete: boolean; readonly removedBytes: number; readonly error?: FileSystemError }
+  | {
+    readonly _tag: "Removed"
+    readonly complete: boolean
+    readonly removedBytes: number
+    readonly error?: FileSystemError
+    readonly why?: string
+  }
   | { readonly _tag: "Skipped"; readonly why: string }
 
 export type QuarantineOutcome =
@@ -87,22 +94,29 @@ export const quarantineOwnedRun = (deps: Deps, run: RunAddress): Effect.Effect<Q
   })
 
 /**
- * A quarantined run is deleted whole: a prune measured it under its entry budget already, and a release
- * with `delete: true` asked for exactly this run.
+ * A quarantined run is deleted whole, whatever its depth (it is already proven ours): a prune measured it
+ * under its entry budget already, and a release with `delete: true` asked for exactly this run.
  */
 const WHOLE_TREE: WalkBudget = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }
 
 /**
- * Delete a quarantined tree; `complete: false` when it failed, which leaves it in `.trash/` for the next
- * prune to finish.
+ * Delete a quarantined tree; `complete: false` (with why) when it failed, which leaves it in `.trash/` for
+ * the next prune to finish.
  */
 export const deleteQuarantined = (deps: Deps, target: string): Effect.Effect<RemoveOutcome> =>
   deps.fs.removeTree(target, WHOLE_TREE).pipe(
     Effect.either,
-    Effect.map((removal) =>
-      removal._tag === "Right"
-        ? { _tag: "Removed", complete: removal.right.complete, removedBytes: removal.right.removedBytes } as const
-        : { _tag: "Removed", complete: false, removedBytes: 0, error: removal.left } as const
+    Effect.map((removal): RemoveOutcome =>
+      removal._tag === "Left"
+        ? { _tag: "Removed", complete: false, removedBytes: 0, error: removal.left }
+        : removal.right.complete
+        ? { _tag: "Removed", complete: true, removedBytes: removal.right.removedBytes }
+        : {
+          _tag: "Removed",
+          complete: false,
+          removedBytes: removal.right.removedBytes,
+          why: `${removal.right.removedEntries} entries removed, the rest left`
+        }
     )
   )
 

@@ -1,0 +1,134 @@
+/**
+ * Issue 12 §6: every command the doctor suggests is valid and does what it says. A real agent dir holds one
+ * of every finding whose fix is a command; the built CLI (`dist/cli/main.js`) reports them, each command is
+ * extracted from its backticks and run (`pi-storage …` as a child process of the built CLI against that
+ * agent dir, shell commands in the agent dir), and the doctor no longer reports the finding afterwards.
+ */
+import { spawnSync } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, assert, describe, it } from "@effect/vitest"
+
+const MAIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url))
+/** The modules whose findings the doctor reports (Doctor.ts calls stateBackupFindings). */
+const FINDING_SOURCES = ["Doctor.ts", "StateBackups.ts"].map((f) => fileURLToPath(new URL(`../../src/services/${f}`, import.meta.url)))
+const USAGE_ERROR = 2
+const isRoot = process.getuid?.() === 0
+
+interface Finding {
+  readonly code: string
+  readonly path: string
+  readonly fix?: string
+}
+
+const env = (): NodeJS.ProcessEnv => {
+  const e = { ...process.env }
+  delete e["PI_ADAPTATIVE_CODING_AGENT_DIR"]
+  delete e["PI_STATE_BACKUP_DIR"]
+  return e
+}
+
+const cli = (agentDir: string, args: ReadonlyArray<string>) =>
+  spawnSync(process.execPath, [MAIN, "--agent-dir", agentDir, ...args], { env: env(), encoding: "utf8" })
+
+const doctorFindings = (agentDir: string): ReadonlyArray<Finding> => {
+  const result = cli(agentDir, ["doctor", "--json"])
+  assert.notStrictEqual(result.status, USAGE_ERROR, result.stderr)
+  return (JSON.parse(result.stdout) as { findings: ReadonlyArray<Finding> }).findings
+}
+
+/** The commands in a fix text: whatever stands in backticks. */
+const commandsOf = (fix: string | undefined): ReadonlyArray<string> =>
+  fix === undefined ? [] : [...fix.matchAll(/`([^`]+)`/g)].map((m) => m[1]!)
+
+const temps: Array<string> = []
+afterAll(() => {
+  for (const dir of temps) Fs.rmSync(dir, { recursive: true, force: true })
+})
+
+/** One of every finding whose fix is a command (the chown case needs root to plant a foreign owner). */
+const fixture = (): string => {
+  const base = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-doctor-fixes-"))
+  temps.push(base)
+  const agentDir = Path.join(base, "agent")
+  Fs.mkdirSync(agentDir)
+  const dir = (rel: string, mode = 0o700) => {
+    Fs.mkdirSync(Path.join(agentDir, rel), { recursive: true })
+    Fs.chmodSync(Path.join(agentDir, rel), mode)
+  }
+  // legacy-entry and legacy-sidecar: `pi-storage migrate`
+  Fs.writeFileSync(Path.join(agentDir, "trust.json"), "{\"trusted\":[]}")
+  Fs.writeFileSync(Path.join(agentDir, "settings.json:Zone.Identifier"), "[ZoneTransfer]\nZoneId=3\n")
+  // state-world-writable: `chmod 700 state`
+  dir("state", 0o777)
+  // work-unfinished-trash, deeper than the default maxDepth (64): `pi-storage work prune tools/bash`
+  dir("work")
+  dir("work/tools")
+  dir("work/tools/bash")
+  let deep = Path.join(agentDir, "work/tools/bash/.trash/old.0badc0de")
+  for (let i = 0; i < 100; i++) deep = Path.join(deep, "d")
+  Fs.mkdirSync(deep, { recursive: true })
+  Fs.writeFileSync(Path.join(deep, "f"), "x")
+  // work-root-unsafe (group/world-writable category): `chmod 700 work/loose`
+  dir("work/loose", 0o777)
+  // state-backup-incomplete (a dead writer's snapshot in the default backup root): `pi-storage backup create`
+  const backupRoot = Path.join(base, "backups", "agent")
+  Fs.mkdirSync(Path.join(backupRoot, ".incomplete-20260101t000000000z-dead"), { recursive: true, mode: 0o700 })
+  Fs.chmodSync(Path.join(base, "backups"), 0o700)
+  Fs.chmodSync(backupRoot, 0o700)
+  // work-root-unsafe (foreign owner): `chown <uid> work/foreign`
+  if (isRoot) {
+    dir("work/foreign")
+    Fs.chownSync(Path.join(agentDir, "work/foreign"), 4242, 4242)
+  }
+  return agentDir
+}
+
+const EXPECTED_CODES = ["legacy-entry", "legacy-sidecar", "state-world-writable", "work-unfinished-trash", "work-root-unsafe", "state-backup-incomplete"]
+
+describe("the doctor's suggested commands (built CLI)", () => {
+  it("each one is valid, and afterwards the doctor no longer reports what it fixed", () => {
+    const agentDir = fixture()
+    const before = doctorFindings(agentDir)
+    const withCommands = before.filter((f) => commandsOf(f.fix).length > 0)
+    assert.includeMembers([...new Set(withCommands.map((f) => f.code))], EXPECTED_CODES)
+    if (isRoot) assert.isTrue(withCommands.some((f) => f.code === "work-root-unsafe" && f.fix!.includes("chown")), "the chown fix was planted")
+    const ran: Array<string> = []
+    for (const finding of withCommands) {
+      for (const command of commandsOf(finding.fix)) {
+        if (ran.includes(command)) continue
+        ran.push(command)
+        const words = command.split(/\s+/)
+        if (words[0] === "pi-storage") {
+          const result = cli(agentDir, words.slice(1))
+          assert.notStrictEqual(result.status, USAGE_ERROR, `${command}: ${result.stderr}`)
+          assert.strictEqual(result.status, 0, `${command} (for ${finding.code}): ${result.stdout}${result.stderr}`)
+        } else {
+          const result = spawnSync("sh", ["-c", command], { cwd: agentDir, encoding: "utf8" })
+          assert.strictEqual(result.status, 0, `${command} (for ${finding.code}): ${result.stderr}`)
+        }
+      }
+    }
+    const after = doctorFindings(agentDir)
+    for (const fixed of withCommands) {
+      assert.isFalse(after.some((f) => f.code === fixed.code && f.path === fixed.path), `still reported after its fix: ${fixed.code} ${fixed.path}`)
+    }
+    assert.deepStrictEqual(Fs.readdirSync(Path.join(agentDir, "work/tools/bash/.trash")), [], "the deep trash tree is gone")
+  })
+
+  it("every command template in the findings' sources is one the test above runs", () => {
+    // A new fix with a command must come with a fixture above: its first two words are matched here.
+    const templates = FINDING_SOURCES.flatMap((file) =>
+      [...Fs.readFileSync(file, "utf8").matchAll(/\\?`((?:pi-storage|chmod|chown) [^`\\]+)\\?`/g)]
+        .map((m) => m[1]!.split(/\s+/).slice(0, 2).join(" "))
+        .filter((t) => !t.includes("…"))) // a doc comment's placeholder, not a suggestion
+    assert.isAbove(templates.length, 4)
+    const covered = ["pi-storage migrate", "pi-storage work", "pi-storage backup", "chmod 700", ...(isRoot ? ["chown ${uid}"] : [])]
+    for (const template of templates) {
+      if (template === "chown ${uid}" && !isRoot) continue // needs root to plant a foreign owner
+      assert.include(covered, template, `doctor suggests \`${template} …\` but no test runs it`)
+    }
+  })
+})

@@ -1,0 +1,126 @@
+/**
+ * Issue 12 §6: a quarantined tree in `.trash/` is finished whatever its depth (the measuring `maxDepth`
+ * never bounds it), within a time budget per prune, and whatever is left is reported in `errors`.
+ */
+import * as nfs from "node:fs"
+import * as os from "node:os"
+import * as NodePath from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, TestClock } from "effect"
+import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
+import { NodeFileSystemLive, nodeFileSystemWith, type Walker } from "../../src/layers/NodeFileSystem.js"
+import { defaultWalkerKind } from "../../src/layers/node/walkers.js"
+import { NodeHostLive } from "../../src/layers/NodeHost.js"
+import { storageLayer } from "../../src/layers/Storage.js"
+import { TRASH_TIME_BUDGET_MS } from "../../src/services/internal/prune.js"
+import { openTiers } from "../../src/services/TierStorage.js"
+import { WorkRuns } from "../../src/services/WorkRuns.js"
+import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
+
+const DEPTH = 200
+
+/** `levels` nested directories `d/d/d…`, each holding one file: 2 × levels entries. */
+const deepChain = (levels: number): ReadonlyArray<string> => {
+  const paths: Array<string> = []
+  let rel = ""
+  for (let i = 0; i < levels; i++) {
+    rel = rel === "" ? "d" : `${rel}/d`
+    paths.push(`${rel}/f`)
+  }
+  return paths
+}
+
+const walkers: ReadonlyArray<Walker> = defaultWalkerKind === "native" ? ["native", "portable"] : ["portable"]
+
+describe("deep trees left in .trash (Node layer)", () => {
+  for (const walker of walkers) {
+    it.effect(`a ${DEPTH}-deep quarantined tree is gone after one prune, default policy (${walker} walker)`, () =>
+      Effect.gen(function*() {
+        const agentDir = nfs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-trash-depth-"))
+        try {
+          const tenantDir = NodePath.join(agentDir, "work", "tools", "bash")
+          const quarantined = NodePath.join(tenantDir, ".trash", "old-run.0badc0de")
+          for (const rel of deepChain(DEPTH)) {
+            nfs.mkdirSync(NodePath.join(quarantined, NodePath.dirname(rel)), { recursive: true, mode: 0o700 })
+            nfs.writeFileSync(NodePath.join(quarantined, rel), "x")
+          }
+          for (const d of [NodePath.join(agentDir, "work"), NodePath.join(agentDir, "work", "tools"), tenantDir]) nfs.chmodSync(d, 0o700)
+          const world = Layer.merge(nodeFileSystemWith(walker), NodeHostLive)
+          const report = yield* Effect.flatMap(WorkRuns, (w) => w.prune({ category: "tools", tenant: "bash" })).pipe(
+            Effect.provide(storageLayer(world, { agentDir, migrate: false, workRuns: { opportunisticRetention: false } }))
+          )
+          assert.deepStrictEqual(report.errors, [])
+          assert.deepStrictEqual(nfs.readdirSync(NodePath.join(tenantDir, ".trash")), [])
+        } finally {
+          nfs.rmSync(agentDir, { recursive: true, force: true })
+        }
+      }))
+  }
+})
+
+describe("deep cache trees (Node layer)", () => {
+  it.scoped("cache.clear() removes a cache/ tree 300 levels deep", () =>
+    Effect.gen(function*() {
+      const root = nfs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-cache-depth-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => nfs.rmSync(root, { recursive: true, force: true })))
+      const dirs = { configDir: NodePath.join(root, "config"), stateDir: NodePath.join(root, "state"), cacheDir: NodePath.join(root, "cache") }
+      for (const rel of deepChain(300)) {
+        nfs.mkdirSync(NodePath.join(dirs.cacheDir, NodePath.dirname(rel)), { recursive: true })
+        nfs.writeFileSync(NodePath.join(dirs.cacheDir, rel), "x")
+      }
+      const tiers = yield* openTiers(dirs)
+      yield* tiers.cache.clear()
+      assert.isFalse(nfs.existsSync(dirs.cacheDir))
+    }).pipe(Effect.provide(NodeFileSystemLive)))
+})
+
+describe("deep trees left in .trash (Memory world)", () => {
+  const TRASH = `${AGENT_DIR}/work/tools/bash/.trash`
+  const plant = (world: MemoryWorld, name: string) =>
+    Effect.forEach(deepChain(DEPTH), (rel) => world.writeFixture(`${TRASH}/${name}/${rel}`, "x"), { discard: true })
+
+  it.scoped("the policy's maxDepth does not bound finishing .trash", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      yield* plant(world, "a.00000001")
+      const p = yield* spawnProcess(world, { workRuns: { opportunisticRetention: false } })
+      const report = yield* p.workRuns.prune({ category: "tools", tenant: "bash", policy: { maxDepth: 3, maxEntries: 10 } })
+      assert.deepStrictEqual(report.errors, [])
+      assert.deepStrictEqual(Object.keys(world.tree(TRASH)), [TRASH])
+    }))
+
+  it.scoped("a prune whose time budget runs out reports what is left; the next prunes finish it", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      yield* plant(world, "a.00000001")
+      yield* plant(world, "b.00000002")
+      // A slow disk: every removal slice deletes at most 40 entries and takes the whole time budget.
+      let slices = 0
+      const p = yield* spawnProcess(world, {
+        workRuns: { opportunisticRetention: false },
+        wrapFs: (fs) => ({
+          ...fs,
+          removeTree: (path, budget) =>
+            fs.removeTree(path, { ...budget, maxEntries: Math.min(budget.maxEntries, 40) }).pipe(
+              Effect.tap(() => TestClock.adjust(TRASH_TIME_BUDGET_MS)),
+              Effect.tap(() => void slices++)
+            )
+        })
+      })
+      const first = yield* p.workRuns.prune({ category: "tools", tenant: "bash" })
+      assert.strictEqual(slices, 1, "no new slice after the deadline")
+      assert.deepStrictEqual(first.errors.map((e) => e.path).sort(), [`${TRASH}/a.00000001`, `${TRASH}/b.00000002`])
+      assert.include(first.errors[0]!.message, "the next prune continues")
+      let prunes = 1
+      let last = first
+      while (Object.keys(world.tree(TRASH)).length > 1 && prunes < 40) {
+        last = yield* p.workRuns.prune({ category: "tools", tenant: "bash" })
+        prunes++
+        if (Object.keys(world.tree(TRASH)).length > 1) assert.isAbove(last.errors.length, 0, "errors while anything is left")
+      }
+      assert.deepStrictEqual(Object.keys(world.tree(TRASH)), [TRASH])
+      assert.deepStrictEqual(last.errors, [])
+      // 2 trees × (200 dirs + 200 files + root) in slices of 40: about 21 prunes, each one resuming the last.
+      assert.isAtLeast(prunes, 20)
+    }))
+})
