@@ -61,8 +61,9 @@ describe("doctor: the user profile", () => {
       const world = fresh()
       yield* seedPi(world)
       const writer = profileProcess(world, { budgetBytes: 120 })
-      // mkdir state, mkdir state/user-profile, the lock, then the journal (temp + rename): crash right after it.
-      world.crashAfter(5, { hostname: HOST, pid: writer.pid })
+      // mkdir state, mkdir state/user-profile, the lock (exclusive create, then its write), then the journal
+      // (temp + rename): crash right after it.
+      world.crashAfter(6, { hostname: HOST, pid: writer.pid })
       yield* writer.run((p) => p.add("y".repeat(100))).pipe(Effect.exit)
       world.kill(HOST, writer.pid)
       world.recover()
