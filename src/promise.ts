@@ -145,6 +145,10 @@ const installExitHook = () => {
   })
 }
 
+/** The store's logger: typed warnings to `onWarning` (else a process warning), never Effect's stdout logger. */
+const storeWarnings = (options: OpenOptions) =>
+  warningLoggerLayer(options.onWarning ?? emitProcessWarning, (message) => process.emitWarning(message, { type: "PiAgentStorageWarning" }))
+
 const storeLayer = (options: OpenOptions) =>
   Layer.merge(
     storageLayer(NodeWorld, {
@@ -152,7 +156,7 @@ const storeLayer = (options: OpenOptions) =>
       migrate: options.migrate,
       workRuns: { heartbeatSleep: unrefSleep, ...(options.staleUnreadableMs === undefined ? {} : { staleUnreadableMs: options.staleUnreadableMs }) }
     }),
-    warningLoggerLayer(options.onWarning ?? emitProcessWarning, (message) => process.emitWarning(message, { type: "PiAgentStorageWarning" }))
+    storeWarnings(options)
   )
 
 const asLease = (run: WorkRun, release: (o?: { delete?: boolean }) => Promise<ReleaseOutcome>): WorkRunLease => ({
@@ -253,7 +257,7 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
     migrateAgentDirLayout: (o = {}) => whileOpen(() => runTyped(runtime, migration.migrateAgentDirLayout(agentDir, o))),
     doctor: (o = {}) => whileOpen(() => runTyped(runtime, doctor.doctor(agentDir, o as DoctorOptions))),
     configHistory: (o = {}) =>
-      makePromiseConfigHistory({ path: agentDirPath, paths }, o, whileOpen, (dispose) => void extraRuntimes.add(dispose)),
+      makePromiseConfigHistory({ path: agentDirPath, paths }, o, whileOpen, (dispose) => void extraRuntimes.add(dispose), storeWarnings(options)),
     stateBackups: (o = {}) => {
       if (closed !== undefined) throw new StorageClosed({ agentDir })
       const backups = runtime.runSync(StateBackups.make(o)) // pure: resolves the root, touches nothing

@@ -19,13 +19,19 @@ export type StorageWarning =
   }
   /** Releasing could not remove this holder's lease file: the run counts as held until the lease is judged dead. */
   | { readonly _tag: "LeaseNotRemoved"; readonly leasePath: string; readonly message: string }
+  /** The config history removed a git lock file (`index.lock` …) a dead git left, while holding its own writer lock. */
+  | { readonly _tag: "StaleGitLockRemoved"; readonly path: string; readonly message: string }
+  /** A config rollback (or a failed change's restore) left a live path alone: a link or a file on its way, or at it. */
+  | { readonly _tag: "ConfigPathSkipped"; readonly path: string; readonly reason: string; readonly message: string }
 
 export type StorageWarningTag = StorageWarning["_tag"]
 
 const FIELDS: { readonly [T in StorageWarningTag]: ReadonlyArray<string> } = {
   HeartbeatFailed: ["leasePath"],
   BackgroundPruneFailed: ["category", "tenant", "reason"],
-  LeaseNotRemoved: ["leasePath"]
+  LeaseNotRemoved: ["leasePath"],
+  StaleGitLockRemoved: ["path"],
+  ConfigPathSkipped: ["path", "reason"]
 }
 
 /** The annotation that marks a log entry as one of ours. */

@@ -36,13 +36,15 @@ export const makePromiseConfigHistory = (
   agent: { readonly path: string; readonly paths: AgentPaths },
   options: ConfigHistoryOptions,
   whileOpen: <A>(run: () => Promise<A>) => Promise<A>,
-  onDispose: (dispose: () => Promise<void>) => void
+  onDispose: (dispose: () => Promise<void>) => void,
+  /** The store's warning logger (`onWarning`), so this runtime's warnings reach the caller as the store's do. */
+  warnings: Layer.Layer<never>
 ): PromiseConfigHistory => {
   let runtime: ManagedRuntime.ManagedRuntime<ConfigHistory, never> | undefined
   const get = () => {
     if (runtime === undefined) {
       const agentDir = Layer.succeed(AgentDir, { path: agent.path, source: "option", paths: agent.paths })
-      runtime = ManagedRuntime.make(ConfigHistory.layer(options).pipe(Layer.provide(Layer.mergeAll(NodeWorld, NodeCommandExecutorLive, agentDir))))
+      runtime = ManagedRuntime.make(ConfigHistory.layer(options).pipe(Layer.provide(Layer.mergeAll(NodeWorld, NodeCommandExecutorLive, agentDir)), Layer.merge(warnings)))
       const built = runtime
       onDispose(() => built.dispose())
     }

@@ -47,7 +47,9 @@ import {
   InvalidArgument,
   UnknownRevision
 } from "../domain/Errors.js"
+import { aFileType } from "../domain/FileTypeWords.js"
 import { decodeJsonBytes, encodeJsonBytes } from "../domain/Formats.js"
+import { chainComponentViolation, dirsBelowRoot } from "../domain/PathChain.js"
 import { decodeSegment } from "../domain/Segment.js"
 import { resolveStateDir } from "../domain/Tiers.js"
 import { tierPaths, WEB_DATA_DIR_ENV } from "../domain/WebPaths.js"
@@ -58,6 +60,7 @@ import { type InterruptedChange, historyDirOf, readChangeSentinel, sentinelPathO
 import { depsFromContext, selfIdentity } from "./internal/deps.js"
 import { type Git, makeGit, utf8 } from "./internal/git.js"
 import { tryAcquireMarker } from "./internal/markers.js"
+import { warn } from "./internal/warn.js"
 
 export type { InterruptedChange } from "./internal/configSentinel.js"
 export type { LogEntry } from "../domain/ConfigHistory.js"
@@ -97,6 +100,8 @@ export interface RollbackResult {
   readonly removed: ReadonlyArray<string>
   /** Redacted credentials with no live value to keep: their keys were left out (`file#/json/pointer`). */
   readonly unresolvedSecrets: ReadonlyArray<string>
+  /** Live paths left alone: a symlink or a file on the way from the managed root, or at the path itself. */
+  readonly skipped: ReadonlyArray<Skipped>
 }
 
 export interface HistoryStatus {
@@ -217,6 +222,9 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
       if (root === WEB_MIRROR && webRoot !== undefined) return NodePath.join(webRoot, ...rest)
       return undefined
     }
+    /** The managed root a repo path's live file sits under (the anchor of the parent-chain check). */
+    const liveRootOf = (repoPath: string): string | undefined =>
+      repoPath.startsWith(`${AGENT_MIRROR}/`) ? agentDir : repoPath.startsWith(`${WEB_MIRROR}/`) ? webRoot : undefined
 
     // ------------------------------------------------------------------------------------------ live files
 
@@ -441,7 +449,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
       for (const rel of ["index.lock", "HEAD.lock", "refs/heads/main.lock"]) {
         const path = NodePath.join(gitDir, ...rel.split("/"))
         if (yield* exists(path)) {
-          yield* Effect.logWarning("removing a stale git lock left by a dead writer").pipe(Effect.annotateLogs({ path }))
+          yield* warn({ _tag: "StaleGitLockRemoved", path, message: `config history: removing a stale git lock left by a dead writer: ${path}` })
           yield* fs.removeFile(path).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
         }
       }
@@ -538,7 +546,51 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
         return files
       })
 
-    /** Write `revision`'s files into place and remove tracked live files it does not have. */
+    /**
+     * Every directory from the file's managed root down to its parent must be a real directory: the reason when
+     * an existing one is not (a symlink, a file), `null` when all are (missing ones are fine: created later).
+     */
+    const parentChainViolation = (root: string, livePath: string) =>
+      Effect.gen(function*() {
+        const dirs = dirsBelowRoot(root, livePath)
+        if (dirs === undefined) return "not below its managed root"
+        for (const d of dirs) {
+          const info = yield* lstatOption(d)
+          if (info === undefined) return null
+          const bad = chainComponentViolation(info.type)
+          if (bad !== null) return `${NodePath.relative(root, d)} is ${bad}`
+        }
+        return null
+      })
+
+    /**
+     * Create the missing parents one level at a time, each exclusively (never a recursive mkdir, which would go
+     * through a link): one that appeared meanwhile must be a real directory. The reason when it is not.
+     */
+    const makeParents = (root: string, livePath: string) =>
+      Effect.gen(function*() {
+        for (const d of dirsBelowRoot(root, livePath) ?? []) {
+          let info = yield* lstatOption(d)
+          if (info === undefined) {
+            const made = yield* fs.makeDirectory(d, { mode: 0o700 }).pipe(
+              Effect.as(true),
+              Effect.catchIf((e) => e.reason === "AlreadyExists", () => Effect.succeed(false))
+            )
+            if (made) continue
+            info = yield* lstatOption(d)
+            if (info === undefined) return `${NodePath.relative(root, d)} vanished while being created`
+          }
+          const bad = chainComponentViolation(info.type)
+          if (bad !== null) return `${NodePath.relative(root, d)} is ${bad}`
+        }
+        return null
+      })
+
+    /**
+     * Write `revision`'s files into place and remove tracked live files it does not have. A path whose way from
+     * its managed root holds a symlink or a file, or that is itself not a regular file, is left alone and
+     * reported (`skipped` and a `ConfigPathSkipped` warning): nothing is ever written or removed through a link.
+     */
     const restoreLocked = (revision: string | null) =>
       Effect.gen(function*() {
         const wanted = yield* revisionFiles(revision)
@@ -546,27 +598,52 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
         const restored: Array<string> = []
         const removed: Array<string> = []
         const unresolvedSecrets: Array<string> = []
+        const skipped: Array<Skipped> = []
+        const skip = (path: string, reason: string) =>
+          Effect.sync(() => skipped.push({ path, reason })).pipe(
+            Effect.zipRight(warn({ _tag: "ConfigPathSkipped", path, reason, message: `config history left ${path} alone: ${reason}` }))
+          )
         for (const [repoPath, bytes] of wanted) {
           const livePath = livePathOf(repoPath)
+          const root = liveRootOf(repoPath)
           const display = displayOfRepoPath(repoPath)
-          // Never write over something history does not track now (a link, a denylisted name, a directory).
-          if (livePath === undefined || NEVER_VERSIONED.includes(display) || deniedBy(display, denylist) !== null) continue
+          // Never write over something history does not track now (a denylisted name), nor outside the roots managed now.
+          if (livePath === undefined || root === undefined || NEVER_VERSIONED.includes(display) || deniedBy(display, denylist) !== null) continue
+          // The way there first: not even the current file is read through a link.
+          const onTheWay = yield* parentChainViolation(root, livePath)
+          if (onTheWay !== null) {
+            yield* skip(display, onTheWay)
+            continue
+          }
           const info = yield* lstatOption(livePath)
-          if (info !== undefined && info.type !== "File") continue
+          if (info !== undefined && info.type !== "File") {
+            yield* skip(display, `${aFileType(info.type)} at the path, not a regular file (never written over)`)
+            continue
+          }
           const current = info === undefined ? undefined : yield* fs.readFile(livePath, { maxBytes: Math.max(budget, info.size) })
           const next = rollbackContent(bytes, current)
           for (const at of next.unresolved) unresolvedSecrets.push(`${display}#${at}`)
           if (current !== undefined && sameBytes(current, next.bytes)) continue
-          yield* fs.makeDirectory(NodePath.dirname(livePath), { recursive: true, mode: 0o700 })
+          const made = yield* makeParents(root, livePath)
+          if (made !== null) {
+            yield* skip(display, made)
+            continue
+          }
           yield* fs.writeFileAtomic(livePath, next.bytes, { mode: info?.mode ?? 0o600 })
           restored.push(display)
         }
         for (const file of live.files) {
           if (wanted.has(file.repoPath)) continue
+          const root = liveRootOf(file.repoPath)
+          const onTheWay = root === undefined ? "not below a managed root" : yield* parentChainViolation(root, file.livePath)
+          if (onTheWay !== null) {
+            yield* skip(file.display, onTheWay)
+            continue
+          }
           yield* fs.removeFile(file.livePath).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
           removed.push(file.display)
         }
-        return { restored, removed, unresolvedSecrets }
+        return { restored, removed, unresolvedSecrets, skipped }
       })
 
     const snapshot = (o: { readonly message?: string | undefined } = {}) =>
