@@ -7,7 +7,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import { renderPatch } from "../../src/cli/commands/config.js"
+import { renderPatch, renderRollback } from "../../src/cli/commands/config.js"
 import { painter } from "../../src/cli/format.js"
 
 const MAIN = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta.url))
@@ -88,6 +88,21 @@ describe("pi-storage config (built CLI)", () => {
     assert.strictEqual(Fs.readFileSync(Path.join(agent, "auth.json"), "utf8"), '{ "k": "SEKRET" }\n')
 
   }, 60_000)
+
+  it("a rollback names every path it left alone, with why", () => {
+    const r = {
+      revision: "b".repeat(40),
+      restored: ["settings.json"],
+      removed: [],
+      unresolvedSecrets: [],
+      skipped: [{ path: "notes/config/sub/x.json", reason: "notes/config/sub is a symlink on the way (never written through)" }]
+    }
+    assert.strictEqual(
+      renderRollback(painter(false), "a".repeat(40), r),
+      `Rolled back to aaaaaaaaaaaa as bbbbbbbbbbbb: 1 file restored, 0 removed\n  restored  settings.json\n` +
+        `  skipped   notes/config/sub/x.json: notes/config/sub is a symlink on the way (never written through)\n`
+    )
+  })
 
   it("the diff is coloured only when painting is on (a TTY)", () => {
     const d = { files: ["s.json"], patch: "diff --git a/s.json b/s.json\n@@ -1 +1 @@\n-old\n+new\n" }

@@ -78,7 +78,8 @@ export const renderRollback = (paint: Paint, target: string, r: RollbackResult):
   `${plural(r.restored.length, "file")} restored, ${r.removed.length} removed\n` +
   r.restored.map((p) => `  restored  ${p}\n`).join("") +
   r.removed.map((p) => `  removed   ${p}\n`).join("") +
-  r.unresolvedSecrets.map((p) => `  ${paint("yellow", "left out")}  ${p} (a redacted secret with no live value)\n`).join("")
+  r.unresolvedSecrets.map((p) => `  ${paint("yellow", "left out")}  ${p} (a redacted secret with no live value)\n`).join("") +
+  r.skipped.map((s) => `  ${paint("yellow", "skipped")}   ${s.path}: ${s.reason}\n`).join("")
 
 type History = import("../../services/ConfigHistory.js").ConfigHistory["Type"]
 
