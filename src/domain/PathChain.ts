@@ -13,7 +13,7 @@ import { aFileType } from "./FileTypeWords.js"
  */
 export const dirsBelowRoot = (root: string, file: string): ReadonlyArray<string> | undefined => {
   const rel = NodePath.relative(root, file)
-  if (rel === "" || rel.startsWith("..") || NodePath.isAbsolute(rel)) return undefined
+  if (rel === "" || rel === ".." || rel.startsWith(`..${NodePath.sep}`) || NodePath.isAbsolute(rel)) return undefined
   const parts = rel.split(NodePath.sep).slice(0, -1)
   return parts.map((_, i) => NodePath.join(root, ...parts.slice(0, i + 1)))
 }

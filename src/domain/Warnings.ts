@@ -23,6 +23,10 @@ export type StorageWarning =
   | { readonly _tag: "StaleGitLockRemoved"; readonly path: string; readonly message: string }
   /** A config rollback (or a failed change's restore) left a live path alone: a link or a file on its way, or at it. */
   | { readonly _tag: "ConfigPathSkipped"; readonly path: string; readonly reason: string; readonly message: string }
+  /** The config history's stat cache could not be written: only a speed-up, the next snapshot reads the files. */
+  | { readonly _tag: "ConfigStatCacheNotWritten"; readonly reason: string; readonly message: string }
+  /** After a failed `change()` the files could not be restored: the crash sentinel stays and names the last good revision. */
+  | { readonly _tag: "ConfigChangeNotRestored"; readonly change: string; readonly reason: string; readonly message: string }
 
 export type StorageWarningTag = StorageWarning["_tag"]
 
@@ -31,7 +35,9 @@ const FIELDS: { readonly [T in StorageWarningTag]: ReadonlyArray<string> } = {
   BackgroundPruneFailed: ["category", "tenant", "reason"],
   LeaseNotRemoved: ["leasePath"],
   StaleGitLockRemoved: ["path"],
-  ConfigPathSkipped: ["path", "reason"]
+  ConfigPathSkipped: ["path", "reason"],
+  ConfigStatCacheNotWritten: ["reason"],
+  ConfigChangeNotRestored: ["change", "reason"]
 }
 
 /** The annotation that marks a log entry as one of ours. */

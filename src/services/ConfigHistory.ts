@@ -403,7 +403,9 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
         yield* fs.writeFileAtomic(statCachePath, encodeJsonBytes(cache), { sync: false })
       }).pipe(
         // Only a speed-up: a cache that cannot be written means the next snapshot reads the files.
-        Effect.catchAll((e) => Effect.logWarning("could not write the config history's stat cache").pipe(Effect.annotateLogs({ error: e.message })))
+        Effect.catchAll((e) =>
+          warn({ _tag: "ConfigStatCacheNotWritten", reason: e.message, message: `could not write the config history's stat cache: ${e.message}` })
+        )
       )
 
     const pendingPath = inDir(PENDING_MARKER)
@@ -710,9 +712,12 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
         const restored = yield* Effect.either(restoreLocked(lastGood))
         if (restored._tag === "Left") {
           // The sentinel stays: status() and the doctor name the revision to roll back to.
-          yield* Effect.logWarning("could not restore the config after a failed change").pipe(
-            Effect.annotateLogs({ change: message, error: restored.left.message })
-          )
+          yield* warn({
+            _tag: "ConfigChangeNotRestored",
+            change: message,
+            reason: restored.left.message,
+            message: `could not restore the config after the failed change "${message}": ${restored.left.message}`
+          })
         } else {
           yield* clearSentinel
         }
