@@ -9,6 +9,7 @@
  * the denylist, the red lines and the redaction of credentials are pure rules (src/domain/ConfigHistory.ts,
  * src/domain/ConfigRedLines.ts).
  */
+import { aFileType } from "../domain/FileTypeWords.js"
 import * as NodePath from "node:path"
 import { CommandExecutor } from "@effect/platform/CommandExecutor"
 import * as Clock from "effect/Clock"
@@ -244,7 +245,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
           out.present.add(repoPath)
         }
         if (info.type === "SymbolicLink") return skip("a symlink (history never follows links)")
-        if (info.type !== "File") return skip(`a ${info.type}, not a file`)
+        if (info.type !== "File") return skip(`${aFileType(info.type)}, not a regular file`)
         if (NEVER_VERSIONED.includes(display)) return skip("credentials: never versioned")
         const pattern = deniedBy(display, denylist)
         if (pattern !== null) return skip(`denylisted (${pattern}): never committed`)

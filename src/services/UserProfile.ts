@@ -12,6 +12,7 @@
  * file of the wrong type is `UnsafeProfile` before anything is read or written through it. A shard that does
  * not parse is listed by `read` and makes mutations refuse (its facts are unknown); it is never touched.
  */
+import { aFileType } from "../domain/FileTypeWords.js"
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -139,7 +140,7 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) 
       const info = yield* lstat(path)
       if (info === undefined) return null
       if (info.type === "SymbolicLink") return yield* unsafe(path, "symlink", "it is a symlink; the library neither reads nor writes through one")
-      if (info.type !== "File") return yield* unsafe(path, "not-a-regular-file", `it is a ${info.type}`)
+      if (info.type !== "File") return yield* unsafe(path, "not-a-regular-file", `it is ${aFileType(info.type)}`)
       const bytes = yield* fs.readFile(path, { maxBytes }).pipe(
         Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(null))
       )
@@ -160,7 +161,7 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) 
     const info = yield* lstat(archiveDir)
     if (info === undefined) return { shards, unparsable, indexed: null, indexExists: false }
     if (info.type === "SymbolicLink") return yield* unsafe(archiveDir, "symlink", "the archive directory is a symlink")
-    if (info.type !== "Directory") return yield* unsafe(archiveDir, "not-a-directory", `the archive directory is a ${info.type}`)
+    if (info.type !== "Directory") return yield* unsafe(archiveDir, "not-a-directory", `the archive directory is ${aFileType(info.type)}`)
     const entries = yield* fs.readDirectory(archiveDir)
     let indexed: ReadonlyArray<string> | null = null
     let indexExists = false
@@ -169,7 +170,7 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) 
       if (!isIndex && !SHARD_NAME_RE.test(entry.name)) continue
       const path = shardPath(entry.name)
       if (entry.type === "SymbolicLink") return yield* unsafe(path, "symlink", "a shard or index that is a symlink")
-      if (entry.type !== "File") return yield* unsafe(path, "not-a-regular-file", `a shard or index that is a ${entry.type}`)
+      if (entry.type !== "File") return yield* unsafe(path, "not-a-regular-file", `a shard or index that is ${aFileType(entry.type)}`)
       const text = yield* readRegular(path, ARCHIVE_FILE_MAX_BYTES).pipe(
         Effect.catchIf((e) => e._tag === "FileSystemError" && e.reason === "TooLarge", () => Effect.succeed(undefined))
       )

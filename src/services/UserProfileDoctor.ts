@@ -21,7 +21,7 @@ export interface ProfileFinding {
   readonly severity?: Severity
 }
 
-const EDIT_FIX = "the next `pi-storage memory add/replace/remove` (or any profile mutation) repairs it"
+const EDIT_FIX = "the next profile edit (pi-storage memory add, replace or remove) repairs it"
 
 /** Never fails: what cannot be read is a finding. */
 export const userProfileFindings = (deps: Deps, agentDir: string): Effect.Effect<ReadonlyArray<ProfileFinding>> =>

@@ -14,6 +14,7 @@ import { doctor } from "../../src/services/Doctor.js"
 import { cleanGitEnv, rawGit, setup } from "./configHistorySupport.js"
 
 const FIXTURE = NodePath.join(import.meta.dirname, "..", "fixtures", "configHistory.mjs")
+const CLI = NodePath.join(import.meta.dirname, "..", "..", "dist", "cli", "main.js")
 
 interface Child {
   readonly done: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>
@@ -133,7 +134,12 @@ describe("ConfigHistory across processes (real git)", () => {
       assert.include(finding!.message, "switch model")
       assert.include(finding!.fix!, `pi-storage config rollback ${good.slice(0, 12)}`)
 
-      const back = yield* history.rollback(status.interrupted!.lastGoodRevision!)
+      // The doctor's own suggestion, run as written through the built CLI (issue 12 §6: every command it
+      // suggests is valid and does what it says).
+      const suggested = /`(pi-storage config rollback [0-9a-f]+)`/.exec(finding!.fix!)![1]!.split(" ")
+      const env = { ...process.env }
+      delete env["PI_WEB_DATA_DIR"]
+      const back = JSON.parse(execFileSync(process.execPath, [CLI, "--agent-dir", agent, ...suggested.slice(1), "--json"], { env, encoding: "utf8" }))
       assert.deepStrictEqual(back.restored, ["settings.json"])
       assert.strictEqual(read("agent/settings.json"), JSON.stringify({ good: true }) + "\n")
       assert.isNull((yield* history.status()).interrupted)
