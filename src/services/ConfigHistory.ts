@@ -48,7 +48,6 @@ import {
   InvalidArgument,
   UnknownRevision
 } from "../domain/Errors.js"
-import { aFileType } from "../domain/FileTypeWords.js"
 import { decodeJsonBytes, encodeJsonBytes } from "../domain/Formats.js"
 import { chainComponentViolation, dirsBelowRoot } from "../domain/PathChain.js"
 import { decodeSegment } from "../domain/Segment.js"
