@@ -3,12 +3,13 @@
  * `<path>.reclaim`, and a marker's release unlinks only the inode it created.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Scope } from "effect"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { DEFAULT_STALE_UNREADABLE_MS } from "../../src/domain/Liveness.js"
 import { DEFAULT_REMOTE_LEASE_TTL_MS } from "../../src/domain/Retention.js"
-import type { FileSystem } from "../../src/services/FileSystem.js"
-import type { Host } from "../../src/services/Host.js"
+import { doctor } from "../../src/services/Doctor.js"
+import { FileSystem } from "../../src/services/FileSystem.js"
+import { Host } from "../../src/services/Host.js"
 import type { Deps } from "../../src/services/internal/deps.js"
 import { judgeMarker, reclaimDeadMarker, tryAcquireMarker } from "../../src/services/internal/markers.js"
 import { ensureLibraryDir, quarantineOwnedRun } from "../../src/services/internal/removeRun.js"
@@ -49,7 +50,9 @@ describe("reclaiming a dead marker (Memory)", () => {
       const a = yield* spawnProcess(world, { workRuns: { busyAttempts: 1 } })
       // The acquirer comes in at X's first touch of the marker path after its judgement: the reviewer's window
       // (with a rename aside, the path was empty here).
-      const acquire = a.workRuns.acquire({ category: "tools", tenant: "bash", runId: "shared", retention: false }).pipe(
+      // Held in the test's scope: the acquirer keeps its lease for the whole interleaving.
+      const scope = yield* Effect.scope
+      const acquire = Scope.extend(a.workRuns.acquire({ category: "tools", tenant: "bash", runId: "shared", retention: false }), scope).pipe(
         Effect.match({ onFailure: (e) => { acquirerBusy = e._tag === "RunBusy" }, onSuccess: (run) => { acquirerHeld = run } })
       )
       let fired = false
@@ -137,5 +140,22 @@ describe("reclaiming a dead marker (Memory)", () => {
       yield* p.fs.writeFileExclusive(markerPath, new TextEncoder().encode("theirs")).pipe(Effect.orDie)
       if (ours._tag === "Acquired") yield* ours.release
       assert.strictEqual(world.readFixtureText(markerPath), "theirs")
+    }))
+
+  it.scoped("dead reclaim locks are library entries: the doctor never calls them unowned or stray, a prune removes them", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      const p = yield* spawnProcess(world)
+      const run = yield* p.workRuns.acquire({ category: "tools", tenant: "bash", runId: "shared", retention: false })
+      yield* p.fs.makeDirectory(`${tenantDir}/.cleanup`, { mode: 0o700 }).pipe(Effect.orDie)
+      yield* deadMarker(world, `${markerPath}.reclaim`, "reclaim")
+      yield* deadMarker(world, `${tenantDir}/.prune.reclaim`, "reclaim")
+      const report = yield* doctor(AGENT_DIR).pipe(Effect.provideService(FileSystem, p.fs), Effect.provideService(Host, p.host))
+      const about = report.findings.filter((f) => f.path.endsWith(".reclaim"))
+      assert.deepStrictEqual(about.map((f) => f.code), ["work-dead-marker", "work-dead-marker"])
+      yield* p.workRuns.prune({ category: "tools", tenant: "bash", policy: { maxInactiveRuns: 0 } })
+      assert.isFalse(exists(world, `${markerPath}.reclaim`))
+      assert.isFalse(exists(world, `${tenantDir}/.prune.reclaim`))
+      assert.isTrue(exists(world, run.leasePath), "the held run is untouched")
     }))
 })
