@@ -31,22 +31,10 @@ import { type ReleaseOutcome, type WorkRun, WorkRuns } from "./services/WorkRuns
 import type * as Errors from "./domain/Errors.js"
 
 export * from "./domain/Errors.js"
+export { BackupBusy, SnapshotCorrupt, SnapshotNotFound, UnsafeBackupRoot } from "./domain/StateSnapshot.js"
+export * from "./domain/UserProfileErrors.js"
 /** Every error a facade call rejects with (each an `Error` with `_tag`), and their tags. */
-export type StorageError =
-  | Errors.FileSystemError
-  | Errors.InvalidSegment
-  | Errors.InvalidArgument
-  | Errors.UnownedRun
-  | Errors.ManifestMismatch
-  | Errors.RunBusy
-  | Errors.UnsafeRoot
-  | Errors.StorageUnloaded
-  | Errors.StorageClosed
-  | Errors.DataDirRemoved
-  | Errors.StateMissing
-  | Errors.StateUnreadable
-  | Errors.ConfigRedLine
-export type StorageErrorTag = StorageError["_tag"]
+export type { StorageError, StorageErrorTag } from "./domain/StorageErrors.js"
 export type { StorageWarning, StorageWarningTag } from "./domain/Warnings.js"
 export type { ReleaseOutcome } from "./services/WorkRuns.js"
 export type { DoctorReport, Finding, LayoutReport } from "./domain/MigrationPlan.js"

@@ -25,7 +25,17 @@ const VALUED_FLAGS: Readonly<Record<string, string>> = {
   "--name": "a run name",
   "--budget": "a size in bytes such as 8KiB or 4000",
   "--cwd": "a directory",
-  "--web-data-root": "a directory"
+  "--web-data-root": "a directory",
+  "--root": "a directory",
+  "--label": "a label for the snapshot",
+  "--message": "a commit message",
+  "-m": "a commit message",
+  "--limit": "a number such as 20",
+  "--extension": "an extension namespace",
+  "--sample": "a number such as 500",
+  "--keep-last": "a number such as 3",
+  "--keep-daily": "a number such as 7",
+  "--keep-weekly": "a number such as 4"
 }
 
 /** Flags of `work run` that take a value (their value is not a positional argument). */

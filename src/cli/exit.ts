@@ -3,6 +3,7 @@
  * code through, so the status can hold any value; the named codes are the tool's own.
  */
 import * as Exit from "effect/Exit"
+import type { StorageErrorTag } from "../domain/StorageErrors.js"
 
 export const ExitCode = {
   ok: 0,
@@ -16,30 +17,43 @@ export const ExitCode = {
   interrupted: 130
 } as const
 
-/** Which typed library errors are refusals (3) or the caller's mistake (2); anything else is a failure (1). */
-export const exitCodeForError = (tag: string): number => {
-  switch (tag) {
-    case "InvalidSegment":
-    case "InvalidArgument":
-    case "InvalidEntry":
-    case "UnknownRevision":
-    case "SnapshotNotFound":
-      return ExitCode.usage
-    case "UnsafeRoot":
-    case "RunBusy":
-    case "UnownedRun":
-    case "ManifestMismatch":
-    case "UnsafeProfile":
-    case "ProfileBusy":
-    case "ConfigHistoryBusy":
-    case "UnsafeBackupRoot":
-    case "BackupBusy":
-    case "SnapshotCorrupt":
-      return ExitCode.refused
-    default:
-      return ExitCode.findings
-  }
+/**
+ * The exit code of each typed library error: the caller's mistake (2), a refusal to touch what is not
+ * provably safe (3), else a failure (1). A Record over every tag, so a new error does not compile until it
+ * is placed here; a tag outside the list (a defect) is a failure.
+ */
+const EXIT_CODE_OF: Record<StorageErrorTag, number> = {
+  InvalidSegment: ExitCode.usage,
+  InvalidPolicy: ExitCode.usage,
+  InvalidArgument: ExitCode.usage,
+  InvalidEntry: ExitCode.usage,
+  UnknownRevision: ExitCode.usage,
+  SnapshotNotFound: ExitCode.usage,
+  UnsafeRoot: ExitCode.refused,
+  RunBusy: ExitCode.refused,
+  UnownedRun: ExitCode.refused,
+  ManifestMismatch: ExitCode.refused,
+  UnsafeProfile: ExitCode.refused,
+  ProfileBusy: ExitCode.refused,
+  ConfigHistoryBusy: ExitCode.refused,
+  UnsafeBackupRoot: ExitCode.refused,
+  BackupBusy: ExitCode.refused,
+  SnapshotCorrupt: ExitCode.refused,
+  TiersOverlap: ExitCode.refused,
+  ConfigRedLine: ExitCode.refused,
+  EntryNotFound: ExitCode.findings,
+  AmbiguousEntry: ExitCode.findings,
+  FileSystemError: ExitCode.findings,
+  StorageUnloaded: ExitCode.findings,
+  StorageClosed: ExitCode.findings,
+  DataDirRemoved: ExitCode.findings,
+  StateMissing: ExitCode.findings,
+  StateUnreadable: ExitCode.findings,
+  GitFailed: ExitCode.findings
 }
+
+export const exitCodeForError = (tag: string): number =>
+  Object.prototype.hasOwnProperty.call(EXIT_CODE_OF, tag) ? EXIT_CODE_OF[tag as StorageErrorTag] : ExitCode.findings
 
 export class ExitStatus {
   private code: number | undefined

@@ -192,3 +192,11 @@ export const leaseVerdict = (input: LeaseVerdictInput): LeaseVerdict => {
     `lease of host ${JSON.stringify(lease.host)} last heartbeat ${Math.max(0, ageMs)} ms ago (ttl ${input.remoteLeaseTtlMs} ms)`
   )
 }
+
+/**
+ * Whether a failed read of a marker or lease says something about its *content* (too large, swapped for a
+ * link), which the stale bound may judge, rather than about this reader (EACCES, EIO, EMFILE, …): a holder
+ * whose file we merely cannot read now is held, whatever its age (a chmod inside a run, a transient EMFILE
+ * must never make a live lease look dead).
+ */
+export const readFailureIsContent = (reason: string): boolean => reason === "TooLarge" || reason === "IsSymlink"

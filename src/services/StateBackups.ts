@@ -21,7 +21,8 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
-import { type FileSystemError, InvalidArgument, type UnsafeRoot } from "../domain/Errors.js"
+import { type FileSystemError, InvalidArgument, type InvalidSegment, type UnsafeRoot } from "../domain/Errors.js"
+import { decodeSegment } from "../domain/Segment.js"
 import { decodeJsonBytes, encodeJsonBytes, MARKER_MAX_BYTES } from "../domain/Formats.js"
 import { type ForgetPlan, type ForgetPolicy, planForgetResult } from "../domain/ForgetPlan.js"
 import { DEFAULT_REMOTE_LEASE_TTL_MS } from "../domain/Retention.js"
@@ -159,7 +160,7 @@ export class StateBackups extends Context.Tag("pi-agent-storage/StateBackups")<S
   readonly restore: (
     id: string,
     o?: { readonly extension?: string; readonly dryRun?: boolean }
-  ) => Effect.Effect<RestoreResult, BackupError | SnapshotNotFound | SnapshotCorrupt>
+  ) => Effect.Effect<RestoreResult, BackupError | SnapshotNotFound | SnapshotCorrupt | InvalidSegment>
 }>() {
   static readonly make = (options: StateBackupsOptions = {}) =>
     Effect.gen(function*() {
@@ -648,6 +649,8 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
 
   const restore = (id: string, o?: { readonly extension?: string; readonly dryRun?: boolean }) =>
     Effect.gen(function*() {
+      // WR2 here, not only in the CLI: a namespace like `../../Documents` would name live data outside the scope.
+      if (o?.extension !== undefined) yield* decodeSegment("extension", o.extension)
       if (!(yield* checkRoot(false))) return yield* new SnapshotNotFound({ root, id })
       const run = Effect.gen(function*() {
         if (!(yield* snapshotIds).includes(id)) return yield* new SnapshotNotFound({ root, id })
@@ -659,8 +662,11 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         /** Snapshot-relative path → live path (undefined for web paths without a web data root). */
         const liveOf = (rel: string): string | undefined => {
           const [top, ...rest] = rel.split("/")
-          if (top === "agent") return NodePath.join(agentDir, ...rest)
-          return web === undefined ? undefined : NodePath.join(web, ...rest)
+          const base = top === "agent" ? agentDir : web
+          if (base === undefined) return undefined
+          const live = NodePath.join(base, ...rest)
+          // A manifest path that climbs out of its root (`..`) names nothing this restore may replace.
+          return live !== base && isWithin(live, base) ? live : undefined
         }
         const prefixes = o?.extension !== undefined ? extensionDests(o.extension) : undefined
         const inScope = (rel: string) => prefixes === undefined || prefixes.some((p) => rel === p || rel.startsWith(`${p}/`))

@@ -622,8 +622,11 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           }
           // The protocol re-checks under the run's cleanup marker: a lease that appeared meanwhile wins.
           const removed = yield* removeOwnedRun(deps, { tenantDir, category, tenant, runId })
-          if (removed._tag === "Removed") {
+          if (removed._tag === "Removed" && removed.complete) {
             outcomes.push({ runId, _tag: "Removed" })
+          } else if (removed._tag === "Removed") {
+            // Quarantined but not deleted (a mount point inside, a walk that failed): say so, never "removed".
+            outcomes.push({ runId, _tag: "Skipped", why: notDeleted(runDir, removed).message })
           } else {
             const now = yield* readLeases(deps, runDir)
             outcomes.push(isActive(now)

@@ -38,6 +38,11 @@ describe("cli/argv", () => {
     assert.include(error(["status", "--agent-dir", "--json"]), "--agent-dir needs a value")
     assert.include(error(["status", "--agent-dir="]), "--agent-dir needs a value")
     assert.include(error(["work", "prune", "a/b", "--max-age"]), "--max-age needs a value")
+    // The memory, config and backup flags too: `--label --json` must not label a snapshot "--json".
+    assert.include(error(["backup", "create", "--label", "--json"]), "--label needs a value")
+    assert.include(error(["config", "snapshot", "-m", "--json"]), "-m needs a value")
+    assert.include(error(["backup", "forget", "--keep-last", "--dry-run"]), "--keep-last needs a value")
+    assert.include(error(["backup", "restore", "x", "--extension"]), "--extension needs a value")
     assert.include(error(["work", "prune", "--max-bytes", "--json", "a/b"]), "--max-bytes needs a value")
     assert.include(error(["work", "run", "a/b", "--name", "--", "true"]), "--name needs a value")
     assert.include(error(["status", "--", "x"]), "'--' is only used by 'work run")

@@ -11,6 +11,7 @@ import { Effect, Layer, Logger, TestClock } from "effect"
 import { it as effectIt } from "@effect/vitest"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
+import * as Promised from "../../src/promise.js"
 import {
   FileSystemError,
   InvalidSegment,
@@ -107,6 +108,14 @@ describe("errors from pi-agent-storage/promise", () => {
     const refused = await storage.pruneWorkTenant({ category: "tools", tenant: "bash" }).catch((e: unknown) => e)
     expect(refused).toBeInstanceOf(UnsafeRoot)
     expect(refused).not.toBeInstanceOf(FileSystemError)
+    // The errors of the profile, the snapshots and the history are classes from /promise too.
+    const profileError = await storage.userProfile().add("two\nlines").catch((e: unknown) => e)
+    expect(profileError).toBeInstanceOf(Promised.InvalidEntry)
+    const missing = await storage.stateBackups({ root: path.join(dir, "..", "backups-for-test") }).restore("nope").catch((e: unknown) => e)
+    expect(missing).toBeInstanceOf(Promised.SnapshotNotFound)
+    for (const name of ["EntryNotFound", "AmbiguousEntry", "UnsafeProfile", "ProfileBusy", "UnsafeBackupRoot", "BackupBusy", "SnapshotCorrupt", "GitFailed", "UnknownRevision", "ConfigHistoryBusy", "TiersOverlap", "InvalidPolicy"]) {
+      expect(typeof (Promised as Record<string, unknown>)[name], name).toBe("function")
+    }
     await storage.close()
   })
 })

@@ -93,3 +93,22 @@ describe("empty markers and leases as a crash outcome (Memory)", () => {
       assert.deepStrictEqual([...leftKinds].filter((k) => k !== "other").sort(), ["cleanup", "lease", "prune"])
     }))
 })
+
+describe("a lease this reader cannot read (Memory)", () => {
+  it.scoped("an I/O error reading a live holder's lease is held whatever the lease's age, never judged stale", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      // A long remote TTL keeps the holder's heartbeat from touching its lease during the hour below.
+      const slow = { workRuns: { ...options.workRuns, remoteLeaseTtlMs: 30 * 24 * HOUR } }
+      const holder = yield* spawnProcess(world, { ...slow, pid: 100 })
+      const run = yield* holder.workRuns.acquire({ category: "tools", tenant: "bash" })
+      yield* TestClock.adjust(HOUR) // the lease file is now far older than the stale bound
+      const fault = world.injectFault({ op: "readFile", path: run.leasePath, count: Infinity, errno: "EIO" })
+      const pruner = yield* spawnProcess(world, { ...slow, pid: 200 })
+      const report = yield* pruner.workRuns.prune({ category: "tools", tenant: "bash", policy: { maxAgeMs: 0, maxInactiveRuns: 0 } })
+      assert.isTrue(fault.fired() > 0, "the pruner did meet the read error")
+      assert.deepStrictEqual(report.removed, [])
+      assert.deepStrictEqual(report.active, [run.runId])
+      assert.isTrue(world.readFixture(`${run.path}/.pi-work-run.json`) !== undefined, "the run is still in place")
+    }))
+})

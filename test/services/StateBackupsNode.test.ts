@@ -212,6 +212,20 @@ describe("StateBackups (Node layer)", () => {
       assert.deepStrictEqual(nfs.readdirSync(NodePath.join(result.movedAside!, "agent/state/extensions")), ["foo"])
     }))
 
+  it.live("restore --extension with a namespace that climbs out of the scope is InvalidSegment and moves nothing", () =>
+    Effect.gen(function*() {
+      const t = setup({ ...STATE_FILES, "Documents/letter.txt": "the user's own" })
+      const opts = { root: t.root }
+      const { id } = yield* withBackups(t.agent, opts, (b) => b.create())
+      for (const ns of ["../../../Documents", "../../MEMORY.md", "Foo"]) {
+        const e = yield* Effect.flip(withBackups(t.agent, opts, (b) => b.restore(id, { extension: ns })))
+        assert.strictEqual(e._tag, "InvalidSegment", ns)
+      }
+      assert.strictEqual(nfs.readFileSync(t.at("Documents/letter.txt"), "utf8"), "the user's own")
+      assert.isTrue(nfs.existsSync(t.at("agent/MEMORY.md")))
+      assert.isFalse(nfs.existsSync(t.at("agent/state/restore-aside")))
+    }))
+
   it.live("symlinks are recorded, never followed; special files are skipped and reported; live SQLite groups are copied", () =>
     Effect.gen(function*() {
       const t = setup({ ...STATE_FILES, "outside/secret.txt": "outside the scope", "agent/state/db.sqlite": "db", "agent/state/db.sqlite-wal": "wal" })

@@ -128,4 +128,23 @@ describe.each(["native", "portable"] as const)("a bind mount inside a run, %s wa
         assert.deepStrictEqual(snapshot(outside), before)
       }).pipe(Effect.provide(servicesWith(walker, agent)))
     }))
+
+  it.scoped("work rm (removeRuns) of a run holding a mount point says it was not deleted, never 'Removed'", () =>
+    Effect.gen(function*() {
+      const { outside, agent } = yield* scratch
+      const before = snapshot(outside)
+      yield* Effect.gen(function*() {
+        const workRuns = yield* WorkRuns
+        const runId = yield* Effect.scoped(Effect.gen(function*() {
+          const run = yield* workRuns.acquire({ ...TOOL, retention: false })
+          nfs.mkdirSync(NodePath.join(run.path, "checkout"))
+          bindMountNow(outside, NodePath.join(run.path, "checkout"))
+          return run.runId
+        }))
+        const [outcome] = yield* workRuns.removeRuns({ ...TOOL, runIds: [runId] })
+        assert.strictEqual(outcome?._tag, "Skipped", JSON.stringify(outcome))
+        assert.match(outcome?._tag === "Skipped" ? outcome.why : "", /quarantined in \.trash, not deleted.*EXDEV/)
+        assert.deepStrictEqual(snapshot(outside), before)
+      }).pipe(Effect.provide(servicesWith(walker, agent)))
+    }))
 })

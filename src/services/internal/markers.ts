@@ -8,8 +8,9 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type { FileSystemError } from "../../domain/Errors.js"
 import { decodeJsonBytes, encodeJsonBytes, leaseFacts, Marker, MARKER_MAX_BYTES } from "../../domain/Formats.js"
+import { readFailureIsContent } from "../../domain/Liveness.js"
 import type { FileInfo, FileType } from "../FileSystem.js"
-import { type Deps, judge, nonce, selfIdentity } from "./deps.js"
+import { type Deps, judge, selfIdentity } from "./deps.js"
 
 /** An unreadable marker the caller should report: where, what it is, and what was done with it. */
 export interface UnreadableMarker {
@@ -105,8 +106,9 @@ export const judgeMarker = (deps: Deps, path: string): Effect.Effect<MarkerJudge
       : read.right.length === 0
       ? "empty marker (its writer died between create and write)"
       : `marker ${decoded !== undefined && !decoded.ok ? decoded.why : "invalid"}`
-    // Unknown mtime (lstat failed): the verdict holds it.
-    const verdict = yield* judge(deps, { unreadable: why }, info?.mtimeMs ?? null)
+    // Unknown mtime (lstat failed), or a read error of ours rather than of the marker's content: held.
+    const ourReadError = type === "File" && read._tag === "Left" && !readFailureIsContent(read.left.reason)
+    const verdict = yield* judge(deps, { unreadable: why }, ourReadError ? null : info?.mtimeMs ?? null)
     return {
       alive: verdict.alive,
       unreadable: true,

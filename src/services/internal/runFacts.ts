@@ -16,7 +16,7 @@ import {
   MANIFEST_MAX_BYTES
 } from "../../domain/Formats.js"
 import type { FileSystemError } from "../../domain/Errors.js"
-import { isFarFuture, type LeaseVerdict } from "../../domain/Liveness.js"
+import { isFarFuture, type LeaseVerdict, readFailureIsContent } from "../../domain/Liveness.js"
 import { boundManifestTimes, type BoundedManifestTimes } from "../../domain/PrunePlan.js"
 import { type Deps, judge } from "./deps.js"
 import { aFileType } from "../../domain/FileTypeWords.js"
@@ -116,6 +116,8 @@ export const readLeases = (deps: Deps, runDir: string): Effect.Effect<LeaseScan>
       if (entry.name.startsWith(".")) continue
       const path = NodePath.join(dir, entry.name)
       let facts: LeaseFacts | { readonly unreadable: string }
+      /** A read error of ours, not of the lease's content: held whatever its age. */
+      let readError = false
       if (entry.type !== "File") {
         facts = { unreadable: `lease is ${aFileType(entry.type)}` }
       } else {
@@ -124,6 +126,7 @@ export const readLeases = (deps: Deps, runDir: string): Effect.Effect<LeaseScan>
           // Vanished between listing and reading: its holder released it.
           if (bytes.left.reason === "NotFound") continue
           facts = { unreadable: `lease unreadable (${bytes.left.errno || bytes.left.reason})` }
+          readError = !readFailureIsContent(bytes.left.reason)
         } else if (bytes.right.length === 0) {
           facts = { unreadable: "empty lease (its writer died between create and write)" }
         } else {
@@ -131,7 +134,8 @@ export const readLeases = (deps: Deps, runDir: string): Effect.Effect<LeaseScan>
           facts = decoded.ok ? leaseFacts(decoded.value) : { unreadable: `lease ${decoded.why}` }
         }
       }
-      leases.push({ name: entry.name, path, facts, verdict: yield* judgeLease(deps, path, facts) })
+      const verdict = readError ? yield* judge(deps, facts, null) : yield* judgeLease(deps, path, facts)
+      leases.push({ name: entry.name, path, facts, verdict })
     }
     return { leases, problem: null }
   })
