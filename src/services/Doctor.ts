@@ -35,7 +35,7 @@ import { Host } from "./Host.js"
 import { resolveRootLink } from "./Migration.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
 import { configHistoryFindings } from "./internal/configSentinel.js"
-import { judgeMarker } from "./internal/markers.js"
+import { judgeMarker, reclaimLockPath } from "./internal/markers.js"
 import { type ConfigRedLineRule, configEntryViolation } from "../domain/ConfigRedLines.js"
 import { TIER_NAMES, tierPaths } from "../domain/WebPaths.js"
 import { stateBackupFindings } from "./StateBackups.js"
@@ -250,7 +250,7 @@ const checkTenant = (scan: Scan, category: string, tenant: string, tenantDir: st
     for (const entry of yield* list(scan, tenantDir)) {
       const path = NodePath.join(tenantDir, entry.name)
       if (entry.name === TENANT_PRUNE_STAMP) continue
-      if (entry.name === TENANT_PRUNE_MARKER) {
+      if (entry.name === TENANT_PRUNE_MARKER || entry.name === reclaimLockPath(TENANT_PRUNE_MARKER)) {
         yield* checkMarker(scan, path, "prune marker")
         continue
       }

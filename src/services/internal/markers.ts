@@ -10,7 +10,7 @@ import type { FileSystemError } from "../../domain/Errors.js"
 import { decodeJsonBytes, encodeJsonBytes, leaseFacts, Marker, MARKER_MAX_BYTES } from "../../domain/Formats.js"
 import { readFailureIsContent } from "../../domain/Liveness.js"
 import type { FileInfo, FileType } from "../FileSystem.js"
-import { type Deps, judge, nonce, selfIdentity } from "./deps.js"
+import { type Deps, judge, selfIdentity } from "./deps.js"
 
 /** An unreadable marker the caller should report: where, what it is, and what was done with it. */
 export interface UnreadableMarker {
@@ -124,34 +124,98 @@ export const judgeMarker = (deps: Deps, path: string): Effect.Effect<MarkerJudge
 export const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i])
 
 /**
- * The entry moved aside is the one judged dead. An unreadable one: same inode, same mtime, same bytes (an empty
- * file looks like any other, and a fresh one may reuse a freed inode, never an old mtime).
+ * The entry at `path` is still the one judged dead: same inode, same mtime, same type, same bytes (an empty
+ * file looks like any other, and a fresh one may reuse a freed inode, never an old mtime). A readable marker
+ * judged without an lstat is told apart by its bytes (pid, start time, creation time of a dead holder).
  */
-const isJudgedEntry = (deps: Deps, aside: string, judged: MarkerJudgement) =>
+const isJudgedEntry = (deps: Deps, path: string, judged: MarkerJudgement) =>
   Effect.gen(function*() {
-    const bytesOf = deps.fs.readFile(aside, { maxBytes: MARKER_MAX_BYTES }).pipe(Effect.option)
-    if (judged.info === null) {
-      // A readable marker of a dead holder: its bytes (pid, start time, creation time) tell it apart.
-      const bytes = yield* bytesOf
-      return bytes._tag === "Some" && judged.bytes !== null && sameBytes(bytes.value, judged.bytes)
+    const info = yield* deps.fs.lstat(path).pipe(Effect.option)
+    if (info._tag === "None" || info.value.type !== judged.type) return false
+    if (judged.info !== null) {
+      const was = judged.info
+      if (info.value.ino !== was.ino || info.value.dev !== was.dev || info.value.mtimeMs !== was.mtimeMs) return false
     }
-    const info = yield* deps.fs.lstat(aside).pipe(Effect.option)
-    if (info._tag === "None") return false
-    if (info.value.ino !== judged.info.ino || info.value.dev !== judged.info.dev || info.value.mtimeMs !== judged.info.mtimeMs) return false
-    if (info.value.type !== judged.type) return false
-    if (judged.type !== "File") return true
-    const bytes = yield* bytesOf
+    if (judged.type !== "File") return judged.info !== null
+    const bytes = yield* deps.fs.readFile(path, { maxBytes: MARKER_MAX_BYTES }).pipe(Effect.option)
     return bytes._tag === "Some" && judged.bytes !== null && sameBytes(bytes.value, judged.bytes)
+  })
+
+/**
+ * Create `path` exclusively with `body`; the release unlinks it only while the entry there is still the one we
+ * created (same inode): a marker is never removed by path alone. `undefined` when the path exists.
+ */
+const createOwned = (deps: Deps, path: string, body: Uint8Array) =>
+  Effect.gen(function*() {
+    const created = yield* deps.fs.writeFileExclusive(path, body).pipe(
+      Effect.as(true),
+      Effect.catchIf((e) => e.reason === "AlreadyExists", () => Effect.succeed(false))
+    )
+    if (!created) return undefined
+    const ours = yield* deps.fs.lstat(path).pipe(Effect.option)
+    return removeIfSameInode(deps, path, ours._tag === "Some" ? ours.value : null)
+  })
+
+/** Unlink `path` only if it is still the entry `was` (inode and device); otherwise warn and leave it. */
+const removeIfSameInode = (deps: Deps, path: string, was: FileInfo | null): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const now = yield* deps.fs.lstat(path).pipe(Effect.either)
+    if (now._tag === "Left" && now.left.reason === "NotFound") return
+    if (was === null || now._tag === "Left" || now.right.ino !== was.ino || now.right.dev !== was.dev) {
+      return yield* leftInPlace(path, now._tag === "Left" ? `cannot be examined (${now.left.reason})` : "is no longer the marker we created")
+    }
+    yield* deps.fs.removeFile(path).pipe(Effect.catchAll((e) => leftInPlace(path, `cannot be removed (${e.reason})`)))
+  })
+
+const leftInPlace = (path: string, why: string) =>
+  Effect.logWarning(`marker left in place: it ${why}`).pipe(Effect.annotateLogs({ path }))
+
+/** The file serialising the reclaimers of one marker path. */
+export const reclaimLockPath = (markerPath: string) => `${markerPath}.reclaim`
+
+/** Whether a directory entry is a reclaim lock (never a run, never a marker of its own). */
+export const isReclaimLockName = (name: string) => name.endsWith(".reclaim")
+
+/**
+ * Remove a reclaim lock whose holder is proven dead (or that is unreadable and stale): lstat, judge, lstat
+ * again and unlink only if the inode and mtime did not change. The window between that last lstat and the
+ * unlink is narrow and only among reclaimers (a lock freed and re-created there by another reclaimer would be
+ * removed); markers themselves are never removed this way.
+ */
+export const removeDeadReclaimLock = (
+  deps: Deps,
+  path: string
+): Effect.Effect<{ readonly judged: MarkerJudgement | undefined; readonly outcome: ReclaimOutcome }> =>
+  Effect.gen(function*() {
+    const before = yield* deps.fs.lstat(path).pipe(Effect.option)
+    if (before._tag === "None") return { judged: undefined, outcome: "changed" as const }
+    const judged = yield* judgeMarker(deps, path)
+    if (judged === undefined) return { judged, outcome: "changed" as const }
+    if (judged.alive) return { judged, outcome: "left" as const }
+    if (judged.type === "Directory") {
+      const removed = yield* deps.fs.removeDirectory(path).pipe(Effect.either)
+      return { judged, outcome: removed._tag === "Right" ? "reclaimed" as const : removed.left.reason === "NotEmpty" ? "left" as const : "changed" as const }
+    }
+    if (judged.type !== "File" && judged.type !== "SymbolicLink") return { judged, outcome: "left" as const }
+    const after = yield* deps.fs.lstat(path).pipe(Effect.option)
+    const b = before.value
+    if (after._tag === "None" || after.value.ino !== b.ino || after.value.dev !== b.dev || after.value.mtimeMs !== b.mtimeMs) {
+      return { judged, outcome: "changed" as const }
+    }
+    const removed = yield* deps.fs.removeFile(path).pipe(Effect.either)
+    return { judged, outcome: removed._tag === "Right" ? "reclaimed" as const : "changed" as const }
   })
 
 export type ReclaimOutcome = "reclaimed" | "changed" | "left"
 
 /**
- * Remove a marker judged dead, so that two reclaimers never both win: a file or a symlink is renamed aside
- * first and removed only if the renamed entry is the one judged (unlinking a symlink never touches its
- * target); otherwise it is put back. A directory is only ever `rmdir`ed: it goes when empty (nothing can be
- * lost) and is left, reported, when it holds anything — it cannot be proven ours. `changed`: someone else's
- * marker was there by then (try again).
+ * Remove a marker judged dead. A live marker is never moved: reclaimers of one path are serialised by the
+ * exclusive `<path>.reclaim` lock; under it the entry is checked to still be the one judged (inode, mtime,
+ * bytes) and only then unlinked. Sound because a dead marker is removed only by a lock holder (its owner's
+ * release unlinks only its own inode, and its owner is dead) and a new marker can only be created once the
+ * path is empty — so what is there under the lock with the judged identity is still the dead one. A directory
+ * is only ever `rmdir`ed: it goes when empty (nothing can be lost) and is left, reported, when it holds
+ * anything — it cannot be proven ours. `changed`: someone else's marker (or reclaimer) was there by then.
  */
 export const reclaimDeadMarker = (deps: Deps, path: string, judged: MarkerJudgement): Effect.Effect<ReclaimOutcome> =>
   Effect.gen(function*() {
@@ -162,18 +226,25 @@ export const reclaimDeadMarker = (deps: Deps, path: string, judged: MarkerJudgem
       return removed.left.reason === "NotEmpty" ? "left" : "changed"
     }
     if (judged.type !== "File" && judged.type !== "SymbolicLink") return "left"
-    const aside = `${path}.reclaim-${yield* nonce}`
-    const moved = yield* deps.fs.rename(path, aside).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
-    if (!moved) return "changed"
-    if (yield* isJudgedEntry(deps, aside, judged)) {
-      yield* deps.fs.removeFile(aside).pipe(Effect.ignore)
-      return "reclaimed"
+    const lockPath = reclaimLockPath(path)
+    const body = yield* markerBody(deps, "reclaim")
+    let unlock = yield* createOwned(deps, lockPath, body).pipe(Effect.orElseSucceed(() => undefined))
+    if (unlock === undefined) {
+      // Another reclaimer's lock: wait for nobody; a dead one's lock is removed and taken once more.
+      const stale = yield* removeDeadReclaimLock(deps, lockPath)
+      if (stale.outcome !== "reclaimed") return "changed"
+      unlock = yield* createOwned(deps, lockPath, body).pipe(Effect.orElseSucceed(() => undefined))
+      if (unlock === undefined) return "changed"
     }
-    // We took somebody's fresh marker: put it back (link fails if yet another one appeared).
-    yield* deps.fs.link(aside, path).pipe(Effect.ignore)
-    yield* deps.fs.removeFile(aside).pipe(Effect.ignore)
-    return "changed"
+    return yield* Effect.gen(function*() {
+      if (!(yield* isJudgedEntry(deps, path, judged))) return "changed" as const
+      const removed = yield* deps.fs.removeFile(path).pipe(Effect.either)
+      return removed._tag === "Right" ? "reclaimed" as const : "changed" as const
+    }).pipe(Effect.ensuring(unlock))
   })
+
+const markerBody = (deps: Deps, purpose: string) =>
+  Effect.map(Clock.currentTimeMillis, (createdAt) => encodeJsonBytes({ version: 1, purpose, ...selfIdentity(deps), createdAt }))
 
 const held = (judged: MarkerJudgement | undefined, fallback: string): MarkerAttempt => ({
   _tag: "Held",
@@ -194,17 +265,13 @@ export const tryAcquireMarker = (
   purpose: string
 ): Effect.Effect<MarkerAttempt, FileSystemError> =>
   Effect.gen(function*() {
-    const createdAt = yield* Clock.currentTimeMillis
-    const body = encodeJsonBytes({ version: 1, purpose, ...selfIdentity(deps), createdAt })
-    const release = deps.fs.removeFile(path).pipe(Effect.ignore)
+    const body = yield* markerBody(deps, purpose)
     const reclaimed: Array<UnreadableMarker> = []
     let last: MarkerJudgement | undefined
     for (let attempt = 0; attempt < 3; attempt++) {
-      const created = yield* deps.fs.writeFileExclusive(path, body).pipe(
-        Effect.as(true),
-        Effect.catchIf((e) => e.reason === "AlreadyExists", () => Effect.succeed(false))
-      )
-      if (created) return { _tag: "Acquired", release, reclaimed } as const
+      // The release unlinks only the marker we created (its inode), never whatever is at the path by then.
+      const release = yield* createOwned(deps, path, body)
+      if (release !== undefined) return { _tag: "Acquired", release, reclaimed } as const
       const judged = yield* judgeMarker(deps, path)
       if (judged === undefined) continue // released between our create and our read: try again
       last = judged

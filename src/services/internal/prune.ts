@@ -23,7 +23,7 @@ import { type PlanDecision, planMeasuring, type RunFacts, type RunSize } from ".
 import { emptyPruneReport, type PruneReport, type UnreadableRecord } from "../../domain/PruneReport.js"
 import type { RetentionPolicy } from "../../domain/Retention.js"
 import { type Deps } from "./deps.js"
-import { type ReclaimOutcome, removeDeadMarker, tryAcquireMarker } from "./markers.js"
+import { isReclaimLockName, type ReclaimOutcome, reclaimLockPath, removeDeadMarker, removeDeadReclaimLock, tryAcquireMarker } from "./markers.js"
 import { cleanupMarkerPath, deleteQuarantined, ensureLibraryDir, prepareRemoval, quarantineOwnedRun, type RemoveOutcome } from "./removeRun.js"
 import { checkSafeDirectory } from "./rootSafety.js"
 import { isActive, type LeaseEntry, manifestTimes, newestHeartbeat, readLeases, readManifest } from "./runFacts.js"
@@ -34,6 +34,8 @@ export const TENANT_LIBRARY_ENTRIES: ReadonlySet<string> = new Set([
   TENANT_CLEANUP_DIR,
   TENANT_TRASH_DIR,
   TENANT_PRUNE_MARKER,
+  // The lock serialising reclaimers of a dead prune marker (markers.ts).
+  reclaimLockPath(TENANT_PRUNE_MARKER),
   TENANT_PRUNE_STAMP,
   TENANT_STAGING_DIR
 ])
@@ -136,9 +138,11 @@ const finishLeftovers = (deps: Deps, tenantDir: string, budget: { maxEntries: nu
     // symlink is reported as what it is).
     const cleanupDir = NodePath.join(tenantDir, TENANT_CLEANUP_DIR)
     const markers = yield* deps.fs.readDirectory(cleanupDir).pipe(Effect.orElseSucceed(() => []))
-    for (const entry of markers) {
-      const path = NodePath.join(cleanupDir, entry.name)
-      const { judged, outcome } = yield* removeDeadMarker(deps, path)
+    // Reclaim locks (`<run>.reclaim`, and the tenant's `.prune.reclaim`) of dead reclaimers go like markers.
+    const paths = markers.map((entry) => NodePath.join(cleanupDir, entry.name))
+    paths.push(NodePath.join(tenantDir, reclaimLockPath(TENANT_PRUNE_MARKER)))
+    for (const path of paths) {
+      const { judged, outcome } = isReclaimLockName(path) ? yield* removeDeadReclaimLock(deps, path) : yield* removeDeadMarker(deps, path)
       if (judged?.unreadable) report.unreadable.push({ path, what: judged.detail, action: markerAction(judged.alive, outcome) })
     }
   })
