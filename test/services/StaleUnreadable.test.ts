@@ -112,3 +112,23 @@ describe("a lease this reader cannot read (Memory)", () => {
       assert.isTrue(world.readFixture(`${run.path}/.pi-work-run.json`) !== undefined, "the run is still in place")
     }))
 })
+
+describe("a prune that cannot prepare removal (Memory)", () => {
+  it.scoped("a file where .trash belongs: every victim is skipped and kept, and its bytes stay in the total", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld()
+      const p = yield* spawnProcess(world, options)
+      const run = yield* p.workRuns.acquire({ category: "tools", tenant: "bash" })
+      yield* world.writeFixture(`${run.path}/output.log`, "x".repeat(1000))
+      yield* run.release()
+      yield* world.writeFixture(`${TENANT}/.trash`, "not a directory")
+      const report = yield* p.workRuns.prune({ category: "tools", tenant: "bash", policy: { maxInactiveRuns: 0 } })
+      assert.deepStrictEqual(report.removed, [])
+      assert.deepStrictEqual(report.skipped.map((s) => s.runId), [run.runId])
+      assert.include(report.kept, run.runId)
+      assert.isAtLeast(report.bytesAfter ?? 0, 1000, "the run that stayed is counted")
+      assert.strictEqual(report.bytesBefore, report.bytesAfter)
+      assert.isTrue(report.errors.some((e) => e.path === TENANT), JSON.stringify(report.errors))
+      assert.isDefined(world.readFixture(`${run.path}/output.log`))
+    }))
+})

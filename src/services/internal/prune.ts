@@ -265,8 +265,19 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     let skippedBytes: number | null = 0
     const prepared = plan.remove.length === 0 ? undefined : yield* Effect.either(prepareRemoval(deps, tenantDir))
     if (prepared?._tag === "Left") {
+      // Nothing can be removed: every victim stays, so it is kept and its bytes stay in the total (never
+      // undercounted), as for a victim the protocol skips below.
       report.errors.push({ path: tenantDir, message: prepared.left })
-      for (const victim of plan.remove) report.skipped.push({ runId: victim.runId, path: victim.path, why: prepared.left })
+      let stayed: number | null = 0
+      for (const victim of plan.remove) {
+        report.skipped.push({ runId: victim.runId, path: victim.path, why: prepared.left })
+        report.kept.push(victim.runId)
+        const bytes = yield* sizeOf(victim)
+        stayed = stayed === null || bytes === null ? null : stayed + bytes
+      }
+      if (report.bytesAfter !== null) report.bytesAfter = stayed === null ? null : report.bytesAfter + stayed
+      report.bytesBefore = totalBytes(report)
+      for (const runId of [...unreadableLeases.keys()]) reportLeases(runId, false)
       return report
     }
     // Deletions run while the next victim goes through the protocol: the Node layer deletes off the event loop
