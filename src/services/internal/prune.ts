@@ -66,7 +66,14 @@ const UNBOUNDED_DEPTH = Number.MAX_SAFE_INTEGER
 /** Delete what `.trash/` holds within the time budget; every entry still there afterwards is an error. */
 const finishTrash = (deps: Deps, trashDir: string, report: PruneReport) =>
   Effect.gen(function*() {
-    const trash = yield* deps.fs.readDirectory(trashDir).pipe(Effect.orElseSucceed(() => []))
+    const trashListing = yield* deps.fs.readDirectory(trashDir).pipe(Effect.either)
+    if (trashListing._tag === "Left") {
+      // No .trash is the usual case; one that cannot be listed (a symlink or file there, EACCES) hides
+      // unfinished deletions, so it is reported, never taken for empty.
+      if (trashListing.left.reason !== "NotFound") report.errors.push({ path: trashDir, message: `cannot list ${TENANT_TRASH_DIR}: ${trashListing.left.message}` })
+      return
+    }
+    const trash = trashListing.right
     if (trash.length === 0) return
     const deadline = (yield* Clock.currentTimeMillis) + TRASH_TIME_BUDGET_MS
     const failed = new Set<string>()
