@@ -87,7 +87,12 @@ describe("config history rules (pure)", () => {
     const back = JSON.parse(dec(written.bytes))
     // Where the old value held a secret and the live file has a string at that place, the live one is written.
     for (const pointer of redactJson(old).redacted) {
-      const at = (v: unknown) => pointer.split("/").slice(1).reduce<unknown>((x, k) => (x as Record<string, unknown> | undefined)?.[k.replace(/~1/g, "/").replace(/~0/g, "~")], v)
+      // A JSON pointer walks objects and arrays only (a string's characters are not values of the document).
+      const at = (v: unknown) =>
+        pointer.split("/").slice(1).reduce<unknown>(
+          (x, k) => (typeof x === "object" && x !== null ? (x as Record<string, unknown>)[k.replace(/~1/g, "/").replace(/~0/g, "~")] : undefined),
+          v
+        )
       const liveValue = at(live)
       if (typeof liveValue === "string" && liveValue !== REDACTED) assert.strictEqual(at(back), liveValue, pointer)
       else assert.include(written.unresolved, pointer)
