@@ -3,7 +3,7 @@
  * process against a temp agent dir: create, list, verify (and its exit 1 on damage), forget, restore of one
  * extension, usage errors and help text.
  */
-import { spawn } from "node:child_process"
+import { runNode } from "../support/child.js"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -12,19 +12,12 @@ import { assert, describe, it } from "@effect/vitest"
 
 const MAIN = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta.url))
 
-const cli = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> =>
-  new Promise((resolve, reject) => {
-    const base = { ...process.env, ...env }
-    delete base["PI_ADAPTATIVE_CODING_AGENT_DIR"]
-    if (!("PI_STATE_BACKUP_DIR" in env)) delete base["PI_STATE_BACKUP_DIR"]
-    const child = spawn(process.execPath, [MAIN, ...args], { env: base, stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d))
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
-    child.once("error", reject)
-    child.once("close", (code) => resolve({ code, stdout, stderr }))
-  })
+const cli = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = {}) => {
+  const base = { ...process.env, ...env }
+  delete base["PI_ADAPTATIVE_CODING_AGENT_DIR"]
+  if (!("PI_STATE_BACKUP_DIR" in env)) delete base["PI_STATE_BACKUP_DIR"]
+  return runNode(MAIN, args, { env: base })
+}
 
 describe("pi-storage backup (built CLI)", () => {
   it("create, list --json, verify, damage → exit 1, restore --extension, forget --dry-run", async () => {

@@ -1,7 +1,7 @@
 /**
  * `pi-storage config …` through the built CLI (the shipped bundle `node dist/bundle/cli/main.mjs`) as a child process, against temp agent dirs.
  */
-import { spawn } from "node:child_process"
+import { runNode } from "../support/child.js"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -14,19 +14,12 @@ const MAIN = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta
 // eslint-disable-next-line no-control-regex
 const ANSI = /\u001b\[/
 
-const cli = (args: ReadonlyArray<string>): Promise<{ code: number | null; stdout: string; stderr: string }> =>
-  new Promise((resolve, reject) => {
-    const env = { ...process.env }
-    delete env["PI_ADAPTATIVE_CODING_AGENT_DIR"]
-    delete env["PI_WEB_DATA_DIR"]
-    const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d))
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
-    child.once("error", reject)
-    child.once("close", (code) => resolve({ code, stdout, stderr }))
-  })
+const cli = (args: ReadonlyArray<string>) => {
+  const env = { ...process.env }
+  delete env["PI_ADAPTATIVE_CODING_AGENT_DIR"]
+  delete env["PI_WEB_DATA_DIR"]
+  return runNode(MAIN, args, { env })
+}
 
 const temps: Array<string> = []
 afterAll(() => {

@@ -2,7 +2,7 @@
  * `pi-storage memory` through the built CLI (`npm test` builds first), as a child process against temp
  * agent dirs: output, JSON, exit codes (2 usage, 1 not found / ambiguous with the candidates, 3 refused).
  */
-import { spawn } from "node:child_process"
+import { runNode } from "../support/child.js"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -19,18 +19,11 @@ interface Result {
   readonly stderr: string
 }
 
-const cli = (args: ReadonlyArray<string>): Promise<Result> =>
-  new Promise((resolve, reject) => {
-    const env = { ...process.env }
-    delete env["PI_ADAPTATIVE_CODING_AGENT_DIR"]
-    const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d))
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
-    child.once("error", reject)
-    child.once("close", (code) => resolve({ code, stdout, stderr }))
-  })
+const cli = (args: ReadonlyArray<string>): Promise<Result> => {
+  const env = { ...process.env }
+  delete env["PI_ADAPTATIVE_CODING_AGENT_DIR"]
+  return runNode(MAIN, args, { env })
+}
 const at = (agentDir: string) => (...args: ReadonlyArray<string>) => cli(["--agent-dir", agentDir, ...args])
 
 const temps: Array<string> = []

@@ -2,6 +2,7 @@
  * Issue 13 (and issue 12 point 7's CLI bullets) through the built CLI as a child process: what a person at
  * a shell meets. `npm test` builds `dist/` first.
  */
+import { runNode } from "../support/child.js"
 import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -27,19 +28,7 @@ const baseEnv = (): NodeJS.ProcessEnv => {
 }
 
 const cli = (args: ReadonlyArray<string>, options: { readonly env?: NodeJS.ProcessEnv; readonly cwd?: string } = {}): Promise<Result> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], {
-      env: options.env ?? baseEnv(),
-      stdio: ["ignore", "pipe", "pipe"],
-      ...(options.cwd ? { cwd: options.cwd } : {})
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d))
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
-    child.once("error", reject)
-    child.once("close", (code) => resolve({ code, stdout, stderr }))
-  })
+  runNode(MAIN, args, { env: options.env ?? baseEnv(), ...(options.cwd ? { cwd: options.cwd } : {}) })
 
 const at = (agentDir: string) => (...args: ReadonlyArray<string>) => cli(["--agent-dir", agentDir, ...args])
 

@@ -3,7 +3,7 @@
  * first) add at once with a tiny budget, so they archive and re-archive under each other; every fact ends up
  * exactly once across USER.md and the shards, and the index names every shard.
  */
-import { spawn } from "node:child_process"
+import { runNode } from "../support/child.js"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -16,15 +16,7 @@ const temps: Array<string> = []
 afterAll(() => temps.forEach((d) => Fs.rmSync(d, { recursive: true, force: true })))
 
 const runWriter = (agentDir: string, id: number, count: number, budget: number) =>
-  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [WRITER, agentDir, String(id), String(count), String(budget)], { stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d))
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
-    child.once("error", reject)
-    child.once("close", (code) => resolve({ code, stdout, stderr }))
-  })
+  runNode(WRITER, [agentDir, String(id), String(count), String(budget)])
 
 describe("user profile: real processes", () => {
   it("eight writers adding at once with a tiny budget: every fact exactly once", async () => {
