@@ -4,7 +4,7 @@
  */
 import * as Effect from "effect/Effect"
 import type { AgentDirSource } from "../../domain/AgentPaths.js"
-import type { Severity } from "../../domain/MigrationPlan.js"
+import type { Severity } from "../../domain/Findings.js"
 import type { InventoryReport } from "../../services/Inventory.js"
 import { type CliContext, notADirectory, out, printJson, withStack } from "../context.js"
 import { countOf, formatAge, formatEntries, formatSize, severityCounts, severitySummary, table } from "../format.js"
