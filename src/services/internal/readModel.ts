@@ -267,9 +267,8 @@ export interface SafetyFact {
 
 export interface TenantFacts extends TenantAddress {
   readonly path: string
-  /** `null` when the tenant was named by a filter and not looked at by type. */
   readonly safety: SafetyFact
-  /** `null` when it is not a real directory (never descended). */
+  /** `null` when it is not a real directory (never descended), or the reader asked for no items. */
   readonly items: TenantItems | null
 }
 
@@ -362,6 +361,8 @@ export interface ScanOptions {
   readonly state?: boolean
   /** The work tree: `true` for every tenant, or a filter (a category, a tenant of it). */
   readonly work?: boolean | { readonly category?: string | undefined; readonly tenant?: string | undefined }
+  /** `false`: find the tenants without reading what they hold (their `items` are then `null`). */
+  readonly items?: boolean
   /** Run candidates examined per tenant (default: all the budget allows). */
   readonly maxRunsPerTenant?: number
   /** Read leases of unowned directories and the library's own tenant entries (the doctor). */
@@ -379,7 +380,7 @@ const safetyFact = (deps: Deps, path: string, info: FileInfo): SafetyFact => ({ 
 
 const scanTenant = (reader: Reader, options: ScanOptions, address: TenantAddress, path: string, safety: SafetyFact) =>
   Effect.gen(function*() {
-    if (!isDescendable(safety.info)) return { ...address, path, safety, items: null }
+    if (!isDescendable(safety.info) || options.items === false) return { ...address, path, safety, items: null }
     const entries = yield* reader.list(path)
     const items = yield* tenantItems(reader.deps, address, path, entries, {
       maxRuns: options.maxRunsPerTenant ?? Number.MAX_SAFE_INTEGER,
