@@ -24,7 +24,9 @@ const SOURCE_LABEL: Record<AgentDirSource, string> = {
 export const renderStatus = (ctx: CliContext, doc: StatusDocument): string => {
   const { paint } = ctx
   const lines: Array<string> = []
-  lines.push(`${paint("bold", "Agent dir")}  ${doc.agentDir} (${SOURCE_LABEL[doc.source]})`)
+  // A symlinked agent dir is shown as the link and the directory read (AgentDir resolved it once).
+  const shown = doc.linkedFrom === null ? doc.agentDir : `${doc.linkedFrom} -> ${doc.agentDir}`
+  lines.push(`${paint("bold", "Agent dir")}  ${shown} (${SOURCE_LABEL[doc.source]})`)
   if (!doc.exists) {
     lines.push("", "The agent dir does not exist: nothing is stored yet.")
     return lines.join("\n") + "\n"
