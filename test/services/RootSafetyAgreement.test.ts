@@ -2,7 +2,8 @@
  * Issue 14, drift bug 4: WR10 was written twice (the doctor's check and the pruner's refusal) with two mode
  * formattings. Both now call `rootSafetyProblems` (src/domain/RootSafety.ts). For any type, owner and mode of
  * the work root, a category and a tenant, the pruner refuses exactly when the doctor reports the directory
- * unsafe, names the shallowest one the doctor flags, and its detail (the one mode string) is the doctor's.
+ * (unsafe, or a stray file where a category or tenant belongs), names the shallowest one the doctor flags,
+ * and its detail (the one mode string) is the doctor's.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, FastCheck as fc } from "effect"
@@ -45,7 +46,10 @@ describe("WR10: the doctor and the pruner judge a root the same way", () => {
         const before = world.tree("/")
         const pruned = yield* Effect.either(p.workRuns.prune({ category: "tools", tenant: "bash", policy: { maxInactiveRuns: 0 } }))
         const report = yield* doctor(AGENT_DIR).pipe(Effect.provideService(FileSystem, p.fs), Effect.provideService(Host, p.host))
-        const unsafe = report.findings.filter((f) => f.code === "work-root-unsafe")
+        // A file where a category or tenant directory belongs is a stray entry to the doctor (a not-a-directory
+        // refusal to the pruner): a finding on that path all the same.
+        const levelPaths = new Set<string>(LEVELS)
+        const unsafe = report.findings.filter((f) => f.code === "work-root-unsafe" || (f.code === "work-stray-entry" && levelPaths.has(f.path)))
         if (unsafe.length === 0) {
           assert.isTrue(Either.isRight(pruned), `pruner refused what the doctor found safe: ${Either.isLeft(pruned) ? pruned.left.message : ""}`)
           return
@@ -58,7 +62,8 @@ describe("WR10: the doctor and the pruner judge a root the same way", () => {
         assert.strictEqual(refused._tag, "UnsafeRoot")
         if (refused._tag !== "UnsafeRoot") return
         // The shallowest flagged directory is the one refused, for the first problem the rule lists.
-        assert.strictEqual(refused.path, `${AGENT_DIR}/${unsafe[0]!.path}`)
+        const shallowest = [...unsafe].sort((a, b) => a.path.split("/").length - b.path.split("/").length)[0]!
+        assert.strictEqual(refused.path, `${AGENT_DIR}/${shallowest.path}`)
         const info = yield* p.fs.lstat(refused.path)
         const [first] = rootSafetyProblems(info, p.host.uid)
         assert.strictEqual(refused.reason, first!.reason)
