@@ -60,7 +60,7 @@ const CONFIG_MAX_DEPTH = 16
  * (test/cli/doctorFixes.test.ts): `pi-storage …` acts on the agent dir the doctor checked (add
  * `--agent-dir DIR` when it is not the default), shell commands run in that agent dir.
  */
-const MIGRATE_FIX = "run `pi-storage migrate` (migrateAgentDirLayout) to move it to its canonical place"
+const MIGRATE_FIX = "run `pi-storage migrate` (Migration.run) to move it to its canonical place"
 
 const modeString = (mode: number) => (mode & 0o7777).toString(8).padStart(3, "0")
 
@@ -417,7 +417,7 @@ const checkExtension = (scan: Scan, root: string, extId: string) =>
         "extension-split-state",
         legacyStateDir,
         `both data/${extId}/config/state/ and data/${extId}/state/ exist: state writes are split`,
-        "merge config/state into state/ with a merge-ledger migration plan (runMigrationPlan), never by overwriting"
+        "merge config/state into state/ with a merge-ledger migration plan (Migration.runPlan), never by overwriting"
       )
     }
     yield* checkConfigTree(scan, extId, configDir, 1)
