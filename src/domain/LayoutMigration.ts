@@ -124,7 +124,7 @@ export const preserveRule = (
 // Why, in words
 
 export const why = {
-  move: "nothing is at the destination: moved there (one rename; a verified copy across devices)",
+  move: "nothing is at the destination: moved there",
   mergeDirectory: "both are directories: merged entry by entry (below), then the emptied legacy directory is removed",
   continuePreservation: "an earlier preservation of this directory was interrupted: finished in place (below)",
   duplicate: "an identical copy is at the destination: the legacy copy is removed",
@@ -141,6 +141,10 @@ export const why = {
     (keptAt === undefined
       ? "; every legacy value survives, so the legacy copy is removed"
       : `; legacy value${overridden.length === 1 ? "" : "s"} of ${overridden.map((k) => JSON.stringify(k)).join(", ")} lost, so the legacy copy is kept at ${keptAt}`),
+  jsonKept: (destination: string) =>
+    `some of its values lost to the canonical ${destination}: the legacy copy is kept here for review`,
+  blocked: (ancestor: string, type: string) =>
+    `${ancestor} is ${type} where a directory belongs: nothing can be placed below it, so the legacy entry is left where it is`,
   vanished: "the legacy entry is gone since it was listed (another migration finished it)",
   budget: " (the entry budget ran out: the rest waits for the next call, and the directory stays)"
 } as const

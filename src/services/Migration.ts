@@ -240,6 +240,21 @@ const makePlanner = (io: Io, fs: Fs, display: (path: string) => string) => {
 
   const refusal = (from: string, to: string) => (e: FileSystemError) => Effect.succeed(step("refuse", from, to, e.message))
 
+  /**
+   * The nearest existing ancestor of `path`, when it is not a directory (a file where a directory belongs):
+   * nothing can be created below it, so a decision to put something there would only fail. A symlink is the
+   * user's choice of where a directory lives (the OS resolves it), so it does not block.
+   */
+  const blocker = (path: string): Effect.Effect<string | undefined, FileSystemError> =>
+    Effect.gen(function*() {
+      for (let p = NodePath.dirname(path); p !== NodePath.dirname(p); p = NodePath.dirname(p)) {
+        const info = yield* io.lstatOption(p)
+        if (info === undefined) continue
+        return info.type === "Directory" || info.type === "SymbolicLink" ? undefined : why.blocked(display(p), aFileType(info.type))
+      }
+      return undefined
+    })
+
   /** Keep `src` at the first free conflict candidate of `base` (`destination`: what it collided with, for the why). */
   const planPreserve = (
     src: string,
@@ -249,6 +264,8 @@ const makePlanner = (io: Io, fs: Fs, display: (path: string) => string) => {
     reason?: string
   ): Effect.Effect<Step> =>
     Effect.gen(function*() {
+      const blocked = yield* blocker(base)
+      if (blocked !== undefined) return step("refuse", src, base, blocked)
       for (let k = 0;; k++) {
         const candidate = conflictCandidate(base, k)
         const taken = claimed.has(candidate)
@@ -288,9 +305,12 @@ const makePlanner = (io: Io, fs: Fs, display: (path: string) => string) => {
       const dstInfo = yield* io.lstatOption(dst)
       const identical = dstInfo !== undefined && (yield* io.sameContent(src, srcInfo, dst, dstInfo))
       switch (placeRule(srcInfo.type, dstInfo?.type, identical)) {
-        case "move":
+        case "move": {
+          const blocked = yield* blocker(dst)
+          if (blocked !== undefined) return step("refuse", src, dst, blocked)
           claimed.add(dst)
           return step("move", src, dst, why.move)
+        }
         case "remove-duplicate":
           return step("remove-duplicate", src, dst, why.duplicate)
         case "preserve":
@@ -330,7 +350,7 @@ const makePlanner = (io: Io, fs: Fs, display: (path: string) => string) => {
         return yield* planPreserve(src, srcInfo, base, dst, why.unparsableJson(merge.which, display(dst)))
       }
       // A legacy value the canonical one overrode is still someone's decision: keep that copy for review.
-      const kept = merge.overridden.length > 0 ? [yield* planPreserve(src, srcInfo, base, dst)] : []
+      const kept = merge.overridden.length > 0 ? [yield* planPreserve(src, srcInfo, base, dst, why.jsonKept(display(dst)))] : []
       return step("merge-json", src, dst, why.mergeJson(merge.overridden, kept[0]?.decision.to), kept)
     }).pipe(Effect.catchAll(refusal(src, dst)))
 
