@@ -223,8 +223,6 @@ const flatten = (steps: ReadonlyArray<Step>): ReadonlyArray<Step> => steps.flatM
 const completes = (step: Step): boolean =>
   step.decision.action === "refuse" ? false : step.decision.action === "merge-directory" ? step.removeSource : true
 
-const hasRefusal = (step: Step): boolean => flatten([step]).some((s) => s.decision.action === "refuse")
-
 const makePlanner = (io: Io, fs: Fs, display: (path: string) => string) => {
   /** Paths earlier decisions of this plan will fill: a later decision treats them as taken. */
   const claimed = new Set<string>()
