@@ -39,7 +39,7 @@ export const FINDING_CODES = {
   "legacy-entry": {
     severity: "warning",
     meaning: "A legacy root entry (trust.json, backups/, resource-profiles/, auto-learn/, tmp/) that " +
-      "`migrateAgentDirLayout` / `pi-storage migrate` moves to its canonical place."
+      "`Migration.run` / `pi-storage migrate` moves to its canonical place."
   },
   "legacy-sidecar": {
     severity: "warning",

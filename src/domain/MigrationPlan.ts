@@ -98,19 +98,7 @@ export const displayPath = (agentDir: string, path: string): string => {
   return rel === "" ? "." : rel.split(NodePath.sep).join("/")
 }
 
-export interface LayoutReport {
-  /** Legacy entries (relative to the agent dir) now at their canonical place. */
-  readonly moved: ReadonlyArray<string>
-  /** Legacy entries merged into an existing destination (entry by entry, or a JSON object merge). */
-  readonly merged: ReadonlyArray<string>
-  /** Colliding entries preserved under `state/migration-conflicts/` (relative paths). */
-  readonly conflicts: ReadonlyArray<{ readonly from: string; readonly to: string }>
-  /** True when the entry budget cut the call short; call again to continue. */
-  readonly partial: boolean
-  readonly errors: ReadonlyArray<{ readonly path: string; readonly message: string }>
-}
-
-export const emptyLayoutReport: LayoutReport = { moved: [], merged: [], conflicts: [], partial: false, errors: [] }
+/** The layout migration's decisions, plan and report: src/domain/LayoutMigration.ts. */
 
 // ---------------------------------------------------------------------------------------------------------
 // JSON merge (trust.json): canonical values win; report which legacy values lost

@@ -52,7 +52,7 @@ export const DEFAULT_DOCTOR_MAX_ENTRIES = DEFAULT_SCAN_MAX_ENTRIES
  * (test/cli/doctorFixes.test.ts): `pi-storage …` acts on the agent dir the doctor checked (add
  * `--agent-dir DIR` when it is not the default), shell commands run in that agent dir.
  */
-const MIGRATE_FIX = "run `pi-storage migrate` (migrateAgentDirLayout) to move it to its canonical place"
+const MIGRATE_FIX = "run `pi-storage migrate` (Migration.run) to move it to its canonical place"
 
 /** What `findingsOf` needs besides the facts: the bounds and identity its prose names. */
 export interface FindingContext {
@@ -323,7 +323,7 @@ const webDataFindings = (out: Findings, facts: AgentDirFacts) => {
         "extension-split-state",
         ext.splitState,
         `both data/${ext.id}/config/state/ and data/${ext.id}/state/ exist: state writes are split`,
-        "merge config/state into state/ with a merge-ledger migration plan (runMigrationPlan), never by overwriting"
+        "merge config/state into state/ with a merge-ledger migration plan (Migration.runPlan), never by overwriting"
       )
     }
     for (const entry of ext.config) {

@@ -14,7 +14,6 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { InvalidSegment } from "../domain/Errors.js"
 import type { RunKind } from "../domain/Formats.js"
-import { layoutUnits } from "../domain/MigrationPlan.js"
 import { lastUsedAt } from "../domain/PrunePlan.js"
 import { DEFAULT_RETENTION } from "../domain/Retention.js"
 import { decodeSegment, parseSegment } from "../domain/Segment.js"
@@ -137,22 +136,6 @@ export interface RunList {
 export interface TenantAddress {
   readonly category: string
   readonly tenant: string
-}
-
-/** A dry run of the agent-dir layout migration: what a call would move or merge, in the order it would. */
-export interface MigrationPreview {
-  readonly agentDir: string
-  readonly exists: boolean
-  /** As in `InventoryReport`: the agent dir is not a directory. */
-  readonly notADirectory: string | null
-  readonly entries: ReadonlyArray<{
-    /** Legacy root entry (relative to the agent dir). */
-    readonly from: string
-    /** Its canonical place (relative). */
-    readonly to: string
-    /** `merge` when the destination already exists (entry by entry, or a JSON merge for trust.json). */
-    readonly action: "move" | "merge"
-  }>
 }
 
 /** A work root, category or tenant entry `work prune --all` will not go through. */
@@ -366,7 +349,6 @@ const isDirectory = (deps: Deps, path: string): Effect.Effect<boolean> =>
 
 export const makeInventory = Effect.gen(function*() {
   const deps = yield* depsFromContext
-  const { fs } = deps
   const agentDir = yield* AgentDir
   const paths = agentDir.paths
   const optionsOf = (o: InventoryOptions | undefined) => ({ ...DEFAULTS, ...o })
@@ -458,21 +440,7 @@ export const makeInventory = Effect.gen(function*() {
     return { tenants, refused, notADirectory: yield* notADirectory(deps, agentDir.path) }
   })
 
-  const migrationPreview: Effect.Effect<MigrationPreview> = Effect.gen(function*() {
-    const walk = new Walk(deps, DEFAULTS)
-    const wrongType = yield* notADirectory(deps, agentDir.path)
-    if (!(yield* isDirectory(deps, agentDir.path))) return { agentDir: agentDir.path, exists: false, notADirectory: wrongType, entries: [] }
-    const names = (yield* walk.list(agentDir.path)).map((e) => e.name)
-    const entries: Array<MigrationPreview["entries"][number]> = []
-    for (const unit of layoutUnits(names)) {
-      const destination = NodePath.join(agentDir.path, ...unit.destination)
-      const taken = yield* fs.lstat(destination).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
-      entries.push({ from: unit.name, to: unit.destination.join("/"), action: taken ? "merge" : "move" })
-    }
-    return { agentDir: agentDir.path, exists: true, notADirectory: null, entries }
-  })
-
-  return Inventory.of({ summary, listRuns, tenants, pruneTargets, migrationPreview })
+  return Inventory.of({ summary, listRuns, tenants, pruneTargets })
 })
 
 export class Inventory extends Context.Tag("pi-agent-storage/Inventory")<Inventory, {
@@ -484,8 +452,6 @@ export class Inventory extends Context.Tag("pi-agent-storage/Inventory")<Invento
   readonly tenants: Effect.Effect<ReadonlyArray<TenantAddress>>
   /** Prunable tenants and the entries refused on the way (symlinked or not-a-directory roots). */
   readonly pruneTargets: Effect.Effect<PruneTargets>
-  /** What `migrateAgentDirLayout` would do now, without doing it. */
-  readonly migrationPreview: Effect.Effect<MigrationPreview>
 }>() {
   static readonly layer: Layer.Layer<Inventory, never, FileSystem | Host | AgentDir> = Layer.effect(Inventory, makeInventory)
 }
