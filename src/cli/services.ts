@@ -5,7 +5,7 @@
 import * as Layer from "effect/Layer"
 import type { RetentionPolicy } from "../domain/Retention.js"
 import { warningLoggerLayer } from "../facade/warnings.js"
-import { NodeWorld, storageLayer } from "../layers/Storage.js"
+import { NodeStorageLive } from "../layers/Storage.js"
 import { AgentDir } from "../services/AgentDir.js"
 import { Doctor } from "../services/Doctor.js"
 import { Inventory } from "../services/Inventory.js"
@@ -25,10 +25,10 @@ export interface StackOptions {
  */
 export const cliLayer = (options: StackOptions) =>
   Inventory.layer.pipe(
-    Layer.provideMerge(storageLayer(NodeWorld, {
+    Layer.provideMerge(NodeStorageLive({
       agentDir: options.agentDir,
       migrate: false,
-      workRuns: options.retentionCeiling ? { retentionCeiling: options.retentionCeiling } : {}
+      config: { retentionCeiling: options.retentionCeiling }
     })),
     Layer.merge(stderrWarnings)
   )
