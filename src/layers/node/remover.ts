@@ -158,7 +158,10 @@ export const makeRemover = (url: URL = threadUrl(), size = DEFAULT_REMOVER_THREA
     return Promise.allSettled(stopping)
   })
 
-  return { remove, counts, shutdown }
+  /** Threads running now (tests: none after `shutdown`). */
+  const liveThreads = (): number => threads.length
+
+  return { remove, counts, shutdown, liveThreads }
 }
 
 export type Remover = ReturnType<typeof makeRemover>
