@@ -285,6 +285,7 @@ const isDirectory = (deps: Deps, path: string): Effect.Effect<boolean> =>
 const subdirectories = (walk: Walk, path: string) =>
   Effect.map(walk.list(path), (entries) => entries.filter((e) => e.type === "Directory").map((e) => e.name))
 
+/** @deprecated use `Inventory.make`. */
 export const makeInventory = Effect.gen(function*() {
   const deps = yield* depsFromContext
   const { fs } = deps
@@ -470,5 +471,6 @@ export class Inventory extends Context.Tag("pi-agent-storage/Inventory")<Invento
   /** What `migrateAgentDirLayout` would do now, without doing it. */
   readonly migrationPreview: Effect.Effect<MigrationPreview>
 }>() {
+  static readonly make: Effect.Effect<Inventory["Type"], never, FileSystem | Host | AgentDir> = makeInventory
   static readonly layer: Layer.Layer<Inventory, never, FileSystem | Host | AgentDir> = Layer.effect(Inventory, makeInventory)
 }
