@@ -140,7 +140,9 @@ const storeWarnings = (options: OpenOptions) =>
   warningLoggerLayer(options.onWarning ?? emitProcessWarning, (message) => process.emitWarning(message, { type: "PiAgentStorageWarning" }))
 
 const storeLayer = (options: OpenOptions) =>
-  Layer.merge(
+  // Provided, not only merged: warnings logged while the stack is built (a malformed PI_STORAGE_* variable)
+  // reach `onWarning` as well.
+  Layer.provideMerge(
     NodeStorageLive({
       agentDir: options.agentDir,
       migrate: options.migrate,

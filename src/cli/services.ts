@@ -30,7 +30,9 @@ export const cliLayer = (options: StackOptions) =>
       migrate: false,
       config: { retentionCeiling: options.retentionCeiling }
     })),
-    Layer.merge(stderrWarnings)
+    // Provided, not only merged: what the stack logs while it is built (a malformed PI_STORAGE_* variable)
+    // goes to stderr too, never to stdout where `--json` output goes.
+    Layer.provideMerge(stderrWarnings)
   )
 
 /** Warnings the library logs (a failing heartbeat, a refused background prune …) as lines on stderr. */

@@ -149,7 +149,7 @@ const fromEnv = (base: StorageSettings): Effect.Effect<StorageSettings> =>
     const read = <A>(name: string, config: Config.Config<Option.Option<A>>): Effect.Effect<Option.Option<A>> =>
       Effect.catchAll(config, (error) =>
         Effect.as(
-          Effect.logWarning(`pi-agent-storage: ignoring ${name}: ${String(error)}`).pipe(
+          Effect.logWarning(`ignoring ${name}: ${String(error)}`).pipe(
             Effect.annotateLogs({ warning: "InvalidEnvironment", variable: name })
           ),
           Option.none()
