@@ -56,6 +56,7 @@ import { Host } from "./Host.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
 import { sameBytes, tryAcquireMarker } from "./internal/markers.js"
 import { aFileType } from "../domain/FileTypeWords.js"
+import { resolveRootLink } from "./AgentDir.js"
 
 type Fs = FileSystem["Type"]
 
@@ -317,23 +318,6 @@ const tidyLeftovers = (deps: Deps, agentDir: string, leftovers: ReadonlyArray<st
 
 // ---------------------------------------------------------------------------------------------------------
 // MG1: the layout migration
-
-/**
- * The agent dir itself may be a symlink (the user keeps ~/.pi/agent on another disk): that one link is the
- * user's choice and is resolved (up to 8 hops); nothing below it is ever followed.
- */
-export const resolveRootLink = (fs: Fs, path: string): Effect.Effect<string> =>
-  Effect.gen(function*() {
-    let current = path
-    for (let hop = 0; hop < 8; hop++) {
-      const info = yield* fs.lstat(current).pipe(Effect.option)
-      if (info._tag === "None" || info.value.type !== "SymbolicLink") return current
-      const target = yield* fs.readLink(current).pipe(Effect.option)
-      if (target._tag === "None") return current
-      current = NodePath.resolve(NodePath.dirname(current), target.value)
-    }
-    return current
-  })
 
 const readRootNames = (fs: Fs, agentDir: string) =>
   fs.readDirectory(agentDir).pipe(
