@@ -7,14 +7,17 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { openAgentStorage } from "../src/promise.js"
-import { NodeFileSystemLive } from "../src/layers/NodeFileSystem.js"
-import { NodeHostLive } from "../src/layers/NodeHost.js"
-import { REMOVER_THREADS } from "../src/layers/node/support.js"
+import * as NodeFileSystem from "../src/layers/NodeFileSystem.js"
+import * as NodeHost from "../src/layers/NodeHost.js"
 import { AgentDir } from "../src/services/AgentDir.js"
+import { StorageConfig } from "../src/services/StorageConfig.js"
 import { WorkRuns } from "../src/services/WorkRuns.js"
 import { BENCH_CATEGORY, buildTenant, copyTree, ensureWorkRoot, removeTree, tenantDirOf, totalEntries, type TreeShape } from "./fixtures.js"
 import type { Measurement, Row } from "./result.js"
 import { cpuMs, nowMs, runTimed, settle, summarize } from "./util.js"
+
+/** Removals at once, as the facade's store reads it (`PI_STORAGE_REMOVER_THREADS`). */
+const REMOVER_THREADS = Effect.runSync(Effect.provide(StorageConfig, StorageConfig.layerFromEnv)).removerThreads
 
 export interface TreeOptions {
   readonly root: string
@@ -36,10 +39,12 @@ export const NOTHING_QUALIFIES = {
 
 /** The Effect runtime of a store whose ceiling lets a prune keep everything (the facade's ceiling is WR9). */
 export const scanRuntime = (agentDir: string) => {
-  const base = Layer.mergeAll(NodeFileSystemLive, NodeHostLive)
+  const base = Layer.mergeAll(NodeFileSystem.layer, NodeHost.layer)
   const dir = AgentDir.layer(agentDir).pipe(Layer.provide(base))
-  const workRuns = WorkRuns.layer({ retentionCeiling: NOTHING_QUALIFIES, opportunisticRetention: false }).pipe(
-    Layer.provide(Layer.merge(base, dir))
+  const workRuns = WorkRuns.layer({ opportunisticRetention: false }).pipe(
+    Layer.provide(Layer.merge(base, dir)),
+    Layer.provide(StorageConfig.layer({ retentionCeiling: NOTHING_QUALIFIES })),
+    Layer.provide(StorageConfig.layerFromEnv)
   )
   return ManagedRuntime.make(workRuns)
 }

@@ -21,13 +21,15 @@ import type { StorageWarning } from "./domain/Warnings.js"
 import { runTyped, unrefSleep } from "./facade/runtime.js"
 import { type PromiseUserProfile, promiseUserProfile } from "./facade/userProfile.js"
 import { emitProcessWarning, warningLoggerLayer } from "./facade/warnings.js"
-import { NodeWorld, storageLayer } from "./layers/Storage.js"
+import { nodeEnv } from "./layers/NodeHost.js"
+import { NodeStorageLive } from "./layers/Storage.js"
 import { AgentDir } from "./services/AgentDir.js"
 import type { ConfigHistoryOptions } from "./services/ConfigHistory.js"
 import { Doctor, type DoctorOptions } from "./services/Doctor.js"
 import { ExtensionStorage as ExtensionStorageService } from "./services/ExtensionStorage.js"
 import { Migration } from "./services/Migration.js"
 import { StateBackups } from "./services/StateBackups.js"
+import { StorageConfig } from "./services/StorageConfig.js"
 import { type ReleaseOutcome, type WorkRun, WorkRuns } from "./services/WorkRuns.js"
 import type * as Errors from "./domain/Errors.js"
 
@@ -146,11 +148,14 @@ const storeWarnings = (options: OpenOptions) =>
   warningLoggerLayer(options.onWarning ?? emitProcessWarning, (message) => process.emitWarning(message, { type: "PiAgentStorageWarning" }))
 
 const storeLayer = (options: OpenOptions) =>
-  Layer.merge(
-    storageLayer(NodeWorld, {
+  // Provided, not only merged: warnings logged while the stack is built (a malformed PI_STORAGE_* variable)
+  // reach `onWarning` as well.
+  Layer.provideMerge(
+    NodeStorageLive({
       agentDir: options.agentDir,
       migrate: options.migrate,
-      workRuns: { heartbeatSleep: unrefSleep, ...(options.staleUnreadableMs === undefined ? {} : { staleUnreadableMs: options.staleUnreadableMs }) }
+      config: { staleUnreadableMs: options.staleUnreadableMs },
+      workRuns: { heartbeatSleep: unrefSleep }
     }),
     storeWarnings(options)
   )
@@ -169,11 +174,12 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
   installExitHook()
   const runtime = ManagedRuntime.make(storeLayer(options))
   // The services, resolved once: every method below is one runtime call.
-  const { agentDirPath, paths, workRuns, migration, doctor, extensions } = await runTyped(
+  const { agentDirPath, paths, config, workRuns, migration, doctor, extensions } = await runTyped(
     runtime,
     Effect.all({
       agentDirPath: Effect.map(AgentDir, (d) => d.path),
       paths: Effect.map(AgentDir, (d) => d.paths),
+      config: StorageConfig,
       workRuns: WorkRuns,
       migration: Migration,
       doctor: Doctor,
@@ -256,7 +262,7 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
     },
     doctor: (o = {}) => whileOpen(() => runTyped(runtime, doctor.doctor(agentDir, o as DoctorOptions))),
     configHistory: (o = {}) =>
-      makePromiseConfigHistory({ path: agentDirPath, paths }, o, whileOpen, (dispose) => void extraRuntimes.add(dispose), storeWarnings(options)),
+      makePromiseConfigHistory({ path: agentDirPath, paths, config }, o, whileOpen, (dispose) => void extraRuntimes.add(dispose), storeWarnings(options)),
     stateBackups: (o = {}) => {
       if (closed !== undefined) throw new StorageClosed({ agentDir })
       const backups = runtime.runSync(StateBackups.make(o)) // pure: resolves the root, touches nothing
@@ -306,7 +312,7 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
 /** One shared store per agent dir for the module-level helpers, closed when the process exits. */
 const sharedStores = new Map<string, Promise<AgentStorage>>()
 const sharedStore = (agentDir: string | undefined): Promise<AgentStorage> => {
-  const key = resolveAgentDir({ explicit: agentDir, env: (n) => process.env[n], home: NodeOs.homedir(), cwd: process.cwd() }).path
+  const key = resolveAgentDir({ explicit: agentDir, env: nodeEnv, home: NodeOs.homedir(), cwd: process.cwd() }).path
   let store = sharedStores.get(key)
   if (store === undefined) {
     store = openAgentStorage({ agentDir: key })

@@ -5,7 +5,7 @@
 import * as Layer from "effect/Layer"
 import type { RetentionPolicy } from "../domain/Retention.js"
 import { warningLoggerLayer } from "../facade/warnings.js"
-import { NodeWorld, storageLayer } from "../layers/Storage.js"
+import { NodeStorageLive } from "../layers/Storage.js"
 import { AgentDir } from "../services/AgentDir.js"
 import { Doctor } from "../services/Doctor.js"
 import { Inventory } from "../services/Inventory.js"
@@ -25,12 +25,14 @@ export interface StackOptions {
  */
 export const cliLayer = (options: StackOptions) =>
   Inventory.layer.pipe(
-    Layer.provideMerge(storageLayer(NodeWorld, {
+    Layer.provideMerge(NodeStorageLive({
       agentDir: options.agentDir,
       migrate: false,
-      workRuns: options.retentionCeiling ? { retentionCeiling: options.retentionCeiling } : {}
+      config: { retentionCeiling: options.retentionCeiling }
     })),
-    Layer.merge(stderrWarnings)
+    // Provided, not only merged: what the stack logs while it is built (a malformed PI_STORAGE_* variable)
+    // goes to stderr too, never to stdout where `--json` output goes.
+    Layer.provideMerge(stderrWarnings)
   )
 
 /** Warnings the library logs (a failing heartbeat, a refused background prune …) as lines on stderr. */

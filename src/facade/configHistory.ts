@@ -8,6 +8,7 @@ import * as ManagedRuntime from "effect/ManagedRuntime"
 import type { AgentPaths } from "../domain/AgentPaths.js"
 import { NodeCommandExecutorLive } from "../layers/NodeCommandExecutor.js"
 import { NodeWorld } from "../layers/Storage.js"
+import { StorageConfig, type StorageSettings } from "../services/StorageConfig.js"
 import { AgentDir } from "../services/AgentDir.js"
 import {
   ConfigHistory,
@@ -33,7 +34,8 @@ export interface PromiseConfigHistory {
 }
 
 export const makePromiseConfigHistory = (
-  agent: { readonly path: string; readonly paths: AgentPaths },
+  /** The store's agent dir and its `StorageConfig` (this runtime judges markers as the store does). */
+  agent: { readonly path: string; readonly paths: AgentPaths; readonly config: StorageSettings },
   options: ConfigHistoryOptions,
   whileOpen: <A>(run: () => Promise<A>) => Promise<A>,
   onDispose: (dispose: () => Promise<void>) => void,
@@ -44,7 +46,11 @@ export const makePromiseConfigHistory = (
   const get = () => {
     if (runtime === undefined) {
       const agentDir = Layer.succeed(AgentDir, { path: agent.path, given: agent.path, source: "option", paths: agent.paths })
-      runtime = ManagedRuntime.make(ConfigHistory.layer(options).pipe(Layer.provide(Layer.mergeAll(NodeWorld, NodeCommandExecutorLive, agentDir)), Layer.merge(warnings)))
+      runtime = ManagedRuntime.make(ConfigHistory.layer(options).pipe(
+        Layer.provide(Layer.mergeAll(NodeWorld, NodeCommandExecutorLive, agentDir)),
+        Layer.provide(Layer.succeed(StorageConfig, agent.config)),
+        Layer.merge(warnings)
+      ))
       const built = runtime
       onDispose(() => built.dispose())
     }

@@ -5,7 +5,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import type * as Layer from "effect/Layer"
+import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as os from "node:os"
 import { InvalidArgument } from "../domain/Errors.js"
@@ -22,9 +22,12 @@ import {
   type TierPurpose
 } from "../domain/Tiers.js"
 import { runTyped } from "./runtime.js"
-import { NodeFileSystemLive } from "../layers/NodeFileSystem.js"
+import * as NodeFileSystem from "../layers/NodeFileSystem.js"
+import * as NodeHost from "../layers/NodeHost.js"
 import type { FileSystem } from "../services/FileSystem.js"
-import { openTiers as openTiersEffect, type OpenTiersOptions } from "../services/TierStorage.js"
+import type { Host } from "../services/Host.js"
+import { StorageConfig } from "../services/StorageConfig.js"
+import { type OpenTiersOptions, TierStorage } from "../services/TierStorage.js"
 
 export { chooseTier, resolveStateDir }
 export type { ExtensionContext, ExtensionContextOptions, OpenTiersOptions, TierChoice, TierDirs, TierFacts, TierName, TierPurpose }
@@ -38,7 +41,7 @@ export const extensionContext = (extId: string, options?: ExtensionContextOption
   const built = makeExtensionContext({
     extId,
     options,
-    env: (name) => process.env[name],
+    env: NodeHost.nodeEnv,
     home: os.homedir(),
     cwd: process.cwd()
   })
@@ -76,18 +79,18 @@ export interface PromiseTiers {
   close(): Promise<void>
 }
 
-/** `openTiers` over a FileSystem layer. One runtime per handle. */
-const openTiersWithLayer = (layer: Layer.Layer<FileSystem>) =>
+/** The `TierStorage` service over a world's layer. One runtime per handle. */
+const openTiersWithLayer = (world: Layer.Layer<FileSystem | Host>) =>
 async (ctx: TierDirs, options?: OpenTiersOptions): Promise<PromiseTiers> => {
-  const runtime = ManagedRuntime.make(layer)
+  const runtime = ManagedRuntime.make(TierStorage.layer.pipe(Layer.provide(world)))
   // Rejects with the typed failure itself, never a FiberFailure wrapper.
-  const run = <A, E>(effect: Effect.Effect<A, E, FileSystem>) => runTyped(runtime, effect)
-  const tiers = await run(openTiersEffect(ctx, options)).catch(async (error: unknown) => {
+  const run = <A, E>(effect: Effect.Effect<A, E, TierStorage>) => runTyped(runtime, effect)
+  const tiers = await run(Effect.flatMap(TierStorage, (service) => service.open(ctx, options))).catch(async (error: unknown) => {
     await runtime.dispose()
     throw error
   })
   let closed = false
-  const guarded = <A, E>(effect: () => Effect.Effect<A, E, FileSystem>): Promise<A> =>
+  const guarded = <A, E>(effect: () => Effect.Effect<A, E>): Promise<A> =>
     closed
       ? Promise.reject(new InvalidArgument({ field: "tiers", detail: "this openTiers() handle is closed" }))
       : run(Effect.suspend(effect))
@@ -131,5 +134,5 @@ async (ctx: TierDirs, options?: OpenTiersOptions): Promise<PromiseTiers> => {
  * every destructive cache operation).
  */
 export const openTiers: (ctx: TierDirs, options?: OpenTiersOptions) => Promise<PromiseTiers> = openTiersWithLayer(
-  NodeFileSystemLive
+  Layer.merge(NodeFileSystem.layer, NodeHost.layer).pipe(Layer.provide(StorageConfig.layerFromEnv))
 )

@@ -4,8 +4,8 @@
  * - Nothing follows a final symlink: reads, exclusive writes, chmod and copy sources open with O_NOFOLLOW;
  *   `utimes` is `lutimes`; `readDirectory` refuses a link (ENOTDIR).
  * - New files and directories get exactly the requested mode, independent of the process umask (an
- *   `fchmod` after creation when the umask, read once, would have cleared requested bits), so Node and
- *   Memory agree.
+ *   `fchmod` after creation when the umask, read when the layer is built, would have cleared requested
+ *   bits), so Node and Memory agree.
  * - Durability: files are fsynced before they become visible under their final name, and the parent
  *   directories are fsynced after renames (unless the caller passes `sync: false`).
  * - The hot walks (`measureTree`, `removeTree`) use synchronous syscalls one directory at a time
@@ -27,6 +27,7 @@ import * as fsp from "node:fs/promises"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
 import { type FileSystemError, lengthMismatch } from "../domain/Errors.js"
 import {
   type DirEntry,
@@ -36,8 +37,9 @@ import {
   type FileType,
   type WriteOptions
 } from "../services/FileSystem.js"
+import { StorageConfig } from "../services/StorageConfig.js"
 import { attempt, attemptSync, failWith, toFileSystemError } from "./node/support.js"
-import { defaultWalkerKind, type WalkerKind, walksOf } from "./node/walkers.js"
+import { makeWalks, type WalkerKind } from "./node/walkers.js"
 
 export { toFileSystemError } from "./node/support.js"
 
@@ -149,12 +151,14 @@ const readDirectory = (path: string): Effect.Effect<ReadonlyArray<DirEntry>, Fil
   })
 
 /**
- * The process umask, read once (reading it is racy only against code that changes it, which this library
- * never does). New entries get exactly the requested mode: a chmod follows creation only when the umask
- * would have cleared some of the requested bits, which spares three syscalls per directory in the common case.
+ * The process umask, read when a layer is built, never at import (reading it is racy only against code that
+ * changes it, which this library never does). Process-wide, like the umask itself. New entries get exactly
+ * the requested mode: a chmod follows creation only when the umask would have cleared some of the requested
+ * bits, which spares three syscalls per directory in the common case. Until a layer is built every mode is
+ * set explicitly (0o777: never wrong, only slower).
  */
-const UMASK = process.umask()
-const umaskStrips = (mode: number): boolean => (mode & UMASK & 0o777) !== 0
+let umask = 0o777
+const umaskStrips = (mode: number): boolean => (mode & umask & 0o777) !== 0
 
 /** Create exactly one directory with exactly `mode`; EEXIST if anything is there. */
 const makeOneDirectory = (method: string, path: string, mode: number): Effect.Effect<void, FileSystemError> =>
@@ -456,9 +460,20 @@ const hashFile = (path: string): Effect.Effect<FileDigest, FileSystemError> =>
 /** Which tree walker the Node layer uses: "native" (the fsat addon) when it loads, else "portable". */
 export type Walker = WalkerKind
 
-/** The Node FileSystem; `walker` picks the tree walks (default: native when built). */
-export const make = (walker: Walker = defaultWalkerKind): FileSystem["Type"] => ({
-  ...walksOf(walker),
+/**
+ * The Node FileSystem, built in the caller's scope: the tree walks are `StorageConfig.walker`'s with at most
+ * `StorageConfig.removerThreads` removals at once, and the portable walks' remover threads are stopped when
+ * the scope closes. The umask is read here.
+ */
+export const make: Effect.Effect<FileSystem["Type"], never, Scope.Scope> = Effect.gen(function*() {
+  const config = yield* StorageConfig
+  umask = process.umask()
+  const walks = yield* makeWalks(config.walker, config.removerThreads)
+  return service(walks)
+})
+
+const service = (walks: { readonly measureTree: FileSystem["Type"]["measureTree"]; readonly removeTree: FileSystem["Type"]["removeTree"] }): FileSystem["Type"] => ({
+  ...walks,
   lstat,
   statFollowingLinks,
   readDirectory,
@@ -481,8 +496,12 @@ export const make = (walker: Walker = defaultWalkerKind): FileSystem["Type"] => 
   hashFile
 })
 
-/** The production FileSystem layer. */
-export const NodeFileSystemLive: Layer.Layer<FileSystem> = Layer.sync(FileSystem, () => make())
+/** The production FileSystem layer (scoped: its remover threads stop with it). */
+export const layer: Layer.Layer<FileSystem> = Layer.scoped(FileSystem, make)
+
+/** @deprecated use `NodeFileSystem.layer`. */
+export const NodeFileSystemLive: Layer.Layer<FileSystem> = layer
 
 /** The Node FileSystem with a chosen walker (tests and benchmarks compare the two). */
-export const nodeFileSystemWith = (walker: Walker): Layer.Layer<FileSystem> => Layer.sync(FileSystem, () => make(walker))
+export const nodeFileSystemWith = (walker: Walker): Layer.Layer<FileSystem> =>
+  layer.pipe(Layer.provide(StorageConfig.layer({ walker })))

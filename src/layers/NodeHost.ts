@@ -58,6 +58,14 @@ const selfStartTime = (): number | null => {
   return line === null ? null : parseStartTime(line)
 }
 
+/**
+ * The process environment, the Host port's `env` and the one place the library reads `process.env` (the
+ * storage tunables are read through Effect's `Config` instead, `StorageConfig.layerFromEnv`). The Node
+ * edges that need a variable before any layer exists (the Promise facade's `extensionContext`, its
+ * shared-store key) call this.
+ */
+export const nodeEnv = (name: string): string | undefined => process.env[name]
+
 export const make: Effect.Effect<Host["Type"]> = Effect.sync(() => ({
   hostname: os.hostname(),
   bootId: readTrimmed("/proc/sys/kernel/random/boot_id"),
@@ -66,10 +74,13 @@ export const make: Effect.Effect<Host["Type"]> = Effect.sync(() => ({
   uid: process.getuid?.() ?? null,
   homeDir: os.homedir(),
   cwd: process.cwd(),
-  env: (name: string) => process.env[name],
+  env: nodeEnv,
   processStartTime,
   pidExists
 }))
 
 /** The production Host layer; identity facts are read once when the layer is built. */
-export const NodeHostLive: Layer.Layer<Host> = Layer.effect(Host, make)
+export const layer: Layer.Layer<Host> = Layer.effect(Host, make)
+
+/** @deprecated use `NodeHost.layer`. */
+export const NodeHostLive: Layer.Layer<Host> = layer

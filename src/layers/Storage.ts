@@ -10,19 +10,27 @@ import { ExtensionStorage } from "../services/ExtensionStorage.js"
 import type { FileSystem } from "../services/FileSystem.js"
 import type { Host } from "../services/Host.js"
 import { Migration } from "../services/Migration.js"
+import { StorageConfig, type StorageConfigInput } from "../services/StorageConfig.js"
 import { WorkRuns, type WorkRunsOptions } from "../services/WorkRuns.js"
-import { NodeFileSystemLive } from "./NodeFileSystem.js"
-import { NodeHostLive } from "./NodeHost.js"
+import * as NodeFileSystem from "./NodeFileSystem.js"
+import * as NodeHost from "./NodeHost.js"
 
 export interface StorageOptions {
   /** Wins over `$PI_ADAPTATIVE_CODING_AGENT_DIR` and `~/.pi/agent`. */
   readonly agentDir?: string | undefined
   /** Run the layout migration (`Migration.run`) before anything reads the agent dir (default true). */
   readonly migrate?: boolean | undefined
+  /**
+   * Tunables for the whole stack, on top of the `StorageConfig` in the context (its defaults, or the
+   * environment's at the Node edge). The deprecated duplicates in `workRuns` (`remoteLeaseTtlMs`,
+   * `staleUnreadableMs`, `retentionCeiling`, `busyAttempts`, `busyDelayMs`) are applied to the whole stack
+   * too, and `config` wins over them.
+   */
+  readonly config?: StorageConfigInput | undefined
   readonly workRuns?: WorkRunsOptions | undefined
 }
 
-export type StorageServices = FileSystem | Host | AgentDir | Migration | Doctor | WorkRuns | ExtensionStorage
+export type StorageServices = StorageConfig | FileSystem | Host | AgentDir | Migration | Doctor | WorkRuns | ExtensionStorage
 
 /** Start-up migration passes: each call handles a bounded number of root entries and says when it was cut. */
 const MAX_STARTUP_MIGRATION_PASSES = 16
@@ -31,6 +39,16 @@ export const storageLayer = <E>(
   world: Layer.Layer<FileSystem | Host, E>,
   options: StorageOptions = {}
 ): Layer.Layer<StorageServices, E> => {
+  const legacy = options.workRuns ?? {}
+  // One StorageConfig for every layer below, the world's included (its walker and remover threads).
+  const config = StorageConfig.layer({
+    remoteLeaseTtlMs: legacy.remoteLeaseTtlMs,
+    staleUnreadableMs: legacy.staleUnreadableMs,
+    retentionCeiling: legacy.retentionCeiling,
+    busyAttempts: legacy.busyAttempts === undefined ? undefined : Math.max(1, legacy.busyAttempts),
+    busyDelayMs: legacy.busyDelayMs,
+    ...options.config
+  })
   const migration = Layer.merge(Migration.layer, Doctor.layer).pipe(
     Layer.provideMerge(AgentDir.layer(options.agentDir)),
     Layer.provideMerge(world)
@@ -51,10 +69,15 @@ export const storageLayer = <E>(
     })
   ).pipe(Layer.provideMerge(migration))
   const workRuns = WorkRuns.layer(options.workRuns).pipe(Layer.provideMerge(agentDir))
-  return ExtensionStorage.layer.pipe(Layer.provideMerge(workRuns))
+  return ExtensionStorage.layer.pipe(Layer.provideMerge(workRuns), Layer.provideMerge(config))
 }
 
-export const NodeWorld: Layer.Layer<FileSystem | Host> = Layer.merge(NodeFileSystemLive, NodeHostLive)
+/** The Node FileSystem and Host; the FileSystem reads its walker and remover threads from `StorageConfig`. */
+export const NodeWorld: Layer.Layer<FileSystem | Host> = Layer.merge(NodeFileSystem.layer, NodeHost.layer)
 
-/** Production: the Node world with every service, migration first. */
-export const NodeStorageLive = (options: StorageOptions = {}): Layer.Layer<StorageServices> => storageLayer(NodeWorld, options)
+/**
+ * Production: the Node world with every service, migration first, `StorageConfig` filled from the
+ * environment (`StorageConfig.layerFromEnv`) under `options.config`. The Promise facade and the CLI use it.
+ */
+export const NodeStorageLive = (options: StorageOptions = {}): Layer.Layer<StorageServices> =>
+  storageLayer(NodeWorld, options).pipe(Layer.provide(StorageConfig.layerFromEnv))

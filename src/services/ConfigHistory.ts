@@ -190,6 +190,9 @@ export class ConfigHistory extends Context.Tag("pi-agent-storage/ConfigHistory")
   readonly change: <A, E>(message: string, apply: Effect.Effect<A, E>) => Effect.Effect<A, E | ConfigHistoryError>
   readonly status: () => Effect.Effect<HistoryStatus, ConfigHistoryError>
 }>() {
+  static readonly make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["Type"], never, FileSystem | Host | AgentDir | CommandExecutor> =>
+    make(options)
+
   static readonly layer = (options: ConfigHistoryOptions = {}): Layer.Layer<ConfigHistory, never, FileSystem | Host | AgentDir | CommandExecutor> =>
     Layer.effect(ConfigHistory, make(options))
 }

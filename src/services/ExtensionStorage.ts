@@ -43,8 +43,7 @@ export class ExtensionStorage extends Context.Tag("pi-agent-storage/ExtensionSto
   /** Scoped: closing the scope unloads the view. No I/O, no directory created. */
   readonly getStorage: (namespace: string) => Effect.Effect<ExtensionStorageView, InvalidSegment, Scope.Scope>
 }>() {
-  static readonly layer: Layer.Layer<ExtensionStorage, never, WorkRuns | AgentDir> = Layer.effect(
-    ExtensionStorage,
+  static readonly make: Effect.Effect<ExtensionStorage["Type"], never, WorkRuns | AgentDir> = (
     Effect.gen(function*() {
       const workRuns = yield* WorkRuns
       const { paths } = yield* AgentDir
@@ -85,4 +84,6 @@ export class ExtensionStorage extends Context.Tag("pi-agent-storage/ExtensionSto
       return ExtensionStorage.of({ getStorage })
     })
   )
+
+  static readonly layer: Layer.Layer<ExtensionStorage, never, WorkRuns | AgentDir> = Layer.effect(ExtensionStorage, ExtensionStorage.make)
 }

@@ -347,6 +347,7 @@ const notADirectory = (deps: Deps, path: string): Effect.Effect<string | null> =
 const isDirectory = (deps: Deps, path: string): Effect.Effect<boolean> =>
   deps.fs.lstat(path).pipe(Effect.map((i) => i.type === "Directory"), Effect.orElseSucceed(() => false))
 
+/** @deprecated use `Inventory.make`. */
 export const makeInventory = Effect.gen(function*() {
   const deps = yield* depsFromContext
   const agentDir = yield* AgentDir
@@ -453,5 +454,6 @@ export class Inventory extends Context.Tag("pi-agent-storage/Inventory")<Invento
   /** Prunable tenants and the entries refused on the way (symlinked or not-a-directory roots). */
   readonly pruneTargets: Effect.Effect<PruneTargets>
 }>() {
+  static readonly make: Effect.Effect<Inventory["Type"], never, FileSystem | Host | AgentDir> = makeInventory
   static readonly layer: Layer.Layer<Inventory, never, FileSystem | Host | AgentDir> = Layer.effect(Inventory, makeInventory)
 }

@@ -25,8 +25,6 @@ import { type FileSystemError, InvalidArgument, type InvalidSegment, type Unsafe
 import { decodeSegment } from "../domain/Segment.js"
 import { decodeJsonBytes, encodeJsonBytes, MARKER_MAX_BYTES } from "../domain/Formats.js"
 import { type ForgetPlan, type ForgetPolicy, planForgetResult } from "../domain/ForgetPlan.js"
-import { DEFAULT_REMOTE_LEASE_TTL_MS } from "../domain/Retention.js"
-import { DEFAULT_STALE_UNREADABLE_MS } from "../domain/Liveness.js"
 import {
   agentScopeRoots,
   BackupBusy,
@@ -61,7 +59,7 @@ import { AgentDir } from "./AgentDir.js"
 import { type FileInfo, FileSystem, type WalkBudget } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import type { Deps } from "./internal/deps.js"
-import { selfIdentity } from "./internal/deps.js"
+import { depsFromContext, selfIdentity } from "./internal/deps.js"
 import { judgeMarker, tryAcquireMarker } from "./internal/markers.js"
 import { checkSafeDirectory } from "./internal/rootSafety.js"
 
@@ -164,10 +162,9 @@ export class StateBackups extends Context.Tag("pi-agent-storage/StateBackups")<S
 }>() {
   static readonly make = (options: StateBackupsOptions = {}) =>
     Effect.gen(function*() {
-      const fs = yield* FileSystem
-      const host = yield* Host
+      const deps = yield* depsFromContext
       const agent = yield* AgentDir
-      return makeStateBackups({ fs, host, remoteLeaseTtlMs: DEFAULT_REMOTE_LEASE_TTL_MS, staleUnreadableMs: DEFAULT_STALE_UNREADABLE_MS }, agent.path, options)
+      return makeStateBackups(deps, agent.path, options)
     })
 
   static readonly layer = (options: StateBackupsOptions = {}): Layer.Layer<StateBackups, never, FileSystem | Host | AgentDir> =>

@@ -5,8 +5,10 @@
  *   with fsync; there is deliberately no cleanup API;
  * - config holds small schema-checked JSON key-values and refuses databases, logs and anything over budget.
  */
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as NodePath from "node:path"
 import {
@@ -41,13 +43,18 @@ import {
 import { type FileInfo, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 
-/** TD2 with the environment read from the Host port. No I/O. */
+/** TD2 over a Host: the environment, home and cwd it reports. No I/O. */
+const contextOn = (host: Host["Type"]) => (extId: string, options?: ExtensionContextOptions): Effect.Effect<ExtensionContext, InvalidSegment> =>
+  makeExtensionContext({ extId, options, env: host.env, home: host.homeDir, cwd: host.cwd })
+
+/**
+ * TD2 with the environment read from the Host port. No I/O.
+ * @deprecated use `TierStorage`'s `extensionContext`.
+ */
 export const extensionContext = (
   extId: string,
   options?: ExtensionContextOptions
-): Effect.Effect<ExtensionContext, InvalidSegment, Host> =>
-  Effect.flatMap(Host, (host) =>
-    makeExtensionContext({ extId, options, env: host.env, home: host.homeDir, cwd: host.cwd }))
+): Effect.Effect<ExtensionContext, InvalidSegment, Host> => Effect.flatMap(Host, (host) => contextOn(host)(extId, options))
 
 export interface CacheEnsureOptions {
   /** Checked against cached bytes before they are trusted; `false` (or a throw) means rebuild. */
@@ -177,15 +184,38 @@ const locateOnce = (fs: FileSystem["Type"], path: string): Effect.Effect<Resolve
     return { chain, missing }
   })
 
+export type OpenTiersError = InvalidArgument | TiersOverlap | FileSystemError
+
+/** The web host's extension data tiers (TD1–TD5) as a service over the FileSystem and Host ports. */
+export class TierStorage extends Context.Tag("pi-agent-storage/TierStorage")<TierStorage, {
+  /**
+   * Open the three tiers of one extension. Validates the directories (absolute; `stateDir` falls back per
+   * seed 003 §3) and the options, then compares where they resolve on disk (TD5: device and inode, links
+   * followed; `TiersOverlap`). Creates nothing.
+   */
+  readonly open: (ctx: TierDirs, options?: OpenTiersOptions) => Effect.Effect<Tiers, OpenTiersError>
+  /** TD2: the tier directories of `extId` under the data root, with the Host's environment. No I/O. */
+  readonly extensionContext: (extId: string, options?: ExtensionContextOptions) => Effect.Effect<ExtensionContext, InvalidSegment>
+}>() {
+  static readonly make: Effect.Effect<TierStorage["Type"], never, FileSystem | Host> = Effect.gen(function*() {
+    const fs = yield* FileSystem
+    const host = yield* Host
+    return TierStorage.of({ open: openOn(fs), extensionContext: contextOn(host) })
+  })
+
+  static readonly layer: Layer.Layer<TierStorage, never, FileSystem | Host> = Layer.effect(TierStorage, TierStorage.make)
+}
+
 /**
- * Open the three tiers of one extension. Validates the directories (absolute; `stateDir` falls back per
- * seed 003 §3) and the options, then compares where they resolve on disk (TD5: device and inode, links
- * followed; `TiersOverlap`). Creates nothing. The returned methods need nothing from the context.
+ * `TierStorage`'s `open` with the FileSystem from the context.
+ * @deprecated use `TierStorage` (`Effect.flatMap(TierStorage, (t) => t.open(ctx, options))`).
  */
 export const openTiers = (
   ctx: TierDirs,
   options?: OpenTiersOptions
-): Effect.Effect<Tiers, InvalidArgument | TiersOverlap | FileSystemError, FileSystem> =>
+): Effect.Effect<Tiers, OpenTiersError, FileSystem> => Effect.flatMap(FileSystem, (fs) => openOn(fs)(ctx, options))
+
+const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOptions): Effect.Effect<Tiers, OpenTiersError> =>
   Effect.gen(function*() {
     const dirs = yield* fromEither(resolveTierDirs(ctx))
     const budgetBytes = options?.configBudgetBytes ?? DEFAULT_CONFIG_BUDGET_BYTES
@@ -194,7 +224,6 @@ export const openTiers = (
         new InvalidArgument({ field: "configBudgetBytes", detail: `must be a non-negative integer (got ${budgetBytes})` })
       )
     }
-    const fs = yield* FileSystem
 
     /**
      * TD5, at open and again right before anything that deletes or replaces cache entries: a link or mount

@@ -45,19 +45,16 @@ import type { PruneReport } from "../domain/PruneReport.js"
 import {
   clamp,
   decodeRetentionInput,
-  DEFAULT_REMOTE_LEASE_TTL_MS,
-  DEFAULT_RETENTION,
   OPPORTUNISTIC_PRUNE_INTERVAL_MS,
-  resolvePolicy,
   type RetentionInput,
   type RetentionPolicy
 } from "../domain/Retention.js"
-import { DEFAULT_STALE_UNREADABLE_MS } from "../domain/Liveness.js"
 import { generateRunId } from "../domain/RunId.js"
 import { decodeSegment } from "../domain/Segment.js"
 import { AgentDir } from "./AgentDir.js"
 import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
+import { applyStorageConfig, StorageConfig } from "./StorageConfig.js"
 import { type Deps, nonce, safeHostName, selfIdentity } from "./internal/deps.js"
 import { liveMarkerExists } from "./internal/markers.js"
 import { notDeleted, pruneTenant } from "./internal/prune.js"
@@ -131,19 +128,23 @@ export type RemoveRunOutcome =
   /** Left alone for another reason (a cleanup already running, a rename that failed). */
   | { readonly runId: string; readonly _tag: "Skipped"; readonly why: string }
 
+/**
+ * The tunables WorkRuns shares with every other program (`remoteLeaseTtlMs`, `staleUnreadableMs`,
+ * `retentionCeiling`, `busyAttempts`, `busyDelayMs`) come from `StorageConfig`. Given here they override it
+ * for this WorkRuns only (deprecated: the doctor and the inventory would judge with other values; pass them
+ * as `storageLayer(world, { config })` or `StorageConfig.layer(…)` instead, which `storageLayer` also does
+ * with the ones given in its `workRuns` options).
+ */
 export interface WorkRunsOptions {
-  /** Other hosts' leases count as alive until their heartbeat is this old (WR4). */
+  /** @deprecated use `StorageConfig.remoteLeaseTtlMs`. */
   readonly remoteLeaseTtlMs?: number
-  /**
-   * How long an unreadable marker or lease (empty, garbage, a directory or symlink where a file belongs, a
-   * remote timestamp beyond now + TTL) is held before it counts as dead; default 10 minutes
-   * (`DEFAULT_STALE_UNREADABLE_MS`).
-   */
+  /** @deprecated use `StorageConfig.staleUnreadableMs`. */
   readonly staleUnreadableMs?: number
-  /** Ceiling every requested policy is clamped to; defaults to WR9. An invalid one is a defect (`InvalidPolicy`). */
+  /** @deprecated use `StorageConfig.retentionCeiling`. An invalid one is a defect (`InvalidPolicy`). */
   readonly retentionCeiling?: RetentionPolicy
-  /** Attempts before `RunBusy` while a cleanup marker holds the run, and the pause between them. */
+  /** @deprecated use `StorageConfig.busyAttempts`. */
   readonly busyAttempts?: number
+  /** @deprecated use `StorageConfig.busyDelayMs`. */
   readonly busyDelayMs?: number
   /** Start a background prune of a tenant on acquire (at most once an hour per tenant). Default true. */
   readonly opportunisticRetention?: boolean
@@ -179,6 +180,9 @@ export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns,
   readonly removeRuns: (options: { readonly category: string; readonly tenant: string; readonly runIds: ReadonlyArray<string> }) =>
     Effect.Effect<ReadonlyArray<RemoveRunOutcome>, PruneFailure>
 }>() {
+  /** The service, built in the caller's scope (background prunes are awaited when it closes). */
+  static readonly make = (options: WorkRunsOptions = {}) => makeWorkRuns(options)
+
   static readonly layer = (options: WorkRunsOptions = {}): Layer.Layer<WorkRuns, never, FileSystem | Host | AgentDir> =>
     Layer.scoped(WorkRuns, makeWorkRuns(options))
 }
@@ -200,20 +204,26 @@ type Attempt =
   | { readonly _tag: "Busy" }
   | { readonly _tag: "Again" }
 
+/** @deprecated use `WorkRuns.make`. */
 export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem
     const host = yield* Host
     const agentDir = yield* AgentDir
     const paths: AgentPaths = agentDir.paths
-    const remoteLeaseTtlMs = options.remoteLeaseTtlMs ?? DEFAULT_REMOTE_LEASE_TTL_MS
-    const deps: Deps = { fs, host, remoteLeaseTtlMs, staleUnreadableMs: options.staleUnreadableMs ?? DEFAULT_STALE_UNREADABLE_MS }
-    // WR8a: the ceiling is a policy too; a malformed one is a programming error of the embedder.
-    const ceiling = options.retentionCeiling === undefined
-      ? DEFAULT_RETENTION
-      : resolvePolicy(yield* Effect.orDie(decodeRetentionInput(options.retentionCeiling)))
-    const busyAttempts = Math.max(1, options.busyAttempts ?? 8)
-    const busyDelay = Duration.millis(options.busyDelayMs ?? 25)
+    // WR8a: the ceiling is a policy too; a malformed one is a programming error of the embedder (a defect).
+    const config = yield* applyStorageConfig(yield* StorageConfig, {
+      remoteLeaseTtlMs: options.remoteLeaseTtlMs,
+      staleUnreadableMs: options.staleUnreadableMs,
+      retentionCeiling: options.retentionCeiling,
+      busyAttempts: options.busyAttempts === undefined ? undefined : Math.max(1, options.busyAttempts),
+      busyDelayMs: options.busyDelayMs
+    })
+    const { remoteLeaseTtlMs } = config
+    const deps: Deps = { fs, host, remoteLeaseTtlMs, staleUnreadableMs: config.staleUnreadableMs }
+    const ceiling = config.retentionCeiling
+    const busyAttempts = config.busyAttempts
+    const busyDelay = Duration.millis(config.busyDelayMs)
     const liveClock = Clock.make()
     const heartbeatSleep = options.heartbeatSleep ?? ((d: Duration.Duration) => liveClock.sleep(d))
     // WR4: holders refresh at a third of the remote TTL.

@@ -2,8 +2,13 @@ import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as os from "node:os"
 import * as NodePath from "node:path"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Scope } from "effect"
+import * as NodeFileSystem from "../../src/layers/NodeFileSystem.js"
 import { nodeFileSystemWith, type Walker } from "../../src/layers/NodeFileSystem.js"
+import { availableWalkerKind, walkerKindOf } from "../../src/layers/node/walkers.js"
+import { FileSystem } from "../../src/services/FileSystem.js"
+import { StorageConfig } from "../../src/services/StorageConfig.js"
 import { bindMount, bindMountSupport } from "../support/bindMount.js"
 import { type ConformanceSetup, fileSystemConformance, Scratch } from "./conformance.js"
 
@@ -60,3 +65,34 @@ const setupWith = (walker: Walker): ConformanceSetup => ({
 // Both walkers: the native one (built by `npm install`; its absence fails here, loudly) and the portable one.
 fileSystemConformance("Node, native walker", setupWith("native"))
 fileSystemConformance("Node, portable walker", setupWith("portable"))
+
+describe("the Node FileSystem layer reads its settings when it is built", () => {
+  it.scoped("the umask in force when the layer is built, not at import, decides whether a mode is fixed up", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDirectory(os.tmpdir())
+      // Imported long ago under the usual 022; built now under 077, which strips group read from 0740.
+      const before = process.umask(0o077)
+      try {
+        const service = yield* Effect.provide(FileSystem, NodeFileSystem.layer)
+        yield* service.makeDirectory(`${dir}/d`, { mode: 0o740 })
+        yield* service.writeFileExclusive(`${dir}/f`, new TextEncoder().encode("x"), { mode: 0o640 })
+        assert.strictEqual(fs.statSync(`${dir}/d`).mode & 0o777, 0o740)
+        assert.strictEqual(fs.statSync(`${dir}/f`).mode & 0o777, 0o640)
+      } finally {
+        process.umask(before)
+      }
+    }))
+
+  it.scoped("StorageConfig.walker picks the walks; `native` where the addon is missing would be a defect, never a silent swap", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDirectory(os.tmpdir())
+      fs.mkdirSync(`${dir}/t/a`, { recursive: true })
+      fs.writeFileSync(`${dir}/t/a/f`, "xyz")
+      for (const walker of ["portable", "auto"] as const) {
+        const service = yield* Effect.provide(FileSystem, NodeFileSystem.layer.pipe(Layer.provide(StorageConfig.layer({ walker }))))
+        assert.deepStrictEqual(yield* service.measureTree(`${dir}/t`, { maxEntries: 100, maxDepth: 8 }), { bytes: 3, entries: 2, complete: true })
+      }
+      assert.strictEqual(walkerKindOf("auto"), availableWalkerKind())
+      assert.strictEqual(walkerKindOf("portable"), "portable")
+    }))
+})

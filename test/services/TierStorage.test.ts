@@ -1,5 +1,7 @@
 /**
  * TierStorage on real disk (Node layer, temp dir): every write asserts the exact file it landed in (seed 003 §5.4).
+ * Through the service (`TierStorage.layer`); the deprecated `openTiers` alias is exercised by TierOverlap,
+ * TrashDepth and ConfigRedLinesAgreement.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Layer, Ref, Schema } from "effect"
@@ -10,11 +12,19 @@ import * as NodePath from "node:path"
 import { ConfigRedLine, FileSystemError, InvalidArgument, StateMissing, StateUnreadable } from "../../src/domain/Errors.js"
 import { makeExtensionContext } from "../../src/domain/Tiers.js"
 import { Host } from "../../src/services/Host.js"
-import { extensionContext, openTiers, type Tiers } from "../../src/services/TierStorage.js"
-import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
+import { type OpenTiersOptions, TierStorage, type Tiers } from "../../src/services/TierStorage.js"
+import type { ExtensionContextOptions, TierDirs } from "../../src/domain/Tiers.js"
+import * as NodeFileSystem from "../../src/layers/NodeFileSystem.js"
+import * as NodeHost from "../../src/layers/NodeHost.js"
 import { layerMemory } from "../../src/layers/MemoryFileSystem.js"
 import { MemoryDriver } from "../../src/layers/MemoryWorld.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
+
+const openTiers = (ctx: TierDirs, options?: OpenTiersOptions) => Effect.flatMap(TierStorage, (t) => t.open(ctx, options))
+const extensionContext = (extId: string, options?: ExtensionContextOptions) =>
+  Effect.flatMap(TierStorage, (t) => t.extensionContext(extId, options))
+/** The service over the Node world, with the FileSystem beside it for the tests' own looks. */
+const TiersLive = TierStorage.layer.pipe(Layer.provideMerge(Layer.merge(NodeFileSystem.layer, NodeHost.layer)))
 
 /** A fresh temp data root per test, removed when the test's scope closes. */
 const dataRoot = Effect.acquireRelease(
@@ -60,13 +70,15 @@ describe("extensionContext (Effect, Host port)", () => {
       processStartTime: () => Effect.succeed(null), pidExists: () => Effect.succeed(false)
     })
 
+  const tiersOn = (hostLayer: Layer.Layer<Host>) => TierStorage.layer.pipe(Layer.provide(Layer.merge(hostLayer, NodeFileSystem.layer)))
+
   it.effect("reads PI_WEB_DATA_DIR and home from the Host port", () =>
     Effect.gen(function*() {
-      const fromEnv = yield* extensionContext("x").pipe(Effect.provide(host({ PI_WEB_DATA_DIR: "/srv/data" })))
+      const fromEnv = yield* extensionContext("x").pipe(Effect.provide(tiersOn(host({ PI_WEB_DATA_DIR: "/srv/data" }))))
       assert.strictEqual(fromEnv.configDir, "/srv/data/x/config")
-      const dev = yield* extensionContext("x", { instance: "dev" }).pipe(Effect.provide(host({})))
+      const dev = yield* extensionContext("x", { instance: "dev" }).pipe(Effect.provide(tiersOn(host({}))))
       assert.strictEqual(dev.stateDir, "/home/someone/.pi/web-dev/data/x/state")
-      const bad = yield* fail(extensionContext("X").pipe(Effect.provide(host({}))))
+      const bad = yield* fail(extensionContext("X").pipe(Effect.provide(tiersOn(host({})))))
       assert.strictEqual(bad._tag, "InvalidSegment")
       assert.strictEqual(bad.field, "extId")
     }))
@@ -75,7 +87,7 @@ describe("extensionContext (Effect, Host port)", () => {
     Effect.gen(function*() {
       const { ext } = yield* setup()
       assert.isFalse(fs.existsSync(ext))
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 })
 
 describe("cache tier", () => {
@@ -93,7 +105,7 @@ describe("cache tier", () => {
       assert.strictEqual(text(second), "v1")
       assert.strictEqual(yield* Ref.get(builds), 1)
       assert.deepStrictEqual(fs.readdirSync(NodePath.join(ext, "cache")), ["index.json"])
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 
   it.scoped("everything works after rm -rf cache/ (conformance)", () =>
     Effect.gen(function*() {
@@ -109,7 +121,7 @@ describe("cache tier", () => {
       const bytes = yield* tiers.cache.ensure("b", Effect.succeed(new Uint8Array([4])))
       assert.deepStrictEqual([...bytes], [4])
       assert.deepStrictEqual([...fs.readFileSync(NodePath.join(ext, "cache", "b"))], [4])
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 
   it.scoped("a cached entry that fails validation (or whose validator throws) is rebuilt", () =>
     Effect.gen(function*() {
@@ -130,7 +142,7 @@ describe("cache tier", () => {
       })
       assert.strictEqual(text(thrown), "after throw")
       assert.strictEqual(read(path), "after throw")
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 
   it.scoped("a directory or a symlink squatting on a key is replaced, and a link's target is never touched", () =>
     Effect.gen(function*() {
@@ -147,7 +159,7 @@ describe("cache tier", () => {
       assert.isFalse(fs.lstatSync(NodePath.join(cacheDir, "link-key")).isSymbolicLink())
       assert.strictEqual(read(NodePath.join(cacheDir, "link-key")), "L")
       assert.strictEqual(read(outside), "precious")
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 
   it.scoped("refuses keys that are paths, without building", () =>
     Effect.gen(function*() {
@@ -159,7 +171,7 @@ describe("cache tier", () => {
       }
       assert.strictEqual(yield* Ref.get(builds), 0)
       assert.isFalse(fs.existsSync(ext))
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 
   it.scoped("a failing build fails with its own error and writes nothing", () =>
     Effect.gen(function*() {
@@ -167,7 +179,7 @@ describe("cache tier", () => {
       const e = yield* fail(tiers.cache.ensure("k", Effect.fail("download failed" as const)))
       assert.strictEqual(e, "download failed")
       assert.isFalse(fs.existsSync(NodePath.join(ext, "cache", "k")))
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 
   it.scoped("clear removes cache/ entirely without following symlinks; ensure rebuilds afterwards", () =>
     Effect.gen(function*() {
@@ -185,7 +197,7 @@ describe("cache tier", () => {
       yield* tiers.cache.clear() // clearing an absent cache is fine
       assert.strictEqual(text(yield* tiers.cache.ensure("a", Effect.succeed("A again"))), "A again")
       assert.strictEqual(read(NodePath.join(ext, "cache", "a")), "A again")
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 
   it.scoped("a cache/ that is a symlink to another disk keeps working, and clear only unlinks it", () =>
     Effect.gen(function*() {
@@ -199,7 +211,7 @@ describe("cache tier", () => {
       yield* tiers.cache.clear()
       assert.isFalse(exists(NodePath.join(ext, "cache")))
       assert.strictEqual(read(NodePath.join(elsewhere, "k")), "via link")
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 })
 
 describe("state tier", () => {
@@ -216,7 +228,7 @@ describe("state tier", () => {
       assert.deepStrictEqual(yield* tiers.state.read("history.json"), value)
       yield* tiers.state.write("history.json", { total: 2 })
       assert.deepStrictEqual(JSON.parse(read(path)), { total: 2 })
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 
   it.scoped("a missing record is StateMissing: no default, nothing created", () =>
     Effect.gen(function*() {
@@ -225,7 +237,7 @@ describe("state tier", () => {
       assert.instanceOf(e, StateMissing)
       assert.strictEqual((e as StateMissing).path, NodePath.join(ext, "state", "ledger.json"))
       assert.isFalse(fs.existsSync(ext))
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 
   it.scoped("corrupt JSON, a symlink, a directory or a schema mismatch is StateUnreadable and left untouched", () =>
     Effect.gen(function*() {
@@ -247,7 +259,7 @@ describe("state tier", () => {
       assert.strictEqual(ok.count, "many")
       assert.strictEqual(read(NodePath.join(stateDir, "corrupt.json")), "{\"half\":")
       assert.isTrue(fs.lstatSync(NodePath.join(stateDir, "link.json")).isSymbolicLink())
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 
   it.scoped("refuses non-JSON values and path names, writing nothing; offers no cleanup", () =>
     Effect.gen(function*() {
@@ -258,7 +270,7 @@ describe("state tier", () => {
       assert.instanceOf(e2, InvalidArgument)
       assert.isFalse(fs.existsSync(ext))
       assert.deepStrictEqual(Object.keys(tiers.state).sort(), ["dir", "read", "write"])
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 
   it.scoped("an old host without stateDir writes state to config/state, outside config's budget", () =>
     Effect.gen(function*() {
@@ -271,7 +283,7 @@ describe("state tier", () => {
       assert.strictEqual(read(NodePath.join(root, "old", "config", "state", "big.json")), `"${"x".repeat(500)}"\n`)
       yield* tiers.config.set("k", 1)
       assert.deepStrictEqual(JSON.parse(read(NodePath.join(root, "old", "config", "settings.json"))), { k: 1 })
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 })
 
 describe("config tier", () => {
@@ -293,7 +305,7 @@ describe("config tier", () => {
       yield* tiers.config.set("__proto__", { polluted: true })
       assert.deepStrictEqual(yield* tiers.config.get("__proto__"), { polluted: true })
       assert.isUndefined(({} as Record<string, unknown>).polluted)
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 
   it.scoped("concurrent sets from one handle lose no key", () =>
     Effect.gen(function*() {
@@ -303,7 +315,7 @@ describe("config tier", () => {
       })
       const saved = JSON.parse(read(NodePath.join(ext, "config", "settings.json")))
       assert.strictEqual(Object.keys(saved).length, 12)
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 
   it.scoped("a value that is not JSON is ConfigRedLine invalid-value", () =>
     Effect.gen(function*() {
@@ -314,7 +326,7 @@ describe("config tier", () => {
         assert.strictEqual((e as ConfigRedLine).rule, "invalid-value")
       }
       assert.isFalse(fs.existsSync(ext))
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 
   it.scoped("writeFile lands in config/<name> but refuses databases and logs, naming the rule and right tier", () =>
     Effect.gen(function*() {
@@ -338,7 +350,7 @@ describe("config tier", () => {
       }
       const e = yield* fail(tiers.config.writeFile("settings.json", "{}"))
       assert.instanceOf(e, InvalidArgument)
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 
   it.scoped("writeFile and set refuse to take config/ over its budget; replacing a file counts only the growth", () =>
     Effect.gen(function*() {
@@ -360,7 +372,7 @@ describe("config tier", () => {
       fs.writeFileSync(NodePath.join(ext, "config", "sub", "blob"), "b".repeat(990))
       const last = yield* fail(tiers.config.set("k", 1))
       assert.strictEqual((last as ConfigRedLine).rule, "size-budget")
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 
   it.scoped("the default budget is 1 MiB", () =>
     Effect.gen(function*() {
@@ -369,7 +381,7 @@ describe("config tier", () => {
       assert.strictEqual(fs.statSync(NodePath.join(ext, "config", "near.bin")).size, 1024 * 1024 - 10)
       const e = yield* fail(tiers.config.writeFile("more.bin", new Uint8Array(11)))
       assert.strictEqual((e as ConfigRedLine).rule, "size-budget")
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 
   it.scoped("a corrupt settings.json is an error, never silently reset", () =>
     Effect.gen(function*() {
@@ -384,7 +396,7 @@ describe("config tier", () => {
         yield* fail(tiers.config.set("k", 1))
         assert.strictEqual(read(path), content)
       }
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 
   it.effect("openTiers refuses relative or overlapping directories and a bad budget", () =>
     Effect.gen(function*() {
@@ -395,7 +407,7 @@ describe("config tier", () => {
       assert.strictEqual(field(e2), "cacheDir")
       const e3 = yield* fail(openTiers({ configDir: "/x/config", cacheDir: "/x/cache" }, { configBudgetBytes: -1 }))
       assert.strictEqual(field(e3), "configBudgetBytes")
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(TiersLive)))
 })
 
 describe("on the Memory layer", () => {
@@ -422,7 +434,7 @@ describe("on the Memory layer", () => {
           assert.include([1, 2], after, `crash after ${step} steps`)
           if (Either.isRight(crashed)) assert.strictEqual(after, 2)
           return Either.isRight(crashed) ? "done" : `crashed:${after}`
-        }).pipe(Effect.provide(layerMemory()))
+        }).pipe(Effect.provide(TierStorage.layer.pipe(Layer.provideMerge(layerMemory()))))
         seen.add(outcome)
       }
       // The sweep really crossed the commit point: both outcomes of a crash occurred.
@@ -446,7 +458,7 @@ describe("on the Memory layer", () => {
       assert.instanceOf(e, FileSystemError)
       assert.deepStrictEqual(yield* tiers.state.read("ledger.json"), { rows: 1 })
       assert.strictEqual(world.readFixtureText("/data/notes/state/ledger.json"), "{\"rows\":1}\n")
-    }).pipe(Effect.provide(layerMemory())))
+    }).pipe(Effect.provide(TierStorage.layer.pipe(Layer.provideMerge(layerMemory())))))
 
   it.effect("concurrent ensures of one key all return a build result that is what the file holds", () =>
     Effect.gen(function*() {
@@ -461,7 +473,7 @@ describe("on the Memory layer", () => {
       assert.isDefined(onDisk)
       assert.include(results.map(text), onDisk)
       for (const r of results) assert.match(text(r), /^build \d$/)
-    }).pipe(Effect.provide(layerMemory())))
+    }).pipe(Effect.provide(TierStorage.layer.pipe(Layer.provideMerge(layerMemory())))))
 
   it.effect.prop("concurrent ensures, clears and corruption, unevenly scheduled: every ensure answers its build", [
     fc.array(
@@ -491,7 +503,7 @@ describe("on the Memory layer", () => {
         assert.strictEqual(text(yield* tiers.cache.ensure(key, Effect.succeed(`content of ${key}`), { validate: valid })), `content of ${key}`)
       }
       assert.deepStrictEqual(yield* tiers.state.read("precious.json"), "keep")
-    }).pipe(Effect.provide(layerMemory({ jitter }))), { fastCheck: { numRuns: 100 } })
+    }).pipe(Effect.provide(TierStorage.layer.pipe(Layer.provideMerge(layerMemory({ jitter }))))), { fastCheck: { numRuns: 100 } })
 
   it.effect.prop("any interleaving of ensure, clear and external deletion keeps every key answering its build", [
     fc.array(
@@ -525,5 +537,5 @@ describe("on the Memory layer", () => {
       }
       // Nothing the cache did ever touched state/.
       assert.deepStrictEqual(yield* tiers.state.read("precious.json"), "keep")
-    }).pipe(Effect.provide(layerMemory())), { fastCheck: { numRuns: 30 } })
+    }).pipe(Effect.provide(TierStorage.layer.pipe(Layer.provideMerge(layerMemory())))), { fastCheck: { numRuns: 30 } })
 })

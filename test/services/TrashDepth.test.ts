@@ -9,7 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { NodeFileSystemLive, nodeFileSystemWith, type Walker } from "../../src/layers/NodeFileSystem.js"
-import { defaultWalkerKind } from "../../src/layers/node/walkers.js"
+import { availableWalkerKind } from "../../src/layers/node/walkers.js"
 import { NodeHostLive } from "../../src/layers/NodeHost.js"
 import { storageLayer } from "../../src/layers/Storage.js"
 import { TRASH_TIME_BUDGET_MS } from "../../src/services/internal/prune.js"
@@ -30,7 +30,7 @@ const deepChain = (levels: number): ReadonlyArray<string> => {
   return paths
 }
 
-const walkers: ReadonlyArray<Walker> = defaultWalkerKind === "native" ? ["native", "portable"] : ["portable"]
+const walkers: ReadonlyArray<Walker> = availableWalkerKind() === "native" ? ["native", "portable"] : ["portable"]
 
 describe("deep trees left in .trash (Node layer)", () => {
   for (const walker of walkers) {

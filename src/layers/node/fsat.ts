@@ -1,7 +1,7 @@
 /**
  * Loads the optional native `fsat` addon (native/fsat.c, built by `npm install` through node-gyp). When it
- * is missing (no compiler, an unsupported platform) or `PI_STORAGE_NATIVE=0`, the Node layer falls back to
- * the portable walks.
+ * is missing (no compiler, an unsupported platform) or `StorageConfig.walker` is `portable`
+ * (`PI_STORAGE_NATIVE=0`, read by `StorageConfig.layerFromEnv`), the Node layer uses the portable walks.
  */
 import { createRequire } from "node:module"
 import * as os from "node:os"
@@ -40,15 +40,19 @@ export interface Fsat {
 /** From the package root: the same file whether this runs from src/, dist/ or a bundle. */
 const ADDON_PATH = ["build", "Release", "fsat.node"] as const
 
-/** The addon, or why it is not used. */
+/** The addon, or why it cannot be used. Loading is the only thing it does (no configuration read here). */
 export const loadFsat = (): { readonly fsat: Fsat } | { readonly why: string } => {
-  if (process.env["PI_STORAGE_NATIVE"] === "0") return { why: "disabled by PI_STORAGE_NATIVE=0" }
   try {
     return { fsat: createRequire(import.meta.url)(packageFile(...ADDON_PATH)) as Fsat }
   } catch (cause) {
     return { why: `not built (${cause instanceof Error ? cause.message.split("\n")[0] : String(cause)})` }
   }
 }
+
+let loaded: ReturnType<typeof loadFsat> | undefined
+
+/** The addon, loaded on first use and kept (a native module loads once per process anyway). */
+export const fsatAddon = (): ReturnType<typeof loadFsat> => (loaded ??= loadFsat())
 
 const errnoNames = new Map<number, string>(Object.entries(os.constants.errno).map(([name, value]) => [value, name]))
 

@@ -12,7 +12,9 @@ import * as Effect from "effect/Effect"
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
 import { packageFile } from "./packageRoot.js"
-import { REMOVER_THREADS, toFileSystemError } from "./support.js"
+import type * as Scope from "effect/Scope"
+import { DEFAULT_REMOVER_THREADS } from "../../services/StorageConfig.js"
+import { toFileSystemError } from "./support.js"
 
 export interface RemovalRequest {
   readonly id: number
@@ -46,9 +48,9 @@ interface Thread {
 
 /**
  * A remover with its own threads, started on demand up to `size` (tests pass a `url` that cannot load, to
- * see the fallback).
+ * see the fallback). `shutdown` stops its threads; requests after it run on the event loop.
  */
-export const makeRemover = (url: URL = threadUrl(), size = REMOVER_THREADS) => {
+export const makeRemover = (url: URL = threadUrl(), size = DEFAULT_REMOVER_THREADS) => {
   /** How many requests the threads answered, how many ran on the event loop instead, most threads at once. */
   const counts = { onThread: 0, onEventLoop: 0, threads: 0 }
   const threads: Array<Thread> = []
@@ -140,10 +142,30 @@ export const makeRemover = (url: URL = threadUrl(), size = REMOVER_THREADS) => {
       })
     })
 
-  return { remove, counts }
+  /**
+   * Stop every thread (a request still out is answered "lost" and re-run on the event loop by its caller)
+   * and start no more: the owner's scope is closing.
+   */
+  const shutdown: Effect.Effect<void> = Effect.promise(() => {
+    unavailable = true
+    const stopping = threads.splice(0).map((t) => {
+      if (t.idle !== undefined) clearTimeout(t.idle)
+      for (const resume of t.pending.values()) resume("lost")
+      t.pending.clear()
+      return t.worker.terminate()
+    })
+    // A thread that already exited has nothing left to stop.
+    return Promise.allSettled(stopping)
+  })
+
+  /** Threads running now (tests: none after `shutdown`). */
+  const liveThreads = (): number => threads.length
+
+  return { remove, counts, shutdown, liveThreads }
 }
 
-let shared: ReturnType<typeof makeRemover> | undefined
+export type Remover = ReturnType<typeof makeRemover>
 
-/** The process-wide remover (one pool, shared by every layer). */
-export const sharedRemover = (): ReturnType<typeof makeRemover> => (shared ??= makeRemover())
+/** A remover pool owned by the current scope: its finalizer stops the threads (no pool outlives its layer). */
+export const scopedRemover = (size: number, url: URL = threadUrl()): Effect.Effect<Remover, never, Scope.Scope> =>
+  Effect.acquireRelease(Effect.sync(() => makeRemover(url, size)), (remover) => remover.shutdown)

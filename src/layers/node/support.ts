@@ -31,18 +31,6 @@ export const attemptSync = <A>(method: string, path: string, run: () => A): Effe
   Effect.try({ try: run, catch: (cause) => toFileSystemError(method, path, cause) })
 
 /**
- * Tree removals that may run at once, on either walker (native: C on the thread pool; portable: remover
- * threads). One by default: on this project's 2-core VM one already took a full prune from 1.2–1.4× to
- * 0.8× the wall time of `rm -rf` (its deletions overlap the prune's scan and protocol work), while 2 or 4
- * cost 1.5× the CPU for no steady wall gain (BENCHMARKS.md). `PI_STORAGE_REMOVER_THREADS` (1–16) raises
- * it, e.g. for a disk with a deep queue.
- */
-export const REMOVER_THREADS = ((): number => {
-  const wanted = Number(process.env["PI_STORAGE_REMOVER_THREADS"])
-  return Number.isInteger(wanted) && wanted >= 1 && wanted <= 16 ? wanted : 1
-})()
-
-/**
  * Longest stretch of synchronous walking before a real macrotask yield, so timers and I/O callbacks still
  * run. By time, not by entry count: an unlink waits on the journal (ms each while ext4 discards), so 2048
  * entries could hold the event loop for 180 ms and stall every acquire in the process (issue 7).

@@ -1,19 +1,21 @@
 /**
- * Which tree walks the Node layer uses, decided once per process. Native when the `fsat` addon loads:
- * measuring with fdWalk.ts (sliced on the event loop), removing in C on the thread pool (nativeRemove.ts).
- * Portable otherwise (or with `PI_STORAGE_NATIVE=0`): pathWalk.ts, measuring sliced on the event loop and
- * removing on a remover thread (remover.ts), which falls back to the event loop. Both walk one file system
- * and never through a swapped link (the portable one through /proc/self/fd; without /proc it refuses to
- * remove): pathWalk.ts, domain/OneFileSystem.ts.
+ * Which tree walks the Node layer uses, decided when its layer is built (`StorageConfig.walker`). Native
+ * when the `fsat` addon loads: measuring with fdWalk.ts (sliced on the event loop), removing in C on the
+ * thread pool (nativeRemove.ts). Portable otherwise (or with `walker: "portable"`, `PI_STORAGE_NATIVE=0`):
+ * pathWalk.ts, measuring sliced on the event loop and removing on a remover thread (remover.ts), which
+ * falls back to the event loop. Both walk one file system and never through a swapped link (the portable
+ * one through /proc/self/fd; without /proc it refuses to remove): pathWalk.ts, domain/OneFileSystem.ts.
  */
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { TreeMeasure, TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
+import type { WalkerChoice } from "../../services/StorageConfig.js"
 import { makeFdMeasure } from "./fdWalk.js"
-import { loadFsat } from "./fsat.js"
+import { fsatAddon } from "./fsat.js"
 import { makeNativeRemover } from "./nativeRemove.js"
 import { pathWalker } from "./pathWalk.js"
-import { sharedRemover } from "./remover.js"
+import { scopedRemover } from "./remover.js"
 import { runWalk } from "./support.js"
 
 export type WalkerKind = "native" | "portable"
@@ -23,33 +25,40 @@ export interface Walks {
   readonly removeTree: (root: string, budget: WalkBudget) => Effect.Effect<TreeRemoval, FileSystemError>
 }
 
-const loaded = loadFsat()
+/** The walker `auto` means on this installation: native when the addon is built. */
+export const availableWalkerKind = (): WalkerKind => ("fsat" in fsatAddon() ? "native" : "portable")
 
-const nativeWalks: Walks | undefined = "fsat" in loaded
-  ? ((fsat) => {
-    const startMeasure = makeFdMeasure(fsat)
-    return {
-      measureTree: (root, budget) => runWalk("measureTree", root, () => startMeasure(root, budget)),
-      removeTree: makeNativeRemover(fsat)
-    }
-  })(loaded.fsat)
-  : undefined
+/** The walker a choice means here; `native` where the addon is not built is a defect. */
+export const walkerKindOf = (choice: WalkerChoice): WalkerKind => {
+  if (choice === "auto") return availableWalkerKind()
+  if (choice === "portable") return "portable"
+  const loaded = fsatAddon()
+  if ("why" in loaded) {
+    throw new Error(`pi-agent-storage: the native walker is ${loaded.why}; run \`npm install\` with a C compiler`)
+  }
+  return "native"
+}
 
 const removeOnEventLoop = (root: string, budget: WalkBudget) => runWalk("removeTree", root, () => pathWalker.startRemoval(root, budget))
 
-const portableWalks: Walks = {
-  measureTree: (root, budget) => runWalk("measureTree", root, () => pathWalker.startMeasure(root, budget)),
-  removeTree: (root, budget) => sharedRemover().remove(removeOnEventLoop)(root, budget)
-}
-
-/** The walks this installation uses by default. */
-export const defaultWalkerKind: WalkerKind = nativeWalks === undefined ? "portable" : "native"
-
-/** The walks of a kind; asking for the native ones where the addon is not built is a defect. */
-export const walksOf = (kind: WalkerKind): Walks => {
-  if (kind === "portable") return portableWalks
-  if (nativeWalks === undefined) {
-    throw new Error(`pi-agent-storage: the native walker is ${"why" in loaded ? loaded.why : "unavailable"}; run \`npm install\` with a C compiler`)
-  }
-  return nativeWalks
-}
+/**
+ * The walks of a choice, with at most `removerThreads` removals at once. The portable walks' remover threads
+ * belong to the scope: closing it stops them.
+ */
+export const makeWalks = (choice: WalkerChoice, removerThreads: number): Effect.Effect<Walks, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const kind = yield* Effect.try(() => walkerKindOf(choice)).pipe(Effect.orDie)
+    const loaded = fsatAddon()
+    if (kind === "native" && "fsat" in loaded) {
+      const startMeasure = makeFdMeasure(loaded.fsat)
+      return {
+        measureTree: (root, budget) => runWalk("measureTree", root, () => startMeasure(root, budget)),
+        removeTree: makeNativeRemover(loaded.fsat, removerThreads)
+      } satisfies Walks
+    }
+    const remover = yield* scopedRemover(removerThreads)
+    return {
+      measureTree: (root, budget) => runWalk("measureTree", root, () => pathWalker.startMeasure(root, budget)),
+      removeTree: remover.remove(removeOnEventLoop)
+    } satisfies Walks
+  })

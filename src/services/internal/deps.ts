@@ -6,27 +6,28 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Random from "effect/Random"
 import type { LeaseFacts } from "../../domain/Formats.js"
-import { DEFAULT_STALE_UNREADABLE_MS, type LeaseVerdict, leaseVerdict, needsObservation } from "../../domain/Liveness.js"
-import { DEFAULT_REMOTE_LEASE_TTL_MS } from "../../domain/Retention.js"
+import { type LeaseVerdict, leaseVerdict, needsObservation } from "../../domain/Liveness.js"
 import { FileSystem } from "../FileSystem.js"
 import { Host } from "../Host.js"
+import { StorageConfig } from "../StorageConfig.js"
 
 export interface Deps {
   readonly fs: FileSystem["Type"]
   readonly host: Host["Type"]
+  /** From `StorageConfig`: every program of a stack judges leases and markers with the same bounds. */
   readonly remoteLeaseTtlMs: number
-  /** How long an unreadable marker or lease is held (`DEFAULT_STALE_UNREADABLE_MS` unless WorkRuns is told). */
+  /** How long an unreadable marker or lease is held (`StorageConfig.staleUnreadableMs`). */
   readonly staleUnreadableMs: number
 }
 
-/** The ports from the context, with the default remote-lease TTL (programs that take no WorkRuns options). */
+/** The ports and the liveness bounds of `StorageConfig` (its defaults when none is provided), from the context. */
 export const depsFromContext: Effect.Effect<Deps, never, FileSystem | Host> = Effect.map(
-  Effect.all([FileSystem, Host]),
-  ([fs, host]): Deps => ({
+  Effect.all([FileSystem, Host, StorageConfig]),
+  ([fs, host, config]): Deps => ({
     fs,
     host,
-    remoteLeaseTtlMs: DEFAULT_REMOTE_LEASE_TTL_MS,
-    staleUnreadableMs: DEFAULT_STALE_UNREADABLE_MS
+    remoteLeaseTtlMs: config.remoteLeaseTtlMs,
+    staleUnreadableMs: config.staleUnreadableMs
   })
 )
 

@@ -1,7 +1,7 @@
 /**
  * The remover thread (portable walker): removals really run off the event loop (not silently on the fallback), errors come
  * back typed, a thread that cannot start hands its requests to the event-loop walk, and the event loop
- * keeps turning while a large tree is deleted.
+ * keeps turning while a large tree is deleted. A scoped pool's threads stop when its scope closes.
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -9,7 +9,7 @@ import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { pathWalker } from "../../../src/layers/node/pathWalk.js"
-import { makeRemover } from "../../../src/layers/node/remover.js"
+import { makeRemover, scopedRemover } from "../../../src/layers/node/remover.js"
 import { runWalk } from "../../../src/layers/node/support.js"
 import type { WalkBudget } from "../../../src/services/FileSystem.js"
 
@@ -97,6 +97,25 @@ describe("remover thread", () => {
       assert.deepStrictEqual(remover.counts.onThread, 2)
       // A 4,040-entry deletion takes many milliseconds; an event loop blocked by it would tick once.
       assert.isAbove(ticks, 1)
+      fs.rmSync(root, { recursive: true, force: true })
+    }))
+
+  it.live("a scoped pool's threads stop when its scope closes; a later request runs on the event loop", () =>
+    Effect.gen(function*() {
+      const root = scratch()
+      plantTree(`${root}/a`, 3, 3)
+      plantTree(`${root}/b`, 3, 3)
+      const remover = yield* Effect.scoped(Effect.gen(function*() {
+        const pool = yield* scopedRemover(2)
+        const removal = yield* pool.remove(onEventLoop)(`${root}/a`, WIDE)
+        assert.deepStrictEqual(removal, { removedEntries: 12, complete: true, removedBytes: 9 })
+        assert.strictEqual(pool.liveThreads(), 1, "the thread is still there while the scope is open")
+        return pool
+      }))
+      assert.strictEqual(remover.liveThreads(), 0, "the finalizer stopped it")
+      assert.deepStrictEqual(yield* remover.remove(onEventLoop)(`${root}/b`, WIDE), { removedEntries: 12, complete: true, removedBytes: 9 })
+      assert.deepStrictEqual(remover.counts, { onThread: 1, onEventLoop: 1, threads: 1 })
+      assert.strictEqual(remover.liveThreads(), 0, "no thread is started after shutdown")
       fs.rmSync(root, { recursive: true, force: true })
     }))
 })

@@ -12,7 +12,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { makePathWalker } from "../../../src/layers/node/pathWalk.js"
 import { runWalk } from "../../../src/layers/node/support.js"
-import { walksOf } from "../../../src/layers/node/walkers.js"
+import { makeWalks } from "../../../src/layers/node/walkers.js"
 
 const WIDE = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }
 const DIRS = 20
@@ -69,8 +69,8 @@ const listingOrder = {
 describe.each(["native", "portable"] as const)("the %s walker under a racing symlink swap", (kind) => {
   // Live clock: the race is against a real thread.
   it.live("a directory swapped for a link after the walk listed it: the link goes, nothing outside is touched", () =>
-    Effect.gen(function*() {
-      const { removeTree } = walksOf(kind)
+    Effect.scoped(Effect.gen(function*() {
+      const { removeTree } = yield* makeWalks(kind, 1)
       let windowHits = 0
       for (let round = 0; round < 4 && windowHits === 0; round++) {
         const root = scratch()
@@ -114,7 +114,7 @@ describe.each(["native", "portable"] as const)("the %s walker under a racing sym
         fs.rmSync(root, { recursive: true, force: true })
       }
       assert.isAbove(windowHits, 0, "some swap landed between the walk's listing and its reaching the directory")
-    }))
+    })))
 })
 
 describe("the portable walker", () => {
