@@ -261,12 +261,15 @@ describe("StateBackups (Node layer)", () => {
       const grow = (times: number) =>
         patchedWorld((real) => {
           let left = times
+          // A writer between the walk's look and the end of the copy: the copy's own look at its source differs.
           return {
-            copyFileHashed: (from, to, o) =>
-              Effect.tap(real.copyFileHashed(from, to, o), () =>
+            copyFileStamped: (from, to) =>
+              Effect.zipRight(
                 Effect.sync(() => {
                   if (from.endsWith("a.txt") && left-- > 0) nfs.appendFileSync(from, "+")
-                }))
+                }),
+                real.copyFileStamped(from, to)
+              )
           }
         })
       const once = yield* withBackups(t.agent, { root: t.root }, (b) => b.create(), grow(1))
