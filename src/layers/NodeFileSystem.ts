@@ -511,25 +511,39 @@ const copyFileHashed = (from: string, to: string, options?: { readonly sync?: bo
     return Effect.map(copyWith("copyFileHashed", from, to, options?.sync === true, hash), ({ bytes }) => ({ sha256: hash.digest("hex"), bytes }))
   })
 
+/**
+ * A small file's SHA-256 with every syscall synchronous in one attempt (a verify hashes thousands of small
+ * files: an Effect step per syscall cost more than the reads); undefined when it is too large for that.
+ */
+const hashSmallSync = (path: string): FileDigest | undefined => {
+  const fd = fs.openSync(path, READ_NOFOLLOW)
+  try {
+    const stats = fs.fstatSync(fd)
+    if (stats.isDirectory()) throw failWith("hashFile", path, "EISDIR", "is a directory")
+    if (!stats.isFile()) throw failWith("hashFile", path, "", "not a regular file")
+    if (stats.size > SYNC_READ_MAX) return undefined
+    const hash = createHash("sha256")
+    let total = 0
+    for (;;) {
+      const n = fs.readSync(fd, SYNC_CHUNK, 0, COPY_CHUNK, null)
+      if (n === 0) return { sha256: hash.digest("hex"), bytes: total }
+      hash.update(SYNC_CHUNK.subarray(0, n))
+      total += n
+    }
+  } finally {
+    closeQuietly(fd)
+  }
+}
+
 /** SHA-256 of a regular file in 64 KiB chunks: synchronously when small, on the thread pool when large. */
 const hashFile = (path: string): Effect.Effect<FileDigest, FileSystemError> =>
-  withFd("hashFile", path, READ_NOFOLLOW, undefined, (fd) =>
-    Effect.gen(function*() {
-      const stats = yield* attemptSync("hashFile", path, () => fs.fstatSync(fd))
-      if (stats.isDirectory()) return yield* Effect.fail(failWith("hashFile", path, "EISDIR", "is a directory"))
-      if (!stats.isFile()) return yield* Effect.fail(failWith("hashFile", path, "", "not a regular file"))
-      const hash = createHash("sha256")
-      const bytes = stats.size <= SYNC_READ_MAX
-        ? yield* attemptSync("hashFile", path, () => {
-          let total = 0
-          for (;;) {
-            const n = fs.readSync(fd, SYNC_CHUNK, 0, COPY_CHUNK, null)
-            if (n === 0) return total
-            hash.update(SYNC_CHUNK.subarray(0, n))
-            total += n
-          }
-        })
-        : yield* attempt("hashFile", path, async () => {
+  Effect.flatMap(attemptSync("hashFile", path, () => hashSmallSync(path)), (small) =>
+    small !== undefined ? Effect.succeed(small) : withFd("hashFile", path, READ_NOFOLLOW, undefined, (fd) =>
+      Effect.gen(function*() {
+        const stats = yield* attemptSync("hashFile", path, () => fs.fstatSync(fd))
+        if (!stats.isFile()) return yield* Effect.fail(failWith("hashFile", path, "", "not a regular file"))
+        const hash = createHash("sha256")
+        const bytes = yield* attempt("hashFile", path, async () => {
           const buffer = Buffer.allocUnsafe(COPY_CHUNK)
           let total = 0
           for (;;) {
@@ -540,8 +554,8 @@ const hashFile = (path: string): Effect.Effect<FileDigest, FileSystemError> =>
             total += n
           }
         })
-      return { sha256: hash.digest("hex"), bytes }
-    }))
+        return { sha256: hash.digest("hex"), bytes }
+      })))
 
 // ---------------------------------------------------------------------------------------------------------
 // the service
