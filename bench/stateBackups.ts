@@ -6,8 +6,11 @@
  * - an unchanged incremental snapshot vs `cp -al` (goal ≤ 2×): both make one hard link per file (ours also
  *   lstats each live file, compares it with the previous manifest, and writes a new manifest);
  * - `verify` of one snapshot vs `sha256sum` over the same files (goal ≤ 1.5×).
- * Runs alternate ours and the baseline; each snapshot goes to a fresh root (not timed: its removal).
+ * Runs alternate ours and the baseline; each snapshot goes to a fresh root (not timed: its removal). Every
+ * timed step starts after a `sync`. Ours is durable when it returns (one syncfs before the manifest);
+ * `cp -a` and `cp -al` are not (they leave their writes in the page cache).
  */
+import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -39,8 +42,16 @@ const buildStateTree = (agentDir: string, files: number): number => {
   return bytes
 }
 
+/**
+ * Dirty pages of the previous step written out first (`sync`), so no timed step pays for another one's
+ * writeback (an fsync on ext4 commits the journal, which waits for every dirty file of the transaction:
+ * the incremental's manifest fsync used to pay for the 54 MB `cp -a` had just written).
+ */
+const flush = () => void spawnSync("sync", [], { stdio: "ignore" })
+
 /** Wall and CPU (this process: user + system) of an in-process call. */
 const timed = async <A>(f: () => Promise<A>): Promise<{ wallMs: number; cpuMs: number; value: A }> => {
+  flush()
   const start = nowMs()
   const cpu = cpuMs()
   const value = await f()
@@ -59,6 +70,7 @@ const record = (t: Timing, r: { wallMs: number; cpuMs?: number }) => {
 
 /** A shell pipeline's wall and CPU (its own and its children's, from bash's `time`). */
 const sh = async (script: string) => {
+  flush()
   const r = await runTimed("sh", ["-c", script])
   if (r.code !== 0) throw new Error(`${script} failed`)
   return r

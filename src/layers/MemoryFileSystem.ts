@@ -588,6 +588,16 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
         return isErrno(node) ? node : digestOf(node.data)
       }),
 
+    // The simulated world has no page cache: what is written is durable; only the path is checked.
+    syncFileSystem: (path) =>
+      call("syncFileSystem", path, undefined, () => {
+        const at = lookup(path, false)
+        if (isErrno(at)) return at
+        if (at.node === undefined) return errno("ENOENT")
+        if (at.node.kind === "SymbolicLink") return errno("ELOOP")
+        if (at.node.kind !== "Directory") return errno("ENOTDIR")
+      }),
+
     measureTree: (path, budget) =>
       call("measureTree", path, undefined, () => measure(path, budget.maxEntries, budget.maxDepth)),
 

@@ -159,6 +159,12 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
   readonly copyFileStamped: (from: string, to: string) => Effect.Effect<StampedCopy, FileSystemError>
   /** SHA-256 of a regular file, read in chunks (never whole into memory), never through a symlink (ELOOP). */
   readonly hashFile: (path: string) => Effect.Effect<FileDigest, FileSystemError>
+  /**
+   * Make everything written below the directory `path` durable in one call, where an fsync per file would
+   * commit the journal once per file (Node: syncfs(2) of its file system with the native addon, else an
+   * fsync of every file and directory below, never through a link). ENOTDIR for anything but a directory.
+   */
+  readonly syncFileSystem: (path: string) => Effect.Effect<void, FileSystemError>
   /** Sum a tree without following symlinks, within the budget. A symlink or file root measures itself. */
   readonly measureTree: (path: string, budget: WalkBudget) => Effect.Effect<TreeMeasure, FileSystemError>
   /**

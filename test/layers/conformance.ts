@@ -597,6 +597,26 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
       }))
     })
 
+    describe("syncFileSystem", () => {
+      test("syncs a directory's tree and changes nothing in it; refuses what is not a directory", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* fs.makeDirectory(`${root}/tree`)
+        yield* fs.makeDirectory(`${root}/tree/sub`)
+        yield* put(`${root}/tree/sub/f`, "data")
+        yield* fs.utimes(`${root}/tree/sub/f`, T1, T1)
+        yield* fs.symlink(`${root}/tree/sub/f`, `${root}/tree/link`)
+        const before = yield* fs.readDirectoryInfo(`${root}/tree/sub`)
+        yield* fs.syncFileSystem(`${root}/tree`)
+        yield* fs.syncFileSystem(`${root}/tree/`)
+        assert.deepStrictEqual(yield* fs.readDirectoryInfo(`${root}/tree/sub`), before)
+        assert.strictEqual(yield* read(`${root}/tree/sub/f`), "data")
+        yield* expectFailure(fs.syncFileSystem(`${root}/tree/sub/f`), "NotADirectory", "ENOTDIR")
+        yield* expectFailure(fs.syncFileSystem(`${root}/absent`), "NotFound", "ENOENT")
+        const link = yield* Effect.flip(fs.syncFileSystem(`${root}/tree/link`))
+        assert.include(["ELOOP", "ENOTDIR"], link.errno)
+      }))
+    })
+
     describe("makeDirectory", () => {
       test("is exclusive with an exact mode (default 0o700)", Effect.gen(function*() {
         const { fs, scratch: { root } } = yield* context

@@ -291,6 +291,41 @@ describe("StateBackups (Node layer)", () => {
       assert.isTrue((yield* withBackups(t.agent, { root: t.root }, (b) => b.verify())).ok)
     }))
 
+  it.live("the snapshot's files are synced once, after the last file and before the manifest that lists it", () =>
+    Effect.gen(function*() {
+      const t = setup(STATE_FILES)
+      const seen: Array<{ path: string; files: number; manifest: boolean }> = []
+      const watch = patchedWorld((real) => ({
+        syncFileSystem: (path) =>
+          Effect.zipRight(
+            Effect.sync(() =>
+              seen.push({
+                path,
+                files: nfs.readdirSync(path, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).length,
+                manifest: nfs.existsSync(NodePath.join(path, "manifest.json"))
+              })),
+            real.syncFileSystem(path)
+          )
+      }))
+      for (const round of [1, 2]) {
+        const created = yield* withBackups(t.agent, { root: t.root }, (b) => b.create(), watch)
+        assert.strictEqual(seen.length, round)
+        const at = seen[round - 1]!
+        // The building directory, holding every file of the snapshot (and the owner marker), no manifest yet.
+        assert.strictEqual(at.path, NodePath.join(t.root, `.incomplete-${created.id}`))
+        assert.strictEqual(at.files, created.files + 1)
+        assert.isFalse(at.manifest)
+        if (round === 2) assert.strictEqual(created.linkedFiles, created.files)
+      }
+      // A failing sync fails the create: nothing is listed that was not made durable.
+      const failing = patchedWorld(() => ({
+        syncFileSystem: (path) => Effect.fail(new FileSystemError({ reason: "Unknown", errno: "EIO", method: "syncFileSystem", path }))
+      }))
+      const error = yield* withBackups(t.agent, { root: t.root }, (b) => Effect.flip(b.create()), failing)
+      assert.strictEqual(error._tag === "FileSystemError" && error.errno, "EIO")
+      assert.strictEqual((yield* withBackups(t.agent, { root: t.root }, (b) => b.list())).length, 2)
+    }))
+
   it.live("an unsafe backup root is refused, typed, and nothing is created", () =>
     Effect.gen(function*() {
       const t = setup(STATE_FILES)

@@ -15,12 +15,15 @@ import { makeNativeRemover } from "./nativeRemove.js"
 import { pathWalker } from "./pathWalk.js"
 import { sharedRemover } from "./remover.js"
 import { runWalk } from "./support.js"
+import { makeNativeSync, portableSync } from "./syncFileSystem.js"
 
 export type WalkerKind = "native" | "portable"
 
 export interface Walks {
   readonly measureTree: (root: string, budget: WalkBudget) => Effect.Effect<TreeMeasure, FileSystemError>
   readonly removeTree: (root: string, budget: WalkBudget) => Effect.Effect<TreeRemoval, FileSystemError>
+  /** syncfs(2) with the addon, else an fsync of every file and directory below (syncFileSystem.ts). */
+  readonly syncFileSystem: (path: string) => Effect.Effect<void, FileSystemError>
 }
 
 const loaded = loadFsat()
@@ -30,7 +33,9 @@ const nativeWalks: Walks | undefined = "fsat" in loaded
     const startMeasure = makeFdMeasure(fsat)
     return {
       measureTree: (root, budget) => runWalk("measureTree", root, () => startMeasure(root, budget)),
-      removeTree: makeNativeRemover(fsat)
+      removeTree: makeNativeRemover(fsat),
+      // An addon built before syncFs existed (a stale build/) still walks natively, and syncs portably.
+      syncFileSystem: typeof fsat.syncFs === "function" ? makeNativeSync(fsat) : portableSync
     }
   })(loaded.fsat)
   : undefined
@@ -39,7 +44,8 @@ const removeOnEventLoop = (root: string, budget: WalkBudget) => runWalk("removeT
 
 const portableWalks: Walks = {
   measureTree: (root, budget) => runWalk("measureTree", root, () => pathWalker.startMeasure(root, budget)),
-  removeTree: (root, budget) => sharedRemover().remove(removeOnEventLoop)(root, budget)
+  removeTree: (root, budget) => sharedRemover().remove(removeOnEventLoop)(root, budget),
+  syncFileSystem: portableSync
 }
 
 /** The walks this installation uses by default. */
