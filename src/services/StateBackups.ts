@@ -6,12 +6,12 @@
  * - Live data and snapshots never share an inode: live → snapshot is always a copy (streamed through
  *   SHA-256), snapshot → snapshot may be a hard link, snapshot → live (restore) is always a copy.
  * - A snapshot is built in `.incomplete-<id>/` (owner marker inside) and renamed to `<id>/` after its manifest
- *   is fsynced; readers only look at `<id>/` names. Forget renames `<id>/` to `.removing-<id>/` first.
+ *   is durable; readers only look at `<id>/` names. Forget renames `<id>/` to `.removing-<id>/` first.
  * - One writer (create, forget, restore) per root at a time: the `.lock` marker, waited for (bounded).
  *   Each writer first clears what dead writers left (`.incomplete-*` of dead owners, `.removing-*`).
- * - Files are not fsynced one by one while a snapshot is built (as `cp -a`): once they are all written, one
- *   `syncFileSystem` (syncfs) makes them durable, then the manifest is written and fsynced, then the rename.
- *   So a listed snapshot's files are on disk before anything lists it; `verify` catches later damage.
+ * - Files are not fsynced one by one while a snapshot is built (as `cp -a`): once they and the manifest are
+ *   all written, one `syncFileSystem` (syncfs) makes them durable, then the rename lists the snapshot. So a
+ *   listed snapshot's files and manifest are on disk before anything lists it; `verify` catches later damage.
  */
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
@@ -560,11 +560,12 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           scope: { agentDir, webDataRoot: webDataRoot ?? null, roots: roots.map((r) => r.dest) },
           entries
         })
-        // Every file, link and directory of the snapshot durable before the manifest that lists it: one
-        // syncfs instead of an fsync per file. Without it a power cut could leave a listed snapshot with empty
-        // copies (ext4 allocates blocks at writeback), and the next create would link them onward.
+        yield* fs.writeFileExclusive(NodePath.join(building, MANIFEST_FILE), manifest, { sync: false, mode: 0o600 })
+        // Every file, link and directory of the snapshot, and its manifest, durable before the rename that
+        // lists it: one syncfs instead of an fsync per file (and of the manifest). Without it a power cut could
+        // leave a listed snapshot with empty copies (ext4 allocates blocks at writeback), and the next create
+        // would link them onward.
         yield* fs.syncFileSystem(building)
-        yield* fs.writeFileExclusive(NodePath.join(building, MANIFEST_FILE), manifest, { sync: true, mode: 0o600 })
         yield* fs.removeFile(NodePath.join(building, OWNER_MARKER))
         yield* fs.rename(building, NodePath.join(root, id))
         return { id, createdAt, ...counts, changedDuringBackup, skipped, sqliteLive, removedLeftovers } satisfies CreateResult

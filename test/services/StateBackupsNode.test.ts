@@ -291,7 +291,7 @@ describe("StateBackups (Node layer)", () => {
       assert.isTrue((yield* withBackups(t.agent, { root: t.root }, (b) => b.verify())).ok)
     }))
 
-  it.live("the snapshot's files are synced once, after the last file and before the manifest that lists it", () =>
+  it.live("the snapshot's files and manifest are synced once, after the last of them and before the rename that lists it", () =>
     Effect.gen(function*() {
       const t = setup(STATE_FILES)
       const seen: Array<{ path: string; files: number; manifest: boolean }> = []
@@ -311,10 +311,10 @@ describe("StateBackups (Node layer)", () => {
         const created = yield* withBackups(t.agent, { root: t.root }, (b) => b.create(), watch)
         assert.strictEqual(seen.length, round)
         const at = seen[round - 1]!
-        // The building directory, holding every file of the snapshot (and the owner marker), no manifest yet.
+        // The building directory, not yet listed, holding every file of the snapshot, its manifest and the owner marker.
         assert.strictEqual(at.path, NodePath.join(t.root, `.incomplete-${created.id}`))
-        assert.strictEqual(at.files, created.files + 1)
-        assert.isFalse(at.manifest)
+        assert.strictEqual(at.files, created.files + 2)
+        assert.isTrue(at.manifest)
         if (round === 2) assert.strictEqual(created.linkedFiles, created.files)
       }
       // A failing sync fails the create: nothing is listed that was not made durable.
