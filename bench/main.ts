@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- --quick] [--json] [--only prune,scan,memory,acquire,cli,property,snapshots,config] [--runs N]
- *  [--files N] [--reps N] [--ops N] [--settle MS] [--snapshot-files N] [--config-files N] [--keep]`
+ *  [--files N] [--reps N] [--ops N] [--settle MS] [--snapshot-files N] [--snapshot-reps N] [--config-files N] [--keep]`
  *
  * Builds fixtures in a temp dir, runs each measurement several times alternating ours and the baseline,
  * and prints medians, min–max and ratios (or one JSON document with `--json`). `--quick` runs everything at
@@ -52,7 +52,7 @@ const main = async () => {
     }
     if (only.has("cli")) results.push(await benchCli({ root, reps: quick ? 5 : 15, log }))
     if (only.has("snapshots")) {
-      results.push(await benchStateBackups({ root, files: numberArg(args, "snapshot-files", quick ? 2_000 : 10_000), reps: quick ? 1 : 3, log }))
+      results.push(await benchStateBackups({ root, files: numberArg(args, "snapshot-files", quick ? 2_000 : 10_000), reps: numberArg(args, "snapshot-reps", quick ? 1 : 3), log }))
     }
     if (only.has("config")) {
       const files = numberArg(args, "config-files", 200)

@@ -17,7 +17,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { FileSystemError, lengthMismatch, reasonOfErrno } from "../domain/Errors.js"
 import { CROSSED_MOUNT_DETAIL, CROSSED_MOUNT_ERRNO } from "../domain/OneFileSystem.js"
-import { type DirEntry, type FileDigest, type FileInfo, FileSystem, type TreeMeasure, type TreeRemoval } from "../services/FileSystem.js"
+import { type DirEntry, type DirEntryInfo, type FileDigest, type FileInfo, FileSystem, type StampedCopy, type TreeMeasure, type TreeRemoval } from "../services/FileSystem.js"
 import { Host } from "../services/Host.js"
 import * as MemoryHost from "./MemoryHost.js"
 import {
@@ -136,24 +136,34 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
     return result
   }
 
-  /** One atomic step: a new file at `to` with the source's bytes and mode; the digest of those bytes. */
-  const copyInto = (method: string, from: string, to: string): Effect.Effect<FileDigest, FileSystemError> =>
-    call(method, from, to, (now) => {
+  /**
+   * One atomic step: a new file at `to` with the source's bytes and mode (and, `stamped`, its mtime); the
+   * digest of those bytes and the source as it was.
+   */
+  const copyInto = (method: string, from: string, to: string, stamped = false): Effect.Effect<StampedCopy, FileSystemError> =>
+    Effect.suspend(() => {
+      // A failure at the target names the target (as the OS error of open(to) does), never the source.
+      let atTarget = false
+      return call(method, from, to, (now) => {
       const a = lookup(from, false)
       if (isErrno(a)) return a
       const src = a.node
       if (src === undefined) return errno("ENOENT")
       if (src.kind === "SymbolicLink") return errno("ELOOP")
       if (src.kind === "Directory") return errno("EISDIR")
+      atTarget = true
       const b = lookup(to, false)
       if (isErrno(b)) return b
       if (b.node !== undefined) return errno("EEXIST")
       if (b.trailingSlash) return errno("EISDIR")
       // The copy keeps the source's mode exactly (the OS copy does fchmod after create).
-      attach(b.dir, b.name, world.newFile(b.dir, src.data.slice(), src.mode, ctx.uid, now))
+      const copy = world.newFile(b.dir, src.data.slice(), src.mode, ctx.uid, now)
+      if (stamped) copy.mtimeMs = src.mtimeMs
+      attach(b.dir, b.name, copy)
       b.dir.mtimeMs = now
       world.mutated(ctx)
-      return digestOf(src.data)
+      return { ...digestOf(src.data), source: infoOf(src) }
+    }).pipe(Effect.mapError((e) => (atTarget ? toError(method, to, e.errno) : e)))
     })
 
   // ------------------------------------------------------------------------------------------ bodies
@@ -437,6 +447,16 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
         return sortedNames(dir).map((name) => ({ name, type: dir.entries.get(name)!.kind }))
       }),
 
+    readDirectoryInfo: (path) =>
+      call("readDirectoryInfo", path, undefined, (): ReadonlyArray<DirEntryInfo> | Errno => {
+        const at = lookup(path, false)
+        if (isErrno(at)) return at
+        const dir = at.node
+        if (dir === undefined) return errno("ENOENT")
+        if (dir.kind !== "Directory") return errno("ENOTDIR")
+        return sortedNames(dir).map((name) => ({ name, info: infoOf(dir.entries.get(name)!) }))
+      }),
+
     makeDirectory: (path, options) =>
       call("makeDirectory", path, undefined, (now) => {
         const mode = (options?.mode ?? 0o700) & ~ctx.umask
@@ -558,12 +578,24 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
 
     copyFile: (from, to) => Effect.asVoid(copyInto("copyFile", from, to)),
 
-    copyFileHashed: (from, to) => copyInto("copyFileHashed", from, to),
+    copyFileHashed: (from, to) => Effect.map(copyInto("copyFileHashed", from, to), ({ bytes, sha256 }) => ({ sha256, bytes })),
+
+    copyFileStamped: (from, to) => copyInto("copyFileStamped", from, to, true),
 
     hashFile: (path) =>
       call("hashFile", path, undefined, () => {
         const node = fileAt(path)
         return isErrno(node) ? node : digestOf(node.data)
+      }),
+
+    // The simulated world has no page cache: what is written is durable; only the path is checked.
+    syncFileSystem: (path) =>
+      call("syncFileSystem", path, undefined, () => {
+        const at = lookup(path, false)
+        if (isErrno(at)) return at
+        if (at.node === undefined) return errno("ENOENT")
+        if (at.node.kind === "SymbolicLink") return errno("ELOOP")
+        if (at.node.kind !== "Directory") return errno("ENOTDIR")
       }),
 
     measureTree: (path, budget) =>

@@ -31,15 +31,17 @@ import type * as Scope from "effect/Scope"
 import { type FileSystemError, lengthMismatch } from "../domain/Errors.js"
 import {
   type DirEntry,
+  type DirEntryInfo,
   type FileDigest,
   type FileInfo,
   FileSystem,
   type FileType,
+  type StampedCopy,
   type WriteOptions
 } from "../services/FileSystem.js"
 import { StorageConfig } from "../services/StorageConfig.js"
 import { attempt, attemptSync, failWith, toFileSystemError } from "./node/support.js"
-import { makeWalks, type WalkerKind } from "./node/walkers.js"
+import { makeWalks, type WalkerKind, type Walks } from "./node/walkers.js"
 
 export { toFileSystemError } from "./node/support.js"
 
@@ -149,6 +151,18 @@ const readDirectory = (path: string): Effect.Effect<ReadonlyArray<DirEntry>, Fil
       .map((dirent): DirEntry => ({ name: dirent.name, type: typeOfStats(dirent) }))
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   })
+
+const readDirectoryInfo = (path: string): Effect.Effect<ReadonlyArray<DirEntryInfo>, FileSystemError> =>
+  Effect.flatMap(readDirectory(path), (entries) =>
+    attemptSync("readDirectoryInfo", path, () => {
+      const prefix = path.endsWith("/") ? path : `${path}/`
+      const out: Array<DirEntryInfo> = []
+      for (const entry of entries) {
+        const stats = fs.lstatSync(prefix + entry.name, { throwIfNoEntry: false })
+        if (stats !== undefined) out.push({ name: entry.name, info: toFileInfo(stats) })
+      }
+      return out
+    }))
 
 /**
  * The process umask, read when a layer is built, never at import (reading it is racy only against code that
@@ -358,7 +372,14 @@ const rename = (from: string, to: string, options?: { readonly sync?: boolean })
 /** One chunk buffer for the synchronous copy and hash paths (they never interleave: no await inside). */
 const SYNC_CHUNK = Buffer.allocUnsafe(COPY_CHUNK)
 
-const copyWith = (method: string, from: string, to: string, sync: boolean, hash: Hash | undefined) =>
+/** What the copy saw of its source after the last byte, when asked to stamp the copy with it. */
+type Stamp = fs.Stats | undefined
+
+/**
+ * `stamp`: after the last write, fstat the source and give the copy its mtime through the descriptor
+ * (futimes), so a snapshot needs no second lookup of either path.
+ */
+const copyWith = (method: string, from: string, to: string, sync: boolean, hash: Hash | undefined, stamp = false) =>
   withFd(method, from, READ_NOFOLLOW, undefined, (source) =>
     Effect.gen(function*() {
       const stats = yield* attemptSync(method, from, () => fs.fstatSync(source))
@@ -377,16 +398,7 @@ const copyWith = (method: string, from: string, to: string, sync: boolean, hash:
       const copied = stats.size <= SYNC_READ_MAX
         ? attemptSync(method, to, () => {
           if (umaskStrips(mode) || (mode & ~0o777) !== 0) fs.fchmodSync(target, mode)
-          const buffer = SYNC_CHUNK
-          let total = 0
-          for (;;) {
-            const n = fs.readSync(source, buffer, 0, buffer.byteLength, null)
-            if (n === 0) break
-            hash?.update(buffer.subarray(0, n))
-            writeAllSync(target, buffer.subarray(0, n))
-            total += n
-          }
-          return total
+          return copyChunksSync(source, target, hash, to)
         })
         : attempt(method, to, async () => {
           fs.fchmodSync(target, mode)
@@ -407,11 +419,92 @@ const copyWith = (method: string, from: string, to: string, sync: boolean, hash:
           return total
         })
       return yield* copied.pipe(
+        Effect.bindTo("bytes"),
+        Effect.bind("stamp", (): Effect.Effect<Stamp, FileSystemError> => (stamp ? attemptSync(method, to, () => stampCopy(source, target, to)) : Effect.succeed(undefined))),
         Effect.tap(() => (sync ? fsyncFd(method, to, target) : Effect.void)),
         Effect.tap(() => attemptSync(method, to, () => fs.closeSync(target))),
         Effect.tapError(() => removePartial)
       )
     }))
+
+/** Copy what is left of `source` to `target` with synchronous syscalls through the shared buffer. */
+const copyChunksSync = (source: number, target: number, hash: Hash | undefined, to: string): number => {
+  const buffer = SYNC_CHUNK
+  let total = 0
+  for (;;) {
+    const n = fs.readSync(source, buffer, 0, buffer.byteLength, null)
+    if (n === 0) return total
+    hash?.update(buffer.subarray(0, n))
+    onTarget(to, () => writeAllSync(target, buffer.subarray(0, n)))
+    total += n
+  }
+}
+
+/** A descriptor's error names no path: name the copy, so a failing write is never taken for an unreadable source. */
+const onTarget = <A>(to: string, run: () => A): A => {
+  try {
+    return run()
+  } catch (cause) {
+    if (typeof cause === "object" && cause !== null && !("path" in cause)) Object.assign(cause, { path: to })
+    throw cause
+  }
+}
+
+/** The source as it is after the copy; the copy gets its mtime (set last: every write moved the copy's own). */
+const stampCopy = (source: number, target: number, to: string): fs.Stats => {
+  const after = fs.fstatSync(source)
+  onTarget(to, () => fs.futimesSync(target, after.mtimeMs / 1000, after.mtimeMs / 1000))
+  return after
+}
+
+/**
+ * `copyFileStamped` of a small file (the common case in a snapshot): every syscall synchronous in one
+ * attempt, no Effect step per syscall (per-file Effect steps were most of a snapshot's CPU, BENCHMARKS.md).
+ * Undefined when the source is too large for it (the chunked path on the thread pool copies it instead).
+ */
+const copyStampedSync = (from: string, to: string): { digest: FileDigest; source: fs.Stats } | undefined => {
+  const source = fs.openSync(from, READ_NOFOLLOW)
+  let target: number | undefined
+  let created = false
+  try {
+    const stats = fs.fstatSync(source)
+    if (stats.isDirectory()) throw failWith("copyFileStamped", from, "EISDIR", "is a directory")
+    if (!stats.isFile()) throw failWith("copyFileStamped", from, "", "not a regular file")
+    if (stats.size > SYNC_READ_MAX) return undefined
+    const mode = stats.mode & 0o7777
+    target = fs.openSync(to, CREATE_EXCLUSIVE, mode)
+    created = true
+    if (umaskStrips(mode) || (mode & ~0o777) !== 0) fs.fchmodSync(target, mode)
+    const hash = createHash("sha256")
+    const bytes = copyChunksSync(source, target, hash, to)
+    const after = stampCopy(source, target, to)
+    const fd = target
+    target = undefined
+    fs.closeSync(fd)
+    created = false
+    return { digest: { sha256: hash.digest("hex"), bytes }, source: after }
+  } finally {
+    if (target !== undefined) closeQuietly(target)
+    if (created) {
+      try {
+        fs.unlinkSync(to)
+      } catch {
+        // Best effort: the error being reported matters more.
+      }
+    }
+    closeQuietly(source)
+  }
+}
+
+const copyFileStamped = (from: string, to: string): Effect.Effect<StampedCopy, FileSystemError> =>
+  Effect.flatMap(attemptSync("copyFileStamped", from, () => copyStampedSync(from, to)), (small) => {
+    if (small !== undefined) return Effect.succeed({ ...small.digest, source: toFileInfo(small.source) })
+    const hash = createHash("sha256")
+    return Effect.map(
+      copyWith("copyFileStamped", from, to, false, hash, true),
+      ({ bytes, stamp }) => ({ sha256: hash.digest("hex"), bytes, source: toFileInfo(stamp!) })
+    )
+  })
 
 const copyFile = (from: string, to: string, options?: { readonly sync?: boolean }) =>
   Effect.asVoid(copyWith("copyFile", from, to, options?.sync === true, undefined))
@@ -419,28 +512,42 @@ const copyFile = (from: string, to: string, options?: { readonly sync?: boolean 
 const copyFileHashed = (from: string, to: string, options?: { readonly sync?: boolean }): Effect.Effect<FileDigest, FileSystemError> =>
   Effect.suspend(() => {
     const hash = createHash("sha256")
-    return Effect.map(copyWith("copyFileHashed", from, to, options?.sync === true, hash), (bytes) => ({ sha256: hash.digest("hex"), bytes }))
+    return Effect.map(copyWith("copyFileHashed", from, to, options?.sync === true, hash), ({ bytes }) => ({ sha256: hash.digest("hex"), bytes }))
   })
+
+/**
+ * A small file's SHA-256 with every syscall synchronous in one attempt (a verify hashes thousands of small
+ * files: an Effect step per syscall cost more than the reads); undefined when it is too large for that.
+ */
+const hashSmallSync = (path: string): FileDigest | undefined => {
+  const fd = fs.openSync(path, READ_NOFOLLOW)
+  try {
+    const stats = fs.fstatSync(fd)
+    if (stats.isDirectory()) throw failWith("hashFile", path, "EISDIR", "is a directory")
+    if (!stats.isFile()) throw failWith("hashFile", path, "", "not a regular file")
+    if (stats.size > SYNC_READ_MAX) return undefined
+    const hash = createHash("sha256")
+    let total = 0
+    for (;;) {
+      const n = fs.readSync(fd, SYNC_CHUNK, 0, COPY_CHUNK, null)
+      if (n === 0) return { sha256: hash.digest("hex"), bytes: total }
+      hash.update(SYNC_CHUNK.subarray(0, n))
+      total += n
+    }
+  } finally {
+    closeQuietly(fd)
+  }
+}
 
 /** SHA-256 of a regular file in 64 KiB chunks: synchronously when small, on the thread pool when large. */
 const hashFile = (path: string): Effect.Effect<FileDigest, FileSystemError> =>
-  withFd("hashFile", path, READ_NOFOLLOW, undefined, (fd) =>
-    Effect.gen(function*() {
-      const stats = yield* attemptSync("hashFile", path, () => fs.fstatSync(fd))
-      if (stats.isDirectory()) return yield* Effect.fail(failWith("hashFile", path, "EISDIR", "is a directory"))
-      if (!stats.isFile()) return yield* Effect.fail(failWith("hashFile", path, "", "not a regular file"))
-      const hash = createHash("sha256")
-      const bytes = stats.size <= SYNC_READ_MAX
-        ? yield* attemptSync("hashFile", path, () => {
-          let total = 0
-          for (;;) {
-            const n = fs.readSync(fd, SYNC_CHUNK, 0, COPY_CHUNK, null)
-            if (n === 0) return total
-            hash.update(SYNC_CHUNK.subarray(0, n))
-            total += n
-          }
-        })
-        : yield* attempt("hashFile", path, async () => {
+  Effect.flatMap(attemptSync("hashFile", path, () => hashSmallSync(path)), (small) =>
+    small !== undefined ? Effect.succeed(small) : withFd("hashFile", path, READ_NOFOLLOW, undefined, (fd) =>
+      Effect.gen(function*() {
+        const stats = yield* attemptSync("hashFile", path, () => fs.fstatSync(fd))
+        if (!stats.isFile()) return yield* Effect.fail(failWith("hashFile", path, "", "not a regular file"))
+        const hash = createHash("sha256")
+        const bytes = yield* attempt("hashFile", path, async () => {
           const buffer = Buffer.allocUnsafe(COPY_CHUNK)
           let total = 0
           for (;;) {
@@ -451,8 +558,8 @@ const hashFile = (path: string): Effect.Effect<FileDigest, FileSystemError> =>
             total += n
           }
         })
-      return { sha256: hash.digest("hex"), bytes }
-    }))
+        return { sha256: hash.digest("hex"), bytes }
+      })))
 
 // ---------------------------------------------------------------------------------------------------------
 // the service
@@ -472,11 +579,12 @@ export const make: Effect.Effect<FileSystem["Type"], never, Scope.Scope> = Effec
   return service(walks)
 })
 
-const service = (walks: { readonly measureTree: FileSystem["Type"]["measureTree"]; readonly removeTree: FileSystem["Type"]["removeTree"] }): FileSystem["Type"] => ({
+const service = (walks: Walks): FileSystem["Type"] => ({
   ...walks,
   lstat,
   statFollowingLinks,
   readDirectory,
+  readDirectoryInfo,
   makeDirectory,
   writeFileExclusive,
   writeFileAtomic,
@@ -493,6 +601,7 @@ const service = (walks: { readonly measureTree: FileSystem["Type"]["measureTree"
   chmod: (path, mode) => setMode("chmod", path, mode),
   copyFile,
   copyFileHashed,
+  copyFileStamped,
   hashFile
 })
 

@@ -67,6 +67,18 @@ export interface FileDigest {
   readonly bytes: number
 }
 
+/** What `copyFileStamped` did: the digest of exactly the bytes written, and its source as it was after the copy. */
+export interface StampedCopy extends FileDigest {
+  /** The source, described through the descriptor the bytes were read from, after the last byte. */
+  readonly source: FileInfo
+}
+
+/** A directory entry described by `lstat`. */
+export interface DirEntryInfo {
+  readonly name: string
+  readonly info: FileInfo
+}
+
 export interface WriteOptions {
   /** Permission bits for a new file (default 0o600). */
   readonly mode?: number
@@ -85,6 +97,11 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
   readonly statFollowingLinks: (path: string) => Effect.Effect<FileInfo, FileSystemError>
   /** Typed entries of a directory (sorted by name). Fails with ENOTDIR when `path` is a symlink. */
   readonly readDirectory: (path: string) => Effect.Effect<ReadonlyArray<DirEntry>, FileSystemError>
+  /**
+   * `readDirectory` with every entry `lstat`ed (never through a link), in one call: a snapshot's walk.
+   * An entry gone between the listing and its lstat is left out (as if it had gone a moment earlier).
+   */
+  readonly readDirectoryInfo: (path: string) => Effect.Effect<ReadonlyArray<DirEntryInfo>, FileSystemError>
   /**
    * Create a directory (default mode 0o700). Exclusive (EEXIST) unless `recursive`, which creates missing
    * parents and succeeds when a directory is already there (but fails when a symlink or file is).
@@ -133,8 +150,21 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
    * memory): the digest is of exactly the bytes written to `to`.
    */
   readonly copyFileHashed: (from: string, to: string, options?: { readonly sync?: boolean }) => Effect.Effect<FileDigest, FileSystemError>
+  /**
+   * `copyFileHashed` for a snapshot, in one call per file: the copy gets the source's mode and, after its
+   * last byte, the source's mtime (set through the descriptor), and the answer describes the source by the
+   * descriptor it was read from after the copy (a writer meanwhile shows as a changed size or mtime). No
+   * fsync (a snapshot makes its files durable as a whole before it is listed).
+   */
+  readonly copyFileStamped: (from: string, to: string) => Effect.Effect<StampedCopy, FileSystemError>
   /** SHA-256 of a regular file, read in chunks (never whole into memory), never through a symlink (ELOOP). */
   readonly hashFile: (path: string) => Effect.Effect<FileDigest, FileSystemError>
+  /**
+   * Make everything written below the directory `path` durable in one call, where an fsync per file would
+   * commit the journal once per file (Node: syncfs(2) of its file system with the native addon, else an
+   * fsync of every file and directory below, never through a link). ENOTDIR for anything but a directory.
+   */
+  readonly syncFileSystem: (path: string) => Effect.Effect<void, FileSystemError>
   /** Sum a tree without following symlinks, within the budget. A symlink or file root measures itself. */
   readonly measureTree: (path: string, budget: WalkBudget) => Effect.Effect<TreeMeasure, FileSystemError>
   /**

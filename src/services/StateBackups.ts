@@ -6,11 +6,12 @@
  * - Live data and snapshots never share an inode: live → snapshot is always a copy (streamed through
  *   SHA-256), snapshot → snapshot may be a hard link, snapshot → live (restore) is always a copy.
  * - A snapshot is built in `.incomplete-<id>/` (owner marker inside) and renamed to `<id>/` after its manifest
- *   is fsynced; readers only look at `<id>/` names. Forget renames `<id>/` to `.removing-<id>/` first.
+ *   is durable; readers only look at `<id>/` names. Forget renames `<id>/` to `.removing-<id>/` first.
  * - One writer (create, forget, restore) per root at a time: the `.lock` marker, waited for (bounded).
  *   Each writer first clears what dead writers left (`.incomplete-*` of dead owners, `.removing-*`).
- * - Files are not fsynced one by one while a snapshot is built (as `cp -a`); the manifest is, before the
- *   rename. A file lost to a power cut inside a finished snapshot is what `verify` reports.
+ * - Files are not fsynced one by one while a snapshot is built (as `cp -a`): once they and the manifest are
+ *   all written, one `syncFileSystem` (syncfs) makes them durable, then the rename lists the snapshot. So a
+ *   listed snapshot's files and manifest are on disk before anything lists it; `verify` catches later damage.
  */
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
@@ -387,109 +388,130 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
 
         const skip = (rel: string, reason: string) => Effect.sync(() => void skipped.push({ path: rel, reason }))
 
+        // The hot loop (one turn per live file) is plain combinators over one port call per file (a copy that
+        // hashes, stamps and describes its source, or a link) and one per directory (its entries with their
+        // lstat): per-file Effect.gen steps and path lookups were most of a snapshot's CPU (BENCHMARKS.md).
+
         /** Copy a live file through SHA-256; once more if it moved meanwhile, then record it as changed. */
-        const copyLive = (source: string, rel: string, first: FileInfo, sqliteGroup: boolean) =>
-          Effect.gen(function*() {
-            const target = under(building, rel)
-            let before = first
-            for (let attempt = 0;; attempt++) {
-              const digest = yield* fs.copyFileHashed(source, target)
-              const after = yield* fs.lstat(source)
-              const stable = after.size === before.size && after.mtimeMs === before.mtimeMs && digest.bytes === after.size
-              if (!stable && attempt === 0) {
-                yield* fs.removeFile(target)
-                before = after
-                continue
-              }
-              yield* fs.utimes(target, after.mtimeMs, after.mtimeMs)
+        const copyLive = (source: string, target: string, rel: string, first: FileInfo, sqliteGroup: boolean) => {
+          const attempt = (before: FileInfo, retried: boolean): Effect.Effect<ManifestEntry, FileSystemError> =>
+            Effect.flatMap(fs.copyFileStamped(source, target), (copy) => {
+              // The source as its descriptor saw it after the last byte, against the walk's look (or the first try's).
+              const after = copy.source
+              const stable = after.size === before.size && after.mtimeMs === before.mtimeMs && copy.bytes === after.size
+              if (!stable && !retried) return Effect.zipRight(fs.removeFile(target), attempt(after, true))
               counts.copiedFiles++
-              counts.copiedBytes += digest.bytes
+              counts.copiedBytes += copy.bytes
               if (!stable) changedDuringBackup.push(rel)
-              return {
+              return Effect.succeed({
                 path: rel,
                 type: "file",
-                size: digest.bytes,
+                size: copy.bytes,
                 mode: after.mode,
                 mtimeMs: after.mtimeMs,
-                sha256: digest.sha256,
+                sha256: copy.sha256,
                 ...(stable ? {} : { changedDuringBackup: true }),
                 ...(sqliteGroup ? { sqliteGroup: true } : {})
-              } satisfies ManifestEntry
-            }
-          })
+              } satisfies ManifestEntry)
+            })
+          return attempt(first, false)
+        }
 
-        const addFile = (source: string, rel: string, info: FileInfo, sqliteGroup: boolean) =>
-          Effect.gen(function*() {
-            const prior = previousEntries.get(rel)
-            let entry: ManifestEntry | undefined
-            if (!sqliteGroup && previousDir !== undefined && shouldLink({ type: "file", size: info.size, mode: info.mode, mtimeMs: info.mtimeMs }, prior)) {
-              const linked = yield* fs.link(under(previousDir, rel), under(building, rel)).pipe(
-                Effect.as(true),
-                Effect.catchIf((e) => LINK_FALLBACK.has(e.errno), () => Effect.succeed(false))
-              )
-              if (linked) {
-                counts.linkedFiles++
-                entry = prior
-              } else counts.linkFallbacks++
-            }
-            entry ??= yield* copyLive(source, rel, info, sqliteGroup)
-            counts.files++
-            counts.bytes += entry.size
-            entries.push(entry)
-            o?.onProgress?.({ files: counts.files, bytes: counts.bytes, path: rel })
-          }).pipe(
+        const recordFile = (entry: ManifestEntry) => {
+          counts.files++
+          counts.bytes += entry.size
+          entries.push(entry)
+          o?.onProgress?.({ files: counts.files, bytes: counts.bytes, path: entry.path })
+        }
+
+        /** A live file: a link to the previous snapshot's copy when every recorded attribute matches, else a copy. */
+        const addFile = (
+          source: string,
+          target: string,
+          previousPath: string | undefined,
+          rel: string,
+          info: FileInfo,
+          sqliteGroup: boolean
+        ): Effect.Effect<void, FileSystemError> => {
+          const copy = Effect.map(copyLive(source, target, rel, info, sqliteGroup), recordFile).pipe(
             Effect.catchIf((e) => e._tag === "FileSystemError" && e.path === source, (e) =>
               skip(rel, e.reason === "NotFound" ? "vanished during the backup" : `unreadable: ${e.message}`))
           )
+          const prior = previousEntries.get(rel)
+          if (sqliteGroup || previousPath === undefined || !shouldLink({ type: "file", size: info.size, mode: info.mode, mtimeMs: info.mtimeMs }, prior)) {
+            return copy
+          }
+          // Snapshot → snapshot only: the live file is never the link's source.
+          return Effect.matchEffect(fs.link(previousPath, target), {
+            onSuccess: () =>
+              Effect.sync(() => {
+                counts.linkedFiles++
+                recordFile(prior)
+              }),
+            onFailure: (e) =>
+              LINK_FALLBACK.has(e.errno)
+                ? Effect.suspend(() => {
+                  counts.linkFallbacks++
+                  return copy
+                })
+                : Effect.fail(e)
+          })
+        }
 
-        const addEntry = (source: string, rel: string, info: FileInfo): Effect.Effect<void, FileSystemError> =>
-          Effect.gen(function*() {
-            const type = entryType(info)
-            if (type === undefined) return yield* skip(rel, "special file (FIFO, socket or device)")
-            if (type === "file") return yield* addFile(source, rel, info, false)
+        const addEntry = (source: string, target: string, previousPath: string | undefined, rel: string, info: FileInfo): Effect.Effect<void, FileSystemError> => {
+          const type = entryType(info)
+          if (type === undefined) return skip(rel, "special file (FIFO, socket or device)")
+          if (type === "file") return addFile(source, target, previousPath, rel, info, false)
+          return Effect.gen(function*() {
             if (type === "symlink") {
-              const target = yield* fs.readLink(source)
-              yield* fs.symlink(target, under(building, rel))
-              entries.push({ path: rel, type, size: info.size, mode: info.mode, mtimeMs: info.mtimeMs, target })
+              const linkTarget = yield* fs.readLink(source)
+              yield* fs.symlink(linkTarget, target)
+              entries.push({ path: rel, type, size: info.size, mode: info.mode, mtimeMs: info.mtimeMs, target: linkTarget })
               return
             }
-            yield* fs.makeDirectory(under(building, rel), { mode: 0o700 })
+            yield* fs.makeDirectory(target, { mode: 0o700 })
             const record: ManifestEntry = { path: rel, type, size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
             entries.push(record)
             directories.push(record)
-            yield* addChildren(source, rel, [])
+            yield* addChildren(source, target, previousPath, rel, [])
           }).pipe(
             Effect.catchIf((e) => e.path === source && (e.reason === "NotFound" || e.reason === "PermissionDenied"), (e) =>
               skip(rel, e.reason === "NotFound" ? "vanished during the backup" : `unreadable: ${e.message}`))
           )
+        }
 
-        const addChildren = (dir: string, rel: string, exclude: ReadonlyArray<string>): Effect.Effect<void, FileSystemError> =>
-          Effect.gen(function*() {
-            const children = (yield* fs.readDirectory(dir)).filter((c) => !exclude.includes(c.name))
-            const groups = sqliteGroups(children.filter((c) => c.type === "File").map((c) => c.name))
+        const addChildren = (
+          dir: string,
+          targetDir: string,
+          previousDir: string | undefined,
+          rel: string,
+          exclude: ReadonlyArray<string>
+        ): Effect.Effect<void, FileSystemError> =>
+          Effect.flatMap(fs.readDirectoryInfo(dir), (listed) => {
+            const children = exclude.length === 0 ? listed : listed.filter((c) => !exclude.includes(c.name))
+            const files = new Map(children.filter((c) => c.info.type === "File").map((c) => [c.name, c.info]))
+            const groups = sqliteGroups([...files.keys()])
             const inGroup = new Set([...groups.values()].flat())
-            for (const child of children) {
-              const source = NodePath.join(dir, child.name)
-              const childRel = `${rel}/${child.name}`
-              const info = yield* optionalLstat(deps, source)
-              if (info === undefined) {
-                yield* skip(childRel, "vanished during the backup")
-                continue
+            const sourceDir = dir.endsWith("/") ? dir : `${dir}/`
+            return Effect.forEach(children, ({ info, name }) => {
+              const source = sourceDir + name
+              const target = `${targetDir}/${name}`
+              const previousPath = previousDir === undefined ? undefined : `${previousDir}/${name}`
+              const childRel = `${rel}/${name}`
+              if (info.type !== "File") return addEntry(source, target, previousPath, childRel, info)
+              const sidecars = groups.get(name)
+              if (sidecars === undefined) {
+                if (inGroup.has(name)) return Effect.void // copied with its database
+                return addFile(source, target, previousPath, childRel, info, false)
               }
-              const sidecars = groups.get(child.name)
-              if (inGroup.has(child.name) && info.type === "File" && !groups.has(child.name)) continue // copied with its database
-              if (sidecars !== undefined && info.type === "File") {
-                // The database and its -wal/-shm one after another, never linked: as close to one moment as a file copy gets.
-                sqliteLive.push(childRel)
-                yield* addFile(source, childRel, info, true)
-                for (const sidecar of sidecars) {
-                  const sidecarInfo = yield* optionalLstat(deps, NodePath.join(dir, sidecar))
-                  if (sidecarInfo?.type === "File") yield* addFile(NodePath.join(dir, sidecar), `${rel}/${sidecar}`, sidecarInfo, true)
-                }
-                continue
-              }
-              yield* addEntry(source, childRel, info)
-            }
+              // The database and its -wal/-shm one after another, never linked: as close to one moment as a file copy gets.
+              sqliteLive.push(childRel)
+              return Effect.zipRight(
+                addFile(source, target, previousPath, childRel, info, true),
+                Effect.forEach(sidecars, (sidecar) =>
+                  addFile(sourceDir + sidecar, `${targetDir}/${sidecar}`, undefined, `${rel}/${sidecar}`, files.get(sidecar)!, true), { discard: true })
+              )
+            }, { discard: true })
           })
 
         const roots = yield* scopeRoots(webDataRoot)
@@ -508,14 +530,16 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           }
           const parent = tree.dest.split("/").slice(0, -1).join("/")
           yield* fs.makeDirectory(under(building, parent), { mode: 0o700, recursive: true })
+          const target = under(building, tree.dest)
+          const previousPath = previousDir === undefined ? undefined : under(previousDir, tree.dest)
           if (info.type === "Directory" && tree.exclude.length > 0) {
-            yield* fs.makeDirectory(under(building, tree.dest), { mode: 0o700 })
+            yield* fs.makeDirectory(target, { mode: 0o700 })
             const record: ManifestEntry = { path: tree.dest, type: "directory", size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
             entries.push(record)
             directories.push(record)
-            yield* addChildren(source, tree.dest, tree.exclude)
+            yield* addChildren(source, target, previousPath, tree.dest, tree.exclude)
           } else {
-            yield* addEntry(source, tree.dest, info)
+            yield* addEntry(source, target, previousPath, tree.dest, info)
           }
         }
         // Directories get their live mode and mtime last, deepest first (filling them changed their mtime).
@@ -533,7 +557,12 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           scope: { agentDir, webDataRoot: webDataRoot ?? null, roots: roots.map((r) => r.dest) },
           entries
         })
-        yield* fs.writeFileExclusive(NodePath.join(building, MANIFEST_FILE), manifest, { sync: true, mode: 0o600 })
+        yield* fs.writeFileExclusive(NodePath.join(building, MANIFEST_FILE), manifest, { sync: false, mode: 0o600 })
+        // Every file, link and directory of the snapshot, and its manifest, durable before the rename that
+        // lists it: one syncfs instead of an fsync per file (and of the manifest). Without it a power cut could
+        // leave a listed snapshot with empty copies (ext4 allocates blocks at writeback), and the next create
+        // would link them onward.
+        yield* fs.syncFileSystem(building)
         yield* fs.removeFile(NodePath.join(building, OWNER_MARKER))
         yield* fs.rename(building, NodePath.join(root, id))
         return { id, createdAt, ...counts, changedDuringBackup, skipped, sqliteLive, removedLeftovers } satisfies CreateResult

@@ -217,6 +217,32 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
       }))
     })
 
+    describe("readDirectoryInfo", () => {
+      test("lists every entry with what lstat says of it, never through a link", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* fs.makeDirectory(`${root}/target`)
+        yield* put(`${root}/target/inside`, "x".repeat(50))
+        yield* fs.makeDirectory(`${root}/top`)
+        yield* put(`${root}/top/b.txt`, "bb", 0o640)
+        yield* fs.utimes(`${root}/top/b.txt`, T1, T1)
+        yield* fs.makeDirectory(`${root}/top/a`, { mode: 0o750 })
+        yield* fs.symlink(`${root}/target`, `${root}/top/c`)
+        const listed = yield* fs.readDirectoryInfo(`${root}/top`)
+        assert.deepStrictEqual(listed.map((e) => e.name), ["a", "b.txt", "c"])
+        for (const entry of listed) assert.deepStrictEqual(entry.info, yield* fs.lstat(`${root}/top/${entry.name}`), entry.name)
+        assert.deepStrictEqual(listed.map((e) => e.info.type), ["Directory", "File", "SymbolicLink"])
+        assert.strictEqual(listed[1]!.info.mode, 0o640)
+        assert.strictEqual(listed[1]!.info.size, 2)
+        assert.strictEqual(listed[1]!.info.mtimeMs, T1)
+        // A trailing slash names the same directory.
+        assert.deepStrictEqual((yield* fs.readDirectoryInfo(`${root}/top/`)).map((e) => e.name), ["a", "b.txt", "c"])
+        assert.deepStrictEqual(yield* fs.readDirectoryInfo(`${root}/top/a`), [])
+        yield* expectFailure(fs.readDirectoryInfo(`${root}/top/c`), "NotADirectory", "ENOTDIR")
+        yield* expectFailure(fs.readDirectoryInfo(`${root}/top/b.txt`), "NotADirectory", "ENOTDIR")
+        yield* expectFailure(fs.readDirectoryInfo(`${root}/absent`), "NotFound", "ENOENT")
+      }))
+    })
+
     describe("writeFileExclusive", () => {
       test("creates with the exact mode (default 0o600) and refuses any existing entry", Effect.gen(function*() {
         const { fs, scratch: { root } } = yield* context
@@ -525,6 +551,69 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
         yield* fs.makeDirectory(`${root}/dir`)
         yield* expectFailure(fs.hashFile(`${root}/dir`), "IsADirectory", "EISDIR")
         yield* expectFailure(fs.hashFile(`${root}/absent`), "NotFound", "ENOENT")
+      }))
+    })
+
+    describe("copyFileStamped", () => {
+      const small = "snapshot me"
+      const large = "0123456789abcdef".repeat(80_000) // above the Node layer's 1 MiB synchronous path
+      for (const [label, content] of [["a small file", small], ["a large file", large]] as const) {
+        test(`copies ${label} with its mode and mtime, hashes it, and describes its source`, Effect.gen(function*() {
+          const { fs, scratch: { root } } = yield* context
+          yield* put(`${root}/src`, content, 0o640)
+          yield* fs.utimes(`${root}/src`, T1, T1)
+          const copy = yield* fs.copyFileStamped(`${root}/src`, `${root}/dst`)
+          assert.strictEqual(copy.sha256, createHash("sha256").update(content).digest("hex"))
+          assert.strictEqual(copy.bytes, content.length)
+          const src = yield* fs.lstat(`${root}/src`)
+          assert.deepStrictEqual(copy.source, src)
+          assert.strictEqual(yield* read(`${root}/dst`), content)
+          const dst = yield* fs.lstat(`${root}/dst`)
+          assert.strictEqual(dst.mode, 0o640)
+          assert.strictEqual(dst.mtimeMs, T1)
+          assert.strictEqual(dst.nlink, 1)
+          assert.notStrictEqual(dst.ino, src.ino)
+          assert.deepStrictEqual(yield* fs.hashFile(`${root}/dst`), { sha256: copy.sha256, bytes: copy.bytes })
+        }))
+      }
+
+      test("never through a symlink, never over an existing entry, never a directory; errors name the path at fault", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/src`, "src")
+        yield* put(`${root}/dst`, "dst")
+        const taken = yield* expectFailure(fs.copyFileStamped(`${root}/src`, `${root}/dst`), "AlreadyExists", "EEXIST")
+        assert.strictEqual(taken.path, `${root}/dst`)
+        assert.strictEqual(yield* read(`${root}/dst`), "dst")
+        yield* fs.symlink(`${root}/src`, `${root}/link`)
+        const link = yield* expectFailure(fs.copyFileStamped(`${root}/link`, `${root}/copy`), "IsSymlink", "ELOOP")
+        assert.strictEqual(link.path, `${root}/link`)
+        yield* fs.makeDirectory(`${root}/dir`)
+        yield* expectFailure(fs.copyFileStamped(`${root}/dir`, `${root}/copy`), "IsADirectory", "EISDIR")
+        const absent = yield* expectFailure(fs.copyFileStamped(`${root}/absent`, `${root}/copy`), "NotFound", "ENOENT")
+        assert.strictEqual(absent.path, `${root}/absent`)
+        yield* expectFailure(fs.copyFileStamped(`${root}/src`, `${root}/no-dir/copy`), "NotFound", "ENOENT")
+        yield* expectMissing(`${root}/copy`)
+        assert.strictEqual(yield* read(`${root}/src`), "src")
+      }))
+    })
+
+    describe("syncFileSystem", () => {
+      test("syncs a directory's tree and changes nothing in it; refuses what is not a directory", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* fs.makeDirectory(`${root}/tree`)
+        yield* fs.makeDirectory(`${root}/tree/sub`)
+        yield* put(`${root}/tree/sub/f`, "data")
+        yield* fs.utimes(`${root}/tree/sub/f`, T1, T1)
+        yield* fs.symlink(`${root}/tree/sub/f`, `${root}/tree/link`)
+        const before = yield* fs.readDirectoryInfo(`${root}/tree/sub`)
+        yield* fs.syncFileSystem(`${root}/tree`)
+        yield* fs.syncFileSystem(`${root}/tree/`)
+        assert.deepStrictEqual(yield* fs.readDirectoryInfo(`${root}/tree/sub`), before)
+        assert.strictEqual(yield* read(`${root}/tree/sub/f`), "data")
+        yield* expectFailure(fs.syncFileSystem(`${root}/tree/sub/f`), "NotADirectory", "ENOTDIR")
+        yield* expectFailure(fs.syncFileSystem(`${root}/absent`), "NotFound", "ENOENT")
+        const link = yield* Effect.flip(fs.syncFileSystem(`${root}/tree/link`))
+        assert.include(["ELOOP", "ENOTDIR"], link.errno)
       }))
     })
 

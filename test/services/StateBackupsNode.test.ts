@@ -261,12 +261,15 @@ describe("StateBackups (Node layer)", () => {
       const grow = (times: number) =>
         patchedWorld((real) => {
           let left = times
+          // A writer between the walk's look and the end of the copy: the copy's own look at its source differs.
           return {
-            copyFileHashed: (from, to, o) =>
-              Effect.tap(real.copyFileHashed(from, to, o), () =>
+            copyFileStamped: (from, to) =>
+              Effect.zipRight(
                 Effect.sync(() => {
                   if (from.endsWith("a.txt") && left-- > 0) nfs.appendFileSync(from, "+")
-                }))
+                }),
+                real.copyFileStamped(from, to)
+              )
           }
         })
       const once = yield* withBackups(t.agent, { root: t.root }, (b) => b.create(), grow(1))
@@ -286,6 +289,41 @@ describe("StateBackups (Node layer)", () => {
       assert.isAbove(fallback.linkFallbacks, 3)
       assert.strictEqual(fallback.copiedFiles, fallback.files)
       assert.isTrue((yield* withBackups(t.agent, { root: t.root }, (b) => b.verify())).ok)
+    }))
+
+  it.live("the snapshot's files and manifest are synced once, after the last of them and before the rename that lists it", () =>
+    Effect.gen(function*() {
+      const t = setup(STATE_FILES)
+      const seen: Array<{ path: string; files: number; manifest: boolean }> = []
+      const watch = patchedWorld((real) => ({
+        syncFileSystem: (path) =>
+          Effect.zipRight(
+            Effect.sync(() =>
+              seen.push({
+                path,
+                files: nfs.readdirSync(path, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).length,
+                manifest: nfs.existsSync(NodePath.join(path, "manifest.json"))
+              })),
+            real.syncFileSystem(path)
+          )
+      }))
+      for (const round of [1, 2]) {
+        const created = yield* withBackups(t.agent, { root: t.root }, (b) => b.create(), watch)
+        assert.strictEqual(seen.length, round)
+        const at = seen[round - 1]!
+        // The building directory, not yet listed, holding every file of the snapshot, its manifest and the owner marker.
+        assert.strictEqual(at.path, NodePath.join(t.root, `.incomplete-${created.id}`))
+        assert.strictEqual(at.files, created.files + 2)
+        assert.isTrue(at.manifest)
+        if (round === 2) assert.strictEqual(created.linkedFiles, created.files)
+      }
+      // A failing sync fails the create: nothing is listed that was not made durable.
+      const failing = patchedWorld(() => ({
+        syncFileSystem: (path) => Effect.fail(new FileSystemError({ reason: "Unknown", errno: "EIO", method: "syncFileSystem", path }))
+      }))
+      const error = yield* withBackups(t.agent, { root: t.root }, (b) => Effect.flip(b.create()), failing)
+      assert.strictEqual(error._tag === "FileSystemError" && error.errno, "EIO")
+      assert.strictEqual((yield* withBackups(t.agent, { root: t.root }, (b) => b.list())).length, 2)
     }))
 
   it.live("an unsafe backup root is refused, typed, and nothing is created", () =>

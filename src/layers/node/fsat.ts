@@ -35,6 +35,11 @@ export interface Fsat {
     maxDepth: number,
     callback: (answer: number, a: number | string, b: boolean | string, removedBytes: number) => void
   ) => number
+  /**
+   * Queue syncfs(2) of the file system holding the directory `path` on the thread pool; 0 when queued (else
+   * a negative errno, and no callback). The callback gets `(0, "")` or `(-errno, syscall)`.
+   */
+  readonly syncFs: (path: string, callback: (answer: number, syscall: string) => void) => number
 }
 
 /** From the package root: the same file whether this runs from src/, dist/ or a bundle. */

@@ -17,12 +17,15 @@ import { makeNativeRemover } from "./nativeRemove.js"
 import { pathWalker } from "./pathWalk.js"
 import { scopedRemover } from "./remover.js"
 import { runWalk } from "./support.js"
+import { makeNativeSync, portableSync } from "./syncFileSystem.js"
 
 export type WalkerKind = "native" | "portable"
 
 export interface Walks {
   readonly measureTree: (root: string, budget: WalkBudget) => Effect.Effect<TreeMeasure, FileSystemError>
   readonly removeTree: (root: string, budget: WalkBudget) => Effect.Effect<TreeRemoval, FileSystemError>
+  /** syncfs(2) with the addon, else an fsync of every file and directory below (syncFileSystem.ts). */
+  readonly syncFileSystem: (path: string) => Effect.Effect<void, FileSystemError>
 }
 
 /** The walker `auto` means on this installation: native when the addon is built. */
@@ -53,12 +56,15 @@ export const makeWalks = (choice: WalkerChoice, removerThreads: number): Effect.
       const startMeasure = makeFdMeasure(loaded.fsat)
       return {
         measureTree: (root, budget) => runWalk("measureTree", root, () => startMeasure(root, budget)),
-        removeTree: makeNativeRemover(loaded.fsat, removerThreads)
+        removeTree: makeNativeRemover(loaded.fsat, removerThreads),
+        // An addon built before syncFs existed (a stale build/) still walks natively, and syncs portably.
+        syncFileSystem: typeof loaded.fsat.syncFs === "function" ? makeNativeSync(loaded.fsat) : portableSync
       } satisfies Walks
     }
     const remover = yield* scopedRemover(removerThreads)
     return {
       measureTree: (root, budget) => runWalk("measureTree", root, () => pathWalker.startMeasure(root, budget)),
-      removeTree: remover.remove(removeOnEventLoop)
+      removeTree: remover.remove(removeOnEventLoop),
+      syncFileSystem: portableSync
     } satisfies Walks
   })
