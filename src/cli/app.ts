@@ -41,7 +41,7 @@ import { ExitCode, type ExitStatus } from "./exit.js"
 import { stripAnsi } from "./format.js"
 import { commandNames, findCommand, type HelpNode, helpTree, renderHelp } from "./help.js"
 import { parseCount, parseDuration, type Parsed, parseSize } from "./parse.js"
-import { VERSION } from "./version.js"
+import { isVersionRequest, VERSION, versionLine } from "./version.js"
 
 export { VERSION }
 
@@ -227,7 +227,7 @@ export const main = (split: SplitArgv, exitStatus: ExitStatus): Effect.Effect<vo
   const ctx = makeContext(globals, exitStatus, command)
   const color = colorAllowed(globals)
   if (args.some((a) => a === "--help" || a === "-h")) return printHelp(ctx, args)
-  if (args.length === 1 && (args[0] === "-v" || args[0] === "--version")) return out(`pi-storage ${VERSION}\n`)
+  if (isVersionRequest(args)) return out(versionLine)
   const builtIn = args.find((a) => a === "--wizard" || a === "--completions" || a.startsWith("--completions="))
   if (builtIn !== undefined) return usageError(ctx, `unknown flag ${builtIn} (see pi-storage --help)`)
   const cli = Command.run(commands(ctx), { name: "pi-storage", version: VERSION })

@@ -52,7 +52,7 @@ import { decodeJsonBytes, encodeJsonBytes } from "../domain/Formats.js"
 import { chainComponentViolation, dirsBelowRoot } from "../domain/PathChain.js"
 import { decodeSegment } from "../domain/Segment.js"
 import { resolveStateDir } from "../domain/Tiers.js"
-import { tierPaths, WEB_DATA_DIR_ENV } from "../domain/WebPaths.js"
+import { configuredWebDataRoot, tierPaths } from "../domain/WebPaths.js"
 import { AgentDir } from "./AgentDir.js"
 import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
@@ -201,10 +201,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
     const agent = yield* AgentDir
     const executor = yield* CommandExecutor
     const agentDir = agent.path
-    const envWeb = host.env(WEB_DATA_DIR_ENV)
-    const webRoot = options.webDataRoot !== undefined && options.webDataRoot !== ""
-      ? NodePath.resolve(host.cwd, options.webDataRoot)
-      : envWeb !== undefined && envWeb !== "" ? NodePath.resolve(host.cwd, envWeb) : undefined
+    const webRoot = configuredWebDataRoot({ explicit: options.webDataRoot, env: host.env, cwd: host.cwd })
     const denylist = options.denylist ?? DEFAULT_DENYLIST
     const budget = options.configBudgetBytes ?? DEFAULT_CONFIG_BUDGET_BYTES
     const lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS

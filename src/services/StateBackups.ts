@@ -56,7 +56,7 @@ import {
   webScopeRoot,
   WRITER_LOCK
 } from "../domain/StateSnapshot.js"
-import { WEB_DATA_DIR_ENV } from "../domain/WebPaths.js"
+import { configuredWebDataRoot } from "../domain/WebPaths.js"
 import { AgentDir } from "./AgentDir.js"
 import { type FileInfo, FileSystem, type WalkBudget } from "./FileSystem.js"
 import { Host } from "./Host.js"
@@ -202,12 +202,7 @@ export const makeStateBackups = (deps: Deps, agentDir: string, options: StateBac
 const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) => {
   const { fs, host } = deps
   const root = resolveBackupRoot({ explicit: options.root, env: host.env, agentDir, cwd: host.cwd })
-  const envWeb = host.env(WEB_DATA_DIR_ENV)
-  const webDataRoot = options.webDataRoot !== undefined && options.webDataRoot !== ""
-    ? NodePath.resolve(host.cwd, options.webDataRoot)
-    : envWeb !== undefined && envWeb !== ""
-    ? NodePath.resolve(host.cwd, envWeb)
-    : undefined
+  const webDataRoot = configuredWebDataRoot({ explicit: options.webDataRoot, env: host.env, cwd: host.cwd })
   const lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS
 
   // ------------------------------------------------------------------------------------------ scope
