@@ -56,12 +56,14 @@ import {
   webScopeRoot,
   WRITER_LOCK
 } from "../domain/StateSnapshot.js"
+import { resolvedWithin } from "../domain/TierIdentity.js"
 import { configuredWebDataRoot } from "../domain/WebPaths.js"
 import { AgentDir } from "./AgentDir.js"
 import { type FileInfo, FileSystem, type WalkBudget } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import type { Deps } from "./internal/deps.js"
 import { selfIdentity } from "./internal/deps.js"
+import { locate } from "./internal/locate.js"
 import { judgeMarker, tryAcquireMarker } from "./internal/markers.js"
 import { checkSafeDirectory } from "./internal/rootSafety.js"
 
@@ -221,8 +223,8 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
   const unsafe = (reason: UnsafeBackupRoot["reason"], detail: string) => new UnsafeBackupRoot({ path: root, reason, detail })
 
   /**
-   * The root must lie outside every snapshotted tree (by path and, for what exists, by identity: an ancestor
-   * that is the same directory as a snapshotted one through another name), and be a private directory of
+   * The root must lie outside every snapshotted tree (by path and, for what exists, by identity: the
+   * containment rule of `domain/TierIdentity.ts`, which the tiers use too), and be a private directory of
    * ours. `create`: make it (0700) when missing. Returns whether the root exists.
    */
   const checkRoot = (create: boolean): Effect.Effect<boolean, UnsafeBackupRoot | FileSystemError> =>
@@ -231,20 +233,14 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       for (const tree of trees) {
         if (isWithin(root, tree.source)) return yield* unsafe("inside-snapshotted-tree", `it lies inside ${tree.source}, which every snapshot copies`)
       }
-      // A trailing slash resolves a final symlink: compare the directories themselves, not their names.
-      const resolved = (dir: string) => optionalLstat(deps, dir === "/" ? dir : `${dir}/`).pipe(
-        Effect.catchIf((e) => e.reason === "NotADirectory", () => Effect.succeed(undefined))
-      )
-      const identities = new Map<string, string>()
+      // By identity (links followed, physical ancestors): the root lies in a tree that exists when one of the
+      // directories it resolves through is that tree (another name for it, or a link into it, included).
+      const rootAt = yield* locate(fs, root)
       for (const tree of trees) {
-        const info = yield* resolved(tree.source)
-        if (info?.type === "Directory") identities.set(`${info.dev}:${info.ino}`, tree.source)
-      }
-      for (let dir = root;; dir = NodePath.dirname(dir)) {
-        const info = yield* resolved(dir)
-        const same = info === undefined ? undefined : identities.get(`${info.dev}:${info.ino}`)
-        if (same !== undefined) return yield* unsafe("inside-snapshotted-tree", `${dir} is ${same} (same directory), which every snapshot copies`)
-        if (NodePath.dirname(dir) === dir) break
+        const treeAt = yield* locate(fs, tree.source)
+        if (treeAt.missing.length === 0 && resolvedWithin(rootAt, treeAt)) {
+          return yield* unsafe("inside-snapshotted-tree", `it resolves to a directory inside ${tree.source}, which every snapshot copies`)
+        }
       }
       const safe = checkSafeDirectory(deps, root).pipe(
         Effect.catchTag("UnsafeRoot", (e: UnsafeRoot) => Effect.fail(unsafe(e.reason, e.detail)))
