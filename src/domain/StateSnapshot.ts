@@ -12,7 +12,7 @@
  */
 import * as NodePath from "node:path"
 import * as Schema from "effect/Schema"
-import { CANONICAL_ROOT_ENTRIES } from "./AgentPaths.js"
+import { CANONICAL_ROOT_ENTRIES, STATE_BACKUPS_DIR, STATE_RESTORE_ASIDE_DIR } from "./AgentPaths.js"
 import { sha256Hex } from "./Digest.js"
 import { UnsafeRootReason } from "./Errors.js"
 import { PACKAGE_NAME, VERSION } from "./Version.js"
@@ -29,8 +29,7 @@ export const INCOMPLETE_PREFIX = ".incomplete-"
 export const REMOVING_PREFIX = ".removing-"
 export const VERIFY_CURSOR = ".verify-cursor"
 /** Under `state/`: config history (BK1 has its own backups) and data a restore moved aside. */
-export const STATE_EXCLUDED: ReadonlyArray<string> = ["backups", "restore-aside"]
-export const RESTORE_ASIDE = ["state", "restore-aside"] as const
+export const STATE_EXCLUDED: ReadonlyArray<string> = [STATE_BACKUPS_DIR, STATE_RESTORE_ASIDE_DIR]
 
 // ------------------------------------------------------------------------------------------------ scope
 

@@ -32,14 +32,13 @@ import {
   HISTORY_LOCK,
   historyContent,
   type LogEntry,
-  OVERLAY_SETTINGS,
-  OVERLAYS_DIR,
   parseLog,
   PENDING_MARKER,
   revisionViolation,
   rollbackContent,
   WEB_MIRROR
 } from "../domain/ConfigHistory.js"
+import { DIRECTORY_PROFILE_SETTINGS, DIRECTORY_PROFILES_DIR } from "../domain/AgentPaths.js"
 import { configEntryViolation, DEFAULT_CONFIG_BUDGET_BYTES } from "../domain/ConfigRedLines.js"
 import {
   ConfigHistoryBusy,
@@ -301,11 +300,11 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
       const scannedAt = yield* Clock.currentTimeMillis
       const out: ScanState = { files: [], skipped: [], present: new Set(), cache, stats: new Map(), racyRead: 0 }
       for (const name of AGENT_CONFIG_FILES) yield* candidate(`${AGENT_MIRROR}/${name}`, NodePath.join(agentDir, name), out)
-      const overlays = NodePath.join(agentDir, ...OVERLAYS_DIR)
+      const overlays = agent.paths.directoryProfilesDir
       for (const entry of yield* listOption(overlays)) {
         if (entry.type !== "Directory") continue
-        const repoPath = [AGENT_MIRROR, ...OVERLAYS_DIR, entry.name, OVERLAY_SETTINGS].join("/")
-        yield* candidate(repoPath, NodePath.join(overlays, entry.name, OVERLAY_SETTINGS), out)
+        const repoPath = [AGENT_MIRROR, ...DIRECTORY_PROFILES_DIR, entry.name, DIRECTORY_PROFILE_SETTINGS].join("/")
+        yield* candidate(repoPath, agent.paths.directoryProfileSettings(entry.name), out)
       }
       if (webRoot !== undefined) {
         for (const ext of yield* listOption(webRoot)) {

@@ -41,7 +41,6 @@ import {
   OWNER_MARKER,
   REMOVING_PREFIX,
   resolveBackupRoot,
-  RESTORE_ASIDE,
   restoreAsideName,
   type ScopeRoot,
   shouldLink,
@@ -56,6 +55,7 @@ import {
   webScopeRoot,
   WRITER_LOCK
 } from "../domain/StateSnapshot.js"
+import { agentPaths } from "../domain/AgentPaths.js"
 import { resolvedWithin } from "../domain/TierIdentity.js"
 import { configuredWebDataRoot } from "../domain/WebPaths.js"
 import { AgentDir } from "./AgentDir.js"
@@ -685,7 +685,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         if (o?.dryRun === true) return { restored, movedAside: null, movedAsidePaths: present.map((p) => p.live), dryRun: true }
 
         const stamp = restoreAsideName(yield* Clock.currentTimeMillis, yield* Random.nextIntBetween(0, 0xffffff))
-        const aside = NodePath.join(agentDir, ...RESTORE_ASIDE, stamp)
+        const aside = NodePath.join(agentPaths(agentDir).restoreAsideDir, stamp)
         for (const unit of present) {
           const target = under(aside, unit.rel)
           yield* fs.makeDirectory(NodePath.dirname(target), { mode: 0o700, recursive: true })
@@ -775,7 +775,7 @@ export const stateBackupFindings = (
         })
       }
     }
-    const asideRoot = NodePath.join(agentDir, ...RESTORE_ASIDE)
+    const asideRoot = agentPaths(agentDir).restoreAsideDir
     for (const entry of yield* deps.fs.readDirectory(asideRoot).pipe(Effect.orElseSucceed(() => []))) {
       findings.push({
         code: "state-backup-restore-aside",
