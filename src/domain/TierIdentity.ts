@@ -59,7 +59,7 @@ export interface LocatedTier {
 /**
  * The same rules as the string check (`resolveTierDirs`), on resolved locations: cache/ may be wiped at any
  * time, so it must not be, contain or lie inside another tier; config and state must not be the same
- * directory (state inside config is the old-host fallback, seed 003 §3, and allowed). The first overlap, or null.
+ * directory (state inside config is the old-host fallback, README `resolveStateDir`, and allowed). The first overlap, or null.
  */
 export const findTierOverlap = (
   tiers: { readonly config: LocatedTier; readonly state: LocatedTier; readonly cache: LocatedTier }

@@ -20,6 +20,7 @@ import {
   WORK_RUN_MANIFEST
 } from "../domain/AgentPaths.js"
 import type { FileSystemError } from "../domain/Errors.js"
+import type { FindingDraft } from "../domain/FindingDraft.js"
 import {
   classifyRootEntry,
   displayPath,
@@ -41,7 +42,7 @@ import { TIER_NAMES, tierPaths } from "../domain/WebPaths.js"
 import { stateBackupFindings } from "./StateBackups.js"
 import { resolveStateDir } from "../domain/Tiers.js"
 import { isActive, manifestTimes, readLeases, readManifest } from "./internal/runFacts.js"
-import { type FindingDraft, leaseFinding, manifestTimeFindings, markerFinding } from "./internal/unreadableFindings.js"
+import { leaseFinding, manifestTimeFindings, markerFinding } from "./internal/unreadableFindings.js"
 import { userProfileFindings } from "./UserProfileDoctor.js"
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
 
@@ -274,7 +275,7 @@ const checkTenant = (scan: Scan, category: string, tenant: string, tenantDir: st
         for (const staged of yield* list(scan, path)) {
           const stagedPath = NodePath.join(path, staged.name)
           const leases = staged.type === "Directory" ? yield* readLeases(scan.deps, stagedPath) : undefined
-          for (const lease of leases?.leases ?? []) addDraft(scan, lease.path, leaseFinding(lease, scan.deps.staleUnreadableMs))
+          for (const lease of leases?.leases ?? []) addDraft(scan, leaseFinding(lease, scan.deps.staleUnreadableMs))
           if (leases !== undefined && isActive(leases)) continue
           scan.add("work-abandoned-staging", stagedPath, "a run whose creator died before placing it (or is still placing it)", "the next prune of this tenant removes it once its creator's lease is proven dead or it is an hour old")
         }
@@ -288,8 +289,8 @@ const checkTenant = (scan: Scan, category: string, tenant: string, tenantDir: st
     }
   })
 
-const addDraft = (scan: Scan, path: string, draft: FindingDraft | undefined) => {
-  if (draft !== undefined) scan.add(draft.code, path, draft.message, draft.fix)
+const addDraft = (scan: Scan, draft: FindingDraft | undefined) => {
+  if (draft !== undefined) scan.add(draft.code, draft.path, draft.message, draft.fix)
 }
 
 /** A prune or cleanup marker: a dead pruner's, an unreadable one, or a directory / symlink squatting on it. */
@@ -298,8 +299,8 @@ const checkMarker = (scan: Scan, path: string, what: "prune marker" | "cleanup m
     const judged = yield* judgeMarker(scan.deps, path)
     if (judged === undefined) return
     const nonEmpty = judged.type === "Directory" && (yield* list(scan, path)).length > 0
-    const draft = markerFinding(judged, what, scan.deps.staleUnreadableMs, nonEmpty)
-    if (draft !== undefined) addDraft(scan, path, draft)
+    const draft = markerFinding(path, judged, what, scan.deps.staleUnreadableMs, nonEmpty)
+    if (draft !== undefined) addDraft(scan, draft)
     else if (!judged.alive) scan.add("work-dead-marker", path, `${what} of a dead pruner (${judged.detail})`, "the next prune of this tenant reclaims it")
   })
 
@@ -318,7 +319,7 @@ const checkRun = (scan: Scan, category: string, tenant: string, runId: string, r
     }
     if (manifest._tag === "Owned") {
       const times = yield* manifestTimes(scan.deps, runDir, manifest.manifest)
-      for (const draft of manifestTimeFindings(times)) addDraft(scan, NodePath.join(runDir, WORK_RUN_MANIFEST), draft)
+      for (const draft of manifestTimeFindings(NodePath.join(runDir, WORK_RUN_MANIFEST), times)) addDraft(scan, draft)
     }
     const leases = yield* readLeases(scan.deps, runDir)
     scan.take(leases.leases.length)
@@ -327,7 +328,7 @@ const checkRun = (scan: Scan, category: string, tenant: string, runId: string, r
     }
     for (const lease of leases.leases) {
       const draft = leaseFinding(lease, scan.deps.staleUnreadableMs)
-      if (draft !== undefined) addDraft(scan, lease.path, draft)
+      if (draft !== undefined) addDraft(scan, draft)
       else if (!lease.verdict.alive) {
         scan.add("work-dead-lease", lease.path, `dead holder: ${lease.verdict.detail}`, "the next prune of this tenant removes it")
       }
@@ -394,7 +395,7 @@ const checkConfigTree = (scan: Scan, extId: string, dir: string, depth: number):
 
 const checkExtension = (scan: Scan, root: string, extId: string) =>
   Effect.gen(function*() {
-    // The same path functions the tiers write with (seed 003 §5.1).
+    // The same path functions the tiers write with.
     const { extensionDir: extDir, configDir } = tierPaths(root, extId)
     const legacyStateDir = resolveStateDir({ configDir })
     const entries = yield* list(scan, extDir)
@@ -453,9 +454,9 @@ const doctorProgram = (deps: Deps, agentDirInput: string, options?: DoctorOption
       yield* checkRoot(scan, agentDir)
       yield* checkState(scan, agentDir)
       yield* checkWork(scan, agentDir)
-      for (const f of yield* userProfileFindings(scan.deps, agentDir)) scan.add(f.code, f.path, f.message, f.fix, f.severity)
-      for (const f of yield* configHistoryFindings(deps, agentPaths(agentDir).configBackupsDir)) scan.add(f.code, f.path, f.message, f.fix)
-      for (const f of yield* stateBackupFindings(scan.deps, agentDir, options?.webDataRoot)) scan.add(f.code, f.path, f.message, f.fix)
+      for (const f of yield* userProfileFindings(scan.deps, agentDir)) addDraft(scan, f)
+      for (const f of yield* configHistoryFindings(deps, agentPaths(agentDir).configBackupsDir)) addDraft(scan, f)
+      for (const f of yield* stateBackupFindings(scan.deps, agentDir, options?.webDataRoot)) addDraft(scan, f)
     }
     if (options?.webDataRoot !== undefined) {
       const webRoot = yield* resolveRootLink(deps.fs, options.webDataRoot)

@@ -56,6 +56,7 @@ import {
   WRITER_LOCK
 } from "../domain/StateSnapshot.js"
 import { agentPaths } from "../domain/AgentPaths.js"
+import type { FindingDraft } from "../domain/FindingDraft.js"
 import { resolvedWithin } from "../domain/TierIdentity.js"
 import { configuredWebDataRoot } from "../domain/WebPaths.js"
 import { AgentDir } from "./AgentDir.js"
@@ -728,13 +729,6 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
   return { service: { root, create, list, verify, forget, restore }, checkRoot, root }
 }
 
-export interface StateBackupFinding {
-  readonly code: "state-backup-incomplete" | "state-backup-restore-aside" | "state-backup-root-unsafe"
-  readonly path: string
-  readonly message: string
-  readonly fix?: string
-}
-
 /**
  * The doctor's look at state snapshots (read-only): an unsafe default backup root, incomplete snapshots whose
  * writer is dead, and restore-aside directories waiting for a person.
@@ -743,10 +737,10 @@ export const stateBackupFindings = (
   deps: Deps,
   agentDir: string,
   webDataRoot?: string
-): Effect.Effect<ReadonlyArray<StateBackupFinding>> =>
+): Effect.Effect<ReadonlyArray<FindingDraft>> =>
   Effect.gen(function*() {
     const { checkRoot, root } = internals(deps, agentDir, { webDataRoot })
-    const findings: Array<StateBackupFinding> = []
+    const findings: Array<FindingDraft> = []
     const exists = yield* checkRoot(false).pipe(
       Effect.catchAll((e) =>
         Effect.sync(() => {

@@ -1,5 +1,5 @@
 /**
- * Tier behaviour (SPEC TD4, seed 003 §2) as Effect programs over the FileSystem port:
+ * Tier behaviour (SPEC TD4; README "Red lines") as Effect programs over the FileSystem port:
  * - cache rebuilds whatever is missing, unreadable or invalid, so an extension survives `rm -rf cache/`;
  * - state is read strictly (missing or unreadable is a typed error, never a default) and written atomically
  *   with fsync; there is deliberately no cleanup API;
@@ -123,9 +123,9 @@ const redLine = (path: string, v: ConfigViolation): ConfigRedLine =>
   new ConfigRedLine({ path, rule: v.rule, rightTier: v.rightTier, detail: v.detail })
 
 /**
- * Open the three tiers of one extension. Validates the directories (absolute; `stateDir` falls back per
- * seed 003 §3) and the options, then compares where they resolve on disk (TD5: device and inode, links
- * followed; `TiersOverlap`). Creates nothing. The returned methods need nothing from the context.
+ * Open the three tiers of one extension. Validates the directories (absolute; `stateDir` falls back to
+ * `configDir/state`, README: "On old hosts without `stateDir`") and the options, then compares where they
+ * resolve on disk (TD5: device and inode, links followed; `TiersOverlap`). Creates nothing. The returned methods need nothing from the context.
  */
 export const openTiers = (
   ctx: TierDirs,
@@ -288,7 +288,7 @@ export const openTiers = (
     const checkBudget = (path: string, newBytes: number) =>
       Effect.gen(function*() {
         const whole = yield* measure(dirs.configDir)
-        // On old hosts state lives in config/state (seed 003 §3); it is not config's weight.
+        // On old hosts state lives in config/state (README: `resolveStateDir`, "on old hosts"); it is not config's weight.
         const nested = yield* (stateInsideConfig ? measure(dirs.stateDir) : Effect.succeed({ bytes: 0, complete: true }))
         const replacedBytes = yield* sizeOf(path)
         const violation = configBudgetViolation({

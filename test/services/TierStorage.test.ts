@@ -1,5 +1,5 @@
 /**
- * TierStorage on real disk (Node layer, temp dir): every write asserts the exact file it landed in (seed 003 §5.4).
+ * TierStorage on real disk (Node layer, temp dir): every write asserts the exact file it landed in.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Layer, Ref, Schema } from "effect"
