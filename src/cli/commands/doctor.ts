@@ -5,18 +5,17 @@ import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as Effect from "effect/Effect"
 import { configuredWebDataRoot, defaultWebDataRoot } from "../../domain/WebPaths.js"
-import type { DoctorReport, Severity } from "../../domain/MigrationPlan.js"
+import type { DoctorReport } from "../../domain/MigrationPlan.js"
 import { type CliContext, out, printJson, withStack } from "../context.js"
 import { ExitCode } from "../exit.js"
-import { type Paint, severityCounts, severitySummary, table } from "../format.js"
+import { type Paint, severityCounts, severityRank, severitySummary, table } from "../format.js"
 
 const SEVERITY_STYLE = { error: "red", warning: "yellow", info: "dim" } as const
-const RANK: Record<Severity, number> = { error: 0, warning: 1, info: 2 }
 
 export const renderDoctor = (paint: Paint, agentDir: string, report: DoctorReport): string => {
   const head = `Checked ${agentDir} (${report.scanned} entries${report.truncated ? ", truncated: the scan budget ran out" : ""}).\n`
   if (report.findings.length === 0) return head + paint("green", "No findings.") + "\n"
-  const sorted = [...report.findings].sort((a, b) => RANK[a.severity] - RANK[b.severity] || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+  const sorted = [...report.findings].sort((a, b) => severityRank(a.severity) - severityRank(b.severity) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
   const rows = sorted.map((f) => [paint(SEVERITY_STYLE[f.severity], f.severity), f.code, f.path, f.message])
   const fixes = sorted.filter((f) => f.fix !== undefined)
   return head + "\n" +
