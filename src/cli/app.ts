@@ -25,7 +25,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import type { SplitArgv } from "./argv.js"
+import { flagValueProblem, type SplitArgv, valuedFlagsOf } from "./argv.js"
 import { configCommand } from "./commands/config.js"
 import { backupCommand } from "./commands/backup.js"
 import { doctor } from "./commands/doctor.js"
@@ -40,8 +40,9 @@ import { type CliContext, colorAllowed, complain, err, makeContext, out, usageEr
 import { ExitCode, type ExitStatus } from "./exit.js"
 import { stripAnsi } from "./format.js"
 import { commandNames, findCommand, type HelpNode, helpTree, renderHelp } from "./help.js"
+import { dryRun, json, value } from "./options.js"
 import { parseCount, parseDuration, type Parsed, parseSize } from "./parse.js"
-import { VERSION } from "./version.js"
+import { isVersionRequest, VERSION, versionLine } from "./version.js"
 
 export { VERSION }
 
@@ -57,9 +58,6 @@ const parsedOption = <A>(name: string, pseudoName: string, parse: (text: string)
     Options.optional
   )
 
-const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON document instead of text. Default: off."))
-const dryRun = Options.boolean("dry-run").pipe(Options.withDescription("Show what would happen; change nothing. Default: off."))
-const value = <A>(o: Option.Option<A>): A | undefined => Option.getOrUndefined(o)
 const lines = (...text: ReadonlyArray<string>) => text.join("\n")
 
 const commands = (ctx: CliContext) => {
@@ -188,11 +186,16 @@ const commands = (ctx: CliContext) => {
 }
 
 /** The help tree of the whole program (descriptions only: building it runs nothing). */
-const programTree = (ctx: CliContext): HelpNode => {
-  const tree = helpTree(commands(ctx) as unknown as { readonly descriptor?: unknown })
+const programTree = (ctx: CliContext): HelpNode => treeOf(commands(ctx))
+
+const treeOf = (program: ReturnType<typeof commands>): HelpNode => {
+  const tree = helpTree(program as unknown as { readonly descriptor?: unknown })
   if (tree === undefined) throw new Error("pi-storage: the command tree has no descriptor")
   return tree
 }
+
+/** The valued flags of the whole command tree (see `flagValueProblem`). */
+export const programValuedFlags = (ctx: CliContext): ReadonlyMap<string, string> => valuedFlagsOf(programTree(ctx))
 
 /** The page of the command `args` names; the root's own flags are the global flags of every page. */
 export const helpText = (ctx: CliContext, args: ReadonlyArray<string>): string => {
@@ -226,11 +229,14 @@ export const main = (split: SplitArgv, exitStatus: ExitStatus): Effect.Effect<vo
   const { globals, args, command } = split
   const ctx = makeContext(globals, exitStatus, command)
   const color = colorAllowed(globals)
+  const program = commands(ctx)
+  const problem = flagValueProblem(split, valuedFlagsOf(treeOf(program)))
+  if (problem !== undefined) return usageError(ctx, problem)
   if (args.some((a) => a === "--help" || a === "-h")) return printHelp(ctx, args)
-  if (args.length === 1 && (args[0] === "-v" || args[0] === "--version")) return out(`pi-storage ${VERSION}\n`)
+  if (isVersionRequest(args)) return out(versionLine)
   const builtIn = args.find((a) => a === "--wizard" || a === "--completions" || a.startsWith("--completions="))
   if (builtIn !== undefined) return usageError(ctx, `unknown flag ${builtIn} (see pi-storage --help)`)
-  const cli = Command.run(commands(ctx), { name: "pi-storage", version: VERSION })
+  const cli = Command.run(program, { name: "pi-storage", version: VERSION })
   // Silence @effect/cli's own error printing; strip ANSI from help unless colour is allowed.
   const withQuietConsole = Effect.consoleWith((console) =>
     Effect.withConsole(

@@ -1,8 +1,7 @@
 /**
  * What happens to argv before `@effect/cli` sees it: global flags are taken out wherever they appear
- * (`--agent-dir DIR`, `--no-color`), the `work run` command line after `--` is split off untouched, and
- * flags that need a value are checked for one (otherwise `@effect/cli` would take the next flag as the
- * value, or the flag as a positional argument).
+ * (`--agent-dir DIR`, `--no-color`) and the `work run` command line after `--` is split off untouched; once
+ * the command tree is loaded, `flagValueProblem` checks that the flags needing a value have one.
  */
 export interface Globals {
   readonly agentDir: string | undefined
@@ -17,29 +16,40 @@ export interface SplitArgv {
   readonly command: ReadonlyArray<string> | undefined
 }
 
-/** Flags of the subcommands that take a value, and an example of one for the error message. */
-const VALUED_FLAGS: Readonly<Record<string, string>> = {
-  "--max-age": "a duration such as 30d",
-  "--max-runs": "a number such as 20",
-  "--max-bytes": "a size such as 512MiB",
-  "--name": "a run name",
-  "--budget": "a size in bytes such as 8KiB or 4000",
-  "--cwd": "a directory",
-  "--web-data-root": "a directory",
-  "--root": "a directory",
-  "--label": "a label for the snapshot",
-  "--message": "a commit message",
-  "-m": "a commit message",
-  "--limit": "a number such as 20",
-  "--extension": "an extension namespace",
-  "--sample": "a number such as 500",
-  "--keep-last": "a number such as 3",
-  "--keep-daily": "a number such as 7",
-  "--keep-weekly": "a number such as 4"
+/**
+ * The flags of the command tree that take a value, each with what to give it, for the "needs a value"
+ * message: derived from the tree's own descriptors (a flag with a placeholder takes a value; its placeholder
+ * and the example its description gives say what), so a new valued flag is checked without being listed.
+ */
+export interface ValuedFlagSource {
+  readonly flags: ReadonlyArray<{ readonly names: ReadonlyArray<string>; readonly placeholder: string | undefined; readonly description: string }>
+  readonly children: ReadonlyArray<ValuedFlagSource>
 }
 
-/** Flags of `work run` that take a value (their value is not a positional argument). */
-const RUN_VALUED = new Set(["--name", "--cwd"])
+/** `e.g. --budget 8KiB` / `Example: --max-runs 10` in a description: the value shown. */
+const exampleIn = (description: string, names: ReadonlyArray<string>): string | undefined => {
+  for (const name of names) {
+    const at = description.match(new RegExp(`(?:e\\.g\\.|Example:)[^;)]*?${name.replace(/[-]/g, "\\-")}[ =]("[^"]*"|[^\\s,;)]+)`))
+    const shown = at?.[1]?.replace(/(.)\.$/, "$1")
+    if (shown !== undefined) return shown
+  }
+  return undefined
+}
+
+export const valuedFlagsOf = (root: ValuedFlagSource): ReadonlyMap<string, string> => {
+  const out = new Map<string, string>()
+  const visit = (node: ValuedFlagSource) => {
+    for (const flag of node.flags) {
+      if (flag.placeholder === undefined) continue
+      const example = exampleIn(flag.description, flag.names)
+      const hint = example === undefined ? flag.placeholder : `${flag.placeholder}, e.g. ${example}`
+      for (const name of flag.names) if (!out.has(name)) out.set(name, hint)
+    }
+    node.children.forEach(visit)
+  }
+  visit(root)
+  return out
+}
 
 export type ArgvResult = { readonly ok: true; readonly value: SplitArgv } | { readonly ok: false; readonly message: string }
 
@@ -61,27 +71,39 @@ export const splitArgv = (argv: ReadonlyArray<string>): ArgvResult => {
       }
       agentDir = value
     } else {
-      const example = VALUED_FLAGS[arg]
-      if (example !== undefined) {
-        const value = head[i + 1]
-        if (value === undefined || value.startsWith("--")) return { ok: false, message: `${arg} needs a value: ${example}` }
-      }
       args.push(arg)
     }
   }
   const isWorkRun = args[0] === "work" && args[1] === "run"
   if (command !== undefined && !isWorkRun) return { ok: false, message: "'--' is only used by 'work run CATEGORY/TENANT -- CMD [ARGS...]'" }
+  return { ok: true, value: { globals: { agentDir, noColor }, args, command } }
+}
+
+/**
+ * With the command tree's valued flags (`valuedFlagsOf`): a valued flag must have a value (otherwise
+ * `@effect/cli` would take the next flag as the value, or the flag as a positional argument), and `work run`
+ * takes its command after `--` only. `undefined` when the arguments pass.
+ */
+export const flagValueProblem = (split: SplitArgv, valued: ReadonlyMap<string, string>): string | undefined => {
+  const { args, command } = split
+  for (let i = 0; i < args.length; i++) {
+    const hint = valued.get(args[i]!)
+    if (hint === undefined) continue
+    const value = args[i + 1]
+    if (value === undefined || value.startsWith("--")) return `${args[i]} needs a value: ${hint}`
+  }
+  const isWorkRun = args[0] === "work" && args[1] === "run"
   if (isWorkRun && command === undefined && !args.includes("--help") && !args.includes("-h")) {
     // `work run tools/bash make report`: the command must come after `--` (so its flags stay its own).
     const positionals: Array<string> = []
     for (let i = 2; i < args.length; i++) {
-      if (RUN_VALUED.has(args[i]!)) i++
+      if (valued.has(args[i]!)) i++
       else if (!args[i]!.startsWith("-")) positionals.push(args[i]!)
     }
     if (positionals.length > 1) {
       const [target, ...rest] = positionals
-      return { ok: false, message: `put the command after '--': pi-storage work run ${target} -- ${rest.join(" ")}` }
+      return `put the command after '--': pi-storage work run ${target} -- ${rest.join(" ")}`
     }
   }
-  return { ok: true, value: { globals: { agentDir, noColor }, args, command } }
+  return undefined
 }

@@ -4,6 +4,8 @@
  * document is complete before the process exits.
  */
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { fileTypeWord } from "../domain/FileTypeWords.js"
 import type { Globals } from "./argv.js"
 import { ExitCode, exitCodeForError, type ExitStatus } from "./exit.js"
 import { type Paint, painter } from "./format.js"
@@ -54,6 +56,25 @@ export const usageError = (ctx: CliContext, message: string): Effect.Effect<void
 /** Report a typed library error (anything with `_tag` and `message`) with its exit code. */
 export const reportError = (ctx: CliContext, error: { readonly _tag: string; readonly message: string }): Effect.Effect<void> =>
   complain(ctx, error.message, exitCodeForError(error._tag))
+
+/**
+ * `withStack` for a command that reads or writes inside the agent dir: an agent dir that exists and is not
+ * a directory (a regular file, or a link to one) is refused the way `status` refuses it (exit 1, "is a
+ * regular file, not a directory"), before `use` runs; a link to a directory is followed (the agent dir may
+ * live on another disk), an absent one is `use`'s to handle.
+ */
+export const withAgentDirStack = <A, E>(
+  ctx: CliContext,
+  use: (stack: typeof import("./services.js")) => Effect.Effect<A, E, import("./services.js").CliServices>,
+  options: Omit<StackOptions, "agentDir"> = {}
+): Effect.Effect<A | void, E> =>
+  withStack(ctx, (s) =>
+    Effect.gen(function*() {
+      const agentDir = yield* s.AgentDir
+      const info = yield* Effect.option((yield* s.FileSystem).statFollowingLinks(agentDir.path))
+      if (Option.isSome(info) && info.value.type !== "Directory") return yield* notADirectory(ctx, agentDir.path, fileTypeWord(info.value.type))
+      return yield* use(s)
+    }), options)
 
 /** Load the layer stack (lazily) and run `use` with its services. */
 export const withStack = <A, E>(

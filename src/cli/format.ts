@@ -51,6 +51,12 @@ export const formatAge = (at: number, now: number): string => `${formatDuration(
 /** `1 warning`, `2 warnings`, `3 info` (a mass noun), `2 errors`. */
 export const countOf = (n: number, word: string): string => `${n} ${n === 1 || word === "info" ? word : `${word}s`}`
 
+/** Severities worst first: the order of the doctor's table and of every summary. */
+export const SEVERITY_ORDER: ReadonlyArray<Severity> = ["error", "warning", "info"]
+
+/** 0 for the worst severity; sort by it. */
+export const severityRank = (severity: Severity): number => SEVERITY_ORDER.indexOf(severity)
+
 /** Findings per severity. */
 export const severityCounts = (findings: ReadonlyArray<{ readonly severity: Severity }>): Record<Severity, number> => {
   const counts: Record<Severity, number> = { error: 0, warning: 0, info: 0 }
@@ -60,7 +66,7 @@ export const severityCounts = (findings: ReadonlyArray<{ readonly severity: Seve
 
 /** "1 error, 3 warnings", worst first, leaving out severities with none. */
 export const severitySummary = (counts: Record<Severity, number>): string =>
-  (["error", "warning", "info"] as const).filter((s) => counts[s] > 0).map((s) => countOf(counts[s], s)).join(", ")
+  SEVERITY_ORDER.filter((s) => counts[s] > 0).map((s) => countOf(counts[s], s)).join(", ")
 
 // ---------------------------------------------------------------------------------------------- colour
 

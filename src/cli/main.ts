@@ -7,15 +7,15 @@
  */
 import { splitArgv } from "./argv.js"
 import { ExitCode, ExitStatus } from "./exit.js"
-import { VERSION } from "./version.js"
+import { isVersionRequest, versionLine } from "./version.js"
 
 const split = splitArgv(process.argv.slice(2))
 if (!split.ok) {
   process.stderr.write(`pi-storage: ${split.message}\n`)
   process.exitCode = ExitCode.usage
-} else if (split.value.args.length === 1 && (split.value.args[0] === "-v" || split.value.args[0] === "--version") && split.value.command === undefined) {
+} else if (split.value.command === undefined && isVersionRequest(split.value.args)) {
   // The same answer app.ts gives, without loading it.
-  process.stdout.write(`pi-storage ${VERSION}\n`)
+  process.stdout.write(versionLine)
 } else {
   const [NodeRuntime, { main }] = await Promise.all([import("@effect/platform-node/NodeRuntime"), import("./app.js")])
   const exitStatus = new ExitStatus()

@@ -8,6 +8,7 @@ import { warningLoggerLayer } from "../facade/warnings.js"
 import { NodeStorageLive } from "../layers/Storage.js"
 import { AgentDir } from "../services/AgentDir.js"
 import { Doctor } from "../services/Doctor.js"
+import { FileSystem } from "../services/FileSystem.js"
 import { Inventory } from "../services/Inventory.js"
 import { Migration } from "../services/Migration.js"
 import { UserProfile } from "../services/UserProfile.js"
@@ -43,4 +44,4 @@ const stderrWarnings = warningLoggerLayer(
 
 export type CliServices = Layer.Layer.Success<ReturnType<typeof cliLayer>>
 
-export { AgentDir, Doctor, Inventory, Migration, UserProfile, WorkRuns }
+export { AgentDir, Doctor, FileSystem, Inventory, Migration, UserProfile, WorkRuns }

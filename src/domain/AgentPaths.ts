@@ -104,6 +104,16 @@ export const TENANT_STAGING_DIR = ".staging"
 export const TENANT_PRUNE_MARKER = ".prune"
 export const TENANT_PRUNE_STAMP = ".last-prune"
 
+/** `profiles/directories/`: per-directory profiles, each `<id>/settings.json` an overlay of `settings.json`. */
+export const DIRECTORY_PROFILES_DIR: ReadonlyArray<string> = ["profiles", "directories"]
+export const DIRECTORY_PROFILE_SETTINGS = "settings.json"
+/** `state/backups/`: what the backups keep inside the agent dir (config history under `config/`). */
+export const STATE_BACKUPS_DIR = "backups"
+/** `state/restore-aside/`: live data a state restore moved aside. */
+export const STATE_RESTORE_ASIDE_DIR = "restore-aside"
+/** `state/user-profile/`: the USER.md store's own state (lock, pending-write journal). */
+export const STATE_USER_PROFILE_DIR = "user-profile"
+
 /** LA2: the one typed path module for an agent directory. */
 export interface AgentPaths {
   readonly agentDir: string
@@ -124,14 +134,14 @@ export interface AgentPaths {
   readonly directoryProfilesDir: string
   readonly directoryProfileSettings: (dirId: string) => string
   readonly stateDir: (...segments: ReadonlyArray<string>) => string
-  readonly stateFile: (...segments: ReadonlyArray<string>) => string
   readonly configBackupsDir: string
+  readonly restoreAsideDir: string
+  readonly userProfileStateDir: string
   readonly legacyLayoutDir: string
   readonly migrationConflictsDir: string
   readonly migrationsJournalDir: string
   readonly extensionStateDir: (namespace: string) => string
   readonly cacheDir: (...segments: ReadonlyArray<string>) => string
-  readonly cacheFile: (...segments: ReadonlyArray<string>) => string
   readonly extensionCacheDir: (namespace: string) => string
   readonly binDir: string
   readonly workRoot: string
@@ -165,17 +175,17 @@ export const agentPaths = (agentDir: string): AgentPaths => {
     promptsDir: at("prompts"),
     themesDir: at("themes"),
     profilesDir: at("profiles"),
-    directoryProfilesDir: at("profiles", "directories"),
-    directoryProfileSettings: (dirId) => at("profiles", "directories", dirId, "settings.json"),
+    directoryProfilesDir: at(...DIRECTORY_PROFILES_DIR),
+    directoryProfileSettings: (dirId) => at(...DIRECTORY_PROFILES_DIR, dirId, DIRECTORY_PROFILE_SETTINGS),
     stateDir: (...segments) => at("state", ...segments),
-    stateFile: (...segments) => at("state", ...segments),
-    configBackupsDir: at("state", "backups", "config"),
+    configBackupsDir: at("state", STATE_BACKUPS_DIR, "config"),
+    restoreAsideDir: at("state", STATE_RESTORE_ASIDE_DIR),
+    userProfileStateDir: at("state", STATE_USER_PROFILE_DIR),
     legacyLayoutDir: at("state", "legacy-layout"),
     migrationConflictsDir: at("state", "migration-conflicts"),
     migrationsJournalDir: at("state", "migrations"),
     extensionStateDir: (namespace) => at("state", "extensions", namespace),
     cacheDir: (...segments) => at("cache", ...segments),
-    cacheFile: (...segments) => at("cache", ...segments),
     extensionCacheDir: (namespace) => at("cache", "extensions", namespace),
     binDir: at("bin"),
     workRoot,

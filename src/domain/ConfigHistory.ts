@@ -27,15 +27,13 @@ export const WEB_MIRROR = "web"
 
 /**
  * Agent-dir files considered: the root files the canonical table classes `config`. Directory overlays
- * `profiles/directories/<id>/settings.json` come on top (see `OVERLAY_SETTINGS`).
+ * `profiles/directories/<id>/settings.json` come on top (AgentPaths: `DIRECTORY_PROFILES_DIR`).
  */
 export const AGENT_CONFIG_FILES: ReadonlyArray<string> = CANONICAL_ROOT_ENTRIES
   .filter((e) => e.class === "config" && e.kind === "file")
   .map((e) => e.name)
 /** Never versioned, whatever the denylist says (a caller's own denylist cannot let credentials in). */
 export const NEVER_VERSIONED: ReadonlyArray<string> = ["auth.json"]
-export const OVERLAYS_DIR: ReadonlyArray<string> = ["profiles", "directories"]
-export const OVERLAY_SETTINGS = "settings.json"
 
 export type Source = { readonly _tag: "agent" } | { readonly _tag: "web"; readonly extId: string }
 

@@ -1,5 +1,5 @@
 /**
- * The config red lines (seed 003 §2, SPEC TD4, DR2, BK1), in one place: what never belongs in a config tier.
+ * The config red lines (README "Red lines"; SPEC TD4, DR2, BK1), in one place: what never belongs in a config tier.
  * The config tier refuses these writes, the doctor flags them, the config history skips them: all three call
  * the functions here, so a name can never be refused by one and let through by another. Pure.
  */

@@ -12,15 +12,27 @@
  *
  * Days and weeks are the calendar of `timeZone` (an IANA name, through Intl), else the process's local zone.
  */
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import { InvalidArgument } from "./Errors.js"
+import { describeValue } from "./Values.js"
 
 export type ForgetReason = "last" | "daily" | "weekly"
 
-export interface ForgetPolicy {
-  readonly keepLast?: number | undefined
-  readonly keepDaily?: number | undefined
-  readonly keepWeekly?: number | undefined
-}
+/** A count of buckets to keep: a number, whole (a safe integer) and not negative; the message names the rule. */
+const KeepCount = Schema.Number.annotations({ message: () => "is not a number" }).pipe(
+  Schema.int({ message: () => "is not a whole number" }),
+  Schema.nonNegative({ message: () => "is negative" })
+)
+
+/** The forget rules (restic's `--keep-last`, `--keep-daily`, `--keep-weekly`); absent or `undefined` is 0. */
+export const ForgetPolicy = Schema.Struct({
+  keepLast: Schema.optional(KeepCount),
+  keepDaily: Schema.optional(KeepCount),
+  keepWeekly: Schema.optional(KeepCount)
+})
+export type ForgetPolicy = typeof ForgetPolicy.Type
 
 export interface ForgetSnapshot {
   readonly id: string
@@ -80,31 +92,43 @@ const RULES: ReadonlyArray<{ readonly reason: ForgetReason; readonly field: keyo
 export const newestFirst = <S extends ForgetSnapshot>(snapshots: ReadonlyArray<S>): Array<S> =>
   [...snapshots].sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
 
-/** Check a policy: whole non-negative counts, at least one above 0. */
-export const checkForgetPolicy = (policy: ForgetPolicy): InvalidArgument | undefined => {
-  for (const { field } of RULES) {
-    const n = policy[field]
-    if (n !== undefined && !(Number.isSafeInteger(n) && n >= 0)) {
-      return new InvalidArgument({ field, detail: `${String(n)} is not a whole number ≥ 0` })
+const decodePolicy = Schema.decodeUnknownEither(ForgetPolicy, { errors: "first" })
+
+/**
+ * The one check of a forget policy (every caller: the Effect API, the facade, the CLI): each rule a whole
+ * count ≥ 0 (refused as `InvalidArgument` naming the rule's field and the value), at least one above 0 (else
+ * the field is "policy"). Other keys (a caller's `dryRun`, `timeZone`) are not the policy's and are dropped.
+ */
+export const decodeForgetPolicy = (input: unknown): Either.Either<ForgetPolicy, InvalidArgument> => {
+  const decoded = decodePolicy(input)
+  if (Either.isLeft(decoded)) {
+    const issue = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)[0]
+    const key = issue?.path[0]
+    if (issue === undefined || key === undefined) {
+      return Either.left(new InvalidArgument({ field: "policy", detail: `${describeValue(input)} is not an object of keep rules` }))
     }
+    const value = (input as Record<PropertyKey, unknown>)[key]
+    return Either.left(new InvalidArgument({ field: String(key), detail: `${describeValue(value)} ${issue.message} (a whole number ≥ 0)` }))
   }
+  const policy = decoded.right
   if (RULES.every(({ field }) => (policy[field] ?? 0) === 0)) {
-    return new InvalidArgument({
+    return Either.left(new InvalidArgument({
       field: "policy",
       detail: "an empty policy would remove every snapshot but the newest; give keepLast, keepDaily or keepWeekly above 0"
-    })
+    }))
   }
-  return undefined
+  return Either.right(policy)
 }
 
 /** The plan, or a typed refusal (empty or malformed policy, unknown time zone). */
 export const planForgetResult = (
   snapshots: ReadonlyArray<ForgetSnapshot>,
-  policy: ForgetPolicy,
+  given: ForgetPolicy,
   options?: { readonly timeZone?: string | undefined }
 ): PlanForgetResult => {
-  const invalid = checkForgetPolicy(policy)
-  if (invalid !== undefined) return { ok: false, error: invalid }
+  const decoded = decodeForgetPolicy(given)
+  if (Either.isLeft(decoded)) return { ok: false, error: decoded.left }
+  const policy = decoded.right
   const timeZone = options?.timeZone
   try {
     formatterFor(timeZone)

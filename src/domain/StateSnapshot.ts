@@ -10,16 +10,17 @@
  *   <root>/.removing-<id>/               a forgotten snapshot being deleted (never listed)
  *   <root>/.lock                         one writer per root
  */
-import { createHash } from "node:crypto"
 import * as NodePath from "node:path"
 import * as Schema from "effect/Schema"
-import { CANONICAL_ROOT_ENTRIES } from "./AgentPaths.js"
+import { CANONICAL_ROOT_ENTRIES, STATE_BACKUPS_DIR, STATE_RESTORE_ASIDE_DIR } from "./AgentPaths.js"
+import { sha256Hex } from "./Digest.js"
 import { UnsafeRootReason } from "./Errors.js"
+import { PACKAGE_NAME, VERSION } from "./Version.js"
 import { tierPaths } from "./WebPaths.js"
 
 export const STATE_BACKUP_DIR_ENV = "PI_STATE_BACKUP_DIR"
-/** Keep equal to the package version (a test checks it against package.json). */
-export const TOOL = { name: "pi-agent-storage", version: "0.1.0" } as const
+/** Who wrote a snapshot: this package, at its version. */
+export const TOOL = { name: PACKAGE_NAME, version: VERSION } as const
 
 export const MANIFEST_FILE = "manifest.json"
 export const OWNER_MARKER = ".owner"
@@ -28,8 +29,7 @@ export const INCOMPLETE_PREFIX = ".incomplete-"
 export const REMOVING_PREFIX = ".removing-"
 export const VERIFY_CURSOR = ".verify-cursor"
 /** Under `state/`: config history (BK1 has its own backups) and data a restore moved aside. */
-export const STATE_EXCLUDED: ReadonlyArray<string> = ["backups", "restore-aside"]
-export const RESTORE_ASIDE = ["state", "restore-aside"] as const
+export const STATE_EXCLUDED: ReadonlyArray<string> = [STATE_BACKUPS_DIR, STATE_RESTORE_ASIDE_DIR]
 
 // ------------------------------------------------------------------------------------------------ scope
 
@@ -162,7 +162,6 @@ export const entryProblem = (u: unknown): string | undefined => {
   return undefined
 }
 
-const sha256Hex = (text: string): string => createHash("sha256").update(text).digest("hex")
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 

@@ -1,8 +1,10 @@
 /**
- * SPEC TD5: tier directories are compared by resolved identity, not by string. A tier's location is what
- * its path resolves to on disk (links and mounts included): the identities (device + inode) of its deepest
+ * "Compare directories by identity (device + inode after resolving links), never by string": the one
+ * identity rule (`sameFile`) and the one containment rule (`resolvedWithin`). SPEC TD5 compares tier
+ * directories this way, BK2 the state-backup root against the trees every snapshot copies. A path's
+ * location is what it resolves to on disk (links and mounts included): the identities of its deepest
  * existing prefix and of that directory's physical ancestors up to "/", nearest first, plus the names below
- * that prefix that do not exist yet. Pure: the Effect side (TierStorage) gathers locations with `stat`.
+ * that prefix that do not exist yet. Pure: `services/internal/locate.ts` gathers locations with `stat`.
  */
 import type { TierName } from "./Tiers.js"
 
@@ -18,7 +20,11 @@ export interface ResolvedLocation {
   readonly missing: ReadonlyArray<string>
 }
 
-const same = (a: FileIdentity, b: FileIdentity): boolean => a.dev === b.dev && a.ino === b.ino
+/** The identity part of a stat result. */
+export const identityOf = (info: FileIdentity): FileIdentity => ({ dev: info.dev, ino: info.ino })
+
+/** Two stat results name the same file: same device and same inode. */
+export const sameFile = (a: FileIdentity, b: FileIdentity): boolean => a.dev === b.dev && a.ino === b.ino
 
 /**
  * Whether `x` resolves to `y` or to somewhere inside it. An existing `y` contains `x` when `y` is one of the
@@ -29,9 +35,9 @@ const same = (a: FileIdentity, b: FileIdentity): boolean => a.dev === b.dev && a
 export const resolvedWithin = (x: ResolvedLocation, y: ResolvedLocation): boolean => {
   const yTop = y.chain[0]
   if (yTop === undefined) return false
-  if (y.missing.length === 0) return x.chain.some((id) => same(id, yTop))
+  if (y.missing.length === 0) return x.chain.some((id) => sameFile(id, yTop))
   const xTop = x.chain[0]
-  return xTop !== undefined && same(xTop, yTop) && y.missing.length <= x.missing.length &&
+  return xTop !== undefined && sameFile(xTop, yTop) && y.missing.length <= x.missing.length &&
     y.missing.every((name, i) => x.missing[i] === name)
 }
 
@@ -53,7 +59,7 @@ export interface LocatedTier {
 /**
  * The same rules as the string check (`resolveTierDirs`), on resolved locations: cache/ may be wiped at any
  * time, so it must not be, contain or lie inside another tier; config and state must not be the same
- * directory (state inside config is the old-host fallback, seed 003 §3, and allowed). The first overlap, or null.
+ * directory (state inside config is the old-host fallback, README `resolveStateDir`, and allowed). The first overlap, or null.
  */
 export const findTierOverlap = (
   tiers: { readonly config: LocatedTier; readonly state: LocatedTier; readonly cache: LocatedTier }

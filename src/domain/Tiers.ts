@@ -1,5 +1,5 @@
 /**
- * Extension data tiers on the web host (SPEC TD1–TD4, seed 003). Pure: the context, the decision tree and
+ * Extension data tiers on the web host (SPEC TD1–TD4; README "Extension data tiers": *if it is deleted, what does the user lose?*). Pure: the context, the decision tree and
  * the config red lines as plain functions over plain values. I/O lives in src/services/TierStorage.ts.
  */
 import * as Either from "effect/Either"
@@ -67,7 +67,7 @@ export const makeExtensionContext = (input: {
   return Either.right(Object.freeze(ctx) as ExtensionContext)
 }
 
-/** The directories a tier store needs; `stateDir` may be absent on old hosts (seed 003 §3). */
+/** The directories a tier store needs; `stateDir` may be absent on old hosts (README: "On old hosts without `stateDir`"). */
 export interface TierDirs {
   readonly configDir: string
   readonly stateDir?: string | undefined
@@ -93,7 +93,7 @@ export const resolveTierDirs = (ctx: TierDirs): Either.Either<ResolvedTierDirs, 
     }
   }
   // cache/ may be wiped at any time, so nothing else may live inside it, and it must not contain another tier.
-  // state inside config is the old-host fallback (seed 003 §3) and is allowed.
+  // state inside config is the old-host fallback (README: `configDir/state`) and is allowed.
   const pairs: ReadonlyArray<readonly [string, string, string, string]> = [
     ["configDir", dirs.configDir, "cacheDir", dirs.cacheDir],
     ["stateDir", dirs.stateDir, "cacheDir", dirs.cacheDir],
@@ -143,39 +143,39 @@ export interface TierChoice {
 export const chooseTier = (facts: TierFacts): TierChoice => {
   const purpose = facts.purpose ?? "other"
   if (purpose === "audit-log") {
-    return { tier: "state", reason: "an audit log has historical value: deleting it loses it forever (seed 003 §1, logs)" }
+    return { tier: "state", reason: "an audit log has historical value: deleting it loses it forever" }
   }
   if (purpose === "archive" || purpose === "export") {
-    return { tier: "state", reason: `${purpose}s are the user's records and cannot be regenerated (seed 003 §1, step 3)` }
+    return { tier: "state", reason: `${purpose}s are the user's records and cannot be regenerated` }
   }
   if (purpose === "database" || purpose === "index") {
     if (facts.rebuildable && facts.reloadSourceExists === true) {
       return {
         tier: "cache",
-        reason: `a ${purpose} fully reloadable from a source that still exists is regenerable (seed 003 §1, databases)`
+        reason: `a ${purpose} fully reloadable from a source that still exists is regenerable`
       }
     }
     return {
       tier: "state",
       reason: facts.rebuildable
-        ? `a ${purpose} whose reload source is ${facts.reloadSourceExists === false ? "gone" : "not known to exist"} holds unique records (seed 003 §1: "does the reload source still exist?")`
-        : `a ${purpose} with non-regenerable records (history, statistics) is state (seed 003 §1, databases)`
+        ? `a ${purpose} whose reload source is ${facts.reloadSourceExists === false ? "gone" : "not known to exist"} holds unique records`
+        : `a ${purpose} with non-regenerable records (history, statistics) is state`
     }
   }
   if (facts.reloadSourceExists === false) {
-    return { tier: "state", reason: "its reload source is gone, so it cannot be regenerated any more (seed 003 §1)" }
+    return { tier: "state", reason: "its reload source is gone, so it cannot be regenerated any more" }
   }
   if (purpose === "debug-log") {
-    return { tier: "cache", reason: "a pure debugging log may be deleted any time and re-accumulates (seed 003 §1, logs)" }
+    return { tier: "cache", reason: "a pure debugging log may be deleted any time and re-accumulates" }
   }
   if (facts.userSetKeyValues === true) {
     // User input cannot be rebuilt automatically: deleting it means reconfiguring, whatever else is claimed.
-    return { tier: "config", reason: "a small set of key-values the user set: deleted means reconfigure (seed 003 §1, step 2)" }
+    return { tier: "config", reason: "a small set of key-values the user set: deleted means reconfigure" }
   }
   if (facts.rebuildable) {
-    return { tier: "cache", reason: "the next run rebuilds it automatically when it is deleted (seed 003 §1, step 1)" }
+    return { tier: "cache", reason: "the next run rebuilds it automatically when it is deleted" }
   }
-  return { tier: "state", reason: "it cannot be regenerated: deleting it loses it forever (seed 003 §1, step 3)" }
+  return { tier: "state", reason: "it cannot be regenerated: deleting it loses it forever" }
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -7,9 +7,9 @@
  * dependencies of its own, typed, maintained, strict about errors (a broken block is reported, never half
  * read) and it tolerates any extra keys Pi or a person adds.
  */
-import { createHash } from "node:crypto"
 import * as Schema from "effect/Schema"
 import { parseDocument, stringify } from "yaml"
+import { sha256Hex } from "./Digest.js"
 import { bodyEntries, renderBody, utf8Bytes } from "./UserProfileText.js"
 
 export const DEFAULT_SHARD_BUDGET_BYTES = 64 * 1024
@@ -17,8 +17,6 @@ export const INDEX_FILE = "index.okf.md"
 export const SHARD_NAME_RE = /^user-preferences-[0-9a-f]{16}\.okf\.md$/
 /** Shards or indexes larger than this are not parsed (a profile archive is small text). */
 export const ARCHIVE_FILE_MAX_BYTES = 4 * 1024 * 1024
-
-export const sha256Hex = (text: string): string => createHash("sha256").update(text, "utf8").digest("hex")
 
 /** A shard's file name from its body only: the same entries give the same name anywhere, at any time. */
 export const shardName = (entries: ReadonlyArray<string>): string =>

@@ -32,14 +32,13 @@ import {
   HISTORY_LOCK,
   historyContent,
   type LogEntry,
-  OVERLAY_SETTINGS,
-  OVERLAYS_DIR,
   parseLog,
   PENDING_MARKER,
   revisionViolation,
   rollbackContent,
   WEB_MIRROR
 } from "../domain/ConfigHistory.js"
+import { DIRECTORY_PROFILE_SETTINGS, DIRECTORY_PROFILES_DIR } from "../domain/AgentPaths.js"
 import { configEntryViolation, DEFAULT_CONFIG_BUDGET_BYTES } from "../domain/ConfigRedLines.js"
 import {
   ConfigHistoryBusy,
@@ -52,7 +51,7 @@ import { decodeJsonBytes, encodeJsonBytes } from "../domain/Formats.js"
 import { chainComponentViolation, dirsBelowRoot } from "../domain/PathChain.js"
 import { decodeSegment } from "../domain/Segment.js"
 import { resolveStateDir } from "../domain/Tiers.js"
-import { tierPaths, WEB_DATA_DIR_ENV } from "../domain/WebPaths.js"
+import { configuredWebDataRoot, tierPaths } from "../domain/WebPaths.js"
 import { AgentDir } from "./AgentDir.js"
 import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
@@ -204,10 +203,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
     const agent = yield* AgentDir
     const executor = yield* CommandExecutor
     const agentDir = agent.path
-    const envWeb = host.env(WEB_DATA_DIR_ENV)
-    const webRoot = options.webDataRoot !== undefined && options.webDataRoot !== ""
-      ? NodePath.resolve(host.cwd, options.webDataRoot)
-      : envWeb !== undefined && envWeb !== "" ? NodePath.resolve(host.cwd, envWeb) : undefined
+    const webRoot = configuredWebDataRoot({ explicit: options.webDataRoot, env: host.env, cwd: host.cwd })
     const denylist = options.denylist ?? DEFAULT_DENYLIST
     const budget = options.configBudgetBytes ?? DEFAULT_CONFIG_BUDGET_BYTES
     const lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS
@@ -307,11 +303,11 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
       const scannedAt = yield* Clock.currentTimeMillis
       const out: ScanState = { files: [], skipped: [], present: new Set(), cache, stats: new Map(), racyRead: 0 }
       for (const name of AGENT_CONFIG_FILES) yield* candidate(`${AGENT_MIRROR}/${name}`, NodePath.join(agentDir, name), out)
-      const overlays = NodePath.join(agentDir, ...OVERLAYS_DIR)
+      const overlays = agent.paths.directoryProfilesDir
       for (const entry of yield* listOption(overlays)) {
         if (entry.type !== "Directory") continue
-        const repoPath = [AGENT_MIRROR, ...OVERLAYS_DIR, entry.name, OVERLAY_SETTINGS].join("/")
-        yield* candidate(repoPath, NodePath.join(overlays, entry.name, OVERLAY_SETTINGS), out)
+        const repoPath = [AGENT_MIRROR, ...DIRECTORY_PROFILES_DIR, entry.name, DIRECTORY_PROFILE_SETTINGS].join("/")
+        yield* candidate(repoPath, agent.paths.directoryProfileSettings(entry.name), out)
       }
       if (webRoot !== undefined) {
         for (const ext of yield* listOption(webRoot)) {

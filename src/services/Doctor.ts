@@ -35,7 +35,8 @@ import {
   type TenantItem
 } from "./internal/readModel.js"
 import { isActive } from "./internal/runFacts.js"
-import { type FindingDraft, leaseFinding, manifestTimeFindings, markerFinding } from "./internal/unreadableFindings.js"
+import type { FindingDraft } from "../domain/FindingDraft.js"
+import { leaseFinding, manifestTimeFindings, markerFinding } from "./internal/unreadableFindings.js"
 import { stateBackupFindings } from "./StateBackups.js"
 import { userProfileFindings } from "./UserProfileDoctor.js"
 
@@ -82,8 +83,8 @@ class Findings {
     })
   }
 
-  draft(path: string, draft: FindingDraft | undefined): void {
-    if (draft !== undefined) this.add(draft.code, path, draft.message, draft.fix)
+  draft(draft: FindingDraft | undefined): void {
+    if (draft !== undefined) this.add(draft.code, draft.path, draft.message, draft.fix)
   }
 }
 
@@ -203,8 +204,8 @@ const safetyFix = (out: Findings, context: FindingContext, safety: SafetyFact, p
 const markerFindings = (out: Findings, context: FindingContext, marker: MarkerFact) => {
   const judged = marker.judged
   if (judged === undefined) return
-  const draft = markerFinding(judged, marker.what, context.staleUnreadableMs, marker.nonEmpty)
-  if (draft !== undefined) out.draft(marker.path, draft)
+  const draft = markerFinding(marker.path, judged, marker.what, context.staleUnreadableMs, marker.nonEmpty)
+  if (draft !== undefined) out.draft(draft)
   else if (!judged.alive) out.add("work-dead-marker", marker.path, `${marker.what} of a dead pruner (${judged.detail})`, "the next prune of this tenant reclaims it")
 }
 
@@ -234,7 +235,7 @@ const itemFindings = (out: Findings, context: FindingContext, tenant: TenantFact
           return
         case "staging":
           for (const staged of facts.staged) {
-            for (const lease of staged.leases?.leases ?? []) out.draft(lease.path, leaseFinding(lease, context.staleUnreadableMs))
+            for (const lease of staged.leases?.leases ?? []) out.draft(leaseFinding(lease, context.staleUnreadableMs))
             if (staged.leases !== null && isActive(staged.leases)) continue
             out.add(
               "work-abandoned-staging",
@@ -263,7 +264,7 @@ const itemFindings = (out: Findings, context: FindingContext, tenant: TenantFact
       return
     }
     case "Run": {
-      for (const draft of manifestTimeFindings(item.times)) out.draft(NodePath.join(item.path, WORK_RUN_MANIFEST), draft)
+      for (const draft of manifestTimeFindings(NodePath.join(item.path, WORK_RUN_MANIFEST), item.times)) out.draft(draft)
       return leaseFindings(out, context, item.path, item.leases)
     }
   }
@@ -273,7 +274,7 @@ const leaseFindings = (out: Findings, context: FindingContext, runDir: string, l
   if (leases.problem !== null) out.add("work-stray-entry", runDir, `lease directory cannot be trusted: ${leases.problem}`, "inspect .leases/ by hand")
   for (const lease of leases.leases) {
     const draft = leaseFinding(lease, context.staleUnreadableMs)
-    if (draft !== undefined) out.draft(lease.path, draft)
+    if (draft !== undefined) out.draft(draft)
     else if (!lease.verdict.alive) out.add("work-dead-lease", lease.path, `dead holder: ${lease.verdict.detail}`, "the next prune of this tenant removes it")
   }
 }
@@ -379,9 +380,9 @@ const doctorProgram = (deps: Deps, agentDirInput: string, options?: DoctorOption
     const found = findingsOf(facts, { staleUnreadableMs: deps.staleUnreadableMs, uid: deps.host.uid })
     const others = new Findings(agentDir)
     if (facts.status._tag === "Directory") {
-      for (const f of yield* userProfileFindings(deps, agentDir)) others.add(f.code, f.path, f.message, f.fix, f.severity)
-      for (const f of yield* configHistoryFindings(deps, agentPaths(agentDir).configBackupsDir)) others.add(f.code, f.path, f.message, f.fix)
-      for (const f of yield* stateBackupFindings(deps, agentDir, options?.webDataRoot)) others.add(f.code, f.path, f.message, f.fix)
+      for (const f of yield* userProfileFindings(deps, agentDir)) others.draft(f)
+      for (const f of yield* configHistoryFindings(deps, agentPaths(agentDir).configBackupsDir)) others.draft(f)
+      for (const f of yield* stateBackupFindings(deps, agentDir, options?.webDataRoot)) others.draft(f)
     }
     const findings = [...found.agentDir, ...others.list, ...found.webData, ...found.problems]
     if (facts.truncated) {

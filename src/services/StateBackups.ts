@@ -40,7 +40,6 @@ import {
   OWNER_MARKER,
   REMOVING_PREFIX,
   resolveBackupRoot,
-  RESTORE_ASIDE,
   restoreAsideName,
   type ScopeRoot,
   shouldLink,
@@ -55,12 +54,16 @@ import {
   webScopeRoot,
   WRITER_LOCK
 } from "../domain/StateSnapshot.js"
-import { WEB_DATA_DIR_ENV } from "../domain/WebPaths.js"
+import { agentPaths } from "../domain/AgentPaths.js"
+import type { FindingDraft } from "../domain/FindingDraft.js"
+import { resolvedWithin } from "../domain/TierIdentity.js"
+import { configuredWebDataRoot } from "../domain/WebPaths.js"
 import { AgentDir } from "./AgentDir.js"
 import { type FileInfo, FileSystem, type WalkBudget } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import type { Deps } from "./internal/deps.js"
 import { depsFromContext, selfIdentity } from "./internal/deps.js"
+import { locate } from "./internal/locate.js"
 import { judgeMarker, tryAcquireMarker } from "./internal/markers.js"
 import { checkSafeDirectory } from "./internal/rootSafety.js"
 
@@ -200,12 +203,7 @@ export const makeStateBackups = (deps: Deps, agentDir: string, options: StateBac
 const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) => {
   const { fs, host } = deps
   const root = resolveBackupRoot({ explicit: options.root, env: host.env, agentDir, cwd: host.cwd })
-  const envWeb = host.env(WEB_DATA_DIR_ENV)
-  const webDataRoot = options.webDataRoot !== undefined && options.webDataRoot !== ""
-    ? NodePath.resolve(host.cwd, options.webDataRoot)
-    : envWeb !== undefined && envWeb !== ""
-    ? NodePath.resolve(host.cwd, envWeb)
-    : undefined
+  const webDataRoot = configuredWebDataRoot({ explicit: options.webDataRoot, env: host.env, cwd: host.cwd })
   const lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS
 
   // ------------------------------------------------------------------------------------------ scope
@@ -224,8 +222,8 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
   const unsafe = (reason: UnsafeBackupRoot["reason"], detail: string) => new UnsafeBackupRoot({ path: root, reason, detail })
 
   /**
-   * The root must lie outside every snapshotted tree (by path and, for what exists, by identity: an ancestor
-   * that is the same directory as a snapshotted one through another name), and be a private directory of
+   * The root must lie outside every snapshotted tree (by path and, for what exists, by identity: the
+   * containment rule of `domain/TierIdentity.ts`, which the tiers use too), and be a private directory of
    * ours. `create`: make it (0700) when missing. Returns whether the root exists.
    */
   const checkRoot = (create: boolean): Effect.Effect<boolean, UnsafeBackupRoot | FileSystemError> =>
@@ -234,20 +232,14 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       for (const tree of trees) {
         if (isWithin(root, tree.source)) return yield* unsafe("inside-snapshotted-tree", `it lies inside ${tree.source}, which every snapshot copies`)
       }
-      // A trailing slash resolves a final symlink: compare the directories themselves, not their names.
-      const resolved = (dir: string) => optionalLstat(deps, dir === "/" ? dir : `${dir}/`).pipe(
-        Effect.catchIf((e) => e.reason === "NotADirectory", () => Effect.succeed(undefined))
-      )
-      const identities = new Map<string, string>()
+      // By identity (links followed, physical ancestors): the root lies in a tree that exists when one of the
+      // directories it resolves through is that tree (another name for it, or a link into it, included).
+      const rootAt = yield* locate(fs, root)
       for (const tree of trees) {
-        const info = yield* resolved(tree.source)
-        if (info?.type === "Directory") identities.set(`${info.dev}:${info.ino}`, tree.source)
-      }
-      for (let dir = root;; dir = NodePath.dirname(dir)) {
-        const info = yield* resolved(dir)
-        const same = info === undefined ? undefined : identities.get(`${info.dev}:${info.ino}`)
-        if (same !== undefined) return yield* unsafe("inside-snapshotted-tree", `${dir} is ${same} (same directory), which every snapshot copies`)
-        if (NodePath.dirname(dir) === dir) break
+        const treeAt = yield* locate(fs, tree.source)
+        if (treeAt.missing.length === 0 && resolvedWithin(rootAt, treeAt)) {
+          return yield* unsafe("inside-snapshotted-tree", `it resolves to a directory inside ${tree.source}, which every snapshot copies`)
+        }
       }
       const safe = checkSafeDirectory(deps, root).pipe(
         Effect.catchTag("UnsafeRoot", (e: UnsafeRoot) => Effect.fail(unsafe(e.reason, e.detail)))
@@ -720,7 +712,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         if (o?.dryRun === true) return { restored, movedAside: null, movedAsidePaths: present.map((p) => p.live), dryRun: true }
 
         const stamp = restoreAsideName(yield* Clock.currentTimeMillis, yield* Random.nextIntBetween(0, 0xffffff))
-        const aside = NodePath.join(agentDir, ...RESTORE_ASIDE, stamp)
+        const aside = NodePath.join(agentPaths(agentDir).restoreAsideDir, stamp)
         for (const unit of present) {
           const target = under(aside, unit.rel)
           yield* fs.makeDirectory(NodePath.dirname(target), { mode: 0o700, recursive: true })
@@ -763,13 +755,6 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
   return { service: { root, create, list, verify, forget, restore }, checkRoot, root }
 }
 
-export interface StateBackupFinding {
-  readonly code: "state-backup-incomplete" | "state-backup-restore-aside" | "state-backup-root-unsafe"
-  readonly path: string
-  readonly message: string
-  readonly fix?: string
-}
-
 /**
  * The doctor's look at state snapshots (read-only): an unsafe default backup root, incomplete snapshots whose
  * writer is dead, and restore-aside directories waiting for a person.
@@ -778,10 +763,10 @@ export const stateBackupFindings = (
   deps: Deps,
   agentDir: string,
   webDataRoot?: string
-): Effect.Effect<ReadonlyArray<StateBackupFinding>> =>
+): Effect.Effect<ReadonlyArray<FindingDraft>> =>
   Effect.gen(function*() {
     const { checkRoot, root } = internals(deps, agentDir, { webDataRoot })
-    const findings: Array<StateBackupFinding> = []
+    const findings: Array<FindingDraft> = []
     const exists = yield* checkRoot(false).pipe(
       Effect.catchAll((e) =>
         Effect.sync(() => {
@@ -810,7 +795,7 @@ export const stateBackupFindings = (
         })
       }
     }
-    const asideRoot = NodePath.join(agentDir, ...RESTORE_ASIDE)
+    const asideRoot = agentPaths(agentDir).restoreAsideDir
     for (const entry of yield* deps.fs.readDirectory(asideRoot).pipe(Effect.orElseSucceed(() => []))) {
       findings.push({
         code: "state-backup-restore-aside",

@@ -1,5 +1,5 @@
 /**
- * Tier behaviour (SPEC TD4, seed 003 §2) as Effect programs over the FileSystem port:
+ * Tier behaviour (SPEC TD4; README "Red lines") as Effect programs over the FileSystem port:
  * - cache rebuilds whatever is missing, unreadable or invalid, so an extension survives `rm -rf cache/`;
  * - state is read strictly (missing or unreadable is a typed error, never a default) and written atomically
  *   with fsync; there is deliberately no cleanup API;
@@ -20,7 +20,7 @@ import {
   StateUnreadable,
   TiersOverlap
 } from "../domain/Errors.js"
-import { type FileIdentity, findTierOverlap, type ResolvedLocation } from "../domain/TierIdentity.js"
+import { findTierOverlap } from "../domain/TierIdentity.js"
 import { decodeJsonBytes, encodeJsonBytes } from "../domain/Formats.js"
 import {
   checkConfigKey,
@@ -40,8 +40,9 @@ import {
   configFileNameViolation,
   DEFAULT_CONFIG_BUDGET_BYTES
 } from "../domain/ConfigRedLines.js"
-import { type FileInfo, FileSystem } from "./FileSystem.js"
+import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
+import { locate } from "./internal/locate.js"
 
 /** TD2 over a Host: the environment, home and cwd it reports. No I/O. */
 const contextOn = (host: Host["Type"]) => (extId: string, options?: ExtensionContextOptions): Effect.Effect<ExtensionContext, InvalidSegment> =>
@@ -128,70 +129,14 @@ const isNotFound = (error: FileSystemError): boolean => error.reason === "NotFou
 const redLine = (path: string, v: ConfigViolation): ConfigRedLine =>
   new ConfigRedLine({ path, rule: v.rule, rightTier: v.rightTier, detail: v.detail })
 
-/** Physical ancestors followed at most (a deeper tier path is refused rather than half-compared). */
-const MAX_ANCESTORS = 4096
-
-const identityOf = (info: FileInfo): FileIdentity => ({ dev: info.dev, ino: info.ino })
-
-const isAbsentComponent = (error: FileSystemError): boolean => error.reason === "NotFound" || error.reason === "NotADirectory"
-
-/**
- * TD5: where `path` resolves on disk (see TierIdentity.ts): its deepest existing prefix, links followed, and
- * that directory's physical ancestors, reached with "/.." (which the OS resolves from the directory itself,
- * not from the path's text).
- */
-const locate = (fs: FileSystem["Type"], path: string, attempt = 1): Effect.Effect<ResolvedLocation, FileSystemError> =>
-  locateOnce(fs, path).pipe(
-    // The tree changed under the walk (a concurrent clear removed the directory being climbed): start again.
-    Effect.catchIf((e) => isAbsentComponent(e) && attempt < MAX_LOCATE_ATTEMPTS, () => locate(fs, path, attempt + 1))
-  )
-
-const MAX_LOCATE_ATTEMPTS = 8
-
-const locateOnce = (fs: FileSystem["Type"], path: string): Effect.Effect<ResolvedLocation, FileSystemError> =>
-  Effect.gen(function*() {
-    const missing: Array<string> = []
-    let prefix = NodePath.resolve(path)
-    let top: FileInfo | undefined
-    while (top === undefined) {
-      top = yield* fs.statFollowingLinks(prefix).pipe(Effect.catchIf(isAbsentComponent, () => Effect.succeed(undefined)))
-      if (top !== undefined) break
-      const parent = NodePath.dirname(prefix)
-      if (parent === prefix) {
-        return yield* Effect.fail(new FileSystemError({ reason: "NotFound", errno: "ENOENT", method: "statFollowingLinks", path, detail: "no existing ancestor" }))
-      }
-      missing.unshift(NodePath.basename(prefix))
-      prefix = parent
-    }
-    const chain: Array<FileIdentity> = [identityOf(top)]
-    let dir = prefix
-    if (top.type !== "Directory") {
-      dir = NodePath.dirname(prefix)
-      chain.push(identityOf(yield* fs.statFollowingLinks(dir)))
-    }
-    for (let i = 0; ; i++) {
-      if (i >= MAX_ANCESTORS) {
-        return yield* Effect.fail(
-          new FileSystemError({ reason: "Unknown", errno: "", method: "statFollowingLinks", path, detail: "too many ancestors to compare" })
-        )
-      }
-      dir = dir.endsWith("/") ? `${dir}..` : `${dir}/..`
-      const up = identityOf(yield* fs.statFollowingLinks(dir))
-      const last = chain[chain.length - 1]!
-      if (up.dev === last.dev && up.ino === last.ino) break // "/.." is "/"
-      chain.push(up)
-    }
-    return { chain, missing }
-  })
-
 export type OpenTiersError = InvalidArgument | TiersOverlap | FileSystemError
 
 /** The web host's extension data tiers (TD1–TD5) as a service over the FileSystem and Host ports. */
 export class TierStorage extends Context.Tag("pi-agent-storage/TierStorage")<TierStorage, {
   /**
-   * Open the three tiers of one extension. Validates the directories (absolute; `stateDir` falls back per
-   * seed 003 §3) and the options, then compares where they resolve on disk (TD5: device and inode, links
-   * followed; `TiersOverlap`). Creates nothing.
+   * Open the three tiers of one extension. Validates the directories (absolute; `stateDir` falls back to
+   * `configDir/state`, README: "On old hosts without `stateDir`") and the options, then compares where
+   * they resolve on disk (TD5: device and inode, links followed; `TiersOverlap`). Creates nothing.
    */
   readonly open: (ctx: TierDirs, options?: OpenTiersOptions) => Effect.Effect<Tiers, OpenTiersError>
   /** TD2: the tier directories of `extId` under the data root, with the Host's environment. No I/O. */
@@ -372,7 +317,7 @@ const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOp
     const checkBudget = (path: string, newBytes: number) =>
       Effect.gen(function*() {
         const whole = yield* measure(dirs.configDir)
-        // On old hosts state lives in config/state (seed 003 §3); it is not config's weight.
+        // On old hosts state lives in config/state (README: `resolveStateDir`, "on old hosts"); it is not config's weight.
         const nested = yield* (stateInsideConfig ? measure(dirs.stateDir) : Effect.succeed({ bytes: 0, complete: true }))
         const replacedBytes = yield* sizeOf(path)
         const violation = configBudgetViolation({

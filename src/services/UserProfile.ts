@@ -99,8 +99,6 @@ export interface ProfileChange {
 export type ProfileError = UnsafeProfile | ProfileBusy | FileSystemError
 export type MutationError = ProfileError | InvalidEntry | EntryNotFound | AmbiguousEntry
 
-/** The profile's lock and journal, beside the machine's other state (Pi's archive directory holds only OKF files). */
-export const userProfileStateDir = (paths: AgentDir["Type"]["paths"]): string => paths.stateDir("user-profile")
 export const PROFILE_LOCK = "lock"
 export const PROFILE_JOURNAL = "pending.json"
 const USER_FILE_MAX_BYTES = 4 * 1024 * 1024
@@ -124,7 +122,8 @@ class LockHeld {
 /** Where the profile's files are, and how they are read (safely: `lstat` first, never through a link). Read-only. */
 export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) => {
   const archiveDir = paths.userPreferencesDir
-  const stateDir = userProfileStateDir(paths)
+  // The lock and journal live beside the machine's other state (Pi's archive directory holds only OKF files).
+  const stateDir = paths.userProfileStateDir
   const lockPath = NodePath.join(stateDir, PROFILE_LOCK)
   const journalPath = NodePath.join(stateDir, PROFILE_JOURNAL)
   const shardPath = (name: string) => NodePath.join(archiveDir, name)

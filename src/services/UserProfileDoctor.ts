@@ -6,29 +6,21 @@
  */
 import * as Effect from "effect/Effect"
 import { agentPaths } from "../domain/AgentPaths.js"
-import type { FindingCode, Severity } from "../domain/Findings.js"
+import type { FindingDraft } from "../domain/FindingDraft.js"
 import { buildModel } from "../domain/UserProfile.js"
 import { DEFAULT_PROFILE_BUDGET_BYTES, utf8Bytes } from "../domain/UserProfileText.js"
 import type { Deps } from "./internal/deps.js"
 import { judgeMarker } from "./internal/markers.js"
 import { profileReader } from "./UserProfile.js"
 
-export interface ProfileFinding {
-  readonly code: FindingCode
-  readonly path: string
-  readonly message: string
-  readonly fix?: string
-  readonly severity?: Severity
-}
-
 const EDIT_FIX = "the next profile edit (pi-storage memory add, replace or remove) repairs it"
 
 /** Never fails: what cannot be read is a finding. */
-export const userProfileFindings = (deps: Deps, agentDir: string): Effect.Effect<ReadonlyArray<ProfileFinding>> =>
+export const userProfileFindings = (deps: Deps, agentDir: string): Effect.Effect<ReadonlyArray<FindingDraft>> =>
   Effect.gen(function*() {
     const paths = agentPaths(agentDir)
     const reader = profileReader(deps.fs, paths)
-    const findings: Array<ProfileFinding> = []
+    const findings: Array<FindingDraft> = []
     const lock = yield* judgeMarker(deps, reader.lockPath)
     if (lock !== undefined && !lock.alive) {
       findings.push({ code: "user-profile-dead-lock", path: reader.lockPath, message: `profile lock of a dead writer (${lock.detail})`, fix: "the next profile mutation reclaims it" })

@@ -96,7 +96,7 @@ describe("pi-storage memory (built CLI)", () => {
     assert.include(invalid.stderr, "U+200B")
     assert.strictEqual(badBudget.code, 2)
     assert.include(badBudget.stderr, "--budget")
-    assert.deepStrictEqual([noValue.code, noValue.stderr], [2, "pi-storage: --budget needs a value: a size in bytes such as 8KiB or 4000\n"])
+    assert.deepStrictEqual([noValue.code, noValue.stderr], [2, "pi-storage: --budget needs a value: SIZE, e.g. 8KiB\n"])
     assert.strictEqual(bare.code, 2)
     assert.strictEqual(Fs.readFileSync(Path.join(agentDir, "USER.md"), "utf8"), before)
   })

@@ -278,6 +278,30 @@ describe("work prune", () => {
     assert.include(doctor.stdout, "the agent directory is a regular file, not a directory")
     assert.strictEqual(Fs.readFileSync(file, "utf8"), "not a dir")
   })
+
+  it("an agent dir that is a regular file: memory, config and backup say so, exit 1 and create nothing", async () => {
+    const parent = tempDir()
+    const file = Path.join(parent, "agent")
+    Fs.writeFileSync(file, "not a dir")
+    const commands = [
+      ["memory", "show"], ["memory", "add", "- x"], ["config", "status"], ["config", "snapshot", "--json"], ["config", "log"],
+      ["backup", "list"], ["backup", "create"], ["backup", "forget", "--keep-last", "1"]
+    ]
+    const results = await Promise.all(commands.map((a) => at(file)(...a)))
+    for (const [i, r] of results.entries()) {
+      assert.strictEqual(r.code, 1, `${commands[i]!.join(" ")}: ${r.stderr}`)
+      assert.strictEqual(r.stderr, `pi-storage: the agent dir ${file} is a regular file, not a directory (see pi-storage doctor)\n`)
+      assert.strictEqual(r.stdout, "")
+    }
+    // A link to that file is refused the same way; nothing was made beside it (no default backup root).
+    const link = Path.join(parent, "link")
+    Fs.symlinkSync(file, link)
+    const viaLink = await at(link)("backup", "create")
+    assert.strictEqual(viaLink.code, 1, viaLink.stderr)
+    assert.include(viaLink.stderr, "is a regular file, not a directory")
+    assert.sameMembers(Fs.readdirSync(parent), ["agent", "link"])
+    assert.strictEqual(Fs.readFileSync(file, "utf8"), "not a dir")
+  })
 })
 
 describe("doctor --web-data-root", () => {

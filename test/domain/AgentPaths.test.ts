@@ -45,8 +45,12 @@ describe("the path module (LA2) and the canonical table (LA3)", () => {
       ["/a/okf-memory", "/a/skills", "/a/extensions", "/a/prompts", "/a/themes", "/a/profiles", "/a/profiles/directories/x/settings.json"]
     )
     assert.deepStrictEqual(
-      [p.stateDir(), p.stateFile("trust.json"), p.configBackupsDir, p.extensionStateDir("n"), p.cacheDir("x"), p.cacheFile("y", "z"), p.extensionCacheDir("n")],
+      [p.stateDir(), p.stateDir("trust.json"), p.configBackupsDir, p.extensionStateDir("n"), p.cacheDir("x"), p.cacheDir("y", "z"), p.extensionCacheDir("n")],
       ["/a/state", "/a/state/trust.json", "/a/state/backups/config", "/a/state/extensions/n", "/a/cache/x", "/a/cache/y/z", "/a/cache/extensions/n"]
+    )
+    assert.deepStrictEqual(
+      [p.restoreAsideDir, p.userProfileStateDir, p.directoryProfilesDir],
+      ["/a/state/restore-aside", "/a/state/user-profile", "/a/profiles/directories"]
     )
     assert.deepStrictEqual(
       [p.binDir, p.workRoot, p.workRunDir("c", "t", "r"), p.runtimesDir, p.modelsDir, p.sessionsDir, p.npmDir, p.gitDir, p.worktreesDir],

@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
-import { type ForgetPolicy, type ForgetReason, type ForgetSnapshot, isoWeekKey, planForget, planForgetResult } from "../../src/domain/ForgetPlan.js"
+import { decodeForgetPolicy, type ForgetPolicy, type ForgetReason, type ForgetSnapshot, isoWeekKey, planForget, planForgetResult } from "../../src/domain/ForgetPlan.js"
 
 const ZONES = ["UTC", "Europe/Berlin", "America/New_York", "America/Sao_Paulo", "Australia/Lord_Howe", "Asia/Kolkata", "Pacific/Chatham"]
 const DAY = 86_400_000
@@ -109,6 +109,30 @@ describe("planForget", () => {
     assert.isTrue(!zone.ok && zone.error.field === "timeZone")
     assert.throws(() => planForget([], {}), /empty policy/)
   })
+
+  it.prop(
+    "the policy is decoded in one place: a rule that is not a whole count ≥ 0 is refused naming that rule",
+    [
+      fc.constantFrom("keepLast" as const, "keepDaily" as const, "keepWeekly" as const),
+      fc.oneof(
+        fc.integer({ max: -1 }),
+        fc.double({ noInteger: true }),
+        fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53, "2", null, true, [1], {})
+      ),
+      fc.integer({ min: 1, max: 50 })
+    ],
+    ([field, bad, good]) => {
+      const other = field === "keepLast" ? "keepDaily" : "keepLast"
+      const refused = decodeForgetPolicy({ [other]: good, [field]: bad })
+      assert.isTrue(refused._tag === "Left" && refused.left._tag === "InvalidArgument" && refused.left.field === field)
+      const viaPlan = planForgetResult([{ id: "a", createdAt: 0 }], { [other]: good, [field]: bad } as unknown as ForgetPolicy)
+      assert.isTrue(!viaPlan.ok && viaPlan.error.field === field)
+      const accepted = decodeForgetPolicy({ [field]: good, dryRun: true })
+      assert.isTrue(accepted._tag === "Right")
+      if (accepted._tag === "Right") assert.deepStrictEqual({ ...accepted.right }, { [field]: good })
+    },
+    { fastCheck: { numRuns: 200 } }
+  )
 
   it("ISO weeks at year boundaries", () => {
     assert.strictEqual(isoWeekKey(2021, 1, 3), 202053) // Sunday of 2020's last week

@@ -125,7 +125,7 @@ describe("resolveStateDir / resolveTierDirs", () => {
   })
 })
 
-describe("chooseTier (TD3, seed 003 §1)", () => {
+describe("chooseTier (TD3)", () => {
   // Every example the seed names, with the facts an extension author would state about it.
   const table: ReadonlyArray<readonly [string, TierFacts, TierName]> = [
     ["search index rebuilt from the notes", { rebuildable: true, reloadSourceExists: true, purpose: "index" }, "cache"],

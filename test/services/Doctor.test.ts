@@ -134,7 +134,7 @@ describe("doctor (DR1, DR2) on the Memory layer", () => {
       // Read-only: the tree is identical (times included) and the journal holds only reads.
       assert.deepStrictEqual(world.tree("/"), before)
       const ops = new Set(world.journal.map((j) => j.op))
-      for (const op of ops) assert.include(["lstat", "readDirectory", "readFile", "readLink"], op)
+      for (const op of ops) assert.include(["lstat", "statFollowingLinks", "readDirectory", "readFile", "readLink"], op)
     }))
 
   it.effect("a live migration's marker is info; a missing agent dir is one info finding", () =>

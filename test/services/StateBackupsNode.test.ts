@@ -339,6 +339,13 @@ describe("StateBackups (Node layer)", () => {
       const alias = yield* refuse(t.at("alias/bk"))
       assert.strictEqual(alias._tag === "UnsafeBackupRoot" && alias.reason, "inside-snapshotted-tree")
       assert.isFalse(nfs.existsSync(t.at("agent/sessions/bk")))
+      // A link into a subdirectory of a snapshotted tree: the root's physical ancestors include the tree
+      // (the same containment rule as the tiers'; a walk of the root's textual ancestors missed this).
+      nfs.mkdirSync(t.at("agent/sessions/deep"))
+      nfs.symlinkSync(t.at("agent/sessions/deep"), t.at("into"))
+      const into = yield* refuse(t.at("into/bk"))
+      assert.strictEqual(into._tag === "UnsafeBackupRoot" && into.reason, "inside-snapshotted-tree")
+      assert.isFalse(nfs.existsSync(t.at("agent/sessions/deep/bk")))
       nfs.mkdirSync(t.at("real"), { mode: 0o700 })
       nfs.symlinkSync(t.at("real"), t.at("linked-root"))
       const link = yield* refuse(t.at("linked-root"))

@@ -1,5 +1,5 @@
 /**
- * TierStorage on real disk (Node layer, temp dir): every write asserts the exact file it landed in (seed 003 §5.4).
+ * TierStorage on real disk (Node layer, temp dir): every write asserts the exact file it landed in.
  * Through the service (`TierStorage.layer`); the deprecated `openTiers` alias is exercised by TierOverlap,
  * TrashDepth and ConfigRedLinesAgreement.
  */

@@ -10,9 +10,10 @@ import * as ValidationError from "@effect/cli/ValidationError"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { CreateResult, ForgetResult, RestoreResult, SnapshotSummary, StateBackups, VerifyResult } from "../../services/StateBackups.js"
-import { type CliContext, err, out, printJson, reportError, usageError, withStack } from "../context.js"
+import { type CliContext, err, out, printJson, reportError, usageError, withAgentDirStack } from "../context.js"
 import { ExitCode } from "../exit.js"
 import { countOf, formatBytes, table } from "../format.js"
+import { dryRun, json, value } from "../options.js"
 import { parseCount, type Parsed, parseSize } from "../parse.js"
 
 // ---------------------------------------------------------------------------------------------- rendering
@@ -60,8 +61,9 @@ export const renderRestore = (r: RestoreResult): string => {
 
 // ---------------------------------------------------------------------------------------------- flags
 
-const counted = (name: string, parse: (text: string) => Parsed<number>, description: string) =>
+const counted = (name: string, pseudoName: string, parse: (text: string) => Parsed<number>, description: string) =>
   Options.text(name).pipe(
+    Options.withPseudoName(pseudoName),
     Options.mapEffect((text) => {
       const parsed = parse(text)
       return parsed.ok ? Effect.succeed(parsed.value) : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--${name}: ${parsed.message}`)))
@@ -72,17 +74,17 @@ const counted = (name: string, parse: (text: string) => Parsed<number>, descript
 
 const flags = {
   root: Options.text("root").pipe(
+    Options.withPseudoName("DIR"),
     Options.withDescription(
       "The backup root (default: $PI_STATE_BACKUP_DIR, else <parent of agent dir>/backups/<agent dir name>, " +
         "i.e. ~/.pi/backups/agent; e.g. --root /mnt/usb/pi-state)."
     ),
     Options.optional
   ),
-  json: Options.boolean("json").pipe(Options.withDescription("Print one JSON document instead of text (default: text).")),
-  dryRun: Options.boolean("dry-run").pipe(Options.withDescription("Show what would happen; change nothing (default: off)."))
+  json,
+  dryRun
 }
 
-const value = <A>(o: Option.Option<A>): A | undefined => Option.getOrUndefined(o)
 
 /** Run `use` with a StateBackups service for `--root`; typed failures become one line and their exit code. */
 const withBackups = <A>(
@@ -90,7 +92,7 @@ const withBackups = <A>(
   root: string | undefined,
   use: (b: StateBackups["Type"]) => Effect.Effect<A, { readonly _tag: string; readonly message: string }>
 ) =>
-  withStack(ctx, () =>
+  withAgentDirStack(ctx, () =>
     Effect.flatMap(Effect.promise(() => import("../../services/StateBackups.js")), (m) =>
       Effect.flatMap(m.StateBackups.make(root === undefined ? {} : { root }), use)).pipe(
         Effect.catchAll((e) => reportError(ctx, e))
@@ -111,7 +113,7 @@ export const backupCommand = (ctx: CliContext) => {
   const create = Command.make(
     "create",
     {
-      label: Options.text("label").pipe(Options.withDescription("A note stored in the manifest (default: none; e.g. --label before-upgrade)."), Options.optional),
+      label: Options.text("label").pipe(Options.withPseudoName("LABEL"), Options.withDescription("A note stored in the manifest (default: none; e.g. --label before-upgrade)."), Options.optional),
       root: flags.root,
       json: flags.json
     },
@@ -136,8 +138,8 @@ export const backupCommand = (ctx: CliContext) => {
     "verify",
     {
       id: Args.text({ name: "ID" }).pipe(Args.optional),
-      maxBytes: counted("max-bytes", parseSize, "Re-hash at most about this much, then stop; the next run goes on from there (default: everything; e.g. --max-bytes 1GiB)."),
-      sample: counted("sample", parseCount, "Check at most N entries, then stop; the next run goes on from there (default: all; e.g. --sample 500)."),
+      maxBytes: counted("max-bytes", "SIZE", parseSize, "Re-hash at most about this much, then stop; the next run goes on from there (default: everything; e.g. --max-bytes 1GiB)."),
+      sample: counted("sample", "N", parseCount, "Check at most N entries, then stop; the next run goes on from there (default: all; e.g. --sample 500)."),
       root: flags.root,
       json: flags.json
     },
@@ -153,7 +155,7 @@ export const backupCommand = (ctx: CliContext) => {
   ).pipe(Command.withDescription("Re-hash snapshot files against their manifests (all snapshots, or ID); exit 1 on damage."))
 
   const keep = (name: string, what: string, example: number) =>
-    counted(name, parseCount, `Keep ${what} (default: not used; e.g. --${name} ${example}).`)
+    counted(name, "N", parseCount, `Keep ${what} (default: not used; e.g. --${name} ${example}).`)
   const forget = Command.make(
     "forget",
     {
@@ -179,6 +181,7 @@ export const backupCommand = (ctx: CliContext) => {
     {
       id: Args.text({ name: "ID" }),
       extension: Options.text("extension").pipe(
+        Options.withPseudoName("NS"),
         Options.withDescription("Restore only this extension's state: state/extensions/NS/ and data/NS/state/ (default: everything; e.g. --extension todo)."),
         Options.optional
       ),

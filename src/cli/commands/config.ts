@@ -17,9 +17,10 @@ import type {
   RollbackResult,
   SnapshotResult
 } from "../../services/ConfigHistory.js"
-import { type CliContext, out, printJson, reportError, usageError, withStack } from "../context.js"
+import { type CliContext, out, printJson, reportError, usageError, withAgentDirStack } from "../context.js"
 import { ExitCode } from "../exit.js"
 import { type Paint, table } from "../format.js"
+import { json } from "../options.js"
 
 const short = (revision: string | null) => (revision === null ? "none" : revision.slice(0, 12))
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
@@ -85,7 +86,7 @@ type History = import("../../services/ConfigHistory.js").ConfigHistory["Type"]
 
 /** Run `use` with the config history of the CLI's agent dir. */
 const withHistory = <A>(ctx: CliContext, options: ConfigHistoryOptions, use: (h: History) => Effect.Effect<A, { readonly _tag: string; readonly message: string }>) =>
-  withStack(ctx, (s) =>
+  withAgentDirStack(ctx, (s) =>
     Effect.gen(function*() {
       const [{ ConfigHistory }, { NodeCommandExecutorLive }] = yield* Effect.promise(() =>
         Promise.all([import("../../services/ConfigHistory.js"), import("../../layers/NodeCommandExecutor.js")])
@@ -96,8 +97,8 @@ const withHistory = <A>(ctx: CliContext, options: ConfigHistoryOptions, use: (h:
       return yield* use(history).pipe(Effect.catchAll((e) => reportError(ctx, e)))
     }))
 
-const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON document instead of text (default: text)."))
 const webDataRoot = Options.text("web-data-root").pipe(
+  Options.withPseudoName("DIR"),
   Options.withDescription(
     "Also version every extension's config/ under this data root (default: $PI_WEB_DATA_DIR when set, else none; e.g. --web-data-root ~/.pi/web/data)."
   ),
@@ -117,6 +118,7 @@ export const configCommand = (ctx: CliContext) => {
   const snapshot = Command.make("snapshot", {
     message: Options.text("message").pipe(
       Options.withAlias("m"),
+      Options.withPseudoName("MSG"),
       Options.withDescription('The revision\'s message (default: "snapshot"; e.g. -m "switch to the fast model").'),
       Options.withDefault("snapshot")
     ),
@@ -128,7 +130,7 @@ export const configCommand = (ctx: CliContext) => {
       Command.withDescription("Record the live config files as a new revision (nothing when unchanged); lists what is never committed.")
     )
   const log = Command.make("log", {
-    limit: Options.integer("limit").pipe(Options.withDescription("Show at most N revisions, newest first (default: 20; e.g. --limit 5)."), Options.withDefault(20)),
+    limit: Options.integer("limit").pipe(Options.withPseudoName("N"), Options.withDescription("Show at most N revisions, newest first (default: 20; e.g. --limit 5)."), Options.withDefault(20)),
     json,
     webDataRoot
   }, (o) =>

@@ -4,19 +4,18 @@
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as Effect from "effect/Effect"
-import { resolveWebDataRoot, WEB_DATA_DIR_ENV } from "../../domain/WebPaths.js"
-import type { DoctorReport, Severity } from "../../domain/Findings.js"
+import { configuredWebDataRoot, defaultWebDataRoot } from "../../domain/WebPaths.js"
+import type { DoctorReport } from "../../domain/Findings.js"
 import { type CliContext, out, printJson, withStack } from "../context.js"
 import { ExitCode } from "../exit.js"
-import { type Paint, severityCounts, severitySummary, table } from "../format.js"
+import { type Paint, severityCounts, severityRank, severitySummary, table } from "../format.js"
 
 const SEVERITY_STYLE = { error: "red", warning: "yellow", info: "dim" } as const
-const RANK: Record<Severity, number> = { error: 0, warning: 1, info: 2 }
 
 export const renderDoctor = (paint: Paint, agentDir: string, report: DoctorReport): string => {
   const head = `Checked ${agentDir} (${report.scanned} entries${report.truncated ? ", truncated: the scan budget ran out" : ""}).\n`
   if (report.findings.length === 0) return head + paint("green", "No findings.") + "\n"
-  const sorted = [...report.findings].sort((a, b) => RANK[a.severity] - RANK[b.severity] || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+  const sorted = [...report.findings].sort((a, b) => severityRank(a.severity) - severityRank(b.severity) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
   const rows = sorted.map((f) => [paint(SEVERITY_STYLE[f.severity], f.severity), f.code, f.path, f.message])
   const fixes = sorted.filter((f) => f.fix !== undefined)
   return head + "\n" +
@@ -29,14 +28,13 @@ export const doctorExitCode = (report: DoctorReport): number =>
   report.findings.some((f) => f.severity !== "info") ? ExitCode.findings : ExitCode.ok
 
 /**
- * The web data root the doctor also checks: `--web-data-root`, else `$PI_WEB_DATA_DIR` when set, else the
- * default root (`~/.pi/web/data`) when it exists; `undefined` when there is none to check.
+ * The web data root the doctor also checks: the one configured (`--web-data-root`, else `$PI_WEB_DATA_DIR`),
+ * else the web host's default root when it exists; `undefined` when there is none to check.
  */
-export const webDataRootFor = (flag: string | undefined, env: NodeJS.ProcessEnv, home: string, cwd: string): string | undefined => {
-  if (flag !== undefined || (env[WEB_DATA_DIR_ENV] ?? "") !== "") {
-    return resolveWebDataRoot({ explicit: flag, env: (n) => env[n], home, cwd })
-  }
-  const fallback = resolveWebDataRoot({ env: () => undefined, home, cwd })
+export const webDataRootFor = (flag: string | undefined, env: (name: string) => string | undefined, home: string, cwd: string): string | undefined => {
+  const configured = configuredWebDataRoot({ explicit: flag, env, cwd })
+  if (configured !== undefined) return configured
+  const fallback = defaultWebDataRoot(home)
   return NodeFs.existsSync(fallback) ? fallback : undefined
 }
 
@@ -44,7 +42,7 @@ export const doctor = (ctx: CliContext, options: { readonly webDataRoot: string 
   withStack(ctx, (s) =>
     Effect.gen(function*() {
       const agentDir = yield* s.AgentDir
-      const webDataRoot = webDataRootFor(options.webDataRoot, process.env, NodeOs.homedir(), process.cwd())
+      const webDataRoot = webDataRootFor(options.webDataRoot, (name) => process.env[name], NodeOs.homedir(), process.cwd())
       const report = yield* (yield* s.Doctor).doctor(agentDir.path, webDataRoot === undefined ? {} : { webDataRoot })
       yield* options.json ? printJson(report) : out(renderDoctor(ctx.paint, agentDir.path, report))
       ctx.status.raise(doctorExitCode(report))

@@ -13,8 +13,9 @@ import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import { DEFAULT_PROFILE_BUDGET_BYTES } from "../../domain/UserProfileText.js"
 import type { ProfileChange, ProfileView, UserProfile } from "../../services/UserProfile.js"
-import { type CliContext, err, out, printJson, reportError, usageError, withStack } from "../context.js"
+import { type CliContext, err, out, printJson, reportError, usageError, withAgentDirStack } from "../context.js"
 import { formatBytes, type Paint, table } from "../format.js"
+import { json } from "../options.js"
 import { parseSize } from "../parse.js"
 
 export const renderProfile = (paint: Paint, view: ProfileView): string => {
@@ -44,6 +45,7 @@ const renderChange = (change: ProfileChange): string => {
 }
 
 const budget = Options.text("budget").pipe(
+  Options.withPseudoName("SIZE"),
   Options.mapEffect((text) => {
     const parsed = parseSize(text)
     return parsed.ok && parsed.value > 0
@@ -53,7 +55,6 @@ const budget = Options.text("budget").pipe(
   Options.withDescription(`USER.md budget in UTF-8 bytes, pointer included (default ${DEFAULT_PROFILE_BUDGET_BYTES}, e.g. --budget 8KiB or --budget 4000).`),
   Options.optional
 )
-const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON document instead of text (default: text)."))
 
 type Use<A, E> = (profile: UserProfile["Type"]) => Effect.Effect<A, E>
 
@@ -70,7 +71,7 @@ const withProfile = <A, E extends { readonly _tag: string; readonly message: str
   use: Use<A, E>,
   show: (a: A) => Effect.Effect<void>
 ) =>
-  withStack(ctx, (s) =>
+  withAgentDirStack(ctx, (s) =>
     Effect.flatMap(s.UserProfile.make({ budgetBytes: Option.getOrUndefined(budgetBytes) }), use).pipe(
       Effect.matchEffect({
         onFailure: (e) =>

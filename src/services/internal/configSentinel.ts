@@ -6,6 +6,7 @@
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import { CHANGE_SENTINEL, ChangeSentinel, HISTORY_DIR_NAME } from "../../domain/ConfigHistory.js"
+import type { FindingDraft } from "../../domain/FindingDraft.js"
 import { decodeJsonBytes, MARKER_MAX_BYTES } from "../../domain/Formats.js"
 import type { Deps } from "./deps.js"
 import { judge } from "./deps.js"
@@ -49,12 +50,12 @@ export const readChangeSentinel = (deps: Deps, historyDir: string): Effect.Effec
 
 /** The doctor's view (DR1): an interrupted change is a warning naming it and the revision to roll back to. */
 export const configHistoryFindings = (deps: Deps, configBackupsDir: string) =>
-  Effect.map(readChangeSentinel(deps, historyDirOf(configBackupsDir)), (state) => {
+  Effect.map(readChangeSentinel(deps, historyDirOf(configBackupsDir)), (state): ReadonlyArray<FindingDraft> => {
     if (state._tag !== "Interrupted") return []
     const { change } = state
     const to = change.lastGoodRevision
     return [{
-      code: "config-change-interrupted" as const,
+      code: "config-change-interrupted",
       path: sentinelPathOf(historyDirOf(configBackupsDir)),
       message: `config change ${JSON.stringify(change.message)} was interrupted (${state.detail}); the last good revision is ` +
         (to === null ? "none (the history was empty)" : to.slice(0, 12)),

@@ -13,7 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { GitFailed } from "../../domain/Errors.js"
 
-export const GIT_IDENTITY = { name: "pi-storage", email: "pi-storage@localhost" } as const
+const GIT_IDENTITY = { name: "pi-storage", email: "pi-storage@localhost" } as const
 
 /** The whole environment of a git call: nothing inherited but PATH. Pure, so it can be tested as a value. */
 export const gitEnvironment = (input: {

@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import type { FileSystemError } from "../../domain/Errors.js"
 import { decodeJsonBytes, encodeJsonBytes, leaseFacts, Marker, MARKER_MAX_BYTES } from "../../domain/Formats.js"
 import { readFailureIsContent } from "../../domain/Liveness.js"
+import { sameFile } from "../../domain/TierIdentity.js"
 import type { FileInfo, FileType } from "../FileSystem.js"
 import { type Deps, judge, selfIdentity } from "./deps.js"
 
@@ -134,7 +135,7 @@ const isJudgedEntry = (deps: Deps, path: string, judged: MarkerJudgement) =>
     if (info._tag === "None" || info.value.type !== judged.type) return false
     if (judged.info !== null) {
       const was = judged.info
-      if (info.value.ino !== was.ino || info.value.dev !== was.dev || info.value.mtimeMs !== was.mtimeMs) return false
+      if (!sameFile(info.value, was) || info.value.mtimeMs !== was.mtimeMs) return false
     }
     if (judged.type !== "File") return judged.info !== null
     const bytes = yield* deps.fs.readFile(path, { maxBytes: MARKER_MAX_BYTES }).pipe(Effect.option)
@@ -161,7 +162,7 @@ const removeIfSameInode = (deps: Deps, path: string, was: FileInfo | null): Effe
   Effect.gen(function*() {
     const now = yield* deps.fs.lstat(path).pipe(Effect.either)
     if (now._tag === "Left" && now.left.reason === "NotFound") return
-    if (was === null || now._tag === "Left" || now.right.ino !== was.ino || now.right.dev !== was.dev) {
+    if (was === null || now._tag === "Left" || !sameFile(now.right, was)) {
       return yield* leftInPlace(path, now._tag === "Left" ? `cannot be examined (${now.left.reason})` : "is no longer the marker we created")
     }
     yield* deps.fs.removeFile(path).pipe(Effect.catchAll((e) => leftInPlace(path, `cannot be removed (${e.reason})`)))
@@ -199,7 +200,7 @@ export const removeDeadReclaimLock = (
     if (judged.type !== "File" && judged.type !== "SymbolicLink") return { judged, outcome: "left" as const }
     const after = yield* deps.fs.lstat(path).pipe(Effect.option)
     const b = before.value
-    if (after._tag === "None" || after.value.ino !== b.ino || after.value.dev !== b.dev || after.value.mtimeMs !== b.mtimeMs) {
+    if (after._tag === "None" || !sameFile(after.value, b) || after.value.mtimeMs !== b.mtimeMs) {
       return { judged, outcome: "changed" as const }
     }
     const removed = yield* deps.fs.removeFile(path).pipe(Effect.either)

@@ -7,21 +7,15 @@
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import { LEASES_DIR, WORK_RUN_MANIFEST } from "../../domain/AgentPaths.js"
+import { type FileIdentity, identityOf, sameFile } from "../../domain/TierIdentity.js"
 import type { FileInfo } from "../FileSystem.js"
 import type { Deps } from "./deps.js"
 
-interface Identity {
-  readonly dev: number
-  readonly ino: number
-}
-
 export interface RunIdentity {
-  readonly runDir: Identity
-  readonly leasesDir: Identity
+  readonly runDir: FileIdentity
+  readonly leasesDir: FileIdentity
   readonly manifestIno: number
 }
-
-const identityOf = (info: FileInfo): Identity => ({ dev: info.dev, ino: info.ino })
 
 /**
  * Record the identities right after acquire; `undefined` when the run is no longer whole (start over). `known`:
@@ -48,8 +42,6 @@ export type ManifestCheck =
 
 const describe = (info: FileInfo) => info.type === "SymbolicLink" ? "a symlink" : info.type === "File" ? "a file" : `a ${info.type.toLowerCase()}`
 
-const sameIdentity = (info: FileInfo, recorded: Identity) => info.dev === recorded.dev && info.ino === recorded.ino
-
 /**
  * Whether release may touch the run: `Right` with the manifest check, or `Left` with the reason it must not.
  * `manifest: false` checks the directories only (the heartbeat, which writes the lease and nothing else).
@@ -66,10 +58,10 @@ export const verifyRunIdentity = (
     const look = (path: string) => deps.fs.lstat(path).pipe(Effect.mapError((e) => `${path} cannot be examined (${e.errno || e.reason})`))
     const dir = yield* look(runDir)
     if (dir.type !== "Directory") return yield* Effect.fail(`the run directory ${runDir} is now ${describe(dir)}, not the directory acquired`)
-    if (!sameIdentity(dir, recorded.runDir)) return yield* Effect.fail(`the run directory ${runDir} was replaced by another directory since acquire`)
+    if (!sameFile(dir, recorded.runDir)) return yield* Effect.fail(`the run directory ${runDir} was replaced by another directory since acquire`)
     const leasesPath = NodePath.join(runDir, LEASES_DIR)
     const leases = yield* look(leasesPath)
-    if (leases.type !== "Directory" || !sameIdentity(leases, recorded.leasesDir)) {
+    if (leases.type !== "Directory" || !sameFile(leases, recorded.leasesDir)) {
       return yield* Effect.fail(`${leasesPath} is now ${leases.type === "Directory" ? "another directory" : describe(leases)}, not the one acquired`)
     }
     if (!options.manifest) return "same"

@@ -2,16 +2,10 @@
  * The doctor's view of unreadable markers and leases and far-future timestamps (issue 12 points 2 and 7):
  * for each, what it is and what the next prune will do, from the same judgements the pruner acts on.
  */
-import type { FindingCode } from "../../domain/Findings.js"
+import type { FindingDraft } from "../../domain/FindingDraft.js"
 import type { BoundedManifestTimes } from "../../domain/PrunePlan.js"
 import type { MarkerJudgement } from "./markers.js"
 import type { LeaseEntry } from "./runFacts.js"
-
-export interface FindingDraft {
-  readonly code: FindingCode
-  readonly message: string
-  readonly fix: string
-}
 
 const minutes = (ms: number) => `${Math.round(ms / 60_000)} min`
 
@@ -20,6 +14,7 @@ const minutes = (ms: number) => `${Math.round(ms / 60_000)} min`
  * `nonEmptyDirectory`: the squatting directory holds entries (then it is never deleted).
  */
 export const markerFinding = (
+  path: string,
   judged: MarkerJudgement,
   what: "prune marker" | "cleanup marker",
   staleMs: number,
@@ -31,11 +26,12 @@ export const markerFinding = (
     const it = judged.type === "Directory" ? "a directory" : "a symlink"
     const message = `${it} where the ${what} file belongs (not a running prune): ${judged.detail}`
     if (nonEmptyDirectory) {
-      return { code: "work-squatted-marker", message, fix: `never deleted (it holds entries, it cannot be proven ours) and ${blocks} until it is moved away by hand` }
+      return { code: "work-squatted-marker", path, message, fix: `never deleted (it holds entries, it cannot be proven ours) and ${blocks} until it is moved away by hand` }
     }
     const removal = judged.type === "Directory" ? "removes the empty directory (rmdir)" : "unlinks the link (its target is never touched)"
     return {
       code: "work-squatted-marker",
+      path,
       message,
       fix: judged.alive
         ? `the first prune after it is ${minutes(staleMs)} old ${removal}`
@@ -44,6 +40,7 @@ export const markerFinding = (
   }
   return {
     code: "work-unreadable-marker",
+    path,
     message: `unreadable ${what}: ${judged.detail}`,
     fix: judged.alive
       ? `held until it is ${minutes(staleMs)} old (its writer may still be writing it); then the next prune reclaims it`
@@ -58,13 +55,14 @@ export const leaseFinding = (lease: LeaseEntry, staleMs: number): FindingDraft |
   const fix = lease.verdict.alive
     ? `held (the run is kept) until the file is ${minutes(staleMs)} old; then the next prune removes it`
     : "dead: the next prune of this tenant removes it (with its run, or alone)"
-  return { code: future ? "work-future-timestamp" : "work-unreadable-lease", message: lease.verdict.detail, fix }
+  return { code: future ? "work-future-timestamp" : "work-unreadable-lease", path: lease.path, message: lease.verdict.detail, fix }
 }
 
-/** Far-future manifest stamps set aside for last use. */
-export const manifestTimeFindings = (times: BoundedManifestTimes): ReadonlyArray<FindingDraft> =>
+/** Far-future stamps of the manifest at `manifestPath`, set aside for last use. */
+export const manifestTimeFindings = (manifestPath: string, times: BoundedManifestTimes): ReadonlyArray<FindingDraft> =>
   times.farFuture.map((message) => ({
     code: "work-future-timestamp" as const,
+    path: manifestPath,
     message,
     fix: "the prune ages the run from the manifest's mtime (capped at now); rewrite or delete the manifest if it is wrong"
   }))
