@@ -12,6 +12,7 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
@@ -19,6 +20,9 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Ref from "effect/Ref"
+import * as Schedule from "effect/Schedule"
+import * as ScheduleDecision from "effect/ScheduleDecision"
+import * as ScheduleInterval from "effect/ScheduleInterval"
 import * as Scope from "effect/Scope"
 import { type AgentPaths, EXTENSIONS_WORK_CATEGORY, LEASES_DIR, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR, WORK_RUN_MANIFEST } from "../domain/AgentPaths.js"
 import {
@@ -197,8 +201,37 @@ type HeldRun = Omit<WorkRun, "release"> & {
 
 type Attempt =
   | { readonly _tag: "Done"; readonly run: HeldRun }
-  | { readonly _tag: "Busy" }
-  | { readonly _tag: "Again" }
+  | Retry
+
+type AttemptError = FileSystemError | UnownedRun | ManifestMismatch
+
+/** A try that must be made again: a live cleanup marker holds the run (`Busy`), or it moved under us (`Again`). */
+type Retry = { readonly _tag: "Busy" } | { readonly _tag: "Again" }
+
+/**
+ * When an acquire tries again: after the n-th `Busy` it waits `busyDelay × n` (a yield when that is zero),
+ * and gives up at the `busyAttempts`-th; an `Again` is tried at once, and the 66th try in all gives up.
+ * Output: the tries so far, and the count `RunBusy.attempts` reports if this step gave up.
+ */
+const acquireRetries = (busyAttempts: number, busyDelay: Duration.Duration) =>
+  Schedule.makeWithState(
+    { busy: 0, tries: 0 },
+    (now, retry: Retry, state) => {
+      const busy = retry._tag === "Busy" ? state.busy + 1 : state.busy
+      const tries = state.tries + 1
+      const stop = retry._tag === "Busy" ? busy >= busyAttempts : tries > 65
+      const pause = retry._tag === "Busy" ? Duration.toMillis(busyDelay) * busy : 0
+      const next = { busy, tries }
+      return Effect.succeed([
+        next,
+        { ...next, stoppedAt: retry._tag === "Busy" ? busy : tries - 1 },
+        stop ? ScheduleDecision.done : ScheduleDecision.continueWith(ScheduleInterval.after(now + pause))
+      ] as const)
+    }
+  ).pipe(
+    // A zero pause would retry without yielding: let the pruner that holds the marker run.
+    Schedule.tapOutput(() => Effect.yieldNow())
+  )
 
 export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
   Effect.gen(function*() {
@@ -375,18 +408,18 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         const tenant = yield* decodeSegment("tenant", opts.tenant)
         const runId = opts.runId === undefined ? undefined : yield* decodeSegment("runId", opts.runId)
         const tenantDir = paths.workTenantDir(category, tenant)
-        let busy = 0
-        for (let tries = 0; ; tries++) {
-          const result = yield* attempt({ category, tenant, runId })
-          if (result._tag === "Done") return result.run
-          if (result._tag === "Busy") {
-            busy++
-            if (busy >= busyAttempts) return yield* new RunBusy({ path: NodePath.join(tenantDir, runId ?? "(generated)"), attempts: busy })
-            yield* Duration.toMillis(busyDelay) > 0 ? Effect.sleep(Duration.times(busyDelay, busy)) : Effect.yieldNow()
-          } else if (tries > 64) {
-            return yield* new RunBusy({ path: NodePath.join(tenantDir, runId ?? "(generated)"), attempts: tries })
-          }
-        }
+        // Only a `Retry` is retried; a port or ownership error ends the acquire at once.
+        const outcome = yield* attempt({ category, tenant, runId }).pipe(
+          Effect.either,
+          Effect.flatMap((r): Effect.Effect<Either.Either<HeldRun, AttemptError>, Retry> =>
+            Either.isLeft(r) ? Effect.succeed(Either.left(r.left)) : r.right._tag === "Done" ? Effect.succeed(Either.right(r.right.run)) : Effect.fail(r.right)
+          ),
+          Effect.retryOrElse(
+            acquireRetries(busyAttempts, busyDelay),
+            (_, tries) => new RunBusy({ path: NodePath.join(tenantDir, runId ?? "(generated)"), attempts: tries.stoppedAt })
+          )
+        )
+        return yield* outcome
       })
 
     /**
