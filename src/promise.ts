@@ -17,7 +17,7 @@ import type { PruneReport } from "./domain/PruneReport.js"
 import type { RetentionInput } from "./domain/Retention.js"
 import { makePromiseConfigHistory, type PromiseConfigHistory } from "./facade/configHistory.js"
 import type { StorageWarning } from "./domain/Warnings.js"
-import { runTyped, unrefSleep } from "./facade/runtime.js"
+import { runTyped, unrefClock } from "./facade/runtime.js"
 import { type PromiseUserProfile, promiseUserProfile } from "./facade/userProfile.js"
 import { emitProcessWarning, warningLoggerLayer } from "./facade/warnings.js"
 import { NodeWorld, storageLayer } from "./layers/Storage.js"
@@ -26,6 +26,7 @@ import type { ConfigHistoryOptions } from "./services/ConfigHistory.js"
 import { Doctor, type DoctorOptions } from "./services/Doctor.js"
 import { ExtensionStorage as ExtensionStorageService } from "./services/ExtensionStorage.js"
 import { Migration } from "./services/Migration.js"
+import { HeartbeatClock } from "./services/HeartbeatClock.js"
 import { StateBackups } from "./services/StateBackups.js"
 import { type ReleaseOutcome, type WorkRun, WorkRuns } from "./services/WorkRuns.js"
 import type * as Errors from "./domain/Errors.js"
@@ -142,8 +143,8 @@ const storeLayer = (options: OpenOptions) =>
     storageLayer(NodeWorld, {
       agentDir: options.agentDir,
       migrate: options.migrate,
-      workRuns: { heartbeatSleep: unrefSleep, ...(options.staleUnreadableMs === undefined ? {} : { staleUnreadableMs: options.staleUnreadableMs }) }
-    }),
+      workRuns: options.staleUnreadableMs === undefined ? {} : { staleUnreadableMs: options.staleUnreadableMs }
+    }).pipe(Layer.provide(Layer.succeed(HeartbeatClock, unrefClock))),
     storeWarnings(options)
   )
 

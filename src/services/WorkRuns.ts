@@ -61,6 +61,7 @@ import { generateRunId } from "../domain/RunId.js"
 import { decodeSegment } from "../domain/Segment.js"
 import { AgentDir } from "./AgentDir.js"
 import { FileSystem } from "./FileSystem.js"
+import { HeartbeatClock } from "./HeartbeatClock.js"
 import { Host } from "./Host.js"
 import { type Deps, nonce, safeHostName, selfIdentity } from "./internal/deps.js"
 import { liveMarkerExists } from "./internal/markers.js"
@@ -151,14 +152,6 @@ export interface WorkRunsOptions {
   readonly busyDelayMs?: number
   /** Start a background prune of a tenant on acquire (at most once an hour per tenant). Default true. */
   readonly opportunisticRetention?: boolean
-  /**
-   * How the heartbeat fiber waits between refreshes. Defaults to the live clock's sleep (a real timer), while
-   * the stamp it writes is the `Clock`'s time: under `TestClock` a held run never makes `TestClock.adjust`
-   * step through every 5-minute beat (a month adjusts at once), and on one host a holder is judged by its pid
-   * anyway. A simulation of remote hosts judging heartbeats passes `Effect.sleep` (TestClock-driven beats).
-   * The Promise facade passes a sleep on an unref'd timer so a held lease never keeps Node alive by itself.
-   */
-  readonly heartbeatSleep?: (duration: Duration.Duration) => Effect.Effect<void>
 }
 
 export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns, {
@@ -247,8 +240,8 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
       : resolvePolicy(yield* Effect.orDie(decodeRetentionInput(options.retentionCeiling)))
     const busyAttempts = Math.max(1, options.busyAttempts ?? 8)
     const busyDelay = Duration.millis(options.busyDelayMs ?? 25)
-    const liveClock = Clock.make()
-    const heartbeatSleep = options.heartbeatSleep ?? ((d: Duration.Duration) => liveClock.sleep(d))
+    // What the heartbeat waits on (live by default; unref'd timers in the Promise facade): see HeartbeatClock.
+    const heartbeatClock = yield* HeartbeatClock
     // WR4: holders refresh at a third of the remote TTL.
     const heartbeatEvery = Duration.millis(Math.max(1, Math.floor(remoteLeaseTtlMs / 3)))
     const runtimeScope = yield* Effect.scope
@@ -487,7 +480,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
             message: `could not refresh the lease ${run.leasePath} (${e.message}); other hosts judge it stale ${Math.round(remoteLeaseTtlMs / 60000)} minutes after its last heartbeat`
           })
         ))
-        const heartbeatFiber = yield* heartbeatSleep(heartbeatEvery).pipe(
+        const heartbeatFiber = yield* heartbeatClock.sleep(heartbeatEvery).pipe(
           Effect.zipRight(heartbeat),
           Effect.forever,
           // Forked from acquireRelease's uninterruptible acquire: make the loop itself interruptible.
@@ -675,4 +668,4 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     })
   })
 
-export { EXTENSIONS_WORK_CATEGORY }
+export { EXTENSIONS_WORK_CATEGORY, HeartbeatClock }

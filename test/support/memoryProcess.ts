@@ -1,6 +1,7 @@
 /**
  * Test support: simulated processes sharing one MemoryWorld, each with its own Host, FileSystem view and
- * WorkRuns service built in the caller's scope.
+ * WorkRuns service built in the caller's scope. Held runs heartbeat on the caller's clock (the TestClock under
+ * `it.effect`: `HeartbeatClock.layerCurrentClock`), so simulated remote hosts see beats as simulated time passes.
  */
 import { Context, Effect, Layer } from "effect"
 import * as MemoryFs from "../../src/layers/MemoryFileSystem.js"
@@ -9,6 +10,7 @@ import type { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
 import { ExtensionStorage } from "../../src/services/ExtensionStorage.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
+import { HeartbeatClock } from "../../src/services/HeartbeatClock.js"
 import { Host } from "../../src/services/Host.js"
 import { WorkRuns, type WorkRunsOptions } from "../../src/services/WorkRuns.js"
 
@@ -34,7 +36,9 @@ export const processLayer = (
   const fs = options.wrapFs === undefined ? memoryFs : options.wrapFs(memoryFs)
   const base = Layer.merge(Layer.succeed(FileSystem, fs), Layer.succeed(Host, host))
   const agentDir = AgentDir.layer(AGENT_DIR).pipe(Layer.provide(base))
-  const workRuns = WorkRuns.layer({ busyDelayMs: 0, heartbeatSleep: Effect.sleep, ...options.workRuns }).pipe(Layer.provide(Layer.merge(base, agentDir)))
+  const workRuns = WorkRuns.layer({ busyDelayMs: 0, ...options.workRuns }).pipe(
+    Layer.provide(Layer.mergeAll(base, agentDir, HeartbeatClock.layerCurrentClock))
+  )
   const extensions = ExtensionStorage.layer.pipe(Layer.provide(Layer.merge(agentDir, workRuns)))
   return Layer.mergeAll(base, agentDir, workRuns, extensions)
 }
