@@ -9,7 +9,6 @@
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -19,6 +18,7 @@ import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
+import * as RcMap from "effect/RcMap"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
@@ -251,7 +251,6 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     const madeTenants = yield* Ref.make(new Set<string>())
     const lastPruneStart = yield* Ref.make(new Map<string, number>())
     const sequence = yield* Ref.make(0)
-    const processRuns = yield* Ref.make(new Map<string, Deferred.Deferred<WorkRun, AcquireError>>())
     // A store never reports itself busy: its prunes of one tenant (background and explicit) take turns, so an
     // explicit prune waits for the background prune an acquire started, then runs (issue 13).
     const tenantLocks = new Map<string, Effect.Semaphore>()
@@ -566,22 +565,23 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
             : maybePruneInBackground(run.category, run.tenant, retention))
         ))
 
+    // One process run per (category, tenant): acquired once (concurrent callers share the acquisition), held
+    // in its entry's scope until the runtime closes (never idle-released); a failed acquisition is not kept.
+    const processRuns = yield* RcMap.make({
+      lookup: (key: string) => {
+        const [category = "", tenant = ""] = key.split("\u0000")
+        return acquire({ category, tenant })
+      },
+      idleTimeToLive: Duration.infinity
+    })
+
     const getProcessWorkRun = (opts: { readonly category: string; readonly tenant: string }) =>
       Effect.gen(function*() {
         // Decoded before they key the map: a symbol or object must be InvalidSegment, not a TypeError.
         yield* decodeSegment("category", opts.category)
         yield* decodeSegment("tenant", opts.tenant)
         const key = `${opts.category}\u0000${opts.tenant}`
-        const fresh = yield* Deferred.make<WorkRun, AcquireError>()
-        const existing = yield* Ref.modify(processRuns, (m) => {
-          const found = m.get(key)
-          return found !== undefined ? [found, m] as const : [undefined, new Map(m).set(key, fresh)] as const
-        })
-        if (existing !== undefined) return yield* Deferred.await(existing)
-        const exit = yield* Effect.exit(Scope.extend(acquire({ category: opts.category, tenant: opts.tenant }), runtimeScope))
-        if (Exit.isFailure(exit)) yield* Ref.update(processRuns, (m) => { const n = new Map(m); n.delete(key); return n })
-        yield* Deferred.done(fresh, exit)
-        return yield* exit
+        return yield* Effect.scoped(RcMap.get(processRuns, key)).pipe(Effect.tapError(() => RcMap.invalidate(processRuns, key)))
       }).pipe(Effect.uninterruptible)
 
     const prune = (opts: PruneOptions): Effect.Effect<PruneReport, PruneFailure> =>
