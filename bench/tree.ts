@@ -37,7 +37,7 @@ export const NOTHING_QUALIFIES = {
 /** The Effect runtime of a store whose ceiling lets a prune keep everything (the facade's ceiling is WR9). */
 export const scanRuntime = (agentDir: string) => {
   const base = Layer.mergeAll(NodeFileSystemLive, NodeHostLive)
-  const dir = AgentDir.layer(agentDir).pipe(Layer.provide(NodeHostLive))
+  const dir = AgentDir.layer(agentDir).pipe(Layer.provide(base))
   const workRuns = WorkRuns.layer({ retentionCeiling: NOTHING_QUALIFIES, opportunisticRetention: false }).pipe(
     Layer.provide(Layer.merge(base, dir))
   )

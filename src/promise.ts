@@ -16,7 +16,8 @@ import * as Scope from "effect/Scope"
 import { resolveAgentDir } from "./domain/AgentPaths.js"
 import { StorageClosed } from "./domain/Errors.js"
 import { decodeSegment } from "./domain/Segment.js"
-import type { DoctorReport, LayoutReport } from "./domain/MigrationPlan.js"
+import type { DoctorReport } from "./domain/Findings.js"
+import type { LayoutPlan, LayoutReport } from "./domain/LayoutMigration.js"
 import type { PruneReport } from "./domain/PruneReport.js"
 import type { RetentionInput } from "./domain/Retention.js"
 import { makePromiseConfigHistory, type PromiseConfigHistory } from "./facade/configHistory.js"
@@ -42,7 +43,8 @@ export * from "./domain/UserProfileErrors.js"
 export type { StorageError, StorageErrorTag } from "./domain/StorageErrors.js"
 export type { StorageWarning, StorageWarningTag } from "./domain/Warnings.js"
 export type { ReleaseOutcome } from "./services/WorkRuns.js"
-export type { DoctorReport, Finding, LayoutReport } from "./domain/MigrationPlan.js"
+export type { DoctorReport, Finding } from "./domain/Findings.js"
+export type { LayoutDecision, LayoutPlan, LayoutReport } from "./domain/LayoutMigration.js"
 export type { DiffResult, HistoryStatus, LogEntry, PromiseConfigHistory, RollbackResult, SnapshotResult } from "./facade/configHistory.js"
 export type { ConfigHistoryOptions } from "./services/ConfigHistory.js"
 export type { PruneReport } from "./domain/PruneReport.js"
@@ -104,8 +106,14 @@ export interface AgentStorage {
   getProcessWorkRun(o: { category: string; tenant: string }): Promise<WorkRunLease>
   pruneWorkTenant(o: { category: string; tenant: string; policy?: RetentionInput; dryRun?: boolean }): Promise<PruneReport>
   workRootEnv(run?: WorkRunLease): Record<string, string>
-  /** MG1: move legacy root entries to their canonical places (also run by `openAgentStorage` unless `migrate: false`). */
-  migrateAgentDirLayout(o?: { maxEntries?: number }): Promise<LayoutReport>
+  /**
+   * MG1, the layout migration: `plan()` is the dry run (the decisions, with why; read-only), `run()` executes
+   * that plan (also run by `openAgentStorage` unless `migrate: false`).
+   */
+  readonly migration: {
+    plan(o?: { maxEntries?: number }): Promise<LayoutPlan>
+    run(o?: { maxEntries?: number }): Promise<LayoutReport>
+  }
   /** DR1/DR2: a bounded, read-only scan of the agent dir (and, given `webDataRoot`, the extension data dirs). */
   doctor(o?: { maxEntries?: number; webDataRoot?: string }): Promise<DoctorReport>
   /** BK1: config history in git; no I/O until a method is called (`webDataRoot` else `$PI_WEB_DATA_DIR`). */
@@ -250,7 +258,10 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
       })()
       return closed
     },
-    migrateAgentDirLayout: (o = {}) => call(migration.migrateAgentDirLayout(agentDir, o)),
+    migration: {
+      plan: (o = {}) => call(migration.plan(o)),
+      run: (o = {}) => call(migration.run(o))
+    },
     doctor: (o = {}) => call(doctor.doctor(agentDir, o as DoctorOptions)),
     configHistory: (o = {}) =>
       makePromiseConfigHistory(

@@ -1,7 +1,7 @@
 /**
  * Human output: sizes in B/KiB/MiB/GiB, ages like `3d 4h`, aligned tables, optional colour. Pure.
  */
-import type { Severity } from "../domain/MigrationPlan.js"
+import type { Severity } from "../domain/Findings.js"
 
 const UNITS = ["KiB", "MiB", "GiB", "TiB"] as const
 

@@ -74,21 +74,20 @@ export const CANONICAL_ROOT_ENTRIES: ReadonlyArray<CanonicalEntry> = [
 export const canonicalEntry = (name: string): CanonicalEntry | undefined =>
   CANONICAL_ROOT_ENTRIES.find((e) => e.name === name)
 
-/** Where a legacy root entry goes, and which migration moves it (MG1). Read by the migration and the doctor. */
+/** Where a legacy root entry goes (MG1, the layout migration). Read by the migration and the doctor. */
 export interface LegacyEntry {
   readonly name: string
   readonly kind: EntryKind
   /** Destination relative to the agent dir. */
   readonly destination: ReadonlyArray<string>
-  readonly migration: "migrateAgentDirLayout"
 }
 
 export const LEGACY_ROOT_ENTRIES: ReadonlyArray<LegacyEntry> = [
-  { name: "trust.json", kind: "file", destination: ["state", "trust.json"], migration: "migrateAgentDirLayout" },
-  { name: "backups", kind: "directory", destination: ["state", "backups", "config"], migration: "migrateAgentDirLayout" },
-  { name: "resource-profiles", kind: "directory", destination: ["profiles", "directories"], migration: "migrateAgentDirLayout" },
-  { name: "auto-learn", kind: "directory", destination: ["state", "legacy-layout", "auto-learn"], migration: "migrateAgentDirLayout" },
-  { name: "tmp", kind: "directory", destination: ["state", "legacy-layout", "tmp"], migration: "migrateAgentDirLayout" }
+  { name: "trust.json", kind: "file", destination: ["state", "trust.json"] },
+  { name: "backups", kind: "directory", destination: ["state", "backups", "config"] },
+  { name: "resource-profiles", kind: "directory", destination: ["profiles", "directories"] },
+  { name: "auto-learn", kind: "directory", destination: ["state", "legacy-layout", "auto-learn"] },
+  { name: "tmp", kind: "directory", destination: ["state", "legacy-layout", "tmp"] }
 ]
 
 /** Literal `NAME:Zone.Identifier` sidecars (Windows downloads copied onto a POSIX disk). */

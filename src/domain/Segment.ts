@@ -3,7 +3,6 @@
  * One rule, one Schema, so CLI input, config and API arguments decode the same way.
  */
 import * as Either from "effect/Either"
-import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { InvalidSegment } from "./Errors.js"
 import { describeValue, kindOfValue } from "./Values.js"
@@ -100,5 +99,3 @@ export const decodeSegment = (field: string, value: unknown): Either.Either<Segm
 }
 
 export const isSegment = Schema.is(Segment)
-export const decodeSegmentEither = (u: unknown) =>
-  Schema.decodeUnknownEither(Segment)(u).pipe(Either.mapLeft((e) => ParseResult.TreeFormatter.formatErrorSync(e)))

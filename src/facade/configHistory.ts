@@ -43,7 +43,7 @@ export const makePromiseConfigHistory = (
   let runtime: ManagedRuntime.ManagedRuntime<ConfigHistory, never> | undefined
   const get = () => {
     if (runtime === undefined) {
-      const agentDir = Layer.succeed(AgentDir, { path: agent.path, source: "option", paths: agent.paths })
+      const agentDir = Layer.succeed(AgentDir, { path: agent.path, given: agent.path, source: "option", paths: agent.paths })
       runtime = ManagedRuntime.make(ConfigHistory.layer(options).pipe(Layer.provide(Layer.mergeAll(NodeWorld, NodeCommandExecutorLive, agentDir)), Layer.merge(warnings)))
       const built = runtime
       onDispose(() => built.dispose())

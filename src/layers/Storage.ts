@@ -17,7 +17,7 @@ import { NodeHostLive } from "./NodeHost.js"
 export interface StorageOptions {
   /** Wins over `$PI_ADAPTATIVE_CODING_AGENT_DIR` and `~/.pi/agent`. */
   readonly agentDir?: string | undefined
-  /** Run `migrateAgentDirLayout` before anything reads the agent dir (default true). */
+  /** Run the layout migration (`Migration.run`) before anything reads the agent dir (default true). */
   readonly migrate?: boolean | undefined
   readonly workRuns?: WorkRunsOptions | undefined
 }
@@ -31,21 +31,25 @@ export const storageLayer = <E>(
   world: Layer.Layer<FileSystem | Host, E>,
   options: StorageOptions = {}
 ): Layer.Layer<StorageServices, E> => {
-  const migration = Layer.merge(Migration.layer, Doctor.layer).pipe(Layer.provideMerge(world))
+  const migration = Layer.merge(Migration.layer, Doctor.layer).pipe(
+    Layer.provideMerge(AgentDir.layer(options.agentDir)),
+    Layer.provideMerge(world)
+  )
+  // Everything built on this AgentDir (WorkRuns, ExtensionStorage) comes after the start-up migration.
   const agentDir = Layer.effect(
     AgentDir,
     Effect.gen(function*() {
       const resolved = yield* AgentDir
       if (options.migrate !== false) {
-        const { migrateAgentDirLayout } = yield* Migration
+        const { run } = yield* Migration
         for (let pass = 0; pass < MAX_STARTUP_MIGRATION_PASSES; pass++) {
-          const report = yield* migrateAgentDirLayout(resolved.path)
+          const report = yield* run()
           if (!report.partial) break
         }
       }
       return resolved
     })
-  ).pipe(Layer.provide(AgentDir.layer(options.agentDir)), Layer.provideMerge(migration))
+  ).pipe(Layer.provideMerge(migration))
   const workRuns = WorkRuns.layer(options.workRuns).pipe(Layer.provideMerge(agentDir))
   return ExtensionStorage.layer.pipe(Layer.provideMerge(workRuns))
 }

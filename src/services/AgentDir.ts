@@ -1,24 +1,67 @@
 /**
  * The resolved agent directory (SPEC LA1) as a service, so programs never read the environment themselves.
+ *
+ * A symlink at the agent dir's own path (`~/.pi/agent -> /other/disk/agent`, the user's choice of disk) is
+ * resolved here, once, when the layer is built: `path` is the directory every reader (status, doctor, work
+ * ls, the migration) and every writer uses, `given` the path as it was given. Links below the agent dir are
+ * never followed.
  */
+import * as NodePath from "node:path"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { type AgentDirSource, type AgentPaths, agentPaths, resolveAgentDir } from "../domain/AgentPaths.js"
+import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 
+/** Symlink hops followed at most (as a shell would stop on a loop). */
+const MAX_LINK_HOPS = 8
+
+/**
+ * Follow symlinks at `path` itself (never below it): the directory a reader should look at. A path that does
+ * not exist, cannot be read or is not a link resolves to itself.
+ */
+export const resolveRootLink = (fs: FileSystem["Type"], path: string): Effect.Effect<string> =>
+  Effect.gen(function*() {
+    let current = path
+    for (let hop = 0; hop < MAX_LINK_HOPS; hop++) {
+      const info = yield* fs.lstat(current).pipe(Effect.option)
+      if (info._tag === "None" || info.value.type !== "SymbolicLink") return current
+      const target = yield* fs.readLink(current).pipe(Effect.option)
+      if (target._tag === "None") return current
+      current = NodePath.resolve(NodePath.dirname(current), target.value)
+    }
+    return current
+  })
+
 export class AgentDir extends Context.Tag("pi-agent-storage/AgentDir")<AgentDir, {
+  /** The agent directory itself: `given` with a symlink at its own path resolved. */
   readonly path: string
+  /** The path as given (option, `$PI_ADAPTATIVE_CODING_AGENT_DIR`, `~/.pi/agent`); equals `path` unless it is a symlink. */
+  readonly given: string
   readonly source: AgentDirSource
+  /** The canonical paths under `path`. */
   readonly paths: AgentPaths
 }>() {
-  /** Resolve from an explicit option, then `$PI_ADAPTATIVE_CODING_AGENT_DIR`, then `~/.pi/agent`. */
-  static readonly layer = (explicit?: string): Layer.Layer<AgentDir, never, Host> =>
+  /** An agent dir already resolved (or known not to be a link): `given` and `path` are the same. */
+  static readonly at = (path: string, source: AgentDirSource = "option"): AgentDir["Type"] => ({
+    path,
+    given: path,
+    source,
+    paths: agentPaths(path)
+  })
+
+  /** Resolve the given path's root link once. */
+  static readonly make = (given: string, source: AgentDirSource): Effect.Effect<AgentDir["Type"], never, FileSystem> =>
+    Effect.map(Effect.flatMap(FileSystem, (fs) => resolveRootLink(fs, given)), (path) => ({ path, given, source, paths: agentPaths(path) }))
+
+  /** Resolve from an explicit option, then `$PI_ADAPTATIVE_CODING_AGENT_DIR`, then `~/.pi/agent`; then its root link. */
+  static readonly layer = (explicit?: string): Layer.Layer<AgentDir, never, Host | FileSystem> =>
     Layer.effect(
       AgentDir,
-      Effect.map(Host, (host) => {
+      Effect.flatMap(Host, (host) => {
         const resolved = resolveAgentDir({ explicit, env: host.env, home: host.homeDir, cwd: host.cwd })
-        return { path: resolved.path, source: resolved.source, paths: agentPaths(resolved.path) }
+        return AgentDir.make(resolved.path, resolved.source)
       })
     )
 }

@@ -3,8 +3,9 @@
  * and the extension state/cache tiers, and a listing of runs. It only calls `lstat`, `readDirectory`,
  * `readFile` and `measureTree` (plus the Host's pid probes for lease verdicts): it never writes anything.
  *
- * Ownership and liveness come from the same helpers the pruner uses (runFacts), so `pi-storage work ls`
- * says "active" exactly when a prune would leave the run alone.
+ * `summary` and `listRuns` are the read model's scan (src/services/internal/readModel.ts: the same tenant
+ * items the pruner plans with, so `pi-storage work ls` says "active" exactly when a prune would leave the run
+ * alone) plus bounded size walks, interpreted by the pure `summarize` and `runList`.
  */
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
@@ -13,7 +14,6 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { InvalidSegment } from "../domain/Errors.js"
 import type { RunKind } from "../domain/Formats.js"
-import { layoutUnits } from "../domain/MigrationPlan.js"
 import { lastUsedAt } from "../domain/PrunePlan.js"
 import { DEFAULT_RETENTION } from "../domain/Retention.js"
 import { decodeSegment, parseSegment } from "../domain/Segment.js"
@@ -21,10 +21,9 @@ import { AgentDir } from "./AgentDir.js"
 import { type DirEntry, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
-import { TENANT_LIBRARY_ENTRIES } from "./internal/prune.js"
-import { type Holder, isActive, liveHolders, manifestTimes, newestHeartbeat, readLeases, readManifest } from "./internal/runFacts.js"
+import { type AgentDirFacts, scanAgentDir, type TenantFacts, tenantsOf, type TenantItem } from "./internal/readModel.js"
+import { type Holder, isActive, liveHolders, newestHeartbeat } from "./internal/runFacts.js"
 import { fileTypeWord } from "../domain/FileTypeWords.js"
-import { aFileType } from "../domain/FileTypeWords.js"
 
 export interface InventoryOptions {
   /** Entries all size walks of one call may visit together (default 100,000, as a prune's budget). */
@@ -73,7 +72,10 @@ export interface InventoryProblem {
 }
 
 export interface InventoryReport {
+  /** The agent dir read (a symlink at the given path resolved, once, by AgentDir). */
   readonly agentDir: string
+  /** The path as given when it is a symlink to `agentDir`, else `null`. */
+  readonly linkedFrom: string | null
   /** False when the agent dir does not exist (or is not a directory): nothing else was read. */
   readonly exists: boolean
   /** The agent dir path exists but is not a directory (a regular file, a symlink …): its file type in words. */
@@ -119,6 +121,8 @@ export interface UnownedListing {
 
 export interface RunList {
   readonly agentDir: string
+  /** As in `InventoryReport`: the given path when it is a symlink to `agentDir`. */
+  readonly linkedFrom: string | null
   /** As in `InventoryReport`: the agent dir is not a directory. */
   readonly notADirectory: string | null
   readonly scannedAt: number
@@ -132,22 +136,6 @@ export interface RunList {
 export interface TenantAddress {
   readonly category: string
   readonly tenant: string
-}
-
-/** A dry run of the agent-dir layout migration: what a call would move or merge, in the order it would. */
-export interface MigrationPreview {
-  readonly agentDir: string
-  readonly exists: boolean
-  /** As in `InventoryReport`: the agent dir is not a directory. */
-  readonly notADirectory: string | null
-  readonly entries: ReadonlyArray<{
-    /** Legacy root entry (relative to the agent dir). */
-    readonly from: string
-    /** Its canonical place (relative). */
-    readonly to: string
-    /** `merge` when the destination already exists (entry by entry, or a JSON merge for trust.json). */
-    readonly action: "move" | "merge"
-  }>
 }
 
 /** A work root, category or tenant entry `work prune --all` will not go through. */
@@ -216,63 +204,140 @@ class Walk {
       }))
     )
   }
+}
 
-  /** The run candidates of a tenant, capped at `maxRunsPerTenant`. */
-  tenantEntries(tenantDir: string): Effect.Effect<{ readonly entries: ReadonlyArray<DirEntry>; readonly truncated: boolean }> {
-    return Effect.map(this.list(tenantDir), (all) => {
-      const candidates = all.filter((e) => !TENANT_LIBRARY_ENTRIES.has(e.name))
-      const truncated = candidates.length > this.options.maxRunsPerTenant
-      if (truncated) this.truncated = true
-      return { entries: candidates.slice(0, this.options.maxRunsPerTenant), truncated }
-    })
+/** The listing row of an owned run (no size). Pure: the facts carry the manifest, leases and times. */
+export const runRow = (address: TenantAddress, item: Extract<TenantItem, { _tag: "Run" }>): Omit<RunListing, "size"> => {
+  const m = item.manifest
+  const releasedAt = "releasedAt" in m && m.releasedAt !== undefined ? m.releasedAt : null
+  const active = isActive(item.leases)
+  // Far-future manifest stamps do not count for last use (the prune's rule).
+  const used = lastUsedAt({
+    runId: item.name,
+    path: item.path,
+    createdAt: item.times.createdAt,
+    releasedAt: item.times.releasedAt,
+    newestHeartbeatAt: newestHeartbeat(item.leases),
+    active
+  })
+  return {
+    ...address,
+    runId: item.name,
+    path: item.path,
+    kind: "kind" in m ? m.kind : "named",
+    state: active ? "active" : releasedAt !== null ? "released" : "idle",
+    createdAt: m.createdAt,
+    releasedAt,
+    lastUsedAt: used,
+    leases: item.leases.leases.length,
+    holders: active ? liveHolders(item.leases) : []
   }
 }
 
-type Examined =
-  | { readonly _tag: "Run"; readonly run: Omit<RunListing, "size"> }
-  | { readonly _tag: "Unowned"; readonly entry: UnownedListing }
+/** The tenants a listing shows: real directories that were read (a symlinked tenant is never followed). */
+const listedTenants = (facts: AgentDirFacts): ReadonlyArray<TenantFacts & { readonly items: NonNullable<TenantFacts["items"]> }> =>
+  tenantsOf(facts.work).flatMap((t) => (t.items === null ? [] : [{ ...t, items: t.items }]))
 
-/** Ownership, liveness and last use of one tenant entry (no size). */
-const examine = (deps: Deps, address: TenantAddress, tenantDir: string, entry: DirEntry): Effect.Effect<Examined> =>
-  Effect.gen(function*() {
-    const path = NodePath.join(tenantDir, entry.name)
-    const unowned = (why: string): Examined => ({ _tag: "Unowned", entry: { ...address, name: entry.name, path, why } })
-    if (entry.type !== "Directory") {
-      return unowned(entry.type === "SymbolicLink" ? "symlink (never followed)" : `not a directory (${aFileType(entry.type)})`)
+/** What the scan could not read, as report problems. */
+const problemsOf = (facts: AgentDirFacts): Array<InventoryProblem> => facts.problems.map((p) => ({ path: p.path, message: p.error.message }))
+
+const notADirectoryOf = (facts: AgentDirFacts): string | null =>
+  facts.status._tag === "NotADirectory" ? fileTypeWord(facts.status.type) : null
+
+/** Measured sizes by path (`measure` order decides who gets the shared budget). */
+export type SizeOf = (path: string) => Size
+
+const UNMEASURED: Size = { bytes: 0, entries: 0, complete: false }
+
+/** `summary` over the facts and the measured sizes. Pure. */
+export const summarize = (input: {
+  readonly facts: AgentDirFacts
+  readonly linkedFrom: string | null
+  readonly workRoot: string
+  readonly scannedAt: number
+  readonly sizeOf: SizeOf
+  readonly extensionDirs: (namespace: string) => { readonly state: string; readonly cache: string }
+  readonly measureErrors: ReadonlyArray<InventoryProblem>
+}): InventoryReport => {
+  const { facts } = input
+  const base = { agentDir: facts.path, linkedFrom: input.linkedFrom, workRoot: input.workRoot, scannedAt: input.scannedAt, notADirectory: notADirectoryOf(facts) }
+  if (facts.status._tag !== "Directory") return { ...base, exists: false, tenants: [], extensions: [], truncated: false, errors: [] }
+  const tenants = listedTenants(facts).map((t): TenantSummary => {
+    let runs = 0
+    let active = 0
+    let unowned = 0
+    let oldest: number | null = null
+    for (const item of t.items.items) {
+      if (item._tag === "Unowned") unowned++
+      if (item._tag !== "Run") continue
+      const row = runRow(t, item)
+      runs++
+      if (row.state === "active") active++
+      if (oldest === null || row.lastUsedAt < oldest) oldest = row.lastUsedAt
     }
-    const manifest = yield* readManifest(deps, path, { ...address, runId: entry.name })
-    if (manifest._tag === "Unowned") return unowned(manifest.why)
-    if (manifest._tag === "Mismatch") return unowned(`manifest names ${manifest.found}`)
-    const m = manifest.manifest
-    const leases = yield* readLeases(deps, path)
-    const releasedAt = "releasedAt" in m && m.releasedAt !== undefined ? m.releasedAt : null
-    const active = isActive(leases)
-    // Far-future manifest stamps do not count for last use (the prune's rule, issue 12 point 7).
-    const times = yield* manifestTimes(deps, path, m)
-    const used = lastUsedAt({
-      runId: entry.name,
-      path,
-      createdAt: times.createdAt,
-      releasedAt: times.releasedAt,
-      newestHeartbeatAt: newestHeartbeat(leases),
-      active
-    })
     return {
-      _tag: "Run",
-      run: {
-        ...address,
-        runId: entry.name,
-        path,
-        kind: "kind" in m ? m.kind : "named",
-        state: active ? "active" : releasedAt !== null ? "released" : "idle",
-        createdAt: m.createdAt,
-        releasedAt,
-        lastUsedAt: used,
-        leases: leases.leases.length,
-        holders: active ? liveHolders(leases) : []
-      }
+      category: t.category,
+      tenant: t.tenant,
+      runs,
+      active,
+      inactive: runs - active,
+      unowned,
+      size: input.sizeOf(t.path),
+      oldestLastUsedAt: oldest,
+      truncated: t.items.truncated
     }
   })
+  const { state, cache } = facts.extensions
+  const extensions = [...new Set([...state, ...cache])].sort().map((namespace): ExtensionSummary => {
+    const dirs = input.extensionDirs(namespace)
+    return {
+      namespace,
+      state: state.includes(namespace) ? input.sizeOf(dirs.state) : null,
+      cache: cache.includes(namespace) ? input.sizeOf(dirs.cache) : null
+    }
+  })
+  return {
+    ...base,
+    exists: true,
+    tenants,
+    extensions,
+    truncated: facts.truncated || tenants.some((t) => t.truncated),
+    errors: [...problemsOf(facts), ...input.measureErrors]
+  }
+}
+
+/** `listRuns` over the facts and the measured run sizes: newest last use first per tenant. Pure. */
+export const runList = (input: {
+  readonly facts: AgentDirFacts
+  readonly linkedFrom: string | null
+  readonly scannedAt: number
+  readonly sizeOf: SizeOf
+  readonly measureErrors: ReadonlyArray<InventoryProblem>
+}): RunList => {
+  const { facts } = input
+  const runs: Array<RunListing> = []
+  const unowned: Array<UnownedListing> = []
+  for (const t of listedTenants(facts)) {
+    const address = { category: t.category, tenant: t.tenant }
+    const tenantRuns: Array<RunListing> = []
+    for (const item of t.items.items) {
+      if (item._tag === "Unowned") unowned.push({ ...address, name: item.name, path: item.path, why: item.why })
+      else if (item._tag === "Run") tenantRuns.push({ ...runRow(address, item), size: input.sizeOf(item.path) })
+    }
+    tenantRuns.sort((a, b) => b.lastUsedAt - a.lastUsedAt || (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0))
+    runs.push(...tenantRuns)
+  }
+  return {
+    agentDir: facts.path,
+    linkedFrom: input.linkedFrom,
+    notADirectory: notADirectoryOf(facts),
+    scannedAt: input.scannedAt,
+    runs,
+    unowned,
+    truncated: facts.truncated || listedTenants(facts).some((t) => t.items.truncated),
+    errors: [...problemsOf(facts), ...input.measureErrors]
+  }
+}
 
 /** `null` when `path` is a directory or absent; else its file type in words. */
 const notADirectory = (deps: Deps, path: string): Effect.Effect<string | null> =>
@@ -282,129 +347,63 @@ const notADirectory = (deps: Deps, path: string): Effect.Effect<string | null> =
 const isDirectory = (deps: Deps, path: string): Effect.Effect<boolean> =>
   deps.fs.lstat(path).pipe(Effect.map((i) => i.type === "Directory"), Effect.orElseSucceed(() => false))
 
-const subdirectories = (walk: Walk, path: string) =>
-  Effect.map(walk.list(path), (entries) => entries.filter((e) => e.type === "Directory").map((e) => e.name))
-
 export const makeInventory = Effect.gen(function*() {
   const deps = yield* depsFromContext
-  const { fs } = deps
   const agentDir = yield* AgentDir
   const paths = agentDir.paths
   const optionsOf = (o: InventoryOptions | undefined) => ({ ...DEFAULTS, ...o })
 
-  /** Every (category, tenant) directory under the work root, in name order. Symlinked ones are skipped. */
-  const tenantsIn = (walk: Walk, filter?: RunFilter) =>
-    Effect.gen(function*() {
-      // Names from a listing are directories already (by their entry type); only names from the filter
-      // need a look.
-      const categories = filter?.category !== undefined ? [filter.category] : yield* subdirectories(walk, paths.workRoot)
-      const out: Array<TenantAddress> = []
-      for (const category of categories) {
-        const categoryDir = paths.workCategoryDir(category)
-        if (filter?.category !== undefined && !(yield* isDirectory(deps, categoryDir))) continue
-        const tenants = filter?.tenant !== undefined ? [filter.tenant] : yield* subdirectories(walk, categoryDir)
-        for (const tenant of tenants) {
-          if (filter?.tenant === undefined || (yield* isDirectory(deps, paths.workTenantDir(category, tenant)))) out.push({ category, tenant })
-        }
-      }
-      return out
-    })
+  const linkedFrom = agentDir.given !== agentDir.path ? agentDir.given : null
 
-  const tenantSummary = (walk: Walk, address: TenantAddress) =>
+  /** Measure `paths` in order under one walk budget; the sizes by path. */
+  const measureAll = (walk: Walk, paths: ReadonlyArray<string>) =>
     Effect.gen(function*() {
-      const tenantDir = paths.workTenantDir(address.category, address.tenant)
-      const { entries, truncated } = yield* walk.tenantEntries(tenantDir)
-      let runs = 0
-      let active = 0
-      let unowned = 0
-      let oldest: number | null = null
-      for (const entry of entries) {
-        const examined = yield* examine(deps, address, tenantDir, entry)
-        if (examined._tag === "Unowned") {
-          unowned++
-          continue
-        }
-        runs++
-        if (examined.run.state === "active") active++
-        if (oldest === null || examined.run.lastUsedAt < oldest) oldest = examined.run.lastUsedAt
-      }
-      const size = yield* walk.measure(tenantDir)
-      const summary: TenantSummary = {
-        ...address,
-        runs,
-        active,
-        inactive: runs - active,
-        unowned,
-        size,
-        oldestLastUsedAt: oldest,
-        truncated
-      }
-      return summary
-    })
-
-  const extensionSummaries = (walk: Walk) =>
-    Effect.gen(function*() {
-      const stateRoot = NodePath.dirname(paths.extensionStateDir("x"))
-      const cacheRoot = NodePath.dirname(paths.extensionCacheDir("x"))
-      const stateNames = yield* subdirectories(walk, stateRoot)
-      const cacheNames = yield* subdirectories(walk, cacheRoot)
-      const names = [...new Set([...stateNames, ...cacheNames])].sort()
-      const out: Array<ExtensionSummary> = []
-      for (const namespace of names) {
-        out.push({
-          namespace,
-          state: stateNames.includes(namespace) ? yield* walk.measure(paths.extensionStateDir(namespace)) : null,
-          cache: cacheNames.includes(namespace) ? yield* walk.measure(paths.extensionCacheDir(namespace)) : null
-        })
-      }
-      return out
+      const sizes = new Map<string, Size>()
+      for (const path of paths) sizes.set(path, yield* walk.measure(path))
+      return (path: string) => sizes.get(path) ?? UNMEASURED
     })
 
   const summary = (options?: InventoryOptions): Effect.Effect<InventoryReport> =>
     Effect.gen(function*() {
+      const o = optionsOf(options)
       const scannedAt = yield* Clock.currentTimeMillis
-      const base = { agentDir: agentDir.path, workRoot: paths.workRoot, scannedAt, notADirectory: yield* notADirectory(deps, agentDir.path) }
-      if (!(yield* isDirectory(deps, agentDir.path))) {
-        return { ...base, exists: false, tenants: [], extensions: [], truncated: false, errors: [] }
-      }
-      const walk = new Walk(deps, optionsOf(options))
-      const tenants: Array<TenantSummary> = []
-      for (const address of yield* tenantsIn(walk)) tenants.push(yield* tenantSummary(walk, address))
-      const extensions = yield* extensionSummaries(walk)
-      return { ...base, exists: true, tenants, extensions, truncated: walk.truncated, errors: walk.errors }
+      const facts = yield* scanAgentDir(deps, agentDir.path, { work: true, extensions: true, maxRunsPerTenant: o.maxRunsPerTenant })
+      const extensionDirs = (namespace: string) => ({ state: paths.extensionStateDir(namespace), cache: paths.extensionCacheDir(namespace) })
+      const { state, cache } = facts.extensions
+      const walk = new Walk(deps, o)
+      // Tenants first, then extensions: the order the shared size budget is spent in.
+      const sizeOf = yield* measureAll(walk, [
+        ...listedTenants(facts).map((t) => t.path),
+        ...[...new Set([...state, ...cache])].sort().flatMap((ns) => [
+          ...(state.includes(ns) ? [extensionDirs(ns).state] : []),
+          ...(cache.includes(ns) ? [extensionDirs(ns).cache] : [])
+        ])
+      ])
+      return summarize({ facts, linkedFrom, workRoot: paths.workRoot, scannedAt, sizeOf, extensionDirs, measureErrors: walk.errors })
     })
 
   const listRuns = (filter?: RunFilter, options?: InventoryOptions): Effect.Effect<RunList, InvalidSegment> =>
     Effect.gen(function*() {
       if (filter?.category !== undefined) yield* decodeSegment("category", filter.category)
       if (filter?.tenant !== undefined) yield* decodeSegment("tenant", filter.tenant)
+      const o = optionsOf(options)
       const scannedAt = yield* Clock.currentTimeMillis
-      const walk = new Walk(deps, optionsOf(options))
-      const runs: Array<RunListing> = []
-      const unowned: Array<UnownedListing> = []
-      if (yield* isDirectory(deps, agentDir.path)) {
-        for (const address of yield* tenantsIn(walk, filter)) {
-          const tenantDir = paths.workTenantDir(address.category, address.tenant)
-          const tenantRuns: Array<RunListing> = []
-          for (const entry of (yield* walk.tenantEntries(tenantDir)).entries) {
-            const examined = yield* examine(deps, address, tenantDir, entry)
-            if (examined._tag === "Unowned") unowned.push(examined.entry)
-            else tenantRuns.push({ ...examined.run, size: yield* walk.measure(examined.run.path) })
-          }
-          tenantRuns.sort((a, b) => b.lastUsedAt - a.lastUsedAt || (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0))
-          runs.push(...tenantRuns)
-        }
-      }
-      return {
-        agentDir: agentDir.path, notADirectory: yield* notADirectory(deps, agentDir.path), scannedAt, runs, unowned, truncated: walk.truncated, errors: walk.errors
-      }
+      const facts = yield* scanAgentDir(deps, agentDir.path, { work: filter ?? true, maxRunsPerTenant: o.maxRunsPerTenant })
+      const walk = new Walk(deps, o)
+      const runPaths = listedTenants(facts).flatMap((t) => t.items.items.flatMap((i) => (i._tag === "Run" ? [i.path] : [])))
+      const sizeOf = yield* measureAll(walk, runPaths)
+      return runList({ facts, linkedFrom, scannedAt, sizeOf, measureErrors: walk.errors })
     })
 
-  const tenants: Effect.Effect<ReadonlyArray<TenantAddress>> = Effect.suspend(() =>
-    tenantsIn(new Walk(deps, DEFAULTS)).pipe(
-      // Only tenants whose names are valid segments can be pruned; others are the doctor's business.
-      Effect.map((all) => all.filter((t) => parseSegment(t.category)._tag === "Right" && parseSegment(t.tenant)._tag === "Right"))
-    )
+  const tenants: Effect.Effect<ReadonlyArray<TenantAddress>> = Effect.map(
+    scanAgentDir(deps, agentDir.path, { work: true, items: false }),
+    (facts) =>
+      tenantsOf(facts.work)
+        // Real directories only (a symlinked tenant is never followed); only tenants whose names are valid
+        // segments can be pruned, others are the doctor's business.
+        .filter((t) => t.safety.info.type === "Directory")
+        .filter((t) => parseSegment(t.category)._tag === "Right" && parseSegment(t.tenant)._tag === "Right")
+        .map((t) => ({ category: t.category, tenant: t.tenant }))
   )
 
   /**
@@ -441,21 +440,7 @@ export const makeInventory = Effect.gen(function*() {
     return { tenants, refused, notADirectory: yield* notADirectory(deps, agentDir.path) }
   })
 
-  const migrationPreview: Effect.Effect<MigrationPreview> = Effect.gen(function*() {
-    const walk = new Walk(deps, DEFAULTS)
-    const wrongType = yield* notADirectory(deps, agentDir.path)
-    if (!(yield* isDirectory(deps, agentDir.path))) return { agentDir: agentDir.path, exists: false, notADirectory: wrongType, entries: [] }
-    const names = (yield* walk.list(agentDir.path)).map((e) => e.name)
-    const entries: Array<MigrationPreview["entries"][number]> = []
-    for (const unit of layoutUnits(names)) {
-      const destination = NodePath.join(agentDir.path, ...unit.destination)
-      const taken = yield* fs.lstat(destination).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
-      entries.push({ from: unit.name, to: unit.destination.join("/"), action: taken ? "merge" : "move" })
-    }
-    return { agentDir: agentDir.path, exists: true, notADirectory: null, entries }
-  })
-
-  return Inventory.of({ summary, listRuns, tenants, pruneTargets, migrationPreview })
+  return Inventory.of({ summary, listRuns, tenants, pruneTargets })
 })
 
 export class Inventory extends Context.Tag("pi-agent-storage/Inventory")<Inventory, {
@@ -467,8 +452,6 @@ export class Inventory extends Context.Tag("pi-agent-storage/Inventory")<Invento
   readonly tenants: Effect.Effect<ReadonlyArray<TenantAddress>>
   /** Prunable tenants and the entries refused on the way (symlinked or not-a-directory roots). */
   readonly pruneTargets: Effect.Effect<PruneTargets>
-  /** What `migrateAgentDirLayout` would do now, without doing it. */
-  readonly migrationPreview: Effect.Effect<MigrationPreview>
 }>() {
   static readonly layer: Layer.Layer<Inventory, never, FileSystem | Host | AgentDir> = Layer.effect(Inventory, makeInventory)
 }

@@ -1,17 +1,22 @@
 /**
  * Migrations (SPEC MG1, MG2): the agent-dir layout migration and the per-entry migration toolkit.
  *
- * Every move goes through one engine, `place(src, dst, conflictBase)`, whose steps are each atomic (a rename,
- * an exclusive create, a file removal) and which decides from the files themselves, never from "does the
- * target directory exist":
- * - target absent: one `rename` (a whole tree at once); on EXDEV, copy across (below);
- * - both directories: place every child, then remove the emptied source directory;
- * - same content (byte-equal files, equal link targets): the source is a duplicate and is removed;
- * - otherwise the source is preserved under its conflict path (`<base>`, `<base>.1`, …), never overwriting.
- * Cross-device: a file is copied to `.<name>.pi-migrate-partial` beside the target (fsync), compared with the
- * source, renamed into place, and only then is the source removed; a symlink is recreated (never followed);
- * a directory is made and its children placed. A crash between any two steps leaves every byte either at the
- * source or at its destination (or both, identical, which the rerun resolves by removing the source).
+ * One planner decides, one executor does. `plan` reads the tree and returns the unit decisions (the rules are
+ * pure, in src/domain/LayoutMigration.ts): for each legacy entry, from the files themselves and never from
+ * "does the target directory exist",
+ * - destination absent: `move` (one `rename`, a whole tree at once; on EXDEV, a verified copy across, below);
+ * - both directories: `merge-directory`, each child decided the same way, then the emptied source removed;
+ * - same content (byte-equal files, equal link targets): `remove-duplicate` (the legacy copy goes);
+ * - otherwise `preserve-conflict` under the conflict path (`<base>`, `<base>.1`, …), never overwriting;
+ * - `trust.json` at both places: `merge-json` (canonical values win; the legacy copy is kept if a value lost).
+ * `run` takes the migration marker, plans again (the tree may have changed since a dry run) with the same
+ * function, and executes exactly those decisions; each execution step is atomic (a rename, an exclusive
+ * create, a file removal) and checks that what the decision was based on still holds, else it fails that
+ * entry and leaves it as it is. Cross-device: a file is copied to `.<name>.pi-migrate-partial` beside the
+ * target (fsync), compared with the source, renamed into place, and only then is the source removed; a
+ * symlink is recreated (never followed); a directory is made and its children moved. A crash between any two
+ * steps leaves every byte either at the source or at its destination (or both, identical, which the rerun's
+ * plan resolves by `remove-duplicate`).
  *
  * All migrations of one agent dir are serialised by the marker `<agentDir>/.pi-migration.lock`, created only
  * when there is something to do; a dead owner's marker is reclaimed, a live one makes the call wait briefly
@@ -25,16 +30,28 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import { FileSystemError, InvalidArgument } from "../domain/Errors.js"
+import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
+import {
+  type DecisionOutcome,
+  emptyLayoutReport,
+  type ExecutedDecision,
+  isConflictPath,
+  type LayoutDecision,
+  type LayoutPlan,
+  type LayoutReport,
+  layoutReportOf,
+  placeRule,
+  preserveRule,
+  why
+} from "../domain/LayoutMigration.js"
 import {
   conflictCandidate,
   copyTempName,
   displayPath,
-  emptyLayoutReport,
   encodeJournalLine,
   encodeJsonObject,
   type EntryReport,
   type JournalRecord,
-  type LayoutReport,
   type LayoutUnit,
   layoutUnits,
   ledgerParse,
@@ -52,11 +69,11 @@ import {
   type PlanReport
 } from "../domain/MigrationPlan.js"
 import { segmentViolation } from "../domain/Segment.js"
+import { AgentDir } from "./AgentDir.js"
 import { type FileInfo, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
 import { acquireMarkerWaiting, sameBytes } from "./internal/markers.js"
-import { aFileType } from "../domain/FileTypeWords.js"
 
 type Fs = FileSystem["Type"]
 
@@ -81,18 +98,16 @@ const isCrossDevice = (e: FileSystemError) => e.reason === "CrossDevice" || e.er
 const stepFailure = (method: string, path: string, detail: string) =>
   new FileSystemError({ reason: "InvalidData", errno: "", method, path, detail })
 
+/** What a decision was based on no longer holds (a foreign writer changed the tree): fail, touch nothing. */
+const changed = (path: string, detail: string) => stepFailure("migrate", path, `changed since planned: ${detail}`)
+
 const isPrefix = (prefix: Uint8Array, of: Uint8Array) =>
   prefix.length <= of.length && prefix.every((x, i) => x === of[i])
 
-/** What happened to one placed entry, for the report. */
-type Placed = "moved" | "merged" | "duplicate" | "conflict"
+// ---------------------------------------------------------------------------------------------------------
+// I/O helpers shared by the planner and the executor
 
-interface Collector {
-  readonly conflicts: Array<{ readonly from: string; readonly to: string }>
-}
-
-/** The move engine over the FileSystem port. */
-const makeEngine = (fs: Fs, collector: Collector, display: (path: string) => string) => {
+const makeIo = (fs: Fs) => {
   const lstatOption = (path: string): Effect.Effect<FileInfo | undefined, FileSystemError> =>
     fs.lstat(path).pipe(Effect.catchIf(isNotFound, () => Effect.succeed(undefined)))
 
@@ -107,7 +122,8 @@ const makeEngine = (fs: Fs, collector: Collector, display: (path: string) => str
     return Effect.succeed(false)
   }
 
-  const childNames = (dir: string) => Effect.map(fs.readDirectory(dir), (entries) => entries.map((e) => e.name))
+  /** Children in name order, so plans (and partial calls) are deterministic. */
+  const childNames = (dir: string) => Effect.map(fs.readDirectory(dir), (entries) => entries.map((e) => e.name).sort())
 
   /** A leftover partial copy of ours is a prefix of the source; anything else at the temp name is not ours. */
   const clearPartialCopy = (src: string, temp: string) =>
@@ -135,13 +151,18 @@ const makeEngine = (fs: Fs, collector: Collector, display: (path: string) => str
       yield* fs.rename(temp, path)
     })
 
+  /**
+   * Make the destination's parent. A symlink already there (say state/ kept on another disk) is the user's
+   * choice of where a canonical directory lives: the OS resolves it like any intermediate component.
+   */
+  const ensureParent = (dir: string) =>
+    fs.makeDirectory(dir, { recursive: true }).pipe(
+      Effect.catchIf((e) => e.reason === "AlreadyExists", (e) =>
+        Effect.flatMap(fs.lstat(dir), (info) => (info.type === "SymbolicLink" ? Effect.void : Effect.fail(e))))
+    )
+
   /** Copy `src` to the absent `dst` on another device, verify, then remove the source. */
-  const copyAcross = (
-    src: string,
-    info: FileInfo,
-    dst: string,
-    placeChild: (src: string, dst: string) => Effect.Effect<Placed, FileSystemError>
-  ): Effect.Effect<void, FileSystemError> =>
+  const copyAcross = (src: string, info: FileInfo, dst: string): Effect.Effect<void, FileSystemError> =>
     Effect.gen(function*() {
       if (info.type === "File") {
         const temp = NodePath.join(NodePath.dirname(dst), copyTempName(NodePath.basename(dst)))
@@ -158,101 +179,281 @@ const makeEngine = (fs: Fs, collector: Collector, display: (path: string) => str
         yield* fs.symlink(yield* fs.readLink(src), dst)
         yield* fs.removeFile(src)
       } else if (info.type === "Directory") {
+        // A fresh directory (makeDirectory refuses an existing one): every child moves into absence. A crash
+        // midway leaves two directories, which the rerun's plan merges.
         yield* fs.makeDirectory(dst, { mode: info.mode })
-        for (const name of yield* childNames(src)) yield* placeChild(NodePath.join(src, name), NodePath.join(dst, name))
+        for (const name of yield* childNames(src)) {
+          const child = NodePath.join(src, name)
+          yield* transfer(child, yield* fs.lstat(child), NodePath.join(dst, name))
+        }
         yield* fs.removeDirectory(src)
       } else {
         return yield* Effect.fail(stepFailure("migrate", src, "special files are not copied across devices"))
       }
     })
 
-  /**
-   * Make the destination's parent. A symlink already there (say state/ kept on another disk) is the user's
-   * choice of where a canonical directory lives: the OS resolves it like any intermediate component.
-   */
-  const ensureParent = (dir: string) =>
-    fs.makeDirectory(dir, { recursive: true }).pipe(
-      Effect.catchIf((e) => e.reason === "AlreadyExists", (e) =>
-        Effect.flatMap(fs.lstat(dir), (info) => (info.type === "SymbolicLink" ? Effect.void : Effect.fail(e))))
-    )
-
   /** Move `src` to the absent `dst`: one rename, or a verified copy across devices. */
-  const transfer = (
-    src: string,
-    info: FileInfo,
-    dst: string,
-    placeChild: (src: string, dst: string) => Effect.Effect<Placed, FileSystemError>
-  ): Effect.Effect<void, FileSystemError> =>
+  const transfer = (src: string, info: FileInfo, dst: string): Effect.Effect<void, FileSystemError> =>
     ensureParent(NodePath.dirname(dst)).pipe(
       Effect.zipRight(fs.rename(src, dst)),
-      Effect.catchIf(isCrossDevice, () => copyAcross(src, info, dst, placeChild))
+      Effect.catchIf(isCrossDevice, () => copyAcross(src, info, dst))
     )
 
-  /** Preserve `src` at the first free (or identical, or mergeable directory) conflict candidate of `base`. */
-  const preserve = (src: string, srcInfo: FileInfo, base: string): Effect.Effect<Placed, FileSystemError> =>
-    Effect.gen(function*() {
-      for (let k = 0;; k++) {
-        const candidate = conflictCandidate(base, k)
-        const info = yield* lstatOption(candidate)
-        const record = () => collector.conflicts.push({ from: display(src), to: display(candidate) })
-        if (info === undefined) {
-          yield* transfer(src, srcInfo, candidate, (s, d) => preserveChild(s, d))
-          record()
-          return "conflict" as const
-        }
-        if (srcInfo.type === "Directory" && info.type === "Directory") {
-          // An earlier (interrupted) preservation of this same directory: finish it in place.
-          for (const name of yield* childNames(src)) yield* preserveChild(NodePath.join(src, name), NodePath.join(candidate, name))
-          yield* fs.removeDirectory(src)
-          record()
-          return "conflict" as const
-        }
-        if (yield* sameContent(src, srcInfo, candidate, info)) {
-          yield* fs.removeFile(src)
-          record()
-          return "conflict" as const
-        }
-      }
-    })
-
-  const preserveChild = (src: string, dst: string): Effect.Effect<Placed, FileSystemError> =>
-    Effect.flatMap(fs.lstat(src), (info) => preserve(src, info, dst))
-
-  /** The engine: move or merge `src` into `dst`; collisions go under `conflictBase`. */
-  const place = (src: string, dst: string, conflictBase: string): Effect.Effect<Placed, FileSystemError> =>
-    Effect.gen(function*() {
-      const srcInfo = yield* fs.lstat(src)
-      const dstInfo = yield* lstatOption(dst)
-      const child = (s: string, d: string) => place(s, d, NodePath.join(conflictBase, NodePath.basename(s)))
-      if (dstInfo === undefined) {
-        yield* transfer(src, srcInfo, dst, child)
-        return "moved"
-      }
-      if (srcInfo.type === "Directory" && dstInfo.type === "Directory") {
-        for (const name of yield* childNames(src)) yield* child(NodePath.join(src, name), NodePath.join(dst, name))
-        yield* fs.removeDirectory(src)
-        return "merged"
-      }
-      if (yield* sameContent(src, srcInfo, dst, dstInfo)) {
-        yield* fs.removeFile(src)
-        return "duplicate"
-      }
-      return yield* preserve(src, srcInfo, conflictBase)
-    })
-
-  return {
-    lstatOption,
-    ensureParent,
-    writeDurably,
-    place,
-    preserve,
-    childNames,
-    conflictsSoFar: () => collector.conflicts.length,
-    conflictsSince: (n: number) => collector.conflicts.slice(n).map((c) => c.to)
-  }
+  return { lstatOption, sameContent, childNames, writeDurably, ensureParent, transfer }
 }
 
-type Engine = ReturnType<typeof makeEngine>
+type Io = ReturnType<typeof makeIo>
+
+// ---------------------------------------------------------------------------------------------------------
+// The planner: facts in, decisions out (the rules are pure, in src/domain/LayoutMigration.ts)
+
+/** A decision with the absolute paths the executor needs; a directory merge holds its entries' steps. */
+interface Step {
+  readonly decision: LayoutDecision
+  readonly from: string
+  readonly to: string
+  readonly children: ReadonlyArray<Step>
+  /** merge-directory: remove the emptied source after the children (not when the budget cut them or one was refused). */
+  readonly removeSource: boolean
+}
+
+/** The decisions of a step tree, in plan order (a directory merge before its entries). */
+const flatten = (steps: ReadonlyArray<Step>): ReadonlyArray<Step> => steps.flatMap((s) => [s, ...flatten(s.children)])
+
+/** Will executing this step leave its source gone? */
+const completes = (step: Step): boolean =>
+  step.decision.action === "refuse" ? false : step.decision.action === "merge-directory" ? step.removeSource : true
+
+const makePlanner = (io: Io, fs: Fs, display: (path: string) => string) => {
+  /** Paths earlier decisions of this plan will fill: a later decision treats them as taken. */
+  const claimed = new Set<string>()
+
+  const step = (
+    action: LayoutDecision["action"],
+    from: string,
+    to: string,
+    reason: string,
+    children: ReadonlyArray<Step> = [],
+    removeSource = true
+  ): Step => ({ decision: { action, from: display(from), to: display(to), why: reason }, from, to, children, removeSource })
+
+  const refusal = (from: string, to: string) => (e: FileSystemError) => Effect.succeed(step("refuse", from, to, e.message))
+
+  /**
+   * The nearest existing ancestor of `path`, when it is not a directory (a file where a directory belongs):
+   * nothing can be created below it, so a decision to put something there would only fail. A symlink is the
+   * user's choice of where a directory lives (the OS resolves it), so it does not block.
+   */
+  const blocker = (path: string): Effect.Effect<string | undefined, FileSystemError> =>
+    Effect.gen(function*() {
+      for (let p = NodePath.dirname(path); p !== NodePath.dirname(p); p = NodePath.dirname(p)) {
+        const info = yield* io.lstatOption(p)
+        if (info === undefined) continue
+        return info.type === "Directory" || info.type === "SymbolicLink" ? undefined : why.blocked(display(p), aFileType(info.type))
+      }
+      return undefined
+    })
+
+  /** Keep `src` at the first free conflict candidate of `base` (`destination`: what it collided with, for the why). */
+  const planPreserve = (
+    src: string,
+    srcInfo: FileInfo,
+    base: string,
+    destination: string,
+    reason?: string
+  ): Effect.Effect<Step> =>
+    Effect.gen(function*() {
+      const blocked = yield* blocker(base)
+      if (blocked !== undefined) return step("refuse", src, base, blocked)
+      for (let k = 0;; k++) {
+        const candidate = conflictCandidate(base, k)
+        const taken = claimed.has(candidate)
+        const info = taken ? undefined : yield* io.lstatOption(candidate)
+        const identical = info !== undefined && (yield* io.sameContent(src, srcInfo, candidate, info))
+        switch (preserveRule(srcInfo.type, info?.type, identical, taken)) {
+          case "take":
+            claimed.add(candidate)
+            return step("preserve-conflict", src, candidate, reason ?? why.conflict(display(destination), k))
+          case "already-kept":
+            return step("remove-duplicate", src, candidate, why.alreadyKept(display(destination)))
+          case "continue-directory": {
+            const children: Array<Step> = []
+            for (const name of yield* io.childNames(src)) {
+              const child = NodePath.join(src, name)
+              const childInfo = yield* fs.lstat(child).pipe(Effect.either)
+              children.push(
+                childInfo._tag === "Left"
+                  ? step("refuse", child, NodePath.join(candidate, name), childInfo.left.message)
+                  : yield* planPreserve(child, childInfo.right, NodePath.join(candidate, name), NodePath.join(destination, name))
+              )
+            }
+            return step("merge-directory", src, candidate, why.continuePreservation, children, children.every(completes))
+          }
+          case "next":
+            continue
+        }
+      }
+    }).pipe(Effect.catchAll(refusal(src, base)))
+
+  /** Place `src` at `dst` (collisions kept under `base`); `budget` limits a top-level merge's entries. */
+  const planPlace = (src: string, dst: string, base: string, budget?: Budget): Effect.Effect<Step> =>
+    Effect.gen(function*() {
+      const srcInfo = yield* io.lstatOption(src)
+      if (srcInfo === undefined) return step("already-done", src, dst, why.vanished)
+      if (claimed.has(dst)) return yield* planPreserve(src, srcInfo, base, dst)
+      const dstInfo = yield* io.lstatOption(dst)
+      const identical = dstInfo !== undefined && (yield* io.sameContent(src, srcInfo, dst, dstInfo))
+      switch (placeRule(srcInfo.type, dstInfo?.type, identical)) {
+        case "move": {
+          const blocked = yield* blocker(dst)
+          if (blocked !== undefined) return step("refuse", src, dst, blocked)
+          claimed.add(dst)
+          return step("move", src, dst, why.move)
+        }
+        case "remove-duplicate":
+          return step("remove-duplicate", src, dst, why.duplicate)
+        case "preserve":
+          return yield* planPreserve(src, srcInfo, base, dst)
+        case "merge-directory": {
+          const children: Array<Step> = []
+          let cut = false
+          for (const name of yield* io.childNames(src)) {
+            if (budget !== undefined) {
+              // Entry by entry, each top-level child costing one unit of the budget.
+              if (budget.remaining <= 0) {
+                budget.partial = true
+                cut = true
+                break
+              }
+              budget.remaining--
+            }
+            children.push(yield* planPlace(NodePath.join(src, name), NodePath.join(dst, name), NodePath.join(base, name)))
+          }
+          return step("merge-directory", src, dst, cut ? why.mergeDirectory + why.budget : why.mergeDirectory, children, !cut && children.every(completes))
+        }
+      }
+    }).pipe(Effect.catchAll(refusal(src, dst)))
+
+  /** trust.json at both places: decide the JSON merge now, from both copies' bytes. */
+  const planJson = (src: string, srcInfo: FileInfo, dst: string, base: string): Effect.Effect<Step> =>
+    Effect.gen(function*() {
+      const read = (p: string) => fs.readFile(p, { maxBytes: MERGE_MAX_BYTES }).pipe(Effect.option)
+      const legacy = yield* read(src)
+      const canonical = yield* read(dst)
+      const merge = legacy._tag === "None"
+        ? { _tag: "Unparsable" as const, which: "legacy" as const }
+        : canonical._tag === "None"
+        ? { _tag: "Unparsable" as const, which: "canonical" as const }
+        : mergeJsonObjects(legacy.value, canonical.value)
+      if (merge._tag === "Unparsable") {
+        return yield* planPreserve(src, srcInfo, base, dst, why.unparsableJson(merge.which, display(dst)))
+      }
+      // A legacy value the canonical one overrode is still someone's decision: keep that copy for review.
+      const kept = merge.overridden.length > 0 ? [yield* planPreserve(src, srcInfo, base, dst, why.jsonKept(display(dst)))] : []
+      return step("merge-json", src, dst, why.mergeJson(merge.overridden, kept[0]?.decision.to), kept)
+    }).pipe(Effect.catchAll(refusal(src, dst)))
+
+  /** One legacy root entry. */
+  const planUnit = (root: string, unit: LayoutUnit, budget: Budget): Effect.Effect<Step | undefined> =>
+    Effect.gen(function*() {
+      const src = NodePath.join(root, unit.name)
+      const dst = NodePath.join(root, ...unit.destination)
+      const base = NodePath.join(root, ...unit.conflictBase)
+      const srcInfo = yield* io.lstatOption(src)
+      if (srcInfo === undefined) return step("already-done", src, dst, why.vanished)
+      const dstInfo = yield* io.lstatOption(dst)
+      if (srcInfo.type === "Directory" && dstInfo?.type === "Directory") return yield* planPlace(src, dst, base, budget)
+      if (budget.remaining <= 0) {
+        budget.partial = true
+        return undefined
+      }
+      budget.remaining--
+      if (unit.mergeJson && srcInfo.type === "File" && dstInfo?.type === "File") return yield* planJson(src, srcInfo, dst, base)
+      return yield* planPlace(src, dst, base)
+    }).pipe(Effect.catchAll((e) => Effect.succeed(step("refuse", NodePath.join(root, unit.name), NodePath.join(root, ...unit.destination), e.message))))
+
+  return { planPlace, planPreserve, planUnit }
+}
+
+interface Budget {
+  remaining: number
+  partial: boolean
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The executor: does exactly what a step says, after checking what it was based on still holds
+
+const makeExecutor = (io: Io, fs: Fs, record: (step: Step, outcome: DecisionOutcome, error?: string) => void) => {
+  /** A failure is the failing step's, not also every enclosing directory merge's. */
+  const attributed = new WeakSet<object>()
+  const execute = (s: Step): Effect.Effect<void, FileSystemError> =>
+    Effect.gen(function*() {
+      switch (s.decision.action) {
+        case "move":
+        case "preserve-conflict": {
+          const info = yield* io.lstatOption(s.from)
+          if (info === undefined) return yield* Effect.fail(changed(s.from, "the legacy entry is gone"))
+          if ((yield* io.lstatOption(s.to)) !== undefined) return yield* Effect.fail(changed(s.to, "something is there now"))
+          yield* io.transfer(s.from, info, s.to)
+          break
+        }
+        case "remove-duplicate": {
+          const [a, b] = [yield* io.lstatOption(s.from), yield* io.lstatOption(s.to)]
+          if (a === undefined || b === undefined || !(yield* io.sameContent(s.from, a, s.to, b))) {
+            return yield* Effect.fail(changed(s.from, `no longer identical to ${s.decision.to}`))
+          }
+          yield* fs.removeFile(s.from)
+          break
+        }
+        case "merge-directory": {
+          for (const child of s.children) yield* execute(child)
+          if (s.removeSource) yield* fs.removeDirectory(s.from)
+          break
+        }
+        case "merge-json": {
+          const legacy = yield* fs.readFile(s.from, { maxBytes: MERGE_MAX_BYTES })
+          const canonical = yield* fs.readFile(s.to, { maxBytes: MERGE_MAX_BYTES })
+          const merge = mergeJsonObjects(legacy, canonical)
+          if (merge._tag === "Unparsable" || (merge.overridden.length > 0) !== (s.children.length > 0)) {
+            return yield* Effect.fail(changed(s.from, "the JSON copies are not the ones planned"))
+          }
+          // Durable merged result first; the legacy copy is retired (or kept) only after it.
+          if (!merge.canonicalUnchanged) yield* io.writeDurably(s.to, encodeJsonObject(merge.merged), (yield* fs.lstat(s.to)).mode)
+          for (const child of s.children) yield* execute(child)
+          if (s.children.length === 0) yield* fs.removeFile(s.from)
+          break
+        }
+        case "already-done":
+        case "refuse":
+          break
+      }
+      record(s, "done")
+    }).pipe(Effect.tapError((e) =>
+      Effect.sync(() => {
+        if (attributed.has(e)) return
+        attributed.add(e)
+        record(s, "failed", e.message)
+      })
+    ))
+  return execute
+}
+
+/** The executed decisions in plan order: steps the executor never reached are `skipped`. */
+const executedIn = (
+  steps: ReadonlyArray<Step>,
+  outcomes: ReadonlyMap<Step, { readonly outcome: DecisionOutcome; readonly error?: string | undefined }>
+): ReadonlyArray<ExecutedDecision> =>
+  flatten(steps).map((s) => {
+    const o = outcomes.get(s)
+    if (o === undefined) return { ...s.decision, outcome: "skipped" }
+    return o.error === undefined ? { ...s.decision, outcome: o.outcome } : { ...s.decision, outcome: o.outcome, error: o.error }
+  })
+
+/** Preserve-family decisions of an executed step tree: where colliding data was kept. */
+const keptPaths = (step: Step): ReadonlyArray<string> =>
+  flatten([step])
+    .filter((s) => (s.decision.action === "preserve-conflict" || s.decision.action === "remove-duplicate") && isConflictPath(s.decision.to))
+    .map((s) => s.decision.to)
 
 // ---------------------------------------------------------------------------------------------------------
 // the migration marker
@@ -317,143 +518,54 @@ const tidyLeftovers = (deps: Deps, agentDir: string, leftovers: ReadonlyArray<st
 // ---------------------------------------------------------------------------------------------------------
 // MG1: the layout migration
 
-/**
- * The agent dir itself may be a symlink (the user keeps ~/.pi/agent on another disk): that one link is the
- * user's choice and is resolved (up to 8 hops); nothing below it is ever followed.
- */
-export const resolveRootLink = (fs: Fs, path: string): Effect.Effect<string> =>
-  Effect.gen(function*() {
-    let current = path
-    for (let hop = 0; hop < 8; hop++) {
-      const info = yield* fs.lstat(current).pipe(Effect.option)
-      if (info._tag === "None" || info.value.type !== "SymbolicLink") return current
-      const target = yield* fs.readLink(current).pipe(Effect.option)
-      if (target._tag === "None") return current
-      current = NodePath.resolve(NodePath.dirname(current), target.value)
-    }
-    return current
-  })
-
 const readRootNames = (fs: Fs, agentDir: string) =>
   fs.readDirectory(agentDir).pipe(
     Effect.map((entries) => entries.map((e) => e.name)),
     Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.succeed([]))
   )
 
-interface LayoutState {
-  readonly moved: Array<string>
-  readonly merged: Array<string>
-  readonly collector: Collector
-  readonly errors: Array<{ readonly path: string; readonly message: string }>
-  budget: number
-  partial: boolean
-}
-
-/** trust.json present at both places: merge the objects (canonical wins), durable before the legacy copy goes. */
-const mergeJsonUnit = (fs: Fs, engine: Engine, src: string, dst: string, dstInfo: FileInfo, conflictBase: string) =>
+/** The plan of the layout migration over the (resolved) agent dir `root`: one step per legacy root entry. */
+const planLayout = (
+  fs: Fs,
+  agentDir: string,
+  root: string,
+  options?: LayoutOptions
+): Effect.Effect<LayoutPlan & { readonly steps: ReadonlyArray<Step> }> =>
   Effect.gen(function*() {
-    const read = (p: string) => fs.readFile(p, { maxBytes: MERGE_MAX_BYTES }).pipe(Effect.option)
-    const legacy = yield* read(src)
-    const canonical = yield* read(dst)
-    const srcInfo = yield* fs.lstat(src)
-    if (legacy._tag === "None" || canonical._tag === "None") return yield* engine.preserve(src, srcInfo, conflictBase)
-    const merge = mergeJsonObjects(legacy.value, canonical.value)
-    if (merge._tag === "Unparsable") return yield* engine.preserve(src, srcInfo, conflictBase)
-    if (!merge.canonicalUnchanged) {
-      yield* engine.writeDurably(dst, encodeJsonObject(merge.merged), dstInfo.mode)
+    const io = makeIo(fs)
+    const display = (p: string) => displayPath(root, p)
+    const planner = makePlanner(io, fs, display)
+    const base = { agentDir, exists: true, notADirectory: null, partial: false }
+    const info = yield* fs.lstat(root).pipe(Effect.either)
+    if (info._tag === "Left" && isNotFound(info.left)) return { ...base, exists: false, decisions: [], steps: [] }
+    const refuseRoot = (message: string) => {
+      const steps = [{ decision: { action: "refuse" as const, from: ".", to: ".", why: message }, from: root, to: root, children: [], removeSource: false }]
+      return { ...base, decisions: steps.map((s) => s.decision), steps }
     }
-    // A legacy value the canonical one overrode is still someone's decision: keep that copy for review.
-    if (merge.overridden.length > 0) {
-      yield* engine.preserve(src, srcInfo, conflictBase)
-      return "merged" as const
+    if (info._tag === "Left") return refuseRoot(info.left.message)
+    if (info.right.type !== "Directory") {
+      return { ...base, exists: false, notADirectory: fileTypeWord(info.right.type), decisions: [], steps: [] }
     }
-    yield* fs.removeFile(src)
-    return "merged" as const
+    const names = yield* fs.readDirectory(root).pipe(Effect.map((entries) => entries.map((e) => e.name)), Effect.either)
+    if (names._tag === "Left") return refuseRoot(names.left.message)
+    const budget: Budget = { remaining: Math.max(1, options?.maxEntries ?? DEFAULT_MAX_ENTRIES), partial: false }
+    const steps: Array<Step> = []
+    for (const unit of layoutUnits(names.right)) {
+      const planned = yield* planner.planUnit(root, unit, budget)
+      if (planned !== undefined) steps.push(planned)
+      if (budget.partial) break
+    }
+    return { ...base, partial: budget.partial, decisions: flatten(steps).map((s) => s.decision), steps }
   })
 
-const migrateUnit = (fs: Fs, engine: Engine, agentDir: string, unit: LayoutUnit, state: LayoutState) =>
+/** Execute a plan's steps, entry by entry: a failure stops its own entry only. */
+const executeLayout = (fs: Fs, steps: ReadonlyArray<Step>, partial: boolean): Effect.Effect<LayoutReport> =>
   Effect.gen(function*() {
-    const src = NodePath.join(agentDir, unit.name)
-    const dst = NodePath.join(agentDir, ...unit.destination)
-    const conflictBase = NodePath.join(agentDir, ...unit.conflictBase)
-    const srcInfo = yield* engine.lstatOption(src)
-    if (srcInfo === undefined) return
-    const dstInfo = yield* engine.lstatOption(dst)
-    if (unit.mergeJson && srcInfo.type === "File" && dstInfo?.type === "File") {
-      state.budget--
-      yield* mergeJsonUnit(fs, engine, src, dst, dstInfo, conflictBase)
-      state.merged.push(unit.name)
-      return
-    }
-    if (srcInfo.type === "Directory" && dstInfo?.type === "Directory") {
-      // Entry by entry, each top-level child costing one unit of the budget.
-      for (const name of yield* engine.childNames(src)) {
-        if (state.budget <= 0) {
-          state.partial = true
-          return
-        }
-        state.budget--
-        const placed = yield* engine.place(NodePath.join(src, name), NodePath.join(dst, name), NodePath.join(conflictBase, name))
-        if (placed === "moved" || placed === "duplicate") state.moved.push(`${unit.name}/${name}`)
-      }
-      yield* fs.removeDirectory(src)
-      state.merged.push(unit.name)
-      return
-    }
-    state.budget--
-    const placed = yield* engine.place(src, dst, conflictBase)
-    if (placed === "moved" || placed === "duplicate") state.moved.push(unit.name)
-    else if (placed === "merged") state.merged.push(unit.name)
-  })
-
-const layoutProgram = (deps: Deps, agentDirInput: string, options?: LayoutOptions): Effect.Effect<LayoutReport> =>
-  Effect.gen(function*() {
-    const fs = deps.fs
-    const agentDir = yield* resolveRootLink(fs, agentDirInput)
-    const before = yield* readRootNames(fs, agentDir).pipe(Effect.either)
-    if (before._tag === "Left") {
-      return { ...emptyLayoutReport, errors: [{ path: ".", message: before.left.message }] }
-    }
-    // A fresh or already-migrated agent dir: nothing to do, nothing created (not even the marker).
-    if (layoutUnits(before.right).length === 0) {
-      yield* tidyLeftovers(deps, agentDir, [], Effect.void)
-      return emptyLayoutReport
-    }
-    const busy = (message: string): LayoutReport => ({ ...emptyLayoutReport, errors: [{ path: MIGRATION_MARKER, message }] })
-    return yield* withMarker(deps, agentDir, options, busy, runLayout(deps.fs, agentDir, options))
-  })
-
-const runLayout = (fs: Fs, agentDir: string, options?: LayoutOptions): Effect.Effect<LayoutReport> =>
-  Effect.gen(function*() {
-    const display = (p: string) => displayPath(agentDir, p)
-    const state: LayoutState = {
-      moved: [],
-      merged: [],
-      collector: { conflicts: [] },
-      errors: [],
-      budget: Math.max(1, options?.maxEntries ?? DEFAULT_MAX_ENTRIES),
-      partial: false
-    }
-    const engine = makeEngine(fs, state.collector, display)
-    // Re-read under the marker: another process may have finished the work meanwhile.
-    const names = yield* readRootNames(fs, agentDir).pipe(Effect.orElseSucceed(() => []))
-    for (const unit of layoutUnits(names)) {
-      if (state.budget <= 0) {
-        state.partial = true
-        break
-      }
-      yield* migrateUnit(fs, engine, agentDir, unit, state).pipe(
-        Effect.catchAll((e) => Effect.sync(() => state.errors.push({ path: unit.name, message: e.message })))
-      )
-      if (state.partial) break
-    }
-    return {
-      moved: state.moved,
-      merged: state.merged,
-      conflicts: state.collector.conflicts,
-      partial: state.partial,
-      errors: state.errors
-    }
+    const outcomes = new Map<Step, { readonly outcome: DecisionOutcome; readonly error?: string | undefined }>()
+    const execute = makeExecutor(makeIo(fs), fs, (s, outcome, error) => void outcomes.set(s, { outcome, error }))
+    // A failed entry's error is already in `outcomes` (the report's `errors`); the next entry goes on.
+    for (const unit of steps) yield* execute(unit).pipe(Effect.catchAll(() => Effect.void))
+    return layoutReportOf(executedIn(steps, outcomes), partial)
   })
 
 // ---------------------------------------------------------------------------------------------------------
@@ -504,9 +616,9 @@ const readJournal = (fs: Fs, path: string) =>
   )
 
 /** Append = read + durable rewrite (journals are small; this keeps every line whole after a crash). */
-const appendJournal = (fs: Fs, engine: Engine, path: string, record: JournalRecord) =>
+const appendJournal = (fs: Fs, io: Io, path: string, record: JournalRecord) =>
   Effect.gen(function*() {
-    yield* engine.ensureParent(NodePath.dirname(path))
+    yield* io.ensureParent(NodePath.dirname(path))
     const current = yield* fs.readFile(path).pipe(
       Effect.catchIf(isNotFound, () => Effect.succeed(new Uint8Array()))
     )
@@ -514,22 +626,30 @@ const appendJournal = (fs: Fs, engine: Engine, path: string, record: JournalReco
     const next = new Uint8Array(current.length + line.length)
     next.set(current)
     next.set(line, current.length)
-    yield* engine.writeDurably(path, next, 0o600)
+    yield* io.writeDurably(path, next, 0o600)
   })
 
-const runMoveEntry = (engine: Engine, from: string, to: string, conflictBase: string) =>
+/** One toolkit step: planned by the layout's planner, executed by its executor (a refused entry is not started). */
+const planAndExecute = (io: Io, fs: Fs, display: (p: string) => string, plan: (planner: ReturnType<typeof makePlanner>) => Effect.Effect<Step>) =>
   Effect.gen(function*() {
-    const before = engine.conflictsSoFar()
-    const placed = yield* engine.place(from, to, conflictBase)
-    const conflicts = engine.conflictsSince(before)
-    return placed === "conflict" || conflicts.length > 0
-      ? { outcome: "conflict-preserved" as const, conflicts }
-      : { outcome: "moved" as const }
+    const step = yield* plan(makePlanner(io, fs, display))
+    const refused = flatten([step]).find((s) => s.decision.action === "refuse")
+    if (refused !== undefined) return yield* Effect.fail(stepFailure("migrate", refused.from, refused.decision.why))
+    yield* makeExecutor(io, fs, () => undefined)(step)
+    return step
+  })
+
+const runMoveEntry = (io: Io, fs: Fs, display: (p: string) => string, from: string, to: string, conflictBase: string) =>
+  Effect.gen(function*() {
+    const step = yield* planAndExecute(io, fs, display, (planner) => planner.planPlace(from, to, conflictBase))
+    const conflicts = keptPaths(step)
+    return conflicts.length > 0 ? { outcome: "conflict-preserved" as const, conflicts } : { outcome: "moved" as const }
   })
 
 const runLedgerEntry = (
+  io: Io,
   fs: Fs,
-  engine: Engine,
+  display: (p: string) => string,
   entry: MergeLedgerEntry,
   from: string,
   to: string,
@@ -538,7 +658,7 @@ const runLedgerEntry = (
   Effect.gen(function*() {
     const fromInfo = yield* fs.lstat(from)
     if (fromInfo.type !== "File") return { outcome: "failed" as const, reason: `${from} is ${aFileType(fromInfo.type)}, not a ledger file` }
-    const toInfo = yield* engine.lstatOption(to)
+    const toInfo = yield* io.lstatOption(to)
     if (toInfo !== undefined && toInfo.type !== "File") {
       return { outcome: "failed" as const, reason: `${to} is ${aFileType(toInfo.type)}, not a ledger file` }
     }
@@ -551,8 +671,8 @@ const runLedgerEntry = (
     const bytes = ledgerSerialize(entry.format, merge.rows)
     // Durable merged result first; the source is retired only after it.
     if (toBytes === undefined || !sameBytes(bytes, toBytes)) {
-      yield* engine.ensureParent(NodePath.dirname(to))
-      yield* engine.writeDurably(to, bytes, toInfo?.mode ?? fromInfo.mode)
+      yield* io.ensureParent(NodePath.dirname(to))
+      yield* io.writeDurably(to, bytes, toInfo?.mode ?? fromInfo.mode)
     }
     const mergedRows = merge.added + merge.replaced
     if (merge.fromFullyKept) {
@@ -560,13 +680,12 @@ const runLedgerEntry = (
       return { outcome: "merged" as const, rows: merge.rows.length, mergedRows }
     }
     // Some `from` rows lost to the declared winner (or were in-file duplicates): keep that file for review.
-    const before = engine.conflictsSoFar()
-    yield* engine.preserve(from, fromInfo, conflictBase)
+    const kept = yield* planAndExecute(io, fs, display, (planner) => planner.planPreserve(from, fromInfo, conflictBase, to))
     return {
       outcome: "conflict-preserved" as const,
       rows: merge.rows.length,
       mergedRows,
-      conflicts: engine.conflictsSince(before)
+      conflicts: keptPaths(kept)
     }
   })
 
@@ -578,11 +697,10 @@ type EntryResult = {
   readonly reason?: string
 }
 
-const planProgram = (deps: Deps, agentDirInput: string, plan: MigrationPlan, options?: LayoutOptions) =>
+const toolkitProgram = (deps: Deps, agentDir: string, plan: MigrationPlan, options?: LayoutOptions) =>
   Effect.gen(function*() {
     yield* validatePlan(plan)
     const fs = deps.fs
-    const agentDir = yield* resolveRootLink(fs, agentDirInput)
     const journal = journalPath(agentDir, plan.id)
     const resolved = plan.entries.map((entry) => ({
       entry,
@@ -643,14 +761,13 @@ const runPlan = (
 ): Effect.Effect<PlanReport> =>
   Effect.gen(function*() {
     const display = (p: string) => displayPath(agentDir, p)
-    const collector: Collector = { conflicts: [] }
-    const engine = makeEngine(fs, collector, display)
+    const io = makeIo(fs)
     yield* settleJournal(fs, journal)
     const { records } = yield* readJournal(fs, journal).pipe(Effect.orElseSucceed(() => ({ records: [], bad: 0 })))
     const reports: Array<EntryReport> = []
     for (const { entry, from, to } of resolved) {
       const conflictBase = NodePath.join(agentDir, ...MIGRATION_CONFLICTS, plan.id, entry.id)
-      const exists = yield* engine.lstatOption(from).pipe(Effect.either)
+      const exists = yield* io.lstatOption(from).pipe(Effect.either)
       if (exists._tag === "Right" && exists.right === undefined) {
         reports.push(alreadyDone(entry, display(from), display(to), records))
         continue
@@ -658,8 +775,8 @@ const runPlan = (
       const attempt: Effect.Effect<EntryResult, FileSystemError> = exists._tag === "Left"
         ? Effect.fail(exists.left)
         : entry.kind === "move"
-        ? runMoveEntry(engine, from, to, conflictBase)
-        : runLedgerEntry(fs, engine, entry, from, to, conflictBase)
+        ? runMoveEntry(io, fs, display, from, to, conflictBase)
+        : runLedgerEntry(io, fs, display, entry, from, to, conflictBase)
       const result = yield* attempt.pipe(
         Effect.catchAll((e) => Effect.succeed<EntryResult>({ outcome: "failed", reason: e.message }))
       )
@@ -679,7 +796,7 @@ const runPlan = (
         ...(result.reason !== undefined ? { reason: result.reason } : {}),
         at
       }
-      const journaled = yield* appendJournal(fs, engine, journal, record).pipe(Effect.either)
+      const journaled = yield* appendJournal(fs, io, journal, record).pipe(Effect.either)
       reports.push(
         journaled._tag === "Left"
           ? { ...report, outcome: "failed", reason: `${report.reason ?? report.outcome}; journal not written: ${journaled.left.message}` }
@@ -689,44 +806,65 @@ const runPlan = (
     return reportOf(reports)
   })
 
+const layoutProgram = (deps: Deps, agentDir: string, root: string, options?: LayoutOptions): Effect.Effect<LayoutReport> =>
+  Effect.gen(function*() {
+    const before = yield* readRootNames(deps.fs, root).pipe(Effect.either)
+    if (before._tag === "Left") {
+      return { ...emptyLayoutReport, errors: [{ path: ".", message: before.left.message }] }
+    }
+    // A fresh or already-migrated agent dir: nothing to do, nothing created (not even the marker).
+    if (layoutUnits(before.right).length === 0) {
+      yield* tidyLeftovers(deps, root, [], Effect.void)
+      return emptyLayoutReport
+    }
+    const busy = (message: string): LayoutReport => ({ ...emptyLayoutReport, errors: [{ path: MIGRATION_MARKER, message }] })
+    // Planned again under the marker (another process may have finished the work, or the tree changed since a
+    // dry run), by the same function the dry run uses; then exactly those decisions are executed.
+    const planAndRun = Effect.flatMap(planLayout(deps.fs, agentDir, root, options), (plan) => executeLayout(deps.fs, plan.steps, plan.partial))
+    return yield* withMarker(deps, root, options, busy, planAndRun)
+  })
+
+/** The dry run's view of a plan (the executor's steps left out). */
+const publicPlan = (plan: LayoutPlan): LayoutPlan => ({
+  agentDir: plan.agentDir,
+  exists: plan.exists,
+  notADirectory: plan.notADirectory,
+  decisions: plan.decisions,
+  partial: plan.partial
+})
+
 // ---------------------------------------------------------------------------------------------------------
-// public API
+// The service
 
+export const makeMigration: Effect.Effect<Migration["Type"], never, FileSystem | Host | AgentDir> = Effect.gen(function*() {
+  const deps = yield* depsFromContext
+  const agentDir = yield* AgentDir
+  // AgentDir resolved a symlink at the agent dir's own path once: `path` is the directory worked on, `given`
+  // the path reports name.
+  const root = agentDir.path
+  return Migration.of({
+    plan: (options) => Effect.map(planLayout(deps.fs, agentDir.given, root, options), publicPlan),
+    run: (options) => layoutProgram(deps, agentDir.given, root, options),
+    runPlan: (plan, options) => toolkitProgram(deps, root, plan, options)
+  })
+})
 
 /**
- * MG1: move the legacy root entries of `agentDir` to their canonical places. Never fails: per-entry
- * problems are in `errors`, and a live concurrent migration is reported there too (nothing moved).
+ * The agent dir's migrations, over the AgentDir, FileSystem and Host of the context:
+ * - `plan` (MG1, read-only): the decisions the layout migration would execute now, with why (the dry run);
+ * - `run` (MG1): take the migration marker, plan again, execute exactly that plan. Never fails: per-entry
+ *   problems are in `errors`, and a live concurrent migration is reported there too (nothing moved);
+ * - `runPlan` (MG2): run a per-entry toolkit plan, journaling each outcome in `state/migrations/<plan-id>.jsonl`.
+ *   Fails only for an invalid plan (bad or duplicate ids); entry failures are in the report (`failed: true`).
  */
-export const migrateAgentDirLayout = (
-  agentDir: string,
-  options?: LayoutOptions
-): Effect.Effect<LayoutReport, never, FileSystem | Host> =>
-  Effect.flatMap(depsFromContext, (deps) => layoutProgram(deps, agentDir, options))
-
-/**
- * MG2: run a per-entry migration plan, journaling each outcome in `state/migrations/<plan-id>.jsonl`.
- * Fails only for an invalid plan (bad or duplicate ids); entry failures are in the report (`failed: true`).
- */
-export const runMigrationPlan = (
-  agentDir: string,
-  plan: MigrationPlan,
-  options?: Pick<LayoutOptions, "lockAttempts" | "lockRetryDelay">
-): Effect.Effect<PlanReport, InvalidArgument, FileSystem | Host> =>
-  Effect.flatMap(depsFromContext, (deps) => planProgram(deps, agentDir, plan, options))
-
 export class Migration extends Context.Tag("pi-agent-storage/Migration")<Migration, {
-  readonly migrateAgentDirLayout: (agentDir: string, options?: LayoutOptions) => Effect.Effect<LayoutReport>
-  readonly runMigrationPlan: (
-    agentDir: string,
+  readonly plan: (options?: Pick<LayoutOptions, "maxEntries">) => Effect.Effect<LayoutPlan>
+  readonly run: (options?: LayoutOptions) => Effect.Effect<LayoutReport>
+  readonly runPlan: (
     plan: MigrationPlan,
     options?: Pick<LayoutOptions, "lockAttempts" | "lockRetryDelay">
   ) => Effect.Effect<PlanReport, InvalidArgument>
 }>() {
-  static readonly layer: Layer.Layer<Migration, never, FileSystem | Host> = Layer.effect(
-    Migration,
-    Effect.map(depsFromContext, (deps) => ({
-      migrateAgentDirLayout: (agentDir, options) => layoutProgram(deps, agentDir, options),
-      runMigrationPlan: (agentDir, plan, options) => planProgram(deps, agentDir, plan, options)
-    }))
-  )
+  static readonly make = makeMigration
+  static readonly layer: Layer.Layer<Migration, never, FileSystem | Host | AgentDir> = Layer.effect(Migration, makeMigration)
 }

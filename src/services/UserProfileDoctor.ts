@@ -6,7 +6,7 @@
  */
 import * as Effect from "effect/Effect"
 import { agentPaths } from "../domain/AgentPaths.js"
-import type { FindingCode, Severity } from "../domain/MigrationPlan.js"
+import type { FindingCode, Severity } from "../domain/Findings.js"
 import { buildModel } from "../domain/UserProfile.js"
 import { DEFAULT_PROFILE_BUDGET_BYTES, utf8Bytes } from "../domain/UserProfileText.js"
 import type { Deps } from "./internal/deps.js"

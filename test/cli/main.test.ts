@@ -312,11 +312,11 @@ describe("pi-storage (built CLI)", () => {
     const b = make()
     const [dry, dryJson] = await Promise.all([at(a)("migrate", "--dry-run"), at(a)("migrate", "--dry-run", "--json")])
     assert.strictEqual(dry.code, 0, dry.stderr)
-    assert.match(dry.stdout, /^ {2}backups\s+→ state\/backups\/config$/m)
-    assert.match(dry.stdout, /^ {2}trust\.json\s+→ state\/trust\.json$/m)
-    assert.deepStrictEqual(JSON.parse(dryJson.stdout).entries, [
-      { from: "backups", to: "state/backups/config", action: "move" },
-      { from: "trust.json", to: "state/trust.json", action: "move" }
+    assert.match(dry.stdout, /^ {2}move\s+backups → state\/backups\/config$/m)
+    assert.match(dry.stdout, /^ {2}move\s+trust\.json → state\/trust\.json$/m)
+    assert.deepStrictEqual(JSON.parse(dryJson.stdout).decisions.map((d: any) => [d.action, d.from, d.to]), [
+      ["move", "backups", "state/backups/config"],
+      ["move", "trust.json", "state/trust.json"]
     ])
     assert.deepStrictEqual(Fs.readdirSync(a).sort(), ["backups", "trust.json"])
 

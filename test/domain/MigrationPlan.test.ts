@@ -2,9 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import { CANONICAL_ROOT_ENTRIES, LEGACY_ROOT_ENTRIES } from "../../src/domain/AgentPaths.js"
 import {
-  classifyRootEntry,
   conflictCandidate,
-  FINDING_CODES,
   jsonEqual,
   layoutUnit,
   layoutUnits,
@@ -152,24 +150,5 @@ describe("journal records", () => {
     assert.strictEqual(parsed.bad, 2)
     assert.deepStrictEqual(parsed.records.map((r) => r.outcome), ["merged", "failed"])
     assert.deepStrictEqual(parsed.records[0], record)
-  })
-})
-
-describe("doctor classification (DR1)", () => {
-  it("reads the canonical and legacy tables; everything else is unknown with a hint", () => {
-    for (const entry of CANONICAL_ROOT_ENTRIES) assert.strictEqual(classifyRootEntry(entry.name)._tag, "Canonical")
-    for (const entry of LEGACY_ROOT_ENTRIES) assert.strictEqual(classifyRootEntry(entry.name)._tag, "Legacy")
-    assert.strictEqual(classifyRootEntry("x:Zone.Identifier")._tag, "Legacy")
-    assert.strictEqual(classifyRootEntry(MIGRATION_MARKER)._tag, "MigrationMarker")
-    assert.deepStrictEqual(classifyRootEntry("usage.sqlite"), { _tag: "Unknown", hint: "database" })
-    assert.deepStrictEqual(classifyRootEntry("debug.log"), { _tag: "Unknown", hint: "log" })
-    assert.deepStrictEqual(classifyRootEntry("notes"), { _tag: "Unknown", hint: "other" })
-  })
-
-  it("every finding code has a severity and a meaning", () => {
-    for (const [code, spec] of Object.entries(FINDING_CODES)) {
-      assert.include(["info", "warning", "error"], spec.severity, code)
-      assert.isAbove(spec.meaning.length, 20, code)
-    }
   })
 })

@@ -129,7 +129,7 @@ describe("doctor (DR1, DR2) on the Memory layer", () => {
       for (const f of report.findings) assert.isAbove(f.message.length, 10)
       const legacy = report.findings.find((f) => f.code === "legacy-entry")!
       assert.strictEqual(legacy.severity, "warning")
-      assert.match(legacy.fix!, /migrateAgentDirLayout|pi-storage migrate/)
+      assert.match(legacy.fix!, /Migration\.run|pi-storage migrate/)
       assert.match(report.findings.find((f) => f.path === "usage.sqlite")!.message, /database/)
       // Read-only: the tree is identical (times included) and the journal holds only reads.
       assert.deepStrictEqual(world.tree("/"), before)

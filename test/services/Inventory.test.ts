@@ -69,7 +69,6 @@ describe("Inventory on the Memory layer", () => {
       assert.deepStrictEqual([report.tenants, report.extensions], [[], []])
       const list = yield* inventory.listRuns()
       assert.deepStrictEqual([list.runs, list.unowned], [[], []])
-      assert.deepStrictEqual((yield* inventory.migrationPreview).entries, [])
       assert.strictEqual(world.mutationCount, before)
       assert.deepStrictEqual(world.tree(AGENT_DIR), {})
     }))
@@ -180,23 +179,4 @@ describe("Inventory on the Memory layer", () => {
       })),
     { fastCheck: { numRuns: 15 } }
   )
-
-  it.scoped("migrationPreview says what the layout migration would move or merge, and writes nothing", () =>
-    Effect.gen(function*() {
-      const world = MemoryWorld.make()
-      yield* world.writeFixture(`${AGENT_DIR}/trust.json`, "{}")
-      yield* world.writeFixture(`${AGENT_DIR}/state/trust.json`, "{}")
-      yield* world.mkdirFixture(`${AGENT_DIR}/backups`)
-      yield* world.writeFixture(`${AGENT_DIR}/settings.json`, "{}")
-      yield* world.writeFixture(`${AGENT_DIR}/notes.txt:Zone.Identifier`, "")
-      const inventory = yield* inventoryOf(world)
-      const before = world.mutationCount
-      const preview = yield* inventory.migrationPreview
-      assert.strictEqual(world.mutationCount, before)
-      assert.deepStrictEqual(preview.entries, [
-        { from: "backups", to: "state/backups/config", action: "move" },
-        { from: "notes.txt:Zone.Identifier", to: "state/legacy-layout/sidecars/notes.txt.Zone.Identifier", action: "move" },
-        { from: "trust.json", to: "state/trust.json", action: "merge" }
-      ])
-    }))
 })

@@ -18,10 +18,9 @@ import {
   unreadableAtMost,
   waitingAtMost
 } from "../../src/services/internal/markers.js"
-import { migrateAgentDirLayout } from "../../src/services/Migration.js"
 import { StateBackups } from "../../src/services/StateBackups.js"
 import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
-import { spawn } from "./migrationSupport.js"
+import { runLayout, spawn } from "./migrationSupport.js"
 
 const MARKER = `${AGENT_DIR}/state/some.lock`
 
@@ -161,7 +160,7 @@ describe("each service's lock wait keeps its bound (TestClock)", () => {
       const world = MemoryWorld.make()
       yield* world.writeFixture(`${AGENT_DIR}/trust.json`, "{}")
       yield* liveHolder(world, `${AGENT_DIR}/.pi-migration.lock`, "migrate-agent-dir")
-      const migrating = yield* Effect.fork(Effect.provide(migrateAgentDirLayout(AGENT_DIR, { lockAttempts: 3, lockRetryDelay: "100 millis" }), spawn(world).layer))
+      const migrating = yield* Effect.fork(Effect.provide(runLayout({ lockAttempts: 3, lockRetryDelay: "100 millis" }, AGENT_DIR), spawn(world).layer))
       yield* TestClock.adjust(Duration.millis(199))
       assert.isTrue(yield* stillWaiting(migrating), "3 tries, 100 ms apart, end at 200 ms")
       yield* TestClock.adjust(Duration.millis(1))

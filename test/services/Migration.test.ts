@@ -1,12 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
-import { Migration, migrateAgentDirLayout, runMigrationPlan } from "../../src/services/Migration.js"
-import { AGENT, asProcess, files, HOST, links, snapshot, spawn } from "./migrationSupport.js"
+import { Migration } from "../../src/services/Migration.js"
+import { AGENT, asProcess, files, HOST, links, migrationAt, runLayout, runToolkit, snapshot, spawn } from "./migrationSupport.js"
 
 const seedFile = (world: MemoryWorld, rel: string, content: string) => world.writeFixture(`${AGENT}/${rel}`, content)
 
-describe("migrateAgentDirLayout (MG1) on the Memory layer", () => {
+describe("Migration.run (MG1) on the Memory layer", () => {
   it.effect("moves every legacy entry to its canonical place and leaves config and resources alone", () =>
     Effect.gen(function*() {
       const world = MemoryWorld.make()
@@ -19,7 +19,7 @@ describe("migrateAgentDirLayout (MG1) on the Memory layer", () => {
       yield* seedFile(world, "tmp/scratch.txt", "scratch")
       yield* seedFile(world, "auth.json:Zone.Identifier", "[ZoneTransfer]")
       yield* world.symlinkFixture("/etc/passwd", `${AGENT}/tmp/link`)
-      const report = yield* asProcess(world, migrateAgentDirLayout(AGENT))
+      const report = yield* asProcess(world, runLayout())
       assert.deepStrictEqual(report.errors, [])
       assert.isFalse(report.partial)
       assert.deepStrictEqual([...report.moved].sort(), [
@@ -43,13 +43,13 @@ describe("migrateAgentDirLayout (MG1) on the Memory layer", () => {
   it.effect("a fresh or missing agent dir gets nothing created, and an already migrated one is not touched", () =>
     Effect.gen(function*() {
       const world = MemoryWorld.make()
-      const missing = yield* asProcess(world, migrateAgentDirLayout(AGENT))
-      assert.deepStrictEqual(missing, { moved: [], merged: [], conflicts: [], partial: false, errors: [] })
+      const missing = yield* asProcess(world, runLayout())
+      assert.deepStrictEqual(missing, { moved: [], merged: [], conflicts: [], partial: false, errors: [], decisions: [] })
       assert.deepStrictEqual(Object.keys(world.tree("/")), ["/"])
       yield* world.mkdirFixture(AGENT)
       yield* seedFile(world, "settings.json", "{}")
       const before = world.mutationCount
-      const fresh = yield* asProcess(world, migrateAgentDirLayout(AGENT))
+      const fresh = yield* asProcess(world, runLayout())
       assert.deepStrictEqual(fresh.moved, [])
       assert.strictEqual(world.mutationCount, before)
       assert.deepStrictEqual(Object.keys(snapshot(world)).sort(), [".", "settings.json"])
@@ -60,7 +60,7 @@ describe("migrateAgentDirLayout (MG1) on the Memory layer", () => {
       const world = MemoryWorld.make()
       yield* seedFile(world, "trust.json", `{"/a":true,"/b":false}`)
       yield* seedFile(world, "state/trust.json", `{"/b":true,"/c":true}`)
-      const report = yield* asProcess(world, migrateAgentDirLayout(AGENT))
+      const report = yield* asProcess(world, runLayout())
       assert.deepStrictEqual(report.merged, ["trust.json"])
       assert.deepStrictEqual(report.conflicts, [{ from: "trust.json", to: "state/migration-conflicts/trust.json" }])
       assert.deepStrictEqual(JSON.parse(world.readFixtureText(`${AGENT}/state/trust.json`)!), { "/a": true, "/b": true, "/c": true })
@@ -73,7 +73,7 @@ describe("migrateAgentDirLayout (MG1) on the Memory layer", () => {
       const world = MemoryWorld.make()
       yield* seedFile(world, "trust.json", `{"/a":true}`)
       yield* seedFile(world, "state/trust.json", `{"/a":true,"/c":true}`)
-      const report = yield* asProcess(world, migrateAgentDirLayout(AGENT))
+      const report = yield* asProcess(world, runLayout())
       assert.deepStrictEqual(report.conflicts, [])
       assert.deepStrictEqual(files(world), { "state/trust.json": `{"/a":true,"/c":true}` })
     }))
@@ -83,7 +83,7 @@ describe("migrateAgentDirLayout (MG1) on the Memory layer", () => {
       const world = MemoryWorld.make()
       yield* seedFile(world, "trust.json", `{not json`)
       yield* seedFile(world, "state/trust.json", `{"/c":true}`)
-      const report = yield* asProcess(world, migrateAgentDirLayout(AGENT))
+      const report = yield* asProcess(world, runLayout())
       assert.deepStrictEqual(report.errors, [])
       assert.deepStrictEqual(files(world), {
         "state/trust.json": `{"/c":true}`,
@@ -103,7 +103,7 @@ describe("migrateAgentDirLayout (MG1) on the Memory layer", () => {
       yield* seedFile(world, "state/backups/config/diff.json", "canonical diff")
       yield* seedFile(world, "state/backups/config/dir/x", "canonical x")
       yield* seedFile(world, "state/migration-conflicts/backups/diff.json", "an older conflict")
-      const report = yield* asProcess(world, migrateAgentDirLayout(AGENT))
+      const report = yield* asProcess(world, runLayout())
       assert.deepStrictEqual(report.errors, [])
       assert.deepStrictEqual(report.merged, ["backups"])
       assert.deepStrictEqual(report.conflicts, [
@@ -127,7 +127,7 @@ describe("migrateAgentDirLayout (MG1) on the Memory layer", () => {
       const world = MemoryWorld.make()
       yield* seedFile(world, "resource-profiles/a/settings.json", "A")
       yield* world.mkdirFixture(`${AGENT}/profiles/directories`)
-      yield* asProcess(world, migrateAgentDirLayout(AGENT))
+      yield* asProcess(world, runLayout())
       assert.deepStrictEqual(files(world), { "profiles/directories/a/settings.json": "A" })
     }))
 
@@ -138,7 +138,7 @@ describe("migrateAgentDirLayout (MG1) on the Memory layer", () => {
       yield* seedFile(world, "backups/b/c", "c")
       const ino = world.tree(`${AGENT}/backups`)[`${AGENT}/backups`]!.ino
       world.clearJournal()
-      yield* asProcess(world, migrateAgentDirLayout(AGENT))
+      yield* asProcess(world, runLayout())
       const renames = world.journal.filter((j) => j.op === "rename" && j.ok)
       assert.deepStrictEqual(renames.map((r) => [r.path, r.path2]).filter(([p]) => p === `${AGENT}/backups`), [
         [`${AGENT}/backups`, `${AGENT}/state/backups/config`]
@@ -155,7 +155,7 @@ describe("migrateAgentDirLayout (MG1) on the Memory layer", () => {
       yield* seedFile(world, "tmp/d/f.txt", "deep")
       yield* world.symlinkFixture("../../settings.json", `${AGENT}/tmp/d/l`)
       yield* world.writeFixture(`${AGENT}/tmp/mode.sh`, "#!/bin/sh", { mode: 0o750 })
-      const report = yield* asProcess(world, migrateAgentDirLayout(AGENT))
+      const report = yield* asProcess(world, runLayout())
       assert.deepStrictEqual(report.errors, [])
       assert.deepStrictEqual(files(world), {
         "state/trust.json": `{"/a":true}`,
@@ -174,14 +174,14 @@ describe("migrateAgentDirLayout (MG1) on the Memory layer", () => {
       for (let i = 0; i < 5; i++) yield* seedFile(world, `backups/f${i}`, `v${i}`)
       yield* seedFile(world, "state/backups/config/keep", "keep")
       yield* seedFile(world, "tmp/t", "t")
-      const first = yield* asProcess(world, migrateAgentDirLayout(AGENT, { maxEntries: 3 }))
+      const first = yield* asProcess(world, runLayout({ maxEntries: 3 }))
       assert.isTrue(first.partial)
       assert.deepStrictEqual(first.moved, ["backups/f0", "backups/f1", "backups/f2"])
-      const second = yield* asProcess(world, migrateAgentDirLayout(AGENT, { maxEntries: 3 }))
+      const second = yield* asProcess(world, runLayout({ maxEntries: 3 }))
       assert.isFalse(second.partial)
       assert.deepStrictEqual(second.moved, ["backups/f3", "backups/f4", "tmp"])
-      const third = yield* asProcess(world, migrateAgentDirLayout(AGENT, { maxEntries: 3 }))
-      assert.deepStrictEqual(third, { moved: [], merged: [], conflicts: [], partial: false, errors: [] })
+      const third = yield* asProcess(world, runLayout({ maxEntries: 3 }))
+      assert.deepStrictEqual(third, { moved: [], merged: [], conflicts: [], partial: false, errors: [], decisions: [] })
       assert.strictEqual(Object.keys(files(world)).length, 7)
     }))
 
@@ -194,14 +194,14 @@ describe("migrateAgentDirLayout (MG1) on the Memory layer", () => {
         version: 1, purpose: "migrate-agent-dir", host: HOST, bootId: world.bootId(HOST), pid: other,
         processStartedAt: world.startTimeOf(HOST, other), createdAt: 0
       }))
-      const report = yield* asProcess(world, migrateAgentDirLayout(AGENT, { lockAttempts: 3, lockRetryDelay: "1 millis" }))
+      const report = yield* asProcess(world, runLayout({ lockAttempts: 3, lockRetryDelay: "1 millis" }))
       assert.deepStrictEqual(report.moved, [])
       assert.strictEqual(report.errors.length, 1)
       assert.match(report.errors[0]!.message, /another migration is running/)
       assert.isDefined(world.readFixture(`${AGENT}/trust.json`))
       // Once that process is dead, its marker is reclaimed.
       world.kill(HOST, other)
-      const after = yield* asProcess(world, migrateAgentDirLayout(AGENT, { lockAttempts: 1 }))
+      const after = yield* asProcess(world, runLayout({ lockAttempts: 1 }))
       assert.deepStrictEqual(after.moved, ["trust.json"])
       assert.deepStrictEqual(Object.keys(files(world)), ["state/trust.json"])
     }))
@@ -216,8 +216,8 @@ describe("migrateAgentDirLayout (MG1) on the Memory layer", () => {
       const b = spawn(world)
       const options = { lockAttempts: 1000, lockRetryDelay: "1 millis" as const }
       const [ra, rb] = yield* Effect.all([
-        Effect.provide(migrateAgentDirLayout(AGENT, options), a.layer),
-        Effect.provide(migrateAgentDirLayout(AGENT, options), b.layer)
+        Effect.provide(runLayout(options), a.layer),
+        Effect.provide(runLayout(options), b.layer)
       ], { concurrency: 2 })
       assert.deepStrictEqual([...ra.errors, ...rb.errors], [])
       assert.deepStrictEqual(files(world), {
@@ -234,13 +234,13 @@ describe("migrateAgentDirLayout (MG1) on the Memory layer", () => {
     Effect.gen(function*() {
       const world = MemoryWorld.make()
       yield* seedFile(world, "tmp/x", "x")
-      const migration = yield* Migration.pipe(Effect.provide(Migration.layer), Effect.provide(spawn(world).layer))
-      const report = yield* migration.migrateAgentDirLayout(AGENT)
+      const migration = yield* Migration.pipe(Effect.provide(migrationAt(AGENT)), Effect.provide(spawn(world).layer))
+      const report = yield* migration.run()
       assert.deepStrictEqual(report.moved, ["tmp"])
     }))
 })
 
-describe("runMigrationPlan (MG2) on the Memory layer", () => {
+describe("Migration.runPlan (MG2) on the Memory layer", () => {
   const key = (row: unknown) => String((row as { id: string }).id)
 
   it.effect("merges split ledgers by key, durably, then retires the source; journals each outcome", () =>
@@ -257,7 +257,7 @@ describe("runMigrationPlan (MG2) on the Memory layer", () => {
           { id: "notes", kind: "move" as const, from: "state/old/notes", to: "state/new/notes" }
         ]
       }
-      const report = yield* asProcess(world, runMigrationPlan(AGENT, plan))
+      const report = yield* asProcess(world, runToolkit(plan))
       assert.isFalse(report.failed)
       assert.deepStrictEqual(report.entries.map((e) => [e.id, e.outcome, e.rows, e.mergedRows]), [
         ["ledger", "merged", 3, 1],
@@ -272,7 +272,7 @@ describe("runMigrationPlan (MG2) on the Memory layer", () => {
       assert.deepStrictEqual(journal.map((r) => [r.entryId, r.outcome, r.rows ?? null]), [["ledger", "merged", 3], ["notes", "moved", null]])
       // Rerun: the files say it is done; nothing is written.
       const before = world.mutationCount
-      const again = yield* asProcess(world, runMigrationPlan(AGENT, plan))
+      const again = yield* asProcess(world, runToolkit(plan))
       assert.deepStrictEqual(again.entries.map((e) => e.outcome), ["already-done", "already-done"])
       assert.match(again.entries[0]!.reason!, /journal: merged/)
       assert.strictEqual(world.mutationCount, before)
@@ -283,7 +283,7 @@ describe("runMigrationPlan (MG2) on the Memory layer", () => {
       const world = MemoryWorld.make()
       yield* seedFile(world, "a.json", `[{"id":"x","v":"old"},{"id":"y","v":"only-old"}]`)
       yield* seedFile(world, "b.json", `[{"id":"x","v":"new"}]`)
-      const report = yield* asProcess(world, runMigrationPlan(AGENT, {
+      const report = yield* asProcess(world, runToolkit({
         id: "p",
         entries: [{ id: "rows", kind: "merge-ledger", from: "a.json", to: "b.json", format: "json-array", key, winner: "to" }]
       }))
@@ -298,7 +298,7 @@ describe("runMigrationPlan (MG2) on the Memory layer", () => {
       const world = MemoryWorld.make()
       yield* seedFile(world, "a.jsonl", `{"id":"x"}\n{"id":`)
       yield* seedFile(world, "b.jsonl", `{"id":"y"}\n`)
-      const report = yield* asProcess(world, runMigrationPlan(AGENT, {
+      const report = yield* asProcess(world, runToolkit({
         id: "p",
         entries: [{ id: "rows", kind: "merge-ledger", from: "a.jsonl", to: "b.jsonl", format: "jsonl", key, winner: "from" }]
       }))
@@ -313,9 +313,9 @@ describe("runMigrationPlan (MG2) on the Memory layer", () => {
   it.effect("an invalid plan is a typed error", () =>
     Effect.gen(function*() {
       const world = MemoryWorld.make()
-      const bad = yield* asProcess(world, runMigrationPlan(AGENT, { id: "Bad Id", entries: [] })).pipe(Effect.flip)
+      const bad = yield* asProcess(world, runToolkit({ id: "Bad Id", entries: [] })).pipe(Effect.flip)
       assert.strictEqual(bad._tag, "InvalidArgument")
-      const dup = yield* asProcess(world, runMigrationPlan(AGENT, {
+      const dup = yield* asProcess(world, runToolkit({
         id: "p",
         entries: [{ id: "a", kind: "move", from: "x", to: "y" }, { id: "a", kind: "move", from: "x", to: "z" }]
       })).pipe(Effect.flip)

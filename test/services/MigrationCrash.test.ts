@@ -6,7 +6,6 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, FastCheck as fc, TestClock } from "effect"
 import { DEFAULT_STALE_UNREADABLE_MS } from "../../src/domain/Liveness.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
-import { migrateAgentDirLayout, runMigrationPlan } from "../../src/services/Migration.js"
 import {
   AGENT,
   asProcess,
@@ -15,6 +14,8 @@ import {
   files,
   HOST,
   links,
+  runLayout,
+  runToolkit,
   spawn as spawnProcess
 } from "./migrationSupport.js"
 
@@ -22,7 +23,7 @@ const seed = (world: MemoryWorld, entries: Record<string, string>) =>
   Effect.forEach(Object.entries(entries), ([rel, content]) => world.writeFixture(`${AGENT}/${rel}`, content), { discard: true })
 
 // Done unless cut short or turned away by a marker (an empty one a crash left is held until the stale bound).
-const layout = Effect.map(migrateAgentDirLayout(AGENT, { lockAttempts: 1 }), (r) => !r.partial && r.errors.every((e) => e.path !== ".pi-migration.lock"))
+const layout = Effect.map(runLayout({ lockAttempts: 1 }), (r) => !r.partial && r.errors.every((e) => e.path !== ".pi-migration.lock"))
 
 const trustMerge: CrashScenario = {
   name: "trust merge",
@@ -133,7 +134,7 @@ const ledgerMerge: CrashScenario = {
       world.mkdirFixture(`${AGENT}/state/ext/state/blobs`)
     ),
   run: Effect.map(
-    runMigrationPlan(AGENT, {
+    runToolkit({
       id: "ext-split",
       entries: [
         { id: "history", kind: "merge-ledger", format: "jsonl", key, winner: "from", from: "state/ext/config-state/history.jsonl", to: "state/ext/state/history.jsonl" },
@@ -212,13 +213,13 @@ describe("random collisions (property)", () => {
           yield* TestClock.adjust(DEFAULT_STALE_UNREADABLE_MS + 1)
         }
         if (race) {
-          const racers = yield* Effect.all([0, 1].map(() => asProcess(world, migrateAgentDirLayout(AGENT, { lockAttempts: 1 }))), { concurrency: "unbounded" })
+          const racers = yield* Effect.all([0, 1].map(() => asProcess(world, runLayout({ lockAttempts: 1 }))), { concurrency: "unbounded" })
           for (const r of racers) {
             // A turned-away racer reports only the held lock.
             for (const e of r.errors) assert.strictEqual(e.path, ".pi-migration.lock", JSON.stringify(r.errors))
           }
         }
-        const report = yield* asProcess(world, migrateAgentDirLayout(AGENT))
+        const report = yield* asProcess(world, runLayout())
         assert.deepStrictEqual(report.errors, [])
         const after = files(world)
         // Canonical files keep their bytes at their place.
@@ -245,7 +246,7 @@ describe("random collisions (property)", () => {
         assert.strictEqual(Object.keys(after).length, Object.keys(legacy).length + Object.keys(canonical).length - identical)
         assert.isUndefined(world.tree(`${AGENT}/tmp`)[`${AGENT}/tmp`])
         const settled = world.mutationCount
-        yield* asProcess(world, migrateAgentDirLayout(AGENT))
+        yield* asProcess(world, runLayout())
         assert.strictEqual(world.mutationCount, settled)
       }),
     { fastCheck: { numRuns: 150 } }

@@ -16,7 +16,7 @@ import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
 import { NodeHostLive } from "../../src/layers/NodeHost.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { Host } from "../../src/services/Host.js"
-import { migrateAgentDirLayout, runMigrationPlan } from "../../src/services/Migration.js"
+import { runLayout, runToolkit } from "./migrationSupport.js"
 
 const MUTATING = new Set([
   "makeDirectory", "writeFileExclusive", "writeFileAtomic", "rename", "removeFile", "removeDirectory",
@@ -151,7 +151,7 @@ const crashEverywhereOnNode = (scenario: NodeScenario) =>
     return { steps, refAgent }
   })
 
-const layout = (agent: string) => Effect.map(migrateAgentDirLayout(agent, { lockAttempts: 1 }), (r) => !r.partial && r.errors.length === 0)
+const layout = (agent: string) => Effect.map(runLayout({ lockAttempts: 1 }, agent), (r) => !r.partial && r.errors.length === 0)
 
 describe("migrations on the Node layer survive a crash at every step", () => {
   it.scoped("trust merge", () =>
@@ -223,7 +223,7 @@ describe("migrations on the Node layer survive a crash at every step", () => {
         nfs.mkdirSync(agent, { recursive: true })
         nfs.symlinkSync(stateDir, NodePath.join(agent, "state"))
         seed(agent)
-        const report = yield* migrateAgentDirLayout(agent).pipe(Effect.provide(Layer.merge(NodeFileSystemLive, NodeHostLive)))
+        const report = yield* runLayout(undefined, agent).pipe(Effect.provide(Layer.merge(NodeFileSystemLive, NodeHostLive)))
         assert.deepStrictEqual(report.errors, [])
         assert.deepStrictEqual(text(stateDir), Object.fromEntries(Object.entries(expected).map(([k, v]) => [k.slice("state/".length), v])))
       }
@@ -240,10 +240,10 @@ describe("migrations on the Node layer survive a crash at every step", () => {
           }),
         run: (agent) =>
           Effect.map(
-            runMigrationPlan(agent, {
+            runToolkit({
               id: "x-split",
               entries: [{ id: "rows", kind: "merge-ledger", format: "jsonl", key, winner: "to", from: "state/x/old.jsonl", to: "state/x/new.jsonl" }]
-            }, { lockAttempts: 1 }),
+            }, { lockAttempts: 1 }, agent),
             (r) => !r.failed
           ),
         // The audit journal may miss a record the crash cut off (the files say "already done"); it is not data.

@@ -8,8 +8,11 @@ import { DEFAULT_STALE_UNREADABLE_MS } from "../../src/domain/Liveness.js"
 import * as MemoryFs from "../../src/layers/MemoryFileSystem.js"
 import * as MemoryHost from "../../src/layers/MemoryHost.js"
 import type { MemoryWorld } from "../../src/layers/MemoryWorld.js"
+import type { MigrationPlan } from "../../src/domain/MigrationPlan.js"
+import { AgentDir } from "../../src/services/AgentDir.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { Host } from "../../src/services/Host.js"
+import { type LayoutOptions, Migration } from "../../src/services/Migration.js"
 
 export const AGENT = "/home/user/.pi/agent"
 export const HOST = "h1"
@@ -112,3 +115,18 @@ export const crashAtEveryStep = (scenario: CrashScenario, makeWorld: () => Memor
     }
     return steps
   })
+
+/** The Migration service over an agent dir (the AgentDir resolved from `agent`, the ports from the process). */
+export const migrationAt = (agent: string = AGENT) => Layer.provide(Migration.layer, AgentDir.layer(agent))
+
+/** `Migration.run` (MG1) as a program of whichever process provides the ports. */
+export const runLayout = (options?: LayoutOptions, agent: string = AGENT) =>
+  Effect.flatMap(Migration, (m) => m.run(options)).pipe(Effect.provide(migrationAt(agent)))
+
+/** `Migration.plan` (the dry run). */
+export const planLayout = (options?: LayoutOptions, agent: string = AGENT) =>
+  Effect.flatMap(Migration, (m) => m.plan(options)).pipe(Effect.provide(migrationAt(agent)))
+
+/** `Migration.runPlan` (MG2). */
+export const runToolkit = (plan: MigrationPlan, options?: LayoutOptions, agent: string = AGENT) =>
+  Effect.flatMap(Migration, (m) => m.runPlan(plan, options)).pipe(Effect.provide(migrationAt(agent)))

@@ -1,20 +1,28 @@
 /**
- * `pi-storage migrate [--dry-run]`: run (or preview) the agent-dir layout migration (MG1).
+ * `pi-storage migrate [--dry-run]`: run (or preview) the agent-dir layout migration (MG1). The dry run prints
+ * `Migration.plan`'s decisions, which are the ones `migrate` executes (planned again under the marker).
  * Exit 1 when an entry failed or the call was partial (run it again to continue).
  */
 import * as Effect from "effect/Effect"
-import type { LayoutReport } from "../../domain/MigrationPlan.js"
-import type { MigrationPreview } from "../../services/Inventory.js"
+import type { LayoutPlan, LayoutReport } from "../../domain/LayoutMigration.js"
 import { type CliContext, notADirectory, out, printJson, withStack } from "../context.js"
 import { ExitCode } from "../exit.js"
 import type { Paint } from "../format.js"
 
-export const renderPreview = (preview: MigrationPreview): string => {
-  if (!preview.exists) return `The agent dir ${preview.agentDir} does not exist: nothing to migrate.\n`
-  if (preview.entries.length === 0) return "Nothing to migrate: the layout is current.\n"
-  const width = Math.max(...preview.entries.map((e) => e.from.length))
-  return "Would migrate:\n" +
-    preview.entries.map((e) => `  ${e.from.padEnd(width)}  → ${e.to}${e.action === "merge" ? " (merge into the existing copy)" : ""}\n`).join("")
+const PARTIAL = "Partial: the entry budget ran out; run `pi-storage migrate` again to continue."
+
+/** One decision per line (`ACTION  FROM → TO`), its why on the next. */
+export const renderPlan = (paint: Paint, plan: LayoutPlan): string => {
+  if (!plan.exists) return `The agent dir ${plan.agentDir} does not exist: nothing to migrate.\n`
+  if (plan.decisions.length === 0) return "Nothing to migrate: the layout is current.\n"
+  const width = Math.max(...plan.decisions.map((d) => d.action.length))
+  const lines = [`Would migrate (${plan.decisions.length} decision${plan.decisions.length === 1 ? "" : "s"}; nothing was changed):`]
+  for (const d of plan.decisions) {
+    const action = d.action === "refuse" ? paint("red", d.action.padEnd(width)) : d.action === "preserve-conflict" ? paint("yellow", d.action.padEnd(width)) : d.action.padEnd(width)
+    lines.push(`  ${action}  ${d.from} → ${d.to}`, `  ${" ".repeat(width)}  ${d.why}`)
+  }
+  if (plan.partial) lines.push(paint("yellow", PARTIAL))
+  return lines.join("\n") + "\n"
 }
 
 export const renderLayoutReport = (paint: Paint, report: LayoutReport): string => {
@@ -26,7 +34,7 @@ export const renderLayoutReport = (paint: Paint, report: LayoutReport): string =
   for (const m of report.merged) lines.push(`merged     ${m}`)
   for (const c of report.conflicts) lines.push(`${paint("yellow", "conflict")}   ${c.from} kept as ${c.to}`)
   for (const e of report.errors) lines.push(`${paint("red", "failed")}     ${e.path}: ${e.message}`)
-  if (report.partial) lines.push(paint("yellow", "Partial: the entry budget ran out; run `pi-storage migrate` again to continue."))
+  if (report.partial) lines.push(paint("yellow", PARTIAL))
   return lines.join("\n") + "\n"
 }
 
@@ -36,11 +44,15 @@ export const migrateExitCode = (report: LayoutReport): number =>
 export const migrate = (ctx: CliContext, options: { readonly dryRun: boolean; readonly json: boolean }) =>
   withStack(ctx, (s) =>
     Effect.gen(function*() {
-      const preview = yield* (yield* s.Inventory).migrationPreview
-      if (preview.notADirectory !== null) return yield* notADirectory(ctx, preview.agentDir, preview.notADirectory)
-      if (options.dryRun) return yield* options.json ? printJson(preview) : out(renderPreview(preview))
-      const agentDir = yield* s.AgentDir
-      const report = yield* (yield* s.Migration).migrateAgentDirLayout(agentDir.path)
+      const migration = yield* s.Migration
+      const plan = yield* migration.plan()
+      if (plan.notADirectory !== null) return yield* notADirectory(ctx, plan.agentDir, plan.notADirectory)
+      if (options.dryRun) {
+        yield* options.json ? printJson(plan) : out(renderPlan(ctx.paint, plan))
+        if (plan.decisions.some((d) => d.action === "refuse")) ctx.status.raise(ExitCode.findings)
+        return
+      }
+      const report = yield* migration.run()
       yield* options.json ? printJson(report) : out(renderLayoutReport(ctx.paint, report))
       ctx.status.raise(migrateExitCode(report))
     }))

@@ -4,7 +4,7 @@
  */
 import * as Effect from "effect/Effect"
 import type { AgentDirSource } from "../../domain/AgentPaths.js"
-import type { Severity } from "../../domain/MigrationPlan.js"
+import type { Severity } from "../../domain/Findings.js"
 import type { InventoryReport } from "../../services/Inventory.js"
 import { type CliContext, notADirectory, out, printJson, withStack } from "../context.js"
 import { countOf, formatAge, formatEntries, formatSize, severityCounts, severitySummary, table } from "../format.js"
@@ -24,7 +24,9 @@ const SOURCE_LABEL: Record<AgentDirSource, string> = {
 export const renderStatus = (ctx: CliContext, doc: StatusDocument): string => {
   const { paint } = ctx
   const lines: Array<string> = []
-  lines.push(`${paint("bold", "Agent dir")}  ${doc.agentDir} (${SOURCE_LABEL[doc.source]})`)
+  // A symlinked agent dir is shown as the link and the directory read (AgentDir resolved it once).
+  const shown = doc.linkedFrom === null ? doc.agentDir : `${doc.linkedFrom} -> ${doc.agentDir}`
+  lines.push(`${paint("bold", "Agent dir")}  ${shown} (${SOURCE_LABEL[doc.source]})`)
   if (!doc.exists) {
     lines.push("", "The agent dir does not exist: nothing is stored yet.")
     return lines.join("\n") + "\n"

@@ -26,22 +26,9 @@ import { type Deps } from "./deps.js"
 import { isReclaimLockName, type ReclaimOutcome, reclaimLockPath, removeDeadMarker, removeDeadReclaimLock, tryAcquireMarker } from "./markers.js"
 import { cleanupMarkerPath, deleteQuarantined, ensureLibraryDir, prepareRemoval, quarantineOwnedRun, type RemoveOutcome } from "./removeRun.js"
 import { checkSafeDirectory } from "./rootSafety.js"
-import { isActive, type LeaseEntry, manifestTimes, newestHeartbeat, readLeases, readManifest } from "./runFacts.js"
-import { aFileType } from "../../domain/FileTypeWords.js"
-
-/** Entries of a tenant directory that belong to the library itself, never runs. */
-export const TENANT_LIBRARY_ENTRIES: ReadonlySet<string> = new Set([
-  TENANT_CLEANUP_DIR,
-  TENANT_TRASH_DIR,
-  TENANT_PRUNE_MARKER,
-  // The lock serialising reclaimers of a dead prune marker (markers.ts).
-  reclaimLockPath(TENANT_PRUNE_MARKER),
-  TENANT_PRUNE_STAMP,
-  TENANT_STAGING_DIR
-])
-
-/** A staged run older than this without a lease was abandoned by a crashed acquirer. */
-export const STALE_STAGING_MS = 60 * 60 * 1000
+import { tenantItems } from "./readModel.js"
+import { isActive, type LeaseEntry, newestHeartbeat, readLeases } from "./runFacts.js"
+import { STALE_STAGING_MS } from "../../domain/TenantEntries.js"
 
 export interface PruneInput {
   readonly workRoot: string
@@ -205,10 +192,13 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     const report = emptyPruneReport(input.dryRun)
     const { policy } = input
     const entries = yield* deps.fs.readDirectory(tenantDir)
-    const candidates = entries.filter((e) => !TENANT_LIBRARY_ENTRIES.has(e.name))
-    report.truncated = candidates.length > policy.maxScannedRuns
-    const scanned = candidates.slice(0, policy.maxScannedRuns)
-    report.scannedRuns = scanned.length
+    // The read model's tenant items: the same ownership and liveness facts the doctor and the inventory read.
+    const scan = yield* tenantItems(deps, { category: input.category, tenant: input.tenant }, tenantDir, entries, {
+      maxRuns: policy.maxScannedRuns,
+      onProgress: (done, total) => input.onProgress?.({ phase: "scan", done, total })
+    })
+    report.truncated = scan.truncated
+    report.scannedRuns = Math.min(scan.candidates, policy.maxScannedRuns)
     const runs: Array<RunFacts> = []
     /** Runs with a lease proven dead; the leases are re-judged under the run's marker before removal. */
     const deadLeases = new Set<string>()
@@ -220,27 +210,20 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       }
       unreadableLeases.delete(runId)
     }
-    for (const [index, entry] of scanned.entries()) {
-      input.onProgress?.({ phase: "scan", done: index, total: scanned.length })
-      const path = NodePath.join(tenantDir, entry.name)
-      if (entry.type !== "Directory") {
-        report.unowned.push({ name: entry.name, path, why: entry.type === "SymbolicLink" ? "symlink (never followed)" : `not a directory (${aFileType(entry.type)})` })
+    for (const item of scan.items) {
+      if (item._tag === "LibraryEntry") continue
+      if (item._tag === "Unowned") {
+        report.unowned.push({ name: item.name, path: item.path, why: item.why })
         continue
       }
-      const manifest = yield* readManifest(deps, path, { category: input.category, tenant: input.tenant, runId: entry.name })
-      if (manifest._tag !== "Owned") {
-        report.unowned.push({ name: entry.name, path, why: manifest._tag === "Mismatch" ? `manifest names ${manifest.found}` : manifest.why })
-        continue
-      }
-      const leases = yield* readLeases(deps, path)
-      if (leases.leases.some((l) => !l.verdict.alive)) deadLeases.add(entry.name)
+      const { leases, times } = item
+      if (leases.leases.some((l) => !l.verdict.alive)) deadLeases.add(item.name)
       const unreadable = leases.leases.filter((l) => l.verdict.unreadable === true)
-      if (unreadable.length > 0) unreadableLeases.set(entry.name, unreadable)
-      const times = yield* manifestTimes(deps, path, manifest.manifest)
-      for (const what of times.farFuture) report.unreadable.push({ path: NodePath.join(path, WORK_RUN_MANIFEST), what, action: "ignored" })
+      if (unreadable.length > 0) unreadableLeases.set(item.name, unreadable)
+      for (const what of times.farFuture) report.unreadable.push({ path: NodePath.join(item.path, WORK_RUN_MANIFEST), what, action: "ignored" })
       runs.push({
-        runId: entry.name,
-        path,
+        runId: item.name,
+        path: item.path,
         createdAt: times.createdAt,
         releasedAt: times.releasedAt,
         newestHeartbeatAt: newestHeartbeat(leases),

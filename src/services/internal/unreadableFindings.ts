@@ -2,7 +2,7 @@
  * The doctor's view of unreadable markers and leases and far-future timestamps (issue 12 points 2 and 7):
  * for each, what it is and what the next prune will do, from the same judgements the pruner acts on.
  */
-import type { FindingCode } from "../../domain/MigrationPlan.js"
+import type { FindingCode } from "../../domain/Findings.js"
 import type { BoundedManifestTimes } from "../../domain/PrunePlan.js"
 import type { MarkerJudgement } from "./markers.js"
 import type { LeaseEntry } from "./runFacts.js"

@@ -1,0 +1,32 @@
+/**
+ * What a tenant directory (`work/<category>/<tenant>/`) holds besides runs, and the age rule for runs left in
+ * its staging area. Pure; shared by the read model (Doctor, Inventory) and the pruner.
+ */
+import {
+  TENANT_CLEANUP_DIR,
+  TENANT_PRUNE_MARKER,
+  TENANT_PRUNE_STAMP,
+  TENANT_STAGING_DIR,
+  TENANT_TRASH_DIR
+} from "./AgentPaths.js"
+
+/**
+ * Suffix of the lock serialising reclaimers of a dead marker (`reclaimLockPath` in
+ * src/services/internal/markers.ts appends the same; test/domain/TenantEntries.test.ts checks they agree).
+ */
+const RECLAIM_LOCK_SUFFIX = ".reclaim"
+
+/** Entries of a tenant directory that belong to the library itself, never runs. */
+export const TENANT_LIBRARY_ENTRIES: ReadonlySet<string> = new Set([
+  TENANT_CLEANUP_DIR,
+  TENANT_TRASH_DIR,
+  TENANT_PRUNE_MARKER,
+  `${TENANT_PRUNE_MARKER}${RECLAIM_LOCK_SUFFIX}`,
+  TENANT_PRUNE_STAMP,
+  TENANT_STAGING_DIR
+])
+
+export const isTenantLibraryEntry = (name: string): boolean => TENANT_LIBRARY_ENTRIES.has(name)
+
+/** A staged run older than this without a lease was abandoned by a crashed acquirer. */
+export const STALE_STAGING_MS = 60 * 60 * 1000

@@ -1,0 +1,556 @@
+/**
+ * The read model of the agent dir: one bounded, read-only scan that turns the tree into typed facts, which
+ * the observers only interpret (the doctor's `findingsOf`, the inventory's `summarize` / `runListing`, the
+ * pruner's plan over one tenant's items). Every reader therefore sees the same root (AgentDir resolved its
+ * link), the same root-entry classes (`classifyRootEntry`), the same WR10 verdicts (`rootSafetyProblems`)
+ * and the same run ownership and liveness (runFacts).
+ *
+ * It only calls `lstat`, `readDirectory` and `readFile` (plus the Host's pid probes for lease and marker
+ * verdicts), never follows a link below the root, and stops descending once its entry budget is spent.
+ */
+import * as NodePath from "node:path"
+import * as Effect from "effect/Effect"
+import { agentPaths, TENANT_CLEANUP_DIR, TENANT_PRUNE_MARKER, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
+import { type ConfigViolation, configEntryViolation } from "../../domain/ConfigRedLines.js"
+import type { FileSystemError } from "../../domain/Errors.js"
+import { aFileType } from "../../domain/FileTypeWords.js"
+import type { Manifest } from "../../domain/Formats.js"
+import type { BoundedManifestTimes } from "../../domain/PrunePlan.js"
+import { classifyRootEntry, type RootClassification } from "../../domain/RootEntries.js"
+import { isDescendable, type RootSafetyProblem, rootSafetyProblems } from "../../domain/RootSafety.js"
+import { isTenantLibraryEntry } from "../../domain/TenantEntries.js"
+import { resolveStateDir } from "../../domain/Tiers.js"
+import { TIER_NAMES, tierPaths } from "../../domain/WebPaths.js"
+import type { DirEntry, FileInfo, FileType } from "../FileSystem.js"
+import type { Deps } from "./deps.js"
+import { judgeMarker, type MarkerJudgement, reclaimLockPath } from "./markers.js"
+import { type LeaseScan, manifestTimes, readLeases, readManifest } from "./runFacts.js"
+
+// ---------------------------------------------------------------------------------------------------------
+// The budget
+
+/** The default entry budget of one scan (the doctor's `maxEntries`). */
+export const DEFAULT_SCAN_MAX_ENTRIES = 100_000
+
+/** One entry budget for a whole scan: every listed entry and every lease counts. */
+export class ScanBudget {
+  scanned = 0
+  truncated = false
+  constructor(readonly maxEntries: number) {}
+
+  /** Count `n` examined entries; false once the budget is spent (the scan then stops descending). */
+  take(n = 1): boolean {
+    if (this.truncated) return false
+    if (this.scanned + n > this.maxEntries) {
+      this.truncated = true
+      return false
+    }
+    this.scanned += n
+    return true
+  }
+
+  /** The first entries that fit (counted); `truncated` is set when some did not. */
+  fit<A>(entries: ReadonlyArray<A>): ReadonlyArray<A> {
+    const room = Math.max(0, this.maxEntries - this.scanned)
+    const kept = entries.slice(0, room)
+    this.take(kept.length)
+    if (kept.length < entries.length) this.truncated = true
+    return kept
+  }
+}
+
+/** Something the scan could not read; it went on without it. */
+export interface ScanProblem {
+  readonly path: string
+  readonly error: FileSystemError
+}
+
+/** The budget and the problem list of one scan, with the two reads every level uses. */
+class Reader {
+  readonly problems: Array<ScanProblem> = []
+  constructor(readonly deps: Deps, readonly budget: ScanBudget) {}
+
+  /** `undefined` when absent (silent) or unreadable (a problem). */
+  lstat(path: string): Effect.Effect<FileInfo | undefined> {
+    return this.deps.fs.lstat(path).pipe(
+      Effect.catchAll((error) =>
+        Effect.sync(() => {
+          if (error.reason !== "NotFound") this.problems.push({ path, error })
+          return undefined
+        })
+      )
+    )
+  }
+
+  /** A listing within the budget (name order); absent → empty, unreadable → empty and a problem. */
+  list(path: string): Effect.Effect<ReadonlyArray<DirEntry>> {
+    return this.deps.fs.readDirectory(path).pipe(
+      Effect.map((entries) => this.budget.fit(entries)),
+      Effect.catchAll((error) =>
+        Effect.sync(() => {
+          if (error.reason !== "NotFound") this.problems.push({ path, error })
+          return []
+        })
+      )
+    )
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Tenants: the items of `work/<category>/<tenant>/` (shared with the pruner)
+
+export interface TenantAddress {
+  readonly category: string
+  readonly tenant: string
+}
+
+/** What the library keeps in a tenant besides runs, as the doctor reads it. */
+export type LibraryFacts =
+  | { readonly kind: "stamp" }
+  | { readonly kind: "marker"; readonly marker: MarkerFact }
+  | { readonly kind: "cleanup"; readonly markers: ReadonlyArray<MarkerFact> }
+  | { readonly kind: "trash"; readonly entries: number }
+  | { readonly kind: "staging"; readonly staged: ReadonlyArray<{ readonly path: string; readonly leases: LeaseScan | null }> }
+  /** A library name holding the wrong kind of entry (a file where `.trash/` belongs …). */
+  | { readonly kind: "misplaced" }
+
+export interface MarkerFact {
+  readonly path: string
+  readonly what: "prune marker" | "cleanup marker"
+  /** `undefined`: it vanished while being read. */
+  readonly judged: MarkerJudgement | undefined
+  /** A squatting directory that holds entries. */
+  readonly nonEmpty: boolean
+}
+
+/** One entry of a tenant directory: an owned run, something the library does not own, or its own bookkeeping. */
+export type TenantItem =
+  | {
+    readonly _tag: "Run"
+    readonly name: string
+    readonly path: string
+    readonly manifest: Manifest
+    readonly leases: LeaseScan
+    /** The manifest's times for last use, far-future stamps set aside. */
+    readonly times: BoundedManifestTimes
+  }
+  | {
+    readonly _tag: "Unowned"
+    readonly name: string
+    readonly path: string
+    readonly type: FileType
+    /** Why it is not ours, in the words every report uses. */
+    readonly why: string
+    /** The leases of an unowned directory, when the reader asked for them (the doctor reports dead ones). */
+    readonly leases: LeaseScan | null
+  }
+  | {
+    readonly _tag: "LibraryEntry"
+    readonly name: string
+    readonly path: string
+    readonly type: FileType
+    /** Read only when the reader asked (the doctor). */
+    readonly facts: LibraryFacts | null
+  }
+
+export interface TenantItems {
+  /** In name order; run candidates beyond `maxRuns` are not examined. */
+  readonly items: ReadonlyArray<TenantItem>
+  /** Entries that are not library entries (run candidates), examined or not. */
+  readonly candidates: number
+  /** More candidates than `maxRuns`. */
+  readonly truncated: boolean
+}
+
+export interface TenantItemOptions {
+  /** Run candidates examined at most (the prune's `maxScannedRuns`, the inventory's `maxRunsPerTenant`). */
+  readonly maxRuns: number
+  /** Read the leases of unowned directories too. */
+  readonly unownedLeases?: boolean
+  /** Read the library's own entries (markers, `.trash`, `.staging`) under this reader's budget. */
+  readonly library?: Reader
+  /** Count leases against a scan budget; once it is spent, the remaining runs are not examined. */
+  readonly budget?: ScanBudget
+  readonly onProgress?: (done: number, total: number) => void
+}
+
+/** Why a tenant entry that is not a directory is not a run. */
+const notADirectoryWhy = (type: FileType): string =>
+  type === "SymbolicLink" ? "symlink (never followed)" : `not a directory (${aFileType(type)})`
+
+/**
+ * WR3/WR4 over a tenant's listing: each candidate's ownership (its manifest), liveness (its leases) and last
+ * use. The pruner, the inventory and the doctor all read a tenant through this.
+ */
+export const tenantItems = (
+  deps: Deps,
+  address: TenantAddress,
+  tenantDir: string,
+  entries: ReadonlyArray<DirEntry>,
+  options: TenantItemOptions
+): Effect.Effect<TenantItems> =>
+  Effect.gen(function*() {
+    const candidates = entries.filter((e) => !isTenantLibraryEntry(e.name))
+    const examined = new Set(candidates.slice(0, options.maxRuns).map((e) => e.name))
+    const items: Array<TenantItem> = []
+    let done = 0
+    for (const entry of entries) {
+      const path = NodePath.join(tenantDir, entry.name)
+      if (isTenantLibraryEntry(entry.name)) {
+        const facts = options.library === undefined ? null : yield* libraryFacts(options.library, entry, path)
+        items.push({ _tag: "LibraryEntry", name: entry.name, path, type: entry.type, facts })
+        continue
+      }
+      if (!examined.has(entry.name)) continue
+      options.onProgress?.(done++, examined.size)
+      if (options.budget?.truncated === true) continue
+      if (entry.type !== "Directory") {
+        items.push({ _tag: "Unowned", name: entry.name, path, type: entry.type, why: notADirectoryWhy(entry.type), leases: null })
+        continue
+      }
+      const manifest = yield* readManifest(deps, path, { ...address, runId: entry.name })
+      if (manifest._tag !== "Owned") {
+        const why = manifest._tag === "Mismatch" ? `manifest names ${manifest.found}` : manifest.why
+        const leases = options.unownedLeases === true ? yield* readLeases(deps, path) : null
+        if (leases !== null) options.budget?.take(leases.leases.length)
+        items.push({ _tag: "Unowned", name: entry.name, path, type: entry.type, why, leases })
+        continue
+      }
+      const leases = yield* readLeases(deps, path)
+      options.budget?.take(leases.leases.length)
+      const times = yield* manifestTimes(deps, path, manifest.manifest)
+      items.push({ _tag: "Run", name: entry.name, path, manifest: manifest.manifest, leases, times })
+    }
+    return { items, candidates: candidates.length, truncated: candidates.length > options.maxRuns }
+  })
+
+const markerFact = (reader: Reader, path: string, what: MarkerFact["what"]): Effect.Effect<MarkerFact> =>
+  Effect.gen(function*() {
+    const judged = yield* judgeMarker(reader.deps, path)
+    const nonEmpty = judged?.type === "Directory" && (yield* reader.list(path)).length > 0
+    return { path, what, judged, nonEmpty }
+  })
+
+const libraryFacts = (reader: Reader, entry: DirEntry, path: string): Effect.Effect<LibraryFacts> =>
+  Effect.gen(function*() {
+    if (entry.name === TENANT_PRUNE_STAMP) return { kind: "stamp" } as const
+    if (entry.name === TENANT_PRUNE_MARKER || entry.name === reclaimLockPath(TENANT_PRUNE_MARKER)) {
+      return { kind: "marker", marker: yield* markerFact(reader, path, "prune marker") } as const
+    }
+    if (entry.type !== "Directory") return { kind: "misplaced" } as const
+    if (entry.name === TENANT_CLEANUP_DIR) {
+      const markers: Array<MarkerFact> = []
+      for (const marker of yield* reader.list(path)) markers.push(yield* markerFact(reader, NodePath.join(path, marker.name), "cleanup marker"))
+      return { kind: "cleanup", markers } as const
+    }
+    if (entry.name === TENANT_TRASH_DIR) return { kind: "trash", entries: (yield* reader.list(path)).length } as const
+    if (entry.name === TENANT_STAGING_DIR) {
+      const staged: Array<{ readonly path: string; readonly leases: LeaseScan | null }> = []
+      for (const s of yield* reader.list(path)) {
+        const stagedPath = NodePath.join(path, s.name)
+        staged.push({ path: stagedPath, leases: s.type === "Directory" ? yield* readLeases(reader.deps, stagedPath) : null })
+      }
+      return { kind: "staging", staged } as const
+    }
+    return { kind: "misplaced" } as const
+  })
+
+// ---------------------------------------------------------------------------------------------------------
+// The whole agent dir
+
+/** A work root, category or tenant directory and its WR10 verdict. */
+export interface SafetyFact {
+  readonly path: string
+  readonly info: FileInfo
+  readonly problems: ReadonlyArray<RootSafetyProblem>
+}
+
+export interface TenantFacts extends TenantAddress {
+  readonly path: string
+  readonly safety: SafetyFact
+  /** `null` when it is not a real directory (never descended), or the reader asked for no items. */
+  readonly items: TenantItems | null
+}
+
+export interface CategoryFacts {
+  readonly name: string
+  readonly path: string
+  readonly safety: SafetyFact
+  readonly tenants: ReadonlyArray<TenantFacts>
+}
+
+/** A file or symlink where only category (in `work/`) or tenant (in a category) directories belong. */
+export interface WorkStray {
+  readonly path: string
+  readonly type: FileType
+  /** `work/` or `work/<category>/`. */
+  readonly where: string
+}
+
+export interface WorkFacts {
+  readonly root: SafetyFact
+  readonly categories: ReadonlyArray<CategoryFacts>
+  readonly strays: ReadonlyArray<WorkStray>
+}
+
+export interface RootEntryFact {
+  readonly name: string
+  readonly path: string
+  readonly type: FileType
+  readonly classification: RootClassification
+  /** A migration marker's verdict (`undefined` for other entries, or when it vanished). */
+  readonly marker?: MarkerJudgement | undefined
+}
+
+export interface StateFacts {
+  readonly path: string
+  readonly info: FileInfo
+  /** Names under `state/migration-conflicts/` (empty when absent). */
+  readonly conflicts: ReadonlyArray<string>
+}
+
+/** An entry under an extension's config/ tier, with its red line (the one the config tier refuses with). */
+export interface ConfigEntryFact {
+  readonly path: string
+  readonly name: string
+  readonly type: "File" | "Directory"
+  readonly violation: ConfigViolation | null
+}
+
+export interface ExtensionDataFacts {
+  readonly id: string
+  readonly dir: string
+  readonly entries: ReadonlyArray<DirEntry>
+  /** `data/<id>/config/state/`, when both it and `data/<id>/state/` are directories (split state writes). */
+  readonly splitState: string | null
+  readonly config: ReadonlyArray<ConfigEntryFact>
+}
+
+export interface WebDataFacts {
+  readonly root: string
+  readonly extensions: ReadonlyArray<ExtensionDataFacts>
+}
+
+export type RootStatus =
+  | { readonly _tag: "Directory" }
+  | { readonly _tag: "Missing" }
+  | { readonly _tag: "NotADirectory"; readonly type: FileType }
+  | { readonly _tag: "Unreadable"; readonly error: FileSystemError }
+
+export interface AgentDirFacts {
+  /** The directory scanned (AgentDir's `path`, its root link resolved). */
+  readonly path: string
+  readonly status: RootStatus
+  readonly entries: ReadonlyArray<RootEntryFact>
+  readonly state: StateFacts | null
+  readonly work: WorkFacts | null
+  /** Namespaces with a directory under `state/extensions/` and `cache/extensions/`. */
+  readonly extensions: { readonly state: ReadonlyArray<string>; readonly cache: ReadonlyArray<string> }
+  readonly webData: WebDataFacts | null
+  readonly problems: ReadonlyArray<ScanProblem>
+  readonly scanned: number
+  readonly truncated: boolean
+}
+
+/** What a reader needs from the scan; each part costs reads only when asked for. */
+export interface ScanOptions {
+  readonly maxEntries?: number
+  /** Root entries classified (and migration markers judged). */
+  readonly rootEntries?: boolean
+  /** `state/` and its preserved migration conflicts. */
+  readonly state?: boolean
+  /** The work tree: `true` for every tenant, or a filter (a category, a tenant of it). */
+  readonly work?: boolean | { readonly category?: string | undefined; readonly tenant?: string | undefined }
+  /** `false`: find the tenants without reading what they hold (their `items` are then `null`). */
+  readonly items?: boolean
+  /** Run candidates examined per tenant (default: all the budget allows). */
+  readonly maxRunsPerTenant?: number
+  /** Read leases of unowned directories and the library's own tenant entries (the doctor). */
+  readonly details?: boolean
+  /** Namespaces of the extension state/cache tiers. */
+  readonly extensions?: boolean
+  /** The web host's extension data root (DR2). */
+  readonly webDataRoot?: string | undefined
+}
+
+/** How deep the scan looks inside an extension's config/ tier. */
+const CONFIG_MAX_DEPTH = 16
+
+const safetyFact = (deps: Deps, path: string, info: FileInfo): SafetyFact => ({ path, info, problems: rootSafetyProblems(info, deps.host.uid) })
+
+const scanTenant = (reader: Reader, options: ScanOptions, address: TenantAddress, path: string, safety: SafetyFact) =>
+  Effect.gen(function*() {
+    if (!isDescendable(safety.info) || options.items === false) return { ...address, path, safety, items: null }
+    const entries = yield* reader.list(path)
+    const items = yield* tenantItems(reader.deps, address, path, entries, {
+      maxRuns: options.maxRunsPerTenant ?? Number.MAX_SAFE_INTEGER,
+      budget: reader.budget,
+      ...(options.details === true ? { unownedLeases: true, library: reader } : {})
+    })
+    return { ...address, path, safety, items }
+  })
+
+const scanWork = (reader: Reader, workRoot: string, options: ScanOptions): Effect.Effect<WorkFacts | null> =>
+  Effect.gen(function*() {
+    const filter = typeof options.work === "object" ? options.work : {}
+    const rootInfo = yield* reader.lstat(workRoot)
+    if (rootInfo === undefined) return null
+    const root = safetyFact(reader.deps, workRoot, rootInfo)
+    const strays: Array<WorkStray> = []
+    const categories: Array<CategoryFacts> = []
+    if (!isDescendable(rootInfo)) return { root, categories, strays }
+    // Names from a listing carry their type; a name from the filter is looked at by lstat alone.
+    const categoryEntries = filter.category !== undefined
+      ? [{ name: filter.category, type: "Directory" as const }]
+      : yield* reader.list(workRoot)
+    for (const category of categoryEntries) {
+      const categoryDir = NodePath.join(workRoot, category.name)
+      if (category.type !== "Directory" && category.type !== "SymbolicLink") {
+        strays.push({ path: categoryDir, type: category.type, where: "work/" })
+        continue
+      }
+      const categoryInfo = yield* reader.lstat(categoryDir)
+      if (categoryInfo === undefined) continue
+      const safety = safetyFact(reader.deps, categoryDir, categoryInfo)
+      const tenants: Array<TenantFacts> = []
+      if (isDescendable(categoryInfo)) {
+        const tenantEntries = filter.tenant !== undefined
+          ? [{ name: filter.tenant, type: "Directory" as const }]
+          : yield* reader.list(categoryDir)
+        for (const tenant of tenantEntries) {
+          const tenantDir = NodePath.join(categoryDir, tenant.name)
+          if (tenant.type !== "Directory" && tenant.type !== "SymbolicLink") {
+            strays.push({ path: tenantDir, type: tenant.type, where: `work/${category.name}/` })
+            continue
+          }
+          const tenantInfo = yield* reader.lstat(tenantDir)
+          if (tenantInfo === undefined) continue
+          const address = { category: category.name, tenant: tenant.name }
+          tenants.push(yield* scanTenant(reader, options, address, tenantDir, safetyFact(reader.deps, tenantDir, tenantInfo)))
+        }
+      }
+      categories.push({ name: category.name, path: categoryDir, safety, tenants })
+    }
+    return { root, categories, strays }
+  })
+
+const scanRootEntries = (reader: Reader, agentDir: string) =>
+  Effect.gen(function*() {
+    const out: Array<RootEntryFact> = []
+    for (const entry of yield* reader.list(agentDir)) {
+      const path = NodePath.join(agentDir, entry.name)
+      const classification = classifyRootEntry(entry.name)
+      const marker = classification._tag === "MigrationMarker" ? yield* judgeMarker(reader.deps, path) : undefined
+      out.push({ name: entry.name, path, type: entry.type, classification, marker })
+    }
+    return out
+  })
+
+const scanState = (reader: Reader, agentDir: string): Effect.Effect<StateFacts | null> =>
+  Effect.gen(function*() {
+    const paths = agentPaths(agentDir)
+    const info = yield* reader.lstat(paths.stateDir())
+    if (info === undefined) return null
+    if (info.type !== "Directory") return { path: paths.stateDir(), info, conflicts: [] }
+    const conflictsInfo = yield* reader.lstat(paths.migrationConflictsDir)
+    const conflicts = conflictsInfo?.type === "Directory" ? (yield* reader.list(paths.migrationConflictsDir)).map((e) => e.name) : []
+    return { path: paths.stateDir(), info, conflicts }
+  })
+
+const subdirectories = (reader: Reader, path: string) =>
+  Effect.map(reader.list(path), (entries) => entries.filter((e) => e.type === "Directory").map((e) => e.name))
+
+const scanConfigTree = (reader: Reader, dir: string, depth: number, out: Array<ConfigEntryFact>): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    for (const entry of yield* reader.list(dir)) {
+      const path = NodePath.join(dir, entry.name)
+      if (entry.type !== "Directory" && entry.type !== "File") continue
+      // A file's size only when its name passes (the red lines' own order).
+      let violation = configEntryViolation({ name: entry.name, type: entry.type })
+      if (violation === null && entry.type === "File") {
+        const info = yield* reader.lstat(path)
+        if (info !== undefined && info.type === "File") violation = configEntryViolation({ name: entry.name, type: "File", size: info.size })
+      }
+      out.push({ path, name: entry.name, type: entry.type, violation })
+      if (violation === null && entry.type === "Directory" && depth < CONFIG_MAX_DEPTH) yield* scanConfigTree(reader, path, depth + 1, out)
+    }
+  })
+
+const scanExtensionData = (reader: Reader, root: string, id: string): Effect.Effect<ExtensionDataFacts> =>
+  Effect.gen(function*() {
+    // The same path functions the tiers write with.
+    const { extensionDir: dir, configDir } = tierPaths(root, id)
+    const entries = yield* reader.list(dir)
+    const config: Array<ConfigEntryFact> = []
+    let splitState: string | null = null
+    if (entries.some((e) => e.name === "config" && e.type === "Directory")) {
+      const legacyStateDir = resolveStateDir({ configDir })
+      const hasState = entries.some((e) => e.name === "state" && e.type === "Directory")
+      const legacyState = yield* reader.lstat(legacyStateDir)
+      if (hasState && legacyState?.type === "Directory") splitState = legacyStateDir
+      yield* scanConfigTree(reader, configDir, 1, config)
+    }
+    return { id, dir, entries, splitState, config }
+  })
+
+const scanWebData = (reader: Reader, root: string): Effect.Effect<WebDataFacts> =>
+  Effect.gen(function*() {
+    const info = yield* reader.lstat(root)
+    const extensions: Array<ExtensionDataFacts> = []
+    if (info?.type === "Directory") {
+      for (const ext of yield* reader.list(root)) {
+        if (ext.type === "Directory") extensions.push(yield* scanExtensionData(reader, root, ext.name))
+      }
+    }
+    return { root, extensions }
+  })
+
+/** Tier names an extension's data directory may hold. */
+export const isTierName = (name: string): boolean => (TIER_NAMES as ReadonlyArray<string>).includes(name)
+
+/**
+ * The one scan. `agentDir` is AgentDir's resolved `path`; `webDataRoot` is resolved by the caller the same way.
+ * Never fails: what cannot be read is a `ScanProblem`.
+ */
+export const scanAgentDir = (deps: Deps, agentDir: string, options: ScanOptions): Effect.Effect<AgentDirFacts> =>
+  Effect.gen(function*() {
+    const reader = new Reader(deps, new ScanBudget(Math.max(1, options.maxEntries ?? DEFAULT_SCAN_MAX_ENTRIES)))
+    const info = yield* deps.fs.lstat(agentDir).pipe(Effect.either)
+    const status: RootStatus = info._tag === "Left"
+      ? info.left.reason === "NotFound" ? { _tag: "Missing" } : { _tag: "Unreadable", error: info.left }
+      : info.right.type === "Directory"
+      ? { _tag: "Directory" }
+      : { _tag: "NotADirectory", type: info.right.type }
+    let entries: ReadonlyArray<RootEntryFact> = []
+    let state: StateFacts | null = null
+    let work: WorkFacts | null = null
+    let extensions: AgentDirFacts["extensions"] = { state: [], cache: [] }
+    if (status._tag === "Directory") {
+      const paths = agentPaths(agentDir)
+      if (options.rootEntries === true) entries = yield* scanRootEntries(reader, agentDir)
+      if (options.state === true) state = yield* scanState(reader, agentDir)
+      if (options.work !== undefined && options.work !== false) work = yield* scanWork(reader, paths.workRoot, options)
+      if (options.extensions === true) {
+        extensions = {
+          state: yield* subdirectories(reader, NodePath.dirname(paths.extensionStateDir("x"))),
+          cache: yield* subdirectories(reader, NodePath.dirname(paths.extensionCacheDir("x")))
+        }
+      }
+    }
+    const webData = options.webDataRoot !== undefined ? yield* scanWebData(reader, options.webDataRoot) : null
+    return {
+      path: agentDir,
+      status,
+      entries,
+      state,
+      work,
+      extensions,
+      webData,
+      problems: reader.problems,
+      scanned: reader.budget.scanned,
+      truncated: reader.budget.truncated
+    }
+  })
+
+/** The tenants of a work scan, in name order. */
+export const tenantsOf = (work: WorkFacts | null): ReadonlyArray<TenantFacts> => work?.categories.flatMap((c) => c.tenants) ?? []
