@@ -4,10 +4,14 @@
  */
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
+import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as RcMap from "effect/RcMap"
 import * as Scope from "effect/Scope"
 import { resolveAgentDir } from "./domain/AgentPaths.js"
 import { StorageClosed } from "./domain/Errors.js"
@@ -18,7 +22,7 @@ import type { PruneReport } from "./domain/PruneReport.js"
 import type { RetentionInput } from "./domain/Retention.js"
 import { makePromiseConfigHistory, type PromiseConfigHistory } from "./facade/configHistory.js"
 import type { StorageWarning } from "./domain/Warnings.js"
-import { runTyped, unrefSleep } from "./facade/runtime.js"
+import { runTyped, squashTyped, unrefClock } from "./facade/runtime.js"
 import { type PromiseUserProfile, promiseUserProfile } from "./facade/userProfile.js"
 import { emitProcessWarning, warningLoggerLayer } from "./facade/warnings.js"
 import { nodeEnv } from "./layers/NodeHost.js"
@@ -28,6 +32,7 @@ import type { ConfigHistoryOptions } from "./services/ConfigHistory.js"
 import { Doctor, type DoctorOptions } from "./services/Doctor.js"
 import { ExtensionStorage as ExtensionStorageService } from "./services/ExtensionStorage.js"
 import { Migration } from "./services/Migration.js"
+import { HeartbeatClock } from "./services/HeartbeatClock.js"
 import { StateBackups } from "./services/StateBackups.js"
 import { StorageConfig } from "./services/StorageConfig.js"
 import { type ReleaseOutcome, type WorkRun, WorkRuns } from "./services/WorkRuns.js"
@@ -154,9 +159,8 @@ const storeLayer = (options: OpenOptions) =>
     NodeStorageLive({
       agentDir: options.agentDir,
       migrate: options.migrate,
-      config: { staleUnreadableMs: options.staleUnreadableMs },
-      workRuns: { heartbeatSleep: unrefSleep }
-    }),
+      config: { staleUnreadableMs: options.staleUnreadableMs }
+    }).pipe(Layer.provide(Layer.succeed(HeartbeatClock, unrefClock))),
     storeWarnings(options)
   )
 
@@ -170,11 +174,29 @@ const asLease = (run: WorkRun, release: (o?: { delete?: boolean }) => Promise<Re
   [Symbol.asyncDispose]: () => release().then(() => undefined)
 })
 
+type StoreServices = Layer.Layer.Success<ReturnType<typeof storeLayer>>
+
+/** Lease files: in the exit hook's set while `scope` is open (it unlinks them if the process exits first). */
+const trackLeaseFile = (scope: Scope.Scope, leasePath: string) =>
+  Effect.zipRight(
+    Effect.sync(() => void liveLeaseFiles.add(leasePath)),
+    Scope.addFinalizer(scope, Effect.sync(() => void liveLeaseFiles.delete(leasePath)))
+  )
+
 export const openAgentStorage = async (options: OpenOptions = {}): Promise<AgentStorage> => {
   installExitHook()
   const runtime = ManagedRuntime.make(storeLayer(options))
-  // The services, resolved once: every method below is one runtime call.
-  const { agentDirPath, paths, config, workRuns, migration, doctor, extensions } = await runTyped(
+  /**
+   * The store's lifetime. Every lease is a child scope of it (an extension view's leases, of the view's scope,
+   * itself a child), the config history's runtime a finalizer, the calls in flight a FiberSet in it, and the
+   * runtime its first finalizer (so it goes last, releasing the process runs). Closing it releases and
+   * disposes everything by construction.
+   */
+  const storeScope = Effect.runSync(Scope.make())
+  Effect.runSync(Scope.addFinalizer(storeScope, Effect.promise(() => runtime.dispose())))
+  const calls = Effect.runSync(Scope.extend(FiberSet.make<unknown, unknown>(), storeScope))
+  // The services, resolved once: every method below is one call forked into `calls` on this runtime.
+  const resolved = await runTyped(
     runtime,
     Effect.all({
       agentDirPath: Effect.map(AgentDir, (d) => d.path),
@@ -183,90 +205,80 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
       workRuns: WorkRuns,
       migration: Migration,
       doctor: Doctor,
-      extensions: ExtensionStorageService
+      extensions: ExtensionStorageService,
+      runFork: FiberSet.runtime(calls)<StoreServices>()
     })
-  )
+  ).catch(async (e: unknown) => {
+    await Effect.runPromise(Scope.close(storeScope, Exit.void))
+    throw e
+  })
+  const { agentDirPath, paths, config, workRuns, migration, doctor, extensions, runFork } = resolved
   const { agentDir, workRoot } = paths
-  const open = new Set<() => Promise<unknown>>()
-  /** Runtimes built on demand (the config history's), disposed by `close()`. */
-  const extraRuntimes = new Set<() => Promise<void>>()
-  const processLeaseFiles = new Set<string>()
-  /** Calls in flight: `close()` waits for them, then releases the leases they got. */
-  const calls = new Set<Promise<unknown>>()
+  /** Set once `close()` begins: later calls reject with `StorageClosed` (the runtime is going away). */
   let closed: Promise<void> | undefined
-  /** Run a call on the runtime, tracked for `close()`; once `close()` has begun, reject: the runtime is going away. */
-  const whileOpen = <A>(run: () => Promise<A>): Promise<A> => {
+
+  /** Run a call on the store's runtime, in `calls` (so `close()` waits for it); typed rejections. */
+  const call = <A, E>(effect: Effect.Effect<A, E, StoreServices>): Promise<A> => {
     if (closed !== undefined) return Promise.reject(new StorageClosed({ agentDir }))
-    const call = run()
-    calls.add(call)
-    const done = () => void calls.delete(call)
-    call.then(done, done)
-    return call
+    return new Promise<A>((resolve, reject) =>
+      runFork(effect).addObserver((exit) => Exit.isSuccess(exit) ? resolve(exit.value) : reject(squashTyped(exit.cause)))
+    )
   }
+  /** A Promise-returning call (the config history's runtime), tracked the same way. */
+  const whileOpen = <A>(run: () => Promise<A>): Promise<A> => call(Effect.tryPromise({ try: run, catch: (e) => e }))
+  /** Run after `close()` began too (a lease's own release), still logging to the store's `onWarning`. */
+  const callAnyway = <A>(effect: Effect.Effect<A>): Promise<A> =>
+    closed === undefined ? call(effect) : Effect.runPromise(Effect.provide(effect, storeWarnings(options)))
 
-  /** A lease in its own scope: `release()` releases it and closes the scope, once. */
-  const track = (run: WorkRun, scope: Scope.CloseableScope): WorkRunLease => {
-    liveLeaseFiles.add(run.leasePath)
-    let done: Promise<ReleaseOutcome> | undefined
-    const release = (o?: { delete?: boolean }): Promise<ReleaseOutcome> => {
-      done ??= runTyped(runtime, Effect.zipLeft(run.release(o?.delete ? { delete: true } : undefined), Scope.close(scope, Exit.void)))
-        .finally(() => {
-          liveLeaseFiles.delete(run.leasePath)
-          open.delete(release)
-        })
-      return done
-    }
-    open.add(release)
-    return asLease(run, release)
-  }
-
-  /** Acquire in a scope of the lease's own, tracked for `close()`. */
-  const acquireTracked = <E>(acquire: Effect.Effect<WorkRun, E, Scope.Scope>): Promise<WorkRunLease> =>
-    whileOpen(async () => {
-      const { run, scope } = await runTyped(runtime, Effect.gen(function*() {
-        const scope = yield* Scope.make()
-        const run = yield* Scope.extend(acquire, scope).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
-        return { run, scope }
-      }))
-      return track(run, scope)
-    })
+  /** Acquire in a lease scope of its own under `parent`: `release()` releases it and closes the scope, once. */
+  const acquireIn = <E>(parent: Scope.Scope, acquire: Effect.Effect<WorkRun, E, Scope.Scope>): Promise<WorkRunLease> =>
+    call(Effect.gen(function*() {
+      const leaseScope = yield* Scope.fork(parent, ExecutionStrategy.sequential)
+      const run = yield* Scope.extend(acquire, leaseScope).pipe(Effect.onError(() => Scope.close(leaseScope, Exit.void)))
+      yield* trackLeaseFile(leaseScope, run.leasePath)
+      let done: Promise<ReleaseOutcome> | undefined
+      const release = (o?: { delete?: boolean }): Promise<ReleaseOutcome> =>
+        done ??= callAnyway(Effect.zipLeft(run.release(o?.delete ? { delete: true } : undefined), Scope.close(leaseScope, Exit.void)))
+      return asLease(run, release)
+    }))
 
   const storage: AgentStorage = {
     agentDir,
     workRoot,
-    acquireWorkRun: (o) => acquireTracked(workRuns.acquire(o)),
+    acquireWorkRun: (o) => acquireIn(storeScope, workRuns.acquire(o)),
     getProcessWorkRun: (o) =>
-      whileOpen(async () => {
-        const run = await runTyped(runtime, workRuns.getProcessWorkRun(o))
-        liveLeaseFiles.add(run.leasePath)
-        processLeaseFiles.add(run.leasePath)
-        // The process run is held until the store closes; releasing it early is a no-op.
+      call(Effect.gen(function*() {
+        const run = yield* workRuns.getProcessWorkRun(o)
+        // Held until the store closes (the runtime releases it); releasing it early is a no-op.
+        yield* trackLeaseFile(storeScope, run.leasePath)
         return asLease(run, async () => ({ released: false, deleted: false, keptBecause: "the process run is held until the store closes" }))
-      }),
-    pruneWorkTenant: (o) => whileOpen(() => runTyped(runtime, workRuns.prune(o))),
+      })),
+    pruneWorkTenant: (o) => call(workRuns.prune(o)),
     workRootEnv: (run) => workRuns.workRootEnv(run),
     close: () => {
       closed ??= (async () => {
-        await Promise.allSettled([...calls])
-        await Promise.allSettled([...open].map((release) => release()))
-        // Disposing the runtime releases the process runs.
-        await runtime.dispose()
-        await Promise.allSettled([...extraRuntimes].map((dispose) => dispose()))
-        for (const file of processLeaseFiles) liveLeaseFiles.delete(file)
+        // Calls in flight finish first (an acquisition then holds a lease in the scope), then the scope closes.
+        await runTyped(runtime, FiberSet.awaitEmpty(calls))
+        await runTyped(runtime, Scope.close(storeScope, Exit.void))
       })()
       return closed
     },
     migration: {
-      plan: (o = {}) => whileOpen(() => runTyped(runtime, migration.plan(o))),
-      run: (o = {}) => whileOpen(() => runTyped(runtime, migration.run(o)))
+      plan: (o = {}) => call(migration.plan(o)),
+      run: (o = {}) => call(migration.run(o))
     },
-    doctor: (o = {}) => whileOpen(() => runTyped(runtime, doctor.doctor(agentDir, o as DoctorOptions))),
+    doctor: (o = {}) => call(doctor.doctor(agentDir, o as DoctorOptions)),
     configHistory: (o = {}) =>
-      makePromiseConfigHistory({ path: agentDirPath, paths, config }, o, whileOpen, (dispose) => void extraRuntimes.add(dispose), storeWarnings(options)),
+      makePromiseConfigHistory(
+        { path: agentDirPath, paths, config },
+        o,
+        whileOpen,
+        (dispose) => void Effect.runFork(Scope.addFinalizer(storeScope, Effect.promise(dispose))),
+        storeWarnings(options)
+      ),
     stateBackups: (o = {}) => {
       if (closed !== undefined) throw new StorageClosed({ agentDir })
       const backups = runtime.runSync(StateBackups.make(o)) // pure: resolves the root, touches nothing
-      const call = <A, E>(effect: Effect.Effect<A, E>) => whileOpen(() => runTyped(runtime, effect))
       return {
         root: backups.root,
         create: (x) => call(backups.create(x)),
@@ -279,66 +291,97 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
     getStorage: (namespace) => {
       const parsed = decodeSegment("namespace", namespace)
       if (parsed._tag === "Left") throw parsed.left
-      // The Effect view, in a scope of its own (building it does no I/O): its gate makes unload wait for
-      // acquisitions in flight and refuse later ones, and closing it releases every lease taken through it.
-      const viewScope = Effect.runSync(Scope.make())
+      // The Effect view, in a child scope of the store's (building it does no I/O): its gate makes unload wait
+      // for acquisitions in flight and refuse later ones; its leases are child scopes of the view's scope.
+      const viewScope = Effect.runSync(Scope.fork(storeScope, ExecutionStrategy.sequential))
       const view = Effect.runSync(Scope.extend(extensions.getStorage(parsed.right), viewScope))
-      const held = new Set<WorkRunLease>()
       return {
         namespace: view.namespace,
         stateDir: view.stateDir,
         cacheDir: view.cacheDir,
-        acquireWorkRun: async (o = {}) => {
-          const lease = await acquireTracked(view.acquireWorkRun(o))
-          held.add(lease)
-          const release = (r?: { delete?: boolean }) => lease.release(r).finally(() => held.delete(lease))
-          return { ...lease, release, [Symbol.asyncDispose]: () => release().then(() => undefined) }
-        },
-        pruneWork: (o = {}) => whileOpen(() => runTyped(runtime, view.pruneWork(o))),
-        unload: async () => {
-          // The view needs no service of the runtime: unloading works after `close()` too.
-          await Effect.runPromise(view.unload)
-          // The leases are released; drop the store's bookkeeping of them too (release is idempotent).
-          await Promise.allSettled([...held].map((lease) => lease.release()))
-        }
+        acquireWorkRun: (o = {}) => acquireIn(viewScope, view.acquireWorkRun(o)),
+        pruneWork: (o = {}) => call(view.pruneWork(o)),
+        // The view needs no service of the runtime: unloading works after `close()` too.
+        unload: () => Effect.runPromise(Effect.zipRight(view.unload, Scope.close(viewScope, Exit.void)))
       }
     },
-    userProfile: (o = {}) => promiseUserProfile((effect) => whileOpen(() => runTyped(runtime, effect)), o),
+    userProfile: (o = {}) => promiseUserProfile(call, o),
     [Symbol.asyncDispose]: () => storage.close()
   }
   return storage
 }
 
-/** One shared store per agent dir for the module-level helpers, closed when the process exits. */
-const sharedStores = new Map<string, Promise<AgentStorage>>()
-const sharedStore = (agentDir: string | undefined): Promise<AgentStorage> => {
+/** How long a module-level helper's store stays open once nothing uses it. */
+const SHARED_STORE_IDLE = Duration.seconds(30)
+
+/**
+ * The module-level helpers' stores, one per agent dir: opened at the first use and shared while in use (a
+ * lease from `acquireWorkRun` until its release, a prune for its duration, a process run for good), closed
+ * once unused for `SHARED_STORE_IDLE`. Their fibers run on the unref'd clock, so that idle timer never keeps
+ * the process alive (a process that exits first leaves nothing held: its leases were released, and the exit
+ * hook unlinks the process runs' leases).
+ */
+const sharedStores = Effect.runSync(Effect.flatMap(Scope.make(), (scope) =>
+  Scope.extend(
+    RcMap.make({
+      lookup: (agentDir: string) =>
+        Effect.acquireRelease(
+          Effect.tryPromise({ try: () => openAgentStorage({ agentDir }), catch: (e) => e }),
+          (store) => Effect.promise(() => store.close())
+        ),
+      idleTimeToLive: SHARED_STORE_IDLE
+    }),
+    scope
+  )))
+
+const onUnrefClock = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
+  Effect.runPromiseExit(Effect.withClock(effect, unrefClock)).then((exit) => {
+    if (Exit.isSuccess(exit)) return exit.value
+    throw squashTyped(exit.cause)
+  })
+
+/** The shared store of `agentDir`, and `done` to stop using it (once). A store that failed to open is not kept. */
+const useSharedStore = async (agentDir: string | undefined): Promise<{ store: AgentStorage; done: () => Promise<void> }> => {
   const key = resolveAgentDir({ explicit: agentDir, env: nodeEnv, home: NodeOs.homedir(), cwd: process.cwd() }).path
-  let store = sharedStores.get(key)
-  if (store === undefined) {
-    store = openAgentStorage({ agentDir: key })
-    store.catch(() => sharedStores.delete(key))
-    sharedStores.set(key, store)
+  const use = Effect.runSync(Scope.make())
+  let finished: Promise<void> | undefined
+  const done = () => finished ??= onUnrefClock(Scope.close(use, Exit.void))
+  try {
+    return { store: await onUnrefClock(Scope.extend(RcMap.get(sharedStores, key), use)), done }
+  } catch (e) {
+    await done()
+    await onUnrefClock(RcMap.invalidate(sharedStores, key))
+    throw e
   }
-  return store
 }
 
 export const acquireWorkRun = async (
   o: { category: string; tenant: string; runId?: string; retention?: RetentionInput | false; agentDir?: string }
 ): Promise<WorkRunLease> => {
   const { agentDir, ...rest } = o
-  return (await sharedStore(agentDir)).acquireWorkRun(rest)
+  const { store, done } = await useSharedStore(agentDir)
+  const lease = await store.acquireWorkRun(rest).catch(async (e: unknown) => {
+    await done()
+    throw e
+  })
+  // The lease uses the store until it is released.
+  const release = (r?: { delete?: boolean }) => lease.release(r).finally(done)
+  return { ...lease, release, [Symbol.asyncDispose]: () => release().then(() => undefined) }
 }
 
 export const getProcessWorkRun = async (o: { category: string; tenant: string; agentDir?: string }): Promise<WorkRunLease> => {
   const { agentDir, ...rest } = o
-  return (await sharedStore(agentDir)).getProcessWorkRun(rest)
+  // A process run uses its store for good (`done` is never called).
+  const { store } = await useSharedStore(agentDir)
+  return store.getProcessWorkRun(rest)
 }
 
 export const pruneWorkTenant = async (
   o: { category: string; tenant: string; policy?: RetentionInput; dryRun?: boolean; agentDir?: string }
 ): Promise<PruneReport> => {
   const { agentDir, ...rest } = o
-  return (await sharedStore(agentDir)).pruneWorkTenant(rest)
+  const { store, done } = await useSharedStore(agentDir)
+  return store.pruneWorkTenant(rest).finally(done)
 }
 
 export type { ProfileChange, ProfileView, PromiseUserProfile } from "./facade/userProfile.js"

@@ -165,7 +165,7 @@ describe("openAgentStorage", () => {
 
 describe("leases held by real child processes", () => {
   const holder = path.join(import.meta.dirname, "fixtures", "holder.mjs")
-  const start = (mode: "hold" | "exit") =>
+  const start = (mode: "hold" | "exit" | "end") =>
     new Promise<{ child: ChildProcess; run: { path: string; runId: string } }>((resolve, reject) => {
       const child = spawn(process.execPath, [holder, dir, "tools", "bash", mode], { stdio: ["ignore", "pipe", "inherit"] })
       let out = ""
@@ -193,6 +193,28 @@ describe("leases held by real child processes", () => {
     live.child.kill("SIGTERM")
     await exited(live.child)
     expect(leases(live.run.path)).toEqual([])
+    await storage.close()
+  })
+})
+
+describe("a held lease never keeps a Promise caller's process alive", () => {
+  const holder = path.join(import.meta.dirname, "fixtures", "holder.mjs")
+  it("a child whose script ends holding a lease exits by itself (heartbeat on unref'd timers); its lease is then seen dead", async () => {
+    const child = spawn(process.execPath, [holder, dir, "tools", "bash", "end"], { stdio: ["ignore", "pipe", "inherit"] })
+    let out = ""
+    child.stdout!.on("data", (chunk: Buffer) => { out += chunk.toString() })
+    // A ref'd heartbeat timer (5 minutes) would keep the child alive far past this bound.
+    const exit = await new Promise<{ code: number | null; signal: string | null }>((resolve, reject) => {
+      const timer = setTimeout(() => { child.kill("SIGKILL"); reject(new Error("the child was kept alive by its held lease")) }, 30_000)
+      child.on("exit", (code, signal) => { clearTimeout(timer); resolve({ code, signal }) })
+    })
+    expect(exit).toEqual({ code: 0, signal: null })
+    const run = JSON.parse(out.split("\n")[0]!) as { path: string; runId: string }
+    expect(fs.existsSync(run.path)).toBe(true)
+    const storage = await openAgentStorage({ agentDir: dir })
+    const report = await storage.pruneWorkTenant({ category: "tools", tenant: "bash", policy: { maxInactiveRuns: 0 } })
+    expect(report.active).toEqual([])
+    expect(report.removed.map((r) => r.runId)).toEqual([run.runId])
     await storage.close()
   })
 })

@@ -7,7 +7,8 @@
  *
  * The world's internal mutators (inode allocation, path resolution, crash bookkeeping the Memory layers
  * use) stay out of this type. Held runs heartbeat on the live clock by default, so `TestClock.adjust` over a
- * month with a run held is one step, not one per 5-minute beat (see `WorkRunsOptions.heartbeatSleep`).
+ * month with a run held is one step, not one per 5-minute beat; `Layer.provide(HeartbeatClock.layerCurrentClock)`
+ * makes them beat on the TestClock instead (see `HeartbeatClock`).
  */
 import type * as Layer from "effect/Layer"
 import type { FileSystem } from "../services/FileSystem.js"

@@ -18,7 +18,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as Random from "effect/Random"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import {
   AGENT_CONFIG_FILES,
@@ -58,7 +58,7 @@ import { Host } from "./Host.js"
 import { type InterruptedChange, historyDirOf, readChangeSentinel, sentinelPathOf } from "./internal/configSentinel.js"
 import { depsFromContext, selfIdentity } from "./internal/deps.js"
 import { type Git, makeGit, utf8 } from "./internal/git.js"
-import { tryAcquireMarker } from "./internal/markers.js"
+import { acquireMarkerWaiting, DEFAULT_LOCK_WAIT_MS, waitingAtMost } from "./internal/markers.js"
 import { warn } from "./internal/warn.js"
 
 export type { InterruptedChange } from "./internal/configSentinel.js"
@@ -112,7 +112,7 @@ export interface HistoryStatus {
 
 export type ConfigHistoryError = GitFailed | UnknownRevision | ConfigHistoryBusy | FileSystemError | InvalidArgument
 
-export const DEFAULT_LOCK_WAIT_MS = 30_000
+export { DEFAULT_LOCK_WAIT_MS }
 const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 const MAX_CONFIG_DEPTH = 16
 /** Mirrored copies are config-sized; a bounded read also keeps it one synchronous syscall in the Node layer. */
@@ -459,16 +459,12 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
     const withLock = <A, E>(body: Effect.Effect<A, E>): Effect.Effect<A, E | ConfigHistoryBusy | FileSystemError> =>
       Effect.gen(function*() {
         yield* fs.makeDirectory(dir, { recursive: true, mode: 0o700 })
-        const started = yield* Clock.currentTimeMillis
-        while (true) {
-          const attempt = yield* tryAcquireMarker(deps, lockPath, "config-history")
-          if (attempt._tag === "Acquired") {
-            return yield* Effect.ensuring(Effect.zipRight(clearStaleGitLocks, body), attempt.release)
-          }
-          const waited = (yield* Clock.currentTimeMillis) - started
-          if (waited >= lockWaitMs) return yield* Effect.fail(new ConfigHistoryBusy({ holder: attempt.holder, waitedMs: waited }))
-          yield* Effect.sleep(Duration.millis(yield* Random.nextIntBetween(5, 40)))
-        }
+        const release = yield* acquireMarkerWaiting(deps, lockPath, "config-history", {
+          // 5–40 ms between tries (jittered, so racing writers spread out), `lockWaitMs` in all.
+          schedule: Schedule.spaced(Duration.millis(20)).pipe(Schedule.jitteredWith({ min: 0.25, max: 2 }), waitingAtMost(lockWaitMs)),
+          busy: (held, waitedMs) => new ConfigHistoryBusy({ holder: held.holder, waitedMs })
+        })
+        return yield* Effect.ensuring(Effect.zipRight(clearStaleGitLocks, body), release)
       })
 
     // ------------------------------------------------------------------------------------------ programs

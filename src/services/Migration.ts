@@ -28,6 +28,7 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
 import { FileSystemError, InvalidArgument } from "../domain/Errors.js"
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
 import {
@@ -72,7 +73,7 @@ import { AgentDir } from "./AgentDir.js"
 import { type FileInfo, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
-import { sameBytes, tryAcquireMarker } from "./internal/markers.js"
+import { acquireMarkerWaiting, sameBytes } from "./internal/markers.js"
 
 type Fs = FileSystem["Type"]
 
@@ -457,7 +458,8 @@ const keptPaths = (step: Step): ReadonlyArray<string> =>
 // ---------------------------------------------------------------------------------------------------------
 // the migration marker
 
-type Lock = { readonly _tag: "Acquired"; readonly release: Effect.Effect<void> } | { readonly _tag: "Busy"; readonly holder: string }
+type MarkerBusy = { readonly _tag: "Busy"; readonly holder: string }
+type Lock = { readonly _tag: "Acquired"; readonly release: Effect.Effect<void> } | MarkerBusy
 
 const takeMigrationMarker = (
   deps: Deps,
@@ -465,19 +467,16 @@ const takeMigrationMarker = (
   attempts: number,
   delay: Duration.DurationInput
 ): Effect.Effect<Lock, FileSystemError> =>
-  Effect.gen(function*() {
-    const path = NodePath.join(agentDir, MIGRATION_MARKER)
-    let holder = "unknown holder"
-    for (let attempt = 0; attempt < Math.max(1, attempts); attempt++) {
-      if (attempt > 0) yield* Effect.sleep(delay)
-      const taken = yield* tryAcquireMarker(deps, path, MIGRATION_MARKER_PURPOSE)
-      if (taken._tag === "Acquired") return { _tag: "Acquired", release: taken.release } as const
-      // A marker torn by a crash mid-write never decodes: tryAcquireMarker reclaims it once older than the
-      // stale bound (the one unreadable rule, src/domain/Liveness.ts), instead of freezing every migration.
-      holder = taken.unreadable ? taken.detail : taken.holder
-    }
-    return { _tag: "Busy", holder } as const
-  })
+  // A marker torn by a crash mid-write never decodes: each try reclaims it once older than the stale bound
+  // (the one unreadable rule, src/domain/Liveness.ts), instead of freezing every migration.
+  acquireMarkerWaiting(deps, NodePath.join(agentDir, MIGRATION_MARKER), MIGRATION_MARKER_PURPOSE, {
+    // `attempts` tries in all, `delay` apart.
+    schedule: Schedule.spaced(delay).pipe(Schedule.intersect(Schedule.recurs(Math.max(1, attempts) - 1))),
+    busy: (held): MarkerBusy => ({ _tag: "Busy", holder: held.unreadable ? held.detail : held.holder })
+  }).pipe(
+    Effect.map((release): Lock => ({ _tag: "Acquired", release })),
+    Effect.catchIf((e): e is MarkerBusy => e._tag === "Busy", (busy) => Effect.succeed<Lock>(busy))
+  )
 
 const withMarker = <A>(
   deps: Deps,

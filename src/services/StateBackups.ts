@@ -21,6 +21,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { type FileSystemError, InvalidArgument, type InvalidSegment, type UnsafeRoot } from "../domain/Errors.js"
 import { decodeSegment } from "../domain/Segment.js"
@@ -64,7 +65,7 @@ import { Host } from "./Host.js"
 import type { Deps } from "./internal/deps.js"
 import { depsFromContext, selfIdentity } from "./internal/deps.js"
 import { locate } from "./internal/locate.js"
-import { judgeMarker, tryAcquireMarker } from "./internal/markers.js"
+import { acquireMarkerWaiting, DEFAULT_LOCK_WAIT_MS, judgeMarker, waitingAtMost } from "./internal/markers.js"
 import { checkSafeDirectory } from "./internal/rootSafety.js"
 
 export interface StateBackupsOptions {
@@ -180,7 +181,9 @@ const CursorSchema = Schema.Struct({ id: Schema.String, path: Schema.String })
 
 const WHOLE_TREE: WalkBudget = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }
 const MANIFEST_MAX_BYTES = 1 << 30
-const DEFAULT_LOCK_WAIT_MS = 30_000
+/** The writer lock's wait: 25 ms doubling to 500 ms between tries, `lockWaitMs` (default 30 s) in all. */
+const writerLockWait = (lockWaitMs: number) =>
+  Schedule.exponential(Duration.millis(25), 2).pipe(Schedule.union(Schedule.spaced(Duration.millis(500))), waitingAtMost(lockWaitMs))
 /** errnos after which a hard link is replaced by a copy (the link limit, another device, a refusing fs). */
 const LINK_FALLBACK = new Set(["EMLINK", "EXDEV", "EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOENT"])
 
@@ -256,15 +259,11 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
 
   const withWriter = <A, E>(body: Effect.Effect<A, E>): Effect.Effect<A, E | BackupBusy | FileSystemError> =>
     Effect.gen(function*() {
-      const started = yield* Clock.currentTimeMillis
-      const path = NodePath.join(root, WRITER_LOCK)
-      for (let pause = 25;; pause = Math.min(pause * 2, 500)) {
-        const attempt = yield* tryAcquireMarker(deps, path, "state-backup")
-        if (attempt._tag === "Acquired") return yield* Effect.ensuring(body, attempt.release)
-        const waited = (yield* Clock.currentTimeMillis) - started
-        if (waited >= lockWaitMs) return yield* new BackupBusy({ root, holder: attempt.holder, waitedMs: waited })
-        yield* Effect.sleep(Duration.millis(Math.min(pause, Math.max(1, lockWaitMs - waited))))
-      }
+      const release = yield* acquireMarkerWaiting(deps, NodePath.join(root, WRITER_LOCK), "state-backup", {
+        schedule: writerLockWait(lockWaitMs),
+        busy: (held, waitedMs) => new BackupBusy({ root, holder: held.holder, waitedMs })
+      })
+      return yield* Effect.ensuring(body, release)
     })
 
   /** Under the lock: remove what dead writers left. A live owner's incomplete snapshot is left alone. */

@@ -61,7 +61,7 @@ import { AgentDir } from "./AgentDir.js"
 import type { FileInfo, FileSystem } from "./FileSystem.js"
 import type { Host } from "./Host.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
-import { tryAcquireMarker } from "./internal/markers.js"
+import { acquireMarkerWaiting, unreadableAtMost } from "./internal/markers.js"
 
 export interface UserProfileOptions {
   /** UTF-8 bytes of the whole USER.md, pointer included (default 8 KiB). */
@@ -112,11 +112,6 @@ const unsafe = (path: string, reason: UnsafeProfile["reason"], detail: string) =
 
 export interface ReadState extends ProfileFiles {
   readonly journal: ProfileJournal | null
-}
-
-class LockHeld {
-  readonly _tag = "LockHeld"
-  constructor(readonly holder: string, readonly unreadable: boolean) {}
 }
 
 /** Where the profile's files are, and how they are read (safely: `lstat` first, never through a link). Read-only. */
@@ -268,20 +263,10 @@ export const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], op
     Schedule.union(Schedule.spaced(Duration.millis(100))),
     Schedule.jittered
   )
-  const acquireLock = Effect.gen(function*() {
-    let unreadableAttempts = 0
-    return yield* Effect.gen(function*() {
-      yield* fs.makeDirectory(stateDir, { recursive: true })
-      const attempt = yield* tryAcquireMarker(deps, lockPath, "user-profile")
-      if (attempt._tag === "Acquired") return attempt.release
-      return yield* Effect.fail(new LockHeld(attempt.holder, attempt.unreadable))
-    }).pipe(
-      Effect.retry({
-        schedule: lockSchedule,
-        while: (e) => e instanceof LockHeld && (!e.unreadable || ++unreadableAttempts < UNREADABLE_LOCK_ATTEMPTS)
-      }),
-      Effect.catchIf((e): e is LockHeld => e instanceof LockHeld, (e) => Effect.fail(new ProfileBusy({ path: lockPath, holder: e.holder })))
-    )
+  const acquireLock = acquireMarkerWaiting(deps, lockPath, "user-profile", {
+    schedule: lockSchedule.pipe(Schedule.intersect(unreadableAtMost(UNREADABLE_LOCK_ATTEMPTS))),
+    busy: (held) => new ProfileBusy({ path: lockPath, holder: held.holder }),
+    beforeEachTry: fs.makeDirectory(stateDir, { recursive: true })
   })
 
   const mutate = (op: ProfileOperation): Effect.Effect<ProfileChange, MutationError> =>

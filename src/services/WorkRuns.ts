@@ -9,16 +9,20 @@
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
+import * as RcMap from "effect/RcMap"
 import * as Ref from "effect/Ref"
+import * as Schedule from "effect/Schedule"
+import * as ScheduleDecision from "effect/ScheduleDecision"
+import * as ScheduleInterval from "effect/ScheduleInterval"
 import * as Scope from "effect/Scope"
 import { type AgentPaths, EXTENSIONS_WORK_CATEGORY, LEASES_DIR, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR, WORK_RUN_MANIFEST } from "../domain/AgentPaths.js"
 import {
@@ -53,6 +57,7 @@ import { generateRunId } from "../domain/RunId.js"
 import { decodeSegment } from "../domain/Segment.js"
 import { AgentDir } from "./AgentDir.js"
 import { FileSystem } from "./FileSystem.js"
+import { HeartbeatClock } from "./HeartbeatClock.js"
 import { Host } from "./Host.js"
 import { applyStorageConfig, StorageConfig } from "./StorageConfig.js"
 import { type Deps, nonce, safeHostName, selfIdentity } from "./internal/deps.js"
@@ -148,14 +153,6 @@ export interface WorkRunsOptions {
   readonly busyDelayMs?: number
   /** Start a background prune of a tenant on acquire (at most once an hour per tenant). Default true. */
   readonly opportunisticRetention?: boolean
-  /**
-   * How the heartbeat fiber waits between refreshes. Defaults to the live clock's sleep (a real timer), while
-   * the stamp it writes is the `Clock`'s time: under `TestClock` a held run never makes `TestClock.adjust`
-   * step through every 5-minute beat (a month adjusts at once), and on one host a holder is judged by its pid
-   * anyway. A simulation of remote hosts judging heartbeats passes `Effect.sleep` (TestClock-driven beats).
-   * The Promise facade passes a sleep on an unref'd timer so a held lease never keeps Node alive by itself.
-   */
-  readonly heartbeatSleep?: (duration: Duration.Duration) => Effect.Effect<void>
 }
 
 export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns, {
@@ -201,8 +198,37 @@ type HeldRun = Omit<WorkRun, "release"> & {
 
 type Attempt =
   | { readonly _tag: "Done"; readonly run: HeldRun }
-  | { readonly _tag: "Busy" }
-  | { readonly _tag: "Again" }
+  | Retry
+
+type AttemptError = FileSystemError | UnownedRun | ManifestMismatch
+
+/** A try that must be made again: a live cleanup marker holds the run (`Busy`), or it moved under us (`Again`). */
+type Retry = { readonly _tag: "Busy" } | { readonly _tag: "Again" }
+
+/**
+ * When an acquire tries again: after the n-th `Busy` it waits `busyDelay × n` (a yield when that is zero),
+ * and gives up at the `busyAttempts`-th; an `Again` is tried at once, and the 66th try in all gives up.
+ * Output: the tries so far, and the count `RunBusy.attempts` reports if this step gave up.
+ */
+const acquireRetries = (busyAttempts: number, busyDelay: Duration.Duration) =>
+  Schedule.makeWithState(
+    { busy: 0, tries: 0 },
+    (now, retry: Retry, state) => {
+      const busy = retry._tag === "Busy" ? state.busy + 1 : state.busy
+      const tries = state.tries + 1
+      const stop = retry._tag === "Busy" ? busy >= busyAttempts : tries > 65
+      const pause = retry._tag === "Busy" ? Duration.toMillis(busyDelay) * busy : 0
+      const next = { busy, tries }
+      return Effect.succeed([
+        next,
+        { ...next, stoppedAt: retry._tag === "Busy" ? busy : tries - 1 },
+        stop ? ScheduleDecision.done : ScheduleDecision.continueWith(ScheduleInterval.after(now + pause))
+      ] as const)
+    }
+  ).pipe(
+    // A zero pause would retry without yielding: let the pruner that holds the marker run.
+    Schedule.tapOutput(() => Effect.yieldNow())
+  )
 
 /** @deprecated use `WorkRuns.make`. */
 export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
@@ -224,8 +250,8 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     const ceiling = config.retentionCeiling
     const busyAttempts = config.busyAttempts
     const busyDelay = Duration.millis(config.busyDelayMs)
-    const liveClock = Clock.make()
-    const heartbeatSleep = options.heartbeatSleep ?? ((d: Duration.Duration) => liveClock.sleep(d))
+    // What the heartbeat waits on (live by default; unref'd timers in the Promise facade): see HeartbeatClock.
+    const heartbeatClock = yield* HeartbeatClock
     // WR4: holders refresh at a third of the remote TTL.
     const heartbeatEvery = Duration.millis(Math.max(1, Math.floor(remoteLeaseTtlMs / 3)))
     const runtimeScope = yield* Effect.scope
@@ -235,7 +261,6 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     const madeTenants = yield* Ref.make(new Set<string>())
     const lastPruneStart = yield* Ref.make(new Map<string, number>())
     const sequence = yield* Ref.make(0)
-    const processRuns = yield* Ref.make(new Map<string, Deferred.Deferred<WorkRun, AcquireError>>())
     // A store never reports itself busy: its prunes of one tenant (background and explicit) take turns, so an
     // explicit prune waits for the background prune an acquire started, then runs (issue 13).
     const tenantLocks = new Map<string, Effect.Semaphore>()
@@ -385,18 +410,18 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         const tenant = yield* decodeSegment("tenant", opts.tenant)
         const runId = opts.runId === undefined ? undefined : yield* decodeSegment("runId", opts.runId)
         const tenantDir = paths.workTenantDir(category, tenant)
-        let busy = 0
-        for (let tries = 0; ; tries++) {
-          const result = yield* attempt({ category, tenant, runId })
-          if (result._tag === "Done") return result.run
-          if (result._tag === "Busy") {
-            busy++
-            if (busy >= busyAttempts) return yield* new RunBusy({ path: NodePath.join(tenantDir, runId ?? "(generated)"), attempts: busy })
-            yield* Duration.toMillis(busyDelay) > 0 ? Effect.sleep(Duration.times(busyDelay, busy)) : Effect.yieldNow()
-          } else if (tries > 64) {
-            return yield* new RunBusy({ path: NodePath.join(tenantDir, runId ?? "(generated)"), attempts: tries })
-          }
-        }
+        // Only a `Retry` is retried; a port or ownership error ends the acquire at once.
+        const outcome = yield* attempt({ category, tenant, runId }).pipe(
+          Effect.either,
+          Effect.flatMap((r): Effect.Effect<Either.Either<HeldRun, AttemptError>, Retry> =>
+            Either.isLeft(r) ? Effect.succeed(Either.left(r.left)) : r.right._tag === "Done" ? Effect.succeed(Either.right(r.right.run)) : Effect.fail(r.right)
+          ),
+          Effect.retryOrElse(
+            acquireRetries(busyAttempts, busyDelay),
+            (_, tries) => new RunBusy({ path: NodePath.join(tenantDir, runId ?? "(generated)"), attempts: tries.stoppedAt })
+          )
+        )
+        return yield* outcome
       })
 
     /**
@@ -464,7 +489,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
             message: `could not refresh the lease ${run.leasePath} (${e.message}); other hosts judge it stale ${Math.round(remoteLeaseTtlMs / 60000)} minutes after its last heartbeat`
           })
         ))
-        const heartbeatFiber = yield* heartbeatSleep(heartbeatEvery).pipe(
+        const heartbeatFiber = yield* heartbeatClock.sleep(heartbeatEvery).pipe(
           Effect.zipRight(heartbeat),
           Effect.forever,
           // Forked from acquireRelease's uninterruptible acquire: make the loop itself interruptible.
@@ -550,22 +575,23 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
             : maybePruneInBackground(run.category, run.tenant, retention))
         ))
 
+    // One process run per (category, tenant): acquired once (concurrent callers share the acquisition), held
+    // in its entry's scope until the runtime closes (never idle-released); a failed acquisition is not kept.
+    const processRuns = yield* RcMap.make({
+      lookup: (key: string) => {
+        const [category = "", tenant = ""] = key.split("\u0000")
+        return acquire({ category, tenant })
+      },
+      idleTimeToLive: Duration.infinity
+    })
+
     const getProcessWorkRun = (opts: { readonly category: string; readonly tenant: string }) =>
       Effect.gen(function*() {
         // Decoded before they key the map: a symbol or object must be InvalidSegment, not a TypeError.
         yield* decodeSegment("category", opts.category)
         yield* decodeSegment("tenant", opts.tenant)
         const key = `${opts.category}\u0000${opts.tenant}`
-        const fresh = yield* Deferred.make<WorkRun, AcquireError>()
-        const existing = yield* Ref.modify(processRuns, (m) => {
-          const found = m.get(key)
-          return found !== undefined ? [found, m] as const : [undefined, new Map(m).set(key, fresh)] as const
-        })
-        if (existing !== undefined) return yield* Deferred.await(existing)
-        const exit = yield* Effect.exit(Scope.extend(acquire({ category: opts.category, tenant: opts.tenant }), runtimeScope))
-        if (Exit.isFailure(exit)) yield* Ref.update(processRuns, (m) => { const n = new Map(m); n.delete(key); return n })
-        yield* Deferred.done(fresh, exit)
-        return yield* exit
+        return yield* Effect.scoped(RcMap.get(processRuns, key)).pipe(Effect.tapError(() => RcMap.invalidate(processRuns, key)))
       }).pipe(Effect.uninterruptible)
 
     const prune = (opts: PruneOptions): Effect.Effect<PruneReport, PruneFailure> =>
@@ -652,4 +678,4 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     })
   })
 
-export { EXTENSIONS_WORK_CATEGORY }
+export { EXTENSIONS_WORK_CATEGORY, HeartbeatClock }

@@ -175,7 +175,7 @@ describe("warnings through Effect's logger", () => {
         logged.push({ message, level: logLevel.label, annotations: Object.fromEntries(annotations) })
       })
       const world = MemoryWorld.make()
-      const p = yield* spawnProcess(world, { workRuns: { heartbeatSleep: Effect.sleep } })
+      const p = yield* spawnProcess(world)
       yield* Effect.gen(function*() {
         const run = yield* p.workRuns.acquire({ category: "tools", tenant: "bash", retention: false })
         world.injectFault({ op: "writeFileAtomic", path: run.leasePath, count: Infinity, errno: "EIO" })

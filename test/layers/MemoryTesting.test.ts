@@ -3,8 +3,8 @@
  * `storageLayer`, a held run across a month of `TestClock`, and the public type without internals.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, FastCheck as fc, TestClock } from "effect"
-import { MemoryWorld, storageLayer, WorkRuns } from "../../src/index.js"
+import { Effect, FastCheck as fc, Layer, TestClock } from "effect"
+import { HeartbeatClock, MemoryWorld, storageLayer, WorkRuns } from "../../src/index.js"
 
 const AGENT_DIR = "/home/user/.pi/agent"
 const DAY = 24 * 60 * 60 * 1000
@@ -31,7 +31,7 @@ describe("MemoryWorld.layer + storageLayer (public test entry)", () => {
       // The journal sees beats when they step: TestClock-driven beats over one hour are 12.
       const other = MemoryWorld.make()
       const stepping = yield* heldAcross(other, 60 * 60 * 1000).pipe(
-        Effect.provide(storageLayer(MemoryWorld.layer(other), { agentDir: AGENT_DIR, workRuns: { heartbeatSleep: Effect.sleep } }))
+        Effect.provide(storageLayer(MemoryWorld.layer(other), { agentDir: AGENT_DIR }).pipe(Layer.provide(HeartbeatClock.layerCurrentClock)))
       )
       assert.strictEqual(stepping.beats, 12)
     }))

@@ -25,7 +25,7 @@ const MINUTE = 60_000
 /** A run and a migration marker left by host h2, which stopped heartbeating 5 minutes ago. */
 const remoteLeftovers = Effect.gen(function*() {
   const world = World.make()
-  const remote = yield* spawnProcess(world, { hostname: "h2", workRuns: { heartbeatSleep: () => Effect.never, opportunisticRetention: false } })
+  const remote = yield* spawnProcess(world, { hostname: "h2", heartbeats: false, workRuns: { opportunisticRetention: false } })
   const run = yield* remote.workRuns.acquire({ category: "tools", tenant: "bash", retention: false })
   yield* world.writeFixture(`${AGENT_DIR}/.pi-migration.lock`, JSON.stringify({
     version: 1, purpose: "migrate-agent-dir", host: "h2", pid: remote.host.pid, createdAt: 0

@@ -291,7 +291,7 @@ describe("pruneWorkTenant on the Memory layer", () => {
       const world = MemoryWorld.make()
       const local = yield* spawnProcess(world, { hostname: "h1" })
       // Heartbeats on the TestClock: this simulation needs remote beats at every 5 simulated minutes.
-      const remote = yield* spawnProcess(world, { hostname: "h2", workRuns: { heartbeatSleep: Effect.sleep } })
+      const remote = yield* spawnProcess(world, { hostname: "h2" })
       const run = yield* remote.workRuns.acquire({ category: "tools", tenant: "bash", retention: false })
       const policy = { maxInactiveRuns: 0 }
       const held = yield* local.workRuns.prune({ category: "tools", tenant: "bash", policy })

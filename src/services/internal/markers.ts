@@ -5,7 +5,12 @@
  * belongs), once it is older than the stale bound (`unreadableVerdict`, issue 12 point 2).
  */
 import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schedule from "effect/Schedule"
+import * as ScheduleDecision from "effect/ScheduleDecision"
+import * as ScheduleInterval from "effect/ScheduleInterval"
 import type { FileSystemError } from "../../domain/Errors.js"
 import { decodeJsonBytes, encodeJsonBytes, leaseFacts, Marker, MARKER_MAX_BYTES } from "../../domain/Formats.js"
 import { readFailureIsContent } from "../../domain/Liveness.js"
@@ -305,4 +310,75 @@ export const removeDeadMarker = (
     const judged = yield* judgeMarker(deps, path)
     if (judged === undefined) return { judged, outcome: "changed" as const }
     return { judged, outcome: yield* reclaimDeadMarker(deps, path, judged) }
+  })
+
+// ---------------------------------------------------------------------------------------------------------
+// waiting for a marker
+
+/** How long a writer waits for a lock marker a live holder has (config history, state backups). */
+export const DEFAULT_LOCK_WAIT_MS = 30_000
+
+/** A try that found the marker held: the input of a wait schedule (who holds it, whether it is readable). */
+export type MarkerHeld = Extract<MarkerAttempt, { readonly _tag: "Held" }>
+
+/** The retried failure inside `acquireMarkerWaiting` (never escapes it). */
+class StillHeld {
+  readonly _tag = "StillHeld"
+  constructor(readonly held: MarkerHeld) {}
+}
+
+/**
+ * Take the marker at `path`, trying again after each pause of `schedule` while a live holder has it (the
+ * schedule sees every `Held` try, so it can count unreadable ones). When the schedule ends, fail with
+ * `busy(lastHeld, waitedMs)`, the caller's own typed error. A port error ends the wait at once. Succeeds with
+ * the release (which unlinks only the marker this call created).
+ */
+export const acquireMarkerWaiting = <E>(
+  deps: Deps,
+  path: string,
+  purpose: string,
+  options: {
+    readonly schedule: Schedule.Schedule<unknown, MarkerHeld>
+    readonly busy: (held: MarkerHeld, waitedMs: number) => E
+    /** Run before every try (making the marker's directory, say). */
+    readonly beforeEachTry?: Effect.Effect<void, FileSystemError>
+  }
+): Effect.Effect<Effect.Effect<void>, E | FileSystemError> =>
+  Effect.gen(function*() {
+    const started = yield* Clock.currentTimeMillis
+    const once = Effect.either(Effect.zipRight(options.beforeEachTry ?? Effect.void, tryAcquireMarker(deps, path, purpose))).pipe(
+      Effect.flatMap((r) =>
+        Either.isRight(r) && r.right._tag === "Held" ? Effect.fail(new StillHeld(r.right)) : Effect.succeed(r)
+      )
+    )
+    const outcome = yield* once.pipe(
+      Effect.retry(Schedule.mapInput(options.schedule, (e: StillHeld) => e.held)),
+      Effect.catchAll((e) => Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.fail(options.busy(e.held, now - started))))
+    )
+    if (Either.isLeft(outcome)) return yield* Effect.fail(outcome.left)
+    const attempt = outcome.right
+    return attempt._tag === "Acquired" ? attempt.release : Effect.void // (Held never gets here)
+  })
+
+/**
+ * `schedule`'s pauses for at most `maxMs` of waiting in all: the last pause is cut short so the final try
+ * falls at the bound, never after it, and the schedule ends once the bound is reached.
+ */
+export const waitingAtMost = (maxMs: number) =>
+<Out, In>(schedule: Schedule.Schedule<Out, In>): Schedule.Schedule<[Out, Duration.Duration], In> =>
+  schedule.pipe(
+    Schedule.intersect(Schedule.elapsed),
+    Schedule.whileOutput(([, elapsed]) => Duration.toMillis(elapsed) < maxMs),
+    Schedule.modifyDelay(([, elapsed], delay) => Duration.millis(Math.min(Duration.toMillis(delay), Math.max(1, maxMs - Duration.toMillis(elapsed)))))
+  )
+
+/**
+ * Ends a wait at the `n`-th try that found the marker unreadable (a torn marker is waited for, since it may
+ * be a writer between create and write, but not forever); live, readable holders do not count. Output: the
+ * unreadable tries so far.
+ */
+export const unreadableAtMost = (n: number): Schedule.Schedule<number, MarkerHeld> =>
+  Schedule.makeWithState(0, (now, held: MarkerHeld, count) => {
+    const next = held.unreadable ? count + 1 : count
+    return Effect.succeed([next, next, next >= n ? ScheduleDecision.done : ScheduleDecision.continueWith(ScheduleInterval.after(now))] as const)
   })
