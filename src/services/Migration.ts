@@ -23,7 +23,7 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { FileSystemError, InvalidArgument } from "../domain/Errors.js"
+import { type FileSystemError, InvalidArgument, MigrationStepFailed, type MigrationStep } from "../domain/Errors.js"
 import {
   conflictCandidate,
   copyTempName,
@@ -77,8 +77,11 @@ const MERGE_MAX_BYTES = 64 * 1024 * 1024
 const isNotFound = (e: FileSystemError) => e.reason === "NotFound"
 const isCrossDevice = (e: FileSystemError) => e.reason === "CrossDevice" || e.errno === "EXDEV"
 
-const stepFailure = (method: string, path: string, detail: string) =>
-  new FileSystemError({ reason: "InvalidData", errno: "", method, path, detail })
+/** A step the engine refuses (a program error, not a port error: every file-system call succeeded). */
+const stepFailure = (step: MigrationStep, path: string, detail: string) => new MigrationStepFailed({ step, path, detail })
+
+/** What the move engine fails with: the port's errors and its own refusals. */
+type EngineError = FileSystemError | MigrationStepFailed
 
 const isPrefix = (prefix: Uint8Array, of: Uint8Array) =>
   prefix.length <= of.length && prefix.every((x, i) => x === of[i])
@@ -114,7 +117,7 @@ const makeEngine = (fs: Fs, collector: Collector, display: (path: string) => str
       const info = yield* lstatOption(temp)
       if (info === undefined) return
       const ours = info.type === "File" && isPrefix(yield* fs.readFile(temp), yield* fs.readFile(src))
-      if (!ours) return yield* Effect.fail(stepFailure("migrate", temp, "temp path of a cross-device copy is taken"))
+      if (!ours) return yield* Effect.fail(stepFailure("temp-path-taken", temp, "temp path of a cross-device copy is taken"))
       yield* fs.removeFile(temp)
     })
 
@@ -127,7 +130,7 @@ const makeEngine = (fs: Fs, collector: Collector, display: (path: string) => str
       const temp = NodePath.join(NodePath.dirname(path), copyTempName(NodePath.basename(path)))
       const leftover = yield* lstatOption(temp)
       if (leftover !== undefined && leftover.type !== "File") {
-        return yield* Effect.fail(stepFailure("migrate", temp, "temp path of a merge is taken"))
+        return yield* Effect.fail(stepFailure("temp-path-taken", temp, "temp path of a merge is taken"))
       }
       if (leftover !== undefined) yield* fs.removeFile(temp)
       yield* fs.writeFileExclusive(temp, data, { sync: true, mode })
@@ -139,8 +142,8 @@ const makeEngine = (fs: Fs, collector: Collector, display: (path: string) => str
     src: string,
     info: FileInfo,
     dst: string,
-    placeChild: (src: string, dst: string) => Effect.Effect<Placed, FileSystemError>
-  ): Effect.Effect<void, FileSystemError> =>
+    placeChild: (src: string, dst: string) => Effect.Effect<Placed, EngineError>
+  ): Effect.Effect<void, EngineError> =>
     Effect.gen(function*() {
       if (info.type === "File") {
         const temp = NodePath.join(NodePath.dirname(dst), copyTempName(NodePath.basename(dst)))
@@ -149,7 +152,7 @@ const makeEngine = (fs: Fs, collector: Collector, display: (path: string) => str
         const same = yield* Effect.zipWith(fs.readFile(src), fs.readFile(temp), sameBytes)
         if (!same) {
           yield* fs.removeFile(temp)
-          return yield* Effect.fail(stepFailure("migrate", src, "cross-device copy did not verify"))
+          return yield* Effect.fail(stepFailure("copy-not-verified", src, "cross-device copy did not verify"))
         }
         yield* fs.rename(temp, dst)
         yield* fs.removeFile(src)
@@ -161,7 +164,7 @@ const makeEngine = (fs: Fs, collector: Collector, display: (path: string) => str
         for (const name of yield* childNames(src)) yield* placeChild(NodePath.join(src, name), NodePath.join(dst, name))
         yield* fs.removeDirectory(src)
       } else {
-        return yield* Effect.fail(stepFailure("migrate", src, "special files are not copied across devices"))
+        return yield* Effect.fail(stepFailure("special-file", src, "special files are not copied across devices"))
       }
     })
 
@@ -180,15 +183,15 @@ const makeEngine = (fs: Fs, collector: Collector, display: (path: string) => str
     src: string,
     info: FileInfo,
     dst: string,
-    placeChild: (src: string, dst: string) => Effect.Effect<Placed, FileSystemError>
-  ): Effect.Effect<void, FileSystemError> =>
+    placeChild: (src: string, dst: string) => Effect.Effect<Placed, EngineError>
+  ): Effect.Effect<void, EngineError> =>
     ensureParent(NodePath.dirname(dst)).pipe(
       Effect.zipRight(fs.rename(src, dst)),
       Effect.catchIf(isCrossDevice, () => copyAcross(src, info, dst, placeChild))
     )
 
   /** Preserve `src` at the first free (or identical, or mergeable directory) conflict candidate of `base`. */
-  const preserve = (src: string, srcInfo: FileInfo, base: string): Effect.Effect<Placed, FileSystemError> =>
+  const preserve = (src: string, srcInfo: FileInfo, base: string): Effect.Effect<Placed, EngineError> =>
     Effect.gen(function*() {
       for (let k = 0;; k++) {
         const candidate = conflictCandidate(base, k)
@@ -214,11 +217,11 @@ const makeEngine = (fs: Fs, collector: Collector, display: (path: string) => str
       }
     })
 
-  const preserveChild = (src: string, dst: string): Effect.Effect<Placed, FileSystemError> =>
+  const preserveChild = (src: string, dst: string): Effect.Effect<Placed, EngineError> =>
     Effect.flatMap(fs.lstat(src), (info) => preserve(src, info, dst))
 
   /** The engine: move or merge `src` into `dst`; collisions go under `conflictBase`. */
-  const place = (src: string, dst: string, conflictBase: string): Effect.Effect<Placed, FileSystemError> =>
+  const place = (src: string, dst: string, conflictBase: string): Effect.Effect<Placed, EngineError> =>
     Effect.gen(function*() {
       const srcInfo = yield* fs.lstat(src)
       const dstInfo = yield* lstatOption(dst)
@@ -656,7 +659,7 @@ const runPlan = (
         reports.push(alreadyDone(entry, display(from), display(to), records))
         continue
       }
-      const attempt: Effect.Effect<EntryResult, FileSystemError> = exists._tag === "Left"
+      const attempt: Effect.Effect<EntryResult, EngineError> = exists._tag === "Left"
         ? Effect.fail(exists.left)
         : entry.kind === "move"
         ? runMoveEntry(engine, from, to, conflictBase)

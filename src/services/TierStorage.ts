@@ -11,12 +11,15 @@ import * as Schema from "effect/Schema"
 import * as NodePath from "node:path"
 import {
   ConfigRedLine,
-  FileSystemError,
+  ConfigUnreadable,
+  type FileSystemError,
   InvalidArgument,
   type InvalidSegment,
+  RemovalStalled,
   StateMissing,
   StateUnreadable,
-  TiersOverlap
+  TiersOverlap,
+  TierUnresolvable
 } from "../domain/Errors.js"
 import { type FileIdentity, findTierOverlap, type ResolvedLocation } from "../domain/TierIdentity.js"
 import { decodeJsonBytes, encodeJsonBytes } from "../domain/Formats.js"
@@ -64,9 +67,9 @@ export interface CacheTier {
     key: string,
     build: Effect.Effect<Uint8Array | string, E, R>,
     options?: CacheEnsureOptions
-  ) => Effect.Effect<Uint8Array, E | InvalidArgument | TiersOverlap | FileSystemError, R>
+  ) => Effect.Effect<Uint8Array, E | InvalidArgument | TiersOverlap | TierUnresolvable | RemovalStalled | FileSystemError, R>
   /** Remove cache/ entirely, never following symlinks. Re-checks the tiers' identities first (TD5). */
-  readonly clear: () => Effect.Effect<void, TiersOverlap | FileSystemError>
+  readonly clear: () => Effect.Effect<void, TiersOverlap | TierUnresolvable | RemovalStalled | FileSystemError>
 }
 
 export interface StateTier {
@@ -83,8 +86,8 @@ export interface StateTier {
 export interface ConfigTier {
   readonly dir: string
   /** The value stored under `key` in config/settings.json, `undefined` when unset. */
-  readonly get: (key: string) => Effect.Effect<unknown, InvalidArgument | FileSystemError>
-  readonly set: (key: string, value: unknown) => Effect.Effect<void, InvalidArgument | ConfigRedLine | FileSystemError>
+  readonly get: (key: string) => Effect.Effect<unknown, InvalidArgument | ConfigUnreadable | FileSystemError>
+  readonly set: (key: string, value: unknown) => Effect.Effect<void, InvalidArgument | ConfigRedLine | ConfigUnreadable | FileSystemError>
   /** Write `config/<name>` atomically, unless it is a database, a log, settings.json, or over budget. */
   readonly writeFile: (
     name: string,
@@ -133,28 +136,26 @@ const isAbsentComponent = (error: FileSystemError): boolean => error.reason === 
  * that directory's physical ancestors, reached with "/.." (which the OS resolves from the directory itself,
  * not from the path's text).
  */
-const locate = (fs: FileSystem["Type"], path: string, attempt = 1): Effect.Effect<ResolvedLocation, FileSystemError> =>
+const locate = (fs: FileSystem["Type"], path: string, attempt = 1): Effect.Effect<ResolvedLocation, FileSystemError | TierUnresolvable> =>
   locateOnce(fs, path).pipe(
     // The tree changed under the walk (a concurrent clear removed the directory being climbed): start again.
-    Effect.catchIf((e) => isAbsentComponent(e) && attempt < MAX_LOCATE_ATTEMPTS, () => locate(fs, path, attempt + 1))
+    Effect.catchIf((e) => e._tag === "FileSystemError" && isAbsentComponent(e) && attempt < MAX_LOCATE_ATTEMPTS, () => locate(fs, path, attempt + 1))
   )
 
 const MAX_LOCATE_ATTEMPTS = 8
 
-const locateOnce = (fs: FileSystem["Type"], path: string): Effect.Effect<ResolvedLocation, FileSystemError> =>
+const locateOnce = (fs: FileSystem["Type"], path: string): Effect.Effect<ResolvedLocation, FileSystemError | TierUnresolvable> =>
   Effect.gen(function*() {
     const missing: Array<string> = []
     let prefix = NodePath.resolve(path)
     let top: FileInfo | undefined
     while (top === undefined) {
-      top = yield* fs.statFollowingLinks(prefix).pipe(Effect.catchIf(isAbsentComponent, () => Effect.succeed(undefined)))
+      // "/" itself missing is the port's own failure, passed on as it is.
+      const isRoot = NodePath.dirname(prefix) === prefix
+      top = yield* fs.statFollowingLinks(prefix).pipe(Effect.catchIf((e) => !isRoot && isAbsentComponent(e), () => Effect.succeed(undefined)))
       if (top !== undefined) break
-      const parent = NodePath.dirname(prefix)
-      if (parent === prefix) {
-        return yield* Effect.fail(new FileSystemError({ reason: "NotFound", errno: "ENOENT", method: "statFollowingLinks", path, detail: "no existing ancestor" }))
-      }
       missing.unshift(NodePath.basename(prefix))
-      prefix = parent
+      prefix = NodePath.dirname(prefix)
     }
     const chain: Array<FileIdentity> = [identityOf(top)]
     let dir = prefix
@@ -164,9 +165,7 @@ const locateOnce = (fs: FileSystem["Type"], path: string): Effect.Effect<Resolve
     }
     for (let i = 0; ; i++) {
       if (i >= MAX_ANCESTORS) {
-        return yield* Effect.fail(
-          new FileSystemError({ reason: "Unknown", errno: "", method: "statFollowingLinks", path, detail: "too many ancestors to compare" })
-        )
+        return yield* Effect.fail(new TierUnresolvable({ path, detail: `more than ${MAX_ANCESTORS} ancestors to compare` }))
       }
       dir = dir.endsWith("/") ? `${dir}..` : `${dir}/..`
       const up = identityOf(yield* fs.statFollowingLinks(dir))
@@ -185,7 +184,7 @@ const locateOnce = (fs: FileSystem["Type"], path: string): Effect.Effect<Resolve
 export const openTiers = (
   ctx: TierDirs,
   options?: OpenTiersOptions
-): Effect.Effect<Tiers, InvalidArgument | TiersOverlap | FileSystemError, FileSystem> =>
+): Effect.Effect<Tiers, InvalidArgument | TiersOverlap | TierUnresolvable | FileSystemError, FileSystem> =>
   Effect.gen(function*() {
     const dirs = yield* fromEither(resolveTierDirs(ctx))
     const budgetBytes = options?.configBudgetBytes ?? DEFAULT_CONFIG_BUDGET_BYTES
@@ -200,7 +199,7 @@ export const openTiers = (
      * TD5, at open and again right before anything that deletes or replaces cache entries: a link or mount
      * made after open (cache/ pointed at state/) is caught before the first byte changes.
      */
-    const checkIdentities = (during: string): Effect.Effect<void, TiersOverlap | FileSystemError> =>
+    const checkIdentities = (during: string): Effect.Effect<void, TiersOverlap | TierUnresolvable | FileSystemError> =>
       Effect.gen(function*() {
         const [config, state, cache] = yield* Effect.all([
           locate(fs, dirs.configDir),
@@ -228,15 +227,11 @@ export const openTiers = (
       )
 
     /** removeTree until done; it stops after a budget of entries, and a rerun continues. */
-    const removeAll = (path: string): Effect.Effect<void, FileSystemError> =>
+    const removeAll = (path: string): Effect.Effect<void, FileSystemError | RemovalStalled> =>
       fs.removeTree(path, REMOVE_BUDGET).pipe(
         Effect.flatMap((r) => {
           if (r.complete) return Effect.void
-          if (r.removedEntries === 0) {
-            return Effect.fail(
-              new FileSystemError({ reason: "Busy", errno: "", method: "removeTree", path, detail: "no progress" })
-            )
-          }
+          if (r.removedEntries === 0) return Effect.fail(new RemovalStalled({ path }))
           return removeAll(path)
         })
       )
@@ -306,7 +301,7 @@ export const openTiers = (
 
     const settingsPath = NodePath.join(dirs.configDir, CONFIG_SETTINGS_FILE)
 
-    const readSettings: Effect.Effect<Readonly<Record<string, unknown>>, FileSystemError> = fs
+    const readSettings: Effect.Effect<Readonly<Record<string, unknown>>, FileSystemError | ConfigUnreadable> = fs
       .readFile(settingsPath, { maxBytes: Math.max(budgetBytes, 1) })
       .pipe(
         Effect.map((bytes) => decodeJsonBytes(Schema.Unknown, bytes)),
@@ -314,17 +309,11 @@ export const openTiers = (
           decoded.ok && typeof decoded.value === "object" && decoded.value !== null && !Array.isArray(decoded.value)
             ? Effect.succeed(decoded.value as Record<string, unknown>)
             : Effect.fail(
-              new FileSystemError({
-                reason: "InvalidData",
-                errno: "",
-                method: "readFile",
-                path: settingsPath,
-                detail: decoded.ok ? "settings are not a JSON object" : decoded.why
-              })
+              new ConfigUnreadable({ path: settingsPath, detail: decoded.ok ? "settings are not a JSON object" : decoded.why })
             )
         ),
         // Never configured is not an error: every key is unset.
-        Effect.catchIf((error) => isNotFound(error), () => Effect.succeed({}))
+        Effect.catchIf((error) => error._tag === "FileSystemError" && isNotFound(error), () => Effect.succeed({}))
       )
 
     const sizeOf = (path: string): Effect.Effect<number, FileSystemError> =>
