@@ -316,3 +316,30 @@ export class TierUnresolvable extends Schema.TaggedError<TierUnresolvable>()("Ti
     return `cannot tell where ${this.path} is on disk: ${this.detail}; nothing was changed`
   }
 }
+
+/**
+ * Internal program errors: they never leave a public error channel (a release, heartbeat or prune turns them
+ * into its report's problem, keeping the message), so they are not in `StorageError`.
+ */
+
+/** A held run is no longer what was acquired (a link, another directory, a hard-linked manifest). */
+export class RunChanged extends Schema.TaggedError<RunChanged>()("RunChanged", {
+  path: Schema.String,
+  detail: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {
+  override get message(): string {
+    return this.detail
+  }
+}
+
+/** A tenant's `.cleanup/` or `.trash/` cannot be made or is not a directory: nothing is removed through it. */
+export class LibraryDirUnusable extends Schema.TaggedError<LibraryDirUnusable>()("LibraryDirUnusable", {
+  path: Schema.String,
+  detail: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {
+  override get message(): string {
+    return this.detail
+  }
+}

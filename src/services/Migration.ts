@@ -56,6 +56,7 @@ import { Host } from "./Host.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
 import { sameBytes, tryAcquireMarker } from "./internal/markers.js"
 import { aFileType } from "../domain/FileTypeWords.js"
+import { warn } from "./internal/warn.js"
 
 type Fs = FileSystem["Type"]
 
@@ -440,7 +441,10 @@ const runLayout = (fs: Fs, agentDir: string, options?: LayoutOptions): Effect.Ef
     }
     const engine = makeEngine(fs, state.collector, display)
     // Re-read under the marker: another process may have finished the work meanwhile.
-    const names = yield* readRootNames(fs, agentDir).pipe(Effect.orElseSucceed(() => []))
+    // Unlistable now: nothing is moved, and the report says why (never a silent "nothing to do").
+    const names = yield* readRootNames(fs, agentDir).pipe(
+      Effect.catchAll((e) => Effect.as(Effect.sync(() => state.errors.push({ path: ".", message: e.message })), []))
+    )
     for (const unit of layoutUnits(names)) {
       if (state.budget <= 0) {
         state.partial = true
@@ -499,7 +503,12 @@ const settleJournal = (fs: Fs, journal: string): Effect.Effect<void> =>
     const current = yield* fs.readFile(journal).pipe(Effect.catchIf(isNotFound, () => Effect.succeed(new Uint8Array())))
     const whole = parseJournal(pending).bad === 0 && isPrefix(current, pending) && pending.length > current.length
     yield* whole ? fs.rename(temp, journal) : fs.removeFile(temp)
-  }).pipe(Effect.ignore)
+  }).pipe(
+    // Left for the next run to settle (the journal itself is untouched); said, not swallowed.
+    Effect.catchAll((e) =>
+      warn({ _tag: "JournalNotSettled", path: journalTemp(journal), reason: e.message, message: `could not settle the migration journal's temp file (${e.message}); the next migration retries` })
+    )
+  )
 
 const readJournal = (fs: Fs, path: string) =>
   fs.readFile(path).pipe(
@@ -605,6 +614,7 @@ const planProgram = (deps: Deps, agentDirInput: string, plan: MigrationPlan, opt
     if (!pending.some((p) => p)) {
       // Nothing to move: report from the journal, create nothing.
       yield* tidyLeftovers(deps, agentDir, [journalTemp(journal)], settleJournal(fs, journal))
+      // Not a safety boundary: the journal only feeds the report's history (nothing is moved or removed by it).
       const { records } = yield* readJournal(fs, journal).pipe(Effect.orElseSucceed(() => ({ records: [], bad: 0 })))
       return reportOf(resolved.map(({ entry, from, to }) => alreadyDone(entry, display(from), display(to), records)))
     }

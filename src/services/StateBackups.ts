@@ -64,6 +64,7 @@ import type { Deps } from "./internal/deps.js"
 import { selfIdentity } from "./internal/deps.js"
 import { judgeMarker, tryAcquireMarker } from "./internal/markers.js"
 import { checkSafeDirectory } from "./internal/rootSafety.js"
+import { warn } from "./internal/warn.js"
 
 export interface StateBackupsOptions {
   /** The backup root (else `$PI_STATE_BACKUP_DIR`, else `<parent of agent dir>/backups/<name of agent dir>`). */
@@ -289,9 +290,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         // every builder holds the lock we hold now.
         const judged = yield* judgeMarker(deps, NodePath.join(path, OWNER_MARKER))
         if (judged !== undefined && judged.alive) {
-          yield* Effect.logWarning("state backup: leaving an incomplete snapshot whose owner looks alive").pipe(
-            Effect.annotateLogs({ path, holder: judged.detail })
-          )
+          yield* warn({ _tag: "SnapshotOwnerAlive", path, holder: judged.detail, message: "state backup: leaving an incomplete snapshot whose owner looks alive" })
           continue
         }
         yield* removeWholeTree(deps, path)
@@ -326,9 +325,12 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       const read = yield* readManifest(id).pipe(Effect.either)
       if (read._tag === "Right") out.push(read.right)
       else {
-        yield* Effect.logWarning("state backup: skipping a snapshot whose manifest is unusable (verify reports it)").pipe(
-          Effect.annotateLogs({ id, detail: read.left.message })
-        )
+        yield* warn({
+          _tag: "SnapshotManifestUnusable",
+          id,
+          detail: read.left.message,
+          message: "state backup: skipping a snapshot whose manifest is unusable (verify reports it)"
+        })
       }
     }
     return out.sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1))
@@ -770,6 +772,7 @@ export const stateBackupFindings = (
       )
     )
     if (exists) {
+      // Doctor findings only (read, never written): an unlistable root is not a safety boundary here.
       const entries = yield* deps.fs.readDirectory(root).pipe(Effect.orElseSucceed(() => []))
       for (const entry of entries) {
         if (!entry.name.startsWith(INCOMPLETE_PREFIX) || entry.type !== "Directory") continue

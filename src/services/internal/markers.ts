@@ -11,6 +11,7 @@ import { decodeJsonBytes, encodeJsonBytes, leaseFacts, Marker, MARKER_MAX_BYTES 
 import { readFailureIsContent } from "../../domain/Liveness.js"
 import type { FileInfo, FileType } from "../FileSystem.js"
 import { type Deps, judge, selfIdentity } from "./deps.js"
+import { warn } from "./warn.js"
 
 /** An unreadable marker the caller should report: where, what it is, and what was done with it. */
 export interface UnreadableMarker {
@@ -168,7 +169,7 @@ const removeIfSameInode = (deps: Deps, path: string, was: FileInfo | null): Effe
   })
 
 const leftInPlace = (path: string, why: string) =>
-  Effect.logWarning(`marker left in place: it ${why}`).pipe(Effect.annotateLogs({ path }))
+  warn({ _tag: "MarkerLeftInPlace", path, reason: why, message: `marker left in place: it ${why}` })
 
 /** The file serialising the reclaimers of one marker path. */
 export const reclaimLockPath = (markerPath: string) => `${markerPath}.reclaim`

@@ -28,6 +28,7 @@ import { cleanupMarkerPath, deleteQuarantined, ensureLibraryDir, prepareRemoval,
 import { checkSafeDirectory } from "./rootSafety.js"
 import { isActive, type LeaseEntry, manifestTimes, newestHeartbeat, readLeases, readManifest } from "./runFacts.js"
 import { aFileType } from "../../domain/FileTypeWords.js"
+import { warn } from "./warn.js"
 
 /** Entries of a tenant directory that belong to the library itself, never runs. */
 export const TENANT_LIBRARY_ENTRIES: ReadonlySet<string> = new Set([
@@ -103,7 +104,7 @@ const finishTrash = (deps: Deps, trashDir: string, report: PruneReport) =>
     if (!outOfTime) return
     // (Only entries of the first listing: a release may be quarantining its own run meanwhile.)
     const listed = new Set(trash.map((e) => e.name))
-    const left = yield* deps.fs.readDirectory(trashDir).pipe(Effect.orElseSucceed(() => []))
+    const left = yield* listLibraryDir(deps, trashDir)
     for (const entry of left) {
       if (!listed.has(entry.name) || failed.has(entry.name)) continue
       report.errors.push({
@@ -113,6 +114,23 @@ const finishTrash = (deps: Deps, trashDir: string, report: PruneReport) =>
     }
   })
 
+/**
+ * The entries of a library directory (`.staging/`, `.cleanup/`, `.trash/`) for the leftovers pass: missing is
+ * empty; any other failure is a warning and empty too (nothing is removed through a directory we cannot
+ * read, and its leftovers wait for the next prune).
+ */
+const listLibraryDir = (deps: Deps, path: string) =>
+  deps.fs.readDirectory(path).pipe(
+    Effect.catchAll((e) =>
+      e.reason === "NotFound"
+        ? Effect.succeed([])
+        : Effect.as(
+          warn({ _tag: "DirectoryNotListed", path, reason: e.message, message: `cannot list ${path} (${e.message}); its leftovers wait for the next prune` }),
+          []
+        )
+    )
+  )
+
 /** Leftovers of a crashed prune: quarantined trees and markers of dead pruners. */
 const finishLeftovers = (deps: Deps, tenantDir: string, budget: { maxEntries: number; maxDepth: number }, report: PruneReport) =>
   Effect.gen(function*() {
@@ -121,7 +139,7 @@ const finishLeftovers = (deps: Deps, tenantDir: string, budget: { maxEntries: nu
     // Runs whose creator crashed before renaming them into place: removable once their creator's lease is
     // provably dead, or once they are older than any acquire could take.
     const stagingDir = NodePath.join(tenantDir, TENANT_STAGING_DIR)
-    const staged = yield* deps.fs.readDirectory(stagingDir).pipe(Effect.orElseSucceed(() => []))
+    const staged = yield* listLibraryDir(deps, stagingDir)
     const now = yield* Clock.currentTimeMillis
     for (const entry of staged) {
       if (remaining <= 0) break
@@ -144,7 +162,7 @@ const finishLeftovers = (deps: Deps, tenantDir: string, budget: { maxEntries: nu
     // Cleanup markers of dead pruners, and unreadable ones once stale (any kind: a squatting directory or
     // symlink is reported as what it is).
     const cleanupDir = NodePath.join(tenantDir, TENANT_CLEANUP_DIR)
-    const markers = yield* deps.fs.readDirectory(cleanupDir).pipe(Effect.orElseSucceed(() => []))
+    const markers = yield* listLibraryDir(deps, cleanupDir)
     // Reclaim locks (`<run>.reclaim`, and the tenant's `.prune.reclaim`) of dead reclaimers go like markers.
     const paths = markers.map((entry) => NodePath.join(cleanupDir, entry.name))
     paths.push(NodePath.join(tenantDir, reclaimLockPath(TENANT_PRUNE_MARKER)))
@@ -187,6 +205,7 @@ export const pruneTenant = (
     return yield* Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       // The stamp's mtime is the last prune start: create once, then touch (no temp file a crash could strand).
+      // Ignored when it fails: a hint for the background prune's pacing, not a safety boundary (no data hangs on it).
       const stamp = NodePath.join(tenantDir, TENANT_PRUNE_STAMP)
       yield* deps.fs.writeFileExclusive(stamp, new Uint8Array()).pipe(Effect.ignore)
       yield* deps.fs.utimes(stamp, now, now).pipe(Effect.ignore)
@@ -274,10 +293,10 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     if (prepared?._tag === "Left") {
       // Nothing can be removed: every victim stays, so it is kept and its bytes stay in the total (never
       // undercounted), as for a victim the protocol skips below.
-      report.errors.push({ path: tenantDir, message: prepared.left })
+      report.errors.push({ path: tenantDir, message: prepared.left.message })
       let stayed: number | null = 0
       for (const victim of plan.remove) {
-        report.skipped.push({ runId: victim.runId, path: victim.path, why: prepared.left })
+        report.skipped.push({ runId: victim.runId, path: victim.path, why: prepared.left.message })
         report.kept.push(victim.runId)
         const bytes = yield* sizeOf(victim)
         stayed = stayed === null || bytes === null ? null : stayed + bytes

@@ -6,7 +6,7 @@
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import { TENANT_CLEANUP_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
-import type { FileSystemError } from "../../domain/Errors.js"
+import { type FileSystemError, LibraryDirUnusable } from "../../domain/Errors.js"
 import type { WalkBudget } from "../FileSystem.js"
 import { type Deps, nonce } from "./deps.js"
 import { tryAcquireMarker } from "./markers.js"
@@ -39,20 +39,22 @@ export type QuarantineOutcome =
   | { readonly _tag: "Moved"; readonly target: string }
   | { readonly _tag: "Skipped"; readonly why: string }
 
-export const ensureLibraryDir = (deps: Deps, path: string) =>
+export const ensureLibraryDir = (deps: Deps, path: string): Effect.Effect<void, LibraryDirUnusable> =>
   deps.fs.makeDirectory(path, { mode: 0o700 }).pipe(
     Effect.catchIf((e) => e.reason === "AlreadyExists", () => Effect.void),
     Effect.zipRight(deps.fs.lstat(path)),
+    Effect.mapError((e) => new LibraryDirUnusable({ path, detail: e.message, cause: e })),
     Effect.flatMap((info) =>
-      info.type === "Directory" ? Effect.void : Effect.fail(`${path} is not a directory (${aFileType(info.type)})`)
-    ),
-    Effect.mapError((e) => (typeof e === "string" ? e : e.message))
+      info.type === "Directory"
+        ? Effect.void
+        : Effect.fail(new LibraryDirUnusable({ path, detail: `${path} is not a directory (${aFileType(info.type)})` }))
+    )
   )
 
 export const cleanupMarkerPath = (tenantDir: string, runId: string) => NodePath.join(tenantDir, TENANT_CLEANUP_DIR, runId)
 
 /** The tenant's `.cleanup/` and `.trash/` directories, made once before a batch of removals. */
-export const prepareRemoval = (deps: Deps, tenantDir: string): Effect.Effect<void, string> =>
+export const prepareRemoval = (deps: Deps, tenantDir: string): Effect.Effect<void, LibraryDirUnusable> =>
   Effect.zipRight(
     ensureLibraryDir(deps, NodePath.join(tenantDir, TENANT_CLEANUP_DIR)),
     ensureLibraryDir(deps, NodePath.join(tenantDir, TENANT_TRASH_DIR))
