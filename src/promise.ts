@@ -227,7 +227,7 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
         liveLeaseFiles.add(run.leasePath)
         processLeaseFiles.add(run.leasePath)
         // The process run is held until the store closes; releasing it early is a no-op.
-        return asLease(run, async () => ({ released: false, deleted: false, keptBecause: "the process run is held until the store closes" }))
+        return asLease(run, async () => ({ released: false, deleted: false, keptTag: "ProcessRun", keptBecause: "the process run is held until the store closes" }))
       }),
     pruneWorkTenant: (o) => whileOpen(() => runTyped(runtime, workRuns.prune(o))),
     workRootEnv: (run) => workRuns.workRootEnv(run),

@@ -41,7 +41,7 @@ import {
   type ManifestV2,
   type RunKind
 } from "../domain/Formats.js"
-import type { PruneReport } from "../domain/PruneReport.js"
+import type { KeptTag, PruneReport } from "../domain/PruneReport.js"
 import {
   clamp,
   decodeRetentionInput,
@@ -89,6 +89,8 @@ export interface ReleaseOutcome {
   readonly deleted: boolean
   /** Why a `delete: true` release kept the run. */
   readonly keptBecause?: string
+  /** The same, as a tag for code (`KeptTag` in domain/PruneReport.ts). */
+  readonly keptTag?: KeptTag
   /** Why `released` is false. */
   readonly reason?: string
 }
@@ -514,17 +516,17 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
             const others = yield* readLeases(deps, run.path)
             if (isActive(others)) {
               return o?.delete
-                ? { released: true, deleted: false, keptBecause: others.problem ?? "another live lease holds it" }
+                ? { released: true, deleted: false, keptTag: "LeaseHeld" as const, keptBecause: others.problem ?? "another live lease holds it" }
                 : { released: true, deleted: false }
             }
             if (o?.delete) {
               const tenantDir = paths.workTenantDir(run.category, run.tenant)
               const prepared = yield* Effect.either(prepareRemoval(deps, tenantDir))
-              if (prepared._tag === "Left") return { released: true, deleted: false, keptBecause: prepared.left.message }
+              if (prepared._tag === "Left") return { released: true, deleted: false, keptTag: "RemovalUnprepared" as const, keptBecause: prepared.left.message }
               const outcome = yield* removeOwnedRun(deps, { tenantDir, category: run.category, tenant: run.tenant, runId: run.runId })
-              if (outcome._tag === "Skipped") return { released: true, deleted: false, keptBecause: outcome.why }
+              if (outcome._tag === "Skipped") return { released: true, deleted: false, keptTag: outcome.skip, keptBecause: outcome.why }
               // Not wholly deleted (a mount point inside it, say): it stays quarantined and the next prune retries.
-              return outcome.complete ? { released: true, deleted: true } : { released: true, deleted: false, keptBecause: notDeleted(run.path, outcome).message }
+              return outcome.complete ? { released: true, deleted: true } : { released: true, deleted: false, keptTag: "RemovalFailed" as const, keptBecause: notDeleted(run.path, outcome).message }
             }
             yield* stampReleased(held, verified.right)
             return { released: true, deleted: false }

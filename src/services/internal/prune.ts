@@ -20,7 +20,7 @@ import {
 } from "../../domain/AgentPaths.js"
 import type { FileSystemError, UnsafeRoot } from "../../domain/Errors.js"
 import { type PlanDecision, planMeasuring, type RunFacts, type RunSize } from "../../domain/PrunePlan.js"
-import { emptyPruneReport, type PruneReport, type UnreadableRecord } from "../../domain/PruneReport.js"
+import { emptyPruneReport, type PruneError, type PruneReport, type UnreadableRecord } from "../../domain/PruneReport.js"
 import type { RetentionPolicy } from "../../domain/Retention.js"
 import { type Deps } from "./deps.js"
 import { isReclaimLockName, type ReclaimOutcome, reclaimLockPath, removeDeadMarker, removeDeadReclaimLock, tryAcquireMarker } from "./markers.js"
@@ -71,7 +71,7 @@ const finishTrash = (deps: Deps, trashDir: string, report: PruneReport) =>
     if (trashListing._tag === "Left") {
       // No .trash is the usual case; one that cannot be listed (a symlink or file there, EACCES) hides
       // unfinished deletions, so it is reported, never taken for empty.
-      if (trashListing.left.reason !== "NotFound") report.errors.push({ path: trashDir, message: `cannot list ${TENANT_TRASH_DIR}: ${trashListing.left.message}` })
+      if (trashListing.left.reason !== "NotFound") report.errors.push({ _tag: "ListingFailed", path: trashDir, message: `cannot list ${TENANT_TRASH_DIR}: ${trashListing.left.message}` })
       return
     }
     const trash = trashListing.right
@@ -89,13 +89,13 @@ const finishTrash = (deps: Deps, trashDir: string, report: PruneReport) =>
         const removal = yield* deps.fs.removeTree(path, { maxEntries: TRASH_SLICE_ENTRIES, maxDepth: UNBOUNDED_DEPTH }).pipe(Effect.either)
         if (removal._tag === "Left") {
           failed.add(entry.name)
-          report.errors.push({ path: removal.left.path, message: `${removal.left.message}; left in .trash, the next prune retries` })
+          report.errors.push({ _tag: "RemovalFailed", path: removal.left.path, message: `${removal.left.message}; left in .trash, the next prune retries` })
           break
         }
         if (removal.right.complete) break
         if (removal.right.removedEntries === 0) {
           failed.add(entry.name)
-          report.errors.push({ path, message: "deleting the quarantined tree made no progress; left in .trash, the next prune retries" })
+          report.errors.push({ _tag: "RemovalFailed", path, message: "deleting the quarantined tree made no progress; left in .trash, the next prune retries" })
           break
         }
       }
@@ -108,6 +108,7 @@ const finishTrash = (deps: Deps, trashDir: string, report: PruneReport) =>
     for (const entry of left) {
       if (!listed.has(entry.name) || failed.has(entry.name)) continue
       report.errors.push({
+        _tag: "TrashPending",
         path: NodePath.join(trashDir, entry.name),
         message: `quarantined tree not deleted yet (this prune's ${TRASH_TIME_BUDGET_MS} ms for .trash is spent); the next prune continues`
       })
@@ -154,7 +155,7 @@ const finishLeftovers = (deps: Deps, tenantDir: string, budget: { maxEntries: nu
         continue
       }
       const removal = yield* deps.fs.removeTree(path, { maxEntries: remaining, maxDepth: budget.maxDepth }).pipe(Effect.either)
-      if (removal._tag === "Left") report.errors.push({ path: removal.left.path, message: removal.left.message })
+      if (removal._tag === "Left") report.errors.push({ _tag: "RemovalFailed", path: removal.left.path, message: removal.left.message })
       else remaining -= removal.right.removedEntries
       const gone = removal._tag === "Right" && removal.right.complete
       for (const l of unreadable) report.unreadable.push({ path: l.path, what: l.verdict.detail, action: gone ? "reclaimed" : "reclaimable" })
@@ -198,7 +199,7 @@ export const pruneTenant = (
         report.unreadable.push({ path: markerPath, what: marker.detail, action: marker.stale ? "left" : "held" })
       }
       if (marker.squatted !== null) {
-        report.errors.push({ path: markerPath, message: `nothing was pruned: ${marker.detail}` })
+        report.errors.push({ _tag: "MarkerSquatted", path: markerPath, message: `nothing was pruned: ${marker.detail}` })
       }
       return report
     }
@@ -243,12 +244,20 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       input.onProgress?.({ phase: "scan", done: index, total: scanned.length })
       const path = NodePath.join(tenantDir, entry.name)
       if (entry.type !== "Directory") {
-        report.unowned.push({ name: entry.name, path, why: entry.type === "SymbolicLink" ? "symlink (never followed)" : `not a directory (${aFileType(entry.type)})` })
+        report.unowned.push(
+          entry.type === "SymbolicLink"
+            ? { _tag: "Symlink", name: entry.name, path, why: "symlink (never followed)" }
+            : { _tag: "NotADirectory", name: entry.name, path, why: `not a directory (${aFileType(entry.type)})` }
+        )
         continue
       }
       const manifest = yield* readManifest(deps, path, { category: input.category, tenant: input.tenant, runId: entry.name })
       if (manifest._tag !== "Owned") {
-        report.unowned.push({ name: entry.name, path, why: manifest._tag === "Mismatch" ? `manifest names ${manifest.found}` : manifest.why })
+        report.unowned.push(
+          manifest._tag === "Mismatch"
+            ? { _tag: "ManifestMismatch", name: entry.name, path, why: `manifest names ${manifest.found}` }
+            : { _tag: "NoManifest", name: entry.name, path, why: manifest.why }
+        )
         continue
       }
       const leases = yield* readLeases(deps, path)
@@ -293,10 +302,10 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     if (prepared?._tag === "Left") {
       // Nothing can be removed: every victim stays, so it is kept and its bytes stay in the total (never
       // undercounted), as for a victim the protocol skips below.
-      report.errors.push({ path: tenantDir, message: prepared.left.message })
+      report.errors.push({ _tag: "RemovalUnprepared", path: tenantDir, message: prepared.left.message })
       let stayed: number | null = 0
       for (const victim of plan.remove) {
-        report.skipped.push({ runId: victim.runId, path: victim.path, why: prepared.left.message })
+        report.skipped.push({ _tag: "RemovalUnprepared", runId: victim.runId, path: victim.path, why: prepared.left.message })
         report.kept.push(victim.runId)
         const bytes = yield* sizeOf(victim)
         stayed = stayed === null || bytes === null ? null : stayed + bytes
@@ -314,7 +323,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       input.onProgress?.({ phase: "remove", done: index, total: plan.remove.length })
       const quarantined = yield* quarantineOwnedRun(deps, { tenantDir, category: input.category, tenant: input.tenant, runId: victim.runId })
       if (quarantined._tag === "Skipped") {
-        report.skipped.push({ runId: victim.runId, path: victim.path, why: quarantined.why })
+        report.skipped.push({ _tag: quarantined.skip, runId: victim.runId, path: victim.path, why: quarantined.why })
         report.kept.push(victim.runId)
         const bytes = yield* sizeOf(victim)
         skippedBytes = skippedBytes === null || bytes === null ? null : skippedBytes + bytes
@@ -345,17 +354,17 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
   })
 
 /** The report of a run quarantined but not (yet) deleted: the walk's failure, e.g. a mount point it never crosses. */
-export const notDeleted = (runPath: string, outcome: { readonly error?: FileSystemError; readonly why?: string }) =>
+export const notDeleted = (runPath: string, outcome: { readonly error?: FileSystemError; readonly why?: string }): PruneError =>
   outcome.error === undefined
-    ? { path: runPath, message: `quarantined in .trash; deletion finishes on the next prune (${outcome.why ?? "incomplete"})` }
-    : { path: outcome.error.path, message: `${runPath} quarantined in .trash, not deleted (every prune tries again): ${outcome.error.message}` }
+    ? { _tag: "RemovalFailed", path: runPath, message: `quarantined in .trash; deletion finishes on the next prune (${outcome.why ?? "incomplete"})` }
+    : { _tag: "RemovalFailed", path: outcome.error.path, message: `${runPath} quarantined in .trash, not deleted (every prune tries again): ${outcome.error.message}` }
 
 /** One measuring walk within what is left of the tenant's entry budget; a failed walk is an incomplete size. */
 const measureRun = (deps: Deps, path: string, policy: RetentionPolicy, budget: { remaining: number }, report: PruneReport): Effect.Effect<RunSize> =>
   Effect.gen(function*() {
     const measured = yield* deps.fs.measureTree(path, { maxEntries: Math.max(0, budget.remaining), maxDepth: policy.maxDepth }).pipe(Effect.either)
     const size = measured._tag === "Right" ? measured.right : { bytes: 0, entries: 0, complete: false }
-    if (measured._tag === "Left") report.errors.push({ path, message: measured.left.message })
+    if (measured._tag === "Left") report.errors.push({ _tag: "MeasureFailed", path, message: measured.left.message })
     budget.remaining -= size.entries
     if (!size.complete) report.incomplete = true
     return { bytes: size.bytes, complete: size.complete }
@@ -385,7 +394,7 @@ const removeDeadLeases = (deps: Deps, tenantDir: string, dead: ReadonlySet<strin
           if (!lease.verdict.alive) {
             yield* deps.fs.removeFile(lease.path).pipe(
               Effect.tap(() => Effect.sync(() => removed.add(lease.path))),
-              Effect.catchAll((e) => Effect.sync(() => report.errors.push({ path: lease.path, message: e.message })))
+              Effect.catchAll((e) => Effect.sync(() => report.errors.push({ _tag: "LeaseNotRemoved", path: lease.path, message: e.message })))
             )
           }
         }
