@@ -110,7 +110,18 @@ export interface LayoutReport {
   readonly conflicts: ReadonlyArray<{ readonly from: string; readonly to: string }>
   /** True when the entry budget cut the call short; call again to continue. */
   readonly partial: boolean
-  readonly errors: ReadonlyArray<{ readonly path: string; readonly message: string }>
+  readonly errors: ReadonlyArray<LayoutProblem>
+}
+
+/**
+ * A layout migration's problem, tagged beside its words (fields only added): the agent dir could not be read
+ * (`AgentDirUnreadable`), another live migration holds the marker (`MigrationBusy`), or one unit failed
+ * (`UnitFailed`; nothing of it was lost, a rerun retries).
+ */
+export interface LayoutProblem {
+  readonly _tag: "AgentDirUnreadable" | "MigrationBusy" | "UnitFailed"
+  readonly path: string
+  readonly message: string
 }
 
 export const emptyLayoutReport: LayoutReport = { moved: [], merged: [], conflicts: [], partial: false, errors: [] }

@@ -33,6 +33,7 @@ import {
   encodeJsonObject,
   type EntryReport,
   type JournalRecord,
+  type LayoutProblem,
   type LayoutReport,
   type LayoutUnit,
   layoutUnits,
@@ -349,7 +350,7 @@ interface LayoutState {
   readonly moved: Array<string>
   readonly merged: Array<string>
   readonly collector: Collector
-  readonly errors: Array<{ readonly path: string; readonly message: string }>
+  readonly errors: Array<LayoutProblem>
   budget: number
   partial: boolean
 }
@@ -417,14 +418,14 @@ const layoutProgram = (deps: Deps, agentDirInput: string, options?: LayoutOption
     const agentDir = yield* resolveRootLink(fs, agentDirInput)
     const before = yield* readRootNames(fs, agentDir).pipe(Effect.either)
     if (before._tag === "Left") {
-      return { ...emptyLayoutReport, errors: [{ path: ".", message: before.left.message }] }
+      return { ...emptyLayoutReport, errors: [{ _tag: "AgentDirUnreadable", path: ".", message: before.left.message }] }
     }
     // A fresh or already-migrated agent dir: nothing to do, nothing created (not even the marker).
     if (layoutUnits(before.right).length === 0) {
       yield* tidyLeftovers(deps, agentDir, [], Effect.void)
       return emptyLayoutReport
     }
-    const busy = (message: string): LayoutReport => ({ ...emptyLayoutReport, errors: [{ path: MIGRATION_MARKER, message }] })
+    const busy = (message: string): LayoutReport => ({ ...emptyLayoutReport, errors: [{ _tag: "MigrationBusy", path: MIGRATION_MARKER, message }] })
     return yield* withMarker(deps, agentDir, options, busy, runLayout(deps.fs, agentDir, options))
   })
 
@@ -443,7 +444,7 @@ const runLayout = (fs: Fs, agentDir: string, options?: LayoutOptions): Effect.Ef
     // Re-read under the marker: another process may have finished the work meanwhile.
     // Unlistable now: nothing is moved, and the report says why (never a silent "nothing to do").
     const names = yield* readRootNames(fs, agentDir).pipe(
-      Effect.catchAll((e) => Effect.as(Effect.sync(() => state.errors.push({ path: ".", message: e.message })), []))
+      Effect.catchAll((e) => Effect.as(Effect.sync(() => state.errors.push({ _tag: "AgentDirUnreadable", path: ".", message: e.message })), []))
     )
     for (const unit of layoutUnits(names)) {
       if (state.budget <= 0) {
@@ -451,7 +452,7 @@ const runLayout = (fs: Fs, agentDir: string, options?: LayoutOptions): Effect.Ef
         break
       }
       yield* migrateUnit(fs, engine, agentDir, unit, state).pipe(
-        Effect.catchAll((e) => Effect.sync(() => state.errors.push({ path: unit.name, message: e.message })))
+        Effect.catchAll((e) => Effect.sync(() => state.errors.push({ _tag: "UnitFailed", path: unit.name, message: e.message })))
       )
       if (state.partial) break
     }
