@@ -48,5 +48,5 @@ export { NodeCommandExecutorLive } from "./layers/NodeCommandExecutor.js"
 export * as MemoryFileSystem from "./layers/MemoryFileSystem.js"
 export * as MemoryHost from "./layers/MemoryHost.js"
 // The consumers' test entry: the simulated world's driver API and `MemoryWorld.layer(world)` (see MemoryTesting.ts).
-export { MemoryWorld } from "./layers/MemoryTesting.js"
+export { isSimulatedCrash, MemoryWorld } from "./layers/MemoryTesting.js"
 export type { MemoryProcessOptions } from "./layers/MemoryTesting.js"

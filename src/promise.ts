@@ -251,7 +251,7 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
         const run = yield* workRuns.getProcessWorkRun(o)
         // Held until the store closes (the runtime releases it); releasing it early is a no-op.
         yield* trackLeaseFile(storeScope, run.leasePath)
-        return asLease(run, async () => ({ released: false, deleted: false, keptBecause: "the process run is held until the store closes" }))
+        return asLease(run, async () => ({ released: false, deleted: false, keptTag: "ProcessRun", keptBecause: "the process run is held until the store closes" }))
       })),
     pruneWorkTenant: (o) => call(workRuns.prune(o)),
     workRootEnv: (run) => workRuns.workRootEnv(run),

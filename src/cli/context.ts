@@ -55,7 +55,7 @@ export const usageError = (ctx: CliContext, message: string): Effect.Effect<void
 
 /** Report a typed library error (anything with `_tag` and `message`) with its exit code. */
 export const reportError = (ctx: CliContext, error: { readonly _tag: string; readonly message: string }): Effect.Effect<void> =>
-  complain(ctx, error.message, exitCodeForError(error._tag))
+  complain(ctx, error.message, exitCodeForError(error))
 
 /**
  * `withStack` for a command that reads or writes inside the agent dir: an agent dir that exists and is not

@@ -3,7 +3,8 @@
  * code through, so the status can hold any value; the named codes are the tool's own.
  */
 import * as Exit from "effect/Exit"
-import type { StorageErrorTag } from "../domain/StorageErrors.js"
+import * as Match from "effect/Match"
+import { isStorageError, type StorageError } from "../domain/StorageErrors.js"
 
 export const ExitCode = {
   ok: 0,
@@ -19,41 +20,51 @@ export const ExitCode = {
 
 /**
  * The exit code of each typed library error: the caller's mistake (2), a refusal to touch what is not
- * provably safe (3), else a failure (1). A Record over every tag, so a new error does not compile until it
- * is placed here; a tag outside the list (a defect) is a failure.
+ * provably safe (3), else a failure (1). One exhaustive match over the error union (no default branch), so a
+ * new error does not compile until it is placed here.
  */
-const EXIT_CODE_OF: Record<StorageErrorTag, number> = {
-  InvalidSegment: ExitCode.usage,
-  InvalidPolicy: ExitCode.usage,
-  InvalidArgument: ExitCode.usage,
-  InvalidEntry: ExitCode.usage,
-  UnknownRevision: ExitCode.usage,
-  SnapshotNotFound: ExitCode.usage,
-  UnsafeRoot: ExitCode.refused,
-  RunBusy: ExitCode.refused,
-  UnownedRun: ExitCode.refused,
-  ManifestMismatch: ExitCode.refused,
-  UnsafeProfile: ExitCode.refused,
-  ProfileBusy: ExitCode.refused,
-  ConfigHistoryBusy: ExitCode.refused,
-  UnsafeBackupRoot: ExitCode.refused,
-  BackupBusy: ExitCode.refused,
-  SnapshotCorrupt: ExitCode.refused,
-  TiersOverlap: ExitCode.refused,
-  ConfigRedLine: ExitCode.refused,
-  EntryNotFound: ExitCode.findings,
-  AmbiguousEntry: ExitCode.findings,
-  FileSystemError: ExitCode.findings,
-  StorageUnloaded: ExitCode.findings,
-  StorageClosed: ExitCode.findings,
-  DataDirRemoved: ExitCode.findings,
-  StateMissing: ExitCode.findings,
-  StateUnreadable: ExitCode.findings,
-  GitFailed: ExitCode.findings
-}
+export const exitCodeOf: (error: StorageError) => number = Match.type<StorageError>().pipe(
+  Match.tagsExhaustive({
+    InvalidSegment: () => ExitCode.usage,
+    InvalidPolicy: () => ExitCode.usage,
+    InvalidArgument: () => ExitCode.usage,
+    InvalidEntry: () => ExitCode.usage,
+    UnknownRevision: () => ExitCode.usage,
+    SnapshotNotFound: () => ExitCode.usage,
+    UnsafeRoot: () => ExitCode.refused,
+    RunBusy: () => ExitCode.refused,
+    UnownedRun: () => ExitCode.refused,
+    ManifestMismatch: () => ExitCode.refused,
+    UnsafeProfile: () => ExitCode.refused,
+    ProfileBusy: () => ExitCode.refused,
+    ConfigHistoryBusy: () => ExitCode.refused,
+    UnsafeBackupRoot: () => ExitCode.refused,
+    BackupBusy: () => ExitCode.refused,
+    SnapshotCorrupt: () => ExitCode.refused,
+    TiersOverlap: () => ExitCode.refused,
+    TierUnresolvable: () => ExitCode.refused,
+    ConfigRedLine: () => ExitCode.refused,
+    EntryNotFound: () => ExitCode.findings,
+    AmbiguousEntry: () => ExitCode.findings,
+    FileSystemError: () => ExitCode.findings,
+    StorageUnloaded: () => ExitCode.findings,
+    StorageClosed: () => ExitCode.findings,
+    DataDirRemoved: () => ExitCode.findings,
+    StateMissing: () => ExitCode.findings,
+    StateUnreadable: () => ExitCode.findings,
+    ConfigUnreadable: () => ExitCode.findings,
+    RemovalStalled: () => ExitCode.findings,
+    MigrationStepFailed: () => ExitCode.findings,
+    GitFailed: () => ExitCode.findings
+  })
+)
 
-export const exitCodeForError = (tag: string): number =>
-  Object.prototype.hasOwnProperty.call(EXIT_CODE_OF, tag) ? EXIT_CODE_OF[tag as StorageErrorTag] : ExitCode.findings
+/**
+ * The exit code for anything a command failed with: a typed library error by `exitCodeOf`; anything else
+ * (not one of ours: a defect that reached the edge) is a failure.
+ */
+export const exitCodeForError = (error: { readonly _tag: string }): number =>
+  isStorageError(error) ? exitCodeOf(error) : ExitCode.findings
 
 export class ExitStatus {
   private code: number | undefined

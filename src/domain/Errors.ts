@@ -4,7 +4,12 @@
  */
 import * as Schema from "effect/Schema"
 
-/** The platform-style reason, kept beside the raw errno so callers can decide on EXDEV, ENOTEMPTY, ELOOP … */
+/**
+ * The platform-style reason, kept beside the raw errno so callers can decide on EXDEV, ENOTEMPTY, ELOOP …
+ * Only what a port operation met on disk: a program's own judgement (a bad settings file, a removal that made
+ * no progress) is a program error of its own below, never a `FileSystemError`. The Memory world's simulated
+ * crash is a defect (`SimulatedCrash` in `layers/MemoryWorld.ts`), not a reason.
+ */
 export const FileSystemErrorReason = Schema.Literal(
   "NotFound",
   "AlreadyExists",
@@ -17,7 +22,6 @@ export const FileSystemErrorReason = Schema.Literal(
   "TooLarge",
   "Busy",
   "InvalidData",
-  "Crashed",
   "Unknown"
 )
 export type FileSystemErrorReason = typeof FileSystemErrorReason.Type
@@ -33,9 +37,7 @@ const REASONS: Readonly<Record<string, FileSystemErrorReason>> = {
   ENOTDIR: "NotADirectory",
   EISDIR: "IsADirectory",
   EFBIG: "TooLarge",
-  EBUSY: "Busy",
-  // The simulated world's "this process died" (Memory layer crash point).
-  ECRASHED: "Crashed"
+  EBUSY: "Busy"
 }
 
 /** errno → reason, in one place for every layer. */
@@ -48,7 +50,9 @@ export class FileSystemError extends Schema.TaggedError<FileSystemError>()("File
   /** The port operation, e.g. "rename". */
   method: Schema.String,
   path: Schema.String,
-  detail: Schema.optional(Schema.String)
+  detail: Schema.optional(Schema.String),
+  /** The platform's own error (a Node `ErrnoException`), when there is one. */
+  cause: Schema.optional(Schema.Defect)
 }) {
   override get message(): string {
     const code = this.errno === "" ? this.reason : `${this.errno} (${this.reason})`
@@ -264,5 +268,78 @@ export class TiersOverlap extends Schema.TaggedError<TiersOverlap>()("TiersOverl
     const how = this.relation === "same" ? "resolves to the same directory as" : this.relation === "inside" ? "resolves inside" : "resolves around"
     return `${this.tier} dir ${this.path} ${how} the ${this.otherTier} dir ${this.otherPath} (compared by device and inode, links followed); ` +
       `refusing ${this.during === "open" ? "to open these tiers" : this.during}: nothing was changed`
+  }
+}
+
+/** `config/settings.json` is there but is not a JSON object the config tier can read; it is left as it is. */
+export class ConfigUnreadable extends Schema.TaggedError<ConfigUnreadable>()("ConfigUnreadable", {
+  path: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `config ${this.path} is unreadable: ${this.detail}; it was left as it is`
+  }
+}
+
+/** Removing a tree the library owns (the cache tier) stopped removing anything: something keeps it there. */
+export class RemovalStalled extends Schema.TaggedError<RemovalStalled>()("RemovalStalled", {
+  path: Schema.String,
+  /** The port's error for the entry that could not go, when the walk said why. */
+  cause: Schema.optional(Schema.Defect)
+}) {
+  override get message(): string {
+    return `removing ${this.path} made no progress (an entry cannot be removed: a mount point, or one that keeps coming back)`
+  }
+}
+
+/** Which migration step refused to go on (the entry stays where it was; a rerun retries). */
+export const MigrationStep = Schema.Literal("temp-path-taken", "copy-not-verified", "special-file", "changed-since-planned", "refused")
+export type MigrationStep = typeof MigrationStep.Type
+
+/** A migration step that could not be carried out safely; the source is left in place. */
+export class MigrationStepFailed extends Schema.TaggedError<MigrationStepFailed>()("MigrationStepFailed", {
+  step: MigrationStep,
+  path: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `migrating ${this.path} (${this.step}): ${this.detail}; it was left in place`
+  }
+}
+
+/** A tier directory whose place on disk cannot be established (too deep to compare); nothing was changed. */
+export class TierUnresolvable extends Schema.TaggedError<TierUnresolvable>()("TierUnresolvable", {
+  path: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `cannot tell where ${this.path} is on disk: ${this.detail}; nothing was changed`
+  }
+}
+
+/**
+ * Internal program errors: they never leave a public error channel (a release, heartbeat or prune turns them
+ * into its report's problem, keeping the message), so they are not in `StorageError`.
+ */
+
+/** A held run is no longer what was acquired (a link, another directory, a hard-linked manifest). */
+export class RunChanged extends Schema.TaggedError<RunChanged>()("RunChanged", {
+  path: Schema.String,
+  detail: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {
+  override get message(): string {
+    return this.detail
+  }
+}
+
+/** A tenant's `.cleanup/` or `.trash/` cannot be made or is not a directory: nothing is removed through it. */
+export class LibraryDirUnusable extends Schema.TaggedError<LibraryDirUnusable>()("LibraryDirUnusable", {
+  path: Schema.String,
+  detail: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {
+  override get message(): string {
+    return this.detail
   }
 }

@@ -69,9 +69,20 @@ export interface LayoutReport {
   readonly conflicts: ReadonlyArray<{ readonly from: string; readonly to: string }>
   /** True when the entry budget cut the call short; call again to continue. */
   readonly partial: boolean
-  readonly errors: ReadonlyArray<{ readonly path: string; readonly message: string }>
+  readonly errors: ReadonlyArray<LayoutProblem>
   /** Every decision of the plan this run executed, in plan order, with its outcome. */
   readonly decisions: ReadonlyArray<ExecutedDecision>
+}
+
+/**
+ * A layout migration's problem, tagged beside its words (fields only added): the agent dir could not be read
+ * (`AgentDirUnreadable`), another live migration holds the marker (`MigrationBusy`), or one unit failed or was
+ * refused (`UnitFailed`; nothing of it was lost, a rerun retries).
+ */
+export interface LayoutProblem {
+  readonly _tag: "AgentDirUnreadable" | "MigrationBusy" | "UnitFailed"
+  readonly path: string
+  readonly message: string
 }
 
 export const emptyLayoutReport: LayoutReport = { moved: [], merged: [], conflicts: [], partial: false, errors: [], decisions: [] }
@@ -156,7 +167,7 @@ export const why = {
 export const layoutReportOf = (
   decisions: ReadonlyArray<ExecutedDecision>,
   partial: boolean,
-  extraErrors: ReadonlyArray<{ readonly path: string; readonly message: string }> = []
+  extraErrors: ReadonlyArray<LayoutProblem> = []
 ): LayoutReport => {
   const done = decisions.filter((d) => d.outcome === "done")
   const moved = done.filter((d) => (d.action === "move" || d.action === "remove-duplicate") && !isConflictPath(d.to)).map((d) => d.from)
@@ -174,9 +185,9 @@ export const layoutReportOf = (
     ...extraErrors,
     ...decisions.flatMap((d) =>
       d.outcome === "failed"
-        ? [{ path: d.from, message: d.error ?? "failed" }]
+        ? [{ _tag: "UnitFailed" as const, path: d.from, message: d.error ?? "failed" }]
         : d.action === "refuse" && d.outcome === "done"
-        ? [{ path: d.from, message: d.why }]
+        ? [{ _tag: "UnitFailed" as const, path: d.from, message: d.why }]
         : []
     )
   ]

@@ -18,10 +18,50 @@ export const RemovedRun = Schema.Struct({
 })
 export type RemovedRun = typeof RemovedRun.Type
 
-export const SkippedRun = Schema.Struct({ runId: Schema.String, path: Schema.String, why: Schema.String })
+/**
+ * Report problems are tagged values with a message: `_tag` says which kind (for scripts and `switch`), the
+ * existing `message`/`why` string says it in words. Each shape is one `TaggedStruct` per tag over the same
+ * fields, so a new kind is one more literal here.
+ */
+const tagged = <const Tags extends ReadonlyArray<string>, Fields extends Schema.Struct.Fields>(tags: Tags, fields: Fields) =>
+  Schema.Union(...tags.map((tag) => Schema.TaggedStruct(tag as Tags[number], fields)))
+
+/** Why a chosen candidate was left alone at execution time. */
+export const SkippedRunTag = [
+  /** Its cleanup marker is held by another live remover, or cannot be read. */
+  "MarkerHeld",
+  /** The run is gone, no longer a directory, or its manifest no longer owns it. */
+  "RunChanged",
+  /** A live lease appeared (or leases cannot be read: unknown means held). */
+  "LeaseAppeared",
+  /** The rename into `.trash/` failed. */
+  "QuarantineFailed",
+  /** `.cleanup/` or `.trash/` cannot be made: nothing was removed. */
+  "RemovalUnprepared"
+] as const
+export const SkippedRun = tagged(SkippedRunTag, { runId: Schema.String, path: Schema.String, why: Schema.String })
 export type SkippedRun = typeof SkippedRun.Type
 
-export const UnownedEntry = Schema.Struct({ name: Schema.String, path: Schema.String, why: Schema.String })
+/**
+ * Why a `delete: true` release kept its run (`keptTag`, beside the `keptBecause` words): a `SkippedRun` tag,
+ * `LeaseHeld` (another live lease), `RemovalFailed` (quarantined, deletion not finished) or `ProcessRun` (the
+ * facade's per-process run, held until the store closes).
+ */
+export const KeptTag = Schema.Literal(...SkippedRunTag, "LeaseHeld", "RemovalFailed", "ProcessRun")
+export type KeptTag = typeof KeptTag.Type
+
+/** Why an entry of the tenant is not ours. */
+export const UnownedEntryTag = [
+  /** A symlink (never followed). */
+  "Symlink",
+  /** A file, socket … where runs are directories. */
+  "NotADirectory",
+  /** A manifest that names another category, tenant or run. */
+  "ManifestMismatch",
+  /** No manifest, or one that cannot be read or decoded. */
+  "NoManifest"
+] as const
+export const UnownedEntry = tagged(UnownedEntryTag, { name: Schema.String, path: Schema.String, why: Schema.String })
 export type UnownedEntry = typeof UnownedEntry.Type
 
 /**
@@ -39,7 +79,24 @@ export const UnreadableRecord = Schema.Struct({
 })
 export type UnreadableRecord = typeof UnreadableRecord.Type
 
-export const PruneError = Schema.Struct({ path: Schema.String, message: Schema.String })
+/** A non-fatal problem of one prune. */
+export const PruneErrorTag = [
+  /** A library directory (`.trash/` …) cannot be listed. */
+  "ListingFailed",
+  /** Deleting a quarantined or abandoned tree failed or stopped; it stays in `.trash/` or `.staging/` for the next prune. */
+  "RemovalFailed",
+  /** This prune's time for `.trash/` is spent; the next prune continues. */
+  "TrashPending",
+  /** Something squats on the tenant's prune marker: nothing was pruned. */
+  "MarkerSquatted",
+  /** `.cleanup/` or `.trash/` cannot be made: the victims were kept. */
+  "RemovalUnprepared",
+  /** A run's size walk failed: its size is a lower bound. */
+  "MeasureFailed",
+  /** A dead holder's lease could not be removed. */
+  "LeaseNotRemoved"
+] as const
+export const PruneError = tagged(PruneErrorTag, { path: Schema.String, message: Schema.String })
 export type PruneError = typeof PruneError.Type
 
 export const PruneReport = Schema.mutable(Schema.Struct({

@@ -27,6 +27,26 @@ export type StorageWarning =
   | { readonly _tag: "ConfigStatCacheNotWritten"; readonly reason: string; readonly message: string }
   /** After a failed `change()` the files could not be restored: the crash sentinel stays and names the last good revision. */
   | { readonly _tag: "ConfigChangeNotRestored"; readonly change: string; readonly reason: string; readonly message: string }
+  /** A heartbeat found the run directory is not the one acquired (a link or another directory): it wrote nothing. */
+  | { readonly _tag: "HeartbeatSkipped"; readonly runDir: string; readonly reason: string; readonly message: string }
+  /** A release found the run is not what was acquired: it touched nothing (the lease stays, judged by its age). */
+  | { readonly _tag: "ReleaseRefused"; readonly runDir: string; readonly leasePath: string; readonly reason: string; readonly message: string }
+  /** A marker (cleanup, prune, lock) was not removed on release: it is no longer ours, or unlink failed. */
+  | { readonly _tag: "MarkerLeftInPlace"; readonly path: string; readonly reason: string; readonly message: string }
+  /** A library directory (`.staging/`, `.cleanup/`) could not be listed: its leftovers wait for the next prune. */
+  | { readonly _tag: "DirectoryNotListed"; readonly path: string; readonly reason: string; readonly message: string }
+  /** A failed acquire could not remove its staging directory: it is left for a later prune (abandoned staging). */
+  | { readonly _tag: "StagingNotRemoved"; readonly path: string; readonly reason: string; readonly message: string }
+  /** A migration journal's temp file (a crash mid-append) could not be settled: the next migration retries. */
+  | { readonly _tag: "JournalNotSettled"; readonly path: string; readonly reason: string; readonly message: string }
+  /** A user-profile write interrupted by a crash was finished (`completed`) or rolled back (`undone`). */
+  | { readonly _tag: "ProfileWriteRecovered"; readonly journal: string; readonly direction: string; readonly message: string }
+  /** The user preference index did not parse: it is rebuilt from the shards present. */
+  | { readonly _tag: "ProfileIndexRebuilt"; readonly path: string; readonly message: string }
+  /** A state-backup cleanup left an incomplete snapshot whose owner looks alive. */
+  | { readonly _tag: "SnapshotOwnerAlive"; readonly path: string; readonly holder: string; readonly message: string }
+  /** A snapshot whose manifest is unusable is skipped as a link base and in listings (verify reports it). */
+  | { readonly _tag: "SnapshotManifestUnusable"; readonly id: string; readonly detail: string; readonly message: string }
 
 export type StorageWarningTag = StorageWarning["_tag"]
 
@@ -37,7 +57,17 @@ const FIELDS: { readonly [T in StorageWarningTag]: ReadonlyArray<string> } = {
   StaleGitLockRemoved: ["path"],
   ConfigPathSkipped: ["path", "reason"],
   ConfigStatCacheNotWritten: ["reason"],
-  ConfigChangeNotRestored: ["change", "reason"]
+  ConfigChangeNotRestored: ["change", "reason"],
+  HeartbeatSkipped: ["runDir", "reason"],
+  ReleaseRefused: ["runDir", "leasePath", "reason"],
+  MarkerLeftInPlace: ["path", "reason"],
+  DirectoryNotListed: ["path", "reason"],
+  StagingNotRemoved: ["path", "reason"],
+  JournalNotSettled: ["path", "reason"],
+  ProfileWriteRecovered: ["journal", "direction"],
+  ProfileIndexRebuilt: ["path"],
+  SnapshotOwnerAlive: ["path", "holder"],
+  SnapshotManifestUnusable: ["id", "detail"]
 }
 
 /** The annotation that marks a log entry as one of ours. */

@@ -22,6 +22,7 @@ import { Host } from "../services/Host.js"
 import * as MemoryHost from "./MemoryHost.js"
 import {
   attach,
+  CRASHED,
   detach as unlink,
   type DirNode,
   errno,
@@ -250,7 +251,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
       if (isErrno(at)) return at
       const node = at.node
       if (node === undefined) {
-        if (world.isCrashed(ctx)) return errno("ECRASHED")
+        if (world.isCrashed(ctx)) return errno(CRASHED)
         makeOneDirectory(at, mode, now)
       } else if (node.kind === "SymbolicLink") {
         if (isLast) return errno("EEXIST")
@@ -320,7 +321,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
       yield* yieldBeforeCall()
       const later = yield* Clock.currentTimeMillis
       const renamed = step("writeFileAtomic.rename", temp, path, () => renameEntry(temp, path, later))
-      if (isErrno(renamed) && renamed.errno !== "ECRASHED") {
+      if (isErrno(renamed) && renamed.errno !== CRASHED) {
         // A failed rename leaves no temp file behind (unless the process is gone).
         step("writeFileAtomic.cleanup", temp, undefined, () => unlinkEntry(temp, later))
       }

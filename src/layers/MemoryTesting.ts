@@ -16,6 +16,8 @@ import type { Host } from "../services/Host.js"
 import { layerMemory } from "./MemoryFileSystem.js"
 import { MemoryWorld as World, type MemoryWorldOptions } from "./MemoryWorld.js"
 
+/** Tells the error of a crashed process's calls from any other, for a test that lets one process crash and goes on. */
+export { isSimulatedCrash } from "./MemoryWorld.js"
 export type { CrashScope, FaultHandle, FaultSpec, FixtureOptions, JournalEntry, MemoryWorldOptions, TreeEntry } from "./MemoryWorld.js"
 
 /** The driver API of the simulated world (documented at the top of `MemoryWorld.ts`). */

@@ -16,8 +16,9 @@
  *   matched against both paths of the call. `nth` (1-based, default 1) is the first matching call that fails,
  *   `count` (default 1, `Infinity` allowed) how many consecutive matching calls fail from there. `clearFaults()`.
  * - `crashAfter(n, scope?)` — after `n` more successful mutating steps (by processes in `scope`
- *   `{ hostname?, pid? }`, default all) every further operation of those processes fails with reason
- *   "Crashed" / errno "ECRASHED", reads too, and nothing changes. `crashAfter(0)` crashes at once. Every created
+ *   `{ hostname?, pid? }`, default all) every further operation of those processes fails with errno
+ *   "ECRASHED" (reason "Unknown": a test-only errno, never a public reason; `isSimulatedCrash`), reads too,
+ *   and nothing changes. `crashAfter(0)` crashes at once. Every created
  *   directory of a recursive `makeDirectory`, each step of `writeFileAtomic` (create temp, rename, cleanup), of
  *   `writeFileExclusive` (create empty, write: a crash between them leaves an empty file) and
  *   each removal inside `removeTree` counts as one step, so a crash can leave a temp file or half a tree.
@@ -43,6 +44,20 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type { FileType } from "../services/FileSystem.js"
+
+/**
+ * The errno of every call a crashed process makes (see `crashAfter`). A test-only errno, not a public
+ * reason: the port error says `reason: "Unknown"`, `errno: "ECRASHED"`, so a program treats it as any
+ * unexpected failure (it cannot mean anything to a real caller) and a test tells it apart with
+ * `isSimulatedCrash`. (Not a defect: the crashed process's finalizers still run in the test's runtime, and
+ * they fail as the process's other calls do, where a real crash would simply stop them.)
+ */
+export const CRASHED = "ECRASHED"
+
+/** Whether an error is the Memory world's simulated crash. */
+export const isSimulatedCrash = (error: unknown): boolean =>
+  typeof error === "object" && error !== null && "_tag" in error && error._tag === "FileSystemError" &&
+  "errno" in error && error.errno === CRASHED
 
 // ---------------------------------------------------------------------------------------------- inodes
 
@@ -367,7 +382,7 @@ export class MemoryWorld {
   }
 
   check(ctx: ProcessContext, op: string, path: string, path2?: string): string | undefined {
-    if (this.isCrashed(ctx)) return "ECRASHED"
+    if (this.isCrashed(ctx)) return CRASHED
     let hit: string | undefined
     const isStep = op.includes(".")
     for (const fault of this.faults) {

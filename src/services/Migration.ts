@@ -29,7 +29,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
-import { FileSystemError, InvalidArgument } from "../domain/Errors.js"
+import { FileSystemError, InvalidArgument, type MigrationStep, MigrationStepFailed } from "../domain/Errors.js"
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
 import {
   type DecisionOutcome,
@@ -74,6 +74,7 @@ import { type FileInfo, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
 import { acquireMarkerWaiting, sameBytes } from "./internal/markers.js"
+import { warn } from "./internal/warn.js"
 
 type Fs = FileSystem["Type"]
 
@@ -95,11 +96,14 @@ const MERGE_MAX_BYTES = 64 * 1024 * 1024
 const isNotFound = (e: FileSystemError) => e.reason === "NotFound"
 const isCrossDevice = (e: FileSystemError) => e.reason === "CrossDevice" || e.errno === "EXDEV"
 
-const stepFailure = (method: string, path: string, detail: string) =>
-  new FileSystemError({ reason: "InvalidData", errno: "", method, path, detail })
+/** A step the engine refuses (a program error, not a port error: every file-system call succeeded). */
+const stepFailure = (step: MigrationStep, path: string, detail: string) => new MigrationStepFailed({ step, path, detail })
+
+/** What the move engine fails with: the port's errors and its own refusals. */
+type EngineError = FileSystemError | MigrationStepFailed
 
 /** What a decision was based on no longer holds (a foreign writer changed the tree): fail, touch nothing. */
-const changed = (path: string, detail: string) => stepFailure("migrate", path, `changed since planned: ${detail}`)
+const changed = (path: string, detail: string) => stepFailure("changed-since-planned", path, `changed since planned: ${detail}`)
 
 const isPrefix = (prefix: Uint8Array, of: Uint8Array) =>
   prefix.length <= of.length && prefix.every((x, i) => x === of[i])
@@ -131,7 +135,7 @@ const makeIo = (fs: Fs) => {
       const info = yield* lstatOption(temp)
       if (info === undefined) return
       const ours = info.type === "File" && isPrefix(yield* fs.readFile(temp), yield* fs.readFile(src))
-      if (!ours) return yield* Effect.fail(stepFailure("migrate", temp, "temp path of a cross-device copy is taken"))
+      if (!ours) return yield* Effect.fail(stepFailure("temp-path-taken", temp, "temp path of a cross-device copy is taken"))
       yield* fs.removeFile(temp)
     })
 
@@ -144,7 +148,7 @@ const makeIo = (fs: Fs) => {
       const temp = NodePath.join(NodePath.dirname(path), copyTempName(NodePath.basename(path)))
       const leftover = yield* lstatOption(temp)
       if (leftover !== undefined && leftover.type !== "File") {
-        return yield* Effect.fail(stepFailure("migrate", temp, "temp path of a merge is taken"))
+        return yield* Effect.fail(stepFailure("temp-path-taken", temp, "temp path of a merge is taken"))
       }
       if (leftover !== undefined) yield* fs.removeFile(temp)
       yield* fs.writeFileExclusive(temp, data, { sync: true, mode })
@@ -162,7 +166,7 @@ const makeIo = (fs: Fs) => {
     )
 
   /** Copy `src` to the absent `dst` on another device, verify, then remove the source. */
-  const copyAcross = (src: string, info: FileInfo, dst: string): Effect.Effect<void, FileSystemError> =>
+  const copyAcross = (src: string, info: FileInfo, dst: string): Effect.Effect<void, EngineError> =>
     Effect.gen(function*() {
       if (info.type === "File") {
         const temp = NodePath.join(NodePath.dirname(dst), copyTempName(NodePath.basename(dst)))
@@ -171,7 +175,7 @@ const makeIo = (fs: Fs) => {
         const same = yield* Effect.zipWith(fs.readFile(src), fs.readFile(temp), sameBytes)
         if (!same) {
           yield* fs.removeFile(temp)
-          return yield* Effect.fail(stepFailure("migrate", src, "cross-device copy did not verify"))
+          return yield* Effect.fail(stepFailure("copy-not-verified", src, "cross-device copy did not verify"))
         }
         yield* fs.rename(temp, dst)
         yield* fs.removeFile(src)
@@ -188,12 +192,12 @@ const makeIo = (fs: Fs) => {
         }
         yield* fs.removeDirectory(src)
       } else {
-        return yield* Effect.fail(stepFailure("migrate", src, "special files are not copied across devices"))
+        return yield* Effect.fail(stepFailure("special-file", src, "special files are not copied across devices"))
       }
     })
 
   /** Move `src` to the absent `dst`: one rename, or a verified copy across devices. */
-  const transfer = (src: string, info: FileInfo, dst: string): Effect.Effect<void, FileSystemError> =>
+  const transfer = (src: string, info: FileInfo, dst: string): Effect.Effect<void, EngineError> =>
     ensureParent(NodePath.dirname(dst)).pipe(
       Effect.zipRight(fs.rename(src, dst)),
       Effect.catchIf(isCrossDevice, () => copyAcross(src, info, dst))
@@ -386,7 +390,7 @@ interface Budget {
 const makeExecutor = (io: Io, fs: Fs, record: (step: Step, outcome: DecisionOutcome, error?: string) => void) => {
   /** A failure is the failing step's, not also every enclosing directory merge's. */
   const attributed = new WeakSet<object>()
-  const execute = (s: Step): Effect.Effect<void, FileSystemError> =>
+  const execute = (s: Step): Effect.Effect<void, EngineError> =>
     Effect.gen(function*() {
       switch (s.decision.action) {
         case "move":
@@ -607,7 +611,12 @@ const settleJournal = (fs: Fs, journal: string): Effect.Effect<void> =>
     const current = yield* fs.readFile(journal).pipe(Effect.catchIf(isNotFound, () => Effect.succeed(new Uint8Array())))
     const whole = parseJournal(pending).bad === 0 && isPrefix(current, pending) && pending.length > current.length
     yield* whole ? fs.rename(temp, journal) : fs.removeFile(temp)
-  }).pipe(Effect.ignore)
+  }).pipe(
+    // Left for the next run to settle (the journal itself is untouched); said, not swallowed.
+    Effect.catchAll((e) =>
+      warn({ _tag: "JournalNotSettled", path: journalTemp(journal), reason: e.message, message: `could not settle the migration journal's temp file (${e.message}); the next migration retries` })
+    )
+  )
 
 const readJournal = (fs: Fs, path: string) =>
   fs.readFile(path).pipe(
@@ -634,7 +643,7 @@ const planAndExecute = (io: Io, fs: Fs, display: (p: string) => string, plan: (p
   Effect.gen(function*() {
     const step = yield* plan(makePlanner(io, fs, display))
     const refused = flatten([step]).find((s) => s.decision.action === "refuse")
-    if (refused !== undefined) return yield* Effect.fail(stepFailure("migrate", refused.from, refused.decision.why))
+    if (refused !== undefined) return yield* Effect.fail(stepFailure("refused", refused.from, refused.decision.why))
     yield* makeExecutor(io, fs, () => undefined)(step)
     return step
   })
@@ -719,6 +728,7 @@ const toolkitProgram = (deps: Deps, agentDir: string, plan: MigrationPlan, optio
     if (!pending.some((p) => p)) {
       // Nothing to move: report from the journal, create nothing.
       yield* tidyLeftovers(deps, agentDir, [journalTemp(journal)], settleJournal(fs, journal))
+      // Not a safety boundary: the journal only feeds the report's history (nothing is moved or removed by it).
       const { records } = yield* readJournal(fs, journal).pipe(Effect.orElseSucceed(() => ({ records: [], bad: 0 })))
       return reportOf(resolved.map(({ entry, from, to }) => alreadyDone(entry, display(from), display(to), records)))
     }
@@ -772,7 +782,7 @@ const runPlan = (
         reports.push(alreadyDone(entry, display(from), display(to), records))
         continue
       }
-      const attempt: Effect.Effect<EntryResult, FileSystemError> = exists._tag === "Left"
+      const attempt: Effect.Effect<EntryResult, EngineError> = exists._tag === "Left"
         ? Effect.fail(exists.left)
         : entry.kind === "move"
         ? runMoveEntry(io, fs, display, from, to, conflictBase)
@@ -810,14 +820,14 @@ const layoutProgram = (deps: Deps, agentDir: string, root: string, options?: Lay
   Effect.gen(function*() {
     const before = yield* readRootNames(deps.fs, root).pipe(Effect.either)
     if (before._tag === "Left") {
-      return { ...emptyLayoutReport, errors: [{ path: ".", message: before.left.message }] }
+      return { ...emptyLayoutReport, errors: [{ _tag: "AgentDirUnreadable", path: ".", message: before.left.message }] }
     }
     // A fresh or already-migrated agent dir: nothing to do, nothing created (not even the marker).
     if (layoutUnits(before.right).length === 0) {
       yield* tidyLeftovers(deps, root, [], Effect.void)
       return emptyLayoutReport
     }
-    const busy = (message: string): LayoutReport => ({ ...emptyLayoutReport, errors: [{ path: MIGRATION_MARKER, message }] })
+    const busy = (message: string): LayoutReport => ({ ...emptyLayoutReport, errors: [{ _tag: "MigrationBusy", path: MIGRATION_MARKER, message }] })
     // Planned again under the marker (another process may have finished the work, or the tree changed since a
     // dry run), by the same function the dry run uses; then exactly those decisions are executed.
     const planAndRun = Effect.flatMap(planLayout(deps.fs, agentDir, root, options), (plan) => executeLayout(deps.fs, plan.steps, plan.partial))

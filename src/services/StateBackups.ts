@@ -23,7 +23,7 @@ import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
-import { type FileSystemError, InvalidArgument, type InvalidSegment, type UnsafeRoot } from "../domain/Errors.js"
+import { type FileSystemError, InvalidArgument, type InvalidSegment, type TierUnresolvable, type UnsafeRoot } from "../domain/Errors.js"
 import { decodeSegment } from "../domain/Segment.js"
 import { decodeJsonBytes, encodeJsonBytes, MARKER_MAX_BYTES } from "../domain/Formats.js"
 import { type ForgetPlan, type ForgetPolicy, planForgetResult } from "../domain/ForgetPlan.js"
@@ -67,6 +67,7 @@ import { depsFromContext, selfIdentity } from "./internal/deps.js"
 import { locate } from "./internal/locate.js"
 import { acquireMarkerWaiting, DEFAULT_LOCK_WAIT_MS, judgeMarker, waitingAtMost } from "./internal/markers.js"
 import { checkSafeDirectory } from "./internal/rootSafety.js"
+import { warn } from "./internal/warn.js"
 
 export interface StateBackupsOptions {
   /** The backup root (else `$PI_STATE_BACKUP_DIR`, else `<parent of agent dir>/backups/<name of agent dir>`). */
@@ -143,7 +144,7 @@ export interface RestoreResult {
   readonly dryRun: boolean
 }
 
-type BackupError = UnsafeBackupRoot | BackupBusy | FileSystemError
+type BackupError = UnsafeBackupRoot | BackupBusy | TierUnresolvable | FileSystemError
 
 export class StateBackups extends Context.Tag("pi-agent-storage/StateBackups")<StateBackups, {
   /** The backup root in use. */
@@ -152,11 +153,11 @@ export class StateBackups extends Context.Tag("pi-agent-storage/StateBackups")<S
     readonly label?: string
     readonly onProgress?: (p: SnapshotProgress) => void
   }) => Effect.Effect<CreateResult, BackupError>
-  readonly list: () => Effect.Effect<ReadonlyArray<SnapshotSummary>, UnsafeBackupRoot | FileSystemError>
+  readonly list: () => Effect.Effect<ReadonlyArray<SnapshotSummary>, UnsafeBackupRoot | TierUnresolvable | FileSystemError>
   readonly verify: (
     id?: string,
     o?: { readonly maxBytes?: number; readonly sample?: number }
-  ) => Effect.Effect<VerifyResult, UnsafeBackupRoot | SnapshotNotFound | InvalidArgument | FileSystemError>
+  ) => Effect.Effect<VerifyResult, UnsafeBackupRoot | TierUnresolvable | SnapshotNotFound | InvalidArgument | FileSystemError>
   readonly forget: (
     o: ForgetPolicy & { readonly dryRun?: boolean; readonly timeZone?: string }
   ) => Effect.Effect<ForgetResult, BackupError | InvalidArgument>
@@ -229,7 +230,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
    * containment rule of `domain/TierIdentity.ts`, which the tiers use too), and be a private directory of
    * ours. `create`: make it (0700) when missing. Returns whether the root exists.
    */
-  const checkRoot = (create: boolean): Effect.Effect<boolean, UnsafeBackupRoot | FileSystemError> =>
+  const checkRoot = (create: boolean): Effect.Effect<boolean, UnsafeBackupRoot | TierUnresolvable | FileSystemError> =>
     Effect.gen(function*() {
       const trees = yield* scopeRoots(webDataRoot)
       for (const tree of trees) {
@@ -278,9 +279,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         // every builder holds the lock we hold now.
         const judged = yield* judgeMarker(deps, NodePath.join(path, OWNER_MARKER))
         if (judged !== undefined && judged.alive) {
-          yield* Effect.logWarning("state backup: leaving an incomplete snapshot whose owner looks alive").pipe(
-            Effect.annotateLogs({ path, holder: judged.detail })
-          )
+          yield* warn({ _tag: "SnapshotOwnerAlive", path, holder: judged.detail, message: "state backup: leaving an incomplete snapshot whose owner looks alive" })
           continue
         }
         yield* removeWholeTree(deps, path)
@@ -315,9 +314,12 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       const read = yield* readManifest(id).pipe(Effect.either)
       if (read._tag === "Right") out.push(read.right)
       else {
-        yield* Effect.logWarning("state backup: skipping a snapshot whose manifest is unusable (verify reports it)").pipe(
-          Effect.annotateLogs({ id, detail: read.left.message })
-        )
+        yield* warn({
+          _tag: "SnapshotManifestUnusable",
+          id,
+          detail: read.left.message,
+          message: "state backup: skipping a snapshot whose manifest is unusable (verify reports it)"
+        })
       }
     }
     return out.sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1))
@@ -780,6 +782,7 @@ export const stateBackupFindings = (
       )
     )
     if (exists) {
+      // Doctor findings only (read, never written): an unlistable root is not a safety boundary here.
       const entries = yield* deps.fs.readDirectory(root).pipe(Effect.orElseSucceed(() => []))
       for (const entry of entries) {
         if (!entry.name.startsWith(INCOMPLETE_PREFIX) || entry.type !== "Directory") continue

@@ -13,12 +13,15 @@ import * as Schema from "effect/Schema"
 import * as NodePath from "node:path"
 import {
   ConfigRedLine,
-  FileSystemError,
+  ConfigUnreadable,
+  type FileSystemError,
   InvalidArgument,
   type InvalidSegment,
+  RemovalStalled,
   StateMissing,
   StateUnreadable,
-  TiersOverlap
+  TiersOverlap,
+  TierUnresolvable
 } from "../domain/Errors.js"
 import { findTierOverlap } from "../domain/TierIdentity.js"
 import { decodeJsonBytes, encodeJsonBytes } from "../domain/Formats.js"
@@ -72,9 +75,9 @@ export interface CacheTier {
     key: string,
     build: Effect.Effect<Uint8Array | string, E, R>,
     options?: CacheEnsureOptions
-  ) => Effect.Effect<Uint8Array, E | InvalidArgument | TiersOverlap | FileSystemError, R>
+  ) => Effect.Effect<Uint8Array, E | InvalidArgument | TiersOverlap | TierUnresolvable | RemovalStalled | FileSystemError, R>
   /** Remove cache/ entirely, never following symlinks. Re-checks the tiers' identities first (TD5). */
-  readonly clear: () => Effect.Effect<void, TiersOverlap | FileSystemError>
+  readonly clear: () => Effect.Effect<void, TiersOverlap | TierUnresolvable | RemovalStalled | FileSystemError>
 }
 
 export interface StateTier {
@@ -91,8 +94,8 @@ export interface StateTier {
 export interface ConfigTier {
   readonly dir: string
   /** The value stored under `key` in config/settings.json, `undefined` when unset. */
-  readonly get: (key: string) => Effect.Effect<unknown, InvalidArgument | FileSystemError>
-  readonly set: (key: string, value: unknown) => Effect.Effect<void, InvalidArgument | ConfigRedLine | FileSystemError>
+  readonly get: (key: string) => Effect.Effect<unknown, InvalidArgument | ConfigUnreadable | FileSystemError>
+  readonly set: (key: string, value: unknown) => Effect.Effect<void, InvalidArgument | ConfigRedLine | ConfigUnreadable | FileSystemError>
   /** Write `config/<name>` atomically, unless it is a database, a log, settings.json, or over budget. */
   readonly writeFile: (
     name: string,
@@ -129,7 +132,7 @@ const isNotFound = (error: FileSystemError): boolean => error.reason === "NotFou
 const redLine = (path: string, v: ConfigViolation): ConfigRedLine =>
   new ConfigRedLine({ path, rule: v.rule, rightTier: v.rightTier, detail: v.detail })
 
-export type OpenTiersError = InvalidArgument | TiersOverlap | FileSystemError
+export type OpenTiersError = InvalidArgument | TiersOverlap | TierUnresolvable | FileSystemError
 
 /** The web host's extension data tiers (TD1–TD5) as a service over the FileSystem and Host ports. */
 export class TierStorage extends Context.Tag("pi-agent-storage/TierStorage")<TierStorage, {
@@ -174,7 +177,7 @@ const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOp
      * TD5, at open and again right before anything that deletes or replaces cache entries: a link or mount
      * made after open (cache/ pointed at state/) is caught before the first byte changes.
      */
-    const checkIdentities = (during: string): Effect.Effect<void, TiersOverlap | FileSystemError> =>
+    const checkIdentities = (during: string): Effect.Effect<void, TiersOverlap | TierUnresolvable | FileSystemError> =>
       Effect.gen(function*() {
         const [config, state, cache] = yield* Effect.all([
           locate(fs, dirs.configDir),
@@ -202,15 +205,11 @@ const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOp
       )
 
     /** removeTree until done; it stops after a budget of entries, and a rerun continues. */
-    const removeAll = (path: string): Effect.Effect<void, FileSystemError> =>
+    const removeAll = (path: string): Effect.Effect<void, FileSystemError | RemovalStalled> =>
       fs.removeTree(path, REMOVE_BUDGET).pipe(
         Effect.flatMap((r) => {
           if (r.complete) return Effect.void
-          if (r.removedEntries === 0) {
-            return Effect.fail(
-              new FileSystemError({ reason: "Busy", errno: "", method: "removeTree", path, detail: "no progress" })
-            )
-          }
+          if (r.removedEntries === 0) return Effect.fail(new RemovalStalled({ path }))
           return removeAll(path)
         })
       )
@@ -280,7 +279,7 @@ const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOp
 
     const settingsPath = NodePath.join(dirs.configDir, CONFIG_SETTINGS_FILE)
 
-    const readSettings: Effect.Effect<Readonly<Record<string, unknown>>, FileSystemError> = fs
+    const readSettings: Effect.Effect<Readonly<Record<string, unknown>>, FileSystemError | ConfigUnreadable> = fs
       .readFile(settingsPath, { maxBytes: Math.max(budgetBytes, 1) })
       .pipe(
         Effect.map((bytes) => decodeJsonBytes(Schema.Unknown, bytes)),
@@ -288,17 +287,11 @@ const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOp
           decoded.ok && typeof decoded.value === "object" && decoded.value !== null && !Array.isArray(decoded.value)
             ? Effect.succeed(decoded.value as Record<string, unknown>)
             : Effect.fail(
-              new FileSystemError({
-                reason: "InvalidData",
-                errno: "",
-                method: "readFile",
-                path: settingsPath,
-                detail: decoded.ok ? "settings are not a JSON object" : decoded.why
-              })
+              new ConfigUnreadable({ path: settingsPath, detail: decoded.ok ? "settings are not a JSON object" : decoded.why })
             )
         ),
         // Never configured is not an error: every key is unset.
-        Effect.catchIf((error) => isNotFound(error), () => Effect.succeed({}))
+        Effect.catchIf((error) => error._tag === "FileSystemError" && isNotFound(error), () => Effect.succeed({}))
       )
 
     const sizeOf = (path: string): Effect.Effect<number, FileSystemError> =>

@@ -62,6 +62,7 @@ import type { FileInfo, FileSystem } from "./FileSystem.js"
 import type { Host } from "./Host.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
 import { acquireMarkerWaiting, unreadableAtMost } from "./internal/markers.js"
+import { warn } from "./internal/warn.js"
 
 export interface UserProfileOptions {
   /** UTF-8 bytes of the whole USER.md, pointer included (default 8 KiB). */
@@ -254,8 +255,8 @@ export const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], op
         for (const name of ownedCreated(journal, state)) yield* removeIfPresent(shardPath(name))
       }
       yield* fs.removeFile(journalPath)
-      yield* Effect.logWarning(`finished a user-profile write interrupted by a crash (${direction === "forward" ? "completed" : "undone"})`)
-        .pipe(Effect.annotateLogs({ journal: journalPath }))
+      const done = direction === "forward" ? "completed" : "undone"
+      yield* warn({ _tag: "ProfileWriteRecovered", journal: journalPath, direction: done, message: `finished a user-profile write interrupted by a crash (${done})` })
     })
 
   // The lock: retried while a live writer holds it (however long it lives), capped at 100 ms between tries.
@@ -290,8 +291,7 @@ export const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], op
           const layout = planLayout(applied.model, { budgetBytes, shardBudgetBytes })
           const writes = diffLayout(state, layout)
           if (state.indexExists && state.indexed === null && writes.index !== null) {
-            yield* Effect.logWarning("the user preference index does not parse; it is rebuilt from the shards present")
-              .pipe(Effect.annotateLogs({ path: indexPath }))
+            yield* warn({ _tag: "ProfileIndexRebuilt", path: indexPath, message: "the user preference index does not parse; it is rebuilt from the shards present" })
           }
           yield* writeLayout(writes, layout)
           const after: ProfileFiles = {

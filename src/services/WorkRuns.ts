@@ -45,7 +45,7 @@ import {
   type ManifestV2,
   type RunKind
 } from "../domain/Formats.js"
-import type { PruneReport } from "../domain/PruneReport.js"
+import type { KeptTag, PruneReport } from "../domain/PruneReport.js"
 import {
   clamp,
   decodeRetentionInput,
@@ -91,6 +91,8 @@ export interface ReleaseOutcome {
   readonly deleted: boolean
   /** Why a `delete: true` release kept the run. */
   readonly keptBecause?: string
+  /** The same, as a tag for code (`KeptTag` in domain/PruneReport.ts). */
+  readonly keptTag?: KeptTag
   /** Why `released` is false. */
   readonly reason?: string
 }
@@ -307,9 +309,33 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
             Effect.as(true),
             Effect.catchIf((e) => e.reason === "NotEmpty" || e.reason === "AlreadyExists", () => Effect.succeed(false))
           )
-        }).pipe(Effect.onExit((exit) => Exit.isSuccess(exit) && exit.value ? Effect.void : fs.removeTree(staging, { maxEntries: 64, maxDepth: 4 }).pipe(Effect.ignore)))
+        }).pipe(Effect.onExit((exit) => Exit.isSuccess(exit) && exit.value ? Effect.void : removeStaging(staging)))
         return built
       })
+
+    /** A failed create's private staging directory goes; if it cannot, it is abandoned staging a later prune removes. */
+    const removeStaging = (staging: string) =>
+      fs.removeTree(staging, { maxEntries: 64, maxDepth: 4 }).pipe(
+        Effect.catchAll((e) =>
+          warn({ _tag: "StagingNotRemoved", path: staging, reason: e.message, message: `could not remove the staging directory ${staging} of a failed acquire (${e.message}); a later prune removes it` })
+        )
+      )
+
+    /**
+     * The acquirer steps back (Busy/Again) and removes the lease it just wrote; if that fails the run counts as
+     * held by this process until the lease is judged dead, so say so.
+     */
+    const withdrawLease = (leasePath: string) =>
+      fs.removeFile(leasePath).pipe(
+        Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void),
+        Effect.catchAll((e) =>
+          warn({
+            _tag: "LeaseNotRemoved",
+            leasePath,
+            message: `could not remove the lease ${leasePath} while stepping back from an acquire (${e.message}); the run counts as held until the lease is judged dead`
+          })
+        )
+      )
 
     /** Join an existing named run with a new lease; `Missing` when there is no run of that name to join. */
     const joinRun = (tenantDir: string, address: { category: string; tenant: string; runId: string }, leaseName: string) =>
@@ -388,7 +414,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         const leasePath = NodePath.join(runDir, LEASES_DIR, leaseName)
         // Second half of the handshake: a pruner that marked the run first wins; we step back.
         if (yield* liveMarkerExists(deps, cleanupMarkerPath(tenantDir, runId))) {
-          yield* fs.removeFile(leasePath).pipe(Effect.ignore)
+          yield* withdrawLease(leasePath)
           return { _tag: "Busy" } as Attempt
         }
         // No live marker does not prove the run is still in place: a pruner that read the leases before ours
@@ -398,7 +424,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         if (!inPlace) return { _tag: "Again" } as Attempt
         const identity = yield* recordRunIdentity(deps, runDir, joined._tag === "Joined" ? { dir: joined.dir, leases: joined.leases } : {})
         if (identity === undefined) {
-          yield* fs.removeFile(leasePath).pipe(Effect.ignore)
+          yield* withdrawLease(leasePath)
           return { _tag: "Again" } as Attempt
         }
         return { _tag: "Done", run: { path: runDir, category: address.category, tenant: address.tenant, runId, kind: runKind, leasePath, manifest, manifestLength, identity } } as Attempt
@@ -450,14 +476,18 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         const inPlace = encodeManifestPadded(stamped, length)
         const written = inPlace === undefined ? false : yield* fs.writeFileInPlace(path, inPlace).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
         if (!written) yield* fs.writeFileAtomic(path, encodeManifest(stamped), { sync: false })
+        // Ignored: not a safety boundary. A missing stamp only makes age fall back to the heartbeat or createdAt.
       }).pipe(Effect.ignore)
 
     /** Release refuses to touch a run that is no longer what was acquired: say so in the log and the outcome. */
     const refuse = (run: HeldRun, reason: string): Effect.Effect<ReleaseOutcome> =>
-      Effect.logWarning("release touched nothing: the run is not what was acquired").pipe(
-        Effect.annotateLogs({ runDir: run.path, leasePath: run.leasePath, reason }),
-        Effect.as({ released: false, deleted: false, reason })
-      )
+      warn({
+        _tag: "ReleaseRefused",
+        runDir: run.path,
+        leasePath: run.leasePath,
+        reason,
+        message: "release touched nothing: the run is not what was acquired"
+      }).pipe(Effect.as({ released: false, deleted: false, reason }))
 
     /** Wrap a lease in its release logic and its heartbeat fiber (stopped on release). */
     const bindRelease = (held: HeldRun) =>
@@ -472,9 +502,12 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           // Never refresh through a run directory the tool swapped for a link (the same check as release).
           const verified = yield* Effect.either(verifyRunIdentity(deps, held.path, held.identity, { manifest: false }))
           if (verified._tag === "Left") {
-            return yield* Effect.logWarning("heartbeat skipped: the run is not what was acquired").pipe(
-              Effect.annotateLogs({ runDir: held.path, reason: verified.left })
-            )
+            return yield* warn({
+              _tag: "HeartbeatSkipped",
+              runDir: held.path,
+              reason: verified.left.message,
+              message: "heartbeat skipped: the run is not what was acquired"
+            })
           }
           // A lease removed behind our back (a pruner proved us dead) is not recreated.
           const body = yield* fs.readFile(run.leasePath, { maxBytes: LEASE_MAX_BYTES }).pipe(Effect.option)
@@ -503,7 +536,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
             // The run's tool may have swapped the directory for a link or hard-linked the manifest outside:
             // verify before unlinking, reading or writing anything through the run's path (issue 12 point 4).
             const verified = yield* Effect.either(verifyRunIdentity(deps, held.path, held.identity))
-            if (verified._tag === "Left") return yield* refuse(held, verified.left)
+            if (verified._tag === "Left") return yield* refuse(held, verified.left.message)
             yield* fs.removeFile(run.leasePath).pipe(
               // Gone already: a pruner proved this holder dead and took it (nothing to warn about).
               Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void),
@@ -518,17 +551,17 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
             const others = yield* readLeases(deps, run.path)
             if (isActive(others)) {
               return o?.delete
-                ? { released: true, deleted: false, keptBecause: others.problem ?? "another live lease holds it" }
+                ? { released: true, deleted: false, keptTag: "LeaseHeld" as const, keptBecause: others.problem ?? "another live lease holds it" }
                 : { released: true, deleted: false }
             }
             if (o?.delete) {
               const tenantDir = paths.workTenantDir(run.category, run.tenant)
               const prepared = yield* Effect.either(prepareRemoval(deps, tenantDir))
-              if (prepared._tag === "Left") return { released: true, deleted: false, keptBecause: prepared.left }
+              if (prepared._tag === "Left") return { released: true, deleted: false, keptTag: "RemovalUnprepared" as const, keptBecause: prepared.left.message }
               const outcome = yield* removeOwnedRun(deps, { tenantDir, category: run.category, tenant: run.tenant, runId: run.runId })
-              if (outcome._tag === "Skipped") return { released: true, deleted: false, keptBecause: outcome.why }
+              if (outcome._tag === "Skipped") return { released: true, deleted: false, keptTag: outcome.skip, keptBecause: outcome.why }
               // Not wholly deleted (a mount point inside it, say): it stays quarantined and the next prune retries.
-              return outcome.complete ? { released: true, deleted: true } : { released: true, deleted: false, keptBecause: notDeleted(run.path, outcome).message }
+              return outcome.complete ? { released: true, deleted: true } : { released: true, deleted: false, keptTag: "RemovalFailed" as const, keptBecause: notDeleted(run.path, outcome).message }
             }
             yield* stampReleased(held, verified.right)
             return { released: true, deleted: false }
@@ -651,7 +684,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           if (!prepared) {
             const ready = yield* Effect.either(prepareRemoval(deps, tenantDir))
             if (ready._tag === "Left") {
-              outcomes.push({ runId, _tag: "Skipped", why: ready.left })
+              outcomes.push({ runId, _tag: "Skipped", why: ready.left.message })
               continue
             }
             prepared = true

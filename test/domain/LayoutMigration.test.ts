@@ -49,7 +49,7 @@ describe("layout migration rules", () => {
       { from: "backups/c", to: "state/migration-conflicts/backups/c" },
       { from: "backups/e", to: "state/migration-conflicts/backups/e" }
     ])
-    assert.deepStrictEqual(report.errors, [{ path: "backups/d/x", message: "boom" }, { path: "auto-learn", message: "w" }])
+    assert.deepStrictEqual(report.errors, [{ _tag: "UnitFailed", path: "backups/d/x", message: "boom" }, { _tag: "UnitFailed", path: "auto-learn", message: "w" }])
     assert.isTrue(report.partial)
     assert.strictEqual(report.decisions, decisions)
     assert.isTrue(isConflictPath("state/migration-conflicts/x"))

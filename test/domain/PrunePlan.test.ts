@@ -372,7 +372,7 @@ describe("PruneReport", () => {
   it("emptyPruneReport decodes with the schema, fits the facade shape, and is a fresh value each time", () => {
     const report: FacadePruneReport = emptyPruneReport(true)
     assert.isTrue(Schema.is(PruneReport)(report))
-    assert.deepStrictEqual(Schema.decodeUnknownSync(PruneReport)(report), { ...report, incomplete: false })
+    assert.deepStrictEqual<unknown>(Schema.decodeUnknownSync(PruneReport)(report), { ...report, incomplete: false })
     assert.isTrue(report.dryRun)
     assert.isFalse(report.busy)
     assert.isTrue(emptyPruneReport(false, true).busy)

@@ -198,6 +198,7 @@ describe("Migration.run (MG1) on the Memory layer", () => {
       assert.deepStrictEqual(report.moved, [])
       assert.strictEqual(report.errors.length, 1)
       assert.match(report.errors[0]!.message, /another migration is running/)
+      assert.strictEqual(report.errors[0]!._tag, "MigrationBusy")
       assert.isDefined(world.readFixture(`${AGENT}/trust.json`))
       // Once that process is dead, its marker is reclaimed.
       world.kill(HOST, other)

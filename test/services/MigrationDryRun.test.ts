@@ -56,7 +56,7 @@ describe("Migration.plan is what Migration.run executes (Memory layer)", () => {
 
         const report = yield* asProcess(world, runLayout(options))
         // The only errors are the refusals the dry run announced (a file where a conflict copy's directory belongs).
-        assert.deepStrictEqual(report.errors, plan.decisions.filter((d) => d.action === "refuse").map((d) => ({ path: d.from, message: d.why })))
+        assert.deepStrictEqual(report.errors, plan.decisions.filter((d) => d.action === "refuse").map((d) => ({ _tag: "UnitFailed", path: d.from, message: d.why })))
         assert.strictEqual(report.partial, plan.partial)
         assert.deepStrictEqual(report.decisions.map(({ outcome: _, ...d }) => d), [...plan.decisions])
         assert.deepStrictEqual(report.decisions.map((d) => d.outcome), plan.decisions.map(() => "done"))

@@ -1,6 +1,6 @@
 /**
  * The crash scenarios at small scale on the Node layer, in temp dirs. A crash is simulated at the port: after
- * k successful mutating calls every further call fails ("Crashed"), and the crashed run's Host claims a pid
+ * k successful mutating calls every further call fails (errno "ECRASHED"), and the crashed run's Host claims a pid
  * that has exited, so its marker is provably dead. Cross-device moves are forced by failing renames into
  * `state/` with EXDEV (and, when /dev/shm is another filesystem, also checked against a real EXDEV).
  */
@@ -38,7 +38,7 @@ const controlledFs = (control: Control) =>
       for (const [name, fn] of Object.entries(real)) {
         wrapped[name] = (...args: Array<unknown>) => {
           const crashed = () =>
-            Effect.fail(new FileSystemError({ reason: "Crashed", errno: "ECRASHED", method: name, path: String(args[0]) }))
+            Effect.fail(new FileSystemError({ reason: "Unknown", errno: "ECRASHED", method: name, path: String(args[0]) }))
           if (control.mutations >= control.crashAfter) return crashed()
           if (name === "rename" && control.exdevUnder !== undefined) {
             const [from, to] = args as [string, string]

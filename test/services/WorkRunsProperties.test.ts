@@ -7,7 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, FastCheck as fc, Scope, TestClock } from "effect"
-import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
+import { isSimulatedCrash, MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
 
 const TENANT = `${AGENT_DIR}/work/tools/bash`
@@ -156,7 +156,7 @@ const runSchedule = (schedule: Schedule) =>
         }
       }).pipe(
         // A crashed process stops where it is: its leases stay behind, as a killed process's would.
-        Effect.catchAll((e) => (e._tag === "FileSystemError" && e.reason === "Crashed" ? Effect.void : Effect.fail(e)))
+        Effect.catchAll((e) => (isSimulatedCrash(e) ? Effect.void : Effect.fail(e)))
       )
 
     yield* Effect.all(schedule.actors.map((ops, i) => actor(ops, processes[i]!)), { concurrency: "unbounded", discard: true })

@@ -105,7 +105,7 @@ export const pruneTotal = (outcomes: ReadonlyArray<TenantOutcome>): PruneTotal =
   const total = { tenants: outcomes.length, removed: 0, bytes: 0, lowerBound: false, kept: 0, active: 0, errors: 0, refused: 0, busy: 0 }
   for (const o of outcomes) {
     if ("error" in o) {
-      if (exitCodeForError(o.error._tag) === ExitCode.refused) total.refused++
+      if (exitCodeForError(o.error) === ExitCode.refused) total.refused++
       else total.errors++
       continue
     }
@@ -138,7 +138,7 @@ export const renderTotal = (dryRun: boolean, t: PruneTotal): string => {
 export const pruneExitCode = (outcomes: ReadonlyArray<TenantOutcome>): number => {
   let code: number = ExitCode.ok
   for (const o of outcomes) {
-    const c = "error" in o ? exitCodeForError(o.error._tag) : o.report.busy ? ExitCode.refused : o.report.errors.length > 0 ? ExitCode.findings : ExitCode.ok
+    const c = "error" in o ? exitCodeForError(o.error) : o.report.busy ? ExitCode.refused : o.report.errors.length > 0 ? ExitCode.findings : ExitCode.ok
     code = Math.max(code, c)
   }
   return code

@@ -18,7 +18,7 @@ export const toFileSystemError = (method: string, path: string, cause: unknown):
     : path
   const detail = cause instanceof Error ? cause.message : String(cause)
   // Built from trusted values on hot failure paths (ENOENT probes): skip the schema validation.
-  return new FileSystemError({ reason: reasonOfErrno(errno), errno, method, path: failedPath, detail }, { disableValidation: true })
+  return new FileSystemError({ reason: reasonOfErrno(errno), errno, method, path: failedPath, detail, cause }, { disableValidation: true })
 }
 
 export const failWith = (method: string, path: string, errno: string, detail: string): FileSystemError =>

@@ -7,7 +7,7 @@
  */
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
-import { FileSystemError } from "../../domain/Errors.js"
+import { type FileSystemError, TierUnresolvable } from "../../domain/Errors.js"
 import { type FileIdentity, identityOf, type ResolvedLocation, sameFile } from "../../domain/TierIdentity.js"
 import type { FileInfo, FileSystem } from "../FileSystem.js"
 
@@ -18,26 +18,24 @@ const MAX_LOCATE_ATTEMPTS = 8
 
 const isAbsentComponent = (error: FileSystemError): boolean => error.reason === "NotFound" || error.reason === "NotADirectory"
 
-export const locate = (fs: FileSystem["Type"], path: string, attempt = 1): Effect.Effect<ResolvedLocation, FileSystemError> =>
+export const locate = (fs: FileSystem["Type"], path: string, attempt = 1): Effect.Effect<ResolvedLocation, FileSystemError | TierUnresolvable> =>
   locateOnce(fs, path).pipe(
     // The tree changed under the walk (a concurrent clear removed the directory being climbed): start again.
-    Effect.catchIf((e) => isAbsentComponent(e) && attempt < MAX_LOCATE_ATTEMPTS, () => locate(fs, path, attempt + 1))
+    Effect.catchIf((e) => e._tag === "FileSystemError" && isAbsentComponent(e) && attempt < MAX_LOCATE_ATTEMPTS, () => locate(fs, path, attempt + 1))
   )
 
-const locateOnce = (fs: FileSystem["Type"], path: string): Effect.Effect<ResolvedLocation, FileSystemError> =>
+const locateOnce = (fs: FileSystem["Type"], path: string): Effect.Effect<ResolvedLocation, FileSystemError | TierUnresolvable> =>
   Effect.gen(function*() {
     const missing: Array<string> = []
     let prefix = NodePath.resolve(path)
     let top: FileInfo | undefined
     while (top === undefined) {
-      top = yield* fs.statFollowingLinks(prefix).pipe(Effect.catchIf(isAbsentComponent, () => Effect.succeed(undefined)))
+      // "/" itself missing is the port's own failure, passed on as it is.
+      const isRoot = NodePath.dirname(prefix) === prefix
+      top = yield* fs.statFollowingLinks(prefix).pipe(Effect.catchIf((e) => !isRoot && isAbsentComponent(e), () => Effect.succeed(undefined)))
       if (top !== undefined) break
-      const parent = NodePath.dirname(prefix)
-      if (parent === prefix) {
-        return yield* Effect.fail(new FileSystemError({ reason: "NotFound", errno: "ENOENT", method: "statFollowingLinks", path, detail: "no existing ancestor" }))
-      }
       missing.unshift(NodePath.basename(prefix))
-      prefix = parent
+      prefix = NodePath.dirname(prefix)
     }
     const chain: Array<FileIdentity> = [identityOf(top)]
     let dir = prefix
@@ -47,9 +45,7 @@ const locateOnce = (fs: FileSystem["Type"], path: string): Effect.Effect<Resolve
     }
     for (let i = 0; ; i++) {
       if (i >= MAX_ANCESTORS) {
-        return yield* Effect.fail(
-          new FileSystemError({ reason: "Unknown", errno: "", method: "statFollowingLinks", path, detail: "too many ancestors to compare" })
-        )
+        return yield* Effect.fail(new TierUnresolvable({ path, detail: `more than ${MAX_ANCESTORS} ancestors to compare` }))
       }
       dir = dir.endsWith("/") ? `${dir}..` : `${dir}/..`
       const up = identityOf(yield* fs.statFollowingLinks(dir))

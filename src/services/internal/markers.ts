@@ -17,6 +17,7 @@ import { readFailureIsContent } from "../../domain/Liveness.js"
 import { sameFile } from "../../domain/TierIdentity.js"
 import type { FileInfo, FileType } from "../FileSystem.js"
 import { type Deps, judge, selfIdentity } from "./deps.js"
+import { warn } from "./warn.js"
 
 /** An unreadable marker the caller should report: where, what it is, and what was done with it. */
 export interface UnreadableMarker {
@@ -174,7 +175,7 @@ const removeIfSameInode = (deps: Deps, path: string, was: FileInfo | null): Effe
   })
 
 const leftInPlace = (path: string, why: string) =>
-  Effect.logWarning(`marker left in place: it ${why}`).pipe(Effect.annotateLogs({ path }))
+  warn({ _tag: "MarkerLeftInPlace", path, reason: why, message: `marker left in place: it ${why}` })
 
 /** The file serialising the reclaimers of one marker path. */
 export const reclaimLockPath = (markerPath: string) => `${markerPath}.reclaim`

@@ -20,7 +20,7 @@ import {
 } from "../../domain/AgentPaths.js"
 import type { FileSystemError, UnsafeRoot } from "../../domain/Errors.js"
 import { type PlanDecision, planMeasuring, type RunFacts, type RunSize } from "../../domain/PrunePlan.js"
-import { emptyPruneReport, type PruneReport, type UnreadableRecord } from "../../domain/PruneReport.js"
+import { emptyPruneReport, type PruneError, type PruneReport, type UnreadableRecord } from "../../domain/PruneReport.js"
 import type { RetentionPolicy } from "../../domain/Retention.js"
 import { type Deps } from "./deps.js"
 import { isReclaimLockName, type ReclaimOutcome, reclaimLockPath, removeDeadMarker, removeDeadReclaimLock, tryAcquireMarker } from "./markers.js"
@@ -29,6 +29,7 @@ import { checkSafeDirectory } from "./rootSafety.js"
 import { tenantItems } from "./readModel.js"
 import { isActive, type LeaseEntry, newestHeartbeat, readLeases } from "./runFacts.js"
 import { STALE_STAGING_MS } from "../../domain/TenantEntries.js"
+import { warn } from "./warn.js"
 
 export interface PruneInput {
   readonly workRoot: string
@@ -57,7 +58,7 @@ const finishTrash = (deps: Deps, trashDir: string, report: PruneReport) =>
     if (trashListing._tag === "Left") {
       // No .trash is the usual case; one that cannot be listed (a symlink or file there, EACCES) hides
       // unfinished deletions, so it is reported, never taken for empty.
-      if (trashListing.left.reason !== "NotFound") report.errors.push({ path: trashDir, message: `cannot list ${TENANT_TRASH_DIR}: ${trashListing.left.message}` })
+      if (trashListing.left.reason !== "NotFound") report.errors.push({ _tag: "ListingFailed", path: trashDir, message: `cannot list ${TENANT_TRASH_DIR}: ${trashListing.left.message}` })
       return
     }
     const trash = trashListing.right
@@ -75,13 +76,13 @@ const finishTrash = (deps: Deps, trashDir: string, report: PruneReport) =>
         const removal = yield* deps.fs.removeTree(path, { maxEntries: TRASH_SLICE_ENTRIES, maxDepth: UNBOUNDED_DEPTH }).pipe(Effect.either)
         if (removal._tag === "Left") {
           failed.add(entry.name)
-          report.errors.push({ path: removal.left.path, message: `${removal.left.message}; left in .trash, the next prune retries` })
+          report.errors.push({ _tag: "RemovalFailed", path: removal.left.path, message: `${removal.left.message}; left in .trash, the next prune retries` })
           break
         }
         if (removal.right.complete) break
         if (removal.right.removedEntries === 0) {
           failed.add(entry.name)
-          report.errors.push({ path, message: "deleting the quarantined tree made no progress; left in .trash, the next prune retries" })
+          report.errors.push({ _tag: "RemovalFailed", path, message: "deleting the quarantined tree made no progress; left in .trash, the next prune retries" })
           break
         }
       }
@@ -90,15 +91,33 @@ const finishTrash = (deps: Deps, trashDir: string, report: PruneReport) =>
     if (!outOfTime) return
     // (Only entries of the first listing: a release may be quarantining its own run meanwhile.)
     const listed = new Set(trash.map((e) => e.name))
-    const left = yield* deps.fs.readDirectory(trashDir).pipe(Effect.orElseSucceed(() => []))
+    const left = yield* listLibraryDir(deps, trashDir)
     for (const entry of left) {
       if (!listed.has(entry.name) || failed.has(entry.name)) continue
       report.errors.push({
+        _tag: "TrashPending",
         path: NodePath.join(trashDir, entry.name),
         message: `quarantined tree not deleted yet (this prune's ${TRASH_TIME_BUDGET_MS} ms for .trash is spent); the next prune continues`
       })
     }
   })
+
+/**
+ * The entries of a library directory (`.staging/`, `.cleanup/`, `.trash/`) for the leftovers pass: missing is
+ * empty; any other failure is a warning and empty too (nothing is removed through a directory we cannot
+ * read, and its leftovers wait for the next prune).
+ */
+const listLibraryDir = (deps: Deps, path: string) =>
+  deps.fs.readDirectory(path).pipe(
+    Effect.catchAll((e) =>
+      e.reason === "NotFound"
+        ? Effect.succeed([])
+        : Effect.as(
+          warn({ _tag: "DirectoryNotListed", path, reason: e.message, message: `cannot list ${path} (${e.message}); its leftovers wait for the next prune` }),
+          []
+        )
+    )
+  )
 
 /** Leftovers of a crashed prune: quarantined trees and markers of dead pruners. */
 const finishLeftovers = (deps: Deps, tenantDir: string, budget: { maxEntries: number; maxDepth: number }, report: PruneReport) =>
@@ -108,7 +127,7 @@ const finishLeftovers = (deps: Deps, tenantDir: string, budget: { maxEntries: nu
     // Runs whose creator crashed before renaming them into place: removable once their creator's lease is
     // provably dead, or once they are older than any acquire could take.
     const stagingDir = NodePath.join(tenantDir, TENANT_STAGING_DIR)
-    const staged = yield* deps.fs.readDirectory(stagingDir).pipe(Effect.orElseSucceed(() => []))
+    const staged = yield* listLibraryDir(deps, stagingDir)
     const now = yield* Clock.currentTimeMillis
     for (const entry of staged) {
       if (remaining <= 0) break
@@ -123,7 +142,7 @@ const finishLeftovers = (deps: Deps, tenantDir: string, budget: { maxEntries: nu
         continue
       }
       const removal = yield* deps.fs.removeTree(path, { maxEntries: remaining, maxDepth: budget.maxDepth }).pipe(Effect.either)
-      if (removal._tag === "Left") report.errors.push({ path: removal.left.path, message: removal.left.message })
+      if (removal._tag === "Left") report.errors.push({ _tag: "RemovalFailed", path: removal.left.path, message: removal.left.message })
       else remaining -= removal.right.removedEntries
       const gone = removal._tag === "Right" && removal.right.complete
       for (const l of unreadable) report.unreadable.push({ path: l.path, what: l.verdict.detail, action: gone ? "reclaimed" : "reclaimable" })
@@ -131,7 +150,7 @@ const finishLeftovers = (deps: Deps, tenantDir: string, budget: { maxEntries: nu
     // Cleanup markers of dead pruners, and unreadable ones once stale (any kind: a squatting directory or
     // symlink is reported as what it is).
     const cleanupDir = NodePath.join(tenantDir, TENANT_CLEANUP_DIR)
-    const markers = yield* deps.fs.readDirectory(cleanupDir).pipe(Effect.orElseSucceed(() => []))
+    const markers = yield* listLibraryDir(deps, cleanupDir)
     // Reclaim locks (`<run>.reclaim`, and the tenant's `.prune.reclaim`) of dead reclaimers go like markers.
     const paths = markers.map((entry) => NodePath.join(cleanupDir, entry.name))
     paths.push(NodePath.join(tenantDir, reclaimLockPath(TENANT_PRUNE_MARKER)))
@@ -167,13 +186,14 @@ export const pruneTenant = (
         report.unreadable.push({ path: markerPath, what: marker.detail, action: marker.stale ? "left" : "held" })
       }
       if (marker.squatted !== null) {
-        report.errors.push({ path: markerPath, message: `nothing was pruned: ${marker.detail}` })
+        report.errors.push({ _tag: "MarkerSquatted", path: markerPath, message: `nothing was pruned: ${marker.detail}` })
       }
       return report
     }
     return yield* Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       // The stamp's mtime is the last prune start: create once, then touch (no temp file a crash could strand).
+      // Ignored when it fails: a hint for the background prune's pacing, not a safety boundary (no data hangs on it).
       const stamp = NodePath.join(tenantDir, TENANT_PRUNE_STAMP)
       yield* deps.fs.writeFileExclusive(stamp, new Uint8Array()).pipe(Effect.ignore)
       yield* deps.fs.utimes(stamp, now, now).pipe(Effect.ignore)
@@ -213,7 +233,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     for (const item of scan.items) {
       if (item._tag === "LibraryEntry") continue
       if (item._tag === "Unowned") {
-        report.unowned.push({ name: item.name, path: item.path, why: item.why })
+        report.unowned.push({ _tag: item.kind, name: item.name, path: item.path, why: item.why })
         continue
       }
       const { leases, times } = item
@@ -257,10 +277,10 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     if (prepared?._tag === "Left") {
       // Nothing can be removed: every victim stays, so it is kept and its bytes stay in the total (never
       // undercounted), as for a victim the protocol skips below.
-      report.errors.push({ path: tenantDir, message: prepared.left })
+      report.errors.push({ _tag: "RemovalUnprepared", path: tenantDir, message: prepared.left.message })
       let stayed: number | null = 0
       for (const victim of plan.remove) {
-        report.skipped.push({ runId: victim.runId, path: victim.path, why: prepared.left })
+        report.skipped.push({ _tag: "RemovalUnprepared", runId: victim.runId, path: victim.path, why: prepared.left.message })
         report.kept.push(victim.runId)
         const bytes = yield* sizeOf(victim)
         stayed = stayed === null || bytes === null ? null : stayed + bytes
@@ -278,7 +298,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       input.onProgress?.({ phase: "remove", done: index, total: plan.remove.length })
       const quarantined = yield* quarantineOwnedRun(deps, { tenantDir, category: input.category, tenant: input.tenant, runId: victim.runId })
       if (quarantined._tag === "Skipped") {
-        report.skipped.push({ runId: victim.runId, path: victim.path, why: quarantined.why })
+        report.skipped.push({ _tag: quarantined.skip, runId: victim.runId, path: victim.path, why: quarantined.why })
         report.kept.push(victim.runId)
         const bytes = yield* sizeOf(victim)
         skippedBytes = skippedBytes === null || bytes === null ? null : skippedBytes + bytes
@@ -309,17 +329,17 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
   })
 
 /** The report of a run quarantined but not (yet) deleted: the walk's failure, e.g. a mount point it never crosses. */
-export const notDeleted = (runPath: string, outcome: { readonly error?: FileSystemError; readonly why?: string }) =>
+export const notDeleted = (runPath: string, outcome: { readonly error?: FileSystemError; readonly why?: string }): PruneError =>
   outcome.error === undefined
-    ? { path: runPath, message: `quarantined in .trash; deletion finishes on the next prune (${outcome.why ?? "incomplete"})` }
-    : { path: outcome.error.path, message: `${runPath} quarantined in .trash, not deleted (every prune tries again): ${outcome.error.message}` }
+    ? { _tag: "RemovalFailed", path: runPath, message: `quarantined in .trash; deletion finishes on the next prune (${outcome.why ?? "incomplete"})` }
+    : { _tag: "RemovalFailed", path: outcome.error.path, message: `${runPath} quarantined in .trash, not deleted (every prune tries again): ${outcome.error.message}` }
 
 /** One measuring walk within what is left of the tenant's entry budget; a failed walk is an incomplete size. */
 const measureRun = (deps: Deps, path: string, policy: RetentionPolicy, budget: { remaining: number }, report: PruneReport): Effect.Effect<RunSize> =>
   Effect.gen(function*() {
     const measured = yield* deps.fs.measureTree(path, { maxEntries: Math.max(0, budget.remaining), maxDepth: policy.maxDepth }).pipe(Effect.either)
     const size = measured._tag === "Right" ? measured.right : { bytes: 0, entries: 0, complete: false }
-    if (measured._tag === "Left") report.errors.push({ path, message: measured.left.message })
+    if (measured._tag === "Left") report.errors.push({ _tag: "MeasureFailed", path, message: measured.left.message })
     budget.remaining -= size.entries
     if (!size.complete) report.incomplete = true
     return { bytes: size.bytes, complete: size.complete }
@@ -349,7 +369,7 @@ const removeDeadLeases = (deps: Deps, tenantDir: string, dead: ReadonlySet<strin
           if (!lease.verdict.alive) {
             yield* deps.fs.removeFile(lease.path).pipe(
               Effect.tap(() => Effect.sync(() => removed.add(lease.path))),
-              Effect.catchAll((e) => Effect.sync(() => report.errors.push({ path: lease.path, message: e.message })))
+              Effect.catchAll((e) => Effect.sync(() => report.errors.push({ _tag: "LeaseNotRemoved", path: lease.path, message: e.message })))
             )
           }
         }

@@ -139,6 +139,8 @@ export type TenantItem =
     readonly name: string
     readonly path: string
     readonly type: FileType
+    /** Why it is not ours, as the prune report's tag. */
+    readonly kind: "Symlink" | "NotADirectory" | "ManifestMismatch" | "NoManifest"
     /** Why it is not ours, in the words every report uses. */
     readonly why: string
     /** The leases of an unowned directory, when the reader asked for them (the doctor reports dead ones). */
@@ -205,7 +207,15 @@ export const tenantItems = (
       options.onProgress?.(done++, examined.size)
       if (options.budget?.truncated === true) continue
       if (entry.type !== "Directory") {
-        items.push({ _tag: "Unowned", name: entry.name, path, type: entry.type, why: notADirectoryWhy(entry.type), leases: null })
+        items.push({
+          _tag: "Unowned",
+          name: entry.name,
+          path,
+          type: entry.type,
+          kind: entry.type === "SymbolicLink" ? "Symlink" : "NotADirectory",
+          why: notADirectoryWhy(entry.type),
+          leases: null
+        })
         continue
       }
       const manifest = yield* readManifest(deps, path, { ...address, runId: entry.name })
@@ -213,7 +223,7 @@ export const tenantItems = (
         const why = manifest._tag === "Mismatch" ? `manifest names ${manifest.found}` : manifest.why
         const leases = options.unownedLeases === true ? yield* readLeases(deps, path) : null
         if (leases !== null) options.budget?.take(leases.leases.length)
-        items.push({ _tag: "Unowned", name: entry.name, path, type: entry.type, why, leases })
+        items.push({ _tag: "Unowned", name: entry.name, path, type: entry.type, kind: manifest._tag === "Mismatch" ? "ManifestMismatch" : "NoManifest", why, leases })
         continue
       }
       const leases = yield* readLeases(deps, path)

@@ -6,12 +6,13 @@
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import { TENANT_CLEANUP_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
-import type { FileSystemError } from "../../domain/Errors.js"
+import { type FileSystemError, LibraryDirUnusable } from "../../domain/Errors.js"
 import type { WalkBudget } from "../FileSystem.js"
 import { type Deps, nonce } from "./deps.js"
 import { tryAcquireMarker } from "./markers.js"
 import { isActive, readLeases, readManifest } from "./runFacts.js"
 import { aFileType } from "../../domain/FileTypeWords.js"
+import type { SkippedRun } from "../../domain/PruneReport.js"
 
 export interface RunAddress {
   readonly tenantDir: string
@@ -33,26 +34,31 @@ export type RemoveOutcome =
     readonly error?: FileSystemError
     readonly why?: string
   }
-  | { readonly _tag: "Skipped"; readonly why: string }
+  | Skipped
+
+/** Left alone: `skip` is the report's tag for why (`SkippedRun`), `why` says it in words. */
+type Skipped = { readonly _tag: "Skipped"; readonly skip: SkippedRun["_tag"]; readonly why: string }
 
 export type QuarantineOutcome =
   | { readonly _tag: "Moved"; readonly target: string }
-  | { readonly _tag: "Skipped"; readonly why: string }
+  | Skipped
 
-export const ensureLibraryDir = (deps: Deps, path: string) =>
+export const ensureLibraryDir = (deps: Deps, path: string): Effect.Effect<void, LibraryDirUnusable> =>
   deps.fs.makeDirectory(path, { mode: 0o700 }).pipe(
     Effect.catchIf((e) => e.reason === "AlreadyExists", () => Effect.void),
     Effect.zipRight(deps.fs.lstat(path)),
+    Effect.mapError((e) => new LibraryDirUnusable({ path, detail: e.message, cause: e })),
     Effect.flatMap((info) =>
-      info.type === "Directory" ? Effect.void : Effect.fail(`${path} is not a directory (${aFileType(info.type)})`)
-    ),
-    Effect.mapError((e) => (typeof e === "string" ? e : e.message))
+      info.type === "Directory"
+        ? Effect.void
+        : Effect.fail(new LibraryDirUnusable({ path, detail: `${path} is not a directory (${aFileType(info.type)})` }))
+    )
   )
 
 export const cleanupMarkerPath = (tenantDir: string, runId: string) => NodePath.join(tenantDir, TENANT_CLEANUP_DIR, runId)
 
 /** The tenant's `.cleanup/` and `.trash/` directories, made once before a batch of removals. */
-export const prepareRemoval = (deps: Deps, tenantDir: string): Effect.Effect<void, string> =>
+export const prepareRemoval = (deps: Deps, tenantDir: string): Effect.Effect<void, LibraryDirUnusable> =>
   Effect.zipRight(
     ensureLibraryDir(deps, NodePath.join(tenantDir, TENANT_CLEANUP_DIR)),
     ensureLibraryDir(deps, NodePath.join(tenantDir, TENANT_TRASH_DIR))
@@ -67,27 +73,27 @@ export const quarantineOwnedRun = (deps: Deps, run: RunAddress): Effect.Effect<Q
     const runDir = NodePath.join(run.tenantDir, run.runId)
     const trashDir = NodePath.join(run.tenantDir, TENANT_TRASH_DIR)
     const marker = yield* tryAcquireMarker(deps, cleanupMarkerPath(run.tenantDir, run.runId), "cleanup").pipe(Effect.either)
-    if (marker._tag === "Left") return { _tag: "Skipped", why: `cleanup marker: ${marker.left.message}` } as const
-    if (marker.right._tag === "Held") return { _tag: "Skipped", why: `cleanup marker held (${marker.right.holder})` } as const
+    if (marker._tag === "Left") return { _tag: "Skipped", skip: "MarkerHeld", why: `cleanup marker: ${marker.left.message}` } as const
+    if (marker.right._tag === "Held") return { _tag: "Skipped", skip: "MarkerHeld", why: `cleanup marker held (${marker.right.holder})` } as const
     const release = marker.right.release
     // Under the marker: whoever acquires from now on sees the marker and backs off; whoever acquired before is
     // visible in .leases now.
     const quarantined = yield* Effect.gen(function*() {
       const dirInfo = yield* deps.fs.lstat(runDir).pipe(Effect.either)
-      if (dirInfo._tag === "Left") return { _tag: "Skipped", why: `run vanished (${dirInfo.left.reason})` } as const
-      if (dirInfo.right.type !== "Directory") return { _tag: "Skipped", why: "no longer a directory" } as const
+      if (dirInfo._tag === "Left") return { _tag: "Skipped", skip: "RunChanged", why: `run vanished (${dirInfo.left.reason})` } as const
+      if (dirInfo.right.type !== "Directory") return { _tag: "Skipped", skip: "RunChanged", why: "no longer a directory" } as const
       const manifest = yield* readManifest(deps, runDir, run)
       if (manifest._tag !== "Owned") {
-        return { _tag: "Skipped", why: manifest._tag === "Mismatch" ? `manifest now names ${manifest.found}` : manifest.why } as const
+        return { _tag: "Skipped", skip: "RunChanged", why: manifest._tag === "Mismatch" ? `manifest now names ${manifest.found}` : manifest.why } as const
       }
       const leases = yield* readLeases(deps, runDir)
       if (isActive(leases)) {
-        return { _tag: "Skipped", why: leases.problem ?? "a live lease holds it" } as const
+        return { _tag: "Skipped", skip: "LeaseAppeared", why: leases.problem ?? "a live lease holds it" } as const
       }
       const target = NodePath.join(trashDir, `${run.runId}.${yield* nonce}`)
       // No directory fsync: if a power cut undoes the rename, the run is still owned and the next prune retries.
       const moved = yield* deps.fs.rename(runDir, target, { sync: false }).pipe(Effect.either)
-      if (moved._tag === "Left") return { _tag: "Skipped", why: `rename into .trash failed: ${moved.left.message}` } as const
+      if (moved._tag === "Left") return { _tag: "Skipped", skip: "QuarantineFailed", why: `rename into .trash failed: ${moved.left.message}` } as const
       return { _tag: "Moved", target } as const
     }).pipe(Effect.ensuring(release))
     return quarantined

@@ -8,6 +8,7 @@ import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import { LEASES_DIR, WORK_RUN_MANIFEST } from "../../domain/AgentPaths.js"
 import { type FileIdentity, identityOf, sameFile } from "../../domain/TierIdentity.js"
+import { RunChanged } from "../../domain/Errors.js"
 import type { FileInfo } from "../FileSystem.js"
 import type { Deps } from "./deps.js"
 
@@ -53,21 +54,23 @@ export const verifyRunIdentity = (
   runDir: string,
   recorded: RunIdentity,
   options: { readonly manifest: boolean } = { manifest: true }
-): Effect.Effect<ManifestCheck, string> =>
+): Effect.Effect<ManifestCheck, RunChanged> =>
   Effect.gen(function*() {
-    const look = (path: string) => deps.fs.lstat(path).pipe(Effect.mapError((e) => `${path} cannot be examined (${e.errno || e.reason})`))
+    const changed = (detail: string) => Effect.fail(new RunChanged({ path: runDir, detail }))
+    const look = (path: string) =>
+      deps.fs.lstat(path).pipe(Effect.mapError((e) => new RunChanged({ path: runDir, detail: `${path} cannot be examined (${e.errno || e.reason})`, cause: e })))
     const dir = yield* look(runDir)
-    if (dir.type !== "Directory") return yield* Effect.fail(`the run directory ${runDir} is now ${describe(dir)}, not the directory acquired`)
-    if (!sameFile(dir, recorded.runDir)) return yield* Effect.fail(`the run directory ${runDir} was replaced by another directory since acquire`)
+    if (dir.type !== "Directory") return yield* changed(`the run directory ${runDir} is now ${describe(dir)}, not the directory acquired`)
+    if (!sameFile(dir, recorded.runDir)) return yield* changed(`the run directory ${runDir} was replaced by another directory since acquire`)
     const leasesPath = NodePath.join(runDir, LEASES_DIR)
     const leases = yield* look(leasesPath)
     if (leases.type !== "Directory" || !sameFile(leases, recorded.leasesDir)) {
-      return yield* Effect.fail(`${leasesPath} is now ${leases.type === "Directory" ? "another directory" : describe(leases)}, not the one acquired`)
+      return yield* changed(`${leasesPath} is now ${leases.type === "Directory" ? "another directory" : describe(leases)}, not the one acquired`)
     }
     if (!options.manifest) return "same"
     const manifestPath = NodePath.join(runDir, WORK_RUN_MANIFEST)
     const manifest = yield* look(manifestPath)
-    if (manifest.type !== "File") return yield* Effect.fail(`the manifest ${manifestPath} is now ${describe(manifest)}`)
-    if (manifest.nlink !== 1) return yield* Effect.fail(`the manifest ${manifestPath} has ${manifest.nlink} links (a hard link to a file elsewhere?)`)
+    if (manifest.type !== "File") return yield* changed(`the manifest ${manifestPath} is now ${describe(manifest)}`)
+    if (manifest.nlink !== 1) return yield* changed(`the manifest ${manifestPath} has ${manifest.nlink} links (a hard link to a file elsewhere?)`)
     return manifest.ino === recorded.manifestIno ? "same" : "replaced"
   })
