@@ -21,6 +21,9 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 #define NAME_MAX_BYTES 4096
@@ -47,6 +50,24 @@ static int other_file_system(int parent_fd, int child_fd) {
   struct stat st;
   if (fstat(child_fd, &st) != 0) return -errno;
   return st.st_dev != parent.st_dev;
+}
+
+/*
+ * As other_file_system, with the parent's device already known (the removal walk keeps it per directory, so
+ * each child costs one statx, not an fstat of the parent as well).
+ */
+static int other_device_than(dev_t parent_dev, int child_fd) {
+#if defined(__linux__) && defined(STATX_ATTR_MOUNT_ROOT)
+  struct statx child;
+  if (statx(child_fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &child) == 0) {
+    if (makedev(child.stx_dev_major, child.stx_dev_minor) != parent_dev) return 1;
+    return (child.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0 && (child.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+  }
+  if (errno != ENOSYS) return -errno;
+#endif
+  struct stat st;
+  if (fstat(child_fd, &st) != 0) return -errno;
+  return st.st_dev != parent_dev;
 }
 
 /* A child directory's descriptor relative to its parent, never through a link; -EXDEV for a mount point. */
@@ -278,6 +299,7 @@ static napi_value close_fd(napi_env env, napi_callback_info info) {
 
 typedef struct {
   int fd;
+  dev_t dev;          /* its device: a child on another one is a mount point */
   char *path;         /* this directory's path, for error reports */
   char *name;         /* its name in the parent (NULL for the root) */
   listing_t entries;
@@ -321,9 +343,76 @@ static int fail(removal_t *r, int error, const char *syscall, const char *dir, c
   return -1;
 }
 
+#ifdef __linux__
+/* The kernel's getdents64 record (glibc declares no wrapper before 2.30). */
+struct linux_dirent64 {
+  uint64_t d_ino;
+  int64_t d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[];
+};
+#endif
+
+/*
+ * The entries of a directory the removal walk just opened (its offset is at the start), read with getdents64
+ * straight from the descriptor: no dup, fdopendir, rewind and close per directory as read_listing needs for a
+ * descriptor JavaScript keeps using (issue 18). Elsewhere read_listing. 0 or errno.
+ */
+static int read_fresh_listing(int fd, listing_t *out) {
+#ifdef __linux__
+  char buffer[32768];
+  size_t count = 0, capacity = 16;
+  char **names = malloc(capacity * sizeof *names);
+  unsigned char *types = malloc(capacity);
+  if (names == NULL || types == NULL) {
+    free(names);
+    free(types);
+    return ENOMEM;
+  }
+  for (;;) {
+    long n = syscall(SYS_getdents64, fd, buffer, sizeof buffer);
+    if (n < 0) {
+      int error = errno;
+      free_names(names, types, count);
+      return error;
+    }
+    if (n == 0) break;
+    for (long offset = 0; offset < n;) {
+      struct linux_dirent64 *entry = (struct linux_dirent64 *)(buffer + offset);
+      offset += entry->d_reclen;
+      const char *name = entry->d_name;
+      if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
+      if (count == capacity) {
+        capacity *= 2;
+        char **more_names = realloc(names, capacity * sizeof *names);
+        if (more_names != NULL) names = more_names;
+        unsigned char *more_types = more_names == NULL ? NULL : realloc(types, capacity);
+        if (more_types != NULL) types = more_types;
+        if (more_names == NULL || more_types == NULL) {
+          free_names(names, types, count);
+          return ENOMEM;
+        }
+      }
+      names[count] = strdup(name);
+      if (names[count] == NULL) {
+        free_names(names, types, count);
+        return ENOMEM;
+      }
+      types[count] = (unsigned char)type_of_dirent(entry->d_type);
+      count++;
+    }
+  }
+  *out = (listing_t){ names, types, count };
+  return 0;
+#else
+  return read_listing(fd, out);
+#endif
+}
+
 /* List a directory just opened; on failure close it and record the failure. 0, or -1. */
 static int list_or_fail(removal_t *r, int fd, const char *dir, const char *name, listing_t *out) {
-  int error = read_listing(fd, out);
+  int error = read_fresh_listing(fd, out);
   if (error == 0) return 0;
   close(fd);
   return fail(r, error, "readdir", dir, name);
@@ -405,7 +494,16 @@ static int step(removal_t *r) {
       if (r->removed > before) r->removed_bytes += size;
       continue;
     }
-    int fd = open_child(top->fd, name);
+    int fd = openat(top->fd, name, DIR_FLAGS);
+    if (fd < 0) {
+      fd = -errno;
+    } else {
+      int other = other_device_than(top->dev, fd);
+      if (other != 0) {
+        close(fd);
+        fd = other > 0 ? -EXDEV : other;
+      }
+    }
     if (fd == -EXDEV) {
       if (crossed_mount(r, top, name) != 0) return -1;
       continue;
@@ -434,7 +532,7 @@ static int step(removal_t *r) {
       r->complete = 0;
       continue;
     }
-    frame_t child = { fd, join_path(top->path, name), strdup(name), entries, 0, depth, 0 };
+    frame_t child = { fd, top->dev, join_path(top->path, name), strdup(name), entries, 0, depth, 0 };
     if (child.path == NULL || child.name == NULL) {
       drop_frame(&child);
       return fail(r, ENOMEM, "removeTree", top->path, name);
@@ -487,9 +585,16 @@ static void run_removal(removal_t *r) {
     }
     return;
   }
+  /* The device children are compared with: the opened root's own (once per removal, not per directory). */
+  struct stat opened;
+  if (fstat(fd, &opened) != 0) {
+    fail(r, errno, "fstat", r->root, NULL);
+    close(fd);
+    return;
+  }
   listing_t entries;
   if (list_or_fail(r, fd, r->root, NULL, &entries) != 0) return;
-  frame_t root = { fd, strdup(r->root), NULL, entries, 0, 0, 0 };
+  frame_t root = { fd, opened.st_dev, strdup(r->root), NULL, entries, 0, 0, 0 };
   if (r->max_depth < 1 && entries.count > 0) {
     drop_frame(&root);
     r->complete = 0;
