@@ -39,8 +39,8 @@ describe("bench tools", () => {
     expect(r.stdout).toMatch(/2 scan: wall\s+ms\s+[\d.]+\s+[\d.]+–[\d.]+\s+du -sb/)
   })
 
-  it("stress with two processes for three seconds reports operations and zero violations", () => {
-    const r = tsx("stress.ts", ["--processes", "2", "--seconds", "3", "--json"])
+  it("stress with two processes for two seconds reports operations and zero violations", () => {
+    const r = tsx("stress.ts", ["--processes", "2", "--seconds", "2", "--json"])
     expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0)
     const doc = JSON.parse(r.stdout) as { processes: number; violations: number; operations: Record<string, number> }
     expect(doc.processes).toBe(2)
