@@ -5,6 +5,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { nodeEnv } from "../layers/NodeHost.js"
 import { fileTypeWord } from "../domain/FileTypeWords.js"
 import type { Globals } from "./argv.js"
 import { ExitCode, exitCodeForError, type ExitStatus } from "./exit.js"
@@ -27,7 +28,7 @@ export const useColor = (input: { readonly noColorFlag: boolean; readonly noColo
   !input.noColorFlag && (input.noColorEnv ?? "") === "" && input.isTTY === true
 
 export const colorAllowed = (globals: Globals, stream: { readonly isTTY?: boolean } = process.stdout): boolean =>
-  useColor({ noColorFlag: globals.noColor, noColorEnv: process.env["NO_COLOR"], isTTY: stream.isTTY })
+  useColor({ noColorFlag: globals.noColor, noColorEnv: nodeEnv("NO_COLOR"), isTTY: stream.isTTY })
 
 export const makeContext = (globals: Globals, status: ExitStatus, command: ReadonlyArray<string> | undefined): CliContext => ({
   globals,

@@ -126,7 +126,7 @@ export const FINDING_CODES = {
   },
   "extension-config-database": {
     severity: "warning",
-    meaning: "A database file under an extension's config/ (seed 003 §6): move it to state/ (unique records) " +
+    meaning: "A database file under an extension's config/ (a config red line): move it to state/ (unique records) " +
       "or cache/ (rebuildable index)."
   },
   "extension-config-log": {

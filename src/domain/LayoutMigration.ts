@@ -164,11 +164,7 @@ export const why = {
 // The report, derived from what was executed
 
 /** moved, merged and conflicts are what the executed decisions did; errors are the failed and refused ones. */
-export const layoutReportOf = (
-  decisions: ReadonlyArray<ExecutedDecision>,
-  partial: boolean,
-  extraErrors: ReadonlyArray<LayoutProblem> = []
-): LayoutReport => {
+export const layoutReportOf = (decisions: ReadonlyArray<ExecutedDecision>, partial: boolean): LayoutReport => {
   const done = decisions.filter((d) => d.outcome === "done")
   const moved = done.filter((d) => (d.action === "move" || d.action === "remove-duplicate") && !isConflictPath(d.to)).map((d) => d.from)
   const merged = done
@@ -181,15 +177,13 @@ export const layoutReportOf = (
       ? [{ from: d.from, to: d.to }]
       : []
   )
-  const errors = [
-    ...extraErrors,
-    ...decisions.flatMap((d) =>
-      d.outcome === "failed"
-        ? [{ _tag: "UnitFailed" as const, path: d.from, message: d.error ?? "failed" }]
-        : d.action === "refuse" && d.outcome === "done"
-        ? [{ _tag: "UnitFailed" as const, path: d.from, message: d.why }]
-        : []
-    )
-  ]
+  // A refusal of "." is the agent dir itself (it could not be read): never a silent "nothing to do".
+  const errors = decisions.flatMap((d): Array<LayoutProblem> =>
+    d.outcome === "failed"
+      ? [{ _tag: "UnitFailed", path: d.from, message: d.error ?? "failed" }]
+      : d.action === "refuse" && d.outcome === "done"
+      ? [{ _tag: d.from === "." ? "AgentDirUnreadable" : "UnitFailed", path: d.from, message: d.why }]
+      : []
+  )
   return { moved, merged, conflicts, partial, errors, decisions }
 }

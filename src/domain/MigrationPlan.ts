@@ -242,7 +242,7 @@ export interface LedgerMerge {
 }
 
 /**
- * Merge split writes by key (seed 003 §5.3): `to`'s rows keep their order, rows only `from` has follow in
+ * Merge split writes by key (README: the `merge-ledger` plan entry): `to`'s rows keep their order, rows only `from` has follow in
  * `from`'s order; a key seen twice in one file keeps its latest row; for a key on both sides the declared
  * winner's row is kept. Never "the newer file wins". Idempotent: merging `from` again changes nothing.
  */

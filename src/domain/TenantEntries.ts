@@ -12,7 +12,7 @@ import {
 
 /**
  * Suffix of the lock serialising reclaimers of a dead marker (`reclaimLockPath` in
- * src/services/internal/markers.ts appends the same; test/domain/TenantEntries.test.ts checks they agree).
+ * src/services/internal/markers.ts appends the same; test/domain/RootEntries.test.ts checks they agree).
  */
 const RECLAIM_LOCK_SUFFIX = ".reclaim"
 

@@ -474,13 +474,14 @@ const copyStampedSync = (from: string, to: string): { digest: FileDigest; source
     const mode = stats.mode & 0o7777
     target = fs.openSync(to, CREATE_EXCLUSIVE, mode)
     created = true
-    if (umaskStrips(mode) || (mode & ~0o777) !== 0) fs.fchmodSync(target, mode)
+    const opened = target
+    if (umaskStrips(mode) || (mode & ~0o777) !== 0) onTarget(to, () => fs.fchmodSync(opened, mode))
     const hash = createHash("sha256")
     const bytes = copyChunksSync(source, target, hash, to)
     const after = stampCopy(source, target, to)
     const fd = target
     target = undefined
-    fs.closeSync(fd)
+    onTarget(to, () => fs.closeSync(fd))
     created = false
     return { digest: { sha256: hash.digest("hex"), bytes }, source: after }
   } finally {

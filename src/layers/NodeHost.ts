@@ -62,7 +62,8 @@ const selfStartTime = (): number | null => {
  * The process environment, the Host port's `env` and the one place the library reads `process.env` (the
  * storage tunables are read through Effect's `Config` instead, `StorageConfig.layerFromEnv`). The Node
  * edges that need a variable before any layer exists (the Promise facade's `extensionContext`, its
- * shared-store key) call this.
+ * shared-store key, the CLI's `NO_COLOR` and `doctor --web-data-root` default) call this; only the CLI's
+ * `work run` also hands the whole environment to the child it starts.
  */
 export const nodeEnv = (name: string): string | undefined => process.env[name]
 

@@ -68,7 +68,11 @@ export const storageLayer = <E>(
       return resolved
     })
   ).pipe(Layer.provideMerge(migration))
-  const workRuns = WorkRuns.layer(options.workRuns).pipe(Layer.provideMerge(agentDir))
+  // The tunables went into the stack's StorageConfig above (`config` winning); WorkRuns gets only what is its
+  // own, so it never judges leases with another TTL than the doctor and the inventory (review: a second
+  // application here let a `workRuns` TTL override `config` in the pruner alone).
+  const ownOptions = options.workRuns?.opportunisticRetention === undefined ? {} : { opportunisticRetention: options.workRuns.opportunisticRetention }
+  const workRuns = WorkRuns.layer(ownOptions).pipe(Layer.provideMerge(agentDir))
   return ExtensionStorage.layer.pipe(Layer.provideMerge(workRuns), Layer.provideMerge(config))
 }
 

@@ -87,6 +87,20 @@ describe("StorageConfig: one remote lease TTL for every reader (drift bug 3)", (
       })
     }))
 
+  it.scoped("config and the deprecated workRuns TTL both given: config wins for every reader, the pruner included", () =>
+    Effect.gen(function*() {
+      const { world, run } = yield* remoteLeftovers
+      // A 30-minute TTL in config, a 1-minute one in workRuns: the 5-minute-old remote holder is alive.
+      const seen = yield* verdicts(world, run.runId, { config: { remoteLeaseTtlMs: 30 * MINUTE }, workRuns: { remoteLeaseTtlMs: MINUTE } })
+      assert.deepStrictEqual(seen, {
+        inventory: "active",
+        doctorDeadLease: false,
+        migrationMoved: [],
+        pruneRemoved: false,
+        pruneActive: true
+      })
+    }))
+
   it.scoped("a StorageConfig given around the stack reaches every reader too", () =>
     Effect.gen(function*() {
       const { world, run } = yield* remoteLeftovers

@@ -4,6 +4,7 @@
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as Effect from "effect/Effect"
+import { nodeEnv } from "../../layers/NodeHost.js"
 import { configuredWebDataRoot, defaultWebDataRoot } from "../../domain/WebPaths.js"
 import type { DoctorReport } from "../../domain/Findings.js"
 import { type CliContext, out, printJson, withStack } from "../context.js"
@@ -42,7 +43,7 @@ export const doctor = (ctx: CliContext, options: { readonly webDataRoot: string 
   withStack(ctx, (s) =>
     Effect.gen(function*() {
       const agentDir = yield* s.AgentDir
-      const webDataRoot = webDataRootFor(options.webDataRoot, (name) => process.env[name], NodeOs.homedir(), process.cwd())
+      const webDataRoot = webDataRootFor(options.webDataRoot, nodeEnv, NodeOs.homedir(), process.cwd())
       const report = yield* (yield* s.Doctor).doctor(agentDir.path, webDataRoot === undefined ? {} : { webDataRoot })
       yield* options.json ? printJson(report) : out(renderDoctor(ctx.paint, agentDir.path, report))
       ctx.status.raise(doctorExitCode(report))

@@ -27,7 +27,7 @@ import { isReclaimLockName, type ReclaimOutcome, reclaimLockPath, removeDeadMark
 import { cleanupMarkerPath, deleteQuarantined, ensureLibraryDir, prepareRemoval, quarantineOwnedRun, type RemoveOutcome } from "./removeRun.js"
 import { checkSafeDirectory } from "./rootSafety.js"
 import { tenantItems } from "./readModel.js"
-import { isActive, type LeaseEntry, newestHeartbeat, readLeases } from "./runFacts.js"
+import { isActive, type LeaseEntry, newestHeartbeat, readLeases, readManifest } from "./runFacts.js"
 import { STALE_STAGING_MS } from "../../domain/TenantEntries.js"
 import { warn } from "./warn.js"
 
@@ -318,7 +318,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     }
     if (report.bytesAfter !== null) report.bytesAfter = skippedBytes === null ? null : report.bytesAfter + skippedBytes
     report.bytesBefore = totalBytes(report)
-    const removedLeases = yield* removeDeadLeases(deps, tenantDir, deadLeases, report)
+    const removedLeases = yield* removeDeadLeases(deps, input, tenantDir, deadLeases, report)
     for (const [runId, leases] of unreadableLeases) {
       for (const l of leases) {
         report.unreadable.push({ path: l.path, what: l.verdict.detail, action: l.verdict.alive ? "held" : removedLeases.has(l.path) ? "reclaimed" : "reclaimable" })
@@ -352,7 +352,13 @@ const totalBytes = (report: PruneReport): number | null =>
     : report.removed.reduce((total, r) => total + r.bytes!, report.bytesAfter)
 
 /** Dead leases of kept runs are removed under that run's cleanup marker, re-judged there; the paths removed. */
-const removeDeadLeases = (deps: Deps, tenantDir: string, dead: ReadonlySet<string>, report: PruneReport) =>
+const removeDeadLeases = (
+  deps: Deps,
+  address: { readonly category: string; readonly tenant: string },
+  tenantDir: string,
+  dead: ReadonlySet<string>,
+  report: PruneReport
+) =>
   Effect.gen(function*() {
     const removed = new Set<string>()
     if (dead.size === 0) return removed
@@ -364,6 +370,12 @@ const removeDeadLeases = (deps: Deps, tenantDir: string, dead: ReadonlySet<strin
       )
       if (marker._tag === "Held") continue
       yield* Effect.gen(function*() {
+        // Under the marker, the run must still be a real directory with our manifest: a run directory a tool
+        // swapped for a link (or replaced) is not ours to unlink inside (review).
+        const info = yield* deps.fs.lstat(runDir).pipe(Effect.option)
+        if (info._tag === "None" || info.value.type !== "Directory") return
+        const manifest = yield* readManifest(deps, runDir, { ...address, runId })
+        if (manifest._tag !== "Owned") return
         const leases = yield* readLeases(deps, runDir)
         for (const lease of leases.leases) {
           if (!lease.verdict.alive) {
