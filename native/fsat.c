@@ -174,6 +174,47 @@ static void free_listing(listing_t *l) {
   free_names(l->names, l->types, l->count);
 }
 
+/* A listing being read: what read_listing and read_fresh_listing share. */
+typedef struct {
+  listing_t l;
+  size_t capacity;
+} listing_builder_t;
+
+static int builder_init(listing_builder_t *b) {
+  b->capacity = 16;
+  b->l = (listing_t){ malloc(b->capacity * sizeof *b->l.names), malloc(b->capacity), 0 };
+  if (b->l.names == NULL || b->l.types == NULL) {
+    free(b->l.names);
+    free(b->l.types);
+    return ENOMEM;
+  }
+  return 0;
+}
+
+/* Append one entry ("." and ".." are skipped). 0, or ENOMEM with the builder freed. */
+static int builder_add(listing_builder_t *b, const char *name, unsigned char d_type) {
+  if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) return 0;
+  if (b->l.count == b->capacity) {
+    b->capacity *= 2;
+    char **more_names = realloc(b->l.names, b->capacity * sizeof *b->l.names);
+    if (more_names != NULL) b->l.names = more_names;
+    unsigned char *more_types = more_names == NULL ? NULL : realloc(b->l.types, b->capacity);
+    if (more_types != NULL) b->l.types = more_types;
+    if (more_names == NULL || more_types == NULL) {
+      free_listing(&b->l);
+      return ENOMEM;
+    }
+  }
+  b->l.names[b->l.count] = strdup(name);
+  if (b->l.names[b->l.count] == NULL) {
+    free_listing(&b->l);
+    return ENOMEM;
+  }
+  b->l.types[b->l.count] = (unsigned char)type_of_dirent(d_type);
+  b->l.count++;
+  return 0;
+}
+
 /* The entries of an open directory; the descriptor stays open. 0 or errno. */
 static int read_listing(int fd, listing_t *out) {
   int copy = dup(fd);
@@ -185,12 +226,8 @@ static int read_listing(int fd, listing_t *out) {
     return error;
   }
   rewinddir(dir); /* the copy shares its offset with `fd`: list from the start */
-  size_t count = 0, capacity = 16;
-  char **names = malloc(capacity * sizeof *names);
-  unsigned char *types = malloc(capacity);
-  if (names == NULL || types == NULL) {
-    free(names);
-    free(types);
+  listing_builder_t b;
+  if (builder_init(&b) != 0) {
     closedir(dir);
     return ENOMEM;
   }
@@ -201,34 +238,16 @@ static int read_listing(int fd, listing_t *out) {
       int error = errno;
       closedir(dir);
       if (error != 0) {
-        free_names(names, types, count);
+        free_listing(&b.l);
         return error;
       }
-      *out = (listing_t){ names, types, count };
+      *out = b.l;
       return 0;
     }
-    const char *name = entry->d_name;
-    if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
-    if (count == capacity) {
-      capacity *= 2;
-      char **more_names = realloc(names, capacity * sizeof *names);
-      if (more_names != NULL) names = more_names;
-      unsigned char *more_types = more_names == NULL ? NULL : realloc(types, capacity);
-      if (more_types != NULL) types = more_types;
-      if (more_names == NULL || more_types == NULL) {
-        free_names(names, types, count);
-        closedir(dir);
-        return ENOMEM;
-      }
-    }
-    names[count] = strdup(name);
-    if (names[count] == NULL) {
-      free_names(names, types, count);
+    if (builder_add(&b, entry->d_name, entry->d_type) != 0) {
       closedir(dir);
       return ENOMEM;
     }
-    types[count] = (unsigned char)type_of_dirent(entry->d_type);
-    count++;
   }
 }
 
@@ -362,48 +381,23 @@ struct linux_dirent64 {
 static int read_fresh_listing(int fd, listing_t *out) {
 #ifdef __linux__
   char buffer[32768];
-  size_t count = 0, capacity = 16;
-  char **names = malloc(capacity * sizeof *names);
-  unsigned char *types = malloc(capacity);
-  if (names == NULL || types == NULL) {
-    free(names);
-    free(types);
-    return ENOMEM;
-  }
+  listing_builder_t b;
+  if (builder_init(&b) != 0) return ENOMEM;
   for (;;) {
     long n = syscall(SYS_getdents64, fd, buffer, sizeof buffer);
     if (n < 0) {
       int error = errno;
-      free_names(names, types, count);
+      free_listing(&b.l);
       return error;
     }
     if (n == 0) break;
     for (long offset = 0; offset < n;) {
       struct linux_dirent64 *entry = (struct linux_dirent64 *)(buffer + offset);
       offset += entry->d_reclen;
-      const char *name = entry->d_name;
-      if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
-      if (count == capacity) {
-        capacity *= 2;
-        char **more_names = realloc(names, capacity * sizeof *names);
-        if (more_names != NULL) names = more_names;
-        unsigned char *more_types = more_names == NULL ? NULL : realloc(types, capacity);
-        if (more_types != NULL) types = more_types;
-        if (more_names == NULL || more_types == NULL) {
-          free_names(names, types, count);
-          return ENOMEM;
-        }
-      }
-      names[count] = strdup(name);
-      if (names[count] == NULL) {
-        free_names(names, types, count);
-        return ENOMEM;
-      }
-      types[count] = (unsigned char)type_of_dirent(entry->d_type);
-      count++;
+      if (builder_add(&b, entry->d_name, entry->d_type) != 0) return ENOMEM;
     }
   }
-  *out = (listing_t){ names, types, count };
+  *out = b.l;
   return 0;
 #else
   return read_listing(fd, out);

@@ -40,23 +40,12 @@ import { type CliContext, colorAllowed, complain, err, makeContext, out, usageEr
 import { ExitCode, type ExitStatus } from "./exit.js"
 import { stripAnsi } from "./format.js"
 import { commandNames, findCommand, type HelpNode, helpTree, renderHelp } from "./help.js"
-import { dryRun, json, value } from "./options.js"
-import { parseCount, parseDuration, type Parsed, parseSize } from "./parse.js"
+import { dryRun, json, parsedOption, value } from "./options.js"
+import { parseCount, parseDuration, parseSize } from "./parse.js"
 import { isVersionRequest, VERSION, versionLine } from "./version.js"
 
 export { VERSION }
 
-/** A flag whose value goes through one of our parsers; a bad value names the flag and the value. */
-const parsedOption = <A>(name: string, pseudoName: string, parse: (text: string) => Parsed<A>, description: string) =>
-  Options.text(name).pipe(
-    Options.withPseudoName(pseudoName),
-    Options.mapEffect((text) => {
-      const parsed = parse(text)
-      return parsed.ok ? Effect.succeed(parsed.value) : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--${name}: ${parsed.message}`)))
-    }),
-    Options.withDescription(description),
-    Options.optional
-  )
 
 const lines = (...text: ReadonlyArray<string>) => text.join("\n")
 

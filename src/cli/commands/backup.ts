@@ -4,17 +4,15 @@
  */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
-import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
-import * as ValidationError from "@effect/cli/ValidationError"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { CreateResult, ForgetResult, RestoreResult, SnapshotSummary, StateBackups, VerifyResult } from "../../services/StateBackups.js"
 import { type CliContext, err, out, printJson, reportError, usageError, withAgentDirStack } from "../context.js"
 import { ExitCode } from "../exit.js"
 import { countOf, formatBytes, table } from "../format.js"
-import { dryRun, json, value } from "../options.js"
-import { parseCount, type Parsed, parseSize } from "../parse.js"
+import { dryRun, json, parsedOption, value } from "../options.js"
+import { parseCount, parseSize } from "../parse.js"
 
 // ---------------------------------------------------------------------------------------------- rendering
 
@@ -60,17 +58,6 @@ export const renderRestore = (r: RestoreResult): string => {
 }
 
 // ---------------------------------------------------------------------------------------------- flags
-
-const counted = (name: string, pseudoName: string, parse: (text: string) => Parsed<number>, description: string) =>
-  Options.text(name).pipe(
-    Options.withPseudoName(pseudoName),
-    Options.mapEffect((text) => {
-      const parsed = parse(text)
-      return parsed.ok ? Effect.succeed(parsed.value) : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--${name}: ${parsed.message}`)))
-    }),
-    Options.withDescription(description),
-    Options.optional
-  )
 
 const flags = {
   root: Options.text("root").pipe(
@@ -138,8 +125,8 @@ export const backupCommand = (ctx: CliContext) => {
     "verify",
     {
       id: Args.text({ name: "ID" }).pipe(Args.optional),
-      maxBytes: counted("max-bytes", "SIZE", parseSize, "Re-hash at most about this much, then stop; the next run goes on from there (default: everything; e.g. --max-bytes 1GiB)."),
-      sample: counted("sample", "N", parseCount, "Check at most N entries, then stop; the next run goes on from there (default: all; e.g. --sample 500)."),
+      maxBytes: parsedOption("max-bytes", "SIZE", parseSize, "Re-hash at most about this much, then stop; the next run goes on from there (default: everything; e.g. --max-bytes 1GiB)."),
+      sample: parsedOption("sample", "N", parseCount, "Check at most N entries, then stop; the next run goes on from there (default: all; e.g. --sample 500)."),
       root: flags.root,
       json: flags.json
     },
@@ -155,7 +142,7 @@ export const backupCommand = (ctx: CliContext) => {
   ).pipe(Command.withDescription("Re-hash snapshot files against their manifests (all snapshots, or ID); exit 1 on damage."))
 
   const keep = (name: string, what: string, example: number) =>
-    counted(name, "N", parseCount, `Keep ${what} (default: not used; e.g. --${name} ${example}).`)
+    parsedOption(name, "N", parseCount, `Keep ${what} (default: not used; e.g. --${name} ${example}).`)
   const forget = Command.make(
     "forget",
     {
