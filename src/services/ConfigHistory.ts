@@ -60,6 +60,7 @@ import { depsFromContext, selfIdentity } from "./internal/deps.js"
 import { type Git, makeGit, utf8 } from "./internal/git.js"
 import { acquireMarkerWaiting, DEFAULT_LOCK_WAIT_MS, waitingAtMost } from "./internal/markers.js"
 import { warn } from "./internal/warn.js"
+import { type ConfigSkip, configSkip, type ConfigSkipTag } from "../domain/ReportProblems.js"
 
 export type { InterruptedChange } from "./internal/configSentinel.js"
 export type { LogEntry } from "../domain/ConfigHistory.js"
@@ -75,10 +76,11 @@ export interface ConfigHistoryOptions {
   readonly lockWaitMs?: number | undefined
 }
 
-export interface Skipped {
-  readonly path: string
-  readonly reason: string
-}
+/**
+ * A file history left out (snapshot) or a live path a rollback left alone: a tagged problem (`Denylisted`,
+ * `Symlink`, `PathBlocked` …, see `domain/ReportProblems.ts`) with the `reason` words and a `message`.
+ */
+export type Skipped = ConfigSkip
 
 export interface SnapshotResult {
   /** The new revision, `null` when nothing changed. */
@@ -115,6 +117,8 @@ export type ConfigHistoryError = GitFailed | UnknownRevision | ConfigHistoryBusy
 export { DEFAULT_LOCK_WAIT_MS }
 const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 const MAX_CONFIG_DEPTH = 16
+/** Why a rollback leaves a path alone that lies outside every managed root (`OutsideRoots`). */
+const NOT_BELOW_ROOT = "not below a managed root"
 /** Mirrored copies are config-sized; a bounded read also keeps it one synchronous syscall in the Node layer. */
 const MIRROR_READ_MAX = 1 << 20
 
@@ -238,17 +242,17 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
         const display = displayOfRepoPath(repoPath)
         const info = yield* lstatOption(livePath)
         if (info === undefined) return
-        const skip = (reason: string) => {
-          out.skipped.push({ path: display, reason })
+        const skip = (tag: ConfigSkipTag, reason: string) => {
+          out.skipped.push(configSkip(tag, display, reason))
           out.present.add(repoPath)
         }
-        if (info.type === "SymbolicLink") return skip("a symlink (history never follows links)")
-        if (info.type !== "File") return skip(`${aFileType(info.type)}, not a regular file`)
-        if (NEVER_VERSIONED.includes(display)) return skip("credentials: never versioned")
+        if (info.type === "SymbolicLink") return skip("Symlink", "a symlink (history never follows links)")
+        if (info.type !== "File") return skip("NotARegularFile", `${aFileType(info.type)}, not a regular file`)
+        if (NEVER_VERSIONED.includes(display)) return skip("Credentials", "credentials: never versioned")
         const pattern = deniedBy(display, denylist)
-        if (pattern !== null) return skip(`denylisted (${pattern}): never committed`)
+        if (pattern !== null) return skip("Denylisted", `denylisted (${pattern}): never committed`)
         const red = configEntryViolation({ name: NodePath.basename(livePath), type: "File", size: info.size }, budget)
-        if (red !== null) return skip(`config red line (${red.rule}): ${red.detail}`)
+        if (red !== null) return skip("RedLine", `config red line (${red.rule}): ${red.detail}`)
         const stat = [info.size, info.mtimeMs, info.ino] as const
         out.stats.set(repoPath, stat)
         const cached = out.cache?.entries[repoPath]
@@ -259,7 +263,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
         if (cached !== undefined) out.racyRead++
         const bytes = yield* fs.readFile(livePath, { maxBytes: budget })
         const content = historyContent(NodePath.basename(livePath), bytes)
-        if (content._tag === "Skip") return skip(content.reason)
+        if (content._tag === "Skip") return skip("Unredactable", content.reason)
         out.files.push({ repoPath, display, livePath, stored: content.bytes })
       })
 
@@ -280,16 +284,16 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
           if (entry.type === "Directory") {
             const livePath = NodePath.join(here, entry.name)
             if (depth === 1 && livePath === resolveStateDir({ configDir })) {
-              out.skipped.push({ path: `${display}/`, reason: "the state tier of an old host (config/state), not config" })
+              out.skipped.push(configSkip("OldStateTier", `${display}/`, "the state tier of an old host (config/state), not config"))
               continue
             }
             const red = configEntryViolation({ name: entry.name, type: "Directory" }, budget)
             if (red !== null) {
-              out.skipped.push({ path: `${display}/`, reason: `config red line (${red.rule}): ${red.detail}` })
+              out.skipped.push(configSkip("RedLine", `${display}/`, `config red line (${red.rule}): ${red.detail}`))
               continue
             }
             if (depth >= MAX_CONFIG_DEPTH) {
-              out.skipped.push({ path: `${display}/`, reason: `deeper than ${MAX_CONFIG_DEPTH} levels` })
+              out.skipped.push(configSkip("TooDeep", `${display}/`, `deeper than ${MAX_CONFIG_DEPTH} levels`))
               continue
             }
             yield* walkConfig(extId, configDir, relPath, depth + 1, out)
@@ -550,7 +554,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
     const parentChainViolation = (root: string, livePath: string) =>
       Effect.gen(function*() {
         const dirs = dirsBelowRoot(root, livePath)
-        if (dirs === undefined) return "not below its managed root"
+        if (dirs === undefined) return NOT_BELOW_ROOT
         for (const d of dirs) {
           const info = yield* lstatOption(d)
           if (info === undefined) return null
@@ -596,8 +600,8 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
         const removed: Array<string> = []
         const unresolvedSecrets: Array<string> = []
         const skipped: Array<Skipped> = []
-        const skip = (path: string, reason: string) =>
-          Effect.sync(() => skipped.push({ path, reason })).pipe(
+        const skip = (path: string, reason: string, tag: ConfigSkipTag = reason === NOT_BELOW_ROOT ? "OutsideRoots" : "PathBlocked") =>
+          Effect.sync(() => skipped.push(configSkip(tag, path, reason))).pipe(
             Effect.zipRight(warn({ _tag: "ConfigPathSkipped", path, reason, message: `config history left ${path} alone: ${reason}` }))
           )
         for (const [repoPath, bytes] of wanted) {
@@ -614,7 +618,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
           }
           const info = yield* lstatOption(livePath)
           if (info !== undefined && info.type !== "File") {
-            yield* skip(display, `${aFileType(info.type)} at the path, not a regular file (never written over)`)
+            yield* skip(display, `${aFileType(info.type)} at the path, not a regular file (never written over)`, "NotARegularFile")
             continue
           }
           const current = info === undefined ? undefined : yield* fs.readFile(livePath, { maxBytes: Math.max(budget, info.size) })
@@ -632,7 +636,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
         for (const file of live.files) {
           if (wanted.has(file.repoPath)) continue
           const root = liveRootOf(file.repoPath)
-          const onTheWay = root === undefined ? "not below a managed root" : yield* parentChainViolation(root, file.livePath)
+          const onTheWay = root === undefined ? NOT_BELOW_ROOT : yield* parentChainViolation(root, file.livePath)
           if (onTheWay !== null) {
             yield* skip(file.display, onTheWay)
             continue
