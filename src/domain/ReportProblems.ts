@@ -132,9 +132,7 @@ export const ConfigSkipTag = [
   /** A directory deeper than the walk goes. */
   "TooDeep",
   /** A rollback met a symlink or a file on the way from the managed root (nothing written through it). */
-  "PathBlocked",
-  /** A rollback's path that is not below a managed root. */
-  "OutsideRoots"
+  "PathBlocked"
 ] as const
 export type ConfigSkipTag = typeof ConfigSkipTag[number]
 /** `reason` (the words without the path) is kept from before. */

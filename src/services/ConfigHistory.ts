@@ -117,8 +117,6 @@ export type ConfigHistoryError = GitFailed | UnknownRevision | ConfigHistoryBusy
 export { DEFAULT_LOCK_WAIT_MS }
 const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 const MAX_CONFIG_DEPTH = 16
-/** Why a rollback leaves a path alone that lies outside every managed root (`OutsideRoots`). */
-const NOT_BELOW_ROOT = "not below a managed root"
 /** Mirrored copies are config-sized; a bounded read also keeps it one synchronous syscall in the Node layer. */
 const MIRROR_READ_MAX = 1 << 20
 
@@ -554,7 +552,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
     const parentChainViolation = (root: string, livePath: string) =>
       Effect.gen(function*() {
         const dirs = dirsBelowRoot(root, livePath)
-        if (dirs === undefined) return NOT_BELOW_ROOT
+        if (dirs === undefined) return "not below its managed root"
         for (const d of dirs) {
           const info = yield* lstatOption(d)
           if (info === undefined) return null
@@ -600,7 +598,8 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
         const removed: Array<string> = []
         const unresolvedSecrets: Array<string> = []
         const skipped: Array<Skipped> = []
-        const skip = (path: string, reason: string, tag: ConfigSkipTag = reason === NOT_BELOW_ROOT ? "OutsideRoots" : "PathBlocked") =>
+        // `PathBlocked` also covers "not below a managed root", a guard no scanned path reaches.
+        const skip = (path: string, reason: string, tag: ConfigSkipTag = "PathBlocked") =>
           Effect.sync(() => skipped.push(configSkip(tag, path, reason))).pipe(
             Effect.zipRight(warn({ _tag: "ConfigPathSkipped", path, reason, message: `config history left ${path} alone: ${reason}` }))
           )
@@ -636,7 +635,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
         for (const file of live.files) {
           if (wanted.has(file.repoPath)) continue
           const root = liveRootOf(file.repoPath)
-          const onTheWay = root === undefined ? NOT_BELOW_ROOT : yield* parentChainViolation(root, file.livePath)
+          const onTheWay = root === undefined ? "not below a managed root" : yield* parentChainViolation(root, file.livePath)
           if (onTheWay !== null) {
             yield* skip(file.display, onTheWay)
             continue
