@@ -372,7 +372,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
     const statCachePath = NodePath.join(gitDir, STAT_CACHE)
     const scopeKey = scopes.join(",") + (webRoot === undefined ? "" : `:${webRoot}`)
 
-    /** HEAD read from the ref file (no git process); `undefined` when it is not a plain loose ref. */
+    /** HEAD read from the ref file (no git process); `undefined` when it is not a plain loose ref or cannot be read (then the stat cache is not trusted). */
     const headFromRefs = Effect.gen(function*() {
       const text = utf8(yield* fs.readFile(NodePath.join(gitDir, "HEAD"), { maxBytes: 4096 }))
       const ref = /^ref: (refs\/heads\/[A-Za-z0-9._/-]+)\n?$/.exec(text)
@@ -382,6 +382,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
 
     /** The stat cache, only when it describes the current HEAD, this scope and no interrupted staging. */
     const readStatCache: Effect.Effect<StatCache | undefined> = Effect.gen(function*() {
+      // Read-only speed-up: no readable cache means every file is read; a pending marker we cannot see counts as present.
       const bytes = yield* fs.readFile(statCachePath, { maxBytes: STAT_CACHE_MAX }).pipe(Effect.option)
       if (bytes._tag === "None") return undefined
       const decoded = decodeJsonBytes(StatCache, bytes.value)

@@ -377,6 +377,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         // The newest complete snapshot whose manifest is usable (ids sort by time): the link source.
         let previous: SnapshotManifest | undefined
         for (const candidate of (yield* snapshotIds).reverse()) {
+          // Read-only: an unusable manifest is only not a link base (the files are copied); verify reports it.
           const read = yield* readManifest(candidate).pipe(Effect.option)
           if (Option.isSome(read)) {
             previous = read.value
@@ -539,6 +540,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           if (info.type === "SymbolicLink") {
             // A top-level entry linked to another disk is the user's choice of disk (as the doctor says):
             // snapshot the directory behind it (a trailing slash resolves the link), not the link.
+            // Read-only: a link whose target cannot be examined is recorded as the link itself (nothing followed).
             const through = yield* optionalLstat(deps, `${tree.source}/`).pipe(Effect.orElseSucceed(() => undefined))
             if (through?.type === "Directory") {
               info = through
@@ -625,6 +627,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       const sliced = o?.maxBytes !== undefined || o?.sample !== undefined
       let start = 0
       if (sliced) {
+        // Read-only: no readable cursor means the slice starts from the beginning (it is rewritten below).
         const cursor = yield* fs.readFile(cursorPath, { maxBytes: MARKER_MAX_BYTES }).pipe(Effect.option)
         if (Option.isSome(cursor)) {
           const c = decodeJsonBytes(CursorSchema, cursor.value)
@@ -832,6 +835,7 @@ export const stateBackupFindings = (
       }
     }
     const asideRoot = agentPaths(agentDir).restoreAsideDir
+    // Doctor findings only, as above: an unlistable restore-aside directory is absent here (nothing is written).
     for (const entry of yield* deps.fs.readDirectory(asideRoot).pipe(Effect.orElseSucceed(() => []))) {
       findings.push({
         code: "state-backup-restore-aside",
