@@ -208,6 +208,9 @@ const entryType = (info: FileInfo): ManifestEntry["type"] | undefined =>
 const optionalLstat = (deps: Deps, path: string): Effect.Effect<FileInfo | undefined, FileSystemError> =>
   deps.fs.lstat(path).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined)))
 
+/** A verify problem's words for an entry the manifest records that is not there. */
+const MISSING = "gone (the manifest records it)"
+
 /** Remove a whole tree (a rerun continues one cut short). */
 const removeWholeTree = (deps: Deps, path: string): Effect.Effect<void, FileSystemError> =>
   Effect.asVoid(deps.fs.removeTree(path, WHOLE_TREE))
@@ -609,7 +612,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       const found = (tag: VerifyProblem["_tag"], path: string, detail: string) => void problems.push(verifyProblem(tag, path, detail))
       /** A hash or readlink that failed: gone is `Missing`, another type `TypeMismatch`, else `Unreadable` (reported, never a failed verify). */
       const unread = (name: string, e: FileSystemError) =>
-        e.reason === "NotFound" ? found("Missing", name, "missing") :
+        e.reason === "NotFound" ? found("Missing", name, MISSING) :
         e.reason === "IsADirectory" || e.reason === "IsSymlink" ? found("TypeMismatch", name, `is of another type than the manifest records (${e.message})`) :
         found("Unreadable", name, `cannot be read: ${e.message}`)
       const items: Array<{ readonly id: string; readonly entry: ManifestEntry }> = []
@@ -653,7 +656,9 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           else {
             checkedBytes += digest.right.bytes
             if (digest.right.sha256 !== entry.sha256 || digest.right.bytes !== entry.size) {
-              found("ContentMismatch", name, `content differs from the manifest (${digest.right.bytes} bytes, ${entry.size} recorded; or another SHA-256)`)
+              found("ContentMismatch", name, digest.right.bytes !== entry.size
+                ? `${digest.right.bytes} bytes, the manifest records ${entry.size}`
+                : "its SHA-256 differs from the manifest's")
             }
           }
         } else if (entry.type === "symlink") {
@@ -662,7 +667,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           else if (target.right !== entry.target) found("TargetMismatch", name, `the link points to ${target.right}, not ${entry.target ?? ""}`)
         } else {
           const info = yield* optionalLstat(deps, path)
-          if (info === undefined) found("Missing", name, "missing")
+          if (info === undefined) found("Missing", name, MISSING)
           else if (info.type !== "Directory") found("TypeMismatch", name, `is ${aFileType(info.type)}, the manifest records a directory`)
         }
       }

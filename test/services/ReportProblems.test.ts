@@ -116,6 +116,7 @@ describe("state snapshots: skipped entries and verify findings are tagged", () =
         Effect.gen(function*() {
           // one: content, target, type, an unreadable file, a missing one.
           yield* fs.writeFileAtomic(snap(one!.id, "agent/state/a.json"), new TextEncoder().encode("{\"a\":2}"))
+          yield* fs.writeFileAtomic(snap(one!.id, "agent/state/locked.txt"), new TextEncoder().encode("longer than it was"))
           yield* fs.removeFile(snap(one!.id, "agent/state/link"))
           yield* fs.symlink("elsewhere", snap(one!.id, "agent/state/link"))
           yield* fs.removeFile(snap(one!.id, "agent/state/dir/x.txt"))
@@ -132,6 +133,7 @@ describe("state snapshots: skipped entries and verify findings are tagged", () =
       const tags = Object.fromEntries(v.problems.map((p) => [p.path, p._tag]))
       assert.deepInclude(tags, {
         [`${one!.id}/agent/state/a.json`]: "ContentMismatch",
+        [`${one!.id}/agent/state/locked.txt`]: "ContentMismatch",
         [`${one!.id}/agent/state/link`]: "TargetMismatch",
         [`${one!.id}/agent/state/dir`]: "TypeMismatch",
         [`${one!.id}/agent/state/gone.txt`]: "Unreadable",
@@ -141,6 +143,8 @@ describe("state snapshots: skipped entries and verify findings are tagged", () =
       })
       for (const p of v.problems) assert.isTrue(p.message.startsWith(`${p.path}: `), p.message)
       const message = (path: string) => v.problems.find((p) => p.path === path)!.message
+      assert.strictEqual(message(`${one!.id}/agent/state/a.json`), `${one!.id}/agent/state/a.json: its SHA-256 differs from the manifest's`)
+      assert.strictEqual(message(`${one!.id}/agent/state/locked.txt`), `${one!.id}/agent/state/locked.txt: 18 bytes, the manifest records 6`)
       assert.match(message(`${one!.id}/agent/state/link`), /points to elsewhere, not \.\.\/MEMORY\.md/)
       assert.match(message(`${one!.id}/agent/state/dir`), /is a regular file, the manifest records a directory/)
       assert.match(message(`${one!.id}/agent/state/gone.txt`), /cannot be read: .*EIO/)
@@ -150,7 +154,7 @@ describe("state snapshots: skipped entries and verify findings are tagged", () =
       assert.strictEqual(v.corrupt.length + v.missing.length, v.problems.length)
       const text = renderVerify(v)
       assert.include(text, `  corrupt  ${message(`${one!.id}/agent/state/a.json`)}\n`)
-      assert.include(text, `  missing  ${one!.id}/agent/MEMORY.md: missing\n`)
+      assert.include(text, `  missing  ${one!.id}/agent/MEMORY.md: gone (the manifest records it)\n`)
     }))
 })
 

@@ -136,7 +136,7 @@ describe("StateBackups (Node layer)", () => {
       assert.deepStrictEqual(result.corrupt, [`${id}/agent/state/a.txt`])
       assert.deepStrictEqual(result.missing, [`${id}/agent/MEMORY.md`])
       assert.sameDeepMembers(result.problems.map((p) => [p._tag, p.path]), [["ContentMismatch", `${id}/agent/state/a.txt`], ["Missing", `${id}/agent/MEMORY.md`]])
-      assert.match(result.problems.find((p) => p._tag === "ContentMismatch")!.message, /content differs from the manifest/)
+      assert.match(result.problems.find((p) => p._tag === "ContentMismatch")!.message, /: its SHA-256 differs from the manifest's$/)
       assert.isTrue(result.complete)
       // Slices of 4 entries: the third run has covered all (at least 10 entries), each starts where the last stopped.
       const seen: Array<number> = []
