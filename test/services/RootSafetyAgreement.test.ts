@@ -9,7 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, FastCheck as fc } from "effect"
 import { modeString, rootSafetyProblems } from "../../src/domain/RootSafety.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
-import { doctor } from "../../src/services/Doctor.js"
+import { doctorAt } from "../support/doctor.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { Host } from "../../src/services/Host.js"
 import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
@@ -45,7 +45,7 @@ describe("WR10: the doctor and the pruner judge a root the same way", () => {
         }
         const before = world.tree("/")
         const pruned = yield* Effect.either(p.workRuns.prune({ category: "tools", tenant: "bash", policy: { maxInactiveRuns: 0 } }))
-        const report = yield* doctor(AGENT_DIR).pipe(Effect.provideService(FileSystem, p.fs), Effect.provideService(Host, p.host))
+        const report = yield* doctorAt(AGENT_DIR).pipe(Effect.provideService(FileSystem, p.fs), Effect.provideService(Host, p.host))
         // A file where a category or tenant directory belongs is a stray entry to the doctor (a not-a-directory
         // refusal to the pruner): a finding on that path all the same.
         const levelPaths = new Set<string>(LEVELS)
