@@ -3,7 +3,8 @@
  * change that brings back a free-function twin or an environment read fails here, not in review.
  *
  * - Every program in `src/services` is a class `Context.Tag("pi-agent-storage/<its name>")` with a static
- *   `make` and a static `layer` (the ports `FileSystem` and `Host` have neither: their layers are the worlds).
+ *   `make` and a static `layer` (the ports `FileSystem` and `Host` have neither: their layers are the worlds),
+ *   and no method of its interface takes the agent dir as a string (the doctor's used to).
  * - A `src/services` module that defines a service exports no free function taking the agent dir as a string
  *   (`agentDir: string`): programs read it from `AgentDir`. A `@deprecated` alias that is written over its
  *   module's service (it names the class) is the one exception, kept for callers of the old name.
@@ -43,20 +44,33 @@ const isExported = (node: ts.Node): boolean =>
 
 const isDeprecated = (node: ts.Node): boolean => ts.getJSDocTags(node).some((t) => t.tagName.text === "deprecated")
 
+const takesAgentDirString = (params: ReadonlyArray<ts.ParameterDeclaration>, file: ts.SourceFile): boolean =>
+  params.some((p) => ts.isIdentifier(p.name) && /agentdir/i.test(p.name.text) && p.type !== undefined && /\bstring\b/.test(p.type.getText(file)))
+
 /** `Context.Tag("key")` classes of a module: class name, tag key, static member names. */
 const tagClasses = (file: ts.SourceFile) => {
-  const out: Array<{ readonly name: string; readonly key: string | null; readonly statics: ReadonlySet<string> }> = []
+  const out: Array<{
+    readonly name: string
+    readonly key: string | null
+    readonly statics: ReadonlySet<string>
+    readonly agentDirMethods: ReadonlyArray<string>
+  }> = []
   for (const statement of file.statements) {
     if (!ts.isClassDeclaration(statement) || statement.name === undefined) continue
     const heritage = statement.heritageClauses?.flatMap((h) => h.types) ?? []
     // `Context.Tag("key")<Self, Shape>()`: the call whose callee is `Context.Tag`.
     let key: string | null = null
     let isTag = false
+    // Methods of the inline interface that take the agent dir as a string (`(agentDir: string, …) => …`).
+    const agentDirMethods: Array<string> = []
     const visit = (node: ts.Node): void => {
       if (ts.isCallExpression(node) && node.expression.getText(file) === "Context.Tag") {
         isTag = true
         const [arg] = node.arguments
         if (arg !== undefined && ts.isStringLiteral(arg)) key = arg.text
+      }
+      if (ts.isPropertySignature(node) && node.type !== undefined && ts.isFunctionTypeNode(node.type) && takesAgentDirString(node.type.parameters, file)) {
+        agentDirMethods.push(node.name.getText(file))
       }
       ts.forEachChild(node, visit)
     }
@@ -67,7 +81,7 @@ const tagClasses = (file: ts.SourceFile) => {
         .filter((m) => (ts.getModifiers(m as ts.HasModifiers) ?? []).some((x) => x.kind === ts.SyntaxKind.StaticKeyword))
         .flatMap((m) => (m.name !== undefined && ts.isIdentifier(m.name) ? [m.name.text] : []))
     )
-    out.push({ name: statement.name.text, key, statics })
+    out.push({ name: statement.name.text, key, statics, agentDirMethods })
   }
   return out
 }
@@ -81,6 +95,7 @@ export const shapeViolations = (sources: ReadonlyArray<Source>): Array<string> =
       if (!PORTS.has(c.name)) {
         for (const member of ["make", "layer"]) if (!c.statics.has(member)) problems.push(`${source.name}: ${c.name} has no static ${member}`)
       }
+      for (const m of c.agentDirMethods) problems.push(`${source.name}: ${c.name}.${m} takes the agent dir as an argument; read AgentDir from the context`)
       return problems
     })
   )
@@ -104,9 +119,6 @@ const exportedFunctions = (file: ts.SourceFile) => {
   }
   return out
 }
-
-const takesAgentDirString = (params: ReadonlyArray<ts.ParameterDeclaration>, file: ts.SourceFile): boolean =>
-  params.some((p) => ts.isIdentifier(p.name) && /agentdir/i.test(p.name.text) && p.type !== undefined && /\bstring\b/.test(p.type.getText(file)))
 
 /** Free functions taking the agent dir as a string beside a service in the same module. */
 export const twinViolations = (sources: ReadonlyArray<Source>): Array<string> =>
@@ -152,7 +164,7 @@ const serviceSources = () => tsFiles(SERVICES, false).map((f) => read(SERVICES, 
 const allSources = () => tsFiles(SRC, true).map((f) => read(SRC, f.split(Path.sep).join("/")))
 
 describe("one service shape (issue 14)", () => {
-  it("every program in src/services is a Context.Tag \"pi-agent-storage/<Name>\" with static make and layer", () => {
+  it("every program in src/services is a Context.Tag \"pi-agent-storage/<Name>\" with static make and layer, no agentDir argument", () => {
     const sources = serviceSources()
     assert.isAtLeast(sources.flatMap((s) => tagClasses(parse(s))).length, 10, "the guard found the services")
     assert.deepStrictEqual(shapeViolations(sources), [])
@@ -190,6 +202,8 @@ describe("one service shape (issue 14)", () => {
     assert.deepStrictEqual(shapeViolations([noLayer]), ["Bad.ts: Bad has no static layer"])
     assert.lengthOf(shapeViolations([wrongKey]), 1)
     assert.deepStrictEqual(shapeViolations([{ name: "Thing.ts", text: service }]), [])
+    const method = { name: "Thing.ts", text: service.replace("readonly go: () => void", "readonly go: (agentDir: string, n?: number) => void") }
+    assert.deepStrictEqual(shapeViolations([method]), ["Thing.ts: Thing.go takes the agent dir as an argument; read AgentDir from the context"])
 
     const env = { name: "services/X.ts", text: `// process.env in a comment is fine\nconst s = "process.env"\nexport const a = process.env["HOME"]\nexport const b = process["env"]` }
     assert.deepStrictEqual(envViolations([env]).map((v) => v.split(": ")[0]), ["services/X.ts:3", "services/X.ts:4"])
