@@ -24,6 +24,7 @@ import { type Deps, depsFromContext } from "./internal/deps.js"
 import { type AgentDirFacts, type SafetyFact, scanAgentDir, type TenantFacts, tenantsOf, type TenantItem } from "./internal/readModel.js"
 import { type Holder, isActive, liveHolders, newestHeartbeat } from "./internal/runFacts.js"
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
+import { type InventoryProblem, scanProblem, sizeUnmeasured } from "../domain/ReportProblems.js"
 
 export interface InventoryOptions {
   /** Entries all size walks of one call may visit together (default 100,000, as a prune's budget). */
@@ -66,10 +67,8 @@ export interface ExtensionSummary {
   readonly cache: Size | null
 }
 
-export interface InventoryProblem {
-  readonly path: string
-  readonly message: string
-}
+/** What a scan or size walk could not read (`Unreadable`, `NotListed`, `SizeUnmeasured`; see `domain/ReportProblems.ts`). */
+export type { InventoryProblem }
 
 export interface InventoryReport {
   /** The agent dir read (a symlink at the given path resolved, once, by AgentDir). */
@@ -187,8 +186,9 @@ class Walk {
         this.remaining -= m.entries
         return { bytes: m.bytes, entries: m.entries, complete: m.complete }
       }),
+      // Read-only: a failed walk becomes a reported problem (`SizeUnmeasured`) and an incomplete zero.
       Effect.catchAll((e) => Effect.sync(() => {
-        this.errors.push({ path, message: e.message })
+        this.errors.push(sizeUnmeasured(path, e))
         return { bytes: 0, entries: 0, complete: false }
       }))
     )
@@ -228,7 +228,7 @@ const listedTenants = (facts: AgentDirFacts): ReadonlyArray<TenantFacts & { read
   tenantsOf(facts.work).flatMap((t) => (t.items === null ? [] : [{ ...t, items: t.items }]))
 
 /** What the scan could not read, as report problems. */
-const problemsOf = (facts: AgentDirFacts): Array<InventoryProblem> => facts.problems.map((p) => ({ path: p.path, message: p.error.message }))
+const problemsOf = (facts: AgentDirFacts): Array<InventoryProblem> => facts.problems.map((p) => scanProblem(p.path, p.error))
 
 const notADirectoryOf = (facts: AgentDirFacts): string | null =>
   facts.status._tag === "NotADirectory" ? fileTypeWord(facts.status.type) : null

@@ -56,6 +56,7 @@ import {
   WRITER_LOCK
 } from "../domain/StateSnapshot.js"
 import { agentPaths } from "../domain/AgentPaths.js"
+import { aFileType } from "../domain/FileTypeWords.js"
 import type { FindingDraft } from "../domain/FindingDraft.js"
 import { resolvedWithin } from "../domain/TierIdentity.js"
 import { configuredWebDataRoot } from "../domain/WebPaths.js"
@@ -67,6 +68,15 @@ import { depsFromContext, selfIdentity } from "./internal/deps.js"
 import { locate } from "./internal/locate.js"
 import { acquireMarkerWaiting, DEFAULT_LOCK_WAIT_MS, judgeMarker, waitingAtMost } from "./internal/markers.js"
 import { checkSafeDirectory } from "./internal/rootSafety.js"
+import {
+  changedDuringBackup as changedProblem,
+  isMissingProblem,
+  type SnapshotCreateProblem,
+  type SnapshotSkip,
+  snapshotSkip,
+  type VerifyProblem,
+  verifyProblem
+} from "../domain/ReportProblems.js"
 import { warn } from "./internal/warn.js"
 
 export interface StateBackupsOptions {
@@ -95,10 +105,12 @@ export interface CreateResult {
   readonly linkedFiles: number
   /** Files copied because `link()` failed (EMLINK at the per-inode limit, EXDEV, EPERM …). */
   readonly linkFallbacks: number
-  /** Changed during both copy attempts: the copy may mix two versions. */
+  /** Changed during both copy attempts: the copy may mix two versions (the paths of the `ChangedDuringBackup` problems). */
   readonly changedDuringBackup: ReadonlyArray<string>
-  /** Not in the snapshot: special files, entries that vanished or could not be read. */
-  readonly skipped: ReadonlyArray<{ readonly path: string; readonly reason: string }>
+  /** Not in the snapshot: `SpecialFile`, `Vanished`, `Unreadable` (with the `reason` words and a `message`). */
+  readonly skipped: ReadonlyArray<SnapshotSkip>
+  /** Every skipped and changed entry as a tagged problem with a message, in the order met. */
+  readonly problems: ReadonlyArray<SnapshotCreateProblem>
   /** SQLite databases with a live `-wal`/`-shm`, copied as a group (a file copy of a live WAL database can be inconsistent). */
   readonly sqliteLive: ReadonlyArray<string>
   /** Incomplete snapshots of dead writers removed first. */
@@ -124,6 +136,8 @@ export interface VerifyResult {
   /** `<id>/<path>` of entries whose content, type or target differs from the manifest (or an unusable manifest). */
   readonly corrupt: ReadonlyArray<string>
   readonly missing: ReadonlyArray<string>
+  /** Why each of `corrupt` and `missing` is there: tagged problems with a message (`ContentMismatch`, `Missing` …). */
+  readonly problems: ReadonlyArray<VerifyProblem>
   /** False when `maxBytes`/`sample` cut this run to a slice; the next run goes on from there. */
   readonly complete: boolean
 }
@@ -198,6 +212,9 @@ const entryType = (info: FileInfo): ManifestEntry["type"] | undefined =>
 
 const optionalLstat = (deps: Deps, path: string): Effect.Effect<FileInfo | undefined, FileSystemError> =>
   deps.fs.lstat(path).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined)))
+
+/** A verify problem's words for an entry the manifest records that is not there. */
+const MISSING = "gone (the manifest records it)"
 
 /** Remove a whole tree (a rerun continues one cut short). */
 const removeWholeTree = (deps: Deps, path: string): Effect.Effect<void, FileSystemError> =>
@@ -368,6 +385,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         // The newest complete snapshot whose manifest is usable (ids sort by time): the link source.
         let previous: SnapshotManifest | undefined
         for (const candidate of (yield* snapshotIds).reverse()) {
+          // Read-only: an unusable manifest is only not a link base (the files are copied); verify reports it.
           const read = yield* readManifest(candidate).pipe(Effect.option)
           if (Option.isSome(read)) {
             previous = read.value
@@ -379,12 +397,21 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
 
         const entries: Array<ManifestEntry> = []
         const directories: Array<ManifestEntry> = []
-        const skipped: Array<{ path: string; reason: string }> = []
+        const skipped: Array<SnapshotSkip> = []
         const changedDuringBackup: Array<string> = []
+        const problems: Array<SnapshotCreateProblem> = []
         const sqliteLive: Array<string> = []
         const counts = { files: 0, bytes: 0, copiedFiles: 0, copiedBytes: 0, linkedFiles: 0, linkFallbacks: 0 }
 
-        const skip = (rel: string, reason: string) => Effect.sync(() => void skipped.push({ path: rel, reason }))
+        const skip = (tag: SnapshotSkip["_tag"], rel: string, reason: string) =>
+          Effect.sync(() => {
+            const problem = snapshotSkip(tag, rel, reason)
+            skipped.push(problem)
+            problems.push(problem)
+          })
+        /** A live entry that failed to be read while copied: reported, never a failed snapshot. */
+        const skipUnread = (rel: string, e: FileSystemError) =>
+          e.reason === "NotFound" ? skip("Vanished", rel, "vanished during the backup") : skip("Unreadable", rel, `unreadable: ${e.message}`)
 
         // The hot loop (one turn per live file) is plain combinators over one port call per file (a copy that
         // hashes, stamps and describes its source, or a link) and one per directory (its entries with their
@@ -400,7 +427,10 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
               if (!stable && !retried) return Effect.zipRight(fs.removeFile(target), attempt(after, true))
               counts.copiedFiles++
               counts.copiedBytes += copy.bytes
-              if (!stable) changedDuringBackup.push(rel)
+              if (!stable) {
+                changedDuringBackup.push(rel)
+                problems.push(changedProblem(rel))
+              }
               return Effect.succeed({
                 path: rel,
                 type: "file",
@@ -432,8 +462,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           sqliteGroup: boolean
         ): Effect.Effect<void, FileSystemError> => {
           const copy = Effect.map(copyLive(source, target, rel, info, sqliteGroup), recordFile).pipe(
-            Effect.catchIf((e) => e._tag === "FileSystemError" && e.path === source, (e) =>
-              skip(rel, e.reason === "NotFound" ? "vanished during the backup" : `unreadable: ${e.message}`))
+            Effect.catchIf((e) => e._tag === "FileSystemError" && e.path === source, (e) => skipUnread(rel, e))
           )
           const prior = previousEntries.get(rel)
           if (sqliteGroup || previousPath === undefined || !shouldLink({ type: "file", size: info.size, mode: info.mode, mtimeMs: info.mtimeMs }, prior)) {
@@ -458,7 +487,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
 
         const addEntry = (source: string, target: string, previousPath: string | undefined, rel: string, info: FileInfo): Effect.Effect<void, FileSystemError> => {
           const type = entryType(info)
-          if (type === undefined) return skip(rel, "special file (FIFO, socket or device)")
+          if (type === undefined) return skip("SpecialFile", rel, "special file (FIFO, socket or device)")
           if (type === "file") return addFile(source, target, previousPath, rel, info, false)
           return Effect.gen(function*() {
             if (type === "symlink") {
@@ -473,8 +502,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
             directories.push(record)
             yield* addChildren(source, target, previousPath, rel, [])
           }).pipe(
-            Effect.catchIf((e) => e.path === source && (e.reason === "NotFound" || e.reason === "PermissionDenied"), (e) =>
-              skip(rel, e.reason === "NotFound" ? "vanished during the backup" : `unreadable: ${e.message}`))
+            Effect.catchIf((e) => e.path === source && (e.reason === "NotFound" || e.reason === "PermissionDenied"), (e) => skipUnread(rel, e))
           )
         }
 
@@ -520,6 +548,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           if (info.type === "SymbolicLink") {
             // A top-level entry linked to another disk is the user's choice of disk (as the doctor says):
             // snapshot the directory behind it (a trailing slash resolves the link), not the link.
+            // Read-only: a link whose target cannot be examined is recorded as the link itself (nothing followed).
             const through = yield* optionalLstat(deps, `${tree.source}/`).pipe(Effect.orElseSucceed(() => undefined))
             if (through?.type === "Directory") {
               info = through
@@ -563,7 +592,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         yield* fs.syncFileSystem(building)
         yield* fs.removeFile(NodePath.join(building, OWNER_MARKER))
         yield* fs.rename(building, NodePath.join(root, id))
-        return { id, createdAt, ...counts, changedDuringBackup, skipped, sqliteLive, removedLeftovers } satisfies CreateResult
+        return { id, createdAt, ...counts, changedDuringBackup, skipped, problems, sqliteLive, removedLeftovers } satisfies CreateResult
       }))
     })
 
@@ -580,18 +609,24 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       }
       if (!(yield* checkRoot(false))) {
         if (id !== undefined) return yield* new SnapshotNotFound({ root, id })
-        return { ok: true, checked: 0, checkedBytes: 0, corrupt: [], missing: [], complete: true }
+        return { ok: true, checked: 0, checkedBytes: 0, corrupt: [], missing: [], problems: [], complete: true }
       }
       const ids = yield* snapshotIds
       if (id !== undefined && !ids.includes(id)) return yield* new SnapshotNotFound({ root, id })
-      const corrupt: Array<string> = []
-      const missing: Array<string> = []
+      const problems: Array<VerifyProblem> = []
+      const found = (tag: VerifyProblem["_tag"], path: string, detail: string) => void problems.push(verifyProblem(tag, path, detail))
+      /** A hash or readlink that failed: gone is `Missing`, another type `TypeMismatch`, else `Unreadable` (reported, never a failed verify). */
+      const unread = (name: string, e: FileSystemError) =>
+        e.reason === "NotFound" ? found("Missing", name, MISSING) :
+        e.reason === "IsADirectory" || e.reason === "IsSymlink" ? found("TypeMismatch", name, `is of another type than the manifest records (${e.message})`) :
+        found("Unreadable", name, `cannot be read: ${e.message}`)
       const items: Array<{ readonly id: string; readonly entry: ManifestEntry }> = []
       for (const sid of id === undefined ? ids : [id]) {
         const m = yield* readManifest(sid).pipe(Effect.either)
         if (m._tag === "Left") {
-          if (m.left._tag === "FileSystemError" && m.left.reason === "NotFound") missing.push(`${sid}/${MANIFEST_FILE}`)
-          else corrupt.push(`${sid}/${MANIFEST_FILE}`)
+          const name = `${sid}/${MANIFEST_FILE}`
+          if (m.left._tag === "FileSystemError" && m.left.reason === "NotFound") found("ManifestMissing", name, "the snapshot's manifest is missing")
+          else found("ManifestUnusable", name, `the snapshot's manifest is unusable: ${m.left._tag === "SnapshotCorrupt" ? m.left.detail : m.left.message}`)
           continue
         }
         for (const entry of m.right.entries) items.push({ id: sid, entry })
@@ -600,6 +635,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       const sliced = o?.maxBytes !== undefined || o?.sample !== undefined
       let start = 0
       if (sliced) {
+        // Read-only: no readable cursor means the slice starts from the beginning (it is rewritten below).
         const cursor = yield* fs.readFile(cursorPath, { maxBytes: MARKER_MAX_BYTES }).pipe(Effect.option)
         if (Option.isSome(cursor)) {
           const c = decodeJsonBytes(CursorSchema, cursor.value)
@@ -621,19 +657,23 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         last = { id: sid, path: entry.path }
         if (entry.type === "file") {
           const digest = yield* fs.hashFile(path).pipe(Effect.either)
-          if (digest._tag === "Left") (digest.left.reason === "NotFound" ? missing : corrupt).push(name)
+          if (digest._tag === "Left") unread(name, digest.left)
           else {
             checkedBytes += digest.right.bytes
-            if (digest.right.sha256 !== entry.sha256 || digest.right.bytes !== entry.size) corrupt.push(name)
+            if (digest.right.sha256 !== entry.sha256 || digest.right.bytes !== entry.size) {
+              found("ContentMismatch", name, digest.right.bytes !== entry.size
+                ? `${digest.right.bytes} bytes, the manifest records ${entry.size}`
+                : "its SHA-256 differs from the manifest's")
+            }
           }
         } else if (entry.type === "symlink") {
           const target = yield* fs.readLink(path).pipe(Effect.either)
-          if (target._tag === "Left") (target.left.reason === "NotFound" ? missing : corrupt).push(name)
-          else if (target.right !== entry.target) corrupt.push(name)
+          if (target._tag === "Left") unread(name, target.left)
+          else if (target.right !== entry.target) found("TargetMismatch", name, `the link points to ${target.right}, not ${entry.target ?? ""}`)
         } else {
           const info = yield* optionalLstat(deps, path)
-          if (info === undefined) missing.push(name)
-          else if (info.type !== "Directory") corrupt.push(name)
+          if (info === undefined) found("Missing", name, MISSING)
+          else if (info.type !== "Directory") found("TypeMismatch", name, `is ${aFileType(info.type)}, the manifest records a directory`)
         }
       }
       const complete = checked >= items.length
@@ -641,7 +681,9 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         // Wrapped around or finished: the next slice starts from the beginning.
         yield* fs.writeFileAtomic(cursorPath, encodeJsonBytes(complete ? { id: "", path: "" } : last), { sync: false })
       }
-      return { ok: corrupt.length === 0 && missing.length === 0, checked, checkedBytes, corrupt, missing, complete }
+      const missing = problems.filter(isMissingProblem).map((p) => p.path)
+      const corrupt = problems.filter((p) => !isMissingProblem(p)).map((p) => p.path)
+      return { ok: problems.length === 0, checked, checkedBytes, corrupt, missing, problems, complete }
     })
 
   // ------------------------------------------------------------------------------------------ forget
@@ -800,6 +842,7 @@ const findingsOf = (
       }
     }
     const asideRoot = agentPaths(agentDir).restoreAsideDir
+    // Doctor findings only, as above: an unlistable restore-aside directory is absent here (nothing is written).
     for (const entry of yield* deps.fs.readDirectory(asideRoot).pipe(Effect.orElseSucceed(() => []))) {
       findings.push({
         code: "state-backup-restore-aside",

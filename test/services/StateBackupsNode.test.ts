@@ -135,6 +135,8 @@ describe("StateBackups (Node layer)", () => {
       assert.isFalse(result.ok)
       assert.deepStrictEqual(result.corrupt, [`${id}/agent/state/a.txt`])
       assert.deepStrictEqual(result.missing, [`${id}/agent/MEMORY.md`])
+      assert.sameDeepMembers(result.problems.map((p) => [p._tag, p.path]), [["ContentMismatch", `${id}/agent/state/a.txt`], ["Missing", `${id}/agent/MEMORY.md`]])
+      assert.match(result.problems.find((p) => p._tag === "ContentMismatch")!.message, /: its SHA-256 differs from the manifest's$/)
       assert.isTrue(result.complete)
       // Slices of 4 entries: the third run has covered all (at least 10 entries), each starts where the last stopped.
       const seen: Array<number> = []
@@ -243,6 +245,8 @@ describe("StateBackups (Node layer)", () => {
       assert.isTrue(nfs.lstatSync(NodePath.join(snap, "agent/state/dir-link")).isSymbolicLink())
       assert.isFalse(JSON.stringify(nfs.readFileSync(NodePath.join(snap, "manifest.json"), "utf8")).includes("secret.txt"))
       assert.deepStrictEqual(first.skipped.map((s) => s.path), ["agent/state/fifo"])
+      assert.strictEqual(first.skipped[0]!._tag, "SpecialFile")
+      assert.strictEqual(first.skipped[0]!.message, "not in the snapshot: agent/state/fifo: special file (FIFO, socket or device)")
       assert.isFalse(nfs.existsSync(NodePath.join(snap, "agent/state/fifo")))
       assert.deepStrictEqual(first.sqliteLive, ["agent/state/db.sqlite"])
       // A top-level entry that links to another disk (the user's choice) is snapshotted through the link.
@@ -278,6 +282,11 @@ describe("StateBackups (Node layer)", () => {
       nfs.writeFileSync(t.at("agent/state/a.txt"), "changed again") // else it is linked, not copied
       const twice = yield* withBackups(t.agent, { root: t.root }, (b) => b.create(), grow(2))
       assert.deepStrictEqual(twice.changedDuringBackup, ["agent/state/a.txt"])
+      assert.deepStrictEqual(twice.problems, [{
+        _tag: "ChangedDuringBackup",
+        path: "agent/state/a.txt",
+        message: "agent/state/a.txt changed while it was copied (twice): the copy may mix two versions"
+      }])
       const entry = JSON.parse(nfs.readFileSync(NodePath.join(t.root, twice.id, "manifest.json"), "utf8")).entries
         .find((e: { path: string }) => e.path === "agent/state/a.txt")
       assert.isTrue(entry.changedDuringBackup)

@@ -61,7 +61,7 @@ export const userProfileFindings = (deps: Deps, paths: AgentPaths): Effect.Effec
     for (const u of state.unparsable) {
       findings.push({
         code: "user-profile-unparsable-shard",
-        path: reader.shardPath(u.name),
+        path: reader.shardPath(u.shard),
         message: `shard does not parse (${u.why}); profile edits are refused until it is fixed`,
         fix: "repair its front matter (--- YAML --- then a blank line and the entries) or move it out of the archive"
       })
