@@ -418,16 +418,22 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         }
         const runKind: RunKind = "kind" in manifest ? manifest.kind : "named"
         const leasePath = NodePath.join(runDir, LEASES_DIR, leaseName)
-        // Second half of the handshake: a pruner that marked the run first wins; we step back.
-        if (yield* liveMarkerExists(deps, cleanupMarkerPath(tenantDir, runId))) {
-          yield* withdrawLease(leasePath)
-          return { _tag: "Busy" } as Attempt
+        // A generated run needs neither check below (two lstats of every acquire, issue 18): its name is new,
+        // and it appeared, renamed from staging, with our lease already inside. So a pruner can only name it
+        // after our lease landed, reads that lease under its marker and keeps the run (I1), and nobody can
+        // have moved it aside before our lease was there. A named run may have been there before our lease.
+        if (kind === "named") {
+          // Second half of the handshake: a pruner that marked the run first wins; we step back.
+          if (yield* liveMarkerExists(deps, cleanupMarkerPath(tenantDir, runId))) {
+            yield* withdrawLease(leasePath)
+            return { _tag: "Busy" } as Attempt
+          }
+          // No live marker does not prove the run is still in place: a pruner that read the leases before ours
+          // landed may have renamed the run into .trash and then released its marker, or died holding it. Our
+          // lease is still at its path only if the run is (I1); otherwise start over.
+          const inPlace = yield* fs.lstat(leasePath).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
+          if (!inPlace) return { _tag: "Again" } as Attempt
         }
-        // No live marker does not prove the run is still in place: a pruner that read the leases before ours
-        // landed may have renamed the run into .trash and then released its marker, or died holding it. Our
-        // lease is still at its path only if the run is (I1); otherwise start over.
-        const inPlace = yield* fs.lstat(leasePath).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
-        if (!inPlace) return { _tag: "Again" } as Attempt
         const identity = yield* recordRunIdentity(deps, runDir, joined._tag === "Joined" ? { dir: joined.dir, leases: joined.leases } : {})
         if (identity === undefined) {
           yield* withdrawLease(leasePath)
