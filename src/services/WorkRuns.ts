@@ -449,16 +449,28 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         const runId = opts.runId === undefined ? undefined : yield* decodeSegment("runId", opts.runId)
         const tenantDir = paths.workTenantDir(category, tenant)
         // Only a `Retry` is retried; a port or ownership error ends the acquire at once.
-        const outcome = yield* attempt({ category, tenant, runId }).pipe(
+        const once = attempt({ category, tenant, runId }).pipe(
           Effect.either,
           Effect.flatMap((r): Effect.Effect<Either.Either<HeldRun, AttemptError>, Retry> =>
             Either.isLeft(r) ? Effect.succeed(Either.left(r.left)) : r.right._tag === "Done" ? Effect.succeed(Either.right(r.right.run)) : Effect.fail(r.right)
-          ),
-          Effect.retryOrElse(
-            acquireRetries(busyAttempts, busyDelay),
-            (_, tries) => new RunBusy({ path: NodePath.join(tenantDir, runId ?? "(generated)"), attempts: tries.stoppedAt })
           )
         )
+        // The schedule is driven only once a try must be made again (most acquires succeed at the first), the
+        // first retry replayed into it: the same tries and pauses, without a schedule driver per acquire.
+        const outcome = yield* once.pipe(Effect.catchAll((first) => {
+          let replay: Retry | undefined = first
+          return Effect.suspend(() => {
+            if (replay === undefined) return once
+            const retry = replay
+            replay = undefined
+            return Effect.fail(retry)
+          }).pipe(
+            Effect.retryOrElse(
+              acquireRetries(busyAttempts, busyDelay),
+              (_, tries) => new RunBusy({ path: NodePath.join(tenantDir, runId ?? "(generated)"), attempts: tries.stoppedAt })
+            )
+          )
+        }))
         return yield* outcome
       })
 
