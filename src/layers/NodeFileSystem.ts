@@ -118,7 +118,7 @@ const toFileInfo = (stats: fs.Stats): FileInfo => ({
 
 /**
  * The ENOENT of an lstat probe, built without a stack trace: most probes expect it (is the name free? is
- * there a marker?), and capturing a stack made the error cost ~20–45 µs, twice per acquire (issue 18).
+ * there a marker?), and capturing a stack made the error cost ~20–45 µs, twice per acquire (BENCHMARKS.md).
  */
 const missing = (method: string, path: string): FileSystemError => {
   const limit = Error.stackTraceLimit

@@ -418,7 +418,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         }
         const runKind: RunKind = "kind" in manifest ? manifest.kind : "named"
         const leasePath = NodePath.join(runDir, LEASES_DIR, leaseName)
-        // A generated run needs neither check below (two lstats of every acquire, issue 18): its name is new,
+        // A generated run needs neither check below (two lstats of every acquire, BENCHMARKS.md): its name is new,
         // and it appeared, renamed from staging, with our lease already inside. So a pruner can only name it
         // after our lease landed, reads that lease under its marker and keeps the run (I1), and nobody can
         // have moved it aside before our lease was there. A named run may have been there before our lease.
@@ -518,7 +518,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
      * wakes every `heartbeatEvery`, beats each lease still held, and ends at a wake-up that finds none (so an
      * idle service has no timer, and a `TestClock` adjust does not step through beats). A lease held since any
      * time is beaten at most `heartbeatEvery` later. One fiber instead of one per lease: forking a sleeping
-     * fiber at acquire and interrupting it at release cost ~45 µs of an acquire + release pair (issue 18).
+     * fiber at acquire and interrupting it at release cost ~45 µs of an acquire + release pair (BENCHMARKS.md).
      * A release waits for its lease's beat in flight (`beatTurn`), so a beat never rewrites a released lease.
      */
     const beating = new Set<Beating>()
