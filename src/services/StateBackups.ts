@@ -198,6 +198,14 @@ const optionalLstat = (deps: Deps, path: string): Effect.Effect<FileInfo | undef
 const removeWholeTree = (deps: Deps, path: string): Effect.Effect<void, FileSystemError> =>
   Effect.asVoid(deps.fs.removeTree(path, WHOLE_TREE))
 
+/** A live file of a directory whose record in the previous snapshot says it is unchanged. */
+interface LinkCandidate {
+  readonly name: string
+  readonly rel: string
+  readonly info: FileInfo
+  readonly prior: ManifestEntry
+}
+
 /** Join a snapshot-relative POSIX path onto a directory. */
 const under = (dir: string, rel: string): string => NodePath.join(dir, ...rel.split("/"))
 
@@ -417,6 +425,13 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           o?.onProgress?.({ files: counts.files, bytes: counts.bytes, path: entry.path })
         }
 
+        /** A live file copied into the snapshot and recorded; one that vanished or cannot be read is skipped. */
+        const copyLiveRecorded = (source: string, target: string, rel: string, info: FileInfo, sqliteGroup: boolean) =>
+          Effect.map(copyLive(source, target, rel, info, sqliteGroup), recordFile).pipe(
+            Effect.catchIf((e) => e._tag === "FileSystemError" && e.path === source, (e) =>
+              skip(rel, e.reason === "NotFound" ? "vanished during the backup" : `unreadable: ${e.message}`))
+          )
+
         /** A live file: a link to the previous snapshot's copy when every recorded attribute matches, else a copy. */
         const addFile = (
           source: string,
@@ -426,10 +441,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           info: FileInfo,
           sqliteGroup: boolean
         ): Effect.Effect<void, FileSystemError> => {
-          const copy = Effect.map(copyLive(source, target, rel, info, sqliteGroup), recordFile).pipe(
-            Effect.catchIf((e) => e._tag === "FileSystemError" && e.path === source, (e) =>
-              skip(rel, e.reason === "NotFound" ? "vanished during the backup" : `unreadable: ${e.message}`))
-          )
+          const copy = copyLiveRecorded(source, target, rel, info, sqliteGroup)
           const prior = previousEntries.get(rel)
           if (sqliteGroup || previousPath === undefined || !shouldLink({ type: "file", size: info.size, mode: info.mode, mtimeMs: info.mtimeMs }, prior)) {
             return copy
@@ -486,26 +498,90 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
             const groups = sqliteGroups([...files.keys()])
             const inGroup = new Set([...groups.values()].flat())
             const sourceDir = dir.endsWith("/") ? dir : `${dir}/`
-            return Effect.forEach(children, ({ info, name }) => {
-              const source = sourceDir + name
-              const target = `${targetDir}/${name}`
-              const previousPath = previousDir === undefined ? undefined : `${previousDir}/${name}`
+            // Runs of files that link (every recorded attribute equal) become one `linkEach` call; anything
+            // else is a step of its own. Steps run in listing order, so the manifest's order is the walk's.
+            const steps: Array<() => Effect.Effect<void, FileSystemError>> = []
+            let run: Array<LinkCandidate> = []
+            const endRun = () => {
+              if (run.length === 0) return
+              const batch = run
+              run = []
+              steps.push(() => linkRun(sourceDir, targetDir, previousDir!, batch))
+            }
+            for (const { info, name } of children) {
               const childRel = `${rel}/${name}`
-              if (info.type !== "File") return addEntry(source, target, previousPath, childRel, info)
-              const sidecars = groups.get(name)
-              if (sidecars === undefined) {
-                if (inGroup.has(name)) return Effect.void // copied with its database
-                return addFile(source, target, previousPath, childRel, info, false)
+              if (info.type === "File" && previousDir !== undefined && !groups.has(name) && !inGroup.has(name)) {
+                const prior = previousEntries.get(childRel)
+                if (shouldLink({ type: "file", size: info.size, mode: info.mode, mtimeMs: info.mtimeMs }, prior)) {
+                  run.push({ name, rel: childRel, info, prior })
+                  continue
+                }
               }
-              // The database and its -wal/-shm one after another, never linked: as close to one moment as a file copy gets.
-              sqliteLive.push(childRel)
-              return Effect.zipRight(
-                addFile(source, target, previousPath, childRel, info, true),
-                Effect.forEach(sidecars, (sidecar) =>
-                  addFile(sourceDir + sidecar, `${targetDir}/${sidecar}`, undefined, `${rel}/${sidecar}`, files.get(sidecar)!, true), { discard: true })
-              )
-            }, { discard: true })
+              endRun()
+              steps.push(() => {
+                const source = sourceDir + name
+                const target = `${targetDir}/${name}`
+                const previousPath = previousDir === undefined ? undefined : `${previousDir}/${name}`
+                if (info.type !== "File") return addEntry(source, target, previousPath, childRel, info)
+                const sidecars = groups.get(name)
+                if (sidecars === undefined) {
+                  if (inGroup.has(name)) return Effect.void // copied with its database
+                  return addFile(source, target, previousPath, childRel, info, false)
+                }
+                // The database and its -wal/-shm one after another, never linked: as close to one moment as a file copy gets.
+                sqliteLive.push(childRel)
+                return Effect.zipRight(
+                  addFile(source, target, previousPath, childRel, info, true),
+                  Effect.forEach(sidecars, (sidecar) =>
+                    addFile(sourceDir + sidecar, `${targetDir}/${sidecar}`, undefined, `${rel}/${sidecar}`, files.get(sidecar)!, true), { discard: true })
+                )
+              })
+            }
+            endRun()
+            return Effect.forEach(steps, (step) => step(), { discard: true })
           })
+
+        /**
+         * Link a run of unchanged files to the previous snapshot's copies in one call (snapshot → snapshot: the
+         * live file is never a link's source). A link that fails with a fallback errno is a copy from the live
+         * file instead, in its place in the manifest's order; any other failure fails the create.
+         */
+        const linkRun = (
+          sourceDir: string,
+          targetDir: string,
+          previousDir: string,
+          run: ReadonlyArray<LinkCandidate>
+        ): Effect.Effect<void, FileSystemError> =>
+          Effect.flatMap(fs.linkEach(previousDir, targetDir, run.map((c) => c.name)), (answers) => {
+            for (let i = 0; i < run.length; i++) {
+              const failed = answers[i]
+              if (failed !== undefined) return linkRunTail(sourceDir, targetDir, run, answers, i)
+              counts.linkedFiles++
+              recordFile(run[i]!.prior)
+            }
+            return Effect.void
+          })
+
+        /** The rest of a run from its first failed link on, one step per file. */
+        const linkRunTail = (
+          sourceDir: string,
+          targetDir: string,
+          run: ReadonlyArray<LinkCandidate>,
+          answers: ReadonlyArray<FileSystemError | undefined>,
+          from: number
+        ): Effect.Effect<void, FileSystemError> =>
+          Effect.forEach(run.slice(from), (c, k) => {
+            const failed = answers[from + k]
+            if (failed === undefined) {
+              return Effect.sync(() => {
+                counts.linkedFiles++
+                recordFile(c.prior)
+              })
+            }
+            if (!LINK_FALLBACK.has(failed.errno)) return Effect.fail(failed)
+            counts.linkFallbacks++
+            return copyLiveRecorded(sourceDir + c.name, `${targetDir}/${c.name}`, c.rel, c.info, false)
+          }, { discard: true })
 
         const roots = yield* scopeRoots(webDataRoot)
         for (const tree of roots) {
