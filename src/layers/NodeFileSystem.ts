@@ -597,12 +597,12 @@ export const make: Effect.Effect<FileSystem["Type"], never, Scope.Scope> = Effec
   return service(walks)
 })
 
-const service = (walks: Walks): FileSystem["Type"] => ({
+const service = ({ snapshot, ...walks }: Walks): FileSystem["Type"] => ({
   ...walks,
   lstat,
   statFollowingLinks,
   readDirectory,
-  readDirectoryInfo,
+  readDirectoryInfo: snapshot?.readDirectoryInfo ?? readDirectoryInfo,
   makeDirectory,
   writeFileExclusive,
   writeFileAtomic,
@@ -615,7 +615,7 @@ const service = (walks: Walks): FileSystem["Type"] => ({
   symlink: (target, path) => attemptSync("symlink", path, () => fs.symlinkSync(target, path)),
   readLink: (path) => attemptSync("readLink", path, () => fs.readlinkSync(path)),
   link: (existing, newPath) => attemptSync("link", newPath, () => fs.linkSync(existing, newPath)),
-  linkEach,
+  linkEach: snapshot?.linkEach ?? linkEach,
   utimes: (path, atimeMs, mtimeMs) => attemptSync("utimes", path, () => fs.lutimesSync(path, atimeMs / 1000, mtimeMs / 1000)),
   chmod: (path, mode) => setMode("chmod", path, mode),
   copyFile,

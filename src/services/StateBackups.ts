@@ -185,8 +185,11 @@ const MANIFEST_MAX_BYTES = 1 << 30
 /** The writer lock's wait: 25 ms doubling to 500 ms between tries, `lockWaitMs` (default 30 s) in all. */
 const writerLockWait = (lockWaitMs: number) =>
   Schedule.exponential(Duration.millis(25), 2).pipe(Schedule.union(Schedule.spaced(Duration.millis(500))), waitingAtMost(lockWaitMs))
-/** errnos after which a hard link is replaced by a copy (the link limit, another device, a refusing fs). */
-const LINK_FALLBACK = new Set(["EMLINK", "EXDEV", "EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOENT"])
+/**
+ * errnos after which a hard link is replaced by a copy (the link limit, another device, a refusing fs; the
+ * previous copy gone, or its directory replaced by a link or file: never linked through, the live file is copied).
+ */
+const LINK_FALLBACK = new Set(["EMLINK", "EXDEV", "EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOENT", "ENOTDIR", "ELOOP"])
 
 const entryType = (info: FileInfo): ManifestEntry["type"] | undefined =>
   info.type === "File" ? "file" : info.type === "Directory" ? "directory" : info.type === "SymbolicLink" ? "symlink" : undefined
