@@ -246,8 +246,10 @@ const SQLITE_SIDECARS = ["-wal", "-shm"] as const
 
 /** The names of a directory that form live SQLite groups: database → its present `-wal`/`-shm` sidecars. */
 export const sqliteGroups = (names: ReadonlyArray<string>): ReadonlyMap<string, ReadonlyArray<string>> => {
-  const present = new Set(names)
   const groups = new Map<string, ReadonlyArray<string>>()
+  // Only a name with a sidecar's suffix can make a group (a snapshot's walk asks this of every directory).
+  if (!names.some((n) => SQLITE_SIDECARS.some((s) => n.endsWith(s)))) return groups
+  const present = new Set(names)
   for (const name of names) {
     const sidecars = SQLITE_SIDECARS.map((s) => name + s).filter((n) => present.has(n))
     if (sidecars.length > 0) groups.set(name, sidecars)

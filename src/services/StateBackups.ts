@@ -201,6 +201,13 @@ const optionalLstat = (deps: Deps, path: string): Effect.Effect<FileInfo | undef
 const removeWholeTree = (deps: Deps, path: string): Effect.Effect<void, FileSystemError> =>
   Effect.asVoid(deps.fs.removeTree(path, WHOLE_TREE))
 
+/**
+ * The mode a snapshot directory is created with: its live mode when that lets us fill it (owner rwx; the
+ * building directory sits in the private root, so nobody else reaches it meanwhile), else 0700 and a chmod
+ * to the live mode once it is full (one call fewer per directory in the common case).
+ */
+const buildMode = (mode: number): number => ((mode & 0o700) === 0o700 ? mode : 0o700)
+
 /** A live file of a directory whose record in the previous snapshot says it is unchanged. */
 interface LinkCandidate {
   readonly name: string
@@ -477,7 +484,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
               entries.push({ path: rel, type, size: info.size, mode: info.mode, mtimeMs: info.mtimeMs, target: linkTarget })
               return
             }
-            yield* fs.makeDirectory(target, { mode: 0o700 })
+            yield* fs.makeDirectory(target, { mode: buildMode(info.mode) })
             const record: ManifestEntry = { path: rel, type, size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
             entries.push(record)
             directories.push(record)
@@ -605,7 +612,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           const target = under(building, tree.dest)
           const previousPath = previousDir === undefined ? undefined : under(previousDir, tree.dest)
           if (info.type === "Directory" && tree.exclude.length > 0) {
-            yield* fs.makeDirectory(target, { mode: 0o700 })
+            yield* fs.makeDirectory(target, { mode: buildMode(info.mode) })
             const record: ManifestEntry = { path: tree.dest, type: "directory", size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
             entries.push(record)
             directories.push(record)
@@ -616,8 +623,9 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         }
         // Directories get their live mode and mtime last, deepest first (filling them changed their mtime).
         for (const d of [...directories].reverse()) {
-          yield* fs.chmod(under(building, d.path), d.mode)
-          yield* fs.utimes(under(building, d.path), d.mtimeMs, d.mtimeMs)
+          const path = under(building, d.path)
+          if (buildMode(d.mode) !== d.mode) yield* fs.chmod(path, d.mode)
+          yield* fs.utimes(path, d.mtimeMs, d.mtimeMs)
         }
         const manifest = encodeSnapshotManifest({
           format: "pi-state-snapshot",

@@ -13,6 +13,7 @@ import {
   resolveBackupRoot,
   shouldLink,
   snapshotId,
+  sqliteGroups,
   snapshotIdTime,
   TOOL
 } from "../../src/domain/StateSnapshot.js"
@@ -94,6 +95,12 @@ describe("StateSnapshot", () => {
   it.prop("the hand-written entry check agrees with the ManifestEntry schema", [fc.oneof(entryArb, fc.anything(), fc.record({ path: fc.anything(), type: fc.anything(), size: fc.anything(), mode: fc.nat(), mtimeMs: fc.nat(), sha256: fc.anything() }))], ([u]) => {
     assert.strictEqual(entryProblem(u) === undefined, Schema.is(ManifestEntry)(u), JSON.stringify(u))
   }, { fastCheck: { numRuns: 300 } })
+
+  it("SQLite groups: a database with its present -wal/-shm; a sidecar without its database, or none at all, is no group", () => {
+    assert.deepStrictEqual([...sqliteGroups(["a.db", "a.db-shm", "a.db-wal", "b.db", "c.db-wal", "x.json"])], [["a.db", ["a.db-wal", "a.db-shm"]]])
+    assert.strictEqual(sqliteGroups(["f1.json", "f2.json", "db"]).size, 0)
+    assert.strictEqual(sqliteGroups(["orphan-wal", "orphan-shm"]).size, 0)
+  })
 
   it("links only when type, size, mtime and mode all match an intact record", () => {
     const prev: ManifestEntry = { path: "p", type: "file", size: 3, mode: 0o644, mtimeMs: 1.5, sha256: "h" }

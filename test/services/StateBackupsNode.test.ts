@@ -80,7 +80,13 @@ describe("StateBackups (Node layer)", () => {
     Effect.gen(function*() {
       const t = setup(STATE_FILES)
       nfs.chmodSync(t.at("agent/state/c.txt"), 0o600)
+      // Directories keep their live mode: one we can fill as it is (0750), one we cannot (0500: chmod once full).
+      nfs.chmodSync(t.at("agent/state/extensions"), 0o750)
+      nfs.chmodSync(t.at("agent/state/extensions/foo"), 0o500)
       const first = yield* withBackups(t.agent, { root: t.root }, (b) => b.create({ label: "first" }))
+      for (const [rel, mode] of [["agent/state/extensions", 0o750], ["agent/state/extensions/foo", 0o500]] as const) {
+        assert.strictEqual(nfs.statSync(NodePath.join(t.root, first.id, rel)).mode & 0o7777, mode, rel)
+      }
       assert.strictEqual(first.files, 6)
       assert.strictEqual(first.copiedFiles, 6)
       assert.strictEqual(first.linkedFiles, 0)
