@@ -1,8 +1,9 @@
 /**
  * Profiling driver (session 6, 17-incr; not part of `npm run bench`): one generated state tree, one first
  * snapshot, then `--reps` unchanged incrementals in this process, each against a `cp -al` of the same tree,
- * alternating. `node --cpu-prof` it, or `strace -c -f` it, to see where an incremental's time goes.
- * `npx tsx bench/incrProfile.ts --files 10000 --reps 5 --dir /tmp/x`
+ * alternating (the tree and its snapshots are kept in `--dir` for the next run). `--profile PREFIX` writes a
+ * CPU profile of each timed create alone (`PREFIX.<rep>.cpuprofile`); `strace -c -f` it to count syscalls.
+ * `npx tsx bench/incrProfile.ts --files 10000 --reps 5 --dir /tmp/x [--profile /tmp/x/p]`
  */
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
@@ -49,7 +50,7 @@ const main = async () => {
   for (let rep = 0; rep < reps; rep++) {
     sync()
     let t = nowMs()
-    let c = cpuMs()
+    const c = cpuMs()
     if (typeof profileTo === "string") await session.post("Profiler.start")
     const r = await create()
     if (typeof profileTo === "string") {
@@ -72,4 +73,7 @@ const main = async () => {
   }
   console.log(`ours wall/cpu ms: ${ours.join(" ")}; cp -al wall/cpu ms: ${base.join(" ")}`)
 }
-main()
+main().catch((e) => {
+  console.error(e)
+  process.exitCode = 1
+})

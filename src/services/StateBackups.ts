@@ -208,6 +208,8 @@ const removeWholeTree = (deps: Deps, path: string): Effect.Effect<void, FileSyst
  */
 const buildMode = (mode: number): number => ((mode & 0o700) === 0o700 ? mode : 0o700)
 
+const NO_NAMES: ReadonlySet<string> = new Set()
+
 /** A live file of a directory whose record in the previous snapshot says it is unchanged. */
 interface LinkCandidate {
   readonly name: string
@@ -504,9 +506,12 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         ): Effect.Effect<void, FileSystemError> =>
           Effect.flatMap(fs.readDirectoryInfo(dir), (listed) => {
             const children = exclude.length === 0 ? listed : listed.filter((c) => !exclude.includes(c.name))
-            const files = new Map(children.filter((c) => c.info.type === "File").map((c) => [c.name, c.info]))
-            const groups = sqliteGroups([...files.keys()])
-            const inGroup = new Set([...groups.values()].flat())
+            const fileNames: Array<string> = []
+            for (const c of children) if (c.info.type === "File") fileNames.push(c.name)
+            const groups = sqliteGroups(fileNames)
+            const inGroup: ReadonlySet<string> = groups.size === 0 ? NO_NAMES : new Set([...groups.values()].flat())
+            // Only a group's sidecars are looked up by name (rare): no map of every file per directory.
+            const fileInfo = (name: string) => children.find((c) => c.name === name)!.info
             const sourceDir = dir.endsWith("/") ? dir : `${dir}/`
             // Runs of files that link (every recorded attribute equal) become one `linkEach` call; anything
             // else is a step of its own. Steps run in listing order, so the manifest's order is the walk's.
@@ -543,7 +548,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
                 return Effect.zipRight(
                   addFile(source, target, previousPath, childRel, info, true),
                   Effect.forEach(sidecars, (sidecar) =>
-                    addFile(sourceDir + sidecar, `${targetDir}/${sidecar}`, undefined, `${rel}/${sidecar}`, files.get(sidecar)!, true), { discard: true })
+                    addFile(sourceDir + sidecar, `${targetDir}/${sidecar}`, undefined, `${rel}/${sidecar}`, fileInfo(sidecar), true), { discard: true })
                 )
               })
             }
