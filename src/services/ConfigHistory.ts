@@ -196,7 +196,8 @@ export class ConfigHistory extends Context.Tag("pi-agent-storage/ConfigHistory")
     Layer.effect(ConfigHistory, make(options))
 }
 
-export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["Type"], never, FileSystem | Host | AgentDir | CommandExecutor> =>
+/** `ConfigHistory.make` (module-private: the service's static is the one public name). */
+const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["Type"], never, FileSystem | Host | AgentDir | CommandExecutor> =>
   Effect.gen(function*() {
     const deps = yield* depsFromContext
     const { fs, host } = deps

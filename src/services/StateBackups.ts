@@ -165,6 +165,11 @@ export class StateBackups extends Context.Tag("pi-agent-storage/StateBackups")<S
     id: string,
     o?: { readonly extension?: string; readonly dryRun?: boolean }
   ) => Effect.Effect<RestoreResult, BackupError | SnapshotNotFound | SnapshotCorrupt | InvalidSegment>
+  /**
+   * The doctor's look (read-only, never fails): an unsafe backup root, incomplete snapshots whose writer is
+   * dead, restore-aside directories waiting for a person.
+   */
+  readonly findings: Effect.Effect<ReadonlyArray<FindingDraft>>
 }>() {
   static readonly make = (options: StateBackupsOptions = {}) =>
     Effect.gen(function*() {
@@ -221,7 +226,7 @@ interface LinkCandidate {
 /** Join a snapshot-relative POSIX path onto a directory. */
 const under = (dir: string, rel: string): string => NodePath.join(dir, ...rel.split("/"))
 
-export const makeStateBackups = (deps: Deps, agentDir: string, options: StateBackupsOptions): StateBackups["Type"] =>
+const makeStateBackups = (deps: Deps, agentDir: string, options: StateBackupsOptions): StateBackups["Type"] =>
   internals(deps, agentDir, options).service
 
 const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) => {
@@ -845,20 +850,17 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       return yield* (o?.dryRun === true ? run : withWriter(run))
     })
 
-  return { service: { root, create, list, verify, forget, restore }, checkRoot, root }
+  return { service: { root, create, list, verify, forget, restore, findings: findingsOf(deps, agentDir, checkRoot, root) } }
 }
 
-/**
- * The doctor's look at state snapshots (read-only): an unsafe default backup root, incomplete snapshots whose
- * writer is dead, and restore-aside directories waiting for a person.
- */
-export const stateBackupFindings = (
+/** `StateBackups.findings`: the doctor's look at state snapshots, with the root check the writers use. */
+const findingsOf = (
   deps: Deps,
   agentDir: string,
-  webDataRoot?: string
+  checkRoot: (create: false) => Effect.Effect<boolean, UnsafeBackupRoot | TierUnresolvable | FileSystemError>,
+  root: string
 ): Effect.Effect<ReadonlyArray<FindingDraft>> =>
   Effect.gen(function*() {
-    const { checkRoot, root } = internals(deps, agentDir, { webDataRoot })
     const findings: Array<FindingDraft> = []
     const exists = yield* checkRoot(false).pipe(
       Effect.catchAll((e) =>

@@ -194,7 +194,8 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) 
   return { archiveDir, stateDir, lockPath, journalPath, shardPath, indexPath, readState }
 }
 
-export const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], options: UserProfileOptions = {}) => {
+/** `UserProfile.make` once its options are checked (module-private: the service's static is the public name). */
+const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], options: UserProfileOptions = {}) => {
   const budgetBytes = options.budgetBytes ?? DEFAULT_PROFILE_BUDGET_BYTES
   const shardBudgetBytes = options.shardBudgetBytes ?? DEFAULT_SHARD_BUDGET_BYTES
   const { fs } = deps
