@@ -40,6 +40,12 @@ const esm = {
   banner: { js: "import{createRequire as __piRequire}from\"node:module\";const require=__piRequire(import.meta.url);" }
 }
 
+/**
+ * ESM bundles split at each dynamic `import()`: what an entry imports lazily (the facade's store stack, the
+ * CLI's command tree) is its own chunk, read only when that import runs (issue 18).
+ */
+const split = { splitting: true, chunkNames: "chunks/[name]-[hash]", outExtension: { ".js": ".mjs" } }
+
 /** CommonJS has no `import.meta`: our modules' `import.meta.url` becomes this file's URL. */
 const cjs = {
   ...common,
@@ -51,16 +57,9 @@ const cjs = {
 fs.rmSync(outdir, { recursive: true, force: true })
 const started = performance.now()
 await Promise.all([
-  esbuild.build({ ...esm, entryPoints: ["src/promise.ts"], outfile: path.join(outdir, "promise.mjs") }),
+  esbuild.build({ ...esm, ...split, entryPoints: { promise: "src/promise.ts" }, outdir }),
   esbuild.build({ ...cjs, entryPoints: ["src/promise.ts"], outfile: path.join(outdir, "promise.cjs") }),
-  esbuild.build({
-    ...esm,
-    entryPoints: { main: "src/cli/main.ts" },
-    outdir: path.join(outdir, "cli"),
-    splitting: true,
-    chunkNames: "chunks/[name]-[hash]",
-    outExtension: { ".js": ".mjs" }
-  })
+  esbuild.build({ ...esm, ...split, entryPoints: { main: "src/cli/main.ts" }, outdir: path.join(outdir, "cli") })
 ])
 fs.chmodSync(path.join(outdir, "cli", "main.mjs"), 0o755)
 const sizes = fs.readdirSync(outdir, { recursive: true })
