@@ -50,7 +50,7 @@ const esm = {
 
 /**
  * ESM bundles split at each dynamic `import()`: what an entry imports lazily (the facade's store stack, the
- * CLI's command tree) is its own chunk, read only when that import runs (issue 18).
+ * CLI's command tree) is its own chunk, read only when that import runs (README "Installing").
  */
 const split = { splitting: true, chunkNames: "chunks/[name]-[hash]", outExtension: { ".js": ".mjs" } }
 

@@ -1,5 +1,5 @@
 /**
- * `pi-agent-storage/promise`: the Promise facade for callers that do not use Effect (SPEC API2).
+ * `pi-agent-storage/promise`: the Promise facade for callers that do not use Effect (README "Promise callers").
  * One ManagedRuntime per opened store, built once; rejections are the typed errors (`_tag`), never wrappers.
  */
 import * as NodeFs from "node:fs"
@@ -180,7 +180,7 @@ const trackLeaseFile = (scope: Scope.Scope, leasePath: string) =>
 
 export const openAgentStorage = async (options: OpenOptions = {}): Promise<AgentStorage> => {
   installExitHook()
-  // The stack loads on the first open, not at import (issue 18; facade/store.ts).
+  // The stack loads on the first open, not at import (README "Installing"; facade/store.ts).
   const store = await import("./facade/store.js")
   const { AgentDir, Doctor, ExtensionStorage: ExtensionStorageService, Migration, StateBackups, StorageConfig, WorkRuns } = store
   const { makePromiseConfigHistory, promiseUserProfile } = store
@@ -321,7 +321,7 @@ const SHARED_STORE_IDLE = Duration.seconds(30)
  * hook unlinks the process runs' leases).
  */
 let sharedStoresMap: RcMap.RcMap<string, AgentStorage, unknown> | undefined
-/** Made on first use, not at import (issue 18). */
+/** Made on first use, not at import (README "Installing"). */
 const sharedStores = () => sharedStoresMap ??= Effect.runSync(Effect.flatMap(Scope.make(), (scope) =>
   Scope.extend(
     RcMap.make({

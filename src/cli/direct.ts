@@ -1,6 +1,6 @@
 /**
  * The short route (`route.ts`): a command the tree does not need to parse, run with the context and the
- * error handling app.ts gives it, without loading `@effect/cli` (issue 18).
+ * error handling app.ts gives it, without loading `@effect/cli` (README "Installing").
  */
 import * as Effect from "effect/Effect"
 import type { SplitArgv } from "./argv.js"

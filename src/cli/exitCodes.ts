@@ -1,6 +1,6 @@
 /**
  * The tool's own exit codes (issue 6), in a module that imports nothing: main.ts needs `usage` before
- * anything heavy loads (issue 18). `exit.ts` re-exports them beside the per-error mapping.
+ * anything heavy loads (README "Installing"). `exit.ts` re-exports them beside the per-error mapping.
  */
 export const ExitCode = {
   ok: 0,

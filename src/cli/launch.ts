@@ -2,7 +2,7 @@
  * The first thing `pi-storage` does, in main.ts (from src/) and bin.ts (the bundle): split off the global
  * flags and `--`, so an argv mistake is reported before anything heavy loads, and answer `--version` (or
  * `-v`) alone before effect loads at all. Everything else goes to the program `load` returns. Imports
- * nothing heavy (issue 18).
+ * nothing heavy (README "Installing").
  */
 import { splitArgv } from "./argv.js"
 import { ExitCode } from "./exitCodes.js"
