@@ -697,7 +697,7 @@ static napi_value remove_tree(napi_env env, napi_callback_info info) {
 }
 
 /* ---------------------------------------------------------------------------------------------------------
- * removeTrees: several removal walks, one after the other, in one piece of thread-pool work (issue 18). A
+ * removeTrees: several removal walks, one after the other, in one piece of thread-pool work (BENCHMARKS.md, session 6). A
  * prune queues its deletions faster than the disk takes them; handing the waiting ones over together costs
  * one async work, one thread wake-up and one return to the event loop per batch instead of per run (each
  * of those was ~60-90 µs of main-thread CPU on a loaded machine). Each walk is exactly removeTree's.
