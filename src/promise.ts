@@ -1,5 +1,5 @@
 /**
- * `pi-agent-storage/promise`: the Promise facade for callers that do not use Effect (SPEC API2).
+ * `pi-agent-storage/promise`: the Promise facade for callers that do not use Effect (README "Promise callers").
  * One ManagedRuntime per opened store, built once; rejections are the typed errors (`_tag`), never wrappers.
  */
 import * as NodeFs from "node:fs"

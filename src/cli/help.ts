@@ -1,5 +1,5 @@
 /**
- * Our own `--help`, generated from the `@effect/cli` command tree (issue 13): `@effect/cli`'s help is 100+
+ * Our own `--help`, generated from the `@effect/cli` command tree: `@effect/cli`'s help is 100+
  * lines of "A user-defined piece of text." and "This setting is optional." and names a subcommand `$ prune`.
  * This reads each command's name, description, arguments and flags from the tree's descriptors and prints a
  * page that names the command in full (`pi-storage work prune`), lists every flag with its description

@@ -3,7 +3,7 @@
  * The `pi-storage` executable. Global flags and `--` are split off first, so an argv mistake is reported
  * before anything heavy loads. NodeRuntime is imported by subpath: the platform-node barrel alone costs more
  * start-up time than a whole command. `--version` (or `-v`) alone is answered before any of that loads (the bundle
- * splits app.ts into a chunk of its own that only then is read: issue 18).
+ * splits app.ts into a chunk of its own that only then is read: README "Installing").
  */
 import { splitArgv } from "./argv.js"
 import { ExitCode, ExitStatus } from "./exit.js"

@@ -1,5 +1,5 @@
 /**
- * Pure rules of the config history (SPEC BK1): what is versioned and under which name, the denylist, the
+ * Pure rules of the config history (README "Config history"): what is versioned and under which name, the denylist, the
  * redaction of literal credentials in JSON config and its reverse for a rollback, the crash sentinel's format,
  * and the parsing of git's output. No I/O: src/services/ConfigHistory.ts runs git and touches files.
  */

@@ -86,7 +86,7 @@ export class InvalidSegment extends Schema.TaggedError<InvalidSegment>()("Invali
   }
 }
 
-/** Which rule a refused retention policy broke (SPEC WR8a). */
+/** Which rule a refused retention policy broke (README "Retention": policies are data). */
 export const PolicyRule = Schema.Literal(
   "not-an-object",
   "unknown-key",

@@ -1,5 +1,5 @@
 /**
- * The words a person uses for a file type in messages (issue 13: never the port's `SymbolicLink`/`File`).
+ * The words a person uses for a file type in messages (never the port's `SymbolicLink`/`File`).
  * Pure; `type` is the FileSystem port's `FileType`.
  */
 const WORDS: Readonly<Record<string, string>> = {

@@ -1,5 +1,5 @@
 /**
- * The doctor's vocabulary (SPEC DR1, DR2): every finding code, its severity and what it means (the README
+ * The doctor's vocabulary (README "Doctor"): every finding code, its severity and what it means (the README
  * table is generated from `FINDING_CODES`), and the report shape. Pure. Prose that names a bound is built from
  * the constant that sets it, so the two cannot drift.
  */

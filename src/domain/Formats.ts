@@ -1,5 +1,5 @@
 /**
- * On-disk formats (DESIGN "On-disk formats"): the run manifest and the lease, v1 and v2, and markers.
+ * On-disk formats (README "On-disk formats"): the run manifest and the lease, v1 and v2, and markers.
  * Other tools read these files, so the shapes are stable.
  */
 import * as Schema from "effect/Schema"
@@ -122,7 +122,7 @@ export const encodeJsonBytes = (value: unknown): Uint8Array => textEncoder.encod
 /**
  * Room left after a run manifest's JSON for its `releasedAt` stamp (`,"releasedAt":` and 13 digits are 27
  * bytes), as spaces, which JSON allows: the stamp is then one write in place of the same length, not a temp
- * file renamed over the manifest (issue 7: that rename was a quarter of an acquire + release on ext4).
+ * file renamed over the manifest (BENCHMARKS.md: that rename was a quarter of an acquire + release on ext4).
  */
 export const MANIFEST_STAMP_ROOM = 32
 

@@ -1,5 +1,5 @@
 /**
- * The liveness verdict of SPEC WR4, pure: given what a lease (or marker) says, who we are, and what the
+ * The liveness verdict (README "Leases and liveness"), pure: given what a lease (or marker) says, who we are, and what the
  * program observed about the lease's pid, decide whether its holder may still be alive.
  *
  * The rule of thumb (systemd-tmpfiles, py-filelock): prove death before reclaiming; unknown means held.
@@ -31,7 +31,7 @@ export interface LeaseVerdict {
 }
 
 /**
- * How long an unreadable marker or lease is held before it counts as dead (issue 12 point 2). A real holder
+ * How long an unreadable marker or lease is held before it counts as dead (README "Stale unreadable markers and leases"). A real holder
  * writes its content microseconds after the exclusive create, so a file that is still empty, torn or garbage
  * after this long was left by a process killed in between. Ten minutes: far above any pause between create
  * and write, below the remote TTL so a crashed pruner never stops retention for long.
@@ -151,10 +151,10 @@ const localVerdict = (
 }
 
 /**
- * SPEC WR4, in order: unreadable → `unreadableVerdict` (held while fresh, dead once stale); same host and same boot → alive iff the pid exists
+ * README "Leases and liveness", in order: unreadable → `unreadableVerdict` (held while fresh, dead once stale); same host and same boot → alive iff the pid exists
  * with a matching start time; same host, other boot → dead; same host, boot unknown on either side → alive
  * iff the pid exists (start times compared when both known); other host → alive until the heartbeat is
- * older than `remoteLeaseTtlMs`; a heartbeat beyond now + TTL is unreadable (issue 12 point 7: it would pin
+ * older than `remoteLeaseTtlMs`; a heartbeat beyond now + TTL is unreadable (it would pin
  * the run forever). Markers use the same verdict.
  */
 export const leaseVerdict = (input: LeaseVerdictInput): LeaseVerdict => {

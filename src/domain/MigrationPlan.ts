@@ -1,5 +1,5 @@
 /**
- * Pure rules of the migrations (SPEC MG1, MG2): which root entries move where, where a collision is preserved,
+ * Pure rules of the migrations (README "Migrations"): which root entries move where, where a collision is preserved,
  * how split ledgers and trust files merge, the journal record format. No I/O: src/services/Migration.ts does
  * that. (The doctor's finding codes are in Findings.ts, the root-entry classifier in RootEntries.ts.)
  */

@@ -1,11 +1,11 @@
 /**
- * The prune plan (SPEC WR8): one pure function from (scanned runs, policy, now) to decisions with reasons.
+ * The prune plan (README "Retention"): one pure function from (scanned runs, policy, now) to decisions with reasons.
  * Dry run and execution both call it, so what a dry run shows is what an execution attempts.
  *
  * Only owned runs are given to the plan: unowned entries never reach it, so they can never be selected.
  *
  * Measuring is the costly part of a prune (a walk of every run, before the removal walk of the victims), so
- * the plan is made in two phases (SPEC WR8, issue 18): `planMeasuring` says which runs need a size before
+ * the plan is made in two phases (README "Retention"): `planMeasuring` says which runs need a size before
  * the plan (active runs, and the young inactive runs newest first until `maxInactiveRuns` of them measured
  * complete); every other run is removed by age or count whatever its size, and its bytes are counted by the
  * removal walk instead. The decisions are those `planPrune` makes with every run measured.
@@ -70,7 +70,7 @@ export interface BoundedManifestTimes {
 }
 
 /**
- * Issue 12 point 7: a manifest `createdAt` / `releasedAt` beyond now + the remote lease TTL cannot be a real
+ * A manifest `createdAt` / `releasedAt` beyond now + the remote lease TTL cannot be a real
  * stamp (a clock far off, or a forged file) and would pin the run forever. It does not count for last use;
  * in its place counts the manifest file's mtime capped at now (the last time anyone wrote it), or `now` when
  * the mtime is unknown — so such a run ages from the moment it was seen, never from the future.

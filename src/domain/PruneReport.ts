@@ -1,5 +1,5 @@
 /**
- * What `pruneWorkTenant` returns (SPEC WR8, issue 3 facade). The shape is public: Promise callers, the CLI's
+ * What `pruneWorkTenant` returns (README "Retention"). The shape is public: Promise callers, the CLI's
  * `--json` output and scripts read it, so fields are only ever added. Arrays are plain (mutable) arrays, as
  * in the facade's declared interface; every report is a fresh value.
  */
@@ -65,7 +65,7 @@ export const UnownedEntry = tagged(UnownedEntryTag, { name: Schema.String, path:
 export type UnownedEntry = typeof UnownedEntry.Type
 
 /**
- * A marker, lease or manifest timestamp that could not be trusted (issue 12 points 2 and 7): empty, garbage,
+ * A marker, lease or manifest timestamp that could not be trusted (README "Stale unreadable markers and leases"): empty, garbage,
  * not valid for its schema, a directory or a symlink where a file belongs, or a timestamp beyond now + the
  * remote TTL. `action`: `held` (fresh: its writer may still be writing it; kept), `reclaimed` (older than the
  * stale bound: removed under the dead-holder protocol, or with its run), `reclaimable` (stale, but this prune

@@ -1,5 +1,5 @@
 /**
- * Generated run ids (SPEC WR5): portable segments (WR2) that sort lexicographically by creation time.
+ * Generated run ids (README "How runs stay safe": creation is atomic): portable segments that sort lexicographically by creation time.
  *
  * Format, fixed width, 37 characters, all lowercase:
  *

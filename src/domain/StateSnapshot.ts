@@ -1,5 +1,5 @@
 /**
- * State snapshots (SPEC BK2), the pure parts: what is snapshotted, where snapshots live, their ids, the
+ * State snapshots (README "State snapshots"), the pure parts: what is snapshotted, where snapshots live, their ids, the
  * manifest format, the link decision and the typed errors. No I/O; the program is `services/StateBackups.ts`.
  *
  * Layout of a backup root:

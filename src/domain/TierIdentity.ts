@@ -1,6 +1,6 @@
 /**
  * "Compare directories by identity (device + inode after resolving links), never by string": the one
- * identity rule (`sameFile`) and the one containment rule (`resolvedWithin`). SPEC TD5 compares tier
+ * identity rule (`sameFile`) and the one containment rule (`resolvedWithin`). README "Extension data tiers (web host)" compares tier
  * directories this way, BK2 the state-backup root against the trees every snapshot copies. A path's
  * location is what it resolves to on disk (links and mounts included): the identities of its deepest
  * existing prefix and of that directory's physical ancestors up to "/", nearest first, plus the names below

@@ -1,5 +1,5 @@
 /**
- * Extension data tiers on the web host (SPEC TD1–TD4; README "Extension data tiers": *if it is deleted, what does the user lose?*). Pure: the context, the decision tree and
+ * Extension data tiers on the web host (README "Extension data tiers (web host)": *if it is deleted, what does the user lose?*). Pure: the context, the decision tree and
  * the config red lines as plain functions over plain values. I/O lives in src/services/TierStorage.ts.
  */
 import * as Either from "effect/Either"

@@ -1,5 +1,5 @@
 /**
- * Warnings: things the library chose to carry on through, which a caller should still hear about (issue 13).
+ * Warnings: things the library chose to carry on through, which a caller should still hear about (README "Errors").
  * Programs log them with `Effect.logWarning`, the fields as log annotations (`warning` = the tag), so an Effect
  * caller routes them with its own logger; the facade turns such a log entry back into the typed object for
  * `onWarning`, and the CLI prints the message on stderr. Pure: building and reading the annotations.

@@ -1,5 +1,5 @@
 /**
- * Web-host extension data root and tier paths (SPEC TD1, TD2 path parts). Pure.
+ * Web-host extension data root and tier paths (README "Extension data tiers (web host)"). Pure.
  */
 import * as NodePath from "node:path"
 

@@ -1,5 +1,5 @@
 /**
- * Promise versions of the web-host data tiers (SPEC TD1–TD4). A thin edge: the rules live in
+ * Promise versions of the web-host data tiers (README "Extension data tiers (web host)"). A thin edge: the rules live in
  * src/domain/Tiers.ts and src/services/TierStorage.ts. Rejections are the library's typed errors themselves
  * (an `Error` with `_tag`), or whatever a caller's `build` rejected with.
  */

@@ -1,5 +1,5 @@
 /**
- * The consumers' test entry (issue 13): the simulated world with only its driver API in the public type, and
+ * The consumers' test entry (README "Testing your code against the simulated world"): the simulated world with only its driver API in the public type, and
  * `MemoryWorld.layer(world)`, one simulated process (FileSystem + Host) to put under `storageLayer`:
  *
  *   const world = MemoryWorld.make()

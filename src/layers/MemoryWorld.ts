@@ -1,5 +1,5 @@
 /**
- * The simulated world behind the Memory layers (DESIGN "Why our own FileSystem port", issue 2 "Layers/Memory"):
+ * The simulated world behind the Memory layers (README "The simulated world (Memory)"):
  * an inode tree with several devices, simulated hosts with boots and process tables, fault injection, a crash
  * point and an operation journal. The FileSystem port semantics live in `MemoryFileSystem.ts`, the Host port in
  * `MemoryHost.ts`; `layerMemory` (in `MemoryFileSystem.ts`) builds a fresh world with both ports and the driver.

@@ -1,5 +1,5 @@
 /**
- * The FileSystem port on `node:fs` (DESIGN "Why our own FileSystem port").
+ * The FileSystem port on `node:fs` (README "Architecture in a paragraph").
  *
  * - Nothing follows a final symlink: reads, exclusive writes, chmod and copy sources open with O_NOFOLLOW;
  *   `utimes` is `lutimes`; `readDirectory` refuses a link (ENOTDIR).
@@ -9,7 +9,7 @@
  * - Durability: files are fsynced before they become visible under their final name, and the parent
  *   directories are fsynced after renames (unless the caller passes `sync: false`).
  * - The hot walks (`measureTree`, `removeTree`) use synchronous syscalls one directory at a time
- *   (DESIGN "Performance facts": async per-entry walks are ~8× slower), chosen in node/walkers.ts. Measuring
+ *   (async per-entry walks are ~8× slower: README "Walkers"), chosen in node/walkers.ts. Measuring
  *   runs in 4 ms slices on the event loop. Removing never holds it: with the native `fsat` addon the whole
  *   walk runs in C on the thread pool (node/nativeRemove.ts), otherwise on a remover thread
  *   (node/remover.ts). Memory use is one name list per directory level, never the whole tree. With the
@@ -17,7 +17,7 @@
  *   the portable walks (node/pathWalk.ts) address entries by path.
  * - Small metadata operations (lstat, mkdir, fchmod, exclusive create and write of small files, rename,
  *   unlink, reads under 1 MiB) are synchronous syscalls too: each costs microseconds, while a trip through
- *   the libuv thread pool costs 20–800 µs on a loaded 2-core machine (issue 7: acquire + release made ~40
+ *   the libuv thread pool costs 20–800 µs on a loaded 2-core machine (BENCHMARKS.md: acquire + release made ~40
  *   such trips). Only `fsync` and large reads/copies stay asynchronous, so the event loop never waits on
  *   the disk itself.
  */
@@ -266,7 +266,7 @@ const createAndWrite = (
   })
 
 const writeFileExclusive = (path: string, data: Uint8Array, options?: WriteOptions) =>
-  // No fsync unless asked: a lease needs none (DESIGN "Performance facts"); only writeFileAtomic defaults to it.
+  // No fsync unless asked: a lease needs none (README "How runs stay safe": an empty lease counts as held); only writeFileAtomic defaults to it.
   createAndWrite("writeFileExclusive", path, data, options?.mode ?? DEFAULT_FILE_MODE, options?.sync ?? false)
 
 const tempNameBeside = (path: string): string =>

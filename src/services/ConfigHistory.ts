@@ -1,5 +1,5 @@
 /**
- * Config history in a real git repository (SPEC BK1): snapshot, log, diff, rollback, and the crash sentinel
+ * Config history in a real git repository (README "Config history"): snapshot, log, diff, rollback, and the crash sentinel
  * of `change()`. The repository is `state/backups/config/history/` with its own work tree, into which the
  * tracked files are mirrored (laid out by source: `agent/…`, `web/<extId>/config/…`): live files are never
  * checked out in place, and no `.git` ever sits at the agent root or above a work run.

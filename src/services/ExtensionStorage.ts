@@ -1,5 +1,5 @@
 /**
- * Agent-side extension storage (SPEC WR11): `getStorage(namespace)` is a view with the extension's durable
+ * Agent-side extension storage (README "Extension storage (agent side)"): `getStorage(namespace)` is a view with the extension's durable
  * state dir, rebuildable cache dir and leased work runs under `work/extensions/<ns>/`. Building the view does
  * no I/O. Retention the extension asks for is clamped to the harness ceiling by `WorkRuns`. Every lease taken
  * through the view is released when the view's scope closes (unload, or the extension program failing) or

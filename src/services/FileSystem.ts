@@ -1,5 +1,5 @@
 /**
- * The narrow FileSystem port (DESIGN "Why our own FileSystem port").
+ * The narrow FileSystem port (README "Architecture in a paragraph": it never follows a link unless the operation's name says so).
  *
  * No operation follows a symlink in its last path component unless its name says so (`statFollowingLinks`): `lstat` describes the
  * link itself, `readFile`/`writeFileExclusive`/`chmod`/`utimes` fail with ELOOP (`IsSymlink`) on a link,
@@ -53,7 +53,7 @@ export interface TreeRemoval {
   readonly removedEntries: number
   /**
    * Sizes of the regular files this call unlinked (as `measureTree` counts them: never through a link), so
-   * a prune needs no measuring walk before removing a run it chose by age or count (SPEC WR8). A lower
+   * a prune needs no measuring walk before removing a run it chose by age or count (README "Retention"). A lower
    * bound of the tree's size when `!complete`.
    */
   readonly removedBytes: number

@@ -1,5 +1,5 @@
 /**
- * What the agent keeps, for people at a shell (SPEC CLI1): a bounded, read-only inventory of the work root
+ * What the agent keeps, for people at a shell (README "CLI quick tour"): a bounded, read-only inventory of the work root
  * and the extension state/cache tiers, and a listing of runs. It only calls `lstat`, `readDirectory`,
  * `readFile` and `measureTree` (plus the Host's pid probes for lease verdicts): it never writes anything.
  *

@@ -1,5 +1,5 @@
 /**
- * Migrations (SPEC MG1, MG2): the agent-dir layout migration and the per-entry migration toolkit.
+ * Migrations (README "Migrations"): the agent-dir layout migration and the per-entry migration toolkit.
  *
  * One planner decides, one executor does. `plan` reads the tree and returns the unit decisions (the rules are
  * pure, in src/domain/LayoutMigration.ts): for each legacy entry, from the files themselves and never from

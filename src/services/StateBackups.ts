@@ -1,5 +1,5 @@
 /**
- * State snapshots (SPEC BK2): hard-link increments, a verifiable manifest, retention, restore that moves live
+ * State snapshots (README "State snapshots"): hard-link increments, a verifiable manifest, retention, restore that moves live
  * data aside. The pure rules (scope, ids, manifest, link decision, errors) are `domain/StateSnapshot.ts`;
  * retention is `domain/ForgetPlan.ts`. This module is the I/O around them, with these invariants:
  *

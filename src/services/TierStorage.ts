@@ -1,5 +1,5 @@
 /**
- * Tier behaviour (SPEC TD4; README "Red lines") as Effect programs over the FileSystem port:
+ * Tier behaviour (README "Extension data tiers (web host)" and its red lines) as Effect programs over the FileSystem port:
  * - cache rebuilds whatever is missing, unreadable or invalid, so an extension survives `rm -rf cache/`;
  * - state is read strictly (missing or unreadable is a typed error, never a default) and written atomically
  *   with fsync; there is deliberately no cleanup API;
@@ -118,7 +118,7 @@ const DIR_MODE = 0o700
 const FILE_MODE = 0o600
 /** Bounds for walks inside one extension's tier; config/ is KB-scale, cache/ may hold a venv. */
 const CONFIG_MEASURE_BUDGET = { maxEntries: 10_000, maxDepth: 32 }
-/** Removing cache/ (ours, rebuildable) is never bounded by depth, only sliced by entries (issue 12 §6). */
+/** Removing cache/ (ours, rebuildable) is never bounded by depth, only sliced by entries: nothing in it is worth keeping. */
 const REMOVE_BUDGET = { maxEntries: 10_000, maxDepth: Number.MAX_SAFE_INTEGER }
 
 const textEncoder = new TextEncoder()

@@ -1,5 +1,5 @@
 /**
- * The doctor's look at the USER.md profile (SPEC MEM1, DR1): read-only, with the same reader the profile
+ * The doctor's look at the USER.md profile (README "Doctor", "User profile (USER.md)"): read-only, with the same reader the profile
  * writes with. Findings: USER.md over the default budget, a pointer whose index is missing, shards the
  * index does not list, shards that do not parse, a lock left by a dead writer, an interrupted write, and
  * files the profile refuses (symlinks, wrong types).

@@ -1,7 +1,7 @@
 /**
- * Leased work runs (SPEC WR1–WR8): acquire (scoped), release, the process run, prune, and the child env.
+ * Leased work runs (README "Work runs"): acquire (scoped), release, the process run, prune, and the child env.
  *
- * Protocol (DESIGN I1–I5): a run appears atomically — it is built in `<tenant>/.staging/` with its manifest
+ * Protocol (README "How runs stay safe"): a run appears atomically — it is built in `<tenant>/.staging/` with its manifest
  * and the creator's lease, then renamed into place — so no one ever meets a run without a manifest. An
  * acquirer writes its lease first and checks for a cleanup marker second; a pruner takes the marker first
  * and re-reads the leases second: whichever comes second sees the other.
@@ -194,7 +194,7 @@ export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns,
 type HeldRun = Omit<WorkRun, "release"> & {
   readonly manifest: Manifest
   readonly manifestLength: number
-  /** What release verifies before touching anything (issue 12 point 4). */
+  /** What release verifies before touching anything (README "How runs stay safe": release verifies what it touches). */
   readonly identity: RunIdentity
 }
 
@@ -264,7 +264,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     const lastPruneStart = yield* Ref.make(new Map<string, number>())
     const sequence = yield* Ref.make(0)
     // A store never reports itself busy: its prunes of one tenant (background and explicit) take turns, so an
-    // explicit prune waits for the background prune an acquire started, then runs (issue 13).
+    // explicit prune waits for the background prune an acquire started, then runs.
     const tenantLocks = new Map<string, Effect.Semaphore>()
     const ownTurn = (category: string, tenant: string) => {
       const key = `${category}\u0000${tenant}`
@@ -534,7 +534,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
             if (yield* Ref.getAndSet(released, true)) return { released: false, deleted: false, reason: "already released" }
             yield* Fiber.interrupt(heartbeatFiber)
             // The run's tool may have swapped the directory for a link or hard-linked the manifest outside:
-            // verify before unlinking, reading or writing anything through the run's path (issue 12 point 4).
+            // verify before unlinking, reading or writing anything through the run's path (release verifies what it touches).
             const verified = yield* Effect.either(verifyRunIdentity(deps, held.path, held.identity))
             if (verified._tag === "Left") return yield* refuse(held, verified.left.message)
             yield* fs.removeFile(run.leasePath).pipe(

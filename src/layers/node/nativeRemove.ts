@@ -1,7 +1,7 @@
 /**
  * `removeTree` for the native walker: the whole walk in C (fsat.c `removeTree`) on the libuv thread pool.
  * Deleting waits on the disk, so it must not hold the event loop; in C it also costs what `rm -rf` costs,
- * with no JavaScript per entry, no worker thread to start and no JIT to warm per prune (issue 7: the worker
+ * with no JavaScript per entry, no worker thread to start and no JIT to warm per prune (BENCHMARKS.md: the worker
  * thread spent 0.8–1.1 s of CPU where `rm -rf` spends 0.5 s). At most `StorageConfig.removerThreads` removals
  * run at once (default 1: more overlap more disk waits but cost CPU, BENCHMARKS.md), so a prune's deletions queue
  * here while it quarantines its next victim, and the pool keeps threads free for the rest of Node.

@@ -2,7 +2,7 @@
  * `removeTree` off the event loop for the portable walker: each request goes to a shared remover thread
  * (removerThread.ts), which runs pathWalk.ts straight through. Deleting waits on the disk (an unlink costs
  * 0.1–1 ms on a discard-mounted ext4), so on the event loop it both stalled other work and serialised a
- * prune's deletions behind its protocol work (issue 7). If a thread cannot start or dies, its requests are
+ * prune's deletions behind its protocol work. If a thread cannot start or dies, its requests are
  * re-run on the event loop with the sliced walk: removal is idempotent, a rerun continues where it stopped.
  * (The native walker removes in C on the thread pool instead: nativeRemove.ts.)
  */
@@ -33,7 +33,7 @@ type Fallback = (root: string, budget: WalkBudget) => Effect.Effect<TreeRemoval,
 
 /**
  * The thread's module: the tsc build of removerThread.ts, found from the package root, so the plain ESM
- * build, the bundles (issue 18) and the tests (from source: `npm test` builds first; Node 20 gives worker
+ * build, the bundles (README "Installing") and the tests (from source: `npm test` builds first; Node 20 gives worker
  * threads no TypeScript loader) all start the same file. It imports node:fs and its siblings only, no
  * Effect, so a Promise caller without an Effect install can run it.
  */

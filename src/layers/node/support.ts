@@ -48,7 +48,7 @@ export const attemptSync = <A>(method: string, path: string, run: () => A): Effe
 /**
  * Longest stretch of synchronous walking before a real macrotask yield, so timers and I/O callbacks still
  * run. By time, not by entry count: an unlink waits on the journal (ms each while ext4 discards), so 2048
- * entries could hold the event loop for 180 ms and stall every acquire in the process (issue 7).
+ * entries could hold the event loop for 180 ms and stall every acquire in the process (BENCHMARKS.md).
  */
 const SLICE_MS = 4
 
@@ -61,7 +61,7 @@ const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume) => {
  * Run a synchronous `step` (one directory's worth of work, cut short when `until` passes) again and again
  * until it reports done, in slices of `SLICE_MS`; between slices the walk yields to the event loop, so
  * timers, I/O callbacks and other fibers run. Nothing yields inside a slice: an Effect round trip per
- * directory cost more CPU than the syscalls of a small run (issue 7).
+ * directory cost more CPU than the syscalls of a small run (BENCHMARKS.md).
  */
 /** Steps until done or until `SLICE_MS` has passed; true when done. */
 const runSlice = (step: (until: number) => boolean): boolean => {
@@ -83,7 +83,7 @@ export const drive = (method: string, root: string, step: (until: number) => boo
 /**
  * Start a synchronous walk and drive it to the end in slices, closing it however it ends. The first slice
  * runs in the same synchronous step as the start: most runs are measured within it, and the Effect round
- * trips of a sliced walk cost as much as the syscalls of a small run (issue 7).
+ * trips of a sliced walk cost as much as the syscalls of a small run (BENCHMARKS.md).
  */
 export const runWalk = <A>(method: string, root: string, start: () => SyncWalk<A>): Effect.Effect<A, FileSystemError> =>
   Effect.suspend(() => {

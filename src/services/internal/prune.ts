@@ -43,7 +43,7 @@ export interface PruneInput {
 
 /**
  * Finishing `.trash/` is deletion of trees already proven ours: no depth bound (the measuring `maxDepth` left
- * deep trees there forever, issue 12), bounded by time instead. Removals go in slices of this many entries,
+ * deep trees there forever: README "Trash is finished whatever its depth"), bounded by time instead. Removals go in slices of this many entries,
  * and no new slice starts once the prune has spent `TRASH_TIME_BUDGET_MS` on them (Clock time); the next
  * prune resumes where this one stopped.
  */
@@ -295,7 +295,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     }
     // Deletions run while the next victim goes through the protocol: the Node layer deletes off the event loop
     // (in C on the thread pool, or on a remover thread), so quarantining run n+1 overlaps deleting run n,
-    // which waits on the disk (issue 7).
+    // which waits on the disk (BENCHMARKS.md).
     const deletions: Array<{ readonly victim: PlanDecision; readonly deletion: Fiber.RuntimeFiber<RemoveOutcome> }> = []
     for (const [index, victim] of plan.remove.entries()) {
       input.onProgress?.({ phase: "remove", done: index, total: plan.remove.length })

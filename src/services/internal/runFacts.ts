@@ -155,7 +155,7 @@ export const readLeases = (deps: Deps, runDir: string): Effect.Effect<LeaseScan>
 
 /**
  * The verdict of one lease; the file's mtime is looked at only when the record is unreadable (or its
- * timestamp far in the future), where the stale bound decides (issue 12 points 2 and 7).
+ * timestamp far in the future), where the stale bound decides (README "How runs stay safe": stale unreadable markers and leases).
  */
 const judgeLease = (deps: Deps, path: string, facts: LeaseFacts | { readonly unreadable: string }) =>
   Effect.gen(function*() {

@@ -1,5 +1,5 @@
 /**
- * What a holder recorded about its run at acquire (issue 12 point 4), so that `release()` only touches what it
+ * What a holder recorded about its run at acquire (README "How runs stay safe": release verifies what it touches), so that `release()` only touches what it
  * created or joined: the run directory and its `.leases/` (device + inode), and the manifest (inode, a regular
  * file with one link). The run's own tool may do anything inside the run — swap the directory for a symlink,
  * hard-link the manifest to an outside file —; release then touches nothing and says why.
@@ -47,7 +47,7 @@ const describe = (info: FileInfo) => info.type === "SymbolicLink" ? "a symlink" 
  * Whether release may touch the run: `Right` with the manifest check, or `Left` with the reason it must not.
  * `manifest: false` checks the directories only (the heartbeat, which writes the lease and nothing else).
  * (Path-based: a swap between this check and the unlink is not excluded; the check stops what a tool leaves
- * in place, which is what the attacks of issue 12 did.)
+ * in place, which is what a swapped run dir would do.)
  */
 export const verifyRunIdentity = (
   deps: Deps,
