@@ -36,6 +36,18 @@ export interface Fsat {
     callback: (answer: number, a: number | string, b: boolean | string, removedBytes: number) => void
   ) => number
   /**
+   * Queue several removal walks as one piece of thread-pool work (each exactly `removeTree`'s, in order;
+   * budgets per root); 0 when queued (else a negative errno, and no callback). The callback gets
+   * `(index, ...removeTree's answer)` once per root, all on one return to the event loop. Missing from an
+   * addon built before it existed.
+   */
+  readonly removeTrees?: (
+    paths: ReadonlyArray<string>,
+    maxEntries: ReadonlyArray<number>,
+    maxDepths: ReadonlyArray<number>,
+    callback: (index: number, answer: number, a: number | string, b: boolean | string, removedBytes: number) => void
+  ) => number
+  /**
    * Queue syncfs(2) of the file system holding the directory `path` on the thread pool; 0 when queued (else
    * a negative errno, and no callback). The callback gets `(0, "")` or `(-errno, syscall)`.
    */
