@@ -204,8 +204,11 @@ const MANIFEST_MAX_BYTES = 1 << 30
 /** The writer lock's wait: 25 ms doubling to 500 ms between tries, `lockWaitMs` (default 30 s) in all. */
 const writerLockWait = (lockWaitMs: number) =>
   Schedule.exponential(Duration.millis(25), 2).pipe(Schedule.union(Schedule.spaced(Duration.millis(500))), waitingAtMost(lockWaitMs))
-/** errnos after which a hard link is replaced by a copy (the link limit, another device, a refusing fs). */
-const LINK_FALLBACK = new Set(["EMLINK", "EXDEV", "EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOENT"])
+/**
+ * errnos after which a hard link is replaced by a copy (the link limit, another device, a refusing fs; the
+ * previous copy gone, or its directory replaced by a link or file: never linked through, the live file is copied).
+ */
+const LINK_FALLBACK = new Set(["EMLINK", "EXDEV", "EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOENT", "ENOTDIR", "ELOOP"])
 
 const entryType = (info: FileInfo): ManifestEntry["type"] | undefined =>
   info.type === "File" ? "file" : info.type === "Directory" ? "directory" : info.type === "SymbolicLink" ? "symlink" : undefined
@@ -219,6 +222,23 @@ const MISSING = "gone (the manifest records it)"
 /** Remove a whole tree (a rerun continues one cut short). */
 const removeWholeTree = (deps: Deps, path: string): Effect.Effect<void, FileSystemError> =>
   Effect.asVoid(deps.fs.removeTree(path, WHOLE_TREE))
+
+/**
+ * The mode a snapshot directory is created with: its live mode when that lets us fill it (owner rwx; the
+ * building directory sits in the private root, so nobody else reaches it meanwhile), else 0700 and a chmod
+ * to the live mode once it is full (one call fewer per directory in the common case).
+ */
+const buildMode = (mode: number): number => ((mode & 0o700) === 0o700 ? mode : 0o700)
+
+const NO_NAMES: ReadonlySet<string> = new Set()
+
+/** A live file of a directory whose record in the previous snapshot says it is unchanged. */
+interface LinkCandidate {
+  readonly name: string
+  readonly rel: string
+  readonly info: FileInfo
+  readonly prior: ManifestEntry
+}
 
 /** Join a snapshot-relative POSIX path onto a directory. */
 const under = (dir: string, rel: string): string => NodePath.join(dir, ...rel.split("/"))
@@ -452,6 +472,12 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           o?.onProgress?.({ files: counts.files, bytes: counts.bytes, path: entry.path })
         }
 
+        /** A live file copied into the snapshot and recorded; one that vanished or cannot be read is skipped. */
+        const copyLiveRecorded = (source: string, target: string, rel: string, info: FileInfo, sqliteGroup: boolean) =>
+          Effect.map(copyLive(source, target, rel, info, sqliteGroup), recordFile).pipe(
+            Effect.catchIf((e) => e._tag === "FileSystemError" && e.path === source, (e) => skipUnread(rel, e))
+          )
+
         /** A live file: a link to the previous snapshot's copy when every recorded attribute matches, else a copy. */
         const addFile = (
           source: string,
@@ -461,9 +487,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           info: FileInfo,
           sqliteGroup: boolean
         ): Effect.Effect<void, FileSystemError> => {
-          const copy = Effect.map(copyLive(source, target, rel, info, sqliteGroup), recordFile).pipe(
-            Effect.catchIf((e) => e._tag === "FileSystemError" && e.path === source, (e) => skipUnread(rel, e))
-          )
+          const copy = copyLiveRecorded(source, target, rel, info, sqliteGroup)
           const prior = previousEntries.get(rel)
           if (sqliteGroup || previousPath === undefined || !shouldLink({ type: "file", size: info.size, mode: info.mode, mtimeMs: info.mtimeMs }, prior)) {
             return copy
@@ -496,7 +520,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
               entries.push({ path: rel, type, size: info.size, mode: info.mode, mtimeMs: info.mtimeMs, target: linkTarget })
               return
             }
-            yield* fs.makeDirectory(target, { mode: 0o700 })
+            yield* fs.makeDirectory(target, { mode: buildMode(info.mode) })
             const record: ManifestEntry = { path: rel, type, size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
             entries.push(record)
             directories.push(record)
@@ -515,30 +539,97 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         ): Effect.Effect<void, FileSystemError> =>
           Effect.flatMap(fs.readDirectoryInfo(dir), (listed) => {
             const children = exclude.length === 0 ? listed : listed.filter((c) => !exclude.includes(c.name))
-            const files = new Map(children.filter((c) => c.info.type === "File").map((c) => [c.name, c.info]))
-            const groups = sqliteGroups([...files.keys()])
-            const inGroup = new Set([...groups.values()].flat())
+            const fileNames: Array<string> = []
+            for (const c of children) if (c.info.type === "File") fileNames.push(c.name)
+            const groups = sqliteGroups(fileNames)
+            const inGroup: ReadonlySet<string> = groups.size === 0 ? NO_NAMES : new Set([...groups.values()].flat())
+            // Only a group's sidecars are looked up by name (rare): no map of every file per directory.
+            const fileInfo = (name: string) => children.find((c) => c.name === name)!.info
             const sourceDir = dir.endsWith("/") ? dir : `${dir}/`
-            return Effect.forEach(children, ({ info, name }) => {
-              const source = sourceDir + name
-              const target = `${targetDir}/${name}`
-              const previousPath = previousDir === undefined ? undefined : `${previousDir}/${name}`
+            // Runs of files that link (every recorded attribute equal) become one `linkEach` call; anything
+            // else is a step of its own. Steps run in listing order, so the manifest's order is the walk's.
+            const steps: Array<() => Effect.Effect<void, FileSystemError>> = []
+            let run: Array<LinkCandidate> = []
+            const endRun = () => {
+              if (run.length === 0) return
+              const batch = run
+              run = []
+              steps.push(() => linkRun(sourceDir, targetDir, previousDir!, batch))
+            }
+            for (const { info, name } of children) {
               const childRel = `${rel}/${name}`
-              if (info.type !== "File") return addEntry(source, target, previousPath, childRel, info)
-              const sidecars = groups.get(name)
-              if (sidecars === undefined) {
-                if (inGroup.has(name)) return Effect.void // copied with its database
-                return addFile(source, target, previousPath, childRel, info, false)
+              if (info.type === "File" && previousDir !== undefined && !groups.has(name) && !inGroup.has(name)) {
+                const prior = previousEntries.get(childRel)
+                if (shouldLink({ type: "file", size: info.size, mode: info.mode, mtimeMs: info.mtimeMs }, prior)) {
+                  run.push({ name, rel: childRel, info, prior })
+                  continue
+                }
               }
-              // The database and its -wal/-shm one after another, never linked: as close to one moment as a file copy gets.
-              sqliteLive.push(childRel)
-              return Effect.zipRight(
-                addFile(source, target, previousPath, childRel, info, true),
-                Effect.forEach(sidecars, (sidecar) =>
-                  addFile(sourceDir + sidecar, `${targetDir}/${sidecar}`, undefined, `${rel}/${sidecar}`, files.get(sidecar)!, true), { discard: true })
-              )
-            }, { discard: true })
+              endRun()
+              steps.push(() => {
+                const source = sourceDir + name
+                const target = `${targetDir}/${name}`
+                const previousPath = previousDir === undefined ? undefined : `${previousDir}/${name}`
+                if (info.type !== "File") return addEntry(source, target, previousPath, childRel, info)
+                const sidecars = groups.get(name)
+                if (sidecars === undefined) {
+                  if (inGroup.has(name)) return Effect.void // copied with its database
+                  return addFile(source, target, previousPath, childRel, info, false)
+                }
+                // The database and its -wal/-shm one after another, never linked: as close to one moment as a file copy gets.
+                sqliteLive.push(childRel)
+                return Effect.zipRight(
+                  addFile(source, target, previousPath, childRel, info, true),
+                  Effect.forEach(sidecars, (sidecar) =>
+                    addFile(sourceDir + sidecar, `${targetDir}/${sidecar}`, undefined, `${rel}/${sidecar}`, fileInfo(sidecar), true), { discard: true })
+                )
+              })
+            }
+            endRun()
+            return Effect.forEach(steps, (step) => step(), { discard: true })
           })
+
+        /**
+         * Link a run of unchanged files to the previous snapshot's copies in one call (snapshot → snapshot: the
+         * live file is never a link's source). A link that fails with a fallback errno is a copy from the live
+         * file instead, in its place in the manifest's order; any other failure fails the create.
+         */
+        const linkRun = (
+          sourceDir: string,
+          targetDir: string,
+          previousDir: string,
+          run: ReadonlyArray<LinkCandidate>
+        ): Effect.Effect<void, FileSystemError> =>
+          Effect.flatMap(fs.linkEach(previousDir, targetDir, run.map((c) => c.name)), (answers) => {
+            for (let i = 0; i < run.length; i++) {
+              const failed = answers[i]
+              if (failed !== undefined) return linkRunTail(sourceDir, targetDir, run, answers, i)
+              counts.linkedFiles++
+              recordFile(run[i]!.prior)
+            }
+            return Effect.void
+          })
+
+        /** The rest of a run from its first failed link on, one step per file. */
+        const linkRunTail = (
+          sourceDir: string,
+          targetDir: string,
+          run: ReadonlyArray<LinkCandidate>,
+          answers: ReadonlyArray<FileSystemError | undefined>,
+          from: number
+        ): Effect.Effect<void, FileSystemError> =>
+          Effect.forEach(run.slice(from), (c, k) => {
+            const failed = answers[from + k]
+            if (failed === undefined) {
+              return Effect.sync(() => {
+                counts.linkedFiles++
+                recordFile(c.prior)
+              })
+            }
+            if (!LINK_FALLBACK.has(failed.errno)) return Effect.fail(failed)
+            counts.linkFallbacks++
+            return copyLiveRecorded(sourceDir + c.name, `${targetDir}/${c.name}`, c.rel, c.info, false)
+          }, { discard: true })
 
         const roots = yield* scopeRoots(webDataRoot)
         for (const tree of roots) {
@@ -560,7 +651,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           const target = under(building, tree.dest)
           const previousPath = previousDir === undefined ? undefined : under(previousDir, tree.dest)
           if (info.type === "Directory" && tree.exclude.length > 0) {
-            yield* fs.makeDirectory(target, { mode: 0o700 })
+            yield* fs.makeDirectory(target, { mode: buildMode(info.mode) })
             const record: ManifestEntry = { path: tree.dest, type: "directory", size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
             entries.push(record)
             directories.push(record)
@@ -571,8 +662,9 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         }
         // Directories get their live mode and mtime last, deepest first (filling them changed their mtime).
         for (const d of [...directories].reverse()) {
-          yield* fs.chmod(under(building, d.path), d.mode)
-          yield* fs.utimes(under(building, d.path), d.mtimeMs, d.mtimeMs)
+          const path = under(building, d.path)
+          if (buildMode(d.mode) !== d.mode) yield* fs.chmod(path, d.mode)
+          yield* fs.utimes(path, d.mtimeMs, d.mtimeMs)
         }
         const manifest = encodeSnapshotManifest({
           format: "pi-state-snapshot",

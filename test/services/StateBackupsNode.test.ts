@@ -80,7 +80,13 @@ describe("StateBackups (Node layer)", () => {
     Effect.gen(function*() {
       const t = setup(STATE_FILES)
       nfs.chmodSync(t.at("agent/state/c.txt"), 0o600)
+      // Directories keep their live mode: one we can fill as it is (0750), one we cannot (0500: chmod once full).
+      nfs.chmodSync(t.at("agent/state/extensions"), 0o750)
+      nfs.chmodSync(t.at("agent/state/extensions/foo"), 0o500)
       const first = yield* withBackups(t.agent, { root: t.root }, (b) => b.create({ label: "first" }))
+      for (const [rel, mode] of [["agent/state/extensions", 0o750], ["agent/state/extensions/foo", 0o500]] as const) {
+        assert.strictEqual(nfs.statSync(NodePath.join(t.root, first.id, rel)).mode & 0o7777, mode, rel)
+      }
       assert.strictEqual(first.files, 6)
       assert.strictEqual(first.copiedFiles, 6)
       assert.strictEqual(first.linkedFiles, 0)
@@ -290,13 +296,35 @@ describe("StateBackups (Node layer)", () => {
       const entry = JSON.parse(nfs.readFileSync(NodePath.join(t.root, twice.id, "manifest.json"), "utf8")).entries
         .find((e: { path: string }) => e.path === "agent/state/a.txt")
       assert.isTrue(entry.changedDuringBackup)
+      const emlinkError = (path: string) => new FileSystemError({ reason: "Unknown", errno: "EMLINK", method: "linkEach", path })
       const emlink = patchedWorld(() => ({
-        link: (_a, b) => Effect.fail(new FileSystemError({ reason: "Unknown", errno: "EMLINK", method: "link", path: b }))
+        link: (_a, b) => Effect.fail(emlinkError(b)),
+        linkEach: (_from, to, names) => Effect.succeed(names.map((n) => emlinkError(`${to}/${n}`)))
       }))
       const fallback = yield* withBackups(t.agent, { root: t.root }, (b) => b.create(), emlink)
       assert.strictEqual(fallback.linkedFiles, 0)
       assert.isAbove(fallback.linkFallbacks, 3)
       assert.strictEqual(fallback.copiedFiles, fallback.files)
+      assert.isTrue((yield* withBackups(t.agent, { root: t.root }, (b) => b.verify())).ok)
+      // EMLINK for some names of a directory's run: those are copies, the rest links, in the walk's order.
+      const some = patchedWorld((real) => ({
+        linkEach: (from, to, names) =>
+          Effect.map(real.linkEach(from, to, names.filter((n) => n !== "b.txt")), (answers) => {
+            const out = [...answers]
+            const at = names.indexOf("b.txt")
+            if (at >= 0) out.splice(at, 0, emlinkError(`${to}/b.txt`))
+            return out
+          })
+      }))
+      const mixed = yield* withBackups(t.agent, { root: t.root }, (b) => b.create(), some)
+      assert.strictEqual(mixed.linkFallbacks, 1)
+      assert.strictEqual(mixed.linkedFiles + mixed.copiedFiles, mixed.files)
+      const orderOf = (id: string) =>
+        JSON.parse(nfs.readFileSync(NodePath.join(t.root, id, "manifest.json"), "utf8")).entries.map((e: { path: string }) => e.path)
+      assert.deepStrictEqual(orderOf(mixed.id), orderOf(fallback.id))
+      const fresh = (rel: string) => ino(NodePath.join(t.root, mixed.id, rel)) !== ino(NodePath.join(t.root, fallback.id, rel))
+      assert.isTrue(fresh("agent/state/b.txt"), "the failed link is a copy")
+      assert.isFalse(fresh("agent/state/c.txt"), "the names after it in the run are still linked")
       assert.isTrue((yield* withBackups(t.agent, { root: t.root }, (b) => b.verify())).ok)
     }))
 
