@@ -584,11 +584,21 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
               message: "heartbeat skipped: the run is not what was acquired"
             })
           }
-          // A lease removed behind our back (a pruner proved us dead) is not recreated.
-          const body = yield* fs.readFile(run.leasePath, { maxBytes: LEASE_MAX_BYTES }).pipe(Effect.option)
+          // A lease removed behind our back (a pruner proved us dead) is not recreated; any other read failure
+          // is a HeartbeatFailed warning (below), and a lease that no longer decodes is left alone, said too.
+          const body = yield* fs.readFile(run.leasePath, { maxBytes: LEASE_MAX_BYTES }).pipe(
+            Effect.map(Option.some),
+            Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(Option.none()))
+          )
           if (body._tag === "None") return
           const current = decodeJsonBytes(LeaseV2, body.value)
-          if (!current.ok) return
+          if (!current.ok) {
+            return yield* warn({
+              _tag: "HeartbeatFailed",
+              leasePath: run.leasePath,
+              message: `the lease ${run.leasePath} no longer decodes (${current.why}); it is not refreshed, and other hosts judge it stale ${Math.round(remoteLeaseTtlMs / 60000)} minutes after its last heartbeat`
+            })
+          }
           yield* fs.writeFileAtomic(run.leasePath, encodeJsonBytes({ ...current.value, heartbeatAt: now }), { sync: false })
         }).pipe(Effect.catchAll((e) =>
           warn({
@@ -647,6 +657,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         const last = (yield* Ref.get(lastPruneStart)).get(key)
         if (last !== undefined && now - last < OPPORTUNISTIC_PRUNE_INTERVAL_MS) return
         yield* Ref.update(lastPruneStart, (m) => new Map(m).set(key, now))
+        // A pacing hint only: a stamp that cannot be read means the background prune runs (it has its own checks).
         const stamp = yield* fs.lstat(NodePath.join(paths.workTenantDir(category, tenant), TENANT_PRUNE_STAMP)).pipe(Effect.option)
         if (stamp._tag === "Some" && now - stamp.value.mtimeMs < OPPORTUNISTIC_PRUNE_INTERVAL_MS) return
         const policy = clamp(retention ?? {}, ceiling)
