@@ -266,7 +266,7 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
       plan: (o = {}) => call(migration.plan(o)),
       run: (o = {}) => call(migration.run(o))
     },
-    doctor: (o = {}) => call(doctor.doctor(agentDir, o as DoctorOptions)),
+    doctor: (o = {}) => call(doctor.doctor(o as DoctorOptions)),
     configHistory: (o = {}) =>
       makePromiseConfigHistory(
         { path: agentDirPath, paths, config },

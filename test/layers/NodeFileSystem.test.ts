@@ -96,3 +96,22 @@ describe("the Node FileSystem layer reads its settings when it is built", () => 
       assert.strictEqual(walkerKindOf("portable"), "portable")
     }))
 })
+
+describe("the Node layer's port errors", () => {
+  it.scoped("are built without a JavaScript stack, keep errno, path and the platform's error, and leave Error.stackTraceLimit as it was", () =>
+    Effect.gen(function*() {
+      const fsys = yield* FileSystem
+      const dir = fs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-port-errors-"))
+      const limit = Error.stackTraceLimit
+      const missing = yield* Effect.flip(fsys.readDirectory(`${dir}/absent`))
+      assert.deepStrictEqual([missing._tag, missing.reason, missing.errno, missing.path], ["FileSystemError", "NotFound", "ENOENT", `${dir}/absent`])
+      fs.writeFileSync(`${dir}/file`, "x")
+      const thrown = yield* Effect.flip(fsys.makeDirectory(`${dir}/file`))
+      assert.deepStrictEqual([thrown.reason, thrown.errno], ["AlreadyExists", "EEXIST"])
+      // The Node error (with its syscall's stack) stays as the cause; ours has its message line only.
+      assert.instanceOf(thrown.cause, Error)
+      for (const e of [missing, thrown]) assert.strictEqual(e.stack?.split("\n").length, 1)
+      assert.strictEqual(Error.stackTraceLimit, limit)
+      fs.rmSync(dir, { recursive: true, force: true })
+    }).pipe(Effect.provide(NodeFileSystem.layer.pipe(Layer.provide(StorageConfig.layerFromEnv)))))
+})

@@ -36,10 +36,33 @@ export interface Fsat {
     callback: (answer: number, a: number | string, b: boolean | string, removedBytes: number) => void
   ) => number
   /**
+   * Queue several removal walks as one piece of thread-pool work (each exactly `removeTree`'s, in order;
+   * budgets per root); 0 when queued (else a negative errno, and no callback). The callback gets
+   * `(index, ...removeTree's answer)` once per root, all on one return to the event loop. Missing from an
+   * addon built before it existed.
+   */
+  readonly removeTrees?: (
+    paths: ReadonlyArray<string>,
+    maxEntries: ReadonlyArray<number>,
+    maxDepths: ReadonlyArray<number>,
+    callback: (index: number, answer: number, a: number | string, b: boolean | string, removedBytes: number) => void
+  ) => number
+  /**
    * Queue syncfs(2) of the file system holding the directory `path` on the thread pool; 0 when queued (else
    * a negative errno, and no callback). The callback gets `(0, "")` or `(-errno, syscall)`.
    */
   readonly syncFs: (path: string, callback: (answer: number, syscall: string) => void) => number
+  /**
+   * A directory's entries (unsorted) with their lstat, relative to its descriptor: per name 8 doubles in
+   * `stats` (type, size, permission bits, uid, ino, dev, nlink, mtimeMs as Node computes it); an entry gone
+   * before its lstat is left out. A final symlink is refused (ENOTDIR). Else a negative errno.
+   */
+  readonly listInfo?: (path: string) => { readonly names: Array<string>; readonly stats: Float64Array } | number
+  /**
+   * `linkat(fromDir/name, toDir/name)` for each name, both directories opened once (a final symlink refused):
+   * each name's errno (0 when linked) into `errnos`; 0, or a negative errno when a directory cannot be opened.
+   */
+  readonly linkEach?: (fromDir: string, toDir: string, names: ReadonlyArray<string>, errnos: Int32Array) => number
 }
 
 /** From the package root: the same file whether this runs from src/, dist/ or a bundle. */

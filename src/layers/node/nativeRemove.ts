@@ -5,6 +5,11 @@
  * thread spent 0.8–1.1 s of CPU where `rm -rf` spends 0.5 s). At most `StorageConfig.removerThreads` removals
  * run at once (default 1: more overlap more disk waits but cost CPU, BENCHMARKS.md), so a prune's deletions queue
  * here while it quarantines its next victim, and the pool keeps threads free for the rest of Node.
+ *
+ * Removals that waited go to C together (fsat.c `removeTrees`, up to `BATCH_MAX`): a prune queues a victim
+ * every few hundred µs while one run takes milliseconds of disk, so most of its deletions travel in batches,
+ * one async work, thread wake-up and event-loop return each instead of one per run (BENCHMARKS.md, session 6). A batch holds
+ * one slot; its walks run one after the other, each answered as if alone.
  */
 import * as Effect from "effect/Effect"
 import type { FileSystemError } from "../../domain/Errors.js"
@@ -15,41 +20,89 @@ import { DEFAULT_REMOVER_THREADS } from "../../services/StorageConfig.js"
 import { toFileSystemError } from "./support.js"
 import { crossedMount } from "./syncWalk.js"
 
-export const makeNativeRemover = (fsat: Fsat, size = DEFAULT_REMOVER_THREADS) => {
+/** Most removals handed to C at once (a bound on how long the last of a batch waits for its answer). */
+export const BATCH_MAX = 64
+
+/** The answer of one walk: `(0, removedEntries, complete, removedBytes)` or `(-errno, syscall, path, bytes)`. */
+const outcome = (root: string, answer: number, a: number | string, b: boolean | string, removedBytes: number): Effect.Effect<TreeRemoval, FileSystemError> =>
+  answer === 0
+    ? Effect.succeed({ removedEntries: a as number, complete: b as boolean, removedBytes })
+    : a === CROSSED_MOUNT_SYSCALL
+    ? Effect.fail(toFileSystemError("removeTree", root, crossedMount(String(b))))
+    : Effect.fail(toFileSystemError("removeTree", root, fsatError(String(a), String(b), answer)))
+
+interface Waiting {
+  readonly root: string
+  readonly budget: WalkBudget
+  readonly resume: (answer: Effect.Effect<TreeRemoval, FileSystemError>) => void
+}
+
+export const makeNativeRemover = (fsat: Fsat, size = DEFAULT_REMOVER_THREADS, batchMax = BATCH_MAX) => {
   // A FIFO of removals waiting for a slot. (Effect's semaphore wakes every waiter on each release: with a
   // prune's 500 deletions queued that was 125,000 wake-ups and more CPU than the deletions themselves.)
   let running = 0
-  const waiting: Array<() => void> = []
-  const startNext = () => {
-    while (running < size && waiting.length > 0) {
-      running++
-      waiting.shift()!()
+  const waiting: Array<Waiting> = []
+  /** Batches started and removals they carried (tests see the batching). */
+  const counts = { batches: 0, removals: 0 }
+  const batched = typeof fsat.removeTrees === "function" ? fsat.removeTrees.bind(fsat) : undefined
+
+  const finished = () => {
+    running--
+    startNext()
+  }
+
+  const startOne = (w: Waiting) => {
+    const queued = fsat.removeTree(w.root, w.budget.maxEntries, w.budget.maxDepth, (answer, a, b, removedBytes) => {
+      finished()
+      w.resume(outcome(w.root, answer, a, b, removedBytes))
+    })
+    if (queued !== 0) {
+      finished()
+      w.resume(Effect.fail(toFileSystemError("removeTree", w.root, fsatError("removeTree", w.root, queued))))
     }
   }
 
-  return (root: string, budget: WalkBudget): Effect.Effect<TreeRemoval, FileSystemError> =>
-    Effect.async<TreeRemoval, FileSystemError>((resume) => {
-      const start = () => {
-        const queued = fsat.removeTree(root, budget.maxEntries, budget.maxDepth, (answer, a, b, removedBytes) => {
-          running--
-          startNext()
-          if (answer === 0) resume(Effect.succeed({ removedEntries: a as number, complete: b as boolean, removedBytes }))
-          else if (a === CROSSED_MOUNT_SYSCALL) resume(Effect.fail(toFileSystemError("removeTree", root, crossedMount(String(b)))))
-          else resume(Effect.fail(toFileSystemError("removeTree", root, fsatError(String(a), String(b), answer))))
-        })
-        if (queued !== 0) {
-          running--
-          startNext()
-          resume(Effect.fail(toFileSystemError("removeTree", root, fsatError("removeTree", root, queued))))
-        }
+  const startBatch = (batch: ReadonlyArray<Waiting>) => {
+    const queued = batched!(
+      batch.map((w) => w.root),
+      batch.map((w) => w.budget.maxEntries),
+      batch.map((w) => w.budget.maxDepth),
+      (index, answer, a, b, removedBytes) => {
+        const w = batch[index]!
+        // The slot is free once the last walk has answered; the next batch starts before the resumes run.
+        if (index === batch.length - 1) finished()
+        w.resume(outcome(w.root, answer, a, b, removedBytes))
       }
-      waiting.push(start)
+    )
+    if (queued !== 0) {
+      finished()
+      for (const w of batch) w.resume(Effect.fail(toFileSystemError("removeTree", w.root, fsatError("removeTrees", w.root, queued))))
+    }
+  }
+
+  const startNext = () => {
+    while (running < size && waiting.length > 0) {
+      running++
+      const batch = batched === undefined ? waiting.splice(0, 1) : waiting.splice(0, batchMax)
+      counts.batches++
+      counts.removals += batch.length
+      if (batch.length === 1) startOne(batch[0]!)
+      else startBatch(batch)
+    }
+  }
+
+  const removeTree = (root: string, budget: WalkBudget): Effect.Effect<TreeRemoval, FileSystemError> =>
+    Effect.async<TreeRemoval, FileSystemError>((resume) => {
+      const w: Waiting = { root, budget, resume }
+      waiting.push(w)
       startNext()
       // Interrupted while waiting: leave the queue. Once started, the walk finishes (the tree is being
       // deleted anyway) and nobody waits for its answer.
       return Effect.sync(() => {
-        const index = waiting.indexOf(start)
+        const index = waiting.indexOf(w)
         if (index >= 0) waiting.splice(index, 1)
       })
     })
+
+  return Object.assign(removeTree, { counts })
 }

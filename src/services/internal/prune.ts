@@ -27,7 +27,7 @@ import { isReclaimLockName, type ReclaimOutcome, reclaimLockPath, removeDeadMark
 import { cleanupMarkerPath, deleteQuarantined, ensureLibraryDir, prepareRemoval, quarantineOwnedRun, type RemoveOutcome } from "./removeRun.js"
 import { checkSafeDirectory } from "./rootSafety.js"
 import { tenantItems } from "./readModel.js"
-import { isActive, type LeaseEntry, newestHeartbeat, readLeases, readManifest } from "./runFacts.js"
+import { isActive, type LeaseEntry, newestHeartbeat, type OwnedManifest, readLeases, readManifest } from "./runFacts.js"
 import { STALE_STAGING_MS } from "../../domain/TenantEntries.js"
 import { warn } from "./warn.js"
 
@@ -132,6 +132,7 @@ const finishLeftovers = (deps: Deps, tenantDir: string, budget: { maxEntries: nu
     for (const entry of staged) {
       if (remaining <= 0) break
       const path = NodePath.join(stagingDir, entry.name)
+      // Gone or unexaminable: left for the next prune (nothing is removed unseen).
       const info = yield* deps.fs.lstat(path).pipe(Effect.option)
       if (info._tag === "None") continue
       const leases = entry.type === "Directory" ? yield* readLeases(deps, path) : { leases: [], problem: null }
@@ -222,6 +223,8 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     const runs: Array<RunFacts> = []
     /** Runs with a lease proven dead; the leases are re-judged under the run's marker before removal. */
     const deadLeases = new Set<string>()
+    /** Each owned run's manifest as the scan read it, for the re-checks under cleanup markers. */
+    const owned = new Map<string, OwnedManifest>()
     /** Unreadable leases per run, reported once the run's fate is known. */
     const unreadableLeases = new Map<string, ReadonlyArray<LeaseEntry>>()
     const reportLeases = (runId: string, gone: boolean) => {
@@ -237,6 +240,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
         continue
       }
       const { leases, times } = item
+      owned.set(item.name, item.owned)
       if (leases.leases.some((l) => !l.verdict.alive)) deadLeases.add(item.name)
       const unreadable = leases.leases.filter((l) => l.verdict.unreadable === true)
       if (unreadable.length > 0) unreadableLeases.set(item.name, unreadable)
@@ -296,7 +300,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     const deletions: Array<{ readonly victim: PlanDecision; readonly deletion: Fiber.RuntimeFiber<RemoveOutcome> }> = []
     for (const [index, victim] of plan.remove.entries()) {
       input.onProgress?.({ phase: "remove", done: index, total: plan.remove.length })
-      const quarantined = yield* quarantineOwnedRun(deps, { tenantDir, category: input.category, tenant: input.tenant, runId: victim.runId })
+      const quarantined = yield* quarantineOwnedRun(deps, { tenantDir, category: input.category, tenant: input.tenant, runId: victim.runId }, owned.get(victim.runId))
       if (quarantined._tag === "Skipped") {
         report.skipped.push({ _tag: quarantined.skip, runId: victim.runId, path: victim.path, why: quarantined.why })
         report.kept.push(victim.runId)
@@ -318,7 +322,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     }
     if (report.bytesAfter !== null) report.bytesAfter = skippedBytes === null ? null : report.bytesAfter + skippedBytes
     report.bytesBefore = totalBytes(report)
-    const removedLeases = yield* removeDeadLeases(deps, input, tenantDir, deadLeases, report)
+    const removedLeases = yield* removeDeadLeases(deps, input, tenantDir, deadLeases, owned, report)
     for (const [runId, leases] of unreadableLeases) {
       for (const l of leases) {
         report.unreadable.push({ path: l.path, what: l.verdict.detail, action: l.verdict.alive ? "held" : removedLeases.has(l.path) ? "reclaimed" : "reclaimable" })
@@ -357,16 +361,28 @@ const removeDeadLeases = (
   address: { readonly category: string; readonly tenant: string },
   tenantDir: string,
   dead: ReadonlySet<string>,
+  owned: ReadonlyMap<string, OwnedManifest>,
   report: PruneReport
 ) =>
   Effect.gen(function*() {
     const removed = new Set<string>()
     if (dead.size === 0) return removed
-    if ((yield* Effect.either(ensureLibraryDir(deps, NodePath.join(tenantDir, TENANT_CLEANUP_DIR))))._tag === "Left") return removed
+    // Dead leases kept because their cleanup marker cannot be made or taken are report errors, never silent.
+    const prepared = yield* Effect.either(ensureLibraryDir(deps, NodePath.join(tenantDir, TENANT_CLEANUP_DIR)))
+    if (prepared._tag === "Left") {
+      report.errors.push({ _tag: "RemovalUnprepared", path: tenantDir, message: `dead leases kept: ${prepared.left.message}` })
+      return removed
+    }
     for (const runId of dead) {
       const runDir = NodePath.join(tenantDir, runId)
-      const marker = yield* tryAcquireMarker(deps, cleanupMarkerPath(tenantDir, runId), "lease-cleanup").pipe(
-        Effect.orElseSucceed(() => ({ _tag: "Held" as const, holder: "" }))
+      const markerPath = cleanupMarkerPath(tenantDir, runId)
+      const marker = yield* tryAcquireMarker(deps, markerPath, "lease-cleanup").pipe(
+        Effect.catchAll((e) =>
+          Effect.sync(() => {
+            report.errors.push({ _tag: "LeaseNotRemoved", path: markerPath, message: `dead leases of ${runId} kept: its cleanup marker cannot be taken (${e.message})` })
+            return { _tag: "Held" as const, holder: "" }
+          })
+        )
       )
       if (marker._tag === "Held") continue
       yield* Effect.gen(function*() {
@@ -374,7 +390,7 @@ const removeDeadLeases = (
         // swapped for a link (or replaced) is not ours to unlink inside (review).
         const info = yield* deps.fs.lstat(runDir).pipe(Effect.option)
         if (info._tag === "None" || info.value.type !== "Directory") return
-        const manifest = yield* readManifest(deps, runDir, { ...address, runId })
+        const manifest = yield* readManifest(deps, runDir, { ...address, runId }, owned.get(runId))
         if (manifest._tag !== "Owned") return
         const leases = yield* readLeases(deps, runDir)
         for (const lease of leases.leases) {

@@ -24,7 +24,7 @@ import { TIER_NAMES, tierPaths } from "../../domain/WebPaths.js"
 import type { DirEntry, FileInfo, FileType } from "../FileSystem.js"
 import type { Deps } from "./deps.js"
 import { judgeMarker, type MarkerJudgement, reclaimLockPath } from "./markers.js"
-import { type LeaseScan, manifestTimes, readLeases, readManifest } from "./runFacts.js"
+import { type LeaseScan, manifestTimes, type OwnedManifest, readLeases, readManifest } from "./runFacts.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // The budget
@@ -130,6 +130,8 @@ export type TenantItem =
     readonly name: string
     readonly path: string
     readonly manifest: Manifest
+    /** The manifest as read (its bytes too): the pruner's re-check under the cleanup marker compares with it. */
+    readonly owned: OwnedManifest
     readonly leases: LeaseScan
     /** The manifest's times for last use, far-future stamps set aside. */
     readonly times: BoundedManifestTimes
@@ -229,7 +231,7 @@ export const tenantItems = (
       const leases = yield* readLeases(deps, path)
       options.budget?.take(leases.leases.length)
       const times = yield* manifestTimes(deps, path, manifest.manifest)
-      items.push({ _tag: "Run", name: entry.name, path, manifest: manifest.manifest, leases, times })
+      items.push({ _tag: "Run", name: entry.name, path, manifest: manifest.manifest, owned: manifest, leases, times })
     }
     return { items, candidates: candidates.length, truncated: candidates.length > options.maxRuns }
   })

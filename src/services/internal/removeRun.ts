@@ -10,7 +10,7 @@ import { type FileSystemError, LibraryDirUnusable } from "../../domain/Errors.js
 import type { WalkBudget } from "../FileSystem.js"
 import { type Deps, nonce } from "./deps.js"
 import { tryAcquireMarker } from "./markers.js"
-import { isActive, readLeases, readManifest } from "./runFacts.js"
+import { isActive, type OwnedManifest, readLeases, readManifest } from "./runFacts.js"
 import { aFileType } from "../../domain/FileTypeWords.js"
 import type { SkippedRun } from "../../domain/PruneReport.js"
 
@@ -66,9 +66,11 @@ export const prepareRemoval = (deps: Deps, tenantDir: string): Effect.Effect<voi
 
 /**
  * The protocol part of a removal: under the run's cleanup marker, prove it still owned and lease-free, then
- * rename it into `.trash/`. From then on it is only ours; `prepareRemoval` must have succeeded.
+ * rename it into `.trash/`. From then on it is only ours; `prepareRemoval` must have succeeded. `known`: the
+ * manifest as the caller's scan read it; the re-read under the marker reuses its verdict only when the bytes
+ * are the same (`readManifest`).
  */
-export const quarantineOwnedRun = (deps: Deps, run: RunAddress): Effect.Effect<QuarantineOutcome> =>
+export const quarantineOwnedRun = (deps: Deps, run: RunAddress, known?: OwnedManifest): Effect.Effect<QuarantineOutcome> =>
   Effect.gen(function*() {
     const runDir = NodePath.join(run.tenantDir, run.runId)
     const trashDir = NodePath.join(run.tenantDir, TENANT_TRASH_DIR)
@@ -82,7 +84,7 @@ export const quarantineOwnedRun = (deps: Deps, run: RunAddress): Effect.Effect<Q
       const dirInfo = yield* deps.fs.lstat(runDir).pipe(Effect.either)
       if (dirInfo._tag === "Left") return { _tag: "Skipped", skip: "RunChanged", why: `run vanished (${dirInfo.left.reason})` } as const
       if (dirInfo.right.type !== "Directory") return { _tag: "Skipped", skip: "RunChanged", why: "no longer a directory" } as const
-      const manifest = yield* readManifest(deps, runDir, run)
+      const manifest = yield* readManifest(deps, runDir, run, known)
       if (manifest._tag !== "Owned") {
         return { _tag: "Skipped", skip: "RunChanged", why: manifest._tag === "Mismatch" ? `manifest now names ${manifest.found}` : manifest.why } as const
       }

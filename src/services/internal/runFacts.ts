@@ -19,6 +19,7 @@ import type { FileSystemError } from "../../domain/Errors.js"
 import { isFarFuture, type LeaseVerdict, readFailureIsContent } from "../../domain/Liveness.js"
 import { boundManifestTimes, type BoundedManifestTimes } from "../../domain/PrunePlan.js"
 import { type Deps, judge } from "./deps.js"
+import { sameBytes } from "./markers.js"
 import { aFileType } from "../../domain/FileTypeWords.js"
 
 const unreadableManifest = (e: FileSystemError): string => {
@@ -42,28 +43,40 @@ export type ManifestRead =
     readonly manifest: Manifest
     /** The file's length in bytes (the `releasedAt` stamp is written in place at this length). */
     readonly length: number
+    /** The bytes decoded (a re-check under a cleanup marker compares its fresh read with them). */
+    readonly bytes: Uint8Array
   }
   | { readonly _tag: "Unowned"; readonly why: string }
   | { readonly _tag: "Mismatch"; readonly found: string }
 
-/** WR3: a manifest that is missing, oversized, unreadable, invalid, a symlink or naming another path is unowned. */
+export type OwnedManifest = Extract<ManifestRead, { readonly _tag: "Owned" }>
+
+/**
+ * WR3: a manifest that is missing, oversized, unreadable, invalid, a symlink or naming another path is unowned.
+ * `known`: this run's manifest as an earlier read of the same `expected` address found it Owned (the prune's
+ * scan, before its re-check under the cleanup marker). The file is always read again; when its bytes are
+ * the same bytes, the verdict is the same (decoding is a pure function of the bytes), so it is not decoded
+ * twice (BENCHMARKS.md, session 6).
+ */
 export const readManifest = (
   deps: Deps,
   runDir: string,
-  expected: { readonly category: string; readonly tenant: string; readonly runId: string }
+  expected: { readonly category: string; readonly tenant: string; readonly runId: string },
+  known?: OwnedManifest
 ): Effect.Effect<ManifestRead> =>
   Effect.gen(function*() {
     const path = NodePath.join(runDir, WORK_RUN_MANIFEST)
     // One call: the port's readFile never follows a link, refuses non-files and stops at the size cap.
     const bytes = yield* deps.fs.readFile(path, { maxBytes: MANIFEST_MAX_BYTES }).pipe(Effect.either)
     if (bytes._tag === "Left") return { _tag: "Unowned", why: unreadableManifest(bytes.left) } as const
+    if (known !== undefined && sameBytes(bytes.right, known.bytes)) return known
     const decoded = decodeJsonBytes(Manifest, bytes.right)
     if (!decoded.ok) return { _tag: "Unowned", why: `manifest ${decoded.why}` } as const
     const m = decoded.value
     if (m.category !== expected.category || m.tenant !== expected.tenant || m.runId !== expected.runId) {
       return { _tag: "Mismatch", found: `${m.category}/${m.tenant}/${m.runId}` } as const
     }
-    return { _tag: "Owned", manifest: m, length: bytes.right.length } as const
+    return { _tag: "Owned", manifest: m, length: bytes.right.length, bytes: bytes.right } as const
   })
 
 /**

@@ -72,8 +72,10 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
       let running = 0
       let most = 0
       // The addon's queueing, with a removal that takes a few milliseconds.
+      // (No removeTrees: one removal per call, the path of an addon built before batches existed.)
+      const { removeTrees: _batches, ...single } = fsat()
       const slow: Fsat = {
-        ...fsat(),
+        ...single,
         removeTree: (_path, _maxEntries, _maxDepth, callback) => {
           running++
           most = Math.max(most, running)
@@ -88,5 +90,75 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
       const results = yield* Effect.forEach(Array.from({ length: 7 }, (_, i) => `/nowhere/${i}`), (p) => remove(p, WIDE), { concurrency: "unbounded" })
       assert.strictEqual(results.length, 7)
       assert.strictEqual(most, 2)
+    }))
+
+  it.effect("removals that waited go to C together, each answered as if it were alone", () =>
+    Effect.gen(function*() {
+      const remove = makeNativeRemover(fsat(), 1)
+      const root = scratch()
+      // The first removal starts alone and takes milliseconds; the rest queue behind it meanwhile.
+      plantTree(`${root}/big`, 20, 50)
+      plantTree(`${root}/small`, 2, 3)
+      plantTree(`${root}/cut`, 4, 5)
+      fs.writeFileSync(`${root}/file`, "f")
+      fs.mkdirSync(`${root}/deep/a/b`, { recursive: true })
+      const before = openDescriptors()
+      const [big, small, cut, below, absent, deep] = yield* Effect.all([
+        remove(`${root}/big`, WIDE),
+        remove(`${root}/small`, WIDE),
+        remove(`${root}/cut`, { maxEntries: 7, maxDepth: 64 }),
+        Effect.flip(remove(`${root}/file/x`, WIDE)),
+        remove(`${root}/absent`, WIDE),
+        remove(`${root}/deep`, { maxEntries: 100, maxDepth: 1 })
+      ], { concurrency: "unbounded" })
+      assert.deepStrictEqual(big, { removedEntries: 20 * 51, complete: true, removedBytes: 20 * 50 })
+      assert.deepStrictEqual(small, { removedEntries: 2 * 4, complete: true, removedBytes: 2 * 3 })
+      assert.deepStrictEqual([cut.removedEntries, cut.complete], [7, false])
+      assert.deepStrictEqual([below.reason, below.errno, below.path], ["NotADirectory", "ENOTDIR", `${root}/file/x`])
+      assert.deepStrictEqual(absent, { removedEntries: 0, complete: true, removedBytes: 0 })
+      assert.deepStrictEqual([deep.complete, fs.existsSync(`${root}/deep/a/b`)], [false, true])
+      assert.deepStrictEqual([fs.existsSync(`${root}/big`), fs.existsSync(`${root}/small`), fs.existsSync(`${root}/cut`)], [false, false, true])
+      // Six removals in two pieces of work: the first alone, the five that waited behind it together.
+      assert.deepStrictEqual(remove.counts, { batches: 2, removals: 6 })
+      assert.strictEqual(openDescriptors(), before)
+      fs.rmSync(root, { recursive: true, force: true })
+    }))
+
+  it.effect("a batch holds one slot: at most `size` batches run at once, at most BATCH_MAX removals each", () =>
+    Effect.gen(function*() {
+      let running = 0
+      let most = 0
+      const sizes: Array<number> = []
+      const slow: Fsat = {
+        ...fsat(),
+        removeTrees: (paths, _maxEntries, _maxDepths, callback) => {
+          running++
+          most = Math.max(most, running)
+          sizes.push(paths.length)
+          setTimeout(() => {
+            running--
+            paths.forEach((_, i) => callback(i, 0, 1, true, i))
+          }, 5)
+          return 0
+        },
+        removeTree: (_path, _maxEntries, _maxDepth, callback) => {
+          running++
+          most = Math.max(most, running)
+          sizes.push(1)
+          setTimeout(() => {
+            running--
+            callback(0, 1, true, 0)
+          }, 5)
+          return 0
+        }
+      }
+      const remove = makeNativeRemover(slow, 2, 4)
+      const results = yield* Effect.forEach(Array.from({ length: 13 }, (_, i) => `/nowhere/${i}`), (p) => remove(p, WIDE), { concurrency: "unbounded" })
+      assert.strictEqual(results.length, 13)
+      assert.isTrue(results.every((r) => r.complete && r.removedEntries === 1))
+      assert.strictEqual(most, 2)
+      assert.strictEqual(sizes.reduce((a, b) => a + b, 0), 13)
+      assert.isTrue(sizes.every((n) => n <= 4))
+      assert.isAbove(sizes.filter((n) => n > 1).length, 0)
     }))
 })
