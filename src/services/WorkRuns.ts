@@ -206,6 +206,7 @@ type AttemptError = FileSystemError | UnownedRun | ManifestMismatch
 /** A held lease as the heartbeat sees it: its beat, whether it was released, whether a beat is running. */
 interface Beating {
   readonly beat: Effect.Effect<void>
+  readonly leasePath: string
   released: boolean
   inFlight: boolean
 }
@@ -526,31 +527,43 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
      * A release waits for its lease's beat in flight (`beatTurn`), so a beat never rewrites a released lease.
      */
     const beating = new Set<Beating>()
-    let beaterRunning = false
+    // The generation of the beater that runs (0: none). Only that beater may say it stopped, so an old one
+    // ending after a new one started cannot leave a second beater unaccounted for.
+    let generation = 0
+    let beaterRunning = 0
     const beatTurn = Effect.unsafeMakeSemaphore(1)
+    // One lease's beat failing by a defect (a bug, a port that throws) must not end the loop for every other
+    // lease this service holds: it is a HeartbeatFailed warning and the others are beaten on.
     const beatOne = (lease: Beating) =>
       beatTurn.withPermits(1)(Effect.suspend(() => {
         if (lease.released) return Effect.void
         lease.inFlight = true
         return Effect.ensuring(lease.beat, Effect.sync(() => { lease.inFlight = false }))
-      }))
-    const beater: Effect.Effect<void> = heartbeatClock.sleep(heartbeatEvery).pipe(
+      })).pipe(Effect.catchAllDefect((defect) =>
+        warn({
+          _tag: "HeartbeatFailed",
+          leasePath: lease.leasePath,
+          message: `could not refresh the lease ${lease.leasePath} (${defect instanceof Error ? defect.message : String(defect)}); other hosts judge it stale ${Math.round(remoteLeaseTtlMs / 60000)} minutes after its last heartbeat`
+        })
+      ))
+    const beater = (mine: number): Effect.Effect<void> => heartbeatClock.sleep(heartbeatEvery).pipe(
       Effect.zipRight(Effect.suspend(() => {
         if (beating.size === 0) {
-          beaterRunning = false
+          if (beaterRunning === mine) beaterRunning = 0
           return Effect.succeed(false)
         }
         return Effect.as(Effect.forEach([...beating], beatOne, { discard: true }), true)
       })),
-      Effect.flatMap((again) => again ? beater : Effect.void)
+      Effect.flatMap((again) => again ? beater(mine) : Effect.void)
     )
     const startBeating = (lease: Beating) =>
       Effect.suspend(() => {
         beating.add(lease)
-        if (beaterRunning) return Effect.void
-        beaterRunning = true
-        return beater.pipe(
-          Effect.onExit(() => Effect.sync(() => { beaterRunning = false })),
+        if (beaterRunning !== 0) return Effect.void
+        const mine = ++generation
+        beaterRunning = mine
+        return beater(mine).pipe(
+          Effect.onExit(() => Effect.sync(() => { if (beaterRunning === mine) beaterRunning = 0 })),
           // Forked from acquireRelease's uninterruptible acquire: make the loop itself interruptible.
           Effect.interruptible,
           Effect.forkIn(runtimeScope),
@@ -607,7 +620,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
             message: `could not refresh the lease ${run.leasePath} (${e.message}); other hosts judge it stale ${Math.round(remoteLeaseTtlMs / 60000)} minutes after its last heartbeat`
           })
         ))
-        const lease: Beating = { beat: heartbeat, released: false, inFlight: false }
+        const lease: Beating = { beat: heartbeat, leasePath: run.leasePath, released: false, inFlight: false }
         yield* startBeating(lease)
         const release = (o?: { readonly delete?: boolean }): Effect.Effect<ReleaseOutcome> =>
           Effect.gen(function*() {

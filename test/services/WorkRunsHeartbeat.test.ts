@@ -82,4 +82,27 @@ describe("WorkRuns heartbeat (TestClock)", () => {
       yield* TestClock.adjust(3 * BEAT_MS)
       assert.isUndefined(world.readFixtureText(run.leasePath))
     }))
+
+  it.scoped("a defect in one lease's beat is a warning: every other held lease is still beaten, and so is that one next time", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      let broken: string | undefined
+      const p = yield* spawnProcess(world, {
+        wrapFs: (fs) => ({
+          ...fs,
+          // A port that throws instead of failing (a bug): the beat of the broken lease dies.
+          writeFileAtomic: (path, data, o) => path === broken ? Effect.die(new Error("port bug")) : fs.writeFileAtomic(path, data, o)
+        })
+      })
+      const a = yield* p.workRuns.acquire({ category: "tools", tenant: "bash", retention: false })
+      const b = yield* p.workRuns.acquire({ category: "tools", tenant: "bash", runId: "named", retention: false })
+      broken = a.leasePath
+      const t0 = world.journal.length
+      yield* TestClock.adjust(2 * BEAT_MS)
+      assert.strictEqual(beatsOf(world, t0, b.leasePath), 2, "the other lease is beaten at every tick")
+      broken = undefined
+      const t1 = world.journal.length
+      yield* TestClock.adjust(BEAT_MS)
+      assert.deepStrictEqual([beatsOf(world, t1, a.leasePath), beatsOf(world, t1, b.leasePath)], [1, 1], "the loop lives on for both")
+    }))
 })
