@@ -116,30 +116,16 @@ const toFileInfo = (stats: fs.Stats): FileInfo => ({
   mtimeMs: stats.mtimeMs
 })
 
-/**
- * The ENOENT of an lstat probe, built without a stack trace: most probes expect it (is the name free? is
- * there a marker?), and capturing a stack made the error cost ~20–45 µs, twice per acquire (BENCHMARKS.md).
- */
-const missing = (method: string, path: string): FileSystemError => {
-  const limit = Error.stackTraceLimit
-  Error.stackTraceLimit = 0
-  try {
-    return failWith(method, path, "ENOENT", "no such file or directory")
-  } finally {
-    Error.stackTraceLimit = limit
-  }
-}
-
 const lstat = (path: string): Effect.Effect<FileInfo, FileSystemError> =>
   Effect.flatMap(attemptSync("lstat", path, () => fs.lstatSync(path, { throwIfNoEntry: false })), (stats) =>
     stats === undefined
-      ? Effect.fail(missing("lstat", path))
+      ? Effect.fail(failWith("lstat", path, "ENOENT", "no such file or directory"))
       : Effect.succeed(toFileInfo(stats)))
 
 const statFollowingLinks = (path: string): Effect.Effect<FileInfo, FileSystemError> =>
   Effect.flatMap(attemptSync("statFollowingLinks", path, () => fs.statSync(path, { throwIfNoEntry: false })), (stats) =>
     stats === undefined
-      ? Effect.fail(missing("statFollowingLinks", path))
+      ? Effect.fail(failWith("statFollowingLinks", path, "ENOENT", "no such file or directory"))
       : Effect.succeed(toFileInfo(stats)))
 
 // ---------------------------------------------------------------------------------------------------------
