@@ -707,11 +707,21 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       if (id !== undefined && !ids.includes(id)) return yield* new SnapshotNotFound({ root, id })
       const problems: Array<VerifyProblem> = []
       const found = (tag: VerifyProblem["_tag"], path: string, detail: string) => void problems.push(verifyProblem(tag, path, detail))
-      /** A hash or readlink that failed: gone is `Missing`, another type `TypeMismatch`, else `Unreadable` (reported, never a failed verify). */
-      const unread = (name: string, e: FileSystemError) =>
-        e.reason === "NotFound" ? found("Missing", name, MISSING) :
-        e.reason === "IsADirectory" || e.reason === "IsSymlink" ? found("TypeMismatch", name, `is of another type than the manifest records (${e.message})`) :
-        found("Unreadable", name, `cannot be read: ${e.message}`)
+      /**
+       * A hash or readlink that failed: gone is `Missing`; a path that is now another type (a FIFO where a file
+       * was, a file where a link was: the read's errno does not say so) `TypeMismatch`; else `Unreadable`.
+       * Reported, never a failed verify.
+       */
+      const unread = (name: string, path: string, entry: ManifestEntry, e: FileSystemError) =>
+        e.reason === "NotFound" ? Effect.sync(() => found("Missing", name, MISSING)) : Effect.map(Effect.either(optionalLstat(deps, path)), (looked) => {
+          // Read-only: an lstat that fails too leaves the read's own failure as the report.
+          if (looked._tag === "Left") return found("Unreadable", name, `cannot be read: ${e.message}`)
+          const info = looked.right
+          if (info === undefined) return found("Missing", name, MISSING)
+          const recorded = entry.type === "file" ? "File" : entry.type === "symlink" ? "SymbolicLink" : "Directory"
+          if (info.type !== recorded) return found("TypeMismatch", name, `is ${aFileType(info.type)}, the manifest records ${aFileType(recorded)}`)
+          return found("Unreadable", name, `cannot be read: ${e.message}`)
+        })
       const items: Array<{ readonly id: string; readonly entry: ManifestEntry }> = []
       for (const sid of id === undefined ? ids : [id]) {
         const m = yield* readManifest(sid).pipe(Effect.either)
@@ -749,7 +759,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         last = { id: sid, path: entry.path }
         if (entry.type === "file") {
           const digest = yield* fs.hashFile(path).pipe(Effect.either)
-          if (digest._tag === "Left") unread(name, digest.left)
+          if (digest._tag === "Left") yield* unread(name, path, entry, digest.left)
           else {
             checkedBytes += digest.right.bytes
             if (digest.right.sha256 !== entry.sha256 || digest.right.bytes !== entry.size) {
@@ -760,7 +770,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           }
         } else if (entry.type === "symlink") {
           const target = yield* fs.readLink(path).pipe(Effect.either)
-          if (target._tag === "Left") unread(name, target.left)
+          if (target._tag === "Left") yield* unread(name, path, entry, target.left)
           else if (target.right !== entry.target) found("TargetMismatch", name, `the link points to ${target.right}, not ${entry.target ?? ""}`)
         } else {
           const info = yield* optionalLstat(deps, path)

@@ -156,6 +156,25 @@ describe("StateBackups (Node layer)", () => {
       assert.strictEqual(bad._tag, "SnapshotNotFound")
     }))
 
+  it.live("verify calls a path that is now another type a TypeMismatch: a file where a link was, a FIFO where a file was", () =>
+    Effect.gen(function*() {
+      const t = setup(STATE_FILES)
+      nfs.symlinkSync("a.txt", t.at("agent/state/link"))
+      const { id } = yield* withBackups(t.agent, { root: t.root }, (b) => b.create())
+      const snap = NodePath.join(t.root, id)
+      nfs.unlinkSync(NodePath.join(snap, "agent/state/link"))
+      nfs.writeFileSync(NodePath.join(snap, "agent/state/link"), "a file now")
+      nfs.unlinkSync(NodePath.join(snap, "agent/state/b.txt"))
+      assert.strictEqual(spawnSync("mkfifo", [NodePath.join(snap, "agent/state/b.txt")]).status, 0)
+      const result = yield* withBackups(t.agent, { root: t.root }, (b) => b.verify(id))
+      assert.isFalse(result.ok)
+      const byPath = Object.fromEntries(result.problems.map((p) => [p.path, p]))
+      assert.strictEqual(byPath[`${id}/agent/state/link`]?._tag, "TypeMismatch")
+      assert.match(byPath[`${id}/agent/state/link`]!.message, /is a regular file, the manifest records a symlink$/)
+      assert.strictEqual(byPath[`${id}/agent/state/b.txt`]?._tag, "TypeMismatch")
+      assert.match(byPath[`${id}/agent/state/b.txt`]!.message, /the manifest records a regular file$/)
+    }))
+
   it.live("restore moves the live scope aside, copies back, and editing restored data leaves the snapshot verifying", () =>
     Effect.gen(function*() {
       const t = setup(STATE_FILES)
