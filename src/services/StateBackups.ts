@@ -661,9 +661,13 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           }
         }
         // Directories get their live mode and mtime last, deepest first (filling them changed their mtime).
+        // Under a setgid directory (one of ours recorded so, or the building dir inheriting it from above the
+        // root) Linux's mkdir adds the bit to every new directory: then every mode is set, not only 0700 ones.
+        const setgid = (mode: number) => (mode & 0o2000) !== 0
+        const inherits = directories.some((d) => setgid(d.mode)) || setgid((yield* fs.lstat(building)).mode)
         for (const d of [...directories].reverse()) {
           const path = under(building, d.path)
-          if (buildMode(d.mode) !== d.mode) yield* fs.chmod(path, d.mode)
+          if (inherits || buildMode(d.mode) !== d.mode) yield* fs.chmod(path, d.mode)
           yield* fs.utimes(path, d.mtimeMs, d.mtimeMs)
         }
         const manifest = encodeSnapshotManifest({

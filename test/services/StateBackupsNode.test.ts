@@ -156,6 +156,18 @@ describe("StateBackups (Node layer)", () => {
       assert.strictEqual(bad._tag, "SnapshotNotFound")
     }))
 
+  it.live("a snapshot directory keeps its live mode under a setgid directory (mkdir would add the bit)", () =>
+    Effect.gen(function*() {
+      const t = setup({ ...STATE_FILES, "agent/state/shared/inner/f.txt": "f" })
+      nfs.chmodSync(t.at("agent/state/shared"), 0o2775)
+      nfs.chmodSync(t.at("agent/state/shared/inner"), 0o755)
+      const { id } = yield* withBackups(t.agent, { root: t.root }, (b) => b.create())
+      const snap = NodePath.join(t.root, id)
+      const modeOf = (rel: string) => nfs.lstatSync(NodePath.join(snap, rel)).mode & 0o7777
+      assert.strictEqual(modeOf("agent/state/shared").toString(8), "2775")
+      assert.strictEqual(modeOf("agent/state/shared/inner").toString(8), "755")
+    }))
+
   it.live("verify calls a path that is now another type a TypeMismatch: a file where a link was, a FIFO where a file was", () =>
     Effect.gen(function*() {
       const t = setup(STATE_FILES)
