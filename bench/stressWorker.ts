@@ -78,8 +78,6 @@ function dieMidCreate(): void {
   }
   send({ t: "created-empty", path: "", kind: "none" })
 }
-send({ t: "ready" })
-
 /** I4: the run exists as a directory with its manifest and this process's lease. */
 const checkAcquired = (lease: WorkRunLease): string | null => {
   const info = fs.lstatSync(lease.path, { throwIfNoEntry: false })
@@ -183,6 +181,9 @@ const prune = async (store: Awaited<ReturnType<typeof openAgentStorage>>) => {
 
 const main = async () => {
   const store = await openAgentStorage({ agentDir, migrate: false, ...(staleArg ? { staleUnreadableMs: Number(staleArg) } : {}) })
+  // Ready once the store is open: the facade loads its stack on the first open, not at import (README
+  // "Installing"), and under tsx that compile must not eat the run's seconds.
+  send({ t: "ready" })
   const timer = setInterval(flushCounts, 250)
   const lane = async () => {
     while (!stopping) {

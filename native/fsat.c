@@ -903,6 +903,188 @@ static napi_value sync_fs(napi_env env, napi_callback_info info) {
   return number(env, 0);
 }
 
+/*
+ * State snapshots (src/services/StateBackups.ts, through src/layers/node/snapshotCalls.ts): a directory's
+ * entries with their lstat in one call, and a directory's unchanged files linked in one call, relative to
+ * directory descriptors (no path resolved per file, no Stats object per file on the JavaScript side).
+ */
+
+/* Doubles per entry in listInfo's stats: type, size, mode (permission bits), uid, ino, dev, nlink, mtimeMs. */
+#define INFO_FIELDS 8
+
+/*
+ * mtime in milliseconds exactly as Node computes `Stats.mtimeMs` (sec * 1e3 + nsec / 1e6 in doubles), so a
+ * record written from one is equal to a look through the other (the link decision compares them exactly).
+ */
+static double ms_of(struct timespec t) {
+  volatile double whole = (double)t.tv_sec * 1000.0;
+  volatile double part = (double)t.tv_nsec / 1000000.0;
+  return whole + part;
+}
+
+typedef struct {
+  char *names;   /* NUL-separated */
+  size_t names_used, names_capacity;
+  double *stats; /* INFO_FIELDS per entry */
+  size_t count, capacity;
+} info_listing_t;
+
+static void free_info_listing(info_listing_t *l) {
+  free(l->names);
+  free(l->stats);
+}
+
+/* Append one entry; ENOMEM or 0. */
+static int info_add(info_listing_t *l, const char *name, const struct stat *st) {
+  size_t length = strlen(name) + 1;
+  if (l->names_used + length > l->names_capacity) {
+    size_t capacity = l->names_capacity * 2 + length + 256;
+    char *more = realloc(l->names, capacity);
+    if (more == NULL) return ENOMEM;
+    l->names = more;
+    l->names_capacity = capacity;
+  }
+  if (l->count == l->capacity) {
+    size_t capacity = l->capacity * 2 + 16;
+    double *more = realloc(l->stats, capacity * INFO_FIELDS * sizeof *more);
+    if (more == NULL) return ENOMEM;
+    l->stats = more;
+    l->capacity = capacity;
+  }
+  memcpy(l->names + l->names_used, name, length);
+  l->names_used += length;
+  double *out = l->stats + l->count * INFO_FIELDS;
+  out[0] = type_of_mode(st->st_mode);
+  out[1] = (double)st->st_size;
+  out[2] = (double)(st->st_mode & 07777);
+  out[3] = (double)st->st_uid;
+  out[4] = (double)st->st_ino;
+  out[5] = (double)st->st_dev;
+  out[6] = (double)st->st_nlink;
+  out[7] = ms_of(st->st_mtim);
+  l->count++;
+  return 0;
+}
+
+/* Every entry of the directory at `path` (a final symlink refused: ELOOP) with its lstat; 0 or an errno. */
+static int read_info_listing(const char *path, info_listing_t *out) {
+  memset(out, 0, sizeof *out);
+  int fd = open(path, DIR_FLAGS);
+  if (fd < 0) return errno;
+  DIR *dir = fdopendir(fd);
+  if (dir == NULL) {
+    int error = errno;
+    close(fd);
+    return error;
+  }
+  for (;;) {
+    errno = 0;
+    struct dirent *entry = readdir(dir);
+    if (entry == NULL) {
+      int error = errno;
+      closedir(dir);
+      if (error != 0) free_info_listing(out);
+      return error;
+    }
+    const char *name = entry->d_name;
+    if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
+    struct stat st;
+    if (fstatat(dirfd(dir), name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) continue; /* gone between the listing and its lstat: as if a moment earlier */
+      int error = errno;
+      closedir(dir);
+      free_info_listing(out);
+      return error;
+    }
+    int error = info_add(out, name, &st);
+    if (error != 0) {
+      closedir(dir);
+      free_info_listing(out);
+      return error;
+    }
+  }
+}
+
+/*
+ * listInfo(path): { names, stats } with INFO_FIELDS doubles per name in the Float64Array `stats` (listing
+ * order, unsorted), or a negative errno. Never follows a final symlink (-ELOOP).
+ */
+static napi_value list_info(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  char path[NAME_MAX_BYTES];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 1 || !string_arg(env, argv[0], path, sizeof path)) return number(env, -EINVAL);
+  info_listing_t l;
+  int error = read_info_listing(path, &l);
+  if (error != 0) return number(env, -error);
+  napi_value result, names, buffer, stats;
+  void *data = NULL;
+  size_t bytes = l.count * INFO_FIELDS * sizeof(double);
+  if (napi_create_object(env, &result) != napi_ok || napi_create_array_with_length(env, l.count, &names) != napi_ok ||
+      napi_create_arraybuffer(env, bytes, &data, &buffer) != napi_ok ||
+      napi_create_typedarray(env, napi_float64_array, l.count * INFO_FIELDS, buffer, 0, &stats) != napi_ok) {
+    free_info_listing(&l);
+    return number(env, -ENOMEM);
+  }
+  if (bytes > 0) memcpy(data, l.stats, bytes);
+  const char *name = l.names;
+  for (size_t i = 0; i < l.count; i++) {
+    size_t length = strlen(name);
+    napi_value js_name;
+    napi_create_string_utf8(env, name, length, &js_name);
+    napi_set_element(env, names, (uint32_t)i, js_name);
+    name += length + 1;
+  }
+  free_info_listing(&l);
+  napi_set_named_property(env, result, "names", names);
+  napi_set_named_property(env, result, "stats", stats);
+  return result;
+}
+
+/*
+ * linkEach(fromDir, toDir, names, errnos): linkat(fromDir/name → toDir/name) for each name (never following
+ * a final symlink, neither the directories' nor the names'), the directories opened once. Writes each
+ * name's errno (0 when linked) into the Int32Array `errnos`; returns 0, or a negative errno when a directory
+ * cannot be opened (nothing linked then).
+ */
+static napi_value link_each(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  char from[NAME_MAX_BYTES], to[NAME_MAX_BYTES], name[NAME_MAX_BYTES];
+  uint32_t count = 0;
+  napi_typedarray_type kind;
+  size_t length = 0;
+  void *data = NULL;
+  if (argc < 4 || !string_arg(env, argv[0], from, sizeof from) || !string_arg(env, argv[1], to, sizeof to) ||
+      napi_get_array_length(env, argv[2], &count) != napi_ok ||
+      napi_get_typedarray_info(env, argv[3], &kind, &length, &data, NULL, NULL) != napi_ok ||
+      kind != napi_int32_array || length < count) {
+    return number(env, -EINVAL);
+  }
+  int from_fd = open(from, DIR_FLAGS);
+  if (from_fd < 0) return number(env, -errno);
+  int to_fd = open(to, DIR_FLAGS);
+  if (to_fd < 0) {
+    int error = errno;
+    close(from_fd);
+    return number(env, -error);
+  }
+  int32_t *errnos = data;
+  for (uint32_t i = 0; i < count; i++) {
+    napi_value js_name;
+    if (napi_get_element(env, argv[2], i, &js_name) != napi_ok || !string_arg(env, js_name, name, sizeof name)) {
+      errnos[i] = EINVAL;
+      continue;
+    }
+    errnos[i] = linkat(from_fd, name, to_fd, name, 0) == 0 ? 0 : errno;
+  }
+  close(from_fd);
+  close(to_fd);
+  return number(env, 0);
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor methods[] = {
     { "openDir", NULL, open_dir, NULL, NULL, NULL, napi_enumerable, NULL },
@@ -912,6 +1094,8 @@ static napi_value init(napi_env env, napi_value exports) {
     { "removeTree", NULL, remove_tree, NULL, NULL, NULL, napi_enumerable, NULL },
     { "removeTrees", NULL, remove_trees, NULL, NULL, NULL, napi_enumerable, NULL },
     { "syncFs", NULL, sync_fs, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "listInfo", NULL, list_info, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "linkEach", NULL, link_each, NULL, NULL, NULL, napi_enumerable, NULL },
     { "close", NULL, close_fd, NULL, NULL, NULL, napi_enumerable, NULL }
   };
   napi_define_properties(env, exports, sizeof methods / sizeof methods[0], methods);

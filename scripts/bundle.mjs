@@ -6,19 +6,27 @@
  * stay outside. The Effect API ("." → dist/index.js) is not bundled: it stays plain tsc ESM, so an Effect
  * caller's own copy of effect is the one used.
  *
- *   dist/bundle/promise.mjs  `import "pi-agent-storage/promise"`
- *   dist/bundle/promise.cjs  `require("pi-agent-storage/promise")`
- *   dist/bundle/cli/main.mjs the `pi-storage` bin; split (ESM chunks under cli/chunks/) so what main.ts
- *                            imports lazily (the command tree) is only read when a command needs it
+ *   dist/bundle/promise.mjs  `import "pi-agent-storage/promise"`; split (ESM chunks under chunks/) so
+ *                            what it imports lazily (the store stack, the tier runtime) is only read
+ *                            on the first `openAgentStorage` / `openTiers`
+ *   dist/bundle/promise.cjs  `require("pi-agent-storage/promise")` (one file; the same modules are
+ *                            evaluated lazily)
+ *   dist/bundle/cli/main.mjs the `pi-storage` bin (src/cli/bin.ts, a few KiB: argv, `--version`), which
+ *                            loads the rest from
+ *   dist/bundle/cli/program.cjs + program.cjs.v8cache  the program and its V8 code cache
+ *                            (src/cli/codeCache.ts: Node 20 can cache CommonJS compiled by vm.Script,
+ *                            not ES modules)
  *
  * Files loaded by path at run time (the native addon, the remover thread) are found from the package root
  * (src/layers/node/packageRoot.ts), so they load from a bundle as from dist/. No source maps: they would
  * point at src/, which the package does not ship.
  */
 import * as esbuild from "esbuild"
+import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)))
 const outdir = path.join(root, "dist", "bundle")
@@ -40,6 +48,12 @@ const esm = {
   banner: { js: "import{createRequire as __piRequire}from\"node:module\";const require=__piRequire(import.meta.url);" }
 }
 
+/**
+ * ESM bundles split at each dynamic `import()`: what an entry imports lazily (the facade's store stack, the
+ * CLI's command tree) is its own chunk, read only when that import runs (README "Installing").
+ */
+const split = { splitting: true, chunkNames: "chunks/[name]-[hash]", outExtension: { ".js": ".mjs" } }
+
 /** CommonJS has no `import.meta`: our modules' `import.meta.url` becomes this file's URL. */
 const cjs = {
   ...common,
@@ -48,22 +62,64 @@ const cjs = {
   banner: { js: "const __piImportMetaUrl=require(\"node:url\").pathToFileURL(__filename).href;" }
 }
 
+/**
+ * In the CLI program, `await import("node:fs")` (a lazily loaded built-in) becomes a `require`: Node 20
+ * cannot run an `import()` in a script compiled from a code cache (src/cli/codeCache.ts).
+ */
+const builtinImportsAsRequire = {
+  name: "builtin-imports-as-require",
+  setup(build) {
+    build.onResolve({ filter: /^node:/ }, (args) => (args.kind === "dynamic-import" ? { path: args.path, namespace: "builtin" } : undefined))
+    build.onLoad({ filter: /.*/, namespace: "builtin" }, (args) => ({ contents: `module.exports = require(${JSON.stringify(args.path)})`, loader: "js" }))
+  }
+}
+
+/**
+ * The CLI program's V8 code cache (src/cli/codeCache.ts): compiled and run once here, as `pi-storage
+ * status` on a small temp agent dir, so the functions a command runs are in it too, then saved when that
+ * process exits. Made with this Node: another one refuses it and compiles from source.
+ */
+const writeCodeCache = async (bundle) => {
+  const temp = fs.mkdtempSync(path.join(os.tmpdir(), "pi-storage-codecache-"))
+  try {
+    fs.mkdirSync(path.join(temp, "agent", "work", "tools", "build", "run"), { recursive: true })
+    fs.writeFileSync(path.join(temp, "agent", "work", "tools", "build", "run", "out.txt"), "x")
+    const script = `
+import * as fs from "node:fs"
+import { codeCachePath, compileCommonJs, runCommonJs } from ${JSON.stringify(codeCacheModule)}
+const bundle = ${JSON.stringify(bundle)}
+const compiled = compileCommonJs(bundle, undefined)
+process.once("exit", () => {
+  const target = codeCachePath(bundle)
+  fs.writeFileSync(target + ".tmp", compiled.script.createCachedData())
+  fs.renameSync(target + ".tmp", target)
+})
+await runCommonJs(bundle, compiled).runProgram({ globals: { agentDir: ${JSON.stringify(path.join(temp, "agent"))}, noColor: true }, args: ["status"], command: undefined })
+`
+    const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], { cwd: temp, stdio: ["ignore", "ignore", "pipe"], encoding: "utf8" })
+    if (!fs.existsSync(codeCachePath(bundle))) throw new Error(`no code cache for ${bundle} (exit ${r.status}): ${r.stderr}`)
+  } finally {
+    fs.rmSync(temp, { recursive: true, force: true })
+  }
+}
+/** tsc has just built it: the same loader the bin uses makes the cache. */
+const codeCacheModule = pathToFileURL(path.join(root, "dist", "cli", "codeCache.js")).href
+const { codeCachePath } = await import(codeCacheModule)
+
 fs.rmSync(outdir, { recursive: true, force: true })
 const started = performance.now()
 await Promise.all([
-  esbuild.build({ ...esm, entryPoints: ["src/promise.ts"], outfile: path.join(outdir, "promise.mjs") }),
+  esbuild.build({ ...esm, ...split, entryPoints: { promise: "src/promise.ts" }, outdir }),
   esbuild.build({ ...cjs, entryPoints: ["src/promise.ts"], outfile: path.join(outdir, "promise.cjs") }),
-  esbuild.build({
-    ...esm,
-    entryPoints: { main: "src/cli/main.ts" },
-    outdir: path.join(outdir, "cli"),
-    splitting: true,
-    chunkNames: "chunks/[name]-[hash]",
-    outExtension: { ".js": ".mjs" }
-  })
+  esbuild.build({ ...esm, entryPoints: ["src/cli/bin.ts"], outfile: path.join(outdir, "cli", "main.mjs") }),
+  esbuild.build({ ...cjs, plugins: [builtinImportsAsRequire], entryPoints: ["src/cli/program.ts"], outfile: path.join(outdir, "cli", "program.cjs") })
 ])
+if (/\bimport\(/.test(fs.readFileSync(path.join(outdir, "cli", "program.cjs"), "utf8"))) {
+  throw new Error("dist/bundle/cli/program.cjs holds an import(): a script compiled from a code cache cannot run it on Node 20")
+}
+await writeCodeCache(path.join(outdir, "cli", "program.cjs"))
 fs.chmodSync(path.join(outdir, "cli", "main.mjs"), 0o755)
 const sizes = fs.readdirSync(outdir, { recursive: true })
-  .filter((f) => /\.(mjs|cjs)$/.test(f))
+  .filter((f) => /\.(mjs|cjs|v8cache)$/.test(f))
   .map((f) => `${f} ${Math.round(fs.statSync(path.join(outdir, f)).size / 1024)} KiB`)
 process.stderr.write(`bundles (${Math.round(performance.now() - started)} ms): ${sizes.join(", ")}\n`)

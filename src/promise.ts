@@ -20,22 +20,17 @@ import type { DoctorReport } from "./domain/Findings.js"
 import type { LayoutPlan, LayoutReport } from "./domain/LayoutMigration.js"
 import type { PruneReport } from "./domain/PruneReport.js"
 import type { RetentionInput } from "./domain/Retention.js"
-import { makePromiseConfigHistory, type PromiseConfigHistory } from "./facade/configHistory.js"
+import type { PromiseConfigHistory } from "./facade/configHistory.js"
 import type { StorageWarning } from "./domain/Warnings.js"
 import { runTyped, squashTyped, unrefClock } from "./facade/runtime.js"
-import { type PromiseUserProfile, promiseUserProfile } from "./facade/userProfile.js"
+import type { PromiseUserProfile } from "./facade/userProfile.js"
 import { emitProcessWarning, warningLoggerLayer } from "./facade/warnings.js"
 import { nodeEnv } from "./layers/NodeHost.js"
-import { NodeStorageLive } from "./layers/Storage.js"
-import { AgentDir } from "./services/AgentDir.js"
+import type * as Store from "./facade/store.js"
 import type { ConfigHistoryOptions } from "./services/ConfigHistory.js"
-import { Doctor, type DoctorOptions } from "./services/Doctor.js"
-import { ExtensionStorage as ExtensionStorageService } from "./services/ExtensionStorage.js"
-import { Migration } from "./services/Migration.js"
-import { HeartbeatClock } from "./services/HeartbeatClock.js"
-import { StateBackups } from "./services/StateBackups.js"
-import { StorageConfig } from "./services/StorageConfig.js"
-import { type ReleaseOutcome, type WorkRun, WorkRuns } from "./services/WorkRuns.js"
+import type { DoctorOptions } from "./services/Doctor.js"
+import type { StateBackups } from "./services/StateBackups.js"
+import type { ReleaseOutcome, WorkRun } from "./services/WorkRuns.js"
 import type * as Errors from "./domain/Errors.js"
 
 export * from "./domain/Errors.js"
@@ -152,7 +147,7 @@ const installExitHook = () => {
 const storeWarnings = (options: OpenOptions) =>
   warningLoggerLayer(options.onWarning ?? emitProcessWarning, (message) => process.emitWarning(message, { type: "PiAgentStorageWarning" }))
 
-const storeLayer = (options: OpenOptions) =>
+const storeLayer = ({ NodeStorageLive, HeartbeatClock }: typeof Store, options: OpenOptions) =>
   // Provided, not only merged: warnings logged while the stack is built (a malformed PI_STORAGE_* variable)
   // reach `onWarning` as well.
   Layer.provideMerge(
@@ -185,7 +180,11 @@ const trackLeaseFile = (scope: Scope.Scope, leasePath: string) =>
 
 export const openAgentStorage = async (options: OpenOptions = {}): Promise<AgentStorage> => {
   installExitHook()
-  const runtime = ManagedRuntime.make(storeLayer(options))
+  // The stack loads on the first open, not at import (README "Installing"; facade/store.ts).
+  const store = await import("./facade/store.js")
+  const { AgentDir, Doctor, ExtensionStorage: ExtensionStorageService, Migration, StateBackups, StorageConfig, WorkRuns } = store
+  const { makePromiseConfigHistory, promiseUserProfile } = store
+  const runtime = ManagedRuntime.make(storeLayer(store, options))
   /**
    * The store's lifetime. Every lease is a child scope of it (an extension view's leases, of the view's scope,
    * itself a child), the config history's runtime a finalizer, the calls in flight a FiberSet in it, and the
@@ -267,7 +266,7 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
       plan: (o = {}) => call(migration.plan(o)),
       run: (o = {}) => call(migration.run(o))
     },
-    doctor: (o = {}) => call(doctor.doctor(agentDir, o as DoctorOptions)),
+    doctor: (o = {}) => call(doctor.doctor(o as DoctorOptions)),
     configHistory: (o = {}) =>
       makePromiseConfigHistory(
         { path: agentDirPath, paths, config },
@@ -321,7 +320,9 @@ const SHARED_STORE_IDLE = Duration.seconds(30)
  * the process alive (a process that exits first leaves nothing held: its leases were released, and the exit
  * hook unlinks the process runs' leases).
  */
-const sharedStores = Effect.runSync(Effect.flatMap(Scope.make(), (scope) =>
+let sharedStoresMap: RcMap.RcMap<string, AgentStorage, unknown> | undefined
+/** Made on first use, not at import (README "Installing"). */
+const sharedStores = () => sharedStoresMap ??= Effect.runSync(Effect.flatMap(Scope.make(), (scope) =>
   Scope.extend(
     RcMap.make({
       lookup: (agentDir: string) =>
@@ -347,10 +348,10 @@ const useSharedStore = async (agentDir: string | undefined): Promise<{ store: Ag
   let finished: Promise<void> | undefined
   const done = () => finished ??= onUnrefClock(Scope.close(use, Exit.void))
   try {
-    return { store: await onUnrefClock(Scope.extend(RcMap.get(sharedStores, key), use)), done }
+    return { store: await onUnrefClock(Scope.extend(RcMap.get(sharedStores(), key), use)), done }
   } catch (e) {
     await done()
-    await onUnrefClock(RcMap.invalidate(sharedStores, key))
+    await onUnrefClock(RcMap.invalidate(sharedStores(), key))
     throw e
   }
 }

@@ -21,7 +21,6 @@ import * as ValidationError from "@effect/cli/ValidationError"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
 import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
-import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -38,6 +37,7 @@ import { run } from "./commands/run.js"
 import { status } from "./commands/status.js"
 import { type CliContext, colorAllowed, complain, err, makeContext, out, usageError } from "./context.js"
 import { ExitCode, type ExitStatus } from "./exit.js"
+import { unexpectedFailures } from "./guard.js"
 import { stripAnsi } from "./format.js"
 import { commandNames, findCommand, type HelpNode, helpTree, renderHelp } from "./help.js"
 import { dryRun, json, parsedOption, value } from "./options.js"
@@ -247,9 +247,7 @@ export const main = (split: SplitArgv, exitStatus: ExitStatus): Effect.Effect<vo
         ? usageError(ctx, `${validationMessage(error, args, commandNames(programTree(ctx)))} (see pi-storage --help)`)
         : complain(ctx, String(error), ExitCode.findings)
     ),
-    Effect.catchAllCause((cause) =>
-      Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : complain(ctx, `unexpected failure: ${Cause.pretty(cause).split("\n")[0]}`, ExitCode.findings)
-    ),
+    unexpectedFailures(ctx),
     Effect.provide(cliEnvironment),
     Effect.orDie
   )

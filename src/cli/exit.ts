@@ -5,18 +5,9 @@
 import * as Exit from "effect/Exit"
 import * as Match from "effect/Match"
 import { isStorageError, type StorageError } from "../domain/StorageErrors.js"
+import { ExitCode } from "./exitCodes.js"
 
-export const ExitCode = {
-  ok: 0,
-  /** Doctor findings at warning or above, or a partial failure (errors in a report, a partial migration). */
-  findings: 1,
-  /** A bad flag, value or command. */
-  usage: 2,
-  /** Refused: an unsafe root, a busy run or tenant, a directory the library does not own. */
-  refused: 3,
-  /** Interrupted by SIGINT with no child status to pass on. */
-  interrupted: 130
-} as const
+export { ExitCode }
 
 /**
  * The exit code of each typed library error: the caller's mistake (2), a refusal to touch what is not

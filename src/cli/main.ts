@@ -1,27 +1,8 @@
 #!/usr/bin/env node
 /**
- * The `pi-storage` executable. Global flags and `--` are split off first, so an argv mistake is reported
- * before anything heavy loads. NodeRuntime is imported by subpath: the platform-node barrel alone costs more
- * start-up time than a whole command. `--version` (or `-v`) alone is answered before any of that loads (the bundle
- * splits app.ts into a chunk of its own that only then is read: README "Installing").
+ * `pi-storage` run from the sources (tsx). The shipped bin is bin.ts, the same launch with the program
+ * loaded from its bundle.
  */
-import { splitArgv } from "./argv.js"
-import { ExitCode, ExitStatus } from "./exit.js"
-import { isVersionRequest, versionLine } from "./version.js"
+import { launch } from "./launch.js"
 
-const split = splitArgv(process.argv.slice(2))
-if (!split.ok) {
-  process.stderr.write(`pi-storage: ${split.message}\n`)
-  process.exitCode = ExitCode.usage
-} else if (split.value.command === undefined && isVersionRequest(split.value.args)) {
-  // The same answer app.ts gives, without loading it.
-  process.stdout.write(versionLine)
-} else {
-  const [NodeRuntime, { main }] = await Promise.all([import("@effect/platform-node/NodeRuntime"), import("./app.js")])
-  const exitStatus = new ExitStatus()
-  NodeRuntime.runMain(main(split.value, exitStatus), {
-    disableErrorReporting: true,
-    disablePrettyLogger: true,
-    teardown: exitStatus.teardown
-  })
-}
+await launch(process.argv.slice(2), () => import("./program.js"))

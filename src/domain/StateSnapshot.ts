@@ -13,7 +13,7 @@
 import * as NodePath from "node:path"
 import * as Schema from "effect/Schema"
 import { CANONICAL_ROOT_ENTRIES, STATE_BACKUPS_DIR, STATE_RESTORE_ASIDE_DIR } from "./AgentPaths.js"
-import { sha256Hex } from "./Digest.js"
+import { sha256HexOfBytes } from "./Digest.js"
 import { UnsafeRootReason } from "./Errors.js"
 import { PACKAGE_NAME, VERSION } from "./Version.js"
 import { tierPaths } from "./WebPaths.js"
@@ -165,12 +165,30 @@ export const entryProblem = (u: unknown): string | undefined => {
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
+const HASH_FIELD = encoder.encode(`,"manifestSha256":`)
+const CLOSING_BRACE = encoder.encode("}")
+
+/** Where the last `,"manifestSha256":` starts in `bytes`, or -1 (it is near the end: searched from there). */
+const lastHashField = (bytes: Uint8Array): number => {
+  outer: for (let at = bytes.length - HASH_FIELD.length; at >= 0; at--) {
+    for (let k = 0; k < HASH_FIELD.length; k++) if (bytes[at + k] !== HASH_FIELD[k]) continue outer
+    return at
+  }
+  return -1
+}
+
 /** The manifest's bytes: one JSON document, its own hash last. */
 export const encodeSnapshotManifest = (body: Omit<SnapshotManifest, "manifestSha256">): Uint8Array => {
   // The schema has no transformations (encoded = decoded), so the body is its own encoding: a Schema encode
-  // of 10,000 entries cost 230 ms per snapshot for an identity.
-  const json = JSON.stringify(body)
-  return encoder.encode(`${json.slice(0, -1)},"manifestSha256":${JSON.stringify(sha256Hex(json))}}\n`)
+  // of 10,000 entries cost 230 ms per snapshot for an identity. The hash is of the JSON's UTF-8 bytes, encoded
+  // once (hashing the string encoded it a second time); the document is those bytes without their final `}`,
+  // then the hash field.
+  const json = encoder.encode(JSON.stringify(body))
+  const tail = encoder.encode(`,"manifestSha256":${JSON.stringify(sha256HexOfBytes(json))}}\n`)
+  const out = new Uint8Array(json.length - 1 + tail.length)
+  out.set(json.subarray(0, json.length - 1))
+  out.set(tail, json.length - 1)
+  return out
 }
 
 /** Decode and check the manifest's own hash (over its JSON as written, without the hash field). */
@@ -178,7 +196,8 @@ export const decodeSnapshotManifest = (
   bytes: Uint8Array
 ): { readonly ok: true; readonly manifest: SnapshotManifest } | { readonly ok: false; readonly why: string } => {
   const text = decoder.decode(bytes).trimEnd()
-  const at = text.lastIndexOf(`,"manifestSha256":`)
+  // The hash covers the bytes as written up to the field (the same text, as UTF-8, without re-encoding it).
+  const at = lastHashField(bytes)
   if (at < 0 || !text.endsWith("}")) return { ok: false, why: "no manifestSha256 at its end" }
   let parsed: unknown
   try {
@@ -187,16 +206,20 @@ export const decodeSnapshotManifest = (
     return { ok: false, why: `not valid JSON (${e instanceof Error ? e.message : String(e)})` }
   }
   // The header through the Schema, the entries through `entryProblem` (the same rules as ManifestEntry):
-  // a Schema decode of 10,000 entries cost 180 ms, on every create (the previous manifest) and verify.
-  const header = Schema.decodeUnknownEither(ManifestHeader)(parsed)
+  // a Schema decode of 10,000 entries cost 180 ms, on every create (the previous manifest) and verify; even
+  // as `Array(Unknown)` the Schema walked every entry, so it sees the header with none.
+  const document = typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? parsed as Record<string, unknown> : undefined
+  const entries = document?.entries
+  const header = Schema.decodeUnknownEither(ManifestHeader)(Array.isArray(entries) ? { ...document, entries: [] } : parsed)
   if (header._tag === "Left") return { ok: false, why: `not a snapshot manifest: ${header.left.message.split("\n")[0]}` }
-  for (const [i, entry] of header.right.entries.entries()) {
-    const problem = entryProblem(entry)
+  if (!Array.isArray(entries)) return { ok: false, why: "not a snapshot manifest: entries is not an array" } // (the Schema said so first)
+  for (let i = 0; i < entries.length; i++) {
+    const problem = entryProblem(entries[i])
     if (problem !== undefined) return { ok: false, why: `not a snapshot manifest: entries[${i}] ${problem}` }
   }
-  const want = sha256Hex(`${text.slice(0, at)}}`)
+  const want = sha256HexOfBytes(bytes.subarray(0, at), CLOSING_BRACE)
   if (want !== header.right.manifestSha256) return { ok: false, why: "its own hash does not match its content" }
-  return { ok: true, manifest: header.right as SnapshotManifest }
+  return { ok: true, manifest: { ...header.right, entries } as SnapshotManifest }
 }
 
 // ------------------------------------------------------------------------------------------------ rules
@@ -223,8 +246,10 @@ const SQLITE_SIDECARS = ["-wal", "-shm"] as const
 
 /** The names of a directory that form live SQLite groups: database → its present `-wal`/`-shm` sidecars. */
 export const sqliteGroups = (names: ReadonlyArray<string>): ReadonlyMap<string, ReadonlyArray<string>> => {
-  const present = new Set(names)
   const groups = new Map<string, ReadonlyArray<string>>()
+  // Only a name with a sidecar's suffix can make a group (a snapshot's walk asks this of every directory).
+  if (!names.some((n) => SQLITE_SIDECARS.some((s) => n.endsWith(s)))) return groups
+  const present = new Set(names)
   for (const name of names) {
     const sidecars = SQLITE_SIDECARS.map((s) => name + s).filter((n) => present.has(n))
     if (sidecars.length > 0) groups.set(name, sidecars)

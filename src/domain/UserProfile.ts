@@ -14,6 +14,7 @@ import * as Either from "effect/Either"
 import { entryId, type ProfileJournal, type ShardDocument, shardName, splitIntoShards } from "./UserProfileArchive.js"
 import type { AmbiguousEntry, EntryNotFound, InvalidEntry } from "./UserProfileErrors.js"
 import { fitsBudget, matchEntry, parseEntry, parseUserText, renderUserText, type UserText } from "./UserProfileText.js"
+import type { UnparsableShard } from "./ReportProblems.js"
 
 /** What was read from disk (by the service), before any interpretation. */
 export interface ProfileFiles {
@@ -26,7 +27,8 @@ export interface ProfileFiles {
   /** Every readable shard in the archive directory, by file name. */
   readonly shards: ReadonlyMap<string, ShardDocument>
   /** Shard files that do not parse: reported, never read as empty, never written or removed. */
-  readonly unparsable: ReadonlyArray<{ readonly name: string; readonly why: string }>
+  /** Shard files that do not parse or are too large to read (`ShardUnparsable`, `ShardTooLarge`). */
+  readonly unparsable: ReadonlyArray<UnparsableShard>
 }
 
 export interface ProfileSegment {

@@ -3,12 +3,8 @@
  * src/domain/Tiers.ts and src/services/TierStorage.ts. Rejections are the library's typed errors themselves
  * (an `Error` with `_tag`), or whatever a caller's `build` rejected with.
  */
-import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Layer from "effect/Layer"
-import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as os from "node:os"
-import { InvalidArgument } from "../domain/Errors.js"
 import {
   chooseTier,
   type ExtensionContext,
@@ -21,13 +17,8 @@ import {
   type TierName,
   type TierPurpose
 } from "../domain/Tiers.js"
-import { runTyped } from "./runtime.js"
-import * as NodeFileSystem from "../layers/NodeFileSystem.js"
-import * as NodeHost from "../layers/NodeHost.js"
-import type { FileSystem } from "../services/FileSystem.js"
-import type { Host } from "../services/Host.js"
-import { StorageConfig } from "../services/StorageConfig.js"
-import { type OpenTiersOptions, TierStorage } from "../services/TierStorage.js"
+import { nodeEnv } from "../layers/NodeHost.js"
+import type { OpenTiersOptions } from "../services/TierStorage.js"
 
 export { chooseTier, resolveStateDir }
 export type { ExtensionContext, ExtensionContextOptions, OpenTiersOptions, TierChoice, TierDirs, TierFacts, TierName, TierPurpose }
@@ -41,7 +32,7 @@ export const extensionContext = (extId: string, options?: ExtensionContextOption
   const built = makeExtensionContext({
     extId,
     options,
-    env: NodeHost.nodeEnv,
+    env: nodeEnv,
     home: os.homedir(),
     cwd: process.cwd()
   })
@@ -80,59 +71,11 @@ export interface PromiseTiers {
 }
 
 /** The `TierStorage` service over a world's layer. One runtime per handle. */
-const openTiersWithLayer = (world: Layer.Layer<FileSystem | Host>) =>
-async (ctx: TierDirs, options?: OpenTiersOptions): Promise<PromiseTiers> => {
-  const runtime = ManagedRuntime.make(TierStorage.layer.pipe(Layer.provide(world)))
-  // Rejects with the typed failure itself, never a FiberFailure wrapper.
-  const run = <A, E>(effect: Effect.Effect<A, E, TierStorage>) => runTyped(runtime, effect)
-  const tiers = await run(Effect.flatMap(TierStorage, (service) => service.open(ctx, options))).catch(async (error: unknown) => {
-    await runtime.dispose()
-    throw error
-  })
-  let closed = false
-  const guarded = <A, E>(effect: () => Effect.Effect<A, E>): Promise<A> =>
-    closed
-      ? Promise.reject(new InvalidArgument({ field: "tiers", detail: "this openTiers() handle is closed" }))
-      : run(Effect.suspend(effect))
-
-  return {
-    cache: {
-      dir: tiers.cache.dir,
-      ensure: (key, build, ensureOptions) =>
-        guarded(() =>
-          tiers.cache.ensure(
-            key,
-            // The caller's own rejection passes through untouched.
-            Effect.tryPromise({ try: () => build(), catch: (error) => error }),
-            { validate: ensureOptions?.validate }
-          )
-        ),
-      clear: () => guarded(() => tiers.cache.clear())
-    },
-    state: {
-      dir: tiers.state.dir,
-      read: <T>(name: string) => guarded(() => tiers.state.read(name)) as Promise<T>,
-      write: (name, value) => guarded(() => tiers.state.write(name, value))
-    },
-    config: {
-      dir: tiers.config.dir,
-      get: <T>(key: string) => guarded(() => tiers.config.get(key)) as Promise<T | undefined>,
-      set: (key, value) => guarded(() => tiers.config.set(key, value)),
-      writeFile: (name, data) => guarded(() => tiers.config.writeFile(name, data))
-    },
-    close: async () => {
-      if (closed) return
-      closed = true
-      await runtime.dispose()
-    }
-  }
-}
-
 /**
  * TD4 on the real disk: open the three tiers of a context. Creates nothing until a method needs it; rejects
  * with `TiersOverlap` when the tier directories overlap through a link or mount (TD5, checked again before
- * every destructive cache operation).
+ * every destructive cache operation). The tier service and the Node world load on the first call, not at
+ * import (README "Installing"; tiersRuntime.ts).
  */
-export const openTiers: (ctx: TierDirs, options?: OpenTiersOptions) => Promise<PromiseTiers> = openTiersWithLayer(
-  Layer.merge(NodeFileSystem.layer, NodeHost.layer).pipe(Layer.provide(StorageConfig.layerFromEnv))
-)
+export const openTiers = async (ctx: TierDirs, options?: OpenTiersOptions): Promise<PromiseTiers> =>
+  (await import("./tiersRuntime.js")).openNodeTiers(ctx, options)

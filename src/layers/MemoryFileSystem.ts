@@ -265,6 +265,22 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
     }
   }
 
+  /** link(2): a second name for a file or symlink, on its own device. */
+  const linkEntry = (existing: string, newPath: string, now: number): void | Errno => {
+    const a = lookup(existing, false)
+    if (isErrno(a)) return a
+    const node = a.node
+    if (node === undefined) return errno("ENOENT")
+    const b = lookup(newPath, false)
+    if (isErrno(b)) return b
+    if (b.node !== undefined) return errno("EEXIST")
+    if (node.dev !== b.dir.dev) return errno("EXDEV")
+    if (node.kind === "Directory") return errno("EPERM")
+    attach(b.dir, b.name, node)
+    b.dir.mtimeMs = now
+    world.mutated(ctx)
+  }
+
   const measure = (path: string, maxEntries: number, maxDepth: number): TreeMeasure | Errno => {
     const at = lookup(path, false)
     if (isErrno(at)) return at
@@ -542,20 +558,19 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
         return at.node.kind === "SymbolicLink" ? at.node.target : errno("EINVAL")
       }),
 
-    link: (existing, newPath) =>
-      call("link", existing, newPath, (now) => {
-        const a = lookup(existing, false)
-        if (isErrno(a)) return a
-        const node = a.node
-        if (node === undefined) return errno("ENOENT")
-        const b = lookup(newPath, false)
-        if (isErrno(b)) return b
-        if (b.node !== undefined) return errno("EEXIST")
-        if (node.dev !== b.dir.dev) return errno("EXDEV")
-        if (node.kind === "Directory") return errno("EPERM")
-        attach(b.dir, b.name, node)
-        b.dir.mtimeMs = now
-        world.mutated(ctx)
+    link: (existing, newPath) => call("link", existing, newPath, (now) => linkEntry(existing, newPath, now)),
+
+    // One call, one link step per name (each a crash point); a crash ends the call, other failures are answers.
+    linkEach: (fromDir, toDir, names) =>
+      call("linkEach", fromDir, toDir, (now): ReadonlyArray<FileSystemError | undefined> | Errno => {
+        const out: Array<FileSystemError | undefined> = []
+        for (const name of names) {
+          const existing = joinPath(fromDir, name)
+          const linked = step("linkEach.link", existing, joinPath(toDir, name), () => linkEntry(existing, joinPath(toDir, name), now))
+          if (isErrno(linked) && linked.errno === CRASHED) return linked
+          out.push(isErrno(linked) ? toError("linkEach", existing, linked.errno) : undefined)
+        }
+        return out
       }),
 
     utimes: (path, _atimeMs, mtimeMs) =>

@@ -164,6 +164,23 @@ const readDirectoryInfo = (path: string): Effect.Effect<ReadonlyArray<DirEntryIn
       return out
     }))
 
+/** One synchronous `link` per name (each microseconds; a directory of a snapshot at a time). */
+const linkEach = (fromDir: string, toDir: string, names: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<FileSystemError | undefined>> =>
+  Effect.sync(() => {
+    const from = fromDir.endsWith("/") ? fromDir : `${fromDir}/`
+    const to = toDir.endsWith("/") ? toDir : `${toDir}/`
+    const out = new Array<FileSystemError | undefined>(names.length)
+    for (let i = 0; i < names.length; i++) {
+      const target = to + names[i]
+      try {
+        fs.linkSync(from + names[i], target)
+      } catch (cause) {
+        out[i] = toFileSystemError("linkEach", target, cause)
+      }
+    }
+    return out
+  })
+
 /**
  * The process umask, read when a layer is built, never at import (reading it is racy only against code that
  * changes it, which this library never does). Process-wide, like the umask itself. New entries get exactly
@@ -580,12 +597,12 @@ export const make: Effect.Effect<FileSystem["Type"], never, Scope.Scope> = Effec
   return service(walks)
 })
 
-const service = (walks: Walks): FileSystem["Type"] => ({
+const service = ({ snapshot, ...walks }: Walks): FileSystem["Type"] => ({
   ...walks,
   lstat,
   statFollowingLinks,
   readDirectory,
-  readDirectoryInfo,
+  readDirectoryInfo: snapshot?.readDirectoryInfo ?? readDirectoryInfo,
   makeDirectory,
   writeFileExclusive,
   writeFileAtomic,
@@ -598,6 +615,7 @@ const service = (walks: Walks): FileSystem["Type"] => ({
   symlink: (target, path) => attemptSync("symlink", path, () => fs.symlinkSync(target, path)),
   readLink: (path) => attemptSync("readLink", path, () => fs.readlinkSync(path)),
   link: (existing, newPath) => attemptSync("link", newPath, () => fs.linkSync(existing, newPath)),
+  linkEach: snapshot?.linkEach ?? linkEach,
   utimes: (path, atimeMs, mtimeMs) => attemptSync("utimes", path, () => fs.lutimesSync(path, atimeMs / 1000, mtimeMs / 1000)),
   chmod: (path, mode) => setMode("chmod", path, mode),
   copyFile,

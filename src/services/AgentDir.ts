@@ -25,6 +25,7 @@ export const resolveRootLink = (fs: FileSystem["Type"], path: string): Effect.Ef
   Effect.gen(function*() {
     let current = path
     for (let hop = 0; hop < MAX_LINK_HOPS; hop++) {
+      // Read-only: what cannot be examined resolves to itself; the scan that reads it then reports the problem.
       const info = yield* fs.lstat(current).pipe(Effect.option)
       if (info._tag === "None" || info.value.type !== "SymbolicLink") return current
       const target = yield* fs.readLink(current).pipe(Effect.option)

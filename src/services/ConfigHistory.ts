@@ -60,6 +60,7 @@ import { depsFromContext, selfIdentity } from "./internal/deps.js"
 import { type Git, makeGit, utf8 } from "./internal/git.js"
 import { acquireMarkerWaiting, DEFAULT_LOCK_WAIT_MS, waitingAtMost } from "./internal/markers.js"
 import { warn } from "./internal/warn.js"
+import { type ConfigSkip, configSkip, type ConfigSkipTag } from "../domain/ReportProblems.js"
 
 export type { InterruptedChange } from "./internal/configSentinel.js"
 export type { LogEntry } from "../domain/ConfigHistory.js"
@@ -75,10 +76,11 @@ export interface ConfigHistoryOptions {
   readonly lockWaitMs?: number | undefined
 }
 
-export interface Skipped {
-  readonly path: string
-  readonly reason: string
-}
+/**
+ * A file history left out (snapshot) or a live path a rollback left alone: a tagged problem (`Denylisted`,
+ * `Symlink`, `PathBlocked` …, see `domain/ReportProblems.ts`) with the `reason` words and a `message`.
+ */
+export type Skipped = ConfigSkip
 
 export interface SnapshotResult {
   /** The new revision, `null` when nothing changed. */
@@ -196,7 +198,8 @@ export class ConfigHistory extends Context.Tag("pi-agent-storage/ConfigHistory")
     Layer.effect(ConfigHistory, make(options))
 }
 
-export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["Type"], never, FileSystem | Host | AgentDir | CommandExecutor> =>
+/** `ConfigHistory.make` (module-private: the service's static is the one public name). */
+const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["Type"], never, FileSystem | Host | AgentDir | CommandExecutor> =>
   Effect.gen(function*() {
     const deps = yield* depsFromContext
     const { fs, host } = deps
@@ -238,17 +241,17 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
         const display = displayOfRepoPath(repoPath)
         const info = yield* lstatOption(livePath)
         if (info === undefined) return
-        const skip = (reason: string) => {
-          out.skipped.push({ path: display, reason })
+        const skip = (tag: ConfigSkipTag, reason: string) => {
+          out.skipped.push(configSkip(tag, display, reason))
           out.present.add(repoPath)
         }
-        if (info.type === "SymbolicLink") return skip("a symlink (history never follows links)")
-        if (info.type !== "File") return skip(`${aFileType(info.type)}, not a regular file`)
-        if (NEVER_VERSIONED.includes(display)) return skip("credentials: never versioned")
+        if (info.type === "SymbolicLink") return skip("Symlink", "a symlink (history never follows links)")
+        if (info.type !== "File") return skip("NotARegularFile", `${aFileType(info.type)}, not a regular file`)
+        if (NEVER_VERSIONED.includes(display)) return skip("Credentials", "credentials: never versioned")
         const pattern = deniedBy(display, denylist)
-        if (pattern !== null) return skip(`denylisted (${pattern}): never committed`)
+        if (pattern !== null) return skip("Denylisted", `denylisted (${pattern}): never committed`)
         const red = configEntryViolation({ name: NodePath.basename(livePath), type: "File", size: info.size }, budget)
-        if (red !== null) return skip(`config red line (${red.rule}): ${red.detail}`)
+        if (red !== null) return skip("RedLine", `config red line (${red.rule}): ${red.detail}`)
         const stat = [info.size, info.mtimeMs, info.ino] as const
         out.stats.set(repoPath, stat)
         const cached = out.cache?.entries[repoPath]
@@ -259,7 +262,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
         if (cached !== undefined) out.racyRead++
         const bytes = yield* fs.readFile(livePath, { maxBytes: budget })
         const content = historyContent(NodePath.basename(livePath), bytes)
-        if (content._tag === "Skip") return skip(content.reason)
+        if (content._tag === "Skip") return skip("Unredactable", content.reason)
         out.files.push({ repoPath, display, livePath, stored: content.bytes })
       })
 
@@ -280,16 +283,16 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
           if (entry.type === "Directory") {
             const livePath = NodePath.join(here, entry.name)
             if (depth === 1 && livePath === resolveStateDir({ configDir })) {
-              out.skipped.push({ path: `${display}/`, reason: "the state tier of an old host (config/state), not config" })
+              out.skipped.push(configSkip("OldStateTier", `${display}/`, "the state tier of an old host (config/state), not config"))
               continue
             }
             const red = configEntryViolation({ name: entry.name, type: "Directory" }, budget)
             if (red !== null) {
-              out.skipped.push({ path: `${display}/`, reason: `config red line (${red.rule}): ${red.detail}` })
+              out.skipped.push(configSkip("RedLine", `${display}/`, `config red line (${red.rule}): ${red.detail}`))
               continue
             }
             if (depth >= MAX_CONFIG_DEPTH) {
-              out.skipped.push({ path: `${display}/`, reason: `deeper than ${MAX_CONFIG_DEPTH} levels` })
+              out.skipped.push(configSkip("TooDeep", `${display}/`, `deeper than ${MAX_CONFIG_DEPTH} levels`))
               continue
             }
             yield* walkConfig(extId, configDir, relPath, depth + 1, out)
@@ -370,7 +373,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
     const statCachePath = NodePath.join(gitDir, STAT_CACHE)
     const scopeKey = scopes.join(",") + (webRoot === undefined ? "" : `:${webRoot}`)
 
-    /** HEAD read from the ref file (no git process); `undefined` when it is not a plain loose ref. */
+    /** HEAD read from the ref file (no git process); `undefined` when it is not a plain loose ref or cannot be read (then the stat cache is not trusted). */
     const headFromRefs = Effect.gen(function*() {
       const text = utf8(yield* fs.readFile(NodePath.join(gitDir, "HEAD"), { maxBytes: 4096 }))
       const ref = /^ref: (refs\/heads\/[A-Za-z0-9._/-]+)\n?$/.exec(text)
@@ -380,6 +383,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
 
     /** The stat cache, only when it describes the current HEAD, this scope and no interrupted staging. */
     const readStatCache: Effect.Effect<StatCache | undefined> = Effect.gen(function*() {
+      // Read-only speed-up: no readable cache means every file is read; a pending marker we cannot see counts as present.
       const bytes = yield* fs.readFile(statCachePath, { maxBytes: STAT_CACHE_MAX }).pipe(Effect.option)
       if (bytes._tag === "None") return undefined
       const decoded = decodeJsonBytes(StatCache, bytes.value)
@@ -596,8 +600,9 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
         const removed: Array<string> = []
         const unresolvedSecrets: Array<string> = []
         const skipped: Array<Skipped> = []
-        const skip = (path: string, reason: string) =>
-          Effect.sync(() => skipped.push({ path, reason })).pipe(
+        // `PathBlocked` also covers "not below a managed root", a guard no scanned path reaches.
+        const skip = (path: string, reason: string, tag: ConfigSkipTag = "PathBlocked") =>
+          Effect.sync(() => skipped.push(configSkip(tag, path, reason))).pipe(
             Effect.zipRight(warn({ _tag: "ConfigPathSkipped", path, reason, message: `config history left ${path} alone: ${reason}` }))
           )
         for (const [repoPath, bytes] of wanted) {
@@ -614,7 +619,7 @@ export const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHi
           }
           const info = yield* lstatOption(livePath)
           if (info !== undefined && info.type !== "File") {
-            yield* skip(display, `${aFileType(info.type)} at the path, not a regular file (never written over)`)
+            yield* skip(display, `${aFileType(info.type)} at the path, not a regular file (never written over)`, "NotARegularFile")
             continue
           }
           const current = info === undefined ? undefined : yield* fs.readFile(livePath, { maxBytes: Math.max(budget, info.size) })

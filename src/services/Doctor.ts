@@ -19,7 +19,7 @@ import { displayPath, MIGRATION_MARKER_RECLAIM_PREFIX } from "../domain/Migratio
 import type { RootSafetyProblem } from "../domain/RootSafety.js"
 import { modeString } from "../domain/RootSafety.js"
 import { STALE_STAGING_MS } from "../domain/TenantEntries.js"
-import { resolveRootLink } from "./AgentDir.js"
+import { AgentDir, resolveRootLink } from "./AgentDir.js"
 import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
@@ -37,8 +37,8 @@ import {
 import { isActive } from "./internal/runFacts.js"
 import type { FindingDraft } from "../domain/FindingDraft.js"
 import { leaseFinding, manifestTimeFindings, markerFinding } from "./internal/unreadableFindings.js"
-import { stateBackupFindings } from "./StateBackups.js"
-import { userProfileFindings } from "./UserProfileDoctor.js"
+import { userProfileFindings } from "./internal/userProfileFindings.js"
+import { StateBackups } from "./StateBackups.js"
 
 export interface DoctorOptions {
   /** Entries examined before the scan stops (`truncated`); default 100,000. */
@@ -364,10 +364,18 @@ export const findingsOf = (facts: AgentDirFacts, context: FindingContext): { rea
   return { agentDir: agentDir.list, webData: webData.list, problems: problems.list }
 }
 
-const doctorProgram = (deps: Deps, agentDirInput: string, options?: DoctorOptions): Effect.Effect<DoctorReport> =>
+/** What `doctor` reads besides its ports: the agent dir `AgentDir` resolved, and the state backups' own look. */
+interface DoctorInputs {
+  readonly deps: Deps
+  readonly agentDir: AgentDir["Type"]
+  readonly stateBackups: (webDataRoot: string | undefined) => Effect.Effect<ReadonlyArray<FindingDraft>>
+}
+
+const doctorProgram = (inputs: DoctorInputs, options?: DoctorOptions): Effect.Effect<DoctorReport> =>
   Effect.gen(function*() {
-    // The same resolution AgentDir applies (idempotent on AgentDir's already-resolved path).
-    const agentDir = yield* resolveRootLink(deps.fs, agentDirInput)
+    const { deps } = inputs
+    // AgentDir resolved the agent dir's own root link once; the web data root is an option, resolved here alike.
+    const agentDir = inputs.agentDir.path
     const webDataRoot = options?.webDataRoot === undefined ? undefined : yield* resolveRootLink(deps.fs, options.webDataRoot)
     const facts = yield* scanAgentDir(deps, agentDir, {
       maxEntries: options?.maxEntries ?? DEFAULT_DOCTOR_MAX_ENTRIES,
@@ -380,9 +388,9 @@ const doctorProgram = (deps: Deps, agentDirInput: string, options?: DoctorOption
     const found = findingsOf(facts, { staleUnreadableMs: deps.staleUnreadableMs, uid: deps.host.uid })
     const others = new Findings(agentDir)
     if (facts.status._tag === "Directory") {
-      for (const f of yield* userProfileFindings(deps, agentDir)) others.draft(f)
-      for (const f of yield* configHistoryFindings(deps, agentPaths(agentDir).configBackupsDir)) others.draft(f)
-      for (const f of yield* stateBackupFindings(deps, agentDir, options?.webDataRoot)) others.draft(f)
+      for (const f of yield* userProfileFindings(deps, inputs.agentDir.paths)) others.draft(f)
+      for (const f of yield* configHistoryFindings(deps, inputs.agentDir.paths.configBackupsDir)) others.draft(f)
+      for (const f of yield* inputs.stateBackups(options?.webDataRoot)) others.draft(f)
     }
     const findings = [...found.agentDir, ...others.list, ...found.webData, ...found.problems]
     if (facts.truncated) {
@@ -393,15 +401,31 @@ const doctorProgram = (deps: Deps, agentDirInput: string, options?: DoctorOption
     return { findings, scanned: facts.scanned, truncated: facts.truncated }
   })
 
-/** DR1, DR2: the read-only doctor. Never fails; unreadable entries become `scan-error` findings. */
-export const doctor = (agentDir: string, options?: DoctorOptions): Effect.Effect<DoctorReport, never, FileSystem | Host> =>
-  Effect.flatMap(depsFromContext, (deps) => doctorProgram(deps, agentDir, options))
-
 export class Doctor extends Context.Tag("pi-agent-storage/Doctor")<Doctor, {
-  readonly doctor: (agentDir: string, options?: DoctorOptions) => Effect.Effect<DoctorReport>
+  /**
+   * DR1, DR2: the read-only doctor of the agent dir `AgentDir` resolved (and of `webDataRoot` when given).
+   * Never fails; unreadable entries become `scan-error` findings.
+   */
+  readonly doctor: (options?: DoctorOptions) => Effect.Effect<DoctorReport>
 }>() {
-  static readonly layer: Layer.Layer<Doctor, never, FileSystem | Host> = Layer.effect(
-    Doctor,
-    Effect.map(depsFromContext, (deps) => ({ doctor: (agentDir, options) => doctorProgram(deps, agentDir, options) }))
-  )
+  /** Ports, the resolved `AgentDir` and the `StorageConfig` bounds from the context. */
+  static readonly make: Effect.Effect<Doctor["Type"], never, FileSystem | Host | AgentDir> = Effect.gen(function*() {
+    const deps = yield* depsFromContext
+    const agentDir = yield* AgentDir
+    // The state backups' findings come from their own service, built on this context per call (the web data
+    // root is a per-call option, and the backup root depends on it).
+    const context = yield* Effect.context<FileSystem | Host | AgentDir>()
+    const stateBackups = (webDataRoot: string | undefined) =>
+      Effect.flatMap(StateBackups.make(webDataRoot === undefined ? {} : { webDataRoot }), (b) => b.findings).pipe(Effect.provide(context))
+    return Doctor.of({ doctor: (options) => doctorProgram({ deps, agentDir, stateBackups }, options) })
+  })
+
+  static readonly layer: Layer.Layer<Doctor, never, FileSystem | Host | AgentDir> = Layer.effect(Doctor, Doctor.make)
 }
+
+/**
+ * @deprecated use the `Doctor` service (`Doctor.layer` over an `AgentDir`, then `doctor(options)`); this
+ * resolves `agentDir` as `AgentDir.make` does and runs the service once.
+ */
+export const doctor = (agentDir: string, options?: DoctorOptions): Effect.Effect<DoctorReport, never, FileSystem | Host> =>
+  Effect.flatMap(Doctor.make, (d) => d.doctor(options)).pipe(Effect.provideServiceEffect(AgentDir, AgentDir.make(agentDir, "option")))

@@ -139,6 +139,17 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
   readonly readLink: (path: string) => Effect.Effect<string, FileSystemError>
   /** Hard link (EXDEV across devices). */
   readonly link: (existing: string, newPath: string) => Effect.Effect<void, FileSystemError>
+  /**
+   * `link(fromDir/name, toDir/name)` for each name, in order, in one call (a snapshot's unchanged files of one
+   * directory). Answers one result per name: `undefined` when it was linked, else that link's error (EEXIST,
+   * EMLINK, EXDEV, ENOENT …, as `link` reports it); the other names are still tried. Like `link`, never
+   * follows a final symlink. The call itself fails only where the whole world does (the Memory crash point).
+   */
+  readonly linkEach: (
+    fromDir: string,
+    toDir: string,
+    names: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<FileSystemError | undefined>, FileSystemError>
   /** Set times of the entry itself (a symlink's own times, never its target's). */
   readonly utimes: (path: string, atimeMs: number, mtimeMs: number) => Effect.Effect<void, FileSystemError>
   /** Set permission bits; refuses a symlink (ELOOP) rather than changing its target. */

@@ -12,18 +12,19 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type { InvalidSegment } from "../domain/Errors.js"
+import type { InvalidSegment, UnsafeRootReason } from "../domain/Errors.js"
 import type { RunKind } from "../domain/Formats.js"
 import { lastUsedAt } from "../domain/PrunePlan.js"
 import { DEFAULT_RETENTION } from "../domain/Retention.js"
 import { decodeSegment, parseSegment } from "../domain/Segment.js"
 import { AgentDir } from "./AgentDir.js"
-import { type DirEntry, FileSystem } from "./FileSystem.js"
+import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
-import { type AgentDirFacts, scanAgentDir, type TenantFacts, tenantsOf, type TenantItem } from "./internal/readModel.js"
+import { type AgentDirFacts, type SafetyFact, scanAgentDir, type TenantFacts, tenantsOf, type TenantItem } from "./internal/readModel.js"
 import { type Holder, isActive, liveHolders, newestHeartbeat } from "./internal/runFacts.js"
-import { fileTypeWord } from "../domain/FileTypeWords.js"
+import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
+import { type InventoryProblem, scanProblem, sizeUnmeasured } from "../domain/ReportProblems.js"
 
 export interface InventoryOptions {
   /** Entries all size walks of one call may visit together (default 100,000, as a prune's budget). */
@@ -66,10 +67,8 @@ export interface ExtensionSummary {
   readonly cache: Size | null
 }
 
-export interface InventoryProblem {
-  readonly path: string
-  readonly message: string
-}
+/** What a scan or size walk could not read (`Unreadable`, `NotListed`, `SizeUnmeasured`; see `domain/ReportProblems.ts`). */
+export type { InventoryProblem }
 
 export interface InventoryReport {
   /** The agent dir read (a symlink at the given path resolved, once, by AgentDir). */
@@ -148,6 +147,9 @@ export interface RefusedTarget {
   readonly tenant: string
   /** Its file type in words (`symlink`, `regular file`). */
   readonly type: string
+  /** WR10's first problem with it (`rootSafetyProblems`, the rule the doctor reports and the pruner refuses with). */
+  readonly reason: UnsafeRootReason
+  readonly detail: string
 }
 
 export interface PruneTargets {
@@ -168,9 +170,6 @@ const DEFAULTS = {
   maxRunsPerTenant: DEFAULT_RETENTION.maxScannedRuns
 }
 
-const byName = (a: { readonly name: string }, b: { readonly name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
-
-
 /** One call's shared walk budget and problem list. */
 class Walk {
   remaining: number
@@ -187,20 +186,10 @@ class Walk {
         this.remaining -= m.entries
         return { bytes: m.bytes, entries: m.entries, complete: m.complete }
       }),
+      // Read-only: a failed walk becomes a reported problem (`SizeUnmeasured`) and an incomplete zero.
       Effect.catchAll((e) => Effect.sync(() => {
-        this.errors.push({ path, message: e.message })
+        this.errors.push(sizeUnmeasured(path, e))
         return { bytes: 0, entries: 0, complete: false }
-      }))
-    )
-  }
-
-  /** Directory entries in name order; missing → empty, other failures reported. */
-  list(path: string): Effect.Effect<ReadonlyArray<DirEntry>> {
-    return this.deps.fs.readDirectory(path).pipe(
-      Effect.map((entries) => [...entries].sort(byName)),
-      Effect.catchAll((e) => Effect.sync(() => {
-        if (e.reason !== "NotFound") this.errors.push({ path, message: e.message })
-        return []
       }))
     )
   }
@@ -239,7 +228,7 @@ const listedTenants = (facts: AgentDirFacts): ReadonlyArray<TenantFacts & { read
   tenantsOf(facts.work).flatMap((t) => (t.items === null ? [] : [{ ...t, items: t.items }]))
 
 /** What the scan could not read, as report problems. */
-const problemsOf = (facts: AgentDirFacts): Array<InventoryProblem> => facts.problems.map((p) => ({ path: p.path, message: p.error.message }))
+const problemsOf = (facts: AgentDirFacts): Array<InventoryProblem> => facts.problems.map((p) => scanProblem(p.path, p.error))
 
 const notADirectoryOf = (facts: AgentDirFacts): string | null =>
   facts.status._tag === "NotADirectory" ? fileTypeWord(facts.status.type) : null
@@ -339,13 +328,58 @@ export const runList = (input: {
   }
 }
 
-/** `null` when `path` is a directory or absent; else its file type in words. */
-const notADirectory = (deps: Deps, path: string): Effect.Effect<string | null> =>
-  deps.fs.lstat(path).pipe(Effect.map((i) => (i.type === "Directory" ? null : fileTypeWord(i.type))), Effect.orElseSucceed(() => null))
+/** A directory WR10 finds unsafe, as the target `work prune --all` refuses; `null` when it is safe. */
+const refusedOf = (safety: SafetyFact, what: string, category: string, tenant: string): RefusedTarget | null => {
+  const [problem] = safety.problems
+  return problem === undefined
+    ? null
+    : { path: safety.path, what, category, tenant, type: fileTypeWord(safety.info.type), reason: problem.reason, detail: problem.detail }
+}
 
-/** Is `path` a real directory (not a symlink)? */
-const isDirectory = (deps: Deps, path: string): Effect.Effect<boolean> =>
-  deps.fs.lstat(path).pipe(Effect.map((i) => i.type === "Directory"), Effect.orElseSucceed(() => false))
+const isSegment = (name: string) => parseSegment(name)._tag === "Right"
+
+/**
+ * What `work prune --all` works through, from the one scan's facts: the tenants whose work root, category and
+ * tenant directories all pass WR10 (the verdict the doctor reports as `work-root-unsafe` and the pruner refuses
+ * with), and, refused rather than skipped in silence, the shallowest directory that does not (a symlink, not
+ * a directory, foreign-owned, group/world-writable: nothing under it is listed) and every file where a category
+ * or tenant directory belongs (the doctor's `work-stray-entry`). Tenants whose names are not valid segments
+ * are the doctor's business, not prune targets. Pure; refused targets in (category, tenant) name order.
+ */
+export const pruneTargetsOf = (facts: AgentDirFacts): PruneTargets => {
+  const notADirectory = notADirectoryOf(facts)
+  const work = facts.work
+  if (work === null) return { tenants: [], refused: [], notADirectory }
+  const root = refusedOf(work.root, "the work root", "*", "*")
+  if (root !== null) return { tenants: [], refused: [root], notADirectory }
+  const refused: Array<RefusedTarget> = []
+  const tenants: Array<TenantAddress> = []
+  for (const stray of work.strays) {
+    const [category, tenant] = NodePath.relative(work.root.path, stray.path).split(NodePath.sep)
+    const address = tenant === undefined ? { category: category!, tenant: "*" } : { category: category!, tenant }
+    const what = tenant === undefined ? `category ${address.category}` : `tenant ${address.category}/${address.tenant}`
+    const type = fileTypeWord(stray.type)
+    refused.push({ path: stray.path, what, ...address, type, reason: "not-a-directory", detail: `it is ${aFileType(stray.type)}` })
+  }
+  for (const category of work.categories) {
+    const unsafeCategory = refusedOf(category.safety, `category ${category.name}`, category.name, "*")
+    if (unsafeCategory !== null) {
+      refused.push(unsafeCategory)
+      continue
+    }
+    for (const t of category.tenants) {
+      const unsafeTenant = refusedOf(t.safety, `tenant ${t.category}/${t.tenant}`, t.category, t.tenant)
+      if (unsafeTenant !== null) refused.push(unsafeTenant)
+      else if (isSegment(t.category) && isSegment(t.tenant)) tenants.push({ category: t.category, tenant: t.tenant })
+    }
+  }
+  const key = (r: RefusedTarget) => [r.category, r.tenant === "*" ? "" : r.tenant] as const
+  refused.sort((a, b) => {
+    const [ka, kb] = [key(a), key(b)]
+    return ka[0] !== kb[0] ? (ka[0] < kb[0] ? -1 : 1) : ka[1] < kb[1] ? -1 : ka[1] > kb[1] ? 1 : 0
+  })
+  return { tenants, refused, notADirectory }
+}
 
 /** @deprecated use `Inventory.make`. */
 export const makeInventory = Effect.gen(function*() {
@@ -396,50 +430,13 @@ export const makeInventory = Effect.gen(function*() {
       return runList({ facts, linkedFrom, scannedAt, sizeOf, measureErrors: walk.errors })
     })
 
-  const tenants: Effect.Effect<ReadonlyArray<TenantAddress>> = Effect.map(
+  /** The read model's work tree (categories and tenants, not what they hold), judged by `pruneTargetsOf`. */
+  const pruneTargets: Effect.Effect<PruneTargets> = Effect.map(
     scanAgentDir(deps, agentDir.path, { work: true, items: false }),
-    (facts) =>
-      tenantsOf(facts.work)
-        // Real directories only (a symlinked tenant is never followed); only tenants whose names are valid
-        // segments can be pruned, others are the doctor's business.
-        .filter((t) => t.safety.info.type === "Directory")
-        .filter((t) => parseSegment(t.category)._tag === "Right" && parseSegment(t.tenant)._tag === "Right")
-        .map((t) => ({ category: t.category, tenant: t.tenant }))
+    pruneTargetsOf
   )
 
-  /**
-   * What `work prune --all` works through: the prunable tenants, and every work root, category or tenant
-   * entry that is not a plain directory (a symlink is never followed, so the tenants behind it are not
-   * listed): each is reported as refused rather than skipped in silence.
-   */
-  const pruneTargets: Effect.Effect<PruneTargets> = Effect.gen(function*() {
-    const walk = new Walk(deps, DEFAULTS)
-    const refused: Array<RefusedTarget> = []
-    const rootType = yield* notADirectory(deps, paths.workRoot)
-    if (rootType !== null) return { tenants: [], refused: [{ path: paths.workRoot, what: "the work root", category: "*", tenant: "*", type: rootType }], notADirectory: yield* notADirectory(deps, agentDir.path) }
-    const tenants: Array<TenantAddress> = []
-    for (const category of yield* walk.list(paths.workRoot)) {
-      const categoryDir = paths.workCategoryDir(category.name)
-      if (category.type !== "Directory") {
-        refused.push({ path: categoryDir, what: `category ${category.name}`, category: category.name, tenant: "*", type: fileTypeWord(category.type) })
-        continue
-      }
-      for (const tenant of yield* walk.list(categoryDir)) {
-        if (tenant.type !== "Directory") {
-          refused.push({
-            path: paths.workTenantDir(category.name, tenant.name),
-            what: `tenant ${category.name}/${tenant.name}`,
-            category: category.name,
-            tenant: tenant.name,
-            type: fileTypeWord(tenant.type)
-          })
-        } else if (parseSegment(category.name)._tag === "Right" && parseSegment(tenant.name)._tag === "Right") {
-          tenants.push({ category: category.name, tenant: tenant.name })
-        }
-      }
-    }
-    return { tenants, refused, notADirectory: yield* notADirectory(deps, agentDir.path) }
-  })
+  const tenants: Effect.Effect<ReadonlyArray<TenantAddress>> = Effect.map(pruneTargets, (t) => t.tenants)
 
   return Inventory.of({ summary, listRuns, tenants, pruneTargets })
 })
@@ -449,9 +446,9 @@ export class Inventory extends Context.Tag("pi-agent-storage/Inventory")<Invento
   readonly summary: (options?: InventoryOptions) => Effect.Effect<InventoryReport>
   /** Runs (and unowned entries) of every tenant, of one category, or of one tenant. */
   readonly listRuns: (filter?: RunFilter, options?: InventoryOptions) => Effect.Effect<RunList, InvalidSegment>
-  /** Every prunable (category, tenant) under the work root, in name order. */
+  /** Every prunable (category, tenant) under the work root, in name order: `pruneTargets`' tenants. */
   readonly tenants: Effect.Effect<ReadonlyArray<TenantAddress>>
-  /** Prunable tenants and the entries refused on the way (symlinked or not-a-directory roots). */
+  /** Prunable tenants and the entries refused on the way (whatever WR10 finds unsafe, stray files): `pruneTargetsOf`. */
   readonly pruneTargets: Effect.Effect<PruneTargets>
 }>() {
   static readonly make: Effect.Effect<Inventory["Type"], never, FileSystem | Host | AgentDir> = makeInventory

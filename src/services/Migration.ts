@@ -241,6 +241,7 @@ const makePlanner = (io: Io, fs: Fs, display: (path: string) => string) => {
     removeSource = true
   ): Step => ({ decision: { action, from: display(from), to: display(to), why: reason }, from, to, children, removeSource })
 
+  /** Read-only planning: what cannot be read becomes a reported `refuse` decision (its source stays), never a failed plan. */
   const refusal = (from: string, to: string) => (e: FileSystemError) => Effect.succeed(step("refuse", from, to, e.message))
 
   /**
@@ -341,6 +342,7 @@ const makePlanner = (io: Io, fs: Fs, display: (path: string) => string) => {
   /** trust.json at both places: decide the JSON merge now, from both copies' bytes. */
   const planJson = (src: string, srcInfo: FileInfo, dst: string, base: string): Effect.Effect<Step> =>
     Effect.gen(function*() {
+      // Read-only: a copy that cannot be read counts as unparsable, so it is preserved as a reported conflict.
       const read = (p: string) => fs.readFile(p, { maxBytes: MERGE_MAX_BYTES }).pipe(Effect.option)
       const legacy = yield* read(src)
       const canonical = yield* read(dst)
@@ -374,6 +376,7 @@ const makePlanner = (io: Io, fs: Fs, display: (path: string) => string) => {
       budget.remaining--
       if (unit.mergeJson && srcInfo.type === "File" && dstInfo?.type === "File") return yield* planJson(src, srcInfo, dst, base)
       return yield* planPlace(src, dst, base)
+      // Read-only planning, as `refusal`: a unit that cannot be read is a reported `refuse` decision.
     }).pipe(Effect.catchAll((e) => Effect.succeed(step("refuse", NodePath.join(root, unit.name), NodePath.join(root, ...unit.destination), e.message))))
 
   return { planPlace, planPreserve, planUnit }
@@ -514,6 +517,7 @@ const withMarker = <A>(
 const tidyLeftovers = (deps: Deps, agentDir: string, leftovers: ReadonlyArray<string>, tidy: Effect.Effect<void>) =>
   Effect.gen(function*() {
     const marker = NodePath.join(agentDir, MIGRATION_MARKER)
+    // Read-only check: what cannot be examined counts as absent, so nothing is tidied (never removed unseen).
     const present = yield* Effect.forEach([marker, ...leftovers], (p) => deps.fs.lstat(p).pipe(Effect.option))
     if (present.every((p) => p._tag === "None")) return
     yield* withMarker(deps, agentDir, { lockAttempts: 1 }, () => undefined, tidy)
@@ -605,8 +609,9 @@ const journalTemp = (journal: string) => NodePath.join(NodePath.dirname(journal)
 const settleJournal = (fs: Fs, journal: string): Effect.Effect<void> =>
   Effect.gen(function*() {
     const temp = journalTemp(journal)
-    const info = yield* fs.lstat(temp).pipe(Effect.option)
-    if (info._tag === "None" || info.value.type !== "File") return
+    // Absent: nothing to settle; any other failure goes to the JournalNotSettled warning below.
+    const info = yield* fs.lstat(temp).pipe(Effect.map((i) => i as typeof i | undefined), Effect.catchIf(isNotFound, () => Effect.succeed(undefined)))
+    if (info === undefined || info.type !== "File") return
     const pending = yield* fs.readFile(temp)
     const current = yield* fs.readFile(journal).pipe(Effect.catchIf(isNotFound, () => Effect.succeed(new Uint8Array())))
     const whole = parseJournal(pending).bad === 0 && isPrefix(current, pending) && pending.length > current.length
@@ -723,6 +728,7 @@ const toolkitProgram = (deps: Deps, agentDir: string, plan: MigrationPlan, optio
       entries,
       failed: entries.some((e) => e.outcome === "failed")
     })
+    // Read-only: a source that cannot be examined counts as pending, so the run goes on and reports its entry failed.
     const pending = yield* Effect.forEach(resolved, ({ from }) =>
       fs.lstat(from).pipe(Effect.as(true), Effect.catchAll((e) => Effect.succeed(!isNotFound(e)))))
     if (!pending.some((p) => p)) {
@@ -773,6 +779,7 @@ const runPlan = (
     const display = (p: string) => displayPath(agentDir, p)
     const io = makeIo(fs)
     yield* settleJournal(fs, journal)
+    // Not a safety boundary: the records only feed an already-done entry's report (appends below are checked).
     const { records } = yield* readJournal(fs, journal).pipe(Effect.orElseSucceed(() => ({ records: [], bad: 0 })))
     const reports: Array<EntryReport> = []
     for (const { entry, from, to } of resolved) {
@@ -787,6 +794,7 @@ const runPlan = (
         : entry.kind === "move"
         ? runMoveEntry(io, fs, display, from, to, conflictBase)
         : runLedgerEntry(io, fs, display, entry, from, to, conflictBase)
+      // A failed entry is reported (`failed` with its reason) and journaled; the next entry goes on.
       const result = yield* attempt.pipe(
         Effect.catchAll((e) => Effect.succeed<EntryResult>({ outcome: "failed", reason: e.message }))
       )
@@ -846,6 +854,7 @@ const publicPlan = (plan: LayoutPlan): LayoutPlan => ({
 // ---------------------------------------------------------------------------------------------------------
 // The service
 
+/** @deprecated use `Migration.make` (kept for existing callers). */
 export const makeMigration: Effect.Effect<Migration["Type"], never, FileSystem | Host | AgentDir> = Effect.gen(function*() {
   const deps = yield* depsFromContext
   const agentDir = yield* AgentDir

@@ -56,6 +56,7 @@ import {
   WRITER_LOCK
 } from "../domain/StateSnapshot.js"
 import { agentPaths } from "../domain/AgentPaths.js"
+import { aFileType } from "../domain/FileTypeWords.js"
 import type { FindingDraft } from "../domain/FindingDraft.js"
 import { resolvedWithin } from "../domain/TierIdentity.js"
 import { configuredWebDataRoot } from "../domain/WebPaths.js"
@@ -67,6 +68,15 @@ import { depsFromContext, selfIdentity } from "./internal/deps.js"
 import { locate } from "./internal/locate.js"
 import { acquireMarkerWaiting, DEFAULT_LOCK_WAIT_MS, judgeMarker, waitingAtMost } from "./internal/markers.js"
 import { checkSafeDirectory } from "./internal/rootSafety.js"
+import {
+  changedDuringBackup as changedProblem,
+  isMissingProblem,
+  type SnapshotCreateProblem,
+  type SnapshotSkip,
+  snapshotSkip,
+  type VerifyProblem,
+  verifyProblem
+} from "../domain/ReportProblems.js"
 import { warn } from "./internal/warn.js"
 
 export interface StateBackupsOptions {
@@ -95,10 +105,12 @@ export interface CreateResult {
   readonly linkedFiles: number
   /** Files copied because `link()` failed (EMLINK at the per-inode limit, EXDEV, EPERM …). */
   readonly linkFallbacks: number
-  /** Changed during both copy attempts: the copy may mix two versions. */
+  /** Changed during both copy attempts: the copy may mix two versions (the paths of the `ChangedDuringBackup` problems). */
   readonly changedDuringBackup: ReadonlyArray<string>
-  /** Not in the snapshot: special files, entries that vanished or could not be read. */
-  readonly skipped: ReadonlyArray<{ readonly path: string; readonly reason: string }>
+  /** Not in the snapshot: `SpecialFile`, `Vanished`, `Unreadable` (with the `reason` words and a `message`). */
+  readonly skipped: ReadonlyArray<SnapshotSkip>
+  /** Every skipped and changed entry as a tagged problem with a message, in the order met. */
+  readonly problems: ReadonlyArray<SnapshotCreateProblem>
   /** SQLite databases with a live `-wal`/`-shm`, copied as a group (a file copy of a live WAL database can be inconsistent). */
   readonly sqliteLive: ReadonlyArray<string>
   /** Incomplete snapshots of dead writers removed first. */
@@ -124,6 +136,8 @@ export interface VerifyResult {
   /** `<id>/<path>` of entries whose content, type or target differs from the manifest (or an unusable manifest). */
   readonly corrupt: ReadonlyArray<string>
   readonly missing: ReadonlyArray<string>
+  /** Why each of `corrupt` and `missing` is there: tagged problems with a message (`ContentMismatch`, `Missing` …). */
+  readonly problems: ReadonlyArray<VerifyProblem>
   /** False when `maxBytes`/`sample` cut this run to a slice; the next run goes on from there. */
   readonly complete: boolean
 }
@@ -165,6 +179,11 @@ export class StateBackups extends Context.Tag("pi-agent-storage/StateBackups")<S
     id: string,
     o?: { readonly extension?: string; readonly dryRun?: boolean }
   ) => Effect.Effect<RestoreResult, BackupError | SnapshotNotFound | SnapshotCorrupt | InvalidSegment>
+  /**
+   * The doctor's look (read-only, never fails): an unsafe backup root, incomplete snapshots whose writer is
+   * dead, restore-aside directories waiting for a person.
+   */
+  readonly findings: Effect.Effect<ReadonlyArray<FindingDraft>>
 }>() {
   static readonly make = (options: StateBackupsOptions = {}) =>
     Effect.gen(function*() {
@@ -185,8 +204,11 @@ const MANIFEST_MAX_BYTES = 1 << 30
 /** The writer lock's wait: 25 ms doubling to 500 ms between tries, `lockWaitMs` (default 30 s) in all. */
 const writerLockWait = (lockWaitMs: number) =>
   Schedule.exponential(Duration.millis(25), 2).pipe(Schedule.union(Schedule.spaced(Duration.millis(500))), waitingAtMost(lockWaitMs))
-/** errnos after which a hard link is replaced by a copy (the link limit, another device, a refusing fs). */
-const LINK_FALLBACK = new Set(["EMLINK", "EXDEV", "EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOENT"])
+/**
+ * errnos after which a hard link is replaced by a copy (the link limit, another device, a refusing fs; the
+ * previous copy gone, or its directory replaced by a link or file: never linked through, the live file is copied).
+ */
+const LINK_FALLBACK = new Set(["EMLINK", "EXDEV", "EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOENT", "ENOTDIR", "ELOOP"])
 
 const entryType = (info: FileInfo): ManifestEntry["type"] | undefined =>
   info.type === "File" ? "file" : info.type === "Directory" ? "directory" : info.type === "SymbolicLink" ? "symlink" : undefined
@@ -194,14 +216,34 @@ const entryType = (info: FileInfo): ManifestEntry["type"] | undefined =>
 const optionalLstat = (deps: Deps, path: string): Effect.Effect<FileInfo | undefined, FileSystemError> =>
   deps.fs.lstat(path).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined)))
 
+/** A verify problem's words for an entry the manifest records that is not there. */
+const MISSING = "gone (the manifest records it)"
+
 /** Remove a whole tree (a rerun continues one cut short). */
 const removeWholeTree = (deps: Deps, path: string): Effect.Effect<void, FileSystemError> =>
   Effect.asVoid(deps.fs.removeTree(path, WHOLE_TREE))
 
+/**
+ * The mode a snapshot directory is created with: its live mode when that lets us fill it (owner rwx; the
+ * building directory sits in the private root, so nobody else reaches it meanwhile), else 0700 and a chmod
+ * to the live mode once it is full (one call fewer per directory in the common case).
+ */
+const buildMode = (mode: number): number => ((mode & 0o700) === 0o700 ? mode : 0o700)
+
+const NO_NAMES: ReadonlySet<string> = new Set()
+
+/** A live file of a directory whose record in the previous snapshot says it is unchanged. */
+interface LinkCandidate {
+  readonly name: string
+  readonly rel: string
+  readonly info: FileInfo
+  readonly prior: ManifestEntry
+}
+
 /** Join a snapshot-relative POSIX path onto a directory. */
 const under = (dir: string, rel: string): string => NodePath.join(dir, ...rel.split("/"))
 
-export const makeStateBackups = (deps: Deps, agentDir: string, options: StateBackupsOptions): StateBackups["Type"] =>
+const makeStateBackups = (deps: Deps, agentDir: string, options: StateBackupsOptions): StateBackups["Type"] =>
   internals(deps, agentDir, options).service
 
 const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) => {
@@ -363,6 +405,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         // The newest complete snapshot whose manifest is usable (ids sort by time): the link source.
         let previous: SnapshotManifest | undefined
         for (const candidate of (yield* snapshotIds).reverse()) {
+          // Read-only: an unusable manifest is only not a link base (the files are copied); verify reports it.
           const read = yield* readManifest(candidate).pipe(Effect.option)
           if (Option.isSome(read)) {
             previous = read.value
@@ -374,12 +417,21 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
 
         const entries: Array<ManifestEntry> = []
         const directories: Array<ManifestEntry> = []
-        const skipped: Array<{ path: string; reason: string }> = []
+        const skipped: Array<SnapshotSkip> = []
         const changedDuringBackup: Array<string> = []
+        const problems: Array<SnapshotCreateProblem> = []
         const sqliteLive: Array<string> = []
         const counts = { files: 0, bytes: 0, copiedFiles: 0, copiedBytes: 0, linkedFiles: 0, linkFallbacks: 0 }
 
-        const skip = (rel: string, reason: string) => Effect.sync(() => void skipped.push({ path: rel, reason }))
+        const skip = (tag: SnapshotSkip["_tag"], rel: string, reason: string) =>
+          Effect.sync(() => {
+            const problem = snapshotSkip(tag, rel, reason)
+            skipped.push(problem)
+            problems.push(problem)
+          })
+        /** A live entry that failed to be read while copied: reported, never a failed snapshot. */
+        const skipUnread = (rel: string, e: FileSystemError) =>
+          e.reason === "NotFound" ? skip("Vanished", rel, "vanished during the backup") : skip("Unreadable", rel, `unreadable: ${e.message}`)
 
         // The hot loop (one turn per live file) is plain combinators over one port call per file (a copy that
         // hashes, stamps and describes its source, or a link) and one per directory (its entries with their
@@ -395,7 +447,10 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
               if (!stable && !retried) return Effect.zipRight(fs.removeFile(target), attempt(after, true))
               counts.copiedFiles++
               counts.copiedBytes += copy.bytes
-              if (!stable) changedDuringBackup.push(rel)
+              if (!stable) {
+                changedDuringBackup.push(rel)
+                problems.push(changedProblem(rel))
+              }
               return Effect.succeed({
                 path: rel,
                 type: "file",
@@ -417,6 +472,12 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           o?.onProgress?.({ files: counts.files, bytes: counts.bytes, path: entry.path })
         }
 
+        /** A live file copied into the snapshot and recorded; one that vanished or cannot be read is skipped. */
+        const copyLiveRecorded = (source: string, target: string, rel: string, info: FileInfo, sqliteGroup: boolean) =>
+          Effect.map(copyLive(source, target, rel, info, sqliteGroup), recordFile).pipe(
+            Effect.catchIf((e) => e._tag === "FileSystemError" && e.path === source, (e) => skipUnread(rel, e))
+          )
+
         /** A live file: a link to the previous snapshot's copy when every recorded attribute matches, else a copy. */
         const addFile = (
           source: string,
@@ -426,10 +487,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           info: FileInfo,
           sqliteGroup: boolean
         ): Effect.Effect<void, FileSystemError> => {
-          const copy = Effect.map(copyLive(source, target, rel, info, sqliteGroup), recordFile).pipe(
-            Effect.catchIf((e) => e._tag === "FileSystemError" && e.path === source, (e) =>
-              skip(rel, e.reason === "NotFound" ? "vanished during the backup" : `unreadable: ${e.message}`))
-          )
+          const copy = copyLiveRecorded(source, target, rel, info, sqliteGroup)
           const prior = previousEntries.get(rel)
           if (sqliteGroup || previousPath === undefined || !shouldLink({ type: "file", size: info.size, mode: info.mode, mtimeMs: info.mtimeMs }, prior)) {
             return copy
@@ -453,7 +511,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
 
         const addEntry = (source: string, target: string, previousPath: string | undefined, rel: string, info: FileInfo): Effect.Effect<void, FileSystemError> => {
           const type = entryType(info)
-          if (type === undefined) return skip(rel, "special file (FIFO, socket or device)")
+          if (type === undefined) return skip("SpecialFile", rel, "special file (FIFO, socket or device)")
           if (type === "file") return addFile(source, target, previousPath, rel, info, false)
           return Effect.gen(function*() {
             if (type === "symlink") {
@@ -462,14 +520,13 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
               entries.push({ path: rel, type, size: info.size, mode: info.mode, mtimeMs: info.mtimeMs, target: linkTarget })
               return
             }
-            yield* fs.makeDirectory(target, { mode: 0o700 })
+            yield* fs.makeDirectory(target, { mode: buildMode(info.mode) })
             const record: ManifestEntry = { path: rel, type, size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
             entries.push(record)
             directories.push(record)
             yield* addChildren(source, target, previousPath, rel, [])
           }).pipe(
-            Effect.catchIf((e) => e.path === source && (e.reason === "NotFound" || e.reason === "PermissionDenied"), (e) =>
-              skip(rel, e.reason === "NotFound" ? "vanished during the backup" : `unreadable: ${e.message}`))
+            Effect.catchIf((e) => e.path === source && (e.reason === "NotFound" || e.reason === "PermissionDenied"), (e) => skipUnread(rel, e))
           )
         }
 
@@ -482,30 +539,97 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         ): Effect.Effect<void, FileSystemError> =>
           Effect.flatMap(fs.readDirectoryInfo(dir), (listed) => {
             const children = exclude.length === 0 ? listed : listed.filter((c) => !exclude.includes(c.name))
-            const files = new Map(children.filter((c) => c.info.type === "File").map((c) => [c.name, c.info]))
-            const groups = sqliteGroups([...files.keys()])
-            const inGroup = new Set([...groups.values()].flat())
+            const fileNames: Array<string> = []
+            for (const c of children) if (c.info.type === "File") fileNames.push(c.name)
+            const groups = sqliteGroups(fileNames)
+            const inGroup: ReadonlySet<string> = groups.size === 0 ? NO_NAMES : new Set([...groups.values()].flat())
+            // Only a group's sidecars are looked up by name (rare): no map of every file per directory.
+            const fileInfo = (name: string) => children.find((c) => c.name === name)!.info
             const sourceDir = dir.endsWith("/") ? dir : `${dir}/`
-            return Effect.forEach(children, ({ info, name }) => {
-              const source = sourceDir + name
-              const target = `${targetDir}/${name}`
-              const previousPath = previousDir === undefined ? undefined : `${previousDir}/${name}`
+            // Runs of files that link (every recorded attribute equal) become one `linkEach` call; anything
+            // else is a step of its own. Steps run in listing order, so the manifest's order is the walk's.
+            const steps: Array<() => Effect.Effect<void, FileSystemError>> = []
+            let run: Array<LinkCandidate> = []
+            const endRun = () => {
+              if (run.length === 0) return
+              const batch = run
+              run = []
+              steps.push(() => linkRun(sourceDir, targetDir, previousDir!, batch))
+            }
+            for (const { info, name } of children) {
               const childRel = `${rel}/${name}`
-              if (info.type !== "File") return addEntry(source, target, previousPath, childRel, info)
-              const sidecars = groups.get(name)
-              if (sidecars === undefined) {
-                if (inGroup.has(name)) return Effect.void // copied with its database
-                return addFile(source, target, previousPath, childRel, info, false)
+              if (info.type === "File" && previousDir !== undefined && !groups.has(name) && !inGroup.has(name)) {
+                const prior = previousEntries.get(childRel)
+                if (shouldLink({ type: "file", size: info.size, mode: info.mode, mtimeMs: info.mtimeMs }, prior)) {
+                  run.push({ name, rel: childRel, info, prior })
+                  continue
+                }
               }
-              // The database and its -wal/-shm one after another, never linked: as close to one moment as a file copy gets.
-              sqliteLive.push(childRel)
-              return Effect.zipRight(
-                addFile(source, target, previousPath, childRel, info, true),
-                Effect.forEach(sidecars, (sidecar) =>
-                  addFile(sourceDir + sidecar, `${targetDir}/${sidecar}`, undefined, `${rel}/${sidecar}`, files.get(sidecar)!, true), { discard: true })
-              )
-            }, { discard: true })
+              endRun()
+              steps.push(() => {
+                const source = sourceDir + name
+                const target = `${targetDir}/${name}`
+                const previousPath = previousDir === undefined ? undefined : `${previousDir}/${name}`
+                if (info.type !== "File") return addEntry(source, target, previousPath, childRel, info)
+                const sidecars = groups.get(name)
+                if (sidecars === undefined) {
+                  if (inGroup.has(name)) return Effect.void // copied with its database
+                  return addFile(source, target, previousPath, childRel, info, false)
+                }
+                // The database and its -wal/-shm one after another, never linked: as close to one moment as a file copy gets.
+                sqliteLive.push(childRel)
+                return Effect.zipRight(
+                  addFile(source, target, previousPath, childRel, info, true),
+                  Effect.forEach(sidecars, (sidecar) =>
+                    addFile(sourceDir + sidecar, `${targetDir}/${sidecar}`, undefined, `${rel}/${sidecar}`, fileInfo(sidecar), true), { discard: true })
+                )
+              })
+            }
+            endRun()
+            return Effect.forEach(steps, (step) => step(), { discard: true })
           })
+
+        /**
+         * Link a run of unchanged files to the previous snapshot's copies in one call (snapshot → snapshot: the
+         * live file is never a link's source). A link that fails with a fallback errno is a copy from the live
+         * file instead, in its place in the manifest's order; any other failure fails the create.
+         */
+        const linkRun = (
+          sourceDir: string,
+          targetDir: string,
+          previousDir: string,
+          run: ReadonlyArray<LinkCandidate>
+        ): Effect.Effect<void, FileSystemError> =>
+          Effect.flatMap(fs.linkEach(previousDir, targetDir, run.map((c) => c.name)), (answers) => {
+            for (let i = 0; i < run.length; i++) {
+              const failed = answers[i]
+              if (failed !== undefined) return linkRunTail(sourceDir, targetDir, run, answers, i)
+              counts.linkedFiles++
+              recordFile(run[i]!.prior)
+            }
+            return Effect.void
+          })
+
+        /** The rest of a run from its first failed link on, one step per file. */
+        const linkRunTail = (
+          sourceDir: string,
+          targetDir: string,
+          run: ReadonlyArray<LinkCandidate>,
+          answers: ReadonlyArray<FileSystemError | undefined>,
+          from: number
+        ): Effect.Effect<void, FileSystemError> =>
+          Effect.forEach(run.slice(from), (c, k) => {
+            const failed = answers[from + k]
+            if (failed === undefined) {
+              return Effect.sync(() => {
+                counts.linkedFiles++
+                recordFile(c.prior)
+              })
+            }
+            if (!LINK_FALLBACK.has(failed.errno)) return Effect.fail(failed)
+            counts.linkFallbacks++
+            return copyLiveRecorded(sourceDir + c.name, `${targetDir}/${c.name}`, c.rel, c.info, false)
+          }, { discard: true })
 
         const roots = yield* scopeRoots(webDataRoot)
         for (const tree of roots) {
@@ -515,6 +639,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           if (info.type === "SymbolicLink") {
             // A top-level entry linked to another disk is the user's choice of disk (as the doctor says):
             // snapshot the directory behind it (a trailing slash resolves the link), not the link.
+            // Read-only: a link whose target cannot be examined is recorded as the link itself (nothing followed).
             const through = yield* optionalLstat(deps, `${tree.source}/`).pipe(Effect.orElseSucceed(() => undefined))
             if (through?.type === "Directory") {
               info = through
@@ -526,7 +651,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           const target = under(building, tree.dest)
           const previousPath = previousDir === undefined ? undefined : under(previousDir, tree.dest)
           if (info.type === "Directory" && tree.exclude.length > 0) {
-            yield* fs.makeDirectory(target, { mode: 0o700 })
+            yield* fs.makeDirectory(target, { mode: buildMode(info.mode) })
             const record: ManifestEntry = { path: tree.dest, type: "directory", size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
             entries.push(record)
             directories.push(record)
@@ -537,8 +662,9 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         }
         // Directories get their live mode and mtime last, deepest first (filling them changed their mtime).
         for (const d of [...directories].reverse()) {
-          yield* fs.chmod(under(building, d.path), d.mode)
-          yield* fs.utimes(under(building, d.path), d.mtimeMs, d.mtimeMs)
+          const path = under(building, d.path)
+          if (buildMode(d.mode) !== d.mode) yield* fs.chmod(path, d.mode)
+          yield* fs.utimes(path, d.mtimeMs, d.mtimeMs)
         }
         const manifest = encodeSnapshotManifest({
           format: "pi-state-snapshot",
@@ -558,7 +684,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         yield* fs.syncFileSystem(building)
         yield* fs.removeFile(NodePath.join(building, OWNER_MARKER))
         yield* fs.rename(building, NodePath.join(root, id))
-        return { id, createdAt, ...counts, changedDuringBackup, skipped, sqliteLive, removedLeftovers } satisfies CreateResult
+        return { id, createdAt, ...counts, changedDuringBackup, skipped, problems, sqliteLive, removedLeftovers } satisfies CreateResult
       }))
     })
 
@@ -575,18 +701,24 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       }
       if (!(yield* checkRoot(false))) {
         if (id !== undefined) return yield* new SnapshotNotFound({ root, id })
-        return { ok: true, checked: 0, checkedBytes: 0, corrupt: [], missing: [], complete: true }
+        return { ok: true, checked: 0, checkedBytes: 0, corrupt: [], missing: [], problems: [], complete: true }
       }
       const ids = yield* snapshotIds
       if (id !== undefined && !ids.includes(id)) return yield* new SnapshotNotFound({ root, id })
-      const corrupt: Array<string> = []
-      const missing: Array<string> = []
+      const problems: Array<VerifyProblem> = []
+      const found = (tag: VerifyProblem["_tag"], path: string, detail: string) => void problems.push(verifyProblem(tag, path, detail))
+      /** A hash or readlink that failed: gone is `Missing`, another type `TypeMismatch`, else `Unreadable` (reported, never a failed verify). */
+      const unread = (name: string, e: FileSystemError) =>
+        e.reason === "NotFound" ? found("Missing", name, MISSING) :
+        e.reason === "IsADirectory" || e.reason === "IsSymlink" ? found("TypeMismatch", name, `is of another type than the manifest records (${e.message})`) :
+        found("Unreadable", name, `cannot be read: ${e.message}`)
       const items: Array<{ readonly id: string; readonly entry: ManifestEntry }> = []
       for (const sid of id === undefined ? ids : [id]) {
         const m = yield* readManifest(sid).pipe(Effect.either)
         if (m._tag === "Left") {
-          if (m.left._tag === "FileSystemError" && m.left.reason === "NotFound") missing.push(`${sid}/${MANIFEST_FILE}`)
-          else corrupt.push(`${sid}/${MANIFEST_FILE}`)
+          const name = `${sid}/${MANIFEST_FILE}`
+          if (m.left._tag === "FileSystemError" && m.left.reason === "NotFound") found("ManifestMissing", name, "the snapshot's manifest is missing")
+          else found("ManifestUnusable", name, `the snapshot's manifest is unusable: ${m.left._tag === "SnapshotCorrupt" ? m.left.detail : m.left.message}`)
           continue
         }
         for (const entry of m.right.entries) items.push({ id: sid, entry })
@@ -595,6 +727,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       const sliced = o?.maxBytes !== undefined || o?.sample !== undefined
       let start = 0
       if (sliced) {
+        // Read-only: no readable cursor means the slice starts from the beginning (it is rewritten below).
         const cursor = yield* fs.readFile(cursorPath, { maxBytes: MARKER_MAX_BYTES }).pipe(Effect.option)
         if (Option.isSome(cursor)) {
           const c = decodeJsonBytes(CursorSchema, cursor.value)
@@ -616,19 +749,23 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         last = { id: sid, path: entry.path }
         if (entry.type === "file") {
           const digest = yield* fs.hashFile(path).pipe(Effect.either)
-          if (digest._tag === "Left") (digest.left.reason === "NotFound" ? missing : corrupt).push(name)
+          if (digest._tag === "Left") unread(name, digest.left)
           else {
             checkedBytes += digest.right.bytes
-            if (digest.right.sha256 !== entry.sha256 || digest.right.bytes !== entry.size) corrupt.push(name)
+            if (digest.right.sha256 !== entry.sha256 || digest.right.bytes !== entry.size) {
+              found("ContentMismatch", name, digest.right.bytes !== entry.size
+                ? `${digest.right.bytes} bytes, the manifest records ${entry.size}`
+                : "its SHA-256 differs from the manifest's")
+            }
           }
         } else if (entry.type === "symlink") {
           const target = yield* fs.readLink(path).pipe(Effect.either)
-          if (target._tag === "Left") (target.left.reason === "NotFound" ? missing : corrupt).push(name)
-          else if (target.right !== entry.target) corrupt.push(name)
+          if (target._tag === "Left") unread(name, target.left)
+          else if (target.right !== entry.target) found("TargetMismatch", name, `the link points to ${target.right}, not ${entry.target ?? ""}`)
         } else {
           const info = yield* optionalLstat(deps, path)
-          if (info === undefined) missing.push(name)
-          else if (info.type !== "Directory") corrupt.push(name)
+          if (info === undefined) found("Missing", name, MISSING)
+          else if (info.type !== "Directory") found("TypeMismatch", name, `is ${aFileType(info.type)}, the manifest records a directory`)
         }
       }
       const complete = checked >= items.length
@@ -636,7 +773,9 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         // Wrapped around or finished: the next slice starts from the beginning.
         yield* fs.writeFileAtomic(cursorPath, encodeJsonBytes(complete ? { id: "", path: "" } : last), { sync: false })
       }
-      return { ok: corrupt.length === 0 && missing.length === 0, checked, checkedBytes, corrupt, missing, complete }
+      const missing = problems.filter(isMissingProblem).map((p) => p.path)
+      const corrupt = problems.filter((p) => !isMissingProblem(p)).map((p) => p.path)
+      return { ok: problems.length === 0, checked, checkedBytes, corrupt, missing, problems, complete }
     })
 
   // ------------------------------------------------------------------------------------------ forget
@@ -753,20 +892,17 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       return yield* (o?.dryRun === true ? run : withWriter(run))
     })
 
-  return { service: { root, create, list, verify, forget, restore }, checkRoot, root }
+  return { service: { root, create, list, verify, forget, restore, findings: findingsOf(deps, agentDir, checkRoot, root) } }
 }
 
-/**
- * The doctor's look at state snapshots (read-only): an unsafe default backup root, incomplete snapshots whose
- * writer is dead, and restore-aside directories waiting for a person.
- */
-export const stateBackupFindings = (
+/** `StateBackups.findings`: the doctor's look at state snapshots, with the root check the writers use. */
+const findingsOf = (
   deps: Deps,
   agentDir: string,
-  webDataRoot?: string
+  checkRoot: (create: false) => Effect.Effect<boolean, UnsafeBackupRoot | TierUnresolvable | FileSystemError>,
+  root: string
 ): Effect.Effect<ReadonlyArray<FindingDraft>> =>
   Effect.gen(function*() {
-    const { checkRoot, root } = internals(deps, agentDir, { webDataRoot })
     const findings: Array<FindingDraft> = []
     const exists = yield* checkRoot(false).pipe(
       Effect.catchAll((e) =>
@@ -798,6 +934,7 @@ export const stateBackupFindings = (
       }
     }
     const asideRoot = agentPaths(agentDir).restoreAsideDir
+    // Doctor findings only, as above: an unlistable restore-aside directory is absent here (nothing is written).
     for (const entry of yield* deps.fs.readDirectory(asideRoot).pipe(Effect.orElseSucceed(() => []))) {
       findings.push({
         code: "state-backup-restore-aside",

@@ -225,6 +225,7 @@ const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOp
           const cached = yield* Effect.either(fs.readFile(path))
           if (Either.isRight(cached)) {
             const validate = ensureOptions?.validate
+            // A validator that throws judges the cached value invalid: it is recomputed (nothing lost, cache only).
             const valid = validate === undefined ||
               (yield* Effect.try(() => validate(cached.right)).pipe(Effect.orElseSucceed(() => false)))
             if (valid === true) return cached.right

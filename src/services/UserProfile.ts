@@ -63,6 +63,7 @@ import type { Host } from "./Host.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
 import { acquireMarkerWaiting, unreadableAtMost } from "./internal/markers.js"
 import { warn } from "./internal/warn.js"
+import { type UnparsableShard, unparsableShard } from "../domain/ReportProblems.js"
 
 export interface UserProfileOptions {
   /** UTF-8 bytes of the whole USER.md, pointer included (default 8 KiB). */
@@ -83,7 +84,7 @@ export interface ProfileView {
   readonly bytes: number
   readonly budgetBytes: number
   /** Shard files that do not parse (never read as empty; mutations refuse until they are fixed). */
-  readonly unparsable: ReadonlyArray<{ readonly shard: string; readonly why: string }>
+  readonly unparsable: ReadonlyArray<UnparsableShard>
 }
 
 export interface ProfileChange {
@@ -152,7 +153,7 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) 
 
   const readArchive = Effect.gen(function*() {
     const shards = new Map<string, ShardDocument>()
-    const unparsable: Array<{ name: string; why: string }> = []
+    const unparsable: Array<UnparsableShard> = []
     const info = yield* lstat(archiveDir)
     if (info === undefined) return { shards, unparsable, indexed: null, indexExists: false }
     if (info.type === "SymbolicLink") return yield* unsafe(archiveDir, "symlink", "the archive directory is a symlink")
@@ -177,9 +178,13 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) 
         if (parsed.ok) indexed = parsed.shards
         continue
       }
-      const parsed = text === undefined ? { ok: false as const, why: `larger than ${ARCHIVE_FILE_MAX_BYTES} bytes` } : parseShard(text)
+      if (text === undefined) {
+        unparsable.push(unparsableShard("ShardTooLarge", entry.name, `larger than ${ARCHIVE_FILE_MAX_BYTES} bytes`))
+        continue
+      }
+      const parsed = parseShard(text)
       if (parsed.ok) shards.set(entry.name, parsed.shard)
-      else unparsable.push({ name: entry.name, why: parsed.why })
+      else unparsable.push(unparsableShard("ShardUnparsable", entry.name, parsed.why))
     }
     return { shards, unparsable, indexed, indexExists }
   })
@@ -194,7 +199,8 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) 
   return { archiveDir, stateDir, lockPath, journalPath, shardPath, indexPath, readState }
 }
 
-export const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], options: UserProfileOptions = {}) => {
+/** `UserProfile.make` once its options are checked (module-private: the service's static is the public name). */
+const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], options: UserProfileOptions = {}) => {
   const budgetBytes = options.budgetBytes ?? DEFAULT_PROFILE_BUDGET_BYTES
   const shardBudgetBytes = options.shardBudgetBytes ?? DEFAULT_SHARD_BUDGET_BYTES
   const { fs } = deps
@@ -209,7 +215,7 @@ export const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], op
       sharded: model.pointer || model.archive.length > 0,
       bytes: utf8Bytes(text),
       budgetBytes,
-      unparsable: files.unparsable.map((u) => ({ shard: u.name, why: u.why }))
+      unparsable: [...files.unparsable]
     }
   }
 
@@ -281,7 +287,7 @@ export const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], op
             state = yield* readState
           }
           if (state.unparsable.length > 0) {
-            const names = state.unparsable.map((u) => `${u.name} (${u.why})`).join(", ")
+            const names = state.unparsable.map((u) => `${u.shard} (${u.why})`).join(", ")
             return yield* unsafe(archiveDir, "unparsable-shard", `shard(s) that do not parse: ${names}; their facts are unknown, so no edit is made until they are fixed or moved aside`)
           }
           const applied: Applied = yield* Either.match(applyOperation(buildModel(state), op, shardBudgetBytes), {

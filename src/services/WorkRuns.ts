@@ -13,7 +13,6 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
-import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -204,6 +203,14 @@ type Attempt =
 
 type AttemptError = FileSystemError | UnownedRun | ManifestMismatch
 
+/** A held lease as the heartbeat sees it: its beat, whether it was released, whether a beat is running. */
+interface Beating {
+  readonly beat: Effect.Effect<void>
+  readonly leasePath: string
+  released: boolean
+  inFlight: boolean
+}
+
 /** A try that must be made again: a live cleanup marker holds the run (`Busy`), or it moved under us (`Again`). */
 type Retry = { readonly _tag: "Busy" } | { readonly _tag: "Again" }
 
@@ -299,6 +306,10 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         if (!madeStaging) return false
         const built = yield* Effect.gen(function*() {
           // The staging directory is private until the rename, so an exclusive write is as good as an atomic one.
+          // The one fsync of an acquire + release (the lease, the rename and the `releasedAt` stamp need none).
+          // It protects against a power cut after the rename reached the journal but before the manifest's
+          // bytes reached the disk (ext4 allocates them up to ~30 s later): the run would be in place with an
+          // empty manifest, unowned, so never pruned — the run and all its files leaked, reported forever.
           yield* fs.writeFileExclusive(NodePath.join(staging, WORK_RUN_MANIFEST), manifestBytes, { sync: true })
           yield* fs.makeDirectory(NodePath.join(staging, LEASES_DIR), { mode: 0o700 })
           yield* fs.writeFileExclusive(NodePath.join(staging, LEASES_DIR, leaseName), leaseBody(manifest.createdAt))
@@ -412,16 +423,22 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         }
         const runKind: RunKind = "kind" in manifest ? manifest.kind : "named"
         const leasePath = NodePath.join(runDir, LEASES_DIR, leaseName)
-        // Second half of the handshake: a pruner that marked the run first wins; we step back.
-        if (yield* liveMarkerExists(deps, cleanupMarkerPath(tenantDir, runId))) {
-          yield* withdrawLease(leasePath)
-          return { _tag: "Busy" } as Attempt
+        // A generated run needs neither check below (two lstats of every acquire, BENCHMARKS.md): its name is new,
+        // and it appeared, renamed from staging, with our lease already inside. So a pruner can only name it
+        // after our lease landed, reads that lease under its marker and keeps the run (I1), and nobody can
+        // have moved it aside before our lease was there. A named run may have been there before our lease.
+        if (kind === "named") {
+          // Second half of the handshake: a pruner that marked the run first wins; we step back.
+          if (yield* liveMarkerExists(deps, cleanupMarkerPath(tenantDir, runId))) {
+            yield* withdrawLease(leasePath)
+            return { _tag: "Busy" } as Attempt
+          }
+          // No live marker does not prove the run is still in place: a pruner that read the leases before ours
+          // landed may have renamed the run into .trash and then released its marker, or died holding it. Our
+          // lease is still at its path only if the run is (I1); otherwise start over.
+          const inPlace = yield* fs.lstat(leasePath).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
+          if (!inPlace) return { _tag: "Again" } as Attempt
         }
-        // No live marker does not prove the run is still in place: a pruner that read the leases before ours
-        // landed may have renamed the run into .trash and then released its marker, or died holding it. Our
-        // lease is still at its path only if the run is (I1); otherwise start over.
-        const inPlace = yield* fs.lstat(leasePath).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
-        if (!inPlace) return { _tag: "Again" } as Attempt
         const identity = yield* recordRunIdentity(deps, runDir, joined._tag === "Joined" ? { dir: joined.dir, leases: joined.leases } : {})
         if (identity === undefined) {
           yield* withdrawLease(leasePath)
@@ -437,16 +454,28 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         const runId = opts.runId === undefined ? undefined : yield* decodeSegment("runId", opts.runId)
         const tenantDir = paths.workTenantDir(category, tenant)
         // Only a `Retry` is retried; a port or ownership error ends the acquire at once.
-        const outcome = yield* attempt({ category, tenant, runId }).pipe(
+        const once = attempt({ category, tenant, runId }).pipe(
           Effect.either,
           Effect.flatMap((r): Effect.Effect<Either.Either<HeldRun, AttemptError>, Retry> =>
             Either.isLeft(r) ? Effect.succeed(Either.left(r.left)) : r.right._tag === "Done" ? Effect.succeed(Either.right(r.right.run)) : Effect.fail(r.right)
-          ),
-          Effect.retryOrElse(
-            acquireRetries(busyAttempts, busyDelay),
-            (_, tries) => new RunBusy({ path: NodePath.join(tenantDir, runId ?? "(generated)"), attempts: tries.stoppedAt })
           )
         )
+        // The schedule is driven only once a try must be made again (most acquires succeed at the first), the
+        // first retry replayed into it: the same tries and pauses, without a schedule driver per acquire.
+        const outcome = yield* once.pipe(Effect.catchAll((first) => {
+          let replay: Retry | undefined = first
+          return Effect.suspend(() => {
+            if (replay === undefined) return once
+            const retry = replay
+            replay = undefined
+            return Effect.fail(retry)
+          }).pipe(
+            Effect.retryOrElse(
+              acquireRetries(busyAttempts, busyDelay),
+              (_, tries) => new RunBusy({ path: NodePath.join(tenantDir, runId ?? "(generated)"), attempts: tries.stoppedAt })
+            )
+          )
+        }))
         return yield* outcome
       })
 
@@ -489,16 +518,75 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         message: "release touched nothing: the run is not what was acquired"
       }).pipe(Effect.as({ released: false, deleted: false, reason }))
 
-    /** Wrap a lease in its release logic and its heartbeat fiber (stopped on release). */
+    /**
+     * WR4: one heartbeat fiber refreshes every lease this service holds. It starts with the first held lease,
+     * wakes every `heartbeatEvery`, beats each lease still held, and ends at a wake-up that finds none (so an
+     * idle service has no timer, and a `TestClock` adjust does not step through beats). A lease held since any
+     * time is beaten at most `heartbeatEvery` later. One fiber instead of one per lease: forking a sleeping
+     * fiber at acquire and interrupting it at release cost ~45 µs of an acquire + release pair (BENCHMARKS.md).
+     * A release waits for its lease's beat in flight (`beatTurn`), so a beat never rewrites a released lease.
+     */
+    const beating = new Set<Beating>()
+    // The generation of the beater that runs (0: none). Only that beater may say it stopped, so an old one
+    // ending after a new one started cannot leave a second beater unaccounted for.
+    let generation = 0
+    let beaterRunning = 0
+    const beatTurn = Effect.unsafeMakeSemaphore(1)
+    // One lease's beat failing by a defect (a bug, a port that throws) must not end the loop for every other
+    // lease this service holds: it is a HeartbeatFailed warning and the others are beaten on.
+    const beatOne = (lease: Beating) =>
+      beatTurn.withPermits(1)(Effect.suspend(() => {
+        if (lease.released) return Effect.void
+        lease.inFlight = true
+        return Effect.ensuring(lease.beat, Effect.sync(() => { lease.inFlight = false }))
+      })).pipe(Effect.catchAllDefect((defect) =>
+        warn({
+          _tag: "HeartbeatFailed",
+          leasePath: lease.leasePath,
+          message: `could not refresh the lease ${lease.leasePath} (${defect instanceof Error ? defect.message : String(defect)}); other hosts judge it stale ${Math.round(remoteLeaseTtlMs / 60000)} minutes after its last heartbeat`
+        })
+      ))
+    const beater = (mine: number): Effect.Effect<void> => heartbeatClock.sleep(heartbeatEvery).pipe(
+      Effect.zipRight(Effect.suspend(() => {
+        if (beating.size === 0) {
+          if (beaterRunning === mine) beaterRunning = 0
+          return Effect.succeed(false)
+        }
+        return Effect.as(Effect.forEach([...beating], beatOne, { discard: true }), true)
+      })),
+      Effect.flatMap((again) => again ? beater(mine) : Effect.void)
+    )
+    const startBeating = (lease: Beating) =>
+      Effect.suspend(() => {
+        beating.add(lease)
+        if (beaterRunning !== 0) return Effect.void
+        const mine = ++generation
+        beaterRunning = mine
+        return beater(mine).pipe(
+          Effect.onExit(() => Effect.sync(() => { if (beaterRunning === mine) beaterRunning = 0 })),
+          // Forked from acquireRelease's uninterruptible acquire: make the loop itself interruptible.
+          Effect.interruptible,
+          Effect.forkIn(runtimeScope),
+          Effect.asVoid
+        )
+      })
+    const stopBeating = (lease: Beating) =>
+      Effect.suspend(() => {
+        lease.released = true
+        beating.delete(lease)
+        // A beat of this lease in flight finishes first (it holds the turn); later ones see `released`.
+        return lease.inFlight ? beatTurn.withPermits(1)(Effect.void) : Effect.void
+      })
+
+    /** Wrap a lease in its release logic and its heartbeat (stopped on release). */
     const bindRelease = (held: HeldRun) =>
       Effect.gen(function*() {
         const run: Omit<WorkRun, "release"> = {
           path: held.path, category: held.category, tenant: held.tenant, runId: held.runId, kind: held.kind, leasePath: held.leasePath
         }
-        const released = yield* Ref.make(false)
+        let releasing = false
         const heartbeat = Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
-          if (yield* Ref.get(released)) return
           // Never refresh through a run directory the tool swapped for a link (the same check as release).
           const verified = yield* Effect.either(verifyRunIdentity(deps, held.path, held.identity, { manifest: false }))
           if (verified._tag === "Left") {
@@ -509,11 +597,21 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
               message: "heartbeat skipped: the run is not what was acquired"
             })
           }
-          // A lease removed behind our back (a pruner proved us dead) is not recreated.
-          const body = yield* fs.readFile(run.leasePath, { maxBytes: LEASE_MAX_BYTES }).pipe(Effect.option)
+          // A lease removed behind our back (a pruner proved us dead) is not recreated; any other read failure
+          // is a HeartbeatFailed warning (below), and a lease that no longer decodes is left alone, said too.
+          const body = yield* fs.readFile(run.leasePath, { maxBytes: LEASE_MAX_BYTES }).pipe(
+            Effect.map(Option.some),
+            Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(Option.none()))
+          )
           if (body._tag === "None") return
           const current = decodeJsonBytes(LeaseV2, body.value)
-          if (!current.ok) return
+          if (!current.ok) {
+            return yield* warn({
+              _tag: "HeartbeatFailed",
+              leasePath: run.leasePath,
+              message: `the lease ${run.leasePath} no longer decodes (${current.why}); it is not refreshed, and other hosts judge it stale ${Math.round(remoteLeaseTtlMs / 60000)} minutes after its last heartbeat`
+            })
+          }
           yield* fs.writeFileAtomic(run.leasePath, encodeJsonBytes({ ...current.value, heartbeatAt: now }), { sync: false })
         }).pipe(Effect.catchAll((e) =>
           warn({
@@ -522,17 +620,13 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
             message: `could not refresh the lease ${run.leasePath} (${e.message}); other hosts judge it stale ${Math.round(remoteLeaseTtlMs / 60000)} minutes after its last heartbeat`
           })
         ))
-        const heartbeatFiber = yield* heartbeatClock.sleep(heartbeatEvery).pipe(
-          Effect.zipRight(heartbeat),
-          Effect.forever,
-          // Forked from acquireRelease's uninterruptible acquire: make the loop itself interruptible.
-          Effect.interruptible,
-          Effect.forkIn(runtimeScope)
-        )
+        const lease: Beating = { beat: heartbeat, leasePath: run.leasePath, released: false, inFlight: false }
+        yield* startBeating(lease)
         const release = (o?: { readonly delete?: boolean }): Effect.Effect<ReleaseOutcome> =>
           Effect.gen(function*() {
-            if (yield* Ref.getAndSet(released, true)) return { released: false, deleted: false, reason: "already released" }
-            yield* Fiber.interrupt(heartbeatFiber)
+            if (releasing) return { released: false, deleted: false, reason: "already released" }
+            releasing = true
+            yield* stopBeating(lease)
             // The run's tool may have swapped the directory for a link or hard-linked the manifest outside:
             // verify before unlinking, reading or writing anything through the run's path (release verifies what it touches).
             const verified = yield* Effect.either(verifyRunIdentity(deps, held.path, held.identity))
@@ -576,6 +670,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         const last = (yield* Ref.get(lastPruneStart)).get(key)
         if (last !== undefined && now - last < OPPORTUNISTIC_PRUNE_INTERVAL_MS) return
         yield* Ref.update(lastPruneStart, (m) => new Map(m).set(key, now))
+        // A pacing hint only: a stamp that cannot be read means the background prune runs (it has its own checks).
         const stamp = yield* fs.lstat(NodePath.join(paths.workTenantDir(category, tenant), TENANT_PRUNE_STAMP)).pipe(Effect.option)
         if (stamp._tag === "Some" && now - stamp.value.mtimeMs < OPPORTUNISTIC_PRUNE_INTERVAL_MS) return
         const policy = clamp(retention ?? {}, ceiling)

@@ -88,7 +88,7 @@ describe("pi-storage config (built CLI)", () => {
       restored: ["settings.json"],
       removed: [],
       unresolvedSecrets: [],
-      skipped: [{ path: "notes/config/sub/x.json", reason: "notes/config/sub is a symlink on the way (never written through)" }]
+      skipped: [{ _tag: "PathBlocked" as const, path: "notes/config/sub/x.json", reason: "notes/config/sub is a symlink on the way (never written through)", message: "notes/config/sub/x.json: notes/config/sub is a symlink on the way (never written through)" }]
     }
     assert.strictEqual(
       renderRollback(painter(false), "a".repeat(40), r),

@@ -13,7 +13,7 @@ import { afterAll, assert, describe, it } from "@effect/vitest"
 
 const MAIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url))
 /** The modules whose findings the doctor reports (Doctor.ts calls the others' finding functions). */
-const FINDING_SOURCES = ["Doctor.ts", "StateBackups.ts", "UserProfileDoctor.ts", "internal/configSentinel.ts", "internal/unreadableFindings.ts"]
+const FINDING_SOURCES = ["Doctor.ts", "StateBackups.ts", "internal/userProfileFindings.ts", "internal/configSentinel.ts", "internal/unreadableFindings.ts"]
   .map((f) => fileURLToPath(new URL(`../../src/services/${f}`, import.meta.url)))
 const USAGE_ERROR = 2
 const isRoot = process.getuid?.() === 0

@@ -265,6 +265,32 @@ describe("work prune", () => {
     assert.isTrue(Fs.existsSync(Path.join(outside, "cat", "ten")))
   })
 
+  it("--all refuses a group-writable or foreign-owned tenant, the ones the doctor flags, and prunes the rest (issue 14)", async () => {
+    const { agentDir } = agentWithTenant("tools", "bash")
+    const isRoot = process.getuid?.() === 0
+    const loose = Path.join(agentDir, "work", "tools", "loose")
+    Fs.mkdirSync(loose, { mode: 0o700 })
+    Fs.chmodSync(loose, 0o777)
+    const foreign = Path.join(agentDir, "work", "tools", "foreign")
+    Fs.mkdirSync(foreign, { mode: 0o700 })
+    // A foreign owner needs root to plant (sessions run as root); the mode case runs everywhere.
+    if (isRoot) Fs.chownSync(foreign, 4242, 4242)
+    const flagged = JSON.parse((await at(agentDir)("doctor", "--json")).stdout).findings
+      .filter((f: { code: string }) => f.code === "work-root-unsafe")
+      .map((f: { path: string }) => f.path)
+    assert.deepStrictEqual(flagged.sort(), isRoot ? ["work/tools/foreign", "work/tools/loose"] : ["work/tools/loose"])
+    const r = await at(agentDir)("work", "prune", "--all")
+    assert.strictEqual(r.code, 3, r.stderr)
+    assert.match(r.stdout, /tools\/loose: refused tenant tools\/loose \(.*\): mode 777 is writable by group or others; nothing under it was pruned/)
+    if (isRoot) assert.match(r.stdout, /tools\/foreign: refused tenant tools\/foreign \(.*\): owned by uid 4242, not the current user 0; nothing under it was pruned/)
+    else assert.include(r.stdout, "tools/foreign: removed 0 runs")
+    assert.include(r.stdout, "tools/bash: removed 0 runs")
+    assert.notInclude(r.stdout, "tools/loose: removed")
+    // Refused means untouched: the pruner wrote nothing into either.
+    assert.deepStrictEqual(Fs.readdirSync(loose), [])
+    if (isRoot) assert.deepStrictEqual(Fs.readdirSync(foreign), [])
+  })
+
   it("an agent dir that is a regular file: status, work ls, work prune --all and migrate say so and exit 1 (issue 12)", async () => {
     const file = Path.join(tempDir(), "agent")
     Fs.writeFileSync(file, "not a dir")

@@ -3,6 +3,7 @@ import * as nfs from "node:fs"
 import { assert, describe, it } from "@effect/vitest"
 import { FastCheck as fc, Schema } from "effect"
 import { VERSION } from "../../src/cli/app.js"
+import { sha256Hex } from "../../src/domain/Digest.js"
 import {
   agentScopeRoots,
   decodeSnapshotManifest,
@@ -12,6 +13,7 @@ import {
   resolveBackupRoot,
   shouldLink,
   snapshotId,
+  sqliteGroups,
   snapshotIdTime,
   TOOL
 } from "../../src/domain/StateSnapshot.js"
@@ -26,7 +28,7 @@ const body = (entries: ReadonlyArray<ManifestEntry>) => ({
   entries
 })
 
-const entryArb = fc.record({
+const entryFields = {
   path: fc.string(),
   type: fc.constantFrom("file", "directory", "symlink"),
   size: fc.nat(),
@@ -34,7 +36,8 @@ const entryArb = fc.record({
   mtimeMs: fc.double({ noNaN: true, noDefaultInfinity: true }),
   sha256: fc.option(fc.hexaString({ minLength: 64, maxLength: 64 }), { nil: undefined }),
   target: fc.option(fc.string(), { nil: undefined })
-}, { requiredKeys: ["path", "type", "size", "mode", "mtimeMs"] }) as fc.Arbitrary<ManifestEntry>
+}
+const entryArb = fc.record(entryFields, { requiredKeys: ["path", "type", "size", "mode", "mtimeMs"] }) as fc.Arbitrary<ManifestEntry>
 
 describe("StateSnapshot", () => {
   it.prop("ids sort as text in time order and give their time back", [fc.integer({ min: 0, max: 4e12 }), fc.integer({ min: 0, max: 4e12 }), fc.nat(), fc.nat()], ([a, b, ra, rb]) => {
@@ -67,9 +70,37 @@ describe("StateSnapshot", () => {
     assert.isFalse(decodeSnapshotManifest(new TextEncoder().encode(tampered)).ok)
   })
 
+  it.prop("the manifest's bytes are the format as first written (hash of the JSON text), any Unicode in paths included", [fc.array(fc.record({ ...entryFields, path: fc.fullUnicodeString() }, { requiredKeys: ["path", "type", "size", "mode", "mtimeMs"] }) as fc.Arbitrary<ManifestEntry>, { maxLength: 8 })], ([entries]) => {
+    // The encoding of sessions 1–5: the hash of the JSON string, spliced in as text.
+    const json = JSON.stringify(body(entries))
+    const first = new TextEncoder().encode(`${json.slice(0, -1)},"manifestSha256":${JSON.stringify(sha256Hex(json))}}\n`)
+    const bytes = encodeSnapshotManifest(body(entries))
+    assert.deepStrictEqual(bytes, first)
+    const decoded = decodeSnapshotManifest(first)
+    assert.isTrue(decoded.ok)
+    if (decoded.ok) assert.deepStrictEqual(decoded.manifest.entries, JSON.parse(JSON.stringify(entries)))
+  })
+
+  it("a manifest that is not an object, or whose entries are not an array, is refused with a reason", () => {
+    const { entries: _, ...header } = body([])
+    for (const doc of [{ ...header, entries: {} }, { ...header, entries: "x" }, header]) {
+      const json = JSON.stringify(doc)
+      const decoded = decodeSnapshotManifest(new TextEncoder().encode(`${json.slice(0, -1)},"manifestSha256":${JSON.stringify(sha256Hex(json))}}`))
+      assert.isFalse(decoded.ok, json)
+      if (!decoded.ok) assert.match(decoded.why, /^not a snapshot manifest: .*entries/, json)
+    }
+    assert.isTrue(decodeSnapshotManifest(encodeSnapshotManifest(body([]))).ok)
+  })
+
   it.prop("the hand-written entry check agrees with the ManifestEntry schema", [fc.oneof(entryArb, fc.anything(), fc.record({ path: fc.anything(), type: fc.anything(), size: fc.anything(), mode: fc.nat(), mtimeMs: fc.nat(), sha256: fc.anything() }))], ([u]) => {
     assert.strictEqual(entryProblem(u) === undefined, Schema.is(ManifestEntry)(u), JSON.stringify(u))
   }, { fastCheck: { numRuns: 300 } })
+
+  it("SQLite groups: a database with its present -wal/-shm; a sidecar without its database, or none at all, is no group", () => {
+    assert.deepStrictEqual([...sqliteGroups(["a.db", "a.db-shm", "a.db-wal", "b.db", "c.db-wal", "x.json"])], [["a.db", ["a.db-wal", "a.db-shm"]]])
+    assert.strictEqual(sqliteGroups(["f1.json", "f2.json", "db"]).size, 0)
+    assert.strictEqual(sqliteGroups(["orphan-wal", "orphan-shm"]).size, 0)
+  })
 
   it("links only when type, size, mtime and mode all match an intact record", () => {
     const prev: ManifestEntry = { path: "p", type: "file", size: 3, mode: 0o644, mtimeMs: 1.5, sha256: "h" }

@@ -456,6 +456,40 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
         yield* put(`${root}/c`, "c")
         yield* expectFailure(fs.link(`${root}/a`, `${root}/c`), "AlreadyExists", "EEXIST")
       }))
+
+      test("linkEach links every name it can, in one call, and answers each failure without stopping", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* fs.makeDirectory(`${root}/from`)
+        yield* fs.makeDirectory(`${root}/to`)
+        yield* put(`${root}/from/a`, "a")
+        yield* put(`${root}/from/b`, "b")
+        yield* put(`${root}/from/c`, "c")
+        yield* fs.symlink(`${root}/from/a`, `${root}/from/l`)
+        yield* put(`${root}/to/b`, "taken")
+        const answers = yield* fs.linkEach(`${root}/from`, `${root}/to`, ["a", "b", "missing", "l", "c"])
+        assert.strictEqual(answers.length, 5)
+        assert.isUndefined(answers[0])
+        assert.strictEqual(answers[1]?.errno, "EEXIST")
+        assert.strictEqual(answers[1]?.reason, "AlreadyExists")
+        assert.strictEqual(answers[2]?.errno, "ENOENT")
+        assert.strictEqual(answers[2]?.reason, "NotFound")
+        assert.isUndefined(answers[3])
+        assert.isUndefined(answers[4], "a failure does not stop the names after it")
+        for (const name of ["a", "c"]) {
+          assert.strictEqual((yield* fs.lstat(`${root}/to/${name}`)).ino, (yield* fs.lstat(`${root}/from/${name}`)).ino)
+          assert.strictEqual((yield* fs.lstat(`${root}/from/${name}`)).nlink, 2)
+        }
+        assert.strictEqual(yield* read(`${root}/to/b`), "taken", "an occupied name is left as it was")
+        // The symlink itself is linked, never what it points at.
+        const l = yield* fs.lstat(`${root}/to/l`)
+        assert.strictEqual(l.type, "SymbolicLink")
+        assert.strictEqual(l.ino, (yield* fs.lstat(`${root}/from/l`)).ino)
+        assert.strictEqual((yield* fs.lstat(`${root}/from/a`)).nlink, 2)
+        assert.deepStrictEqual(yield* names(`${root}/to`), ["a", "b", "c", "l"])
+        assert.deepStrictEqual(yield* fs.linkEach(`${root}/from`, `${root}/to`, []), [])
+        const gone = yield* fs.linkEach(`${root}/nowhere`, `${root}/to`, ["a", "x"])
+        assert.deepStrictEqual(gone.map((e) => e?.errno), ["ENOENT", "ENOENT"])
+      }))
     })
 
     describe("utimes and chmod", () => {
@@ -884,6 +918,9 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
           yield* expectFailure(fs.rename(`${root}/file`, `${otherDevice}/file`), "CrossDevice", "EXDEV")
           yield* expectFailure(fs.rename(`${root}/dir`, `${otherDevice}/dir`), "CrossDevice", "EXDEV")
           yield* expectFailure(fs.link(`${root}/file`, `${otherDevice}/file`), "CrossDevice", "EXDEV")
+          const across = yield* fs.linkEach(root, otherDevice, ["file"])
+          assert.strictEqual(across[0]?.errno, "EXDEV")
+          assert.strictEqual(across[0]?.reason, "CrossDevice")
           assert.strictEqual(yield* read(`${root}/file`), "here")
           assert.strictEqual((yield* fs.lstat(`${root}/file`)).nlink, 1)
           assert.deepStrictEqual(yield* names(otherDevice), [])

@@ -97,6 +97,9 @@ describe("ConfigHistory (real git)", () => {
       write("web/notes/config/github_token.txt", "SEKRET-TOKENFILE")
       const first = yield* history.snapshot({ message: "with secrets" })
       assert.includeMembers(first.skipped.map((s) => s.path), ["auth.json", "notes/config/server.pem", "notes/config/.env.local", "notes/config/github_token.txt"])
+      const tagOf = (path: string) => first.skipped.find((s) => s.path === path)
+      assert.deepInclude(tagOf("auth.json"), { _tag: "Credentials", message: "auth.json: credentials: never versioned" })
+      assert.deepInclude(tagOf("notes/config/server.pem"), { _tag: "Denylisted", message: "notes/config/server.pem: denylisted (*.pem): never committed" })
       write("agent/models.json", models("sk-SEKRET-TWO", { extra: { secret: "SEKRET-EXTRA" } }))
       yield* history.snapshot({ message: "rotated" })
       const blobs = allBlobs(history.dir)
@@ -124,7 +127,7 @@ describe("ConfigHistory (real git)", () => {
 
   it.scopedLive("red-line files are skipped, reported and never committed", () =>
     Effect.gen(function*() {
-      const { history, write } = yield* setup({ web: true, configBudgetBytes: 64 })
+      const { history, root, write } = yield* setup({ web: true, configBudgetBytes: 64 })
       write("agent/settings.json", json({ a: 1 }))
       write("web/ext1/config/usage.sqlite", "db")
       write("web/ext1/config/a.s3db", "db")
@@ -135,6 +138,9 @@ describe("ConfigHistory (real git)", () => {
       write("web/ext1/config/state/h.jsonl", "{}")
       write("web/ext1/config/ok.txt", "fine")
       write("web/ext1/config/broken.json", "{not json")
+      write(`web/ext1/config/${Array.from({ length: 16 }, (_, i) => `d${i + 1}`).join("/")}/deep.txt`, "deep")
+      fs.symlinkSync("/etc/hostname", NodePath.join(root, "web/ext1/config/link.txt"))
+      fs.mkdirSync(NodePath.join(root, "agent/models.json"))
       const r = yield* history.snapshot()
       const skipped = new Map(r.skipped.map((s) => [s.path, s.reason]))
       assert.match(skipped.get("ext1/config/usage.sqlite")!, /database/)
@@ -145,6 +151,19 @@ describe("ConfigHistory (real git)", () => {
       assert.match(skipped.get("ext1/config/.venv/")!, /virtualenv/)
       assert.match(skipped.get("ext1/config/state/")!, /state tier/)
       assert.match(skipped.get("ext1/config/broken.json")!, /not valid JSON/)
+      // Each one tagged, its message the path and the words.
+      const tags = Object.fromEntries(r.skipped.map((s) => [s.path, s._tag]))
+      assert.deepInclude(tags, {
+        "ext1/config/usage.sqlite": "RedLine",
+        "ext1/config/big.bin": "RedLine",
+        "ext1/config/.venv/": "RedLine",
+        "ext1/config/state/": "OldStateTier",
+        "ext1/config/broken.json": "Unredactable",
+        "ext1/config/link.txt": "Symlink",
+        "models.json": "NotARegularFile",
+        [`ext1/config/${Array.from({ length: 16 }, (_, i) => `d${i + 1}`).join("/")}/`]: "TooDeep"
+      })
+      for (const s of r.skipped) assert.strictEqual(s.message, `${s.path}: ${s.reason}`)
       const committed = rawGit(history.dir, ["ls-tree", "-r", "--name-only", "HEAD"]).trim().split("\n").sort()
       assert.deepStrictEqual(committed, ["agent/settings.json", "web/ext1/config/ok.txt"])
     }))

@@ -58,7 +58,7 @@ describe("ConfigHistory rollback and links (real git)", () => {
         assert.isTrue(fs.lstatSync(NodePath.join(root, "web/notes/config/sub")).isSymbolicLink(), "the link itself is left too")
         assert.deepStrictEqual(back.restored, ["notes/config/settings.json"])
         assert.strictEqual(read("web/notes/config/settings.json"), json({ font: 12 }))
-        assert.deepStrictEqual(back.skipped, [{ path: "notes/config/sub/x.json", reason: "notes/config/sub is a symlink on the way (never written through)" }])
+        assert.deepStrictEqual(back.skipped, [{ _tag: "PathBlocked", path: "notes/config/sub/x.json", reason: "notes/config/sub is a symlink on the way (never written through)", message: "notes/config/sub/x.json: notes/config/sub is a symlink on the way (never written through)" }])
         assert.deepStrictEqual(
           warnings.filter((w) => w._tag === "ConfigPathSkipped").map((w) => w._tag === "ConfigPathSkipped" && [w.path, w.reason]),
           [["notes/config/sub/x.json", "notes/config/sub is a symlink on the way (never written through)"]]
@@ -86,8 +86,8 @@ describe("ConfigHistory rollback and links (real git)", () => {
         outside.unchanged()
         assert.isTrue(exists("web/todo/config/deep/er/list.json"), "missing directories are created")
         assert.deepStrictEqual([...back.skipped].sort((a, b) => a.path.localeCompare(b.path)), [
-          { path: "notes/config/settings.json", reason: "notes is a symlink on the way (never written through)" },
-          { path: "profiles/directories/p1/settings.json", reason: "profiles is a regular file on the way (never written through)" }
+          { _tag: "PathBlocked", path: "notes/config/settings.json", reason: "notes is a symlink on the way (never written through)", message: "notes/config/settings.json: notes is a symlink on the way (never written through)" },
+          { _tag: "PathBlocked", path: "profiles/directories/p1/settings.json", reason: "profiles is a regular file on the way (never written through)", message: "profiles/directories/p1/settings.json: profiles is a regular file on the way (never written through)" }
         ])
         assert.deepStrictEqual(back.restored, ["todo/config/deep/er/list.json"])
         assert.strictEqual(read("agent/profiles"), "a file now\n")
@@ -110,7 +110,7 @@ describe("ConfigHistory rollback and links (real git)", () => {
       outside.unchanged()
       assert.deepStrictEqual(back.removed, [])
       assert.deepStrictEqual(back.skipped, [
-        { path: "profiles/directories/p1/settings.json", reason: "profiles is a symlink on the way (never written through)" }
+        { _tag: "PathBlocked", path: "profiles/directories/p1/settings.json", reason: "profiles is a symlink on the way (never written through)", message: "profiles/directories/p1/settings.json: profiles is a symlink on the way (never written through)" }
       ])
     }))
 

@@ -13,7 +13,7 @@ import { makeExtensionContext } from "../../src/domain/Tiers.js"
 import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
 import { NodeHostLive } from "../../src/layers/NodeHost.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
-import { doctor } from "../../src/services/Doctor.js"
+import { doctorAt } from "../support/doctor.js"
 import { openTiers } from "../../src/services/TierStorage.js"
 import { spawn } from "./migrationSupport.js"
 
@@ -37,7 +37,7 @@ describe("config red lines agree between the tier store and the doctor", () => {
         assert.strictEqual((refused as ConfigRedLine).rule, rule, name)
         fs.writeFileSync(NodePath.join(ctx.configDir, name), "x") // as an external writer would
       }
-      const report = yield* doctor(NodePath.join(dir, "agent"), { webDataRoot: web }).pipe(
+      const report = yield* doctorAt(NodePath.join(dir, "agent"), { webDataRoot: web }).pipe(
         Effect.provide(Layer.merge(NodeFileSystemLive, NodeHostLive))
       )
       const found = new Set(report.findings.map((f) => `${f.code} ${NodePath.basename(f.path)}`))
@@ -77,7 +77,7 @@ describe("config red lines agree between the tier store and the doctor", () => {
             yield* world.writeFixture(`${ctx.configDir}/${name}`, "x") // as an external writer would
           }
         }
-        const report = yield* doctor("/home/user/.pi/agent", { webDataRoot: web }).pipe(Effect.provide(proc.layer))
+        const report = yield* doctorAt("/home/user/.pi/agent", { webDataRoot: web }).pipe(Effect.provide(proc.layer))
         const flagged = report.findings
           .filter((f) => f.code === CODE.database || f.code === CODE.log)
           .map((f) => `${f.code} ${NodePath.basename(f.path)}`)

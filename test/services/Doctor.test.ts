@@ -7,7 +7,9 @@ import { Effect, Layer } from "effect"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
 import { NodeHostLive } from "../../src/layers/NodeHost.js"
+import { AgentDir } from "../../src/services/AgentDir.js"
 import { Doctor, doctor } from "../../src/services/Doctor.js"
+import { doctorAt } from "../support/doctor.js"
 import { AGENT, asProcess, HOST, spawn } from "./migrationSupport.js"
 
 const WEB = "/home/user/.pi/web/data"
@@ -122,7 +124,7 @@ describe("doctor (DR1, DR2) on the Memory layer", () => {
       yield* messyFixture(world)
       const before = world.tree("/")
       world.clearJournal()
-      const report = yield* asProcess(world, doctor(AGENT, { webDataRoot: WEB }))
+      const report = yield* asProcess(world, doctorAt(AGENT, { webDataRoot: WEB }))
       assert.deepStrictEqual(report.findings.map((f) => `${f.code} ${f.path}`).sort(), expectedFindings)
       assert.isFalse(report.truncated)
       assert.isAbove(report.scanned, 30)
@@ -142,9 +144,9 @@ describe("doctor (DR1, DR2) on the Memory layer", () => {
       const world = MemoryWorld.make()
       const running = world.spawn(HOST)
       yield* world.writeFixture(`${AGENT}/.pi-migration.lock`, JSON.stringify({ version: 1, purpose: "migrate-agent-dir", ...owner(world, running), createdAt: 1 }))
-      const report = yield* asProcess(world, doctor(AGENT))
+      const report = yield* asProcess(world, doctorAt(AGENT))
       assert.deepStrictEqual(report.findings.map((f) => [f.code, f.severity]), [["migration-marker", "info"]])
-      const missing = yield* asProcess(world, doctor("/nowhere/agent"))
+      const missing = yield* asProcess(world, doctorAt("/nowhere/agent"))
       assert.deepStrictEqual(missing.findings.map((f) => f.code), ["agent-dir-missing"])
     }))
 
@@ -152,7 +154,7 @@ describe("doctor (DR1, DR2) on the Memory layer", () => {
     Effect.gen(function*() {
       const world = MemoryWorld.make()
       yield* messyFixture(world)
-      const report = yield* asProcess(world, doctor(AGENT, { maxEntries: 10, webDataRoot: WEB }))
+      const report = yield* asProcess(world, doctorAt(AGENT, { maxEntries: 10, webDataRoot: WEB }))
       assert.isTrue(report.truncated)
       assert.isAtMost(report.scanned, 10)
       assert.strictEqual(report.findings.at(-1)!.code, "scan-truncated")
@@ -162,9 +164,20 @@ describe("doctor (DR1, DR2) on the Memory layer", () => {
     Effect.gen(function*() {
       const world = MemoryWorld.make()
       yield* world.writeFixture(`${AGENT}/tmp/x`, "x")
-      const service = yield* Doctor.pipe(Effect.provide(Doctor.layer), Effect.provide(spawn(world).layer))
-      const report = yield* service.doctor(AGENT)
+      const proc = spawn(world).layer
+      const service = yield* Doctor.pipe(Effect.provide(Doctor.layer), Effect.provide(AgentDir.layer(AGENT)), Effect.provide(proc))
+      const report = yield* service.doctor()
       assert.deepStrictEqual(report.findings.map((f) => f.code), ["legacy-entry"])
+    }))
+
+  it.effect("the deprecated free doctor(agentDir) is the service over that agent dir: the same report", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      yield* messyFixture(world)
+      const viaAlias = yield* asProcess(world, doctor(AGENT, { webDataRoot: WEB }))
+      const viaService = yield* asProcess(world, doctorAt(AGENT, { webDataRoot: WEB }))
+      assert.deepStrictEqual(viaAlias, viaService)
+      assert.isAbove(viaAlias.findings.length, 10)
     }))
 })
 
@@ -216,7 +229,7 @@ describe("doctor on the Node layer", () => {
       for (const p of ["agent/work", "agent/work/tools", "agent/work/tools/bash"]) nfs.chmodSync(NodePath.join(dir, p), 0o700)
       nfs.chmodSync(NodePath.join(agent, "state"), 0o777)
       const before = hashTree(dir)
-      const report = yield* doctor(agent, { webDataRoot: web }).pipe(Effect.provide(nodeLayer))
+      const report = yield* doctorAt(agent, { webDataRoot: web }).pipe(Effect.provide(nodeLayer))
       assert.strictEqual(hashTree(dir), before)
       const codes = report.findings.map((f) => `${f.code} ${f.path}`)
       for (const expected of [

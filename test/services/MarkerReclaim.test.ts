@@ -7,7 +7,7 @@ import { Effect, Scope } from "effect"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { DEFAULT_STALE_UNREADABLE_MS } from "../../src/domain/Liveness.js"
 import { DEFAULT_REMOTE_LEASE_TTL_MS } from "../../src/domain/Retention.js"
-import { doctor } from "../../src/services/Doctor.js"
+import { doctorAt } from "../support/doctor.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { Host } from "../../src/services/Host.js"
 import type { Deps } from "../../src/services/internal/deps.js"
@@ -150,7 +150,7 @@ describe("reclaiming a dead marker (Memory)", () => {
       yield* p.fs.makeDirectory(`${tenantDir}/.cleanup`, { mode: 0o700 }).pipe(Effect.orDie)
       yield* deadMarker(world, `${markerPath}.reclaim`, "reclaim")
       yield* deadMarker(world, `${tenantDir}/.prune.reclaim`, "reclaim")
-      const report = yield* doctor(AGENT_DIR).pipe(Effect.provideService(FileSystem, p.fs), Effect.provideService(Host, p.host))
+      const report = yield* doctorAt(AGENT_DIR).pipe(Effect.provideService(FileSystem, p.fs), Effect.provideService(Host, p.host))
       const about = report.findings.filter((f) => f.path.endsWith(".reclaim"))
       assert.deepStrictEqual(about.map((f) => f.code), ["work-dead-marker", "work-dead-marker"])
       yield* p.workRuns.prune({ category: "tools", tenant: "bash", policy: { maxInactiveRuns: 0 } })

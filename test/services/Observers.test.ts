@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, FastCheck as fc, Layer } from "effect"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
-import { doctor } from "../../src/services/Doctor.js"
+import { doctorAt } from "../support/doctor.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { Host } from "../../src/services/Host.js"
 import { Inventory } from "../../src/services/Inventory.js"
@@ -38,7 +38,7 @@ describe("observers during concurrent work (Memory, jittered)", () => {
         })
       const observe = Effect.gen(function*() {
         for (let round = 0; round < 4; round++) {
-          const report = yield* doctor(AGENT_DIR).pipe(Effect.provideService(FileSystem, observer.fs), Effect.provideService(Host, observer.host), Effect.exit)
+          const report = yield* doctorAt(AGENT_DIR).pipe(Effect.provideService(FileSystem, observer.fs), Effect.provideService(Host, observer.host), Effect.exit)
           assert.isTrue(Exit.isSuccess(report), `doctor failed: ${Exit.isFailure(report) ? String(report.cause) : ""}`)
           const summary = yield* Effect.exit(inventory.summary())
           assert.isTrue(Exit.isSuccess(summary), `inventory summary failed: ${Exit.isFailure(summary) ? String(summary.cause) : ""}`)

@@ -3,15 +3,19 @@
  * formattings. Both now call `rootSafetyProblems` (src/domain/RootSafety.ts). For any type, owner and mode of
  * the work root, a category and a tenant, the pruner refuses exactly when the doctor reports the directory
  * (unsafe, or a stray file where a category or tenant belongs), names the shallowest one the doctor flags,
- * and its detail (the one mode string) is the doctor's.
+ * and its detail (the one mode string) is the doctor's. And `work prune --all`'s targets
+ * (`Inventory.pruneTargets`, read from the one scan) accept exactly the tenants the doctor finds safe all the
+ * way down and refuse the directories it flags.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, FastCheck as fc } from "effect"
 import { modeString, rootSafetyProblems } from "../../src/domain/RootSafety.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
-import { doctor } from "../../src/services/Doctor.js"
+import { doctorAt } from "../support/doctor.js"
+import { AgentDir } from "../../src/services/AgentDir.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { Host } from "../../src/services/Host.js"
+import { Inventory } from "../../src/services/Inventory.js"
 import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
 
 type Kind = "directory" | "symlink" | "file"
@@ -45,7 +49,7 @@ describe("WR10: the doctor and the pruner judge a root the same way", () => {
         }
         const before = world.tree("/")
         const pruned = yield* Effect.either(p.workRuns.prune({ category: "tools", tenant: "bash", policy: { maxInactiveRuns: 0 } }))
-        const report = yield* doctor(AGENT_DIR).pipe(Effect.provideService(FileSystem, p.fs), Effect.provideService(Host, p.host))
+        const report = yield* doctorAt(AGENT_DIR).pipe(Effect.provideService(FileSystem, p.fs), Effect.provideService(Host, p.host))
         // A file where a category or tenant directory belongs is a stray entry to the doctor (a not-a-directory
         // refusal to the pruner): a finding on that path all the same.
         const levelPaths = new Set<string>(LEVELS)
@@ -74,6 +78,76 @@ describe("WR10: the doctor and the pruner judge a root the same way", () => {
         if (refused.reason === "group-or-world-writable") assert.include(refused.detail, `mode ${modeString(info.mode)} `)
       })),
     { fastCheck: { numRuns: 30 } }
+  )
+
+  it.effect.prop(
+    "prune --all's targets are the tenants the doctor finds safe all the way down; what it flags is refused",
+    // The work root, two categories, two tenants in each.
+    [fc.tuple(levelArb, fc.tuple(levelArb, levelArb, levelArb), fc.tuple(levelArb, levelArb, levelArb))],
+    ([[root, a, b]]) =>
+      Effect.scoped(Effect.gen(function*() {
+        const world = MemoryWorld.make()
+        const p = yield* spawnProcess(world, { workRuns: { opportunisticRetention: false } })
+        const me = p.host.uid ?? 1000
+        yield* world.mkdirFixture(AGENT_DIR, { mode: 0o700, uid: me })
+        yield* world.mkdirFixture("/elsewhere/x", { mode: 0o700, uid: me })
+        const make = (rel: string, level: typeof root) => {
+          const path = `${AGENT_DIR}/${rel}`
+          const uid = level.foreign ? me + 1 : me
+          return Effect.as(
+            level.kind === "directory"
+              ? world.mkdirFixture(path, { mode: level.mode, uid })
+              : level.kind === "symlink"
+              ? world.symlinkFixture("/elsewhere", path, { uid })
+              : world.writeFixture(path, "x", { mode: 0o600, uid }),
+            level.kind === "directory"
+          )
+        }
+        const addresses = ["a/x", "a/y", "b/x", "b/y"]
+        if (yield* make("work", root)) {
+          for (const [category, [c, x, y]] of [["a", a], ["b", b]] as const) {
+            if (!(yield* make(`work/${category}`, c))) continue
+            yield* make(`work/${category}/x`, x)
+            yield* make(`work/${category}/y`, y)
+          }
+        }
+        const ports = <A, E>(effect: Effect.Effect<A, E, FileSystem | Host>) =>
+          effect.pipe(Effect.provideService(FileSystem, p.fs), Effect.provideService(Host, p.host))
+        const targets = yield* ports(Effect.flatMap(Inventory.make, (i) => i.pruneTargets).pipe(Effect.provideService(AgentDir, AgentDir.at(AGENT_DIR))))
+        const report = yield* ports(doctorAt(AGENT_DIR))
+        // What the doctor flags at a work-root, category or tenant path (unsafe, or a file where a directory belongs).
+        const flagged = new Map<string, Array<string>>()
+        for (const f of report.findings) {
+          if (f.code === "work-root-unsafe" || (f.code === "work-stray-entry" && f.path.split("/").length <= 3)) {
+            flagged.set(f.path, [...(flagged.get(f.path) ?? []), f.message])
+          }
+        }
+        const accepted = new Set(targets.tenants.map((t) => `${t.category}/${t.tenant}`))
+        for (const address of addresses) {
+          const [category, tenant] = address.split("/")
+          const chain = ["work", `work/${category}`, `work/${address}`]
+          const exists = world.tree(AGENT_DIR)[`${AGENT_DIR}/work/${address}`] !== undefined
+          const safe = exists && chain.every((rel) => !flagged.has(rel))
+          assert.strictEqual(accepted.has(address), safe, `${address}: accepted ${accepted.has(address)}, doctor flags ${[...flagged.keys()].join(", ")}`)
+          // The pruner itself agrees (one rule): it refuses every tenant prune --all does not go through.
+          const pruned = yield* Effect.either(p.workRuns.prune({ category: category!, tenant: tenant!, dryRun: true }))
+          if (safe) assert.isTrue(Either.isRight(pruned), address)
+          else if (exists || Either.isLeft(pruned)) assert.isTrue(Either.isLeft(pruned) && pruned.left._tag === "UnsafeRoot", address)
+        }
+        // Every refusal is a directory the doctor flags, with the doctor's detail; the shallowest flagged
+        // directory of every flagged chain is refused (nothing under a refused one is listed).
+        for (const r of targets.refused) {
+          const rel = r.path.slice(AGENT_DIR.length + 1)
+          assert.isTrue(flagged.has(rel), `refused ${rel}, which the doctor does not flag`)
+          if (r.reason === "foreign-owner" || r.reason === "group-or-world-writable") assert.isTrue(flagged.get(rel)!.some((m) => m.includes(r.detail)), `${r.detail} vs ${flagged.get(rel)!.join(" | ")}`)
+        }
+        const refused = new Set(targets.refused.map((r) => r.path.slice(AGENT_DIR.length + 1)))
+        for (const rel of flagged.keys()) {
+          const ancestors = rel.split("/").map((_, i, parts) => parts.slice(0, i + 1).join("/"))
+          assert.isTrue(ancestors.some((a) => refused.has(a)), `the doctor flags ${rel}; prune --all refuses none of ${ancestors.join(", ")}`)
+        }
+      })),
+    { fastCheck: { numRuns: 15 } }
   )
 
   it("one mode formatting: permission bits in octal, special bits kept", () => {

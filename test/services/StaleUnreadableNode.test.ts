@@ -12,7 +12,7 @@ import * as path from "node:path"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
 import { Effect, Scope } from "effect"
 import { NodeStorageLive } from "../../src/layers/Storage.js"
-import { doctor } from "../../src/services/Doctor.js"
+import { doctorAt } from "../support/doctor.js"
 import { WorkRuns } from "../../src/services/WorkRuns.js"
 import { DEFAULT_STALE_UNREADABLE_MS } from "../../src/domain/Liveness.js"
 
@@ -51,7 +51,7 @@ const withWorkRuns = <A, E>(f: (w: WorkRuns["Type"]) => Effect.Effect<A, E, Scop
 const prune = (policy?: { maxInactiveRuns?: number; maxAgeMs?: number }) =>
   withWorkRuns((w) => w.prune({ category: "tools", tenant: "bash", ...(policy ? { policy } : {}) }))
 const findings = async (code: string) =>
-  (await Effect.runPromise(doctor(agentDir).pipe(Effect.provide(NodeStorageLive({ agentDir, migrate: false }))))).findings
+  (await Effect.runPromise(doctorAt(agentDir).pipe(Effect.provide(NodeStorageLive({ agentDir, migrate: false }))))).findings
     .filter((f) => f.code === code)
 /** A released named run "shared", to prune or join. */
 const makeShared = () =>

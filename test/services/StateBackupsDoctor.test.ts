@@ -7,7 +7,7 @@ import { Effect, Layer } from "effect"
 import * as MemoryFs from "../../src/layers/MemoryFileSystem.js"
 import * as MemoryHost from "../../src/layers/MemoryHost.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
-import { doctor } from "../../src/services/Doctor.js"
+import { doctorAt } from "../support/doctor.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { Host } from "../../src/services/Host.js"
 import { AGENT, asProcess, HOST } from "./migrationSupport.js"
@@ -34,7 +34,7 @@ describe("doctor: state snapshots", () => {
       yield* world.writeFixture(`${ROOT}/.incomplete-alive/.owner`, marker(world, alive))
       yield* world.writeFixture(`${AGENT}/state/restore-aside/2026-12-01T07-00-00.000Z-abcdef/agent/state/x.json`, "old")
       const before = world.tree("/")
-      const report = yield* asProcess(world, doctor(AGENT))
+      const report = yield* asProcess(world, doctorAt(AGENT))
       assert.deepStrictEqual(codes(report), [
         `state-backup-incomplete ${ROOT}/.incomplete-dead`,
         `state-backup-incomplete ${ROOT}/.incomplete-nomarker`,
@@ -50,7 +50,7 @@ describe("doctor: state snapshots", () => {
       yield* world.writeFixture(`${AGENT}/sessions/s.jsonl`, "{}")
       const host = MemoryHost.make(world, { hostname: HOST, env: { PI_STATE_BACKUP_DIR: `${AGENT}/sessions/backups` } })
       const fs = MemoryFs.make(world, { uid: host.uid ?? 1000, hostname: HOST, pid: host.pid })
-      const report = yield* Effect.provide(doctor(AGENT), Layer.merge(Layer.succeed(FileSystem, fs), Layer.succeed(Host, host)))
+      const report = yield* Effect.provide(doctorAt(AGENT), Layer.merge(Layer.succeed(FileSystem, fs), Layer.succeed(Host, host)))
       assert.deepStrictEqual(codes(report), ["state-backup-root-unsafe sessions/backups"])
       assert.strictEqual(report.findings.find((f) => f.code === "state-backup-root-unsafe")!.severity, "error")
     }))

@@ -80,7 +80,13 @@ describe("StateBackups (Node layer)", () => {
     Effect.gen(function*() {
       const t = setup(STATE_FILES)
       nfs.chmodSync(t.at("agent/state/c.txt"), 0o600)
+      // Directories keep their live mode: one we can fill as it is (0750), one we cannot (0500: chmod once full).
+      nfs.chmodSync(t.at("agent/state/extensions"), 0o750)
+      nfs.chmodSync(t.at("agent/state/extensions/foo"), 0o500)
       const first = yield* withBackups(t.agent, { root: t.root }, (b) => b.create({ label: "first" }))
+      for (const [rel, mode] of [["agent/state/extensions", 0o750], ["agent/state/extensions/foo", 0o500]] as const) {
+        assert.strictEqual(nfs.statSync(NodePath.join(t.root, first.id, rel)).mode & 0o7777, mode, rel)
+      }
       assert.strictEqual(first.files, 6)
       assert.strictEqual(first.copiedFiles, 6)
       assert.strictEqual(first.linkedFiles, 0)
@@ -135,6 +141,8 @@ describe("StateBackups (Node layer)", () => {
       assert.isFalse(result.ok)
       assert.deepStrictEqual(result.corrupt, [`${id}/agent/state/a.txt`])
       assert.deepStrictEqual(result.missing, [`${id}/agent/MEMORY.md`])
+      assert.sameDeepMembers(result.problems.map((p) => [p._tag, p.path]), [["ContentMismatch", `${id}/agent/state/a.txt`], ["Missing", `${id}/agent/MEMORY.md`]])
+      assert.match(result.problems.find((p) => p._tag === "ContentMismatch")!.message, /: its SHA-256 differs from the manifest's$/)
       assert.isTrue(result.complete)
       // Slices of 4 entries: the third run has covered all (at least 10 entries), each starts where the last stopped.
       const seen: Array<number> = []
@@ -243,6 +251,8 @@ describe("StateBackups (Node layer)", () => {
       assert.isTrue(nfs.lstatSync(NodePath.join(snap, "agent/state/dir-link")).isSymbolicLink())
       assert.isFalse(JSON.stringify(nfs.readFileSync(NodePath.join(snap, "manifest.json"), "utf8")).includes("secret.txt"))
       assert.deepStrictEqual(first.skipped.map((s) => s.path), ["agent/state/fifo"])
+      assert.strictEqual(first.skipped[0]!._tag, "SpecialFile")
+      assert.strictEqual(first.skipped[0]!.message, "not in the snapshot: agent/state/fifo: special file (FIFO, socket or device)")
       assert.isFalse(nfs.existsSync(NodePath.join(snap, "agent/state/fifo")))
       assert.deepStrictEqual(first.sqliteLive, ["agent/state/db.sqlite"])
       // A top-level entry that links to another disk (the user's choice) is snapshotted through the link.
@@ -278,16 +288,43 @@ describe("StateBackups (Node layer)", () => {
       nfs.writeFileSync(t.at("agent/state/a.txt"), "changed again") // else it is linked, not copied
       const twice = yield* withBackups(t.agent, { root: t.root }, (b) => b.create(), grow(2))
       assert.deepStrictEqual(twice.changedDuringBackup, ["agent/state/a.txt"])
+      assert.deepStrictEqual(twice.problems, [{
+        _tag: "ChangedDuringBackup",
+        path: "agent/state/a.txt",
+        message: "agent/state/a.txt changed while it was copied (twice): the copy may mix two versions"
+      }])
       const entry = JSON.parse(nfs.readFileSync(NodePath.join(t.root, twice.id, "manifest.json"), "utf8")).entries
         .find((e: { path: string }) => e.path === "agent/state/a.txt")
       assert.isTrue(entry.changedDuringBackup)
+      const emlinkError = (path: string) => new FileSystemError({ reason: "Unknown", errno: "EMLINK", method: "linkEach", path })
       const emlink = patchedWorld(() => ({
-        link: (_a, b) => Effect.fail(new FileSystemError({ reason: "Unknown", errno: "EMLINK", method: "link", path: b }))
+        link: (_a, b) => Effect.fail(emlinkError(b)),
+        linkEach: (_from, to, names) => Effect.succeed(names.map((n) => emlinkError(`${to}/${n}`)))
       }))
       const fallback = yield* withBackups(t.agent, { root: t.root }, (b) => b.create(), emlink)
       assert.strictEqual(fallback.linkedFiles, 0)
       assert.isAbove(fallback.linkFallbacks, 3)
       assert.strictEqual(fallback.copiedFiles, fallback.files)
+      assert.isTrue((yield* withBackups(t.agent, { root: t.root }, (b) => b.verify())).ok)
+      // EMLINK for some names of a directory's run: those are copies, the rest links, in the walk's order.
+      const some = patchedWorld((real) => ({
+        linkEach: (from, to, names) =>
+          Effect.map(real.linkEach(from, to, names.filter((n) => n !== "b.txt")), (answers) => {
+            const out = [...answers]
+            const at = names.indexOf("b.txt")
+            if (at >= 0) out.splice(at, 0, emlinkError(`${to}/b.txt`))
+            return out
+          })
+      }))
+      const mixed = yield* withBackups(t.agent, { root: t.root }, (b) => b.create(), some)
+      assert.strictEqual(mixed.linkFallbacks, 1)
+      assert.strictEqual(mixed.linkedFiles + mixed.copiedFiles, mixed.files)
+      const orderOf = (id: string) =>
+        JSON.parse(nfs.readFileSync(NodePath.join(t.root, id, "manifest.json"), "utf8")).entries.map((e: { path: string }) => e.path)
+      assert.deepStrictEqual(orderOf(mixed.id), orderOf(fallback.id))
+      const fresh = (rel: string) => ino(NodePath.join(t.root, mixed.id, rel)) !== ino(NodePath.join(t.root, fallback.id, rel))
+      assert.isTrue(fresh("agent/state/b.txt"), "the failed link is a copy")
+      assert.isFalse(fresh("agent/state/c.txt"), "the names after it in the run are still linked")
       assert.isTrue((yield* withBackups(t.agent, { root: t.root }, (b) => b.verify())).ok)
     }))
 

@@ -39,7 +39,7 @@ const remoteLeftovers = Effect.gen(function*() {
 const verdicts = (world: MemoryWorld, runId: string, options: StorageOptions) =>
   Effect.gen(function*() {
     const listed = yield* Effect.flatMap(Inventory, (i) => i.listRuns({ category: "tools", tenant: "bash" }))
-    const report = yield* Effect.flatMap(Doctor, (d) => d.doctor(AGENT_DIR))
+    const report = yield* Effect.flatMap(Doctor, (d) => d.doctor())
     const migrated = yield* Effect.flatMap(Migration, (m) => m.run({ lockAttempts: 1 }))
     const pruned = yield* Effect.flatMap(WorkRuns, (w) => w.prune({ category: "tools", tenant: "bash", policy: { maxAgeMs: 0 } }))
     return {

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { INDEX_FILE } from "../../src/domain/UserProfileArchive.js"
 import { PROFILE_POINTER } from "../../src/domain/UserProfileText.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
-import { doctor } from "../../src/services/Doctor.js"
+import { doctorAt } from "../support/doctor.js"
 import { asProcess, HOST, snapshot } from "./migrationSupport.js"
 import { AGENT, ARCHIVE, PI_INDEX, PI_SHARD_1, PI_SHARD_2, piShard, profileProcess, seedPi, USER } from "./userProfileSupport.js"
 
@@ -11,7 +11,7 @@ const fresh = () => MemoryWorld.make({ journal: false })
 const profileFindings = (world: MemoryWorld) =>
   Effect.gen(function*() {
     const before = snapshot(world)
-    const report = yield* asProcess(world, doctor(AGENT))
+    const report = yield* asProcess(world, doctorAt(AGENT))
     assert.deepStrictEqual(snapshot(world), before, "the doctor changed something")
     return report.findings.filter((f) => f.code.startsWith("user-profile-")).map((f) => [f.code, f.path, f.severity])
   })
@@ -51,7 +51,7 @@ describe("doctor: the user profile", () => {
       const world = fresh()
       yield* seedPi(world)
       yield* world.writeFixture(`${ARCHIVE}/${INDEX_FILE}`, "- [x](user-preferences-0123456789abcdef.okf.md)\n")
-      const report = yield* asProcess(world, doctor(AGENT))
+      const report = yield* asProcess(world, doctorAt(AGENT))
       const finding = report.findings.find((f) => f.code === "user-profile-index-missing")
       assert.strictEqual(finding?.message, "USER.md points to an archive index that does not parse")
     }))

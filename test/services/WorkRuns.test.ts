@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scope, TestClock } from "effect"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
-import { doctor } from "../../src/services/Doctor.js"
+import { doctorAt } from "../support/doctor.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { Host } from "../../src/services/Host.js"
 import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
@@ -388,7 +388,7 @@ describe("pruneWorkTenant on the Memory layer", () => {
       world.recover()
       world.kill("h1", victim.host.pid)
       assert.isFalse(exists(world, `${tenantDir}/job`), "the run never appeared half-made")
-      const report = yield* doctor(AGENT_DIR).pipe(Effect.provideService(FileSystem, p.fs), Effect.provideService(Host, p.host))
+      const report = yield* doctorAt(AGENT_DIR).pipe(Effect.provideService(FileSystem, p.fs), Effect.provideService(Host, p.host))
       assert.deepStrictEqual(report.findings.map((f) => f.code), ["work-abandoned-staging"])
       yield* TestClock.adjust(2 * 60 * 60 * 1000)
       yield* p.workRuns.prune({ category: "tools", tenant: "bash" })

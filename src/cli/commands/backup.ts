@@ -13,6 +13,7 @@ import { ExitCode } from "../exit.js"
 import { countOf, formatBytes, table } from "../format.js"
 import { dryRun, json, parsedOption, value } from "../options.js"
 import { parseCount, parseSize } from "../parse.js"
+import { isMissingProblem } from "../../domain/ReportProblems.js"
 
 // ---------------------------------------------------------------------------------------------- rendering
 
@@ -41,7 +42,9 @@ export const renderVerify = (r: VerifyResult): string => {
   const head = `Checked ${countOf(r.checked, "entry").replace("entrys", "entries")} (${formatBytes(r.checkedBytes)} re-hashed)` +
     (r.complete ? "" : "; a slice: the next run goes on from here")
   if (r.ok) return `${head}: OK.\n`
-  return `${head}: DAMAGED.\n` + r.corrupt.map((p) => `  corrupt  ${p}\n`).join("") + r.missing.map((p) => `  missing  ${p}\n`).join("")
+  // Corrupt first, then missing, each with why (the problem's message names the path).
+  const lines = [...r.problems.filter((p) => !isMissingProblem(p)).map((p) => `  corrupt  ${p.message}\n`), ...r.problems.filter(isMissingProblem).map((p) => `  missing  ${p.message}\n`)]
+  return `${head}: DAMAGED.\n` + lines.join("")
 }
 
 export const renderForget = (r: ForgetResult): string =>

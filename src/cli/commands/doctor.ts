@@ -44,7 +44,7 @@ export const doctor = (ctx: CliContext, options: { readonly webDataRoot: string 
     Effect.gen(function*() {
       const agentDir = yield* s.AgentDir
       const webDataRoot = webDataRootFor(options.webDataRoot, nodeEnv, NodeOs.homedir(), process.cwd())
-      const report = yield* (yield* s.Doctor).doctor(agentDir.path, webDataRoot === undefined ? {} : { webDataRoot })
+      const report = yield* (yield* s.Doctor).doctor(webDataRoot === undefined ? {} : { webDataRoot })
       yield* options.json ? printJson(report) : out(renderDoctor(ctx.paint, agentDir.path, report))
       ctx.status.raise(doctorExitCode(report))
     }))

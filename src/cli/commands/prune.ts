@@ -1,6 +1,6 @@
 /**
  * `pi-storage work prune (--all | CATEGORY/TENANT) [--dry-run] [--max-age D] [--max-runs N] [--max-bytes S] [--quiet]`.
- * `--all` goes through `Inventory.pruneTargets` (symlinked roots are refused outcomes, exit 3) and ends with
+ * `--all` goes through `Inventory.pruneTargets` (a root WR10 finds unsafe is a refused outcome, exit 3) and ends with
  * a grand total.
  * The pruner decides; this prints its plan or report. Limits given here may be looser than the library
  * defaults (the person at the shell owns the harness), so the ceiling is raised to whatever was asked.
@@ -8,6 +8,7 @@
 import * as Effect from "effect/Effect"
 import type { PruneReport } from "../../domain/PruneReport.js"
 import { decodeRetentionInput, resolvePolicy, type RetentionInput, type RetentionPolicy } from "../../domain/Retention.js"
+import type { RefusedTarget } from "../../services/Inventory.js"
 import { type CliContext, notADirectory, out, printJson, reportError, usageError, withStack } from "../context.js"
 import { ExitCode, exitCodeForError } from "../exit.js"
 import { formatBytes, formatDuration, type Paint, table } from "../format.js"
@@ -157,6 +158,10 @@ const progressLine = (ctx: CliContext, label: string) => {
   return { onProgress, clear: Effect.sync(() => { if (drawn) process.stderr.write("\r\u001b[K") }) }
 }
 
+/** Why `--all` refused a directory, in words: WR10's detail (a link or a file is never followed). */
+const refusedBecause = (r: RefusedTarget): string =>
+  r.reason === "symlink" || r.reason === "not-a-directory" ? `it is a ${r.type}, never followed` : r.detail
+
 export const prune = (ctx: CliContext, flags: PruneFlags) =>
   Effect.gen(function*() {
     if (flags.all === (flags.target !== undefined)) {
@@ -195,7 +200,7 @@ export const prune = (ctx: CliContext, flags: PruneFlags) =>
             outcomes.push({
               category: r.category,
               tenant: r.tenant,
-              error: { _tag: "UnsafeRoot", message: `refused ${r.what} (${r.path}): it is a ${r.type}, never followed; nothing under it was pruned` }
+              error: { _tag: "UnsafeRoot", message: `refused ${r.what} (${r.path}): ${refusedBecause(r)}; nothing under it was pruned` }
             })
           }
         }

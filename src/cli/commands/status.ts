@@ -97,7 +97,7 @@ export const status = (ctx: CliContext, options: { readonly json: boolean }) =>
       if (report.notADirectory !== null) return yield* notADirectory(ctx, report.agentDir, report.notADirectory)
       let doctor: StatusDocument["doctor"] = null
       if (report.exists) {
-        const found = yield* (yield* s.Doctor).doctor(agentDir.path)
+        const found = yield* (yield* s.Doctor).doctor()
         doctor = { findings: found.findings.length, bySeverity: severityCounts(found.findings), truncated: found.truncated }
       }
       const doc: StatusDocument = { ...report, source: agentDir.source, doctor }

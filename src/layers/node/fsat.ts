@@ -52,6 +52,17 @@ export interface Fsat {
    * a negative errno, and no callback). The callback gets `(0, "")` or `(-errno, syscall)`.
    */
   readonly syncFs: (path: string, callback: (answer: number, syscall: string) => void) => number
+  /**
+   * A directory's entries (unsorted) with their lstat, relative to its descriptor: per name 8 doubles in
+   * `stats` (type, size, permission bits, uid, ino, dev, nlink, mtimeMs as Node computes it); an entry gone
+   * before its lstat is left out. A final symlink is refused (ENOTDIR). Else a negative errno.
+   */
+  readonly listInfo?: (path: string) => { readonly names: Array<string>; readonly stats: Float64Array } | number
+  /**
+   * `linkat(fromDir/name, toDir/name)` for each name, both directories opened once (a final symlink refused):
+   * each name's errno (0 when linked) into `errnos`; 0, or a negative errno when a directory cannot be opened.
+   */
+  readonly linkEach?: (fromDir: string, toDir: string, names: ReadonlyArray<string>, errnos: Int32Array) => number
 }
 
 /** From the package root: the same file whether this runs from src/, dist/ or a bundle. */

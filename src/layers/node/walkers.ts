@@ -17,6 +17,7 @@ import { makeNativeRemover } from "./nativeRemove.js"
 import { pathWalker } from "./pathWalk.js"
 import { scopedRemover } from "./remover.js"
 import { runWalk } from "./support.js"
+import { nativeSnapshotCalls, type SnapshotCalls } from "./snapshotCalls.js"
 import { makeNativeSync, portableSync } from "./syncFileSystem.js"
 
 export type WalkerKind = "native" | "portable"
@@ -26,6 +27,8 @@ export interface Walks {
   readonly removeTree: (root: string, budget: WalkBudget) => Effect.Effect<TreeRemoval, FileSystemError>
   /** syncfs(2) with the addon, else an fsync of every file and directory below (syncFileSystem.ts). */
   readonly syncFileSystem: (path: string) => Effect.Effect<void, FileSystemError>
+  /** A snapshot's per-directory calls in C (snapshotCalls.ts); absent: the portable ones of NodeFileSystem.ts. */
+  readonly snapshot?: SnapshotCalls | undefined
 }
 
 /** The walker `auto` means on this installation: native when the addon is built. */
@@ -58,7 +61,8 @@ export const makeWalks = (choice: WalkerChoice, removerThreads: number): Effect.
         measureTree: (root, budget) => runWalk("measureTree", root, () => startMeasure(root, budget)),
         removeTree: makeNativeRemover(loaded.fsat, removerThreads),
         // An addon built before syncFs existed (a stale build/) still walks natively, and syncs portably.
-        syncFileSystem: typeof loaded.fsat.syncFs === "function" ? makeNativeSync(loaded.fsat) : portableSync
+        syncFileSystem: typeof loaded.fsat.syncFs === "function" ? makeNativeSync(loaded.fsat) : portableSync,
+        snapshot: nativeSnapshotCalls(loaded.fsat)
       } satisfies Walks
     }
     const remover = yield* scopedRemover(removerThreads)

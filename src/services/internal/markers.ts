@@ -235,18 +235,25 @@ export const reclaimDeadMarker = (deps: Deps, path: string, judged: MarkerJudgem
     if (judged.type !== "File" && judged.type !== "SymbolicLink") return "left"
     const lockPath = reclaimLockPath(path)
     const body = yield* markerBody(deps, "reclaim")
-    let unlock = yield* createOwned(deps, lockPath, body).pipe(Effect.orElseSucceed(() => undefined))
+    // A reclaim lock that cannot be made (not merely taken) leaves the dead marker: said, never silent.
+    const takeLock = createOwned(deps, lockPath, body).pipe(
+      Effect.catchAll((e) => Effect.as(leftInPlace(path, `was not reclaimed: its reclaim lock cannot be made (${e.reason})`), undefined))
+    )
+    let unlock = yield* takeLock
     if (unlock === undefined) {
       // Another reclaimer's lock: wait for nobody; a dead one's lock is removed and taken once more.
       const stale = yield* removeDeadReclaimLock(deps, lockPath)
       if (stale.outcome !== "reclaimed") return "changed"
-      unlock = yield* createOwned(deps, lockPath, body).pipe(Effect.orElseSucceed(() => undefined))
+      unlock = yield* takeLock
       if (unlock === undefined) return "changed"
     }
     return yield* Effect.gen(function*() {
       if (!(yield* isJudgedEntry(deps, path, judged))) return "changed" as const
       const removed = yield* deps.fs.removeFile(path).pipe(Effect.either)
-      return removed._tag === "Right" ? "reclaimed" as const : "changed" as const
+      if (removed._tag === "Right") return "reclaimed" as const
+      // Gone meanwhile is another reclaimer's doing; any other failure leaves the dead marker, and says so.
+      if (removed.left.reason !== "NotFound") yield* leftInPlace(path, `was not reclaimed: it cannot be removed (${removed.left.reason})`)
+      return "changed" as const
     }).pipe(Effect.ensuring(unlock))
   })
 

@@ -132,6 +132,7 @@ const finishLeftovers = (deps: Deps, tenantDir: string, budget: { maxEntries: nu
     for (const entry of staged) {
       if (remaining <= 0) break
       const path = NodePath.join(stagingDir, entry.name)
+      // Gone or unexaminable: left for the next prune (nothing is removed unseen).
       const info = yield* deps.fs.lstat(path).pipe(Effect.option)
       if (info._tag === "None") continue
       const leases = entry.type === "Directory" ? yield* readLeases(deps, path) : { leases: [], problem: null }
@@ -366,11 +367,22 @@ const removeDeadLeases = (
   Effect.gen(function*() {
     const removed = new Set<string>()
     if (dead.size === 0) return removed
-    if ((yield* Effect.either(ensureLibraryDir(deps, NodePath.join(tenantDir, TENANT_CLEANUP_DIR))))._tag === "Left") return removed
+    // Dead leases kept because their cleanup marker cannot be made or taken are report errors, never silent.
+    const prepared = yield* Effect.either(ensureLibraryDir(deps, NodePath.join(tenantDir, TENANT_CLEANUP_DIR)))
+    if (prepared._tag === "Left") {
+      report.errors.push({ _tag: "RemovalUnprepared", path: tenantDir, message: `dead leases kept: ${prepared.left.message}` })
+      return removed
+    }
     for (const runId of dead) {
       const runDir = NodePath.join(tenantDir, runId)
-      const marker = yield* tryAcquireMarker(deps, cleanupMarkerPath(tenantDir, runId), "lease-cleanup").pipe(
-        Effect.orElseSucceed(() => ({ _tag: "Held" as const, holder: "" }))
+      const markerPath = cleanupMarkerPath(tenantDir, runId)
+      const marker = yield* tryAcquireMarker(deps, markerPath, "lease-cleanup").pipe(
+        Effect.catchAll((e) =>
+          Effect.sync(() => {
+            report.errors.push({ _tag: "LeaseNotRemoved", path: markerPath, message: `dead leases of ${runId} kept: its cleanup marker cannot be taken (${e.message})` })
+            return { _tag: "Held" as const, holder: "" }
+          })
+        )
       )
       if (marker._tag === "Held") continue
       yield* Effect.gen(function*() {

@@ -5,20 +5,19 @@
  * files the profile refuses (symlinks, wrong types).
  */
 import * as Effect from "effect/Effect"
-import { agentPaths } from "../domain/AgentPaths.js"
-import type { FindingDraft } from "../domain/FindingDraft.js"
-import { buildModel } from "../domain/UserProfile.js"
-import { DEFAULT_PROFILE_BUDGET_BYTES, utf8Bytes } from "../domain/UserProfileText.js"
-import type { Deps } from "./internal/deps.js"
-import { judgeMarker } from "./internal/markers.js"
-import { profileReader } from "./UserProfile.js"
+import type { AgentPaths } from "../../domain/AgentPaths.js"
+import type { FindingDraft } from "../../domain/FindingDraft.js"
+import { buildModel } from "../../domain/UserProfile.js"
+import { DEFAULT_PROFILE_BUDGET_BYTES, utf8Bytes } from "../../domain/UserProfileText.js"
+import { profileReader } from "../UserProfile.js"
+import type { Deps } from "./deps.js"
+import { judgeMarker } from "./markers.js"
 
 const EDIT_FIX = "the next profile edit (pi-storage memory add, replace or remove) repairs it"
 
-/** Never fails: what cannot be read is a finding. */
-export const userProfileFindings = (deps: Deps, agentDir: string): Effect.Effect<ReadonlyArray<FindingDraft>> =>
+/** Never fails: what cannot be read is a finding. `paths` are the Doctor's `AgentDir` paths. */
+export const userProfileFindings = (deps: Deps, paths: AgentPaths): Effect.Effect<ReadonlyArray<FindingDraft>> =>
   Effect.gen(function*() {
-    const paths = agentPaths(agentDir)
     const reader = profileReader(deps.fs, paths)
     const findings: Array<FindingDraft> = []
     const lock = yield* judgeMarker(deps, reader.lockPath)
@@ -62,7 +61,7 @@ export const userProfileFindings = (deps: Deps, agentDir: string): Effect.Effect
     for (const u of state.unparsable) {
       findings.push({
         code: "user-profile-unparsable-shard",
-        path: reader.shardPath(u.name),
+        path: reader.shardPath(u.shard),
         message: `shard does not parse (${u.why}); profile edits are refused until it is fixed`,
         fix: "repair its front matter (--- YAML --- then a blank line and the entries) or move it out of the archive"
       })

@@ -1,0 +1,11 @@
+#!/usr/bin/env node
+/**
+ * The shipped `pi-storage` bin (dist/bundle/cli/main.mjs, README "Installing"): launch.ts, then the program from
+ * its CommonJS bundle beside this file (`program.cjs`), compiled through its V8 code cache (codeCache.ts).
+ */
+import { fileURLToPath } from "node:url"
+import { requireWithCodeCache } from "./codeCache.js"
+import { launch } from "./launch.js"
+import type * as Program from "./program.js"
+
+await launch(process.argv.slice(2), async () => requireWithCodeCache(fileURLToPath(new URL("./program.cjs", import.meta.url))) as typeof Program)

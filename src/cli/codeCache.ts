@@ -1,0 +1,56 @@
+/**
+ * Loading a CommonJS bundle with a V8 code cache (README "Installing"). Compiling the CLI's ~800 KiB program cost
+ * `pi-storage status` more than a third of its start-up; with the bytecode V8 saved from an earlier run
+ * (`<bundle>.v8cache`, written by `npm run build`, scripts/bundle.mjs) it deserializes instead. Node 20
+ * has no compile cache for ES modules (`module.enableCompileCache` is Node 22), hence CommonJS and
+ * `vm.Script`. A cache V8 refuses (another Node or V8 version, other flags, a stale file) is ignored: the
+ * source compiles as it would without one. Reads only; nothing is written at run time.
+ */
+import * as fs from "node:fs"
+import { createRequire } from "node:module"
+import * as path from "node:path"
+import * as vm from "node:vm"
+
+/** Where the cache of `bundle` lives. */
+export const codeCachePath = (bundle: string): string => `${bundle}.v8cache`
+
+/** The function wrapper Node puts around a CommonJS module, so the cache matches what Node itself would compile. */
+const wrap = (source: string) => `(function (exports, require, module, __filename, __dirname) { ${source}\n});`
+
+export interface Compiled {
+  readonly script: vm.Script
+  /** True when a cache was found and V8 refused it. */
+  readonly cacheRejected: boolean
+  readonly cacheUsed: boolean
+}
+
+export const compileCommonJs = (bundle: string, cachedData: Buffer | undefined): Compiled => {
+  const script = new vm.Script(wrap(fs.readFileSync(bundle, "utf8")), {
+    // No `importModuleDynamically`: Node 20 drops it for a script compiled from a cache, so the bundle
+    // must hold no `import()` (scripts/bundle.mjs turns those of Node built-ins into `require` and checks).
+    filename: bundle,
+    ...(cachedData === undefined ? {} : { cachedData })
+  })
+  const cacheRejected = cachedData !== undefined && script.cachedDataRejected === true
+  return { script, cacheRejected, cacheUsed: cachedData !== undefined && !cacheRejected }
+}
+
+/** Run a compiled bundle as a CommonJS module; its `module.exports`. */
+export const runCommonJs = (bundle: string, compiled: Compiled): unknown => {
+  const module = { exports: {} as unknown }
+  const fn = compiled.script.runInThisContext() as (e: unknown, r: NodeRequire, m: { exports: unknown }, f: string, d: string) => void
+  fn(module.exports, createRequire(bundle), module, bundle, path.dirname(bundle))
+  return module.exports
+}
+
+const readCache = (bundle: string): Buffer | undefined => {
+  try {
+    return fs.readFileSync(codeCachePath(bundle))
+  } catch {
+    // No cache (never built, or removed): compile from source, as Node would.
+    return undefined
+  }
+}
+
+/** `require(bundle)`, through its code cache when V8 accepts it. */
+export const requireWithCodeCache = (bundle: string): unknown => runCommonJs(bundle, compileCommonJs(bundle, readCache(bundle)))

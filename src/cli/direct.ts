@@ -1,0 +1,21 @@
+/**
+ * The short route (`route.ts`): a command the tree does not need to parse, run with the context and the
+ * error handling app.ts gives it, without loading `@effect/cli` (README "Installing").
+ */
+import * as Effect from "effect/Effect"
+import type { SplitArgv } from "./argv.js"
+import { status } from "./commands/status.js"
+import { complain, makeContext } from "./context.js"
+import type { ExitStatus } from "./exit.js"
+import { ExitCode } from "./exitCodes.js"
+import { unexpectedFailures } from "./guard.js"
+import type { DirectStatus } from "./route.js"
+
+export const direct = (route: DirectStatus, split: SplitArgv, exitStatus: ExitStatus): Effect.Effect<void> => {
+  const ctx = makeContext(split.globals, exitStatus, split.command)
+  return status(ctx, { json: route.json }).pipe(
+    Effect.catchAll((error) => complain(ctx, String(error), ExitCode.findings)),
+    unexpectedFailures(ctx),
+    Effect.orDie
+  )
+}

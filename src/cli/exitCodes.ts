@@ -1,0 +1,15 @@
+/**
+ * The tool's own exit codes (issue 6), in a module that imports nothing: main.ts needs `usage` before
+ * anything heavy loads (README "Installing"). `exit.ts` re-exports them beside the per-error mapping.
+ */
+export const ExitCode = {
+  ok: 0,
+  /** Doctor findings at warning or above, or a partial failure (errors in a report, a partial migration). */
+  findings: 1,
+  /** A bad flag, value or command. */
+  usage: 2,
+  /** Refused: an unsafe root, a busy run or tenant, a directory the library does not own. */
+  refused: 3,
+  /** Interrupted by SIGINT with no child status to pass on. */
+  interrupted: 130
+} as const

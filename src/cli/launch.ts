@@ -1,0 +1,23 @@
+/**
+ * The first thing `pi-storage` does, in main.ts (from src/) and bin.ts (the bundle): split off the global
+ * flags and `--`, so an argv mistake is reported before anything heavy loads, and answer `--version` (or
+ * `-v`) alone before effect loads at all. Everything else goes to the program `load` returns. Imports
+ * nothing heavy (README "Installing").
+ */
+import { splitArgv } from "./argv.js"
+import { ExitCode } from "./exitCodes.js"
+import type { runProgram } from "./program.js"
+import { isVersionRequest, versionLine } from "./version.js"
+
+export const launch = async (argv: ReadonlyArray<string>, load: () => Promise<{ readonly runProgram: typeof runProgram }>): Promise<void> => {
+  const split = splitArgv(argv)
+  if (!split.ok) {
+    process.stderr.write(`pi-storage: ${split.message}\n`)
+    process.exitCode = ExitCode.usage
+  } else if (split.value.command === undefined && isVersionRequest(split.value.args)) {
+    // The same answer app.ts gives, without loading it.
+    process.stdout.write(versionLine)
+  } else {
+    await (await load()).runProgram(split.value)
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * The two per-directory calls of a state snapshot's walk (services/StateBackups.ts) on the native `fsat`
+ * addon: `readDirectoryInfo` (one C call lists a directory and lstats every entry relative to its
+ * descriptor, answering plain doubles: no `fs.Stats` with four `Date`s per file) and `linkEach` (one C call
+ * links a directory's unchanged files, `linkat` relative to two descriptors, no path resolved per file).
+ * An unchanged incremental of 10,000 files is one lstat and one link per file: these were most of its
+ * JavaScript cost (BENCHMARKS.md, session 6). The portable versions are in NodeFileSystem.ts; both pass
+ * the same conformance suite.
+ */
+import * as Effect from "effect/Effect"
+import type { FileSystemError } from "../../domain/Errors.js"
+import type { DirEntryInfo, FileType } from "../../services/FileSystem.js"
+import { type Fsat, fsatError, FsatType } from "./fsat.js"
+import { toFileSystemError } from "./support.js"
+
+export interface SnapshotCalls {
+  readonly readDirectoryInfo: (path: string) => Effect.Effect<ReadonlyArray<DirEntryInfo>, FileSystemError>
+  readonly linkEach: (
+    fromDir: string,
+    toDir: string,
+    names: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<FileSystemError | undefined>, FileSystemError>
+}
+
+/** Doubles per entry in `listInfo`'s stats (fsat.c INFO_FIELDS). */
+const FIELDS = 8
+
+const typeOf = (t: number): FileType =>
+  t === FsatType.File ? "File" : t === FsatType.Directory ? "Directory" : t === FsatType.SymbolicLink ? "SymbolicLink" : "Other"
+
+const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+
+/** The native calls, or `undefined` for an addon built before they existed (a stale build/). */
+export const nativeSnapshotCalls = (fsat: Fsat): SnapshotCalls | undefined => {
+  if (typeof fsat.listInfo !== "function" || typeof fsat.linkEach !== "function") return undefined
+  const listInfo = fsat.listInfo
+  const linkEach = fsat.linkEach
+  return {
+    readDirectoryInfo: (path) =>
+      Effect.suspend(() => {
+        const listed = listInfo(path)
+        if (typeof listed === "number") return Effect.fail(toFileSystemError("readDirectoryInfo", path, fsatError("readDirectoryInfo", path, listed)))
+        const { names, stats } = listed
+        const order = names.map((_, i) => i).sort((a, b) => byName(names[a]!, names[b]!))
+        const out = new Array<DirEntryInfo>(order.length)
+        for (let k = 0; k < order.length; k++) {
+          const i = order[k]!
+          const at = i * FIELDS
+          out[k] = {
+            name: names[i]!,
+            info: {
+              type: typeOf(stats[at]!),
+              size: stats[at + 1]!,
+              mode: stats[at + 2]!,
+              uid: stats[at + 3]!,
+              ino: stats[at + 4]!,
+              dev: stats[at + 5]!,
+              nlink: stats[at + 6]!,
+              mtimeMs: stats[at + 7]!
+            }
+          }
+        }
+        return Effect.succeed(out)
+      }),
+    linkEach: (fromDir, toDir, names) =>
+      Effect.sync(() => {
+        const from = fromDir.endsWith("/") ? fromDir : `${fromDir}/`
+        const failure = (i: number, answer: number) =>
+          toFileSystemError("linkEach", from + names[i], fsatError("link", from + names[i], answer))
+        const errnos = new Int32Array(names.length)
+        const opened = linkEach(fromDir, toDir, names, errnos)
+        const out = new Array<FileSystemError | undefined>(names.length)
+        for (let i = 0; i < names.length; i++) {
+          const answer = opened !== 0 ? opened : -errnos[i]!
+          if (answer !== 0) out[i] = failure(i, answer)
+        }
+        return out
+      })
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * The CLI program's V8 code cache (README "Installing", src/cli/codeCache.ts) over the built bundle: the cache
+ * `npm run build` wrote is accepted by the Node that built it, and one V8 refuses (made for another
+ * source) is ignored: the program compiles from source and runs the same.
+ */
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import { assert, describe, it } from "@effect/vitest"
+import { codeCachePath, compileCommonJs, runCommonJs } from "../../src/cli/codeCache.js"
+
+const PROGRAM = fileURLToPath(new URL("../../dist/bundle/cli/program.cjs", import.meta.url))
+
+describe("cli code cache (built bundle)", () => {
+  it("the shipped cache is accepted; a foreign one is refused and the program still loads", () => {
+    if (!Fs.existsSync(codeCachePath(PROGRAM))) throw new Error("dist/bundle is missing: `npm run build` first (npm test does)")
+    const cached = compileCommonJs(PROGRAM, Fs.readFileSync(codeCachePath(PROGRAM)))
+    assert.deepStrictEqual([cached.cacheUsed, cached.cacheRejected], [true, false])
+    assert.strictEqual(typeof (runCommonJs(PROGRAM, cached) as { runProgram?: unknown }).runProgram, "function")
+
+    // A cache V8 made for other source: refused, and the bundle compiles from its source.
+    const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-storage-codecache-"))
+    try {
+      const other = Path.join(dir, "other.cjs")
+      Fs.writeFileSync(other, "module.exports = { answer: 42 }\n")
+      const foreign = compileCommonJs(other, undefined).script.createCachedData()
+      const refused = compileCommonJs(PROGRAM, foreign)
+      assert.deepStrictEqual([refused.cacheUsed, refused.cacheRejected], [false, true])
+      assert.strictEqual(typeof (runCommonJs(PROGRAM, refused) as { runProgram?: unknown }).runProgram, "function")
+      const none = compileCommonJs(other, undefined)
+      assert.deepStrictEqual([none.cacheUsed, none.cacheRejected], [false, false])
+      assert.deepStrictEqual(runCommonJs(other, none), { answer: 42 })
+    } finally {
+      Fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})

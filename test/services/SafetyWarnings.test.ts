@@ -1,0 +1,90 @@
+/**
+ * Ignores at a safety boundary that used to be silent (README "Errors": deliberate ignores): a dead marker whose reclaim lock
+ * cannot be made, a held lease that no longer decodes, dead leases whose cleanup marker cannot be taken. Each
+ * is now a warning with annotations (or, inside a prune, a tagged report error), and the program still does
+ * what it did: nothing is removed or rewritten that was left before.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, HashMap, Logger, TestClock } from "effect"
+import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
+import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
+
+const tenantDir = `${AGENT_DIR}/work/tools/bash`
+
+interface Logged {
+  readonly level: string
+  readonly message: string
+  readonly annotations: Readonly<Record<string, unknown>>
+}
+
+const capturing = <A, E, R>(body: (logged: ReadonlyArray<Logged>) => Effect.Effect<A, E, R>) => {
+  const logged: Array<Logged> = []
+  const logger = Logger.make(({ annotations, logLevel, message }) => {
+    logged.push({
+      level: logLevel.label,
+      message: String(Array.isArray(message) ? message[0] : message),
+      annotations: Object.fromEntries(HashMap.toEntries(annotations))
+    })
+  })
+  return body(logged).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+}
+
+const warningsOf = (logged: ReadonlyArray<Logged>, tag: string) => logged.filter((l) => l.level === "WARN" && l.annotations["warning"] === tag)
+
+/** A marker body naming a process of h1 that is dead by the time it is judged. */
+const deadMarker = (world: MemoryWorld, purpose: string) => {
+  const pid = world.spawn("h1")
+  const body = JSON.stringify({ version: 1, purpose, host: "h1", bootId: world.bootId("h1"), pid, processStartedAt: world.startTimeOf("h1", pid), createdAt: 0 })
+  world.kill("h1", pid)
+  return body
+}
+
+describe("safety-boundary ignores are said", () => {
+  it.scoped("a dead prune marker whose reclaim lock cannot be made stays, with a MarkerLeftInPlace warning", () =>
+    capturing((logged) =>
+      Effect.gen(function*() {
+        const world = MemoryWorld.make()
+        const p = yield* spawnProcess(world)
+        yield* Effect.scoped(p.workRuns.acquire({ category: "tools", tenant: "bash", retention: false }))
+        const body = deadMarker(world, "prune")
+        yield* world.writeFixture(`${tenantDir}/.prune`, body)
+        world.injectFault({ op: "writeFileExclusive", path: `${tenantDir}/.prune.reclaim`, count: Infinity, errno: "EACCES" })
+        yield* p.workRuns.prune({ category: "tools", tenant: "bash" })
+        assert.strictEqual(new TextDecoder().decode(world.readFixture(`${tenantDir}/.prune`)), body, "the dead marker is left as it was")
+        const warned = warningsOf(logged, "MarkerLeftInPlace").filter((w) => w.annotations["path"] === `${tenantDir}/.prune`)
+        assert.isAtLeast(warned.length, 1, JSON.stringify(logged))
+        assert.match(String(warned[0]!.annotations["reason"]), /reclaim lock cannot be made \(PermissionDenied\)/)
+        assert.match(warned[0]!.message, /^marker left in place: it was not reclaimed/)
+      })))
+
+  it.scoped("a held lease that no longer decodes is not refreshed, with a HeartbeatFailed warning", () =>
+    capturing((logged) =>
+      Effect.gen(function*() {
+        const world = MemoryWorld.make()
+        const p = yield* spawnProcess(world)
+        const run = yield* p.workRuns.acquire({ category: "tools", tenant: "bash", retention: false })
+        yield* world.writeFixture(run.leasePath, "{ torn")
+        yield* TestClock.adjust(6 * 60 * 1000)
+        assert.strictEqual(new TextDecoder().decode(world.readFixture(run.leasePath)), "{ torn", "never overwritten")
+        const warned = warningsOf(logged, "HeartbeatFailed")
+        assert.isAtLeast(warned.length, 1, JSON.stringify(logged))
+        assert.strictEqual(warned[0]!.annotations["leasePath"], run.leasePath)
+        assert.match(warned[0]!.message, /no longer decodes/)
+      })))
+
+  it.scoped("dead leases whose cleanup marker cannot be taken are kept and reported (LeaseNotRemoved)", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      const holder = yield* spawnProcess(world)
+      const run = yield* holder.workRuns.acquire({ category: "tools", tenant: "bash", retention: false })
+      world.kill("h1", holder.host.pid)
+      const pruner = yield* spawnProcess(world)
+      world.injectFault({ op: "writeFileExclusive", path: `${tenantDir}/.cleanup/${run.runId}`, count: Infinity, errno: "EACCES" })
+      const report = yield* pruner.workRuns.prune({ category: "tools", tenant: "bash" })
+      assert.isDefined(world.readFixture(run.leasePath), "the dead lease is kept")
+      const error = report.errors.find((e) => e.path === `${tenantDir}/.cleanup/${run.runId}`)
+      assert.isDefined(error, JSON.stringify(report.errors))
+      assert.strictEqual(error!._tag, "LeaseNotRemoved")
+      assert.match(error!.message, new RegExp(`dead leases of ${run.runId} kept: its cleanup marker cannot be taken .*EACCES`))
+    }))
+})
