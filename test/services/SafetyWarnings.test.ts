@@ -72,6 +72,26 @@ describe("safety-boundary ignores are said", () => {
         assert.match(warned[0]!.message, /no longer decodes/)
       })))
 
+  it.scoped("a releasedAt stamp that cannot be written is a ReleaseStampFailed warning; the release still completes", () =>
+    capturing((logged) =>
+      Effect.gen(function*() {
+        const world = MemoryWorld.make()
+        const p = yield* spawnProcess(world)
+        const run = yield* p.workRuns.acquire({ category: "tools", tenant: "bash", runId: "named", retention: false })
+        const manifest = `${run.path}/.pi-work-run.json`
+        const before = world.readFixtureText(manifest)
+        // Both ways of stamping fail (in place, then the whole-file replace); reading it still works.
+        world.injectFault({ op: "writeFileInPlace", path: manifest, count: Infinity, errno: "EIO" })
+        world.injectFault({ op: "writeFileAtomic", path: manifest, count: Infinity, errno: "EIO" })
+        const outcome = yield* run.release()
+        assert.isTrue(outcome.released)
+        assert.strictEqual(world.readFixtureText(manifest), before, "the manifest is as it was")
+        const warned = warningsOf(logged, "ReleaseStampFailed")
+        assert.strictEqual(warned.length, 1, JSON.stringify(logged))
+        assert.strictEqual(warned[0]!.annotations["runDir"], run.path)
+        assert.match(warned[0]!.message, /could not stamp releasedAt/)
+      })))
+
   it.scoped("dead leases whose cleanup marker cannot be taken are kept and reported (LeaseNotRemoved)", () =>
     Effect.gen(function*() {
       const world = MemoryWorld.make()

@@ -73,8 +73,9 @@ export const makeNativeRemover = (fsat: Fsat, size = DEFAULT_REMOVER_THREADS, ba
       batch.map((w) => w.budget.maxDepth),
       (index, answer, a, b, removedBytes) => {
         const w = batch[index]!
-        // The slot is free once the last walk has answered; the next batch starts before the resumes run.
-        if (index === batch.length - 1) finished()
+        // Every walk of the batch has ended before the first answer is called (one completion for the whole
+        // batch): free the slot then, so an answer that throws cannot keep it taken.
+        if (index === 0) finished()
         w.resume(outcome(w.root, answer, a, b, removedBytes))
       }
     )
