@@ -10,7 +10,7 @@
  *   because segments refuse uppercase);
  * - `qqqqqqqq`: the per-process sequence number, 8 hex digits, so ids made in the same millisecond by one
  *   process keep their creation order;
- * - `rrrrrrrr`: 32 random bits, 8 hex digits, so ids from different processes do not collide.
+ * - `rrrrrrrr`: 31 random bits (Effect Random's 0 … 2^31 − 2), 8 hex digits, so ids from different processes do not collide.
  *
  * Because every part has a fixed width, string order equals (time, sequence, random) order.
  */

@@ -354,8 +354,11 @@ export const pruneTargetsOf = (facts: AgentDirFacts): PruneTargets => {
   if (root !== null) return { tenants: [], refused: [root], notADirectory }
   const refused: Array<RefusedTarget> = []
   const tenants: Array<TenantAddress> = []
+  const unsafeCategories = new Set(work.categories.filter((c) => refusedOf(c.safety, "", c.name, "*") !== null).map((c) => c.name))
   for (const stray of work.strays) {
     const [category, tenant] = NodePath.relative(work.root.path, stray.path).split(NodePath.sep)
+    // A stray inside a refused category is under it: the category's refusal covers it.
+    if (tenant !== undefined && unsafeCategories.has(category!)) continue
     const address = tenant === undefined ? { category: category!, tenant: "*" } : { category: category!, tenant }
     const what = tenant === undefined ? `category ${address.category}` : `tenant ${address.category}/${address.tenant}`
     const type = fileTypeWord(stray.type)

@@ -142,6 +142,10 @@ describe("WR10: the doctor and the pruner judge a root the same way", () => {
           if (r.reason === "foreign-owner" || r.reason === "group-or-world-writable") assert.isTrue(flagged.get(rel)!.some((m) => m.includes(r.detail)), `${r.detail} vs ${flagged.get(rel)!.join(" | ")}`)
         }
         const refused = new Set(targets.refused.map((r) => r.path.slice(AGENT_DIR.length + 1)))
+        for (const rel of refused) {
+          const above = rel.split("/").slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join("/"))
+          assert.isFalse(above.some((a) => refused.has(a)), `${rel} is refused under a refused ${above.find((a) => refused.has(a))}`)
+        }
         for (const rel of flagged.keys()) {
           const ancestors = rel.split("/").map((_, i, parts) => parts.slice(0, i + 1).join("/"))
           assert.isTrue(ancestors.some((a) => refused.has(a)), `the doctor flags ${rel}; prune --all refuses none of ${ancestors.join(", ")}`)
@@ -149,6 +153,23 @@ describe("WR10: the doctor and the pruner judge a root the same way", () => {
       })),
     { fastCheck: { numRuns: 15 } }
   )
+
+  it.scoped("a file inside a refused category is covered by the category's refusal, not refused again", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      const p = yield* spawnProcess(world, { workRuns: { opportunisticRetention: false } })
+      const me = p.host.uid ?? 1000
+      yield* world.mkdirFixture(AGENT_DIR, { mode: 0o700, uid: me })
+      yield* world.mkdirFixture(`${AGENT_DIR}/work`, { mode: 0o700, uid: me })
+      yield* world.mkdirFixture(`${AGENT_DIR}/work/tools`, { mode: 0o775, uid: me })
+      yield* world.writeFixture(`${AGENT_DIR}/work/tools/notes.txt`, "x", { mode: 0o600, uid: me })
+      const targets = yield* Effect.flatMap(Inventory.make, (i) => i.pruneTargets).pipe(
+        Effect.provideService(AgentDir, AgentDir.at(AGENT_DIR)),
+        Effect.provideService(FileSystem, p.fs),
+        Effect.provideService(Host, p.host)
+      )
+      assert.deepStrictEqual(targets.refused.map((r) => [r.what, r.reason]), [["category tools", "group-or-world-writable"]])
+    }))
 
   it("one mode formatting: permission bits in octal, special bits kept", () => {
     assert.strictEqual(modeString(0o40700), "700")
