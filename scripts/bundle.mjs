@@ -86,12 +86,12 @@ const writeCodeCache = async (bundle) => {
     fs.writeFileSync(path.join(temp, "agent", "work", "tools", "build", "run", "out.txt"), "x")
     const script = `
 import * as fs from "node:fs"
-import { codeCachePath, compileCommonJs, runCommonJs } from ${JSON.stringify(codeCacheModule)}
+import { codeCachePath, compileCommonJs, encodeCodeCache, runCommonJs } from ${JSON.stringify(codeCacheModule)}
 const bundle = ${JSON.stringify(bundle)}
 const compiled = compileCommonJs(bundle, undefined)
 process.once("exit", () => {
   const target = codeCachePath(bundle)
-  fs.writeFileSync(target + ".tmp", compiled.script.createCachedData())
+  fs.writeFileSync(target + ".tmp", encodeCodeCache(fs.readFileSync(bundle), compiled.script.createCachedData()))
   fs.renameSync(target + ".tmp", target)
 })
 await runCommonJs(bundle, compiled).runProgram({ globals: { agentDir: ${JSON.stringify(path.join(temp, "agent"))}, noColor: true }, args: ["status"], command: undefined })

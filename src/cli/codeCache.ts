@@ -3,9 +3,12 @@
  * `pi-storage status` more than a third of its start-up; with the bytecode V8 saved from an earlier run
  * (`<bundle>.v8cache`, written by `npm run build`, scripts/bundle.mjs) it deserializes instead. Node 20
  * has no compile cache for ES modules (`module.enableCompileCache` is Node 22), hence CommonJS and
- * `vm.Script`. A cache V8 refuses (another Node or V8 version, other flags, a stale file) is ignored: the
- * source compiles as it would without one. Reads only; nothing is written at run time.
+ * `vm.Script`. The cache file starts with the SHA-256 of the source it was made from: V8's own check compares
+ * the source's length, not its bytes, so a same-length edit of the bundle would otherwise run stale bytecode.
+ * A cache for other bytes, or one V8 refuses (another Node or V8 version, other flags), is not used: the
+ * source compiles as it would without one (only slower, so nothing is said). Reads only at run time.
  */
+import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
@@ -19,20 +22,31 @@ const wrap = (source: string) => `(function (exports, require, module, __filenam
 
 export interface Compiled {
   readonly script: vm.Script
-  /** True when a cache was found and V8 refused it. */
+  /** True when a cache was found and not used (made from other bytes, or refused by V8). */
   readonly cacheRejected: boolean
   readonly cacheUsed: boolean
 }
 
-export const compileCommonJs = (bundle: string, cachedData: Buffer | undefined): Compiled => {
-  const script = new vm.Script(wrap(fs.readFileSync(bundle, "utf8")), {
+const DIGEST_BYTES = 32
+const digestOf = (source: Buffer): Buffer => createHash("sha256").update(source).digest()
+
+/** The cache file for `source`: its SHA-256, then V8's data. */
+export const encodeCodeCache = (source: Buffer, data: Buffer): Buffer => Buffer.concat([digestOf(source), data])
+
+/** Compile `bundle`, with the V8 data of `cache` when the cache was made from exactly these bytes. */
+export const compileCommonJs = (bundle: string, cache: Buffer | undefined): Compiled => {
+  const source = fs.readFileSync(bundle)
+  const cachedData = cache !== undefined && cache.length > DIGEST_BYTES && cache.subarray(0, DIGEST_BYTES).equals(digestOf(source))
+    ? cache.subarray(DIGEST_BYTES)
+    : undefined
+  const script = new vm.Script(wrap(source.toString("utf8")), {
     // No `importModuleDynamically`: Node 20 drops it for a script compiled from a cache, so the bundle
     // must hold no `import()` (scripts/bundle.mjs turns those of Node built-ins into `require` and checks).
     filename: bundle,
     ...(cachedData === undefined ? {} : { cachedData })
   })
-  const cacheRejected = cachedData !== undefined && script.cachedDataRejected === true
-  return { script, cacheRejected, cacheUsed: cachedData !== undefined && !cacheRejected }
+  const cacheRejected = cache !== undefined && (cachedData === undefined || script.cachedDataRejected === true)
+  return { script, cacheRejected, cacheUsed: cache !== undefined && !cacheRejected }
 }
 
 /** Run a compiled bundle as a CommonJS module; its `module.exports`. */

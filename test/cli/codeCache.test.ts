@@ -8,7 +8,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
-import { codeCachePath, compileCommonJs, runCommonJs } from "../../src/cli/codeCache.js"
+import { codeCachePath, compileCommonJs, encodeCodeCache, runCommonJs } from "../../src/cli/codeCache.js"
 
 const PROGRAM = fileURLToPath(new URL("../../dist/bundle/cli/program.cjs", import.meta.url))
 
@@ -24,10 +24,21 @@ describe("cli code cache (built bundle)", () => {
     try {
       const other = Path.join(dir, "other.cjs")
       Fs.writeFileSync(other, "module.exports = { answer: 42 }\n")
-      const foreign = compileCommonJs(other, undefined).script.createCachedData()
+      const foreign = encodeCodeCache(Fs.readFileSync(other), compileCommonJs(other, undefined).script.createCachedData())
       const refused = compileCommonJs(PROGRAM, foreign)
       assert.deepStrictEqual([refused.cacheUsed, refused.cacheRejected], [false, true])
       assert.strictEqual(typeof (runCommonJs(PROGRAM, refused) as { runProgram?: unknown }).runProgram, "function")
+      // The same length, other bytes (V8 compares only the length): the cache is not used.
+      const shipped = Fs.readFileSync(codeCachePath(PROGRAM))
+      const edited = Path.join(dir, "program.cjs")
+      const source = Fs.readFileSync(PROGRAM)
+      const at = source.indexOf("runProgram")
+      Fs.writeFileSync(edited, Buffer.concat([source.subarray(0, at), Buffer.from("runProgrxm"), source.subarray(at + 10)]))
+      const stale = compileCommonJs(edited, shipped)
+      assert.deepStrictEqual([stale.cacheUsed, stale.cacheRejected], [false, true])
+      // A bare V8 cache with no digest in front (an older build's file) is not used either.
+      const bare = compileCommonJs(PROGRAM, shipped.subarray(32))
+      assert.deepStrictEqual([bare.cacheUsed, bare.cacheRejected], [false, true])
       const none = compileCommonJs(other, undefined)
       assert.deepStrictEqual([none.cacheUsed, none.cacheRejected], [false, false])
       assert.deepStrictEqual(runCommonJs(other, none), { answer: 42 })
