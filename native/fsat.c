@@ -622,28 +622,33 @@ static napi_value string_value(napi_env env, const char *text) {
  * path, 0); a removal that met a mount point (and failed no other way) answers (-EXDEV, "mount", mountPoint,
  * removedBytes).
  */
+/* One removal's four answers (above) into out[0..3]; a cancelled work item answers ECANCELED. */
+static void removal_answer(napi_env env, napi_status status, removal_t *r, napi_value *out) {
+  if (status != napi_ok && r->error == 0) fail(r, ECANCELED, "removeTree", r->root, NULL);
+  if (r->error == 0 && r->mount_point != NULL) {
+    out[0] = number(env, -EXDEV);
+    out[1] = string_value(env, "mount");
+    out[2] = string_value(env, r->mount_point);
+    out[3] = number(env, r->removed_bytes);
+  } else if (r->error != 0) {
+    out[0] = number(env, -r->error);
+    out[1] = string_value(env, r->syscall);
+    out[2] = string_value(env, r->error_path);
+    out[3] = number(env, 0);
+  } else {
+    out[0] = number(env, 0);
+    out[1] = number(env, r->removed);
+    napi_get_boolean(env, r->complete, &out[2]);
+    out[3] = number(env, r->removed_bytes);
+  }
+}
+
 static void removal_complete(napi_env env, napi_status status, void *data) {
   removal_t *r = data;
   napi_value callback, global, argv[4];
   napi_get_reference_value(env, r->callback, &callback);
   napi_get_global(env, &global);
-  if (status != napi_ok && r->error == 0) fail(r, ECANCELED, "removeTree", r->root, NULL);
-  if (r->error == 0 && r->mount_point != NULL) {
-    argv[0] = number(env, -EXDEV);
-    argv[1] = string_value(env, "mount");
-    argv[2] = string_value(env, r->mount_point);
-    argv[3] = number(env, r->removed_bytes);
-  } else if (r->error != 0) {
-    argv[0] = number(env, -r->error);
-    argv[1] = string_value(env, r->syscall);
-    argv[2] = string_value(env, r->error_path);
-    argv[3] = number(env, 0);
-  } else {
-    argv[0] = number(env, 0);
-    argv[1] = number(env, r->removed);
-    napi_get_boolean(env, r->complete, &argv[2]);
-    argv[3] = number(env, r->removed_bytes);
-  }
+  removal_answer(env, status, r, argv);
   napi_call_function(env, global, callback, 4, argv, NULL);
   napi_delete_reference(env, r->callback);
   napi_delete_async_work(env, r->work);
@@ -735,25 +740,8 @@ static void batch_complete(napi_env env, napi_status status, void *data) {
   napi_get_reference_value(env, b->callback, &callback);
   napi_get_global(env, &global);
   for (size_t i = 0; i < b->count; i++) {
-    removal_t *r = &b->items[i];
-    if (status != napi_ok && r->error == 0) fail(r, ECANCELED, "removeTree", r->root, NULL);
     argv[0] = number(env, (double)i);
-    if (r->error == 0 && r->mount_point != NULL) {
-      argv[1] = number(env, -EXDEV);
-      argv[2] = string_value(env, "mount");
-      argv[3] = string_value(env, r->mount_point);
-      argv[4] = number(env, r->removed_bytes);
-    } else if (r->error != 0) {
-      argv[1] = number(env, -r->error);
-      argv[2] = string_value(env, r->syscall);
-      argv[3] = string_value(env, r->error_path);
-      argv[4] = number(env, 0);
-    } else {
-      argv[1] = number(env, 0);
-      argv[2] = number(env, r->removed);
-      napi_get_boolean(env, r->complete, &argv[3]);
-      argv[4] = number(env, r->removed_bytes);
-    }
+    removal_answer(env, status, &b->items[i], argv + 1);
     napi_call_function(env, global, callback, 5, argv, NULL);
   }
   napi_delete_async_work(env, b->work);

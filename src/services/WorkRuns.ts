@@ -505,16 +505,20 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         const inPlace = encodeManifestPadded(stamped, length)
         const written = inPlace === undefined ? false : yield* fs.writeFileInPlace(path, inPlace).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
         if (!written) yield* fs.writeFileAtomic(path, encodeManifest(stamped), { sync: false })
-      }).pipe(Effect.catchAll((e) =>
+      }).pipe(
+        // The run is gone (a pruner or another holder removed it once our lease was): nothing to stamp.
+        Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void),
         // Carried on through: a missing stamp only makes age fall back to the heartbeat or createdAt; an in-place
         // write that failed part-way can leave the manifest unreadable (the run is then kept as unowned).
-        warn({
-          _tag: "ReleaseStampFailed",
-          runDir: run.path,
-          reason: e.message,
-          message: `could not stamp releasedAt on ${NodePath.join(run.path, WORK_RUN_MANIFEST)} (${e.message}); the run's age falls back to its heartbeat or creation time`
-        })
-      ))
+        Effect.catchAll((e) =>
+          warn({
+            _tag: "ReleaseStampFailed",
+            runDir: run.path,
+            reason: e.message,
+            message: `could not stamp releasedAt on ${NodePath.join(run.path, WORK_RUN_MANIFEST)} (${e.message}); the run's age falls back to its heartbeat or creation time`
+          })
+        )
+      )
 
     /** Release refuses to touch a run that is no longer what was acquired: say so in the log and the outcome. */
     const refuse = (run: HeldRun, reason: string): Effect.Effect<ReleaseOutcome> =>

@@ -1,6 +1,6 @@
 /**
  * Issue 12 §6: every command the doctor suggests is valid and does what it says. A real agent dir holds one
- * of every finding whose fix is a command; the built CLI (`dist/cli/main.js`) reports them, each command is
+ * of every finding whose fix is a command; the built CLI (the shipped bundle `dist/bundle/cli/main.mjs`) reports them, each command is
  * extracted from its backticks and run (`pi-storage …` as a child process of the built CLI against that
  * agent dir, shell commands in the agent dir), and the doctor no longer reports the finding afterwards.
  */
@@ -11,7 +11,7 @@ import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, assert, describe, it } from "@effect/vitest"
 
-const MAIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url))
+const MAIN = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta.url))
 /** The modules whose findings the doctor reports (Doctor.ts calls the others' finding functions). */
 const FINDING_SOURCES = ["Doctor.ts", "StateBackups.ts", "internal/userProfileFindings.ts", "internal/configSentinel.ts", "internal/unreadableFindings.ts"]
   .map((f) => fileURLToPath(new URL(`../../src/services/${f}`, import.meta.url)))

@@ -1,5 +1,5 @@
 /**
- * `pi-storage memory` through the built CLI (`npm test` builds first), as a child process against temp
+ * `pi-storage memory` through the built CLI (the shipped bundle `node dist/bundle/cli/main.mjs`; `npm test` builds first), as a child process against temp
  * agent dirs: output, JSON, exit codes (2 usage, 1 not found / ambiguous with the candidates, 3 refused).
  */
 import { runNode } from "../support/child.js"
@@ -11,7 +11,7 @@ import { afterAll, assert, describe, it } from "@effect/vitest"
 import { PROFILE_POINTER } from "../../src/domain/UserProfileText.js"
 import { PI_INDEX, PI_SHARD_1, PI_SHARD_2, piShard } from "../services/userProfileSupport.js"
 
-const MAIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url))
+const MAIN = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta.url))
 
 interface Result {
   readonly code: number | null

@@ -4,35 +4,14 @@
  * Report problems are tagged values beside their words (`_tag` with `message`/`why`).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, HashMap, Logger, Schema, TestClock } from "effect"
+import { Effect, Schema, TestClock } from "effect"
 import { PruneReport } from "../../src/domain/PruneReport.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
+import { capturing, warningsOf } from "../support/logs.js"
 import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
 
 const tenantDir = `${AGENT_DIR}/work/tools/bash`
 const DAY = 24 * 60 * 60 * 1000
-
-interface Logged {
-  readonly level: string
-  readonly message: string
-  readonly annotations: Readonly<Record<string, unknown>>
-}
-
-/** Run `body` with a logger that records every entry. */
-const capturing = <A, E, R>(body: (logged: ReadonlyArray<Logged>) => Effect.Effect<A, E, R>) => {
-  const logged: Array<Logged> = []
-  const logger = Logger.make(({ annotations, logLevel, message }) => {
-    logged.push({
-      level: logLevel.label,
-      message: String(Array.isArray(message) ? message[0] : message),
-      annotations: Object.fromEntries(HashMap.toEntries(annotations))
-    })
-  })
-  return body(logged).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
-}
-
-const warningsOf = (logged: ReadonlyArray<Logged>, tag: string) =>
-  logged.filter((l) => l.level === "WARN" && l.annotations["warning"] === tag)
 
 describe("deliberate ignores log a warning", () => {
   for (const dir of [".staging", ".cleanup"] as const) {

@@ -5,31 +5,12 @@
  * what it did: nothing is removed or rewritten that was left before.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, HashMap, Logger, TestClock } from "effect"
+import { Effect, TestClock } from "effect"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
+import { capturing, warningsOf } from "../support/logs.js"
 import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
 
 const tenantDir = `${AGENT_DIR}/work/tools/bash`
-
-interface Logged {
-  readonly level: string
-  readonly message: string
-  readonly annotations: Readonly<Record<string, unknown>>
-}
-
-const capturing = <A, E, R>(body: (logged: ReadonlyArray<Logged>) => Effect.Effect<A, E, R>) => {
-  const logged: Array<Logged> = []
-  const logger = Logger.make(({ annotations, logLevel, message }) => {
-    logged.push({
-      level: logLevel.label,
-      message: String(Array.isArray(message) ? message[0] : message),
-      annotations: Object.fromEntries(HashMap.toEntries(annotations))
-    })
-  })
-  return body(logged).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
-}
-
-const warningsOf = (logged: ReadonlyArray<Logged>, tag: string) => logged.filter((l) => l.level === "WARN" && l.annotations["warning"] === tag)
 
 /** A marker body naming a process of h1 that is dead by the time it is judged. */
 const deadMarker = (world: MemoryWorld, purpose: string) => {
