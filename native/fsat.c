@@ -1,7 +1,8 @@
 /*
- * fsat: the directory-relative syscalls Node does not expose (openat, fdopendir, fstatat, unlinkat), for the
- * Node layer's tree walks: the measuring walk drives them from JavaScript (src/layers/node/fdWalk.ts); the
- * removal walk runs here whole, on the libuv thread pool (removeTree, src/layers/node/nativeRemove.ts).
+ * fsat: the directory-relative syscalls Node does not expose (openat, fstatat, unlinkat, linkat), for the
+ * Node layer's tree walks: the measuring walk (measureTree, src/layers/node/nativeMeasure.ts) and the
+ * removal walk (removeTree, src/layers/node/nativeRemove.ts) run here whole, and a snapshot's per-directory
+ * calls (listInfo, linkEach: src/layers/node/snapshotCalls.ts).
  *
  * Why: Node addresses every entry by absolute path, so each lstat/unlink resolves the whole path again and
  * a directory swapped for a symlink between listing and opening could be followed. Relative to an open
@@ -29,32 +30,12 @@
 #define NAME_MAX_BYTES 4096
 
 /*
- * One file system (issue 12, DESIGN "Safety rules"): a child directory is another file system's when its
- * device differs from its parent's or, on Linux, when it is the root of a mount (statx
- * STATX_ATTR_MOUNT_ROOT, Linux 5.8+): a bind mount of a tree on the same file system has the same st_dev,
- * so st_dev alone (`rm --one-file-system`) would let a walk into exactly the bind mount a tool left in a run.
- * Kernels before 5.8 report no mount root: there, and off Linux, only devices are compared.
- * 1 when it is, 0 when not, or a negative errno.
- */
-static int other_file_system(int parent_fd, int child_fd) {
-  struct stat parent;
-  if (fstat(parent_fd, &parent) != 0) return -errno;
-#if defined(__linux__) && defined(STATX_ATTR_MOUNT_ROOT)
-  struct statx child;
-  if (statx(child_fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &child) == 0) {
-    if (makedev(child.stx_dev_major, child.stx_dev_minor) != parent.st_dev) return 1;
-    return (child.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0 && (child.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
-  }
-  if (errno != ENOSYS) return -errno;
-#endif
-  struct stat st;
-  if (fstat(child_fd, &st) != 0) return -errno;
-  return st.st_dev != parent.st_dev;
-}
-
-/*
- * As other_file_system, with the parent's device already known (the removal walk keeps it per directory, so
- * each child costs one statx, not an fstat of the parent as well).
+ * One file system (README "How runs stay safe", I3): a child directory is another file system's when its device
+ * differs from its parent's or, on Linux, when it is the root of a mount (statx STATX_ATTR_MOUNT_ROOT,
+ * Linux 5.8+): a bind mount of a tree on the same file system has the same st_dev, so st_dev alone
+ * (`rm --one-file-system`) would let a walk into exactly the bind mount a tool left in a run. Kernels before
+ * 5.8 report no mount root: there, and off Linux, only devices are compared. The walks keep each
+ * directory's device, so a child costs one statx. 1 when it is, 0 when not, or a negative errno.
  */
 static int other_device_than(dev_t parent_dev, int child_fd) {
 #if defined(__linux__) && defined(STATX_ATTR_MOUNT_ROOT)
@@ -70,16 +51,6 @@ static int other_device_than(dev_t parent_dev, int child_fd) {
   return st.st_dev != parent_dev;
 }
 
-/* A child directory's descriptor relative to its parent, never through a link; -EXDEV for a mount point. */
-static int open_child(int parent_fd, const char *name) {
-  int fd = openat(parent_fd, name, DIR_FLAGS);
-  if (fd < 0) return -errno;
-  int other = other_file_system(parent_fd, fd);
-  if (other == 0) return fd;
-  close(fd);
-  return other > 0 ? -EXDEV : other;
-}
-
 /* Entry types shared with NativeWalk.ts. */
 enum { T_UNKNOWN = 0, T_FILE = 1, T_DIRECTORY = 2, T_SYMLINK = 3, T_OTHER = 4 };
 
@@ -89,27 +60,11 @@ static napi_value number(napi_env env, double value) {
   return out;
 }
 
-static int int_arg(napi_env env, napi_value value, int32_t *out) {
-  return napi_get_value_int32(env, value, out) == napi_ok;
-}
-
 /* Copies a string argument into buf; 0 when it is not a string or too long. */
 static int string_arg(napi_env env, napi_value value, char *buf, size_t size) {
   size_t length = 0;
   if (napi_get_value_string_utf8(env, value, buf, size, &length) != napi_ok) return 0;
   return length + 1 < size;
-}
-
-/* Fetches `want` arguments and reads the first, a descriptor; 0 when missing or not an integer. */
-static int fd_first(napi_env env, napi_callback_info info, size_t want, napi_value *argv, int32_t *fd) {
-  size_t argc = want;
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  return argc >= want && int_arg(env, argv[0], fd);
-}
-
-/* The (dirFd, name, ...) calls: as fd_first, and the second argument is a name; 0 when malformed. */
-static int fd_and_name(napi_env env, napi_callback_info info, size_t want, napi_value *argv, int32_t *dir_fd, char *name) {
-  return fd_first(env, info, want, argv, dir_fd) && string_arg(env, argv[1], name, NAME_MAX_BYTES);
 }
 
 static int type_of_mode(mode_t mode) {
@@ -132,29 +87,6 @@ static int type_of_dirent(unsigned char d_type) {
   (void)d_type;
   return T_UNKNOWN;
 #endif
-}
-
-/* openDir(path): a directory descriptor; never follows a final symlink (ELOOP/ENOTDIR instead). */
-static napi_value open_dir(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  char path[NAME_MAX_BYTES];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  if (argc < 1 || !string_arg(env, argv[0], path, sizeof path)) return number(env, -EINVAL);
-  int fd = open(path, DIR_FLAGS);
-  return number(env, fd < 0 ? -errno : fd);
-}
-
-/*
- * openDirAt(dirFd, name): a child directory's descriptor, relative to its parent, never through a link;
- * -EXDEV (nothing left open) when the child is another file system's (a mount point).
- */
-static napi_value open_dir_at(napi_env env, napi_callback_info info) {
-  napi_value argv[2];
-  int32_t dir_fd;
-  char name[NAME_MAX_BYTES];
-  if (!fd_and_name(env, info, 2, argv, &dir_fd, name)) return number(env, -EINVAL);
-  return number(env, open_child(dir_fd, name));
 }
 
 /* A directory's entries: names (without "." and "..") and their types. */
@@ -215,7 +147,8 @@ static int builder_add(listing_builder_t *b, const char *name, unsigned char d_t
   return 0;
 }
 
-/* The entries of an open directory; the descriptor stays open. 0 or errno. */
+#ifndef __linux__
+/* The entries of an open directory (read_fresh_listing off Linux); the descriptor stays open. 0 or errno. */
 static int read_listing(int fd, listing_t *out) {
   int copy = dup(fd);
   if (copy < 0) return errno;
@@ -250,61 +183,7 @@ static int read_listing(int fd, listing_t *out) {
     }
   }
 }
-
-/*
- * list(dirFd, types): the names in the directory (without "." and ".."); their entry types are appended to
- * the JS array `types`. Returns the names array, or a negative errno. The descriptor stays open.
- */
-static napi_value list(napi_env env, napi_callback_info info) {
-  napi_value argv[2];
-  int32_t dir_fd;
-  if (!fd_first(env, info, 2, argv, &dir_fd)) return number(env, -EINVAL);
-  listing_t listing;
-  int error = read_listing(dir_fd, &listing);
-  if (error != 0) return number(env, -error);
-  napi_value js_names;
-  napi_create_array_with_length(env, listing.count, &js_names);
-  for (size_t i = 0; i < listing.count; i++) {
-    napi_value js_name;
-    napi_create_string_utf8(env, listing.names[i], NAPI_AUTO_LENGTH, &js_name);
-    napi_set_element(env, js_names, (uint32_t)i, js_name);
-    napi_set_element(env, argv[1], (uint32_t)i, number(env, listing.types[i]));
-  }
-  free_listing(&listing);
-  return js_names;
-}
-
-/*
- * statAt(dirFd, name, out): lstat relative to a directory. Writes [type, size] into the Float64Array `out`;
- * returns 0 or a negative errno.
- */
-static napi_value stat_at(napi_env env, napi_callback_info info) {
-  napi_value argv[3];
-  int32_t dir_fd;
-  char name[NAME_MAX_BYTES];
-  if (!fd_and_name(env, info, 3, argv, &dir_fd, name)) return number(env, -EINVAL);
-  napi_typedarray_type kind;
-  size_t length;
-  void *data;
-  if (napi_get_typedarray_info(env, argv[2], &kind, &length, &data, NULL, NULL) != napi_ok ||
-      kind != napi_float64_array || length < 2) {
-    return number(env, -EINVAL);
-  }
-  struct stat st;
-  if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return number(env, -errno);
-  double *out = data;
-  out[0] = type_of_mode(st.st_mode);
-  out[1] = (double)st.st_size;
-  return number(env, 0);
-}
-
-/* close(fd): 0 or -errno. */
-static napi_value close_fd(napi_env env, napi_callback_info info) {
-  napi_value argv[1];
-  int32_t fd;
-  if (!fd_first(env, info, 1, argv, &fd)) return number(env, -EINVAL);
-  return number(env, close(fd) != 0 ? -errno : 0);
-}
+#endif
 
 /* ---------------------------------------------------------------------------------------------------------
  * removeTree: a whole removal walk on the libuv thread pool (napi_async_work), so deleting a tree costs what
@@ -606,6 +485,169 @@ static void run_removal(removal_t *r) {
   while (r->depth > 0) drop_frame(&r->stack[--r->depth]);
 }
 
+/* ---------------------------------------------------------------------------------------------------------
+ * measureTree: the measuring walk whole in C (README "How runs stay safe", BENCHMARKS.md session 7): the
+ * same budgets, order and answers as fdWalk.ts, which drove these syscalls from JavaScript one native call
+ * per entry (half a no-op prune's CPU). Pre-order, depth first; every entry counts once (the root does not),
+ * a regular file's st_size counts into the bytes; a vanished entry counts nothing; a directory swapped for
+ * a link or file since the listing is counted, not descended; a mount point is counted, never descended,
+ * and makes the measure incomplete, as do a directory deeper than `maxDepth` with entries and the entry
+ * budget. The walk reuses removal_t: `removed` counts the entries visited, `removed_bytes` the bytes.
+ */
+
+static napi_value string_value(napi_env env, const char *text);
+
+/* One step inside the top directory: its next entry, or its close once every entry is visited. 1 when done. */
+static int measure_step(removal_t *r) {
+  frame_t *top = &r->stack[r->depth - 1];
+  while (top->index < top->entries.count) {
+    if (r->removed >= r->max_entries) {
+      r->complete = 0;
+      return 1;
+    }
+    const char *name = top->entries.names[top->index];
+    int type = top->entries.types[top->index++];
+    if (type == T_FILE || type == T_UNKNOWN) {
+      struct stat st;
+      if (fstatat(top->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT) continue; /* removed while we walked */
+        return fail(r, errno, "lstat", top->path, name);
+      }
+      type = type_of_mode(st.st_mode);
+      if (type == T_FILE) r->removed_bytes += (double)st.st_size;
+    }
+    r->removed++;
+    if (type != T_DIRECTORY) continue;
+    int fd = openat(top->fd, name, DIR_FLAGS);
+    if (fd < 0) {
+      if (errno == ENOENT || errno == ELOOP || errno == ENOTDIR) continue;
+      return fail(r, errno, "open", top->path, name);
+    }
+    int other = other_device_than(top->dev, fd);
+    if (other != 0) {
+      close(fd);
+      if (other < 0) return fail(r, -other, "open", top->path, name);
+      r->complete = 0; /* a mount point: its contents are not counted, the measure is a lower bound */
+      continue;
+    }
+    listing_t entries;
+    if (list_or_fail(r, fd, top->path, name, &entries) != 0) return -1;
+    double depth = top->depth + 1;
+    if (entries.count == 0 || depth + 1 > r->max_depth) {
+      /* Only a non-empty directory left unopened makes the measure a lower bound. */
+      if (entries.count > 0) r->complete = 0;
+      free_listing(&entries);
+      close(fd);
+      continue;
+    }
+    frame_t child = { fd, top->dev, join_path(top->path, name), NULL, entries, 0, depth, 0 };
+    if (child.path == NULL) {
+      drop_frame(&child);
+      return fail(r, ENOMEM, "measureTree", top->path, name);
+    }
+    return push(r, child); /* continue in the child */
+  }
+  r->depth--;
+  drop_frame(top);
+  return r->depth == 0 ? 1 : 0;
+}
+
+static void run_measure(removal_t *r) {
+  r->complete = 1;
+  struct stat st;
+  if (lstat(r->root, &st) != 0) {
+    fail(r, errno, "lstat", r->root, NULL);
+    return;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    /* A file root is its own size; a link or special file root measures nothing (never its target). */
+    if (S_ISREG(st.st_mode)) r->removed_bytes = (double)st.st_size;
+    return;
+  }
+  int fd = open(r->root, DIR_FLAGS);
+  if (fd < 0) {
+    /* Vanished, or became a link or file since its lstat: nothing to measure. */
+    if (errno != ENOENT && errno != ELOOP && errno != ENOTDIR) fail(r, errno, "open", r->root, NULL);
+    return;
+  }
+  struct stat opened;
+  if (fstat(fd, &opened) != 0) {
+    fail(r, errno, "fstat", r->root, NULL);
+    close(fd);
+    return;
+  }
+  listing_t entries;
+  if (list_or_fail(r, fd, r->root, NULL, &entries) != 0) return;
+  frame_t root = { fd, opened.st_dev, strdup(r->root), NULL, entries, 0, 0, 0 };
+  if (r->max_depth < 1 || entries.count == 0) {
+    if (entries.count > 0) r->complete = 0;
+    drop_frame(&root);
+    return;
+  }
+  if (root.path == NULL) {
+    drop_frame(&root);
+    fail(r, ENOMEM, "measureTree", r->root, NULL);
+    return;
+  }
+  if (push(r, root) != 0) return;
+  while (measure_step(r) == 0) {
+    /* one entry, or one finished directory, per step */
+  }
+  while (r->depth > 0) drop_frame(&r->stack[--r->depth]);
+}
+
+/*
+ * measureTreeSync(path, maxEntries, maxDepth, cap, out): the measure on the calling thread, for the many
+ * small trees a prune measures (no thread-pool round trip each). It visits at most `cap` entries: 0 with
+ * [entries, bytes, complete] in the Float64Array `out`; 1 when it stopped at `cap` below `maxEntries` (a
+ * big tree: measure it with measureTree, off the event loop); [errno, syscall, path] on failure; -EINVAL for
+ * bad arguments.
+ */
+static napi_value measure_tree_sync(napi_env env, napi_callback_info info) {
+  size_t argc = 5;
+  napi_value argv[5];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  char path[NAME_MAX_BYTES];
+  double max_entries, max_depth, cap;
+  napi_typedarray_type kind;
+  size_t length;
+  void *data;
+  if (argc < 5 || !string_arg(env, argv[0], path, sizeof path) ||
+      napi_get_value_double(env, argv[1], &max_entries) != napi_ok ||
+      napi_get_value_double(env, argv[2], &max_depth) != napi_ok ||
+      napi_get_value_double(env, argv[3], &cap) != napi_ok ||
+      napi_get_typedarray_info(env, argv[4], &kind, &length, &data, NULL, NULL) != napi_ok ||
+      kind != napi_float64_array || length < 3) {
+    return number(env, -EINVAL);
+  }
+  removal_t r = { 0 };
+  r.root = path;
+  r.max_entries = cap < max_entries ? cap : max_entries;
+  r.max_depth = max_depth;
+  run_measure(&r);
+  free(r.stack);
+  napi_value answer;
+  if (r.error != 0) {
+    napi_create_array_with_length(env, 3, &answer);
+    napi_set_element(env, answer, 0, number(env, -r.error));
+    napi_set_element(env, answer, 1, string_value(env, r.syscall));
+    napi_set_element(env, answer, 2, string_value(env, r.error_path));
+    free(r.error_path);
+    return answer;
+  }
+  if (!r.complete && cap < max_entries && r.removed >= cap) return number(env, 1);
+  double *out = data;
+  out[0] = r.removed;
+  out[1] = r.removed_bytes;
+  out[2] = r.complete;
+  return number(env, 0);
+}
+
+static void measure_execute(napi_env env, void *data) {
+  (void)env;
+  run_measure(data);
+}
+
 static void removal_execute(napi_env env, void *data) {
   (void)env;
   run_removal(data);
@@ -659,8 +701,8 @@ static void removal_complete(napi_env env, napi_status status, void *data) {
   free(r);
 }
 
-/* removeTree(path, maxEntries, maxDepth, callback): queues the removal; 0, or -EINVAL for bad arguments. */
-static napi_value remove_tree(napi_env env, napi_callback_info info) {
+/* (path, maxEntries, maxDepth, callback): queues one walk (`execute`) whose answer removal_complete gives. */
+static napi_value queue_walk(napi_env env, napi_callback_info info, napi_async_execute_callback execute, const char *resource) {
   size_t argc = 4;
   napi_value argv[4];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
@@ -679,13 +721,13 @@ static napi_value remove_tree(napi_env env, napi_callback_info info) {
   r->max_entries = max_entries;
   r->max_depth = max_depth;
   napi_value name;
-  napi_create_string_utf8(env, "fsat.removeTree", NAPI_AUTO_LENGTH, &name);
+  napi_create_string_utf8(env, resource, NAPI_AUTO_LENGTH, &name);
   if (r->root == NULL || napi_create_reference(env, argv[3], 1, &r->callback) != napi_ok) {
     free(r->root);
     free(r);
     return number(env, -ENOMEM);
   }
-  if (napi_create_async_work(env, NULL, name, removal_execute, removal_complete, r, &r->work) != napi_ok) {
+  if (napi_create_async_work(env, NULL, name, execute, removal_complete, r, &r->work) != napi_ok) {
     napi_delete_reference(env, r->callback);
     free(r->root);
     free(r);
@@ -699,6 +741,19 @@ static napi_value remove_tree(napi_env env, napi_callback_info info) {
     return number(env, -ENOMEM);
   }
   return number(env, 0);
+}
+
+/* removeTree(path, maxEntries, maxDepth, callback): queues the removal; 0, or -EINVAL for bad arguments. */
+static napi_value remove_tree(napi_env env, napi_callback_info info) {
+  return queue_walk(env, info, removal_execute, "fsat.removeTree");
+}
+
+/*
+ * measureTree(path, maxEntries, maxDepth, callback): queues the measure on the thread pool; 0, or -EINVAL.
+ * The callback gets (0, entries, complete, bytes) or (-errno, syscall, path, 0).
+ */
+static napi_value measure_tree(napi_env env, napi_callback_info info) {
+  return queue_walk(env, info, measure_execute, "fsat.measureTree");
 }
 
 /* ---------------------------------------------------------------------------------------------------------
@@ -1075,16 +1130,13 @@ static napi_value link_each(napi_env env, napi_callback_info info) {
 
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor methods[] = {
-    { "openDir", NULL, open_dir, NULL, NULL, NULL, napi_enumerable, NULL },
-    { "openDirAt", NULL, open_dir_at, NULL, NULL, NULL, napi_enumerable, NULL },
-    { "list", NULL, list, NULL, NULL, NULL, napi_enumerable, NULL },
-    { "statAt", NULL, stat_at, NULL, NULL, NULL, napi_enumerable, NULL },
     { "removeTree", NULL, remove_tree, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "measureTree", NULL, measure_tree, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "measureTreeSync", NULL, measure_tree_sync, NULL, NULL, NULL, napi_enumerable, NULL },
     { "removeTrees", NULL, remove_trees, NULL, NULL, NULL, napi_enumerable, NULL },
     { "syncFs", NULL, sync_fs, NULL, NULL, NULL, napi_enumerable, NULL },
     { "listInfo", NULL, list_info, NULL, NULL, NULL, napi_enumerable, NULL },
     { "linkEach", NULL, link_each, NULL, NULL, NULL, napi_enumerable, NULL },
-    { "close", NULL, close_fd, NULL, NULL, NULL, napi_enumerable, NULL }
   };
   napi_define_properties(env, exports, sizeof methods / sizeof methods[0], methods);
   return exports;

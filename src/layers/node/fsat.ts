@@ -12,18 +12,23 @@ export const FsatType = { Unknown: 0, File: 1, Directory: 2, SymbolicLink: 3, Ot
 
 /** Every call answers a negative errno instead of throwing. */
 export interface Fsat {
-  /** A directory descriptor; a final symlink is refused (ELOOP or ENOTDIR). */
-  readonly openDir: (path: string) => number
   /**
-   * A child directory's descriptor, relative to its parent, never through a symlink; EXDEV (nothing opened)
-   * for a mount point: another device, or the root of another mount (statx STATX_ATTR_MOUNT_ROOT).
+   * Measure a tree on the calling thread, visiting at most `cap` entries: 0 with [entries, bytes, complete
+   * (1 or 0)] in `out`; 1 when it stopped at `cap` below `maxEntries` (measure it with `measureTree`);
+   * [negative errno, syscall, path] when the walk failed; a negative errno for bad arguments. Missing from an
+   * addon built before it existed.
    */
-  readonly openDirAt: (dirFd: number, name: string) => number
-  /** Names in the directory; their `FsatType`s are appended to `types`. */
-  readonly list: (dirFd: number, types: Array<number>) => Array<string> | number
-  /** lstat relative to a directory: writes [type, size] into `out`. */
-  readonly statAt: (dirFd: number, name: string, out: Float64Array) => number
-  readonly close: (fd: number) => number
+  readonly measureTreeSync?: (path: string, maxEntries: number, maxDepth: number, cap: number, out: Float64Array) => number | readonly [number, string, string]
+  /**
+   * Queue a whole measuring walk on the libuv thread pool; 0 when queued (else a negative errno, and no
+   * callback). The callback gets `(0, entries, complete, bytes)` or `(-errno, syscall, path, 0)`.
+   */
+  readonly measureTree?: (
+    path: string,
+    maxEntries: number,
+    maxDepth: number,
+    callback: (answer: number, a: number | string, b: boolean | string, bytes: number) => void
+  ) => number
   /**
    * Queue a whole removal walk on the libuv thread pool; 0 when queued (else a negative errno, and no
    * callback). The callback gets `(0, removedEntries, complete, removedBytes)` or `(-errno, syscall, path, 0)`;

@@ -1,7 +1,7 @@
 /**
  * Which tree walks the Node layer uses, decided when its layer is built (`StorageConfig.walker`). Native
- * when the `fsat` addon loads: measuring with fdWalk.ts (sliced on the event loop), removing in C on the
- * thread pool (nativeRemove.ts). Portable otherwise (or with `walker: "portable"`, `PI_STORAGE_NATIVE=0`):
+ * when the `fsat` addon loads: measuring in C (nativeMeasure.ts: small trees on the calling thread, big ones
+ * on the thread pool), removing in C on the thread pool (nativeRemove.ts). Portable otherwise (or with `walker: "portable"`, `PI_STORAGE_NATIVE=0`):
  * pathWalk.ts, measuring sliced on the event loop and removing on a remover thread (remover.ts), which
  * falls back to the event loop. Both walk one file system and never through a swapped link (the portable
  * one through /proc/self/fd; without /proc it refuses to remove): pathWalk.ts, domain/OneFileSystem.ts.
@@ -11,8 +11,8 @@ import type * as Scope from "effect/Scope"
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { TreeMeasure, TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
 import type { WalkerChoice } from "../../services/StorageConfig.js"
-import { makeFdMeasure } from "./fdWalk.js"
 import { fsatAddon } from "./fsat.js"
+import { makeNativeMeasure } from "./nativeMeasure.js"
 import { makeNativeRemover } from "./nativeRemove.js"
 import { pathWalker } from "./pathWalk.js"
 import { scopedRemover } from "./remover.js"
@@ -45,6 +45,8 @@ export const walkerKindOf = (choice: WalkerChoice): WalkerKind => {
   return "native"
 }
 
+const measureOnEventLoop = (root: string, budget: WalkBudget) => runWalk("measureTree", root, () => pathWalker.startMeasure(root, budget))
+
 const removeOnEventLoop = (root: string, budget: WalkBudget) => runWalk("removeTree", root, () => pathWalker.startRemoval(root, budget))
 
 /**
@@ -56,9 +58,9 @@ export const makeWalks = (choice: WalkerChoice, removerThreads: number): Effect.
     const kind = yield* Effect.try(() => walkerKindOf(choice)).pipe(Effect.orDie)
     const loaded = fsatAddon()
     if (kind === "native" && "fsat" in loaded) {
-      const startMeasure = makeFdMeasure(loaded.fsat)
       return {
-        measureTree: (root, budget) => runWalk("measureTree", root, () => startMeasure(root, budget)),
+        // An addon built before the C measure existed (a stale build/) measures portably.
+        measureTree: makeNativeMeasure(loaded.fsat) ?? measureOnEventLoop,
         removeTree: makeNativeRemover(loaded.fsat, removerThreads),
         // An addon built before syncFs existed (a stale build/) still walks natively, and syncs portably.
         syncFileSystem: typeof loaded.fsat.syncFs === "function" ? makeNativeSync(loaded.fsat) : portableSync,
@@ -67,7 +69,7 @@ export const makeWalks = (choice: WalkerChoice, removerThreads: number): Effect.
     }
     const remover = yield* scopedRemover(removerThreads)
     return {
-      measureTree: (root, budget) => runWalk("measureTree", root, () => pathWalker.startMeasure(root, budget)),
+      measureTree: measureOnEventLoop,
       removeTree: remover.remove(removeOnEventLoop),
       syncFileSystem: portableSync
     } satisfies Walks

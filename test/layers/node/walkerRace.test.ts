@@ -10,9 +10,18 @@ import * as os from "node:os"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import { type Fsat, loadFsat } from "../../../src/layers/node/fsat.js"
+import { makeNativeMeasure } from "../../../src/layers/node/nativeMeasure.js"
 import { makePathWalker } from "../../../src/layers/node/pathWalk.js"
 import { runWalk } from "../../../src/layers/node/support.js"
 import { makeWalks } from "../../../src/layers/node/walkers.js"
+
+const loadedFsat = (): Fsat => {
+  const loaded = loadFsat()
+  if (!("fsat" in loaded)) throw new Error(`native walker ${loaded.why}`)
+  return loaded.fsat
+}
 
 const WIDE = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }
 const DIRS = 20
@@ -115,6 +124,52 @@ describe.each(["native", "portable"] as const)("the %s walker under a racing sym
       }
       assert.isAbove(windowHits, 0, "some swap landed between the walk's listing and its reaching the directory")
     })))
+})
+
+describe("the native measure under a racing symlink swap", () => {
+  // Live clock: the race is against a real thread.
+  it.live("a directory swapped for a link after the walk listed its parent counts as the link, never its target's contents", () =>
+    Effect.gen(function*() {
+      const measure = makeNativeMeasure(loadedFsat(), 0)! // the thread pool for every tree: the swaps run beside it
+      let windowHits = 0
+      for (let round = 0; round < 4 && windowHits === 0; round++) {
+        const root = scratch()
+        plant(root)
+        fs.writeFileSync(`${root}/outside/big`, "y".repeat(10_000))
+        const order = listingOrder.native(`${root}/run`)
+        // The walk lingers in the first directory it enters; its atime (set far back) moves when the walk
+        // lists it, which is after the walk read its listing of run/.
+        const first = `${root}/run/${order[0]}`
+        for (let f = 0; f < 3000; f++) fs.writeFileSync(`${first}/g${f}`, "")
+        fs.utimesSync(first, 0, fs.statSync(first).mtime)
+        const walk = yield* Effect.fork(measure(`${root}/run`, WIDE))
+        yield* Effect.yieldNow() // the fiber hands the walk to its thread
+        const late = yield* Effect.sync(() => {
+          const deadline = performance.now() + 10_000
+          while (performance.now() < deadline && fs.statSync(first).atimeMs === 0) {
+            // spin
+          }
+          const swapped: Array<string> = []
+          for (const name of order.slice(-8).reverse()) {
+            swap(root, name)
+            swapped.push(name)
+          }
+          return swapped
+        })
+        assert.strictEqual(late.length, 8)
+        const result = yield* Fiber.join(walk)
+        // Each late directory was met either as the directory it was (the walk got there before its swap,
+        // or inside it: its own files) or as the link (the window): one entry, nothing behind it counted.
+        const all = DIRS * (FILES + 1) + 3000
+        const asLinks = (all - result.entries) / FILES
+        assert.isTrue(Number.isInteger(asLinks) && asLinks >= 0 && asLinks <= late.length, `entries ${result.entries}`)
+        assert.deepStrictEqual(result, { bytes: (DIRS - asLinks) * FILES, entries: all - asLinks * FILES, complete: true })
+        windowHits += asLinks
+        assertOutsideUntouched(root)
+        fs.rmSync(root, { recursive: true, force: true })
+      }
+      assert.isAbove(windowHits, 0, "some swap landed between the walk's listing and its reaching the directory")
+    }))
 })
 
 describe("the portable walker", () => {

@@ -1,0 +1,55 @@
+/**
+ * `measureTree` for the native walker: the whole walk in C (fsat.c `measureTree`), with the budgets, order
+ * and answers of the portable walk (pathWalk.ts; the conformance suite checks both). Every entry is reached
+ * relative to its parent's open descriptor with O_NOFOLLOW, so a directory swapped for a symlink mid-walk is
+ * counted as the link it became, never descended; a mount point is never descended (the measure is then
+ * incomplete: domain/OneFileSystem.ts). The C walk closes every descriptor it opened before it answers.
+ *
+ * Small trees are measured on the calling thread (`measureTreeSync`, at most `SYNC_ENTRIES` entries: about
+ * as long as one slice of the portable walk holds the event loop); a prune measures hundreds of runs of a
+ * few dozen entries, and a thread-pool round trip each would cost more than their syscalls. A tree with
+ * more entries is measured again from the start on the thread pool (`measureTree`), so the event loop keeps
+ * turning however big it is; the walk wasted on its first `SYNC_ENTRIES` is at most what it costs.
+ * (Before: fdWalk.ts drove these syscalls from JavaScript, one native call per entry: BENCHMARKS.md, session 7.)
+ */
+import * as Effect from "effect/Effect"
+import type { FileSystemError } from "../../domain/Errors.js"
+import type { TreeMeasure, WalkBudget } from "../../services/FileSystem.js"
+import { type Fsat, fsatError } from "./fsat.js"
+import { toFileSystemError } from "./support.js"
+
+/** Most entries a measure visits on the calling thread before it moves to the thread pool. */
+export const SYNC_ENTRIES = 1024
+
+type NativeMeasure = Required<Pick<Fsat, "measureTree" | "measureTreeSync">>
+
+/** The native measure, or undefined for an addon built before it existed (a stale build/). */
+export const makeNativeMeasure = (fsat: Fsat, syncEntries = SYNC_ENTRIES) => {
+  if (typeof fsat.measureTree !== "function" || typeof fsat.measureTreeSync !== "function") return undefined
+  const native = fsat as Fsat & NativeMeasure
+  const out = new Float64Array(3)
+  const failure = (root: string, errno: number, syscall: string, path: string): FileSystemError =>
+    toFileSystemError("measureTree", root, fsatError(syscall, path, errno))
+
+  const onThreadPool = (root: string, budget: WalkBudget): Effect.Effect<TreeMeasure, FileSystemError> =>
+    Effect.async<TreeMeasure, FileSystemError>((resume) => {
+      const queued = native.measureTree(root, budget.maxEntries, budget.maxDepth, (answer, a, b, bytes) => {
+        resume(
+          answer === 0
+            ? Effect.succeed({ bytes, entries: a as number, complete: b as boolean })
+            : Effect.fail(failure(root, answer, String(a), String(b)))
+        )
+      })
+      if (queued !== 0) resume(Effect.fail(failure(root, queued, "measureTree", root)))
+      // Interrupted: the walk only reads; it finishes on its thread, closes what it opened, and nobody waits.
+    })
+
+  return (root: string, budget: WalkBudget): Effect.Effect<TreeMeasure, FileSystemError> =>
+    Effect.suspend(() => {
+      const answer = native.measureTreeSync(root, budget.maxEntries, budget.maxDepth, syncEntries, out)
+      if (answer === 0) return Effect.succeed({ bytes: out[1]!, entries: out[0]!, complete: out[2] === 1 })
+      if (answer === 1) return onThreadPool(root, budget)
+      if (typeof answer === "number") return Effect.fail(failure(root, answer, "measureTree", root))
+      return Effect.fail(failure(root, answer[0], answer[1], answer[2]))
+    })
+}
