@@ -6,7 +6,7 @@
  *
  * Why: Node addresses every entry by absolute path, so each lstat/unlink resolves the whole path again and
  * a directory swapped for a symlink between listing and opening could be followed. Relative to an open
- * directory descriptor, with O_NOFOLLOW on every open, neither happens (issue 7, DESIGN "Performance facts").
+ * directory descriptor, with O_NOFOLLOW on every open, neither happens (README "Layers", Node: Walkers).
  *
  * Every function returns a negative errno instead of throwing, so the common "vanished" case costs no Error
  * object; the TypeScript side turns errnos into typed errors.
@@ -187,7 +187,7 @@ static int read_listing(int fd, listing_t *out) {
 
 /* ---------------------------------------------------------------------------------------------------------
  * removeTree: a whole removal walk on the libuv thread pool (napi_async_work), so deleting a tree costs what
- * `rm -rf` costs: no JavaScript per entry, no worker thread to start, no JIT to warm (issue 7). The same
+ * `rm -rf` costs: no JavaScript per entry, no worker thread to start, no JIT to warm (BENCHMARKS.md). The same
  * budgets, order and answers as the portable walk (pathWalk.ts), which the conformance suite checks:
  * the root is not counted; `maxEntries` removals at most; a directory deeper than `maxDepth` is left in place
  * (with everything above it) and the removal is incomplete; links and files are unlinked, never followed; an
@@ -211,7 +211,7 @@ typedef struct {
   double max_entries;
   double max_depth;
   double removed;
-  double removed_bytes; /* st_size of the regular files this walk unlinked (issue 18: no measuring walk first) */
+  double removed_bytes; /* st_size of the regular files this walk unlinked (a prune counts a removed run's bytes without a measuring walk first: README "Retention") */
   int complete;
   int error;          /* errno of the failure, 0 when none */
   const char *syscall;
@@ -253,9 +253,9 @@ struct linux_dirent64 {
 #endif
 
 /*
- * The entries of a directory the removal walk just opened (its offset is at the start), read with getdents64
+ * The entries of a directory a walk just opened (its offset is at the start), read with getdents64
  * straight from the descriptor: no dup, fdopendir, rewind and close per directory as read_listing needs for a
- * descriptor JavaScript keeps using (issue 18). Elsewhere read_listing. 0 or errno.
+ * descriptor one keeps using (BENCHMARKS.md, session 6). Elsewhere read_listing. 0 or errno.
  */
 static int read_fresh_listing(int fd, listing_t *out) {
 #ifdef __linux__

@@ -1,5 +1,5 @@
 /**
- * `npm run build`, after tsc: the self-contained esbuild bundles (issue 18). Node loading hundreds of
+ * `npm run build`, after tsc: the self-contained esbuild bundles (README "Installing"). Node loading hundreds of
  * separate ESM files of `effect` cost a Promise caller 0.4–0.6 s at import and every CLI call 0.6–1 s;
  * one minified file each costs a fraction. Everything reachable from the two entry points is bundled
  * (effect, yaml, the CLI stack), so a new service or command needs no entry here; only Node's built-ins

@@ -1,5 +1,5 @@
 /**
- * The tool's own exit codes (issue 6), in a module that imports nothing: main.ts needs `usage` before
+ * The tool's own exit codes (README "CLI quick tour"), in a module that imports nothing: main.ts needs `usage` before
  * anything heavy loads (README "Installing"). `exit.ts` re-exports them beside the per-error mapping.
  */
 export const ExitCode = {
