@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/syscall.h>
@@ -51,13 +52,22 @@ static int other_device_than(dev_t parent_dev, int child_fd) {
   return st.st_dev != parent_dev;
 }
 
-/* Entry types shared with NativeWalk.ts. */
+/* Entry types (FsatType in src/layers/node/fsat.ts). */
 enum { T_UNKNOWN = 0, T_FILE = 1, T_DIRECTORY = 2, T_SYMLINK = 3, T_OTHER = 4 };
 
 static napi_value number(napi_env env, double value) {
   napi_value out;
   napi_create_double(env, value, &out);
   return out;
+}
+
+/* A path argument into buf: 0, -EINVAL when it is not a string, -ENAMETOOLONG when it does not fit. */
+static int path_arg(napi_env env, napi_value value, char *buf, size_t size) {
+  size_t length = 0;
+  if (napi_get_value_string_utf8(env, value, NULL, 0, &length) != napi_ok) return -EINVAL;
+  if (length + 1 >= size) return -ENAMETOOLONG;
+  napi_get_value_string_utf8(env, value, buf, size, &length);
+  return 0;
 }
 
 /* Copies a string argument into buf; 0 when it is not a string or too long. */
@@ -219,6 +229,12 @@ typedef struct {
   char *mount_point;  /* the first mount point met (never crossed), NULL when none */
   frame_t *stack;
   size_t depth, capacity;
+  const char *walk;   /* "removeTree" or "measureTree": the syscall named by failures of the walk itself */
+  /* The measure on the calling thread only: no directory listed beyond this many names, no entry visited
+     after this CLOCK_MONOTONIC deadline (ns); either ends it with `over` set (measure it on the thread pool). */
+  size_t listing_limit;
+  long long deadline_ns;
+  int over;
   napi_async_work work;
   napi_ref callback;
 } removal_t;
@@ -257,7 +273,7 @@ struct linux_dirent64 {
  * straight from the descriptor: no dup, fdopendir, rewind and close per directory as read_listing needs for a
  * descriptor one keeps using (BENCHMARKS.md, session 6). Elsewhere read_listing. 0 or errno.
  */
-static int read_fresh_listing(int fd, listing_t *out) {
+static int read_fresh_listing(int fd, listing_t *out, size_t limit) {
 #ifdef __linux__
   char buffer[32768];
   listing_builder_t b;
@@ -274,18 +290,27 @@ static int read_fresh_listing(int fd, listing_t *out) {
       struct linux_dirent64 *entry = (struct linux_dirent64 *)(buffer + offset);
       offset += entry->d_reclen;
       if (builder_add(&b, entry->d_name, entry->d_type) != 0) return ENOMEM;
+      if (limit != 0 && b.l.count > limit) {
+        free_listing(&b.l);
+        return E2BIG;
+      }
     }
   }
   *out = b.l;
   return 0;
 #else
-  return read_listing(fd, out);
+  int error = read_listing(fd, out);
+  if (error == 0 && limit != 0 && out->count > limit) {
+    free_listing(out);
+    return E2BIG;
+  }
+  return error;
 #endif
 }
 
 /* List a directory just opened; on failure close it and record the failure. 0, or -1. */
 static int list_or_fail(removal_t *r, int fd, const char *dir, const char *name, listing_t *out) {
-  int error = read_fresh_listing(fd, out);
+  int error = read_fresh_listing(fd, out, 0);
   if (error == 0) return 0;
   close(fd);
   return fail(r, error, "readdir", dir, name);
@@ -305,7 +330,7 @@ static int push(removal_t *r, frame_t frame) {
     frame_t *more = realloc(r->stack, capacity * sizeof *more);
     if (more == NULL) {
       drop_frame(&frame);
-      return fail(r, ENOMEM, "removeTree", r->root, NULL);
+      return fail(r, ENOMEM, r->walk, r->root, NULL);
     }
     r->stack = more;
     r->capacity = capacity;
@@ -333,7 +358,7 @@ static int crossed_mount(removal_t *r, frame_t *parent, const char *name) {
   r->complete = 0;
   if (r->mount_point != NULL) return 0;
   r->mount_point = join_path(parent->path, name);
-  return r->mount_point == NULL ? fail(r, ENOMEM, "removeTree", parent->path, name) : 0;
+  return r->mount_point == NULL ? fail(r, ENOMEM, r->walk, parent->path, name) : 0;
 }
 
 /* One step inside the top directory: its next entry, or its own removal once it is empty. 1 when done. */
@@ -408,7 +433,7 @@ static int step(removal_t *r) {
     frame_t child = { fd, top->dev, join_path(top->path, name), strdup(name), entries, 0, depth, 0 };
     if (child.path == NULL || child.name == NULL) {
       drop_frame(&child);
-      return fail(r, ENOMEM, "removeTree", top->path, name);
+      return fail(r, ENOMEM, r->walk, top->path, name);
     }
     return push(r, child); /* continue in the child */
   }
@@ -475,7 +500,7 @@ static void run_removal(removal_t *r) {
   }
   if (root.path == NULL) {
     drop_frame(&root);
-    fail(r, ENOMEM, "removeTree", r->root, NULL);
+    fail(r, ENOMEM, r->walk, r->root, NULL);
     return;
   }
   if (push(r, root) != 0) return;
@@ -486,16 +511,42 @@ static void run_removal(removal_t *r) {
 }
 
 /* ---------------------------------------------------------------------------------------------------------
- * measureTree: the measuring walk whole in C (README "How runs stay safe", BENCHMARKS.md session 7): the
- * same budgets, order and answers as fdWalk.ts, which drove these syscalls from JavaScript one native call
- * per entry (half a no-op prune's CPU). Pre-order, depth first; every entry counts once (the root does not),
+ * measureTree: the measuring walk whole in C (README "Layers", Node; BENCHMARKS.md, session 7): the budgets
+ * and answers of the portable walk (pathWalk.ts), in readdir order (it sorts by name, so an entry budget may
+ * cut other entries). Before, JavaScript drove these syscalls one native call per entry (fdWalk.ts: half a
+ * no-op prune's CPU). Pre-order, depth first; every entry counts once (the root does not),
  * a regular file's st_size counts into the bytes; a vanished entry counts nothing; a directory swapped for
- * a link or file since the listing is counted, not descended; a mount point is counted, never descended,
+ * a link or file since the listing is counted, not descended, and one removed before it was listed counts
+ * as the entry it was (empty); a mount point is counted, never descended,
  * and makes the measure incomplete, as do a directory deeper than `maxDepth` with entries and the entry
  * budget. The walk reuses removal_t: `removed` counts the entries visited, `removed_bytes` the bytes.
  */
 
 static napi_value string_value(napi_env env, const char *text);
+
+static long long monotonic_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/*
+ * List a directory the measure just opened. 0; 1 when it was removed meanwhile (getdents answers ENOENT on a
+ * directory rmdir'd after its open: nothing in it to count, as the portable walk reads it) or when the
+ * calling thread's pass meets a listing too long for it (`over`); either way the descriptor is closed. -1 on
+ * failure (recorded, closed).
+ */
+static int measure_listing(removal_t *r, int fd, const char *dir, const char *name, listing_t *out) {
+  int error = read_fresh_listing(fd, out, r->listing_limit);
+  if (error == 0) return 0;
+  close(fd);
+  if (error == ENOENT) return 1;
+  if (error == E2BIG) {
+    r->over = 1;
+    return 1;
+  }
+  return fail(r, error, "readdir", dir, name);
+}
 
 /* One step inside the top directory: its next entry, or its close once every entry is visited. 1 when done. */
 static int measure_step(removal_t *r) {
@@ -503,6 +554,10 @@ static int measure_step(removal_t *r) {
   while (top->index < top->entries.count) {
     if (r->removed >= r->max_entries) {
       r->complete = 0;
+      return 1;
+    }
+    if (r->deadline_ns != 0 && monotonic_ns() > r->deadline_ns) {
+      r->over = 1;
       return 1;
     }
     const char *name = top->entries.names[top->index];
@@ -531,7 +586,10 @@ static int measure_step(removal_t *r) {
       continue;
     }
     listing_t entries;
-    if (list_or_fail(r, fd, top->path, name, &entries) != 0) return -1;
+    int listed = measure_listing(r, fd, top->path, name, &entries);
+    if (listed < 0) return -1;
+    if (r->over) return 1;
+    if (listed > 0) continue; /* removed since its open: counted as the (empty) entry it was */
     double depth = top->depth + 1;
     if (entries.count == 0 || depth + 1 > r->max_depth) {
       /* Only a non-empty directory left unopened makes the measure a lower bound. */
@@ -543,7 +601,7 @@ static int measure_step(removal_t *r) {
     frame_t child = { fd, top->dev, join_path(top->path, name), NULL, entries, 0, depth, 0 };
     if (child.path == NULL) {
       drop_frame(&child);
-      return fail(r, ENOMEM, "measureTree", top->path, name);
+      return fail(r, ENOMEM, r->walk, top->path, name);
     }
     return push(r, child); /* continue in the child */
   }
@@ -577,7 +635,7 @@ static void run_measure(removal_t *r) {
     return;
   }
   listing_t entries;
-  if (list_or_fail(r, fd, r->root, NULL, &entries) != 0) return;
+  if (measure_listing(r, fd, r->root, NULL, &entries) != 0) return; /* failed, removed meanwhile, or over */
   frame_t root = { fd, opened.st_dev, strdup(r->root), NULL, entries, 0, 0, 0 };
   if (r->max_depth < 1 || entries.count == 0) {
     if (entries.count > 0) r->complete = 0;
@@ -586,7 +644,7 @@ static void run_measure(removal_t *r) {
   }
   if (root.path == NULL) {
     drop_frame(&root);
-    fail(r, ENOMEM, "measureTree", r->root, NULL);
+    fail(r, ENOMEM, r->walk, r->root, NULL);
     return;
   }
   if (push(r, root) != 0) return;
@@ -597,33 +655,40 @@ static void run_measure(removal_t *r) {
 }
 
 /*
- * measureTreeSync(path, maxEntries, maxDepth, cap, out): the measure on the calling thread, for the many
- * small trees a prune measures (no thread-pool round trip each). It visits at most `cap` entries: 0 with
- * [entries, bytes, complete] in the Float64Array `out`; 1 when it stopped at `cap` below `maxEntries` (a
- * big tree: measure it with measureTree, off the event loop); [errno, syscall, path] on failure; -EINVAL for
- * bad arguments.
+ * measureTreeSync(path, maxEntries, maxDepth, cap, maxMs, out): the measure on the calling thread, for the
+ * many small trees a prune measures (no thread-pool round trip each). It visits at most `cap` entries, lists
+ * no directory of more than `cap` names and visits no entry after `maxMs` milliseconds: 0 with [entries,
+ * bytes, complete] in the Float64Array `out`; 1 when it stopped at one of those limits below `maxEntries`
+ * (a big tree, or a slow disk: measure it with measureTree, off the event loop); [errno, syscall, path] on
+ * failure; a negative errno for bad arguments.
  */
 static napi_value measure_tree_sync(napi_env env, napi_callback_info info) {
-  size_t argc = 5;
-  napi_value argv[5];
+  size_t argc = 6;
+  napi_value argv[6];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   char path[NAME_MAX_BYTES];
-  double max_entries, max_depth, cap;
+  double max_entries, max_depth, cap, max_ms;
   napi_typedarray_type kind;
   size_t length;
   void *data;
-  if (argc < 5 || !string_arg(env, argv[0], path, sizeof path) ||
-      napi_get_value_double(env, argv[1], &max_entries) != napi_ok ||
+  if (argc < 6) return number(env, -EINVAL);
+  int path_error = path_arg(env, argv[0], path, sizeof path);
+  if (path_error != 0) return number(env, path_error);
+  if (napi_get_value_double(env, argv[1], &max_entries) != napi_ok ||
       napi_get_value_double(env, argv[2], &max_depth) != napi_ok ||
-      napi_get_value_double(env, argv[3], &cap) != napi_ok ||
-      napi_get_typedarray_info(env, argv[4], &kind, &length, &data, NULL, NULL) != napi_ok ||
+      napi_get_value_double(env, argv[3], &cap) != napi_ok || cap < 1 ||
+      napi_get_value_double(env, argv[4], &max_ms) != napi_ok || max_ms <= 0 ||
+      napi_get_typedarray_info(env, argv[5], &kind, &length, &data, NULL, NULL) != napi_ok ||
       kind != napi_float64_array || length < 3) {
     return number(env, -EINVAL);
   }
   removal_t r = { 0 };
   r.root = path;
+  r.walk = "measureTree";
   r.max_entries = cap < max_entries ? cap : max_entries;
   r.max_depth = max_depth;
+  r.listing_limit = (size_t)cap;
+  r.deadline_ns = monotonic_ns() + (long long)(max_ms * 1e6);
   run_measure(&r);
   free(r.stack);
   napi_value answer;
@@ -635,7 +700,7 @@ static napi_value measure_tree_sync(napi_env env, napi_callback_info info) {
     free(r.error_path);
     return answer;
   }
-  if (!r.complete && cap < max_entries && r.removed >= cap) return number(env, 1);
+  if (r.over || (!r.complete && cap < max_entries && r.removed >= cap)) return number(env, 1);
   double *out = data;
   out[0] = r.removed;
   out[1] = r.removed_bytes;
@@ -666,7 +731,7 @@ static napi_value string_value(napi_env env, const char *text) {
  */
 /* One removal's four answers (above) into out[0..3]; a cancelled work item answers ECANCELED. */
 static void removal_answer(napi_env env, napi_status status, removal_t *r, napi_value *out) {
-  if (status != napi_ok && r->error == 0) fail(r, ECANCELED, "removeTree", r->root, NULL);
+  if (status != napi_ok && r->error == 0) fail(r, ECANCELED, r->walk, r->root, NULL);
   if (r->error == 0 && r->mount_point != NULL) {
     out[0] = number(env, -EXDEV);
     out[1] = string_value(env, "mount");
@@ -702,21 +767,24 @@ static void removal_complete(napi_env env, napi_status status, void *data) {
 }
 
 /* (path, maxEntries, maxDepth, callback): queues one walk (`execute`) whose answer removal_complete gives. */
-static napi_value queue_walk(napi_env env, napi_callback_info info, napi_async_execute_callback execute, const char *resource) {
+static napi_value queue_walk(napi_env env, napi_callback_info info, napi_async_execute_callback execute, const char *walk, const char *resource) {
   size_t argc = 4;
   napi_value argv[4];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   char path[NAME_MAX_BYTES];
   double max_entries, max_depth;
   napi_valuetype callback_type;
-  if (argc < 4 || !string_arg(env, argv[0], path, sizeof path) ||
-      napi_get_value_double(env, argv[1], &max_entries) != napi_ok ||
+  if (argc < 4) return number(env, -EINVAL);
+  int path_error = path_arg(env, argv[0], path, sizeof path);
+  if (path_error != 0) return number(env, path_error);
+  if (napi_get_value_double(env, argv[1], &max_entries) != napi_ok ||
       napi_get_value_double(env, argv[2], &max_depth) != napi_ok ||
       napi_typeof(env, argv[3], &callback_type) != napi_ok || callback_type != napi_function) {
     return number(env, -EINVAL);
   }
   removal_t *r = calloc(1, sizeof *r);
   if (r == NULL) return number(env, -ENOMEM);
+  r->walk = walk;
   r->root = strdup(path);
   r->max_entries = max_entries;
   r->max_depth = max_depth;
@@ -745,7 +813,7 @@ static napi_value queue_walk(napi_env env, napi_callback_info info, napi_async_e
 
 /* removeTree(path, maxEntries, maxDepth, callback): queues the removal; 0, or -EINVAL for bad arguments. */
 static napi_value remove_tree(napi_env env, napi_callback_info info) {
-  return queue_walk(env, info, removal_execute, "fsat.removeTree");
+  return queue_walk(env, info, removal_execute, "removeTree", "fsat.removeTree");
 }
 
 /*
@@ -753,7 +821,7 @@ static napi_value remove_tree(napi_env env, napi_callback_info info) {
  * The callback gets (0, entries, complete, bytes) or (-errno, syscall, path, 0).
  */
 static napi_value measure_tree(napi_env env, napi_callback_info info) {
-  return queue_walk(env, info, measure_execute, "fsat.measureTree");
+  return queue_walk(env, info, measure_execute, "measureTree", "fsat.measureTree");
 }
 
 /* ---------------------------------------------------------------------------------------------------------
@@ -840,6 +908,7 @@ static napi_value remove_trees(napi_env env, napi_callback_info info) {
       free_batch(env, b);
       return number(env, -EINVAL);
     }
+    r->walk = "removeTree";
     r->root = strdup(path);
     if (r->root == NULL) {
       free_batch(env, b);

@@ -6,6 +6,8 @@
  */
 
 export type StorageWarning =
+  /** The native addon was built before a call this version uses (a stale `build/`): that walk runs portably. */
+  | { readonly _tag: "NativeAddonStale"; readonly missing: string; readonly message: string }
   /** A heartbeat could not refresh a held lease: after the remote TTL other hosts judge it stale. */
   | { readonly _tag: "HeartbeatFailed"; readonly leasePath: string; readonly message: string }
   /** The background prune an acquire started was refused (UnsafeRoot) or failed; nothing was deleted by it. */
@@ -53,6 +55,7 @@ export type StorageWarning =
 export type StorageWarningTag = StorageWarning["_tag"]
 
 const FIELDS: { readonly [T in StorageWarningTag]: ReadonlyArray<string> } = {
+  NativeAddonStale: ["missing"],
   HeartbeatFailed: ["leasePath"],
   BackgroundPruneFailed: ["category", "tenant", "reason"],
   LeaseNotRemoved: ["leasePath"],

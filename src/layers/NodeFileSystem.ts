@@ -9,9 +9,10 @@
  * - Durability: files are fsynced before they become visible under their final name, and the parent
  *   directories are fsynced after renames (unless the caller passes `sync: false`).
  * - The hot walks (`measureTree`, `removeTree`) use synchronous syscalls one directory at a time
- *   (async per-entry walks are ~8× slower: README "Walkers"), chosen in node/walkers.ts. Measuring
- *   runs in 4 ms slices on the event loop. Removing never holds it: with the native `fsat` addon the whole
- *   walk runs in C on the thread pool (node/nativeRemove.ts), otherwise on a remover thread
+ *   (async per-entry walks are ~8× slower: README "Walkers"), chosen in node/walkers.ts. Measuring with
+ *   the native `fsat` addon runs whole in C, a small tree on the calling thread and a big one on the thread
+ *   pool (node/nativeMeasure.ts), otherwise in 4 ms slices on the event loop. Removing never holds it: with
+ *   the addon the whole walk runs in C on the thread pool (node/nativeRemove.ts), otherwise on a remover thread
  *   (node/remover.ts). Memory use is one name list per directory level, never the whole tree. With the
  *   addon every entry is reached relative to its parent's descriptor, never through a link; without it
  *   the portable walks (node/pathWalk.ts) address entries by path.

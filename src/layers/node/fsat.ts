@@ -13,12 +13,13 @@ export const FsatType = { Unknown: 0, File: 1, Directory: 2, SymbolicLink: 3, Ot
 /** Every call answers a negative errno instead of throwing. */
 export interface Fsat {
   /**
-   * Measure a tree on the calling thread, visiting at most `cap` entries: 0 with [entries, bytes, complete
-   * (1 or 0)] in `out`; 1 when it stopped at `cap` below `maxEntries` (measure it with `measureTree`);
-   * [negative errno, syscall, path] when the walk failed; a negative errno for bad arguments. Missing from an
-   * addon built before it existed.
+   * Measure a tree on the calling thread, visiting at most `cap` entries, listing no directory of more than
+   * `cap` names, visiting no entry after `maxMs`: 0 with [entries, bytes, complete (1 or 0)] in `out`; 1 when
+   * it stopped at one of those limits below `maxEntries` (measure it with `measureTree`); [negative errno,
+   * syscall, path] when the walk failed; a negative errno for bad arguments. Missing from an addon built
+   * before it existed.
    */
-  readonly measureTreeSync?: (path: string, maxEntries: number, maxDepth: number, cap: number, out: Float64Array) => number | readonly [number, string, string]
+  readonly measureTreeSync?: (path: string, maxEntries: number, maxDepth: number, cap: number, maxMs: number, out: Float64Array) => number | readonly [number, string, string]
   /**
    * Queue a whole measuring walk on the libuv thread pool; 0 when queued (else a negative errno, and no
    * callback). The callback gets `(0, entries, complete, bytes)` or `(-errno, syscall, path, 0)`.

@@ -1,15 +1,18 @@
 /**
- * `measureTree` for the native walker: the whole walk in C (fsat.c `measureTree`), with the budgets, order
- * and answers of the portable walk (pathWalk.ts; the conformance suite checks both). Every entry is reached
+ * `measureTree` for the native walker: the whole walk in C (fsat.c `measureTree`), with the budgets and
+ * answers of the portable walk (pathWalk.ts; the conformance suite checks both), in readdir order (the
+ * portable walk sorts by name, so an entry budget may cut other entries). Every entry is reached
  * relative to its parent's open descriptor with O_NOFOLLOW, so a directory swapped for a symlink mid-walk is
  * counted as the link it became, never descended; a mount point is never descended (the measure is then
  * incomplete: domain/OneFileSystem.ts). The C walk closes every descriptor it opened before it answers.
  *
- * Small trees are measured on the calling thread (`measureTreeSync`, at most `SYNC_ENTRIES` entries: about
- * as long as one slice of the portable walk holds the event loop); a prune measures hundreds of runs of a
- * few dozen entries, and a thread-pool round trip each would cost more than their syscalls. A tree with
- * more entries is measured again from the start on the thread pool (`measureTree`), so the event loop keeps
- * turning however big it is; the walk wasted on its first `SYNC_ENTRIES` is at most what it costs.
+ * Small trees are measured on the calling thread (`measureTreeSync`): a prune measures hundreds of runs of a
+ * few dozen entries, and a thread-pool round trip each would cost more than their syscalls. That pass stops
+ * at `SYNC_ENTRIES` entries, at a directory of more names than that, and after `SYNC_MS` (a cold cache, a
+ * slow disk): about one slice of the portable walk. A tree it does not finish is measured again from the
+ * start on the thread pool (`measureTree`), so the event loop keeps turning however big the tree or slow
+ * the disk; what the first pass did is the most that is wasted. A measure on the thread pool runs to its
+ * end when its fiber is interrupted (it only reads, and frees what it holds; nobody waits for the answer).
  * (Before: fdWalk.ts drove these syscalls from JavaScript, one native call per entry: BENCHMARKS.md, session 7.)
  */
 import * as Effect from "effect/Effect"
@@ -18,13 +21,16 @@ import type { TreeMeasure, WalkBudget } from "../../services/FileSystem.js"
 import { type Fsat, fsatError } from "./fsat.js"
 import { toFileSystemError } from "./support.js"
 
-/** Most entries a measure visits on the calling thread before it moves to the thread pool. */
+/** Most entries a measure visits (and names a directory may hold) on the calling thread before it moves to the thread pool. */
 export const SYNC_ENTRIES = 1024
+
+/** Longest a measure walks on the calling thread before it moves to the thread pool. */
+export const SYNC_MS = 2
 
 type NativeMeasure = Required<Pick<Fsat, "measureTree" | "measureTreeSync">>
 
 /** The native measure, or undefined for an addon built before it existed (a stale build/). */
-export const makeNativeMeasure = (fsat: Fsat, syncEntries = SYNC_ENTRIES) => {
+export const makeNativeMeasure = (fsat: Fsat, syncEntries = SYNC_ENTRIES, syncMs = SYNC_MS) => {
   if (typeof fsat.measureTree !== "function" || typeof fsat.measureTreeSync !== "function") return undefined
   const native = fsat as Fsat & NativeMeasure
   const out = new Float64Array(3)
@@ -41,12 +47,11 @@ export const makeNativeMeasure = (fsat: Fsat, syncEntries = SYNC_ENTRIES) => {
         )
       })
       if (queued !== 0) resume(Effect.fail(failure(root, queued, "measureTree", root)))
-      // Interrupted: the walk only reads; it finishes on its thread, closes what it opened, and nobody waits.
     })
 
   return (root: string, budget: WalkBudget): Effect.Effect<TreeMeasure, FileSystemError> =>
     Effect.suspend(() => {
-      const answer = native.measureTreeSync(root, budget.maxEntries, budget.maxDepth, syncEntries, out)
+      const answer = native.measureTreeSync(root, budget.maxEntries, budget.maxDepth, syncEntries, syncMs, out)
       if (answer === 0) return Effect.succeed({ bytes: out[1]!, entries: out[0]!, complete: out[2] === 1 })
       if (answer === 1) return onThreadPool(root, budget)
       if (typeof answer === "number") return Effect.fail(failure(root, answer, "measureTree", root))

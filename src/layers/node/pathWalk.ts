@@ -1,6 +1,6 @@
 /**
  * The portable tree walks: synchronous `node:fs` calls, one directory per step, where the native `fsat`
- * walker (fdWalk.ts, fsat.c) is not built or is turned off (`PI_STORAGE_NATIVE=0`).
+ * walker (fsat.c: nativeMeasure.ts, nativeRemove.ts) is not built or is turned off (`PI_STORAGE_NATIVE=0`).
  *
  * The native walker's guarantee without `openat` (README "Walkers"): every directory is opened with
  * `O_DIRECTORY|O_NOFOLLOW`, and its entries are listed, lstat'ed, opened and unlinked through

@@ -9,6 +9,7 @@
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type { FileSystemError } from "../../domain/Errors.js"
+import { warningAnnotations } from "../../domain/Warnings.js"
 import type { TreeMeasure, TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
 import type { WalkerChoice } from "../../services/StorageConfig.js"
 import { fsatAddon } from "./fsat.js"
@@ -58,9 +59,18 @@ export const makeWalks = (choice: WalkerChoice, removerThreads: number): Effect.
     const kind = yield* Effect.try(() => walkerKindOf(choice)).pipe(Effect.orDie)
     const loaded = fsatAddon()
     if (kind === "native" && "fsat" in loaded) {
+      const nativeMeasure = makeNativeMeasure(loaded.fsat)
+      if (nativeMeasure === undefined) {
+        // An addon built before the C measure existed (a stale build/) measures portably, and says so.
+        const warning = {
+          _tag: "NativeAddonStale",
+          missing: "measureTree",
+          message: "the native addon has no measureTree (built by an older version): trees are measured portably; `npm run install` rebuilds it"
+        } as const
+        yield* Effect.logWarning(warning.message).pipe(Effect.annotateLogs(warningAnnotations(warning)))
+      }
       return {
-        // An addon built before the C measure existed (a stale build/) measures portably.
-        measureTree: makeNativeMeasure(loaded.fsat) ?? measureOnEventLoop,
+        measureTree: nativeMeasure ?? measureOnEventLoop,
         removeTree: makeNativeRemover(loaded.fsat, removerThreads),
         // An addon built before syncFs existed (a stale build/) still walks natively, and syncs portably.
         syncFileSystem: typeof loaded.fsat.syncFs === "function" ? makeNativeSync(loaded.fsat) : portableSync,

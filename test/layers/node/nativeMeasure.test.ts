@@ -1,10 +1,13 @@
 /**
  * The native measure (fsat.c `measureTree`: small trees on the calling thread, big ones on the thread pool)
- * beyond the shared conformance suite, which runs it for every budget, link and mount-point rule: both
- * paths give the portable walk's answers on random real trees and budgets, errors come back typed, no
- * descriptor outlives a measure, and the event loop keeps turning while a big tree is measured. (A
- * directory swapped for a link while the walk runs: walkerRace.test.ts.)
+ * beyond the shared conformance suite, which runs its calling-thread pass for every budget, link and
+ * mount-point rule (its trees are small): both passes give the portable walk's answers on random real trees
+ * and budgets, a tree too big or too slow for the calling thread moves to the thread pool, errors come back
+ * typed from both, no descriptor outlives a measure (also one failing mid-walk), and the event loop keeps
+ * turning while a big tree is measured. (A directory swapped for a link while the walk runs:
+ * walkerRace.test.ts.)
  */
+import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as NodePath from "node:path"
@@ -16,21 +19,39 @@ import { type Fsat, loadFsat } from "../../../src/layers/node/fsat.js"
 import { makeNativeMeasure, SYNC_ENTRIES } from "../../../src/layers/node/nativeMeasure.js"
 import { pathWalker } from "../../../src/layers/node/pathWalk.js"
 import { runWalk } from "../../../src/layers/node/support.js"
+import { openDescriptorsUnder } from "../../support/descriptors.js"
 
 const loaded = loadFsat()
 const fsat = (): Fsat => {
   if (!("fsat" in loaded)) throw new Error(`native walker ${loaded.why}`)
   return loaded.fsat
 }
-const measureWith = (syncEntries?: number) => {
-  const measure = makeNativeMeasure(fsat(), syncEntries)
+const measureWith = (syncEntries?: number, native: Fsat = fsat(), syncMs?: number) => {
+  const measure = makeNativeMeasure(native, syncEntries, syncMs)
   if (measure === undefined) throw new Error("the addon has no measureTree (a stale build/: npm run install)")
   return measure
 }
 
+/** The real addon, counting the measures it is asked to queue on the thread pool. */
+const countingPool = () => {
+  const real = fsat()
+  const counted = { pool: 0 }
+  const native: Fsat = { ...real, measureTree: (...args) => (counted.pool++, real.measureTree!(...args)) }
+  return { native, counted }
+}
+
+/** The real addon whose calling-thread pass always says "too big": every measure goes to the thread pool. */
+const poolOnly = (): Fsat => ({ ...fsat(), measureTreeSync: () => 1 })
+
 const WIDE = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }
 const scratch = () => fs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-native-measure-"))
-const openDescriptors = () => fs.readdirSync("/proc/self/fd").length
+/** `depth` nested directories under `root`/chain, a file at the bottom. */
+const plantChain = (root: string, depth: number) => {
+  const deepest = `${root}/chain/${Array.from({ length: depth }, (_, i) => `c${i}`).join("/")}`
+  fs.mkdirSync(deepest, { recursive: true })
+  fs.writeFileSync(`${deepest}/leaf`, "leaf")
+  return deepest
+}
 
 const plantTree = (root: string, dirs: number, files: number) => {
   for (let d = 0; d < dirs; d++) {
@@ -101,62 +122,132 @@ describe("native measure (fsat measureTree)", () => {
       fs.rmSync(root, { recursive: true, force: true })
     }))
 
-  it.effect("a tree bigger than the calling thread's share is measured whole on the thread pool", () =>
+  it.effect("a tree too big or too slow for the calling thread is measured whole on the thread pool", () =>
     Effect.gen(function*() {
       const root = scratch()
       plantTree(`${root}/big`, 30, 40) // 1,230 entries > SYNC_ENTRIES
       assert.isAbove(30 * 41, SYNC_ENTRIES)
       const bytes = 30 * (39 * 40) / 2
-      assert.deepStrictEqual(yield* measureWith()(`${root}/big`, WIDE), { bytes, entries: 30 * 41, complete: true })
-      // A budget below the share stops on the calling thread; one above it, on the thread pool.
-      assert.deepStrictEqual((yield* measureWith()(`${root}/big`, { maxEntries: 500, maxDepth: 64 })).entries, 500)
-      assert.deepStrictEqual((yield* measureWith()(`${root}/big`, { maxEntries: 1200, maxDepth: 64 })).entries, 1200)
+      const { native, counted } = countingPool()
+      const measure = measureWith(undefined, native)
+      assert.deepStrictEqual(yield* measure(`${root}/big`, WIDE), { bytes, entries: 30 * 41, complete: true })
+      assert.strictEqual(counted.pool, 1)
+      // A budget below the share stops on the calling thread; one above it goes to the thread pool.
+      assert.deepStrictEqual((yield* measure(`${root}/big`, { maxEntries: 500, maxDepth: 64 })).entries, 500)
+      assert.strictEqual(counted.pool, 1)
+      assert.deepStrictEqual((yield* measure(`${root}/big`, { maxEntries: 1200, maxDepth: 64 })).entries, 1200)
+      assert.strictEqual(counted.pool, 2)
+      // One directory of more names than the share: not even listed whole on the calling thread.
+      fs.mkdirSync(`${root}/wide`)
+      for (let f = 0; f <= SYNC_ENTRIES; f++) fs.writeFileSync(`${root}/wide/f${f}`, "")
+      assert.deepStrictEqual(yield* measure(`${root}/wide`, WIDE), { bytes: 0, entries: SYNC_ENTRIES + 1, complete: true })
+      assert.strictEqual(counted.pool, 3)
+      // A small tree measured no faster than the calling thread's time allows (here: none at all).
+      const slow = countingPool()
+      assert.deepStrictEqual(yield* measureWith(undefined, slow.native, 1e-9)(`${root}/big/d1`, WIDE), { bytes: (39 * 40) / 2, entries: 40, complete: true })
+      assert.strictEqual(slow.counted.pool, 1)
+      // A small one: the calling thread only.
+      assert.deepStrictEqual(yield* measure(`${root}/big/d1`, WIDE), { bytes: (39 * 40) / 2, entries: 40, complete: true })
+      assert.strictEqual(counted.pool, 3)
       fs.rmSync(root, { recursive: true, force: true })
     }))
 
-  it.effect("errors are typed with the failing path; no descriptor outlives a measure, however it ends", () =>
+  it.effect("errors come back typed with the failing path from both passes; no descriptor outlives a measure", () =>
     Effect.gen(function*() {
-      const measure = measureWith()
       const root = scratch()
       plantTree(`${root}/tree`, 4, 5)
       fs.writeFileSync(`${root}/file`, "f")
-      const before = openDescriptors()
-      assert.isTrue((yield* measure(`${root}/tree`, WIDE)).complete)
-      assert.isFalse((yield* measure(`${root}/tree`, { maxEntries: 3, maxDepth: 64 })).complete)
-      assert.isTrue((yield* measureWith(1)(`${root}/tree`, WIDE)).complete)
-      const missing = yield* Effect.flip(measure(`${root}/absent`, WIDE))
-      assert.deepStrictEqual([missing.reason, missing.errno, missing.method, missing.path], ["NotFound", "ENOENT", "measureTree", `${root}/absent`])
-      const below = yield* Effect.flip(measureWith(1)(`${root}/file/x`, WIDE))
-      assert.deepStrictEqual([below.reason, below.errno, below.method, below.path], ["NotADirectory", "ENOTDIR", "measureTree", `${root}/file/x`])
-      // Interrupted while its walk runs on the thread pool: the walk ends on its own and closes what it opened.
-      plantTree(`${root}/big`, 3000, 0)
-      const fiber = yield* Effect.fork(measureWith(1)(`${root}/big`, WIDE))
-      yield* Effect.yieldNow()
-      yield* Fiber.interrupt(fiber)
-      yield* Effect.promise(async () => {
-        for (let i = 0; i < 500 && openDescriptors() !== before; i++) await new Promise((resolve) => setTimeout(resolve, 5))
-      })
-      assert.strictEqual(openDescriptors(), before)
+      for (const measure of [measureWith(), measureWith(undefined, poolOnly())]) {
+        assert.isTrue((yield* measure(`${root}/tree`, WIDE)).complete)
+        assert.isFalse((yield* measure(`${root}/tree`, { maxEntries: 3, maxDepth: 64 })).complete)
+        const missing = yield* Effect.flip(measure(`${root}/absent`, WIDE))
+        assert.deepStrictEqual([missing.reason, missing.errno, missing.method, missing.path], ["NotFound", "ENOENT", "measureTree", `${root}/absent`])
+        const below = yield* Effect.flip(measure(`${root}/file/x`, WIDE))
+        assert.deepStrictEqual([below.reason, below.errno, below.method, below.path], ["NotADirectory", "ENOTDIR", "measureTree", `${root}/file/x`])
+        const long = yield* Effect.flip(measure(`${root}/${"n".repeat(5000)}`, WIDE))
+        assert.deepStrictEqual([long.errno, long.method], ["ENAMETOOLONG", "measureTree"])
+        assert.strictEqual(openDescriptorsUnder(root), 0)
+      }
       // Malformed arguments are EINVAL answers, never a crash.
       const EINVAL = -os.constants.errno.EINVAL
       const native = fsat()
-      assert.strictEqual(native.measureTreeSync!(root, 10, 64, 10, new Float64Array(2)), EINVAL)
-      assert.strictEqual(native.measureTreeSync!("n".repeat(5000), 10, 64, 10, new Float64Array(3)), EINVAL)
+      assert.strictEqual(native.measureTreeSync!(root, 10, 64, 10, 2, new Float64Array(2)), EINVAL)
+      assert.strictEqual(native.measureTreeSync!(root, 10, 64, 0, 2, new Float64Array(3)), EINVAL)
+      assert.strictEqual(native.measureTreeSync!(root, 10, 64, 10, 0, new Float64Array(3)), EINVAL)
       assert.strictEqual(native.measureTree!(root, "many" as unknown as number, 64, () => {}), EINVAL)
       assert.strictEqual(native.measureTree!(root, 10, 64, "not a function" as unknown as () => void), EINVAL)
       fs.rmSync(root, { recursive: true, force: true })
     }))
 
+  it.effect("interrupted while its walk runs on the thread pool: the walk ends on its own and closes what it opened", () =>
+    Effect.gen(function*() {
+      const root = scratch()
+      plantChain(root, 400)
+      for (let i = 0; i < 1000; i++) fs.mkdirSync(`${root}/chain/w${i}`) // keeps the walk busy beside the chain
+      const fiber = yield* Effect.fork(measureWith(undefined, poolOnly())(`${root}/chain`, WIDE))
+      yield* Effect.yieldNow()
+      // In flight: the walk holds a descriptor per level of the chain.
+      const inFlight = yield* Effect.promise(async () => {
+        let most = 0
+        for (let i = 0; i < 2000 && most < 100; i++) {
+          most = Math.max(most, openDescriptorsUnder(root))
+          if (most < 100) await new Promise((resolve) => setImmediate(resolve))
+        }
+        return most
+      })
+      assert.isAtLeast(inFlight, 100, "the walk was deep in the chain when interrupted")
+      yield* Fiber.interrupt(fiber)
+      yield* Effect.promise(async () => {
+        for (let i = 0; i < 1000 && openDescriptorsUnder(root) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 5))
+      })
+      assert.strictEqual(openDescriptorsUnder(root), 0)
+      fs.rmSync(root, { recursive: true, force: true })
+    }))
+
+  it("a walk failing mid-way (out of descriptors) is a typed error naming the deep path, and closes every descriptor", () => {
+    const root = scratch()
+    plantChain(root, 400)
+    // A child limited to 256 descriptors (Node holds ~20, and loading modules takes more for a moment)
+    // measures the 400-deep chain on both passes.
+    const script = `${root}/child.mjs`
+    fs.writeFileSync(script, `
+      import * as fs from "node:fs"
+      import * as Effect from ${JSON.stringify(new URL("../../../node_modules/effect/dist/esm/Effect.js", import.meta.url).href)}
+      import { loadFsat } from ${JSON.stringify(new URL("../../../dist/layers/node/fsat.js", import.meta.url).href)}
+      import { makeNativeMeasure } from ${JSON.stringify(new URL("../../../dist/layers/node/nativeMeasure.js", import.meta.url).href)}
+      const real = loadFsat().fsat
+      const fds = () => fs.readdirSync("/proc/self/fd").length
+      const out = []
+      for (const native of [real, { ...real, measureTreeSync: () => 1 }]) {
+        const before = fds()
+        const failed = await Effect.runPromise(Effect.flip(makeNativeMeasure(native)(process.argv[2], { maxEntries: 1e9, maxDepth: 1e9 })))
+        out.push({ errno: failed.errno, method: failed.method, path: failed.path, before, after: fds() })
+      }
+      process.stdout.write(JSON.stringify(out))
+    `)
+    const r = spawnSync("prlimit", ["--nofile=256", process.execPath, script, `${root}/chain`], { cwd: NodePath.resolve(import.meta.dirname, "../../.."), encoding: "utf8" })
+    assert.strictEqual(r.status, 0, r.stderr)
+    const answers = JSON.parse(r.stdout) as Array<{ errno: string; method: string; path: string; before: number; after: number }>
+    assert.strictEqual(answers.length, 2)
+    for (const a of answers) {
+      assert.deepStrictEqual([a.errno, a.method], ["EMFILE", "measureTree"])
+      assert.match(a.path, new RegExp(`^${root}/chain(/c\\d+)+$`))
+      assert.isAbove(a.path.split("/").length, root.split("/").length + 10, "it failed deep in the chain, descriptors open above it")
+      assert.strictEqual(a.after, a.before)
+    }
+    fs.rmSync(root, { recursive: true, force: true })
+  })
+
   it.effect("the event loop keeps turning while a big tree is measured", () =>
     Effect.gen(function*() {
       const root = scratch()
-      plantTree(`${root}/big`, 3000, 1)
+      plantTree(`${root}/big`, 1500, 0)
       let ticks = 0
       const timer = setInterval(() => ticks++, 1)
       const measure = yield* measureWith()(`${root}/big`, WIDE)
       clearInterval(timer)
-      assert.deepStrictEqual([measure.entries, measure.complete], [3000 * 2, true])
-      // A 6,000-entry walk takes many milliseconds; an event loop held by it would not tick.
+      assert.deepStrictEqual([measure.entries, measure.complete], [1500, true])
+      // A walk opening 1,500 directories takes many milliseconds; an event loop held by it would not tick.
       assert.isAbove(ticks, 1)
       fs.rmSync(root, { recursive: true, force: true })
     }))

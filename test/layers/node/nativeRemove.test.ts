@@ -11,6 +11,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { type Fsat, loadFsat } from "../../../src/layers/node/fsat.js"
 import { makeNativeRemover } from "../../../src/layers/node/nativeRemove.js"
+import { openDescriptorsUnder } from "../../support/descriptors.js"
 
 const loaded = loadFsat()
 const fsat = (): Fsat => {
@@ -20,7 +21,6 @@ const fsat = (): Fsat => {
 
 const WIDE = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }
 const scratch = () => fs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-native-remove-"))
-const openDescriptors = () => fs.readdirSync("/proc/self/fd").length
 
 const plantTree = (root: string, dirs: number, files: number) => {
   for (let d = 0; d < dirs; d++) {
@@ -35,7 +35,7 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
       const remove = makeNativeRemover(fsat())
       const root = scratch()
       plantTree(`${root}/tree`, 4, 5)
-      const before = openDescriptors()
+      const before = openDescriptorsUnder(root)
       const first = yield* remove(`${root}/tree`, { maxEntries: 7, maxDepth: 64 })
       assert.deepStrictEqual([first.removedEntries, first.complete], [7, false])
       const rest = yield* remove(`${root}/tree`, WIDE)
@@ -49,7 +49,7 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
       const refused = yield* Effect.flip(remove("/proc/self/fdinfo", WIDE))
       assert.deepStrictEqual([refused.reason, refused.method], ["PermissionDenied", "removeTree"])
       assert.match(refused.path, /^\/proc\/self\/fdinfo\/\d+$/)
-      assert.strictEqual(openDescriptors(), before)
+      assert.strictEqual(openDescriptorsUnder(root), before)
       fs.rmSync(root, { recursive: true, force: true })
     }))
 
@@ -102,7 +102,7 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
       plantTree(`${root}/cut`, 4, 5)
       fs.writeFileSync(`${root}/file`, "f")
       fs.mkdirSync(`${root}/deep/a/b`, { recursive: true })
-      const before = openDescriptors()
+      const before = openDescriptorsUnder(root)
       const [big, small, cut, below, absent, deep] = yield* Effect.all([
         remove(`${root}/big`, WIDE),
         remove(`${root}/small`, WIDE),
@@ -120,7 +120,7 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
       assert.deepStrictEqual([fs.existsSync(`${root}/big`), fs.existsSync(`${root}/small`), fs.existsSync(`${root}/cut`)], [false, false, true])
       // Six removals in two pieces of work: the first alone, the five that waited behind it together.
       assert.deepStrictEqual(remove.counts, { batches: 2, removals: 6 })
-      assert.strictEqual(openDescriptors(), before)
+      assert.strictEqual(openDescriptorsUnder(root), before)
       fs.rmSync(root, { recursive: true, force: true })
     }))
 

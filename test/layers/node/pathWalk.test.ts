@@ -14,9 +14,9 @@ import * as Fiber from "effect/Fiber"
 import { makePathWalker } from "../../../src/layers/node/pathWalk.js"
 import { runWalk } from "../../../src/layers/node/support.js"
 import type { WalkBudget } from "../../../src/services/FileSystem.js"
+import { openDescriptorsUnder } from "../../support/descriptors.js"
 
 const WIDE = { maxEntries: 1_000_000, maxDepth: 64 }
-const openDescriptors = () => fs.readdirSync("/proc/self/fd").length
 const scratch = () => fs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-pathwalk-"))
 
 const plant = (root: string) => {
@@ -33,11 +33,11 @@ describe("portable walker descriptors and errors", () => {
       const walker = makePathWalker()
       const measure = (budget: WalkBudget) => runWalk("measureTree", `${root}/run`, () => walker.startMeasure(`${root}/run`, budget))
       const remove = (budget: WalkBudget) => runWalk("removeTree", `${root}/run`, () => walker.startRemoval(`${root}/run`, budget))
-      const before = openDescriptors()
+      const before = openDescriptorsUnder(root)
       assert.deepStrictEqual(yield* measure(WIDE), { bytes: 191, entries: 23, complete: true })
       assert.isFalse((yield* measure({ maxEntries: 3, maxDepth: 64 })).complete)
       assert.isFalse((yield* remove({ maxEntries: 3, maxDepth: 64 })).complete)
-      assert.strictEqual(openDescriptors(), before)
+      assert.strictEqual(openDescriptorsUnder(root), before)
 
       // A listing failing below the root (EIO), on both walks: typed, naming the real directory.
       let lists = 0
@@ -52,7 +52,7 @@ describe("portable walker descriptors and errors", () => {
       lists = 0
       const failedRemoval = yield* Effect.flip(runWalk("removeTree", `${root}/run`, () => failing.startRemoval(`${root}/run`, WIDE)))
       assert.deepStrictEqual([failedRemoval.errno, failedRemoval.path], ["EIO", `${root}/run/sub`])
-      assert.strictEqual(openDescriptors(), before)
+      assert.strictEqual(openDescriptorsUnder(root), before)
 
       // Interrupted between slices (1,200 directories to open take far longer than one 4 ms slice).
       for (let i = 0; i < 400; i++) fs.mkdirSync(`${root}/run/wide${i}/x/y`, { recursive: true })
@@ -62,7 +62,7 @@ describe("portable walker descriptors and errors", () => {
         yield* Effect.yieldNow()
         const exit = yield* Fiber.interrupt(fiber)
         assert.isTrue(Exit.isInterrupted(exit))
-        assert.strictEqual(openDescriptors(), before)
+        assert.strictEqual(openDescriptorsUnder(root), before)
       }
       fs.rmSync(root, { recursive: true, force: true })
     }))

@@ -14,6 +14,7 @@ import * as FastCheck from "effect/FastCheck"
 import { loadFsat } from "../../../src/layers/node/fsat.js"
 import { nativeSnapshotCalls, type SnapshotCalls } from "../../../src/layers/node/snapshotCalls.js"
 import type { FileInfo } from "../../../src/services/FileSystem.js"
+import { openDescriptorsUnder } from "../../support/descriptors.js"
 
 const calls = (): SnapshotCalls => {
   const loaded = loadFsat()
@@ -29,7 +30,6 @@ const asNodeSees = (path: string): FileInfo => {
   return { type, size: s.size, mode: s.mode & 0o7777, uid: s.uid, ino: s.ino, dev: s.dev, nlink: s.nlink, mtimeMs: s.mtimeMs }
 }
 
-const openDescriptors = () => fs.readdirSync("/proc/self/fd").length
 
 describe("native snapshot calls (fsat listInfo, linkEach)", () => {
   it.effect("readDirectoryInfo answers, field for field, what lstatSync says, for every kind of entry, sorted", () =>
@@ -42,9 +42,9 @@ describe("native snapshot calls (fsat listInfo, linkEach)", () => {
       fs.linkSync(`${root}/b-file`, `${root}/d-second-name`)
       execFileSync("mkfifo", [`${root}/e-fifo`])
       fs.writeFileSync(`${root}/Z-upper`, "")
-      const before = openDescriptors()
+      const before = openDescriptorsUnder(root)
       const listed = yield* calls().readDirectoryInfo(root)
-      assert.strictEqual(openDescriptors(), before)
+      assert.strictEqual(openDescriptorsUnder(root), before)
       assert.deepStrictEqual(listed.map((e) => e.name), ["Z-upper", "a-dir", "b-file", "c-link", "d-second-name", "e-fifo"])
       for (const e of listed) assert.deepStrictEqual(e.info, asNodeSees(`${root}/${e.name}`), e.name)
       assert.strictEqual(listed.find((e) => e.name === "e-fifo")!.info.type, "Other")
@@ -54,7 +54,7 @@ describe("native snapshot calls (fsat listInfo, linkEach)", () => {
       assert.strictEqual(refused.errno, "ENOTDIR")
       assert.strictEqual((yield* calls().readDirectoryInfo(`${root}-link/`)).length, listed.length)
       assert.strictEqual((yield* Effect.flip(calls().readDirectoryInfo(`${root}/missing`))).errno, "ENOENT")
-      assert.strictEqual(openDescriptors(), before)
+      assert.strictEqual(openDescriptorsUnder(root), before)
     }))
 
   it.effect("nanosecond mtimes: the native mtimeMs equals Node's, so the link decision sees one value", () =>
@@ -82,7 +82,7 @@ describe("native snapshot calls (fsat listInfo, linkEach)", () => {
       const names = Array.from({ length: 50 }, (_, i) => `f${i}`)
       for (const n of names) fs.writeFileSync(`${root}/from/${n}`, n)
       fs.symlinkSync(`${root}/to`, `${root}/to-link`)
-      const before = openDescriptors()
+      const before = openDescriptorsUnder(root)
       // Through a symlinked directory: refused for every name, nothing linked behind the link.
       const refused = yield* calls().linkEach(`${root}/from`, `${root}/to-link`, names)
       assert.isTrue(refused.every((e) => e?.errno === "ENOTDIR"))
@@ -90,7 +90,7 @@ describe("native snapshot calls (fsat listInfo, linkEach)", () => {
       const answers = yield* calls().linkEach(`${root}/from`, `${root}/to`, [...names, "missing"])
       assert.isTrue(answers.slice(0, 50).every((e) => e === undefined))
       assert.strictEqual(answers[50]?.errno, "ENOENT")
-      assert.strictEqual(openDescriptors(), before)
+      assert.strictEqual(openDescriptorsUnder(root), before)
       for (const n of names) assert.strictEqual(fs.lstatSync(`${root}/to/${n}`).ino, fs.lstatSync(`${root}/from/${n}`).ino)
     }))
 })

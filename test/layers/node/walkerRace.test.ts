@@ -1,7 +1,8 @@
 /**
- * Issue 12.5: no walker the package can use follows a directory swapped for a symlink. The race test runs
- * against every walker (native: C on the thread pool; portable: /proc/self/fd on the remover thread), with a
- * real concurrent swap, and proves the window was hit: each swapped directory had been listed by the walk
+ * No walker the package can use follows a directory swapped for a symlink (README "How runs stay safe":
+ * which walkers may delete). The removal race runs against every walker (native: C on the thread pool;
+ * portable: /proc/self/fd on the remover thread), the native measure's race on the thread pool, each with a
+ * real concurrent swap, and each proves the window was hit: a swapped directory had been listed by the walk
  * as a directory and was met as a link. Then the portable walker's own cases: the same swap made at the
  * exact point (after its parent's listing), for removal and measuring, and its refusal without /proc.
  */
@@ -16,6 +17,16 @@ import { makeNativeMeasure } from "../../../src/layers/node/nativeMeasure.js"
 import { makePathWalker } from "../../../src/layers/node/pathWalk.js"
 import { runWalk } from "../../../src/layers/node/support.js"
 import { makeWalks } from "../../../src/layers/node/walkers.js"
+
+/** Whether this process has a descriptor open on `path` (the walk's thread, say). */
+const holdsDescriptorOn = (path: string): boolean =>
+  fs.readdirSync("/proc/self/fd").some((fd) => {
+    try {
+      return fs.readlinkSync(`/proc/self/fd/${fd}`) === path
+    } catch {
+      return false // closed since the listing
+    }
+  })
 
 const loadedFsat = (): Fsat => {
   const loaded = loadFsat()
@@ -130,23 +141,23 @@ describe("the native measure under a racing symlink swap", () => {
   // Live clock: the race is against a real thread.
   it.live("a directory swapped for a link after the walk listed its parent counts as the link, never its target's contents", () =>
     Effect.gen(function*() {
-      const measure = makeNativeMeasure(loadedFsat(), 0)! // the thread pool for every tree: the swaps run beside it
+      // Every tree on the thread pool (the calling-thread pass always answers "too big"): the swaps run beside it.
+      const measure = makeNativeMeasure({ ...loadedFsat(), measureTreeSync: () => 1 })!
       let windowHits = 0
       for (let round = 0; round < 4 && windowHits === 0; round++) {
         const root = scratch()
         plant(root)
         fs.writeFileSync(`${root}/outside/big`, "y".repeat(10_000))
         const order = listingOrder.native(`${root}/run`)
-        // The walk lingers in the first directory it enters; its atime (set far back) moves when the walk
-        // lists it, which is after the walk read its listing of run/.
+        // The walk lingers in the first directory it enters; it holds a descriptor on it only after it read
+        // its listing of run/ (seen in /proc/self/fd).
         const first = `${root}/run/${order[0]}`
         for (let f = 0; f < 3000; f++) fs.writeFileSync(`${first}/g${f}`, "")
-        fs.utimesSync(first, 0, fs.statSync(first).mtime)
         const walk = yield* Effect.fork(measure(`${root}/run`, WIDE))
         yield* Effect.yieldNow() // the fiber hands the walk to its thread
         const late = yield* Effect.sync(() => {
           const deadline = performance.now() + 10_000
-          while (performance.now() < deadline && fs.statSync(first).atimeMs === 0) {
+          while (performance.now() < deadline && !holdsDescriptorOn(first)) {
             // spin
           }
           const swapped: Array<string> = []
