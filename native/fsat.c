@@ -235,6 +235,10 @@ typedef struct {
   size_t listing_limit;
   long long deadline_ns;
   int over;
+  /* A measure on the thread pool: a flag JavaScript sets when nobody waits for the answer any more (an
+     Int32Array the walk keeps a reference to), read before each entry; NULL when none. */
+  int32_t *cancel;
+  napi_ref cancel_ref;
   napi_async_work work;
   napi_ref callback;
 } removal_t;
@@ -560,6 +564,7 @@ static int measure_step(removal_t *r) {
       r->over = 1;
       return 1;
     }
+    if (r->cancel != NULL && __atomic_load_n(r->cancel, __ATOMIC_RELAXED) != 0) return fail(r, ECANCELED, r->walk, r->root, NULL);
     const char *name = top->entries.names[top->index];
     int type = top->entries.types[top->index++];
     if (type == T_FILE || type == T_UNKNOWN) {
@@ -758,6 +763,7 @@ static void removal_complete(napi_env env, napi_status status, void *data) {
   removal_answer(env, status, r, argv);
   napi_call_function(env, global, callback, 4, argv, NULL);
   napi_delete_reference(env, r->callback);
+  if (r->cancel_ref != NULL) napi_delete_reference(env, r->cancel_ref);
   napi_delete_async_work(env, r->work);
   free(r->stack);
   free(r->error_path);
@@ -766,10 +772,14 @@ static void removal_complete(napi_env env, napi_status status, void *data) {
   free(r);
 }
 
-/* (path, maxEntries, maxDepth, callback): queues one walk (`execute`) whose answer removal_complete gives. */
+/*
+ * (path, maxEntries, maxDepth, callback[, cancel]): queues one walk (`execute`) whose answer
+ * removal_complete gives; `cancel`, an Int32Array, is the measure's flag (a measure stops at the next entry
+ * once its first element is not 0, answering ECANCELED).
+ */
 static napi_value queue_walk(napi_env env, napi_callback_info info, napi_async_execute_callback execute, const char *walk, const char *resource) {
-  size_t argc = 4;
-  napi_value argv[4];
+  size_t argc = 5;
+  napi_value argv[5];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   char path[NAME_MAX_BYTES];
   double max_entries, max_depth;
@@ -781,6 +791,17 @@ static napi_value queue_walk(napi_env env, napi_callback_info info, napi_async_e
       napi_get_value_double(env, argv[2], &max_depth) != napi_ok ||
       napi_typeof(env, argv[3], &callback_type) != napi_ok || callback_type != napi_function) {
     return number(env, -EINVAL);
+  }
+  int32_t *cancel = NULL;
+  napi_valuetype cancel_type = napi_undefined;
+  if (argc >= 5 && napi_typeof(env, argv[4], &cancel_type) == napi_ok && cancel_type != napi_undefined) {
+    napi_typedarray_type kind;
+    size_t length;
+    void *data;
+    if (napi_get_typedarray_info(env, argv[4], &kind, &length, &data, NULL, NULL) != napi_ok || kind != napi_int32_array || length < 1) {
+      return number(env, -EINVAL);
+    }
+    cancel = data;
   }
   removal_t *r = calloc(1, sizeof *r);
   if (r == NULL) return number(env, -ENOMEM);
@@ -795,15 +816,19 @@ static napi_value queue_walk(napi_env env, napi_callback_info info, napi_async_e
     free(r);
     return number(env, -ENOMEM);
   }
-  if (napi_create_async_work(env, NULL, name, execute, removal_complete, r, &r->work) != napi_ok) {
+  /* The flag's buffer stays alive while the walk may read it: the walk holds a reference until it answers. */
+  if (cancel != NULL && napi_create_reference(env, argv[4], 1, &r->cancel_ref) != napi_ok) {
     napi_delete_reference(env, r->callback);
     free(r->root);
     free(r);
     return number(env, -ENOMEM);
   }
-  if (napi_queue_async_work(env, r->work) != napi_ok) {
-    napi_delete_async_work(env, r->work);
+  r->cancel = cancel;
+  if (napi_create_async_work(env, NULL, name, execute, removal_complete, r, &r->work) != napi_ok ||
+      napi_queue_async_work(env, r->work) != napi_ok) {
+    if (r->work != NULL) napi_delete_async_work(env, r->work);
     napi_delete_reference(env, r->callback);
+    if (r->cancel_ref != NULL) napi_delete_reference(env, r->cancel_ref);
     free(r->root);
     free(r);
     return number(env, -ENOMEM);
@@ -817,8 +842,9 @@ static napi_value remove_tree(napi_env env, napi_callback_info info) {
 }
 
 /*
- * measureTree(path, maxEntries, maxDepth, callback): queues the measure on the thread pool; 0, or -EINVAL.
- * The callback gets (0, entries, complete, bytes) or (-errno, syscall, path, 0).
+ * measureTree(path, maxEntries, maxDepth, callback[, cancel]): queues the measure on the thread pool; 0, or
+ * -EINVAL. The callback gets (0, entries, complete, bytes) or (-errno, syscall, path, 0); once `cancel[0]`
+ * (an Int32Array) is set, the walk stops at its next entry and answers (-ECANCELED, "measureTree", path, 0).
  */
 static napi_value measure_tree(napi_env env, napi_callback_info info) {
   return queue_walk(env, info, measure_execute, "measureTree", "fsat.measureTree");

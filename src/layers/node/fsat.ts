@@ -22,13 +22,15 @@ export interface Fsat {
   readonly measureTreeSync?: (path: string, maxEntries: number, maxDepth: number, cap: number, maxMs: number, out: Float64Array) => number | readonly [number, string, string]
   /**
    * Queue a whole measuring walk on the libuv thread pool; 0 when queued (else a negative errno, and no
-   * callback). The callback gets `(0, entries, complete, bytes)` or `(-errno, syscall, path, 0)`.
+   * callback). The callback gets `(0, entries, complete, bytes)` or `(-errno, syscall, path, 0)`. Setting
+   * `cancel[0]` stops the walk at its next entry (answer ECANCELED).
    */
   readonly measureTree?: (
     path: string,
     maxEntries: number,
     maxDepth: number,
-    callback: (answer: number, a: number | string, b: boolean | string, bytes: number) => void
+    callback: (answer: number, a: number | string, b: boolean | string, bytes: number) => void,
+    cancel?: Int32Array
   ) => number
   /**
    * Queue a whole removal walk on the libuv thread pool; 0 when queued (else a negative errno, and no

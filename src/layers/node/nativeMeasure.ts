@@ -11,8 +11,9 @@
  * at `SYNC_ENTRIES` entries, at a directory of more names than that, and after `SYNC_MS` (a cold cache, a
  * slow disk): about one slice of the portable walk. A tree it does not finish is measured again from the
  * start on the thread pool (`measureTree`), so the event loop keeps turning however big the tree or slow
- * the disk; what the first pass did is the most that is wasted. A measure on the thread pool runs to its
- * end when its fiber is interrupted (it only reads, and frees what it holds; nobody waits for the answer).
+ * the disk; what the first pass did is the most that is wasted. A measure on the thread pool whose fiber is
+ * interrupted stops at its next entry (a flag it reads), so it does not keep a pool thread walking a huge
+ * run nobody waits for; it frees what it holds either way.
  * (Before: fdWalk.ts drove these syscalls from JavaScript, one native call per entry: BENCHMARKS.md, session 7.)
  */
 import * as Effect from "effect/Effect"
@@ -39,14 +40,20 @@ export const makeNativeMeasure = (fsat: Fsat, syncEntries = SYNC_ENTRIES, syncMs
 
   const onThreadPool = (root: string, budget: WalkBudget): Effect.Effect<TreeMeasure, FileSystemError> =>
     Effect.async<TreeMeasure, FileSystemError>((resume) => {
+      const cancel = new Int32Array(1)
       const queued = native.measureTree(root, budget.maxEntries, budget.maxDepth, (answer, a, b, bytes) => {
         resume(
           answer === 0
             ? Effect.succeed({ bytes, entries: a as number, complete: b as boolean })
             : Effect.fail(failure(root, answer, String(a), String(b)))
         )
-      })
-      if (queued !== 0) resume(Effect.fail(failure(root, queued, "measureTree", root)))
+      }, cancel)
+      if (queued !== 0) {
+        resume(Effect.fail(failure(root, queued, "measureTree", root)))
+        return
+      }
+      // Interrupted: the walk stops at its next entry; its answer (ECANCELED) goes nowhere.
+      return Effect.sync(() => void Atomics.store(cancel, 0, 1))
     })
 
   return (root: string, budget: WalkBudget): Effect.Effect<TreeMeasure, FileSystemError> =>

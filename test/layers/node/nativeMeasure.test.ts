@@ -179,7 +179,54 @@ describe("native measure (fsat measureTree)", () => {
       fs.rmSync(root, { recursive: true, force: true })
     }))
 
-  it.effect("interrupted while its walk runs on the thread pool: the walk ends on its own and closes what it opened", () =>
+  it.effect("a measure on the thread pool stops at its next entry once its cancel flag is set, answering ECANCELED", () =>
+    Effect.gen(function*() {
+      const root = scratch()
+      // Ten chains of 100 levels: a walk seen inside one has most of its work still ahead of it.
+      for (let c = 0; c < 10; c++) fs.mkdirSync(`${root}/chain/a${c}/${Array.from({ length: 99 }, (_, i) => `c${i}`).join("/")}`, { recursive: true })
+      const native = fsat()
+      const answerOf = (cancel: Int32Array, whileRunning: () => Promise<void>) =>
+        Effect.promise(async () => {
+          let answer: Array<unknown> | undefined
+          const done = new Promise<void>((resolve) => {
+            assert.strictEqual(native.measureTree!(`${root}/chain`, 1e9, 1e9, (...a) => ((answer = a), resolve()), cancel), 0)
+          })
+          await whileRunning()
+          await done
+          return answer!
+        })
+      // Set before it starts: not one entry visited.
+      const before = yield* answerOf(Int32Array.of(1), async () => {})
+      assert.deepStrictEqual(before, [-os.constants.errno.ECANCELED, "measureTree", `${root}/chain`, 0])
+      // Set while it is inside a chain: it stops there (a whole walk answers 0 and 1,000 entries). A round
+      // whose poll never saw it inside a chain (a thread that ran it between two polls) is tried again.
+      let stopped = 0
+      for (let round = 0; round < 5 && stopped === 0; round++) {
+        const cancel = new Int32Array(1)
+        let seen = 0
+        const answer = yield* answerOf(cancel, async () => {
+          for (let i = 0; i < 5000; i++) {
+            seen = openDescriptorsUnder(root)
+            if (seen >= 50) break
+            await new Promise((resolve) => setImmediate(resolve))
+          }
+          Atomics.store(cancel, 0, 1)
+        })
+        if (seen >= 50) {
+          assert.strictEqual(answer[0], -os.constants.errno.ECANCELED)
+          stopped++
+        }
+        assert.strictEqual(openDescriptorsUnder(root), 0)
+      }
+      assert.strictEqual(stopped, 1, "a round set the flag while the walk was inside a chain")
+      // Without a flag, or with a flag never set, the same walk answers whole.
+      const whole = yield* answerOf(new Int32Array(1), async () => {})
+      assert.deepStrictEqual(whole, [0, 1000, true, 0])
+      assert.strictEqual(native.measureTree!(root, 10, 64, () => {}, new Float64Array(1) as unknown as Int32Array), -os.constants.errno.EINVAL)
+      fs.rmSync(root, { recursive: true, force: true })
+    }))
+
+  it.effect("interrupted while its walk runs on the thread pool: the walk stops and closes what it opened", () =>
     Effect.gen(function*() {
       const root = scratch()
       plantChain(root, 400)
