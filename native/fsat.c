@@ -464,6 +464,24 @@ static int step(removal_t *r) {
   return r->depth == 0 ? 1 : 0;
 }
 
+/*
+ * A walk from its opened, listed root (it takes ownership of both): `step` until it says done, then every
+ * frame still open is dropped (a failure or budget stop leaves some).
+ */
+static void walk_from(removal_t *r, int fd, dev_t dev, listing_t entries, int (*step)(removal_t *)) {
+  frame_t root = { fd, dev, strdup(r->root), NULL, entries, 0, 0, 0 };
+  if (root.path == NULL) {
+    drop_frame(&root);
+    fail(r, ENOMEM, r->walk, r->root, NULL);
+    return;
+  }
+  if (push(r, root) != 0) return;
+  while (step(r) == 0) {
+    /* one entry, or one finished directory, per step */
+  }
+  while (r->depth > 0) drop_frame(&r->stack[--r->depth]);
+}
+
 static void run_removal(removal_t *r) {
   r->complete = 1;
   struct stat st;
@@ -496,22 +514,13 @@ static void run_removal(removal_t *r) {
   }
   listing_t entries;
   if (list_or_fail(r, fd, r->root, NULL, &entries) != 0) return;
-  frame_t root = { fd, opened.st_dev, strdup(r->root), NULL, entries, 0, 0, 0 };
   if (r->max_depth < 1 && entries.count > 0) {
-    drop_frame(&root);
+    free_listing(&entries);
+    close(fd);
     r->complete = 0;
     return;
   }
-  if (root.path == NULL) {
-    drop_frame(&root);
-    fail(r, ENOMEM, r->walk, r->root, NULL);
-    return;
-  }
-  if (push(r, root) != 0) return;
-  while (step(r) == 0) {
-    /* one entry, or one finished directory, per step */
-  }
-  while (r->depth > 0) drop_frame(&r->stack[--r->depth]);
+  walk_from(r, fd, opened.st_dev, entries, step);
 }
 
 /* ---------------------------------------------------------------------------------------------------------
@@ -641,22 +650,13 @@ static void run_measure(removal_t *r) {
   }
   listing_t entries;
   if (measure_listing(r, fd, r->root, NULL, &entries) != 0) return; /* failed, removed meanwhile, or over */
-  frame_t root = { fd, opened.st_dev, strdup(r->root), NULL, entries, 0, 0, 0 };
   if (r->max_depth < 1 || entries.count == 0) {
     if (entries.count > 0) r->complete = 0;
-    drop_frame(&root);
+    free_listing(&entries);
+    close(fd);
     return;
   }
-  if (root.path == NULL) {
-    drop_frame(&root);
-    fail(r, ENOMEM, r->walk, r->root, NULL);
-    return;
-  }
-  if (push(r, root) != 0) return;
-  while (measure_step(r) == 0) {
-    /* one entry, or one finished directory, per step */
-  }
-  while (r->depth > 0) drop_frame(&r->stack[--r->depth]);
+  walk_from(r, fd, opened.st_dev, entries, measure_step);
 }
 
 /*
