@@ -15,6 +15,7 @@
 #include <node_api.h>
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,6 +29,8 @@
 #endif
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+/* measureTreeSync(path, maxEntries, maxDepth, cap, maxMs, out) and measureTree(..., callback, cancel). */
+#define MEASURE_VERSION 2
 #define NAME_MAX_BYTES 4096
 
 /*
@@ -65,7 +68,7 @@ static napi_value number(napi_env env, double value) {
 static int path_arg(napi_env env, napi_value value, char *buf, size_t size) {
   size_t length = 0;
   if (napi_get_value_string_utf8(env, value, NULL, 0, &length) != napi_ok) return -EINVAL;
-  if (length + 1 >= size) return -ENAMETOOLONG;
+  if (length >= size) return -ENAMETOOLONG;
   napi_get_value_string_utf8(env, value, buf, size, &length);
   return 0;
 }
@@ -681,8 +684,8 @@ static napi_value measure_tree_sync(napi_env env, napi_callback_info info) {
   if (path_error != 0) return number(env, path_error);
   if (napi_get_value_double(env, argv[1], &max_entries) != napi_ok ||
       napi_get_value_double(env, argv[2], &max_depth) != napi_ok ||
-      napi_get_value_double(env, argv[3], &cap) != napi_ok || cap < 1 ||
-      napi_get_value_double(env, argv[4], &max_ms) != napi_ok || max_ms <= 0 ||
+      napi_get_value_double(env, argv[3], &cap) != napi_ok || !isfinite(cap) || cap < 1 ||
+      napi_get_value_double(env, argv[4], &max_ms) != napi_ok || !isfinite(max_ms) || max_ms <= 0 ||
       napi_get_typedarray_info(env, argv[5], &kind, &length, &data, NULL, NULL) != napi_ok ||
       kind != napi_float64_array || length < 3) {
     return number(env, -EINVAL);
@@ -1234,6 +1237,11 @@ static napi_value init(napi_env env, napi_value exports) {
     { "linkEach", NULL, link_each, NULL, NULL, NULL, napi_enumerable, NULL },
   };
   napi_define_properties(env, exports, sizeof methods / sizeof methods[0], methods);
+  /* The measure calls' version (their signatures): JavaScript uses them only when it matches, so an addon
+     built from other sources (a stale build/) is never called with arguments it reads differently. */
+  napi_value version;
+  napi_create_uint32(env, MEASURE_VERSION, &version);
+  napi_set_named_property(env, exports, "measureVersion", version);
   return exports;
 }
 

@@ -18,6 +18,18 @@ const sourceOf = (rel) => {
   return stem === undefined ? undefined : path.join(src, `${stem}.ts`)
 }
 
+// Only `.ts` sources are mapped: another kind in src/ (.tsx, .mts, a .js under allowJs) would have its
+// outputs taken for stale, so the build stops instead until this script learns it.
+const unknownSources = (dir) =>
+  fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? unknownSources(path.join(dir, e.name)) : e.name.endsWith(".ts") ? [] : [path.join(dir, e.name)]
+  )
+const unknown = fs.existsSync(src) ? unknownSources(src) : []
+if (unknown.length > 0) {
+  process.stderr.write(`pruneDist: sources of a kind it does not map (${unknown.join(", ")}): nothing removed\n`)
+  process.exit(1)
+}
+
 const removed = []
 const visit = (dir) => {
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {

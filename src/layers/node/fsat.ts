@@ -19,6 +19,8 @@ export interface Fsat {
    * syscall, path] when the walk failed; a negative errno for bad arguments. Missing from an addon built
    * before it existed.
    */
+  /** The version of the measure calls' signatures (fsat.c MEASURE_VERSION); missing before they existed. */
+  readonly measureVersion?: number
   readonly measureTreeSync?: (path: string, maxEntries: number, maxDepth: number, cap: number, maxMs: number, out: Float64Array) => number | readonly [number, string, string]
   /**
    * Queue a whole measuring walk on the libuv thread pool; 0 when queued (else a negative errno, and no

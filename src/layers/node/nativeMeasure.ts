@@ -30,9 +30,15 @@ export const SYNC_MS = 2
 
 type NativeMeasure = Required<Pick<Fsat, "measureTree" | "measureTreeSync">>
 
-/** The native measure, or undefined for an addon built before it existed (a stale build/). */
+/** The measure calls' version this module calls them by (fsat.c MEASURE_VERSION). */
+export const MEASURE_VERSION = 2
+
+/**
+ * The native measure, or undefined for an addon built from other sources (a stale build/: without the
+ * measure calls, or with other signatures), which must not be called with these arguments.
+ */
 export const makeNativeMeasure = (fsat: Fsat, syncEntries = SYNC_ENTRIES, syncMs = SYNC_MS) => {
-  if (typeof fsat.measureTree !== "function" || typeof fsat.measureTreeSync !== "function") return undefined
+  if (fsat.measureVersion !== MEASURE_VERSION || typeof fsat.measureTree !== "function" || typeof fsat.measureTreeSync !== "function") return undefined
   const native = fsat as Fsat & NativeMeasure
   const out = new Float64Array(3)
   const failure = (root: string, errno: number, syscall: string, path: string): FileSystemError =>

@@ -12,8 +12,8 @@ import type { FileSystemError } from "../../domain/Errors.js"
 import { warningAnnotations } from "../../domain/Warnings.js"
 import type { TreeMeasure, TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
 import type { WalkerChoice } from "../../services/StorageConfig.js"
-import { fsatAddon } from "./fsat.js"
-import { makeNativeMeasure } from "./nativeMeasure.js"
+import { type Fsat, fsatAddon } from "./fsat.js"
+import { makeNativeMeasure, MEASURE_VERSION } from "./nativeMeasure.js"
 import { makeNativeRemover } from "./nativeRemove.js"
 import { pathWalker } from "./pathWalk.js"
 import { scopedRemover } from "./remover.js"
@@ -48,6 +48,22 @@ export const walkerKindOf = (choice: WalkerChoice): WalkerKind => {
 
 const measureOnEventLoop = (root: string, budget: WalkBudget) => runWalk("measureTree", root, () => pathWalker.startMeasure(root, budget))
 
+/**
+ * The C measure, or for an addon built from other sources (a stale build/) the portable one, with a
+ * NativeAddonStale warning: measuring still works, more slowly, until the addon is rebuilt.
+ */
+export const nativeMeasureOrPortable = (fsat: Fsat): Effect.Effect<Walks["measureTree"]> =>
+  Effect.suspend(() => {
+    const native = makeNativeMeasure(fsat)
+    if (native !== undefined) return Effect.succeed(native)
+    const warning = {
+      _tag: "NativeAddonStale",
+      missing: `measureTree (version ${MEASURE_VERSION})`,
+      message: `the native addon was built from other sources (no measureTree version ${MEASURE_VERSION}): trees are measured portably until it is rebuilt (\`npm rebuild pi-agent-storage\` where it is installed, \`npm run install\` in its checkout)`
+    } as const
+    return Effect.as(Effect.logWarning(warning.message).pipe(Effect.annotateLogs(warningAnnotations(warning))), measureOnEventLoop)
+  })
+
 const removeOnEventLoop = (root: string, budget: WalkBudget) => runWalk("removeTree", root, () => pathWalker.startRemoval(root, budget))
 
 /**
@@ -59,18 +75,8 @@ export const makeWalks = (choice: WalkerChoice, removerThreads: number): Effect.
     const kind = yield* Effect.try(() => walkerKindOf(choice)).pipe(Effect.orDie)
     const loaded = fsatAddon()
     if (kind === "native" && "fsat" in loaded) {
-      const nativeMeasure = makeNativeMeasure(loaded.fsat)
-      if (nativeMeasure === undefined) {
-        // An addon built before the C measure existed (a stale build/) measures portably, and says so.
-        const warning = {
-          _tag: "NativeAddonStale",
-          missing: "measureTree",
-          message: "the native addon has no measureTree (built by an older version): trees are measured portably; `npm run install` rebuilds it"
-        } as const
-        yield* Effect.logWarning(warning.message).pipe(Effect.annotateLogs(warningAnnotations(warning)))
-      }
       return {
-        measureTree: nativeMeasure ?? measureOnEventLoop,
+        measureTree: yield* nativeMeasureOrPortable(loaded.fsat),
         removeTree: makeNativeRemover(loaded.fsat, removerThreads),
         // An addon built before syncFs existed (a stale build/) still walks natively, and syncs portably.
         syncFileSystem: typeof loaded.fsat.syncFs === "function" ? makeNativeSync(loaded.fsat) : portableSync,

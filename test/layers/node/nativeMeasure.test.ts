@@ -18,6 +18,8 @@ import * as Fiber from "effect/Fiber"
 import { type Fsat, loadFsat } from "../../../src/layers/node/fsat.js"
 import { makeNativeMeasure, SYNC_ENTRIES } from "../../../src/layers/node/nativeMeasure.js"
 import { pathWalker } from "../../../src/layers/node/pathWalk.js"
+import { nativeMeasureOrPortable } from "../../../src/layers/node/walkers.js"
+import { capturing, warningsOf } from "../../support/logs.js"
 import { runWalk } from "../../../src/layers/node/support.js"
 import { openDescriptorsUnder } from "../../support/descriptors.js"
 
@@ -143,13 +145,16 @@ describe("native measure (fsat measureTree)", () => {
       for (let f = 0; f <= SYNC_ENTRIES; f++) fs.writeFileSync(`${root}/wide/f${f}`, "")
       assert.deepStrictEqual(yield* measure(`${root}/wide`, WIDE), { bytes: 0, entries: SYNC_ENTRIES + 1, complete: true })
       assert.strictEqual(counted.pool, 3)
+      // Even under a budget the calling thread could meet (5 entries): the listing alone sends it to the pool.
+      assert.deepStrictEqual(yield* measure(`${root}/wide`, { maxEntries: 5, maxDepth: 64 }), { bytes: 0, entries: 5, complete: false })
+      assert.strictEqual(counted.pool, 4)
       // A small tree measured no faster than the calling thread's time allows (here: none at all).
       const slow = countingPool()
       assert.deepStrictEqual(yield* measureWith(undefined, slow.native, 1e-9)(`${root}/big/d1`, WIDE), { bytes: (39 * 40) / 2, entries: 40, complete: true })
       assert.strictEqual(slow.counted.pool, 1)
       // A small one: the calling thread only.
       assert.deepStrictEqual(yield* measure(`${root}/big/d1`, WIDE), { bytes: (39 * 40) / 2, entries: 40, complete: true })
-      assert.strictEqual(counted.pool, 3)
+      assert.strictEqual(counted.pool, 4)
       fs.rmSync(root, { recursive: true, force: true })
     }))
 
@@ -227,30 +232,66 @@ describe("native measure (fsat measureTree)", () => {
       fs.rmSync(root, { recursive: true, force: true })
     }))
 
-  it.effect("interrupted while its walk runs on the thread pool: the walk stops and closes what it opened", () =>
+  it.effect("interrupted while its walk runs on the thread pool: the walk stops (ECANCELED) and closes what it opened", () =>
     Effect.gen(function*() {
       const root = scratch()
-      plantChain(root, 400)
-      for (let i = 0; i < 1000; i++) fs.mkdirSync(`${root}/chain/w${i}`) // keeps the walk busy beside the chain
-      const fiber = yield* Effect.fork(measureWith(undefined, poolOnly())(`${root}/chain`, WIDE))
-      yield* Effect.yieldNow()
-      // In flight: the walk holds a descriptor per level of the chain.
-      const inFlight = yield* Effect.promise(async () => {
-        let most = 0
-        for (let i = 0; i < 2000 && most < 100; i++) {
-          most = Math.max(most, openDescriptorsUnder(root))
-          if (most < 100) await new Promise((resolve) => setImmediate(resolve))
+      for (let c = 0; c < 10; c++) fs.mkdirSync(`${root}/chain/a${c}/${Array.from({ length: 99 }, (_, i) => `c${i}`).join("/")}`, { recursive: true })
+      // Every measure on the thread pool, its C answer recorded (the fiber no longer waits for it).
+      const real = fsat()
+      let answered: Promise<Array<unknown>> | undefined
+      const native: Fsat = {
+        ...poolOnly(),
+        measureTree: (path, maxEntries, maxDepth, callback, cancel) => {
+          let settle: (a: Array<unknown>) => void = () => {}
+          answered = new Promise((resolve) => (settle = resolve))
+          return real.measureTree!(path, maxEntries, maxDepth, (...a) => (settle(a), callback(...a)), cancel)
         }
-        return most
-      })
-      assert.isAtLeast(inFlight, 100, "the walk was deep in the chain when interrupted")
-      yield* Fiber.interrupt(fiber)
-      yield* Effect.promise(async () => {
-        for (let i = 0; i < 1000 && openDescriptorsUnder(root) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 5))
-      })
-      assert.strictEqual(openDescriptorsUnder(root), 0)
+      }
+      let stopped = 0
+      for (let round = 0; round < 5 && stopped === 0; round++) {
+        const fiber = yield* Effect.fork(measureWith(undefined, native)(`${root}/chain`, WIDE))
+        yield* Effect.yieldNow()
+        const seen = yield* Effect.promise(async () => {
+          let most = 0
+          for (let i = 0; i < 5000 && most < 50; i++) {
+            most = openDescriptorsUnder(root)
+            if (most < 50) await new Promise((resolve) => setImmediate(resolve))
+          }
+          return most
+        })
+        yield* Fiber.interrupt(fiber)
+        const answer = yield* Effect.promise(() => answered!)
+        // Seen inside a chain when interrupted: the walk must have stopped there, not finished.
+        if (seen >= 50) {
+          assert.strictEqual(answer[0], -os.constants.errno.ECANCELED)
+          stopped++
+        }
+        assert.strictEqual(openDescriptorsUnder(root), 0)
+      }
+      assert.strictEqual(stopped, 1, "a round interrupted the walk inside a chain")
       fs.rmSync(root, { recursive: true, force: true })
     }))
+
+  it.effect("an addon built from other sources is never called: the portable measure, with a NativeAddonStale warning", () =>
+    capturing((logged) =>
+      Effect.gen(function*() {
+        const root = scratch()
+        plantTree(`${root}/tree`, 3, 4)
+        // One with other signatures (version 1), one from before the measure calls (neither the version nor them).
+        const { measureVersion: _version, measureTreeSync: _sync, measureTree: _pool, ...before } = fsat()
+        for (const stale of [{ ...fsat(), measureVersion: 1 }, before]) {
+          const measure = yield* nativeMeasureOrPortable(stale)
+          assert.deepStrictEqual(yield* measure(`${root}/tree`, WIDE), { bytes: 3 * 6, entries: 3 * 5, complete: true })
+        }
+        const warnings = warningsOf(logged, "NativeAddonStale")
+        assert.strictEqual(warnings.length, 2)
+        assert.match(warnings[0]!.message, /npm rebuild pi-agent-storage/)
+        assert.strictEqual(warningsOf(logged, "NativeAddonStale").length, 2)
+        yield* nativeMeasureOrPortable(fsat())
+        assert.strictEqual(warningsOf(logged, "NativeAddonStale").length, 2, "the current addon warns nothing")
+        fs.rmSync(root, { recursive: true, force: true })
+      })
+    ))
 
   it("a walk failing mid-way (out of descriptors) is a typed error naming the deep path, and closes every descriptor", () => {
     const root = scratch()
@@ -268,7 +309,7 @@ describe("native measure (fsat measureTree)", () => {
       const out = []
       for (const native of [real, { ...real, measureTreeSync: () => 1 }]) {
         const before = fds()
-        const failed = await Effect.runPromise(Effect.flip(makeNativeMeasure(native)(process.argv[2], { maxEntries: 1e9, maxDepth: 1e9 })))
+        const failed = await Effect.runPromise(Effect.flip(makeNativeMeasure(native, undefined, 60000)(process.argv[2], { maxEntries: 1e9, maxDepth: 1e9 })))
         out.push({ errno: failed.errno, method: failed.method, path: failed.path, before, after: fds() })
       }
       process.stdout.write(JSON.stringify(out))
@@ -289,13 +330,13 @@ describe("native measure (fsat measureTree)", () => {
   it.effect("the event loop keeps turning while a big tree is measured", () =>
     Effect.gen(function*() {
       const root = scratch()
-      plantTree(`${root}/big`, 1500, 0)
+      plantTree(`${root}/big`, 4000, 0)
       let ticks = 0
       const timer = setInterval(() => ticks++, 1)
       const measure = yield* measureWith()(`${root}/big`, WIDE)
       clearInterval(timer)
-      assert.deepStrictEqual([measure.entries, measure.complete], [1500, true])
-      // A walk opening 1,500 directories takes many milliseconds; an event loop held by it would not tick.
+      assert.deepStrictEqual([measure.entries, measure.complete], [4000, true])
+      // A walk opening 4,000 directories takes many milliseconds; an event loop held by it would not tick.
       assert.isAbove(ticks, 1)
       fs.rmSync(root, { recursive: true, force: true })
     }))

@@ -45,11 +45,15 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
       fs.writeFileSync(`${root}/file`, "f")
       const below = yield* Effect.flip(remove(`${root}/file/x`, WIDE))
       assert.deepStrictEqual([below.reason, below.errno, below.method, below.path], ["NotADirectory", "ENOTDIR", "removeTree", `${root}/file/x`])
-      // A real failure mid-walk, even for root: procfs refuses to unlink its entries.
+      // A real failure mid-walk, even for root: procfs refuses to unlink its entries (the walk's descriptor on
+      // it reads as /proc/<pid>/fdinfo).
+      const fdinfo = `/proc/${process.pid}/fdinfo`
+      const onFdinfo = openDescriptorsUnder(fdinfo)
       const refused = yield* Effect.flip(remove("/proc/self/fdinfo", WIDE))
       assert.deepStrictEqual([refused.reason, refused.method], ["PermissionDenied", "removeTree"])
       assert.match(refused.path, /^\/proc\/self\/fdinfo\/\d+$/)
       assert.strictEqual(openDescriptorsUnder(root), before)
+      assert.strictEqual(openDescriptorsUnder(fdinfo), onFdinfo)
       fs.rmSync(root, { recursive: true, force: true })
     }))
 
