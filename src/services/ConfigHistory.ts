@@ -57,6 +57,7 @@ import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type InterruptedChange, historyDirOf, readChangeSentinel, sentinelPathOf } from "./internal/configSentinel.js"
 import { depsFromContext, selfIdentity } from "./internal/deps.js"
+import { sameBytes } from "../domain/Bytes.js"
 import { type Git, makeGit, utf8 } from "./internal/git.js"
 import { acquireMarkerWaiting, DEFAULT_LOCK_WAIT_MS, waitingAtMost } from "./internal/markers.js"
 import { warn } from "./internal/warn.js"
@@ -169,7 +170,6 @@ interface LiveScan {
   readonly racyRead: number
 }
 
-const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i])
 const lines0 = (bytes: Uint8Array): ReadonlyArray<string> => utf8(bytes).split("\0").filter((p) => p !== "")
 const short = (revision: string) => revision.slice(0, 12)
 

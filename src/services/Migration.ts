@@ -73,7 +73,8 @@ import { AgentDir } from "./AgentDir.js"
 import { type FileInfo, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type Deps, depsFromContext } from "./internal/deps.js"
-import { acquireMarkerWaiting, sameBytes } from "./internal/markers.js"
+import { sameBytes } from "../domain/Bytes.js"
+import { acquireMarkerWaiting } from "./internal/markers.js"
 import { warn } from "./internal/warn.js"
 
 type Fs = FileSystem["Type"]

@@ -544,6 +544,13 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     let generation = 0
     let beaterRunning = 0
     const beatTurn = Effect.unsafeMakeSemaphore(1)
+    /** The warning of a lease not refreshed: what happened (`lead`), then what it means for other hosts. */
+    const heartbeatFailed = (leasePath: string, lead: string) =>
+      warn({
+        _tag: "HeartbeatFailed",
+        leasePath,
+        message: `${lead} other hosts judge it stale ${Math.round(remoteLeaseTtlMs / 60000)} minutes after its last heartbeat`
+      })
     // One lease's beat failing by a defect (a bug, a port that throws) must not end the loop for every other
     // lease this service holds: it is a HeartbeatFailed warning and the others are beaten on.
     const beatOne = (lease: Beating) =>
@@ -552,11 +559,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         lease.inFlight = true
         return Effect.ensuring(lease.beat, Effect.sync(() => { lease.inFlight = false }))
       })).pipe(Effect.catchAllDefect((defect) =>
-        warn({
-          _tag: "HeartbeatFailed",
-          leasePath: lease.leasePath,
-          message: `could not refresh the lease ${lease.leasePath} (${defect instanceof Error ? defect.message : String(defect)}); other hosts judge it stale ${Math.round(remoteLeaseTtlMs / 60000)} minutes after its last heartbeat`
-        })
+        heartbeatFailed(lease.leasePath, `could not refresh the lease ${lease.leasePath} (${defect instanceof Error ? defect.message : String(defect)});`)
       ))
     const beater = (mine: number): Effect.Effect<void> => heartbeatClock.sleep(heartbeatEvery).pipe(
       Effect.zipRight(Effect.suspend(() => {
@@ -618,19 +621,11 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           if (body._tag === "None") return
           const current = decodeJsonBytes(LeaseV2, body.value)
           if (!current.ok) {
-            return yield* warn({
-              _tag: "HeartbeatFailed",
-              leasePath: run.leasePath,
-              message: `the lease ${run.leasePath} no longer decodes (${current.why}); it is not refreshed, and other hosts judge it stale ${Math.round(remoteLeaseTtlMs / 60000)} minutes after its last heartbeat`
-            })
+            return yield* heartbeatFailed(run.leasePath, `the lease ${run.leasePath} no longer decodes (${current.why}); it is not refreshed, and`)
           }
           yield* fs.writeFileAtomic(run.leasePath, encodeJsonBytes({ ...current.value, heartbeatAt: now }), { sync: false })
         }).pipe(Effect.catchAll((e) =>
-          warn({
-            _tag: "HeartbeatFailed",
-            leasePath: run.leasePath,
-            message: `could not refresh the lease ${run.leasePath} (${e.message}); other hosts judge it stale ${Math.round(remoteLeaseTtlMs / 60000)} minutes after its last heartbeat`
-          })
+          heartbeatFailed(run.leasePath, `could not refresh the lease ${run.leasePath} (${e.message});`)
         ))
         const lease: Beating = { beat: heartbeat, leasePath: run.leasePath, released: false, inFlight: false }
         yield* startBeating(lease)

@@ -9,7 +9,7 @@
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type { FileSystemError } from "../../domain/Errors.js"
-import { warningAnnotations } from "../../domain/Warnings.js"
+import { warn } from "../../services/internal/warn.js"
 import type { TreeMeasure, TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
 import type { WalkerChoice } from "../../services/StorageConfig.js"
 import { type Fsat, fsatAddon } from "./fsat.js"
@@ -61,7 +61,7 @@ export const nativeMeasureOrPortable = (fsat: Fsat): Effect.Effect<Walks["measur
       missing: `measureTree (version ${MEASURE_VERSION})`,
       message: `the native addon was built from other sources (no measureTree version ${MEASURE_VERSION}): trees are measured portably until it is rebuilt (\`npm rebuild pi-agent-storage\` where it is installed, \`npm run install\` in its checkout)`
     } as const
-    return Effect.as(Effect.logWarning(warning.message).pipe(Effect.annotateLogs(warningAnnotations(warning))), measureOnEventLoop)
+    return Effect.as(warn(warning), measureOnEventLoop)
   })
 
 const removeOnEventLoop = (root: string, budget: WalkBudget) => runWalk("removeTree", root, () => pathWalker.startRemoval(root, budget))

@@ -4,6 +4,7 @@
  * dead — or, for a marker that cannot be read (empty, garbage, a directory or a symlink where the file
  * belongs), once it is older than the stale bound (`unreadableVerdict`, README "Stale unreadable markers and leases").
  */
+import { sameBytes } from "../../domain/Bytes.js"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -126,9 +127,6 @@ export const judgeMarker = (deps: Deps, path: string): Effect.Effect<MarkerJudge
       info
     }
   })
-
-/** Byte-for-byte equality. */
-export const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i])
 
 /**
  * The entry at `path` is still the one judged dead: same inode, same mtime, same type, same bytes (an empty

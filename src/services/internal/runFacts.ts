@@ -19,7 +19,7 @@ import type { FileSystemError } from "../../domain/Errors.js"
 import { isFarFuture, type LeaseVerdict, readFailureIsContent } from "../../domain/Liveness.js"
 import { boundManifestTimes, type BoundedManifestTimes } from "../../domain/PrunePlan.js"
 import { type Deps, judge } from "./deps.js"
-import { sameBytes } from "./markers.js"
+import { sameBytes } from "../../domain/Bytes.js"
 import { aFileType } from "../../domain/FileTypeWords.js"
 
 const unreadableManifest = (e: FileSystemError): string => {

@@ -1,0 +1,4 @@
+/** Byte-level comparisons shared by the programs (a manifest re-read, a marker, a migrated file, the config mirror). Pure. */
+
+/** Whether two byte arrays hold the same bytes. */
+export const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.length === b.length && a.every((x, i) => x === b[i])
