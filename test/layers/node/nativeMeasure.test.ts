@@ -188,8 +188,8 @@ describe("native measure (fsat measureTree)", () => {
   it.effect("a measure on the thread pool stops at its next entry once its cancel flag is set, answering ECANCELED", () =>
     Effect.gen(function*() {
       const root = scratch()
-      // Ten chains of 100 levels: a walk seen inside one has most of its work still ahead of it.
-      for (let c = 0; c < 10; c++) fs.mkdirSync(`${root}/chain/a${c}/${Array.from({ length: 99 }, (_, i) => `c${i}`).join("/")}`, { recursive: true })
+      // Twenty chains of 100 levels: a walk seen inside one has most of its work still ahead of it.
+      for (let c = 0; c < 20; c++) fs.mkdirSync(`${root}/chain/a${c}/${Array.from({ length: 99 }, (_, i) => `c${i}`).join("/")}`, { recursive: true })
       const native = fsat()
       const answerOf = (cancel: Int32Array, whileRunning: () => Promise<void>) =>
         Effect.promise(async () => {
@@ -204,7 +204,7 @@ describe("native measure (fsat measureTree)", () => {
       // Set before it starts: not one entry visited.
       const before = yield* answerOf(Int32Array.of(1), async () => {})
       assert.deepStrictEqual(before, [-os.constants.errno.ECANCELED, "measureTree", `${root}/chain`, 0])
-      // Set while it is inside a chain: it stops there (a whole walk answers 0 and 1,000 entries). A round
+      // Set while it is inside a chain: it stops there (a whole walk answers 0 and 2,000 entries). A round
       // whose poll never saw it inside a chain (a thread that ran it between two polls) is tried again.
       let stopped = 0
       for (let round = 0; round < 5 && stopped === 0; round++) {
@@ -218,16 +218,15 @@ describe("native measure (fsat measureTree)", () => {
           }
           Atomics.store(cancel, 0, 1)
         })
-        if (seen >= 50) {
-          assert.strictEqual(answer[0], -os.constants.errno.ECANCELED)
-          stopped++
-        }
+        // (A walk that ended between the poll and the flag answers whole: that round is tried again.)
+        assert.include([0, -os.constants.errno.ECANCELED], answer[0])
+        if (seen >= 50 && answer[0] === -os.constants.errno.ECANCELED) stopped++
         assert.strictEqual(openDescriptorsUnder(root), 0)
       }
       assert.strictEqual(stopped, 1, "a round set the flag while the walk was inside a chain")
       // Without a flag, or with a flag never set, the same walk answers whole.
       const whole = yield* answerOf(new Int32Array(1), async () => {})
-      assert.deepStrictEqual(whole, [0, 1000, true, 0])
+      assert.deepStrictEqual(whole, [0, 2000, true, 0])
       assert.strictEqual(native.measureTree!(root, 10, 64, () => {}, new Float64Array(1) as unknown as Int32Array), -os.constants.errno.EINVAL)
       fs.rmSync(root, { recursive: true, force: true })
     }))
@@ -235,7 +234,7 @@ describe("native measure (fsat measureTree)", () => {
   it.effect("interrupted while its walk runs on the thread pool: the walk stops (ECANCELED) and closes what it opened", () =>
     Effect.gen(function*() {
       const root = scratch()
-      for (let c = 0; c < 10; c++) fs.mkdirSync(`${root}/chain/a${c}/${Array.from({ length: 99 }, (_, i) => `c${i}`).join("/")}`, { recursive: true })
+      for (let c = 0; c < 20; c++) fs.mkdirSync(`${root}/chain/a${c}/${Array.from({ length: 99 }, (_, i) => `c${i}`).join("/")}`, { recursive: true })
       // Every measure on the thread pool, its C answer recorded (the fiber no longer waits for it).
       const real = fsat()
       let answered: Promise<Array<unknown>> | undefined
@@ -261,14 +260,14 @@ describe("native measure (fsat measureTree)", () => {
         })
         yield* Fiber.interrupt(fiber)
         const answer = yield* Effect.promise(() => answered!)
-        // Seen inside a chain when interrupted: the walk must have stopped there, not finished.
-        if (seen >= 50) {
-          assert.strictEqual(answer[0], -os.constants.errno.ECANCELED)
-          stopped++
-        }
+        // Interrupted while inside a chain, the walk stops there (ECANCELED); on a loaded machine it may have
+        // finished before the interrupt reached it (0, a whole answer): that round is tried again. Without the
+        // canceller every round answers 0.
+        assert.include([0, -os.constants.errno.ECANCELED], answer[0])
+        if (seen >= 50 && answer[0] === -os.constants.errno.ECANCELED) stopped++
         assert.strictEqual(openDescriptorsUnder(root), 0)
       }
-      assert.strictEqual(stopped, 1, "a round interrupted the walk inside a chain")
+      assert.strictEqual(stopped, 1, "a round interrupted the walk inside a chain, and it stopped")
       fs.rmSync(root, { recursive: true, force: true })
     }))
 
