@@ -316,9 +316,18 @@ static int read_fresh_listing(int fd, listing_t *out, size_t limit) {
 }
 
 /* List a directory just opened; on failure close it and record the failure. 0, or -1. */
+/*
+ * List a directory the removal just opened. A directory removed meanwhile (getdents answers ENOENT on one
+ * rmdir'd after its open, e.g. by a concurrent `rm -rf`) lists as empty: its own removal then finds it gone,
+ * as the portable walk does. 0, or -1 on failure (recorded, descriptor closed).
+ */
 static int list_or_fail(removal_t *r, int fd, const char *dir, const char *name, listing_t *out) {
   int error = read_fresh_listing(fd, out, 0);
   if (error == 0) return 0;
+  if (error == ENOENT) {
+    *out = (listing_t){ NULL, NULL, 0 };
+    return 0;
+  }
   close(fd);
   return fail(r, error, "readdir", dir, name);
 }

@@ -5,7 +5,10 @@
  * real concurrent swap, and each proves the window was hit: a swapped directory had been listed by the walk
  * as a directory and was met as a link. Then the portable walker's own cases: the same swap made at the
  * exact point (after its parent's listing), for removal and measuring, and its refusal without /proc.
+ * Every walker and measure also runs beside a real `rm -rf` of the same tree: a directory the other remover
+ * takes between the walk's open and its listing is gone (or empty), never a failure.
  */
+import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as NodePath from "node:path"
@@ -134,6 +137,67 @@ describe.each(["native", "portable"] as const)("the %s walker under a racing sym
         fs.rmSync(root, { recursive: true, force: true })
       }
       assert.isAbove(windowHits, 0, "some swap landed between the walk's listing and its reaching the directory")
+    })))
+})
+
+describe.each(["native", "portable"] as const)("the %s walker beside a concurrent rm -rf of the same tree", (kind) => {
+  // Live clock: the race is against a real process.
+  it.live("directories the other remover takes between their open and their listing are gone, not a failure", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { removeTree } = yield* makeWalks(kind, 1)
+      const DIRECTORIES = 300
+      let shared = 0
+      for (let round = 0; round < 6; round++) {
+        const root = scratch()
+        for (let d = 0; d < DIRECTORIES; d++) {
+          fs.mkdirSync(`${root}/run/d${d}/e`, { recursive: true })
+          fs.writeFileSync(`${root}/run/d${d}/e/f`, "x")
+        }
+        const rm = spawn("rm", ["-rf", `${root}/run`])
+        const exited = new Promise<number | null>((resolve) => rm.on("exit", resolve)) // listening from the start
+        const rmDone = Effect.promise(() => exited)
+        const removal = yield* removeTree(`${root}/run`, WIDE).pipe(Effect.either)
+        assert.strictEqual(yield* rmDone, 0)
+        assert.strictEqual(removal._tag, "Right", `round ${round}: ${removal._tag === "Left" ? removal.left.message : ""}`)
+        assert.isFalse(fs.existsSync(`${root}/run`))
+        // Both removers had a share of the tree (the race was run), counted by ours.
+        if (removal._tag === "Right" && removal.right.removedEntries < DIRECTORIES * 3) shared++
+        fs.rmSync(root, { recursive: true, force: true })
+      }
+      assert.isAbove(shared, 0, "rm -rf removed part of the tree while the walk ran")
+    })))
+})
+
+describe.each(["native", "portable"] as const)("the %s measure beside a concurrent rm -rf of the same tree", (kind) => {
+  // Live clock: the race is against a real process.
+  it.live("directories removed between their open and their listing count as the empty directories they were", () =>
+    Effect.scoped(Effect.gen(function*() {
+      // The native measure on the thread pool (the calling-thread pass answers "too big"), where rm runs beside it.
+      const measure = kind === "native" ? makeNativeMeasure({ ...loadedFsat(), measureTreeSync: () => 1 })! : (yield* makeWalks(kind, 1)).measureTree
+      const DIRECTORIES = 300
+      let shared = 0
+      for (let round = 0; round < 6; round++) {
+        const root = scratch()
+        for (let d = 0; d < DIRECTORIES; d++) {
+          fs.mkdirSync(`${root}/run/d${d}/e`, { recursive: true })
+          fs.writeFileSync(`${root}/run/d${d}/e/f`, "x")
+        }
+        const rm = spawn("rm", ["-rf", `${root}/run`])
+        const exited = new Promise<number | null>((resolve) => rm.on("exit", resolve)) // listening from the start
+        const measured = yield* measure(`${root}/run`, WIDE).pipe(Effect.either)
+        assert.strictEqual(yield* Effect.promise(() => exited), 0)
+        if (measured._tag === "Left") {
+          // Only the root itself gone before the walk opened it is a failure (nothing was there to measure).
+          assert.match(measured.left.message, new RegExp(`ENOENT.*'${root}/run'`), `round ${round}: ${measured.left.message}`)
+          continue
+        }
+        // Never more than was there, each file one byte; less when rm got there first.
+        assert.isAtMost(measured.right.entries, DIRECTORIES * 3)
+        assert.isAtMost(measured.right.bytes, DIRECTORIES)
+        if (measured.right.entries < DIRECTORIES * 3) shared++
+        fs.rmSync(root, { recursive: true, force: true })
+      }
+      assert.isAbove(shared, 0, "rm -rf removed part of the tree while the measure ran")
     })))
 })
 
