@@ -879,7 +879,10 @@ typedef struct {
 static void batch_execute(napi_env env, void *data) {
   (void)env;
   removal_batch_t *b = data;
-  for (size_t i = 0; i < b->count; i++) run_removal(&b->items[i]);
+  /* An item that failed already (a path too long) answers that failure; the others walk as if alone. */
+  for (size_t i = 0; i < b->count; i++) {
+    if (b->items[i].error == 0) run_removal(&b->items[i]);
+  }
 }
 
 static void free_batch(napi_env env, removal_batch_t *b) {
@@ -938,7 +941,25 @@ static napi_value remove_trees(napi_env env, napi_callback_info info) {
     napi_value path_value, entries_value, depth_value;
     char path[NAME_MAX_BYTES];
     removal_t *r = &b->items[i];
-    if (napi_get_element(env, argv[0], i, &path_value) != napi_ok || !string_arg(env, path_value, path, sizeof path) ||
+    int path_error = napi_get_element(env, argv[0], i, &path_value) != napi_ok ? -EINVAL : path_arg(env, path_value, path, sizeof path);
+    if (path_error == -ENAMETOOLONG) {
+      /* That walk alone fails, as removeTree would for it (ENAMETOOLONG, naming the path); not the batch. */
+      size_t length = 0;
+      napi_get_value_string_utf8(env, path_value, NULL, 0, &length);
+      r->root = malloc(length + 1);
+      if (r->root == NULL) {
+        free_batch(env, b);
+        return number(env, -ENOMEM);
+      }
+      napi_get_value_string_utf8(env, path_value, r->root, length + 1, &length);
+      r->walk = "removeTree";
+      fail(r, ENAMETOOLONG, "removeTree", r->root, NULL);
+      if (r->error_path == NULL) {
+        free_batch(env, b);
+        return number(env, -ENOMEM);
+      }
+    }
+    if (path_error == -EINVAL ||
         napi_get_element(env, argv[1], i, &entries_value) != napi_ok ||
         napi_get_value_double(env, entries_value, &r->max_entries) != napi_ok ||
         napi_get_element(env, argv[2], i, &depth_value) != napi_ok ||
@@ -946,6 +967,7 @@ static napi_value remove_trees(napi_env env, napi_callback_info info) {
       free_batch(env, b);
       return number(env, -EINVAL);
     }
+    if (r->root != NULL) continue; /* failed above */
     r->walk = "removeTree";
     r->root = strdup(path);
     if (r->root == NULL) {

@@ -48,8 +48,8 @@ export interface Fsat {
   /**
    * Queue several removal walks as one piece of thread-pool work (each exactly `removeTree`'s, in order;
    * budgets per root); 0 when queued (else a negative errno, and no callback). The callback gets
-   * `(index, ...removeTree's answer)` once per root, all on one return to the event loop. Missing from an
-   * addon built before it existed.
+   * `(index, ...removeTree's answer)` once per root, all on one return to the event loop; a root too long
+   * for a path answers `(-ENAMETOOLONG, "removeTree", root)` alone. Missing from an addon built before it existed.
    */
   readonly removeTrees?: (
     paths: ReadonlyArray<string>,

@@ -107,13 +107,16 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
       fs.writeFileSync(`${root}/file`, "f")
       fs.mkdirSync(`${root}/deep/a/b`, { recursive: true })
       const before = openDescriptorsUnder(root)
-      const [big, small, cut, below, absent, deep] = yield* Effect.all([
+      // A path too long for the addon fails alone, as it would outside a batch; the batch's other walks run.
+      const tooLong = `${root}/${"n".repeat(4100)}`
+      const [big, small, cut, below, absent, deep, long] = yield* Effect.all([
         remove(`${root}/big`, WIDE),
         remove(`${root}/small`, WIDE),
         remove(`${root}/cut`, { maxEntries: 7, maxDepth: 64 }),
         Effect.flip(remove(`${root}/file/x`, WIDE)),
         remove(`${root}/absent`, WIDE),
-        remove(`${root}/deep`, { maxEntries: 100, maxDepth: 1 })
+        remove(`${root}/deep`, { maxEntries: 100, maxDepth: 1 }),
+        Effect.flip(remove(tooLong, WIDE))
       ], { concurrency: "unbounded" })
       assert.deepStrictEqual(big, { removedEntries: 20 * 51, complete: true, removedBytes: 20 * 50 })
       assert.deepStrictEqual(small, { removedEntries: 2 * 4, complete: true, removedBytes: 2 * 3 })
@@ -121,9 +124,10 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
       assert.deepStrictEqual([below.reason, below.errno, below.path], ["NotADirectory", "ENOTDIR", `${root}/file/x`])
       assert.deepStrictEqual(absent, { removedEntries: 0, complete: true, removedBytes: 0 })
       assert.deepStrictEqual([deep.complete, fs.existsSync(`${root}/deep/a/b`)], [false, true])
+      assert.deepStrictEqual([long.errno, long.method, long.path], ["ENAMETOOLONG", "removeTree", tooLong])
       assert.deepStrictEqual([fs.existsSync(`${root}/big`), fs.existsSync(`${root}/small`), fs.existsSync(`${root}/cut`)], [false, false, true])
-      // Six removals in two pieces of work: the first alone, the five that waited behind it together.
-      assert.deepStrictEqual(remove.counts, { batches: 2, removals: 6 })
+      // Seven removals in two pieces of work: the first alone, the six that waited behind it together.
+      assert.deepStrictEqual(remove.counts, { batches: 2, removals: 7 })
       assert.strictEqual(openDescriptorsUnder(root), before)
       fs.rmSync(root, { recursive: true, force: true })
     }))
