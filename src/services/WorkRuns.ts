@@ -764,13 +764,18 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         let prepared = false
         for (const runId of runIds) {
           const runDir = NodePath.join(tenantDir, runId)
-          const info = present ? yield* fs.lstat(runDir).pipe(Effect.option) : Option.none()
-          if (Option.isNone(info)) {
+          const info = present ? yield* fs.lstat(runDir).pipe(Effect.either) : undefined
+          if (info === undefined || (info._tag === "Left" && info.left.reason === "NotFound")) {
             outcomes.push({ runId, _tag: "Missing" })
             continue
           }
-          if (info.value.type !== "Directory") {
-            outcomes.push({ runId, _tag: "Unowned", why: `it is ${aFileType(info.value.type)}` })
+          if (info._tag === "Left") {
+            // It may well be there: left alone and said why, never reported as absent.
+            outcomes.push({ runId, _tag: "Skipped", why: `it cannot be examined: ${info.left.message}` })
+            continue
+          }
+          if (info.right.type !== "Directory") {
+            outcomes.push({ runId, _tag: "Unowned", why: `it is ${aFileType(info.right.type)}` })
             continue
           }
           const manifest = yield* readManifest(deps, runDir, { category, tenant, runId })
