@@ -9,6 +9,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { openAgentStorage } from "../src/promise.js"
 import { BENCH_CATEGORY, buildTenant, ensureWorkRoot, removeTree, tenantDirOf } from "./fixtures.js"
+import { buildFloor, type FloorTiming } from "./floor.js"
 import type { Measurement } from "./result.js"
 import { nowMs, settle, summarize } from "./util.js"
 
@@ -33,6 +34,11 @@ export const benchAcquire = async (o: AcquireOptions): Promise<Measurement> => {
   const base: Array<number> = []
   const retention: Array<number> = []
   const maxSingle: Array<number> = []
+  /** The same pair's syscalls in C, and the baseline's (floor.c), per op: what the disk alone costs. */
+  const floorOurs: Array<number> = []
+  const floorBase: Array<number> = []
+  const built = buildFloor(o.root)
+  if ("why" in built) o.log(`acquire: no floor rows (${built.why})`)
   try {
     // Warm-up: first acquire makes the tenant directories, JIT settles.
     for (let i = 0; i < 20; i++) await (await store.acquireWorkRun({ category: BENCH_CATEGORY, tenant: "acq", retention: false })).release()
@@ -60,6 +66,18 @@ export const benchAcquire = async (o: AcquireOptions): Promise<Measurement> => {
         }
       }
       o.log(`acquire #${rep + 1}: ours ${ours.at(-1)!.toFixed(0)} µs/op, baseline ${base.at(-1)!.toFixed(0)} µs/op`)
+      if ("floor" in built) {
+        const perOp = (t: FloorTiming) => (t.wall * 1000) / o.ops
+        for (const who of rep % 2 === 0 ? ["acquire", "mkdtemp"] : ["mkdtemp", "acquire"]) {
+          const dir = path.join(o.root, `acquire-floor-${who}-${rep}`)
+          await fsp.mkdir(dir, { recursive: true })
+          await settle(o.settleMs)
+          const t = await built.floor([who, dir, String(o.ops)])
+          ;(who === "acquire" ? floorOurs : floorBase).push(perOp(t))
+          removeTree(dir)
+        }
+        o.log(`acquire floor (C) #${rep + 1}: pair ${floorOurs.at(-1)!.toFixed(0)} µs/op, mkdtemp ${floorBase.at(-1)!.toFixed(0)} µs/op`)
+      }
     }
     // Retention on: the tenant holds inactive runs with files; the first acquire starts a background prune.
     if (o.inactiveRuns > 0) {
@@ -99,5 +117,15 @@ export const benchAcquire = async (o: AcquireOptions): Promise<Measurement> => {
       { label: "… slowest single acquire (retention on)", unit: "µs", ours: summarize(maxSingle) }
     ]
     : []
-  return { name: "4 acquire", rows: [...rows, ...extra], notes: { ops: o.ops, reps: o.reps } }
+  const floor = floorOurs.length === 0
+    ? []
+    : [{
+      label: "… floor: the same syscalls in C",
+      unit: "µs/op",
+      ours: summarize(floorOurs),
+      baseline: summarize(floorBase),
+      baselineName: "mkdtemp+wx+rm in C",
+      ratio: summarize(floorOurs).median / summarize(floorBase).median
+    }]
+  return { name: "4 acquire", rows: [...rows, ...floor, ...extra], notes: { ops: o.ops, reps: o.reps } }
 }

@@ -13,6 +13,7 @@ import { AgentDir } from "../src/services/AgentDir.js"
 import { StorageConfig } from "../src/services/StorageConfig.js"
 import { WorkRuns } from "../src/services/WorkRuns.js"
 import { BENCH_CATEGORY, buildTenant, copyTree, ensureWorkRoot, removeTree, tenantDirOf, totalEntries, type TreeShape } from "./fixtures.js"
+import { buildFloor } from "./floor.js"
 import type { Measurement, Row } from "./result.js"
 import { cpuMs, nowMs, runTimed, settle, summarize } from "./util.js"
 
@@ -98,11 +99,20 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
   const ours: Array<Timing> = []
   const base: Array<Timing> = []
   const parallel: Array<Timing> = []
+  const floored: Array<Timing> = []
+  const built = buildFloor(o.root)
+  if ("why" in built) o.log(`prune: no floor rows (${built.why})`)
   try {
     for (let rep = 0; rep < o.reps; rep++) {
       // Rotate which goes first so drift in the disk's state does not favour one side.
-      // With several removals at once, rm gets the same parallelism in a third series, for honesty.
-      const series = REMOVER_THREADS > 1 ? (["ours", "rm", "parallel"] as const) : (["ours", "rm"] as const)
+      // With several removals at once, rm gets the same parallelism in a further series, for honesty; the
+      // floor (the same protocol's syscalls in C, floor.c) says what the disk alone costs.
+      const series = [
+        "ours",
+        "rm",
+        ...(REMOVER_THREADS > 1 ? ["parallel" as const] : []),
+        ...("floor" in built ? ["floor" as const] : [])
+      ] as const
       const order = series.map((_, i, all) => all[(i + rep) % all.length]!)
       for (const who of order) {
         if (who === "ours") {
@@ -119,6 +129,14 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
           }
           ours.push({ wall, cpu })
           o.log(`prune ours  #${rep + 1}: ${wall.toFixed(0)} ms wall, ${cpu.toFixed(0)} ms cpu`)
+        } else if (who === "floor" && "floor" in built) {
+          removeTree(rmCopy)
+          copyTree(template, rmCopy)
+          await settle(o.settleMs)
+          const r = await built.floor(["prune", rmCopy])
+          if (fs.readdirSync(rmCopy).some((name) => !name.startsWith("."))) throw new Error("the floor prune left runs")
+          floored.push(r)
+          o.log(`prune floor (C) #${rep + 1}: ${r.wall.toFixed(0)} ms wall, ${r.cpu.toFixed(0)} ms cpu`)
         } else if (who === "parallel") {
           removeTree(rmCopy)
           copyTree(template, rmCopy)
@@ -147,7 +165,8 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
     name: "1 prune",
     rows: [
       ...versus(ours, base, "rm -rf", "", { wall: 1.1, cpu: 1.3 }),
-      ...(REMOVER_THREADS === 1 ? [] : versus(ours, parallel, `${REMOVER_THREADS} × rm -rf`, " vs parallel rm", {}))
+      ...(REMOVER_THREADS === 1 ? [] : versus(ours, parallel, `${REMOVER_THREADS} × rm -rf`, " vs parallel rm", {})),
+      ...(floored.length === 0 ? [] : versus(floored, base, "rm -rf", ", floor: the protocol's syscalls in C", {}))
     ],
     notes: { removerThreads: REMOVER_THREADS, runs: o.shape.runs, filesPerRun: o.shape.filesPerRun, entries: totalEntries(o.shape), reps: o.reps, template }
   }

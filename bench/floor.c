@@ -1,0 +1,209 @@
+/*
+ * The protocols' syscalls with no runtime at all (BENCHMARKS.md "Where a target is missed"): what a prune
+ * and an acquire + release cost the kernel on this disk before a line of JavaScript runs. The benchmark
+ * compiles it (cc -O2) and times it beside the baselines, so each run says how much of a ratio is the
+ * disk's. The sequences are the Node layer's, read from strace of one prune and one acquire + release:
+ *
+ *   floor prune TENANT      scan every run (lstat, manifest read, .leases listing); then per run the cleanup
+ *                           marker (exclusive create, write, close), lstat, manifest re-read, .leases listing,
+ *                           rename into .trash/, marker unlink, and the removal walk with one fstatat per
+ *                           file for the bytes it reports.
+ *   floor acquire DIR N     N acquire + release pairs: staging mkdir, manifest create + write + fsync, .leases
+ *                           mkdir, lease create + write, lstat of the name, rename into place, the identity
+ *                           lstats (3), their re-check on release (3), lease unlink, .leases lstat + listing,
+ *                           the releasedAt stamp written in place.
+ *   floor mkdtemp DIR N     the acquire baseline in C: mkdtemp, manifest create + write, unlink, rmdir.
+ *
+ * Prints "cpu_ms wall_ms" (getrusage user + system of this process; monotonic wall).
+ * Test-free on purpose: a measuring tool of the benchmark, never part of the package.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+#define CREATE_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC)
+
+static const char MANIFEST[] =
+  "{\"version\":2,\"category\":\"bench\",\"tenant\":\"t\",\"runId\":\"20261201t000000000z-00000000-00000000\","
+  "\"kind\":\"generated\",\"createdAt\":0,\"createdBy\":{\"host\":\"vm\",\"pid\":1234}}";
+static const char LEASE[] =
+  "{\"version\":2,\"host\":\"vm\",\"bootId\":\"00000000-0000-0000-0000-000000000000\",\"pid\":1234,"
+  "\"processStartedAt\":0,\"acquiredAt\":0,\"heartbeatAt\":0}";
+static const char MARKER[] = "{\"version\":1,\"purpose\":\"cleanup\",\"host\":\"vm\",\"pid\":1234,\"createdAt\":0}";
+
+static void remove_at(int dir_fd) {
+  DIR *d = fdopendir(dir_fd);
+  if (d == NULL) return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    if (e->d_type == DT_DIR) {
+      int child = openat(dirfd(d), e->d_name, DIR_FLAGS);
+      if (child >= 0) remove_at(child);
+      unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+    } else {
+      struct stat st;
+      fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW);
+      unlinkat(dirfd(d), e->d_name, 0);
+    }
+  }
+  closedir(d);
+}
+
+static void read_small(const char *path) {
+  char buffer[4096];
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  if (read(fd, buffer, sizeof buffer) < 0) perror(path);
+  close(fd);
+}
+
+static void list(const char *path) {
+  int fd = open(path, DIR_FLAGS);
+  if (fd < 0) return;
+  DIR *d = fdopendir(fd);
+  while (readdir(d) != NULL) {
+  }
+  closedir(d);
+}
+
+static void write_new(const char *path, const char *text, int sync) {
+  int fd = open(path, CREATE_FLAGS, 0600);
+  if (fd < 0) {
+    perror(path);
+    exit(1);
+  }
+  if (write(fd, text, strlen(text)) < 0 || (sync && fsync(fd) != 0)) perror(path);
+  close(fd);
+}
+
+static void prune(const char *tenant) {
+  char path[4096], inner[4096], marker[4096], target[4096];
+  snprintf(path, sizeof path, "%s/.cleanup", tenant);
+  mkdir(path, 0700);
+  snprintf(path, sizeof path, "%s/.trash", tenant);
+  mkdir(path, 0700);
+  DIR *t = opendir(tenant);
+  if (t == NULL) {
+    perror(tenant);
+    exit(1);
+  }
+  char **names = NULL;
+  size_t count = 0;
+  struct dirent *e;
+  while ((e = readdir(t)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    names = realloc(names, (count + 1) * sizeof *names);
+    names[count++] = strdup(e->d_name);
+  }
+  closedir(t);
+  struct stat st;
+  for (size_t i = 0; i < count; i++) {
+    snprintf(path, sizeof path, "%s/%s", tenant, names[i]);
+    lstat(path, &st);
+    snprintf(inner, sizeof inner, "%s/.pi-work-run.json", path);
+    read_small(inner);
+    snprintf(inner, sizeof inner, "%s/.leases", path);
+    list(inner);
+  }
+  for (size_t i = 0; i < count; i++) {
+    snprintf(path, sizeof path, "%s/%s", tenant, names[i]);
+    snprintf(marker, sizeof marker, "%s/.cleanup/%s", tenant, names[i]);
+    snprintf(target, sizeof target, "%s/.trash/%s.0123abcd", tenant, names[i]);
+    write_new(marker, MARKER, 0);
+    lstat(path, &st);
+    snprintf(inner, sizeof inner, "%s/.pi-work-run.json", path);
+    read_small(inner);
+    snprintf(inner, sizeof inner, "%s/.leases", path);
+    list(inner);
+    if (rename(path, target) != 0) perror(path);
+    unlink(marker);
+    int fd = open(target, DIR_FLAGS);
+    if (fd >= 0) remove_at(fd);
+    rmdir(target);
+    free(names[i]);
+  }
+  free(names);
+}
+
+static void acquire(const char *dir, long pairs) {
+  char staged[4096], file[4096], leases[4096], run[4096], path[4096];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/.staging", dir);
+  mkdir(path, 0700);
+  for (long i = 0; i < pairs; i++) {
+    snprintf(staged, sizeof staged, "%s/.staging/20261201t000000000z-%08ld-0123abcd.4567cdef", dir, i);
+    snprintf(run, sizeof run, "%s/20261201t000000000z-%08ld-0123abcd", dir, i);
+    if (mkdir(staged, 0700) != 0) perror(staged);
+    snprintf(file, sizeof file, "%s/.pi-work-run.json", staged);
+    write_new(file, MANIFEST, 1);
+    snprintf(leases, sizeof leases, "%s/.leases", staged);
+    mkdir(leases, 0700);
+    snprintf(file, sizeof file, "%s/.leases/vm-1234-0123abcd.json", staged);
+    write_new(file, LEASE, 0);
+    lstat(run, &st);
+    if (rename(staged, run) != 0) perror(run);
+    for (int twice = 0; twice < 2; twice++) { /* the identity recorded, then verified on release */
+      lstat(run, &st);
+      snprintf(path, sizeof path, "%s/.leases", run);
+      lstat(path, &st);
+      snprintf(path, sizeof path, "%s/.pi-work-run.json", run);
+      lstat(path, &st);
+    }
+    snprintf(path, sizeof path, "%s/.leases/vm-1234-0123abcd.json", run);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/.leases", run);
+    lstat(path, &st);
+    list(path);
+    snprintf(path, sizeof path, "%s/.pi-work-run.json", run);
+    int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+      fstat(fd, &st);
+      if (pwrite(fd, MANIFEST, strlen(MANIFEST), 0) < 0) perror(path);
+      close(fd);
+    }
+  }
+}
+
+static void mkdtemp_baseline(const char *dir, long pairs) {
+  char made[4096], file[4096];
+  for (long i = 0; i < pairs; i++) {
+    snprintf(made, sizeof made, "%s/run-XXXXXX", dir);
+    if (mkdtemp(made) == NULL) {
+      perror(dir);
+      exit(1);
+    }
+    snprintf(file, sizeof file, "%s/.pi-work-run.json", made);
+    write_new(file, MANIFEST, 0);
+    unlink(file);
+    rmdir(made);
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: floor prune TENANT | floor acquire DIR N | floor mkdtemp DIR N\n");
+    return 2;
+  }
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (strcmp(argv[1], "prune") == 0) prune(argv[2]);
+  else if (strcmp(argv[1], "acquire") == 0 && argc > 3) acquire(argv[2], atol(argv[3]));
+  else if (strcmp(argv[1], "mkdtemp") == 0 && argc > 3) mkdtemp_baseline(argv[2], atol(argv[3]));
+  else return 2;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  double cpu = (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+  double wall = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+  printf("%.1f %.1f\n", cpu, wall);
+  return 0;
+}

@@ -1,0 +1,29 @@
+/**
+ * The protocols' syscalls in C with no runtime (floor.c), compiled for this run: the lowest ratio any
+ * implementation of the same protocol could show on this disk, measured beside ours and the baselines.
+ */
+import { spawnSync } from "node:child_process"
+import * as path from "node:path"
+import { BENCH_DIR, run } from "./util.js"
+
+export interface FloorTiming {
+  readonly cpu: number
+  readonly wall: number
+}
+
+export type Floor = (args: ReadonlyArray<string>) => Promise<FloorTiming>
+
+/** The floor program built into `root`, or why not (no C compiler: the floor rows are left out). */
+export const buildFloor = (root: string): { readonly floor: Floor } | { readonly why: string } => {
+  const binary = path.join(root, "floor")
+  const cc = spawnSync("cc", ["-O2", "-o", binary, path.join(BENCH_DIR, "floor.c")], { encoding: "utf8" })
+  if (cc.error !== undefined || cc.status !== 0) return { why: `cc failed: ${cc.error?.message ?? cc.stderr.trim()}` }
+  return {
+    floor: async (args) => {
+      const r = await run(binary, args)
+      const m = /^([\d.]+) ([\d.]+)$/.exec(r.stdout.trim())
+      if (r.code !== 0 || m === null) throw new Error(`floor ${args.join(" ")} failed: ${r.stderr}`)
+      return { cpu: Number(m[1]), wall: Number(m[2]) }
+    }
+  }
+}
