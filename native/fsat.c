@@ -315,20 +315,17 @@ static int read_fresh_listing(int fd, listing_t *out, size_t limit) {
 #endif
 }
 
-/* List a directory just opened; on failure close it and record the failure. 0, or -1. */
 /*
- * List a directory the removal just opened. A directory removed meanwhile (getdents answers ENOENT on one
- * rmdir'd after its open, e.g. by a concurrent `rm -rf`) lists as empty: its own removal then finds it gone,
- * as the portable walk does. 0, or -1 on failure (recorded, descriptor closed).
+ * List a directory the removal just opened. 0; 1 when it was removed meanwhile (getdents answers ENOENT on a
+ * directory rmdir'd after its open, e.g. by a concurrent `rm -rf`): it is gone, so the walk goes on without
+ * it and without an rmdir of whatever may have taken its name since, as the portable walk skips a directory
+ * gone before its listing; the descriptor is closed. -1 on failure (recorded, closed).
  */
 static int list_or_fail(removal_t *r, int fd, const char *dir, const char *name, listing_t *out) {
   int error = read_fresh_listing(fd, out, 0);
   if (error == 0) return 0;
-  if (error == ENOENT) {
-    *out = (listing_t){ NULL, NULL, 0 };
-    return 0;
-  }
   close(fd);
+  if (error == ENOENT) return 1;
   return fail(r, error, "readdir", dir, name);
 }
 
@@ -431,7 +428,9 @@ static int step(removal_t *r) {
       return fail(r, -fd, "open", top->path, name);
     }
     listing_t entries;
-    if (list_or_fail(r, fd, top->path, name, &entries) != 0) return -1;
+    int listed = list_or_fail(r, fd, top->path, name, &entries);
+    if (listed < 0) return -1;
+    if (listed == 1) continue; /* gone since its open */
     if (entries.count == 0) {
       free_listing(&entries);
       close(fd);
@@ -525,7 +524,8 @@ static void run_removal(removal_t *r) {
     return;
   }
   listing_t entries;
-  if (list_or_fail(r, fd, r->root, NULL, &entries) != 0) return;
+  int listed = list_or_fail(r, fd, r->root, NULL, &entries);
+  if (listed != 0) return; /* failed (recorded), or the root is gone since its open: nothing left to remove */
   if (r->max_depth < 1 && entries.count > 0) {
     free_listing(&entries);
     close(fd);
