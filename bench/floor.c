@@ -2,23 +2,31 @@
  * The protocols' syscalls with no runtime at all (BENCHMARKS.md "Where a target is missed"): what a prune
  * and an acquire + release cost the kernel on this disk before a line of JavaScript runs. The benchmark
  * compiles it (cc -O2) and times it beside the baselines, so each run says how much of a ratio is the
- * disk's. The sequences are the Node layer's, read from strace of one prune and one acquire + release:
+ * disk's. The sequences follow the Node layer's port calls (NodeFileSystem.ts, syncFileSystem.ts) for one
+ * prune and one acquire + release, done one after the other (ours overlaps a run's deletion with the next
+ * run's protocol, so its wall time can be lower than this floor's):
  *
- *   floor prune TENANT      scan every run (lstat, manifest read, .leases listing); then per run the cleanup
- *                           marker (exclusive create, write, close), lstat, manifest re-read, .leases listing,
- *                           rename into .trash/, marker unlink, and the removal walk with one fstatat per
- *                           file for the bytes it reports.
+ *   floor prune TENANT      the prune's set-up (lstat of work root, category and tenant; the tenant's
+ *                           prune marker: exclusive create + write + close, lstat; the stamp: create, utimes;
+ *                           .cleanup/ and .trash/: mkdir, lstat; the .cleanup listing), the scan of every run
+ *                           (manifest read: open, fstat, read to EOF, close; .leases lstat + listing), then
+ *                           per run the cleanup marker (exclusive create + write + close, lstat), lstat of
+ *                           the run, the manifest and .leases read again, rename into .trash/, the marker's
+ *                           release (lstat, unlink), and the removal walk with one fstatat per file for the
+ *                           bytes it reports; the prune marker's release last.
  *   floor acquire DIR N     N acquire + release pairs: staging mkdir, manifest create + write + fsync, .leases
  *                           mkdir, lease create + write, lstat of the name, rename into place, the identity
  *                           lstats (3), their re-check on release (3), lease unlink, .leases lstat + listing,
  *                           the releasedAt stamp written in place.
  *   floor mkdtemp DIR N     the acquire baseline in C: mkdtemp, manifest create + write, unlink, rmdir.
  *
- * Prints "cpu_ms wall_ms" (getrusage user + system of this process; monotonic wall).
+ * Prints "cpu_ms wall_ms" (getrusage user + system of this process; monotonic wall); exits 1 on any
+ * failure the sequence does not expect, so a floor that did not do its work never looks fast.
  * Test-free on purpose: a measuring tool of the benchmark, never part of the package.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,63 +47,116 @@ static const char LEASE[] =
   "\"processStartedAt\":0,\"acquiredAt\":0,\"heartbeatAt\":0}";
 static const char MARKER[] = "{\"version\":1,\"purpose\":\"cleanup\",\"host\":\"vm\",\"pid\":1234,\"createdAt\":0}";
 
-static void remove_at(int dir_fd) {
+static void die(const char *what, const char *path) {
+  perror(path);
+  fprintf(stderr, "floor: %s failed\n", what);
+  exit(1);
+}
+
+static void remove_at(int dir_fd, const char *path) {
   DIR *d = fdopendir(dir_fd);
-  if (d == NULL) return;
+  if (d == NULL) die("fdopendir", path);
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    if (e->d_type == DT_DIR) {
+    struct stat st;
+    int type = e->d_type;
+    if (type == DT_UNKNOWN) {
+      if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) die("fstatat", e->d_name);
+      type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+    }
+    if (type == DT_DIR) {
       int child = openat(dirfd(d), e->d_name, DIR_FLAGS);
-      if (child >= 0) remove_at(child);
-      unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+      if (child < 0) die("openat", e->d_name);
+      remove_at(child, e->d_name);
+      if (unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) != 0) die("rmdir", e->d_name);
     } else {
-      struct stat st;
-      fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW);
-      unlinkat(dirfd(d), e->d_name, 0);
+      if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) die("fstatat", e->d_name);
+      if (unlinkat(dirfd(d), e->d_name, 0) != 0) die("unlink", e->d_name);
     }
   }
   closedir(d);
 }
 
+/* The port's small readFile: open (no follow), fstat, read to EOF, close. A missing file is expected. */
 static void read_small(const char *path) {
   char buffer[4096];
   int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return;
-  if (read(fd, buffer, sizeof buffer) < 0) perror(path);
+  if (fd < 0) {
+    if (errno == ENOENT) return;
+    die("open", path);
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) die("fstat", path);
+  ssize_t n;
+  while ((n = read(fd, buffer, sizeof buffer)) > 0) {
+  }
+  if (n < 0) die("read", path);
   close(fd);
 }
 
+/* The port's readDirectory: lstat, then open + list + close. A missing directory is expected. */
 static void list(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) != 0) {
+    if (errno == ENOENT) return;
+    die("lstat", path);
+  }
   int fd = open(path, DIR_FLAGS);
-  if (fd < 0) return;
+  if (fd < 0) die("open", path);
   DIR *d = fdopendir(fd);
+  if (d == NULL) die("fdopendir", path);
   while (readdir(d) != NULL) {
   }
   closedir(d);
 }
 
+static void must_lstat(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) != 0) die("lstat", path);
+}
+
 static void write_new(const char *path, const char *text, int sync) {
   int fd = open(path, CREATE_FLAGS, 0600);
-  if (fd < 0) {
-    perror(path);
-    exit(1);
-  }
-  if (write(fd, text, strlen(text)) < 0 || (sync && fsync(fd) != 0)) perror(path);
+  if (fd < 0) die("create", path);
+  if (write(fd, text, strlen(text)) < 0 || (sync && fsync(fd) != 0)) die("write", path);
   close(fd);
 }
 
+/* A marker taken (exclusive create, then lstat for its inode) and released (lstat, unlink). */
+static void take_marker(const char *path) {
+  write_new(path, MARKER, 0);
+  must_lstat(path);
+}
+
+static void release_marker(const char *path) {
+  must_lstat(path);
+  if (unlink(path) != 0) die("unlink", path);
+}
+
 static void prune(const char *tenant) {
-  char path[4096], inner[4096], marker[4096], target[4096];
-  snprintf(path, sizeof path, "%s/.cleanup", tenant);
-  mkdir(path, 0700);
-  snprintf(path, sizeof path, "%s/.trash", tenant);
-  mkdir(path, 0700);
-  DIR *t = opendir(tenant);
-  if (t == NULL) {
-    perror(tenant);
-    exit(1);
+  char path[4096], inner[4096], marker[4096], target[4096], prune_marker[4096];
+  /* Set-up: the three directories above the runs, the prune marker, the stamp, the library dirs. */
+  snprintf(path, sizeof path, "%s/../..", tenant);
+  must_lstat(path);
+  snprintf(path, sizeof path, "%s/..", tenant);
+  must_lstat(path);
+  must_lstat(tenant);
+  snprintf(prune_marker, sizeof prune_marker, "%s/.prune", tenant);
+  take_marker(prune_marker);
+  snprintf(path, sizeof path, "%s/.last-prune", tenant);
+  int stamp = open(path, CREATE_FLAGS, 0600);
+  if (stamp >= 0) close(stamp);
+  if (utimensat(AT_FDCWD, path, NULL, AT_SYMLINK_NOFOLLOW) != 0) die("utimes", path);
+  for (int which = 0; which < 2; which++) {
+    snprintf(path, sizeof path, "%s/%s", tenant, which == 0 ? ".cleanup" : ".trash");
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) die("mkdir", path);
+    must_lstat(path);
   }
+  snprintf(path, sizeof path, "%s/.cleanup", tenant);
+  list(path);
+  DIR *t = opendir(tenant);
+  if (t == NULL) die("opendir", tenant);
   char **names = NULL;
   size_t count = 0;
   struct dirent *e;
@@ -105,33 +166,32 @@ static void prune(const char *tenant) {
     names[count++] = strdup(e->d_name);
   }
   closedir(t);
-  struct stat st;
-  for (size_t i = 0; i < count; i++) {
-    snprintf(path, sizeof path, "%s/%s", tenant, names[i]);
-    lstat(path, &st);
-    snprintf(inner, sizeof inner, "%s/.pi-work-run.json", path);
+  for (size_t i = 0; i < count; i++) { /* the scan: names come typed from the listing, no lstat per run */
+    snprintf(inner, sizeof inner, "%s/%s/.pi-work-run.json", tenant, names[i]);
     read_small(inner);
-    snprintf(inner, sizeof inner, "%s/.leases", path);
+    snprintf(inner, sizeof inner, "%s/%s/.leases", tenant, names[i]);
     list(inner);
   }
   for (size_t i = 0; i < count; i++) {
     snprintf(path, sizeof path, "%s/%s", tenant, names[i]);
     snprintf(marker, sizeof marker, "%s/.cleanup/%s", tenant, names[i]);
     snprintf(target, sizeof target, "%s/.trash/%s.0123abcd", tenant, names[i]);
-    write_new(marker, MARKER, 0);
-    lstat(path, &st);
+    take_marker(marker);
+    must_lstat(path);
     snprintf(inner, sizeof inner, "%s/.pi-work-run.json", path);
     read_small(inner);
     snprintf(inner, sizeof inner, "%s/.leases", path);
     list(inner);
-    if (rename(path, target) != 0) perror(path);
-    unlink(marker);
+    if (rename(path, target) != 0) die("rename", path);
+    release_marker(marker);
     int fd = open(target, DIR_FLAGS);
-    if (fd >= 0) remove_at(fd);
-    rmdir(target);
+    if (fd < 0) die("open", target);
+    remove_at(fd, target);
+    if (rmdir(target) != 0) die("rmdir", target);
     free(names[i]);
   }
   free(names);
+  release_marker(prune_marker);
 }
 
 static void acquire(const char *dir, long pairs) {
@@ -142,15 +202,15 @@ static void acquire(const char *dir, long pairs) {
   for (long i = 0; i < pairs; i++) {
     snprintf(staged, sizeof staged, "%s/.staging/20261201t000000000z-%08ld-0123abcd.4567cdef", dir, i);
     snprintf(run, sizeof run, "%s/20261201t000000000z-%08ld-0123abcd", dir, i);
-    if (mkdir(staged, 0700) != 0) perror(staged);
+    if (mkdir(staged, 0700) != 0) die("mkdir", staged);
     snprintf(file, sizeof file, "%s/.pi-work-run.json", staged);
     write_new(file, MANIFEST, 1);
     snprintf(leases, sizeof leases, "%s/.leases", staged);
-    mkdir(leases, 0700);
+    if (mkdir(leases, 0700) != 0) die("mkdir", leases);
     snprintf(file, sizeof file, "%s/.leases/vm-1234-0123abcd.json", staged);
     write_new(file, LEASE, 0);
     lstat(run, &st);
-    if (rename(staged, run) != 0) perror(run);
+    if (rename(staged, run) != 0) die("rename", run);
     for (int twice = 0; twice < 2; twice++) { /* the identity recorded, then verified on release */
       lstat(run, &st);
       snprintf(path, sizeof path, "%s/.leases", run);
@@ -159,17 +219,14 @@ static void acquire(const char *dir, long pairs) {
       lstat(path, &st);
     }
     snprintf(path, sizeof path, "%s/.leases/vm-1234-0123abcd.json", run);
-    unlink(path);
+    if (unlink(path) != 0) die("unlink", path);
     snprintf(path, sizeof path, "%s/.leases", run);
-    lstat(path, &st);
-    list(path);
+    list(path); /* lstat + listing */
     snprintf(path, sizeof path, "%s/.pi-work-run.json", run);
     int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-      fstat(fd, &st);
-      if (pwrite(fd, MANIFEST, strlen(MANIFEST), 0) < 0) perror(path);
-      close(fd);
-    }
+    if (fd < 0) die("open", path);
+    if (fstat(fd, &st) != 0 || pwrite(fd, MANIFEST, strlen(MANIFEST), 0) < 0) die("stamp", path);
+    close(fd);
   }
 }
 
@@ -177,14 +234,11 @@ static void mkdtemp_baseline(const char *dir, long pairs) {
   char made[4096], file[4096];
   for (long i = 0; i < pairs; i++) {
     snprintf(made, sizeof made, "%s/run-XXXXXX", dir);
-    if (mkdtemp(made) == NULL) {
-      perror(dir);
-      exit(1);
-    }
+    if (mkdtemp(made) == NULL) die("mkdtemp", dir);
     snprintf(file, sizeof file, "%s/.pi-work-run.json", made);
     write_new(file, MANIFEST, 0);
-    unlink(file);
-    rmdir(made);
+    if (unlink(file) != 0) die("unlink", file);
+    if (rmdir(made) != 0) die("rmdir", made);
   }
 }
 

@@ -4,11 +4,13 @@
  */
 import { spawnSync } from "node:child_process"
 import * as path from "node:path"
-import { BENCH_DIR, run } from "./util.js"
+import { BENCH_DIR, runTimed } from "./util.js"
 
 export interface FloorTiming {
-  readonly cpu: number
-  readonly wall: number
+  /** As `rm -rf` and `du` are timed: the child process from outside (bash `time`), start-up included. */
+  readonly outside: { readonly cpu: number; readonly wall: number }
+  /** The sequence alone, as the program timed it (getrusage; monotonic clock): for per-op figures. */
+  readonly inside: { readonly cpu: number; readonly wall: number }
 }
 
 export type Floor = (args: ReadonlyArray<string>) => Promise<FloorTiming>
@@ -20,10 +22,20 @@ export const buildFloor = (root: string): { readonly floor: Floor } | { readonly
   if (cc.error !== undefined || cc.status !== 0) return { why: `cc failed: ${cc.error?.message ?? cc.stderr.trim()}` }
   return {
     floor: async (args) => {
-      const r = await run(binary, args)
+      const r = await runTimed(binary, args)
       const m = /^([\d.]+) ([\d.]+)$/.exec(r.stdout.trim())
-      if (r.code !== 0 || m === null) throw new Error(`floor ${args.join(" ")} failed: ${r.stderr}`)
-      return { cpu: Number(m[1]), wall: Number(m[2]) }
+      if (r.code !== 0 || m === null) throw new Error(`floor ${args.join(" ")} failed (exit ${r.code}): ${r.stdout}`)
+      return { outside: { cpu: r.cpuMs ?? Number.NaN, wall: r.wallMs }, inside: { cpu: Number(m[1]), wall: Number(m[2]) } }
     }
+  }
+}
+
+/** A floor series that fails drops its rows only (logged), never the measurement around it. */
+export const tryFloor = async <A>(log: (line: string) => void, what: string, run: () => Promise<A>): Promise<A | undefined> => {
+  try {
+    return await run()
+  } catch (e) {
+    log(`${what}: floor left out (${e instanceof Error ? e.message : String(e)})`)
+    return undefined
   }
 }
