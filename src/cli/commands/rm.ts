@@ -1,7 +1,7 @@
 /**
  * `pi-storage work rm CATEGORY/TENANT RUN...`: delete chosen runs now, under the cleanup protocol
  * (`WorkRuns.removeRuns`). A run with a live lease is never deleted: exit 3, naming the holder. A run that is
- * not there or not the library's is reported (exit 1); the rest are deleted.
+ * not there, not the library's or cannot be examined is reported (exit 1); the rest are deleted.
  */
 import * as Effect from "effect/Effect"
 import type { RemoveRunOutcome } from "../../services/WorkRuns.js"
