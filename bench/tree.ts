@@ -14,6 +14,7 @@ import { StorageConfig } from "../src/services/StorageConfig.js"
 import { WorkRuns } from "../src/services/WorkRuns.js"
 import { BENCH_CATEGORY, buildTenant, copyTree, ensureWorkRoot, removeTree, tenantDirOf, totalEntries, type TreeShape } from "./fixtures.js"
 import { buildFloor, tryFloor } from "./floor.js"
+import { nodeFloorAddon, nodeFloorPrune } from "./nodeFloor.js"
 import type { Measurement, Row } from "./result.js"
 import { cpuMs, nowMs, runTimed, settle, summarize } from "./util.js"
 
@@ -100,8 +101,11 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
   const base: Array<Timing> = []
   const parallel: Array<Timing> = []
   const floored: Array<Timing> = []
+  const nodeFloored: Array<Timing> = []
   const built = buildFloor(o.root)
   if ("why" in built) o.log(`prune: no floor rows (${built.why})`)
+  const addon = nodeFloorAddon()
+  if ("why" in addon) o.log(`prune: no plain-JavaScript floor row (${addon.why})`)
   try {
     for (let rep = 0; rep < o.reps; rep++) {
       // Rotate which goes first so drift in the disk's state does not favour one side.
@@ -111,7 +115,8 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
         "ours",
         "rm",
         ...(REMOVER_THREADS > 1 ? ["parallel" as const] : []),
-        ...("floor" in built ? ["floor" as const] : [])
+        ...("floor" in built ? ["floor" as const] : []),
+        ...("fsat" in addon ? ["nodeFloor" as const] : [])
       ] as const
       const order = series.map((_, i, all) => all[(i + rep) % all.length]!)
       for (const who of order) {
@@ -143,6 +148,22 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
             floored.push(r)
             o.log(`prune floor (C) #${rep + 1}: ${r.wall.toFixed(0)} ms wall, ${r.cpu.toFixed(0)} ms cpu`)
           }
+        } else if (who === "nodeFloor" && "fsat" in addon) {
+          removeTree(rmCopy)
+          copyTree(template, rmCopy)
+          await settle(o.settleMs)
+          const r = await tryFloor(o.log, "prune", async () => {
+            const c0 = cpuMs()
+            const t0 = nowMs()
+            const removed = await nodeFloorPrune(addon.fsat, rmCopy)
+            const timing = { wall: nowMs() - t0, cpu: cpuMs() - c0 }
+            if (removed !== o.shape.runs || fs.readdirSync(path.join(rmCopy, ".trash")).length > 0) throw new Error(`the plain-JavaScript floor removed ${removed} runs`)
+            return timing
+          })
+          if (r !== undefined) {
+            nodeFloored.push(r)
+            o.log(`prune floor (plain JavaScript) #${rep + 1}: ${r.wall.toFixed(0)} ms wall, ${r.cpu.toFixed(0)} ms cpu`)
+          }
         } else if (who === "parallel") {
           removeTree(rmCopy)
           copyTree(template, rmCopy)
@@ -172,7 +193,8 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
     rows: [
       ...versus(ours, base, "rm -rf", "", { wall: 1.1, cpu: 1.3 }),
       ...(REMOVER_THREADS === 1 ? [] : versus(ours, parallel, `${REMOVER_THREADS} × rm -rf`, " vs parallel rm", {})),
-      ...(floored.length === 0 ? [] : versus(floored, base, "rm -rf", ", floor: the protocol's syscalls in C", {}))
+      ...(floored.length === 0 ? [] : versus(floored, base, "rm -rf", ", floor: the protocol's syscalls in C", {})),
+      ...(nodeFloored.length === 0 ? [] : versus(nodeFloored, base, "rm -rf", ", floor: the protocol in plain JavaScript", {}))
     ],
     notes: { removerThreads: REMOVER_THREADS, runs: o.shape.runs, filesPerRun: o.shape.filesPerRun, entries: totalEntries(o.shape), reps: o.reps, template }
   }

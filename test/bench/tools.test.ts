@@ -1,6 +1,7 @@
 /**
  * Smoke runs of the measuring tools (issue 7), a few seconds each, so they cannot rot: the benchmark's
- * scan at a tiny size, and the multi-process stress test with two workers.
+ * scan at a tiny size, its prune and acquire with their floor rows (the C and plain-JavaScript replays of the
+ * protocol), and the multi-process stress test with two workers.
  */
 import { spawnSync } from "node:child_process"
 import * as path from "node:path"
@@ -29,6 +30,28 @@ describe("bench tools", () => {
     expect(wall.ratio).toBeCloseTo(wall.ours.median / wall.baseline.median, 6)
     expect(wall.target).toBe(2)
     expect(typeof wall.pass).toBe("boolean")
+  })
+
+  it("bench --only prune,acquire at a tiny size reports the floor rows beside ours", () => {
+    const r = tsx("main.ts", ["--quick", "--only", "prune,acquire", "--runs", "6", "--files", "3", "--reps", "1", "--ops", "20", "--inactive", "2", "--settle", "0", "--json"])
+    expect(r.status, r.stderr).toBe(0)
+    const doc = JSON.parse(r.stdout) as { measurements: Array<{ name: string; rows: Array<{ label: string; ours: { median: number }; baseline?: { median: number }; ratio?: number }> }> }
+    const labels = (name: string) => doc.measurements.find((m) => m.name === name)!.rows.map((row) => row.label)
+    expect(labels("1 prune")).toEqual(expect.arrayContaining([
+      "wall",
+      "cpu",
+      "wall, floor: the protocol's syscalls in C",
+      "cpu, floor: the protocol's syscalls in C",
+      "wall, floor: the protocol in plain JavaScript",
+      "cpu, floor: the protocol in plain JavaScript"
+    ]))
+    expect(labels("4 acquire")).toEqual(expect.arrayContaining(["acquire+release ×20", "… floor: the same syscalls in C"]))
+    for (const m of doc.measurements) {
+      for (const row of m.rows.filter((row) => row.label.includes("floor"))) {
+        expect(row.ours.median, row.label).toBeGreaterThan(0)
+        expect(row.ratio!, row.label).toBeGreaterThan(0)
+      }
+    }
   })
 
   it("bench table output names every column", () => {
