@@ -316,17 +316,39 @@ static int read_fresh_listing(int fd, listing_t *out, size_t limit) {
 }
 
 /*
- * List a directory the removal just opened. 0; 1 when it was removed meanwhile (getdents answers ENOENT on a
- * directory rmdir'd after its open, e.g. by a concurrent `rm -rf`): it is gone, so the walk goes on without
- * it and without an rmdir of whatever may have taken its name since, as the portable walk skips a directory
- * gone before its listing; the descriptor is closed. -1 on failure (recorded, closed).
+ * List a directory a walk just opened. 0; 1 when it was removed meanwhile (getdents answers ENOENT on a
+ * directory rmdir'd after its open, e.g. by a concurrent `rm -rf`: the removal goes on without it and
+ * without an rmdir of whatever may have taken its name since, the measure counts it as the empty entry it
+ * was, both as the portable walk does) or when the calling thread's measure meets a listing longer than its
+ * `listing_limit` (`over`; removals have none); either way the descriptor is closed. -1 on failure
+ * (recorded, closed).
  */
-static int list_or_fail(removal_t *r, int fd, const char *dir, const char *name, listing_t *out) {
-  int error = read_fresh_listing(fd, out, 0);
+static int list_opened(removal_t *r, int fd, const char *dir, const char *name, listing_t *out) {
+  int error = read_fresh_listing(fd, out, r->listing_limit);
   if (error == 0) return 0;
   close(fd);
   if (error == ENOENT) return 1;
+  if (error == E2BIG) {
+    r->over = 1;
+    return 1;
+  }
   return fail(r, error, "readdir", dir, name);
+}
+
+/*
+ * The opened root of a walk: its device (children are compared with it, once per walk, not per directory)
+ * and its listing. 0 to walk on; otherwise it stopped (a failure recorded, the root gone since its open, or
+ * over) and the descriptor is closed.
+ */
+static int start_at_root(removal_t *r, int fd, dev_t *dev, listing_t *entries) {
+  struct stat opened;
+  if (fstat(fd, &opened) != 0) {
+    fail(r, errno, "fstat", r->root, NULL);
+    close(fd);
+    return -1;
+  }
+  *dev = opened.st_dev;
+  return list_opened(r, fd, r->root, NULL, entries);
 }
 
 static void drop_frame(frame_t *f) {
@@ -428,7 +450,7 @@ static int step(removal_t *r) {
       return fail(r, -fd, "open", top->path, name);
     }
     listing_t entries;
-    int listed = list_or_fail(r, fd, top->path, name, &entries);
+    int listed = list_opened(r, fd, top->path, name, &entries);
     if (listed < 0) return -1;
     if (listed == 1) continue; /* gone since its open */
     if (entries.count == 0) {
@@ -516,23 +538,16 @@ static void run_removal(removal_t *r) {
     }
     return;
   }
-  /* The device children are compared with: the opened root's own (once per removal, not per directory). */
-  struct stat opened;
-  if (fstat(fd, &opened) != 0) {
-    fail(r, errno, "fstat", r->root, NULL);
-    close(fd);
-    return;
-  }
+  dev_t dev;
   listing_t entries;
-  int listed = list_or_fail(r, fd, r->root, NULL, &entries);
-  if (listed != 0) return; /* failed (recorded), or the root is gone since its open: nothing left to remove */
+  if (start_at_root(r, fd, &dev, &entries) != 0) return; /* failed (recorded), or gone: nothing left to remove */
   if (r->max_depth < 1 && entries.count > 0) {
     free_listing(&entries);
     close(fd);
     r->complete = 0;
     return;
   }
-  walk_from(r, fd, opened.st_dev, entries, step);
+  walk_from(r, fd, dev, entries, step);
 }
 
 /* ---------------------------------------------------------------------------------------------------------
@@ -553,24 +568,6 @@ static long long monotonic_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-/*
- * List a directory the measure just opened. 0; 1 when it was removed meanwhile (getdents answers ENOENT on a
- * directory rmdir'd after its open: nothing in it to count, as the portable walk reads it) or when the
- * calling thread's pass meets a listing too long for it (`over`); either way the descriptor is closed. -1 on
- * failure (recorded, closed).
- */
-static int measure_listing(removal_t *r, int fd, const char *dir, const char *name, listing_t *out) {
-  int error = read_fresh_listing(fd, out, r->listing_limit);
-  if (error == 0) return 0;
-  close(fd);
-  if (error == ENOENT) return 1;
-  if (error == E2BIG) {
-    r->over = 1;
-    return 1;
-  }
-  return fail(r, error, "readdir", dir, name);
 }
 
 /* One step inside the top directory: its next entry, or its close once every entry is visited. 1 when done. */
@@ -612,7 +609,7 @@ static int measure_step(removal_t *r) {
       continue;
     }
     listing_t entries;
-    int listed = measure_listing(r, fd, top->path, name, &entries);
+    int listed = list_opened(r, fd, top->path, name, &entries);
     if (listed < 0) return -1;
     if (r->over) return 1;
     if (listed > 0) continue; /* removed since its open: counted as the (empty) entry it was */
@@ -654,21 +651,16 @@ static void run_measure(removal_t *r) {
     if (errno != ENOENT && errno != ELOOP && errno != ENOTDIR) fail(r, errno, "open", r->root, NULL);
     return;
   }
-  struct stat opened;
-  if (fstat(fd, &opened) != 0) {
-    fail(r, errno, "fstat", r->root, NULL);
-    close(fd);
-    return;
-  }
+  dev_t dev;
   listing_t entries;
-  if (measure_listing(r, fd, r->root, NULL, &entries) != 0) return; /* failed, removed meanwhile, or over */
+  if (start_at_root(r, fd, &dev, &entries) != 0) return; /* failed, removed meanwhile, or over */
   if (r->max_depth < 1 || entries.count == 0) {
     if (entries.count > 0) r->complete = 0;
     free_listing(&entries);
     close(fd);
     return;
   }
-  walk_from(r, fd, opened.st_dev, entries, measure_step);
+  walk_from(r, fd, dev, entries, measure_step);
 }
 
 /*
