@@ -106,11 +106,24 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
   if ("why" in built) o.log(`prune: no floor rows (${built.why})`)
   const addon = nodeFloorAddon()
   if ("why" in addon) o.log(`prune: no plain-JavaScript floor row (${addon.why})`)
+  /** The template copied afresh for a baseline or a floor, the disk left to settle. */
+  const freshCopy = async () => {
+    removeTree(rmCopy)
+    copyTree(template, rmCopy)
+    await settle(o.settleMs)
+  }
+  /** A floor's timing kept and logged; a failed floor (logged by `tryFloor`) leaves only its own rows out. */
+  const keepFloor = (into: Array<Timing>, what: string, rep: number, timing: Timing | undefined) => {
+    if (timing === undefined) return
+    into.push(timing)
+    o.log(`prune floor (${what}) #${rep + 1}: ${timing.wall.toFixed(0)} ms wall, ${timing.cpu.toFixed(0)} ms cpu`)
+  }
   try {
     for (let rep = 0; rep < o.reps; rep++) {
       // Rotate which goes first so drift in the disk's state does not favour one side.
       // With several removals at once, rm gets the same parallelism in a further series, for honesty; the
-      // floor (the same protocol's syscalls in C, floor.c) says what the disk alone costs.
+      // floors (the same protocol's syscalls in C, floor.c, and in plain JavaScript, nodeFloor.ts) say what
+      // the disk alone and Node without the Effect runtime cost.
       const series = [
         "ours",
         "rm",
@@ -135,47 +148,31 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
           ours.push({ wall, cpu })
           o.log(`prune ours  #${rep + 1}: ${wall.toFixed(0)} ms wall, ${cpu.toFixed(0)} ms cpu`)
         } else if (who === "floor" && "floor" in built) {
-          removeTree(rmCopy)
-          copyTree(template, rmCopy)
-          await settle(o.settleMs)
-          const r = await tryFloor(o.log, "prune", async () => {
+          await freshCopy()
+          keepFloor(floored, "C", rep, await tryFloor(o.log, "prune", async () => {
             const timed = await built.floor(["prune", rmCopy])
             const left = [...fs.readdirSync(rmCopy).filter((name) => !name.startsWith(".")), ...fs.readdirSync(path.join(rmCopy, ".trash"))]
             if (left.length > 0) throw new Error(`the floor prune left ${left.length} runs`)
             return timed.outside
-          })
-          if (r !== undefined) {
-            floored.push(r)
-            o.log(`prune floor (C) #${rep + 1}: ${r.wall.toFixed(0)} ms wall, ${r.cpu.toFixed(0)} ms cpu`)
-          }
+          }))
         } else if (who === "nodeFloor" && "fsat" in addon) {
-          removeTree(rmCopy)
-          copyTree(template, rmCopy)
-          await settle(o.settleMs)
-          const r = await tryFloor(o.log, "prune", async () => {
+          await freshCopy()
+          keepFloor(nodeFloored, "plain JavaScript", rep, await tryFloor(o.log, "prune", async () => {
             const c0 = cpuMs()
             const t0 = nowMs()
             const removed = await nodeFloorPrune(addon.fsat, rmCopy)
             const timing = { wall: nowMs() - t0, cpu: cpuMs() - c0 }
             if (removed !== o.shape.runs || fs.readdirSync(path.join(rmCopy, ".trash")).length > 0) throw new Error(`the plain-JavaScript floor removed ${removed} runs`)
             return timing
-          })
-          if (r !== undefined) {
-            nodeFloored.push(r)
-            o.log(`prune floor (plain JavaScript) #${rep + 1}: ${r.wall.toFixed(0)} ms wall, ${r.cpu.toFixed(0)} ms cpu`)
-          }
+          }))
         } else if (who === "parallel") {
-          removeTree(rmCopy)
-          copyTree(template, rmCopy)
-          await settle(o.settleMs)
+          await freshCopy()
           const r = await runTimed("bash", ["-c", PARALLEL_RM, "parallel-rm", rmCopy, String(REMOVER_THREADS)])
           if (r.code !== 0 || fs.existsSync(rmCopy)) throw new Error("parallel rm -rf failed")
           parallel.push({ wall: r.wallMs, cpu: r.cpuMs ?? Number.NaN })
           o.log(`prune ${REMOVER_THREADS} × rm -rf #${rep + 1}: ${r.wallMs.toFixed(0)} ms wall, ${(r.cpuMs ?? 0).toFixed(0)} ms cpu`)
         } else {
-          removeTree(rmCopy)
-          copyTree(template, rmCopy)
-          await settle(o.settleMs)
+          await freshCopy()
           const r = await runTimed("rm", ["-rf", "--", rmCopy])
           if (r.code !== 0 || fs.existsSync(rmCopy)) throw new Error("rm -rf failed")
           base.push({ wall: r.wallMs, cpu: r.cpuMs ?? Number.NaN })
