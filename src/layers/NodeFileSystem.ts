@@ -117,17 +117,28 @@ const toFileInfo = (stats: fs.Stats): FileInfo => ({
   mtimeMs: stats.mtimeMs
 })
 
+const notFound = (method: string, path: string) => Effect.fail(failWith(method, path, "ENOENT", "no such file or directory"))
+
+// The hot metadata calls are each one synchronous step, never a chain of Effects, and a missing entry is
+// answered without a throw (a prune meets two per run): every extra runtime step per call showed up in a
+// prune's CPU (BENCHMARKS.md, session 9).
 const lstat = (path: string): Effect.Effect<FileInfo, FileSystemError> =>
-  Effect.flatMap(attemptSync("lstat", path, () => fs.lstatSync(path, { throwIfNoEntry: false })), (stats) =>
-    stats === undefined
-      ? Effect.fail(failWith("lstat", path, "ENOENT", "no such file or directory"))
-      : Effect.succeed(toFileInfo(stats)))
+  Effect.suspend(() => {
+    let stats: fs.Stats | undefined
+    try {
+      stats = fs.lstatSync(path, { throwIfNoEntry: false })
+    } catch (cause) {
+      return Effect.fail(toFileSystemError("lstat", path, cause))
+    }
+    return stats === undefined ? notFound("lstat", path) : Effect.succeed(toFileInfo(stats))
+  })
 
 const statFollowingLinks = (path: string): Effect.Effect<FileInfo, FileSystemError> =>
-  Effect.flatMap(attemptSync("statFollowingLinks", path, () => fs.statSync(path, { throwIfNoEntry: false })), (stats) =>
-    stats === undefined
-      ? Effect.fail(failWith("statFollowingLinks", path, "ENOENT", "no such file or directory"))
-      : Effect.succeed(toFileInfo(stats)))
+  attemptSync("statFollowingLinks", path, () => {
+    const stats = fs.statSync(path, { throwIfNoEntry: false })
+    if (stats === undefined) throw failWith("statFollowingLinks", path, "ENOENT", "no such file or directory")
+    return toFileInfo(stats)
+  })
 
 // ---------------------------------------------------------------------------------------------------------
 // directories
@@ -139,18 +150,20 @@ const syncDirectory = (method: string, dir: string): Effect.Effect<void, FileSys
   )
 
 const readDirectory = (path: string): Effect.Effect<ReadonlyArray<DirEntry>, FileSystemError> =>
-  Effect.gen(function*() {
-    // readdir follows a final link, so refuse one first.
-    // A missing directory is common (runs without leases): answer ENOENT without Node building an Error.
-    const info = yield* attemptSync("readDirectory", path, () => fs.lstatSync(path, { throwIfNoEntry: false }))
-    if (info === undefined) return yield* Effect.fail(failWith("readDirectory", path, "ENOENT", "no such file or directory"))
-    if (info.isSymbolicLink()) {
-      return yield* Effect.fail(failWith("readDirectory", path, "ENOTDIR", "is a symbolic link"))
+  Effect.suspend(() => {
+    try {
+      // readdir follows a final link, so refuse one first. A missing directory is common (runs without
+      // leases): answered without Node building an Error.
+      const info = fs.lstatSync(path, { throwIfNoEntry: false })
+      if (info === undefined) return notFound("readDirectory", path)
+      if (info.isSymbolicLink()) return Effect.fail(failWith("readDirectory", path, "ENOTDIR", "is a symbolic link"))
+      const entries = fs.readdirSync(path, { withFileTypes: true })
+        .map((dirent): DirEntry => ({ name: dirent.name, type: typeOfStats(dirent) }))
+        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      return Effect.succeed(entries)
+    } catch (cause) {
+      return Effect.fail(toFileSystemError("readDirectory", path, cause))
     }
-    const dirents = yield* attemptSync("readDirectory", path, () => fs.readdirSync(path, { withFileTypes: true }))
-    return dirents
-      .map((dirent): DirEntry => ({ name: dirent.name, type: typeOfStats(dirent) }))
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   })
 
 const readDirectoryInfo = (path: string): Effect.Effect<ReadonlyArray<DirEntryInfo>, FileSystemError> =>
@@ -250,7 +263,33 @@ const writeAllSync = (fd: number, data: Uint8Array) => {
   while (offset < data.byteLength) offset += fs.writeSync(fd, data, offset, data.byteLength - offset)
 }
 
-/** Create `path` exclusively and write it; a failure after creation removes the partial file. */
+/** Close, then unlink the partial file; best effort (the error being reported matters more). */
+const discardPartial = (fd: number, closed: boolean, path: string) => {
+  if (!closed) closeQuietly(fd)
+  try {
+    fs.unlinkSync(path)
+  } catch {
+    // Best effort: the error being reported matters more.
+  }
+}
+
+/** Open `path` exclusively, set its mode when the umask would not, and write `data`; the descriptor stays open. */
+const createWrittenSync = (path: string, data: Uint8Array, mode: number): number => {
+  const fd = fs.openSync(path, CREATE_EXCLUSIVE, mode)
+  try {
+    if (umaskStrips(mode) || (mode & ~0o777) !== 0) fs.fchmodSync(fd, mode)
+    writeAllSync(fd, data)
+    return fd
+  } catch (cause) {
+    discardPartial(fd, false, path)
+    throw cause
+  }
+}
+
+/**
+ * Create `path` exclusively and write it; a failure after creation removes the partial file. Without `sync`
+ * it is one synchronous step (markers and leases: the common case); with it the fsync waits on the pool.
+ */
 const createAndWrite = (
   method: string,
   path: string,
@@ -258,30 +297,26 @@ const createAndWrite = (
   mode: number,
   sync: boolean
 ): Effect.Effect<void, FileSystemError> =>
-  Effect.gen(function*() {
-    const fd = yield* attemptSync(method, path, () => fs.openSync(path, CREATE_EXCLUSIVE, mode))
-    let closed = false
-    yield* attemptSync(method, path, () => {
-      if (umaskStrips(mode) || (mode & ~0o777) !== 0) fs.fchmodSync(fd, mode)
-      writeAllSync(fd, data)
-    }).pipe(
-      Effect.zipRight(sync ? fsyncFd(method, path, fd) : Effect.void),
-      Effect.zipRight(attemptSync(method, path, () => {
-        closed = true
+  !sync
+    ? attemptSync(method, path, () => {
+      const fd = createWrittenSync(path, data, mode)
+      try {
         fs.closeSync(fd)
-      })),
-      Effect.onExit((exit) =>
-        exit._tag === "Success" ? Effect.void : Effect.sync(() => {
-          if (!closed) closeQuietly(fd)
-          try {
-            fs.unlinkSync(path)
-          } catch {
-            // Best effort: the error being reported matters more.
-          }
-        })
+      } catch (cause) {
+        discardPartial(fd, true, path)
+        throw cause
+      }
+    })
+    : Effect.flatMap(attemptSync(method, path, () => createWrittenSync(path, data, mode)), (fd) => {
+      let closed = false
+      return fsyncFd(method, path, fd).pipe(
+        Effect.zipRight(attemptSync(method, path, () => {
+          closed = true
+          fs.closeSync(fd)
+        })),
+        Effect.onExit((exit) => exit._tag === "Success" ? Effect.void : Effect.sync(() => discardPartial(fd, closed, path)))
       )
-    )
-  })
+    })
 
 const writeFileExclusive = (path: string, data: Uint8Array, options?: WriteOptions) =>
   // No fsync unless asked: a lease needs none (README "How runs stay safe": an empty lease counts as held); only writeFileAtomic defaults to it.
@@ -316,31 +351,37 @@ const writeFileInPlace = (path: string, data: Uint8Array): Effect.Effect<void, F
 /** Reads capped at this size are done with synchronous syscalls (manifests, leases, markers, configs). */
 const SYNC_READ_MAX = 1 << 20
 
-const readFileSmall = (path: string, maxBytes: number) =>
-  withFd("readFile", path, READ_NOFOLLOW, undefined, (fd) =>
-    attemptSync("readFile", path, () => {
-      const stats = fs.fstatSync(fd)
-      if (stats.isDirectory()) throw failWith("readFile", path, "EISDIR", "is a directory")
-      if (!stats.isFile()) throw failWith("readFile", path, "", "not a regular file")
-      if (stats.size > maxBytes) throw failWith("readFile", path, "EFBIG", `${stats.size} bytes exceeds ${maxBytes}`)
-      // Read until EOF but never past the cap: the file may grow between fstat and read. The buffer starts at
-      // the fstat size (not the cap: a 1 MiB allocation per small read is what the garbage collector then pays
-      // for) and grows only if the file did.
-      let buffer = Buffer.allocUnsafe(Math.min(maxBytes, stats.size + 4096) + 1)
-      let total = 0
-      for (;;) {
-        if (total === buffer.byteLength) {
-          const grown = Buffer.allocUnsafe(Math.min(maxBytes + 1, buffer.byteLength * 2))
-          buffer.copy(grown, 0, 0, total)
-          buffer = grown
-        }
-        const n = fs.readSync(fd, buffer, total, buffer.byteLength - total, null)
-        if (n === 0) break
-        total += n
-        if (total > maxBytes) throw failWith("readFile", path, "EFBIG", `grew beyond ${maxBytes} bytes`)
+/** Read a regular file of at most `maxBytes` through one synchronous open, read and close. */
+const readFileSmallSync = (path: string, maxBytes: number): Uint8Array => {
+  const fd = fs.openSync(path, READ_NOFOLLOW)
+  try {
+    const stats = fs.fstatSync(fd)
+    if (stats.isDirectory()) throw failWith("readFile", path, "EISDIR", "is a directory")
+    if (!stats.isFile()) throw failWith("readFile", path, "", "not a regular file")
+    if (stats.size > maxBytes) throw failWith("readFile", path, "EFBIG", `${stats.size} bytes exceeds ${maxBytes}`)
+    // Read until EOF but never past the cap: the file may grow between fstat and read. The buffer is the fstat size
+    // + 1 (to see EOF; not the cap, nor 4 KiB more: what a prune's three reads per run allocate, the garbage
+    // collector pays for) and grows only if the file did.
+    let buffer = Buffer.allocUnsafe(Math.min(maxBytes, stats.size) + 1)
+    let total = 0
+    for (;;) {
+      if (total === buffer.byteLength) {
+        const grown = Buffer.allocUnsafe(Math.min(maxBytes + 1, buffer.byteLength * 2))
+        buffer.copy(grown, 0, 0, total)
+        buffer = grown
       }
-      return new Uint8Array(buffer.subarray(0, total))
-    }))
+      const n = fs.readSync(fd, buffer, total, buffer.byteLength - total, null)
+      if (n === 0) break
+      total += n
+      if (total > maxBytes) throw failWith("readFile", path, "EFBIG", `grew beyond ${maxBytes} bytes`)
+    }
+    return new Uint8Array(buffer.subarray(0, total))
+  } finally {
+    closeQuietly(fd)
+  }
+}
+
+const readFileSmall = (path: string, maxBytes: number) => attemptSync("readFile", path, () => readFileSmallSync(path, maxBytes))
 
 const readFile = (path: string, options?: { readonly maxBytes?: number }) =>
   options?.maxBytes !== undefined && options.maxBytes <= SYNC_READ_MAX ? readFileSmall(path, options.maxBytes) : withHandle("readFile", path, READ_NOFOLLOW, undefined, (handle) =>
@@ -372,9 +413,8 @@ const readFile = (path: string, options?: { readonly maxBytes?: number }) =>
     }))
 
 const rename = (from: string, to: string, options?: { readonly sync?: boolean }): Effect.Effect<void, FileSystemError> =>
-  Effect.gen(function*() {
+  options?.sync === false ? attemptSync("rename", from, () => fs.renameSync(from, to)) : Effect.gen(function*() {
     yield* attemptSync("rename", from, () => fs.renameSync(from, to))
-    if (options?.sync === false) return
     const toDir = NodePath.dirname(NodePath.resolve(to))
     const fromDir = NodePath.dirname(NodePath.resolve(from))
     yield* syncDirectory("rename", toDir)
