@@ -27,9 +27,10 @@ import * as fs from "node:fs"
 import * as fsp from "node:fs/promises"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import { type FileSystemError, lengthMismatch } from "../domain/Errors.js"
+import { FileSystemError, lengthMismatch } from "../domain/Errors.js"
 import {
   type DirEntry,
   type DirEntryInfo,
@@ -117,26 +118,55 @@ const toFileInfo = (stats: fs.Stats): FileInfo => ({
   mtimeMs: stats.mtimeMs
 })
 
-const notFound = (method: string, path: string) => Effect.fail(failWith(method, path, "ENOENT", "no such file or directory"))
+/**
+ * A synchronous call's answer, never thrown: the hot metadata calls are each one synchronous step (no chain
+ * of Effects), and a missing entry is answered without a throw (a prune meets two per run). The single call
+ * and its batched form (`…Each`) share the answer, so they cannot disagree; one runtime step per call showed
+ * up in a prune's CPU (BENCHMARKS.md, session 9).
+ */
+type Answer<A> = A | FileSystemError
 
-// The hot metadata calls are each one synchronous step, never a chain of Effects, and a missing entry is
-// answered without a throw (a prune meets two per run): every extra runtime step per call showed up in a
-// prune's CPU (BENCHMARKS.md, session 9).
-const lstat = (path: string): Effect.Effect<FileInfo, FileSystemError> =>
-  Effect.suspend(() => {
-    let stats: fs.Stats | undefined
-    try {
-      stats = fs.lstatSync(path, { throwIfNoEntry: false })
-    } catch (cause) {
-      return Effect.fail(toFileSystemError("lstat", path, cause))
-    }
-    return stats === undefined ? notFound("lstat", path) : Effect.succeed(toFileInfo(stats))
-  })
+const answer = <A>(method: string, path: string, run: () => A): Answer<A> => {
+  try {
+    return run()
+  } catch (cause) {
+    return toFileSystemError(method, path, cause)
+  }
+}
+
+const asEffect = <A>(answered: Answer<A>): Effect.Effect<A, FileSystemError> =>
+  answered instanceof FileSystemError ? Effect.fail(answered) : Effect.succeed(answered)
+
+/** A single call: its answer, computed when the Effect runs. */
+const single = <A>(compute: () => Answer<A>): Effect.Effect<A, FileSystemError> => Effect.suspend(() => asEffect(compute()))
+
+/** A batched call: each item's answer, in order, in one synchronous step. */
+const each = <I, A>(items: ReadonlyArray<I>, compute: (item: I) => Answer<A>): Effect.Effect<ReadonlyArray<Either.Either<A, FileSystemError>>> =>
+  Effect.sync(() =>
+    items.map((item) => {
+      const answered = compute(item)
+      return answered instanceof FileSystemError ? Either.left(answered) : Either.right(answered)
+    })
+  )
+
+const notFound = (method: string, path: string) => failWith(method, path, "ENOENT", "no such file or directory")
+
+const lstatAnswer = (path: string): Answer<FileInfo> => {
+  let stats: fs.Stats | undefined
+  try {
+    stats = fs.lstatSync(path, { throwIfNoEntry: false })
+  } catch (cause) {
+    return toFileSystemError("lstat", path, cause)
+  }
+  return stats === undefined ? notFound("lstat", path) : toFileInfo(stats)
+}
+
+const lstat = (path: string): Effect.Effect<FileInfo, FileSystemError> => single(() => lstatAnswer(path))
 
 const statFollowingLinks = (path: string): Effect.Effect<FileInfo, FileSystemError> =>
   attemptSync("statFollowingLinks", path, () => {
     const stats = fs.statSync(path, { throwIfNoEntry: false })
-    if (stats === undefined) throw failWith("statFollowingLinks", path, "ENOENT", "no such file or directory")
+    if (stats === undefined) throw notFound("statFollowingLinks", path)
     return toFileInfo(stats)
   })
 
@@ -149,22 +179,22 @@ const syncDirectory = (method: string, dir: string): Effect.Effect<void, FileSys
     Effect.catchIf((error) => error.errno === "EINVAL" || error.errno === "ENOTSUP", () => Effect.void)
   )
 
-const readDirectory = (path: string): Effect.Effect<ReadonlyArray<DirEntry>, FileSystemError> =>
-  Effect.suspend(() => {
-    try {
-      // readdir follows a final link, so refuse one first. A missing directory is common (runs without
-      // leases): answered without Node building an Error.
-      const info = fs.lstatSync(path, { throwIfNoEntry: false })
-      if (info === undefined) return notFound("readDirectory", path)
-      if (info.isSymbolicLink()) return Effect.fail(failWith("readDirectory", path, "ENOTDIR", "is a symbolic link"))
-      const entries = fs.readdirSync(path, { withFileTypes: true })
-        .map((dirent): DirEntry => ({ name: dirent.name, type: typeOfStats(dirent) }))
-        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-      return Effect.succeed(entries)
-    } catch (cause) {
-      return Effect.fail(toFileSystemError("readDirectory", path, cause))
-    }
-  })
+const readDirectoryAnswer = (path: string): Answer<ReadonlyArray<DirEntry>> => {
+  try {
+    // readdir follows a final link, so refuse one first. A missing directory is common (runs without
+    // leases): answered without Node building an Error.
+    const info = fs.lstatSync(path, { throwIfNoEntry: false })
+    if (info === undefined) return notFound("readDirectory", path)
+    if (info.isSymbolicLink()) return failWith("readDirectory", path, "ENOTDIR", "is a symbolic link")
+    return fs.readdirSync(path, { withFileTypes: true })
+      .map((dirent): DirEntry => ({ name: dirent.name, type: typeOfStats(dirent) }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  } catch (cause) {
+    return toFileSystemError("readDirectory", path, cause)
+  }
+}
+
+const readDirectory = (path: string): Effect.Effect<ReadonlyArray<DirEntry>, FileSystemError> => single(() => readDirectoryAnswer(path))
 
 const readDirectoryInfo = (path: string): Effect.Effect<ReadonlyArray<DirEntryInfo>, FileSystemError> =>
   Effect.flatMap(readDirectory(path), (entries) =>
@@ -286,6 +316,18 @@ const createWrittenSync = (path: string, data: Uint8Array, mode: number): number
   }
 }
 
+/** Create, write and close `path` (no fsync); a failure after creation removes the partial file. */
+const createExclusiveAnswer = (method: string, path: string, data: Uint8Array, mode: number): Answer<void> =>
+  answer(method, path, () => {
+    const fd = createWrittenSync(path, data, mode)
+    try {
+      fs.closeSync(fd)
+    } catch (cause) {
+      discardPartial(fd, true, path)
+      throw cause
+    }
+  })
+
 /**
  * Create `path` exclusively and write it; a failure after creation removes the partial file. Without `sync`
  * it is one synchronous step (markers and leases: the common case); with it the fsync waits on the pool.
@@ -298,15 +340,7 @@ const createAndWrite = (
   sync: boolean
 ): Effect.Effect<void, FileSystemError> =>
   !sync
-    ? attemptSync(method, path, () => {
-      const fd = createWrittenSync(path, data, mode)
-      try {
-        fs.closeSync(fd)
-      } catch (cause) {
-        discardPartial(fd, true, path)
-        throw cause
-      }
-    })
+    ? single(() => createExclusiveAnswer(method, path, data, mode))
     : Effect.flatMap(attemptSync(method, path, () => createWrittenSync(path, data, mode)), (fd) => {
       let closed = false
       return fsyncFd(method, path, fd).pipe(
@@ -381,7 +415,7 @@ const readFileSmallSync = (path: string, maxBytes: number): Uint8Array => {
   }
 }
 
-const readFileSmall = (path: string, maxBytes: number) => attemptSync("readFile", path, () => readFileSmallSync(path, maxBytes))
+const readFileSmall = (path: string, maxBytes: number) => single(() => answer("readFile", path, () => readFileSmallSync(path, maxBytes)))
 
 const readFile = (path: string, options?: { readonly maxBytes?: number }) =>
   options?.maxBytes !== undefined && options.maxBytes <= SYNC_READ_MAX ? readFileSmall(path, options.maxBytes) : withHandle("readFile", path, READ_NOFOLLOW, undefined, (handle) =>
@@ -412,8 +446,12 @@ const readFile = (path: string, options?: { readonly maxBytes?: number }) =>
       return new Uint8Array(Buffer.concat(chunks, total))
     }))
 
+const renameAnswer = (from: string, to: string): Answer<void> => answer("rename", from, () => fs.renameSync(from, to))
+
+const removeFileAnswer = (path: string): Answer<void> => answer("removeFile", path, () => fs.unlinkSync(path))
+
 const rename = (from: string, to: string, options?: { readonly sync?: boolean }): Effect.Effect<void, FileSystemError> =>
-  options?.sync === false ? attemptSync("rename", from, () => fs.renameSync(from, to)) : Effect.gen(function*() {
+  options?.sync === false ? single(() => renameAnswer(from, to)) : Effect.gen(function*() {
     yield* attemptSync("rename", from, () => fs.renameSync(from, to))
     const toDir = NodePath.dirname(NodePath.resolve(to))
     const fromDir = NodePath.dirname(NodePath.resolve(from))
@@ -650,7 +688,7 @@ const service = ({ snapshot, ...walks }: Walks): FileSystem["Type"] => ({
   writeFileInPlace,
   readFile,
   rename,
-  removeFile: (path) => attemptSync("removeFile", path, () => fs.unlinkSync(path)),
+  removeFile: (path) => single(() => removeFileAnswer(path)),
   removeDirectory: (path) => attemptSync("removeDirectory", path, () => fs.rmdirSync(path)),
   // Single metadata syscalls: synchronous (a snapshot makes thousands of links; see the header).
   symlink: (target, path) => attemptSync("symlink", path, () => fs.symlinkSync(target, path)),
@@ -662,7 +700,17 @@ const service = ({ snapshot, ...walks }: Walks): FileSystem["Type"] => ({
   copyFile,
   copyFileHashed,
   copyFileStamped,
-  hashFile
+  hashFile,
+  lstatEach: (paths) => each(paths, lstatAnswer),
+  // Capped reads above SYNC_READ_MAX are streamed on the pool, one file at a time.
+  readFileEach: (paths, { maxBytes }) =>
+    maxBytes <= SYNC_READ_MAX
+      ? each(paths, (path) => answer("readFile", path, () => readFileSmallSync(path, maxBytes)))
+      : Effect.forEach(paths, (path) => Effect.either(readFile(path, { maxBytes }))),
+  readDirectoryEach: (paths) => each(paths, readDirectoryAnswer),
+  writeFileExclusiveEach: (paths, data) => each(paths, (path) => createExclusiveAnswer("writeFileExclusive", path, data, DEFAULT_FILE_MODE)),
+  renameEach: (moves) => each(moves, ([from, to]) => renameAnswer(from, to)),
+  removeFileEach: (paths) => each(paths, removeFileAnswer)
 })
 
 /** The production FileSystem layer (scoped: its remover threads stop with it). */

@@ -10,6 +10,7 @@
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
+import type * as Either from "effect/Either"
 import type { FileSystemError } from "../domain/Errors.js"
 
 export type FileType = "File" | "Directory" | "SymbolicLink" | "Other"
@@ -85,6 +86,9 @@ export interface WriteOptions {
   /** fsync the file (and, for atomic writes, its directory). */
   readonly sync?: boolean
 }
+
+/** One item's answer in a batched call: the single call's value, or its error. */
+export type EachAnswers<A> = Effect.Effect<ReadonlyArray<Either.Either<A, FileSystemError>>>
 
 export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileSystem, {
   /** Describe a path without following a final symlink. */
@@ -183,4 +187,20 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
    * `maxEntries` removals; a rerun continues. Missing root: complete with 0 removed.
    */
   readonly removeTree: (path: string, budget: WalkBudget) => Effect.Effect<TreeRemoval, FileSystemError>
+  // Batched forms of the hot metadata calls (README "Architecture in a paragraph"): each answers exactly what
+  // its single call would for every item, in order, in one call; a failure answers its item and the rest
+  // still run. A prune makes ≈ 14 such calls per run, and one runtime step each cost more CPU than their
+  // syscalls (BENCHMARKS.md, session 9). Optional: programs call them through `services/internal/each.ts`,
+  // which falls back to the single calls one item at a time; the Memory world leaves them out, so there every
+  // item stays its own scheduling point, journal entry, fault and crash gate. A wrapper that overrides a
+  // single call must drop or wrap its batched form too.
+  readonly lstatEach?: (paths: ReadonlyArray<string>) => EachAnswers<FileInfo>
+  /** `readFile` of each path with the same cap. */
+  readonly readFileEach?: (paths: ReadonlyArray<string>, options: { readonly maxBytes: number }) => EachAnswers<Uint8Array>
+  readonly readDirectoryEach?: (paths: ReadonlyArray<string>) => EachAnswers<ReadonlyArray<DirEntry>>
+  /** `writeFileExclusive` of the same bytes at each path (default mode, no fsync). */
+  readonly writeFileExclusiveEach?: (paths: ReadonlyArray<string>, data: Uint8Array) => EachAnswers<void>
+  /** `rename` of each pair with `sync: false`. */
+  readonly renameEach?: (moves: ReadonlyArray<readonly [from: string, to: string]>) => EachAnswers<void>
+  readonly removeFileEach?: (paths: ReadonlyArray<string>) => EachAnswers<void>
 }>() {}

@@ -22,6 +22,7 @@ import { Context, Effect, FastCheck, type Layer } from "effect"
 import type { FileSystemError, FileSystemErrorReason } from "../../src/domain/Errors.js"
 import { CROSSED_MOUNT_DETAIL } from "../../src/domain/OneFileSystem.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
+import * as Each from "../../src/services/internal/each.js"
 
 /**
  * Where a test may write. `otherDevice` is `null` unless the setup says cross-device is available; `mount`
@@ -489,6 +490,65 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
         assert.deepStrictEqual(yield* fs.linkEach(`${root}/from`, `${root}/to`, []), [])
         const gone = yield* fs.linkEach(`${root}/nowhere`, `${root}/to`, ["a", "x"])
         assert.deepStrictEqual(gone.map((e) => e?.errno), ["ENOENT", "ENOENT"])
+      }))
+    })
+
+    describe("batched calls (the …Each forms, through services/internal/each.ts)", () => {
+      /** An answer as comparable data: the value, or the error's reason and errno. */
+      const plain = <A>(answers: ReadonlyArray<{ readonly _tag: "Left"; readonly left: FileSystemError } | { readonly _tag: "Right"; readonly right: A }>) =>
+        answers.map((a) => (a._tag === "Left" ? { failed: `${a.left.reason} ${a.left.errno}` } : { value: a.right }))
+
+      test("lstat, readFile and readDirectory of each path answer what the single calls answer, item by item", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/small`, "ab")
+        yield* put(`${root}/big`, "abcdefgh")
+        yield* fs.makeDirectory(`${root}/dir`)
+        yield* put(`${root}/dir/x`, "x")
+        yield* fs.makeDirectory(`${root}/dir/y`)
+        yield* fs.symlink(`${root}/dir`, `${root}/link`)
+        const paths = ["small", "big", "dir", "dir/x", "link", "missing", "small/under", "missing/under", ""].map((p) => `${root}/${p}`)
+        const singles = <A>(call: (path: string) => Effect.Effect<A, FileSystemError>) => Effect.forEach(paths, (p) => Effect.either(call(p)))
+        const lstats = plain(yield* Each.lstatEach(fs, paths))
+        assert.deepStrictEqual(lstats, plain(yield* singles(fs.lstat)))
+        assert.deepStrictEqual(lstats.map((a) => ("value" in a ? a.value.type : a.failed)), [
+          "File", "File", "Directory", "File", "SymbolicLink", "NotFound ENOENT", "NotADirectory ENOTDIR", "NotFound ENOENT", "Directory"
+        ])
+        const reads = plain(yield* Each.readFileEach(fs, paths, { maxBytes: 4 }))
+        assert.deepStrictEqual(reads, plain(yield* singles((p) => fs.readFile(p, { maxBytes: 4 }))))
+        assert.deepStrictEqual(reads.map((a) => ("value" in a ? text(a.value) : a.failed)), [
+          "ab", "TooLarge EFBIG", "IsADirectory EISDIR", "x", "IsSymlink ELOOP", "NotFound ENOENT", "NotADirectory ENOTDIR", "NotFound ENOENT", "IsADirectory EISDIR"
+        ])
+        const listings = plain(yield* Each.readDirectoryEach(fs, paths))
+        assert.deepStrictEqual(listings, plain(yield* singles(fs.readDirectory)))
+        assert.deepStrictEqual(listings[2], { value: [{ name: "x", type: "File" }, { name: "y", type: "Directory" }] })
+        assert.deepStrictEqual(listings[4], { failed: "NotADirectory ENOTDIR" }, "a link is never listed through")
+        assert.deepStrictEqual(listings[5], { failed: "NotFound ENOENT" })
+        assert.deepStrictEqual(yield* Each.lstatEach(fs, []), [])
+      }))
+
+      test("exclusive writes, renames and unlinks of each item: a failure answers its item and the rest still happen", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/taken`, "old")
+        yield* fs.symlink(`${root}/nowhere`, `${root}/dangling`)
+        yield* fs.makeDirectory(`${root}/dir`)
+        const written = plain(yield* Each.writeFileExclusiveEach(fs, ["a", "taken", "missing/a", "dangling", "b"].map((p) => `${root}/${p}`), bytes("marker")))
+        assert.deepStrictEqual(written.map((a) => ("failed" in a ? a.failed : "ok")), ["ok", "AlreadyExists EEXIST", "NotFound ENOENT", "AlreadyExists EEXIST", "ok"])
+        for (const name of ["a", "b"]) {
+          assert.strictEqual(yield* read(`${root}/${name}`), "marker")
+          assert.strictEqual((yield* fs.lstat(`${root}/${name}`)).mode, 0o600)
+        }
+        assert.strictEqual(yield* read(`${root}/taken`), "old", "an existing file is never written")
+        assert.strictEqual((yield* fs.lstat(`${root}/dangling`)).type, "SymbolicLink")
+        yield* expectMissing(`${root}/nowhere`)
+
+        const moved = plain(yield* Each.renameEach(fs, [["a", "dir/a"], ["missing", "dir/m"], ["b", "dir/b"]].map(([from, to]) => [`${root}/${from}`, `${root}/${to}`] as const)))
+        assert.deepStrictEqual(moved.map((a) => ("failed" in a ? a.failed : "ok")), ["ok", "NotFound ENOENT", "ok"])
+        assert.deepStrictEqual(yield* names(`${root}/dir`), ["a", "b"])
+
+        const removed = plain(yield* Each.removeFileEach(fs, ["dir/a", "dir", "missing", "dangling", "dir/b"].map((p) => `${root}/${p}`)))
+        assert.deepStrictEqual(removed.map((a) => ("failed" in a ? a.failed : "ok")), ["ok", "IsADirectory EISDIR", "NotFound ENOENT", "ok", "ok"])
+        assert.deepStrictEqual(yield* names(root), ["dir", "taken"])
+        assert.deepStrictEqual(yield* names(`${root}/dir`), [])
       }))
     })
 

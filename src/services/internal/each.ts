@@ -1,0 +1,34 @@
+/**
+ * The batched port calls (`FileSystem`'s optional `…Each` methods), with the single calls as the fallback: a
+ * layer that has a batched form answers a whole batch in one runtime step (Node); one that leaves it out is
+ * called one item at a time, each item its own scheduling point, journal entry, fault and crash gate (the
+ * Memory world). Either way the answers are the single call's, item by item, in order.
+ */
+import * as Effect from "effect/Effect"
+import type * as Either from "effect/Either"
+import type { FileSystemError } from "../../domain/Errors.js"
+import type { DirEntry, FileInfo, FileSystem } from "../FileSystem.js"
+
+type Port = FileSystem["Type"]
+type Answers<A> = Effect.Effect<ReadonlyArray<Either.Either<A, FileSystemError>>>
+
+const oneByOne = <I, A>(items: ReadonlyArray<I>, single: (item: I) => Effect.Effect<A, FileSystemError>): Answers<A> =>
+  Effect.forEach(items, (item) => Effect.either(single(item)))
+
+export const lstatEach = (fs: Port, paths: ReadonlyArray<string>): Answers<FileInfo> =>
+  paths.length === 0 ? Effect.succeed([]) : fs.lstatEach?.(paths) ?? oneByOne(paths, fs.lstat)
+
+export const readFileEach = (fs: Port, paths: ReadonlyArray<string>, options: { readonly maxBytes: number }): Answers<Uint8Array> =>
+  paths.length === 0 ? Effect.succeed([]) : fs.readFileEach?.(paths, options) ?? oneByOne(paths, (path) => fs.readFile(path, options))
+
+export const readDirectoryEach = (fs: Port, paths: ReadonlyArray<string>): Answers<ReadonlyArray<DirEntry>> =>
+  paths.length === 0 ? Effect.succeed([]) : fs.readDirectoryEach?.(paths) ?? oneByOne(paths, fs.readDirectory)
+
+export const writeFileExclusiveEach = (fs: Port, paths: ReadonlyArray<string>, data: Uint8Array): Answers<void> =>
+  paths.length === 0 ? Effect.succeed([]) : fs.writeFileExclusiveEach?.(paths, data) ?? oneByOne(paths, (path) => fs.writeFileExclusive(path, data))
+
+export const renameEach = (fs: Port, moves: ReadonlyArray<readonly [from: string, to: string]>): Answers<void> =>
+  moves.length === 0 ? Effect.succeed([]) : fs.renameEach?.(moves) ?? oneByOne(moves, ([from, to]) => fs.rename(from, to, { sync: false }))
+
+export const removeFileEach = (fs: Port, paths: ReadonlyArray<string>): Answers<void> =>
+  paths.length === 0 ? Effect.succeed([]) : fs.removeFileEach?.(paths) ?? oneByOne(paths, fs.removeFile)
