@@ -18,6 +18,7 @@ import { readFailureIsContent } from "../../domain/Liveness.js"
 import { sameFile } from "../../domain/TierIdentity.js"
 import type { FileInfo, FileType } from "../FileSystem.js"
 import { type Deps, judge, selfIdentity } from "./deps.js"
+import { lstatEach, removeFileEach, writeFileExclusiveEach } from "./each.js"
 import { warn } from "./warn.js"
 
 /** An unreadable marker the caller should report: where, what it is, and what was done with it. */
@@ -163,14 +164,24 @@ const createOwned = (deps: Deps, path: string, body: Uint8Array) =>
 
 /** Unlink `path` only if it is still the entry `was` (inode and device); otherwise warn and leave it. */
 const removeIfSameInode = (deps: Deps, path: string, was: FileInfo | null): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    const now = yield* deps.fs.lstat(path).pipe(Effect.either)
-    if (now._tag === "Left" && now.left.reason === "NotFound") return
-    if (was === null || now._tag === "Left" || !sameFile(now.right, was)) {
-      return yield* leftInPlace(path, now._tag === "Left" ? `cannot be examined (${now.left.reason})` : "is no longer the marker we created")
-    }
-    yield* deps.fs.removeFile(path).pipe(Effect.catchAll((e) => leftInPlace(path, `cannot be removed (${e.reason})`)))
+  Effect.flatMap(Effect.either(deps.fs.lstat(path)), (now) => {
+    const verdict = releaseVerdict(was, now)
+    if (verdict === "gone") return Effect.void
+    if (verdict !== "unlink") return leftInPlace(path, verdict.leave)
+    return deps.fs.removeFile(path).pipe(Effect.catchAll((e) => leftInPlace(path, `cannot be removed (${e.reason})`)))
   })
+
+/**
+ * Whether the entry now at a marker's path (`now`, its lstat) is still the one we created (`was`): unlink
+ * it; it is gone already; or leave it, and why (someone else's now, or it cannot be examined).
+ */
+const releaseVerdict = (was: FileInfo | null, now: Either.Either<FileInfo, FileSystemError>): "gone" | "unlink" | { readonly leave: string } => {
+  if (now._tag === "Left" && now.left.reason === "NotFound") return "gone"
+  if (was === null || now._tag === "Left" || !sameFile(now.right, was)) {
+    return { leave: now._tag === "Left" ? `cannot be examined (${now.left.reason})` : "is no longer the marker we created" }
+  }
+  return "unlink"
+}
 
 const leftInPlace = (path: string, why: string) =>
   warn({ _tag: "MarkerLeftInPlace", path, reason: why, message: `marker left in place: it ${why}` })
@@ -294,6 +305,67 @@ export const tryAcquireMarker = (
       if (outcome === "reclaimed" && judged.unreadable) reclaimed.push({ path, what: judged.detail, action: "reclaimed" })
     }
     return held(last, "contended marker")
+  })
+
+/** One path's outcome in `tryAcquireMarkers`: taken (released with the batch), held by someone, or failed. */
+export type MarkerTake =
+  | { readonly _tag: "Acquired"; readonly reclaimed: ReadonlyArray<UnreadableMarker> }
+  | Extract<MarkerAttempt, { readonly _tag: "Held" }>
+  | { readonly _tag: "Failed"; readonly error: FileSystemError }
+
+/**
+ * `tryAcquireMarker` for many paths and one purpose at once (a prune's batch of victims): every marker is
+ * created exclusively in one batched call (`each.ts`) with the same body; a path already taken goes through
+ * `tryAcquireMarker` alone (judged, reclaimed when dead, tried again). `release` drops every marker taken
+ * here, each only while it is still the inode we created, as `tryAcquireMarker`'s release does. Run it
+ * uninterruptibly with its release guaranteed (`Effect.acquireUseRelease`).
+ */
+export const tryAcquireMarkers = (
+  deps: Deps,
+  paths: ReadonlyArray<string>,
+  purpose: string
+): Effect.Effect<{ readonly takes: ReadonlyArray<MarkerTake>; readonly release: Effect.Effect<void> }> =>
+  Effect.gen(function*() {
+    const body = yield* markerBody(deps, purpose)
+    const written = yield* writeFileExclusiveEach(deps.fs, paths, body)
+    const created = paths.filter((_, i) => written[i]!._tag === "Right")
+    // The inode each release checks against (`createOwned`); one that cannot be examined is left in place.
+    const infos = yield* lstatEach(deps.fs, created)
+    const ours = created.map((path, k) => ({ path, was: Either.getOrNull(infos[k]!) }))
+    const takes: Array<MarkerTake> = []
+    const alone: Array<Effect.Effect<void>> = []
+    for (const [i, answer] of written.entries()) {
+      if (answer._tag === "Right") {
+        takes.push({ _tag: "Acquired", reclaimed: [] })
+      } else if (answer.left.reason === "AlreadyExists") {
+        const attempt = yield* Effect.either(tryAcquireMarker(deps, paths[i]!, purpose))
+        if (attempt._tag === "Left") takes.push({ _tag: "Failed", error: attempt.left })
+        else if (attempt.right._tag === "Held") takes.push(attempt.right)
+        else {
+          alone.push(attempt.right.release)
+          takes.push({ _tag: "Acquired", reclaimed: attempt.right.reclaimed })
+        }
+      } else {
+        takes.push({ _tag: "Failed", error: answer.left })
+      }
+    }
+    return { takes, release: Effect.zipRight(releaseCreated(deps, ours), Effect.all(alone, { discard: true })) }
+  })
+
+/** `removeIfSameInode` for many markers: one batched lstat, one batched unlink of those still ours. */
+const releaseCreated = (deps: Deps, markers: ReadonlyArray<{ readonly path: string; readonly was: FileInfo | null }>): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const now = yield* lstatEach(deps.fs, markers.map((m) => m.path))
+    const unlink: Array<string> = []
+    for (const [i, marker] of markers.entries()) {
+      const verdict = releaseVerdict(marker.was, now[i]!)
+      if (verdict === "unlink") unlink.push(marker.path)
+      else if (verdict !== "gone") yield* leftInPlace(marker.path, verdict.leave)
+    }
+    const removed = yield* removeFileEach(deps.fs, unlink)
+    for (const [i, answer] of removed.entries()) {
+      if (answer._tag === "Left") yield* leftInPlace(unlink[i]!, `cannot be removed (${answer.left.reason})`)
+    }
   })
 
 /** Whether a live (or fresh unreadable, so presumed live) marker exists at `path`. */

@@ -24,7 +24,7 @@ import { emptyPruneReport, type PruneError, type PruneReport, type UnreadableRec
 import type { RetentionPolicy } from "../../domain/Retention.js"
 import { type Deps } from "./deps.js"
 import { isReclaimLockName, type ReclaimOutcome, reclaimLockPath, removeDeadMarker, removeDeadReclaimLock, tryAcquireMarker } from "./markers.js"
-import { cleanupMarkerPath, deleteQuarantined, ensureLibraryDir, prepareRemoval, quarantineOwnedRun, type RemoveOutcome } from "./removeRun.js"
+import { cleanupMarkerPath, deleteQuarantined, ensureLibraryDir, prepareRemoval, quarantineOwnedRuns, type RemoveOutcome } from "./removeRun.js"
 import { checkSafeDirectory } from "./rootSafety.js"
 import { tenantItems } from "./readModel.js"
 import { isActive, type LeaseEntry, newestHeartbeat, type OwnedManifest, readLeases, readManifest } from "./runFacts.js"
@@ -50,6 +50,12 @@ export interface PruneInput {
 export const TRASH_SLICE_ENTRIES = 10_000
 export const TRASH_TIME_BUDGET_MS = 5_000
 const UNBOUNDED_DEPTH = Number.MAX_SAFE_INTEGER
+
+/**
+ * Victims taken through the cleanup protocol at once: each step is one port call over the batch (BENCHMARKS.md,
+ * session 9), and a batch's deletions start once it is quarantined, while the next batch goes through.
+ */
+export const QUARANTINE_BATCH = 32
 
 /** Delete what `.trash/` holds within the time budget; every entry still there afterwards is an error. */
 const finishTrash = (deps: Deps, trashDir: string, report: PruneReport) =>
@@ -298,19 +304,27 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     // (in C on the thread pool, or on a remover thread), so quarantining run n+1 overlaps deleting run n,
     // which waits on the disk (BENCHMARKS.md).
     const deletions: Array<{ readonly victim: PlanDecision; readonly deletion: Fiber.RuntimeFiber<RemoveOutcome> }> = []
-    for (const [index, victim] of plan.remove.entries()) {
-      input.onProgress?.({ phase: "remove", done: index, total: plan.remove.length })
-      const quarantined = yield* quarantineOwnedRun(deps, { tenantDir, category: input.category, tenant: input.tenant, runId: victim.runId }, owned.get(victim.runId))
-      if (quarantined._tag === "Skipped") {
-        report.skipped.push({ _tag: quarantined.skip, runId: victim.runId, path: victim.path, why: quarantined.why })
-        report.kept.push(victim.runId)
-        const bytes = yield* sizeOf(victim)
-        skippedBytes = skippedBytes === null || bytes === null ? null : skippedBytes + bytes
-        continue
+    // Victims go through the protocol a batch at a time, each step one port call over the batch.
+    for (let start = 0; start < plan.remove.length; start += QUARANTINE_BATCH) {
+      input.onProgress?.({ phase: "remove", done: start, total: plan.remove.length })
+      const batch = plan.remove.slice(start, start + QUARANTINE_BATCH)
+      const outcomes = yield* quarantineOwnedRuns(deps, batch.map((victim) => ({
+        run: { tenantDir, category: input.category, tenant: input.tenant, runId: victim.runId },
+        known: owned.get(victim.runId)
+      })))
+      for (const [k, victim] of batch.entries()) {
+        const quarantined = outcomes[k]!
+        if (quarantined._tag === "Skipped") {
+          report.skipped.push({ _tag: quarantined.skip, runId: victim.runId, path: victim.path, why: quarantined.why })
+          report.kept.push(victim.runId)
+          const bytes = yield* sizeOf(victim)
+          skippedBytes = skippedBytes === null || bytes === null ? null : skippedBytes + bytes
+          continue
+        }
+        deadLeases.delete(victim.runId)
+        reportLeases(victim.runId, true)
+        deletions.push({ victim, deletion: yield* Effect.fork(deleteQuarantined(deps, quarantined.target)) })
       }
-      deadLeases.delete(victim.runId)
-      reportLeases(victim.runId, true)
-      deletions.push({ victim, deletion: yield* Effect.fork(deleteQuarantined(deps, quarantined.target)) })
     }
     for (const { victim, deletion } of deletions) {
       const outcome = yield* Fiber.join(deletion)

@@ -6,11 +6,13 @@
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import { TENANT_CLEANUP_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
+import { MANIFEST_MAX_BYTES } from "../../domain/Formats.js"
 import { type FileSystemError, LibraryDirUnusable } from "../../domain/Errors.js"
 import type { WalkBudget } from "../FileSystem.js"
 import { type Deps, nonce } from "./deps.js"
-import { tryAcquireMarker } from "./markers.js"
-import { isActive, type OwnedManifest, readLeases, readManifest } from "./runFacts.js"
+import { lstatEach, readDirectoryEach, readFileEach, renameEach } from "./each.js"
+import { tryAcquireMarkers } from "./markers.js"
+import { isActive, judgeLeaseListing, leasesPath, manifestPath, manifestVerdict, type OwnedManifest } from "./runFacts.js"
 import { aFileType } from "../../domain/FileTypeWords.js"
 import type { SkippedRun } from "../../domain/PruneReport.js"
 
@@ -68,38 +70,78 @@ export const prepareRemoval = (deps: Deps, tenantDir: string): Effect.Effect<voi
  * The protocol part of a removal: under the run's cleanup marker, prove it still owned and lease-free, then
  * rename it into `.trash/`. From then on it is only ours; `prepareRemoval` must have succeeded. `known`: the
  * manifest as the caller's scan read it; the re-read under the marker reuses its verdict only when the bytes
- * are the same (`readManifest`).
+ * are the same (`manifestVerdict`). A batch of one `quarantineOwnedRuns`.
  */
 export const quarantineOwnedRun = (deps: Deps, run: RunAddress, known?: OwnedManifest): Effect.Effect<QuarantineOutcome> =>
-  Effect.gen(function*() {
-    const runDir = NodePath.join(run.tenantDir, run.runId)
-    const trashDir = NodePath.join(run.tenantDir, TENANT_TRASH_DIR)
-    const marker = yield* tryAcquireMarker(deps, cleanupMarkerPath(run.tenantDir, run.runId), "cleanup").pipe(Effect.either)
-    if (marker._tag === "Left") return { _tag: "Skipped", skip: "MarkerHeld", why: `cleanup marker: ${marker.left.message}` } as const
-    if (marker.right._tag === "Held") return { _tag: "Skipped", skip: "MarkerHeld", why: `cleanup marker held (${marker.right.holder})` } as const
-    const release = marker.right.release
-    // Under the marker: whoever acquires from now on sees the marker and backs off; whoever acquired before is
-    // visible in .leases now.
-    const quarantined = yield* Effect.gen(function*() {
-      const dirInfo = yield* deps.fs.lstat(runDir).pipe(Effect.either)
-      if (dirInfo._tag === "Left") return { _tag: "Skipped", skip: "RunChanged", why: `run vanished (${dirInfo.left.reason})` } as const
-      if (dirInfo.right.type !== "Directory") return { _tag: "Skipped", skip: "RunChanged", why: "no longer a directory" } as const
-      const manifest = yield* readManifest(deps, runDir, run, known)
-      if (manifest._tag !== "Owned") {
-        return { _tag: "Skipped", skip: "RunChanged", why: manifest._tag === "Mismatch" ? `manifest now names ${manifest.found}` : manifest.why } as const
-      }
-      const leases = yield* readLeases(deps, runDir)
-      if (isActive(leases)) {
-        return { _tag: "Skipped", skip: "LeaseAppeared", why: leases.problem ?? "a live lease holds it" } as const
-      }
-      const target = NodePath.join(trashDir, `${run.runId}.${yield* nonce}`)
-      // No directory fsync: if a power cut undoes the rename, the run is still owned and the next prune retries.
-      const moved = yield* deps.fs.rename(runDir, target, { sync: false }).pipe(Effect.either)
-      if (moved._tag === "Left") return { _tag: "Skipped", skip: "QuarantineFailed", why: `rename into .trash failed: ${moved.left.message}` } as const
-      return { _tag: "Moved", target } as const
-    }).pipe(Effect.ensuring(release))
-    return quarantined
-  })
+  Effect.map(quarantineOwnedRuns(deps, [{ run, known }]), (outcomes) => outcomes[0]!)
+
+const skipped = (skip: Skipped["skip"], why: string): Skipped => ({ _tag: "Skipped", skip, why })
+
+/**
+ * `quarantineOwnedRun` for a batch of runs (a prune's victims), each through the same steps in the same
+ * order — take its marker, lstat it, re-read its manifest and leases, rename it, drop the marker — with each
+ * step one batched port call over the runs still in (`each.ts`: one runtime step on Node, one call per run
+ * in the Memory world). Per run the order is the handshake's (I1): its marker exists before its leases are
+ * read, and is dropped only after its rename.
+ */
+export const quarantineOwnedRuns = (
+  deps: Deps,
+  runs: ReadonlyArray<{ readonly run: RunAddress; readonly known?: OwnedManifest | undefined }>
+): Effect.Effect<ReadonlyArray<QuarantineOutcome>> =>
+  Effect.acquireUseRelease(
+    tryAcquireMarkers(deps, runs.map(({ run }) => cleanupMarkerPath(run.tenantDir, run.runId)), "cleanup"),
+    ({ takes }) =>
+      Effect.gen(function*() {
+        const outcomes: Array<QuarantineOutcome | undefined> = takes.map((take) =>
+          take._tag === "Failed"
+            ? skipped("MarkerHeld", `cleanup marker: ${take.error.message}`)
+            : take._tag === "Held"
+            ? skipped("MarkerHeld", `cleanup marker held (${take.holder})`)
+            : undefined
+        )
+        // Under the markers: whoever acquires from now on sees its run's marker and backs off; whoever
+        // acquired before is visible in .leases now.
+        const runDir = (i: number) => NodePath.join(runs[i]!.run.tenantDir, runs[i]!.run.runId)
+        /** The runs still in, narrowed by each step's verdict (a skipped run is read no further). */
+        let open = outcomes.flatMap((outcome, i) => (outcome === undefined ? [i] : []))
+        const keep = <A>(answers: ReadonlyArray<A>, verdict: (i: number, answer: A) => Skipped | undefined) => {
+          open = open.filter((i, k) => {
+            outcomes[i] = verdict(i, answers[k]!)
+            return outcomes[i] === undefined
+          })
+        }
+        keep(yield* lstatEach(deps.fs, open.map(runDir)), (_, dir) =>
+          dir._tag === "Left"
+            ? skipped("RunChanged", `run vanished (${dir.left.reason})`)
+            : dir.right.type !== "Directory"
+            ? skipped("RunChanged", "no longer a directory")
+            : undefined)
+        keep(yield* readFileEach(deps.fs, open.map((i) => manifestPath(runDir(i))), { maxBytes: MANIFEST_MAX_BYTES }), (i, read) => {
+          const manifest = manifestVerdict(read, runs[i]!.run, runs[i]!.known)
+          return manifest._tag === "Owned"
+            ? undefined
+            : skipped("RunChanged", manifest._tag === "Mismatch" ? `manifest now names ${manifest.found}` : manifest.why)
+        })
+        const listings = yield* readDirectoryEach(deps.fs, open.map((i) => leasesPath(runDir(i))))
+        const leases = yield* Effect.forEach(open, (i, k) => judgeLeaseListing(deps, leasesPath(runDir(i)), listings[k]!))
+        keep(leases, (_, scan) => (isActive(scan) ? skipped("LeaseAppeared", scan.problem ?? "a live lease holds it") : undefined))
+        const moves: Array<readonly [string, string]> = []
+        for (const i of open) {
+          const { tenantDir, runId } = runs[i]!.run
+          moves.push([runDir(i), NodePath.join(tenantDir, TENANT_TRASH_DIR, `${runId}.${yield* nonce}`)])
+        }
+        // No directory fsync: if a power cut undoes a rename, the run is still owned and the next prune retries.
+        const moved = yield* renameEach(deps.fs, moves)
+        for (const [k, i] of open.entries()) {
+          const answer = moved[k]!
+          outcomes[i] = answer._tag === "Left"
+            ? skipped("QuarantineFailed", `rename into .trash failed: ${answer.left.message}`)
+            : { _tag: "Moved", target: moves[k]![1] }
+        }
+        return outcomes as ReadonlyArray<QuarantineOutcome>
+      }),
+    ({ release }) => release
+  )
 
 /**
  * A quarantined run is deleted whole, whatever its depth (it is already proven ours): a prune measured it

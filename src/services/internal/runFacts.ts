@@ -5,6 +5,7 @@
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import type * as Either from "effect/Either"
 import { LEASES_DIR, WORK_RUN_MANIFEST } from "../../domain/AgentPaths.js"
 import {
   decodeJsonBytes,
@@ -16,6 +17,7 @@ import {
   MANIFEST_MAX_BYTES
 } from "../../domain/Formats.js"
 import type { FileSystemError } from "../../domain/Errors.js"
+import type { DirEntry } from "../FileSystem.js"
 import { isFarFuture, type LeaseVerdict, readFailureIsContent } from "../../domain/Liveness.js"
 import { boundManifestTimes, type BoundedManifestTimes } from "../../domain/PrunePlan.js"
 import { type Deps, judge } from "./deps.js"
@@ -64,20 +66,32 @@ export const readManifest = (
   expected: { readonly category: string; readonly tenant: string; readonly runId: string },
   known?: OwnedManifest
 ): Effect.Effect<ManifestRead> =>
-  Effect.gen(function*() {
-    const path = NodePath.join(runDir, WORK_RUN_MANIFEST)
-    // One call: the port's readFile never follows a link, refuses non-files and stops at the size cap.
-    const bytes = yield* deps.fs.readFile(path, { maxBytes: MANIFEST_MAX_BYTES }).pipe(Effect.either)
-    if (bytes._tag === "Left") return { _tag: "Unowned", why: unreadableManifest(bytes.left) } as const
-    if (known !== undefined && sameBytes(bytes.right, known.bytes)) return known
-    const decoded = decodeJsonBytes(Manifest, bytes.right)
-    if (!decoded.ok) return { _tag: "Unowned", why: `manifest ${decoded.why}` } as const
-    const m = decoded.value
-    if (m.category !== expected.category || m.tenant !== expected.tenant || m.runId !== expected.runId) {
-      return { _tag: "Mismatch", found: `${m.category}/${m.tenant}/${m.runId}` } as const
-    }
-    return { _tag: "Owned", manifest: m, length: bytes.right.length, bytes: bytes.right } as const
-  })
+  // One call: the port's readFile never follows a link, refuses non-files and stops at the size cap.
+  Effect.map(
+    Effect.either(deps.fs.readFile(manifestPath(runDir), { maxBytes: MANIFEST_MAX_BYTES })),
+    (read) => manifestVerdict(read, expected, known)
+  )
+
+/** The manifest's path in a run directory. */
+export const manifestPath = (runDir: string): string => NodePath.join(runDir, WORK_RUN_MANIFEST)
+
+/** WR3's verdict on what reading a run's manifest answered (`readManifest`; a batch reads many at once). Pure. */
+export const manifestVerdict = (
+  read: Either.Either<Uint8Array, FileSystemError>,
+  expected: { readonly category: string; readonly tenant: string; readonly runId: string },
+  known?: OwnedManifest
+): ManifestRead => {
+  if (read._tag === "Left") return { _tag: "Unowned", why: unreadableManifest(read.left) }
+  const bytes = read.right
+  if (known !== undefined && sameBytes(bytes, known.bytes)) return known
+  const decoded = decodeJsonBytes(Manifest, bytes)
+  if (!decoded.ok) return { _tag: "Unowned", why: `manifest ${decoded.why}` }
+  const m = decoded.value
+  if (m.category !== expected.category || m.tenant !== expected.tenant || m.runId !== expected.runId) {
+    return { _tag: "Mismatch", found: `${m.category}/${m.tenant}/${m.runId}` }
+  }
+  return { _tag: "Owned", manifest: m, length: bytes.length, bytes }
+}
 
 /**
  * The manifest's timestamps for last use, far-future ones set aside (`boundManifestTimes`); the manifest's
@@ -114,18 +128,35 @@ export interface LeaseScan {
 }
 
 /** Read and judge every lease of a run. Names starting with "." are in-flight temp files, not leases. */
-export const readLeases = (deps: Deps, runDir: string): Effect.Effect<LeaseScan> =>
-  Effect.gen(function*() {
-    const dir = NodePath.join(runDir, LEASES_DIR)
-    // One call: the port refuses to list through a symlink (ENOTDIR), so no lstat first.
-    const entries = yield* deps.fs.readDirectory(dir).pipe(Effect.either)
-    if (entries._tag === "Left") {
-      const e = entries.left
-      if (e.reason === "NotFound") return { leases: [], problem: null }
-      return { leases: [], problem: e.reason === "NotADirectory" ? ".leases is not a directory (or is a symlink)" : `.leases unreadable (${e.errno})` }
-    }
+export const readLeases = (deps: Deps, runDir: string): Effect.Effect<LeaseScan> => {
+  const dir = leasesPath(runDir)
+  // One call: the port refuses to list through a symlink (ENOTDIR), so no lstat first.
+  return Effect.flatMap(Effect.either(deps.fs.readDirectory(dir)), (listing) => judgeLeaseListing(deps, dir, listing))
+}
+
+/** The lease directory of a run. */
+export const leasesPath = (runDir: string): string => NodePath.join(runDir, LEASES_DIR)
+
+const NO_LEASES: LeaseScan = { leases: [], problem: null }
+
+/**
+ * The leases of a run from what listing its lease directory (`dir`) answered: each lease read and judged
+ * (`readLeases`; a batch lists many directories at once). None is answered without a runtime step.
+ */
+export const judgeLeaseListing = (
+  deps: Deps,
+  dir: string,
+  listing: Either.Either<ReadonlyArray<DirEntry>, FileSystemError>
+): Effect.Effect<LeaseScan> => {
+  if (listing._tag === "Left") {
+    const e = listing.left
+    if (e.reason === "NotFound") return Effect.succeed(NO_LEASES)
+    return Effect.succeed({ leases: [], problem: e.reason === "NotADirectory" ? ".leases is not a directory (or is a symlink)" : `.leases unreadable (${e.errno})` })
+  }
+  if (listing.right.every((entry) => entry.name.startsWith("."))) return Effect.succeed(NO_LEASES)
+  return Effect.gen(function*() {
     const leases: Array<LeaseEntry> = []
-    for (const entry of entries.right) {
+    for (const entry of listing.right) {
       if (entry.name.startsWith(".")) continue
       const path = NodePath.join(dir, entry.name)
       let facts: LeaseFacts | { readonly unreadable: string }
@@ -152,6 +183,7 @@ export const readLeases = (deps: Deps, runDir: string): Effect.Effect<LeaseScan>
     }
     return { leases, problem: null }
   })
+}
 
 /**
  * The verdict of one lease; the file's mtime is looked at only when the record is unreadable (or its
