@@ -9,12 +9,14 @@
  * verdicts), never follows a link below the root, and stops descending once its entry budget is spent.
  */
 import * as NodePath from "node:path"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import type * as Either from "effect/Either"
 import { agentPaths, TENANT_CLEANUP_DIR, TENANT_PRUNE_MARKER, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
 import { type ConfigViolation, configEntryViolation } from "../../domain/ConfigRedLines.js"
 import type { FileSystemError } from "../../domain/Errors.js"
 import { aFileType } from "../../domain/FileTypeWords.js"
-import type { Manifest } from "../../domain/Formats.js"
+import { type Manifest, MANIFEST_MAX_BYTES } from "../../domain/Formats.js"
 import type { BoundedManifestTimes } from "../../domain/PrunePlan.js"
 import { classifyRootEntry, type RootClassification } from "../../domain/RootEntries.js"
 import { isDescendable, type RootSafetyProblem, rootSafetyProblems } from "../../domain/RootSafety.js"
@@ -24,7 +26,18 @@ import { TIER_NAMES, tierPaths } from "../../domain/WebPaths.js"
 import type { DirEntry, FileInfo, FileType } from "../FileSystem.js"
 import type { Deps } from "./deps.js"
 import { judgeMarker, type MarkerJudgement, reclaimLockPath } from "./markers.js"
-import { type LeaseScan, manifestTimes, type OwnedManifest, readLeases, readManifest } from "./runFacts.js"
+import { readDirectoryEach, readFileEach } from "./each.js"
+import {
+  judgeLeaseListing,
+  type LeaseScan,
+  leasesPath,
+  type ManifestRead,
+  manifestPath,
+  manifestTimesAt,
+  manifestVerdict,
+  type OwnedManifest,
+  readLeases
+} from "./runFacts.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // The budget
@@ -178,6 +191,15 @@ export interface TenantItemOptions {
   readonly onProgress?: (done: number, total: number) => void
 }
 
+/** Run directories whose manifests and lease listings a scan reads in one batched call each. */
+const SCAN_BATCH = 64
+
+/** A run directory's manifest, and its lease listing when the scan needs its leases, read ahead. */
+interface ReadAhead {
+  readonly manifest: ManifestRead
+  readonly listing: Either.Either<ReadonlyArray<DirEntry>, FileSystemError> | undefined
+}
+
 /** Why a tenant entry that is not a directory is not a run. */
 const notADirectoryWhy = (type: FileType): string =>
   type === "SymbolicLink" ? "symlink (never followed)" : `not a directory (${aFileType(type)})`
@@ -198,6 +220,24 @@ export const tenantItems = (
     const examined = new Set(candidates.slice(0, options.maxRuns).map((e) => e.name))
     const items: Array<TenantItem> = []
     let done = 0
+    // The run directories' manifests and lease listings are read ahead, a batch at a time, each one batched
+    // port call (each.ts); the judgement below stays per run, in name order.
+    const runDirs = candidates.filter((e) => examined.has(e.name) && e.type === "Directory").map((e) => e.name)
+    const ahead = new Map<string, ReadAhead>()
+    let readUpTo = 0
+    let now = 0
+    const readAhead = Effect.gen(function*() {
+      const names = runDirs.slice(readUpTo, readUpTo + SCAN_BATCH)
+      readUpTo += names.length
+      now = yield* Clock.currentTimeMillis
+      const paths = names.map((name) => NodePath.join(tenantDir, name))
+      const reads = yield* readFileEach(deps.fs, paths.map(manifestPath), { maxBytes: MANIFEST_MAX_BYTES })
+      const manifests = names.map((runId, k) => manifestVerdict(reads[k]!, { ...address, runId }))
+      const listed = names.flatMap((_, k) => (manifests[k]!._tag === "Owned" || options.unownedLeases === true ? [k] : []))
+      const listings = yield* readDirectoryEach(deps.fs, listed.map((k) => leasesPath(paths[k]!)))
+      names.forEach((name, k) => ahead.set(name, { manifest: manifests[k]!, listing: undefined }))
+      listed.forEach((k, j) => ahead.set(names[k]!, { manifest: manifests[k]!, listing: listings[j]! }))
+    })
     for (const entry of entries) {
       const path = NodePath.join(tenantDir, entry.name)
       if (isTenantLibraryEntry(entry.name)) {
@@ -220,17 +260,19 @@ export const tenantItems = (
         })
         continue
       }
-      const manifest = yield* readManifest(deps, path, { ...address, runId: entry.name })
+      if (!ahead.has(entry.name)) yield* readAhead
+      const { manifest, listing } = ahead.get(entry.name)!
+      ahead.delete(entry.name)
+      const leases = listing === undefined ? null : yield* judgeLeaseListing(deps, leasesPath(path), listing)
       if (manifest._tag !== "Owned") {
         const why = manifest._tag === "Mismatch" ? `manifest names ${manifest.found}` : manifest.why
-        const leases = options.unownedLeases === true ? yield* readLeases(deps, path) : null
         if (leases !== null) options.budget?.take(leases.leases.length)
         items.push({ _tag: "Unowned", name: entry.name, path, type: entry.type, kind: manifest._tag === "Mismatch" ? "ManifestMismatch" : "NoManifest", why, leases })
         continue
       }
-      const leases = yield* readLeases(deps, path)
+      if (leases === null) return yield* Effect.dieMessage(`the leases of ${path} were not read ahead`)
       options.budget?.take(leases.leases.length)
-      const times = yield* manifestTimes(deps, path, manifest.manifest)
+      const times = yield* manifestTimesAt(deps, path, manifest.manifest, now)
       items.push({ _tag: "Run", name: entry.name, path, manifest: manifest.manifest, owned: manifest, leases, times })
     }
     return { items, candidates: candidates.length, truncated: candidates.length > options.maxRuns }

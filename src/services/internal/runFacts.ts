@@ -98,21 +98,19 @@ export const manifestVerdict = (
  * mtime is looked at only then.
  */
 export const manifestTimes = (deps: Deps, runDir: string, manifest: Manifest): Effect.Effect<BoundedManifestTimes> =>
-  Effect.gen(function*() {
-    const now = yield* Clock.currentTimeMillis
-    const createdAt = manifest.createdAt
-    const releasedAt = "releasedAt" in manifest ? manifest.releasedAt : undefined
-    const suspicious = isFarFuture(createdAt, now, deps.remoteLeaseTtlMs) ||
-      (releasedAt !== undefined && isFarFuture(releasedAt, now, deps.remoteLeaseTtlMs))
-    const info = suspicious ? yield* deps.fs.lstat(NodePath.join(runDir, WORK_RUN_MANIFEST)).pipe(Effect.option) : undefined
-    return boundManifestTimes({
-      createdAt,
-      releasedAt,
-      manifestMtimeMs: info?._tag === "Some" ? info.value.mtimeMs : null,
-      now,
-      remoteLeaseTtlMs: deps.remoteLeaseTtlMs
-    })
-  })
+  Effect.flatMap(Clock.currentTimeMillis, (now) => manifestTimesAt(deps, runDir, manifest, now))
+
+/** `manifestTimes` judged at `now` (a scan reads the clock once per batch); no runtime step unless it must lstat. */
+export const manifestTimesAt = (deps: Deps, runDir: string, manifest: Manifest, now: number): Effect.Effect<BoundedManifestTimes> => {
+  const createdAt = manifest.createdAt
+  const releasedAt = "releasedAt" in manifest ? manifest.releasedAt : undefined
+  const bound = (manifestMtimeMs: number | null) =>
+    boundManifestTimes({ createdAt, releasedAt, manifestMtimeMs, now, remoteLeaseTtlMs: deps.remoteLeaseTtlMs })
+  const suspicious = isFarFuture(createdAt, now, deps.remoteLeaseTtlMs) ||
+    (releasedAt !== undefined && isFarFuture(releasedAt, now, deps.remoteLeaseTtlMs))
+  if (!suspicious) return Effect.succeed(bound(null))
+  return Effect.map(Effect.option(deps.fs.lstat(manifestPath(runDir))), (info) => bound(info._tag === "Some" ? info.value.mtimeMs : null))
+}
 
 export interface LeaseEntry {
   readonly name: string
