@@ -9,6 +9,9 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
+import { scratchDirs } from "../support/scratchDirs.js"
+
+const scratch = scratchDirs()
 
 const MAIN = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta.url))
 
@@ -21,7 +24,7 @@ const cli = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = {}) => {
 
 describe("pi-storage backup (built CLI)", () => {
   it("create, list --json, verify, damage → exit 1, restore --extension, forget --dry-run", async () => {
-    const base = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-storage-backup-cli-"))
+    const base = scratch("pi-storage-backup-cli-")
     const agent = Path.join(base, "agent")
     const root = Path.join(base, "snapshots")
     for (const [rel, content] of Object.entries({ "state/extensions/todo/items.json": "[1]", "state/extensions/other/x": "x", "MEMORY.md": "# m" })) {
@@ -61,7 +64,7 @@ describe("pi-storage backup (built CLI)", () => {
   }, 60_000)
 
   it("usage errors and refusals are one line with their exit codes; help names defaults", async () => {
-    const base = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-storage-backup-cli-"))
+    const base = scratch("pi-storage-backup-cli-")
     const agent = Path.join(base, "agent")
     Fs.mkdirSync(Path.join(agent, "state"), { recursive: true })
     const noPolicy = await cli(["--agent-dir", agent, "backup", "forget"])

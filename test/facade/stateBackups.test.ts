@@ -7,10 +7,13 @@ import * as os from "node:os"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { openAgentStorage } from "../../src/promise.js"
+import { scratchDirs } from "../support/scratchDirs.js"
+
+const scratch = scratchDirs()
 
 describe("facade: stateBackups", () => {
   it("creates, lists, verifies, forgets and restores; building it touches nothing", async () => {
-    const base = nfs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-snap-facade-"))
+    const base = scratch("pi-snap-facade-")
     const agentDir = NodePath.join(base, "agent")
     nfs.mkdirSync(NodePath.join(agentDir, "state"), { recursive: true })
     nfs.writeFileSync(NodePath.join(agentDir, "state", "a.json"), "{}")

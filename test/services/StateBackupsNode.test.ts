@@ -17,11 +17,14 @@ import { NodeWorld } from "../../src/layers/Storage.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { StateBackups, type StateBackupsOptions } from "../../src/services/StateBackups.js"
+import { scratchDirs } from "../support/scratchDirs.js"
+
+const scratch = scratchDirs()
 
 const CHILD = fileURLToPath(new URL("../fixtures/stateBackupChild.mjs", import.meta.url))
 
 const setup = (files: Record<string, string> = {}) => {
-  const base = nfs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-snap-"))
+  const base = scratch("pi-snap-")
   const agent = NodePath.join(base, "agent")
   const web = NodePath.join(base, "web-data")
   const root = NodePath.join(base, "backups")

@@ -15,6 +15,9 @@ import { loadFsat } from "../../../src/layers/node/fsat.js"
 import { nativeSnapshotCalls, type SnapshotCalls } from "../../../src/layers/node/snapshotCalls.js"
 import type { FileInfo } from "../../../src/services/FileSystem.js"
 import { openDescriptorsUnder } from "../../support/descriptors.js"
+import { scratchDirs } from "../../support/scratchDirs.js"
+
+const scratch = scratchDirs()
 
 const calls = (): SnapshotCalls => {
   const loaded = loadFsat()
@@ -34,7 +37,7 @@ const asNodeSees = (path: string): FileInfo => {
 describe("native snapshot calls (fsat listInfo, linkEach)", () => {
   it.effect("readDirectoryInfo answers, field for field, what lstatSync says, for every kind of entry, sorted", () =>
     Effect.gen(function*() {
-      const root = fs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-snapcalls-"))
+      const root = scratch("pi-snapcalls-")
       fs.writeFileSync(`${root}/b-file`, "bytes")
       fs.chmodSync(`${root}/b-file`, 0o4751)
       fs.mkdirSync(`${root}/a-dir`)
@@ -59,7 +62,7 @@ describe("native snapshot calls (fsat listInfo, linkEach)", () => {
 
   it.effect("nanosecond mtimes: the native mtimeMs equals Node's, so the link decision sees one value", () =>
     Effect.gen(function*() {
-      const root = fs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-snapcalls-ns-"))
+      const root = scratch("pi-snapcalls-ns-")
       fs.writeFileSync(`${root}/f`, "x")
       const seconds = FastCheck.integer({ min: 0, max: 4_000_000_000 })
       const nanos = FastCheck.integer({ min: 0, max: 999_999_999 })
@@ -76,7 +79,7 @@ describe("native snapshot calls (fsat listInfo, linkEach)", () => {
 
   it.effect("linkEach opens each directory once, links what it can, and leaves no descriptor open", () =>
     Effect.gen(function*() {
-      const root = fs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-snapcalls-link-"))
+      const root = scratch("pi-snapcalls-link-")
       fs.mkdirSync(`${root}/from`)
       fs.mkdirSync(`${root}/to`)
       const names = Array.from({ length: 50 }, (_, i) => `f${i}`)
