@@ -203,4 +203,6 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
   /** `rename` of each pair with `sync: false`. */
   readonly renameEach?: (moves: ReadonlyArray<readonly [from: string, to: string]>) => EachAnswers<void>
   readonly removeFileEach?: (paths: ReadonlyArray<string>) => EachAnswers<void>
+  /** `removeTree` of each path with the same budget (Node's native walker: all queued for C at once). */
+  readonly removeTreeEach?: (paths: ReadonlyArray<string>, budget: WalkBudget) => EachAnswers<TreeRemoval>
 }>() {}

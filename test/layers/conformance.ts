@@ -114,6 +114,10 @@ const buildTree = (root: string, outside: string) =>
 const TREE_ENTRIES = 8
 const TREE_BYTES = 110
 
+/** Batched removal answers as comparable data. */
+const plainRemovals = (answers: ReadonlyArray<{ readonly _tag: "Left"; readonly left: FileSystemError } | { readonly _tag: "Right"; readonly right: { readonly removedEntries: number; readonly removedBytes: number; readonly complete: boolean } }>) =>
+  answers.map((a) => (a._tag === "Left" ? { failed: `${a.left.reason} ${a.left.errno}` } : { value: { removedEntries: a.right.removedEntries, removedBytes: a.right.removedBytes, complete: a.right.complete } }))
+
 /** The outside world is exactly as buildTree left it: content, entries and timestamps. */
 const assertOutsideUntouched = (outside: string) =>
   Effect.gen(function*() {
@@ -549,6 +553,33 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
         assert.deepStrictEqual(removed.map((a) => ("failed" in a ? a.failed : "ok")), ["ok", "IsADirectory EISDIR", "NotFound ENOENT", "ok", "ok"])
         assert.deepStrictEqual(yield* names(root), ["dir", "taken"])
         assert.deepStrictEqual(yield* names(`${root}/dir`), [])
+      }))
+    })
+
+    describe("removeTreeEach (through services/internal/each.ts)", () => {
+      test("removes each tree as removeTree would, answers each, and never leaves the trees", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* buildTree(`${root}/one`, `${root}/outside`)
+        yield* fs.makeDirectory(`${root}/two`)
+        yield* put(`${root}/two/f`, "12345")
+        yield* put(`${root}/file`, "a file root")
+        const answers = yield* Each.removeTreeEach(fs, ["one", "missing", "two", "file"].map((p) => `${root}/${p}`), WIDE)
+        assert.deepStrictEqual(plainRemovals(answers), [
+          { value: { removedEntries: TREE_ENTRIES, removedBytes: TREE_BYTES, complete: true } },
+          { value: { removedEntries: 0, removedBytes: 0, complete: true } },
+          { value: { removedEntries: 1, removedBytes: 5, complete: true } },
+          { value: { removedEntries: 0, removedBytes: 11, complete: true } }
+        ])
+        assert.deepStrictEqual(yield* names(root), ["outside"])
+        yield* assertOutsideUntouched(`${root}/outside`)
+        // A budget cut answers that tree's partial removal; the next call finishes it.
+        yield* buildTree(`${root}/again`, `${root}/outside2`)
+        const cut = yield* Each.removeTreeEach(fs, [`${root}/again`], { maxEntries: 3, maxDepth: 64 })
+        assert.deepStrictEqual(plainRemovals(cut).map((a) => "value" in a && a.value.complete), [false])
+        const rest = yield* Each.removeTreeEach(fs, [`${root}/again`], WIDE)
+        assert.deepStrictEqual(plainRemovals(rest).map((a) => "value" in a && a.value.complete), [true])
+        yield* expectMissing(`${root}/again`)
+        assert.deepStrictEqual(yield* Each.removeTreeEach(fs, [], WIDE), [])
       }))
     })
 

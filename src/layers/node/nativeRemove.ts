@@ -12,6 +12,7 @@
  * one slot; its walks run one after the other, each answered as if alone.
  */
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
 import { CROSSED_MOUNT_SYSCALL } from "../../domain/OneFileSystem.js"
@@ -28,17 +29,17 @@ import { crossedMount } from "./syncWalk.js"
 export const BATCH_MAX = 8
 
 /** The answer of one walk: `(0, removedEntries, complete, removedBytes)` or `(-errno, syscall, path, bytes)`. */
-const outcome = (root: string, answer: number, a: number | string, b: boolean | string, removedBytes: number): Effect.Effect<TreeRemoval, FileSystemError> =>
+const outcome = (root: string, answer: number, a: number | string, b: boolean | string, removedBytes: number): Either.Either<TreeRemoval, FileSystemError> =>
   answer === 0
-    ? Effect.succeed({ removedEntries: a as number, complete: b as boolean, removedBytes })
+    ? Either.right({ removedEntries: a as number, complete: b as boolean, removedBytes })
     : a === CROSSED_MOUNT_SYSCALL
-    ? Effect.fail(toFileSystemError("removeTree", root, crossedMount(String(b))))
-    : Effect.fail(toFileSystemError("removeTree", root, fsatError(String(a), String(b), answer)))
+    ? Either.left(toFileSystemError("removeTree", root, crossedMount(String(b))))
+    : Either.left(toFileSystemError("removeTree", root, fsatError(String(a), String(b), answer)))
 
 interface Waiting {
   readonly root: string
   readonly budget: WalkBudget
-  readonly resume: (answer: Effect.Effect<TreeRemoval, FileSystemError>) => void
+  readonly resume: (answer: Either.Either<TreeRemoval, FileSystemError>) => void
 }
 
 export const makeNativeRemover = (fsat: Fsat, size = DEFAULT_REMOVER_THREADS, batchMax = BATCH_MAX) => {
@@ -62,7 +63,7 @@ export const makeNativeRemover = (fsat: Fsat, size = DEFAULT_REMOVER_THREADS, ba
     })
     if (queued !== 0) {
       finished()
-      w.resume(Effect.fail(toFileSystemError("removeTree", w.root, fsatError("removeTree", w.root, queued))))
+      w.resume(Either.left(toFileSystemError("removeTree", w.root, fsatError("removeTree", w.root, queued))))
     }
   }
 
@@ -81,7 +82,7 @@ export const makeNativeRemover = (fsat: Fsat, size = DEFAULT_REMOVER_THREADS, ba
     )
     if (queued !== 0) {
       finished()
-      for (const w of batch) w.resume(Effect.fail(toFileSystemError("removeTree", w.root, fsatError("removeTrees", w.root, queued))))
+      for (const w of batch) w.resume(Either.left(toFileSystemError("removeTree", w.root, fsatError("removeTrees", w.root, queued))))
     }
   }
 
@@ -96,18 +97,44 @@ export const makeNativeRemover = (fsat: Fsat, size = DEFAULT_REMOVER_THREADS, ba
     }
   }
 
-  const removeTree = (root: string, budget: WalkBudget): Effect.Effect<TreeRemoval, FileSystemError> =>
-    Effect.async<TreeRemoval, FileSystemError>((resume) => {
-      const w: Waiting = { root, budget, resume }
-      waiting.push(w)
-      startNext()
-      // Interrupted while waiting: leave the queue. Once started, the walk finishes (the tree is being
-      // deleted anyway) and nobody waits for its answer.
-      return Effect.sync(() => {
+  /** Interrupted while waiting: leave the queue. Once started, a walk finishes (the tree is being deleted anyway) and nobody waits for its answer. */
+  const leave = (ws: ReadonlyArray<Waiting>) =>
+    Effect.sync(() => {
+      for (const w of ws) {
         const index = waiting.indexOf(w)
         if (index >= 0) waiting.splice(index, 1)
-      })
+      }
     })
 
-  return Object.assign(removeTree, { counts })
+  const removeTree = (root: string, budget: WalkBudget): Effect.Effect<TreeRemoval, FileSystemError> =>
+    Effect.async<TreeRemoval, FileSystemError>((resume) => {
+      const w: Waiting = { root, budget, resume: (answer) => resume(answer) }
+      waiting.push(w)
+      startNext()
+      return leave([w])
+    })
+
+  /**
+   * `removeTree` of each root, all queued at once (so they travel to C in batches as waiting removals do),
+   * answered together in one Effect: a prune's batch of victims costs one runtime round trip, not one fiber
+   * and one resumption per run.
+   */
+  const removeTreeEach = (roots: ReadonlyArray<string>, budget: WalkBudget): Effect.Effect<ReadonlyArray<Either.Either<TreeRemoval, FileSystemError>>> =>
+    roots.length === 0 ? Effect.succeed([]) : Effect.async((resume) => {
+      const answers = new Array<Either.Either<TreeRemoval, FileSystemError>>(roots.length)
+      let left = roots.length
+      const ws = roots.map((root, i): Waiting => ({
+        root,
+        budget,
+        resume: (answer) => {
+          answers[i] = answer
+          if (--left === 0) resume(Effect.succeed(answers))
+        }
+      }))
+      waiting.push(...ws)
+      startNext()
+      return leave(ws)
+    })
+
+  return Object.assign(removeTree, { counts, removeTreeEach })
 }

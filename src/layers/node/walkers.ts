@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type { FileSystemError } from "../../domain/Errors.js"
 import { warn } from "../../services/internal/warn.js"
-import type { TreeMeasure, TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
+import type { FileSystem, TreeMeasure, TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
 import type { WalkerChoice } from "../../services/StorageConfig.js"
 import { type Fsat, fsatAddon } from "./fsat.js"
 import { makeNativeMeasure, MEASURE_VERSION } from "./nativeMeasure.js"
@@ -26,6 +26,8 @@ export type WalkerKind = "native" | "portable"
 export interface Walks {
   readonly measureTree: (root: string, budget: WalkBudget) => Effect.Effect<TreeMeasure, FileSystemError>
   readonly removeTree: (root: string, budget: WalkBudget) => Effect.Effect<TreeRemoval, FileSystemError>
+  /** The native remover's batched form (FileSystem `removeTreeEach`); absent for the portable walks. */
+  readonly removeTreeEach?: NonNullable<FileSystem["Type"]["removeTreeEach"]>
   /** syncfs(2) with the addon, else an fsync of every file and directory below (syncFileSystem.ts). */
   readonly syncFileSystem: (path: string) => Effect.Effect<void, FileSystemError>
   /** A snapshot's per-directory calls in C (snapshotCalls.ts); absent: the portable ones of NodeFileSystem.ts. */
@@ -64,6 +66,8 @@ export const nativeMeasureOrPortable = (fsat: Fsat): Effect.Effect<Walks["measur
     return Effect.as(warn(warning), measureOnEventLoop)
   })
 
+const nativeRemoval = (remover: ReturnType<typeof makeNativeRemover>) => ({ removeTree: remover, removeTreeEach: remover.removeTreeEach })
+
 const removeOnEventLoop = (root: string, budget: WalkBudget) => runWalk("removeTree", root, () => pathWalker.startRemoval(root, budget))
 
 /**
@@ -77,7 +81,7 @@ export const makeWalks = (choice: WalkerChoice, removerThreads: number): Effect.
     if (kind === "native" && "fsat" in loaded) {
       return {
         measureTree: yield* nativeMeasureOrPortable(loaded.fsat),
-        removeTree: makeNativeRemover(loaded.fsat, removerThreads),
+        ...nativeRemoval(makeNativeRemover(loaded.fsat, removerThreads)),
         // An addon built before syncFs existed (a stale build/) still walks natively, and syncs portably.
         syncFileSystem: typeof loaded.fsat.syncFs === "function" ? makeNativeSync(loaded.fsat) : portableSync,
         snapshot: nativeSnapshotCalls(loaded.fsat)

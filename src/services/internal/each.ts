@@ -7,7 +7,7 @@
 import * as Effect from "effect/Effect"
 import type * as Either from "effect/Either"
 import type { FileSystemError } from "../../domain/Errors.js"
-import type { DirEntry, FileInfo, FileSystem } from "../FileSystem.js"
+import type { DirEntry, FileInfo, FileSystem, TreeRemoval, WalkBudget } from "../FileSystem.js"
 
 type Port = FileSystem["Type"]
 type Answers<A> = Effect.Effect<ReadonlyArray<Either.Either<A, FileSystemError>>>
@@ -32,3 +32,6 @@ export const renameEach = (fs: Port, moves: ReadonlyArray<readonly [from: string
 
 export const removeFileEach = (fs: Port, paths: ReadonlyArray<string>): Answers<void> =>
   paths.length === 0 ? Effect.succeed([]) : fs.removeFileEach?.(paths) ?? oneByOne(paths, fs.removeFile)
+
+export const removeTreeEach = (fs: Port, paths: ReadonlyArray<string>, budget: WalkBudget): Answers<TreeRemoval> =>
+  paths.length === 0 ? Effect.succeed([]) : fs.removeTreeEach?.(paths, budget) ?? oneByOne(paths, (path) => fs.removeTree(path, budget))

@@ -24,7 +24,7 @@ import { emptyPruneReport, type PruneError, type PruneReport, type UnreadableRec
 import type { RetentionPolicy } from "../../domain/Retention.js"
 import { type Deps } from "./deps.js"
 import { isReclaimLockName, type ReclaimOutcome, reclaimLockPath, removeDeadMarker, removeDeadReclaimLock, tryAcquireMarker } from "./markers.js"
-import { cleanupMarkerPath, deleteQuarantined, ensureLibraryDir, prepareRemoval, quarantineOwnedRuns, type RemoveOutcome } from "./removeRun.js"
+import { cleanupMarkerPath, deleteQuarantinedEach, ensureLibraryDir, prepareRemoval, quarantineOwnedRuns, type RemoveOutcome } from "./removeRun.js"
 import { checkSafeDirectory } from "./rootSafety.js"
 import { tenantItems } from "./readModel.js"
 import { isActive, type LeaseEntry, newestHeartbeat, type OwnedManifest, readLeases, readManifest } from "./runFacts.js"
@@ -300,10 +300,11 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       for (const runId of [...unreadableLeases.keys()]) reportLeases(runId, false)
       return report
     }
-    // Deletions run while the next victim goes through the protocol: the Node layer deletes off the event loop
-    // (in C on the thread pool, or on a remover thread), so quarantining run n+1 overlaps deleting run n,
+    // Deletions run while the next batch of victims goes through the protocol: the Node layer deletes off the event loop
+    // (in C on the thread pool, or on a remover thread), so quarantining batch n+1 overlaps deleting batch n,
     // which waits on the disk (BENCHMARKS.md).
-    const deletions: Array<{ readonly victim: PlanDecision; readonly deletion: Fiber.RuntimeFiber<RemoveOutcome> }> = []
+    /** Each batch's deletions, one fiber and one batched port call per batch. */
+    const deletions: Array<{ readonly victims: ReadonlyArray<PlanDecision>; readonly deletion: Fiber.RuntimeFiber<ReadonlyArray<RemoveOutcome>> }> = []
     // Victims go through the protocol a batch at a time, each step one port call over the batch.
     for (let start = 0; start < plan.remove.length; start += QUARANTINE_BATCH) {
       input.onProgress?.({ phase: "remove", done: start, total: plan.remove.length })
@@ -312,6 +313,8 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
         run: { tenantDir, category: input.category, tenant: input.tenant, runId: victim.runId },
         known: owned.get(victim.runId)
       })))
+      const moved: Array<PlanDecision> = []
+      const targets: Array<string> = []
       for (const [k, victim] of batch.entries()) {
         const quarantined = outcomes[k]!
         if (quarantined._tag === "Skipped") {
@@ -323,16 +326,21 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
         }
         deadLeases.delete(victim.runId)
         reportLeases(victim.runId, true)
-        deletions.push({ victim, deletion: yield* Effect.fork(deleteQuarantined(deps, quarantined.target)) })
+        moved.push(victim)
+        targets.push(quarantined.target)
       }
+      if (moved.length > 0) deletions.push({ victims: moved, deletion: yield* Effect.fork(deleteQuarantinedEach(deps, targets)) })
     }
-    for (const { victim, deletion } of deletions) {
-      const outcome = yield* Fiber.join(deletion)
-      const complete = outcome._tag === "Removed" && outcome.complete
-      // An unmeasured victim's bytes are what its removal walk counted; unknown when that walk was cut short.
-      const bytes = victim.measured ? victim.bytes : complete && outcome._tag === "Removed" ? outcome.removedBytes : null
-      report.removed.push({ runId: victim.runId, path: victim.path, reason: victim.reason!, bytes })
-      if (outcome._tag === "Removed" && !outcome.complete) report.errors.push(notDeleted(victim.path, outcome))
+    for (const { victims, deletion } of deletions) {
+      const outcomes = yield* Fiber.join(deletion)
+      for (const [k, victim] of victims.entries()) {
+        const outcome = outcomes[k]!
+        const complete = outcome._tag === "Removed" && outcome.complete
+        // An unmeasured victim's bytes are what its removal walk counted; unknown when that walk was cut short.
+        const bytes = victim.measured ? victim.bytes : complete && outcome._tag === "Removed" ? outcome.removedBytes : null
+        report.removed.push({ runId: victim.runId, path: victim.path, reason: victim.reason!, bytes })
+        if (outcome._tag === "Removed" && !outcome.complete) report.errors.push(notDeleted(victim.path, outcome))
+      }
     }
     if (report.bytesAfter !== null) report.bytesAfter = skippedBytes === null ? null : report.bytesAfter + skippedBytes
     report.bytesBefore = totalBytes(report)

@@ -5,12 +5,13 @@
  */
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
+import type * as Either from "effect/Either"
 import { TENANT_CLEANUP_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
 import { MANIFEST_MAX_BYTES } from "../../domain/Formats.js"
 import { type FileSystemError, LibraryDirUnusable } from "../../domain/Errors.js"
-import type { WalkBudget } from "../FileSystem.js"
+import type { TreeRemoval, WalkBudget } from "../FileSystem.js"
 import { type Deps, nonce } from "./deps.js"
-import { lstatEach, readDirectoryEach, readFileEach, renameEach } from "./each.js"
+import { lstatEach, readDirectoryEach, readFileEach, removeTreeEach, renameEach } from "./each.js"
 import { tryAcquireMarkers } from "./markers.js"
 import { isActive, judgeLeaseListing, leasesPath, manifestPath, manifestVerdict, type OwnedManifest } from "./runFacts.js"
 import { aFileType } from "../../domain/FileTypeWords.js"
@@ -154,21 +155,24 @@ const WHOLE_TREE: WalkBudget = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: 
  * the next prune to finish.
  */
 export const deleteQuarantined = (deps: Deps, target: string): Effect.Effect<RemoveOutcome> =>
-  deps.fs.removeTree(target, WHOLE_TREE).pipe(
-    Effect.either,
-    Effect.map((removal): RemoveOutcome =>
-      removal._tag === "Left"
-        ? { _tag: "Removed", complete: false, removedBytes: 0, error: removal.left }
-        : removal.right.complete
-        ? { _tag: "Removed", complete: true, removedBytes: removal.right.removedBytes }
-        : {
-          _tag: "Removed",
-          complete: false,
-          removedBytes: removal.right.removedBytes,
-          why: `${removal.right.removedEntries} entries removed, the rest left`
-        }
-    )
-  )
+  Effect.map(Effect.either(deps.fs.removeTree(target, WHOLE_TREE)), removalOutcome)
+
+/** `deleteQuarantined` of each target, in one batched call (`each.ts`): a prune's batch of victims. */
+export const deleteQuarantinedEach = (deps: Deps, targets: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<RemoveOutcome>> =>
+  Effect.map(removeTreeEach(deps.fs, targets, WHOLE_TREE), (answers) => answers.map(removalOutcome))
+
+/** What deleting a quarantined tree answered, as the removal's outcome. */
+const removalOutcome = (removal: Either.Either<TreeRemoval, FileSystemError>): RemoveOutcome =>
+  removal._tag === "Left"
+    ? { _tag: "Removed", complete: false, removedBytes: 0, error: removal.left }
+    : removal.right.complete
+    ? { _tag: "Removed", complete: true, removedBytes: removal.right.removedBytes }
+    : {
+      _tag: "Removed",
+      complete: false,
+      removedBytes: removal.right.removedBytes,
+      why: `${removal.right.removedEntries} entries removed, the rest left`
+    }
 
 /** Remove one run: quarantine, then delete. `prepareRemoval` must have succeeded for its tenant. */
 export const removeOwnedRun = (deps: Deps, run: RunAddress): Effect.Effect<RemoveOutcome> =>

@@ -9,6 +9,7 @@ import * as os from "node:os"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import { type Fsat, loadFsat } from "../../../src/layers/node/fsat.js"
 import { makeNativeRemover } from "../../../src/layers/node/nativeRemove.js"
 import { openDescriptorsUnder } from "../../support/descriptors.js"
@@ -168,5 +169,45 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
       assert.strictEqual(sizes.reduce((a, b) => a + b, 0), 13)
       assert.isTrue(sizes.every((n) => n <= 4))
       assert.isAbove(sizes.filter((n) => n > 1).length, 0)
+    }))
+  it.effect("removeTreeEach queues a whole batch at once: answered in order, in batches of BATCH_MAX, and an interrupted one leaves the queue", () =>
+    Effect.gen(function*() {
+      const answered: Array<string> = []
+      let release: (() => void) | undefined
+      const slow: Fsat = {
+        ...fsat(),
+        removeTrees: (paths, _maxEntries, _maxDepths, callback) => {
+          answered.push(...paths)
+          // The first batch is held until the test lets it go; later ones answer at once.
+          const done = () => paths.forEach((p, i) => callback(i, 0, p.length, true, i))
+          if (release === undefined && answered.length === paths.length) release = done
+          else setTimeout(done, 0)
+          return 0
+        },
+        removeTree: (path, _maxEntries, _maxDepth, callback) => {
+          answered.push(path)
+          setTimeout(() => callback(0, path.length, true, 0), 0)
+          return 0
+        }
+      }
+      const remove = makeNativeRemover(slow, 1, 4)
+      const roots = Array.from({ length: 10 }, (_, i) => `/nowhere/${String(i).padStart(2, "0")}`)
+      // While one removal holds the only slot, a batch of ten waits; interrupted, it leaves the queue untouched.
+      const first = yield* Effect.fork(remove.removeTreeEach(["/first/a", "/first/b"], WIDE))
+      yield* Effect.yieldNow()
+      const waiting = yield* Effect.fork(remove.removeTreeEach(roots, WIDE))
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(waiting)
+      yield* Effect.yieldNow()
+      release!()
+      const firstAnswers = yield* Fiber.join(first)
+      assert.deepStrictEqual(firstAnswers.map((a) => a._tag === "Right" && a.right.removedEntries), [8, 8])
+      assert.deepStrictEqual(answered, ["/first/a", "/first/b"], "the interrupted batch never reached C")
+      const answers = yield* remove.removeTreeEach(roots, WIDE)
+      assert.deepStrictEqual(answers.map((a) => a._tag === "Right" && a.right.removedEntries), roots.map((r) => r.length), "in order")
+      assert.deepStrictEqual(answered.slice(2), roots)
+      // Ten queued at once: batches of at most four (one piece of work for the two first ones).
+      assert.deepStrictEqual(remove.counts, { batches: 4, removals: 12 })
+      assert.deepStrictEqual(yield* remove.removeTreeEach([], WIDE), [])
     }))
 })
