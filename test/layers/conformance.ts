@@ -301,6 +301,9 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
           const { fs, scratch: { root } } = yield* context
           yield* fs.writeFileAtomic(`${root}/blob`, data, { sync: false })
           assert.deepStrictEqual(yield* fs.readFile(`${root}/blob`), data)
+          // Capped (Node: the synchronous small-file read, its buffer sized to the file): the same bytes.
+          assert.deepStrictEqual(yield* fs.readFile(`${root}/blob`, { maxBytes: data.length }), data)
+          assert.deepStrictEqual(yield* fs.readFile(`${root}/blob`, { maxBytes: 4096 }), data)
         }).pipe(Effect.provide(setup.layer())), { fastCheck: { numRuns: 20 } })
     })
 

@@ -12,7 +12,7 @@ import { DEFAULT_REMOTE_LEASE_TTL_MS } from "../../src/domain/Retention.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import type { Deps } from "../../src/services/internal/deps.js"
 import { ScanBudget, tenantItems } from "../../src/services/internal/readModel.js"
-import { readLeases, readManifest } from "../../src/services/internal/runFacts.js"
+import { manifestTimes, readLeases, readManifest } from "../../src/services/internal/runFacts.js"
 import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
 
 const tenantDir = `${AGENT_DIR}/work/tools/bash`
@@ -29,7 +29,9 @@ describe("tenantItems reads ahead in batches", () => {
       for (let i = 0; i < RUNS; i++) {
         const runId = `run-${String(i).padStart(3, "0")}`
         const dir = `${tenantDir}/${runId}`
-        const manifest = { version: 2 as const, ...address, runId, kind: "named" as const, createdAt: i, createdBy: { host: "h1", pid: 7 } }
+        // Some stamped far in the future: their last use is the manifest's mtime (manifestTimes looks).
+        const createdAt = i % 23 === 2 ? 9_000_000_000_000 : i
+        const manifest = { version: 2 as const, ...address, runId, kind: "named" as const, createdAt, createdBy: { host: "h1", pid: 7 } }
         if (i % 13 === 5) yield* world.writeFixture(`${tenantDir}/${runId}`, "a file where a run belongs")
         else if (i % 13 === 6) yield* world.symlinkFixture("/elsewhere", dir)
         else if (i % 13 === 7) yield* world.writeFixture(`${dir}/out.txt`, "no manifest")
@@ -70,14 +72,18 @@ describe("tenantItems reads ahead in batches", () => {
           const leases = manifest._tag === "Owned" || options.unownedLeases ? yield* readLeases(deps, path) : null
           if (leases !== null) alone?.take(leases.leases.length)
           const verdicts = leases === null ? "-" : `${leases.problem ?? ""}[${leases.leases.map((l) => `${l.name}:${l.verdict.alive}`).join(",")}]`
-          expected.push(`${entry.name} ${manifest._tag === "Owned" ? "Run" : "Unowned"} ${verdicts}`)
+          const what = manifest._tag === "Owned"
+            ? `Run ${JSON.stringify(yield* manifestTimes(deps, path, manifest.manifest))}`
+            : `Unowned ${manifest._tag === "Mismatch" ? `manifest names ${manifest.found}` : manifest.why}`
+          expected.push(`${entry.name} ${what} ${verdicts}`)
         }
         const got = scanned.items.map((item) => {
           if (item._tag === "LibraryEntry") return `${item.name} library`
           if (item._tag === "Unowned" && item.leases === null && item.type !== "Directory") return `${item.name} Unowned`
           const leases = item.leases
           const verdicts = leases === null ? "-" : `${leases.problem ?? ""}[${leases.leases.map((l) => `${l.name}:${l.verdict.alive}`).join(",")}]`
-          return `${item.name} ${item._tag} ${verdicts}`
+          const what = item._tag === "Run" ? `Run ${JSON.stringify(item.times)}` : `Unowned ${item.why}`
+          return `${item.name} ${what} ${verdicts}`
         })
         assert.deepStrictEqual(got, expected, label)
         assert.strictEqual(scanned.candidates, RUNS, label)

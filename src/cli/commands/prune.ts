@@ -149,9 +149,12 @@ export const pruneExitCode = (outcomes: ReadonlyArray<TenantOutcome>): number =>
 const progressLine = (ctx: CliContext, label: string) => {
   if (!ctx.stderrIsTTY) return { onProgress: undefined, clear: Effect.void }
   let drawn = false
+  /** The last count drawn per phase: a line is drawn each time a hundredth of the work is crossed (removals report per batch). */
+  const last = { scan: -1, remove: -1 }
   const onProgress = (p: { readonly phase: "scan" | "remove"; readonly done: number; readonly total: number }) => {
     const step = Math.max(1, Math.floor(p.total / 100))
-    if (p.done % step !== 0) return
+    if (last[p.phase] >= 0 && Math.floor(p.done / step) === Math.floor(last[p.phase] / step) && p.done !== p.total) return
+    last[p.phase] = p.done
     drawn = true
     process.stderr.write(`\r\u001b[K${label}: ${p.phase === "scan" ? "scanning" : "removing"} ${p.done}/${p.total}`)
   }

@@ -33,5 +33,8 @@ export const renameEach = (fs: Port, moves: ReadonlyArray<readonly [from: string
 export const removeFileEach = (fs: Port, paths: ReadonlyArray<string>): Answers<void> =>
   paths.length === 0 ? Effect.succeed([]) : fs.removeFileEach?.(paths) ?? oneByOne(paths, fs.removeFile)
 
+/** Without a batched form the removals run at once, as separate calls did (a layer's remover bounds them). */
 export const removeTreeEach = (fs: Port, paths: ReadonlyArray<string>, budget: WalkBudget): Answers<TreeRemoval> =>
-  paths.length === 0 ? Effect.succeed([]) : fs.removeTreeEach?.(paths, budget) ?? oneByOne(paths, (path) => fs.removeTree(path, budget))
+  paths.length === 0
+    ? Effect.succeed([])
+    : fs.removeTreeEach?.(paths, budget) ?? Effect.forEach(paths, (path) => Effect.either(fs.removeTree(path, budget)), { concurrency: "unbounded" })

@@ -324,16 +324,22 @@ export const tryAcquireMarkers = (
   deps: Deps,
   paths: ReadonlyArray<string>,
   purpose: string
-): Effect.Effect<{ readonly takes: ReadonlyArray<MarkerTake>; readonly release: Effect.Effect<void> }> =>
+): Effect.Effect<{
+  readonly takes: ReadonlyArray<MarkerTake>
+  /** Drop the markers taken at these indices now (a run the caller is done with); each is dropped once. */
+  readonly releaseSome: (indices: ReadonlyArray<number>) => Effect.Effect<void>
+  /** Drop every marker taken here not dropped yet. */
+  readonly release: Effect.Effect<void>
+}> =>
   Effect.gen(function*() {
     const body = yield* markerBody(deps, purpose)
     const written = yield* writeFileExclusiveEach(deps.fs, paths, body)
-    const created = paths.filter((_, i) => written[i]!._tag === "Right")
+    const created = paths.flatMap((_, i) => (written[i]!._tag === "Right" ? [i] : []))
     // The inode each release checks against (`createOwned`); one that cannot be examined is left in place.
-    const infos = yield* lstatEach(deps.fs, created)
-    const ours = created.map((path, k) => ({ path, was: Either.getOrNull(infos[k]!) }))
+    const infos = yield* lstatEach(deps.fs, created.map((i) => paths[i]!))
+    const ours = new Map(created.map((i, k) => [i, { path: paths[i]!, was: Either.getOrNull(infos[k]!) }]))
+    const alone = new Map<number, Effect.Effect<void>>()
     const takes: Array<MarkerTake> = []
-    const alone: Array<Effect.Effect<void>> = []
     for (const [i, answer] of written.entries()) {
       if (answer._tag === "Right") {
         takes.push({ _tag: "Acquired", reclaimed: [] })
@@ -342,14 +348,24 @@ export const tryAcquireMarkers = (
         if (attempt._tag === "Left") takes.push({ _tag: "Failed", error: attempt.left })
         else if (attempt.right._tag === "Held") takes.push(attempt.right)
         else {
-          alone.push(attempt.right.release)
+          alone.set(i, attempt.right.release)
           takes.push({ _tag: "Acquired", reclaimed: attempt.right.reclaimed })
         }
       } else {
         takes.push({ _tag: "Failed", error: answer.left })
       }
     }
-    return { takes, release: Effect.zipRight(releaseCreated(deps, ours), Effect.all(alone, { discard: true })) }
+    const released = new Set<number>()
+    const releaseSome = (indices: ReadonlyArray<number>): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const now = indices.filter((i) => !released.has(i) && (ours.has(i) || alone.has(i)))
+        for (const i of now) released.add(i)
+        return Effect.zipRight(
+          releaseCreated(deps, now.flatMap((i) => (ours.has(i) ? [ours.get(i)!] : []))),
+          Effect.all(now.flatMap((i) => (alone.has(i) ? [alone.get(i)!] : [])), { discard: true })
+        )
+      })
+    return { takes, releaseSome, release: releaseSome(paths.map((_, i) => i)) }
   })
 
 /** `removeIfSameInode` for many markers: one batched lstat, one batched unlink of those still ours. */

@@ -330,6 +330,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
         targets.push(quarantined.target)
       }
       if (moved.length > 0) deletions.push({ victims: moved, deletion: yield* Effect.fork(deleteQuarantinedEach(deps, targets)) })
+      input.onProgress?.({ phase: "remove", done: start + batch.length, total: plan.remove.length })
     }
     for (const { victims, deletion } of deletions) {
       const outcomes = yield* Fiber.join(deletion)

@@ -9,7 +9,8 @@ import type * as Either from "effect/Either"
 import { TENANT_CLEANUP_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
 import { MANIFEST_MAX_BYTES } from "../../domain/Formats.js"
 import { type FileSystemError, LibraryDirUnusable } from "../../domain/Errors.js"
-import type { TreeRemoval, WalkBudget } from "../FileSystem.js"
+import type { FileInfo, TreeRemoval, WalkBudget } from "../FileSystem.js"
+import { sameFile } from "../../domain/TierIdentity.js"
 import { type Deps, nonce } from "./deps.js"
 import { lstatEach, readDirectoryEach, readFileEach, removeTreeEach, renameEach } from "./each.js"
 import { tryAcquireMarkers } from "./markers.js"
@@ -91,7 +92,7 @@ export const quarantineOwnedRuns = (
 ): Effect.Effect<ReadonlyArray<QuarantineOutcome>> =>
   Effect.acquireUseRelease(
     tryAcquireMarkers(deps, runs.map(({ run }) => cleanupMarkerPath(run.tenantDir, run.runId)), "cleanup"),
-    ({ takes }) =>
+    ({ releaseSome, takes }) =>
       Effect.gen(function*() {
         const outcomes: Array<QuarantineOutcome | undefined> = takes.map((take) =>
           take._tag === "Failed"
@@ -105,19 +106,27 @@ export const quarantineOwnedRuns = (
         const runDir = (i: number) => NodePath.join(runs[i]!.run.tenantDir, runs[i]!.run.runId)
         /** The runs still in, narrowed by each step's verdict (a skipped run is read no further). */
         let open = outcomes.flatMap((outcome, i) => (outcome === undefined ? [i] : []))
+        /**
+         * Apply a step's verdicts; a run it skips has its marker dropped at once, as the single-run path did,
+         * so an acquirer of that run does not wait for the rest of the batch.
+         */
         const keep = <A>(answers: ReadonlyArray<A>, verdict: (i: number, answer: A) => Skipped | undefined) => {
+          const dropped: Array<number> = []
           open = open.filter((i, k) => {
             outcomes[i] = verdict(i, answers[k]!)
+            if (outcomes[i] !== undefined) dropped.push(i)
             return outcomes[i] === undefined
           })
+          return releaseSome(dropped)
         }
-        keep(yield* lstatEach(deps.fs, open.map(runDir)), (_, dir) =>
-          dir._tag === "Left"
-            ? skipped("RunChanged", `run vanished (${dir.left.reason})`)
-            : dir.right.type !== "Directory"
-            ? skipped("RunChanged", "no longer a directory")
-            : undefined)
-        keep(yield* readFileEach(deps.fs, open.map((i) => manifestPath(runDir(i))), { maxBytes: MANIFEST_MAX_BYTES }), (i, read) => {
+        const dirs = new Map<number, FileInfo>()
+        yield* keep(yield* lstatEach(deps.fs, open.map(runDir)), (i, dir) => {
+          if (dir._tag === "Left") return skipped("RunChanged", `run vanished (${dir.left.reason})`)
+          if (dir.right.type !== "Directory") return skipped("RunChanged", "no longer a directory")
+          dirs.set(i, dir.right)
+          return undefined
+        })
+        yield* keep(yield* readFileEach(deps.fs, open.map((i) => manifestPath(runDir(i))), { maxBytes: MANIFEST_MAX_BYTES }), (i, read) => {
           const manifest = manifestVerdict(read, runs[i]!.run, runs[i]!.known)
           return manifest._tag === "Owned"
             ? undefined
@@ -125,7 +134,11 @@ export const quarantineOwnedRuns = (
         })
         const listings = yield* readDirectoryEach(deps.fs, open.map((i) => leasesPath(runDir(i))))
         const leases = yield* Effect.forEach(open, (i, k) => judgeLeaseListing(deps, leasesPath(runDir(i)), listings[k]!))
-        keep(leases, (_, scan) => (isActive(scan) ? skipped("LeaseAppeared", scan.problem ?? "a live lease holds it") : undefined))
+        yield* keep(leases, (_, scan) => (isActive(scan) ? skipped("LeaseAppeared", scan.problem ?? "a live lease holds it") : undefined))
+        // The batch's other runs were read since this run's checks: it is renamed only if the directory at its
+        // path is still the one checked (a tool that swapped it meanwhile gets nothing of its own moved).
+        yield* keep(yield* lstatEach(deps.fs, open.map(runDir)), (i, now) =>
+          now._tag === "Right" && sameFile(now.right, dirs.get(i)!) ? undefined : skipped("RunChanged", "replaced while it was being checked"))
         const moves: Array<readonly [string, string]> = []
         for (const i of open) {
           const { tenantDir, runId } = runs[i]!.run
