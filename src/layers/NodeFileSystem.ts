@@ -396,7 +396,7 @@ const readFileSmallSync = (path: string, maxBytes: number): Uint8Array => {
     // Read until EOF but never past the cap: the file may grow between fstat and read. The buffer is the fstat size
     // + 1 (to see EOF; not the cap, nor 4 KiB more: what a prune's three reads per run allocate, the garbage
     // collector pays for) and grows only if the file did.
-    let buffer = Buffer.allocUnsafe(Math.min(maxBytes, stats.size) + 1)
+    let buffer = Buffer.allocUnsafe(stats.size + 1)
     let total = 0
     for (;;) {
       if (total === buffer.byteLength) {

@@ -10,7 +10,7 @@ import * as NodePath from "node:path"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { agentPaths, WORK_RUN_MANIFEST } from "../domain/AgentPaths.js"
+import { agentPaths, runManifestPath } from "../domain/AgentPaths.js"
 import type { ConfigRedLineRule } from "../domain/ConfigRedLines.js"
 import { durationWords } from "../domain/DurationWords.js"
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
@@ -264,7 +264,7 @@ const itemFindings = (out: Findings, context: FindingContext, tenant: TenantFact
       return
     }
     case "Run": {
-      for (const draft of manifestTimeFindings(NodePath.join(item.path, WORK_RUN_MANIFEST), item.times)) out.draft(draft)
+      for (const draft of manifestTimeFindings(runManifestPath(item.path), item.times)) out.draft(draft)
       return leaseFindings(out, context, item.path, item.leases)
     }
   }

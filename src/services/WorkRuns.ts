@@ -23,7 +23,7 @@ import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as ScheduleInterval from "effect/ScheduleInterval"
 import * as Scope from "effect/Scope"
-import { type AgentPaths, EXTENSIONS_WORK_CATEGORY, LEASES_DIR, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR, WORK_RUN_MANIFEST } from "../domain/AgentPaths.js"
+import { type AgentPaths, EXTENSIONS_WORK_CATEGORY, LEASES_DIR, runLeasesDir, runManifestPath, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR } from "../domain/AgentPaths.js"
 import {
   type FileSystemError,
   type InvalidPolicy,
@@ -310,8 +310,8 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           // It protects against a power cut after the rename reached the journal but before the manifest's
           // bytes reached the disk (ext4 allocates them up to ~30 s later): the run would be in place with an
           // empty manifest, unowned, so never pruned — the run and all its files leaked, reported forever.
-          yield* fs.writeFileExclusive(NodePath.join(staging, WORK_RUN_MANIFEST), manifestBytes, { sync: true })
-          yield* fs.makeDirectory(NodePath.join(staging, LEASES_DIR), { mode: 0o700 })
+          yield* fs.writeFileExclusive(runManifestPath(staging), manifestBytes, { sync: true })
+          yield* fs.makeDirectory(runLeasesDir(staging), { mode: 0o700 })
           yield* fs.writeFileExclusive(NodePath.join(staging, LEASES_DIR, leaseName), leaseBody(manifest.createdAt))
           const taken = yield* fs.lstat(runDir).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
           if (taken) return false
@@ -372,7 +372,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         if (manifest._tag === "Mismatch") {
           return yield* new ManifestMismatch({ path: runDir, expected: `${address.category}/${address.tenant}/${address.runId}`, found: manifest.found })
         }
-        const leasesDir = NodePath.join(runDir, LEASES_DIR)
+        const leasesDir = runLeasesDir(runDir)
         const made = yield* fs.makeDirectory(leasesDir, { mode: 0o700 }).pipe(
           Effect.as(true),
           Effect.catchIf((e) => e.reason === "AlreadyExists", () => Effect.succeed(true)),
@@ -496,7 +496,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           length = now.length
         }
         const stamped: Manifest = { ...base, releasedAt: yield* Clock.currentTimeMillis }
-        const path = NodePath.join(run.path, WORK_RUN_MANIFEST)
+        const path = runManifestPath(run.path)
         // No fsync: a lost stamp only makes age fall back to the heartbeat or createdAt. In place when the
         // manifest has room: one same-length write, so a racing reader sees the old manifest, the new one, or
         // bytes that are not JSON (read as unowned: skipped, or read again by a joiner); re-stamping can at
@@ -515,7 +515,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
             _tag: "ReleaseStampFailed",
             runDir: run.path,
             reason: e.message,
-            message: `could not stamp releasedAt on ${NodePath.join(run.path, WORK_RUN_MANIFEST)} (${e.message}); the run's age falls back to its heartbeat or creation time`
+            message: `could not stamp releasedAt on ${runManifestPath(run.path)} (${e.message}); the run's age falls back to its heartbeat or creation time`
           })
         )
       )

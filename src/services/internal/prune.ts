@@ -10,14 +10,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
-import {
-  TENANT_CLEANUP_DIR,
-  TENANT_PRUNE_MARKER,
-  TENANT_PRUNE_STAMP,
-  TENANT_STAGING_DIR,
-  TENANT_TRASH_DIR,
-  WORK_RUN_MANIFEST
-} from "../../domain/AgentPaths.js"
+import { runManifestPath, TENANT_CLEANUP_DIR, TENANT_PRUNE_MARKER, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
 import type { FileSystemError, UnsafeRoot } from "../../domain/Errors.js"
 import { type PlanDecision, planMeasuring, type RunFacts, type RunSize } from "../../domain/PrunePlan.js"
 import { emptyPruneReport, type PruneError, type PruneReport, type UnreadableRecord } from "../../domain/PruneReport.js"
@@ -250,7 +243,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       if (leases.leases.some((l) => !l.verdict.alive)) deadLeases.add(item.name)
       const unreadable = leases.leases.filter((l) => l.verdict.unreadable === true)
       if (unreadable.length > 0) unreadableLeases.set(item.name, unreadable)
-      for (const what of times.farFuture) report.unreadable.push({ path: NodePath.join(item.path, WORK_RUN_MANIFEST), what, action: "ignored" })
+      for (const what of times.farFuture) report.unreadable.push({ path: runManifestPath(item.path), what, action: "ignored" })
       runs.push({
         runId: item.name,
         path: item.path,

@@ -12,7 +12,7 @@ import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type * as Either from "effect/Either"
-import { agentPaths, TENANT_CLEANUP_DIR, TENANT_PRUNE_MARKER, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
+import { agentPaths, runLeasesDir, runManifestPath, TENANT_CLEANUP_DIR, TENANT_PRUNE_MARKER, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
 import { type ConfigViolation, configEntryViolation } from "../../domain/ConfigRedLines.js"
 import type { FileSystemError } from "../../domain/Errors.js"
 import { aFileType } from "../../domain/FileTypeWords.js"
@@ -30,9 +30,7 @@ import { readDirectoryEach, readFileEach } from "./each.js"
 import {
   judgeLeaseListing,
   type LeaseScan,
-  leasesPath,
   type ManifestRead,
-  manifestPath,
   manifestTimesAt,
   manifestVerdict,
   type OwnedManifest,
@@ -231,12 +229,13 @@ export const tenantItems = (
       readUpTo += names.length
       now = yield* Clock.currentTimeMillis
       const paths = names.map((name) => NodePath.join(tenantDir, name))
-      const reads = yield* readFileEach(deps.fs, paths.map(manifestPath), { maxBytes: MANIFEST_MAX_BYTES })
+      const reads = yield* readFileEach(deps.fs, paths.map(runManifestPath), { maxBytes: MANIFEST_MAX_BYTES })
       const manifests = names.map((runId, k) => manifestVerdict(reads[k]!, { ...address, runId }))
+      // Every owned run's leases are read; an unowned directory's only when the reader asked.
       const listed = names.flatMap((_, k) => (manifests[k]!._tag === "Owned" || options.unownedLeases === true ? [k] : []))
-      const listings = yield* readDirectoryEach(deps.fs, listed.map((k) => leasesPath(paths[k]!)))
-      names.forEach((name, k) => ahead.set(name, { manifest: manifests[k]!, listing: undefined }))
-      listed.forEach((k, j) => ahead.set(names[k]!, { manifest: manifests[k]!, listing: listings[j]! }))
+      const listings = yield* readDirectoryEach(deps.fs, listed.map((k) => runLeasesDir(paths[k]!)))
+      const listingOf = new Map(listed.map((k, j) => [k, listings[j]!]))
+      names.forEach((name, k) => ahead.set(name, { manifest: manifests[k]!, listing: listingOf.get(k) }))
     })
     for (const entry of entries) {
       const path = NodePath.join(tenantDir, entry.name)
@@ -263,14 +262,15 @@ export const tenantItems = (
       if (!ahead.has(entry.name)) yield* readAhead
       const { manifest, listing } = ahead.get(entry.name)!
       ahead.delete(entry.name)
-      const leases = listing === undefined ? null : yield* judgeLeaseListing(deps, leasesPath(path), listing)
       if (manifest._tag !== "Owned") {
         const why = manifest._tag === "Mismatch" ? `manifest names ${manifest.found}` : manifest.why
+        const leases = listing === undefined ? null : yield* judgeLeaseListing(deps, runLeasesDir(path), listing)
         if (leases !== null) options.budget?.take(leases.leases.length)
         items.push({ _tag: "Unowned", name: entry.name, path, type: entry.type, kind: manifest._tag === "Mismatch" ? "ManifestMismatch" : "NoManifest", why, leases })
         continue
       }
-      if (leases === null) return yield* Effect.dieMessage(`the leases of ${path} were not read ahead`)
+      // (An owned run's listing is always read ahead: `listed`.)
+      const leases = yield* judgeLeaseListing(deps, runLeasesDir(path), listing!)
       options.budget?.take(leases.leases.length)
       const times = yield* manifestTimesAt(deps, path, manifest.manifest, now)
       items.push({ _tag: "Run", name: entry.name, path, manifest: manifest.manifest, owned: manifest, leases, times })

@@ -6,7 +6,7 @@
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import type * as Either from "effect/Either"
-import { TENANT_CLEANUP_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
+import { runLeasesDir, runManifestPath, TENANT_CLEANUP_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
 import { MANIFEST_MAX_BYTES } from "../../domain/Formats.js"
 import { type FileSystemError, LibraryDirUnusable } from "../../domain/Errors.js"
 import type { FileInfo, TreeRemoval, WalkBudget } from "../FileSystem.js"
@@ -14,7 +14,7 @@ import { sameFile } from "../../domain/TierIdentity.js"
 import { type Deps, nonce } from "./deps.js"
 import { lstatEach, readDirectoryEach, readFileEach, removeTreeEach, renameEach } from "./each.js"
 import { tryAcquireMarkers } from "./markers.js"
-import { isActive, judgeLeaseListing, leasesPath, manifestPath, manifestVerdict, type OwnedManifest } from "./runFacts.js"
+import { isActive, judgeLeaseListing, manifestVerdict, type OwnedManifest } from "./runFacts.js"
 import { aFileType } from "../../domain/FileTypeWords.js"
 import type { SkippedRun } from "../../domain/PruneReport.js"
 
@@ -81,7 +81,8 @@ const skipped = (skip: Skipped["skip"], why: string): Skipped => ({ _tag: "Skipp
 
 /**
  * `quarantineOwnedRun` for a batch of runs (a prune's victims), each through the same steps in the same
- * order — take its marker, lstat it, re-read its manifest and leases, rename it, drop the marker — with each
+ * order — take its marker, lstat it, re-read its manifest and leases, lstat it again (still the directory
+ * checked), rename it, drop the marker — with each
  * step one batched port call over the runs still in (`each.ts`: one runtime step on Node, one call per run
  * in the Memory world). Per run the order is the handshake's (I1): its marker exists before its leases are
  * read, and is dropped only after its rename.
@@ -126,14 +127,14 @@ export const quarantineOwnedRuns = (
           dirs.set(i, dir.right)
           return undefined
         })
-        yield* keep(yield* readFileEach(deps.fs, open.map((i) => manifestPath(runDir(i))), { maxBytes: MANIFEST_MAX_BYTES }), (i, read) => {
+        yield* keep(yield* readFileEach(deps.fs, open.map((i) => runManifestPath(runDir(i))), { maxBytes: MANIFEST_MAX_BYTES }), (i, read) => {
           const manifest = manifestVerdict(read, runs[i]!.run, runs[i]!.known)
           return manifest._tag === "Owned"
             ? undefined
             : skipped("RunChanged", manifest._tag === "Mismatch" ? `manifest now names ${manifest.found}` : manifest.why)
         })
-        const listings = yield* readDirectoryEach(deps.fs, open.map((i) => leasesPath(runDir(i))))
-        const leases = yield* Effect.forEach(open, (i, k) => judgeLeaseListing(deps, leasesPath(runDir(i)), listings[k]!))
+        const listings = yield* readDirectoryEach(deps.fs, open.map((i) => runLeasesDir(runDir(i))))
+        const leases = yield* Effect.forEach(open, (i, k) => judgeLeaseListing(deps, runLeasesDir(runDir(i)), listings[k]!))
         yield* keep(leases, (_, scan) => (isActive(scan) ? skipped("LeaseAppeared", scan.problem ?? "a live lease holds it") : undefined))
         // The batch's other runs were read since this run's checks: it is renamed only if the directory at its
         // path is still the one checked (a tool that swapped it meanwhile gets nothing of its own moved).

@@ -6,7 +6,7 @@ import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type * as Either from "effect/Either"
-import { LEASES_DIR, WORK_RUN_MANIFEST } from "../../domain/AgentPaths.js"
+import { runLeasesDir, runManifestPath } from "../../domain/AgentPaths.js"
 import {
   decodeJsonBytes,
   Lease,
@@ -68,12 +68,9 @@ export const readManifest = (
 ): Effect.Effect<ManifestRead> =>
   // One call: the port's readFile never follows a link, refuses non-files and stops at the size cap.
   Effect.map(
-    Effect.either(deps.fs.readFile(manifestPath(runDir), { maxBytes: MANIFEST_MAX_BYTES })),
+    Effect.either(deps.fs.readFile(runManifestPath(runDir), { maxBytes: MANIFEST_MAX_BYTES })),
     (read) => manifestVerdict(read, expected, known)
   )
-
-/** The manifest's path in a run directory. */
-export const manifestPath = (runDir: string): string => NodePath.join(runDir, WORK_RUN_MANIFEST)
 
 /** WR3's verdict on what reading a run's manifest answered (`readManifest`; a batch reads many at once). Pure. */
 export const manifestVerdict = (
@@ -109,7 +106,7 @@ export const manifestTimesAt = (deps: Deps, runDir: string, manifest: Manifest, 
   const suspicious = isFarFuture(createdAt, now, deps.remoteLeaseTtlMs) ||
     (releasedAt !== undefined && isFarFuture(releasedAt, now, deps.remoteLeaseTtlMs))
   if (!suspicious) return Effect.succeed(bound(null))
-  return Effect.map(Effect.option(deps.fs.lstat(manifestPath(runDir))), (info) => bound(info._tag === "Some" ? info.value.mtimeMs : null))
+  return Effect.map(Effect.option(deps.fs.lstat(runManifestPath(runDir))), (info) => bound(info._tag === "Some" ? info.value.mtimeMs : null))
 }
 
 export interface LeaseEntry {
@@ -127,13 +124,10 @@ export interface LeaseScan {
 
 /** Read and judge every lease of a run. Names starting with "." are in-flight temp files, not leases. */
 export const readLeases = (deps: Deps, runDir: string): Effect.Effect<LeaseScan> => {
-  const dir = leasesPath(runDir)
+  const dir = runLeasesDir(runDir)
   // One call: the port refuses to list through a symlink (ENOTDIR), so no lstat first.
   return Effect.flatMap(Effect.either(deps.fs.readDirectory(dir)), (listing) => judgeLeaseListing(deps, dir, listing))
 }
-
-/** The lease directory of a run. */
-export const leasesPath = (runDir: string): string => NodePath.join(runDir, LEASES_DIR)
 
 const NO_LEASES: LeaseScan = { leases: [], problem: null }
 

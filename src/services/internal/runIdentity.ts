@@ -6,7 +6,7 @@
  */
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
-import { LEASES_DIR, WORK_RUN_MANIFEST } from "../../domain/AgentPaths.js"
+import { runLeasesDir, runManifestPath } from "../../domain/AgentPaths.js"
 import { type FileIdentity, identityOf, sameFile } from "../../domain/TierIdentity.js"
 import { RunChanged } from "../../domain/Errors.js"
 import type { FileInfo } from "../FileSystem.js"
@@ -29,8 +29,8 @@ export const recordRunIdentity = (
 ): Effect.Effect<RunIdentity | undefined> =>
   Effect.gen(function*() {
     const dir = known.dir ?? (yield* deps.fs.lstat(runDir))
-    const leases = known.leases ?? (yield* deps.fs.lstat(NodePath.join(runDir, LEASES_DIR)))
-    const manifest = yield* deps.fs.lstat(NodePath.join(runDir, WORK_RUN_MANIFEST))
+    const leases = known.leases ?? (yield* deps.fs.lstat(runLeasesDir(runDir)))
+    const manifest = yield* deps.fs.lstat(runManifestPath(runDir))
     if (dir.type !== "Directory" || leases.type !== "Directory" || manifest.type !== "File") return undefined
     return { runDir: identityOf(dir), leasesDir: identityOf(leases), manifestIno: manifest.ino }
   }).pipe(Effect.orElseSucceed(() => undefined))
@@ -62,13 +62,13 @@ export const verifyRunIdentity = (
     const dir = yield* look(runDir)
     if (dir.type !== "Directory") return yield* changed(`the run directory ${runDir} is now ${describe(dir)}, not the directory acquired`)
     if (!sameFile(dir, recorded.runDir)) return yield* changed(`the run directory ${runDir} was replaced by another directory since acquire`)
-    const leasesPath = NodePath.join(runDir, LEASES_DIR)
+    const leasesPath = runLeasesDir(runDir)
     const leases = yield* look(leasesPath)
     if (leases.type !== "Directory" || !sameFile(leases, recorded.leasesDir)) {
       return yield* changed(`${leasesPath} is now ${leases.type === "Directory" ? "another directory" : describe(leases)}, not the one acquired`)
     }
     if (!options.manifest) return "same"
-    const manifestPath = NodePath.join(runDir, WORK_RUN_MANIFEST)
+    const manifestPath = runManifestPath(runDir)
     const manifest = yield* look(manifestPath)
     if (manifest.type !== "File") return yield* changed(`the manifest ${manifestPath} is now ${describe(manifest)}`)
     if (manifest.nlink !== 1) return yield* changed(`the manifest ${manifestPath} has ${manifest.nlink} links (a hard link to a file elsewhere?)`)
