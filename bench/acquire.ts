@@ -3,6 +3,12 @@
  * manifest) vs `fs.mkdtemp` + manifest write (`wx`) + `rm` in the same process, alternating blocks.
  * A second row shows the acquirer does not wait for retention: acquires with retention on, in a tenant
  * holding many inactive runs with files, cost the same as with retention off.
+ *
+ * What the blocks leave (ours' runs, the C floor's) stays until the measurement ends: journal-less ext4 (this
+ * machine's) skips every inode freed in the last 30 s when it allocates one (`recently_deleted` in the
+ * kernel's `find_inode_bit`, one inode-table lookup each), so removing a block's 6,000 inodes between blocks
+ * made every allocation of the next 30 s slower, whichever side ran then (BENCHMARKS.md, session 10). For the
+ * same reason the first block waits until the previous measurements' removals have aged out.
  */
 import * as fsp from "node:fs/promises"
 import * as os from "node:os"
@@ -20,6 +26,8 @@ export interface AcquireOptions {
   readonly settleMs: number
   /** Inactive runs (with files) planted before the retention-on row. */
   readonly inactiveRuns: number
+  /** Pause before the first block, so inodes freed by earlier measurements count as old (ext4: 30 s). */
+  readonly freedInodesAgeMs: number
   readonly log: (line: string) => void
 }
 
@@ -39,13 +47,19 @@ export const benchAcquire = async (o: AcquireOptions): Promise<Measurement> => {
   const floorBase: Array<number> = []
   const built = buildFloor(o.root)
   if ("why" in built) o.log(`acquire: no floor rows (${built.why})`)
+  /** The C floor's run directories, removed with everything else once the blocks are done. */
+  const floorDirs: Array<string> = []
   try {
     // Warm-up: first acquire makes the tenant directories, JIT settles.
     for (let i = 0; i < 20; i++) await (await store.acquireWorkRun({ category: BENCH_CATEGORY, tenant: "acq", retention: false })).release()
+    if (o.freedInodesAgeMs > 0) {
+      o.log(`acquire: waiting ${o.freedInodesAgeMs} ms for the inodes earlier measurements freed to age`)
+      await settle(o.freedInodesAgeMs)
+    }
     for (let rep = 0; rep < o.reps; rep++) {
       const order = rep % 2 === 0 ? ["ours", "base"] : ["base", "ours"]
       for (const who of order) {
-        // A fresh tenant per block (the store remembers tenant directories it made, so never delete one under it).
+        // A fresh tenant per block, kept to the end (the header; and the store remembers tenants it made).
         const tenant = `acq-${rep}`
         await settle(o.settleMs)
         const t0 = nowMs()
@@ -55,7 +69,6 @@ export const benchAcquire = async (o: AcquireOptions): Promise<Measurement> => {
             await lease.release()
           }
           ours.push(((nowMs() - t0) * 1000) / o.ops)
-          removeTree(tenantDirOf(agentDir, tenant))
         } else {
           for (let i = 0; i < o.ops; i++) {
             const dir = await fsp.mkdtemp(path.join(baseDir, "run-"))
@@ -74,12 +87,9 @@ export const benchAcquire = async (o: AcquireOptions): Promise<Measurement> => {
           for (const who of rep % 2 === 0 ? ["acquire", "mkdtemp"] : ["mkdtemp", "acquire"]) {
             const dir = path.join(o.root, `acquire-floor-${who}-${rep}`)
             await fsp.mkdir(dir, { recursive: true })
-            try {
-              await settle(o.settleMs)
-              timings[who] = perOp(await built.floor([who, dir, String(o.ops)]))
-            } finally {
-              removeTree(dir)
-            }
+            floorDirs.push(dir)
+            await settle(o.settleMs)
+            timings[who] = perOp(await built.floor([who, dir, String(o.ops)]))
           }
           return { ours: timings["acquire"]!, base: timings["mkdtemp"]! }
         })
@@ -116,6 +126,7 @@ export const benchAcquire = async (o: AcquireOptions): Promise<Measurement> => {
     await store.close()
     removeTree(agentDir)
     removeTree(baseDir)
+    for (const dir of floorDirs) removeTree(dir)
   }
   const oursS = summarize(ours)
   const baseS = summarize(base)
