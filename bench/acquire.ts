@@ -5,10 +5,10 @@
  * holding many inactive runs with files, cost the same as with retention off.
  *
  * What the blocks leave (ours' runs, the C floor's) stays until the measurement ends: journal-less ext4 (this
- * machine's) skips every inode freed in the last 30 s when it allocates one (`recently_deleted` in the
- * kernel's `find_inode_bit`, one inode-table lookup each), so removing a block's 6,000 inodes between blocks
- * made every allocation of the next 30 s slower, whichever side ran then (BENCHMARKS.md, session 10). For the
- * same reason the first block waits until the previous measurements' removals have aged out.
+ * machine's) skips every inode freed in the last 60 s (360 s while its inode-table block is dirty) when it
+ * allocates one (`recently_deleted` in the kernel's `find_inode_bit`, one inode-table lookup each), so removing
+ * a block's 6,000 inodes between blocks made the allocations after it slower, whichever side ran then
+ * (BENCHMARKS.md, session 10). For the same reason the first block waits for earlier removals to age.
  */
 import * as fsp from "node:fs/promises"
 import * as os from "node:os"
@@ -26,7 +26,7 @@ export interface AcquireOptions {
   readonly settleMs: number
   /** Inactive runs (with files) planted before the retention-on row. */
   readonly inactiveRuns: number
-  /** Pause before the first block, so inodes freed by earlier measurements count as old (ext4: 30 s). */
+  /** Pause before the first block, so inodes freed by earlier measurements count as old (ext4: 60 s once written back). */
   readonly freedInodesAgeMs: number
   readonly log: (line: string) => void
 }

@@ -48,7 +48,7 @@ const main = async () => {
     }
     if (only.has("acquire")) {
       const ops = numberArg(args, "ops", quick ? 300 : 2000)
-      results.push(await benchAcquire({ root, ops, reps, settleMs, inactiveRuns: numberArg(args, "inactive", quick ? 20 : 100), freedInodesAgeMs: quick ? 0 : 31_000, log }))
+      results.push(await benchAcquire({ root, ops, reps, settleMs, inactiveRuns: numberArg(args, "inactive", quick ? 20 : 100), freedInodesAgeMs: quick ? 0 : 61_000, log }))
     }
     if (only.has("cli")) results.push(await benchCli({ root, reps: quick ? 5 : 15, log }))
     if (only.has("snapshots")) {
