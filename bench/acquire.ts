@@ -1,14 +1,15 @@
 /**
  * Measurement 4: acquire + release of generated runs through the Promise facade (durable: fsync'd
  * manifest) vs `fs.mkdtemp` + manifest write (`wx`) + `rm` in the same process, alternating blocks.
- * A second row shows the acquirer does not wait for retention: acquires with retention on, in a tenant
- * holding many inactive runs with files, cost the same as with retention off.
+ * A second row shows what retention on costs the acquirer: acquires in a tenant holding many inactive runs
+ * with files, while the background prune they start deletes them (in the same block group as the new runs).
  *
  * What the blocks leave (ours' runs, the C floor's) stays until the measurement ends: journal-less ext4 (this
- * machine's) skips every inode freed in the last 60 s (360 s while its inode-table block is dirty) when it
- * allocates one (`recently_deleted` in the kernel's `find_inode_bit`, one inode-table lookup each), so removing
- * a block's 6,000 inodes between blocks made the allocations after it slower, whichever side ran then
- * (BENCHMARKS.md, session 10). For the same reason the first block waits for earlier removals to age.
+ * machine's) avoids reusing an inode freed in the last 60 s (360 s while its inode-table block is dirty) when
+ * it allocates one, where it can (`recently_deleted` in the kernel's `find_inode_bit`, one inode-table lookup
+ * per skipped inode), so removing a block's 6,000 inodes between blocks slowed our next blocks and the C
+ * floor's (BENCHMARKS.md, session 10). For the same reason the first block waits for earlier removals to age.
+ * Our runs' own deletion, and the shadow it leaves, is the prune's cost (measurement 1 and the retention row).
  */
 import * as fsp from "node:fs/promises"
 import * as os from "node:os"
@@ -123,10 +124,13 @@ export const benchAcquire = async (o: AcquireOptions): Promise<Measurement> => {
       }
     }
   } finally {
-    await store.close()
-    removeTree(agentDir)
-    removeTree(baseDir)
-    for (const dir of floorDirs) removeTree(dir)
+    try {
+      await store.close()
+    } finally {
+      removeTree(agentDir)
+      removeTree(baseDir)
+      for (const dir of floorDirs) removeTree(dir)
+    }
   }
   const oursS = summarize(ours)
   const baseS = summarize(base)
