@@ -100,6 +100,8 @@ export const LEASES_DIR = ".leases"
 /** A run's manifest and its lease directory, from the run directory. */
 export const runManifestPath = (runDir: string): string => NodePath.join(runDir, WORK_RUN_MANIFEST)
 export const runLeasesDir = (runDir: string): string => NodePath.join(runDir, LEASES_DIR)
+/** One lease file of a run. */
+export const runLeasePath = (runDir: string, leaseName: string): string => NodePath.join(runDir, LEASES_DIR, leaseName)
 export const TENANT_CLEANUP_DIR = ".cleanup"
 export const TENANT_TRASH_DIR = ".trash"
 /** Runs are built here (manifest and first lease) and renamed into place, so none is ever seen half-made. */

@@ -23,7 +23,7 @@ import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as ScheduleInterval from "effect/ScheduleInterval"
 import * as Scope from "effect/Scope"
-import { type AgentPaths, EXTENSIONS_WORK_CATEGORY, LEASES_DIR, runLeasesDir, runManifestPath, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR } from "../domain/AgentPaths.js"
+import { type AgentPaths, EXTENSIONS_WORK_CATEGORY, LEASES_DIR, runLeasePath, runLeasesDir, runManifestPath, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR } from "../domain/AgentPaths.js"
 import {
   type FileSystemError,
   type InvalidPolicy,
@@ -312,7 +312,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           // empty manifest, unowned, so never pruned — the run and all its files leaked, reported forever.
           yield* fs.writeFileExclusive(runManifestPath(staging), manifestBytes, { sync: true })
           yield* fs.makeDirectory(runLeasesDir(staging), { mode: 0o700 })
-          yield* fs.writeFileExclusive(NodePath.join(staging, LEASES_DIR, leaseName), leaseBody(manifest.createdAt))
+          yield* fs.writeFileExclusive(runLeasePath(staging, leaseName), leaseBody(manifest.createdAt))
           const taken = yield* fs.lstat(runDir).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
           if (taken) return false
           // No directory fsync: after a power cut the run is back in staging, with its holder gone too.
@@ -422,7 +422,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           manifestLength = bytes.length
         }
         const runKind: RunKind = "kind" in manifest ? manifest.kind : "named"
-        const leasePath = NodePath.join(runDir, LEASES_DIR, leaseName)
+        const leasePath = runLeasePath(runDir, leaseName)
         // A generated run needs neither check below (two lstats of every acquire, BENCHMARKS.md): its name is new,
         // and it appeared, renamed from staging, with our lease already inside. So a pruner can only name it
         // after our lease landed, reads that lease under its marker and keeps the run (I1), and nobody can
