@@ -4,6 +4,8 @@
  * tenant-wide budget (the pure `planMeasuring` says which), plan, then remove each victim under the cleanup
  * protocol. A run removed by age or count is never walked twice: its removal walk counts its bytes (issue
  * 18: measuring every run first cost a prune twice the CPU of `rm -rf`). One bad run never fails the prune.
+ * Once the entry budget is spent no run is walked: those are "not measured" (never over budget), and the run
+ * whose walk the budget ran out in is the one named as cut short (README "Retention").
  */
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
