@@ -6,9 +6,18 @@
  *
  * Measuring is the costly part of a prune (a walk of every run, before the removal walk of the victims), so
  * the plan is made in two phases (README "Retention"): `planMeasuring` says which runs need a size before
- * the plan (active runs, and the young inactive runs newest first until `maxInactiveRuns` of them measured
- * complete); every other run is removed by age or count whatever its size, and its bytes are counted by the
+ * the plan (active runs, and the young inactive runs newest first until `maxInactiveRuns` kept places are
+ * taken); every other run is removed by age or count whatever its size, and its bytes are counted by the
  * removal walk instead. The decisions are those `planPrune` makes with every run measured.
+ *
+ * What a size is (the walks share one tenant-wide entry budget, `maxEntries`):
+ * - exact: the walk finished;
+ * - cut short: the walk started and stopped (the budget ran out during it, `maxDepth`, a mount point, a failed
+ *   walk). Its bytes are a lower bound and the tenant's unmeasured remainder is attributed to it: it counts as
+ *   over the byte budget by itself;
+ * - not measured: never walked, because the budget was spent before its turn. Not measured is not over budget:
+ *   such a run counts 0 bytes, is never removed by the byte rules, and stays unless age or count removes it
+ *   (neither needs a size). One big run therefore never gets its small neighbours deleted.
  */
 import * as Schema from "effect/Schema"
 import type { RetentionPolicy } from "./Retention.js"
@@ -30,10 +39,22 @@ export interface RunSize {
   readonly bytes: number
   /** The size walk finished within the budget. */
   readonly complete: boolean
+  /**
+   * `false`: the run was never walked, the tenant's entry budget being spent before its turn ("not measured";
+   * `bytes` and `complete` then say nothing). Absent or `true`: it was walked.
+   */
+  readonly walked?: boolean
 }
+
+/** The size of a run the pruner did not walk because the tenant's entry budget was already spent. */
+export const NOT_MEASURED: RunSize = { bytes: 0, complete: false, walked: false }
 
 export interface ScannedRun extends RunFacts, RunSize {}
 
+/**
+ * Why a run goes. `unmeasured`: its size walk was cut short, so it counts as over the byte budget by itself
+ * (a run never walked is "not measured" and never removed for its size).
+ */
 export const PruneReason = Schema.Literal("age", "count", "bytes", "unmeasured")
 export type PruneReason = typeof PruneReason.Type
 
@@ -43,10 +64,17 @@ export interface PlanDecision {
   readonly action: "remove" | "keep" | "active"
   /** Present exactly when `action === "remove"`. */
   readonly reason?: PruneReason
-  /** Exact size, or `null` when the walk was cut short or the run was not measured (see `measured`). */
+  /** Exact size, or `null` when the walk was cut short or the run was not walked (see `measured`). */
   readonly bytes: number | null
-  /** False for a run removed by age or count without a measuring walk: its removal walk counts its bytes. */
+  /** What is known of its size for certain: `bytes` when exact, the walk's lower bound when cut short, else 0. */
+  readonly bytesAtLeast: number
+  /**
+   * A size walk ran (complete or cut short). False for a run not walked: removed by age or count (its removal
+   * walk counts its bytes), or "not measured" because the tenant's entry budget was spent before its turn.
+   */
   readonly measured: boolean
+  /** Its size walk was cut short: `bytesAtLeast` is a lower bound and the tenant's unmeasured remainder is its own. */
+  readonly cutShort: boolean
   readonly lastUsedAt: number
 }
 
@@ -55,10 +83,15 @@ export interface PrunePlan {
   readonly decisions: ReadonlyArray<PlanDecision>
   /** The removals, oldest first: an interrupted execution has then removed the most deserving runs. */
   readonly remove: ReadonlyArray<PlanDecision>
-  /** Total of every run; `null` when any run's size is incomplete. */
+  /** Total of every run; `null` when any run's size is not exact. */
   readonly bytesBefore: number | null
-  /** Total of the runs the plan keeps (active included); `null` when any of them is incomplete. */
+  /** Total of the runs the plan keeps (active included); `null` when any of them is not exact. */
   readonly bytesAfter: number | null
+  /**
+   * The active runs alone exceed `maxBytes`, or one of their sizes is not exact: removing inactive runs cannot
+   * bring the tenant within `maxBytes`, so none goes for its size ("bytes", "unmeasured").
+   */
+  readonly activeOverBudget: boolean
 }
 
 /** A manifest's timestamps after the far-future rule, with what was set aside (to report). */
@@ -117,14 +150,43 @@ const newestFirst = (a: { run: RunFacts; used: number }, b: { run: RunFacts; use
   compareNumbers(b.run.releasedAt ?? -Infinity, a.run.releasedAt ?? -Infinity) ||
   compareNumbers(b.run.newestHeartbeatAt ?? -Infinity, a.run.newestHeartbeatAt ?? -Infinity)
 
+/** Exact, cut short (walked, stopped: a lower bound), or not measured (never walked: the budget was spent). */
+type SizeKind = "exact" | "cut-short" | "not-measured"
+
+const kindOf = (size: RunSize): SizeKind => (size.walked === false ? "not-measured" : size.complete ? "exact" : "cut-short")
+
+/**
+ * Removing inactive runs can bring the tenant within `maxBytes` only when the active runs' sizes are exact and
+ * together within it. An active run cut short carries the tenant's unmeasured remainder (over budget by
+ * itself); one not measured may hold anything: either way no removal is known to help.
+ */
+const isActiveOverBudget = (activeSizes: ReadonlyArray<RunSize | undefined>, maxBytes: number): boolean => {
+  let total = 0
+  for (const size of activeSizes) {
+    if (size === undefined || kindOf(size) !== "exact") return true
+    total += size.bytes
+  }
+  return total > maxBytes
+}
+
+/** A young inactive run within the count takes a kept place unless it goes as "unmeasured" (cut short, and removable for its size). */
+const takesKeptPlace = (size: RunSize, activeOverBudget: boolean): boolean => kindOf(size) !== "cut-short" || activeOverBudget
+
 /**
  * Rules, for inactive runs only (active runs are never removed, whatever the limits):
  * 1. last use older than `maxAgeMs` → "age";
  * 2. beyond the newest `maxInactiveRuns` of the inactive runs still kept → "count";
- * 3. size incomplete → "unmeasured" (it counts as over the byte budget, never undercounted; it takes no
- *    place among the kept runs);
- * 4. oldest first while the total of the kept runs, active included, exceeds `maxBytes` → "bytes". An
- *    incomplete active run makes the total unknown, i.e. over budget, so every kept inactive run goes.
+ * 3. size walk cut short → "unmeasured": the tenant's unmeasured remainder is its own, so it counts as over the
+ *    byte budget by itself (never undercounted) and takes no kept place;
+ * 4. while the kept total (active runs included; a run not measured counts 0) exceeds `maxBytes`, the runs
+ *    measured exact are taken oldest first → "bytes"; then every one of them whose bytes still fit beside the
+ *    kept total is put back, newest first, so no run goes that the byte budget does not need.
+ * Rules 3 and 4 apply only when removing inactive runs can bring the tenant within `maxBytes`, i.e. the active
+ * runs' sizes are exact and together within it (`activeOverBudget` false). Otherwise nothing goes for its
+ * size and a cut-short run is kept like any other (it takes a kept place): a held huge run never gets its
+ * released neighbours deleted. A run "not measured" (never walked: the entry budget was spent before its turn)
+ * is never removed by rule 3 or 4: not measured is not over budget. Removing the victims of rules 3 and 4
+ * therefore always moves the tenant towards its limits, and each was needed to reach them.
  * The first rule that applies names the reason. Age and count come first because they need no size: a run
  * they remove is never measured before its removal (`planMeasuring`).
  */
@@ -141,8 +203,10 @@ const planSized = (
   now: number
 ): PrunePlan => {
   const ordered = runs.map(({ run, size }) => ({ run, size, used: lastUsedAt(run) })).sort(newestFirst)
-  const bytesOf = (size: RunSize | undefined) => (size === undefined ? 0 : size.bytes)
-  const completeOf = (size: RunSize | undefined) => size !== undefined && size.complete
+  const exactOf = (size: RunSize | undefined) => size !== undefined && kindOf(size) === "exact"
+  /** What is known for certain: exact bytes, a cut-short walk's lower bound, 0 for a run not walked. */
+  const atLeastOf = (size: RunSize | undefined) => (size === undefined || kindOf(size) === "not-measured" ? 0 : size.bytes)
+  const activeOverBudget = isActiveOverBudget(ordered.filter(({ run }) => run.active).map(({ size }) => size), policy.maxBytes)
 
   const reasons = new Map<number, PruneReason>()
   let keptInactive = 0
@@ -151,34 +215,53 @@ const planSized = (
     if (now - used > policy.maxAgeMs) reasons.set(index, "age")
     else if (keptInactive >= policy.maxInactiveRuns) reasons.set(index, "count")
     else if (size === undefined) throw new Error(`planPrune: run ${run.runId} may be kept but was not measured`)
-    else if (!size.complete) reasons.set(index, "unmeasured")
+    else if (!takesKeptPlace(size, activeOverBudget)) reasons.set(index, "unmeasured")
     else keptInactive++
   })
 
   const kept = (index: number) => !reasons.has(index)
-  const activeUnknown = ordered.some(({ run, size }) => run.active && !completeOf(size))
-  let total = ordered.reduce((sum, { size }, index) => (kept(index) ? sum + bytesOf(size) : sum), 0)
-  for (let index = ordered.length - 1; index >= 0; index--) {
-    if (!activeUnknown && total <= policy.maxBytes) break
-    const { run, size } = ordered[index]!
-    if (run.active || !kept(index)) continue
-    reasons.set(index, "bytes")
-    total -= bytesOf(size)
+  if (!activeOverBudget) {
+    // Here every kept size is exact or not measured (a cut-short inactive run went by rule 3): the total is known
+    // but for what was never walked, which counts 0.
+    let total = ordered.reduce((sum, { size }, index) => (kept(index) ? sum + atLeastOf(size) : sum), 0)
+    const taken: Array<number> = []
+    for (let index = ordered.length - 1; index >= 0 && total > policy.maxBytes; index--) {
+      const { run, size } = ordered[index]!
+      if (run.active || !kept(index) || !exactOf(size)) continue
+      taken.push(index)
+      total -= size!.bytes
+    }
+    // The active total fits, so the loop ends within the budget; a victim not needed for that is put back.
+    for (const index of taken.reverse()) {
+      const bytes = ordered[index]!.size!.bytes
+      if (total + bytes <= policy.maxBytes) total += bytes
+      else reasons.set(index, "bytes")
+    }
   }
 
   const decisions: Array<PlanDecision> = ordered.map(({ run, size, used }, index) => {
-    const base = { runId: run.runId, path: run.path, bytes: completeOf(size) ? bytesOf(size) : null, measured: size !== undefined, lastUsedAt: used }
+    const kind = size === undefined ? undefined : kindOf(size)
+    const base = {
+      runId: run.runId,
+      path: run.path,
+      bytes: exactOf(size) ? size!.bytes : null,
+      bytesAtLeast: atLeastOf(size),
+      measured: kind === "exact" || kind === "cut-short",
+      cutShort: kind === "cut-short",
+      lastUsedAt: used
+    }
     if (run.active) return { ...base, action: "active" }
     const reason = reasons.get(index)
     return reason === undefined ? { ...base, action: "keep" } : { ...base, action: "remove", reason }
   })
 
-  const sumOf = (sizes: ReadonlyArray<RunSize | undefined>) => (sizes.every(completeOf) ? sizes.reduce((t, s) => t + bytesOf(s), 0) : null)
+  const sumOf = (sizes: ReadonlyArray<RunSize | undefined>) => (sizes.every(exactOf) ? sizes.reduce((t, s) => t + s!.bytes, 0) : null)
   return {
     decisions,
     remove: decisions.filter((d) => d.action === "remove").reverse(),
     bytesBefore: sumOf(ordered.map(({ size }) => size)),
-    bytesAfter: sumOf(ordered.filter((_, index) => kept(index)).map(({ size }) => size))
+    bytesAfter: sumOf(ordered.filter((_, index) => kept(index)).map(({ size }) => size)),
+    activeOverBudget
   }
 }
 
@@ -186,18 +269,19 @@ const planSized = (
 export interface MeasuringPlan {
   /** The next run whose size the plan needs, or `undefined` once it needs no more. */
   readonly next: () => RunFacts | undefined
-  /** The size of the run `next` gave. */
+  /** The size of the run `next` gave (`NOT_MEASURED` when the entry budget was spent before its walk). */
   readonly measured: (size: RunSize) => void
-  /** The plan: the decisions `planPrune` makes with every run measured (unmeasured runs have `bytes: null`). */
+  /** The plan: the decisions `planPrune` makes with every run measured (runs not walked have `bytes: null`). */
   readonly finish: () => PrunePlan
 }
 
 /**
- * Two-phase planning. Sizes are needed for the active runs (they count towards `maxBytes`) and for the
- * young inactive runs, newest first, until `maxInactiveRuns` of them measured complete: every older young
- * run is beyond the count, and every aged run goes by age, whatever their sizes. A run cut short by its
- * walk takes no kept place, so the next one is measured instead. Deterministic and free of I/O: the caller
- * does the measuring (the pruner, within its entry budget).
+ * Two-phase planning. Sizes are needed for the active runs (they count towards `maxBytes`), asked for
+ * first, and for the young inactive runs, newest first, until `maxInactiveRuns` kept places are taken: every
+ * older young run is beyond the count, and every aged run goes by age, whatever their sizes. A run cut short
+ * by its walk takes no kept place (it goes as "unmeasured"), so the next one is measured instead, unless the
+ * active runs are over budget (then it is kept and takes its place). A run not measured takes its place.
+ * Deterministic and free of I/O: the caller does the measuring (the pruner, within its entry budget).
  */
 export const planMeasuring = (input: {
   readonly runs: ReadonlyArray<RunFacts>
@@ -206,24 +290,30 @@ export const planMeasuring = (input: {
 }): MeasuringPlan => {
   const { policy, now } = input
   const ordered = input.runs.map((run) => ({ run, used: lastUsedAt(run) })).sort(newestFirst)
+  const active = ordered.filter(({ run }) => run.active).map(({ run }) => run)
   const young = ordered.filter(({ run, used }) => !run.active && now - used <= policy.maxAgeMs).map(({ run }) => run)
-  const queue = [...ordered.filter(({ run }) => run.active).map(({ run }) => run), ...young]
+  const queue = [...active, ...young]
   const sizes = new Map<RunFacts, RunSize>()
   let position = 0
-  let completeYoung = 0
+  let placesTaken = 0
+  /** Known once every active run is measured, i.e. before the first young run's size comes in. */
+  let activeOverBudget: boolean | undefined
   let asked: RunFacts | undefined
   return {
     next: () => {
       if (asked !== undefined) throw new Error("planMeasuring: the size of the last run asked for is missing")
       const run = queue[position]
-      if (run === undefined || (!run.active && completeYoung >= policy.maxInactiveRuns)) return undefined
+      if (run === undefined || (!run.active && placesTaken >= policy.maxInactiveRuns)) return undefined
       position++
       return (asked = run)
     },
     measured: (size) => {
       if (asked === undefined) throw new Error("planMeasuring: no run was asked for")
       sizes.set(asked, size)
-      if (!asked.active && size.complete) completeYoung++
+      if (!asked.active) {
+        activeOverBudget ??= isActiveOverBudget(active.map((run) => sizes.get(run)), policy.maxBytes)
+        if (takesKeptPlace(size, activeOverBudget)) placesTaken++
+      }
       asked = undefined
     },
     finish: () => planSized(input.runs.map((run) => ({ run, size: sizes.get(run) })), policy, now)

@@ -99,6 +99,29 @@ export const PruneErrorTag = [
 export const PruneError = tagged(PruneErrorTag, { path: Schema.String, message: Schema.String })
 export type PruneError = typeof PruneError.Type
 
+/** Why a run's measuring walk stopped before its end. */
+export const CutShortTag = [
+  /** The tenant's entry budget (`maxEntries`) ran out during its walk: the run that made the scan incomplete. */
+  "EntryBudget",
+  /** `maxDepth`, or a mount point inside the run (never crossed), stopped its walk. */
+  "WalkStopped",
+  /** Its walk failed (the failure is in `errors` as `MeasureFailed`). */
+  "WalkFailed"
+] as const
+/**
+ * A run whose measuring walk was cut short (README "Retention"): `bytesAtLeast` is a lower bound, and the
+ * tenant's unmeasured remainder is attributed to it, so it counts as over the byte budget by itself.
+ */
+export const CutShortRun = tagged(CutShortTag, {
+  runId: Schema.String,
+  path: Schema.String,
+  /** Held by a live lease: never removed, and then nothing goes for its size (`activeOverBudget`). */
+  active: Schema.Boolean,
+  bytesAtLeast: NonNegativeInt,
+  why: Schema.String
+})
+export type CutShortRun = typeof CutShortRun.Type
+
 export const PruneReport = Schema.mutable(Schema.Struct({
   /** Another live pruner held the tenant; nothing was done. */
   busy: Schema.Boolean,
@@ -110,8 +133,23 @@ export const PruneReport = Schema.mutable(Schema.Struct({
   scannedRuns: NonNegativeInt,
   /** The scan stopped at `maxScannedRuns`; entries beyond it were not considered. */
   truncated: Schema.Boolean,
-  /** Some size walk was cut short by the `maxEntries` / `maxDepth` budget. */
+  /** Some size walk was cut short by the `maxEntries` / `maxDepth` budget, or a run was not measured. */
   incomplete: Schema.Boolean,
+  /**
+   * The runs whose size walk was cut short, newest first; the `EntryBudget` one made the scan incomplete. An
+   * inactive one within age and count goes as `unmeasured`, unless `activeOverBudget` (then it is kept).
+   */
+  cutShort: mutableArray(CutShortRun),
+  /**
+   * runIds of the runs never walked, newest first: the entry budget was spent before their turn. Not measured
+   * is not over budget: they stay unless age or count removes them, never for their size.
+   */
+  notMeasured: mutableArray(Schema.String),
+  /**
+   * The active runs alone exceed `maxBytes`, or one of their sizes is not exact (cut short, not measured):
+   * removing inactive runs cannot bring the tenant within `maxBytes`, so none went for its size.
+   */
+  activeOverBudget: Schema.Boolean,
   /** In a dry run: the runs that would be removed. */
   removed: mutableArray(RemovedRun),
   /** runIds of the inactive runs kept. */
@@ -138,6 +176,9 @@ export const emptyPruneReport = (dryRun: boolean, busy = false): PruneReport => 
   scannedRuns: 0,
   truncated: false,
   incomplete: false,
+  cutShort: [],
+  notMeasured: [],
+  activeOverBudget: false,
   removed: [],
   kept: [],
   active: [],

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { FastCheck as fc, Schema } from "effect"
-import { boundManifestTimes, lastUsedAt, type PlanDecision, planMeasuring, planPrune, type PrunePlan, type ScannedRun } from "../../src/domain/PrunePlan.js"
+import { boundManifestTimes, lastUsedAt, NOT_MEASURED, type PlanDecision, planMeasuring, planPrune, type PrunePlan, type ScannedRun } from "../../src/domain/PrunePlan.js"
 import { emptyPruneReport, PruneReport } from "../../src/domain/PruneReport.js"
 import { DEFAULT_RETENTION, type RetentionPolicy } from "../../src/domain/Retention.js"
 
@@ -25,17 +25,24 @@ const summary = (decisions: ReadonlyArray<PlanDecision>) =>
 
 // Small ranges on purpose: ties in lastUsedAt, runs around the age limit, totals around the byte limit.
 const optTime = fc.option(fc.integer({ min: 0, max: 40 }), { nil: undefined })
+/** Exact mostly; some cut short (a lower bound), some never walked (their bytes and complete say nothing). */
+const sizeArb = fc.oneof(
+  { weight: 5, arbitrary: fc.record({ bytes: fc.integer({ min: 0, max: 30 }), complete: fc.constant(true) }) },
+  { weight: 1, arbitrary: fc.record({ bytes: fc.integer({ min: 0, max: 30 }), complete: fc.constant(false) }) },
+  { weight: 1, arbitrary: fc.record({ bytes: fc.integer({ min: 0, max: 30 }), complete: fc.boolean(), walked: fc.constant(false) }) }
+)
 const runArb = (runId: string): fc.Arbitrary<ScannedRun> =>
-  fc.record({
-    runId: fc.constant(runId),
-    path: fc.constant(`/w/c/t/${runId}`),
-    createdAt: fc.integer({ min: 0, max: 40 }),
-    releasedAt: optTime,
-    newestHeartbeatAt: optTime,
-    active: fc.boolean(),
-    bytes: fc.integer({ min: 0, max: 30 }),
-    complete: fc.oneof({ weight: 5, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) })
-  })
+  fc.tuple(
+    fc.record({
+      runId: fc.constant(runId),
+      path: fc.constant(`/w/c/t/${runId}`),
+      createdAt: fc.integer({ min: 0, max: 40 }),
+      releasedAt: optTime,
+      newestHeartbeatAt: optTime,
+      active: fc.boolean()
+    }),
+    sizeArb
+  ).map(([facts, size]) => ({ ...facts, ...size }))
 const runsArb: fc.Arbitrary<ReadonlyArray<ScannedRun>> = fc
   .uniqueArray(fc.stringMatching(/^[a-e][0-9]$/), { maxLength: 12 })
   .chain((ids) => fc.tuple(...ids.map(runArb)))
@@ -52,6 +59,18 @@ const caseArb = fc.record({ runs: runsArb, policy: policyArb, now: nowArb })
 
 const byId = (runs: ReadonlyArray<ScannedRun>) => new Map(runs.map((r) => [r.runId, r]))
 const isAged = (r: ScannedRun, p: RetentionPolicy, now: number) => now - lastUsedAt(r) > p.maxAgeMs
+const notWalked = (r: ScannedRun) => r.walked === false
+const isExact = (r: ScannedRun) => !notWalked(r) && r.complete
+const isCutShort = (r: ScannedRun) => !notWalked(r) && !r.complete
+/** What is known of a run's size for certain: exact bytes, a cut-short walk's lower bound, 0 when never walked. */
+const atLeast = (r: ScannedRun) => (notWalked(r) ? 0 : r.bytes)
+/** Removing inactive runs can bring the tenant within maxBytes: every active size exact, together within it. */
+const activeOverBudget = (c: { runs: ReadonlyArray<ScannedRun>; policy: RetentionPolicy }) => {
+  const active = c.runs.filter((r) => r.active)
+  return !active.every(isExact) || active.reduce((s, r) => s + r.bytes, 0) > c.policy.maxBytes
+}
+/** The removal reasons that depend on a run's size. */
+const forSize = (d: PlanDecision) => d.reason === "bytes" || d.reason === "unmeasured"
 
 describe("lastUsedAt", () => {
   it("is the latest of releasedAt, the newest heartbeat and createdAt", () => {
@@ -107,14 +126,44 @@ describe("planPrune examples", () => {
     assert.deepStrictEqual(atLimit.remove, [])
   })
 
-  it("active runs over the budget stay, every inactive run goes", () => {
+  it("active runs alone over the budget: no inactive run goes for bytes, since removing it could not bring the tenant within maxBytes", () => {
     const plan = planPrune({
-      runs: [run("live", { active: true, bytes: 500 }), run("idle", { bytes: 1 })],
+      runs: [run("live", { active: true, bytes: 500 }), run("idle", { bytes: 1 }), run("older", { createdAt: NOW - 200, bytes: 90 })],
       policy: policy({ maxBytes: 100 }),
       now: NOW
     })
-    assert.deepStrictEqual(summary(plan.decisions), ["live:active", "idle:remove:bytes"])
-    assert.strictEqual(plan.bytesAfter, 500)
+    assert.deepStrictEqual(summary(plan.decisions), ["live:active", "idle:keep", "older:keep"])
+    assert.isTrue(plan.activeOverBudget)
+    assert.strictEqual(plan.bytesAfter, 591)
+    // Within reach again once the held run's bytes fit beside some of the rest.
+    const within = planPrune({
+      runs: [run("live", { active: true, bytes: 50 }), run("idle", { bytes: 1 }), run("older", { createdAt: NOW - 200, bytes: 90 })],
+      policy: policy({ maxBytes: 100 }),
+      now: NOW
+    })
+    assert.deepStrictEqual(summary(within.decisions), ["live:active", "idle:keep", "older:remove:bytes"])
+    assert.isFalse(within.activeOverBudget)
+  })
+
+  it("bytes: a run the budget does not need is put back, newest first", () => {
+    // Oldest first takes "tiny" and then "huge"; with "huge" gone, "tiny" fits again and stays.
+    const plan = planPrune({
+      runs: [run("new", { createdAt: NOW - 1, bytes: 10 }), run("huge", { createdAt: NOW - 2, bytes: 100 }), run("tiny", { createdAt: NOW - 3, bytes: 1 })],
+      policy: policy({ maxBytes: 60 }),
+      now: NOW
+    })
+    assert.deepStrictEqual(summary(plan.decisions), ["new:keep", "huge:remove:bytes", "tiny:keep"])
+    assert.strictEqual(plan.bytesAfter, 11)
+    // A run not measured counts 0 and is never taken for bytes, wherever it stands.
+    const unwalked = planPrune({
+      runs: [run("new", { createdAt: NOW - 1, bytes: 45 }), run("mid", { createdAt: NOW - 2, ...NOT_MEASURED, bytes: 30 }), run("old", { createdAt: NOW - 3, bytes: 5 })],
+      policy: policy({ maxBytes: 40 }),
+      now: NOW
+    })
+    assert.deepStrictEqual(summary(unwalked.decisions), ["new:remove:bytes", "mid:keep", "old:keep"])
+    // A run of 0 bytes never goes for bytes: removing it brings nothing.
+    const empty = planPrune({ runs: [run("big", { bytes: 100 }), run("empty", { createdAt: NOW - 300, bytes: 0 })], policy: policy({ maxBytes: 60 }), now: NOW })
+    assert.deepStrictEqual(summary(empty.decisions), ["big:remove:bytes", "empty:keep"])
   })
 
   it("an incomplete inactive run is removed as unmeasured; its bytes are unknown", () => {
@@ -129,15 +178,55 @@ describe("planPrune examples", () => {
     assert.strictEqual(plan.bytesAfter, 3)
   })
 
-  it("an incomplete active run makes the total unknown: every inactive run goes for bytes", () => {
+  it("one big run never gets its neighbours deleted: it is the one cut short; the runs never walked are not measured, not over budget", () => {
+    const runs = [
+      run("big", { createdAt: NOW - 1, complete: false, bytes: 7 }),
+      ...["s1", "s2", "s3", "s4"].map((id, i) => run(id, { createdAt: NOW - 10 - i, ...NOT_MEASURED }))
+    ]
+    const plan = planPrune({ runs, policy: DEFAULT_RETENTION, now: NOW })
+    assert.deepStrictEqual(summary(plan.decisions), ["big:remove:unmeasured", "s1:keep", "s2:keep", "s3:keep", "s4:keep"])
+    assert.deepStrictEqual(plan.decisions.map((d) => [d.runId, d.measured, d.cutShort, d.bytes, d.bytesAtLeast]), [
+      ["big", true, true, null, 7],
+      ...["s1", "s2", "s3", "s4"].map((id) => [id, false, false, null, 0])
+    ])
+    assert.isNull(plan.bytesAfter)
+    // Age and count need no size: they still apply to runs not measured.
+    const counted = planPrune({ runs, policy: policy({ maxInactiveRuns: 2 }), now: NOW })
+    assert.deepStrictEqual(summary(counted.decisions), ["big:remove:unmeasured", "s1:keep", "s2:keep", "s3:remove:count", "s4:remove:count"])
+  })
+
+  it("an active run cut short carries the unmeasured remainder: nothing goes for its size, a cut-short neighbour stays too", () => {
     const plan = planPrune({
-      runs: [run("live", { active: true, complete: false, bytes: 1 }), run("idle", { bytes: 1 })],
+      runs: [
+        run("live", { createdAt: NOW, active: true, complete: false, bytes: 1 }),
+        run("idle", { createdAt: NOW - 1, bytes: 1 }),
+        run("partial", { createdAt: NOW - 2, complete: false, bytes: 5 }),
+        run("unwalked", { createdAt: NOW - 3, ...NOT_MEASURED })
+      ],
       policy: policy({ maxBytes: 1000 }),
       now: NOW
     })
-    assert.deepStrictEqual(summary(plan.decisions), ["live:active", "idle:remove:bytes"])
+    assert.deepStrictEqual(summary(plan.decisions), ["live:active", "idle:keep", "partial:keep", "unwalked:keep"])
+    assert.isTrue(plan.activeOverBudget)
     assert.isNull(plan.bytesBefore)
     assert.isNull(plan.bytesAfter)
+    // …and the cut-short neighbour then takes a kept place like any other.
+    const counted = planPrune({
+      runs: [run("live", { createdAt: NOW, active: true, complete: false, bytes: 1 }), run("partial", { createdAt: NOW - 2, complete: false }), run("older", { createdAt: NOW - 3 })],
+      policy: policy({ maxInactiveRuns: 1 }),
+      now: NOW
+    })
+    assert.deepStrictEqual(summary(counted.decisions), ["live:active", "partial:keep", "older:remove:count"])
+  })
+
+  it("an active run not measured (the budget was spent first) may hold anything: nothing goes for its size", () => {
+    const plan = planPrune({
+      runs: [run("live", { active: true, bytes: 10 }), run("later", { active: true, ...NOT_MEASURED }), run("idle", { bytes: 500 })],
+      policy: policy({ maxBytes: 100 }),
+      now: NOW
+    })
+    assert.deepStrictEqual(summary(plan.decisions), ["live:active", "later:active", "idle:keep"])
+    assert.isTrue(plan.activeOverBudget)
   })
 
   it("the first applicable rule names the reason: age before count before unmeasured", () => {
@@ -161,7 +250,8 @@ describe("planPrune examples", () => {
       decisions: [],
       remove: [],
       bytesBefore: 0,
-      bytesAfter: 0
+      bytesAfter: 0,
+      activeOverBudget: false
     })
   })
 })
@@ -169,12 +259,12 @@ describe("planPrune examples", () => {
 /** Two-phase planning with the sizes of `c.runs` as the measuring walk: the plan and the runs it walked. */
 const planInTwoPhases = (c: { runs: ReadonlyArray<ScannedRun>; policy: RetentionPolicy; now: number }) => {
   const runs = byId(c.runs)
-  const planning = planMeasuring({ runs: c.runs.map(({ bytes: _b, complete: _c, ...facts }) => facts), policy: c.policy, now: c.now })
+  const planning = planMeasuring({ runs: c.runs.map(({ bytes: _b, complete: _c, walked: _w, ...facts }) => facts), policy: c.policy, now: c.now })
   const walked: Array<string> = []
   for (let next = planning.next(); next !== undefined; next = planning.next()) {
     walked.push(next.runId)
-    const { bytes, complete } = runs.get(next.runId)!
-    planning.measured({ bytes, complete })
+    const r = runs.get(next.runId)!
+    planning.measured(notWalked(r) ? NOT_MEASURED : { bytes: r.bytes, complete: r.complete })
   }
   return { plan: planning.finish(), walked }
 }
@@ -203,6 +293,17 @@ describe("planMeasuring (two phases: measure only what the plan needs)", () => {
     assert.deepStrictEqual(summary(plan.decisions), ["a:remove:unmeasured", "b:keep", "c:remove:count"])
   })
 
+  it("a run not measured takes its kept place; behind a held run cut short, a cut-short one does too", () => {
+    const notMeasured = [run("a", { createdAt: NOW - 1, ...NOT_MEASURED }), run("b", { createdAt: NOW - 2 }), run("c", { createdAt: NOW - 3 })]
+    const first = planInTwoPhases({ runs: notMeasured, policy: policy({ maxInactiveRuns: 1 }), now: NOW })
+    assert.deepStrictEqual(first.walked, ["a"])
+    assert.deepStrictEqual(summary(first.plan.decisions), ["a:keep", "b:remove:count", "c:remove:count"])
+    const held = [run("live", { createdAt: NOW, active: true, complete: false }), run("a", { createdAt: NOW - 1, complete: false }), run("b", { createdAt: NOW - 2 })]
+    const second = planInTwoPhases({ runs: held, policy: policy({ maxInactiveRuns: 1 }), now: NOW })
+    assert.deepStrictEqual(second.walked, ["live", "a"])
+    assert.deepStrictEqual(summary(second.plan.decisions), ["live:active", "a:keep", "b:remove:count"])
+  })
+
   it("asking for a size twice, or giving one not asked for, is a defect", () => {
     const planning = planMeasuring({ runs: [run("a"), run("b")], policy: DEFAULT_RETENTION, now: NOW })
     assert.throws(() => planning.measured({ bytes: 1, complete: true }), /no run was asked for/)
@@ -212,36 +313,44 @@ describe("planMeasuring (two phases: measure only what the plan needs)", () => {
 
   it.prop("same decisions as measuring every run; sizes of kept runs exact; removals never undercounted", [caseArb], ([c]) => {
     const full = planPrune(c)
-    const { plan } = planInTwoPhases(c)
+    const { plan, walked } = planInTwoPhases(c)
     assert.deepStrictEqual(fates(plan), fates(full))
     assert.deepStrictEqual(plan.remove.map((d) => d.runId), full.remove.map((d) => d.runId))
     assert.strictEqual(plan.bytesAfter, full.bytesAfter)
+    assert.strictEqual(plan.activeOverBudget, full.activeOverBudget)
     const fullById = new Map(full.decisions.map((d) => [d.runId, d]))
+    const asked = new Set(walked)
     for (const d of plan.decisions) {
-      if (d.measured) {
-        assert.strictEqual(d.bytes, fullById.get(d.runId)!.bytes)
+      if (asked.has(d.runId)) {
+        const f = fullById.get(d.runId)!
+        assert.deepStrictEqual([d.bytes, d.bytesAtLeast, d.measured, d.cutShort], [f.bytes, f.bytesAtLeast, f.measured, f.cutShort])
       } else {
-        // Not measured: removed by age or count whatever its size, its bytes left to the removal walk.
+        // Not asked for: removed by age or count whatever its size, its bytes left to the removal walk.
         assert.strictEqual(d.action, "remove")
         assert.include(["age", "count"], d.reason)
-        assert.isNull(d.bytes)
+        assert.deepStrictEqual([d.bytes, d.measured, d.cutShort], [null, false, false])
       }
     }
-    assert.strictEqual(plan.bytesBefore, plan.decisions.every((d) => d.measured) ? full.bytesBefore : null)
+    assert.strictEqual(plan.bytesBefore, plan.decisions.every((d) => asked.has(d.runId)) ? full.bytesBefore : null)
   })
 
-  it.prop("walks every active run, no aged run, and young ones only until maxInactiveRuns measured complete", [caseArb], ([c]) => {
+  it.prop("walks every active run first, no aged run, and young ones only until maxInactiveRuns kept places are taken", [caseArb], ([c]) => {
     const { walked } = planInTwoPhases(c)
     const runs = byId(c.runs)
     const walkedSet = new Set(walked)
     assert.strictEqual(walkedSet.size, walked.length)
     for (const r of c.runs) if (r.active) assert.isTrue(walkedSet.has(r.runId), r.runId)
+    const activeCount = c.runs.filter((r) => r.active).length
+    assert.isTrue(walked.slice(0, activeCount).every((id) => runs.get(id)!.active))
     const young = walked.map((id) => runs.get(id)!).filter((r) => !r.active)
     for (const r of young) assert.isFalse(isAged(r, c.policy, c.now), r.runId)
-    // Every walked young run but the last was needed: fewer than maxInactiveRuns complete ones before it.
-    const completeBefore = young.slice(0, -1).filter((r) => r.complete).length
-    assert.isBelow(completeBefore, Math.max(1, c.policy.maxInactiveRuns))
-    assert.isAtMost(young.filter((r) => r.complete).length, c.policy.maxInactiveRuns)
+    // A run takes a kept place unless it was cut short and can go for its size.
+    const over = activeOverBudget(c)
+    const takesPlace = (r: ScannedRun) => !isCutShort(r) || over
+    // Every walked young run but the last was needed: fewer than maxInactiveRuns places taken before it.
+    const placesBefore = young.slice(0, -1).filter(takesPlace).length
+    assert.isBelow(placesBefore, Math.max(1, c.policy.maxInactiveRuns))
+    assert.isAtMost(young.filter(takesPlace).length, c.policy.maxInactiveRuns)
     if (c.policy.maxInactiveRuns === 0) assert.deepStrictEqual(young, [])
   })
 })
@@ -256,9 +365,12 @@ describe("planPrune properties", () => {
       assert.strictEqual(d.action === "active", r.active)
       assert.strictEqual(d.reason !== undefined, d.action === "remove")
       assert.strictEqual(d.lastUsedAt, lastUsedAt(r))
-      assert.strictEqual(d.bytes, r.complete ? r.bytes : null)
-      assert.isTrue(d.measured)
+      assert.strictEqual(d.bytes, isExact(r) ? r.bytes : null)
+      assert.strictEqual(d.bytesAtLeast, atLeast(r))
+      assert.strictEqual(d.measured, !notWalked(r))
+      assert.strictEqual(d.cutShort, isCutShort(r))
     }
+    assert.strictEqual(plan.activeOverBudget, activeOverBudget(c))
   })
 
   it.prop(
@@ -279,72 +391,113 @@ describe("planPrune properties", () => {
     assert.deepStrictEqual(plan.remove, plan.decisions.filter((d) => d.action === "remove").reverse())
   })
 
-  it.prop("kept inactive runs: at most maxInactiveRuns, none past maxAge, all measured", [caseArb], ([c]) => {
+  it.prop("kept inactive runs: at most maxInactiveRuns, none past maxAge; one cut short only when the active runs are over budget", [caseArb], ([c]) => {
     const plan = planPrune(c)
     const runs = byId(c.runs)
     const kept = plan.decisions.filter((d) => d.action === "keep")
     assert.isAtMost(kept.length, c.policy.maxInactiveRuns)
     for (const d of kept) {
       assert.isAtMost(c.now - d.lastUsedAt, c.policy.maxAgeMs)
-      assert.isTrue(runs.get(d.runId)!.complete)
+      if (isCutShort(runs.get(d.runId)!)) assert.isTrue(plan.activeOverBudget, d.runId)
     }
   })
 
   it.prop("age, count and unmeasured reasons are exact", [caseArb], ([c]) => {
     const plan = planPrune(c)
     const runs = byId(c.runs)
-    // Newest first, the young inactive runs measured complete ahead of each run take the kept places.
-    let completeAhead = 0
+    const over = activeOverBudget(c)
+    // Newest first, the young inactive runs that stay ahead of each run take the kept places.
+    let placesAhead = 0
     for (const d of plan.decisions) {
       const r = runs.get(d.runId)!
       if (r.active) continue
       const aged = isAged(r, c.policy, c.now)
-      const beyond = !aged && completeAhead >= c.policy.maxInactiveRuns
+      const beyond = !aged && placesAhead >= c.policy.maxInactiveRuns
+      const unmeasured = !aged && !beyond && isCutShort(r) && !over
       assert.strictEqual(d.reason === "age", aged, d.runId)
       assert.strictEqual(d.reason === "count", beyond, d.runId)
-      assert.strictEqual(d.reason === "unmeasured", !aged && !beyond && !r.complete, d.runId)
-      if (!aged && r.complete) completeAhead++
+      assert.strictEqual(d.reason === "unmeasured", unmeasured, d.runId)
+      if (!aged && !beyond && !unmeasured) placesAhead++
     }
   })
 
-  it.prop("bytes: with every size known, the kept total fits or only active runs remain", [caseArb], ([c]) => {
-    fc.pre(c.runs.every((r) => r.complete))
+  it.prop("bytes: with every size exact, the kept total fits, or the active runs alone exceed maxBytes and nothing went for bytes", [caseArb], ([c]) => {
+    fc.pre(c.runs.every(isExact))
     const plan = planPrune(c)
     const total = (ds: ReadonlyArray<PlanDecision>) => ds.reduce((s, d) => s + d.bytes!, 0)
     const remaining = plan.decisions.filter((d) => d.action !== "remove")
     assert.strictEqual(plan.bytesBefore, total(plan.decisions))
     assert.strictEqual(plan.bytesAfter, total(remaining))
-    assert.isTrue(plan.bytesAfter! <= c.policy.maxBytes || remaining.every((d) => d.action === "active"))
+    if (plan.activeOverBudget) {
+      assert.isAbove(total(plan.decisions.filter((d) => d.action === "active")), c.policy.maxBytes)
+      assert.isFalse(plan.decisions.some(forSize))
+    } else {
+      assert.isAtMost(plan.bytesAfter!, c.policy.maxBytes)
+    }
   })
 
-  it.prop("bytes: nothing goes for bytes when the total already fits; otherwise only as much as needed, oldest first", [caseArb], ([c]) => {
+  it.prop(
+    "the victims for size: each measured (exact for bytes) or the cut-short run, taken only when that can reach maxBytes, each one needed",
+    [caseArb],
+    ([c]) => {
+      const plan = planPrune(c)
+      const runs = byId(c.runs)
+      const bySize = plan.decisions.filter(forSize)
+      // Only when removing inactive runs can bring the tenant within maxBytes (the active runs' total is exact and fits).
+      if (bySize.length > 0) assert.isFalse(activeOverBudget(c))
+      for (const d of bySize) {
+        const r = runs.get(d.runId)!
+        assert.isFalse(r.active)
+        if (d.reason === "bytes") assert.isTrue(isExact(r), d.runId)
+        else assert.isTrue(isCutShort(r), d.runId) // the run that carries the unmeasured remainder
+        assert.isFalse(notWalked(r), d.runId) // not measured is never over budget
+      }
+      // What is known of the kept runs fits afterwards; putting back any run removed for bytes breaks it again.
+      const keptKnown = plan.decisions.filter((d) => d.action !== "remove").reduce((s, d) => s + d.bytesAtLeast, 0)
+      if (!plan.activeOverBudget) assert.isAtMost(keptKnown, c.policy.maxBytes)
+      const byBytes = plan.decisions.filter((d) => d.reason === "bytes")
+      for (const d of byBytes) assert.isAbove(keptKnown + d.bytes!, c.policy.maxBytes, d.runId)
+      // Oldest first: an exact run kept although older than a run removed for bytes was put back, so it is smaller.
+      for (const v of byBytes) {
+        const older = plan.decisions.slice(plan.decisions.indexOf(v) + 1).filter((d) => d.action === "keep" && isExact(runs.get(d.runId)!))
+        for (const k of older) assert.isBelow(k.bytes!, v.bytes!, `${k.runId} kept, ${v.runId} removed`)
+      }
+      // Nothing goes for its size when the known total already fits and no run was cut short.
+      if (!c.runs.some(isCutShort) && c.runs.reduce((s, r) => s + atLeast(r), 0) <= c.policy.maxBytes) assert.deepStrictEqual(bySize, [])
+    },
+    { fastCheck: { numRuns: 1000 } }
+  )
+
+  it.prop("removing the victims never moves the tenant away from its limits, whatever the true sizes", [
+    caseArb.chain((c) =>
+      fc.tuple(
+        fc.constant(c),
+        // A true size for every run consistent with what was measured: exact, at least the lower bound, anything when never walked.
+        fc.tuple(...c.runs.map((r) => (isExact(r) ? fc.constant(r.bytes) : fc.integer({ min: atLeast(r), max: atLeast(r) + 60 }))))
+      )
+    )
+  ], ([[c, trueSizes]]) => {
     const plan = planPrune(c)
-    const runs = byId(c.runs)
-    const activeUnknown = c.runs.some((r) => r.active && !r.complete)
-    const byBytes = plan.decisions.filter((d) => d.reason === "bytes")
-    if (c.runs.every((r) => r.complete) && c.runs.reduce((s, r) => s + r.bytes, 0) <= c.policy.maxBytes) {
-      assert.strictEqual(byBytes.length, 0)
+    const trueSize = new Map(c.runs.map((r, i) => [r.runId, trueSizes[i]!]))
+    const removed = new Set(plan.remove.map((d) => d.runId))
+    const distance = (runs: ReadonlyArray<ScannedRun>) => {
+      const inactive = runs.filter((r) => !r.active)
+      return Math.max(0, runs.reduce((s, r) => s + trueSize.get(r.runId)!, 0) - c.policy.maxBytes) +
+        Math.max(0, inactive.length - c.policy.maxInactiveRuns) +
+        inactive.filter((r) => isAged(r, c.policy, c.now)).length
     }
-    if (byBytes.length > 0 && !activeUnknown) {
-      // Putting back the newest run removed for bytes would break the budget again.
-      assert.isAbove(plan.bytesAfter! + byBytes[0]!.bytes!, c.policy.maxBytes)
-    }
-    // Every run removed for bytes is older than every kept inactive run.
-    const lastKept = plan.decisions.map((d) => d.action).lastIndexOf("keep")
-    for (const d of byBytes) assert.isAbove(plan.decisions.indexOf(d), lastKept)
-    for (const d of byBytes) assert.isFalse(runs.get(d.runId)!.active)
+    const after = c.runs.filter((r) => !removed.has(r.runId))
+    assert.isAtMost(distance(after), distance(c.runs))
+    // A run removed for bytes was needed whatever the runs not measured hold: the true kept total only adds to the known one.
+    const trueKept = after.reduce((s, r) => s + trueSize.get(r.runId)!, 0)
+    for (const d of plan.decisions) if (d.reason === "bytes") assert.isAbove(trueKept + trueSize.get(d.runId)!, c.policy.maxBytes)
   })
 
-  it.prop("an incomplete inactive run is always removed; an incomplete active run removes every inactive run", [caseArb], ([c]) => {
+  it.prop("what is unknown: bytesBefore needs every size exact, bytesAfter every remaining one", [caseArb], ([c]) => {
     const plan = planPrune(c)
     const runs = byId(c.runs)
-    const activeUnknown = c.runs.some((r) => r.active && !r.complete)
-    for (const d of plan.decisions) {
-      const r = runs.get(d.runId)!
-      if (!r.active && (!r.complete || activeUnknown)) assert.strictEqual(d.action, "remove")
-    }
-    assert.strictEqual(plan.bytesBefore === null, c.runs.some((r) => !r.complete))
-    assert.strictEqual(plan.bytesAfter === null, activeUnknown)
+    assert.strictEqual(plan.bytesBefore === null, !c.runs.every(isExact))
+    assert.strictEqual(plan.bytesAfter === null, !plan.decisions.filter((d) => d.action !== "remove").every((d) => isExact(runs.get(d.runId)!)))
   })
 
   it.prop("idempotent: planning again over the kept runs removes nothing", [caseArb], ([c]) => {

@@ -352,6 +352,7 @@ describe("pruneWorkTenant on the Memory layer", () => {
       const report = yield* p.workRuns.prune({ category: "tools", tenant: "bash", policy: { maxEntries: 5 }, dryRun: true })
       assert.isTrue(report.incomplete)
       assert.deepStrictEqual(report.removed.map((r) => [r.runId, r.reason, r.bytes]), [[run.runId, "unmeasured", null]])
+      assert.deepStrictEqual(report.cutShort.map((c) => [c._tag, c.runId, c.active]), [["EntryBudget", run.runId, false]])
       assert.isNull(report.bytesBefore)
     }))
 

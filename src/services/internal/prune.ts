@@ -4,6 +4,8 @@
  * tenant-wide budget (the pure `planMeasuring` says which), plan, then remove each victim under the cleanup
  * protocol. A run removed by age or count is never walked twice: its removal walk counts its bytes (issue
  * 18: measuring every run first cost a prune twice the CPU of `rm -rf`). One bad run never fails the prune.
+ * Once the entry budget is spent no run is walked: those are "not measured" (never over budget), and the run
+ * whose walk the budget ran out in is the one named as cut short (README "Retention").
  */
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
@@ -12,8 +14,8 @@ import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import { runManifestPath, TENANT_CLEANUP_DIR, TENANT_PRUNE_MARKER, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
 import type { FileSystemError, UnsafeRoot } from "../../domain/Errors.js"
-import { type PlanDecision, planMeasuring, type RunFacts, type RunSize } from "../../domain/PrunePlan.js"
-import { emptyPruneReport, type PruneError, type PruneReport, type UnreadableRecord } from "../../domain/PruneReport.js"
+import { NOT_MEASURED, type PlanDecision, planMeasuring, type RunFacts, type RunSize } from "../../domain/PrunePlan.js"
+import { type CutShortRun, emptyPruneReport, type PruneError, type PruneReport, type UnreadableRecord } from "../../domain/PruneReport.js"
 import type { RetentionPolicy } from "../../domain/Retention.js"
 import { type Deps } from "./deps.js"
 import { isReclaimLockName, type ReclaimOutcome, reclaimLockPath, removeDeadMarker, removeDeadReclaimLock, tryAcquireMarker } from "./markers.js"
@@ -257,18 +259,30 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     // Only the runs whose fate depends on their size are walked before the plan, sharing the entry budget.
     const planning = planMeasuring({ runs, policy, now })
     const budget = { remaining: policy.maxEntries }
+    /** Why each cut-short walk stopped; and the runs not walked because the budget was spent first. */
+    const cuts = new Map<string, Cut>()
+    const notWalked = new Set<string>()
     for (let run = planning.next(); run !== undefined; run = planning.next()) {
-      planning.measured(yield* measureRun(deps, run.path, policy, budget, report))
+      const measured = yield* measureRun(deps, run.path, policy, budget, report)
+      if (measured.cut !== undefined) cuts.set(run.runId, measured.cut)
+      if (measured.size.walked === false) notWalked.add(run.runId)
+      planning.measured(measured.size)
     }
     const plan = planning.finish()
     report.bytesAfter = plan.bytesAfter
+    report.activeOverBudget = plan.activeOverBudget
     for (const d of plan.decisions) {
       if (d.action === "active") report.active.push(d.runId)
       else if (d.action === "keep") report.kept.push(d.runId)
+      if (notWalked.has(d.runId)) report.notMeasured.push(d.runId)
+      const cut = cuts.get(d.runId)
+      if (d.cutShort && cut !== undefined) {
+        report.cutShort.push({ _tag: cut._tag, runId: d.runId, path: d.path, active: d.action === "active", bytesAtLeast: d.bytesAtLeast, why: cut.why })
+      }
     }
     /** A victim's size for the report, when no removal walk will count it (dry run, skipped). */
     const sizeOf = (d: PlanDecision): Effect.Effect<number | null> =>
-      d.measured ? Effect.succeed(d.bytes) : Effect.map(measureRun(deps, d.path, policy, budget, report), (s) => (s.complete ? s.bytes : null))
+      d.measured ? Effect.succeed(d.bytes) : Effect.map(measureRun(deps, d.path, policy, budget, report), ({ size }) => (size.complete && size.walked !== false ? size.bytes : null))
     if (input.dryRun) {
       for (const runId of [...unreadableLeases.keys()]) reportLeases(runId, false)
       for (const d of plan.remove) report.removed.push({ runId: d.runId, path: d.path, reason: d.reason!, bytes: yield* sizeOf(d) })
@@ -330,8 +344,9 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       for (const [k, victim] of victims.entries()) {
         const outcome = outcomes[k]!
         const complete = outcome._tag === "Removed" && outcome.complete
-        // An unmeasured victim's bytes are what its removal walk counted; unknown when that walk was cut short.
-        const bytes = victim.measured ? victim.bytes : complete && outcome._tag === "Removed" ? outcome.removedBytes : null
+        // A victim not measured exactly (not walked, or its walk cut short) has the bytes its removal walk
+        // counted; unknown when that walk was cut short too.
+        const bytes = victim.bytes !== null ? victim.bytes : complete && outcome._tag === "Removed" ? outcome.removedBytes : null
         report.removed.push({ runId: victim.runId, path: victim.path, reason: victim.reason!, bytes })
         if (outcome._tag === "Removed" && !outcome.complete) report.errors.push(notDeleted(victim.path, outcome))
       }
@@ -354,15 +369,45 @@ export const notDeleted = (runPath: string, outcome: { readonly error?: FileSyst
     ? { _tag: "RemovalFailed", path: runPath, message: `quarantined in .trash; deletion finishes on the next prune (${outcome.why ?? "incomplete"})` }
     : { _tag: "RemovalFailed", path: outcome.error.path, message: `${runPath} quarantined in .trash, not deleted (every prune tries again): ${outcome.error.message}` }
 
-/** One measuring walk within what is left of the tenant's entry budget; a failed walk is an incomplete size. */
-const measureRun = (deps: Deps, path: string, policy: RetentionPolicy, budget: { remaining: number }, report: PruneReport): Effect.Effect<RunSize> =>
+/** Why a measuring walk stopped before its end, in the report's terms. */
+interface Cut {
+  readonly _tag: CutShortRun["_tag"]
+  readonly why: string
+}
+
+/**
+ * One measuring walk within what is left of the tenant's entry budget (README "Retention"). Once the budget is
+ * spent a run is not walked at all: `NOT_MEASURED`, which is not over budget. A walk that stops early is cut
+ * short (a failed walk too): its bytes are a lower bound, and `cut` says why — the budget running out during
+ * it (`EntryBudget`: this run made the scan incomplete), or `maxDepth` / a mount point (`WalkStopped`).
+ */
+const measureRun = (
+  deps: Deps,
+  path: string,
+  policy: RetentionPolicy,
+  budget: { remaining: number },
+  report: PruneReport
+): Effect.Effect<{ readonly size: RunSize; readonly cut: Cut | undefined }> =>
   Effect.gen(function*() {
-    const measured = yield* deps.fs.measureTree(path, { maxEntries: Math.max(0, budget.remaining), maxDepth: policy.maxDepth }).pipe(Effect.either)
-    const size = measured._tag === "Right" ? measured.right : { bytes: 0, entries: 0, complete: false }
-    if (measured._tag === "Left") report.errors.push({ _tag: "MeasureFailed", path, message: measured.left.message })
-    budget.remaining -= size.entries
-    if (!size.complete) report.incomplete = true
-    return { bytes: size.bytes, complete: size.complete }
+    const given = budget.remaining
+    if (given <= 0) {
+      report.incomplete = true
+      return { size: NOT_MEASURED, cut: undefined }
+    }
+    const measured = yield* deps.fs.measureTree(path, { maxEntries: given, maxDepth: policy.maxDepth }).pipe(Effect.either)
+    if (measured._tag === "Left") {
+      report.errors.push({ _tag: "MeasureFailed", path, message: measured.left.message })
+      report.incomplete = true
+      return { size: { bytes: 0, complete: false }, cut: { _tag: "WalkFailed", why: `its size walk failed (${measured.left.message}): its size is unknown, counted as over the byte budget` } }
+    }
+    const { bytes, entries, complete } = measured.right
+    budget.remaining -= entries
+    if (complete) return { size: { bytes, complete }, cut: undefined }
+    report.incomplete = true
+    const cut: Cut = entries >= given
+      ? { _tag: "EntryBudget", why: `the tenant's entry budget (maxEntries ${policy.maxEntries}) ran out ${entries} entries into its walk: it holds at least ${bytes} bytes, and what was left unmeasured is counted as its own` }
+      : { _tag: "WalkStopped", why: `its walk stopped at maxDepth ${policy.maxDepth} or at a mount point after ${entries} entries: it holds at least ${bytes} bytes` }
+    return { size: { bytes, complete }, cut }
   })
 
 /** Bytes before = what stays (kept, active, skipped) + what was removed; unknown when any part is. */
