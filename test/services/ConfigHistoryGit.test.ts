@@ -233,6 +233,14 @@ describe("ConfigHistory against a damaged or hostile repository (real git)", () 
       assert.deepStrictEqual(yield* history.log(), [])
       const first = yield* history.snapshot({ message: "first" })
       assert.strictEqual((yield* history.status()).head, first.revision)
+      // A branch a person packed (git gc, pack-refs) is read from packed-refs, not taken for an unborn one.
+      rawGit(history.dir, ["pack-refs", "--all"])
+      assert.isFalse(fs.existsSync(NodePath.join(history.dir, ".git", "refs", "heads", "main")))
+      assert.strictEqual((yield* history.status()).head, first.revision)
+      assert.lengthOf(yield* history.log(), 1)
+      write("agent/settings.json", json({ v: 2 }))
+      const second = yield* history.snapshot({ message: "second" })
+      assert.deepStrictEqual((yield* history.log()).map((e) => e.revision), [second.revision, first.revision])
     }))
 
   it.scopedLive("a damaged HEAD is ConfigHistoryCorrupt for status, log, diff, rollback and snapshot (CLI exit 1)", () =>
