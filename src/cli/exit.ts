@@ -46,7 +46,8 @@ export const exitCodeOf: (error: StorageError) => number = Match.type<StorageErr
     ConfigUnreadable: () => ExitCode.findings,
     RemovalStalled: () => ExitCode.findings,
     MigrationStepFailed: () => ExitCode.findings,
-    GitFailed: () => ExitCode.findings
+    GitFailed: () => ExitCode.findings,
+    ConfigHistoryCorrupt: () => ExitCode.findings
   })
 )
 

@@ -1,7 +1,8 @@
 /**
  * Pure rules of the config history (README "Config history"): what is versioned and under which name, the denylist, the
  * redaction of literal credentials in JSON config and its reverse for a rollback, the crash sentinel's format,
- * and the parsing of git's output. No I/O: src/services/ConfigHistory.ts runs git and touches files.
+ * and the display of git's paths (git's answers are parsed in domain/GitFormats.ts). No I/O:
+ * src/services/ConfigHistory.ts runs git and touches files.
  */
 import * as Schema from "effect/Schema"
 import { CANONICAL_ROOT_ENTRIES } from "./AgentPaths.js"
@@ -265,19 +266,6 @@ export interface LogEntry {
   /** Display paths of the files the revision changed. */
   readonly changed: ReadonlyArray<string>
 }
-
-/** `git log -z --name-only --format=%x1e%H%x1f%ct%x1f%s` → entries, newest first. */
-export const parseLog = (text: string): ReadonlyArray<LogEntry> =>
-  text.split("\x1e").filter((chunk) => chunk !== "").map((chunk) => {
-    const [header = "", ...names] = chunk.split("\0")
-    const [revision = "", seconds = "0", message = ""] = header.split("\x1f")
-    return {
-      revision,
-      date: new Date(Number(seconds) * 1000).toISOString(),
-      message,
-      changed: names.map((n) => n.replace(/^\n/, "")).filter((n) => n !== "").map(displayOfRepoPath)
-    }
-  })
 
 /** Rewrite the repository paths in a patch's header lines to display paths (`a/agent/x` → `a/x`). */
 export const displayPatch = (patch: string): string =>

@@ -241,6 +241,20 @@ export class UnknownRevision extends Schema.TaggedError<UnknownRevision>()("Unkn
   }
 }
 
+/**
+ * The config history's repository cannot be read as it must be: HEAD or a ref that is neither a branch nor a
+ * commit, an object missing, an answer of git that does not parse. Nothing was written.
+ */
+export class ConfigHistoryCorrupt extends Schema.TaggedError<ConfigHistoryCorrupt>()("ConfigHistoryCorrupt", {
+  /** The repository (its git dir). */
+  path: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `the config history at ${this.path} is damaged: ${this.detail}; nothing was changed`
+  }
+}
+
 /** Another process held the config history's writer lock for longer than the wait allowed. */
 export class ConfigHistoryBusy extends Schema.TaggedError<ConfigHistoryBusy>()("ConfigHistoryBusy", {
   holder: Schema.String,

@@ -132,7 +132,9 @@ export const ConfigSkipTag = [
   /** A directory deeper than the walk goes. */
   "TooDeep",
   /** A rollback met a symlink or a file on the way from the managed root (nothing written through it). */
-  "PathBlocked"
+  "PathBlocked",
+  /** A name history cannot hold: one git refuses (`.git` and its synonyms), or one that could not be read back as it is. */
+  "UnversionableName"
 ] as const
 export type ConfigSkipTag = typeof ConfigSkipTag[number]
 /** `reason` (the words without the path) is kept from before. */

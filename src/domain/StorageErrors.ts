@@ -31,6 +31,7 @@ export const StorageError = Schema.Union(
   Errors.GitFailed,
   Errors.UnknownRevision,
   Errors.ConfigHistoryBusy,
+  Errors.ConfigHistoryCorrupt,
   Errors.TiersOverlap,
   Errors.TierUnresolvable,
   Errors.RemovalStalled,

@@ -25,6 +25,8 @@ export type StorageWarning =
   | { readonly _tag: "StaleGitLockRemoved"; readonly path: string; readonly message: string }
   /** A config rollback (or a failed change's restore) left a live path alone: a link or a file on its way, or at it. */
   | { readonly _tag: "ConfigPathSkipped"; readonly path: string; readonly reason: string; readonly message: string }
+  /** The config history's `info/attributes` held something else (a filter or diff driver could be chosen by it): it is ours again. */
+  | { readonly _tag: "ConfigGitAttributesReset"; readonly path: string; readonly message: string }
   /** The config history's stat cache could not be written: only a speed-up, the next snapshot reads the files. */
   | { readonly _tag: "ConfigStatCacheNotWritten"; readonly reason: string; readonly message: string }
   /** After a failed `change()` the files could not be restored: the crash sentinel stays and names the last good revision. */
@@ -61,6 +63,7 @@ const FIELDS: { readonly [T in StorageWarningTag]: ReadonlyArray<string> } = {
   LeaseNotRemoved: ["leasePath"],
   StaleGitLockRemoved: ["path"],
   ConfigPathSkipped: ["path", "reason"],
+  ConfigGitAttributesReset: ["path"],
   ConfigStatCacheNotWritten: ["reason"],
   ConfigChangeNotRestored: ["change", "reason"],
   HeartbeatSkipped: ["runDir", "reason"],

@@ -32,7 +32,6 @@ import {
   HISTORY_LOCK,
   historyContent,
   type LogEntry,
-  parseLog,
   PENDING_MARKER,
   revisionViolation,
   rollbackContent,
@@ -42,6 +41,7 @@ import { DIRECTORY_PROFILE_SETTINGS, DIRECTORY_PROFILES_DIR } from "../domain/Ag
 import { configEntryViolation, DEFAULT_CONFIG_BUDGET_BYTES } from "../domain/ConfigRedLines.js"
 import {
   ConfigHistoryBusy,
+  ConfigHistoryCorrupt,
   type FileSystemError,
   type GitFailed,
   InvalidArgument,
@@ -53,12 +53,28 @@ import { decodeSegment } from "../domain/Segment.js"
 import { resolveStateDir } from "../domain/Tiers.js"
 import { configuredWebDataRoot, tierPaths } from "../domain/WebPaths.js"
 import { AgentDir } from "./AgentDir.js"
-import { FileSystem } from "./FileSystem.js"
+import { type DirEntry, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type InterruptedChange, historyDirOf, readChangeSentinel, sentinelPathOf } from "./internal/configSentinel.js"
 import { depsFromContext, selfIdentity } from "./internal/deps.js"
 import { sameBytes } from "../domain/Bytes.js"
-import { type Git, makeGit, utf8 } from "./internal/git.js"
+import { type Git, HISTORY_ATTRIBUTES, makeGit, NO_DIFF_PROGRAMS } from "./internal/git.js"
+import {
+  findPackedRef,
+  gitRefusesPath,
+  LOG_FORMAT,
+  nulPathsInput,
+  objectIdsInput,
+  type Parsed,
+  parseCatFileBatch,
+  parseHeadFile,
+  parseLog,
+  parseLooseRef,
+  parseLsTree,
+  parseNulPaths,
+  parseObjectIdLine
+} from "../domain/GitFormats.js"
+import { nameOfBytes } from "../domain/NameBytes.js"
 import { acquireMarkerWaiting, DEFAULT_LOCK_WAIT_MS, waitingAtMost } from "./internal/markers.js"
 import { warn } from "./internal/warn.js"
 import { type ConfigSkip, configSkip, type ConfigSkipTag } from "../domain/ReportProblems.js"
@@ -113,13 +129,26 @@ export interface HistoryStatus {
   readonly interrupted: InterruptedChange | null
 }
 
-export type ConfigHistoryError = GitFailed | UnknownRevision | ConfigHistoryBusy | FileSystemError | InvalidArgument
+export type ConfigHistoryError = GitFailed | UnknownRevision | ConfigHistoryBusy | ConfigHistoryCorrupt | FileSystemError | InvalidArgument
 
 export { DEFAULT_LOCK_WAIT_MS }
 const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 const MAX_CONFIG_DEPTH = 16
 /** Mirrored copies are config-sized; a bounded read also keeps it one synchronous syscall in the Node layer. */
 const MIRROR_READ_MAX = 1 << 20
+/** Limits on what git answers about the history (hostile input, README "Config history"). */
+const HISTORY_PATHS_MAX = 100_000
+const REVISION_BYTES_MAX = 256 << 20
+const BLOB_MAX = 16 << 20
+const REF_MAX_BYTES = 4096
+const PACKED_REFS_MAX = 1 << 20
+/** A removed mirror directory (the live tree turned it into a file) is at most a config tree. */
+const MIRROR_TREE_BUDGET = { maxEntries: HISTORY_PATHS_MAX, maxDepth: MAX_CONFIG_DEPTH + 8 }
+/**
+ * A name the Node layer decoded lossily (bytes that are not UTF-8 became U+FFFD): when no entry answers to it,
+ * the file cannot be read back under that name.
+ */
+const REPLACEMENT_CHARACTER = "\uFFFD"
 
 /** A live file that history tracks, with the bytes history stores for it. */
 interface LiveFile {
@@ -170,7 +199,6 @@ interface LiveScan {
   readonly racyRead: number
 }
 
-const lines0 = (bytes: Uint8Array): ReadonlyArray<string> => utf8(bytes).split("\0").filter((p) => p !== "")
 const short = (revision: string) => revision.slice(0, 12)
 
 export class ConfigHistory extends Context.Tag("pi-agent-storage/ConfigHistory")<ConfigHistory, {
@@ -213,7 +241,9 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
     const dir = historyDirOf(agent.paths.configBackupsDir)
     const gitDir = NodePath.join(dir, ".git")
     // PATH is the only thing passed on to git, read here at the edge of the program.
-    const git: Git = makeGit({ executor, gitDir, workTree: dir, pathVar: host.env("PATH") })
+    const runGit: Git = makeGit({ executor, gitDir, workTree: dir, pathVar: host.env("PATH") })
+    /** Every call of ours: the repository's attributes are ours first, so no driver its config defines is run. */
+    const git = (...call: Parameters<Git>) => Effect.zipRight(guardAttributes, runGit(...call))
     /** The mirror roots this instance manages; another root's files (a web root not given now) are left alone. */
     const scopes = webRoot === undefined ? [AGENT_MIRROR] : [AGENT_MIRROR, WEB_MIRROR]
     const inDir = (...parts: ReadonlyArray<string>) => NodePath.join(dir, ...parts)
@@ -247,6 +277,9 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
         }
         if (info.type === "SymbolicLink") return skip("Symlink", "a symlink (history never follows links)")
         if (info.type !== "File") return skip("NotARegularFile", `${aFileType(info.type)}, not a regular file`)
+        // Git would leave it out of its index without a word: it is reported here instead.
+        const refused = gitRefusesPath(repoPath)
+        if (refused !== null) return skip("UnversionableName", refused)
         if (NEVER_VERSIONED.includes(display)) return skip("Credentials", "credentials: never versioned")
         const pattern = deniedBy(display, denylist)
         if (pattern !== null) return skip("Denylisted", `denylisted (${pattern}): never committed`)
@@ -266,6 +299,25 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
         out.files.push({ repoPath, display, livePath, stored: content.bytes })
       })
 
+    /**
+     * Entries of a listing whose name cannot be read back: decoded lossily (no entry answers to it), or the same
+     * name twice. Each is reported (never silently left out); the rest are the entries to look at.
+     */
+    const readableEntries = (here: string, entries: ReadonlyArray<DirEntry>, displayOf: (e: DirEntry) => string, out: ScanState) =>
+      Effect.gen(function*() {
+        const kept: Array<DirEntry> = []
+        const seen = new Set<string>()
+        for (const entry of entries) {
+          if (entry.name.includes(REPLACEMENT_CHARACTER) && (seen.has(entry.name) || (yield* lstatOption(NodePath.join(here, entry.name))) === undefined)) {
+            out.skipped.push(configSkip("UnversionableName", displayOf(entry), "its name is not valid UTF-8 and could not be read back as it is"))
+            continue
+          }
+          seen.add(entry.name)
+          kept.push(entry)
+        }
+        return kept
+      })
+
     /** An extension's config/ tree: files, with environments and the old-host state fallback left out. */
     const walkConfig = (
       extId: string,
@@ -276,11 +328,18 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
     ): Effect.Effect<void, FileSystemError> =>
       Effect.gen(function*() {
         const here = NodePath.join(configDir, ...rel)
-        for (const entry of yield* listOption(here)) {
+        const repoPathOf = (name: string) => [WEB_MIRROR, extId, "config", ...rel, name].join("/")
+        const entries = yield* readableEntries(here, yield* listOption(here), (e) => displayOfRepoPath(repoPathOf(e.name)) + (e.type === "Directory" ? "/" : ""), out)
+        for (const entry of entries) {
           const relPath = [...rel, entry.name]
-          const repoPath = [WEB_MIRROR, extId, "config", ...relPath].join("/")
+          const repoPath = repoPathOf(entry.name)
           const display = displayOfRepoPath(repoPath)
           if (entry.type === "Directory") {
+            const refused = gitRefusesPath(repoPath)
+            if (refused !== null) {
+              out.skipped.push(configSkip("UnversionableName", `${display}/`, refused))
+              continue
+            }
             const livePath = NodePath.join(here, entry.name)
             if (depth === 1 && livePath === resolveStateDir({ configDir })) {
               out.skipped.push(configSkip("OldStateTier", `${display}/`, "the state tier of an old host (config/state), not config"))
@@ -307,9 +366,10 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
       const out: ScanState = { files: [], skipped: [], present: new Set(), cache, stats: new Map(), racyRead: 0 }
       for (const name of AGENT_CONFIG_FILES) yield* candidate(`${AGENT_MIRROR}/${name}`, NodePath.join(agentDir, name), out)
       const overlays = agent.paths.directoryProfilesDir
-      for (const entry of yield* listOption(overlays)) {
-        if (entry.type !== "Directory") continue
-        const repoPath = [AGENT_MIRROR, ...DIRECTORY_PROFILES_DIR, entry.name, DIRECTORY_PROFILE_SETTINGS].join("/")
+      const overlayRepoPath = (id: string) => [AGENT_MIRROR, ...DIRECTORY_PROFILES_DIR, id, DIRECTORY_PROFILE_SETTINGS].join("/")
+      const profiles = (yield* listOption(overlays)).filter((e) => e.type === "Directory")
+      for (const entry of yield* readableEntries(overlays, profiles, (e) => displayOfRepoPath(overlayRepoPath(e.name)), out)) {
+        const repoPath = overlayRepoPath(entry.name)
         yield* candidate(repoPath, agent.paths.directoryProfileSettings(entry.name), out)
       }
       if (webRoot !== undefined) {
@@ -345,7 +405,9 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
     const readMirror = (repoPath: string) =>
       fs.readFile(inDir(...repoPath.split("/")), { maxBytes: MIRROR_READ_MAX }).pipe(
         Effect.map((b) => b as Uint8Array | undefined),
-        Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory" || e.reason === "TooLarge", () => Effect.succeed(undefined))
+        // A directory there is a live directory turned into a file since: the copy is rewritten.
+        Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory" || e.reason === "IsADirectory" || e.reason === "TooLarge", () =>
+          Effect.succeed(undefined))
       )
 
     interface Plan {
@@ -373,13 +435,8 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
     const statCachePath = NodePath.join(gitDir, STAT_CACHE)
     const scopeKey = scopes.join(",") + (webRoot === undefined ? "" : `:${webRoot}`)
 
-    /** HEAD read from the ref file (no git process); `undefined` when it is not a plain loose ref or cannot be read (then the stat cache is not trusted). */
-    const headFromRefs = Effect.gen(function*() {
-      const text = utf8(yield* fs.readFile(NodePath.join(gitDir, "HEAD"), { maxBytes: 4096 }))
-      const ref = /^ref: (refs\/heads\/[A-Za-z0-9._/-]+)\n?$/.exec(text)
-      if (ref === null) return /^[0-9a-f]{40}\n?$/.test(text) ? text.trim() : undefined
-      return utf8(yield* fs.readFile(NodePath.join(gitDir, ...ref[1]!.split("/")), { maxBytes: 4096 })).trim()
-    }).pipe(Effect.orElseSucceed(() => undefined))
+    /** HEAD read from the ref files (no git process); `undefined` when it cannot be read (then the stat cache is not trusted). */
+    const headFromRefs: Effect.Effect<string | null | undefined> = Effect.suspend(() => headRef).pipe(Effect.orElseSucceed(() => undefined))
 
     /** The stat cache, only when it describes the current HEAD, this scope and no interrupted staging. */
     const readStatCache: Effect.Effect<StatCache | undefined> = Effect.gen(function*() {
@@ -418,32 +475,97 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
 
     const repoExists = exists(NodePath.join(gitDir, "HEAD"))
 
+    const corrupt = (detail: string) => Effect.fail(new ConfigHistoryCorrupt({ path: gitDir, detail }))
+    /** A parsed answer of git, or the repository is damaged (`what` says which answer). */
+    const parsed = <A>(what: string, p: Parsed<A>): Effect.Effect<A, ConfigHistoryCorrupt> => p.ok ? Effect.succeed(p.value) : corrupt(`${what}: ${p.why}`)
+
+    const attributesPath = NodePath.join(gitDir, "info", "attributes")
+    const attributesBytes = new TextEncoder().encode(HISTORY_ATTRIBUTES)
+
+    /**
+     * Before every git call on an existing repository: its `info/attributes` is ours, byte for byte, so no
+     * attribute can pick a filter or diff driver the repository's config defines (README "Config history").
+     */
+    const guardAttributes = Effect.gen(function*() {
+      const current = yield* fs.readFile(attributesPath, { maxBytes: 4096 }).pipe(Effect.option)
+      if (current._tag === "Some" && sameBytes(current.value, attributesBytes)) return
+      if (!(yield* exists(gitDir))) return
+      const info = NodePath.dirname(attributesPath)
+      const infoType = (yield* lstatOption(info))?.type
+      if (infoType !== "Directory") {
+        if (infoType !== undefined) yield* fs.removeFile(info)
+        yield* fs.makeDirectory(info, { mode: 0o700 })
+      }
+      const there = yield* lstatOption(attributesPath)
+      if (there !== undefined) {
+        yield* warn({
+          _tag: "ConfigGitAttributesReset",
+          path: attributesPath,
+          message: `config history: ${attributesPath} held other attributes (a filter or diff driver could run); it is reset`
+        })
+        if (there.type === "Directory") yield* fs.removeTree(attributesPath, MIRROR_TREE_BUDGET)
+      }
+      yield* fs.writeFileAtomic(attributesPath, attributesBytes, { sync: false })
+    })
+
     const ensureRepo = Effect.gen(function*() {
       if (yield* repoExists) return
       yield* git(["init", "-q"])
       // Our own files in the work tree are never content, even for a person running `git status` there.
       yield* fs.writeFileAtomic(NodePath.join(gitDir, "info", "exclude"), new TextEncoder().encode(HISTORY_OWN_FILES.map((f) => `/${f}`).join("\n") + "\n"))
+      yield* guardAttributes
     })
 
-    const head: Effect.Effect<string | null, GitFailed | FileSystemError> = Effect.gen(function*() {
+    /** A ref file git keeps, `undefined` when there is none; anything but a small regular file is damage. */
+    const readRefFile = (path: string, maxBytes: number) =>
+      fs.readFile(path, { maxBytes }).pipe(
+        Effect.map((b) => b as Uint8Array | undefined),
+        Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined)),
+        Effect.catchAll((e) => corrupt(`${NodePath.relative(gitDir, path)} cannot be read as a ref: ${e.message}`))
+      )
+
+    /**
+     * HEAD from the files git keeps, strictly (no git process): the commit id, `null` before the first commit (a
+     * branch no ref file or packed ref names yet) or before the repository exists. HEAD or a ref holding anything
+     * else is damage, never "no history".
+     */
+    const headRef: Effect.Effect<string | null, ConfigHistoryCorrupt | FileSystemError> = Effect.gen(function*() {
       if (!(yield* repoExists)) return null
-      // The loose ref when there is one (no process to start); git itself for anything else (packed, unborn).
-      const fromRefs = yield* headFromRefs
-      if (fromRefs !== undefined && /^[0-9a-f]{40}$/.test(fromRefs)) return fromRefs
-      const r = yield* git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], { read: true, okExitCodes: [0, 1, 128] })
-      return r.exitCode === 0 ? utf8(r.stdout).trim() : null
+      const headFile = yield* readRefFile(NodePath.join(gitDir, "HEAD"), REF_MAX_BYTES)
+      if (headFile === undefined) return null
+      const h = yield* parsed("HEAD", parseHeadFile(headFile))
+      if (h._tag === "Detached") return h.oid
+      const loose = yield* readRefFile(NodePath.join(gitDir, ...h.ref.split("/")), REF_MAX_BYTES)
+      if (loose !== undefined) return yield* parsed(h.ref, parseLooseRef(loose))
+      const packed = yield* readRefFile(NodePath.join(gitDir, "packed-refs"), PACKED_REFS_MAX)
+      if (packed === undefined) return null
+      return (yield* parsed("packed-refs", findPackedRef(packed, h.ref))) ?? null
     })
 
-    /** Resolve a revision the caller named, or fail `UnknownRevision`. */
+    /** `headRef`, with git's word that it names a commit the repository holds. */
+    const head = Effect.gen(function*() {
+      const oid = yield* headRef
+      if (oid === null) return null
+      const r = yield* git(["rev-parse", "-q", "--verify", "--end-of-options", `${oid}^{commit}`], { read: true, okExitCodes: [0, 1, 128] })
+      const answer = parseObjectIdLine(r.stdout)
+      if (r.exitCode !== 0 || !answer.ok || answer.value !== oid) return yield* corrupt(`HEAD names ${oid}, which is not a commit the repository holds`)
+      return oid
+    })
+
+    /** Resolve a revision the caller named, or fail `UnknownRevision` (a damaged HEAD first fails as such). */
     const resolve = (revision: string) =>
       Effect.gen(function*() {
         const bad = revisionViolation(revision)
         if (bad !== null) return yield* Effect.fail(new InvalidArgument({ field: "revision", detail: bad }))
         if (!(yield* repoExists)) return yield* Effect.fail(new UnknownRevision({ revision }))
+        yield* headRef
         const r = yield* git(["rev-parse", "-q", "--verify", "--end-of-options", `${revision}^{commit}`], { read: true, okExitCodes: [0, 1, 128] })
         if (r.exitCode !== 0) return yield* Effect.fail(new UnknownRevision({ revision }))
-        return utf8(r.stdout).trim()
+        return yield* parsed(`rev-parse ${revision}`, parseObjectIdLine(r.stdout))
       })
+
+    /** Paths git printed NUL-separated (`-z`), decoded losslessly. */
+    const nulPaths = (what: string, stdout: Uint8Array) => parsed(what, parseNulPaths(stdout, HISTORY_PATHS_MAX))
 
     // ------------------------------------------------------------------------------------------ the lock
 
@@ -483,67 +605,115 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
       Effect.gen(function*() {
         yield* ensureRepo
         const wasPending = yield* exists(pendingPath)
-        if (p.writes.length === 0 && p.removals.length === 0 && !wasPending) return "none" as const
+        const refused: Array<Skipped> = []
+        if (p.writes.length === 0 && p.removals.length === 0 && !wasPending) return { staged: "none" as const, refused }
         if (!wasPending) yield* fs.writeFileAtomic(pendingPath, new Uint8Array(0))
+        // Removals first: a directory the live tree turned into a file (or the reverse) is emptied before its replacement.
+        for (const repoPath of p.removals) {
+          yield* fs.removeFile(inDir(...repoPath.split("/"))).pipe(
+            Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.void)
+          )
+        }
         for (const file of p.writes) {
           if (file.stored === undefined) continue
-          const target = inDir(...file.repoPath.split("/"))
-          yield* fs.makeDirectory(NodePath.dirname(target), { recursive: true, mode: 0o700 })
-          yield* fs.writeFileAtomic(target, file.stored, { sync: false })
-        }
-        for (const repoPath of p.removals) {
-          yield* fs.removeFile(inDir(...repoPath.split("/"))).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
+          yield* clearMirrorWay(file.repoPath)
+          yield* fs.writeFileAtomic(inDir(...file.repoPath.split("/")), file.stored, { sync: false })
         }
         // Explicit paths only. After an interrupted run the index may lag the mirror anywhere: list it all then.
-        const paths = new Set([...p.writes.map((f) => f.repoPath), ...p.removals])
+        const paths = new Set([...p.removals, ...p.writes.map((f) => f.repoPath)])
         if (wasPending) {
           for (const f of p.live.files) paths.add(f.repoPath)
           const indexed = yield* git(["ls-files", "-z", "--", ...scopes], { read: true })
-          for (const path of lines0(indexed.stdout)) paths.add(path)
+          for (const path of yield* nulPaths("ls-files", indexed.stdout)) paths.add(path)
         }
-        if (paths.size > 0) yield* git(["update-index", "--add", "--remove", "-z", "--stdin"], { stdin: [...paths].map((x) => x + "\0").join("") })
-        return wasPending ? "recovered" as const : "exact" as const
+        if (paths.size > 0) {
+          // As bytes on stdin, never arguments; --replace: a file where the index had a directory (or the reverse).
+          const r = yield* git(["update-index", "--add", "--remove", "--replace", "-z", "--stdin"], { stdin: nulPathsInput(paths) })
+          // Git answers a name it refuses with a line on stderr and exit 0: each such file is found and reported.
+          if (r.stderr.length > 0) refused.push(...yield* refusedByGit(p.writes))
+        }
+        return { staged: wasPending ? "recovered" as const : "exact" as const, refused }
+      })
+
+    /**
+     * The written files git left out of its index (a name `gitRefusesPath` did not foresee): reported as skipped,
+     * their mirrored copies removed so the next snapshot offers (and reports) them again.
+     */
+    const refusedByGit = (writes: ReadonlyArray<LiveFile>) =>
+      Effect.gen(function*() {
+        const indexed = new Set(yield* nulPaths("ls-files", (yield* git(["ls-files", "-z", "--", ...scopes], { read: true })).stdout))
+        const refused: Array<Skipped> = []
+        for (const file of writes) {
+          if (indexed.has(file.repoPath)) continue
+          refused.push(configSkip("UnversionableName", file.display, "git refused its name"))
+          yield* fs.removeFile(inDir(...file.repoPath.split("/"))).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
+        }
+        return refused
+      })
+
+    /**
+     * The way to a mirrored copy, as the live tree is now: each directory from the scope down a real directory
+     * (a file or link the mirror held there is replaced: the live tree turned it into a directory), and a
+     * directory at the copy's own path removed (the reverse). Only inside the history's own work tree.
+     */
+    const clearMirrorWay = (repoPath: string) =>
+      Effect.gen(function*() {
+        const parts = repoPath.split("/")
+        for (let i = 1; i < parts.length; i++) {
+          const d = inDir(...parts.slice(0, i))
+          const info = yield* lstatOption(d)
+          if (info?.type === "Directory") continue
+          if (info !== undefined) yield* fs.removeFile(d)
+          yield* fs.makeDirectory(d, { mode: 0o700 })
+        }
+        const target = inDir(...parts)
+        if ((yield* lstatOption(target))?.type === "Directory") yield* fs.removeTree(target, MIRROR_TREE_BUDGET)
       })
 
     const snapshotLocked = (message: string) =>
       Effect.gen(function*() {
         const p = yield* plan
-        const staged = yield* stageLocked(p)
+        // A damaged HEAD (or one naming a commit the repository lacks) is refused before anything is staged.
+        const before = yield* head
+        const { refused, staged } = yield* stageLocked(p)
         let revision: string | null = null
         let changed: ReadonlyArray<string> = []
         // What git will commit, asked of git: the mirror is ours, but a person may have edited it or committed by hand.
         if (staged !== "none") {
-          const before = yield* head
-          const diff = yield* git(["diff", "--cached", "--name-only", "--no-renames", "-z", ...(before === null ? [] : [before]), "--"])
-          changed = lines0(diff.stdout).map(displayOfRepoPath)
+          const diff = yield* git(["diff", "--cached", "--name-only", "--no-renames", ...NO_DIFF_PROGRAMS, "-z", ...(before === null ? [] : [before]), "--"])
+          changed = (yield* nulPaths("diff --cached --name-only", diff.stdout)).map(displayOfRepoPath)
         }
         if (changed.length > 0) {
           yield* git(["commit", "-q", "--no-verify", "--allow-empty-message", "-m", message], { nowMs: yield* Clock.currentTimeMillis })
-          revision = yield* head
+          revision = yield* headRef
         }
         if (staged !== "none") yield* fs.removeFile(pendingPath).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
-        if (staged !== "none" || p.live.cache === undefined || p.live.racyRead > 0) yield* writeStatCache(p.live, revision ?? (yield* head))
-        return { revision, changed, skipped: p.live.skipped } satisfies SnapshotResult
+        if (staged !== "none" || p.live.cache === undefined || p.live.racyRead > 0) yield* writeStatCache(p.live, revision ?? before)
+        return { revision, changed, skipped: [...p.live.skipped, ...refused] } satisfies SnapshotResult
       })
 
     const clearSentinel = fs.removeFile(sentinelPathOf(dir)).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
 
-    /** The files of `revision` under the managed roots, with their bytes (one `cat-file --batch`). */
+    /**
+     * The files of `revision` under the managed roots, with their bytes (one `ls-tree`, one `cat-file --batch`
+     * by object id), read whole and checked before anything is written: a revision that cannot be read whole
+     * (an object missing, an answer cut short) is `ConfigHistoryCorrupt`.
+     */
     const revisionFiles = (revision: string | null) =>
       Effect.gen(function*() {
         const files = new Map<string, Uint8Array>()
         if (revision === null) return files
-        const listed = lines0((yield* git(["ls-tree", "-r", "-z", "--name-only", revision, "--", ...scopes], { read: true })).stdout)
+        const listing = yield* git(["ls-tree", "-r", "-z", "--full-tree", revision, "--", ...scopes], { read: true }).pipe(
+          Effect.catchTag("GitFailed", (e): Effect.Effect<never, GitFailed | ConfigHistoryCorrupt> =>
+            e.exitCode === 128 ? corrupt(`revision ${short(revision)} cannot be listed: ${e.message}`) : Effect.fail(e))
+        )
+        const listed = yield* parsed(`the files of revision ${short(revision)}`, parseLsTree(listing.stdout, { scopes, max: HISTORY_PATHS_MAX }))
         if (listed.length === 0) return files
-        const out = (yield* git(["cat-file", "--batch"], { read: true, stdin: listed.map((p) => `${revision}:${p}\n`).join("") })).stdout
-        let at = 0
-        for (const path of listed) {
-          const nl = out.indexOf(0x0a, at)
-          const header = utf8(out.subarray(at, nl)).split(" ")
-          const size = Number(header[2])
-          files.set(path, out.slice(nl + 1, nl + 1 + size))
-          at = nl + 1 + size + 1
-        }
+        const oids = [...new Set(listed.map((f) => f.oid))]
+        const out = yield* git(["cat-file", "--batch"], { read: true, stdin: objectIdsInput(oids), maxOutputBytes: REVISION_BYTES_MAX })
+        const blobs = yield* parsed(`the contents of revision ${short(revision)}`, parseCatFileBatch(out.stdout, oids, Math.max(budget, BLOB_MAX)))
+        const byId = new Map(oids.map((oid, i) => [oid, blobs[i]!]))
+        for (const f of listed) files.set(f.path, byId.get(f.oid)!)
         return files
       })
 
@@ -587,14 +757,35 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
         return null
       })
 
-    /**
-     * Write `revision`'s files into place and remove tracked live files it does not have. A path whose way from
-     * its managed root holds a symlink or a file, or that is itself not a regular file, is left alone and
-     * reported (`skipped` and a `ConfigPathSkipped` warning): nothing is ever written or removed through a link.
-     */
-    const restoreLocked = (revision: string | null) =>
+    /** Whether `path` holds nothing but directories that hold nothing (read only; links are not directories). */
+    const onlyEmptyDirectories = (path: string, depth: number): Effect.Effect<boolean, FileSystemError> =>
       Effect.gen(function*() {
-        const wanted = yield* revisionFiles(revision)
+        if (depth < 0) return false
+        for (const entry of yield* fs.readDirectory(path)) {
+          if (entry.type !== "Directory" || !(yield* onlyEmptyDirectories(NodePath.join(path, entry.name), depth - 1))) return false
+        }
+        return true
+      })
+
+    /** Remove a tree of empty directories bottom-up (rmdir: something that appeared meanwhile stops it). */
+    const removeEmptyDirectories = (path: string): Effect.Effect<void, FileSystemError> =>
+      Effect.gen(function*() {
+        for (const entry of yield* fs.readDirectory(path)) {
+          if (entry.type === "Directory") yield* removeEmptyDirectories(NodePath.join(path, entry.name))
+        }
+        yield* fs.removeDirectory(path)
+      })
+
+    /**
+     * Write a revision's files (`wanted`, read whole before: `revisionFiles`) into place and remove tracked live
+     * files it does not have, those first: a file where the revision has a directory (or the reverse) makes way.
+     * A path whose way from its managed root holds a symlink or a file, or that is itself not a regular file, is
+     * left alone and reported (`skipped` and a `ConfigPathSkipped` warning): nothing is ever written or removed
+     * through a link. A directory where the revision has a file goes only when nothing but empty directories is
+     * left in it.
+     */
+    const restoreLocked = (wanted: ReadonlyMap<string, Uint8Array>) =>
+      Effect.gen(function*() {
         const live = yield* scanLive(undefined)
         const restored: Array<string> = []
         const removed: Array<string> = []
@@ -605,6 +796,17 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
           Effect.sync(() => skipped.push(configSkip(tag, path, reason))).pipe(
             Effect.zipRight(warn({ _tag: "ConfigPathSkipped", path, reason, message: `config history left ${path} alone: ${reason}` }))
           )
+        for (const file of live.files) {
+          if (wanted.has(file.repoPath)) continue
+          const root = liveRootOf(file.repoPath)
+          const onTheWay = root === undefined ? "not below a managed root" : yield* parentChainViolation(root, file.livePath)
+          if (onTheWay !== null) {
+            yield* skip(file.display, onTheWay)
+            continue
+          }
+          yield* fs.removeFile(file.livePath).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
+          removed.push(file.display)
+        }
         for (const [repoPath, bytes] of wanted) {
           const livePath = livePathOf(repoPath)
           const root = liveRootOf(repoPath)
@@ -617,7 +819,11 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
             yield* skip(display, onTheWay)
             continue
           }
-          const info = yield* lstatOption(livePath)
+          let info = yield* lstatOption(livePath)
+          if (info?.type === "Directory" && (yield* onlyEmptyDirectories(livePath, MAX_CONFIG_DEPTH))) {
+            yield* removeEmptyDirectories(livePath)
+            info = undefined
+          }
           if (info !== undefined && info.type !== "File") {
             yield* skip(display, `${aFileType(info.type)} at the path, not a regular file (never written over)`, "NotARegularFile")
             continue
@@ -633,17 +839,6 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
           }
           yield* fs.writeFileAtomic(livePath, next.bytes, { mode: info?.mode ?? 0o600 })
           restored.push(display)
-        }
-        for (const file of live.files) {
-          if (wanted.has(file.repoPath)) continue
-          const root = liveRootOf(file.repoPath)
-          const onTheWay = root === undefined ? "not below a managed root" : yield* parentChainViolation(root, file.livePath)
-          if (onTheWay !== null) {
-            yield* skip(file.display, onTheWay)
-            continue
-          }
-          yield* fs.removeFile(file.livePath).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
-          removed.push(file.display)
         }
         return { restored, removed, unresolvedSecrets, skipped }
       })
@@ -666,9 +861,16 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
       Effect.gen(function*() {
         const limit = o.limit ?? 20
         if (!Number.isSafeInteger(limit) || limit < 1) return yield* Effect.fail(new InvalidArgument({ field: "limit", detail: `must be a positive integer (got ${limit})` }))
-        if ((yield* head) === null) return []
-        const r = yield* git(["log", "-z", "--name-only", "--no-renames", `-n${limit}`, "--format=%x1e%H%x1f%ct%x1f%s", "HEAD", "--"], { read: true })
-        return parseLog(utf8(r.stdout))
+        const current = yield* head
+        if (current === null) return []
+        const r = yield* git(["log", "-z", "--name-only", "--no-renames", ...NO_DIFF_PROGRAMS, `-n${limit}`, LOG_FORMAT, current, "--"], { read: true })
+        const records = yield* parsed("log", parseLog(r.stdout, { limit, maxPaths: HISTORY_PATHS_MAX }))
+        return records.map((e): LogEntry => ({
+          revision: e.revision,
+          date: new Date(e.seconds * 1000).toISOString(),
+          message: e.subject,
+          changed: e.paths.map(displayOfRepoPath)
+        }))
       })
 
     const diff = (o: { readonly from?: string | undefined; readonly to?: string | undefined } = {}) =>
@@ -678,21 +880,24 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
         // Against the live files: stage them in our own index (never a commit), then compare it.
         if (to === undefined) yield* withLock(Effect.flatMap(plan, stageLocked))
         const range = to === undefined ? ["--cached", from] : [from, to]
-        const names = yield* git(["diff", "--name-only", "--no-renames", "-z", ...range, "--", ...scopes], { read: true })
-        const patch = yield* git(["diff", "--no-color", "--no-ext-diff", "--no-renames", ...range, "--", ...scopes], { read: true })
-        return { files: lines0(names.stdout).map(displayOfRepoPath), patch: displayPatch(utf8(patch.stdout)) }
+        const names = yield* git(["diff", "--name-only", "--no-renames", ...NO_DIFF_PROGRAMS, "-z", ...range, "--", ...scopes], { read: true })
+        const patch = yield* git(["diff", "--no-color", "--no-renames", ...NO_DIFF_PROGRAMS, ...range, "--", ...scopes], { read: true })
+        // The patch is text for a person; a byte that is not UTF-8 is kept (escaped), never replaced.
+        return { files: (yield* nulPaths("diff --name-only", names.stdout)).map(displayOfRepoPath), patch: displayPatch(nameOfBytes(patch.stdout)) }
       })
 
     const rollback = (revision: string) =>
       Effect.gen(function*() {
         const target = yield* resolve(revision)
         return yield* withLock(Effect.gen(function*() {
+          // The revision is read whole first: one that cannot be is refused before anything is written.
+          const wanted = yield* revisionFiles(target)
           // An unsaved live edit is recorded first, so the rollback itself can be undone.
           yield* snapshotLocked(`before rollback to ${short(target)}`)
-          const done = yield* restoreLocked(target)
+          const done = yield* restoreLocked(wanted)
           const after = yield* snapshotLocked(`rollback to ${short(target)}`)
           yield* clearSentinel
-          return { revision: after.revision ?? (yield* head), ...done } satisfies RollbackResult
+          return { revision: after.revision ?? (yield* headRef), ...done } satisfies RollbackResult
         }))
       })
 
@@ -700,7 +905,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
       withLock(Effect.gen(function*() {
         yield* snapshotLocked(`before: ${message}`)
         yield* clearSentinel
-        const lastGood = yield* head
+        const lastGood = yield* headRef
         const startedAt = yield* Clock.currentTimeMillis
         yield* fs.writeFileAtomic(sentinelPathOf(dir), encodeJsonBytes({ version: 1, message, startedAt, lastGoodRevision: lastGood, ...selfIdentity(deps) }))
         const exit = yield* Effect.exit(apply)
@@ -709,7 +914,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
           yield* clearSentinel
           return exit.value
         }
-        const restored = yield* Effect.either(restoreLocked(lastGood))
+        const restored = yield* Effect.either(Effect.flatMap(revisionFiles(lastGood), restoreLocked))
         if (restored._tag === "Left") {
           // The sentinel stays: status() and the doctor name the revision to roll back to.
           yield* warn({
@@ -729,8 +934,11 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
         const current = yield* head
         const p = yield* plan
         let dirty = p.writes.length > 0 || p.removals.length > 0
-        if (!dirty && current !== null && (yield* exists(pendingPath))) {
-          dirty = (yield* git(["diff", "--cached", "--quiet", current, "--", ...scopes], { read: true, okExitCodes: [0, 1] })).exitCode === 1
+        // Staged but not committed (an interrupted snapshot, a live diff): the index against the head, or against
+        // nothing before the first commit.
+        if (!dirty && (yield* exists(pendingPath))) {
+          dirty = (yield* git(["diff", "--cached", "--quiet", ...NO_DIFF_PROGRAMS, current ?? EMPTY_TREE, "--", ...scopes], { read: true, okExitCodes: [0, 1] }))
+            .exitCode === 1
         }
         const sentinel = yield* readChangeSentinel(deps, dir)
         return { head: current, dirty, interrupted: sentinel._tag === "Interrupted" ? sentinel.change : null } satisfies HistoryStatus

@@ -11,6 +11,7 @@ import { Effect, Layer } from "effect"
 import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
 import { NodeHostLive } from "../../src/layers/NodeHost.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
+import { Host } from "../../src/services/Host.js"
 import { ConfigHistory, type ConfigHistoryOptions } from "../../src/services/ConfigHistory.js"
 
 export const tempRoot = Effect.acquireRelease(
@@ -18,20 +19,26 @@ export const tempRoot = Effect.acquireRelease(
   (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
 )
 
-export const historyLayer = (agentDir: string, options: ConfigHistoryOptions = {}) => {
-  const world = Layer.mergeAll(NodeFileSystemLive, NodeHostLive, NodeContext.layer)
+/** The Node host, with `PATH` as given (where the test puts a wrapper in front of the real git). */
+const hostWithPath = (pathVar: string) =>
+  Layer.effect(Host, Effect.map(Host, (host) => ({ ...host, env: (name: string) => (name === "PATH" ? pathVar : host.env(name)) }))).pipe(
+    Layer.provide(NodeHostLive)
+  )
+
+export const historyLayer = (agentDir: string, options: ConfigHistoryOptions = {}, pathVar?: string) => {
+  const world = Layer.mergeAll(NodeFileSystemLive, pathVar === undefined ? NodeHostLive : hostWithPath(pathVar), NodeContext.layer)
   return ConfigHistory.layer(options).pipe(Layer.provide(Layer.merge(world, AgentDir.layer(agentDir).pipe(Layer.provide(world)))))
 }
 
 /** A fixture: agent dir, web data root, and the service. */
-export const setup = (options: ConfigHistoryOptions & { readonly web?: boolean } = {}) =>
+export const setup = (options: ConfigHistoryOptions & { readonly web?: boolean; readonly pathVar?: string } = {}) =>
   Effect.gen(function*() {
     const root = yield* tempRoot
     const agent = NodePath.join(root, "agent")
     const web = NodePath.join(root, "web")
     fs.mkdirSync(agent, { recursive: true })
-    const { web: withWeb, ...rest } = options
-    const history = yield* Effect.provide(ConfigHistory, historyLayer(agent, withWeb === true ? { webDataRoot: web, ...rest } : rest))
+    const { pathVar, web: withWeb, ...rest } = options
+    const history = yield* Effect.provide(ConfigHistory, historyLayer(agent, withWeb === true ? { webDataRoot: web, ...rest } : rest, pathVar))
     const write = (rel: string, content: string) => {
       const p = NodePath.join(root, rel)
       fs.mkdirSync(NodePath.dirname(p), { recursive: true })
@@ -45,6 +52,10 @@ export const setup = (options: ConfigHistoryOptions & { readonly web?: boolean }
 /** Plain git (the user's own), for inspecting the repository from outside. */
 export const rawGit = (cwd: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = cleanGitEnv()): string =>
   execFileSync("git", args, { cwd, env, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
+
+/** `rawGit`, the answer as bytes (names that are not UTF-8). */
+export const rawGitBytes = (cwd: string, args: ReadonlyArray<string>): Buffer =>
+  execFileSync("git", args, { cwd, env: cleanGitEnv(), stdio: ["ignore", "pipe", "pipe"] })
 
 export const cleanGitEnv = (): NodeJS.ProcessEnv => {
   const env: NodeJS.ProcessEnv = {}

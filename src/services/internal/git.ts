@@ -1,10 +1,14 @@
 /**
  * The one git runner of the config history (README "Config history"): every call goes through `run`, with
  * an environment built from nothing (only PATH is passed on, read from the Host port at the edge), so the
- * user's setup never reaches it: no global or system config, no inherited `GIT_*` (GIT_DIR, GIT_WORK_TREE,
- * GIT_INDEX_FILE …), hooks pointed at /dev/null (`--no-verify` alone still runs post-commit), no signing,
- * a fixed identity, optional locks off for reads, and `safe.directory` for this repository only. The git dir
- * and work tree are always given explicitly, so git never discovers a repository by walking up.
+ * user's setup never reaches it: no global or system config or attributes, no inherited `GIT_*` (GIT_DIR,
+ * GIT_WORK_TREE, GIT_INDEX_FILE …), hooks pointed at /dev/null (`--no-verify` alone still runs post-commit),
+ * no signing, a fixed identity, optional locks off for reads, and `safe.directory` for this repository only.
+ * The git dir and work tree are always given explicitly, so git never discovers a repository by walking up.
+ * The repository's own config cannot be switched off, so what it could make git run is kept from being
+ * chosen: filter and diff drivers are picked by attributes, and `HISTORY_ATTRIBUTES` (the repository's
+ * `info/attributes`, which outranks every `.gitattributes`) unsets them for every path; the diff calls add
+ * `--no-textconv --no-ext-diff`. Paths go in on stdin as bytes; each answer is capped.
  */
 import * as Command from "@effect/platform/Command"
 import type * as CommandExecutor from "@effect/platform/CommandExecutor"
@@ -37,6 +41,9 @@ export const gitEnvironment = (input: {
     LANG: "C",
     PAGER: "cat",
     TZ: "UTC",
+    // No system-wide attributes; pathspecs are literal (a scope name is never a pattern).
+    GIT_ATTR_NOSYSTEM: "1",
+    GIT_LITERAL_PATHSPECS: "1",
     ...(input.pathVar !== undefined ? { PATH: input.pathVar } : {})
   }
   if (input.read) env.GIT_OPTIONAL_LOCKS = "0"
@@ -61,18 +68,49 @@ export const gitGlobalArgs = (gitDir: string, workTree: string): ReadonlyArray<s
   "-c", "core.fsmonitor=false",
   "-c", "gc.auto=0",
   "-c", "color.ui=false",
-  "-c", "init.defaultBranch=main"
+  "-c", "init.defaultBranch=main",
+  // The user's attributes file is never read (the repository's are overridden by HISTORY_ATTRIBUTES).
+  "-c", "core.attributesFile=/dev/null",
+  // The names git refuses are exactly `gitRefusesPath`'s (domain/GitFormats.ts), whatever the repository says.
+  "-c", "core.protectNTFS=true",
+  "-c", "core.protectHFS=false",
+  "-c", "core.ignoreCase=false",
+  "-c", "core.precomposeUnicode=false",
+  // What log and diff print is what the parsers expect, and nothing they print runs a program.
+  "-c", "log.showSignature=false",
+  "-c", "log.showRoot=true",
+  "-c", "i18n.logOutputEncoding=UTF-8",
+  "-c", "diff.noprefix=false",
+  "-c", "diff.mnemonicPrefix=false",
+  "-c", "diff.relative=false",
+  "-c", "maintenance.auto=false"
 ]
+
+/**
+ * The repository's `info/attributes`, kept exactly so before every call (it outranks the work tree's
+ * `.gitattributes`, a mirrored config file may be one): no filter driver (clean, smudge, process), no diff
+ * driver (textconv, command), no merge driver, no end-of-line, ident or encoding conversion. What history
+ * stores is the bytes as they are.
+ */
+export const HISTORY_ATTRIBUTES = "* -filter !diff !merge -text -crlf !eol -ident !working-tree-encoding\n"
+
+/** Flags every `diff` and `log` call of ours carries: no text conversion, no external diff program. */
+export const NO_DIFF_PROGRAMS: ReadonlyArray<string> = ["--no-textconv", "--no-ext-diff"]
 
 export interface GitResult {
   readonly stdout: Uint8Array
+  /** What git said on stderr (its first `STDERR_MAX` bytes): a success may still carry a warning. */
+  readonly stderr: Uint8Array
   readonly exitCode: number
 }
 
 export interface GitCall {
   /** Read-only call (GIT_OPTIONAL_LOCKS=0). */
   readonly read?: boolean
-  readonly stdin?: string
+  /** Bytes for git's stdin (paths go this way, as their bytes: `nulPathsInput`). */
+  readonly stdin?: Uint8Array
+  /** Most stdout bytes accepted (default `GIT_OUTPUT_MAX`); more is a failure, never a silent cut. */
+  readonly maxOutputBytes?: number
   /** Exit codes that are answers, not failures (e.g. 1 for `diff --quiet`). Default [0]. */
   readonly okExitCodes?: ReadonlyArray<number>
   readonly nowMs?: number
@@ -94,6 +132,30 @@ const concat = (chunks: Chunk.Chunk<Uint8Array>): Uint8Array => {
 const decoder = new TextDecoder()
 export const utf8 = (bytes: Uint8Array): string => decoder.decode(bytes)
 
+/** Default cap of a call's stdout. */
+export const GIT_OUTPUT_MAX = 64 << 20
+/** Git's stderr is kept for the error message only. */
+const STDERR_MAX = 64 << 10
+
+class OutputTooLarge {
+  readonly _tag = "OutputTooLarge"
+  constructor(readonly max: number) {}
+}
+
+/** Collect a stream's bytes, failing past `max` (the process is then ended with its scope). */
+const collect = <E>(stream: Stream.Stream<Uint8Array, E>, max: number) =>
+  Stream.runFoldEffect(stream, { chunks: Chunk.empty<Uint8Array>(), size: 0 }, (acc, chunk) =>
+    acc.size + chunk.length > max
+      ? Effect.fail(new OutputTooLarge(max))
+      : Effect.succeed({ chunks: Chunk.append(acc.chunks, chunk), size: acc.size + chunk.length })).pipe(Effect.map((acc) => concat(acc.chunks)))
+
+/** Keep the first `max` bytes, drain the rest (git must not block on a full pipe). */
+const collectHead = <E>(stream: Stream.Stream<Uint8Array, E>, max: number) =>
+  Stream.runFold(stream, { chunks: Chunk.empty<Uint8Array>(), size: 0 }, (acc, chunk) =>
+    acc.size >= max ? acc : { chunks: Chunk.append(acc.chunks, chunk.subarray(0, max - acc.size)), size: acc.size + Math.min(chunk.length, max - acc.size) }).pipe(
+      Effect.map((acc) => concat(acc.chunks))
+    )
+
 /** A runner bound to one repository. `executor` comes from the layer, so calls have `R = never`. */
 export const makeGit = (input: {
   readonly executor: CommandExecutor.CommandExecutor
@@ -109,22 +171,23 @@ export const makeGit = (input: {
       Command.env(gitEnvironment({ pathVar: input.pathVar, read: call.read === true, nowMs: call.nowMs }), { extendEnv: false }),
       Command.workingDirectory(input.workTree)
     )
-    if (call.stdin !== undefined) command = Command.feed(command, call.stdin)
+    if (call.stdin !== undefined) command = Command.stdin(command, Stream.make(call.stdin))
     return Effect.scoped(
       Effect.gen(function*() {
         const process = yield* input.executor.start(command)
         const [stdout, stderr, exitCode] = yield* Effect.all([
-          Stream.runCollect(process.stdout).pipe(Effect.map(concat)),
-          Stream.runCollect(process.stderr).pipe(Effect.map(concat)),
+          collect(process.stdout, call.maxOutputBytes ?? GIT_OUTPUT_MAX),
+          collectHead(process.stderr, STDERR_MAX),
           process.exitCode
         ], { concurrency: "unbounded" })
         const ok = call.okExitCodes ?? [0]
         if (!ok.includes(exitCode)) return yield* Effect.fail(failed(exitCode, utf8(stderr)))
-        return { stdout, exitCode }
+        return { stdout, stderr, exitCode }
       })
     ).pipe(
       // Spawn failures (git missing, cwd gone) are typed too, never a crash.
-      Effect.catchTag("SystemError", "BadArgument", (e) => Effect.fail(failed(-1, e.message)))
+      Effect.catchTag("SystemError", "BadArgument", (e) => Effect.fail(failed(-1, e.message))),
+      Effect.catchTag("OutputTooLarge", (e) => Effect.fail(failed(-1, `answered more than ${e.max} bytes`)))
     )
   }
 }
