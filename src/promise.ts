@@ -248,9 +248,9 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
     getProcessWorkRun: (o) =>
       call(Effect.gen(function*() {
         const run = yield* workRuns.getProcessWorkRun(o)
-        // Held until the store closes (the runtime releases it); releasing it early is a no-op.
+        // Held until the store closes (the runtime releases it); its own release is a no-op that says why.
         yield* trackLeaseFile(storeScope, run.leasePath)
-        return asLease(run, async () => ({ released: false, deleted: false, keptTag: "ProcessRun", keptBecause: "the process run is held until the store closes" }))
+        return asLease(run, () => callAnyway(run.release()))
       })),
     pruneWorkTenant: (o) => call(workRuns.prune(o)),
     workRootEnv: (run) => workRuns.workRootEnv(run),
