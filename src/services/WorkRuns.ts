@@ -9,17 +9,15 @@
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
-import * as FiberId from "effect/FiberId"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
+import * as RcMap from "effect/RcMap"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
@@ -67,6 +65,7 @@ import { notDeleted, pruneTenant } from "./internal/prune.js"
 import { warn } from "./internal/warn.js"
 import { cleanupMarkerPath, prepareRemoval, removeOwnedRun } from "./internal/removeRun.js"
 import { checkSafeDirectory } from "./internal/rootSafety.js"
+import { serialRcMapGet } from "./internal/serialGet.js"
 import { type Holder, holderText, isActive, liveHolders, readLeases, readManifest } from "./internal/runFacts.js"
 import { type ManifestCheck, recordRunIdentity, type RunIdentity, verifyRunIdentity } from "./internal/runIdentity.js"
 import { aFileType } from "../domain/FileTypeWords.js"
@@ -221,6 +220,12 @@ type Retry = { readonly _tag: "Busy" } | { readonly _tag: "Again" }
  * and gives up at the `busyAttempts`-th; an `Again` is tried at once, and the 66th try in all gives up.
  * Output: the tries so far, and the count `RunBusy.attempts` reports if this step gave up.
  */
+/** The process run as its callers see it: releasing it is a no-op that says why (it is shared). */
+const asProcessRun = (run: WorkRun): WorkRun => ({
+  ...run,
+  release: () => Effect.succeed({ released: false, deleted: false, keptTag: "ProcessRun", keptBecause: PROCESS_RUN_KEPT })
+})
+
 const acquireRetries = (busyAttempts: number, busyDelay: Duration.Duration) =>
   Schedule.makeWithState(
     { busy: 0, tries: 0 },
@@ -712,34 +717,25 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
             : maybePruneInBackground(run.category, run.tenant, retention))
         ))
 
-    // One process run per (category, tenant), held in a scope of its own until the runtime closes. The first
-    // caller puts a Deferred under the key in the same synchronous step as it finds none (no yield between the
-    // look and the put), so concurrent first calls, however their fibers interleave, all await that one
-    // acquisition. (`RcMap.get` looks, then waits for a semaphore before it puts: two fibers forked at once
-    // both miss and acquire two runs.) A failed acquisition is not kept: the next call tries again.
-    const processRunsScope = yield* Effect.flatMap(Effect.scope, (scope) => Scope.fork(scope, ExecutionStrategy.sequential))
-    const processRuns = new Map<string, Deferred.Deferred<WorkRun, AcquireError>>()
-
-    /** The process run as its callers see it: releasing it is a no-op that says why (it is shared). */
-    const asProcessRun = (run: WorkRun): WorkRun => ({
-      ...run,
-      release: () => Effect.succeed({ released: false, deleted: false, keptTag: "ProcessRun", keptBecause: PROCESS_RUN_KEPT })
+    // One process run per (category, tenant): acquired once (concurrent callers share the acquisition, however
+    // their fibers start: `serialRcMapGet`), held in its entry's scope until the runtime closes (never
+    // idle-released); a failed acquisition is not kept.
+    const processRuns = yield* RcMap.make({
+      lookup: (key: string) => {
+        const [category = "", tenant = ""] = key.split("\u0000")
+        return Effect.map(acquire({ category, tenant }), asProcessRun)
+      },
+      idleTimeToLive: Duration.infinity
     })
+    const getProcessRun = serialRcMapGet(processRuns)
 
     const getProcessWorkRun = (opts: { readonly category: string; readonly tenant: string }) =>
       Effect.gen(function*() {
         // Decoded before they key the map: a symbol or object must be InvalidSegment, not a TypeError.
-        const category = yield* decodeSegment("category", opts.category)
-        const tenant = yield* decodeSegment("tenant", opts.tenant)
-        const key = `${category}/${tenant}`
-        const known = processRuns.get(key)
-        if (known !== undefined) return yield* Deferred.await(known)
-        const mine = Deferred.unsafeMake<WorkRun, AcquireError>(FiberId.none)
-        processRuns.set(key, mine)
-        const acquired = yield* Effect.exit(Scope.extend(Effect.map(acquire({ category, tenant }), asProcessRun), processRunsScope))
-        if (Exit.isFailure(acquired)) processRuns.delete(key)
-        yield* Deferred.done(mine, acquired)
-        return yield* acquired
+        yield* decodeSegment("category", opts.category)
+        yield* decodeSegment("tenant", opts.tenant)
+        const key = `${opts.category}\u0000${opts.tenant}`
+        return yield* Effect.scoped(getProcessRun(key)).pipe(Effect.tapError(() => RcMap.invalidate(processRuns, key)))
       }).pipe(Effect.uninterruptible)
 
     const prune = (opts: PruneOptions): Effect.Effect<PruneReport, PruneFailure> =>

@@ -6,7 +6,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { assert, describe, it } from "vitest"
 import { PROCESS_RUN_KEPT } from "../../src/domain/PruneReport.js"
-import { openAgentStorage } from "../../src/promise.js"
+import { getProcessWorkRun, openAgentStorage } from "../../src/promise.js"
 import { scratchDirs } from "../support/scratchDirs.js"
 
 const scratch = scratchDirs()
@@ -25,6 +25,14 @@ describe("the facade's process run", () => {
         await storage.close()
       }
     }
+  })
+
+  it("the module-level helper: concurrent first calls share one store and one run", async () => {
+    const agentDir = scratch("pi-process-run-")
+    const o = { agentDir, category: "tools", tenant: "shared" }
+    const runs = await Promise.all([getProcessWorkRun(o), getProcessWorkRun(o), getProcessWorkRun(o)])
+    assert.strictEqual(new Set(runs.map((r) => r.runId)).size, 1, runs.map((r) => r.runId).join(", "))
+    assert.deepStrictEqual(fs.readdirSync(path.join(agentDir, "work", "tools", "shared")).filter((n) => !n.startsWith(".")), [runs[0]!.runId])
   })
 
   it("release({ delete: true }) is a no-op that says why; the run stays usable", async () => {
