@@ -232,9 +232,10 @@ export class GitFailed extends Schema.TaggedError<GitFailed>()("GitFailed", {
   }
 }
 
-/** A program the library runs (git) could not be started, or was killed by a signal. */
+/** A program the library runs (git) could not be started, was killed by a signal, or printed past its cap. */
 export class ProcessFailed extends Schema.TaggedError<ProcessFailed>()("ProcessFailed", {
   command: Schema.String,
+  reason: Schema.Literal("Spawn", "Signal", "OutputTooLarge"),
   detail: Schema.String
 }) {
   override get message(): string {

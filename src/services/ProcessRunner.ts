@@ -19,6 +19,10 @@ export interface ProcessCall {
   readonly cwd: string
   /** Written to the child's standard input, which is then closed (empty when absent). */
   readonly stdin?: Uint8Array | undefined
+  /** Most stdout bytes accepted: past it the child is killed and the call fails (`OutputTooLarge`), never cut silently. */
+  readonly maxStdoutBytes: number
+  /** Stderr is kept up to this many bytes (for a message); the rest is read and dropped. */
+  readonly maxStderrBytes: number
 }
 
 export interface ProcessResult {
@@ -30,7 +34,8 @@ export interface ProcessResult {
 export class ProcessRunner extends Context.Tag("pi-agent-storage/ProcessRunner")<ProcessRunner, {
   /**
    * Start `command` (looked up on the call's `PATH`), feed it `stdin`, collect both outputs to the end and
-   * answer its exit code; a program killed by a signal is `ProcessFailed`, as is one that cannot be started.
+   * answer its exit code; a program that cannot be started, is killed by a signal or prints more than
+   * `maxStdoutBytes` is `ProcessFailed` (its `reason` says which).
    * Interrupting the call kills the child (SIGTERM, then SIGKILL after a grace period).
    */
   readonly run: (call: ProcessCall) => Effect.Effect<ProcessResult, ProcessFailed>

@@ -7,13 +7,13 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
-import { NodeProcessRunner } from "../../src/layers/NodeProcessRunner.js"
+import * as NodeProcessRunner from "../../src/layers/NodeProcessRunner.js"
 import { scratchDirs } from "../support/scratchDirs.js"
 
 const scratch = scratchDirs()
 const PATH = process.env.PATH ?? "/usr/bin:/bin"
-const run = (command: string, args: ReadonlyArray<string>, extra: { stdin?: Uint8Array; env?: Record<string, string>; cwd?: string } = {}) =>
-  NodeProcessRunner.run({ command, args, env: extra.env ?? { PATH }, cwd: extra.cwd ?? "/", stdin: extra.stdin })
+const run = (command: string, args: ReadonlyArray<string>, extra: { stdin?: Uint8Array; env?: Record<string, string>; cwd?: string; maxStdoutBytes?: number } = {}) =>
+  NodeProcessRunner.make.run({ command, args, env: extra.env ?? { PATH }, cwd: extra.cwd ?? "/", stdin: extra.stdin, maxStdoutBytes: extra.maxStdoutBytes ?? (64 << 20), maxStderrBytes: 16 })
 
 const alive = (pid: number) => {
   try {
@@ -52,12 +52,21 @@ describe("NodeProcessRunner", () => {
       assert.strictEqual(Buffer.from(out.stderr).toString(), "oops\n")
     }))
 
+  it.effect("more output than the cap is OutputTooLarge (never a silent cut); stderr is kept up to its cap", () =>
+    Effect.gen(function*() {
+      const over = yield* Effect.flip(run("sh", ["-c", "head -c 100000 /dev/zero; sleep 30"], { maxStdoutBytes: 1000 }))
+      assert.strictEqual(over.reason, "OutputTooLarge")
+      const chatty = yield* run("sh", ["-c", "printf 'abcdefghijklmnopqrstuvwxyz' >&2"])
+      assert.strictEqual(Buffer.from(chatty.stderr).toString(), "abcdefghijklmnop")
+    }))
+
   it.effect("a program that cannot be started, or dies of a signal, is ProcessFailed", () =>
     Effect.gen(function*() {
       const missing = yield* Effect.flip(run("pi-no-such-program", []))
-      assert.strictEqual(missing._tag, "ProcessFailed")
+      assert.strictEqual(missing.reason, "Spawn")
       assert.include(missing.message, "pi-no-such-program")
       const killed = yield* Effect.flip(run("sh", ["-c", "kill -KILL $$"]))
+      assert.strictEqual(killed.reason, "Signal")
       assert.include(killed.detail, "SIGKILL")
     }))
 
