@@ -25,6 +25,7 @@ import type { StorageWarning } from "./domain/Warnings.js"
 import { runTyped, squashTyped, unrefClock } from "./facade/runtime.js"
 import type { PromiseUserProfile } from "./facade/userProfile.js"
 import { emitProcessWarning, warningLoggerLayer } from "./facade/warnings.js"
+import { serialRcMapGet } from "./services/internal/serialGet.js"
 import { nodeEnv } from "./layers/NodeHost.js"
 import type * as Store from "./facade/store.js"
 import type { ConfigHistoryOptions } from "./services/ConfigHistory.js"
@@ -248,9 +249,9 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
     getProcessWorkRun: (o) =>
       call(Effect.gen(function*() {
         const run = yield* workRuns.getProcessWorkRun(o)
-        // Held until the store closes (the runtime releases it); releasing it early is a no-op.
+        // Held until the store closes (the runtime releases it); its own release is a no-op that says why.
         yield* trackLeaseFile(storeScope, run.leasePath)
-        return asLease(run, async () => ({ released: false, deleted: false, keptTag: "ProcessRun", keptBecause: "the process run is held until the store closes" }))
+        return asLease(run, () => callAnyway(run.release()))
       })),
     pruneWorkTenant: (o) => call(workRuns.prune(o)),
     workRootEnv: (run) => workRuns.workRootEnv(run),
@@ -320,8 +321,8 @@ const SHARED_STORE_IDLE = Duration.seconds(30)
  * the process alive (a process that exits first leaves nothing held: its leases were released, and the exit
  * hook unlinks the process runs' leases).
  */
-let sharedStoresMap: RcMap.RcMap<string, AgentStorage, unknown> | undefined
-/** Made on first use, not at import (README "Installing"). */
+let sharedStoresMap: { readonly map: RcMap.RcMap<string, AgentStorage, unknown>; readonly get: (key: string) => Effect.Effect<AgentStorage, unknown, Scope.Scope> } | undefined
+/** Made on first use, not at import (README "Installing"). Gets are serialised: concurrent first calls share one store. */
 const sharedStores = () => sharedStoresMap ??= Effect.runSync(Effect.flatMap(Scope.make(), (scope) =>
   Scope.extend(
     RcMap.make({
@@ -333,7 +334,7 @@ const sharedStores = () => sharedStoresMap ??= Effect.runSync(Effect.flatMap(Sco
       idleTimeToLive: SHARED_STORE_IDLE
     }),
     scope
-  )))
+  ).pipe(Effect.map((map) => ({ map, get: serialRcMapGet(map) })))))
 
 const onUnrefClock = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
   Effect.runPromiseExit(Effect.withClock(effect, unrefClock)).then((exit) => {
@@ -348,10 +349,10 @@ const useSharedStore = async (agentDir: string | undefined): Promise<{ store: Ag
   let finished: Promise<void> | undefined
   const done = () => finished ??= onUnrefClock(Scope.close(use, Exit.void))
   try {
-    return { store: await onUnrefClock(Scope.extend(RcMap.get(sharedStores(), key), use)), done }
+    return { store: await onUnrefClock(Scope.extend(sharedStores().get(key), use)), done }
   } catch (e) {
     await done()
-    await onUnrefClock(RcMap.invalidate(sharedStores(), key))
+    await onUnrefClock(RcMap.invalidate(sharedStores().map, key))
     throw e
   }
 }

@@ -232,6 +232,17 @@ export class GitFailed extends Schema.TaggedError<GitFailed>()("GitFailed", {
   }
 }
 
+/** A program the library runs (git) could not be started, was killed by a signal, or printed past its cap. */
+export class ProcessFailed extends Schema.TaggedError<ProcessFailed>()("ProcessFailed", {
+  command: Schema.String,
+  reason: Schema.Literal("Spawn", "Signal", "OutputTooLarge"),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `${this.command}: ${this.detail}`
+  }
+}
+
 /** A revision the config history does not have. */
 export class UnknownRevision extends Schema.TaggedError<UnknownRevision>()("UnknownRevision", {
   revision: Schema.String

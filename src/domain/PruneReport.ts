@@ -50,6 +50,9 @@ export type SkippedRun = typeof SkippedRun.Type
 export const KeptTag = Schema.Literal(...SkippedRunTag, "LeaseHeld", "RemovalFailed", "ProcessRun")
 export type KeptTag = typeof KeptTag.Type
 
+/** Why releasing the process run (WR7) keeps it: it is shared by every caller of the store or runtime. */
+export const PROCESS_RUN_KEPT = "the process run is shared: it is held until the store (or runtime) that made it closes"
+
 /** Why an entry of the tenant is not ours. */
 export const UnownedEntryTag = [
   /** A symlink (never followed). */

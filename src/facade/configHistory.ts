@@ -6,7 +6,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import type { AgentPaths } from "../domain/AgentPaths.js"
-import { NodeCommandExecutorLive } from "../layers/NodeCommandExecutor.js"
+import * as NodeProcessRunner from "../layers/NodeProcessRunner.js"
 import { NodeWorld } from "../layers/Storage.js"
 import { StorageConfig, type StorageSettings } from "../services/StorageConfig.js"
 import { AgentDir } from "../services/AgentDir.js"
@@ -47,7 +47,7 @@ export const makePromiseConfigHistory = (
     if (runtime === undefined) {
       const agentDir = Layer.succeed(AgentDir, { path: agent.path, given: agent.path, source: "option", paths: agent.paths })
       runtime = ManagedRuntime.make(ConfigHistory.layer(options).pipe(
-        Layer.provide(Layer.mergeAll(NodeWorld, NodeCommandExecutorLive, agentDir)),
+        Layer.provide(Layer.mergeAll(NodeWorld, NodeProcessRunner.layer, agentDir)),
         Layer.provide(Layer.succeed(StorageConfig, agent.config)),
         Layer.merge(warnings)
       ))

@@ -11,7 +11,6 @@
  */
 import { aFileType } from "../domain/FileTypeWords.js"
 import * as NodePath from "node:path"
-import { CommandExecutor } from "@effect/platform/CommandExecutor"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -58,6 +57,7 @@ import { Host } from "./Host.js"
 import { type InterruptedChange, historyDirOf, readChangeSentinel, sentinelPathOf } from "./internal/configSentinel.js"
 import { depsFromContext, selfIdentity } from "./internal/deps.js"
 import { sameBytes } from "../domain/Bytes.js"
+import { ProcessRunner } from "./ProcessRunner.js"
 import { type Git, HISTORY_ATTRIBUTES, makeGit, NO_DIFF_PROGRAMS } from "./internal/git.js"
 import {
   findPackedRef,
@@ -219,20 +219,20 @@ export class ConfigHistory extends Context.Tag("pi-agent-storage/ConfigHistory")
   readonly change: <A, E>(message: string, apply: Effect.Effect<A, E>) => Effect.Effect<A, E | ConfigHistoryError>
   readonly status: () => Effect.Effect<HistoryStatus, ConfigHistoryError>
 }>() {
-  static readonly make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["Type"], never, FileSystem | Host | AgentDir | CommandExecutor> =>
+  static readonly make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["Type"], never, FileSystem | Host | AgentDir | ProcessRunner> =>
     make(options)
 
-  static readonly layer = (options: ConfigHistoryOptions = {}): Layer.Layer<ConfigHistory, never, FileSystem | Host | AgentDir | CommandExecutor> =>
+  static readonly layer = (options: ConfigHistoryOptions = {}): Layer.Layer<ConfigHistory, never, FileSystem | Host | AgentDir | ProcessRunner> =>
     Layer.effect(ConfigHistory, make(options))
 }
 
 /** `ConfigHistory.make` (module-private: the service's static is the one public name). */
-const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["Type"], never, FileSystem | Host | AgentDir | CommandExecutor> =>
+const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["Type"], never, FileSystem | Host | AgentDir | ProcessRunner> =>
   Effect.gen(function*() {
     const deps = yield* depsFromContext
     const { fs, host } = deps
     const agent = yield* AgentDir
-    const executor = yield* CommandExecutor
+    const runner = yield* ProcessRunner
     const agentDir = agent.path
     const webRoot = configuredWebDataRoot({ explicit: options.webDataRoot, env: host.env, cwd: host.cwd })
     const denylist = options.denylist ?? DEFAULT_DENYLIST
@@ -241,7 +241,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
     const dir = historyDirOf(agent.paths.configBackupsDir)
     const gitDir = NodePath.join(dir, ".git")
     // PATH is the only thing passed on to git, read here at the edge of the program.
-    const runGit: Git = makeGit({ executor, gitDir, workTree: dir, pathVar: host.env("PATH") })
+    const runGit: Git = makeGit({ runner, gitDir, workTree: dir, pathVar: host.env("PATH") })
     /** Every call of ours: the repository's attributes are ours first, so no driver its config defines is run. */
     const git = (...call: Parameters<Git>) => Effect.zipRight(guardAttributes, runGit(...call))
     /** The mirror roots this instance manages; another root's files (a web root not given now) are left alone. */

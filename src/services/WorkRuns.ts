@@ -44,7 +44,7 @@ import {
   type ManifestV2,
   type RunKind
 } from "../domain/Formats.js"
-import type { KeptTag, PruneReport } from "../domain/PruneReport.js"
+import { type KeptTag, PROCESS_RUN_KEPT, type PruneReport } from "../domain/PruneReport.js"
 import {
   clamp,
   decodeRetentionInput,
@@ -65,6 +65,7 @@ import { notDeleted, pruneTenant } from "./internal/prune.js"
 import { warn } from "./internal/warn.js"
 import { cleanupMarkerPath, prepareRemoval, removeOwnedRun } from "./internal/removeRun.js"
 import { checkSafeDirectory } from "./internal/rootSafety.js"
+import { serialRcMapGet } from "./internal/serialGet.js"
 import { type Holder, holderText, isActive, liveHolders, readLeases, readManifest } from "./internal/runFacts.js"
 import { type ManifestCheck, recordRunIdentity, type RunIdentity, verifyRunIdentity } from "./internal/runIdentity.js"
 import { aFileType } from "../domain/FileTypeWords.js"
@@ -219,6 +220,12 @@ type Retry = { readonly _tag: "Busy" } | { readonly _tag: "Again" }
  * and gives up at the `busyAttempts`-th; an `Again` is tried at once, and the 66th try in all gives up.
  * Output: the tries so far, and the count `RunBusy.attempts` reports if this step gave up.
  */
+/** The process run as its callers see it: releasing it is a no-op that says why (it is shared). */
+const asProcessRun = (run: WorkRun): WorkRun => ({
+  ...run,
+  release: () => Effect.succeed({ released: false, deleted: false, keptTag: "ProcessRun", keptBecause: PROCESS_RUN_KEPT })
+})
+
 const acquireRetries = (busyAttempts: number, busyDelay: Duration.Duration) =>
   Schedule.makeWithState(
     { busy: 0, tries: 0 },
@@ -710,15 +717,17 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
             : maybePruneInBackground(run.category, run.tenant, retention))
         ))
 
-    // One process run per (category, tenant): acquired once (concurrent callers share the acquisition), held
-    // in its entry's scope until the runtime closes (never idle-released); a failed acquisition is not kept.
+    // One process run per (category, tenant): acquired once (concurrent callers share the acquisition, however
+    // their fibers start: `serialRcMapGet`), held in its entry's scope until the runtime closes (never
+    // idle-released); a failed acquisition is not kept.
     const processRuns = yield* RcMap.make({
       lookup: (key: string) => {
         const [category = "", tenant = ""] = key.split("\u0000")
-        return acquire({ category, tenant })
+        return Effect.map(acquire({ category, tenant }), asProcessRun)
       },
       idleTimeToLive: Duration.infinity
     })
+    const getProcessRun = serialRcMapGet(processRuns)
 
     const getProcessWorkRun = (opts: { readonly category: string; readonly tenant: string }) =>
       Effect.gen(function*() {
@@ -726,7 +735,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         yield* decodeSegment("category", opts.category)
         yield* decodeSegment("tenant", opts.tenant)
         const key = `${opts.category}\u0000${opts.tenant}`
-        return yield* Effect.scoped(RcMap.get(processRuns, key)).pipe(Effect.tapError(() => RcMap.invalidate(processRuns, key)))
+        return yield* Effect.scoped(getProcessRun(key)).pipe(Effect.tapError(() => RcMap.invalidate(processRuns, key)))
       }).pipe(Effect.uninterruptible)
 
     const prune = (opts: PruneOptions): Effect.Effect<PruneReport, PruneFailure> =>

@@ -3,17 +3,27 @@
  * scan at a tiny size, its prune and acquire with their floor rows (the C and plain-JavaScript replays of the
  * protocol), and the multi-process stress test with two workers.
  */
-import { spawnSync } from "node:child_process"
+import { execFile } from "node:child_process"
 import * as path from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 
 const REPO = path.resolve(import.meta.dirname, "../..")
+/**
+ * Each run is a child process of its own, awaited (never `spawnSync`: a worker blocked for a minute cannot
+ * answer vitest, which then reports RPC timeouts), with time sized to a busy 2-core machine: a quiet run takes
+ * 5–20 s, the same beside a CPU hog up to four times that.
+ */
+const CHILD_TIMEOUT = 240_000
+const TEST_TIMEOUT = CHILD_TIMEOUT + 10_000
 const tsx = (script: string, args: ReadonlyArray<string>) =>
-  spawnSync(process.execPath, ["--import", "tsx", path.join(REPO, "bench", script), ...args], { cwd: REPO, encoding: "utf8", timeout: 90_000 })
+  new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+    execFile(process.execPath, ["--import", "tsx", path.join(REPO, "bench", script), ...args], { cwd: REPO, encoding: "utf8", timeout: CHILD_TIMEOUT, maxBuffer: 64 << 20 }, (error, stdout, stderr) =>
+      resolve({ status: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr: stderr || String(error?.message ?? "") }))
+  })
 
 describe("bench tools", () => {
-  it("bench --quick --only scan --json prints the measurement with ratio and target", () => {
-    const r = tsx("main.ts", ["--quick", "--only", "scan", "--runs", "20", "--files", "8", "--reps", "2", "--settle", "0", "--json"])
+  it("bench --quick --only scan --json prints the measurement with ratio and target", async () => {
+    const r = await tsx("main.ts", ["--quick", "--only", "scan", "--runs", "20", "--files", "8", "--reps", "2", "--settle", "0", "--json"])
     expect(r.status, r.stderr).toBe(0)
     const doc = JSON.parse(r.stdout) as {
       machine: { nproc: number; node: string; fsType: string }
@@ -30,10 +40,10 @@ describe("bench tools", () => {
     expect(wall.ratio).toBeCloseTo(wall.ours.median / wall.baseline.median, 6)
     expect(wall.target).toBe(2)
     expect(typeof wall.pass).toBe("boolean")
-  })
+  }, TEST_TIMEOUT)
 
-  it("bench --only prune,acquire at a tiny size reports the floor rows beside ours", () => {
-    const r = tsx("main.ts", ["--quick", "--only", "prune,acquire", "--runs", "6", "--files", "3", "--reps", "1", "--ops", "20", "--inactive", "2", "--settle", "0", "--json"])
+  it("bench --only prune,acquire at a tiny size reports the floor rows beside ours", async () => {
+    const r = await tsx("main.ts", ["--quick", "--only", "prune,acquire", "--runs", "6", "--files", "3", "--reps", "1", "--ops", "20", "--inactive", "2", "--settle", "0", "--json"])
     expect(r.status, r.stderr).toBe(0)
     const doc = JSON.parse(r.stdout) as { measurements: Array<{ name: string; rows: Array<{ label: string; ours: { median: number }; baseline?: { median: number }; ratio?: number }> }> }
     const labels = (name: string) => doc.measurements.find((m) => m.name === name)!.rows.map((row) => row.label)
@@ -52,18 +62,18 @@ describe("bench tools", () => {
         expect(row.ratio!, row.label).toBeGreaterThan(0)
       }
     }
-  })
+  }, TEST_TIMEOUT)
 
-  it("bench table output names every column", () => {
-    const r = tsx("main.ts", ["--quick", "--only", "scan", "--runs", "5", "--files", "4", "--reps", "1", "--settle", "0"])
+  it("bench table output names every column", async () => {
+    const r = await tsx("main.ts", ["--quick", "--only", "scan", "--runs", "5", "--files", "4", "--reps", "1", "--settle", "0"])
     expect(r.status, r.stderr).toBe(0)
     expect(r.stdout).toMatch(/^machine: \d+ × .*node v\d+/m)
     expect(r.stdout).toMatch(/measurement\s+unit\s+ours median\s+ours min–max\s+baseline/)
     expect(r.stdout).toMatch(/2 scan: wall\s+ms\s+[\d.]+\s+[\d.]+–[\d.]+\s+du -sb/)
-  })
+  }, TEST_TIMEOUT)
 
-  it("stress with two processes for two seconds reports operations and zero violations", () => {
-    const r = tsx("stress.ts", ["--processes", "2", "--seconds", "2", "--json"])
+  it("stress with two processes for two seconds reports operations and zero violations", async () => {
+    const r = await tsx("stress.ts", ["--processes", "2", "--seconds", "2", "--json"])
     expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0)
     const doc = JSON.parse(r.stdout) as { processes: number; violations: number; operations: Record<string, number> }
     expect(doc.processes).toBe(2)
@@ -71,5 +81,5 @@ describe("bench tools", () => {
     expect(doc.operations["checks I2+I3"]).toBeGreaterThan(0)
     const acquires = (doc.operations["acquire generated"] ?? 0) + (doc.operations["acquire named"] ?? 0)
     expect(acquires).toBeGreaterThan(0)
-  })
+  }, TEST_TIMEOUT)
 })

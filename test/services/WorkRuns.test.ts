@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Scope, TestClock } from "effect"
+import { Effect, Exit, FastCheck as fc, Fiber, Runtime, Scope, TestClock } from "effect"
+import { PROCESS_RUN_KEPT } from "../../src/domain/PruneReport.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { doctorAt } from "../support/doctor.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
@@ -215,6 +216,48 @@ describe("WorkRuns on the Memory layer", () => {
       assert.strictEqual(leasesOf(world, runs[0]!.path).length, 1)
       const other = yield* p.workRuns.getProcessWorkRun({ category: "tools", tenant: "zsh" })
       assert.notStrictEqual(other.path, runs[0]!.path)
+    }))
+
+  it.effect.prop(
+    "getProcessWorkRun: one run per (category, tenant), whatever the interleaving of first callers",
+    [
+      fc.array(fc.record({ tenant: fc.constantFrom("bash", "zsh", "fish"), yields: fc.integer({ min: 0, max: 4 }) }), { minLength: 2, maxLength: 8 }),
+      fc.record({ seed: fc.integer(), maxYields: fc.integer({ min: 0, max: 3 }) })
+    ],
+    ([calls, jitter]) =>
+      Effect.scoped(Effect.gen(function*() {
+        const world = MemoryWorld.make({ jitter })
+        const p = yield* spawnProcess(world)
+        // Each caller is a root fiber of its own, as the facade's calls are (forked on the runtime, not children
+        // of one fiber); some start at once, others after a few yields of their own.
+        const runtime = yield* Effect.runtime<never>()
+        const call = (tenant: string) => p.workRuns.getProcessWorkRun({ category: "tools", tenant })
+        const fibers = calls.map((c) =>
+          Runtime.runFork(runtime)(c.yields === 0 ? call(c.tenant) : Effect.zipRight(Effect.repeatN(Effect.yieldNow(), c.yields - 1), call(c.tenant))))
+        const runs = yield* Effect.forEach(fibers, Fiber.join)
+        for (const tenant of new Set(calls.map((c) => c.tenant))) {
+          const paths = new Set(runs.filter((r) => r.tenant === tenant).map((r) => r.path))
+          assert.strictEqual(paths.size, 1, `${tenant}: ${[...paths].join(", ")}`)
+          const runDirs = Object.keys(world.tree(`${AGENT_DIR}/work/tools/${tenant}`)).filter((d) => /\/work\/tools\/[a-z]+\/[0-9]/.test(d) && d.split("/").length === `${AGENT_DIR}/work/tools/${tenant}/x`.split("/").length)
+          assert.deepStrictEqual(runDirs, [...paths], "one run directory in the tenant")
+        }
+      })),
+    { fastCheck: { numRuns: 60 } }
+  )
+
+  it.scoped("releasing the process run, even with delete, keeps it for every other caller and says why", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      const p = yield* spawnProcess(world)
+      const run = yield* p.workRuns.getProcessWorkRun({ category: "tools", tenant: "bash" })
+      const outcome = yield* run.release({ delete: true })
+      assert.deepStrictEqual(outcome, { released: false, deleted: false, keptTag: "ProcessRun", keptBecause: PROCESS_RUN_KEPT })
+      assert.isTrue(exists(world, `${run.path}/.pi-work-run.json`))
+      assert.deepStrictEqual(leasesOf(world, run.path), [run.leasePath])
+      const again = yield* p.workRuns.getProcessWorkRun({ category: "tools", tenant: "bash" })
+      assert.strictEqual(again.path, run.path)
+      yield* p.fs.writeFileExclusive(`${again.path}/out.txt`, new TextEncoder().encode("still here"))
+      assert.strictEqual(text(world, `${run.path}/out.txt`), "still here")
     }))
 
   it.scoped("workRootEnv gives the child its root and run directory", () =>

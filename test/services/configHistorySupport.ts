@@ -6,10 +6,10 @@ import { execFileSync, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as NodePath from "node:path"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Effect, Layer } from "effect"
 import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
 import { NodeHostLive } from "../../src/layers/NodeHost.js"
+import * as NodeProcessRunner from "../../src/layers/NodeProcessRunner.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
 import { Host } from "../../src/services/Host.js"
 import { ConfigHistory, type ConfigHistoryOptions } from "../../src/services/ConfigHistory.js"
@@ -26,7 +26,7 @@ const hostWithPath = (pathVar: string) =>
   )
 
 export const historyLayer = (agentDir: string, options: ConfigHistoryOptions = {}, pathVar?: string) => {
-  const world = Layer.mergeAll(NodeFileSystemLive, pathVar === undefined ? NodeHostLive : hostWithPath(pathVar), NodeContext.layer)
+  const world = Layer.mergeAll(NodeFileSystemLive, pathVar === undefined ? NodeHostLive : hostWithPath(pathVar), NodeProcessRunner.layer)
   return ConfigHistory.layer(options).pipe(Layer.provide(Layer.merge(world, AgentDir.layer(agentDir).pipe(Layer.provide(world)))))
 }
 

@@ -1,7 +1,5 @@
 import * as fs from "node:fs"
 import * as NodePath from "node:path"
-import * as NodeContext from "@effect/platform-node/NodeContext"
-import { CommandExecutor } from "@effect/platform/CommandExecutor"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fc from "effect/FastCheck"
@@ -16,6 +14,7 @@ import {
   parseNulPaths
 } from "../../src/domain/GitFormats.js"
 import { bytesOfName, hasEscapedBytes, nameOfBytes } from "../../src/domain/NameBytes.js"
+import * as NodeProcessRunner from "../../src/layers/NodeProcessRunner.js"
 import { gitEnvironment, gitGlobalArgs, makeGit } from "../../src/services/internal/git.js"
 import { scratchDirs } from "../support/scratchDirs.js"
 
@@ -51,11 +50,10 @@ describe("the git runner's isolation (values)", () => {
 /** A runner on a fresh repository in a scratch directory, with the real executor. */
 const freshRepo = Effect.gen(function*() {
   const workTree = scratch("git-runner-")
-  const executor = yield* CommandExecutor
-  const git = makeGit({ executor, gitDir: NodePath.join(workTree, ".git"), workTree, pathVar: process.env.PATH })
+  const git = makeGit({ runner: NodeProcessRunner.make, gitDir: NodePath.join(workTree, ".git"), workTree, pathVar: process.env.PATH })
   yield* git(["init", "-q"])
   return { git, workTree }
-}).pipe(Effect.provide(NodeContext.layer))
+})
 
 describe("the git runner with real git", () => {
   it.live("a name that is not UTF-8 survives add, ls-files, commit, ls-tree, log and cat-file as the same bytes", () =>
@@ -115,5 +113,5 @@ describe("the git runner with real git", () => {
       const indexed = parseNulPaths((yield* git(["ls-files", "-z"], { read: true })).stdout, 1000)
       assert.isTrue(indexed.ok)
       assert.sameMembers(indexed.ok ? [...indexed.value] : [], paths.filter((p) => gitRefusesPath(p) === null))
-    }).pipe(Effect.provide(NodeContext.layer)), { fastCheck: { numRuns: 8 } })
+    }), { fastCheck: { numRuns: 8 } })
 })

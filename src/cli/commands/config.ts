@@ -88,11 +88,11 @@ type History = import("../../services/ConfigHistory.js").ConfigHistory["Type"]
 const withHistory = <A>(ctx: CliContext, options: ConfigHistoryOptions, use: (h: History) => Effect.Effect<A, { readonly _tag: string; readonly message: string }>) =>
   withAgentDirStack(ctx, (s) =>
     Effect.gen(function*() {
-      const [{ ConfigHistory }, { NodeCommandExecutorLive }] = yield* Effect.promise(() =>
-        Promise.all([import("../../services/ConfigHistory.js"), import("../../layers/NodeCommandExecutor.js")])
+      const [{ ConfigHistory }, NodeProcessRunner] = yield* Effect.promise(() =>
+        Promise.all([import("../../services/ConfigHistory.js"), import("../../layers/NodeProcessRunner.js")])
       )
       const agentDir = yield* s.AgentDir
-      const layer = ConfigHistory.layer(options).pipe(Layer.provide(Layer.merge(NodeCommandExecutorLive, Layer.succeed(s.AgentDir, agentDir))))
+      const layer = ConfigHistory.layer(options).pipe(Layer.provide(Layer.merge(NodeProcessRunner.layer, Layer.succeed(s.AgentDir, agentDir))))
       const history = yield* Effect.provide(ConfigHistory, layer)
       return yield* use(history).pipe(Effect.catchAll((e) => reportError(ctx, e)))
     }))

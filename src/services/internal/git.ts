@@ -10,12 +10,9 @@
  * `info/attributes`, which outranks every `.gitattributes`) unsets them for every path; the diff calls add
  * `--no-textconv --no-ext-diff`. Paths go in on stdin as bytes; each answer is capped.
  */
-import * as Command from "@effect/platform/Command"
-import type * as CommandExecutor from "@effect/platform/CommandExecutor"
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
-import * as Stream from "effect/Stream"
 import { GitFailed } from "../../domain/Errors.js"
+import type { ProcessRunner } from "../ProcessRunner.js"
 
 const GIT_IDENTITY = { name: "pi-storage", email: "pi-storage@localhost" } as const
 
@@ -118,17 +115,6 @@ export interface GitCall {
 
 export type Git = (args: ReadonlyArray<string>, call?: GitCall) => Effect.Effect<GitResult, GitFailed>
 
-const concat = (chunks: Chunk.Chunk<Uint8Array>): Uint8Array => {
-  const all = Chunk.toReadonlyArray(chunks)
-  const out = new Uint8Array(all.reduce((n, c) => n + c.length, 0))
-  let at = 0
-  for (const c of all) {
-    out.set(c, at)
-    at += c.length
-  }
-  return out
-}
-
 const decoder = new TextDecoder()
 export const utf8 = (bytes: Uint8Array): string => decoder.decode(bytes)
 
@@ -137,28 +123,9 @@ export const GIT_OUTPUT_MAX = 64 << 20
 /** Git's stderr is kept for the error message only. */
 const STDERR_MAX = 64 << 10
 
-class OutputTooLarge {
-  readonly _tag = "OutputTooLarge"
-  constructor(readonly max: number) {}
-}
-
-/** Collect a stream's bytes, failing past `max` (the process is then ended with its scope). */
-const collect = <E>(stream: Stream.Stream<Uint8Array, E>, max: number) =>
-  Stream.runFoldEffect(stream, { chunks: Chunk.empty<Uint8Array>(), size: 0 }, (acc, chunk) =>
-    acc.size + chunk.length > max
-      ? Effect.fail(new OutputTooLarge(max))
-      : Effect.succeed({ chunks: Chunk.append(acc.chunks, chunk), size: acc.size + chunk.length })).pipe(Effect.map((acc) => concat(acc.chunks)))
-
-/** Keep the first `max` bytes, drain the rest (git must not block on a full pipe). */
-const collectHead = <E>(stream: Stream.Stream<Uint8Array, E>, max: number) =>
-  Stream.runFold(stream, { chunks: Chunk.empty<Uint8Array>(), size: 0 }, (acc, chunk) =>
-    acc.size >= max ? acc : { chunks: Chunk.append(acc.chunks, chunk.subarray(0, max - acc.size)), size: acc.size + Math.min(chunk.length, max - acc.size) }).pipe(
-      Effect.map((acc) => concat(acc.chunks))
-    )
-
-/** A runner bound to one repository. `executor` comes from the layer, so calls have `R = never`. */
+/** A runner bound to one repository. `runner` comes from the layer, so calls have `R = never`. */
 export const makeGit = (input: {
-  readonly executor: CommandExecutor.CommandExecutor
+  readonly runner: ProcessRunner["Type"]
   readonly gitDir: string
   readonly workTree: string
   readonly pathVar: string | undefined
@@ -167,27 +134,21 @@ export const makeGit = (input: {
   return (args, call = {}) => {
     const named = `git ${args.join(" ")}`.slice(0, 200)
     const failed = (exitCode: number, stderr: string) => new GitFailed({ command: named, exitCode, stderr })
-    let command = Command.make("git", ...globals, ...args).pipe(
-      Command.env(gitEnvironment({ pathVar: input.pathVar, read: call.read === true, nowMs: call.nowMs }), { extendEnv: false }),
-      Command.workingDirectory(input.workTree)
-    )
-    if (call.stdin !== undefined) command = Command.stdin(command, Stream.make(call.stdin))
-    return Effect.scoped(
-      Effect.gen(function*() {
-        const process = yield* input.executor.start(command)
-        const [stdout, stderr, exitCode] = yield* Effect.all([
-          collect(process.stdout, call.maxOutputBytes ?? GIT_OUTPUT_MAX),
-          collectHead(process.stderr, STDERR_MAX),
-          process.exitCode
-        ], { concurrency: "unbounded" })
+    return input.runner.run({
+      command: "git",
+      args: [...globals, ...args],
+      env: gitEnvironment({ pathVar: input.pathVar, read: call.read === true, nowMs: call.nowMs }),
+      cwd: input.workTree,
+      stdin: call.stdin,
+      maxStdoutBytes: call.maxOutputBytes ?? GIT_OUTPUT_MAX,
+      maxStderrBytes: STDERR_MAX
+    }).pipe(
+      // Spawn failures (git missing, cwd gone), a signal and an answer past its cap are typed too, never a crash.
+      Effect.catchTag("ProcessFailed", (e) => Effect.fail(failed(-1, e.detail))),
+      Effect.flatMap((result) => {
         const ok = call.okExitCodes ?? [0]
-        if (!ok.includes(exitCode)) return yield* Effect.fail(failed(exitCode, utf8(stderr)))
-        return { stdout, stderr, exitCode }
+        return ok.includes(result.exitCode) ? Effect.succeed(result) : Effect.fail(failed(result.exitCode, utf8(result.stderr)))
       })
-    ).pipe(
-      // Spawn failures (git missing, cwd gone) are typed too, never a crash.
-      Effect.catchTag("SystemError", "BadArgument", (e) => Effect.fail(failed(-1, e.message))),
-      Effect.catchTag("OutputTooLarge", (e) => Effect.fail(failed(-1, `answered more than ${e.max} bytes`)))
     )
   }
 }
