@@ -102,7 +102,7 @@ describe("a .trash chain deeper than the descriptor limit (Node layer, a child l
           trash: Array<string>
         }
         assert.strictEqual(answer.limit, 64)
-        assert.deepStrictEqual(answer.trash, [], JSON.stringify(answer.errors))
+        assert.deepStrictEqual(answer.trash, [], JSON.stringify(answer.errors.at(-1)))
         // The last prune is clean; any before it only ran out of time (a slow disk), never failed.
         assert.deepStrictEqual(answer.errors.at(-1), [])
         for (const errors of answer.errors) for (const e of errors) assert.match(e, /^TrashPending /)
