@@ -6,7 +6,9 @@
  * as a directory and was met as a link. Then the portable walker's own cases: the same swap made at the
  * exact point (after its parent's listing), for removal and measuring, and its refusal without /proc.
  * Every walker and measure also runs beside a real `rm -rf` of the same tree: a directory the other remover
- * takes between the walk's open and its listing is gone (or empty), never a failure.
+ * takes between the walk's open and its listing is gone (or empty), never a failure. Last, the way back up
+ * through a chain deeper than the walks' window of descriptors (domain/WalkDepth.ts): a directory the walk
+ * left is swapped while it works below it; the walk stops (ESTALE) rather than go on through another one.
  */
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
