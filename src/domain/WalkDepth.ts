@@ -6,11 +6,13 @@
  * - A walk holds a descriptor and a listing only for the `WALK_WINDOW` deepest directories of its path.
  *   Above those, a directory keeps its identity (device, inode), its name and where its listing goes on.
  * - Coming back up to a directory that left the window re-opens it as the finished child's `..` and goes on
- *   only if it is the very directory left (same device and inode, and mount). `..` is the directory the
- *   child's inode sits in, never a link: a name swapped meanwhile is never looked at, and a walk never goes
- *   back down by name. Anything else there (the directory moved, or the child moved out of it) ends the walk
- *   with `MOVED_DIRECTORY_ERRNO`, nothing done through the other directory; the next walk starts again from
- *   the root (a quarantined run stays in `.trash/` until then).
+ *   only if it is the very directory left (same device and inode; the portable walk compares its mount id
+ *   too). `..` is the directory the child's inode sits in, never a link: a name swapped meanwhile is never
+ *   looked at, and a walk never goes back down by name. Anything else there (the directory moved, or the
+ *   child moved out of it) ends the walk with `MOVED_DIRECTORY_ERRNO`, nothing done through the other
+ *   directory; the next walk starts again from the root (a quarantined run stays in `.trash/` until then).
+ *   Without that check a walk would climb out of its tree through a moved directory's `..` and empty
+ *   whatever lies above (the race cases in walkerRace.test.ts show it).
  * - A removal that continued a directory's listing after a re-open lists it once more from the start
  *   before its rmdir (a file system whose offsets move as earlier entries go cannot make it skip one).
  *
