@@ -39,12 +39,14 @@
  * Linux 5.8+): a bind mount of a tree on the same file system has the same st_dev, so st_dev alone
  * (`rm --one-file-system`) would let a walk into exactly the bind mount a tool left in a run. Kernels before
  * 5.8 report no mount root: there, and off Linux, only devices are compared. The walks keep each
- * directory's device, so a child costs one statx. 1 when it is, 0 when not, or a negative errno.
+ * directory's device, so a child costs one statx. 1 when it is, 0 when not, or a negative errno; the child's
+ * inode into `ino` (its identity, with the device: "Depth" below).
  */
-static int other_device_than(dev_t parent_dev, int child_fd) {
+static int other_device_than(dev_t parent_dev, int child_fd, ino_t *ino) {
 #if defined(__linux__) && defined(STATX_ATTR_MOUNT_ROOT)
   struct statx child;
   if (statx(child_fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &child) == 0) {
+    *ino = (ino_t)child.stx_ino;
     if (makedev(child.stx_dev_major, child.stx_dev_minor) != parent_dev) return 1;
     return (child.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0 && (child.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
   }
@@ -52,6 +54,7 @@ static int other_device_than(dev_t parent_dev, int child_fd) {
 #endif
   struct stat st;
   if (fstat(child_fd, &st) != 0) return -errno;
+  *ino = st.st_ino;
   return st.st_dev != parent_dev;
 }
 
@@ -102,21 +105,23 @@ static int type_of_dirent(unsigned char d_type) {
 #endif
 }
 
-/* A directory's entries: names (without "." and "..") and their types. */
+/*
+ * A directory's entries: names (without "." and ".."), their types and, on Linux, each one's `d_off`: the
+ * directory offset just after it, where a listing continued after it begins ("Depth" below).
+ */
 typedef struct {
   char **names;
   unsigned char *types;
+  long long *next;
   size_t count;
 } listing_t;
 
-static void free_names(char **names, unsigned char *types, size_t count) {
-  for (size_t i = 0; i < count; i++) free(names[i]);
-  free(names);
-  free(types);
-}
-
 static void free_listing(listing_t *l) {
-  free_names(l->names, l->types, l->count);
+  for (size_t i = 0; i < l->count; i++) free(l->names[i]);
+  free(l->names);
+  free(l->types);
+  free(l->next);
+  *l = (listing_t){ NULL, NULL, NULL, 0 };
 }
 
 /* A listing being read: what read_listing and read_fresh_listing share. */
@@ -127,28 +132,30 @@ typedef struct {
 
 static int builder_init(listing_builder_t *b) {
   b->capacity = 16;
-  b->l = (listing_t){ malloc(b->capacity * sizeof *b->l.names), malloc(b->capacity), 0 };
-  if (b->l.names == NULL || b->l.types == NULL) {
-    free(b->l.names);
-    free(b->l.types);
+  b->l = (listing_t){ malloc(b->capacity * sizeof *b->l.names), malloc(b->capacity), malloc(b->capacity * sizeof *b->l.next), 0 };
+  if (b->l.names == NULL || b->l.types == NULL || b->l.next == NULL) {
+    free_listing(&b->l);
     return ENOMEM;
   }
   return 0;
 }
 
 /* Append one entry ("." and ".." are skipped). 0, or ENOMEM with the builder freed. */
-static int builder_add(listing_builder_t *b, const char *name, unsigned char d_type) {
+static int builder_add(listing_builder_t *b, const char *name, unsigned char d_type, long long next) {
   if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) return 0;
   if (b->l.count == b->capacity) {
-    b->capacity *= 2;
-    char **more_names = realloc(b->l.names, b->capacity * sizeof *b->l.names);
+    size_t capacity = b->capacity * 2;
+    char **more_names = realloc(b->l.names, capacity * sizeof *b->l.names);
     if (more_names != NULL) b->l.names = more_names;
-    unsigned char *more_types = more_names == NULL ? NULL : realloc(b->l.types, b->capacity);
+    unsigned char *more_types = more_names == NULL ? NULL : realloc(b->l.types, capacity);
     if (more_types != NULL) b->l.types = more_types;
-    if (more_names == NULL || more_types == NULL) {
+    long long *more_next = more_types == NULL ? NULL : realloc(b->l.next, capacity * sizeof *b->l.next);
+    if (more_next != NULL) b->l.next = more_next;
+    if (more_next == NULL) {
       free_listing(&b->l);
       return ENOMEM;
     }
+    b->capacity = capacity;
   }
   b->l.names[b->l.count] = strdup(name);
   if (b->l.names[b->l.count] == NULL) {
@@ -156,6 +163,7 @@ static int builder_add(listing_builder_t *b, const char *name, unsigned char d_t
     return ENOMEM;
   }
   b->l.types[b->l.count] = (unsigned char)type_of_dirent(d_type);
+  b->l.next[b->l.count] = next;
   b->l.count++;
   return 0;
 }
@@ -190,11 +198,21 @@ static int read_listing(int fd, listing_t *out) {
       *out = b.l;
       return 0;
     }
-    if (builder_add(&b, entry->d_name, entry->d_type) != 0) {
+    if (builder_add(&b, entry->d_name, entry->d_type, 0) != 0) {
       closedir(dir);
       return ENOMEM;
     }
   }
+}
+
+/* Drop a listing's first `n` entries (a directory listed again, off Linux: those were visited already). */
+static void drop_first(listing_t *l, size_t n) {
+  if (n > l->count) n = l->count;
+  for (size_t i = 0; i < n; i++) free(l->names[i]);
+  memmove(l->names, l->names + n, (l->count - n) * sizeof *l->names);
+  memmove(l->types, l->types + n, l->count - n);
+  memmove(l->next, l->next + n, (l->count - n) * sizeof *l->next);
+  l->count -= n;
 }
 #endif
 
@@ -206,17 +224,42 @@ static int read_listing(int fd, listing_t *out) {
  * (with everything above it) and the removal is incomplete; links and files are unlinked, never followed; an
  * entry that vanished meanwhile is skipped; a directory that became a link or file is unlinked as an entry;
  * a mount point is never crossed (`crossed_mount`).
+ *
+ * Depth (README "Walkers"; DESIGN: a walk's cost in descriptors and memory is bounded whatever the depth).
+ * Both walks keep a descriptor and a listing only for the WALK_WINDOW deepest directories of their path.
+ * Above those, a directory keeps what it takes to come back to it: its identity (device, inode), its name
+ * in its parent and where its listing goes on (the `d_off` after the entry last visited; off Linux, how many
+ * were visited). Going deeper than the window closes the shallowest directory held. Coming back up to a
+ * closed one re-opens it from the child just finished, `openat(child, "..")`, and goes on only if it is the
+ * very directory left (same device and inode); anything else (the directory moved, or the child moved out
+ * of it) ends the walk with ESTALE "reopen" (domain/WalkDepth.ts), nothing done through the other
+ * directory. ".." is the directory the child's inode sits in, never a symlink and never a name looked up
+ * again: a name swapped for a link or another directory meanwhile is not even looked at, and the walk
+ * never goes back down by name. Chosen over moving a deep subtree up by rename because it serves the
+ * measure (which must not change the tree) and the removal alike, leaves a tree a budget cut exactly as
+ * deep as it was, and costs nothing within the window, where nearly every tree lives. The portable walk
+ * (pathWalk.ts) follows the same rule with the same window.
+ * A removal that continued a listing after a re-open lists the directory once more from the start before
+ * its rmdir, so a file system whose offsets move as earlier entries go (tmpfs before Linux 6.6) cannot make
+ * it skip one; a directory with something left in place (blocked) is not listed again: nothing more of it
+ * would go.
+ * Cost: at most WALK_WINDOW + 1 descriptors per walk, and per level above the window a few dozen bytes and
+ * its name; no path is kept per level (a report builds the path it names from the names).
  */
+#define WALK_WINDOW 16
 
 typedef struct {
-  int fd;
+  int fd;             /* -1 while out of the window */
   dev_t dev;          /* its device: a child on another one is a mount point */
-  char *path;         /* this directory's path, for error reports */
+  ino_t ino;          /* with `dev`, its identity: a re-opened directory must be this one */
   char *name;         /* its name in the parent (NULL for the root) */
-  listing_t entries;
+  listing_t entries;  /* what it has left to visit (nothing while out of the window) */
   size_t index;
+  long long offset;   /* the directory offset `entries` began at (Linux) */
+  size_t skipped;     /* entries visited before `entries` began (off Linux, where offsets are not kept) */
   double depth;
-  int blocked;        /* a child was left in place (depth budget): this directory stays too */
+  int blocked;        /* a child was left in place (depth budget, mount point): this directory stays too */
+  int resumed;        /* its listing was continued after a re-open (a removal lists it whole once more) */
 } frame_t;
 
 typedef struct {
@@ -232,6 +275,7 @@ typedef struct {
   char *mount_point;  /* the first mount point met (never crossed), NULL when none */
   frame_t *stack;
   size_t depth, capacity;
+  size_t low;         /* the shallowest frame holding a descriptor: stack[low..depth-1] is the window */
   const char *walk;   /* "removeTree" or "measureTree": the syscall named by failures of the walk itself */
   /* The measure on the calling thread only: no directory listed beyond this many names, no entry visited
      after this CLOCK_MONOTONIC deadline (ns); either ends it with `over` set (measure it on the thread pool). */
@@ -256,11 +300,37 @@ static char *join_path(const char *dir, const char *name) {
   return out;
 }
 
+/* The path of `name` in the directory at `level` of the stack (NULL: that directory), built for a report. */
+static char *path_in(removal_t *r, size_t level, const char *name) {
+  size_t length = strlen(r->root) + (name == NULL ? 0 : strlen(name) + 1);
+  for (size_t i = 1; i <= level; i++) length += strlen(r->stack[i].name) + 1;
+  char *out = malloc(length + 1);
+  if (out == NULL) return NULL;
+  char *at = stpcpy(out, r->root);
+  for (size_t i = 1; i <= level; i++) {
+    *at++ = '/';
+    at = stpcpy(at, r->stack[i].name);
+  }
+  if (name != NULL) {
+    *at++ = '/';
+    stpcpy(at, name);
+  }
+  return out;
+}
+
 /* Record the first failure: errno, the syscall and the path it was about. Always returns -1. */
 static int fail(removal_t *r, int error, const char *syscall, const char *dir, const char *name) {
   r->error = error;
   r->syscall = syscall;
   r->error_path = name == NULL ? strdup(dir) : join_path(dir, name);
+  return -1;
+}
+
+/* `fail` about `name` in the directory at `level` of the stack (NULL: that directory). Always -1. */
+static int fail_in(removal_t *r, int error, const char *syscall, size_t level, const char *name) {
+  r->error = error;
+  r->syscall = syscall;
+  r->error_path = path_in(r, level, name);
   return -1;
 }
 
@@ -276,9 +346,10 @@ struct linux_dirent64 {
 #endif
 
 /*
- * The entries of a directory a walk just opened (its offset is at the start), read with getdents64
- * straight from the descriptor: no dup, fdopendir, rewind and close per directory as read_listing needs for a
- * descriptor one keeps using (BENCHMARKS.md, session 6). Elsewhere read_listing. 0 or errno.
+ * The entries of a directory from its descriptor's offset on (the start, for one a walk just opened), read
+ * with getdents64 straight from the descriptor: no dup, fdopendir, rewind and close per directory as
+ * read_listing needs for a descriptor one keeps using (BENCHMARKS.md, session 6). Elsewhere read_listing
+ * (always from the start). 0 or errno.
  */
 static int read_fresh_listing(int fd, listing_t *out, size_t limit) {
 #ifdef __linux__
@@ -296,7 +367,7 @@ static int read_fresh_listing(int fd, listing_t *out, size_t limit) {
     for (long offset = 0; offset < n;) {
       struct linux_dirent64 *entry = (struct linux_dirent64 *)(buffer + offset);
       offset += entry->d_reclen;
-      if (builder_add(&b, entry->d_name, entry->d_type) != 0) return ENOMEM;
+      if (builder_add(&b, entry->d_name, entry->d_type, (long long)entry->d_off) != 0) return ENOMEM;
       if (limit != 0 && b.l.count > limit) {
         free_listing(&b.l);
         return E2BIG;
@@ -316,14 +387,14 @@ static int read_fresh_listing(int fd, listing_t *out, size_t limit) {
 }
 
 /*
- * List a directory a walk just opened. 0; 1 when it was removed meanwhile (getdents answers ENOENT on a
- * directory rmdir'd after its open, e.g. by a concurrent `rm -rf`: the removal goes on without it and
- * without an rmdir of whatever may have taken its name since, the measure counts it as the empty entry it
- * was, both as the portable walk does) or when the calling thread's measure meets a listing longer than its
- * `listing_limit` (`over`; removals have none); either way the descriptor is closed. -1 on failure
- * (recorded, closed).
+ * List a directory a walk just opened (`name` in the directory at `level`). 0; 1 when it was removed
+ * meanwhile (getdents answers ENOENT on a directory rmdir'd after its open, e.g. by a concurrent `rm -rf`:
+ * the removal goes on without it and without an rmdir of whatever may have taken its name since, the
+ * measure counts it as the empty entry it was, both as the portable walk does) or when the calling thread's
+ * measure meets a listing longer than its `listing_limit` (`over`; removals have none); either way the
+ * descriptor is closed. -1 on failure (recorded, closed).
  */
-static int list_opened(removal_t *r, int fd, const char *dir, const char *name, listing_t *out) {
+static int list_opened(removal_t *r, int fd, size_t level, const char *name, listing_t *out) {
   int error = read_fresh_listing(fd, out, r->listing_limit);
   if (error == 0) return 0;
   close(fd);
@@ -332,15 +403,15 @@ static int list_opened(removal_t *r, int fd, const char *dir, const char *name, 
     r->over = 1;
     return 1;
   }
-  return fail(r, error, "readdir", dir, name);
+  return fail_in(r, error, "readdir", level, name);
 }
 
 /*
- * The opened root of a walk: its device (children are compared with it, once per walk, not per directory)
- * and its listing. 0 to walk on; otherwise it stopped (a failure recorded, the root gone since its open, or
- * over) and the descriptor is closed.
+ * The opened root of a walk: its identity (children are compared with its device, once per walk, not per
+ * directory) and its listing. 0 to walk on; otherwise it stopped (a failure recorded, the root gone since
+ * its open, or over) and the descriptor is closed.
  */
-static int start_at_root(removal_t *r, int fd, dev_t *dev, listing_t *entries) {
+static int start_at_root(removal_t *r, int fd, dev_t *dev, ino_t *ino, listing_t *entries) {
   struct stat opened;
   if (fstat(fd, &opened) != 0) {
     fail(r, errno, "fstat", r->root, NULL);
@@ -348,17 +419,34 @@ static int start_at_root(removal_t *r, int fd, dev_t *dev, listing_t *entries) {
     return -1;
   }
   *dev = opened.st_dev;
-  return list_opened(r, fd, r->root, NULL, entries);
+  *ino = opened.st_ino;
+  return list_opened(r, fd, 0, NULL, entries);
 }
 
 static void drop_frame(frame_t *f) {
   if (f->fd >= 0) close(f->fd);
-  free(f->path);
+  f->fd = -1;
   free(f->name);
+  f->name = NULL;
   free_listing(&f->entries);
 }
 
-/* Push a directory whose descriptor is open and listed; takes ownership of all of it. 0, or -1 (ENOMEM). */
+/* A directory leaves the window: it keeps where its listing goes on (after the entry last visited), no more. */
+static void leave_window(frame_t *f) {
+  if (f->index > 0) {
+    f->offset = f->entries.next[f->index - 1];
+    f->skipped += f->index;
+  }
+  free_listing(&f->entries);
+  f->index = 0;
+  close(f->fd);
+  f->fd = -1;
+}
+
+/*
+ * Push a directory whose descriptor is open and listed; takes ownership of all of it. Deeper than the
+ * window, the shallowest directory held leaves it. 0, or -1 (ENOMEM).
+ */
 static int push(removal_t *r, frame_t frame) {
   if (r->depth == r->capacity) {
     size_t capacity = r->capacity == 0 ? 16 : r->capacity * 2;
@@ -371,112 +459,187 @@ static int push(removal_t *r, frame_t frame) {
     r->capacity = capacity;
   }
   r->stack[r->depth++] = frame;
+  if (r->depth - r->low > WALK_WINDOW) leave_window(&r->stack[r->low++]);
   return 0;
 }
 
-/* Unlink `name` in `dir_fd`; counts it when this call removed it. 0, or -1 with the failure recorded. */
-static int remove_entry(removal_t *r, frame_t *parent, const char *name, int is_directory) {
-  if (unlinkat(parent->fd, name, is_directory ? AT_REMOVEDIR : 0) == 0) {
+/*
+ * List the rest of the directory at `level` (its descriptor open) from where its listing goes on: its
+ * `offset` (Linux; elsewhere from the start, less the `skipped` entries). One removed meanwhile lists as
+ * empty, as a vanished one does. 0 (`over` may be set: the calling thread's listing limit), or -1 (recorded).
+ */
+static int relist(removal_t *r, size_t level) {
+  frame_t *f = &r->stack[level];
+  free_listing(&f->entries);
+  f->index = 0;
+#ifdef __linux__
+  if (lseek(f->fd, (off_t)f->offset, SEEK_SET) < 0) return fail_in(r, errno, "lseek", level, NULL);
+#endif
+  int error = read_fresh_listing(f->fd, &f->entries, r->listing_limit);
+  if (error == E2BIG) r->over = 1;
+  if (error == ENOENT || error == E2BIG) return 0;
+  if (error != 0) return fail_in(r, error, "readdir", level, NULL);
+#ifndef __linux__
+  drop_first(&f->entries, f->skipped);
+#endif
+  return 0;
+}
+
+/*
+ * Back up from a directory just finished (`child_fd`, still open) to its parent, the new top, which had
+ * left the window: re-open it as the child's "..", go on only if it is the directory left, and list the rest
+ * of it. 0, or -1 (recorded: ESTALE "reopen" when ".." is another directory now).
+ */
+static int reenter(removal_t *r, int child_fd) {
+  size_t level = r->depth - 1;
+  frame_t *f = &r->stack[level];
+  int fd = openat(child_fd, "..", DIR_FLAGS);
+  if (fd < 0) return fail_in(r, errno, "open", level, NULL);
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int error = errno;
+    close(fd);
+    return fail_in(r, error, "fstat", level, NULL);
+  }
+  if (st.st_dev != f->dev || st.st_ino != f->ino) {
+    close(fd);
+    return fail_in(r, ESTALE, "reopen", level, NULL);
+  }
+  f->fd = fd;
+  f->resumed = 1;
+  r->low = level;
+  return relist(r, level);
+}
+
+/*
+ * Leave the top directory, every entry of it visited: it is popped (its descriptor still open, the caller's
+ * to close) into `done`, and its parent, if it had left the window, re-entered. 0, or -1 (recorded; `done`
+ * is dropped).
+ */
+static int pop(removal_t *r, frame_t *done) {
+  *done = r->stack[--r->depth];
+  if (r->depth > 0 && r->stack[r->depth - 1].fd < 0 && reenter(r, done->fd) != 0) {
+    drop_frame(done);
+    return -1;
+  }
+  return 0;
+}
+
+/* Unlink `name` in the directory at `level`; counts it when this call removed it. 0, or -1 with the failure recorded. */
+static int remove_entry(removal_t *r, size_t level, const char *name, int is_directory) {
+  if (unlinkat(r->stack[level].fd, name, is_directory ? AT_REMOVEDIR : 0) == 0) {
     r->removed++;
     return 0;
   }
   if (errno == ENOENT) return 0;
-  return fail(r, errno, is_directory ? "rmdir" : "unlink", parent->path, name);
+  return fail_in(r, errno, is_directory ? "rmdir" : "unlink", level, name);
 }
 
 /*
- * A mount point inside the tree: never descended, never unlinked; it and its parents stay, the walk goes on
- * with the rest, and the removal fails with EXDEV naming the first one met. 0, or -1 (ENOMEM).
+ * A mount point inside the tree (`name` in the directory at `level`): never descended, never unlinked; it
+ * and its parents stay, the walk goes on with the rest, and the removal fails with EXDEV naming the first
+ * one met. 0, or -1 (ENOMEM).
  */
-static int crossed_mount(removal_t *r, frame_t *parent, const char *name) {
-  parent->blocked = 1;
+static int crossed_mount(removal_t *r, size_t level, const char *name) {
+  r->stack[level].blocked = 1;
   r->complete = 0;
   if (r->mount_point != NULL) return 0;
-  r->mount_point = join_path(parent->path, name);
-  return r->mount_point == NULL ? fail(r, ENOMEM, r->walk, parent->path, name) : 0;
+  r->mount_point = path_in(r, level, name);
+  return r->mount_point == NULL ? fail_in(r, ENOMEM, r->walk, level, name) : 0;
 }
 
 /* One step inside the top directory: its next entry, or its own removal once it is empty. 1 when done. */
 static int step(removal_t *r) {
-  frame_t *top = &r->stack[r->depth - 1];
-  while (top->index < top->entries.count) {
-    if (r->removed >= r->max_entries) {
-      r->complete = 0;
-      return 1;
-    }
-    const char *name = top->entries.names[top->index];
-    int type = top->entries.types[top->index++];
-    struct stat st;
-    int stated = 0;
-    if (type == T_UNKNOWN) {
-      if (fstatat(top->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        if (errno == ENOENT) continue;
-        return fail(r, errno, "lstat", top->path, name);
+  size_t level = r->depth - 1;
+  frame_t *top = &r->stack[level];
+  for (;;) {
+    while (top->index < top->entries.count) {
+      if (r->removed >= r->max_entries) {
+        r->complete = 0;
+        return 1;
       }
-      type = type_of_mode(st.st_mode);
-      stated = 1;
-    }
-    if (type != T_DIRECTORY) {
-      /* A regular file's bytes count once this walk unlinks it (a file gone meanwhile counts nothing). */
-      double size = 0;
-      if (type == T_FILE && (stated || fstatat(top->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) && S_ISREG(st.st_mode)) {
-        size = (double)st.st_size;
+      const char *name = top->entries.names[top->index];
+      int type = top->entries.types[top->index++];
+      struct stat st;
+      int stated = 0;
+      if (type == T_UNKNOWN) {
+        if (fstatat(top->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+          if (errno == ENOENT) continue;
+          return fail_in(r, errno, "lstat", level, name);
+        }
+        type = type_of_mode(st.st_mode);
+        stated = 1;
       }
-      double before = r->removed;
-      if (remove_entry(r, top, name, 0) != 0) return -1;
-      if (r->removed > before) r->removed_bytes += size;
-      continue;
-    }
-    int fd = openat(top->fd, name, DIR_FLAGS);
-    if (fd < 0) {
-      fd = -errno;
-    } else {
-      int other = other_device_than(top->dev, fd);
-      if (other != 0) {
-        close(fd);
-        fd = other > 0 ? -EXDEV : other;
-      }
-    }
-    if (fd == -EXDEV) {
-      if (crossed_mount(r, top, name) != 0) return -1;
-      continue;
-    }
-    if (fd < 0) {
-      /* Vanished, or swapped for a link or file since the listing: remove the entry itself. */
-      if (fd == -ENOENT || fd == -ELOOP || fd == -ENOTDIR) {
-        if (remove_entry(r, top, name, 0) != 0) return -1;
+      if (type != T_DIRECTORY) {
+        /* A regular file's bytes count once this walk unlinks it (a file gone meanwhile counts nothing). */
+        double size = 0;
+        if (type == T_FILE && (stated || fstatat(top->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) && S_ISREG(st.st_mode)) {
+          size = (double)st.st_size;
+        }
+        double before = r->removed;
+        if (remove_entry(r, level, name, 0) != 0) return -1;
+        if (r->removed > before) r->removed_bytes += size;
         continue;
       }
-      return fail(r, -fd, "open", top->path, name);
+      ino_t ino = 0;
+      int fd = openat(top->fd, name, DIR_FLAGS);
+      if (fd < 0) {
+        fd = -errno;
+      } else {
+        int other = other_device_than(top->dev, fd, &ino);
+        if (other != 0) {
+          close(fd);
+          fd = other > 0 ? -EXDEV : other;
+        }
+      }
+      if (fd == -EXDEV) {
+        if (crossed_mount(r, level, name) != 0) return -1;
+        continue;
+      }
+      if (fd < 0) {
+        /* Vanished, or swapped for a link or file since the listing: remove the entry itself. */
+        if (fd == -ENOENT || fd == -ELOOP || fd == -ENOTDIR) {
+          if (remove_entry(r, level, name, 0) != 0) return -1;
+          continue;
+        }
+        return fail_in(r, -fd, "open", level, name);
+      }
+      listing_t entries;
+      int listed = list_opened(r, fd, level, name, &entries);
+      if (listed < 0) return -1;
+      if (listed == 1) continue; /* gone since its open */
+      if (entries.count == 0) {
+        free_listing(&entries);
+        close(fd);
+        if (remove_entry(r, level, name, 1) != 0) return -1;
+        continue;
+      }
+      double depth = top->depth + 1;
+      if (depth + 1 > r->max_depth) {
+        free_listing(&entries);
+        close(fd);
+        top->blocked = 1;
+        r->complete = 0;
+        continue;
+      }
+      frame_t child = { .fd = fd, .dev = top->dev, .ino = ino, .name = strdup(name), .entries = entries, .depth = depth };
+      if (child.name == NULL) {
+        drop_frame(&child);
+        return fail_in(r, ENOMEM, r->walk, level, name);
+      }
+      return push(r, child); /* continue in the child */
     }
-    listing_t entries;
-    int listed = list_opened(r, fd, top->path, name, &entries);
-    if (listed < 0) return -1;
-    if (listed == 1) continue; /* gone since its open */
-    if (entries.count == 0) {
-      free_listing(&entries);
-      close(fd);
-      if (remove_entry(r, top, name, 1) != 0) return -1;
-      continue;
-    }
-    double depth = top->depth + 1;
-    if (depth + 1 > r->max_depth) {
-      free_listing(&entries);
-      close(fd);
-      top->blocked = 1;
-      r->complete = 0;
-      continue;
-    }
-    frame_t child = { fd, top->dev, join_path(top->path, name), strdup(name), entries, 0, depth, 0 };
-    if (child.path == NULL || child.name == NULL) {
-      drop_frame(&child);
-      return fail(r, ENOMEM, r->walk, top->path, name);
-    }
-    return push(r, child); /* continue in the child */
+    /* Every entry visited. One whose listing was continued after a re-open is listed whole once more ("Depth"). */
+    if (!top->resumed || top->blocked) break;
+    top->resumed = 0;
+    top->offset = 0;
+    top->skipped = 0;
+    if (relist(r, level) != 0) return -1;
+    if (top->entries.count == 0) break;
   }
-  /* The top directory has no entries left to visit: close it, then remove it from its parent. */
-  frame_t done = *top;
-  r->depth--;
+  /* Close the top directory, then remove it from its parent. */
+  frame_t done;
+  if (pop(r, &done) != 0) return -1;
   close(done.fd);
   done.fd = -1;
   int result = 0;
@@ -490,7 +653,7 @@ static int step(removal_t *r) {
     r->complete = 0;
     result = 1;
   } else {
-    result = remove_entry(r, parent, done.name, 1);
+    result = remove_entry(r, r->depth - 1, done.name, 1);
   }
   drop_frame(&done);
   if (result != 0) return result;
@@ -501,13 +664,8 @@ static int step(removal_t *r) {
  * A walk from its opened, listed root (it takes ownership of both): `step` until it says done, then every
  * frame still open is dropped (a failure or budget stop leaves some).
  */
-static void walk_from(removal_t *r, int fd, dev_t dev, listing_t entries, int (*step)(removal_t *)) {
-  frame_t root = { fd, dev, strdup(r->root), NULL, entries, 0, 0, 0 };
-  if (root.path == NULL) {
-    drop_frame(&root);
-    fail(r, ENOMEM, r->walk, r->root, NULL);
-    return;
-  }
+static void walk_from(removal_t *r, int fd, dev_t dev, ino_t ino, listing_t entries, int (*step)(removal_t *)) {
+  frame_t root = { .fd = fd, .dev = dev, .ino = ino, .entries = entries };
   if (push(r, root) != 0) return;
   while (step(r) == 0) {
     /* one entry, or one finished directory, per step */
@@ -539,15 +697,16 @@ static void run_removal(removal_t *r) {
     return;
   }
   dev_t dev;
+  ino_t ino;
   listing_t entries;
-  if (start_at_root(r, fd, &dev, &entries) != 0) return; /* failed (recorded), or gone: nothing left to remove */
+  if (start_at_root(r, fd, &dev, &ino, &entries) != 0) return; /* failed (recorded), or gone: nothing left to remove */
   if (r->max_depth < 1 && entries.count > 0) {
     free_listing(&entries);
     close(fd);
     r->complete = 0;
     return;
   }
-  walk_from(r, fd, dev, entries, step);
+  walk_from(r, fd, dev, ino, entries, step);
 }
 
 /* ---------------------------------------------------------------------------------------------------------
@@ -559,7 +718,8 @@ static void run_removal(removal_t *r) {
  * a link or file since the listing is counted, not descended, and one removed before it was listed counts
  * as the entry it was (empty); a mount point is counted, never descended,
  * and makes the measure incomplete, as do a directory deeper than `maxDepth` with entries and the entry
- * budget. The walk reuses removal_t: `removed` counts the entries visited, `removed_bytes` the bytes.
+ * budget. Any depth within the window's descriptors ("Depth" above). The walk reuses removal_t: `removed`
+ * counts the entries visited, `removed_bytes` the bytes.
  */
 
 static napi_value string_value(napi_env env, const char *text);
@@ -572,7 +732,8 @@ static long long monotonic_ns(void) {
 
 /* One step inside the top directory: its next entry, or its close once every entry is visited. 1 when done. */
 static int measure_step(removal_t *r) {
-  frame_t *top = &r->stack[r->depth - 1];
+  size_t level = r->depth - 1;
+  frame_t *top = &r->stack[level];
   while (top->index < top->entries.count) {
     if (r->removed >= r->max_entries) {
       r->complete = 0;
@@ -589,7 +750,7 @@ static int measure_step(removal_t *r) {
       struct stat st;
       if (fstatat(top->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno == ENOENT) continue; /* removed while we walked */
-        return fail(r, errno, "lstat", top->path, name);
+        return fail_in(r, errno, "lstat", level, name);
       }
       type = type_of_mode(st.st_mode);
       if (type == T_FILE) r->removed_bytes += (double)st.st_size;
@@ -599,17 +760,18 @@ static int measure_step(removal_t *r) {
     int fd = openat(top->fd, name, DIR_FLAGS);
     if (fd < 0) {
       if (errno == ENOENT || errno == ELOOP || errno == ENOTDIR) continue;
-      return fail(r, errno, "open", top->path, name);
+      return fail_in(r, errno, "open", level, name);
     }
-    int other = other_device_than(top->dev, fd);
+    ino_t ino = 0;
+    int other = other_device_than(top->dev, fd, &ino);
     if (other != 0) {
       close(fd);
-      if (other < 0) return fail(r, -other, "open", top->path, name);
+      if (other < 0) return fail_in(r, -other, "open", level, name);
       r->complete = 0; /* a mount point: its contents are not counted, the measure is a lower bound */
       continue;
     }
     listing_t entries;
-    int listed = list_opened(r, fd, top->path, name, &entries);
+    int listed = list_opened(r, fd, level, name, &entries);
     if (listed < 0) return -1;
     if (r->over) return 1;
     if (listed > 0) continue; /* removed since its open: counted as the (empty) entry it was */
@@ -621,15 +783,17 @@ static int measure_step(removal_t *r) {
       close(fd);
       continue;
     }
-    frame_t child = { fd, top->dev, join_path(top->path, name), NULL, entries, 0, depth, 0 };
-    if (child.path == NULL) {
+    frame_t child = { .fd = fd, .dev = top->dev, .ino = ino, .name = strdup(name), .entries = entries, .depth = depth };
+    if (child.name == NULL) {
       drop_frame(&child);
-      return fail(r, ENOMEM, r->walk, top->path, name);
+      return fail_in(r, ENOMEM, r->walk, level, name);
     }
     return push(r, child); /* continue in the child */
   }
-  r->depth--;
-  drop_frame(top);
+  frame_t done;
+  if (pop(r, &done) != 0) return -1;
+  drop_frame(&done);
+  if (r->over) return 1;
   return r->depth == 0 ? 1 : 0;
 }
 
@@ -652,15 +816,16 @@ static void run_measure(removal_t *r) {
     return;
   }
   dev_t dev;
+  ino_t ino;
   listing_t entries;
-  if (start_at_root(r, fd, &dev, &entries) != 0) return; /* failed, removed meanwhile, or over */
+  if (start_at_root(r, fd, &dev, &ino, &entries) != 0) return; /* failed, removed meanwhile, or over */
   if (r->max_depth < 1 || entries.count == 0) {
     if (entries.count > 0) r->complete = 0;
     free_listing(&entries);
     close(fd);
     return;
   }
-  walk_from(r, fd, dev, entries, measure_step);
+  walk_from(r, fd, dev, ino, entries, measure_step);
 }
 
 /*

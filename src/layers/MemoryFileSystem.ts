@@ -292,28 +292,29 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
     // Depth-first, names in order; a directory at depth d is listed only when d < maxDepth, and only a
     // non-empty directory left unopened makes the measure a lower bound (as in the Node layer). A mount
     // point counts as an entry and is never opened: the measure is then a lower bound (OneFileSystem.ts).
-    const walk = (dir: DirNode, depth: number): boolean => {
-      if (dir !== root && crossesFrom(root, dir)) {
-        complete = false
-        return true
-      }
-      if (depth >= maxDepth) {
-        if (dir.entries.size > 0) complete = false
-        return true
-      }
-      for (const name of sortedNames(dir)) {
-        if (entries >= maxEntries) {
-          complete = false
-          return false
-        }
-        const child = dir.entries.get(name)!
-        entries++
-        if (child.kind === "File") bytes += child.data.length
-        else if (child.kind === "Directory" && !walk(child, depth + 1)) return false
-      }
-      return true
+    // A stack of its own, not recursion: any depth (domain/WalkDepth.ts), never the JavaScript stack's.
+    const stack: Array<{ readonly dir: DirNode; readonly names: ReadonlyArray<string>; index: number; readonly depth: number }> = []
+    const enter = (dir: DirNode, depth: number) => {
+      if (dir !== root && crossesFrom(root, dir)) complete = false
+      else if (depth >= maxDepth) complete &&= dir.entries.size === 0
+      else stack.push({ dir, names: sortedNames(dir), index: 0, depth })
     }
-    if (root.kind === "Directory") walk(root, 0)
+    if (root.kind === "Directory") enter(root, 0)
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1]!
+      if (top.index >= top.names.length) {
+        stack.pop()
+        continue
+      }
+      if (entries >= maxEntries) {
+        complete = false
+        break
+      }
+      const child = top.dir.entries.get(top.names[top.index++]!)!
+      entries++
+      if (child.kind === "File") bytes += child.data.length
+      else if (child.kind === "Directory") enter(child, top.depth + 1)
+    }
     return { bytes, entries, complete }
   }
 

@@ -188,4 +188,22 @@ describe("MemoryFileSystem (Linux details beyond the conformance suite)", () => 
       assert.deepStrictEqual(world.tree("/t/mnt"), mounted)
       assert.deepStrictEqual(Object.keys(world.tree("/t")), ["/t", ...Object.keys(mounted)])
     }))
+
+  it.effect("measureTree and removeTree walk a tree deeper than any path (10,000 levels, nested by renames) whole", () =>
+    Effect.gen(function*() {
+      const { fs } = yield* setup
+      // Chains of 1,000 levels (a path stays below PATH_MAX), each renamed into the bottom of the one before.
+      const PIECES = 10
+      const LEVELS = 1000
+      for (let piece = 0; piece < PIECES; piece++) {
+        let dir = `/p${piece}`
+        yield* fs.makeDirectory(dir)
+        for (let level = 0; level < LEVELS; level++) yield* fs.makeDirectory((dir = `${dir}/d`))
+        yield* fs.writeFileExclusive(`${dir}/f`, bytes("x"), { sync: false })
+      }
+      for (let piece = PIECES - 1; piece > 0; piece--) yield* fs.rename(`/p${piece}`, `/p${piece - 1}${"/d".repeat(LEVELS)}/n`)
+      const entries = PIECES * (LEVELS + 1) + (PIECES - 1)
+      assert.deepStrictEqual(yield* fs.measureTree("/p0", { maxEntries: 1e9, maxDepth: 1e9 }), { bytes: PIECES, entries, complete: true })
+      assert.deepStrictEqual(yield* fs.removeTree("/p0", { maxEntries: 1e9, maxDepth: 1e9 }), { removedEntries: entries, complete: true, removedBytes: PIECES })
+    }))
 })

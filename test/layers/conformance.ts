@@ -21,6 +21,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, FastCheck, type Layer } from "effect"
 import type { FileSystemError, FileSystemErrorReason } from "../../src/domain/Errors.js"
 import { CROSSED_MOUNT_DETAIL } from "../../src/domain/OneFileSystem.js"
+import { WALK_WINDOW } from "../../src/domain/WalkDepth.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import * as Each from "../../src/services/internal/each.js"
 
@@ -920,6 +921,66 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
           }).pipe(Effect.provide(setup.layer())),
         { fastCheck: { numRuns: 25 } }
       )
+    })
+
+    describe("trees deeper than a walk's window of descriptors", () => {
+      // Every level: a (1 byte), b (the spine, one level deeper), c (2 bytes), d/e (3 bytes). The walk goes
+      // down b long past its window (domain/WalkDepth.ts) and, coming back up, must go on with what each
+      // level had left (c, d: after b in name order), nothing twice, nothing skipped.
+      const LEVELS = 3 * WALK_WINDOW
+      const ENTRIES = 5 * LEVELS + 4
+      const BYTES = 6 * (LEVELS + 1)
+      const buildDeep = (root: string) =>
+        Effect.gen(function*() {
+          const { fs } = yield* context
+          let dir = root
+          for (let level = 0; level <= LEVELS; level++) {
+            yield* fs.makeDirectory(dir)
+            yield* put(`${dir}/a`, "a")
+            yield* put(`${dir}/c`, "cc")
+            yield* fs.makeDirectory(`${dir}/d`)
+            yield* put(`${dir}/d/e`, "eee")
+            dir = `${dir}/b`
+          }
+        })
+
+      test("measureTree counts every entry once, and maxDepth cuts it exactly as deep as it says", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* buildDeep(`${root}/deep`)
+        assert.deepStrictEqual(yield* fs.measureTree(`${root}/deep`, WIDE), { bytes: BYTES, entries: ENTRIES, complete: true })
+        // Depth D past the window: the levels above D listed (a, b, c, d each), d/e in all but the last.
+        const D = WALK_WINDOW + 8
+        assert.deepStrictEqual(yield* fs.measureTree(`${root}/deep`, { maxEntries: 1_000_000, maxDepth: D }), { bytes: 6 * D - 3, entries: 5 * D - 1, complete: false })
+      }))
+
+      test("removeTree removes it whole, in budget slices too, and a depth stop leaves exactly what is deeper", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* buildDeep(`${root}/deep`)
+        assert.deepStrictEqual(yield* fs.removeTree(`${root}/deep`, WIDE), { removedEntries: ENTRIES, complete: true, removedBytes: BYTES })
+        yield* expectMissing(`${root}/deep`)
+
+        yield* buildDeep(`${root}/sliced`)
+        let removed = 0
+        let removedBytes = 0
+        for (let round = 0; round <= ENTRIES; round++) {
+          const slice = yield* fs.removeTree(`${root}/sliced`, { maxEntries: 7, maxDepth: 1_000_000 })
+          removed += slice.removedEntries
+          removedBytes += slice.removedBytes
+          if (slice.complete) break
+          assert.strictEqual(slice.removedEntries, 7)
+        }
+        assert.deepStrictEqual([removed, removedBytes], [ENTRIES, BYTES])
+        yield* expectMissing(`${root}/sliced`)
+
+        // Depth D: levels 0…D-1 lose a, c and (but the last) d/e; b at depth D and everything below stays.
+        yield* buildDeep(`${root}/cut`)
+        const D = WALK_WINDOW + 8
+        const cut = yield* fs.removeTree(`${root}/cut`, { maxEntries: 1_000_000, maxDepth: D })
+        assert.deepStrictEqual(cut, { removedEntries: 4 * D - 2, complete: false, removedBytes: 6 * D - 3 })
+        assert.deepStrictEqual(yield* fs.measureTree(`${root}/cut`, WIDE), { bytes: BYTES - (6 * D - 3), entries: ENTRIES - (4 * D - 2), complete: true })
+        assert.deepStrictEqual(yield* fs.removeTree(`${root}/cut`, WIDE), { removedEntries: ENTRIES - (4 * D - 2), complete: true, removedBytes: BYTES - (6 * D - 3) })
+        assert.deepStrictEqual(yield* names(root), [])
+      }))
     })
 
     describe("one file system (mount points)", () => {

@@ -1,6 +1,8 @@
 /**
  * Issue 12 §6: a quarantined tree in `.trash/` is finished whatever its depth (the measuring `maxDepth`
- * never bounds it), within a time budget per prune, and whatever is left is reported in `errors`.
+ * never bounds it), within a time budget per prune, and whatever is left is reported in `errors`. Deeper
+ * than the process may hold descriptors too: a 5,000-deep chain, pruned in a child limited to 64 (the walks
+ * hold a window of descriptors: domain/WalkDepth.ts).
  */
 import * as nfs from "node:fs"
 import * as os from "node:os"
@@ -15,6 +17,7 @@ import { storageLayer } from "../../src/layers/Storage.js"
 import { TRASH_TIME_BUDGET_MS } from "../../src/services/internal/prune.js"
 import { openTiers } from "../../src/services/TierStorage.js"
 import { WorkRuns } from "../../src/services/WorkRuns.js"
+import { deepScratch, distModule, effectModule, removeDeep, runLimited } from "../support/limitedChild.js"
 import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
 
 const DEPTH = 200
@@ -55,6 +58,58 @@ describe("deep trees left in .trash (Node layer)", () => {
           nfs.rmSync(agentDir, { recursive: true, force: true })
         }
       }))
+  }
+})
+
+/** In the child: a chain `depth` levels deep quarantined in the tenant's .trash, then prunes until it is gone. */
+const PRUNE_SOURCE = `
+import * as Effect from ${effectModule("Effect")}
+import * as Layer from ${effectModule("Layer")}
+import { nodeFileSystemWith } from ${distModule("layers/NodeFileSystem.js")}
+import { NodeHostLive } from ${distModule("layers/NodeHost.js")}
+import { storageLayer } from ${distModule("layers/Storage.js")}
+import { WorkRuns } from ${distModule("services/WorkRuns.js")}
+const [agentDir, walker, depth] = [process.argv[2], process.argv[3], Number(process.argv[4])]
+limitDescriptors()
+const tenantDir = agentDir + "/work/tools/bash"
+buildChain(tenantDir + "/.trash/old-run.0badc0de", depth)
+for (const d of [agentDir + "/work", agentDir + "/work/tools", tenantDir]) fs.chmodSync(d, 0o700)
+const world = Layer.merge(nodeFileSystemWith(walker), NodeHostLive)
+const prune = Effect.flatMap(WorkRuns, (w) => w.prune({ category: "tools", tenant: "bash" })).pipe(
+  Effect.provide(storageLayer(world, { agentDir, migrate: false, workRuns: { opportunisticRetention: false } }))
+)
+// One prune finishes it unless the disk is slow (its time budget for .trash: the next one goes on).
+const errors = []
+let prunes = 0
+while (prunes < 20) {
+  const report = await Effect.runPromise(prune)
+  prunes++
+  errors.push(report.errors.map((e) => e._tag + " " + e.message.slice(0, 300)))
+  if (fs.readdirSync(tenantDir + "/.trash").length === 0) break
+}
+process.stdout.write(JSON.stringify({ limit: descriptorLimit(), errors, trash: fs.readdirSync(tenantDir + "/.trash") }))
+`
+
+describe("a .trash chain deeper than the descriptor limit (Node layer, a child limited to 64 descriptors)", () => {
+  const CHAIN = 5000
+  for (const walker of walkers) {
+    it(`prunes finish a ${CHAIN}-deep quarantined chain (${walker} walker)`, async () => {
+      const agentDir = deepScratch("pi-trash-chain-")
+      try {
+        const answer = await runLimited(64, PRUNE_SOURCE, [agentDir, walker, String(CHAIN)]) as {
+          limit: number
+          errors: Array<Array<string>>
+          trash: Array<string>
+        }
+        assert.strictEqual(answer.limit, 64)
+        assert.deepStrictEqual(answer.trash, [], JSON.stringify(answer.errors.at(-1)))
+        // The last prune is clean; any before it only ran out of time (a slow disk), never failed.
+        assert.deepStrictEqual(answer.errors.at(-1), [])
+        for (const errors of answer.errors) for (const e of errors) assert.match(e, /^TrashPending /)
+      } finally {
+        removeDeep(agentDir)
+      }
+    }, 180_000)
   }
 })
 

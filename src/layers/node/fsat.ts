@@ -5,7 +5,9 @@
  */
 import { createRequire } from "node:module"
 import * as os from "node:os"
+import { MOVED_DIRECTORY_SYSCALL } from "../../domain/WalkDepth.js"
 import { packageFile } from "./packageRoot.js"
+import { movedDirectory } from "./syncWalk.js"
 
 /** Entry types as `fsat` reports them. */
 export const FsatType = { Unknown: 0, File: 1, Directory: 2, SymbolicLink: 3, Other: 4 } as const
@@ -97,8 +99,12 @@ const errnoNames = new Map<number, string>(Object.entries(os.constants.errno).ma
 /** The errno name of a negative `fsat` answer ("ENOENT"), or "" for one this platform does not name. */
 export const errnoName = (answer: number): string => errnoNames.get(-answer) ?? ""
 
-/** An Error shaped like the ones `node:fs` throws, for `toFileSystemError`. */
+/**
+ * An Error shaped like the ones `node:fs` throws, for `toFileSystemError`; a walk's re-opened directory that
+ * was not the one it left (syscall "reopen") is told as the portable walk tells it (domain/WalkDepth.ts).
+ */
 export const fsatError = (syscall: string, path: string, answer: number): Error => {
+  if (syscall === MOVED_DIRECTORY_SYSCALL) return movedDirectory(path)
   const code = errnoName(answer)
   return Object.assign(new Error(`${code || `errno ${-answer}`}: ${syscall} '${path}'`), { code, path, syscall })
 }

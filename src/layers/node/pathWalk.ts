@@ -11,32 +11,45 @@
  * (fstat, and the mount id in `/proc/self/fdinfo/<fd>`), never by a separate lstat of its path, so there is
  * no lstat-then-open window either. A mount point (another device or another mount) is never descended
  * (domain/OneFileSystem.ts). The measuring walk descends the same way but lstats file sizes by absolute
- * path: half the CPU of a lookup through /proc per entry, and only a read.
+ * path (while that path is short): half the CPU of a lookup through /proc per entry, and only a read.
+ *
+ * Depth: the native walks' rule (fsat.c "Depth", domain/WalkDepth.ts). Only the `WALK_WINDOW` deepest
+ * directories of the walk's path are held open and listed; one above them keeps its identity, its name and
+ * the name its listing goes on after (listings come sorted by name: libuv sorts them as strcmp does). Coming
+ * back to it re-opens `/proc/self/fd/<child>/..`, checked against that identity (device, inode, mount id):
+ * anything else fails with ESTALE, nothing done through it. A level keeps its real path only while short
+ * (`KEPT_PATH`); a report past that builds the path from the names.
  *
  * Where `/proc/self/fd` does not work (not Linux, /proc not mounted), measuring goes by absolute path (reads
- * only: a swap can at worst make it count an outside tree; mount points are found by device only) and a
- * removal refuses with a typed error (`ENOTSUP`): a tree is never deleted by a walk that could be
- * redirected, and a quarantined run stays in `.trash/`.
+ * only: a swap can at worst make it count an outside tree; mount points are found by device only; paths
+ * longer than the system allows fail typed, ENAMETOOLONG) and a removal refuses with a typed error
+ * (`ENOTSUP`): a tree is never deleted by a walk that could be redirected, and a quarantined run stays in
+ * `.trash/`.
  */
 import * as fs from "node:fs"
+import { WALK_WINDOW } from "../../domain/WalkDepth.js"
 import type { TreeMeasure, TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
-import { crossedMount, finished, type SyncWalk, unlessMissing, type Walker } from "./syncWalk.js"
+import { crossedMount, finished, movedDirectory, type SyncWalk, unlessMissing, type Walker } from "./syncWalk.js"
 
 const DIR_FLAGS = fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW
+
+/** Longest real path a level keeps (reports, the measure's lstat by path); deeper, a report builds it from the names. */
+const KEPT_PATH = 1024
 
 const codeOf = (cause: unknown): unknown => (cause as { code?: unknown } | null)?.code
 
 /**
  * `fn` on a `/proc/self/fd/…` path; a failure is re-thrown naming `path`, the entry's real path (the one a
- * report must show), with the errno kept.
+ * report must show; built only then), with the errno kept.
  */
-const at = <A>(syscall: string, path: string, fn: () => A): A => {
+const at = <A>(syscall: string, path: string | (() => string), fn: () => A): A => {
   try {
     return fn()
   } catch (cause) {
     const code = codeOf(cause)
     if (typeof code !== "string") throw cause
-    throw Object.assign(new Error(`${code}: ${syscall} '${path}'`), { code, path, syscall })
+    const real = typeof path === "string" ? path : path()
+    throw Object.assign(new Error(`${code}: ${syscall} '${real}'`), { code, path: real, syscall })
   }
 }
 
@@ -62,32 +75,57 @@ const procFdWorks = (): boolean => {
   }
 }
 
+/** Names in the order libuv lists them (strcmp of their UTF-8 bytes, which is code point order). */
+const byteOrder = (a: string, b: string): number => {
+  const common = Math.min(a.length, b.length)
+  for (let i = 0; i < common; i++) {
+    const x = a.codePointAt(i)!
+    const y = b.codePointAt(i)!
+    if (x !== y) return x - y
+    if (x > 0xffff) i++
+  }
+  return a.length - b.length
+}
+
 export interface PathWalkerOptions {
   /** Address entries through `/proc/self/fd` (default: whether it works here). False: the no-/proc mode. */
   readonly procFd?: boolean
-  /** List a directory (tests wrap it to race the walk); `node:fs` by default. */
+  /** List a directory (tests wrap it to race the walk); `node:fs` by default, sorted by name. */
   readonly list?: (path: string) => Array<fs.Dirent>
 }
 
 /** An open directory of the walk. */
 interface Dir {
   readonly fd: number
-  /** Its real path, for reports. */
-  readonly path: string
+  /** Its real path while at most `KEPT_PATH` long (always without /proc: it is `base` then). */
+  readonly path: string | undefined
   /** Where its entries are reached: `/proc/self/fd/<fd>`, or `path` without /proc. */
   readonly base: string
   readonly dev: number
+  readonly ino: number
   readonly mountId: number | undefined
 }
 
-interface Frame extends Dir {
+/** A directory on the walk's path. Out of the window it holds no descriptor and no listing. */
+interface Level {
+  fd: number | undefined
+  base: string
+  readonly path: string | undefined
   /** Its name in the parent (the root: its path). */
   readonly name: string
+  readonly dev: number
+  readonly ino: number
+  readonly mountId: number | undefined
   readonly depth: number
-  readonly entries: ReadonlyArray<fs.Dirent>
+  /** What it has left to visit. */
+  entries: ReadonlyArray<fs.Dirent>
   index: number
+  /** The last entry visited before it left the window: its listing goes on after this name. */
+  after: string | undefined
   /** A child was left in place (depth budget, mount point), so this directory cannot be removed. */
   blocked: boolean
+  /** Its listing went on after a re-open: a removal lists it whole once more before its rmdir. */
+  resumed: boolean
 }
 
 export const makePathWalker = (options?: PathWalkerOptions): Walker => {
@@ -95,7 +133,7 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
   const list = options?.list ?? ((path: string) => fs.readdirSync(path, { withFileTypes: true }))
 
   /** An opened directory; "gone" when it vanished, "notDirectory" when it is a link or file now. */
-  const openDirectory = (open: string, path: string): number | "gone" | "notDirectory" => {
+  const openDirectory = (open: string, path: string | (() => string)): number | "gone" | "notDirectory" => {
     try {
       return fs.openSync(open, DIR_FLAGS)
     } catch (cause) {
@@ -109,48 +147,172 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
   }
 
   /** Identify what `fd` holds; the descriptor is closed if that fails. */
-  const dirOf = (fd: number, path: string): Dir => {
+  const dirOf = (fd: number, path: string | undefined, report: string | (() => string)): Dir => {
     try {
-      const dev = fs.fstatSync(fd).dev
-      return { fd, path, base: procFd ? `/proc/self/fd/${fd}` : path, dev, mountId: procFd ? mountIdOf(fd) : undefined }
+      const { dev, ino } = fs.fstatSync(fd)
+      return { fd, path, base: procFd ? `/proc/self/fd/${fd}` : path!, dev, ino, mountId: procFd ? mountIdOf(fd) : undefined }
     } catch (cause) {
       fs.closeSync(fd)
-      return at("fstat", path, () => {
+      return at("fstat", report, () => {
         throw cause
       })
     }
   }
 
   /** Another file system's directory: another device, or (with /proc) another mount. */
-  const crosses = (parent: Dir, child: Dir): boolean =>
+  const crosses = (parent: Dir | Level, child: Dir): boolean =>
     child.dev !== parent.dev || (child.mountId !== undefined && parent.mountId !== undefined && child.mountId !== parent.mountId)
 
-  /** A child directory, opened relative to its parent; "mount" (closed again) when it is a mount point. */
-  const openChild = (parent: Dir, name: string): Dir | "gone" | "notDirectory" | "mount" => {
-    const path = `${parent.path}/${name}`
-    const fd = openDirectory(`${parent.base}/${name}`, path)
-    if (typeof fd !== "number") return fd
-    const child = dirOf(fd, path)
-    if (!crosses(parent, child)) return child
-    fs.closeSync(fd)
-    return "mount"
-  }
-
-  /** The entries of an opened directory; "gone" when it was removed meanwhile. Closes it on failure. */
-  const entriesOf = (dir: Dir): ReadonlyArray<fs.Dirent> | "gone" => {
+  /** The entries of an opened directory; "gone" when it was removed meanwhile. Failures name `report`. */
+  const listOf = (base: string, report: string | (() => string)): ReadonlyArray<fs.Dirent> | "gone" => {
     try {
-      return list(dir.base)
+      return list(base)
     } catch (cause) {
-      fs.closeSync(dir.fd)
       if (codeOf(cause) === "ENOENT") return "gone"
-      return at("readdir", dir.path, () => {
+      return at("readdir", report, () => {
         throw cause
       })
     }
   }
 
-  const closeAll = (stack: Array<Frame>) => () => {
-    for (const frame of stack.splice(0)) fs.closeSync(frame.fd)
+  /** The directories a walk is inside, root first, and the window of them it holds open. */
+  const makePath = (root: string, rootDir: Dir, rootEntries: ReadonlyArray<fs.Dirent>) => {
+    const levels: Array<Level> = []
+    /** The shallowest level holding a descriptor: levels[low..] is the window. */
+    let low = 0
+
+    const level = (dir: Dir, name: string, depth: number, entries: ReadonlyArray<fs.Dirent>): Level => ({
+      fd: dir.fd,
+      base: dir.base,
+      path: dir.path,
+      name,
+      dev: dir.dev,
+      ino: dir.ino,
+      mountId: dir.mountId,
+      depth,
+      entries,
+      index: 0,
+      after: undefined,
+      blocked: false,
+      resumed: false
+    })
+    levels.push(level(rootDir, root, 0, rootEntries))
+
+    /** The real path of `name` in the level at `i` (the level itself without a name), for a report. */
+    const pathOf = (i: number, name?: string): string => {
+      let kept = i
+      while (levels[kept]!.path === undefined) kept--
+      const parts = [levels[kept]!.path!]
+      for (let j = kept + 1; j <= i; j++) parts.push(levels[j]!.name)
+      if (name !== undefined) parts.push(name)
+      return parts.join("/")
+    }
+
+    /** The path a child `name` of the level at `i` keeps: its real path while short (always without /proc). */
+    const childPath = (i: number, name: string): string | undefined => {
+      const parent = levels[i]!.path
+      if (parent === undefined) return undefined
+      const path = `${parent}/${name}`
+      return procFd && path.length > KEPT_PATH ? undefined : path
+    }
+
+    /** A level leaves the window: it keeps the name its listing goes on after, no descriptor, no listing. */
+    const leave = (l: Level) => {
+      l.after = l.index > 0 ? l.entries[l.index - 1]!.name : l.after
+      l.entries = []
+      l.index = 0
+      fs.closeSync(l.fd!)
+      l.fd = undefined
+    }
+
+    const push = (dir: Dir, name: string, entries: ReadonlyArray<fs.Dirent>) => {
+      levels.push(level(dir, name, levels[levels.length - 1]!.depth + 1, entries))
+      if (levels.length - low > WALK_WINDOW) leave(levels[low++]!)
+    }
+
+    /** List the rest of the level at `i` (open): everything after `after`, or all of it. */
+    const relist = (i: number) => {
+      const l = levels[i]!
+      const listed = listOf(l.base, () => pathOf(i))
+      const entries = listed === "gone" ? [] : listed
+      const after = l.after
+      let start = 0
+      if (after !== undefined) while (start < entries.length && byteOrder(entries[start]!.name, after) <= 0) start++
+      l.entries = start === 0 ? entries : entries.slice(start)
+      l.index = 0
+    }
+
+    /**
+     * Back up from `child` (its descriptor still open) to the level at `i`, which left the window: open the
+     * child's "..", go on only if it is the directory left, list the rest of it.
+     */
+    const reenter = (i: number, child: Level) => {
+      const l = levels[i]!
+      const fd = at("open", () => pathOf(i), () => fs.openSync(`${child.base}/..`, DIR_FLAGS))
+      const dir = dirOf(fd, l.path, () => pathOf(i))
+      if (dir.dev !== l.dev || dir.ino !== l.ino || dir.mountId !== l.mountId) {
+        fs.closeSync(fd)
+        throw movedDirectory(pathOf(i))
+      }
+      l.fd = fd
+      l.base = dir.base
+      l.resumed = true
+      low = i
+      relist(i)
+    }
+
+    /** Take the finished top level off (its descriptor still open: the caller closes it); re-enter its parent if that left the window. */
+    const pop = (): Level => {
+      const done = levels.pop()!
+      const i = levels.length - 1
+      if (i >= 0 && levels[i]!.fd === undefined) {
+        try {
+          reenter(i, done)
+        } catch (cause) {
+          fs.closeSync(done.fd!)
+          throw cause
+        }
+      }
+      return done
+    }
+
+    /** A removal's level with every entry visited, listed again whole if its listing went on after a re-open; true when that found more. */
+    const sweep = (i: number): boolean => {
+      const l = levels[i]!
+      if (!l.resumed || l.blocked) return false
+      l.resumed = false
+      l.after = undefined
+      relist(i)
+      return l.entries.length > 0
+    }
+
+    const close = () => {
+      for (const l of levels.splice(0)) if (l.fd !== undefined) fs.closeSync(l.fd)
+    }
+
+    /** A child `name` of the level at `i`, opened relative to it; "mount" (closed again) when it is a mount point. */
+    const openChild = (i: number, name: string): Dir | "gone" | "notDirectory" | "mount" => {
+      const parent = levels[i]!
+      const report = () => pathOf(i, name)
+      const fd = openDirectory(`${parent.base}/${name}`, report)
+      if (typeof fd !== "number") return fd
+      const child = dirOf(fd, childPath(i, name), report)
+      if (!crosses(parent, child)) return child
+      fs.closeSync(fd)
+      return "mount"
+    }
+
+    /** The entries of an opened child `name` of the level at `i`; "gone" when it was removed meanwhile. Closes it on failure. */
+    const entriesOf = (i: number, name: string, child: Dir): ReadonlyArray<fs.Dirent> | "gone" => {
+      try {
+        return listOf(child.base, () => pathOf(i, name))
+      } catch (cause) {
+        fs.closeSync(child.fd)
+        throw cause
+      }
+    }
+
+    return { levels, pathOf, push, pop, sweep, close, openChild, entriesOf }
   }
 
   const startMeasure = (root: string, budget: WalkBudget): SyncWalk<TreeMeasure> => {
@@ -159,19 +321,21 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
       const stats = fs.lstatSync(root) // a link or file measures itself; a missing root fails
       return finished({ bytes: stats.isFile() ? stats.size : 0, entries: 0, complete: true })
     }
-    const rootDir = dirOf(opened, root)
-    const rootEntries = entriesOf(rootDir)
+    const rootDir = dirOf(opened, root, root)
+    const rootEntries = listOrClose(rootDir, root)
     if (rootEntries === "gone") return finished({ bytes: 0, entries: 0, complete: true })
     let bytes = 0
     let entries = 0
     let complete = true
-    const stack: Array<Frame> = [{ ...rootDir, name: root, depth: 0, entries: rootEntries, index: 0, blocked: false }]
+    const walk = makePath(root, rootDir, rootEntries)
+    const { levels } = walk
     if (budget.maxDepth < 1) {
       complete = rootEntries.length === 0
-      closeAll(stack)()
+      walk.close()
     }
     const step = (until: number): boolean => {
-      const top = stack[stack.length - 1]
+      const i = levels.length - 1
+      const top = levels[i]
       if (top === undefined) return true
       while (top.index < top.entries.length) {
         if (performance.now() > until) return false // resume this directory after a yield
@@ -186,9 +350,9 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
         let isDirectory = entry.isDirectory()
         if (isFile || (!isDirectory && !entry.isSymbolicLink() && !entry.isFIFO() && !entry.isSocket() &&
           !entry.isBlockDevice() && !entry.isCharacterDevice())) {
-          // By absolute path: half the CPU of a lookup through /proc per entry, and a read only (a racing swap
-          // can change a number, never what is descended or deleted).
-          const stats = fs.lstatSync(`${top.path}/${entry.name}`, { throwIfNoEntry: false })
+          // By absolute path while it is short: half the CPU of a lookup through /proc per entry, and a read
+          // only (a racing swap can change a number, never what is descended or deleted).
+          const stats = at("lstat", () => walk.pathOf(i, entry.name), () => fs.lstatSync(`${top.path ?? top.base}/${entry.name}`, { throwIfNoEntry: false }))
           if (stats === undefined) continue // removed while we walked
           isFile = stats.isFile()
           isDirectory = stats.isDirectory()
@@ -196,29 +360,41 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
         }
         entries++
         if (!isDirectory) continue
-        const child = openChild(top, entry.name)
+        const child = walk.openChild(i, entry.name)
         if (child === "gone" || child === "notDirectory") continue
         if (child === "mount") {
           complete = false // its contents are not counted: the measure is a lower bound
           continue
         }
-        const children = entriesOf(child)
-        if (children === "gone") continue
-        const depth = top.depth + 1
-        if (children.length === 0 || depth + 1 > budget.maxDepth) {
+        const children = walk.entriesOf(i, entry.name, child)
+        if (children === "gone") {
+          fs.closeSync(child.fd)
+          continue
+        }
+        if (children.length === 0 || top.depth + 2 > budget.maxDepth) {
           // Only a non-empty directory left unopened makes the measure a lower bound.
           if (children.length > 0) complete = false
           fs.closeSync(child.fd)
           continue
         }
-        stack.push({ ...child, name: entry.name, depth, entries: children, index: 0, blocked: false })
+        walk.push(child, entry.name, children)
         return false // continue with the child
       }
-      stack.pop()
-      fs.closeSync(top.fd)
-      return stack.length === 0
+      fs.closeSync(walk.pop().fd!)
+      return levels.length === 0
     }
-    return { step, result: () => ({ bytes, entries, complete }), close: closeAll(stack) }
+    return { step, result: () => ({ bytes, entries, complete }), close: walk.close }
+  }
+
+  /** A root's listing; its descriptor is closed when that fails or it is gone. */
+  const listOrClose = (dir: Dir, root: string): ReadonlyArray<fs.Dirent> | "gone" => {
+    let listed: ReadonlyArray<fs.Dirent> | "gone" | undefined
+    try {
+      listed = listOf(dir.base, root)
+      return listed
+    } finally {
+      if (listed === undefined || listed === "gone") fs.closeSync(dir.fd)
+    }
   }
 
   const startRemoval = (root: string, budget: WalkBudget): SyncWalk<TreeRemoval> => {
@@ -239,12 +415,13 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
       const unlinked = at("unlink", root, () => unlessMissing(() => fs.unlinkSync(root)))
       return finished({ removedEntries: 0, complete: true, removedBytes: unlinked && stats?.isFile() === true ? stats.size : 0 })
     }
-    const rootDir = dirOf(opened, root)
-    const rootEntries = entriesOf(rootDir)
+    const rootDir = dirOf(opened, root, root)
+    const rootEntries = listOrClose(rootDir, root)
     if (rootEntries === "gone") return finished({ removedEntries: 0, complete: true, removedBytes: 0 })
-    const stack: Array<Frame> = [{ ...rootDir, name: root, depth: 0, entries: rootEntries, index: 0, blocked: false }]
+    const walk = makePath(root, rootDir, rootEntries)
+    const { levels } = walk
     if (budget.maxDepth < 1 && rootEntries.length > 0) {
-      closeAll(stack)()
+      walk.close()
       return finished({ removedEntries: 0, complete: false, removedBytes: 0 })
     }
     let removed = 0
@@ -253,81 +430,88 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
     /** The first mount point met: never crossed, reported when the walk ends. */
     let mountPoint: string | undefined
 
-    /** Unlink (or rmdir) `name` in `dir`; true when this call removed it. */
-    const removeEntry = (dir: Dir, name: string, directory: boolean): boolean =>
-      at(directory ? "rmdir" : "unlink", `${dir.path}/${name}`, () =>
-        unlessMissing(() => (directory ? fs.rmdirSync : fs.unlinkSync)(`${dir.base}/${name}`)))
+    /** Unlink (or rmdir) `name` in the level at `i`; true when this call removed it. */
+    const removeEntry = (i: number, name: string, directory: boolean): boolean =>
+      at(directory ? "rmdir" : "unlink", () => walk.pathOf(i, name), () =>
+        unlessMissing(() => (directory ? fs.rmdirSync : fs.unlinkSync)(`${levels[i]!.base}/${name}`)))
 
     const step = (until: number): boolean => {
-      const top = stack[stack.length - 1]
+      const i = levels.length - 1
+      const top = levels[i]
       if (top === undefined) return true
-      while (top.index < top.entries.length) {
-        if (performance.now() > until) return false // resume this directory after a yield
-        if (removed >= budget.maxEntries) {
-          complete = false
-          return true
-        }
-        const dirent = top.entries[top.index++]!
-        if (!dirent.isDirectory()) {
-          // Files, symlinks and anything else: unlink the entry itself. A regular file's size is read first
-          // (through the opened directory, never a link) and counts once it is unlinked.
-          const size = dirent.isFile() ? fs.lstatSync(`${top.base}/${dirent.name}`, { throwIfNoEntry: false }) : undefined
-          if (removeEntry(top, dirent.name, false)) {
-            removed++
-            if (size?.isFile() === true) removedBytes += size.size
+      do {
+        while (top.index < top.entries.length) {
+          if (performance.now() > until) return false // resume this directory after a yield
+          if (removed >= budget.maxEntries) {
+            complete = false
+            return true
           }
-          continue
+          const dirent = top.entries[top.index++]!
+          if (!dirent.isDirectory()) {
+            // Files, symlinks and anything else: unlink the entry itself. A regular file's size is read first
+            // (through the opened directory, never a link) and counts once it is unlinked.
+            const size = dirent.isFile()
+              ? at("lstat", () => walk.pathOf(i, dirent.name), () => fs.lstatSync(`${top.base}/${dirent.name}`, { throwIfNoEntry: false }))
+              : undefined
+            if (removeEntry(i, dirent.name, false)) {
+              removed++
+              if (size?.isFile() === true) removedBytes += size.size
+            }
+            continue
+          }
+          const child = walk.openChild(i, dirent.name)
+          if (child === "gone") continue
+          if (child === "notDirectory") {
+            // Swapped for a link or a file since the listing: remove the entry itself, never its target.
+            if (removeEntry(i, dirent.name, false)) removed++
+            continue
+          }
+          if (child === "mount") {
+            top.blocked = true
+            complete = false
+            mountPoint ??= walk.pathOf(i, dirent.name)
+            continue
+          }
+          const children = walk.entriesOf(i, dirent.name, child)
+          if (children === "gone") {
+            fs.closeSync(child.fd)
+            continue
+          }
+          if (children.length === 0) {
+            fs.closeSync(child.fd)
+            if (removeEntry(i, dirent.name, true)) removed++
+            continue
+          }
+          if (top.depth + 2 > budget.maxDepth) {
+            fs.closeSync(child.fd)
+            top.blocked = true
+            complete = false
+            continue
+          }
+          walk.push(child, dirent.name, children)
+          return false // continue with the child
         }
-        const child = openChild(top, dirent.name)
-        if (child === "gone") continue
-        if (child === "notDirectory") {
-          // Swapped for a link or a file since the listing: remove the entry itself, never its target.
-          if (removeEntry(top, dirent.name, false)) removed++
-          continue
-        }
-        if (child === "mount") {
-          top.blocked = true
-          complete = false
-          mountPoint ??= `${top.path}/${dirent.name}`
-          continue
-        }
-        const children = entriesOf(child)
-        if (children === "gone") continue
-        if (children.length === 0) {
-          fs.closeSync(child.fd)
-          if (removeEntry(top, dirent.name, true)) removed++
-          continue
-        }
-        const depth = top.depth + 1
-        if (depth + 1 > budget.maxDepth) {
-          fs.closeSync(child.fd)
-          top.blocked = true
-          complete = false
-          continue
-        }
-        stack.push({ ...child, name: dirent.name, depth, entries: children, index: 0, blocked: false })
-        return false // continue with the child
-      }
-      stack.pop()
-      fs.closeSync(top.fd)
-      const parent = stack[stack.length - 1]
-      if (top.blocked) {
+      } while (walk.sweep(i))
+      const done = walk.pop()
+      fs.closeSync(done.fd!)
+      const parent = levels[levels.length - 1]
+      if (done.blocked) {
         if (parent !== undefined) parent.blocked = true
       } else if (parent === undefined) {
         at("rmdir", root, () => unlessMissing(() => fs.rmdirSync(root))) // the root is not counted against the budget
       } else if (removed >= budget.maxEntries) {
         complete = false
         return true
-      } else if (removeEntry(parent, top.name, true)) {
+      } else if (removeEntry(levels.length - 1, done.name, true)) {
         removed++
       }
-      return stack.length === 0
+      return levels.length === 0
     }
     const result = (): TreeRemoval => {
       if (mountPoint !== undefined) throw crossedMount(mountPoint)
       return { removedEntries: removed, complete, removedBytes }
     }
-    return { step, result, close: closeAll(stack) }
+    return { step, result, close: walk.close }
   }
 
   return { startMeasure, startRemoval }

@@ -4,6 +4,7 @@
  * shaped like `node:fs` ones (`code`, `path`). No Effect here: the remover thread loads this without it.
  */
 import { CROSSED_MOUNT_DETAIL, CROSSED_MOUNT_ERRNO, CROSSED_MOUNT_SYSCALL } from "../../domain/OneFileSystem.js"
+import { MOVED_DIRECTORY_DETAIL, MOVED_DIRECTORY_ERRNO, MOVED_DIRECTORY_SYSCALL } from "../../domain/WalkDepth.js"
 import type { TreeMeasure, TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
 
 export interface SyncWalk<A> {
@@ -48,3 +49,7 @@ export const unlessMissing = (fn: () => void): boolean => {
 /** The failure of a removal that met a mount point at `path` (domain/OneFileSystem.ts), shaped like a `node:fs` error. */
 export const crossedMount = (path: string): Error =>
   Object.assign(new Error(CROSSED_MOUNT_DETAIL), { code: CROSSED_MOUNT_ERRNO, path, syscall: CROSSED_MOUNT_SYSCALL })
+
+/** The failure of a walk whose re-opened directory at `path` is not the one it left (domain/WalkDepth.ts), shaped like a `node:fs` error. */
+export const movedDirectory = (path: string): Error =>
+  Object.assign(new Error(MOVED_DIRECTORY_DETAIL), { code: MOVED_DIRECTORY_ERRNO, path, syscall: MOVED_DIRECTORY_SYSCALL })

@@ -4,7 +4,8 @@
  * on the thread pool), removing in C on the thread pool (nativeRemove.ts). Portable otherwise (or with `walker: "portable"`, `PI_STORAGE_NATIVE=0`):
  * pathWalk.ts, measuring sliced on the event loop and removing on a remover thread (remover.ts), which
  * falls back to the event loop. Both walk one file system and never through a swapped link (the portable
- * one through /proc/self/fd; without /proc it refuses to remove): pathWalk.ts, domain/OneFileSystem.ts.
+ * one through /proc/self/fd; without /proc it refuses to remove): pathWalk.ts, domain/OneFileSystem.ts; and
+ * both walk any depth holding a window of descriptors (domain/WalkDepth.ts).
  */
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"

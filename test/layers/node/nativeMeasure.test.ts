@@ -3,8 +3,8 @@
  * beyond the shared conformance suite, which runs its calling-thread pass for every budget, link and
  * mount-point rule (its trees are small): both passes give the portable walk's answers on random real trees
  * and budgets, a tree too big or too slow for the calling thread moves to the thread pool, errors come back
- * typed from both, no descriptor outlives a measure (also one failing mid-walk), and the event loop keeps
- * turning while a big tree is measured. (A directory swapped for a link while the walk runs:
+ * typed from both, a chain of any depth needs no more than a window of descriptors, no descriptor outlives a
+ * measure (also one failing mid-walk), and the event loop keeps turning while a big tree is measured. (A directory swapped for a link while the walk runs:
  * walkerRace.test.ts.)
  */
 import { spawnSync } from "node:child_process"
@@ -16,6 +16,7 @@ import * as Effect from "effect/Effect"
 import * as FastCheck from "effect/FastCheck"
 import * as Fiber from "effect/Fiber"
 import { type Fsat, loadFsat } from "../../../src/layers/node/fsat.js"
+import { WALK_WINDOW } from "../../../src/domain/WalkDepth.js"
 import { makeNativeMeasure, SYNC_ENTRIES } from "../../../src/layers/node/nativeMeasure.js"
 import { pathWalker } from "../../../src/layers/node/pathWalk.js"
 import { nativeMeasureOrPortable } from "../../../src/layers/node/walkers.js"
@@ -46,6 +47,8 @@ const countingPool = () => {
 const poolOnly = (): Fsat => ({ ...fsat(), measureTreeSync: () => 1 })
 
 const WIDE = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }
+/** Descriptors a walk holds only once it is inside a chain: a whole window of them (domain/WalkDepth.ts). */
+const INSIDE_CHAIN = WALK_WINDOW
 const scratch = () => fs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-native-measure-"))
 /** `depth` nested directories under `root`/chain, a file at the bottom. */
 const plantChain = (root: string, depth: number) => {
@@ -213,14 +216,14 @@ describe("native measure (fsat measureTree)", () => {
         const answer = yield* answerOf(cancel, async () => {
           for (let i = 0; i < 5000; i++) {
             seen = openDescriptorsUnder(root)
-            if (seen >= 50) break
+            if (seen >= INSIDE_CHAIN) break
             await new Promise((resolve) => setImmediate(resolve))
           }
           Atomics.store(cancel, 0, 1)
         })
         // (A walk that ended between the poll and the flag answers whole: that round is tried again.)
         assert.include([0, -os.constants.errno.ECANCELED], answer[0])
-        if (seen >= 50 && answer[0] === -os.constants.errno.ECANCELED) stopped++
+        if (seen >= INSIDE_CHAIN && answer[0] === -os.constants.errno.ECANCELED) stopped++
         assert.strictEqual(openDescriptorsUnder(root), 0)
       }
       assert.strictEqual(stopped, 1, "a round set the flag while the walk was inside a chain")
@@ -252,9 +255,9 @@ describe("native measure (fsat measureTree)", () => {
         yield* Effect.yieldNow()
         const seen = yield* Effect.promise(async () => {
           let most = 0
-          for (let i = 0; i < 5000 && most < 50; i++) {
+          for (let i = 0; i < 5000 && most < INSIDE_CHAIN; i++) {
             most = openDescriptorsUnder(root)
-            if (most < 50) await new Promise((resolve) => setImmediate(resolve))
+            if (most < INSIDE_CHAIN) await new Promise((resolve) => setImmediate(resolve))
           }
           return most
         })
@@ -264,7 +267,7 @@ describe("native measure (fsat measureTree)", () => {
         // finished before the interrupt reached it (0, a whole answer): that round is tried again. Without the
         // canceller every round answers 0.
         assert.include([0, -os.constants.errno.ECANCELED], answer[0])
-        if (seen >= 50 && answer[0] === -os.constants.errno.ECANCELED) stopped++
+        if (seen >= INSIDE_CHAIN && answer[0] === -os.constants.errno.ECANCELED) stopped++
         assert.strictEqual(openDescriptorsUnder(root), 0)
       }
       assert.strictEqual(stopped, 1, "a round interrupted the walk inside a chain, and it stopped")
@@ -292,11 +295,11 @@ describe("native measure (fsat measureTree)", () => {
       })
     ))
 
-  it("a walk failing mid-way (out of descriptors) is a typed error naming the deep path, and closes every descriptor", () => {
+  it("any depth within a window of descriptors; out of them mid-walk, a typed error naming the deep path, every descriptor closed", () => {
     const root = scratch()
     plantChain(root, 400)
-    // A child limited to 256 descriptors (Node holds ~20, and loading modules takes more for a moment)
-    // measures the 400-deep chain on both passes.
+    // A child takes every descriptor it may have but \`free\` (each on /dev/null), then measures the 400-deep
+    // chain on both passes: with the WALK_WINDOW + 1 a walk needs at most, whole; with fewer, it fails.
     const script = `${root}/child.mjs`
     fs.writeFileSync(script, `
       import * as fs from "node:fs"
@@ -306,21 +309,39 @@ describe("native measure (fsat measureTree)", () => {
       const real = loadFsat().fsat
       const fds = () => fs.readdirSync("/proc/self/fd").length
       const out = []
-      for (const native of [real, { ...real, measureTreeSync: () => 1 }]) {
-        const before = fds()
-        const failed = await Effect.runPromise(Effect.flip(makeNativeMeasure(native, undefined, 60000)(process.argv[2], { maxEntries: 1e9, maxDepth: 1e9 })))
-        out.push({ errno: failed.errno, method: failed.method, path: failed.path, before, after: fds() })
+      for (const free of [${WALK_WINDOW + 1}, 10]) {
+        for (const native of [real, { ...real, measureTreeSync: () => 1 }]) {
+          const before = fds()
+          const held = []
+          for (;;) {
+            try {
+              held.push(fs.openSync("/dev/null", "r"))
+            } catch {
+              break
+            }
+          }
+          for (const fd of held.splice(0, free)) fs.closeSync(fd)
+          const answer = await Effect.runPromise(Effect.either(makeNativeMeasure(native, undefined, 60000)(process.argv[2], { maxEntries: 1e9, maxDepth: 1e9 })))
+          for (const fd of held) fs.closeSync(fd)
+          const failed = answer._tag === "Left" ? { errno: answer.left.errno, method: answer.left.method, path: answer.left.path } : undefined
+          out.push({ free, measure: answer._tag === "Right" ? answer.right : undefined, failed, before, after: fds() })
+        }
       }
       process.stdout.write(JSON.stringify(out))
     `)
     const r = spawnSync("prlimit", ["--nofile=256", process.execPath, script, `${root}/chain`], { cwd: NodePath.resolve(import.meta.dirname, "../../.."), encoding: "utf8" })
     assert.strictEqual(r.status, 0, r.stderr)
-    const answers = JSON.parse(r.stdout) as Array<{ errno: string; method: string; path: string; before: number; after: number }>
-    assert.strictEqual(answers.length, 2)
+    type Answer = { free: number; measure?: unknown; failed?: { errno: string; method: string; path: string }; before: number; after: number }
+    const answers = JSON.parse(r.stdout) as Array<Answer>
+    assert.deepStrictEqual(answers.map((a) => a.free), [WALK_WINDOW + 1, WALK_WINDOW + 1, 10, 10])
     for (const a of answers) {
-      assert.deepStrictEqual([a.errno, a.method], ["EMFILE", "measureTree"])
-      assert.match(a.path, new RegExp(`^${root}/chain(/c\\d+)+$`))
-      assert.isAbove(a.path.split("/").length, root.split("/").length + 10, "it failed deep in the chain, descriptors open above it")
+      if (a.free > WALK_WINDOW) {
+        assert.deepStrictEqual(a.measure, { bytes: 4, entries: 401, complete: true }, JSON.stringify(a.failed))
+      } else {
+        assert.deepStrictEqual([a.failed?.errno, a.failed?.method], ["EMFILE", "measureTree"])
+        assert.match(a.failed!.path, new RegExp(`^${root}/chain(/c\\d+)+$`))
+        assert.isAbove(a.failed!.path.split("/").length, root.split("/").length + 5, "it failed deep in the chain, descriptors open above it")
+      }
       assert.strictEqual(a.after, a.before)
     }
     fs.rmSync(root, { recursive: true, force: true })

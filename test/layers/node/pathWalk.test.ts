@@ -1,7 +1,8 @@
 /**
  * What the portable walker holds since it walks by descriptor (issue 12.5): no descriptor outlives a walk,
- * however it ends (completed, budget-stopped, failed, interrupted, or stopped at a mount point), and its
- * errors name real paths, never the `/proc/self/fd/…` ones it works through. (Its races: walkerRace.test.ts;
+ * however it ends (completed, budget-stopped, failed, interrupted, or stopped at a mount point), its
+ * errors name real paths, never the `/proc/self/fd/…` ones it works through, and without /proc it still
+ * measures a tree deeper than its window of descriptors (domain/WalkDepth.ts). (Its races: walkerRace.test.ts;
  * its budgets, links and mount points: the conformance suite.)
  */
 import * as fs from "node:fs"
@@ -11,12 +12,14 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import { WALK_WINDOW } from "../../../src/domain/WalkDepth.js"
 import { makePathWalker } from "../../../src/layers/node/pathWalk.js"
 import { runWalk } from "../../../src/layers/node/support.js"
 import type { WalkBudget } from "../../../src/services/FileSystem.js"
 import { openDescriptorsUnder } from "../../support/descriptors.js"
 
 const WIDE = { maxEntries: 1_000_000, maxDepth: 64 }
+const WIDE_DEPTH = { maxEntries: 1_000_000, maxDepth: 1_000_000 }
 const scratch = () => fs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-pathwalk-"))
 
 const plant = (root: string) => {
@@ -64,6 +67,19 @@ describe("portable walker descriptors and errors", () => {
         assert.isTrue(Exit.isInterrupted(exit))
         assert.strictEqual(openDescriptorsUnder(root), before)
       }
+      fs.rmSync(root, { recursive: true, force: true })
+    }))
+
+  it.effect("without /proc/self/fd, a tree deeper than the window of descriptors is still measured whole, by path", () =>
+    Effect.gen(function*() {
+      const root = scratch()
+      const levels = 3 * WALK_WINDOW
+      fs.mkdirSync(`${root}/run/${Array.from({ length: levels }, () => "d").join("/")}`, { recursive: true })
+      for (let depth = 0, dir = `${root}/run`; depth <= levels; depth++, dir += "/d") fs.writeFileSync(`${dir}/f`, "x")
+      const before = openDescriptorsUnder(root)
+      const measure = yield* runWalk("measureTree", `${root}/run`, () => makePathWalker({ procFd: false }).startMeasure(`${root}/run`, WIDE_DEPTH))
+      assert.deepStrictEqual(measure, { bytes: levels + 1, entries: 2 * levels + 1, complete: true })
+      assert.strictEqual(openDescriptorsUnder(root), before)
       fs.rmSync(root, { recursive: true, force: true })
     }))
 

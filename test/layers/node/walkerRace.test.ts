@@ -6,7 +6,9 @@
  * as a directory and was met as a link. Then the portable walker's own cases: the same swap made at the
  * exact point (after its parent's listing), for removal and measuring, and its refusal without /proc.
  * Every walker and measure also runs beside a real `rm -rf` of the same tree: a directory the other remover
- * takes between the walk's open and its listing is gone (or empty), never a failure.
+ * takes between the walk's open and its listing is gone (or empty), never a failure. Last, the way back up
+ * through a chain deeper than the walks' window of descriptors (domain/WalkDepth.ts): a directory the walk
+ * left is swapped while it works below it; the walk stops (ESTALE) rather than go on through another one.
  */
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
@@ -14,7 +16,9 @@ import * as os from "node:os"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
+import { MOVED_DIRECTORY_DETAIL, WALK_WINDOW } from "../../../src/domain/WalkDepth.js"
 import { type Fsat, loadFsat } from "../../../src/layers/node/fsat.js"
 import { makeNativeMeasure } from "../../../src/layers/node/nativeMeasure.js"
 import { makePathWalker } from "../../../src/layers/node/pathWalk.js"
@@ -326,5 +330,209 @@ describe("the portable walker", () => {
       const measure = yield* runWalk("measureTree", `${root}/run`, () => walker.startMeasure(`${root}/run`, WIDE))
       assert.deepStrictEqual(measure, { bytes: DIRS * FILES, entries: DIRS * (FILES + 1), complete: true })
       fs.rmSync(root, { recursive: true, force: true })
+    }))
+})
+
+/**
+ * The way back up through a chain deeper than the walks' window (domain/WalkDepth.ts): run/c1/…/c<LEVELS>, a
+ * file in each level, files b0… in the last. While the walk works in the bottom, run/c1/c2/c3 has long
+ * left its window (no descriptor, no listing: it is re-opened as its child's ".." on the way back up).
+ */
+const LEVELS = 2 * WALK_WINDOW + 4
+const BOTTOM = 2000
+/** The level swapped while the walk is below it. */
+const LEFT = 3
+
+const chainLevel = (root: string, depth: number) => [`${root}/run`, ...Array.from({ length: depth }, (_, k) => `c${k + 1}`)].join("/")
+
+/** The chain with `bottom` files in its last level (the native walk lingers there while the swap is made). */
+const plantChain = (root: string, bottomFiles = BOTTOM): string => {
+  const bottom = chainLevel(root, LEVELS)
+  fs.mkdirSync(bottom, { recursive: true })
+  for (let depth = 0; depth <= LEVELS; depth++) fs.writeFileSync(`${chainLevel(root, depth)}/f`, "x")
+  for (let b = 0; b < bottomFiles; b++) fs.writeFileSync(`${bottom}/b${b}`, "")
+  // outside/ (whose names sort after "c3", where a listing of run/c1/c2 would go on) must never change.
+  fs.mkdirSync(`${root}/outside/deep`, { recursive: true })
+  for (let f = 0; f < FILES; f++) fs.writeFileSync(`${root}/outside/f${f}`, "outside")
+  fs.writeFileSync(`${root}/outside/deep/canary`, "keep me")
+  return bottom
+}
+
+/**
+ * Move run/c1/c2/c3 into outside/ (as outside/moved) and put a link to outside/, or another directory holding a
+ * canary, where it was. Coming back up from it, ".." is outside/ now, not run/c1/c2.
+ */
+const swapLeft = (root: string, into: "link" | "directory") => {
+  const left = chainLevel(root, LEFT)
+  fs.renameSync(left, `${root}/outside/moved`)
+  if (into === "link") {
+    fs.symlinkSync(`${root}/outside`, left)
+  } else {
+    fs.mkdirSync(left)
+    fs.writeFileSync(`${left}/canary`, "keep me")
+  }
+}
+
+/**
+ * Where these chains go: `root` two levels below a scratch directory, beside a canary. A walk that went back
+ * up through the wrong ".." (the defect these tests guard against) climbs one level per directory above c3
+ * (c2, c1, run): from outside/ to `root` and its parent `jail/`, never higher, so even that defect cannot
+ * reach anything but this test's own scratch directory. `done` removes it all.
+ */
+const jailed = () => {
+  const top = scratch()
+  const root = `${top}/jail/root`
+  fs.mkdirSync(root, { recursive: true })
+  fs.writeFileSync(`${top}/jail/canary`, "keep me")
+  return {
+    root,
+    assertJailUntouched: () => assert.deepStrictEqual([fs.readdirSync(`${top}/jail`).sort(), fs.readFileSync(`${top}/jail/canary`, "utf8")], [["canary", "root"], "keep me"]),
+    done: () => fs.rmSync(top, { recursive: true, force: true })
+  }
+}
+
+/** What the swap put at run/c1/c2/c3 is as it was put there. */
+const assertSwappedInUntouched = (root: string, into: "link" | "directory") => {
+  const left = chainLevel(root, LEFT)
+  if (into === "link") assert.strictEqual(fs.readlinkSync(left), `${root}/outside`)
+  else assert.deepStrictEqual(fs.readdirSync(left), ["canary"])
+}
+
+/** The walk stopped where it came back up to a directory that was not the one it left, naming it. */
+const assertStoppedAtMove = (error: { readonly errno: string; readonly method: string; readonly path: string }, root: string, method: string) =>
+  assert.deepStrictEqual([error.errno, error.method, error.path], ["ESTALE", method, chainLevel(root, LEFT - 1)])
+
+describe("the portable walker coming back up to a directory that left its window", () => {
+  /** A walker that swaps run/c1/c2/c3 as it lists the bottom of the chain: deep below it, every time. */
+  const swappingAtBottom = (root: string, into: "link" | "directory") => {
+    let swapped = false
+    return makePathWalker({
+      list: (path) => {
+        const entries = fs.readdirSync(path, { withFileTypes: true })
+        if (!swapped && entries.some((e) => e.name === "b0")) {
+          swapped = true
+          swapLeft(root, into)
+        }
+        return entries
+      }
+    })
+  }
+
+  for (const into of ["link", "directory"] as const) {
+    it.effect(`removal: swapped for a ${into} meanwhile, it is never entered nor removed, nor is the directory ".." leads to now`, () =>
+      Effect.gen(function*() {
+        const { root, assertJailUntouched, done } = jailed()
+        plantChain(root, 1)
+        const walker = swappingAtBottom(root, into)
+        const failed = yield* Effect.flip(runWalk("removeTree", `${root}/run`, () => walker.startRemoval(`${root}/run`, WIDE)))
+        assertJailUntouched()
+        assertOutsideUntouched(root)
+        assertStoppedAtMove(failed, root, "removeTree")
+        assert.strictEqual(failed.detail, MOVED_DIRECTORY_DETAIL)
+        assertSwappedInUntouched(root, into)
+        // What it did remove is what was below the directory it left, wherever that went.
+        assert.deepStrictEqual(fs.readdirSync(`${root}/outside/moved`), [])
+        // The next walk starts again from the root: the run goes (a link unlinked, never followed).
+        assert.isTrue((yield* runWalk("removeTree", `${root}/run`, () => makePathWalker().startRemoval(`${root}/run`, WIDE))).complete)
+        assert.isFalse(fs.existsSync(`${root}/run`))
+        assertOutsideUntouched(root)
+        done()
+      }))
+  }
+
+  it.effect("measuring: the directory \"..\" leads to now is never counted", () =>
+    Effect.gen(function*() {
+      const { root, done } = jailed()
+      plantChain(root, 1)
+      const walker = swappingAtBottom(root, "link")
+      const failed = yield* Effect.flip(runWalk("measureTree", `${root}/run`, () => walker.startMeasure(`${root}/run`, WIDE)))
+      assertStoppedAtMove(failed, root, "measureTree")
+      assertSwappedInUntouched(root, "link")
+      done()
+    }))
+})
+
+describe("the native walker coming back up to a directory that left its window", () => {
+  // Live clock: the race is against a real thread.
+  for (const into of ["link", "directory"] as const) {
+    it.live(`removal: swapped for a ${into} meanwhile, it is never entered nor removed, nor is the directory ".." leads to now`, () =>
+      Effect.scoped(Effect.gen(function*() {
+        const { removeTree } = yield* makeWalks("native", 1)
+        let hits = 0
+        for (let round = 0; round < 4 && hits === 0; round++) {
+          const { root, assertJailUntouched, done } = jailed()
+          const bottom = plantChain(root)
+          const removal = yield* Effect.fork(removeTree(`${root}/run`, WIDE))
+          yield* Effect.yieldNow() // the fiber hands the walk to the thread pool
+          // Once it deletes in the bottom (16 levels below c3, which has left its window), swap c3.
+          const swapped = yield* Effect.sync(() => {
+            const deadline = performance.now() + 10_000
+            const begun = () => {
+              try {
+                return fs.readdirSync(bottom).length < BOTTOM
+              } catch {
+                return true
+              }
+            }
+            while (performance.now() < deadline && !begun()) {
+              // spin: the walk runs on another thread
+            }
+            if (!fs.existsSync(bottom) || fs.readdirSync(bottom).length === 0) return false // it got past the bottom first
+            swapLeft(root, into)
+            return true
+          })
+          const outcome = yield* Effect.either(Fiber.join(removal))
+          assertJailUntouched()
+          if (swapped) {
+            assert.strictEqual(outcome._tag, "Left", "the walk came back up to c2 through the moved c3")
+            if (outcome._tag === "Left") assertStoppedAtMove(outcome.left, root, "removeTree")
+            assertOutsideUntouched(root)
+            assertSwappedInUntouched(root, into)
+            assert.deepStrictEqual(fs.readdirSync(`${root}/outside/moved`), [])
+            assert.isTrue((yield* removeTree(`${root}/run`, WIDE)).complete)
+            assert.isFalse(fs.existsSync(`${root}/run`))
+            assertOutsideUntouched(root)
+            hits++
+          }
+          done()
+        }
+        assert.isAbove(hits, 0, "a swap landed while the walk was below the level it swapped")
+      })))
+  }
+
+  it.live("measuring: the directory \"..\" leads to now is never counted", () =>
+    Effect.gen(function*() {
+      // On the thread pool (the calling-thread pass always answers "too big"): the swap runs beside it.
+      const measure = makeNativeMeasure({ ...loadedFsat(), measureTreeSync: () => 1 })!
+      let hits = 0
+      for (let round = 0; round < 5 && hits === 0; round++) {
+        const { root, done } = jailed()
+        const bottom = plantChain(root)
+        const walk = yield* Effect.fork(measure(`${root}/run`, WIDE))
+        yield* Effect.yieldNow()
+        // Once it holds the bottom open (it lingers there, on BOTTOM files), swap c3; a walk already gone past
+        // the bottom measures whole, and that round is tried again.
+        const swapped = yield* Effect.sync(() => {
+          const deadline = performance.now() + 10_000
+          while (performance.now() < deadline && !holdsDescriptorOn(bottom)) {
+            // spin
+          }
+          if (!holdsDescriptorOn(bottom)) return false
+          swapLeft(root, "link")
+          return true
+        })
+        const outcome = yield* Effect.either(Fiber.join(walk))
+        if (swapped) {
+          // Below c3 when it moved, the walk comes back up through it.
+          assert.strictEqual(outcome._tag, "Left", "the walk came back up to c2 through the moved c3")
+          if (outcome._tag === "Left") assertStoppedAtMove(outcome.left, root, "measureTree")
+          assertSwappedInUntouched(root, "link")
+          hits++
+        } else {
+          assert.deepStrictEqual(outcome, Either.right({ bytes: LEVELS + 1, entries: 2 * LEVELS + 1 + BOTTOM, complete: true }))
+        }
+        done()
+      }
+      assert.isAbove(hits, 0, "a swap landed while the walk was below the level it swapped")
     }))
 })
