@@ -31,6 +31,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { FileSystemError, lengthMismatch } from "../domain/Errors.js"
+import { changedError, changeSince, type ExpectedFile, type FileChange, type FileVersion } from "../domain/FileChange.js"
 import {
   type DirEntry,
   type DirEntryInfo,
@@ -371,6 +372,99 @@ const writeFileAtomic = (path: string, data: Uint8Array, options?: WriteOptions)
     if (sync) yield* syncDirectory("writeFileAtomic", NodePath.dirname(path))
   })
 
+/**
+ * Read the regular file at `path` (never through a link) for comparison with `expected`: `undefined` when the
+ * descriptor's inode is not `expected`'s (the file was swapped between the lstat and the open), else up to one
+ * byte more than `expected` holds, enough to tell equal from different.
+ */
+const readSameInodeSync = (path: string, expected: FileVersion): Uint8Array | undefined => {
+  const fd = fs.openSync(path, READ_NOFOLLOW)
+  try {
+    const stats = fs.fstatSync(fd)
+    if (!stats.isFile() || stats.dev !== expected.dev || stats.ino !== expected.ino) return undefined
+    const buffer = Buffer.allocUnsafe(expected.bytes.byteLength + 1)
+    let total = 0
+    while (total < buffer.byteLength) {
+      const n = fs.readSync(fd, buffer, total, buffer.byteLength - total, null)
+      if (n === 0) break
+      total += n
+    }
+    return buffer.subarray(0, total)
+  } finally {
+    closeQuietly(fd)
+  }
+}
+
+/** The change at `path` since `expected` was read (lstat, then a read through a re-checked descriptor); `null`: none. */
+const changeAtSync = (path: string, expected: ExpectedFile): FileChange | null => {
+  const stats = fs.lstatSync(path, { throwIfNoEntry: false })
+  const found = stats === undefined ? undefined : { type: typeOfStats(stats), dev: stats.dev, ino: stats.ino, size: stats.size }
+  let swapped = false
+  const change = changeSince(expected, found, () => {
+    const bytes = readSameInodeSync(path, expected!)
+    swapped = bytes === undefined
+    return bytes ?? new Uint8Array(0)
+  })
+  return swapped ? { kind: "replaced", detail: "it was replaced by another file since it was read" } : change
+}
+
+/** link(2) is missing on this file system (FAT, some FUSE and network mounts): fall back to check-then-rename. */
+const NO_HARD_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"])
+
+/**
+ * The conditional replace's last step, in one synchronous run (no other JavaScript between the check and the
+ * rename): a file expected missing is linked into place (link(2) fails EEXIST if anything arrived meanwhile)
+ * and its temp name dropped; an existing one is checked again and renamed over.
+ */
+const putIfUnchangedSync = (method: string, path: string, temp: string, expected: ExpectedFile): void => {
+  if (expected === null) {
+    try {
+      fs.linkSync(temp, path)
+      try {
+        fs.unlinkSync(temp)
+      } catch {
+        // The file is in place; a leftover temp name is harmless (the error being reported would not be).
+      }
+      return
+    } catch (cause) {
+      const code = (cause as NodeJS.ErrnoException).code ?? ""
+      if (code === "EEXIST") {
+        throw changedError(method, path, changeAtSync(path, null) ?? { kind: "created", detail: "an entry was created there since it was read as missing" })
+      }
+      if (!NO_HARD_LINKS.has(code)) throw cause
+    }
+  }
+  const change = changeAtSync(path, expected)
+  if (change !== null) throw changedError(method, path, change)
+  fs.renameSync(temp, path)
+}
+
+const replaceFileIfUnchanged = (
+  path: string,
+  expected: ExpectedFile,
+  data: Uint8Array | null,
+  options?: WriteOptions
+): Effect.Effect<void, FileSystemError> =>
+  Effect.gen(function*() {
+    const method = "replaceFileIfUnchanged"
+    const sync = options?.sync ?? true
+    if (data === null) {
+      yield* attemptSync(method, path, () => {
+        const change = changeAtSync(path, expected)
+        if (change !== null) throw changedError(method, path, change)
+        if (expected !== null) fs.unlinkSync(path)
+      })
+    } else {
+      // Written and synced before the check, so nothing slow stands between the check and the rename.
+      const temp = tempNameBeside(path)
+      yield* createAndWrite(method, temp, data, options?.mode ?? DEFAULT_FILE_MODE, sync)
+      yield* attemptSync(method, path, () => putIfUnchangedSync(method, path, temp, expected)).pipe(
+        Effect.tapError(() => bestEffort(() => fsp.unlink(temp)))
+      )
+    }
+    if (sync) yield* syncDirectory(method, NodePath.dirname(path))
+  })
+
 const writeFileInPlace = (path: string, data: Uint8Array): Effect.Effect<void, FileSystemError> =>
   // O_NONBLOCK: a FIFO planted at `path` must not hang us. Opening a directory for writing is EISDIR.
   withFd("writeFileInPlace", path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK, undefined, (fd) =>
@@ -685,6 +779,7 @@ const service = ({ snapshot, ...walks }: Walks): FileSystem["Type"] => ({
   makeDirectory,
   writeFileExclusive,
   writeFileAtomic,
+  replaceFileIfUnchanged,
   writeFileInPlace,
   readFile,
   rename,
