@@ -65,5 +65,5 @@ export const changedError = (method: string, path: string, change: FileChange): 
   new FileSystemError({ reason: "Changed", errno: "", method, path, detail: change.detail })
 
 /** Whether an error is a conditional replace's `Changed` answer (the file was edited meanwhile). */
-export const isChanged = (error: { readonly _tag: string; readonly reason?: string }): error is FileSystemError =>
+export const isChanged = (error: { readonly _tag: string; readonly reason?: string }): boolean =>
   error._tag === "FileSystemError" && error.reason === "Changed"

@@ -367,6 +367,8 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
         const change = changeAt(path, expected)
         if (isErrno(change)) return change
         if (change === null) return act()
+        // Removing what is already gone: nothing is there, and nothing anyone saved was removed.
+        if (data === null && change.kind === "removed") return undefined
         changed = change
         return errno("")
       }

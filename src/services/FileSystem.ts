@@ -125,7 +125,8 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
   /**
    * Replace `path` with `data` only if it is still `expected` (domain/FileChange.ts): the regular file of that
    * device and inode holding exactly those bytes, or, for `null`, nothing at all (then `data` is created
-   * exclusively: whoever created it meanwhile wins). `data` `null` removes the file on the same condition.
+   * exclusively: whoever created it meanwhile wins). `data` `null` removes the file on the same condition (a
+   * file already gone is success: nothing is there and nothing anyone saved was removed).
    * Otherwise fails with reason `Changed` (errno "", `detail` says what changed) and leaves the entry as it is.
    * Written like `writeFileAtomic` (a temp file beside it, fsynced unless `sync: false`, renamed; never through
    * a symlink). Memory: the check and the rename are one atomic step. Node: the temp file is written and

@@ -431,7 +431,7 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
         yield* expectFailure(fs.replaceFileIfUnchanged(`${root}/no-dir/f`, null, bytes("x")), "NotFound", "ENOENT")
       }))
 
-      test("data null removes the file only while it is still as read", Effect.gen(function*() {
+      test("data null removes the file only while it is still as read (one already gone is success)", Effect.gen(function*() {
         const { fs, scratch: { root } } = yield* context
         yield* put(`${root}/a`, "one")
         yield* put(`${root}/b`, "two")
@@ -442,6 +442,10 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
         yield* expectChanged(fs.replaceFileIfUnchanged(`${root}/b`, b, null), /modified/)
         assert.deepStrictEqual(yield* names(root), ["b"])
         assert.strictEqual(yield* read(`${root}/b`), "TWO")
+        yield* fs.replaceFileIfUnchanged(`${root}/a`, a, null)
+        yield* fs.replaceFileIfUnchanged(`${root}/a`, null, null)
+        yield* expectChanged(fs.replaceFileIfUnchanged(`${root}/b`, null, null), /regular file was created/)
+        assert.deepStrictEqual(yield* names(root), ["b"])
       }))
 
       it.effect.prop(
