@@ -119,6 +119,8 @@ export const ConfigSkipTag = [
   "Symlink",
   /** A directory, FIFO … where a config file belongs, or at a path a rollback would write. */
   "NotARegularFile",
+  /** A live file someone saved while a rollback ran: kept as they saved it, not rolled back. */
+  "ChangedMeanwhile",
   /** `auth.json`: never versioned, whatever the denylist says. */
   "Credentials",
   /** Matched by the denylist: never committed. */
