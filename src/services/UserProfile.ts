@@ -5,12 +5,17 @@
  * as its holder lives), re-reads everything under it, finishes or undoes a journal a crash left, applies the
  * edit to the model (src/domain/UserProfile.ts) and writes the layout that results in this order:
  *   journal (when more than one file changes) → new shards → index → USER.md → obsolete shards → journal removed.
- * Each file is written with `writeFileAtomic` (temp, fsync, rename, directory fsync). An old shard goes only
- * after the shards that take its entries are durable and the index names them.
+ * USER.md, the index and the shards are files a person may edit, so each is written with the port's
+ * conditional replace (`replaceFileIfUnchanged`: temp, fsync, rename only while the file is still the version
+ * read, directory fsync); a change under a mutation undoes what it wrote and redoes the edit from a fresh read
+ * (bounded). An old shard goes only after the shards that take its entries are durable and the index names
+ * them, and only while it is still as read.
  *
  * Safety: USER.md, the archive directory, the index and every shard are `lstat`ed before use; a symlink or a
- * file of the wrong type is `UnsafeProfile` before anything is read or written through it. A shard that does
- * not parse is listed by `read` and makes mutations refuse (its facts are unknown); it is never touched.
+ * file of the wrong type is `UnsafeProfile` before anything is read or written through it. Everything is
+ * decoded as strict UTF-8 (a USER.md or index that is not is `UnsafeProfile` `not-utf8`, never rewritten).
+ * A shard that cannot be read (front matter past the decoder's limits, not UTF-8) is listed by `read` and
+ * makes mutations refuse (its facts are unknown); it is never touched.
  */
 import { aFileType } from "../domain/FileTypeWords.js"
 import * as NodePath from "node:path"
