@@ -473,7 +473,7 @@ describe("on the Memory layer", () => {
       yield* Effect.all([personLoop, extension], { concurrency: "unbounded", discard: true })
       const final = JSON.parse(world.readFixtureText(path) ?? "{}") as Record<string, unknown>
       assert.deepStrictEqual(keys.filter((k) => final[k] !== true), [], `seed ${seed}`)
-    }).pipe(Effect.provide(TierStorage.layer.pipe(Layer.provideMerge(layerMemory({ jitter: { seed, maxYields } }))))), { fastCheck: { numRuns: 40 } })
+    }).pipe(Effect.provide(TierStorage.layer.pipe(Layer.provideMerge(layerMemory({ jitter: { seed, maxYields } }))))), { fastCheck: { numRuns: 25 } })
 
   it.effect("a failed state write (ENOSPC) fails typed and keeps the previous record", () =>
     Effect.gen(function*() {

@@ -115,6 +115,6 @@ describe("user profile: a person's edits around the library's (Memory world)", (
         assert.deepStrictEqual(lines.filter((l) => !seen.has(l)), [], `seed ${seed}`)
         assertSettled(world, [...seen], `seed ${seed}`)
       }),
-    { fastCheck: { numRuns: 30 } }
+    { fastCheck: { numRuns: 20 } }
   )
 })
