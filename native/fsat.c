@@ -1,5 +1,6 @@
 /*
- * fsat: the directory-relative syscalls Node does not expose (openat, fstatat, unlinkat, linkat), for the
+ * fsat: the directory-relative syscalls Node does not expose (openat, fstatat, unlinkat, linkat, and renameat2's
+ * exchange for the conditional replace), for the
  * Node layer's tree walks: the measuring walk (measureTree, src/layers/node/nativeMeasure.ts) and the
  * removal walk (removeTree, src/layers/node/nativeRemove.ts) run here whole, and a snapshot's per-directory
  * calls (listInfo, linkEach: src/layers/node/snapshotCalls.ts).
@@ -1414,6 +1415,26 @@ static napi_value link_each(napi_env env, napi_callback_info info) {
   return number(env, 0);
 }
 
+/*
+ * exchange(a, b): renameat2(a, b, RENAME_EXCHANGE), the two names swap their entries in one step. A
+ * conditional replace (replaceFileIfUnchanged in src/layers/NodeFileSystem.ts) swaps its new file in, then
+ * checks the one swapped out: nothing is ever unlinked by the rename itself, so a file someone saved in
+ * between can be put back. 0, or a negative errno (EINVAL or ENOTSUP where the file system cannot, ENOSYS
+ * off Linux).
+ */
+static napi_value exchange(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  char a[NAME_MAX_BYTES], b[NAME_MAX_BYTES];
+  if (argc < 2 || !string_arg(env, argv[0], a, sizeof a) || !string_arg(env, argv[1], b, sizeof b)) return number(env, -EINVAL);
+#if defined(__linux__) && defined(SYS_renameat2)
+  return number(env, syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, 2 /* RENAME_EXCHANGE */) == 0 ? 0 : -errno);
+#else
+  return number(env, -ENOSYS);
+#endif
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor methods[] = {
     { "removeTree", NULL, remove_tree, NULL, NULL, NULL, napi_enumerable, NULL },
@@ -1423,6 +1444,7 @@ static napi_value init(napi_env env, napi_value exports) {
     { "syncFs", NULL, sync_fs, NULL, NULL, NULL, napi_enumerable, NULL },
     { "listInfo", NULL, list_info, NULL, NULL, NULL, napi_enumerable, NULL },
     { "linkEach", NULL, link_each, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "exchange", NULL, exchange, NULL, NULL, NULL, napi_enumerable, NULL },
   };
   napi_define_properties(env, exports, sizeof methods / sizeof methods[0], methods);
   /* The measure calls' version (their signatures): JavaScript uses them only when it matches, so an addon

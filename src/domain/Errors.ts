@@ -22,6 +22,8 @@ export const FileSystemErrorReason = Schema.Literal(
   "TooLarge",
   "Busy",
   "InvalidData",
+  /** `replaceFileIfUnchanged`: the entry is no longer what the caller read (errno ""; `detail` says how). */
+  "Changed",
   "Unknown"
 )
 export type FileSystemErrorReason = typeof FileSystemErrorReason.Type

@@ -166,7 +166,7 @@ export const FINDING_CODES = {
   },
   "user-profile-unparsable-shard": {
     severity: "error",
-    meaning: "A profile shard whose OKF front matter does not parse; it is never read as empty, and profile edits are refused until it is fixed."
+    meaning: "A profile shard that cannot be read: OKF front matter that does not parse or breaks the decoder's limits (size, depth, YAML aliases), bytes that are not UTF-8, or a file too large; it is never read as empty, never rewritten, and profile edits are refused until it is fixed."
   },
   "user-profile-dead-lock": {
     severity: "info",
@@ -175,6 +175,10 @@ export const FINDING_CODES = {
   "user-profile-interrupted-write": {
     severity: "info",
     meaning: "A profile write was interrupted (state/user-profile/pending.json is left); the next profile mutation finishes or undoes it."
+  },
+  "user-profile-not-utf8": {
+    severity: "error",
+    meaning: "USER.md or the archive index is not valid UTF-8 (a Latin-1 or binary file); the profile refuses it (UnsafeProfile, reason not-utf8) and never rewrites it."
   },
   "user-profile-unsafe": {
     severity: "error",

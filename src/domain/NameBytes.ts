@@ -96,3 +96,18 @@ export const bytesOfName = (name: string): Uint8Array => {
   }
   return out
 }
+
+/** The offset of the first byte that is not part of valid UTF-8 (by the rule `nameOfBytes` uses), or -1. */
+export const invalidUtf8At = (bytes: Uint8Array): number => {
+  let i = 0
+  while (i < bytes.length) {
+    if (bytes[i]! < 0x80) {
+      i++
+      continue
+    }
+    const n = sequenceAt(bytes, i)
+    if (n === 0) return i
+    i += n
+  }
+  return -1
+}

@@ -119,6 +119,8 @@ export const ConfigSkipTag = [
   "Symlink",
   /** A directory, FIFO … where a config file belongs, or at a path a rollback would write. */
   "NotARegularFile",
+  /** A live file someone saved while a rollback ran: kept as they saved it, not rolled back. */
+  "ChangedMeanwhile",
   /** `auth.json`: never versioned, whatever the denylist says. */
   "Credentials",
   /** Matched by the denylist: never committed. */
@@ -155,7 +157,9 @@ export const UnparsableShardTag = [
   /** Its front matter or entries do not parse. */
   "ShardUnparsable",
   /** Larger than an archive file may be: not read. */
-  "ShardTooLarge"
+  "ShardTooLarge",
+  /** Not valid UTF-8 (a Latin-1 or binary file): not read, never rewritten. */
+  "ShardNotUtf8"
 ] as const
 export type UnparsableShardTag = typeof UnparsableShardTag[number]
 /** `shard` (the file name) and `why` are kept from before. */
@@ -166,5 +170,5 @@ export const unparsableShard = (tag: UnparsableShardTag, shard: string, why: str
   _tag: tag,
   shard,
   why,
-  message: tag === "ShardTooLarge" ? `shard ${shard} is not read: ${why}` : `shard ${shard} does not parse: ${why}`
+  message: tag === "ShardUnparsable" ? `shard ${shard} does not parse: ${why}` : `shard ${shard} is not read: ${why}`
 })

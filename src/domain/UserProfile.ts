@@ -218,12 +218,27 @@ export const isNoop = (w: ProfileWrites): boolean =>
 export const needsJournal = (w: ProfileWrites): boolean =>
   w.create.length + w.obsolete.length + (w.index === null ? 0 : 1) + (w.user === null ? 0 : 1) > 1
 
-export const journalOf = (w: ProfileWrites, layout: ProfileLayout): ProfileJournal => ({
+/** SHA-256 of the profile's files as they are on disk (`null`: missing), to compare with a journal's `read`. */
+export interface ProfileDigests {
+  readonly user: string | null
+  readonly index: string | null
+  readonly shards: ReadonlyMap<string, string>
+}
+
+export const journalOf = (w: ProfileWrites, layout: ProfileLayout, read: ProfileDigests): ProfileJournal => ({
   version: 1,
   shards: layout.shards.map((s) => s.name),
   created: w.create.map((s) => s.name),
   obsolete: w.obsolete,
-  user: w.user
+  user: w.user,
+  read: {
+    user: read.user,
+    index: read.index,
+    obsolete: Object.fromEntries(w.obsolete.flatMap((n) => {
+      const digest = read.shards.get(n)
+      return digest === undefined ? [] : [[n, digest] as const]
+    }))
+  }
 })
 
 /**
@@ -238,18 +253,54 @@ export const journalDirection = (journal: ProfileJournal, files: ProfileFiles): 
     ? "forward"
     : "back"
 
+/** What finishing or undoing a journal writes, and which files it leaves alone because a person changed them. */
+export interface RecoveryPlan {
+  readonly direction: "forward" | "back"
+  /** The index becomes the journal's (its `shards`; none: the index is removed); `false`: it is left as it is. */
+  readonly index: boolean
+  /** The new USER.md; `null` leaves it. */
+  readonly user: string | null
+  /** Shard files removed. */
+  readonly remove: ReadonlyArray<string>
+  /** Files changed since the journal's writer read them ("USER.md", "index" or a shard name): never replaced. */
+  readonly kept: ReadonlyArray<string>
+}
+
+/**
+ * Finish or undo `journal` over the files as they are (`now`: their digests). Forward, each remaining write is
+ * made only while its file is still what the journal's writer read (DESIGN "Safety rules"): a USER.md, index
+ * or obsolete shard a person changed since is kept as it is. That converges: the model keeps every fact once
+ * whatever is left doubled, adopts shards the index does not list, and the next mutation writes it all anew.
+ */
+export const recoveryPlan = (journal: ProfileJournal, files: ProfileFiles, now: ProfileDigests): RecoveryPlan => {
+  if (journalDirection(journal, files) === "back") return { direction: "back", index: false, user: null, remove: ownedCreated(journal, files), kept: [] }
+  const read = journal.read
+  const kept: Array<string> = []
+  const indexDone = journal.shards.length === 0 ? !files.indexExists : files.indexed !== null && sameList(files.indexed, journal.shards)
+  const indexFree = read === undefined || now.index === read.index
+  if (!indexDone && !indexFree) kept.push("index")
+  const userWanted = journal.user !== null && journal.user !== (files.user ?? "")
+  const userFree = read === undefined || now.user === read.user
+  if (userWanted && !userFree) kept.push("USER.md")
+  const remove: Array<string> = []
+  for (const name of journal.obsolete) {
+    if (!files.shards.has(name)) continue
+    if (read === undefined || now.shards.get(name) === read.obsolete[name]) remove.push(name)
+    else kept.push(name)
+  }
+  return { direction: "forward", index: !indexDone && indexFree, user: userWanted && userFree ? journal.user : null, remove, kept }
+}
+
 /** The files as they are once `journal` is finished or undone (for a reader who may not write). */
-export const filesAfterJournal = (files: ProfileFiles, journal: ProfileJournal): ProfileFiles => {
-  const direction = journalDirection(journal, files)
-  const dropped = new Set(direction === "forward" ? journal.obsolete : ownedCreated(journal, files))
+export const filesAfterJournal = (files: ProfileFiles, journal: ProfileJournal, now: ProfileDigests): ProfileFiles => {
+  const plan = recoveryPlan(journal, files, now)
+  const dropped = new Set(plan.remove)
   const shards = new Map([...files.shards].filter(([n]) => !dropped.has(n)))
-  if (direction === "back") return { ...files, shards }
   return {
     ...files,
     shards,
-    user: journal.user ?? files.user,
-    indexed: journal.shards,
-    indexExists: journal.shards.length > 0
+    user: plan.user ?? files.user,
+    ...(plan.index ? { indexed: journal.shards, indexExists: journal.shards.length > 0 } : {})
   }
 }
 

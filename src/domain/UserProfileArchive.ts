@@ -8,7 +8,7 @@
  * read) and it tolerates any extra keys Pi or a person adds.
  */
 import * as Schema from "effect/Schema"
-import { parseDocument, stringify } from "yaml"
+import { isCollection, isPair, parseDocument, stringify } from "yaml"
 import { sha256Hex } from "./Digest.js"
 import { bodyEntries, renderBody, utf8Bytes } from "./UserProfileText.js"
 
@@ -35,6 +35,49 @@ export interface OkfDocument {
 /** Why a document does not parse, or the document. */
 export type OkfParse = { readonly ok: true; readonly doc: OkfDocument } | { readonly ok: false; readonly why: string }
 
+/** Front matter larger than this is refused unparsed (Pi writes a dozen short keys). */
+export const FRONT_MATTER_MAX_BYTES = 64 * 1024
+/** Deeper nesting than this is refused before it is converted (the keys Pi writes are two levels deep). */
+export const FRONT_MATTER_MAX_DEPTH = 32
+/** Alias expansions allowed while converting (`yaml`'s `maxAliasCount`): a "billion laughs" block stops here. */
+export const FRONT_MATTER_MAX_ALIASES = 100
+
+type Decoded = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly why: string }
+
+/** The nesting depth of a parsed YAML node, walked without recursion (a hostile block cannot exhaust the stack). */
+const depthOf = (root: unknown): number => {
+  let deepest = 0
+  const stack: Array<readonly [unknown, number]> = [[root, 0]]
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!
+    if (depth > FRONT_MATTER_MAX_DEPTH) return depth
+    deepest = Math.max(deepest, depth)
+    if (isCollection(node)) for (const item of node.items) stack.push([item, depth + 1])
+    else if (isPair(node)) stack.push([node.key, depth], [node.value, depth])
+  }
+  return deepest
+}
+
+/**
+ * The one guarded decoder of an OKF front-matter block (DESIGN "Safety rules": strict parser with limits on
+ * size, depth and aliases). Every failure is a reason, never a throw: `yaml` parses an alias bomb without
+ * complaint and only its conversion throws, so the conversion runs with `maxAliasCount` inside a guard.
+ */
+export const decodeFrontMatter = (yamlText: string): Decoded => {
+  const size = utf8Bytes(yamlText)
+  if (size > FRONT_MATTER_MAX_BYTES) return { ok: false, why: `front matter is ${size} bytes, over the ${FRONT_MATTER_MAX_BYTES}-byte limit` }
+  try {
+    // logLevel "error": no process warnings on stderr for odd keys; errors are reported below.
+    const doc = parseDocument(yamlText, { prettyErrors: false, uniqueKeys: false, logLevel: "error" })
+    if (doc.errors.length > 0) return { ok: false, why: `front matter is not valid YAML: ${doc.errors[0]!.message.split("\n")[0]}` }
+    if (depthOf(doc.contents) > FRONT_MATTER_MAX_DEPTH) return { ok: false, why: `front matter nests deeper than ${FRONT_MATTER_MAX_DEPTH} levels` }
+    return { ok: true, value: doc.toJS({ maxAliasCount: FRONT_MATTER_MAX_ALIASES }) }
+  } catch (cause) {
+    const detail = cause instanceof Error ? cause.message : String(cause)
+    return { ok: false, why: `front matter is refused (${detail.split("\n")[0]}; at most ${FRONT_MATTER_MAX_ALIASES} alias expansions)` }
+  }
+}
+
 /** Parse an OKF document: `---`, a YAML mapping, `---`, then the body (one blank line after the block is not body). */
 export const parseOkf = (text: string): OkfParse => {
   const normal = text.replace(/\r\n/g, "\n")
@@ -43,10 +86,9 @@ export const parseOkf = (text: string): OkfParse => {
   const endAtEof = end === -1 && normal.endsWith("\n---") ? normal.length - 4 : -1
   const close = end !== -1 ? end : endAtEof
   if (close === -1) return { ok: false, why: "the front matter block is not closed by a --- line" }
-  const yamlText = normal.slice(4, close + 1)
-  const parsed = parseDocument(yamlText, { prettyErrors: false, uniqueKeys: false })
-  if (parsed.errors.length > 0) return { ok: false, why: `front matter is not valid YAML: ${parsed.errors[0]!.message.split("\n")[0]}` }
-  const value: unknown = parsed.toJS()
+  const decoded = decodeFrontMatter(normal.slice(4, close + 1))
+  if (!decoded.ok) return decoded
+  const value = decoded.value
   if (value !== null && (typeof value !== "object" || Array.isArray(value))) {
     return { ok: false, why: "front matter is not a YAML mapping" }
   }
@@ -138,6 +180,15 @@ export const ProfileJournal = Schema.Struct({
   /** Shards the new layout no longer has (every fact in them is in the new layout or was deliberately edited). */
   obsolete: Schema.Array(Schema.String),
   /** The new USER.md (`null`: leave it as it is). */
-  user: Schema.NullOr(Schema.String)
+  user: Schema.NullOr(Schema.String),
+  /**
+   * SHA-256 of the files as the writer read them (`null`: missing), so finishing the write never replaces a
+   * file a person changed since. Absent in journals written before it existed (then nothing is compared).
+   */
+  read: Schema.optional(Schema.Struct({
+    user: Schema.NullOr(Schema.String),
+    index: Schema.NullOr(Schema.String),
+    obsolete: Schema.Record({ key: Schema.String, value: Schema.String })
+  }))
 })
 export type ProfileJournal = typeof ProfileJournal.Type

@@ -43,7 +43,17 @@ export class AmbiguousEntry extends Schema.TaggedError<AmbiguousEntry>()("Ambigu
   }
 }
 
-export const UnsafeProfileReason = Schema.Literal("symlink", "not-a-directory", "not-a-regular-file", "unparsable-shard", "unreadable-journal")
+export const UnsafeProfileReason = Schema.Literal(
+  "symlink",
+  "not-a-directory",
+  "not-a-regular-file",
+  "unparsable-shard",
+  "unreadable-journal",
+  /** USER.md or the index is not valid UTF-8 (a Latin-1 or binary file): refused, never rewritten. */
+  "not-utf8",
+  /** A file the edit read kept changing (a person saving it) through every retry; what they saved is kept. */
+  "changed-meanwhile"
+)
 export type UnsafeProfileReason = typeof UnsafeProfileReason.Type
 
 /** The profile's files are not what the library can safely read or write through; nothing was changed. */

@@ -7,6 +7,7 @@
  * entries added since the last archive.
  */
 import * as Either from "effect/Either"
+import { invalidUtf8At } from "./NameBytes.js"
 import { AmbiguousEntry, EntryNotFound, InvalidEntry } from "./UserProfileErrors.js"
 
 export const DEFAULT_PROFILE_BUDGET_BYTES = 8 * 1024
@@ -19,6 +20,24 @@ export const PROFILE_POINTER = `# User profile\n\n${POINTER_LINK_LINE}\n`
 
 const encoder = new TextEncoder()
 export const utf8Bytes = (text: string): number => encoder.encode(text).length
+
+const strict = new TextDecoder("utf-8", { fatal: true })
+
+/**
+ * A profile file's bytes as text, only when they are valid UTF-8: a replacement character in place of a
+ * Latin-1 or binary byte would be written back by the next edit, and the original bytes lost. Else the offset
+ * of the first byte that is not UTF-8 (the file is refused, never rewritten).
+ */
+export const decodeProfileText = (bytes: Uint8Array): { readonly ok: true; readonly text: string } | { readonly ok: false; readonly offset: number } => {
+  try {
+    return { ok: true, text: strict.decode(bytes) }
+  } catch {
+    return { ok: false, offset: Math.max(0, invalidUtf8At(bytes)) }
+  }
+}
+
+/** Why a file is refused as not UTF-8, in words. */
+export const notUtf8Detail = (offset: number): string => `it is not valid UTF-8 (first bad byte at offset ${offset}); it is left exactly as it is`
 
 /**
  * Characters an entry may not hold: C0/C1 controls (a tab is fine), the soft hyphen, and the invisible or

@@ -47,6 +47,8 @@ export type StorageWarning =
   | { readonly _tag: "ProfileWriteRecovered"; readonly journal: string; readonly direction: string; readonly message: string }
   /** The user preference index did not parse: it is rebuilt from the shards present. */
   | { readonly _tag: "ProfileIndexRebuilt"; readonly path: string; readonly message: string }
+  /** A profile file someone changed after a profile edit read it is kept as they saved it (not replaced, not removed). */
+  | { readonly _tag: "ProfileEditKept"; readonly path: string; readonly reason: string; readonly message: string }
   /** Release could not stamp `releasedAt` on the manifest: age falls back to the heartbeat or createdAt (a torn manifest reads as unowned: kept and reported). */
   | { readonly _tag: "ReleaseStampFailed"; readonly runDir: string; readonly reason: string; readonly message: string }
   /** A state-backup cleanup left an incomplete snapshot whose owner looks alive. */
@@ -74,6 +76,7 @@ const FIELDS: { readonly [T in StorageWarningTag]: ReadonlyArray<string> } = {
   JournalNotSettled: ["path", "reason"],
   ProfileWriteRecovered: ["journal", "direction"],
   ProfileIndexRebuilt: ["path"],
+  ProfileEditKept: ["path", "reason"],
   ReleaseStampFailed: ["runDir", "reason"],
   SnapshotOwnerAlive: ["path", "holder"],
   SnapshotManifestUnusable: ["id", "detail"]

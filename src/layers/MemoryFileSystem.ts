@@ -16,6 +16,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { FileSystemError, lengthMismatch, reasonOfErrno } from "../domain/Errors.js"
+import { changedError, changeSince, type ExpectedFile, type FileChange } from "../domain/FileChange.js"
 import { CROSSED_MOUNT_DETAIL, CROSSED_MOUNT_ERRNO } from "../domain/OneFileSystem.js"
 import { type DirEntry, type DirEntryInfo, type FileDigest, type FileInfo, FileSystem, type StampedCopy, type TreeMeasure, type TreeRemoval } from "../services/FileSystem.js"
 import { Host } from "../services/Host.js"
@@ -345,6 +346,61 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
       return yield* done(renamed)
     })
 
+  /** The change at `path` since `expected` (domain/FileChange.ts), judged on the entry itself. */
+  const changeAt = (path: string, expected: ExpectedFile): FileChange | Errno | null => {
+    const at = lookup(path, false)
+    if (isErrno(at)) return at
+    const node = at.node
+    const found = node === undefined ? undefined : { type: node.kind, dev: node.dev, ino: node.ino, size: sizeOf(node) }
+    return changeSince(expected, found, () => (node as FileNode).data)
+  }
+
+  /**
+   * `writeFileAtomic` whose rename (or, for `data` `null`, whose unlink) happens only if the entry is still
+   * `expected`: the check and the rename are one atomic step, so no other fiber's write falls between them.
+   */
+  const replaceFileIfUnchanged = (path: string, expected: ExpectedFile, data: Uint8Array | null, mode: number): Effect.Effect<void, FileSystemError> =>
+    Effect.gen(function*() {
+      const method = "replaceFileIfUnchanged"
+      let changed: FileChange | null = null
+      /** The step's body: the check, then `act` only when nothing changed ("" is the journal's errno for a change). */
+      const ifUnchanged = (act: () => void | Errno) => (): void | Errno => {
+        const change = changeAt(path, expected)
+        if (isErrno(change)) return change
+        if (change === null) return act()
+        // Removing what is already gone: nothing is there, and nothing anyone saved was removed.
+        if (data === null && change.kind === "removed") return undefined
+        changed = change
+        return errno("")
+      }
+      const done = (result: void | Errno) => {
+        if (changed === null) return finish(method, path, undefined, result)
+        world.record(ctx, method, path, undefined, "")
+        return Effect.fail(changedError(method, path, changed))
+      }
+      yield* yieldBeforeCall()
+      const now = yield* Clock.currentTimeMillis
+      const blocked = world.check(ctx, method, path)
+      if (blocked !== undefined) return yield* done(errno(blocked))
+      const at = lookup(path, false)
+      if (isErrno(at)) return yield* done(at)
+      if (isSpecialName(at.name) || at.trailingSlash) return yield* done(errno("EISDIR"))
+      if (data === null) {
+        return yield* done(step(`${method}.remove`, path, undefined, ifUnchanged(() => (expected === null ? undefined : unlinkEntry(path, now)))))
+      }
+      const temp = path.slice(0, path.lastIndexOf("/") + 1) + world.tempName(at.name, ctx)
+      const created = step(`${method}.create`, temp, undefined, () => createFile(temp, data, mode, now))
+      if (isErrno(created)) return yield* done(created)
+      yield* yieldBeforeCall()
+      const later = yield* Clock.currentTimeMillis
+      const renamed = step(`${method}.rename`, temp, path, ifUnchanged(() => renameEntry(temp, path, later)))
+      if (isErrno(renamed) && renamed.errno !== CRASHED) {
+        // A refused or failed rename leaves no temp file behind (unless the process is gone).
+        step(`${method}.cleanup`, temp, undefined, () => unlinkEntry(temp, later))
+      }
+      return yield* done(renamed)
+    })
+
   const removeTree = (path: string, maxEntries: number, maxDepth: number): Effect.Effect<TreeRemoval, FileSystemError> =>
     Effect.gen(function*() {
       yield* yieldBeforeCall()
@@ -497,6 +553,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
       }),
 
     writeFileAtomic: (path, data, options) => writeFileAtomic(path, data, options?.mode ?? 0o600),
+    replaceFileIfUnchanged: (path, expected, data, options) => replaceFileIfUnchanged(path, expected, data, options?.mode ?? 0o600),
 
     writeFileInPlace: (path, data) =>
       Effect.flatMap(

@@ -19,7 +19,8 @@
  *   `{ hostname?, pid? }`, default all) every further operation of those processes fails with errno
  *   "ECRASHED" (reason "Unknown": a test-only errno, never a public reason; `isSimulatedCrash`), reads too,
  *   and nothing changes. `crashAfter(0)` crashes at once. Every created
- *   directory of a recursive `makeDirectory`, each step of `writeFileAtomic` (create temp, rename, cleanup), of
+ *   directory of a recursive `makeDirectory`, each step of `writeFileAtomic` (create temp, rename, cleanup) and
+ *   of `replaceFileIfUnchanged` (create temp, check-and-rename or check-and-remove, cleanup), of
  *   `writeFileExclusive` (create empty, write: a crash between them leaves an empty file) and
  *   each removal inside `removeTree` counts as one step, so a crash can leave a temp file or half a tree.
  *   `recover()` clears every crash point (as if new processes started); `crashed` tells whether one fired.

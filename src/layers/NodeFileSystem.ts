@@ -31,6 +31,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { FileSystemError, lengthMismatch } from "../domain/Errors.js"
+import { changedError, changeSince, type ExpectedFile, type FileChange, type FileVersion } from "../domain/FileChange.js"
 import {
   type DirEntry,
   type DirEntryInfo,
@@ -42,6 +43,7 @@ import {
   type WriteOptions
 } from "../services/FileSystem.js"
 import { StorageConfig } from "../services/StorageConfig.js"
+import { errnoName, fsatError } from "./node/fsat.js"
 import { attempt, attemptSync, failWith, toFileSystemError } from "./node/support.js"
 import { makeWalks, type WalkerKind, type Walks } from "./node/walkers.js"
 
@@ -371,6 +373,182 @@ const writeFileAtomic = (path: string, data: Uint8Array, options?: WriteOptions)
     if (sync) yield* syncDirectory("writeFileAtomic", NodePath.dirname(path))
   })
 
+/**
+ * Read the regular file at `path` (never through a link) for comparison with `expected`: `undefined` when the
+ * descriptor's inode is not `expected`'s (the file was swapped between the lstat and the open), else up to one
+ * byte more than `expected` holds, enough to tell equal from different.
+ */
+const readSameInodeSync = (path: string, expected: FileVersion): Uint8Array | undefined => {
+  const fd = fs.openSync(path, READ_NOFOLLOW)
+  try {
+    const stats = fs.fstatSync(fd)
+    if (!stats.isFile() || stats.dev !== expected.dev || stats.ino !== expected.ino) return undefined
+    const buffer = Buffer.allocUnsafe(expected.bytes.byteLength + 1)
+    let total = 0
+    while (total < buffer.byteLength) {
+      const n = fs.readSync(fd, buffer, total, buffer.byteLength - total, null)
+      if (n === 0) break
+      total += n
+    }
+    return buffer.subarray(0, total)
+  } finally {
+    closeQuietly(fd)
+  }
+}
+
+/** The change at `path` since `expected` was read (lstat, then a read through a re-checked descriptor); `null`: none. */
+const changeAtSync = (path: string, expected: ExpectedFile): FileChange | null => {
+  const stats = fs.lstatSync(path, { throwIfNoEntry: false })
+  const found = stats === undefined ? undefined : { type: typeOfStats(stats), dev: stats.dev, ino: stats.ino, size: stats.size }
+  let swapped = false
+  const change = changeSince(expected, found, () => {
+    const bytes = readSameInodeSync(path, expected!)
+    swapped = bytes === undefined
+    return bytes ?? new Uint8Array(0)
+  })
+  return swapped ? { kind: "replaced", detail: "it was replaced by another file since it was read" } : change
+}
+
+/** link(2) is missing on this file system (FAT, some FUSE and network mounts): fall back to check-then-rename. */
+const NO_HARD_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"])
+/** renameat2's exchange is missing (no addon, an old kernel, a file system without it): check-then-rename. */
+const NO_EXCHANGE = new Set(["EINVAL", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"])
+
+/** renameat2(a, b, RENAME_EXCHANGE) from the native addon: 0 or a negative errno. */
+type Exchange = (a: string, b: string) => number
+
+const keptNameBeside = (path: string): string =>
+  NodePath.join(NodePath.dirname(path), `.${NodePath.basename(path)}.kept-${randomBytes(6).toString("hex")}`)
+
+const unlinkQuietly = (path: string) => {
+  try {
+    fs.unlinkSync(path)
+  } catch {
+    // Best effort: a leftover temp name is harmless; the answer being given matters more.
+  }
+}
+
+/** Where the conditional replace stands: once the exchange has run, `temp` may name someone else's file. */
+interface Swap {
+  swapped: boolean
+}
+
+/**
+ * After the exchange `temp` names what was at `path`. Still the version read: it goes, done. Else someone
+ * saved between the check and the exchange: their file is exchanged back and ours dropped; if yet another save
+ * replaced ours meanwhile, that newest one goes back to `path` and the one before it is kept beside it under a
+ * `.kept-` name. Nothing anyone saved is unlinked.
+ */
+const settleExchangeSync = (method: string, path: string, temp: string, expected: FileVersion, ours: number, exchange: Exchange): void => {
+  const change = changeAtSync(temp, expected)
+  if (change === null) return unlinkQuietly(temp)
+  const keep = (why: string): never => {
+    const kept = keptNameBeside(path)
+    fs.renameSync(temp, kept)
+    throw changedError(method, path, { kind: change.kind, detail: `${change.detail}; ${why} is kept as ${kept}` })
+  }
+  if (exchange(temp, path) !== 0) keep("that version")
+  if (fs.lstatSync(temp, { throwIfNoEntry: false })?.ino === ours) {
+    unlinkQuietly(temp)
+    throw changedError(method, path, change)
+  }
+  if (exchange(temp, path) !== 0) keep("the newest save")
+  keep("an earlier save")
+}
+
+/**
+ * The conditional replace's last step, in one synchronous run (no other JavaScript between the check and the
+ * rename). A file expected missing is linked into place (link(2) fails EEXIST if anything arrived meanwhile).
+ * An existing one is checked, then exchanged with the new file (renameat2 RENAME_EXCHANGE, with the addon)
+ * and the file swapped out checked again, so a save that landed between the check and the exchange is put
+ * back, not lost; without the exchange it is renamed over, leaving the microseconds between the check and
+ * the rename.
+ */
+const putIfUnchangedSync = (method: string, path: string, temp: string, expected: ExpectedFile, exchange: Exchange | undefined, swap: Swap): void => {
+  if (expected === null) {
+    try {
+      fs.linkSync(temp, path)
+      unlinkQuietly(temp)
+      return
+    } catch (cause) {
+      const code = (cause as NodeJS.ErrnoException).code ?? ""
+      if (code === "EEXIST") {
+        throw changedError(method, path, changeAtSync(path, null) ?? { kind: "created", detail: "an entry was created there since it was read as missing" })
+      }
+      if (!NO_HARD_LINKS.has(code)) throw cause
+    }
+  }
+  const change = changeAtSync(path, expected)
+  if (change !== null) throw changedError(method, path, change)
+  if (exchange !== undefined && expected !== null) {
+    const ours = fs.lstatSync(temp).ino
+    const answer = exchange(temp, path)
+    if (answer === 0) {
+      swap.swapped = true
+      return settleExchangeSync(method, path, temp, expected, ours, exchange)
+    }
+    if (!NO_EXCHANGE.has(errnoName(answer))) throw fsatError("renameat2", path, answer)
+  }
+  fs.renameSync(temp, path)
+}
+
+/**
+ * Remove `path` only while it is `expected`: it is moved aside (one rename, whatever is there at that instant)
+ * and checked there; a file someone saved between the check and the move is linked back (or, when they saved
+ * again meanwhile, kept beside it under a `.kept-` name).
+ */
+const removeIfUnchangedSync = (method: string, path: string, expected: ExpectedFile): void => {
+  const change = changeAtSync(path, expected)
+  if (change?.kind === "removed") return
+  if (change !== null) throw changedError(method, path, change)
+  if (expected === null) return
+  const aside = tempNameBeside(path)
+  try {
+    fs.renameSync(path, aside)
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code === "ENOENT") return
+    throw cause
+  }
+  const moved = changeAtSync(aside, expected)
+  if (moved === null) return unlinkQuietly(aside)
+  try {
+    fs.linkSync(aside, path)
+    unlinkQuietly(aside)
+    throw changedError(method, path, moved)
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code !== "EEXIST") throw cause
+    const kept = keptNameBeside(path)
+    fs.renameSync(aside, kept)
+    throw changedError(method, path, { kind: moved.kind, detail: `${moved.detail}; that version is kept as ${kept}` })
+  }
+}
+
+/** The port's `replaceFileIfUnchanged` with a given exchange (`undefined`: check, then rename); the layer passes the addon's. */
+export const replaceFileIfUnchangedWith = (exchange: Exchange | undefined) =>
+(
+  path: string,
+  expected: ExpectedFile,
+  data: Uint8Array | null,
+  options?: WriteOptions
+): Effect.Effect<void, FileSystemError> =>
+  Effect.gen(function*() {
+    const method = "replaceFileIfUnchanged"
+    const sync = options?.sync ?? true
+    if (data === null) {
+      yield* attemptSync(method, path, () => removeIfUnchangedSync(method, path, expected))
+    } else {
+      // Written and synced before the check, so nothing slow stands between the check and the rename.
+      const temp = tempNameBeside(path)
+      yield* createAndWrite(method, temp, data, options?.mode ?? DEFAULT_FILE_MODE, sync)
+      const swap: Swap = { swapped: false }
+      yield* attemptSync(method, path, () => putIfUnchangedSync(method, path, temp, expected, exchange, swap)).pipe(
+        // Once exchanged, the temp name may hold someone's file: only the settling step decides about it.
+        Effect.tapError(() => (swap.swapped ? Effect.void : bestEffort(() => fsp.unlink(temp))))
+      )
+    }
+    if (sync) yield* syncDirectory(method, NodePath.dirname(path))
+  })
+
 const writeFileInPlace = (path: string, data: Uint8Array): Effect.Effect<void, FileSystemError> =>
   // O_NONBLOCK: a FIFO planted at `path` must not hang us. Opening a directory for writing is EISDIR.
   withFd("writeFileInPlace", path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK, undefined, (fd) =>
@@ -676,7 +854,7 @@ export const make: Effect.Effect<FileSystem["Type"], never, Scope.Scope> = Effec
   return service(walks)
 })
 
-const service = ({ snapshot, ...walks }: Walks): FileSystem["Type"] => ({
+const service = ({ snapshot, exchange, ...walks }: Walks): FileSystem["Type"] => ({
   ...walks,
   lstat,
   statFollowingLinks,
@@ -685,6 +863,7 @@ const service = ({ snapshot, ...walks }: Walks): FileSystem["Type"] => ({
   makeDirectory,
   writeFileExclusive,
   writeFileAtomic,
+  replaceFileIfUnchanged: replaceFileIfUnchangedWith(exchange),
   writeFileInPlace,
   readFile,
   rename,

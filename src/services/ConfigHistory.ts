@@ -78,6 +78,7 @@ import { nameOfBytes } from "../domain/NameBytes.js"
 import { acquireMarkerWaiting, DEFAULT_LOCK_WAIT_MS, waitingAtMost } from "./internal/markers.js"
 import { warn } from "./internal/warn.js"
 import { type ConfigSkip, configSkip, type ConfigSkipTag } from "../domain/ReportProblems.js"
+import { isChanged } from "../domain/FileChange.js"
 
 export type { InterruptedChange } from "./internal/configSentinel.js"
 export type { LogEntry } from "../domain/ConfigHistory.js"
@@ -837,8 +838,14 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
             yield* skip(display, made)
             continue
           }
-          yield* fs.writeFileAtomic(livePath, next.bytes, { mode: info?.mode ?? 0o600 })
-          restored.push(display)
+          // Only over the live file as read above: a person's save since then is kept and reported, never overwritten.
+          const expected = info === undefined || current === undefined ? null : { dev: info.dev, ino: info.ino, bytes: current }
+          const written = yield* fs.replaceFileIfUnchanged(livePath, expected, next.bytes, { mode: info?.mode ?? 0o600 }).pipe(
+            Effect.as(true),
+            Effect.catchIf((e) => isChanged(e), (e) =>
+              Effect.as(skip(display, `it changed while the rollback ran (${e.detail ?? "changed"}); left as it is`, "ChangedMeanwhile"), false))
+          )
+          if (written) restored.push(display)
         }
         return { restored, removed, unresolvedSecrets, skipped }
       })

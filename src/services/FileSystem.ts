@@ -12,6 +12,7 @@ import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Either from "effect/Either"
 import type { FileSystemError } from "../domain/Errors.js"
+import type { ExpectedFile } from "../domain/FileChange.js"
 
 export type FileType = "File" | "Directory" | "SymbolicLink" | "Other"
 
@@ -121,6 +122,25 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
    * before and the directory after the rename). Replaces a symlink at `path` rather than writing through it.
    */
   readonly writeFileAtomic: (path: string, data: Uint8Array, options?: WriteOptions) => Effect.Effect<void, FileSystemError>
+  /**
+   * Replace `path` with `data` only if it is still `expected` (domain/FileChange.ts): the regular file of that
+   * device and inode holding exactly those bytes, or, for `null`, nothing at all (then `data` is created
+   * exclusively: whoever created it meanwhile wins). `data` `null` removes the file on the same condition (a
+   * file already gone is success: nothing is there and nothing anyone saved was removed).
+   * Otherwise fails with reason `Changed` (errno "", `detail` says what changed) and leaves the entry as it is.
+   * Written like `writeFileAtomic` (a temp file beside it, fsynced unless `sync: false`, renamed; never through
+   * a symlink). Memory: the check and the rename are one atomic step. Node: the temp file is written and
+   * synced first, then the target is checked again (lstat, then a read through a descriptor whose inode is
+   * compared too) in the same synchronous run as the rename, so the only window left is the microseconds
+   * between that read and the rename; a write into the old inode by a process that opened it before the
+   * rename is not seen (README "User profile (USER.md)").
+   */
+  readonly replaceFileIfUnchanged: (
+    path: string,
+    expected: ExpectedFile,
+    data: Uint8Array | null,
+    options?: WriteOptions
+  ) => Effect.Effect<void, FileSystemError>
   /**
    * Overwrite an existing regular file from offset 0 with `data` of exactly its current length, in one write:
    * no temp file, no rename, no change of length, no fsync. Never through a symlink (ELOOP); a file of another

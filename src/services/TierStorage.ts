@@ -3,7 +3,9 @@
  * - cache rebuilds whatever is missing, unreadable or invalid, so an extension survives `rm -rf cache/`;
  * - state is read strictly (missing or unreadable is a typed error, never a default) and written atomically
  *   with fsync; there is deliberately no cleanup API;
- * - config holds small schema-checked JSON key-values and refuses databases, logs and anything over budget.
+ * - config holds small schema-checked JSON key-values and refuses databases, logs and anything over budget;
+ *   `set` re-reads settings.json, modifies it and replaces it only if it is still what was read (a person's
+ *   edit meanwhile is re-read, never overwritten: DESIGN "Safety rules").
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -23,6 +25,7 @@ import {
   TiersOverlap,
   TierUnresolvable
 } from "../domain/Errors.js"
+import { type FileVersion, isChanged } from "../domain/FileChange.js"
 import { findTierOverlap } from "../domain/TierIdentity.js"
 import { decodeJsonBytes, encodeJsonBytes } from "../domain/Formats.js"
 import {
@@ -114,6 +117,8 @@ export interface OpenTiersOptions {
   readonly configBudgetBytes?: number | undefined
 }
 
+/** Attempts of one `config.set` while someone keeps saving settings.json under it (each re-reads it). */
+const SET_ATTEMPTS = 8
 const DIR_MODE = 0o700
 const FILE_MODE = 0o600
 /** Bounds for walks inside one extension's tier; config/ is KB-scale, cache/ may hold a venv. */
@@ -280,19 +285,41 @@ const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOp
 
     const settingsPath = NodePath.join(dirs.configDir, CONFIG_SETTINGS_FILE)
 
+    const settingsOf = (bytes: Uint8Array): Effect.Effect<Readonly<Record<string, unknown>>, ConfigUnreadable> => {
+      const decoded = decodeJsonBytes(Schema.Unknown, bytes)
+      return decoded.ok && typeof decoded.value === "object" && decoded.value !== null && !Array.isArray(decoded.value)
+        ? Effect.succeed(decoded.value as Record<string, unknown>)
+        : Effect.fail(new ConfigUnreadable({ path: settingsPath, detail: decoded.ok ? "settings are not a JSON object" : decoded.why }))
+    }
+
     const readSettings: Effect.Effect<Readonly<Record<string, unknown>>, FileSystemError | ConfigUnreadable> = fs
       .readFile(settingsPath, { maxBytes: Math.max(budgetBytes, 1) })
       .pipe(
-        Effect.map((bytes) => decodeJsonBytes(Schema.Unknown, bytes)),
-        Effect.flatMap((decoded) =>
-          decoded.ok && typeof decoded.value === "object" && decoded.value !== null && !Array.isArray(decoded.value)
-            ? Effect.succeed(decoded.value as Record<string, unknown>)
-            : Effect.fail(
-              new ConfigUnreadable({ path: settingsPath, detail: decoded.ok ? "settings are not a JSON object" : decoded.why })
-            )
-        ),
+        Effect.flatMap(settingsOf),
         // Never configured is not an error: every key is unset.
         Effect.catchIf((error) => error._tag === "FileSystemError" && isNotFound(error), () => Effect.succeed({}))
+      )
+
+    /** settings.json as read (its identity and bytes: `null` when missing), for the conditional replace. */
+    const readSettingsVersion: Effect.Effect<
+      { readonly settings: Readonly<Record<string, unknown>>; readonly version: FileVersion | null },
+      FileSystemError | ConfigUnreadable
+    > = fs.lstat(settingsPath).pipe(
+      Effect.flatMap((info) =>
+        fs.readFile(settingsPath, { maxBytes: Math.max(budgetBytes, 1) }).pipe(
+          Effect.flatMap((bytes) => Effect.map(settingsOf(bytes), (settings) => ({ settings, version: { dev: info.dev, ino: info.ino, bytes } })))
+        )
+      ),
+      Effect.catchIf((error) => error._tag === "FileSystemError" && isNotFound(error), () => Effect.succeed({ settings: {}, version: null }))
+    )
+
+    /** `writeInto` for a file read first: replaced only if it is still `expected` (created only if still missing). */
+    const replaceInto = (dir: string, path: string, expected: FileVersion | null, data: Uint8Array) =>
+      fs.replaceFileIfUnchanged(path, expected, data, { mode: FILE_MODE }).pipe(
+        Effect.catchIf((e) => expected === null && isNotFound(e), () =>
+          fs.makeDirectory(dir, { recursive: true, mode: DIR_MODE }).pipe(
+            Effect.zipRight(fs.replaceFileIfUnchanged(path, expected, data, { mode: FILE_MODE }))
+          ))
       )
 
     const sizeOf = (path: string): Effect.Effect<number, FileSystemError> =>
@@ -347,15 +374,19 @@ const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOp
               })
             )
           }
-          yield* configLock.withPermits(1)(Effect.gen(function*() {
-            const settings = yield* readSettings
+          // A person may edit settings.json too: re-read, modify, and replace it only if it is still what was read.
+          const setOnce = Effect.gen(function*() {
+            const { settings, version } = yield* readSettingsVersion
             const next: Record<string, unknown> = { ...settings }
             Object.defineProperty(next, key, { value, enumerable: true, writable: true, configurable: true })
             // Pretty-printed: config is versioned by aiti-configs, and readable diffs are the point.
             const bytes = textEncoder.encode(JSON.stringify(next, null, 2) + "\n")
             yield* checkBudget(settingsPath, bytes.byteLength)
-            yield* writeInto(dirs.configDir, settingsPath, bytes, true)
-          }))
+            yield* replaceInto(dirs.configDir, settingsPath, version, bytes)
+          })
+          const attempts = (n: number): Effect.Effect<void, InvalidArgument | ConfigRedLine | ConfigUnreadable | FileSystemError> =>
+            setOnce.pipe(Effect.catchIf((e) => isChanged(e) && n < SET_ATTEMPTS, () => attempts(n + 1)))
+          yield* configLock.withPermits(1)(attempts(1))
         }),
       writeFile: (name, data) =>
         Effect.gen(function*() {

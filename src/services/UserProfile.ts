@@ -5,12 +5,17 @@
  * as its holder lives), re-reads everything under it, finishes or undoes a journal a crash left, applies the
  * edit to the model (src/domain/UserProfile.ts) and writes the layout that results in this order:
  *   journal (when more than one file changes) → new shards → index → USER.md → obsolete shards → journal removed.
- * Each file is written with `writeFileAtomic` (temp, fsync, rename, directory fsync). An old shard goes only
- * after the shards that take its entries are durable and the index names them.
+ * USER.md, the index and the shards are files a person may edit, so each is written with the port's
+ * conditional replace (`replaceFileIfUnchanged`: temp, fsync, rename only while the file is still the version
+ * read, directory fsync); a change under a mutation undoes what it wrote and redoes the edit from a fresh read
+ * (bounded). An old shard goes only after the shards that take its entries are durable and the index names
+ * them, and only while it is still as read.
  *
  * Safety: USER.md, the archive directory, the index and every shard are `lstat`ed before use; a symlink or a
- * file of the wrong type is `UnsafeProfile` before anything is read or written through it. A shard that does
- * not parse is listed by `read` and makes mutations refuse (its facts are unknown); it is never touched.
+ * file of the wrong type is `UnsafeProfile` before anything is read or written through it. Everything is
+ * decoded as strict UTF-8 (a USER.md or index that is not is `UnsafeProfile` `not-utf8`, never rewritten).
+ * A shard that cannot be read (front matter past the decoder's limits, not UTF-8) is listed by `read` and
+ * makes mutations refuse (its facts are unknown); it is never touched.
  */
 import { aFileType } from "../domain/FileTypeWords.js"
 import * as NodePath from "node:path"
@@ -30,18 +35,18 @@ import {
   diffLayout,
   filesAfterJournal,
   isNoop,
-  journalDirection,
   journalOf,
   type ProfileLayout,
   type MutationOutcome,
   modelEntries,
   needsJournal,
-  ownedCreated,
+  type ProfileDigests,
   type ProfileEntry,
   type ProfileFiles,
   type ProfileOperation,
   planLayout,
-  type ProfileWrites
+  type ProfileWrites,
+  recoveryPlan
 } from "../domain/UserProfile.js"
 import {
   ARCHIVE_FILE_MAX_BYTES,
@@ -56,7 +61,9 @@ import {
   type ShardDocument
 } from "../domain/UserProfileArchive.js"
 import { type AmbiguousEntry, type EntryNotFound, type InvalidEntry, ProfileBusy, UnsafeProfile } from "../domain/UserProfileErrors.js"
-import { DEFAULT_PROFILE_BUDGET_BYTES, renderUserText, utf8Bytes } from "../domain/UserProfileText.js"
+import { decodeProfileText, DEFAULT_PROFILE_BUDGET_BYTES, notUtf8Detail, utf8Bytes } from "../domain/UserProfileText.js"
+import { type FileVersion, isChanged } from "../domain/FileChange.js"
+import { sha256HexOfBytes } from "../domain/Digest.js"
 import { AgentDir } from "./AgentDir.js"
 import type { FileInfo, FileSystem } from "./FileSystem.js"
 import type { Host } from "./Host.js"
@@ -107,14 +114,28 @@ const USER_FILE_MAX_BYTES = 4 * 1024 * 1024
 /** An unreadable lock (torn by a crash mid-write) is waited for this many attempts, then reported. */
 const UNREADABLE_LOCK_ATTEMPTS = 60
 
-const decoder = new TextDecoder()
 const encoder = new TextEncoder()
 
 const unsafe = (path: string, reason: UnsafeProfile["reason"], detail: string) => new UnsafeProfile({ path, reason, detail })
 
+/** The version of each file read (identity and bytes), for the conditional replace of what was read. */
+export interface ProfileVersions {
+  readonly user: FileVersion | null
+  readonly index: FileVersion | null
+  readonly shards: ReadonlyMap<string, FileVersion>
+}
+
 export interface ReadState extends ProfileFiles {
   readonly journal: ProfileJournal | null
+  readonly versions: ProfileVersions
 }
+
+/** SHA-256 of each file as read, to compare with a journal's record of what its writer read. */
+export const digestsOf = (versions: ProfileVersions): ProfileDigests => ({
+  user: versions.user === null ? null : sha256HexOfBytes(versions.user.bytes),
+  index: versions.index === null ? null : sha256HexOfBytes(versions.index.bytes),
+  shards: new Map([...versions.shards].map(([name, v]) => [name, sha256HexOfBytes(v.bytes)]))
+})
 
 /** Where the profile's files are, and how they are read (safely: `lstat` first, never through a link). Read-only. */
 export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) => {
@@ -130,8 +151,12 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) 
   const lstat = (path: string): Effect.Effect<FileInfo | undefined, FileSystemError> =>
     fs.lstat(path).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined)))
 
-  /** A regular file's text, `null` when missing; a symlink or another type is refused before any read. */
-  const readRegular = (path: string, maxBytes: number): Effect.Effect<string | null, ProfileError> =>
+  /**
+   * A regular file's identity and bytes, `null` when missing; a symlink or another type is refused before any
+   * read. The identity is the lstat's: a file swapped before the read makes the later conditional replace
+   * fail (and the edit re-read), never succeed wrongly.
+   */
+  const readRegular = (path: string, maxBytes: number): Effect.Effect<FileVersion | null, ProfileError> =>
     Effect.gen(function*() {
       const info = yield* lstat(path)
       if (info === undefined) return null
@@ -140,71 +165,95 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) 
       const bytes = yield* fs.readFile(path, { maxBytes }).pipe(
         Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(null))
       )
-      return bytes === null ? null : decoder.decode(bytes)
+      return bytes === null ? null : { dev: info.dev, ino: info.ino, bytes }
     })
 
+  /** USER.md's or the index's text: bytes that are not UTF-8 are refused (a replacement character would be written back). */
+  const textOf = (path: string, version: FileVersion): Effect.Effect<string, UnsafeProfile> => {
+    const decoded = decodeProfileText(version.bytes)
+    return decoded.ok ? Effect.succeed(decoded.text) : Effect.fail(unsafe(path, "not-utf8", notUtf8Detail(decoded.offset)))
+  }
+
   const readJournal: Effect.Effect<ProfileJournal | null, ProfileError> = Effect.gen(function*() {
-    const text = yield* readRegular(journalPath, ARCHIVE_FILE_MAX_BYTES)
-    if (text === null) return null
-    const decoded = decodeJsonBytes(ProfileJournal, encoder.encode(text))
+    const version = yield* readRegular(journalPath, ARCHIVE_FILE_MAX_BYTES)
+    if (version === null) return null
+    const decoded = decodeJsonBytes(ProfileJournal, version.bytes)
     if (!decoded.ok) return yield* unsafe(journalPath, "unreadable-journal", `the pending-write journal does not decode (${decoded.why}); move it aside to continue`)
     return decoded.value
   })
 
   const readArchive = Effect.gen(function*() {
     const shards = new Map<string, ShardDocument>()
+    const versions = new Map<string, FileVersion>()
     const unparsable: Array<UnparsableShard> = []
+    const empty = { shards, unparsable, indexed: null, indexExists: false, index: null, versions }
     const info = yield* lstat(archiveDir)
-    if (info === undefined) return { shards, unparsable, indexed: null, indexExists: false }
+    if (info === undefined) return empty
     if (info.type === "SymbolicLink") return yield* unsafe(archiveDir, "symlink", "the archive directory is a symlink")
     if (info.type !== "Directory") return yield* unsafe(archiveDir, "not-a-directory", `the archive directory is ${aFileType(info.type)}`)
     const entries = yield* fs.readDirectory(archiveDir)
     let indexed: ReadonlyArray<string> | null = null
     let indexExists = false
+    let index: FileVersion | null = null
     for (const entry of entries) {
       const isIndex = entry.name === INDEX_FILE
       if (!isIndex && !SHARD_NAME_RE.test(entry.name)) continue
       const path = shardPath(entry.name)
       if (entry.type === "SymbolicLink") return yield* unsafe(path, "symlink", "a shard or index that is a symlink")
       if (entry.type !== "File") return yield* unsafe(path, "not-a-regular-file", `a shard or index that is ${aFileType(entry.type)}`)
-      const text = yield* readRegular(path, ARCHIVE_FILE_MAX_BYTES).pipe(
+      const version = yield* readRegular(path, ARCHIVE_FILE_MAX_BYTES).pipe(
         Effect.catchIf((e) => e._tag === "FileSystemError" && e.reason === "TooLarge", () => Effect.succeed(undefined))
       )
-      if (text === null) continue
+      if (version === null) continue
       if (isIndex) {
         indexExists = true
-        const parsed = text === undefined ? { ok: false as const } : parseIndex(text)
+        if (version === undefined) continue
+        index = version
+        const parsed = parseIndex(yield* textOf(path, version))
         // An index that does not parse is read as missing: it holds no fact, the shards are all adopted.
         if (parsed.ok) indexed = parsed.shards
         continue
       }
-      if (text === undefined) {
+      if (version === undefined) {
         unparsable.push(unparsableShard("ShardTooLarge", entry.name, `larger than ${ARCHIVE_FILE_MAX_BYTES} bytes`))
         continue
       }
-      const parsed = parseShard(text)
-      if (parsed.ok) shards.set(entry.name, parsed.shard)
-      else unparsable.push(unparsableShard("ShardUnparsable", entry.name, parsed.why))
+      const decoded = decodeProfileText(version.bytes)
+      if (!decoded.ok) {
+        unparsable.push(unparsableShard("ShardNotUtf8", entry.name, notUtf8Detail(decoded.offset)))
+        continue
+      }
+      const parsed = parseShard(decoded.text)
+      if (!parsed.ok) {
+        unparsable.push(unparsableShard("ShardUnparsable", entry.name, parsed.why))
+        continue
+      }
+      shards.set(entry.name, parsed.shard)
+      versions.set(entry.name, version)
     }
-    return { shards, unparsable, indexed, indexExists }
+    return { shards, unparsable, indexed, indexExists, index, versions }
   })
 
   const readState: Effect.Effect<ReadState, ProfileError> = Effect.gen(function*() {
-    const user = yield* readRegular(paths.userFile, USER_FILE_MAX_BYTES)
-    const archive = yield* readArchive
+    const userVersion = yield* readRegular(paths.userFile, USER_FILE_MAX_BYTES)
+    const user = userVersion === null ? null : yield* textOf(paths.userFile, userVersion)
+    const { index, versions: shardVersions, ...archive } = yield* readArchive
     const journal = yield* readJournal
-    return { user, ...archive, journal }
+    return { user, ...archive, journal, versions: { user: userVersion, index, shards: shardVersions } }
   })
 
-  return { archiveDir, stateDir, lockPath, journalPath, shardPath, indexPath, readState }
+  return { archiveDir, stateDir, lockPath, journalPath, shardPath, indexPath, readState, readRegular }
 }
+
+/** Attempts of one mutation while a file it read keeps changing under it (each re-reads everything). */
+const MUTATION_ATTEMPTS = 8
 
 /** `UserProfile.make` once its options are checked (module-private: the service's static is the public name). */
 const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], options: UserProfileOptions = {}) => {
   const budgetBytes = options.budgetBytes ?? DEFAULT_PROFILE_BUDGET_BYTES
   const shardBudgetBytes = options.shardBudgetBytes ?? DEFAULT_SHARD_BUDGET_BYTES
   const { fs } = deps
-  const { archiveDir, stateDir, lockPath, journalPath, shardPath, indexPath, readState } = profileReader(fs, paths)
+  const { archiveDir, stateDir, lockPath, journalPath, shardPath, indexPath, readState, readRegular } = profileReader(fs, paths)
 
   const viewOf = (files: ProfileFiles): ProfileView => {
     const model = buildModel(files)
@@ -220,48 +269,108 @@ const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], options: 
   }
 
   const timestamp = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
-  const writeText = (path: string, text: string) => fs.writeFileAtomic(path, encoder.encode(text), { mode: 0o600 })
-  const removeIfPresent = (path: string) => fs.removeFile(path).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
+  /**
+   * Every file a person may edit (USER.md, the index, the shards) is replaced, created or removed only while it
+   * is still the version read (`null`: still missing): else the port fails with reason `Changed`.
+   */
+  const put = (path: string, data: Uint8Array | null, expected: FileVersion | null) =>
+    fs.replaceFileIfUnchanged(path, expected, data, { mode: 0o600 })
+  /** What is at `path` now (no type checks: only compared with what this mutation wrote). */
+  const versionNow = (path: string) =>
+    readRegular(path, ARCHIVE_FILE_MAX_BYTES).pipe(Effect.catchIf((e) => e._tag === "FileSystemError" && e.reason === "TooLarge", () => Effect.succeed(null)))
+  const sameBytes = (a: Uint8Array, b: Uint8Array) => a.byteLength === b.byteLength && a.every((x, i) => x === b[i])
+
+  /** A file a person changed is left as they saved it, and said so. */
+  const keptEdit = (path: string, reason: string) =>
+    warn({ _tag: "ProfileEditKept", path, reason, message: `${path} was changed by someone else since the profile read it; it is kept as they saved it (${reason})` })
 
   /** Index, then USER.md, then the obsolete shards (USER.md first when the archive goes away: no dangling pointer). */
-  const commit = (w: Pick<ProfileWrites, "index" | "user" | "obsolete">) =>
+  const commit = (
+    w: { readonly index: ReadonlyArray<string> | null; readonly user: string | null; readonly obsolete: ReadonlyArray<string> },
+    versions: ProfileVersions,
+    wrote: { index?: Uint8Array }
+  ) =>
     Effect.gen(function*() {
       const ts = yield* timestamp
-      if (w.index !== null && w.index.length > 0) yield* writeText(indexPath, renderIndex(w.index, ts))
-      if (w.user !== null) yield* writeText(paths.userFile, w.user)
-      if (w.index !== null && w.index.length === 0) yield* removeIfPresent(indexPath)
-      for (const name of w.obsolete) yield* removeIfPresent(shardPath(name))
+      if (w.index !== null && w.index.length > 0) {
+        const bytes = encoder.encode(renderIndex(w.index, ts))
+        yield* put(indexPath, bytes, versions.index)
+        wrote.index = bytes
+      }
+      if (w.user !== null) yield* put(paths.userFile, encoder.encode(w.user), versions.user)
+      if (w.index !== null && w.index.length === 0 && versions.index !== null) yield* put(indexPath, null, versions.index)
+      // Committed: a shard someone edited since it was read is kept (its facts are adopted on the next read).
+      for (const name of w.obsolete) {
+        const version = versions.shards.get(name)
+        if (version === undefined) continue
+        yield* put(shardPath(name), null, version).pipe(
+          Effect.catchIf((e) => isChanged(e), (e) => keptEdit(shardPath(name), e.detail ?? "changed"))
+        )
+      }
     })
 
-  const writeLayout = (writes: ProfileWrites, layout: ProfileLayout) =>
+  /**
+   * Put back what a mutation wrote before a file it read changed under it (the edit is then retried from a
+   * fresh read): the index it wrote gets its old bytes back, the shards it created go, the journal goes. A file
+   * that no longer holds what the mutation wrote is someone else's now and is left; so is the journal then,
+   * for the retry's recovery to settle.
+   */
+  const undo = (wrote: { index?: Uint8Array; created: Array<readonly [string, Uint8Array]> }, versions: ProfileVersions, journaled: boolean) =>
+    Effect.gen(function*() {
+      let clean = true
+      const putBack = (path: string, ours: Uint8Array, data: Uint8Array | null) =>
+        Effect.gen(function*() {
+          const now = yield* versionNow(path)
+          if (now === null || !sameBytes(now.bytes, ours)) return void (clean = false)
+          yield* put(path, data, now).pipe(Effect.catchIf(isChanged, () => Effect.sync(() => void (clean = false))))
+        })
+      if (wrote.index !== undefined) yield* putBack(indexPath, wrote.index, versions.index?.bytes ?? null)
+      for (const [name, ours] of wrote.created) yield* putBack(shardPath(name), ours, null)
+      if (journaled && clean) yield* fs.removeFile(journalPath)
+    })
+
+  const writeLayout = (writes: ProfileWrites, layout: ProfileLayout, state: ReadState) =>
     Effect.gen(function*() {
       if (isNoop(writes)) return
       const journaled = needsJournal(writes)
       if (journaled) {
         yield* fs.makeDirectory(stateDir, { recursive: true })
-        yield* fs.writeFileAtomic(journalPath, encodeJsonBytes(journalOf(writes, layout)), { mode: 0o600 })
+        yield* fs.writeFileAtomic(journalPath, encodeJsonBytes(journalOf(writes, layout, digestsOf(state.versions))), { mode: 0o600 })
       }
-      if (writes.create.length > 0) {
-        yield* fs.makeDirectory(archiveDir, { recursive: true })
-        const ts = yield* timestamp
-        for (const shard of writes.create) yield* writeText(shardPath(shard.name), renderShard(shard.entries, ts))
-      }
-      yield* commit(writes)
+      const wrote: { index?: Uint8Array; created: Array<readonly [string, Uint8Array]> } = { created: [] }
+      const write = Effect.gen(function*() {
+        if (writes.create.length > 0) {
+          yield* fs.makeDirectory(archiveDir, { recursive: true })
+          const ts = yield* timestamp
+          for (const shard of writes.create) {
+            const bytes = encoder.encode(renderShard(shard.entries, ts))
+            yield* put(shardPath(shard.name), bytes, null)
+            wrote.created.push([shard.name, bytes])
+          }
+        }
+        yield* commit(writes, state.versions, wrote)
+      })
+      yield* write.pipe(Effect.tapError((e) => (isChanged(e) ? undo(wrote, state.versions, journaled) : Effect.void)))
       if (journaled) yield* fs.removeFile(journalPath)
     })
 
   /** Finish (every created shard is there) or undo (the index cannot name them yet) what a crash left. */
   const recover = (state: ReadState, journal: ProfileJournal) =>
     Effect.gen(function*() {
-      const direction = journalDirection(journal, state)
-      if (direction === "forward") {
-        const user = journal.user !== null && journal.user !== (state.user ?? "") ? journal.user : null
-        yield* commit({ index: journal.shards, user, obsolete: journal.obsolete.filter((n) => state.shards.has(n)) })
+      const plan = recoveryPlan(journal, state, digestsOf(state.versions))
+      if (plan.direction === "forward") {
+        yield* commit({ index: plan.index ? journal.shards : null, user: plan.user, obsolete: plan.remove }, state.versions, {})
+        for (const kept of plan.kept) {
+          yield* keptEdit(kept === "USER.md" ? paths.userFile : kept === "index" ? indexPath : shardPath(kept), "an interrupted write was finished around it")
+        }
       } else {
-        for (const name of ownedCreated(journal, state)) yield* removeIfPresent(shardPath(name))
+        for (const name of plan.remove) {
+          const version = state.versions.shards.get(name)
+          if (version !== undefined) yield* put(shardPath(name), null, version)
+        }
       }
       yield* fs.removeFile(journalPath)
-      const done = direction === "forward" ? "completed" : "undone"
+      const done = plan.direction === "forward" ? "completed" : "undone"
       yield* warn({ _tag: "ProfileWriteRecovered", journal: journalPath, direction: done, message: `finished a user-profile write interrupted by a crash (${done})` })
     })
 
@@ -276,50 +385,59 @@ const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], options: 
     beforeEachTry: fs.makeDirectory(stateDir, { recursive: true })
   })
 
-  const mutate = (op: ProfileOperation): Effect.Effect<ProfileChange, MutationError> =>
-    Effect.acquireUseRelease(
-      acquireLock,
-      () =>
-        Effect.gen(function*() {
-          let state = yield* readState
-          if (state.journal !== null) {
-            yield* recover(state, state.journal)
-            state = yield* readState
-          }
-          if (state.unparsable.length > 0) {
-            const names = state.unparsable.map((u) => `${u.shard} (${u.why})`).join(", ")
-            return yield* unsafe(archiveDir, "unparsable-shard", `shard(s) that do not parse: ${names}; their facts are unknown, so no edit is made until they are fixed or moved aside`)
-          }
-          const applied: Applied = yield* Either.match(applyOperation(buildModel(state), op, shardBudgetBytes), {
-            onLeft: (e) => Effect.fail(e),
-            onRight: (a) => Effect.succeed(a)
-          })
-          const layout = planLayout(applied.model, { budgetBytes, shardBudgetBytes })
-          const writes = diffLayout(state, layout)
-          if (state.indexExists && state.indexed === null && writes.index !== null) {
-            yield* warn({ _tag: "ProfileIndexRebuilt", path: indexPath, message: "the user preference index does not parse; it is rebuilt from the shards present" })
-          }
-          yield* writeLayout(writes, layout)
-          const after: ProfileFiles = {
-            user: writes.user ?? state.user,
-            indexed: layout.shards.map((s) => s.name),
-            indexExists: layout.shards.length > 0,
-            shards: new Map(layout.shards.map((s) => [s.name, { entries: s.entries, timestamp: null }])),
-            unparsable: []
-          }
-          return {
-            outcome: applied.outcome,
-            changed: !isNoop(writes),
-            entry: applied.entry,
-            ...(applied.matched !== undefined ? { matched: applied.matched } : {}),
-            archived: layout.archivedHot,
-            profile: viewOf(after)
-          } satisfies ProfileChange
-        }),
-      (release) => release
+  /** One attempt under the lock: read everything, settle a journal, apply the edit, write the layout. */
+  const attempt = (op: ProfileOperation): Effect.Effect<ProfileChange, MutationError> =>
+    Effect.gen(function*() {
+      let state = yield* readState
+      if (state.journal !== null) {
+        yield* recover(state, state.journal)
+        state = yield* readState
+      }
+      if (state.unparsable.length > 0) {
+        const names = state.unparsable.map((u) => `${u.shard} (${u.why})`).join(", ")
+        return yield* unsafe(archiveDir, "unparsable-shard", `shard(s) that cannot be read: ${names}; their facts are unknown, so no edit is made until they are fixed or moved aside`)
+      }
+      const applied: Applied = yield* Either.match(applyOperation(buildModel(state), op, shardBudgetBytes), {
+        onLeft: (e) => Effect.fail(e),
+        onRight: (a) => Effect.succeed(a)
+      })
+      const layout = planLayout(applied.model, { budgetBytes, shardBudgetBytes })
+      const writes = diffLayout(state, layout)
+      if (state.indexExists && state.indexed === null && writes.index !== null) {
+        yield* warn({ _tag: "ProfileIndexRebuilt", path: indexPath, message: "the user preference index does not parse; it is rebuilt from the shards present" })
+      }
+      yield* writeLayout(writes, layout, state)
+      const after: ProfileFiles = {
+        user: writes.user ?? state.user,
+        indexed: layout.shards.map((s) => s.name),
+        indexExists: layout.shards.length > 0,
+        shards: new Map(layout.shards.map((s) => [s.name, { entries: s.entries, timestamp: null }])),
+        unparsable: []
+      }
+      return {
+        outcome: applied.outcome,
+        changed: !isNoop(writes),
+        entry: applied.entry,
+        ...(applied.matched !== undefined ? { matched: applied.matched } : {}),
+        archived: layout.archivedHot,
+        profile: viewOf(after)
+      } satisfies ProfileChange
+    })
+
+  /** A file read changed before it was replaced (a person saved it): read again and redo the edit, a bounded number of times. */
+  const attempts = (op: ProfileOperation, n: number): Effect.Effect<ProfileChange, MutationError> =>
+    attempt(op).pipe(
+      Effect.catchIf((e): e is FileSystemError => isChanged(e), (e) =>
+        n < MUTATION_ATTEMPTS
+          ? Effect.zipRight(Effect.yieldNow(), attempts(op, n + 1))
+          : Effect.fail(unsafe(e.path, "changed-meanwhile", `it changed while the edit was being written, ${MUTATION_ATTEMPTS} times in a row (${e.detail ?? "changed"}); what was saved there is kept and the edit is not made`)))
     )
 
-  const readView = Effect.map(readState, (state) => viewOf(state.journal === null ? state : filesAfterJournal(state, state.journal)))
+  const mutate = (op: ProfileOperation): Effect.Effect<ProfileChange, MutationError> =>
+    Effect.acquireUseRelease(acquireLock, () => attempts(op, 1), (release) => release)
+
+  const readView = Effect.map(readState, (state) =>
+    viewOf(state.journal === null ? state : filesAfterJournal(state, state.journal, digestsOf(state.versions))))
   // Once a writer has run (its state dir exists), a read takes the lock too, so it never sees half of a
   // mutation (new shards next to the ones they replace). Before that there is nothing to race, and a read of
   // a fresh agent dir creates nothing.

@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { PROFILE_POINTER } from "../../src/domain/UserProfileText.js"
 import { PI_INDEX, PI_SHARD_1, PI_SHARD_2, piShard } from "../services/userProfileSupport.js"
+import { aliasBombShard, BINARY_USER, BOMB_SHARD, LATIN1_OFFSET, LATIN1_USER } from "../support/hostileProfile.js"
 
 const MAIN = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta.url))
 
@@ -131,6 +132,46 @@ describe("pi-storage memory (built CLI)", () => {
       assert.include(r.stderr, "(symlink)")
     }
     assert.deepStrictEqual(Fs.readdirSync(Path.join(agentDir, "elsewhere")), [])
+  })
+
+  it("a Latin-1 and a binary USER.md: every memory command refuses with exit 3 naming the first bad byte; the bytes stay", async () => {
+    for (const [bytes, offset] of [[LATIN1_USER, LATIN1_OFFSET], [BINARY_USER, 0]] as const) {
+      const agentDir = tempDir()
+      Fs.writeFileSync(Path.join(agentDir, "USER.md"), bytes)
+      const run = at(agentDir)
+      const results = await Promise.all([run("memory", "add", "- Likes tabs"), run("memory", "replace", "pnpm", "- Uses bun"), run("memory", "show")])
+      for (const r of results) {
+        assert.strictEqual(r.code, 3, r.stderr)
+        assert.include(r.stderr, `(not-utf8): it is not valid UTF-8 (first bad byte at offset ${offset})`)
+      }
+      assert.deepStrictEqual(new Uint8Array(Fs.readFileSync(Path.join(agentDir, "USER.md"))), bytes)
+      const doctor = await run("doctor", "--json")
+      assert.include(JSON.parse(doctor.stdout).findings.map((f: { code: string }) => f.code), "user-profile-not-utf8")
+      assert.deepStrictEqual(new Uint8Array(Fs.readFileSync(Path.join(agentDir, "USER.md"))), bytes)
+    }
+  })
+
+  it("a shard whose front matter is a YAML alias bomb: status, doctor and memory show report it; an edit refuses with exit 3; nothing is rewritten", async () => {
+    const agentDir = piAgentDir()
+    const archive = Path.join(agentDir, "okf-memory", "user-preferences")
+    Fs.writeFileSync(Path.join(archive, BOMB_SHARD), aliasBombShard())
+    const before = Object.fromEntries(Fs.readdirSync(archive).map((n) => [n, Fs.readFileSync(Path.join(archive, n), "utf8")]))
+    const userBefore = Fs.readFileSync(Path.join(agentDir, "USER.md"), "utf8")
+    const run = at(agentDir)
+    const [status, doctor, show, add] = await Promise.all([run("status", "--json"), run("doctor", "--json"), run("memory", "show", "--json"), run("memory", "add", "- Likes tabs")])
+    assert.strictEqual(status.code, 0, status.stderr)
+    assert.strictEqual(JSON.parse(status.stdout).doctor.bySeverity.error, 1)
+    assert.strictEqual(doctor.code, 1, doctor.stderr)
+    const finding = JSON.parse(doctor.stdout).findings.find((f: { code: string }) => f.code === "user-profile-unparsable-shard")
+    assert.strictEqual(finding?.path, `okf-memory/user-preferences/${BOMB_SHARD}`)
+    assert.match(finding?.message ?? "", /alias/)
+    assert.strictEqual(show.code, 0, show.stderr)
+    assert.deepStrictEqual(JSON.parse(show.stdout).unparsable.map((u: { shard: string }) => u.shard), [BOMB_SHARD])
+    assert.deepStrictEqual([add.code, add.stdout], [3, ""])
+    assert.include(add.stderr, "(unparsable-shard)")
+    for (const r of [status, doctor, show, add]) assert.notMatch(r.stderr, /ReferenceError|Excessive alias count indicates a resource exhaustion attack\n\s+at /)
+    assert.deepStrictEqual(Object.fromEntries(Fs.readdirSync(archive).map((n) => [n, Fs.readFileSync(Path.join(archive, n), "utf8")])), before)
+    assert.strictEqual(Fs.readFileSync(Path.join(agentDir, "USER.md"), "utf8"), userBefore)
   })
 
   it("a crash's leftover journal is undone by the next edit; the warning goes to stderr, stdout stays JSON", async () => {

@@ -6,11 +6,14 @@ import {
   diffLayout,
   modelEntries,
   type ProfileFiles,
-  planLayout
+  planLayout,
+  recoveryPlan
 } from "../../src/domain/UserProfile.js"
 import {
+  decodeFrontMatter,
   parseIndex,
   parseOkf,
+  type ProfileJournal,
   parseShard,
   renderIndex,
   renderShard,
@@ -20,6 +23,7 @@ import {
 } from "../../src/domain/UserProfileArchive.js"
 import {
   bodyEntries,
+  decodeProfileText,
   fitsBudget,
   matchEntry,
   parseEntry,
@@ -237,5 +241,104 @@ describe("the model and its layout", () => {
     assert.deepStrictEqual(writes.obsolete, [shardName(["only"])])
     assert.deepStrictEqual(writes.index, [])
     assert.strictEqual(writes.user, "hot\n")
+  })
+})
+
+describe("profile bytes are decoded strictly (decodeProfileText)", () => {
+  const strict = new TextDecoder("utf-8", { fatal: true })
+  const valid = (b: Uint8Array) => {
+    try {
+      strict.decode(b)
+      return true
+    } catch {
+      return false
+    }
+  }
+  it("valid UTF-8 decodes losslessly (a leading BOM aside); anything else names the first bad byte, after a valid prefix", () =>
+    fc.assert(fc.property(fc.oneof(fc.uint8Array({ maxLength: 40 }), fc.string({ unit: "binary" }).map((t) => new TextEncoder().encode(t))), (bytes) => {
+      const r = decodeProfileText(bytes)
+      assert.strictEqual(r.ok, valid(bytes))
+      if (r.ok) {
+        const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0
+        assert.deepStrictEqual(new TextEncoder().encode(r.text), bytes.subarray(bom))
+      } else {
+        assert.isTrue(r.offset >= 0 && r.offset < bytes.length)
+        assert.isTrue(valid(bytes.subarray(0, r.offset)), `the bytes before ${r.offset} are UTF-8`)
+      }
+    }), { numRuns: 300 }))
+
+  it("Latin-1 café: the é (0xE9) is the first bad byte", () => {
+    const r = decodeProfileText(Uint8Array.from([0x63, 0x61, 0x66, 0xe9]))
+    assert.deepStrictEqual(r, { ok: false, offset: 3 })
+  })
+})
+
+describe("front matter goes through one guarded decoder (decodeFrontMatter)", () => {
+  it("never throws, whatever the text; a document's body is never mistaken for front matter", () =>
+    fc.assert(fc.property(fc.string({ maxLength: 200 }), fc.constantFrom("", "&a x\n", "*a\n", "[", "{", "a: &x [1]\nb: *x\n"), (text, extra) => {
+      const r = decodeFrontMatter(extra + text)
+      assert.isBoolean(r.ok)
+      assert.doesNotThrow(() => parseShard(`---\n${extra}${text}\n---\n\n- fact\n`))
+    }), { numRuns: 300 }))
+
+  it("an alias bomb of any width past the limit is refused with a reason; a few aliases are fine", () => {
+    fc.assert(fc.property(fc.integer({ min: 5, max: 12 }), fc.integer({ min: 4, max: 9 }), (levels, width) => {
+      const lines = ["l0: &l0 [x]"]
+      for (let i = 1; i < levels; i++) lines.push(`l${i}: &l${i} [${Array(width).fill(`*l${i - 1}`).join(", ")}]`)
+      const r = decodeFrontMatter(`${lines.join("\n")}\n`)
+      assert.isFalse(r.ok)
+      if (!r.ok) assert.match(r.why, /alias/)
+    }), { numRuns: 20 })
+    assert.deepStrictEqual(decodeFrontMatter("a: &x [1]\nb: *x\n"), { ok: true, value: { a: [1], b: [1] } })
+  })
+})
+
+describe("finishing a journal never replaces a file changed since its writer read it (recoveryPlan)", () => {
+  const files = (over: Partial<ProfileFiles> = {}): ProfileFiles => ({
+    user: "old hot\n",
+    indexed: ["user-preferences-1111111111111111.okf.md"],
+    indexExists: true,
+    shards: new Map([
+      ["user-preferences-1111111111111111.okf.md", { entries: ["old"], timestamp: null }],
+      [shardName(["old", "old hot"]), { entries: ["old", "old hot"], timestamp: null }]
+    ]),
+    unparsable: [],
+    ...over
+  })
+  const journal: ProfileJournal = {
+    version: 1,
+    shards: [shardName(["old", "old hot"])],
+    created: [shardName(["old", "old hot"])],
+    obsolete: ["user-preferences-1111111111111111.okf.md"],
+    user: PROFILE_POINTER,
+    read: { user: "u0", index: "i0", obsolete: { "user-preferences-1111111111111111.okf.md": "s0" } }
+  }
+  const digests = (user: string, index: string, shard: string) => ({ user, index, shards: new Map([["user-preferences-1111111111111111.okf.md", shard]]) })
+
+  it("unchanged since read: everything is finished", () => {
+    const plan = recoveryPlan(journal, files(), digests("u0", "i0", "s0"))
+    assert.deepStrictEqual(plan, { direction: "forward", index: true, user: PROFILE_POINTER, remove: ["user-preferences-1111111111111111.okf.md"], kept: [] })
+  })
+
+  it("each file a person changed is kept, the others finished", () =>
+    fc.assert(fc.property(fc.boolean(), fc.boolean(), fc.boolean(), (userChanged, indexChanged, shardChanged) => {
+      const plan = recoveryPlan(journal, files(), digests(userChanged ? "u1" : "u0", indexChanged ? "i1" : "i0", shardChanged ? "s1" : "s0"))
+      assert.strictEqual(plan.user, userChanged ? null : PROFILE_POINTER)
+      assert.strictEqual(plan.index, !indexChanged)
+      assert.deepStrictEqual(plan.remove, shardChanged ? [] : ["user-preferences-1111111111111111.okf.md"])
+      assert.deepStrictEqual([...plan.kept].sort(), [
+        ...(userChanged ? ["USER.md"] : []),
+        ...(indexChanged ? ["index"] : []),
+        ...(shardChanged ? ["user-preferences-1111111111111111.okf.md"] : [])
+      ].sort())
+    })))
+
+  it("what the writer already wrote is done, not kept; a journal from before digests finishes as it always did", () => {
+    const written = files({ user: PROFILE_POINTER, indexed: journal.shards })
+    assert.deepStrictEqual(recoveryPlan(journal, written, digests("u2", "i2", "s0")), {
+      direction: "forward", index: false, user: null, remove: ["user-preferences-1111111111111111.okf.md"], kept: []
+    })
+    const { read: _, ...old } = journal
+    assert.deepStrictEqual(recoveryPlan(old, files(), digests("u9", "i9", "s9")).kept, [])
   })
 })

@@ -5,6 +5,7 @@ import * as Path from "node:path"
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { PROFILE_POINTER } from "../../src/domain/UserProfileText.js"
 import { openAgentStorage } from "../../src/promise.js"
+import { aliasBombShard, BINARY_USER, BOMB_SHARD, LATIN1_OFFSET, LATIN1_USER } from "../support/hostileProfile.js"
 
 const temps: Array<string> = []
 afterAll(() => temps.forEach((d) => Fs.rmSync(d, { recursive: true, force: true })))
@@ -42,5 +43,50 @@ describe("facade: storage.userProfile()", () => {
     assert.deepStrictEqual(view.entries.map((e) => e.text), ["- Prefers short answers", "- Prefers short commit messages"])
     await storage.close()
     assert.strictEqual((await rejection(profile.read()))._tag, "StorageClosed")
+  })
+})
+
+describe("facade: profile files it must not rewrite", () => {
+  const agentWith = (user: Uint8Array) => {
+    const agentDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-profile-facade-"))
+    temps.push(agentDir)
+    Fs.writeFileSync(Path.join(agentDir, "USER.md"), user)
+    return agentDir
+  }
+
+  for (const [name, bytes, offset] of [["Latin-1", LATIN1_USER, LATIN1_OFFSET], ["binary", BINARY_USER, 0]] as const) {
+    it(`a ${name} USER.md: read and every edit reject UnsafeProfile (not-utf8, the first bad byte named), its bytes untouched`, async () => {
+      const agentDir = agentWith(bytes)
+      const storage = await openAgentStorage({ agentDir, migrate: false })
+      const profile = storage.userProfile()
+      for (const attempt of [profile.read(), profile.add("- Likes tabs"), profile.replace("pnpm", "- Uses bun"), profile.remove("pnpm")]) {
+        const e = await rejection(attempt) as { _tag?: string; reason?: string; message?: string }
+        assert.deepStrictEqual([e._tag, e.reason], ["UnsafeProfile", "not-utf8"])
+        assert.include(e.message, `offset ${offset}`)
+        assert.include(e.message, Path.join(agentDir, "USER.md"))
+      }
+      await storage.close()
+      assert.deepStrictEqual(new Uint8Array(Fs.readFileSync(Path.join(agentDir, "USER.md"))), bytes)
+      assert.deepStrictEqual(Fs.readdirSync(agentDir).filter((n) => n !== "state"), ["USER.md"])
+    })
+  }
+
+  it("a shard whose front matter is a YAML alias bomb: read lists it, an edit rejects UnsafeProfile, nothing is rewritten", async () => {
+    const agentDir = agentWith(new TextEncoder().encode("- Uses pnpm\n"))
+    const archive = Path.join(agentDir, "okf-memory", "user-preferences")
+    Fs.mkdirSync(archive, { recursive: true })
+    Fs.writeFileSync(Path.join(archive, BOMB_SHARD), aliasBombShard())
+    const storage = await openAgentStorage({ agentDir, migrate: false })
+    const profile = storage.userProfile()
+    const view = await profile.read()
+    assert.deepStrictEqual(view.entries.map((e) => e.text), ["- Uses pnpm"])
+    assert.deepStrictEqual(view.unparsable.map((u) => [u._tag, u.shard]), [["ShardUnparsable", BOMB_SHARD]])
+    assert.match(view.unparsable[0]!.why, /alias/)
+    const e = await rejection(profile.add("- Likes tabs")) as { _tag?: string; reason?: string }
+    assert.deepStrictEqual([e._tag, e.reason], ["UnsafeProfile", "unparsable-shard"])
+    await storage.close()
+    assert.strictEqual(Fs.readFileSync(Path.join(archive, BOMB_SHARD), "utf8"), aliasBombShard())
+    assert.strictEqual(Fs.readFileSync(Path.join(agentDir, "USER.md"), "utf8"), "- Uses pnpm\n")
+    assert.deepStrictEqual(Fs.readdirSync(archive), [BOMB_SHARD])
   })
 })

@@ -147,7 +147,7 @@ describe("MemoryFileSystem (Linux details beyond the conformance suite)", () => 
           }
         }
       }),
-    { fastCheck: { numRuns: 60 } }
+    { fastCheck: { numRuns: 40 } }
   )
 
   it.effect("relative paths resolve against cwd; umask applies when set", () =>
@@ -205,5 +205,56 @@ describe("MemoryFileSystem (Linux details beyond the conformance suite)", () => 
       const entries = PIECES * (LEVELS + 1) + (PIECES - 1)
       assert.deepStrictEqual(yield* fs.measureTree("/p0", { maxEntries: 1e9, maxDepth: 1e9 }), { bytes: PIECES, entries, complete: true })
       assert.deepStrictEqual(yield* fs.removeTree("/p0", { maxEntries: 1e9, maxDepth: 1e9 }), { removedEntries: entries, complete: true, removedBytes: PIECES })
+    }))
+})
+
+describe("replaceFileIfUnchanged against a concurrent writer (Memory world: the check and the rename are one step)", () => {
+  /**
+   * A person saves edits (read, append their mark, blind atomic write) while the library keeps editing the
+   * same file (read, append its mark, conditional replace, re-read on `Changed`). Every mark the person
+   * saved must be in the final file: the library's replace either failed or was based on a read that
+   * already held the person's last save.
+   */
+  const race = (seed: number, maxYields: number, conditional: boolean) =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make({ jitter: { seed, maxYields } })
+      yield* world.writeFixture("/f", "")
+      const person = MemoryFileSystem.make(world, { pid: 2 })
+      const library = MemoryFileSystem.make(world, { pid: 3 })
+      const decode = (b: Uint8Array) => new TextDecoder().decode(b)
+      const saves = 12
+      const personLoop = Effect.forEach(Array.from({ length: saves }, (_, i) => i), (i) =>
+        Effect.gen(function*() {
+          const current = decode(yield* person.readFile("/f"))
+          yield* person.writeFileAtomic("/f", bytes(`${current}P${i};`), { sync: false })
+        }), { discard: true })
+      const libraryEdit = (n: number): Effect.Effect<void, unknown> =>
+        Effect.gen(function*() {
+          const info = yield* library.lstat("/f")
+          const read = yield* library.readFile("/f")
+          const next = bytes(`${decode(read)}L${n};`)
+          if (!conditional) return yield* library.writeFileAtomic("/f", next, { sync: false })
+          yield* library.replaceFileIfUnchanged("/f", { dev: info.dev, ino: info.ino, bytes: read }, next, { sync: false }).pipe(
+            Effect.catchIf((e) => e.reason === "Changed", () => libraryEdit(n))
+          )
+        })
+      const libraryLoop = Effect.forEach([0, 1, 2, 3, 4, 5, 6, 7], libraryEdit, { discard: true })
+      yield* Effect.all([personLoop, libraryLoop], { concurrency: "unbounded", discard: true })
+      const final = decode(yield* person.readFile("/f"))
+      return Array.from({ length: saves }, (_, i) => `P${i};`).filter((mark) => !final.includes(mark))
+    })
+
+  it.effect.prop(
+    "no save of the person is ever lost, whatever the interleaving",
+    [FastCheck.integer({ min: 0, max: 2 ** 31 - 1 }), FastCheck.integer({ min: 0, max: 6 })],
+    ([seed, maxYields]) => Effect.map(race(seed, maxYields, true), (lost) => assert.deepStrictEqual(lost, [])),
+    { fastCheck: { numRuns: 40 } }
+  )
+
+  it.effect("the same race with a blind writeFileAtomic does lose saves (the property can fail)", () =>
+    Effect.gen(function*() {
+      let lostSomewhere = false
+      for (let seed = 1; seed <= 30 && !lostSomewhere; seed++) lostSomewhere = (yield* race(seed, 4, false)).length > 0
+      assert.isTrue(lostSomewhere)
     }))
 })

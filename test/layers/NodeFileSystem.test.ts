@@ -6,6 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Scope } from "effect"
 import * as NodeFileSystem from "../../src/layers/NodeFileSystem.js"
 import { nodeFileSystemWith, type Walker } from "../../src/layers/NodeFileSystem.js"
+import { fsatAddon } from "../../src/layers/node/fsat.js"
 import { availableWalkerKind, walkerKindOf } from "../../src/layers/node/walkers.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { StorageConfig } from "../../src/services/StorageConfig.js"
@@ -114,4 +115,74 @@ describe("the Node layer's port errors", () => {
       assert.strictEqual(Error.stackTraceLimit, limit)
       fs.rmSync(dir, { recursive: true, force: true })
     }).pipe(Effect.provide(NodeFileSystem.layer.pipe(Layer.provide(StorageConfig.layerFromEnv)))))
+})
+
+describe("replaceFileIfUnchanged on Node: a save between the last check and the exchange is put back, never lost", () => {
+  const loaded = fsatAddon()
+  // Built by `npm install` (`npm run install` in a checkout): an addon without it fails here, loudly.
+  const realExchange = "fsat" in loaded ? loaded.fsat.exchange : undefined
+  it("the native addon has renameat2's exchange (else rebuild it: npm run install)", () => assert.isFunction(realExchange))
+  /** A person's editor saving `path`: a temp file beside it renamed over it (a new inode). */
+  const save = (path: string, text: string) => {
+    fs.writeFileSync(`${path}.editor`, text)
+    fs.renameSync(`${path}.editor`, path)
+  }
+  const versionOf = (path: string) => {
+    const st = fs.lstatSync(path)
+    return { dev: st.dev, ino: st.ino, bytes: new Uint8Array(fs.readFileSync(path)) }
+  }
+  /** The addon's exchange, with `before(call)` run just before each call (where the check has already passed). */
+  const exchangeWith = (before: (call: number) => void) => {
+    let calls = 0
+    return {
+      exchange: (a: string, b: string) => {
+        before(++calls)
+        return realExchange!(a, b)
+      },
+      calls: () => calls
+    }
+  }
+  const withDir = <A>(use: (dir: string) => Effect.Effect<A, unknown>) =>
+    Effect.flatMap(Effect.scoped(tempDirectory(os.tmpdir()).pipe(Effect.flatMap(use))), () => Effect.void)
+
+  it.effect("nothing in between: the new file is exchanged in and the old one dropped", () =>
+    withDir((dir) =>
+      Effect.gen(function*() {
+        const path = NodePath.join(dir, "USER.md")
+        fs.writeFileSync(path, "read")
+        const hook = exchangeWith(() => {})
+        yield* NodeFileSystem.replaceFileIfUnchangedWith(hook.exchange)(path, versionOf(path), new TextEncoder().encode("mine"))
+        assert.strictEqual(fs.readFileSync(path, "utf8"), "mine")
+        assert.strictEqual(hook.calls(), 1)
+        assert.deepStrictEqual(fs.readdirSync(dir), ["USER.md"])
+      })))
+
+  it.effect("a save just before the exchange: exchanged back, Changed, their bytes in place", () =>
+    withDir((dir) =>
+      Effect.gen(function*() {
+        const path = NodePath.join(dir, "USER.md")
+        fs.writeFileSync(path, "read")
+        const hook = exchangeWith((call) => call === 1 && save(path, "theirs"))
+        const error = yield* Effect.flip(NodeFileSystem.replaceFileIfUnchangedWith(hook.exchange)(path, versionOf(path), new TextEncoder().encode("mine")))
+        assert.strictEqual(error.reason, "Changed")
+        assert.strictEqual(fs.readFileSync(path, "utf8"), "theirs")
+        assert.strictEqual(hook.calls(), 2)
+        assert.deepStrictEqual(fs.readdirSync(dir), ["USER.md"])
+      })))
+
+  it.effect("a second save before the exchange back: the newest stays in place, the earlier one kept beside it", () =>
+    withDir((dir) =>
+      Effect.gen(function*() {
+        const path = NodePath.join(dir, "USER.md")
+        fs.writeFileSync(path, "read")
+        const hook = exchangeWith((call) => call <= 2 && save(path, `theirs ${call}`))
+        const error = yield* Effect.flip(NodeFileSystem.replaceFileIfUnchangedWith(hook.exchange)(path, versionOf(path), new TextEncoder().encode("mine")))
+        assert.strictEqual(error.reason, "Changed")
+        assert.strictEqual(fs.readFileSync(path, "utf8"), "theirs 2")
+        const kept = fs.readdirSync(dir).filter((n) => n !== "USER.md")
+        assert.strictEqual(kept.length, 1)
+        assert.match(kept[0]!, /^\.USER\.md\.kept-[0-9a-f]{12}$/)
+        assert.strictEqual(fs.readFileSync(NodePath.join(dir, kept[0]!), "utf8"), "theirs 1")
+        assert.include(error.detail ?? "", kept[0]!)
+      })))
 })

@@ -372,6 +372,119 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
       }))
     })
 
+    describe("replaceFileIfUnchanged (replace a file only if it is still what was read)", () => {
+      /** A file as a program reads it before a conditional replace: its inode's identity and its bytes. */
+      const versionOf = (path: string) =>
+        Effect.gen(function*() {
+          const fs = yield* FileSystem
+          const info = yield* fs.lstat(path)
+          return { dev: info.dev, ino: info.ino, bytes: yield* fs.readFile(path) }
+        })
+      const expectChanged = <A, R>(effect: Effect.Effect<A, FileSystemError, R>, detail: RegExp) =>
+        Effect.map(expectFailure(effect, "Changed", ""), (error) => assert.match(error.detail ?? "", detail))
+
+      test("replaces the file still as read (mode kept as asked, no temp file left)", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/USER.md`, "read")
+        const version = yield* versionOf(`${root}/USER.md`)
+        yield* fs.replaceFileIfUnchanged(`${root}/USER.md`, version, bytes("written"), { mode: 0o640 })
+        assert.strictEqual(yield* read(`${root}/USER.md`), "written")
+        assert.strictEqual((yield* fs.lstat(`${root}/USER.md`)).mode, 0o640)
+        assert.deepStrictEqual(yield* names(root), ["USER.md"])
+      }))
+
+      test("refuses, leaving every byte, when the file was edited in place, replaced (even by the same bytes), removed or made a link", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        const path = `${root}/f`
+        yield* put(path, "abc")
+        const version = yield* versionOf(path)
+        yield* fs.writeFileInPlace(path, bytes("abd"))
+        yield* expectChanged(fs.replaceFileIfUnchanged(path, version, bytes("mine")), /modified/)
+        assert.strictEqual(yield* read(path), "abd")
+        const edited = yield* versionOf(path)
+        yield* fs.writeFileAtomic(path, bytes("abd"), { sync: false })
+        yield* expectChanged(fs.replaceFileIfUnchanged(path, edited, bytes("mine")), /replaced by another file/)
+        const renewed = yield* versionOf(path)
+        yield* fs.writeFileAtomic(path, bytes("abd plus more"), { sync: false })
+        yield* expectChanged(fs.replaceFileIfUnchanged(path, { ...renewed, bytes: bytes("abd plus more") }, bytes("mine")), /replaced by another file/)
+        const grown = yield* versionOf(path)
+        yield* fs.removeFile(path)
+        yield* expectChanged(fs.replaceFileIfUnchanged(path, grown, bytes("mine")), /removed/)
+        yield* expectMissing(path)
+        yield* put(`${root}/target`, "keep")
+        yield* fs.symlink(`${root}/target`, path)
+        yield* expectChanged(fs.replaceFileIfUnchanged(path, grown, bytes("mine")), /replaced by a symlink/)
+        assert.strictEqual((yield* fs.lstat(path)).type, "SymbolicLink")
+        assert.strictEqual(yield* read(`${root}/target`), "keep")
+        assert.deepStrictEqual(yield* names(root), ["f", "target"])
+      }))
+
+      test("expected missing: creates exclusively; whoever created it meanwhile (a file, a dangling link) wins", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* fs.replaceFileIfUnchanged(`${root}/new`, null, bytes("first"))
+        assert.strictEqual(yield* read(`${root}/new`), "first")
+        yield* expectChanged(fs.replaceFileIfUnchanged(`${root}/new`, null, bytes("second")), /regular file was created/)
+        assert.strictEqual(yield* read(`${root}/new`), "first")
+        yield* fs.symlink(`${root}/nowhere`, `${root}/dangling`)
+        yield* expectChanged(fs.replaceFileIfUnchanged(`${root}/dangling`, null, bytes("x")), /symlink was created/)
+        yield* expectMissing(`${root}/nowhere`)
+        assert.deepStrictEqual(yield* names(root), ["dangling", "new"])
+        yield* expectFailure(fs.replaceFileIfUnchanged(`${root}/no-dir/f`, null, bytes("x")), "NotFound", "ENOENT")
+      }))
+
+      test("data null removes the file only while it is still as read (one already gone is success)", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/a`, "one")
+        yield* put(`${root}/b`, "two")
+        const a = yield* versionOf(`${root}/a`)
+        const b = yield* versionOf(`${root}/b`)
+        yield* fs.writeFileInPlace(`${root}/b`, bytes("TWO"))
+        yield* fs.replaceFileIfUnchanged(`${root}/a`, a, null)
+        yield* expectChanged(fs.replaceFileIfUnchanged(`${root}/b`, b, null), /modified/)
+        assert.deepStrictEqual(yield* names(root), ["b"])
+        assert.strictEqual(yield* read(`${root}/b`), "TWO")
+        yield* fs.replaceFileIfUnchanged(`${root}/a`, a, null)
+        yield* fs.replaceFileIfUnchanged(`${root}/a`, null, null)
+        yield* expectChanged(fs.replaceFileIfUnchanged(`${root}/b`, null, null), /regular file was created/)
+        assert.deepStrictEqual(yield* names(root), ["b"])
+      }))
+
+      it.effect.prop(
+        "whatever happens between the read and the replace, it succeeds exactly when nothing did, and an edit is never lost",
+        [
+          FastCheck.uint8Array({ maxLength: 64 }),
+          FastCheck.constantFrom("nothing", "in-place", "same-bytes-new-file", "other-bytes-new-file", "removed", "link"),
+          FastCheck.uint8Array({ minLength: 1, maxLength: 64 })
+        ],
+        ([original, edit, mine]) =>
+          Effect.gen(function*() {
+            const { fs, scratch: { root } } = yield* context
+            const path = `${root}/f`
+            yield* fs.writeFileExclusive(path, original)
+            const version = yield* versionOf(path)
+            const theirs = original.length === 0 ? Uint8Array.of(1) : original.map((x, i) => (i === 0 ? x ^ 0xff : x))
+            if (edit === "in-place" && original.length > 0) yield* fs.writeFileInPlace(path, theirs)
+            if (edit === "same-bytes-new-file") yield* fs.writeFileAtomic(path, original, { sync: false })
+            if (edit === "other-bytes-new-file") yield* fs.writeFileAtomic(path, theirs, { sync: false })
+            if (edit === "removed") yield* fs.removeFile(path)
+            if (edit === "link") {
+              yield* fs.removeFile(path)
+              yield* fs.symlink("elsewhere", path)
+            }
+            const before = yield* Effect.either(versionOf(path))
+            const result = yield* Effect.either(fs.replaceFileIfUnchanged(path, version, mine, { sync: false }))
+            const unchanged = edit === "nothing" || (edit === "in-place" && original.length === 0)
+            assert.strictEqual(result._tag === "Right", unchanged, `${edit}: ${result._tag === "Left" ? result.left.message : "replaced"}`)
+            if (unchanged) assert.deepStrictEqual(yield* fs.readFile(path), mine)
+            else if (edit === "removed") yield* expectMissing(path)
+            else if (edit === "link") assert.strictEqual((yield* fs.lstat(path)).type, "SymbolicLink")
+            else if (before._tag === "Right") assert.deepStrictEqual(yield* fs.readFile(path), before.right.bytes, "their bytes are kept")
+            assert.deepStrictEqual(yield* names(root), ["f"].filter(() => edit !== "removed"))
+          }).pipe(Effect.provide(setup.layer())),
+        { fastCheck: { numRuns: 40 } }
+      )
+    })
+
     describe("rename", () => {
       test("moves a file over a file", Effect.gen(function*() {
         const { fs, scratch: { root } } = yield* context

@@ -449,6 +449,32 @@ describe("on the Memory layer", () => {
   it.effect("a config set is atomic at every crash point", () =>
     crashEveryStep((t, v) => t.config.set("counter", v), (t) => t.config.get("counter")))
 
+  /**
+   * A person editing settings.json by hand (read, add their key, blind atomic save) while the extension sets
+   * keys, interleaved by a seed: `set` re-reads and replaces only what it read, so none of their keys is lost.
+   */
+  it.effect.prop("config.set beside a person saving settings.json: none of the person's keys is lost", [
+    fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+    fc.integer({ min: 1, max: 5 })
+  ], ([seed, maxYields]) =>
+    Effect.gen(function*() {
+      const world = yield* MemoryDriver
+      const tiers = yield* openTiers(ctx)
+      yield* tiers.config.set("seed", 0)
+      const path = "/data/notes/config/settings.json"
+      const person = (yield* FileSystem)
+      const keys = Array.from({ length: 6 }, (_, i) => `person${i}`)
+      const personLoop = Effect.forEach(keys, (key) =>
+        Effect.gen(function*() {
+          const current = JSON.parse(text(yield* person.readFile(path))) as Record<string, unknown>
+          yield* person.writeFileAtomic(path, new TextEncoder().encode(JSON.stringify({ ...current, [key]: true }, null, 2) + "\n"), { sync: false })
+        }), { discard: true })
+      const extension = Effect.forEach([0, 1, 2, 3, 4, 5], (i) => tiers.config.set(`ext${i}`, i), { discard: true })
+      yield* Effect.all([personLoop, extension], { concurrency: "unbounded", discard: true })
+      const final = JSON.parse(world.readFixtureText(path) ?? "{}") as Record<string, unknown>
+      assert.deepStrictEqual(keys.filter((k) => final[k] !== true), [], `seed ${seed}`)
+    }).pipe(Effect.provide(TierStorage.layer.pipe(Layer.provideMerge(layerMemory({ jitter: { seed, maxYields } }))))), { fastCheck: { numRuns: 25 } })
+
   it.effect("a failed state write (ENOSPC) fails typed and keeps the previous record", () =>
     Effect.gen(function*() {
       const world = yield* MemoryDriver

@@ -12,6 +12,7 @@ import { Host } from "../../src/services/Host.js"
 import { UserProfile } from "../../src/services/UserProfile.js"
 import { depsFromContext } from "../../src/services/internal/deps.js"
 import { tryAcquireMarker } from "../../src/services/internal/markers.js"
+import { aliasBombShard, BINARY_USER, BOMB_SHARD, LATIN1_OFFSET, LATIN1_USER } from "../support/hostileProfile.js"
 import { asProcess, snapshot, spawn } from "./migrationSupport.js"
 import {
   AGENT,
@@ -290,6 +291,61 @@ describe("UserProfile: unsafe files are refused before use", () => {
       const after = Object.fromEntries(Object.entries(snapshot(world)).filter(([rel]) => !rel.startsWith("state")))
       assert.deepStrictEqual(after, before)
     }))
+})
+
+describe("UserProfile: files that are not what they claim are refused or reported, never rewritten", () => {
+  const refusedAll = (setup: (world: MemoryWorld) => Effect.Effect<void>, reason: string, detail: RegExp) =>
+    Effect.gen(function*() {
+      const world = fresh()
+      yield* setup(world)
+      const before = snapshot(world)
+      const programs: ReadonlyArray<(p: UserProfile["Type"]) => Effect.Effect<unknown, { readonly _tag: string }>> = [
+        (p) => p.read,
+        (p) => p.add("- x"),
+        (p) => p.replace("pnpm", "- Uses bun")
+      ]
+      for (const program of programs) {
+        const e = yield* asProfile(world, program).pipe(Effect.flip)
+        assert.isTrue(e instanceof UnsafeProfile && e.reason === reason, String(e))
+        assert.match((e as UnsafeProfile).message, detail)
+      }
+      const after = Object.fromEntries(Object.entries(snapshot(world)).filter(([rel]) => !rel.startsWith("state")))
+      assert.deepStrictEqual(after, before)
+    })
+
+  it.effect("a Latin-1 USER.md (first bad byte at 5) and a binary one (at 0): UnsafeProfile not-utf8, its bytes untouched", () =>
+    Effect.gen(function*() {
+      yield* refusedAll((world) => world.writeFixture(USER, LATIN1_USER), "not-utf8", new RegExp(`USER\\.md.*offset ${LATIN1_OFFSET}`))
+      yield* refusedAll((world) => world.writeFixture(USER, BINARY_USER), "not-utf8", /offset 0/)
+    }))
+
+  it.effect("an index that is not UTF-8 is refused too (it would otherwise be rebuilt over its bytes)", () =>
+    refusedAll((world) =>
+      Effect.zipRight(seedPi(world), world.writeFixture(`${ARCHIVE}/${INDEX_FILE}`, Uint8Array.from([...new TextEncoder().encode(PI_INDEX), 0xff]))), "not-utf8", /index\.okf\.md/))
+
+  const hostileShards: ReadonlyArray<readonly [string, string | Uint8Array, string, RegExp]> = [
+    ["a YAML alias bomb", aliasBombShard(), "ShardUnparsable", /alias/],
+    ["front matter nested 40 deep", `---\na: ${"[".repeat(40)}${"]".repeat(40)}\n---\n\n- f\n`, "ShardUnparsable", /deeper than 32/],
+    ["front matter over 64 KiB", `---\nnote: "${"n".repeat(70_000)}"\n---\n\n- f\n`, "ShardUnparsable", /over the 65536-byte limit/],
+    ["a Latin-1 shard", Uint8Array.from([...new TextEncoder().encode("---\ntitle: caf"), 0xe9, ...new TextEncoder().encode("\n---\n\n- f\n")]), "ShardNotUtf8", /offset 14/]
+  ]
+  for (const [name, content, tag, why] of hostileShards) {
+    it.effect(`a shard with ${name}: read lists it (${tag}), an edit refuses, nothing is rewritten`, () =>
+      Effect.gen(function*() {
+        const world = fresh()
+        yield* seedPi(world)
+        yield* world.writeFixture(`${ARCHIVE}/${BOMB_SHARD}`, content)
+        const view = yield* asProfile(world, (p) => p.read)
+        assert.deepStrictEqual(view.unparsable.map((u) => [u._tag, u.shard]), [[tag, BOMB_SHARD]])
+        assert.match(view.unparsable[0]!.why, why)
+        assert.deepStrictEqual(texts(view).sort(), [...PI_FACTS].sort())
+        const before = snapshot(world)
+        const e = yield* asProfile(world, (p) => p.add("- x")).pipe(Effect.flip)
+        assert.isTrue(e instanceof UnsafeProfile && e.reason === "unparsable-shard", String(e))
+        const after = Object.fromEntries(Object.entries(snapshot(world)).filter(([rel]) => !rel.startsWith("state")))
+        assert.deepStrictEqual(after, before)
+      }))
+  }
 })
 
 describe("UserProfile: the lock", () => {

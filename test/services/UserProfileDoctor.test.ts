@@ -5,6 +5,7 @@ import { PROFILE_POINTER } from "../../src/domain/UserProfileText.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { doctorAt } from "../support/doctor.js"
 import { asProcess, HOST, snapshot } from "./migrationSupport.js"
+import { aliasBombShard, BOMB_SHARD, LATIN1_USER } from "../support/hostileProfile.js"
 import { AGENT, ARCHIVE, PI_INDEX, PI_SHARD_1, PI_SHARD_2, piShard, profileProcess, seedPi, USER } from "./userProfileSupport.js"
 
 const fresh = () => MemoryWorld.make({ journal: false })
@@ -79,5 +80,20 @@ describe("doctor: the user profile", () => {
       yield* world.mkdirFixture(`${AGENT}/elsewhere`)
       yield* world.symlinkFixture("../elsewhere", ARCHIVE)
       assert.deepStrictEqual(yield* profileFindings(world), [["user-profile-unsafe", "okf-memory/user-preferences", "error"]])
+    }))
+
+  it.effect("a Latin-1 USER.md is reported (user-profile-not-utf8), never rewritten", () =>
+    Effect.gen(function*() {
+      const world = fresh()
+      yield* world.writeFixture(USER, LATIN1_USER)
+      assert.deepStrictEqual(yield* profileFindings(world), [["user-profile-not-utf8", "USER.md", "error"]])
+    }))
+
+  it.effect("a shard whose front matter is a YAML alias bomb is reported, the doctor does not die", () =>
+    Effect.gen(function*() {
+      const world = fresh()
+      yield* seedPi(world)
+      yield* world.writeFixture(`${ARCHIVE}/${BOMB_SHARD}`, aliasBombShard())
+      assert.deepStrictEqual(yield* profileFindings(world), [["user-profile-unparsable-shard", `okf-memory/user-preferences/${BOMB_SHARD}`, "error"]])
     }))
 })

@@ -75,6 +75,11 @@ export interface Fsat {
    * each name's errno (0 when linked) into `errnos`; 0, or a negative errno when a directory cannot be opened.
    */
   readonly linkEach?: (fromDir: string, toDir: string, names: ReadonlyArray<string>, errnos: Int32Array) => number
+  /**
+   * renameat2(a, b, RENAME_EXCHANGE): the two names swap entries atomically. 0, or a negative errno (EINVAL or
+   * ENOTSUP where the file system cannot, ENOSYS off Linux). Missing from an addon built before it existed.
+   */
+  readonly exchange?: (a: string, b: string) => number
 }
 
 /** From the package root: the same file whether this runs from src/, dist/ or a bundle. */

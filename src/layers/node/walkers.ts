@@ -33,6 +33,8 @@ export interface Walks {
   readonly syncFileSystem: (path: string) => Effect.Effect<void, FileSystemError>
   /** A snapshot's per-directory calls in C (snapshotCalls.ts); absent: the portable ones of NodeFileSystem.ts. */
   readonly snapshot?: SnapshotCalls | undefined
+  /** renameat2's exchange for the conditional replace (NodeFileSystem.ts); absent: check-then-rename. */
+  readonly exchange?: ((a: string, b: string) => number) | undefined
 }
 
 /** The walker `auto` means on this installation: native when the addon is built. */
@@ -80,12 +82,21 @@ export const makeWalks = (choice: WalkerChoice, removerThreads: number): Effect.
     const kind = yield* Effect.try(() => walkerKindOf(choice)).pipe(Effect.orDie)
     const loaded = fsatAddon()
     if (kind === "native" && "fsat" in loaded) {
+      if (typeof loaded.fsat.exchange !== "function") {
+        yield* warn({
+          _tag: "NativeAddonStale",
+          missing: "exchange",
+          message: "the native addon was built from other sources (no exchange): a conditional replace checks, then renames, leaving a window of microseconds, until it is rebuilt (`npm rebuild pi-agent-storage` where it is installed, `npm run install` in its checkout)"
+        })
+      }
       return {
         measureTree: yield* nativeMeasureOrPortable(loaded.fsat),
         ...nativeRemoval(makeNativeRemover(loaded.fsat, removerThreads)),
         // An addon built before syncFs existed (a stale build/) still walks natively, and syncs portably.
         syncFileSystem: typeof loaded.fsat.syncFs === "function" ? makeNativeSync(loaded.fsat) : portableSync,
-        snapshot: nativeSnapshotCalls(loaded.fsat)
+        snapshot: nativeSnapshotCalls(loaded.fsat),
+        // An addon built before the exchange existed: conditional replaces check, then rename.
+        exchange: loaded.fsat.exchange
       } satisfies Walks
     }
     const remover = yield* scopedRemover(removerThreads)

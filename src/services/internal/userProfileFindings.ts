@@ -1,8 +1,9 @@
 /**
  * The doctor's look at the USER.md profile (README "Doctor", "User profile (USER.md)"): read-only, with the same reader the profile
  * writes with. Findings: USER.md over the default budget, a pointer whose index is missing, shards the
- * index does not list, shards that do not parse, a lock left by a dead writer, an interrupted write, and
- * files the profile refuses (symlinks, wrong types).
+ * index does not list, shards that cannot be read (front matter that does not parse or breaks the decoder's
+ * limits, not UTF-8, too large), a lock left by a dead writer, an interrupted write, a USER.md or index that
+ * is not UTF-8, and files the profile refuses (symlinks, wrong types).
  */
 import * as Effect from "effect/Effect"
 import type { AgentPaths } from "../../domain/AgentPaths.js"
@@ -14,6 +15,7 @@ import type { Deps } from "./deps.js"
 import { judgeMarker } from "./markers.js"
 
 const EDIT_FIX = "the next profile edit (pi-storage memory add, replace or remove) repairs it"
+const NOT_UTF8_FIX = "convert it to UTF-8 (for a Latin-1 file: iconv -f latin1 -t utf-8) or move it aside; the profile never rewrites it"
 
 /** Never fails: what cannot be read is a finding. `paths` are the Doctor's `AgentDir` paths. */
 export const userProfileFindings = (deps: Deps, paths: AgentPaths): Effect.Effect<ReadonlyArray<FindingDraft>> =>
@@ -28,7 +30,11 @@ export const userProfileFindings = (deps: Deps, paths: AgentPaths): Effect.Effec
     if (read._tag === "Left") {
       const e = read.left
       const path = e._tag === "UnsafeProfile" || e._tag === "FileSystemError" ? e.path : reader.archiveDir
-      findings.push({ code: "user-profile-unsafe", path, message: e.message, fix: "replace the link or entry with a regular file or directory" })
+      if (e._tag === "UnsafeProfile" && e.reason === "not-utf8") {
+        findings.push({ code: "user-profile-not-utf8", path, message: e.message, fix: NOT_UTF8_FIX })
+      } else {
+        findings.push({ code: "user-profile-unsafe", path, message: e.message, fix: "replace the link or entry with a regular file or directory" })
+      }
       return findings
     }
     const state = read.right
@@ -62,8 +68,12 @@ export const userProfileFindings = (deps: Deps, paths: AgentPaths): Effect.Effec
       findings.push({
         code: "user-profile-unparsable-shard",
         path: reader.shardPath(u.shard),
-        message: `shard does not parse (${u.why}); profile edits are refused until it is fixed`,
-        fix: "repair its front matter (--- YAML --- then a blank line and the entries) or move it out of the archive"
+        message: `${u._tag === "ShardUnparsable" ? "shard does not parse" : "shard is not read"} (${u.why}); profile edits are refused until it is fixed`,
+        fix: u._tag === "ShardNotUtf8"
+          ? NOT_UTF8_FIX
+          : u._tag === "ShardTooLarge"
+          ? "move it out of the archive (a shard is small text)"
+          : "repair its front matter (--- YAML --- then a blank line and the entries; no aliases) or move it out of the archive"
       })
     }
     if (state.journal !== null) {
