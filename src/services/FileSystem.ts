@@ -26,6 +26,12 @@ export interface FileInfo {
   readonly dev: number
   readonly nlink: number
   readonly mtimeMs: number
+  /**
+   * Allocated 512-byte blocks (stat(2) `st_blocks`): what the entry takes on disk, below `size / 512` for a
+   * sparse file. Both layers fill it (Memory keeps every file dense); optional so a FileInfo written by hand
+   * need not make it up.
+   */
+  readonly blocks?: number
 }
 
 export interface DirEntry {
