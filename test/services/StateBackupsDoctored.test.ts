@@ -12,8 +12,11 @@ import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { encodeSnapshotManifest, type ManifestEntry, type SnapshotManifest } from "../../src/domain/StateSnapshot.js"
+import { NodeHostLive } from "../../src/layers/NodeHost.js"
 import { NodeWorld } from "../../src/layers/Storage.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
+import { FileSystem } from "../../src/services/FileSystem.js"
+import type { Host } from "../../src/services/Host.js"
 import { StateBackups, type StateBackupsOptions } from "../../src/services/StateBackups.js"
 import { scratchDirs } from "../support/scratchDirs.js"
 
@@ -43,8 +46,12 @@ const setup = () => {
   return { base, agent: NodePath.join(base, "agent"), options, at: (rel: string) => NodePath.join(base, rel) }
 }
 
-const withBackups = <A, E>(agent: string, options: StateBackupsOptions, use: (b: StateBackups["Type"]) => Effect.Effect<A, E>) =>
-  Effect.provide(Effect.flatMap(StateBackups, use), StateBackups.layer(options).pipe(Layer.provideMerge(AgentDir.layer(agent)), Layer.provideMerge(NodeWorld)))
+const withBackups = <A, E>(
+  agent: string,
+  options: StateBackupsOptions,
+  use: (b: StateBackups["Type"]) => Effect.Effect<A, E>,
+  world: Layer.Layer<FileSystem | Host> = NodeWorld
+) => Effect.provide(Effect.flatMap(StateBackups, use), StateBackups.layer(options).pipe(Layer.provideMerge(AgentDir.layer(agent)), Layer.provideMerge(world)))
 
 /** Everything under `dir` but the backup root: type, mode, mtime, bytes or link target of each entry. */
 const dump = (dir: string): Record<string, string> => {
@@ -223,5 +230,28 @@ describe("restore and verify refuse a doctored snapshot (Node layer)", () => {
       const restored = yield* withBackups(t.agent, t.options, (b) => b.restore(id))
       assert.include(restored.restored, t.at("web-data/foo/state/z.db"))
       assert.strictEqual(nfs.readFileSync(t.at("projects/app/state/db"), "utf8"), "a project's own state")
+    }))
+
+  it.live("a snapshot file changed between the check and its copy: the restore stops, removes that copy, and names where the live data went", () =>
+    Effect.gen(function*() {
+      const t = setup()
+      const { id } = yield* withBackups(t.agent, t.options, (b) => b.create())
+      nfs.writeFileSync(t.at("agent/state/a.txt"), "edited since the snapshot")
+      // Someone rewrites the snapshot's copy after the restore checked it, just before it is copied.
+      const racing = Layer.merge(
+        NodeHostLive,
+        Layer.effect(FileSystem, Effect.map(Effect.provide(FileSystem, NodeWorld), (real) => ({
+          ...real,
+          copyFileHashed: (from: string, to: string, o?: { readonly sync?: boolean }) =>
+            Effect.zipRight(Effect.sync(() => from.endsWith("/a.txt") && nfs.writeFileSync(from, "swapped")), real.copyFileHashed(from, to, o))
+        })))
+      )
+      const stopped = yield* withBackups(t.agent, t.options, (b) => Effect.flip(b.restore(id)), racing)
+      assert.strictEqual(stopped._tag, "SnapshotCorrupt")
+      const aside = nfs.readdirSync(t.at("agent/state/restore-aside")).map((name) => t.at(`agent/state/restore-aside/${name}`))
+      assert.strictEqual(aside.length, 1)
+      assert.strictEqual(stopped.message, `snapshot ${NodePath.join(t.options.root!, id)} is damaged at "agent/state/a.txt": it changed while it was restored; the restore stopped part way; the live data it replaced is in ${aside[0]}`)
+      assert.isFalse(nfs.existsSync(t.at("agent/state/a.txt")), "the copy that does not match its record is not left in place")
+      assert.strictEqual(nfs.readFileSync(NodePath.join(aside[0]!, "agent/state/a.txt"), "utf8"), "edited since the snapshot")
     }))
 })
