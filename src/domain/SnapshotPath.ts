@@ -93,7 +93,7 @@ export const snapshotTreeProblem = (
   for (let i = 0; i < paths.length; i++) {
     const p = paths[i]!
     if (p.segments.length <= p.rootDepth) continue
-    const parent = p.segments.slice(0, -1).join("/")
+    const parent = p.path.slice(0, p.path.lastIndexOf("/"))
     const type = types.get(parent)
     if (type === "directory") continue
     return {

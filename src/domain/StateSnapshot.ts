@@ -171,25 +171,35 @@ const ManifestHeader = SnapshotManifest.pipe(Schema.omit("entries"), Schema.exte
 
 const OPTIONAL_FLAGS = ["changedDuringBackup", "sqliteGroup"] as const
 
+/**
+ * Why `u` is not a ManifestEntry (the Schema's rules, checked by hand for speed), or `undefined`; with its
+ * decoded path when it is one (the manifest's decode needs it, and decodes each path once).
+ */
+const checkEntry = (u: unknown): { readonly problem: string } | { readonly path: SnapshotPath } => {
+  if (typeof u !== "object" || u === null) return { problem: "is not an object" }
+  const e = u as Record<string, unknown>
+  if (typeof e.path !== "string") return { problem: "path is not a string" }
+  const decoded = decodeSnapshotPath(e.path)
+  if (!decoded.ok) return { problem: `path ${JSON.stringify(e.path)} ${decoded.why}` }
+  if (e.type !== "file" && e.type !== "directory" && e.type !== "symlink") return { problem: `type ${JSON.stringify(e.type)} is not file, directory or symlink` }
+  if (!Number.isSafeInteger(e.size) || (e.size as number) < 0) return { problem: "size is not a whole number of bytes" }
+  if (!Number.isSafeInteger(e.mode) || (e.mode as number) < 0 || (e.mode as number) > 0o7777) return { problem: "mode is not permission bits (0 to 0o7777)" }
+  if (typeof e.mtimeMs !== "number" || !Number.isFinite(e.mtimeMs)) return { problem: "mtimeMs is not a finite number" }
+  if (e.sha256 !== undefined && (typeof e.sha256 !== "string" || !SHA256_HEX.test(e.sha256))) return { problem: "sha256 is not 64 lowercase hex digits" }
+  if (e.target !== undefined) {
+    if (typeof e.target !== "string") return { problem: "target is not a string" }
+    const target = targetProblem(e.target)
+    if (target !== undefined) return { problem: target }
+  }
+  for (const k of OPTIONAL_FLAGS) if (e[k] !== undefined && typeof e[k] !== "boolean") return { problem: `${k} is not a boolean` }
+  const missing = typeProblem(e as { type: string; sha256?: string; target?: string })
+  return missing === undefined ? { path: decoded.value } : { problem: missing }
+}
+
 /** Why `u` is not a ManifestEntry (the Schema's rules, checked by hand for speed), or `undefined`. */
 export const entryProblem = (u: unknown): string | undefined => {
-  if (typeof u !== "object" || u === null) return "is not an object"
-  const e = u as Record<string, unknown>
-  if (typeof e.path !== "string") return "path is not a string"
-  const path = pathProblem(e.path)
-  if (path !== undefined) return path
-  if (e.type !== "file" && e.type !== "directory" && e.type !== "symlink") return `type ${JSON.stringify(e.type)} is not file, directory or symlink`
-  if (!Number.isSafeInteger(e.size) || (e.size as number) < 0) return "size is not a whole number of bytes"
-  if (!Number.isSafeInteger(e.mode) || (e.mode as number) < 0 || (e.mode as number) > 0o7777) return "mode is not permission bits (0 to 0o7777)"
-  if (typeof e.mtimeMs !== "number" || !Number.isFinite(e.mtimeMs)) return "mtimeMs is not a finite number"
-  if (e.sha256 !== undefined && (typeof e.sha256 !== "string" || !SHA256_HEX.test(e.sha256))) return "sha256 is not 64 lowercase hex digits"
-  if (e.target !== undefined) {
-    if (typeof e.target !== "string") return "target is not a string"
-    const target = targetProblem(e.target)
-    if (target !== undefined) return target
-  }
-  for (const k of OPTIONAL_FLAGS) if (e[k] !== undefined && typeof e[k] !== "boolean") return `${k} is not a boolean`
-  return typeProblem(e as { type: string; sha256?: string; target?: string })
+  const checked = checkEntry(u)
+  return "problem" in checked ? checked.problem : undefined
 }
 
 const encoder = new TextEncoder()
@@ -245,10 +255,9 @@ export const decodeSnapshotManifest = (
   if (!Array.isArray(entries)) return { ok: false, why: "not a snapshot manifest: entries is not an array" } // (the Schema said so first)
   const paths: Array<SnapshotPath> = []
   for (let i = 0; i < entries.length; i++) {
-    const problem = entryProblem(entries[i])
-    if (problem !== undefined) return { ok: false, why: `not a snapshot manifest: entries[${i}] ${problem}` }
-    const decoded = decodeSnapshotPath((entries[i] as ManifestEntry).path)
-    if (decoded.ok) paths.push(decoded.value)
+    const checked = checkEntry(entries[i])
+    if ("problem" in checked) return { ok: false, why: `not a snapshot manifest: entries[${i}] ${checked.problem}` }
+    paths.push(checked.path)
   }
   const want = sha256HexOfBytes(bytes.subarray(0, at), CLOSING_BRACE)
   if (want !== header.right.manifestSha256) return { ok: false, why: "its own hash does not match its content" }
