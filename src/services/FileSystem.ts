@@ -164,7 +164,11 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
   readonly utimes: (path: string, atimeMs: number, mtimeMs: number) => Effect.Effect<void, FileSystemError>
   /** Set permission bits; refuses a symlink (ELOOP) rather than changing its target. */
   readonly chmod: (path: string, mode: number) => Effect.Effect<void, FileSystemError>
-  /** Copy a regular file (never through a symlink) to a new path (EEXIST if taken); keeps the mode. */
+  /**
+   * Copy a regular file (never through a symlink) to a new path (EEXIST if taken); keeps the mode. The holes
+   * of a sparse source stay holes where the layer has them (Node: `blocks` of the copy about the source's);
+   * the bytes are the same everywhere. So for the other copies, and `hashFile` need not read a hole.
+   */
   readonly copyFile: (from: string, to: string, options?: { readonly sync?: boolean }) => Effect.Effect<void, FileSystemError>
   /**
    * `copyFile` that streams the bytes through SHA-256 as it copies them (in chunks, never the whole file in

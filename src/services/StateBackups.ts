@@ -9,6 +9,10 @@
  *   is durable; readers only look at `<id>/` names. Forget renames `<id>/` to `.removing-<id>/` first.
  * - One writer (create, forget, restore) per root at a time: the `.lock` marker, waited for (bounded).
  *   Each writer first clears what dead writers left (`.incomplete-*` of dead owners, `.removing-*`).
+ * - A manifest is untrusted input (whoever can write to the root can recompute its hash): every read of one
+ *   decodes its paths and tree (domain/SnapshotPath.ts). A restore checks everything it will copy before it
+ *   moves or writes anything, writes links last (nothing below a link it made) and writes only under this
+ *   process's agent dir and web data root; verify reads nothing below a non-directory of the snapshot.
  * - Files are not fsynced one by one while a snapshot is built (as `cp -a`): once they and the manifest are
  *   all written, one `syncFileSystem` (syncfs) makes them durable, then the rename lists the snapshot. So a
  *   listed snapshot's files and manifest are on disk before anything lists it; `verify` catches later damage.
