@@ -1239,8 +1239,11 @@ static napi_value sync_fs(napi_env env, napi_callback_info info) {
  * directory descriptors (no path resolved per file, no Stats object per file on the JavaScript side).
  */
 
-/* Doubles per entry in listInfo's stats: type, size, mode (permission bits), uid, ino, dev, nlink, mtimeMs. */
-#define INFO_FIELDS 8
+/*
+ * Doubles per entry in listInfo's stats: type, size, mode (permission bits), uid, ino, dev, nlink, mtimeMs,
+ * blocks (allocated 512-byte units, st_blocks). Exported as `infoFields`: JavaScript reads as many.
+ */
+#define INFO_FIELDS 9
 
 /*
  * mtime in milliseconds exactly as Node computes `Stats.mtimeMs` (sec * 1e3 + nsec / 1e6 in doubles), so a
@@ -1292,6 +1295,7 @@ static int info_add(info_listing_t *l, const char *name, const struct stat *st) 
   out[5] = (double)st->st_dev;
   out[6] = (double)st->st_nlink;
   out[7] = ms_of(st->st_mtim);
+  out[8] = (double)st->st_blocks;
   l->count++;
   return 0;
 }
@@ -1435,6 +1439,31 @@ static napi_value exchange(napi_env env, napi_callback_info info) {
 #endif
 }
 
+/*
+ * seek(fd, offset, whence): lseek(2) with SEEK_DATA (whence 0) or SEEK_HOLE (whence 1), for copies and hashes
+ * that keep a sparse file's holes (src/layers/node/sparse.ts; Node has no lseek). The offset found, or a
+ * negative errno: -ENXIO when there is no data at or after `offset`, -ENOTSUP where the platform has neither.
+ * It moves the descriptor's position: its callers read and write at explicit offsets only.
+ */
+static napi_value seek_extent(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  int32_t fd = -1, whence = -1;
+  double offset = -1;
+  if (argc < 3 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || napi_get_value_double(env, argv[1], &offset) != napi_ok ||
+      napi_get_value_int32(env, argv[2], &whence) != napi_ok || fd < 0 || !(offset >= 0) || offset > 9007199254740991.0 ||
+      (whence != 0 && whence != 1)) {
+    return number(env, -EINVAL);
+  }
+#if defined(SEEK_DATA) && defined(SEEK_HOLE)
+  off_t at = lseek(fd, (off_t)offset, whence == 0 ? SEEK_DATA : SEEK_HOLE);
+  return number(env, at < 0 ? -errno : (double)at);
+#else
+  return number(env, -ENOTSUP);
+#endif
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor methods[] = {
     { "removeTree", NULL, remove_tree, NULL, NULL, NULL, napi_enumerable, NULL },
@@ -1445,6 +1474,7 @@ static napi_value init(napi_env env, napi_value exports) {
     { "listInfo", NULL, list_info, NULL, NULL, NULL, napi_enumerable, NULL },
     { "linkEach", NULL, link_each, NULL, NULL, NULL, napi_enumerable, NULL },
     { "exchange", NULL, exchange, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "seek", NULL, seek_extent, NULL, NULL, NULL, napi_enumerable, NULL },
   };
   napi_define_properties(env, exports, sizeof methods / sizeof methods[0], methods);
   /* The measure calls' version (their signatures): JavaScript uses them only when it matches, so an addon
@@ -1452,6 +1482,9 @@ static napi_value init(napi_env env, napi_value exports) {
   napi_value version;
   napi_create_uint32(env, MEASURE_VERSION, &version);
   napi_set_named_property(env, exports, "measureVersion", version);
+  napi_value info_fields;
+  napi_create_uint32(env, INFO_FIELDS, &info_fields);
+  napi_set_named_property(env, exports, "infoFields", info_fields);
   return exports;
 }
 

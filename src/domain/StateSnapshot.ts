@@ -12,9 +12,9 @@
  */
 import * as NodePath from "node:path"
 import * as Schema from "effect/Schema"
-import { CANONICAL_ROOT_ENTRIES, STATE_BACKUPS_DIR, STATE_RESTORE_ASIDE_DIR } from "./AgentPaths.js"
 import { sha256HexOfBytes } from "./Digest.js"
 import { UnsafeRootReason } from "./Errors.js"
+import { decodeSnapshotPath, SNAPSHOT_AGENT_ENTRIES, SNAPSHOT_PATH_MAX, type SnapshotPath, snapshotTreeProblem, STATE_EXCLUDED } from "./SnapshotPath.js"
 import { PACKAGE_NAME, VERSION } from "./Version.js"
 import { tierPaths } from "./WebPaths.js"
 
@@ -28,8 +28,7 @@ export const WRITER_LOCK = ".lock"
 export const INCOMPLETE_PREFIX = ".incomplete-"
 export const REMOVING_PREFIX = ".removing-"
 export const VERIFY_CURSOR = ".verify-cursor"
-/** Under `state/`: config history (BK1 has its own backups) and data a restore moved aside. */
-export const STATE_EXCLUDED: ReadonlyArray<string> = [STATE_BACKUPS_DIR, STATE_RESTORE_ASIDE_DIR]
+export { STATE_EXCLUDED } from "./SnapshotPath.js"
 
 // ------------------------------------------------------------------------------------------------ scope
 
@@ -46,10 +45,10 @@ export interface ScopeRoot {
 
 /** The agent dir's entries classed state or memory (the canonical table decides, nothing else lists names). */
 export const agentScopeRoots = (agentDir: string): ReadonlyArray<ScopeRoot> =>
-  CANONICAL_ROOT_ENTRIES.filter((e) => e.class === "state" || e.class === "memory").map((e) => ({
-    source: NodePath.join(agentDir, e.name),
-    dest: `agent/${e.name}`,
-    exclude: e.name === "state" ? STATE_EXCLUDED : []
+  SNAPSHOT_AGENT_ENTRIES.map((name) => ({
+    source: NodePath.join(agentDir, name),
+    dest: `agent/${name}`,
+    exclude: name === "state" ? STATE_EXCLUDED : []
   }))
 
 /** An extension's `state/` tier under a web data root. */
@@ -106,24 +105,46 @@ export const restoreAsideName = (nowMs: number, random: number): string => snaps
 export const EntryType = Schema.Literal("file", "directory", "symlink")
 export type EntryType = typeof EntryType.Type
 
+const SHA256_HEX = /^[0-9a-f]{64}$/
+
+/** Why a manifest path is refused (`decodeSnapshotPath`'s words), or `undefined`. */
+const pathProblem = (path: string): string | undefined => {
+  const decoded = decodeSnapshotPath(path)
+  return decoded.ok ? undefined : `path ${JSON.stringify(path)} ${decoded.why}`
+}
+
+/** Why a symlink target cannot be one (empty, a NUL, longer than any path), or `undefined`. */
+const targetProblem = (target: string): string | undefined =>
+  target === "" ? "target is empty" : target.includes("\0") ? "target holds a NUL character" : target.length > SNAPSHOT_PATH_MAX ? `target is longer than ${SNAPSHOT_PATH_MAX} characters` : undefined
+
+/** What each type needs: a file its SHA-256 (restore and verify check against it), a symlink its target. */
+const typeProblem = (e: { readonly type: string; readonly sha256?: string | undefined; readonly target?: string | undefined }): string | undefined =>
+  e.type === "file" && e.sha256 === undefined ? "a file without sha256" : e.type === "symlink" && e.target === undefined ? "a symlink without target" : undefined
+
+const orTrue = (problem: string | undefined): string | true => problem ?? true
+
+/**
+ * One entry of a manifest. Its path is decoded by `decodeSnapshotPath` (a manifest is untrusted input: README
+ * "State snapshots"); numbers are whole where the file system's are, a mode is permission bits only.
+ */
 export const ManifestEntry = Schema.Struct({
   /** POSIX path inside the snapshot (`agent/state/x.json`). */
-  path: Schema.String,
+  path: Schema.String.pipe(Schema.filter((p) => orTrue(pathProblem(p)))),
   type: EntryType,
-  size: Schema.Number,
-  mode: Schema.Number,
+  size: Schema.NonNegativeInt,
+  mode: Schema.Int.pipe(Schema.between(0, 0o7777)),
   /**
    * Milliseconds as the FileSystem port reports them: Node's `mtimeMs` (a double, sub-millisecond
    * but not nanosecond precision); the link decision compares this value exactly.
    */
-  mtimeMs: Schema.Number,
-  sha256: Schema.optional(Schema.String),
-  target: Schema.optional(Schema.String),
+  mtimeMs: Schema.Finite,
+  sha256: Schema.optional(Schema.String.pipe(Schema.pattern(SHA256_HEX))),
+  target: Schema.optional(Schema.String.pipe(Schema.filter((t) => orTrue(targetProblem(t))))),
   /** Size or mtime moved during both copy attempts: the copy may mix two versions. */
   changedDuringBackup: Schema.optional(Schema.Boolean),
   /** Part of a SQLite database with a live `-wal`/`-shm` beside it, copied as one group. */
   sqliteGroup: Schema.optional(Schema.Boolean)
-})
+}).pipe(Schema.filter((e) => orTrue(typeProblem(e))))
 export type ManifestEntry = typeof ManifestEntry.Type
 
 export const SnapshotManifest = Schema.Struct({
@@ -134,6 +155,7 @@ export const SnapshotManifest = Schema.Struct({
   label: Schema.optional(Schema.String),
   tool: Schema.Struct({ name: Schema.String, version: Schema.String }),
   scope: Schema.Struct({
+    /** Where the snapshot was taken from: a record for people, never where a restore writes (untrusted). */
     agentDir: Schema.String,
     webDataRoot: Schema.NullOr(Schema.String),
     /** The snapshot-relative roots that were looked at (present or not). */
@@ -147,19 +169,37 @@ export type SnapshotManifest = typeof SnapshotManifest.Type
 
 const ManifestHeader = SnapshotManifest.pipe(Schema.omit("entries"), Schema.extend(Schema.Struct({ entries: Schema.Array(Schema.Unknown) })))
 
-const OPTIONAL_STRINGS = ["sha256", "target"] as const
 const OPTIONAL_FLAGS = ["changedDuringBackup", "sqliteGroup"] as const
+
+/**
+ * Why `u` is not a ManifestEntry (the Schema's rules, checked by hand for speed), or `undefined`; with its
+ * decoded path when it is one (the manifest's decode needs it, and decodes each path once).
+ */
+const checkEntry = (u: unknown): { readonly problem: string } | { readonly path: SnapshotPath } => {
+  if (typeof u !== "object" || u === null) return { problem: "is not an object" }
+  const e = u as Record<string, unknown>
+  if (typeof e.path !== "string") return { problem: "path is not a string" }
+  const decoded = decodeSnapshotPath(e.path)
+  if (!decoded.ok) return { problem: `path ${JSON.stringify(e.path)} ${decoded.why}` }
+  if (e.type !== "file" && e.type !== "directory" && e.type !== "symlink") return { problem: `type ${JSON.stringify(e.type)} is not file, directory or symlink` }
+  if (!Number.isSafeInteger(e.size) || (e.size as number) < 0) return { problem: "size is not a whole number of bytes" }
+  if (!Number.isSafeInteger(e.mode) || (e.mode as number) < 0 || (e.mode as number) > 0o7777) return { problem: "mode is not permission bits (0 to 0o7777)" }
+  if (typeof e.mtimeMs !== "number" || !Number.isFinite(e.mtimeMs)) return { problem: "mtimeMs is not a finite number" }
+  if (e.sha256 !== undefined && (typeof e.sha256 !== "string" || !SHA256_HEX.test(e.sha256))) return { problem: "sha256 is not 64 lowercase hex digits" }
+  if (e.target !== undefined) {
+    if (typeof e.target !== "string") return { problem: "target is not a string" }
+    const target = targetProblem(e.target)
+    if (target !== undefined) return { problem: target }
+  }
+  for (const k of OPTIONAL_FLAGS) if (e[k] !== undefined && typeof e[k] !== "boolean") return { problem: `${k} is not a boolean` }
+  const missing = typeProblem(e as { type: string; sha256?: string; target?: string })
+  return missing === undefined ? { path: decoded.value } : { problem: missing }
+}
 
 /** Why `u` is not a ManifestEntry (the Schema's rules, checked by hand for speed), or `undefined`. */
 export const entryProblem = (u: unknown): string | undefined => {
-  if (typeof u !== "object" || u === null) return "is not an object"
-  const e = u as Record<string, unknown>
-  if (typeof e.path !== "string") return "path is not a string"
-  if (e.type !== "file" && e.type !== "directory" && e.type !== "symlink") return `type ${JSON.stringify(e.type)} is not file, directory or symlink`
-  for (const k of ["size", "mode", "mtimeMs"] as const) if (typeof e[k] !== "number") return `${k} is not a number`
-  for (const k of OPTIONAL_STRINGS) if (e[k] !== undefined && typeof e[k] !== "string") return `${k} is not a string`
-  for (const k of OPTIONAL_FLAGS) if (e[k] !== undefined && typeof e[k] !== "boolean") return `${k} is not a boolean`
-  return undefined
+  const checked = checkEntry(u)
+  return "problem" in checked ? checked.problem : undefined
 }
 
 const encoder = new TextEncoder()
@@ -213,12 +253,17 @@ export const decodeSnapshotManifest = (
   const header = Schema.decodeUnknownEither(ManifestHeader)(Array.isArray(entries) ? { ...document, entries: [] } : parsed)
   if (header._tag === "Left") return { ok: false, why: `not a snapshot manifest: ${header.left.message.split("\n")[0]}` }
   if (!Array.isArray(entries)) return { ok: false, why: "not a snapshot manifest: entries is not an array" } // (the Schema said so first)
+  const paths: Array<SnapshotPath> = []
   for (let i = 0; i < entries.length; i++) {
-    const problem = entryProblem(entries[i])
-    if (problem !== undefined) return { ok: false, why: `not a snapshot manifest: entries[${i}] ${problem}` }
+    const checked = checkEntry(entries[i])
+    if ("problem" in checked) return { ok: false, why: `not a snapshot manifest: entries[${i}] ${checked.problem}` }
+    paths.push(checked.path)
   }
   const want = sha256HexOfBytes(bytes.subarray(0, at), CLOSING_BRACE)
   if (want !== header.right.manifestSha256) return { ok: false, why: "its own hash does not match its content" }
+  // After the hash: a hash that matches says the manifest is as written, never that what it says is safe.
+  const tree = snapshotTreeProblem(entries as ReadonlyArray<ManifestEntry>, paths)
+  if (tree !== undefined) return { ok: false, why: `entries[${tree.index}] ${JSON.stringify(paths[tree.index]!.path)} ${tree.why}` }
   return { ok: true, manifest: { ...header.right, entries } as SnapshotManifest }
 }
 
@@ -290,11 +335,26 @@ export class SnapshotNotFound extends Schema.TaggedError<SnapshotNotFound>()("Sn
   }
 }
 
+/**
+ * A snapshot that cannot be trusted: its manifest (`path` is the manifest, no `entry`), or one of its entries
+ * (`path` is the snapshot, `entry` the manifest path) differs from what the manifest records. Refused before
+ * anything live is moved or written, unless `stopped` says the snapshot changed while a restore copied it.
+ */
 export class SnapshotCorrupt extends Schema.TaggedError<SnapshotCorrupt>()("SnapshotCorrupt", {
   path: Schema.String,
-  detail: Schema.String
+  detail: Schema.String,
+  entry: Schema.optional(Schema.String),
+  /** The restore stopped part way: where the live data it had replaced went (`null`: nothing was there). */
+  stopped: Schema.optional(Schema.Struct({ movedAside: Schema.NullOr(Schema.String) }))
 }) {
   override get message(): string {
-    return `snapshot manifest ${this.path} is unusable: ${this.detail}; nothing was changed`
+    const outcome = this.stopped === undefined
+      ? "nothing was changed"
+      : this.stopped.movedAside === null
+      ? "the restore stopped part way"
+      : `the restore stopped part way; the live data it replaced is in ${this.stopped.movedAside}`
+    return this.entry === undefined
+      ? `snapshot manifest ${this.path} is unusable: ${this.detail}; ${outcome}`
+      : `snapshot ${this.path} is damaged at ${JSON.stringify(this.entry)}: ${this.detail}; ${outcome}`
   }
 }

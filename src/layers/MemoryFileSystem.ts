@@ -60,6 +60,10 @@ export interface MemoryFileSystemOptions {
 const compareNames = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
 const sortedNames = (dir: DirNode): Array<string> => [...dir.entries.keys()].sort(compareNames)
 
+/** The simulated disk keeps every file dense, in 4 KiB blocks (a directory one block, a link none): as ext4. */
+const blocksOf = (node: Node): number =>
+  node.kind === "File" ? Math.ceil(node.data.length / 4096) * 8 : node.kind === "Directory" ? 8 : 0
+
 const infoOf = (node: Node): FileInfo => ({
   type: node.kind,
   size: sizeOf(node),
@@ -68,7 +72,8 @@ const infoOf = (node: Node): FileInfo => ({
   ino: node.ino,
   dev: node.dev,
   nlink: node.nlink,
-  mtimeMs: node.mtimeMs
+  mtimeMs: node.mtimeMs,
+  blocks: blocksOf(node)
 })
 
 /** Whether `ancestor` is `dir` or one of its parents. */

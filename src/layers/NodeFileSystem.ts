@@ -45,6 +45,7 @@ import {
 import { StorageConfig } from "../services/StorageConfig.js"
 import { errnoName, fsatError } from "./node/fsat.js"
 import { attempt, attemptSync, failWith, toFileSystemError } from "./node/support.js"
+import { copySparse, copySparseSync, hashSparse, hashSparseSync, hasHoles, type SeekData } from "./node/sparse.js"
 import { makeWalks, type WalkerKind, type Walks } from "./node/walkers.js"
 
 export { toFileSystemError } from "./node/support.js"
@@ -117,7 +118,8 @@ const toFileInfo = (stats: fs.Stats): FileInfo => ({
   ino: stats.ino,
   dev: stats.dev,
   nlink: stats.nlink,
-  mtimeMs: stats.mtimeMs
+  mtimeMs: stats.mtimeMs,
+  blocks: stats.blocks
 })
 
 /**
@@ -651,9 +653,10 @@ type Stamp = fs.Stats | undefined
 
 /**
  * `stamp`: after the last write, fstat the source and give the copy its mtime through the descriptor
- * (futimes), so a snapshot needs no second lookup of either path.
+ * (futimes), so a snapshot needs no second lookup of either path. A source with holes is copied by
+ * node/sparse.ts (its holes stay holes; `seek` is the native SEEK_DATA/SEEK_HOLE when the addon is used).
  */
-const copyWith = (method: string, from: string, to: string, sync: boolean, hash: Hash | undefined, stamp = false) =>
+const copyWith = (method: string, from: string, to: string, sync: boolean, hash: Hash | undefined, seek: SeekData | undefined, stamp = false) =>
   withFd(method, from, READ_NOFOLLOW, undefined, (source) =>
     Effect.gen(function*() {
       const stats = yield* attemptSync(method, from, () => fs.fstatSync(source))
@@ -669,13 +672,15 @@ const copyWith = (method: string, from: string, to: string, sync: boolean, hash:
           // Best effort: the error being reported matters more.
         }
       })
+      const sparse = hasHoles(stats)
       const copied = stats.size <= SYNC_READ_MAX
         ? attemptSync(method, to, () => {
           if (umaskStrips(mode) || (mode & ~0o777) !== 0) fs.fchmodSync(target, mode)
-          return copyChunksSync(source, target, hash, to)
+          return sparse ? copySparseSync(source, target, to, hash, seek) : copyChunksSync(source, target, hash, to)
         })
         : attempt(method, to, async () => {
           fs.fchmodSync(target, mode)
+          if (sparse) return copySparse(source, target, to, hash, seek)
           const buffer = Buffer.allocUnsafe(COPY_CHUNK)
           let total = 0
           for (;;) {
@@ -736,7 +741,7 @@ const stampCopy = (source: number, target: number, to: string): fs.Stats => {
  * attempt, no Effect step per syscall (per-file Effect steps were most of a snapshot's CPU, BENCHMARKS.md).
  * Undefined when the source is too large for it (the chunked path on the thread pool copies it instead).
  */
-const copyStampedSync = (from: string, to: string): { digest: FileDigest; source: fs.Stats } | undefined => {
+const copyStampedSync = (from: string, to: string, seek: SeekData | undefined): { digest: FileDigest; source: fs.Stats } | undefined => {
   const source = fs.openSync(from, READ_NOFOLLOW)
   let target: number | undefined
   let created = false
@@ -751,7 +756,7 @@ const copyStampedSync = (from: string, to: string): { digest: FileDigest; source
     const opened = target
     if (umaskStrips(mode) || (mode & ~0o777) !== 0) onTarget(to, () => fs.fchmodSync(opened, mode))
     const hash = createHash("sha256")
-    const bytes = copyChunksSync(source, target, hash, to)
+    const bytes = hasHoles(stats) ? copySparseSync(source, target, to, hash, seek) : copyChunksSync(source, target, hash, to)
     const after = stampCopy(source, target, to)
     const fd = target
     target = undefined
@@ -771,30 +776,30 @@ const copyStampedSync = (from: string, to: string): { digest: FileDigest; source
   }
 }
 
-const copyFileStamped = (from: string, to: string): Effect.Effect<StampedCopy, FileSystemError> =>
-  Effect.flatMap(attemptSync("copyFileStamped", from, () => copyStampedSync(from, to)), (small) => {
+const copyFileStamped = (from: string, to: string, seek: SeekData | undefined): Effect.Effect<StampedCopy, FileSystemError> =>
+  Effect.flatMap(attemptSync("copyFileStamped", from, () => copyStampedSync(from, to, seek)), (small) => {
     if (small !== undefined) return Effect.succeed({ ...small.digest, source: toFileInfo(small.source) })
     const hash = createHash("sha256")
     return Effect.map(
-      copyWith("copyFileStamped", from, to, false, hash, true),
+      copyWith("copyFileStamped", from, to, false, hash, seek, true),
       ({ bytes, stamp }) => ({ sha256: hash.digest("hex"), bytes, source: toFileInfo(stamp!) })
     )
   })
 
-const copyFile = (from: string, to: string, options?: { readonly sync?: boolean }) =>
-  Effect.asVoid(copyWith("copyFile", from, to, options?.sync === true, undefined))
+const copyFile = (from: string, to: string, options: { readonly sync?: boolean } | undefined, seek: SeekData | undefined) =>
+  Effect.asVoid(copyWith("copyFile", from, to, options?.sync === true, undefined, seek))
 
-const copyFileHashed = (from: string, to: string, options?: { readonly sync?: boolean }): Effect.Effect<FileDigest, FileSystemError> =>
+const copyFileHashed = (from: string, to: string, options: { readonly sync?: boolean } | undefined, seek: SeekData | undefined): Effect.Effect<FileDigest, FileSystemError> =>
   Effect.suspend(() => {
     const hash = createHash("sha256")
-    return Effect.map(copyWith("copyFileHashed", from, to, options?.sync === true, hash), ({ bytes }) => ({ sha256: hash.digest("hex"), bytes }))
+    return Effect.map(copyWith("copyFileHashed", from, to, options?.sync === true, hash, seek), ({ bytes }) => ({ sha256: hash.digest("hex"), bytes }))
   })
 
 /**
  * A small file's SHA-256 with every syscall synchronous in one attempt (a verify hashes thousands of small
  * files: an Effect step per syscall cost more than the reads); undefined when it is too large for that.
  */
-const hashSmallSync = (path: string): FileDigest | undefined => {
+const hashSmallSync = (path: string, seek: SeekData | undefined): FileDigest | undefined => {
   const fd = fs.openSync(path, READ_NOFOLLOW)
   try {
     const stats = fs.fstatSync(fd)
@@ -802,6 +807,10 @@ const hashSmallSync = (path: string): FileDigest | undefined => {
     if (!stats.isFile()) throw failWith("hashFile", path, "", "not a regular file")
     if (stats.size > SYNC_READ_MAX) return undefined
     const hash = createHash("sha256")
+    if (hasHoles(stats)) {
+      const bytes = hashSparseSync(fd, hash, seek)
+      return { sha256: hash.digest("hex"), bytes }
+    }
     let total = 0
     for (;;) {
       const n = fs.readSync(fd, SYNC_CHUNK, 0, COPY_CHUNK, null)
@@ -814,15 +823,19 @@ const hashSmallSync = (path: string): FileDigest | undefined => {
   }
 }
 
-/** SHA-256 of a regular file in 64 KiB chunks: synchronously when small, on the thread pool when large. */
-const hashFile = (path: string): Effect.Effect<FileDigest, FileSystemError> =>
-  Effect.flatMap(attemptSync("hashFile", path, () => hashSmallSync(path)), (small) =>
+/**
+ * SHA-256 of a regular file in 64 KiB chunks: synchronously when small, on the thread pool when large; the
+ * holes of a sparse file are hashed as zeros without reading them (with the native SEEK_DATA/SEEK_HOLE).
+ */
+const hashFile = (path: string, seek: SeekData | undefined): Effect.Effect<FileDigest, FileSystemError> =>
+  Effect.flatMap(attemptSync("hashFile", path, () => hashSmallSync(path, seek)), (small) =>
     small !== undefined ? Effect.succeed(small) : withFd("hashFile", path, READ_NOFOLLOW, undefined, (fd) =>
       Effect.gen(function*() {
         const stats = yield* attemptSync("hashFile", path, () => fs.fstatSync(fd))
         if (!stats.isFile()) return yield* Effect.fail(failWith("hashFile", path, "", "not a regular file"))
         const hash = createHash("sha256")
         const bytes = yield* attempt("hashFile", path, async () => {
+          if (hasHoles(stats)) return hashSparse(fd, hash, seek)
           const buffer = Buffer.allocUnsafe(COPY_CHUNK)
           let total = 0
           for (;;) {
@@ -854,43 +867,46 @@ export const make: Effect.Effect<FileSystem["Type"], never, Scope.Scope> = Effec
   return service(walks)
 })
 
-const service = ({ snapshot, exchange, ...walks }: Walks): FileSystem["Type"] => ({
-  ...walks,
-  lstat,
-  statFollowingLinks,
-  readDirectory,
-  readDirectoryInfo: snapshot?.readDirectoryInfo ?? readDirectoryInfo,
-  makeDirectory,
-  writeFileExclusive,
-  writeFileAtomic,
-  replaceFileIfUnchanged: replaceFileIfUnchangedWith(exchange),
-  writeFileInPlace,
-  readFile,
-  rename,
-  removeFile: (path) => single(() => removeFileAnswer(path)),
-  removeDirectory: (path) => attemptSync("removeDirectory", path, () => fs.rmdirSync(path)),
-  // Single metadata syscalls: synchronous (a snapshot makes thousands of links; see the header).
-  symlink: (target, path) => attemptSync("symlink", path, () => fs.symlinkSync(target, path)),
-  readLink: (path) => attemptSync("readLink", path, () => fs.readlinkSync(path)),
-  link: (existing, newPath) => attemptSync("link", newPath, () => fs.linkSync(existing, newPath)),
-  linkEach: snapshot?.linkEach ?? linkEach,
-  utimes: (path, atimeMs, mtimeMs) => attemptSync("utimes", path, () => fs.lutimesSync(path, atimeMs / 1000, mtimeMs / 1000)),
-  chmod: (path, mode) => setMode("chmod", path, mode),
-  copyFile,
-  copyFileHashed,
-  copyFileStamped,
-  hashFile,
-  lstatEach: (paths) => each(paths, lstatAnswer),
-  // Capped reads above SYNC_READ_MAX are streamed on the pool, one file at a time.
-  readFileEach: (paths, { maxBytes }) =>
-    maxBytes <= SYNC_READ_MAX
-      ? each(paths, (path) => answer("readFile", path, () => readFileSmallSync(path, maxBytes)))
-      : Effect.forEach(paths, (path) => Effect.either(readFile(path, { maxBytes }))),
-  readDirectoryEach: (paths) => each(paths, readDirectoryAnswer),
-  writeFileExclusiveEach: (paths, data) => each(paths, (path) => createExclusiveAnswer("writeFileExclusive", path, data, DEFAULT_FILE_MODE)),
-  renameEach: (moves) => each(moves, ([from, to]) => renameAnswer(from, to)),
-  removeFileEach: (paths) => each(paths, removeFileAnswer)
-})
+const service = ({ snapshot, exchange, ...walks }: Walks): FileSystem["Type"] => {
+  const seek = snapshot?.seek
+  return {
+    ...walks,
+    lstat,
+    statFollowingLinks,
+    readDirectory,
+    readDirectoryInfo: snapshot?.readDirectoryInfo ?? readDirectoryInfo,
+    makeDirectory,
+    writeFileExclusive,
+    writeFileAtomic,
+    replaceFileIfUnchanged: replaceFileIfUnchangedWith(exchange),
+    writeFileInPlace,
+    readFile,
+    rename,
+    removeFile: (path) => single(() => removeFileAnswer(path)),
+    removeDirectory: (path) => attemptSync("removeDirectory", path, () => fs.rmdirSync(path)),
+    // Single metadata syscalls: synchronous (a snapshot makes thousands of links; see the header).
+    symlink: (target, path) => attemptSync("symlink", path, () => fs.symlinkSync(target, path)),
+    readLink: (path) => attemptSync("readLink", path, () => fs.readlinkSync(path)),
+    link: (existing, newPath) => attemptSync("link", newPath, () => fs.linkSync(existing, newPath)),
+    linkEach: snapshot?.linkEach ?? linkEach,
+    utimes: (path, atimeMs, mtimeMs) => attemptSync("utimes", path, () => fs.lutimesSync(path, atimeMs / 1000, mtimeMs / 1000)),
+    chmod: (path, mode) => setMode("chmod", path, mode),
+    copyFile: (from, to, options) => copyFile(from, to, options, seek),
+    copyFileHashed: (from, to, options) => copyFileHashed(from, to, options, seek),
+    copyFileStamped: (from, to) => copyFileStamped(from, to, seek),
+    hashFile: (path) => hashFile(path, seek),
+    lstatEach: (paths) => each(paths, lstatAnswer),
+    // Capped reads above SYNC_READ_MAX are streamed on the pool, one file at a time.
+    readFileEach: (paths, { maxBytes }) =>
+      maxBytes <= SYNC_READ_MAX
+        ? each(paths, (path) => answer("readFile", path, () => readFileSmallSync(path, maxBytes)))
+        : Effect.forEach(paths, (path) => Effect.either(readFile(path, { maxBytes }))),
+    readDirectoryEach: (paths) => each(paths, readDirectoryAnswer),
+    writeFileExclusiveEach: (paths, data) => each(paths, (path) => createExclusiveAnswer("writeFileExclusive", path, data, DEFAULT_FILE_MODE)),
+    renameEach: (moves) => each(moves, ([from, to]) => renameAnswer(from, to)),
+    removeFileEach: (paths) => each(paths, removeFileAnswer)
+  }
+}
 
 /** The production FileSystem layer (scoped: its remover threads stop with it). */
 export const layer: Layer.Layer<FileSystem> = Layer.scoped(FileSystem, make)

@@ -27,6 +27,12 @@ export interface FileInfo {
   readonly dev: number
   readonly nlink: number
   readonly mtimeMs: number
+  /**
+   * Allocated 512-byte blocks (stat(2) `st_blocks`): what the entry takes on disk, below `size / 512` for a
+   * sparse file. Both layers fill it (Memory keeps every file dense); optional so a FileInfo written by hand
+   * need not make it up.
+   */
+  readonly blocks?: number
 }
 
 export interface DirEntry {
@@ -178,7 +184,11 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
   readonly utimes: (path: string, atimeMs: number, mtimeMs: number) => Effect.Effect<void, FileSystemError>
   /** Set permission bits; refuses a symlink (ELOOP) rather than changing its target. */
   readonly chmod: (path: string, mode: number) => Effect.Effect<void, FileSystemError>
-  /** Copy a regular file (never through a symlink) to a new path (EEXIST if taken); keeps the mode. */
+  /**
+   * Copy a regular file (never through a symlink) to a new path (EEXIST if taken); keeps the mode. The holes
+   * of a sparse source stay holes where the layer has them (Node: `blocks` of the copy about the source's);
+   * the bytes are the same everywhere. So for the other copies, and `hashFile` need not read a hole.
+   */
   readonly copyFile: (from: string, to: string, options?: { readonly sync?: boolean }) => Effect.Effect<void, FileSystemError>
   /**
    * `copyFile` that streams the bytes through SHA-256 as it copies them (in chunks, never the whole file in

@@ -9,6 +9,10 @@
  *   is durable; readers only look at `<id>/` names. Forget renames `<id>/` to `.removing-<id>/` first.
  * - One writer (create, forget, restore) per root at a time: the `.lock` marker, waited for (bounded).
  *   Each writer first clears what dead writers left (`.incomplete-*` of dead owners, `.removing-*`).
+ * - A manifest is untrusted input (whoever can write to the root can recompute its hash): every read of one
+ *   decodes its paths and tree (domain/SnapshotPath.ts). A restore checks everything it will copy before it
+ *   moves or writes anything, writes links last (nothing below a link it made) and writes only under this
+ *   process's agent dir and web data root; verify reads nothing below a non-directory of the snapshot.
  * - Files are not fsynced one by one while a snapshot is built (as `cp -a`): once they and the manifest are
  *   all written, one `syncFileSystem` (syncfs) makes them durable, then the rename lists the snapshot. So a
  *   listed snapshot's files and manifest are on disk before anything lists it; `verify` catches later damage.
@@ -24,7 +28,8 @@ import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { type FileSystemError, InvalidArgument, type InvalidSegment, type TierUnresolvable, type UnsafeRoot } from "../domain/Errors.js"
-import { decodeSegment } from "../domain/Segment.js"
+import { decodeSegment, segmentViolation } from "../domain/Segment.js"
+import { decodeSnapshotPath, inRestoreScope, type SnapshotPath } from "../domain/SnapshotPath.js"
 import { decodeJsonBytes, encodeJsonBytes, MARKER_MAX_BYTES } from "../domain/Formats.js"
 import { type ForgetPlan, type ForgetPolicy, planForgetResult } from "../domain/ForgetPlan.js"
 import {
@@ -178,7 +183,7 @@ export class StateBackups extends Context.Tag("pi-agent-storage/StateBackups")<S
   readonly restore: (
     id: string,
     o?: { readonly extension?: string; readonly dryRun?: boolean }
-  ) => Effect.Effect<RestoreResult, BackupError | SnapshotNotFound | SnapshotCorrupt | InvalidSegment>
+  ) => Effect.Effect<RestoreResult, BackupError | SnapshotNotFound | SnapshotCorrupt | InvalidSegment | InvalidArgument>
   /**
    * The doctor's look (read-only, never fails): an unsafe backup root, incomplete snapshots whose writer is
    * dead, restore-aside directories waiting for a person.
@@ -240,6 +245,13 @@ interface LinkCandidate {
   readonly prior: ManifestEntry
 }
 
+/** An entry a restore writes: its record, its decoded path and where it goes. */
+interface RestoreItem {
+  readonly entry: ManifestEntry
+  readonly path: SnapshotPath
+  readonly live: string
+}
+
 /** Join a snapshot-relative POSIX path onto a directory. */
 const under = (dir: string, rel: string): string => NodePath.join(dir, ...rel.split("/"))
 
@@ -261,7 +273,8 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       const exts = yield* fs.readDirectory(web).pipe(
         Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.succeed([]))
       )
-      for (const ext of exts) if (ext.type === "Directory") roots.push(webScopeRoot(web, ext.name))
+      // Only extension ids (WR2) name an extension's data: anything else there is not a tier (nor a manifest path).
+      for (const ext of exts) if (ext.type === "Directory" && segmentViolation(ext.name) === null) roots.push(webScopeRoot(web, ext.name))
       return roots
     })
 
@@ -754,6 +767,39 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       let checked = 0
       let checkedBytes = 0
       let last: { id: string; path: string } | undefined
+      /**
+       * `<id>/<dir>` → whether it is a directory in the snapshot (or what it is instead). An entry is read only
+       * when every directory above it is one: through a link there, a read would leave the snapshot.
+       */
+      const directories = new Map<string, true | FileInfo["type"] | "missing">()
+      type Above = { readonly dir: string; readonly is: FileInfo["type"] | "missing" } | undefined
+      /** What is known of the directories above `rel`, without a call; "look" when one was not looked at yet. */
+      const knownAbove = (sid: string, rel: string): Above | "look" => {
+        let at = rel.indexOf("/")
+        while (at >= 0) {
+          const known = directories.get(`${sid}/${rel.slice(0, at)}`)
+          if (known === undefined) return "look"
+          if (known !== true) return { dir: rel.slice(0, at), is: known }
+          at = rel.indexOf("/", at + 1)
+        }
+        return undefined
+      }
+      const lookAbove = (sid: string, rel: string): Effect.Effect<Above, FileSystemError> =>
+        Effect.gen(function*() {
+          let at = rel.indexOf("/")
+          while (at >= 0) {
+            const dir = rel.slice(0, at)
+            let known = directories.get(`${sid}/${dir}`)
+            if (known === undefined) {
+              const info = yield* optionalLstat(deps, under(NodePath.join(root, sid), dir))
+              known = info === undefined ? "missing" : info.type === "Directory" ? true : info.type
+              directories.set(`${sid}/${dir}`, known)
+            }
+            if (known !== true) return { dir, is: known }
+            at = rel.indexOf("/", at + 1)
+          }
+          return undefined
+        })
       for (let n = 0; n < items.length; n++) {
         if (sliced && checked > 0 && ((o?.sample !== undefined && checked >= o.sample) || (o?.maxBytes !== undefined && checkedBytes >= o.maxBytes))) break
         const { id: sid, entry } = items[(start + n) % items.length]!
@@ -761,7 +807,12 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         const name = `${sid}/${entry.path}`
         checked++
         last = { id: sid, path: entry.path }
-        if (entry.type === "file") {
+        const known = knownAbove(sid, entry.path)
+        const above = known === "look" ? yield* lookAbove(sid, entry.path) : known
+        if (above !== undefined) {
+          if (above.is === "missing") found("Missing", name, `gone (${above.dir} is missing from the snapshot)`)
+          else found("Unreadable", name, `not read: ${above.dir} is ${aFileType(above.is)} in the snapshot, where the manifest records a directory`)
+        } else if (entry.type === "file") {
           const digest = yield* fs.hashFile(path).pipe(Effect.either)
           if (digest._tag === "Left") yield* unread(name, path, entry, digest.left)
           else {
@@ -819,6 +870,51 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
 
   // ------------------------------------------------------------------------------------------ restore
 
+  /**
+   * Read what a restore will copy, before anything live is moved or written (SPEC BK2 "restore verifies
+   * before it writes"): each directory on the way to a selected entry is a directory in the snapshot (a link
+   * there would lead the reads outside it), each selected directory is one, each link has its recorded
+   * target and each file re-hashes to its record. The first difference is `SnapshotCorrupt`.
+   */
+  const checkBeforeRestore = (snapshotDir: string, selected: ReadonlyArray<RestoreItem>) =>
+    Effect.gen(function*() {
+      const damaged = (entry: string, detail: string) => new SnapshotCorrupt({ path: snapshotDir, entry, detail })
+      /** A read that failed: say what is there instead, or pass on a failure that is not about the snapshot's shape. */
+      const unread = (entry: string, recorded: FileInfo["type"], e: FileSystemError): Effect.Effect<never, SnapshotCorrupt | FileSystemError> =>
+        Effect.flatMap(optionalLstat(deps, under(snapshotDir, entry)), (info): Effect.Effect<never, SnapshotCorrupt | FileSystemError> =>
+          info === undefined
+            ? Effect.fail(damaged(entry, "is missing from the snapshot"))
+            : info.type !== recorded
+            ? Effect.fail(damaged(entry, `is ${aFileType(info.type)} in the snapshot, the manifest records ${aFileType(recorded)}`))
+            : Effect.fail(e))
+      const ancestors = new Set<string>()
+      for (const item of selected) {
+        for (let k = 1; k < item.path.segments.length; k++) ancestors.add(item.path.segments.slice(0, k).join("/"))
+      }
+      for (const dir of [...ancestors].sort()) {
+        const info = yield* optionalLstat(deps, under(snapshotDir, dir))
+        if (info === undefined) return yield* damaged(dir, "is missing from the snapshot")
+        if (info.type !== "Directory") return yield* damaged(dir, `is ${aFileType(info.type)} in the snapshot, where the entries below it need a directory`)
+      }
+      for (const { entry } of selected) {
+        const from = under(snapshotDir, entry.path)
+        if (entry.type === "directory") {
+          if (!ancestors.has(entry.path)) {
+            const info = yield* optionalLstat(deps, from)
+            if (info === undefined) return yield* damaged(entry.path, "is missing from the snapshot")
+            if (info.type !== "Directory") return yield* damaged(entry.path, `is ${aFileType(info.type)} in the snapshot, the manifest records a directory`)
+          }
+        } else if (entry.type === "symlink") {
+          const target = yield* fs.readLink(from).pipe(Effect.catchAll((e) => unread(entry.path, "SymbolicLink", e)))
+          if (target !== entry.target) return yield* damaged(entry.path, "the link's target differs from the manifest's")
+        } else {
+          const digest = yield* fs.hashFile(from).pipe(Effect.catchAll((e) => unread(entry.path, "File", e)))
+          if (digest.bytes !== entry.size) return yield* damaged(entry.path, `${digest.bytes} bytes, the manifest records ${entry.size}`)
+          if (digest.sha256 !== entry.sha256) return yield* damaged(entry.path, "its SHA-256 differs from the manifest's")
+        }
+      }
+    })
+
   const restore = (id: string, o?: { readonly extension?: string; readonly dryRun?: boolean }) =>
     Effect.gen(function*() {
       // WR2 here, not only in the CLI: a namespace like `../../Documents` would name live data outside the scope.
@@ -826,28 +922,40 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       if (!(yield* checkRoot(false))) return yield* new SnapshotNotFound({ root, id })
       const run = Effect.gen(function*() {
         if (!(yield* snapshotIds).includes(id)) return yield* new SnapshotNotFound({ root, id })
+        const manifestPath = NodePath.join(root, id, MANIFEST_FILE)
+        // Decoded whole (every path, the tree's shape) by readManifest: an unsafe path refuses the snapshot.
         const manifest = yield* readManifest(id).pipe(
           Effect.catchIf((e): e is FileSystemError => e._tag === "FileSystemError" && e.reason === "NotFound", () =>
-            Effect.fail(new SnapshotCorrupt({ path: NodePath.join(root, id, MANIFEST_FILE), detail: "it is missing" })))
+            Effect.fail(new SnapshotCorrupt({ path: manifestPath, detail: "it is missing" })))
         )
-        const web = webDataRoot ?? manifest.scope.webDataRoot ?? undefined
-        /** Snapshot-relative path → live path (undefined for web paths without a web data root). */
-        const liveOf = (rel: string): string | undefined => {
-          const [top, ...rest] = rel.split("/")
-          const base = top === "agent" ? agentDir : web
-          if (base === undefined) return undefined
-          const live = NodePath.join(base, ...rest)
-          // A manifest path that climbs out of its root (`..`) names nothing this restore may replace.
-          return live !== base && isWithin(live, base) ? live : undefined
+        const snapshotDir = NodePath.join(root, id)
+        // Where a restore writes is this process's agent dir and web data root, never the manifest's record of
+        // where the snapshot came from: that is as untrusted as its paths.
+        const web = webDataRoot
+        const selected: Array<RestoreItem> = []
+        const unplaced = new Set<string>()
+        for (const entry of manifest.entries) {
+          const decoded = decodeSnapshotPath(entry.path)
+          if (!decoded.ok) return yield* new SnapshotCorrupt({ path: manifestPath, detail: `path ${JSON.stringify(entry.path)} ${decoded.why}` })
+          const path = decoded.value
+          if (!inRestoreScope(path, o?.extension)) continue
+          const base = path.segments[0] === "agent" ? agentDir : web
+          if (base === undefined) unplaced.add(path.extension!)
+          else selected.push({ entry, path, live: NodePath.join(base, ...path.segments.slice(1)) })
         }
-        const prefixes = o?.extension !== undefined ? extensionDests(o.extension) : undefined
-        const inScope = (rel: string) => prefixes === undefined || prefixes.some((p) => rel === p || rel.startsWith(`${p}/`))
-        const selected = manifest.entries.filter((e) => inScope(e.path) && liveOf(e.path) !== undefined)
+        if (unplaced.size > 0) {
+          return yield* new InvalidArgument({
+            field: "webDataRoot",
+            detail: `snapshot ${id} holds the web state of ${[...unplaced].sort().join(", ")}, and no web data root is given ` +
+              `(the webDataRoot option or $PI_WEB_DATA_DIR); nothing was changed`
+          })
+        }
+        yield* checkBeforeRestore(snapshotDir, selected)
 
         // The live units this restore replaces, moved aside whole: one extension's state, or the whole scope
         // (`state/` itself stays: its backups/ and restore-aside/ are not ours to move).
         const units: Array<string> = []
-        if (prefixes !== undefined) units.push(...prefixes)
+        if (o?.extension !== undefined) units.push(...extensionDests(o.extension))
         else {
           for (const tree of yield* scopeRoots(web)) {
             if (tree.exclude.length === 0) units.push(tree.dest)
@@ -857,12 +965,17 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
             }
           }
         }
+        const liveOfUnit = (rel: string): string | undefined => {
+          const [top, ...rest] = rel.split("/")
+          const base = top === "agent" ? agentDir : web
+          return base === undefined ? undefined : NodePath.join(base, ...rest)
+        }
         const present: Array<{ rel: string; live: string }> = []
         for (const rel of units) {
-          const live = liveOf(rel)
+          const live = liveOfUnit(rel)
           if (live !== undefined && (yield* optionalLstat(deps, live)) !== undefined) present.push({ rel, live })
         }
-        const restored = selected.filter((e) => e.type !== "directory").map((e) => liveOf(e.path)!)
+        const restored = selected.filter((s) => s.entry.type !== "directory").map((s) => s.live)
         if (o?.dryRun === true) return { restored, movedAside: null, movedAsidePaths: present.map((p) => p.live), dryRun: true }
 
         const stamp = restoreAsideName(yield* Clock.currentTimeMillis, yield* Random.nextIntBetween(0, 0xffffff))
@@ -880,28 +993,33 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
               }))
           )
         }
-        const dirs: Array<ManifestEntry> = []
-        for (const e of selected) {
-          const live = liveOf(e.path)!
-          const from = under(NodePath.join(root, id), e.path)
-          if (e.type === "directory") {
-            yield* fs.makeDirectory(live, { mode: 0o700, recursive: true })
-            dirs.push(e)
-            continue
-          }
+        const movedAside = present.length > 0 ? aside : null
+        // Directories first (parents before children), then files, then links last: nothing is written below
+        // a link this restore made (the manifest records nothing below a link: domain/SnapshotPath.ts).
+        const dirs = selected.filter((s) => s.entry.type === "directory").sort((a, b) => a.path.segments.length - b.path.segments.length)
+        for (const d of dirs) yield* fs.makeDirectory(d.live, { mode: 0o700, recursive: true })
+        for (const { entry, live } of selected) {
+          if (entry.type !== "file") continue
           yield* fs.makeDirectory(NodePath.dirname(live), { mode: 0o700, recursive: true })
-          if (e.type === "symlink") yield* fs.symlink(e.target ?? "", live)
-          else {
-            yield* fs.copyFile(from, live, { sync: true })
-            yield* fs.chmod(live, e.mode)
-            yield* fs.utimes(live, e.mtimeMs, e.mtimeMs)
+          const copied = yield* fs.copyFileHashed(under(snapshotDir, entry.path), live, { sync: true })
+          if (copied.sha256 !== entry.sha256 || copied.bytes !== entry.size) {
+            // Checked a moment ago, different now: the snapshot is being changed under us. Stop, keep what was moved aside.
+            yield* fs.removeFile(live)
+            return yield* new SnapshotCorrupt({ path: snapshotDir, entry: entry.path, detail: "it changed while it was restored", stopped: { movedAside } })
           }
+          yield* fs.chmod(live, entry.mode)
+          yield* fs.utimes(live, entry.mtimeMs, entry.mtimeMs)
+        }
+        for (const { entry, live } of selected) {
+          if (entry.type !== "symlink") continue
+          yield* fs.makeDirectory(NodePath.dirname(live), { mode: 0o700, recursive: true })
+          yield* fs.symlink(entry.target!, live)
         }
         for (const d of dirs.reverse()) {
-          yield* fs.chmod(liveOf(d.path)!, d.mode)
-          yield* fs.utimes(liveOf(d.path)!, d.mtimeMs, d.mtimeMs)
+          yield* fs.chmod(d.live, d.entry.mode)
+          yield* fs.utimes(d.live, d.entry.mtimeMs, d.entry.mtimeMs)
         }
-        return { restored, movedAside: present.length > 0 ? aside : null, movedAsidePaths: present.map((p) => p.live), dryRun: false }
+        return { restored, movedAside, movedAsidePaths: present.map((p) => p.live), dryRun: false }
       })
       return yield* (o?.dryRun === true ? run : withWriter(run))
     })

@@ -9,6 +9,8 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
+import { createHash } from "node:crypto"
+import { encodeSnapshotManifest, type SnapshotManifest } from "../../src/domain/StateSnapshot.js"
 import { scratchDirs } from "../support/scratchDirs.js"
 
 const scratch = scratchDirs()
@@ -80,5 +82,45 @@ describe("pi-storage backup (built CLI)", () => {
     const help = await cli(["backup", "forget", "--help"])
     assert.match(help.stdout, /--keep-daily[\s\S]*default: not used; e\.g\. --keep-daily 7/)
     assert.match(help.stdout, /--root[\s\S]*default: \$PI_STATE_BACKUP_DIR/)
+  }, 60_000)
+
+  it("a doctored manifest (its hash recomputed): restore exits 3 naming the entry and changes nothing, verify exits 1", async () => {
+    const base = scratch("pi-storage-backup-cli-")
+    const agent = Path.join(base, "agent")
+    const root = Path.join(base, "snapshots")
+    const canary = Path.join(base, "canary")
+    Fs.mkdirSync(Path.join(agent, "state"), { recursive: true })
+    Fs.mkdirSync(canary)
+    Fs.writeFileSync(Path.join(agent, "state", "a.json"), "[1]")
+    const run = (...args: ReadonlyArray<string>) => cli(["--agent-dir", agent, "backup", ...args, "--root", root])
+    const created = await run("create", "--json")
+    assert.strictEqual(created.code, 0, created.stderr)
+    const id = JSON.parse(created.stdout).id as string
+    // A link to a directory outside, then a file below it: what a restore would write through.
+    const manifestPath = Path.join(root, id, "manifest.json")
+    const { manifestSha256: _, ...body } = JSON.parse(Fs.readFileSync(manifestPath, "utf8")) as SnapshotManifest
+    const sha256 = createHash("sha256").update("pwned").digest("hex")
+    Fs.mkdirSync(Path.join(root, id, "agent/state/out/sub"), { recursive: true })
+    Fs.writeFileSync(Path.join(root, id, "agent/state/out/sub/pwned"), "pwned")
+    Fs.chmodSync(manifestPath, 0o600)
+    Fs.writeFileSync(manifestPath, encodeSnapshotManifest({
+      ...body,
+      entries: [
+        ...body.entries,
+        { path: "agent/state/out", type: "symlink", size: canary.length, mode: 0o777, mtimeMs: 1, target: canary },
+        { path: "agent/state/out/sub", type: "directory", size: 0, mode: 0o755, mtimeMs: 1 },
+        { path: "agent/state/out/sub/pwned", type: "file", size: 5, mode: 0o644, mtimeMs: 1, sha256 }
+      ]
+    }))
+    Fs.writeFileSync(Path.join(agent, "state", "a.json"), "[1,2]")
+    const restored = await run("restore", id)
+    assert.strictEqual(restored.code, 3, restored.stderr)
+    assert.match(restored.stderr, /"agent\/state\/out\/sub" lies below "agent\/state\/out", which the manifest records as a symlink; nothing was changed/)
+    assert.strictEqual(Fs.readFileSync(Path.join(agent, "state", "a.json"), "utf8"), "[1,2]")
+    assert.deepStrictEqual(Fs.readdirSync(Path.join(agent, "state")), ["a.json"])
+    assert.deepStrictEqual(Fs.readdirSync(canary), [])
+    const verified = await run("verify", id, "--json")
+    assert.strictEqual(verified.code, 1, verified.stderr)
+    assert.deepStrictEqual(JSON.parse(verified.stdout).problems.map((p: { _tag: string }) => p._tag), ["ManifestUnusable"])
   }, 60_000)
 })

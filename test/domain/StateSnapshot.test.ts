@@ -28,16 +28,73 @@ const body = (entries: ReadonlyArray<ManifestEntry>) => ({
   entries
 })
 
-const entryFields = {
-  path: fc.string(),
-  type: fc.constantFrom("file", "directory", "symlink"),
+const attributes = {
   size: fc.nat(),
   mode: fc.integer({ min: 0, max: 0o7777 }),
   mtimeMs: fc.double({ noNaN: true, noDefaultInfinity: true }),
-  sha256: fc.option(fc.hexaString({ minLength: 64, maxLength: 64 }), { nil: undefined }),
-  target: fc.option(fc.string(), { nil: undefined })
+  changedDuringBackup: fc.option(fc.boolean(), { nil: undefined })
 }
-const entryArb = fc.record(entryFields, { requiredKeys: ["path", "type", "size", "mode", "mtimeMs"] }) as fc.Arbitrary<ManifestEntry>
+const sha256Arb = fc.hexaString({ minLength: 64, maxLength: 64 }).map((h) => h.toLowerCase())
+const targetArb = fc.string({ minLength: 1 }).filter((t) => !t.includes("\0"))
+
+/** A name a walk can meet: any characters but "/" and NUL, never "." or "..". */
+const nameOf = (chars: fc.Arbitrary<string>) => chars.filter((n) => n !== "" && n !== "." && n !== ".." && !n.includes("/") && !n.includes("\0"))
+
+/**
+ * Entries as a walk records them: scope roots, directories above every entry, each path once, nothing below
+ * a file or link (the decoder refuses anything else).
+ */
+const treeArb = (names: fc.Arbitrary<string>): fc.Arbitrary<ReadonlyArray<ManifestEntry>> =>
+  fc.array(
+    fc.record({
+      root: fc.constantFrom("agent/state", "agent/sessions", "agent/MEMORY.md", "web/foo/state"),
+      rest: fc.array(nameOf(names), { maxLength: 3 }),
+      leaf: fc.constantFrom("file", "directory", "symlink"),
+      sha256: sha256Arb,
+      target: targetArb,
+      ...attributes
+    }),
+    { maxLength: 8 }
+  ).map((items) => {
+    const directories = new Set<string>()
+    for (const item of items) {
+      const rest = item.root === "agent/state" && ["backups", "restore-aside"].includes(item.rest[0] ?? "") ? [] : item.rest
+      for (let k = 0; k < rest.length; k++) directories.add([item.root, ...rest.slice(0, k)].join("/"))
+    }
+    const out: Array<ManifestEntry> = []
+    const seen = new Set<string>()
+    for (const item of items) {
+      const rest = item.root === "agent/state" && ["backups", "restore-aside"].includes(item.rest[0] ?? "") ? [] : item.rest
+      const path = [item.root, ...rest].join("/")
+      for (const dir of [...directories].filter((d) => path.startsWith(`${d}/`) && !seen.has(d))) {
+        seen.add(dir)
+        out.push({ path: dir, type: "directory", size: 0, mode: item.mode, mtimeMs: item.mtimeMs })
+      }
+      if (seen.has(path)) continue
+      seen.add(path)
+      const type = directories.has(path) ? "directory" : item.leaf as ManifestEntry["type"]
+      const { root: _r, rest: _s, leaf: _l, sha256, target, changedDuringBackup, ...fields } = item
+      out.push({
+        path,
+        type,
+        ...fields,
+        ...(type === "file" ? { sha256 } : {}),
+        ...(type === "symlink" ? { target } : {}),
+        ...(changedDuringBackup === undefined ? {} : { changedDuringBackup })
+      })
+    }
+    return out
+  })
+
+const entryArb = fc.record({
+  path: fc.oneof(fc.constant("agent/state/x"), fc.string()),
+  type: fc.constantFrom("file", "directory", "symlink"),
+  size: fc.oneof(fc.nat(), fc.double()),
+  mode: fc.oneof(fc.integer({ min: 0, max: 0o7777 }), fc.integer()),
+  mtimeMs: fc.double(),
+  sha256: fc.option(fc.oneof(sha256Arb, fc.string()), { nil: undefined }),
+  target: fc.option(fc.oneof(targetArb, fc.string()), { nil: undefined })
+}, { requiredKeys: ["path", "type", "size", "mode", "mtimeMs"] }) as fc.Arbitrary<ManifestEntry>
 
 describe("StateSnapshot", () => {
   it.prop("ids sort as text in time order and give their time back", [fc.integer({ min: 0, max: 4e12 }), fc.integer({ min: 0, max: 4e12 }), fc.nat(), fc.nat()], ([a, b, ra, rb]) => {
@@ -59,7 +116,7 @@ describe("StateSnapshot", () => {
     assert.deepStrictEqual(agentScopeRoots("/a").find((r) => r.dest === "agent/state")!.exclude, ["backups", "restore-aside"])
   })
 
-  it.prop("the manifest round-trips; any change to its bytes is caught by its own hash", [fc.array(entryArb, { maxLength: 8 }), fc.nat()], ([entries, flip]) => {
+  it.prop("the manifest round-trips; any change to its bytes is caught by its own hash", [treeArb(fc.string({ maxLength: 6 })), fc.nat()], ([entries, flip]) => {
     const bytes = encodeSnapshotManifest(body(entries))
     const decoded = decodeSnapshotManifest(bytes)
     assert.isTrue(decoded.ok)
@@ -70,7 +127,7 @@ describe("StateSnapshot", () => {
     assert.isFalse(decodeSnapshotManifest(new TextEncoder().encode(tampered)).ok)
   })
 
-  it.prop("the manifest's bytes are the format as first written (hash of the JSON text), any Unicode in paths included", [fc.array(fc.record({ ...entryFields, path: fc.fullUnicodeString() }, { requiredKeys: ["path", "type", "size", "mode", "mtimeMs"] }) as fc.Arbitrary<ManifestEntry>, { maxLength: 8 })], ([entries]) => {
+  it.prop("the manifest's bytes are the format as first written (hash of the JSON text), any Unicode in paths included", [treeArb(fc.fullUnicodeString({ maxLength: 6 }))], ([entries]) => {
     // The encoding of sessions 1–5: the hash of the JSON string, spliced in as text.
     const json = JSON.stringify(body(entries))
     const first = new TextEncoder().encode(`${json.slice(0, -1)},"manifestSha256":${JSON.stringify(sha256Hex(json))}}\n`)
@@ -79,6 +136,40 @@ describe("StateSnapshot", () => {
     const decoded = decodeSnapshotManifest(first)
     assert.isTrue(decoded.ok)
     if (decoded.ok) assert.deepStrictEqual(decoded.manifest.entries, JSON.parse(JSON.stringify(entries)))
+  })
+
+  it.prop("a manifest whose hash is recomputed after a path was made hostile is still refused, naming the entry", [
+    treeArb(fc.string({ maxLength: 4 })),
+    fc.nat(),
+    fc.constantFrom(
+      (p: string) => `../${p}`,
+      (p: string) => `/${p}`,
+      (p: string) => `${p}/../../../../etc/cron.d/x`,
+      (p: string) => `${p}/./x`,
+      (p: string) => `${p}//x`,
+      (p: string) => `${p}\0`,
+      () => "agent/extensions/evil/index.js",
+      () => "agent/state/backups/config/history/.git/config",
+      () => "web/Other/state/x"
+    )
+  ], ([entries, at, hostile]) => {
+    const index = entries.length === 0 ? 0 : at % entries.length
+    const doctored = [...entries]
+    doctored[index] = { path: hostile(entries[index]?.path ?? "agent/state"), type: "file", size: 1, mode: 0o600, mtimeMs: 1, sha256: "0".repeat(64) }
+    // encodeSnapshotManifest computes the manifest's own hash: what anyone who edits a manifest can do.
+    const decoded = decodeSnapshotManifest(encodeSnapshotManifest(body(doctored)))
+    assert.isFalse(decoded.ok)
+    if (!decoded.ok) assert.match(decoded.why, new RegExp(`^not a snapshot manifest: entries\\[${index}\\] path `))
+  })
+
+  it("an entry below a recorded symlink, hash recomputed, is refused", () => {
+    const doctored: ReadonlyArray<ManifestEntry> = [
+      { path: "agent/state", type: "directory", size: 0, mode: 0o700, mtimeMs: 1 },
+      { path: "agent/state/out", type: "symlink", size: 4, mode: 0o777, mtimeMs: 1, target: "/etc" },
+      { path: "agent/state/out/cron.d", type: "directory", size: 0, mode: 0o755, mtimeMs: 1 }
+    ]
+    const decoded = decodeSnapshotManifest(encodeSnapshotManifest(body(doctored)))
+    assert.deepStrictEqual(decoded, { ok: false, why: "entries[2] \"agent/state/out/cron.d\" lies below \"agent/state/out\", which the manifest records as a symlink" })
   })
 
   it("a manifest that is not an object, or whose entries are not an array, is refused with a reason", () => {

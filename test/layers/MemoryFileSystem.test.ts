@@ -15,8 +15,14 @@ const conformanceLayer = () =>
     world.mount("/mnt/b", 2)
     let nextDevice = 3
     const mount = (dir: string) => Effect.sync(() => world.mount(dir, nextDevice++))
+    // The simulated disk has no holes: the same bytes, dense.
+    const sparseFile = (path: string, size: number, pieces: ReadonlyArray<readonly [number, Uint8Array]>) => {
+      const data = new Uint8Array(size)
+      for (const [offset, piece] of pieces) data.set(piece, offset)
+      return world.writeFixture(path, data, { mode: 0o600 })
+    }
     return Context.make(FileSystem, MemoryFileSystem.make(world)).pipe(
-      Context.add(Scratch, { root: "/scratch", otherDevice: "/mnt/b", mount })
+      Context.add(Scratch, { root: "/scratch", otherDevice: "/mnt/b", mount, sparseFile })
     )
   }))
 

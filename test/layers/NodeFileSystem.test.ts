@@ -53,7 +53,18 @@ const ScratchLive = Layer.scoped(
         for (const name of fs.readdirSync(dir)) fs.renameSync(NodePath.join(dir, name), NodePath.join(source, name))
         yield* bindMount(source, dir)
       }).pipe(Scope.extend(scope), Effect.orDie)
-    return { root, otherDevice, mount: mounting.available ? mount : null }
+    // ftruncate first, then each piece at its offset: everything between stays a hole.
+    const sparseFile = (path: string, size: number, pieces: ReadonlyArray<readonly [number, Uint8Array]>) =>
+      Effect.sync(() => {
+        const fd = fs.openSync(path, "wx", 0o600)
+        try {
+          fs.ftruncateSync(fd, size)
+          for (const [offset, piece] of pieces) fs.writeSync(fd, piece, 0, piece.byteLength, offset)
+        } finally {
+          fs.closeSync(fd)
+        }
+      })
+    return { root, otherDevice, mount: mounting.available ? mount : null, sparseFile }
   })
 )
 

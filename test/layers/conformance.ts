@@ -37,6 +37,11 @@ export class Scratch extends Context.Tag("pi-agent-storage/test/Scratch")<Scratc
    * its entries move to a tree outside the scratch root, bind-mounted at `dir`; unmounted when the test ends).
    */
   readonly mount: ((dir: string) => Effect.Effect<void>) | null
+  /**
+   * Create the new file `path` (mode 0600) of `size` bytes holding `pieces` at their offsets and zeros
+   * elsewhere: with holes where the layer has them (Node: ftruncate, then writes at offsets), dense otherwise.
+   */
+  readonly sparseFile: (path: string, size: number, pieces: ReadonlyArray<readonly [offset: number, data: Uint8Array]>) => Effect.Effect<void>
 }>() {}
 
 type Availability = { readonly available: true } | { readonly available: false; readonly why: string }
@@ -837,6 +842,45 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
         yield* expectMissing(`${root}/copy`)
         assert.strictEqual(yield* read(`${root}/src`), "src")
       }))
+    })
+
+    describe("copies and hashes of a file with holes", () => {
+      const piece = (seed: number, length: number) => Uint8Array.from({ length }, (_, i) => ((i * 31 + seed) % 251) + 1)
+      const MiB = 1 << 20
+      // Holes at the start, in the middle, at the end, everywhere; pieces at offsets no block boundary meets.
+      const layouts: ReadonlyArray<readonly [string, number, ReadonlyArray<readonly [number, Uint8Array]>]> = [
+        ["data at both ends (large)", 3 * MiB, [[0, piece(1, 5000)], [3 * MiB - 4000, piece(2, 4000)]]],
+        ["data in the middle only, a hole to its end (large)", 3 * MiB + 17, [[MiB + 123, piece(3, 70_000)]]],
+        ["nothing but a hole (large)", 2 * MiB, []],
+        ["a hole, then data at the end (small)", 300_000, [[299_000, piece(4, 1000)]]],
+        ["data, a hole, data, a hole (small)", 200_001, [[10, piece(5, 100)], [100_000, piece(6, 9000)]]]
+      ]
+      for (const [label, size, pieces] of layouts) {
+        test(`${label}: every copy has the same bytes and hash, and allocates no more than its source`, Effect.gen(function*() {
+          const { fs, scratch: { root, sparseFile } } = yield* context
+          const expected = new Uint8Array(size)
+          for (const [offset, data] of pieces) expected.set(data, offset)
+          const sha256 = createHash("sha256").update(expected).digest("hex")
+          yield* sparseFile(`${root}/src`, size, pieces)
+          const source = yield* fs.lstat(`${root}/src`)
+          assert.strictEqual(source.size, size)
+          assert.isNumber(source.blocks)
+          assert.deepStrictEqual(yield* fs.hashFile(`${root}/src`), { sha256, bytes: size })
+          yield* fs.copyFile(`${root}/src`, `${root}/plain`)
+          assert.deepStrictEqual(yield* fs.copyFileHashed(`${root}/src`, `${root}/hashed`, { sync: true }), { sha256, bytes: size })
+          const stamped = yield* fs.copyFileStamped(`${root}/src`, `${root}/stamped`)
+          assert.deepStrictEqual({ sha256: stamped.sha256, bytes: stamped.bytes }, { sha256, bytes: size })
+          assert.deepStrictEqual(stamped.source, yield* fs.lstat(`${root}/src`))
+          for (const copy of ["plain", "hashed", "stamped"]) {
+            const info = yield* fs.lstat(`${root}/${copy}`)
+            assert.strictEqual(info.size, size, copy)
+            assert.deepStrictEqual(yield* fs.readFile(`${root}/${copy}`), expected, copy)
+            assert.deepStrictEqual(yield* fs.hashFile(`${root}/${copy}`), { sha256, bytes: size }, copy)
+            // A block's slack for each piece: a piece a block boundary cuts allocates both blocks.
+            assert.isAtMost(info.blocks!, source.blocks! + 8 * pieces.length, copy)
+          }
+        }))
+      }
     })
 
     describe("syncFileSystem", () => {

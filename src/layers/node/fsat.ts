@@ -70,6 +70,8 @@ export interface Fsat {
    * before its lstat is left out. A final symlink is refused (ENOTDIR). Else a negative errno.
    */
   readonly listInfo?: (path: string) => { readonly names: Array<string>; readonly stats: Float64Array } | number
+  /** Doubles per entry in `listInfo`'s stats (9 with `blocks`); missing from an addon built before it was 9 (8 then). */
+  readonly infoFields?: number
   /**
    * `linkat(fromDir/name, toDir/name)` for each name, both directories opened once (a final symlink refused):
    * each name's errno (0 when linked) into `errnos`; 0, or a negative errno when a directory cannot be opened.
@@ -80,6 +82,12 @@ export interface Fsat {
    * ENOTSUP where the file system cannot, ENOSYS off Linux). Missing from an addon built before it existed.
    */
   readonly exchange?: (a: string, b: string) => number
+  /**
+   * lseek(fd, offset, SEEK_DATA when whence is 0, SEEK_HOLE when 1): the offset, or a negative errno (-ENXIO:
+   * no data at or after `offset`). For copies and hashes that keep holes (sparse.ts). Missing from an addon
+   * built before it existed.
+   */
+  readonly seek?: (fd: number, offset: number, whence: 0 | 1) => number
 }
 
 /** From the package root: the same file whether this runs from src/, dist/ or a bundle. */

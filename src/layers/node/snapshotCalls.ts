@@ -5,12 +5,14 @@
  * links a directory's unchanged files, `linkat` relative to two descriptors, no path resolved per file).
  * An unchanged incremental of 10,000 files is one lstat and one link per file: these were most of its
  * JavaScript cost (BENCHMARKS.md, session 6). The portable versions are in NodeFileSystem.ts; both pass
- * the same conformance suite.
+ * the same conformance suite. And `seek` (SEEK_DATA/SEEK_HOLE), with which a snapshot's copies keep holes
+ * (sparse.ts; without it they skip all-zero blocks).
  */
 import * as Effect from "effect/Effect"
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { DirEntryInfo, FileType } from "../../services/FileSystem.js"
 import { type Fsat, fsatError, FsatType } from "./fsat.js"
+import type { SeekData } from "./sparse.js"
 import { toFileSystemError } from "./support.js"
 
 export interface SnapshotCalls {
@@ -20,10 +22,12 @@ export interface SnapshotCalls {
     toDir: string,
     names: ReadonlyArray<string>
   ) => Effect.Effect<ReadonlyArray<FileSystemError | undefined>, FileSystemError>
+  /** Absent from an addon built before it existed: copies then skip all-zero blocks instead. */
+  readonly seek?: SeekData | undefined
 }
 
-/** Doubles per entry in `listInfo`'s stats (fsat.c INFO_FIELDS). */
-const FIELDS = 8
+/** Doubles per entry in `listInfo`'s stats (fsat.c INFO_FIELDS) of an addon that does not say (before `blocks`). */
+const FIELDS_BEFORE_BLOCKS = 8
 
 const typeOf = (t: number): FileType =>
   t === FsatType.File ? "File" : t === FsatType.Directory ? "Directory" : t === FsatType.SymbolicLink ? "SymbolicLink" : "Other"
@@ -35,7 +39,10 @@ export const nativeSnapshotCalls = (fsat: Fsat): SnapshotCalls | undefined => {
   if (typeof fsat.listInfo !== "function" || typeof fsat.linkEach !== "function") return undefined
   const listInfo = fsat.listInfo
   const linkEach = fsat.linkEach
+  const FIELDS = typeof fsat.infoFields === "number" ? fsat.infoFields : FIELDS_BEFORE_BLOCKS
+  const seek = fsat.seek
   return {
+    seek,
     readDirectoryInfo: (path) =>
       Effect.suspend(() => {
         const listed = listInfo(path)
@@ -56,7 +63,8 @@ export const nativeSnapshotCalls = (fsat: Fsat): SnapshotCalls | undefined => {
               ino: stats[at + 4]!,
               dev: stats[at + 5]!,
               nlink: stats[at + 6]!,
-              mtimeMs: stats[at + 7]!
+              mtimeMs: stats[at + 7]!,
+              ...(FIELDS > 8 ? { blocks: stats[at + 8]! } : {})
             }
           }
         }

@@ -30,7 +30,7 @@ const calls = (): SnapshotCalls => {
 const asNodeSees = (path: string): FileInfo => {
   const s = fs.lstatSync(path)
   const type = s.isFile() ? "File" : s.isDirectory() ? "Directory" : s.isSymbolicLink() ? "SymbolicLink" : "Other"
-  return { type, size: s.size, mode: s.mode & 0o7777, uid: s.uid, ino: s.ino, dev: s.dev, nlink: s.nlink, mtimeMs: s.mtimeMs }
+  return { type, size: s.size, mode: s.mode & 0o7777, uid: s.uid, ino: s.ino, dev: s.dev, nlink: s.nlink, mtimeMs: s.mtimeMs, blocks: s.blocks }
 }
 
 
