@@ -6,6 +6,7 @@ import * as Exit from "effect/Exit"
 import * as Match from "effect/Match"
 import { isStorageError, type StorageError } from "../domain/StorageErrors.js"
 import { ExitCode } from "./exitCodes.js"
+import { exitCodeAfterOutput } from "./streams.js"
 
 export { ExitCode }
 
@@ -74,9 +75,12 @@ export class ExitStatus {
     return this.code ?? ExitCode.ok
   }
 
-  /** For `NodeRuntime.runMain`: exit with the recorded status; an interruption without one is 130. */
+  /**
+   * For `NodeRuntime.runMain`: exit with the recorded status; an interruption without one is 130; 141 when
+   * stdout's reader went away (streams.ts).
+   */
   readonly teardown = <E, A>(exit: Exit.Exit<E, A>, onExit: (code: number) => void): void => {
-    if (Exit.isSuccess(exit)) return onExit(this.current)
-    onExit(this.code ?? (Exit.isInterrupted(exit) ? ExitCode.interrupted : ExitCode.findings))
+    if (Exit.isSuccess(exit)) return onExit(exitCodeAfterOutput(this.current))
+    onExit(exitCodeAfterOutput(this.code ?? (Exit.isInterrupted(exit) ? ExitCode.interrupted : ExitCode.findings)))
   }
 }

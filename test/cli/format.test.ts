@@ -42,10 +42,10 @@ describe("cli/format", () => {
     const text = table(
       [{ header: "NAME" }, { header: "N", align: "right" }, { header: "NOTE" }],
       [["a", "1", paint("red", "x")], ["long-name", "100", ""]]
-    )
+    ).text
     assert.strictEqual(stripAnsi(text), "NAME         N  NOTE\na            1  x\nlong-name  100\n")
     assert.include(text, "\u001b[31mx\u001b[39m")
-    assert.strictEqual(painter(false)("red", "x"), "x")
+    assert.strictEqual(painter(false)("red", "x").text, "x")
   })
 })
 
