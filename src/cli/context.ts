@@ -1,7 +1,7 @@
 /**
  * What every command handler gets: the global flags, where colour is allowed, the exit status, and the
- * writers. Output goes straight to the process streams (synchronous for files and pipes on Linux), so a
- * document is complete before the process exits.
+ * writers. Output goes to the process streams through streams.ts, which the exit waits for, so a document is
+ * complete however it is read.
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
