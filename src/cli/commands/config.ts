@@ -20,7 +20,8 @@ import type {
 import { type CliContext, out, printJson, reportError, usageError, withAgentDirStack } from "../context.js"
 import { ExitCode } from "../exit.js"
 import { joinShown, type Paint, type Shown, table, txt } from "../format.js"
-import { json } from "../options.js"
+import { json, parsedOption, value } from "../options.js"
+import { parsePositiveCount } from "../parse.js"
 
 const short = (revision: string | null) => (revision === null ? "none" : revision.slice(0, 12))
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
@@ -138,12 +139,12 @@ export const configCommand = (ctx: CliContext) => {
       Command.withDescription("Record the live config files as a new revision (nothing when unchanged); lists what is never committed.")
     )
   const log = Command.make("log", {
-    limit: Options.integer("limit").pipe(Options.withPseudoName("N"), Options.withDescription("Show at most N revisions, newest first (default: 20; e.g. --limit 5)."), Options.withDefault(20)),
+    limit: parsedOption("limit", "N", parsePositiveCount, "Show at most N revisions, newest first (default: 20; e.g. --limit 5)."),
     json,
     webDataRoot
   }, (o) =>
     withHistory(ctx, historyOptions(o), (h) =>
-      Effect.flatMap(h.log({ limit: o.limit }), (entries) => o.json ? printJson(entries) : out(renderLog(ctx.paint, entries))))).pipe(
+      Effect.flatMap(h.log({ limit: value(o.limit) ?? 20 }), (entries) => o.json ? printJson(entries) : out(renderLog(ctx.paint, entries))))).pipe(
       Command.withDescription("Revisions, newest first: id, date, files changed, message.")
     )
   const diff = Command.make("diff", {
