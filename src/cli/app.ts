@@ -38,7 +38,7 @@ import { status } from "./commands/status.js"
 import { type CliContext, colorAllowed, complain, err, makeContext, out, usageError } from "./context.js"
 import { ExitCode, type ExitStatus } from "./exit.js"
 import { unexpectedFailures } from "./guard.js"
-import { stripAnsi } from "./format.js"
+import { ownText, stripAnsi } from "./format.js"
 import { commandNames, findCommand, type HelpNode, helpTree, renderHelp } from "./help.js"
 import { dryRun, json, parsedOption, value } from "./options.js"
 import { parseCount, parseDuration, parseSize } from "./parse.js"
@@ -168,7 +168,7 @@ const commands = (ctx: CliContext) => {
     noColor: Options.boolean("no-color").pipe(Options.withDescription("No colour (also NO_COLOR=1; colour is only used on a TTY)."))
   }
   // Bare `pi-storage`: the program's page on stderr, exit 2 (a usage error, not a request for help).
-  return Command.make("pi-storage", globals, () => Effect.zipRight(err(helpText(ctx, [])), Effect.sync(() => ctx.status.raise(ExitCode.usage)))).pipe(
+  return Command.make("pi-storage", globals, () => Effect.zipRight(err(ownText(helpText(ctx, []))), Effect.sync(() => ctx.status.raise(ExitCode.usage)))).pipe(
     Command.withDescription("See and manage what the coding agent keeps under its agent dir."),
     Command.withSubcommands([statusCommand, work, doctorCommand, migrateCommand, backupCommand(ctx), configCommand(ctx), memoryCommand(ctx)])
   )
@@ -198,7 +198,7 @@ export const helpText = (ctx: CliContext, args: ReadonlyArray<string>): string =
   return renderHelp({ program: "pi-storage", globalFlags }, path.length === 0 ? { ...node, flags: [] } : node, path)
 }
 
-const printHelp = (ctx: CliContext, args: ReadonlyArray<string>) => out(helpText(ctx, args))
+const printHelp = (ctx: CliContext, args: ReadonlyArray<string>) => out(ownText(helpText(ctx, args)))
 
 /** `@effect/cli` needs the platform FileSystem, Path and Terminal; subpath imports keep start-up quick. */
 const cliEnvironment = Layer.mergeAll(NodeFileSystem.layer, NodePath.layer, NodeTerminal.layer)
@@ -222,7 +222,7 @@ export const main = (split: SplitArgv, exitStatus: ExitStatus): Effect.Effect<vo
   const problem = flagValueProblem(split, valuedFlagsOf(treeOf(program)))
   if (problem !== undefined) return usageError(ctx, problem)
   if (args.some((a) => a === "--help" || a === "-h")) return printHelp(ctx, args)
-  if (isVersionRequest(args)) return out(versionLine)
+  if (isVersionRequest(args)) return out(ownText(versionLine))
   const builtIn = args.find((a) => a === "--wizard" || a === "--completions" || a.startsWith("--completions="))
   if (builtIn !== undefined) return usageError(ctx, `unknown flag ${builtIn} (see pi-storage --help)`)
   const cli = Command.run(program, { name: "pi-storage", version: VERSION })

@@ -1,7 +1,7 @@
 /**
  * What every command handler gets: the global flags, where colour is allowed, the exit status, and the
- * writers. Output goes straight to the process streams (synchronous for files and pipes on Linux), so a
- * document is complete before the process exits.
+ * writers. Output goes to the process streams through streams.ts, which the exit waits for, so a document is
+ * complete however it is read.
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -9,8 +9,9 @@ import { nodeEnv } from "../layers/NodeHost.js"
 import { fileTypeWord } from "../domain/FileTypeWords.js"
 import type { Globals } from "./argv.js"
 import { ExitCode, exitCodeForError, type ExitStatus } from "./exit.js"
-import { type Paint, painter } from "./format.js"
+import { type Paint, painter, type Shown, type Showable, txt } from "./format.js"
 import type { StackOptions } from "./services.js"
+import { writeErr, writeOut } from "./streams.js"
 
 export interface CliContext {
   readonly globals: Globals
@@ -39,20 +40,26 @@ export const makeContext = (globals: Globals, status: ExitStatus, command: Reado
   stderrIsTTY: process.stderr.isTTY === true
 })
 
-export const out = (text: string): Effect.Effect<void> => Effect.sync(() => void process.stdout.write(text))
-export const err = (text: string): Effect.Effect<void> => Effect.sync(() => void process.stderr.write(text))
+/** Human output on stdout: only `Shown` text (format.ts), so every string in it went through `displayText`. */
+export const out = (text: Shown): Effect.Effect<void> => Effect.sync(() => void writeOut(text.text))
+/** Human output on stderr, alike. */
+export const err = (text: Shown): Effect.Effect<void> => Effect.sync(() => void writeErr(text.text))
 
-export const printJson = (value: unknown): Effect.Effect<void> => out(JSON.stringify(value, null, 2) + "\n")
+/** `--json`: the exact document (JSON escapes every control character itself). */
+export const printJson = (value: unknown): Effect.Effect<void> => Effect.sync(() => void writeOut(JSON.stringify(value, null, 2) + "\n"))
 
-/** One clean line on stderr and the exit code to go with it. */
-export const complain = (ctx: CliContext, message: string, code: number): Effect.Effect<void> =>
-  Effect.zipRight(err(`${ctx.paintErr("red", "pi-storage:")} ${message}\n`), Effect.sync(() => ctx.status.raise(code)))
+/**
+ * One clean line on stderr and the exit code to go with it: the error printer. A string message (a library
+ * error's, naming a path or a value) is escaped like every other string, so it stays one line.
+ */
+export const complain = (ctx: CliContext, message: Showable, code: number): Effect.Effect<void> =>
+  Effect.zipRight(err(txt`${ctx.paintErr("red", "pi-storage:")} ${message}\n`), Effect.sync(() => ctx.status.raise(code)))
 
 /** The agent dir path is a regular file (or another non-directory): say so, exit 1. */
 export const notADirectory = (ctx: CliContext, agentDir: string, type: string): Effect.Effect<void> =>
-  complain(ctx, `the agent dir ${agentDir} is a ${type}, not a directory (see pi-storage doctor)`, ExitCode.findings)
+  complain(ctx, txt`the agent dir ${agentDir} is a ${type}, not a directory (see pi-storage doctor)`, ExitCode.findings)
 
-export const usageError = (ctx: CliContext, message: string): Effect.Effect<void> => complain(ctx, message, ExitCode.usage)
+export const usageError = (ctx: CliContext, message: Showable): Effect.Effect<void> => complain(ctx, message, ExitCode.usage)
 
 /** Report a typed library error (anything with `_tag` and `message`) with its exit code. */
 export const reportError = (ctx: CliContext, error: { readonly _tag: string; readonly message: string }): Effect.Effect<void> =>

@@ -6,6 +6,7 @@ import * as Exit from "effect/Exit"
 import * as Match from "effect/Match"
 import { isStorageError, type StorageError } from "../domain/StorageErrors.js"
 import { ExitCode } from "./exitCodes.js"
+import { exitCodeAfterOutput, whenOutputWritten } from "./streams.js"
 
 export { ExitCode }
 
@@ -75,9 +76,13 @@ export class ExitStatus {
     return this.code ?? ExitCode.ok
   }
 
-  /** For `NodeRuntime.runMain`: exit with the recorded status; an interruption without one is 130. */
+  /**
+   * For `NodeRuntime.runMain`: once the output is written, exit with the recorded status; an interruption
+   * without one is 130; 141 when stdout's reader went away (streams.ts).
+   */
   readonly teardown = <E, A>(exit: Exit.Exit<E, A>, onExit: (code: number) => void): void => {
-    if (Exit.isSuccess(exit)) return onExit(this.current)
-    onExit(this.code ?? (Exit.isInterrupted(exit) ? ExitCode.interrupted : ExitCode.findings))
+    const code = Exit.isSuccess(exit) ? this.current : this.code ?? (Exit.isInterrupted(exit) ? ExitCode.interrupted : ExitCode.findings)
+    // The output first: `onExit` may end the process at once (streams.ts).
+    whenOutputWritten(() => onExit(exitCodeAfterOutput(code)))
   }
 }

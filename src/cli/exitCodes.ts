@@ -11,5 +11,7 @@ export const ExitCode = {
   /** Refused: an unsafe root, a busy run or tenant, a directory the library does not own. */
   refused: 3,
   /** Interrupted by SIGINT with no child status to pass on. */
-  interrupted: 130
+  interrupted: 130,
+  /** stdout's reader went away before the output was written (128 + SIGPIPE, as a tool killed by it). */
+  closedPipe: 141
 } as const

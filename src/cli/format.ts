@@ -1,7 +1,61 @@
 /**
- * Human output: sizes in B/KiB/MiB/GiB, ages like `3d 4h`, aligned tables, optional colour. Pure.
+ * Human output: sizes in B/KiB/MiB/GiB, ages like `3d 4h`, aligned tables, optional colour, and the one type
+ * every line of it is: `Shown`. Pure.
  */
+import { displayText } from "../domain/Display.js"
 import type { Severity } from "../domain/Findings.js"
+
+// ---------------------------------------------------------------------------------------------- shown text
+
+/**
+ * Text the CLI may print (README "CLI quick tour"): its own words, layout and colours, with every other
+ * string (a name, a profile entry, a manifest field, an error message naming a path) passed through
+ * `displayText` on the way in, so nothing that steers a terminal (ESC, OSC 52, a newline forging a report
+ * line) reaches it raw. Only the functions below make one, and `out`/`err` print nothing else; `--json`
+ * output is the exact document instead.
+ */
+class ShownText {
+  // Nominal: only this module's functions make one (a look-alike object does not type-check).
+  private readonly shownBrand = undefined
+  constructor(readonly text: string) {}
+  toString(): string {
+    return this.text
+  }
+}
+export type Shown = ShownText
+
+/** A piece of human output: a string is escaped, a number written out, a `Shown` kept. */
+export type Showable = Shown | string | number
+
+/** `value` made printable: a string through `displayText`. */
+export const shown = (value: Showable): Shown =>
+  value instanceof ShownText ? value : new ShownText(typeof value === "number" ? String(value) : displayText(value))
+
+/**
+ * A template of the CLI's own words: the literal parts are printed as written (newlines included), every
+ * interpolated value goes through `shown`. `` txt`${name}: removed ${n} runs\n` ``
+ */
+export const txt = (literals: TemplateStringsArray, ...values: ReadonlyArray<Showable>): Shown => {
+  let text = literals[0]!
+  values.forEach((value, i) => (text += shown(value).text + literals[i + 1]!))
+  return new ShownText(text)
+}
+
+/** Pieces one after the other, `separator` (the CLI's own) between them. */
+export const joinShown = (parts: ReadonlyArray<Shown>, separator = ""): Shown =>
+  new ShownText(parts.map((p) => p.text).join(separator))
+
+/** `block` without trailing whitespace (a table's last newline, to join it as one line among others). */
+export const trimEnd = (block: Shown): Shown => new ShownText(block.text.trimEnd())
+
+/** Every non-empty line of `block` after `prefix` (the CLI's own indentation). */
+export const indent = (block: Shown, prefix: string): Shown => new ShownText(block.text.replace(/^(?=.)/gm, prefix))
+
+/**
+ * Text the CLI composed entirely from its own words (help pages generated from its command descriptions,
+ * the version line): printed as it is. Never for anything read from disk, argv or a library message.
+ */
+export const ownText = (text: string): Shown => new ShownText(text)
 
 const UNITS = ["KiB", "MiB", "GiB", "TiB"] as const
 
@@ -81,12 +135,15 @@ const CODES: Readonly<Record<Style, readonly [number, number]>> = {
   cyan: [36, 39]
 }
 
+/** Colour `text` (escaped when it is a string): the only escape sequences human output carries. */
 export interface Paint {
-  (style: Style, text: string): string
+  (style: Style, text: Showable): Shown
 }
 
-export const painter = (enabled: boolean): Paint => (style, text) =>
-  enabled && text !== "" ? `\u001b[${CODES[style][0]}m${text}\u001b[${CODES[style][1]}m` : text
+export const painter = (enabled: boolean): Paint => (style, text) => {
+  const inner = shown(text)
+  return enabled && inner.text !== "" ? new ShownText(`\u001b[${CODES[style][0]}m${inner.text}\u001b[${CODES[style][1]}m`) : inner
+}
 
 // eslint-disable-next-line no-control-regex
 const ANSI = /\u001b\[[0-9;]*[A-Za-z]/g
@@ -106,10 +163,12 @@ export interface Column {
 
 /**
  * Columns separated by two spaces, padded to the widest cell; the last column is never padded (no trailing
- * blanks). Cells may carry colour: widths ignore escape sequences.
+ * blanks). A string cell is escaped (`shown`), so one row is one line whatever it holds; cells may carry
+ * colour: widths ignore our escape sequences.
  */
-export const table = (columns: ReadonlyArray<Column>, rows: ReadonlyArray<ReadonlyArray<string>>, paint?: Paint): string => {
-  const widths = columns.map((c, i) => Math.max(width(c.header), ...rows.map((r) => width(r[i] ?? ""))))
+export const table = (columns: ReadonlyArray<Column>, rows: ReadonlyArray<ReadonlyArray<Showable>>, paint?: Paint): Shown => {
+  const cellsOf = rows.map((r) => columns.map((_, i) => shown(r[i] ?? "").text))
+  const widths = columns.map((c, i) => Math.max(width(c.header), ...cellsOf.map((r) => width(r[i]!))))
   const line = (cells: ReadonlyArray<string>) =>
     cells.map((cell, i) => {
       const pad = " ".repeat(widths[i]! - width(cell))
@@ -117,5 +176,5 @@ export const table = (columns: ReadonlyArray<Column>, rows: ReadonlyArray<Readon
       return i === cells.length - 1 ? cell : cell + pad
     }).join("  ")
   const header = line(columns.map((c) => c.header))
-  return [paint ? paint("bold", header) : header, ...rows.map(line)].map((l) => l.trimEnd()).join("\n") + "\n"
+  return new ShownText([paint ? paint("bold", header).text : header, ...cellsOf.map(line)].map((l) => l.trimEnd()).join("\n") + "\n")
 }

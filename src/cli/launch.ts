@@ -5,18 +5,23 @@
  * nothing heavy (README "Installing").
  */
 import { splitArgv } from "./argv.js"
+import { displayText } from "../domain/Display.js"
 import { ExitCode } from "./exitCodes.js"
 import type { runProgram } from "./program.js"
+import { quietOnClosedPipes, writeErr, writeOut } from "./streams.js"
 import { isVersionRequest, versionLine } from "./version.js"
 
 export const launch = async (argv: ReadonlyArray<string>, load: () => Promise<{ readonly runProgram: typeof runProgram }>): Promise<void> => {
+  // First: a reader that goes away (`| head -1`) ends any command quietly (streams.ts).
+  quietOnClosedPipes()
   const split = splitArgv(argv)
   if (!split.ok) {
-    process.stderr.write(`pi-storage: ${split.message}\n`)
+    // The message may quote an argument: escaped, as every string in human output (README "CLI quick tour").
+    writeErr(`pi-storage: ${displayText(split.message)}\n`)
     process.exitCode = ExitCode.usage
   } else if (split.value.command === undefined && isVersionRequest(split.value.args)) {
     // The same answer app.ts gives, without loading it.
-    process.stdout.write(versionLine)
+    writeOut(versionLine)
   } else {
     await (await load()).runProgram(split.value)
   }

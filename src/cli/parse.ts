@@ -9,6 +9,22 @@ export type Parsed<A> = { readonly ok: true; readonly value: A } | { readonly ok
 const ok = <A>(value: A): Parsed<A> => ({ ok: true, value })
 const fail = (message: string): Parsed<never> => ({ ok: false, message })
 
+/** A value as given, in quotes (the printer escapes what it holds: README "CLI quick tour"). */
+const quoted = (text: string): string => `"${text}"`
+
+/**
+ * `amount` (digits, optionally `.` and digits) × `factor`, exactly (decimal, not floating point: `2.2MB` is
+ * 2,200,000); `undefined` when the product is not a whole number.
+ */
+const wholeProduct = (amount: string, factor: number): bigint | undefined => {
+  const [whole, fraction = ""] = amount.split(".")
+  const scale = 10n ** BigInt(fraction.length)
+  const scaled = BigInt(whole! + fraction) * BigInt(factor)
+  return scaled % scale === 0n ? scaled / scale : undefined
+}
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
+
 const DURATION_UNITS: Readonly<Record<string, number>> = {
   s: 1000,
   m: 60 * 1000,
@@ -18,19 +34,23 @@ const DURATION_UNITS: Readonly<Record<string, number>> = {
 }
 
 /**
- * `30d`, `12h`, `90m`, `45s`, `2w`, fractions (`1.5d`) and sums (`2h30m`, `1d12h`) → milliseconds (rounded);
- * `0` alone needs no unit. Any other bare number is ambiguous and refused.
+ * `30d`, `12h`, `90m`, `45s`, `2w`, fractions (`1.5d`) and sums (`2h30m`, `1d12h`) → milliseconds; `0` alone
+ * needs no unit. Any other bare number is ambiguous and refused, and so is a span that is not a whole number
+ * of milliseconds (`0.0001s`): it is never rounded to something else.
  */
 export const parseDuration = (text: string): Parsed<number> => {
   const trimmed = text.trim()
   if (/^0+(\.0+)?$/.test(trimmed)) return ok(0)
   if (!/^(\d+(\.\d+)?[smhdw])+$/.test(trimmed)) {
-    return fail(`expected a duration such as 30d, 12h, 1.5d, 2h30m or 0, got ${JSON.stringify(text)}`)
+    return fail(`expected a duration such as 30d, 12h, 1.5d, 2h30m or 0, got ${quoted(text)}`)
   }
-  let ms = 0
-  for (const [, amount, unit] of trimmed.matchAll(/(\d+(?:\.\d+)?)([smhdw])/g)) ms += Number(amount) * DURATION_UNITS[unit!]!
-  const rounded = Math.round(ms)
-  return Number.isSafeInteger(rounded) ? ok(rounded) : fail(`duration ${JSON.stringify(text)} is too large`)
+  let ms = 0n
+  for (const [, amount, unit] of trimmed.matchAll(/(\d+(?:\.\d+)?)([smhdw])/g)) {
+    const part = wholeProduct(amount!, DURATION_UNITS[unit!]!)
+    if (part === undefined) return fail(`${quoted(text)} is not a whole number of milliseconds`)
+    ms += part
+  }
+  return ms <= MAX_SAFE ? ok(Number(ms)) : fail(`duration ${quoted(text)} is too large`)
 }
 
 const SIZE_UNITS: Readonly<Record<string, number>> = {
@@ -50,22 +70,34 @@ const SIZE_UNITS: Readonly<Record<string, number>> = {
   tib: 1024 ** 4
 }
 
-/** `512MiB`, `2GiB`, `1.5GiB`, `1000` (bytes), `10MB` (decimal) → bytes, rounded down. */
+/**
+ * `512MiB`, `2GiB`, `1.5GiB`, `0.5KiB` (512), `1000` (bytes), `10MB` (decimal) → bytes. A size that is not a
+ * whole number of bytes after its unit (`0.5`, `0.3KiB`) is refused, never rounded: `--max-bytes 0.5` is a
+ * mistake, not a request for 0 bytes.
+ */
 export const parseSize = (text: string): Parsed<number> => {
   const match = /^(\d+(?:\.\d+)?)\s*([a-zA-Z]*)$/.exec(text.trim())
   const factor = match === null ? undefined : SIZE_UNITS[match[2]!.toLowerCase()]
   if (match === null || factor === undefined) {
-    return fail(`expected a size such as 512MiB, 2GiB or 1000 (bytes), got ${JSON.stringify(text)}`)
+    return fail(`expected a size such as 512MiB, 2GiB or 1000 (bytes), got ${quoted(text)}`)
   }
-  const bytes = Math.floor(Number(match[1]) * factor)
-  return Number.isSafeInteger(bytes) ? ok(bytes) : fail(`size ${JSON.stringify(text)} is too large`)
+  const bytes = wholeProduct(match[1]!, factor)
+  if (bytes === undefined) return fail(`${quoted(text)} is not a whole number of bytes`)
+  return bytes <= MAX_SAFE ? ok(Number(bytes)) : fail(`size ${quoted(text)} is too large`)
 }
 
 /** A non-negative whole number. */
 export const parseCount = (text: string): Parsed<number> => {
-  if (!/^\d+$/.test(text.trim())) return fail(`expected a whole number (0 or more), got ${JSON.stringify(text)}`)
-  const n = Number(text.trim())
-  return Number.isSafeInteger(n) ? ok(n) : fail(`${JSON.stringify(text)} is too large`)
+  if (!/^\d+$/.test(text.trim())) return fail(`expected a whole number (0 or more), got ${quoted(text)}`)
+  const n = BigInt(text.trim())
+  return n <= MAX_SAFE ? ok(Number(n)) : fail(`${quoted(text)} is too large`)
+}
+
+/** A whole number of 1 or more. */
+export const parsePositiveCount = (text: string): Parsed<number> => {
+  if (!/^\d+$/.test(text.trim())) return fail(`expected a whole number (1 or more), got ${quoted(text)}`)
+  const n = parseCount(text)
+  return !n.ok || n.value > 0 ? n : fail(`expected a whole number (1 or more), got ${quoted(text)}`)
 }
 
 export interface TenantTarget {
@@ -81,7 +113,7 @@ const segment = (field: string, value: string): Parsed<string> => {
 /** `CATEGORY/TENANT`, each a valid segment (WR2). */
 export const parseTenantTarget = (text: string): Parsed<TenantTarget> => {
   const parts = text.split("/")
-  if (parts.length !== 2) return fail(`expected CATEGORY/TENANT, got ${JSON.stringify(text)}`)
+  if (parts.length !== 2) return fail(`expected CATEGORY/TENANT, got ${quoted(text)}`)
   const category = segment("category", parts[0]!)
   if (!category.ok) return category
   const tenant = segment("tenant", parts[1]!)

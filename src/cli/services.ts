@@ -5,6 +5,8 @@
 import * as Layer from "effect/Layer"
 import type { RetentionPolicy } from "../domain/Retention.js"
 import { warningLoggerLayer } from "../facade/warnings.js"
+import { txt } from "./format.js"
+import { writeErr } from "./streams.js"
 import { NodeStorageLive } from "../layers/Storage.js"
 import { AgentDir } from "../services/AgentDir.js"
 import { Doctor } from "../services/Doctor.js"
@@ -38,8 +40,8 @@ export const cliLayer = (options: StackOptions) =>
 
 /** Warnings the library logs (a failing heartbeat, a refused background prune …) as lines on stderr. */
 const stderrWarnings = warningLoggerLayer(
-  (w) => void process.stderr.write(`pi-storage: warning: ${w.message}\n`),
-  (message) => void process.stderr.write(`pi-storage: warning: ${message}\n`)
+  (w) => void writeErr(txt`pi-storage: warning: ${w.message}\n`.text),
+  (message) => void writeErr(txt`pi-storage: warning: ${message}\n`.text)
 )
 
 export type CliServices = Layer.Layer.Success<ReturnType<typeof cliLayer>>

@@ -24,6 +24,8 @@ export const FileSystemErrorReason = Schema.Literal(
   "InvalidData",
   /** `replaceFileIfUnchanged`: the entry is no longer what the caller read (errno ""; `detail` says how). */
   "Changed",
+  /** The device (ENOSPC) or the user's disk quota (EDQUOT) is full: nothing is wrong with the data. */
+  "NoSpace",
   "Unknown"
 )
 export type FileSystemErrorReason = typeof FileSystemErrorReason.Type
@@ -39,7 +41,9 @@ const REASONS: Readonly<Record<string, FileSystemErrorReason>> = {
   ENOTDIR: "NotADirectory",
   EISDIR: "IsADirectory",
   EFBIG: "TooLarge",
-  EBUSY: "Busy"
+  EBUSY: "Busy",
+  ENOSPC: "NoSpace",
+  EDQUOT: "NoSpace"
 }
 
 /** errno → reason, in one place for every layer. */
@@ -58,8 +62,14 @@ export class FileSystemError extends Schema.TaggedError<FileSystemError>()("File
 }) {
   override get message(): string {
     const code = this.errno === "" ? this.reason : `${this.errno} (${this.reason})`
-    return `${this.method} ${this.path}: ${code}${this.detail ? `: ${this.detail}` : ""}`
+    const detail = this.detail ?? REASON_WORDS[this.reason]
+    return `${this.method} ${this.path}: ${code}${detail ? `: ${detail}` : ""}`
   }
+}
+
+/** What a reason means to a person who cannot tell it from its name alone (a full disk must say so). */
+const REASON_WORDS: Partial<Record<FileSystemErrorReason, string>> = {
+  NoSpace: "no space left: the disk (or the user's disk quota) is full"
 }
 
 /** `writeFileInPlace` met a file whose length is not the data's. */

@@ -55,6 +55,11 @@ export const FINDING_CODES = {
     meaning: "A root entry that is neither canonical nor legacy: a possible external writer. Databases " +
       "(*.sqlite, *.db) and logs (*.log) are called out; the doctor never moves or deletes it."
   },
+  "atomic-write-leftover": {
+    severity: "info",
+    meaning: "The library's own temp file of an atomic write of a root file (`.USER.md.tmp-<hex>`): a crash " +
+      "came between writing it and renaming it over the file, which is unchanged. Delete it once no write of that file is running."
+  },
   "migration-marker": {
     severity: "warning",
     meaning: "A leftover migration marker (.pi-migration.lock or a .reclaim- leftover) whose owner is dead " +
@@ -196,7 +201,8 @@ export const FINDING_CODES = {
   },
   "state-backup-restore-aside": {
     severity: "info",
-    meaning: "Live data a state restore moved aside (`state/restore-aside/<time>/`); the library never deletes it."
+    meaning: "Live data a state restore moved aside (`state/restore-aside/<time>/`, or `.restore-aside/<time>/` in " +
+      "the web data root when it is on another filesystem); the library never deletes it."
   },
   "state-backup-root-unsafe": {
     severity: "error",

@@ -2,6 +2,7 @@
  * On-disk formats (README "On-disk formats"): the run manifest and the lease, v1 and v2, and markers.
  * Other tools read these files, so the shapes are stable.
  */
+import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 
 /** Manifests larger than this are refused (unowned), never parsed. */
@@ -101,7 +102,51 @@ export const leaseFacts = (lease: Lease | Marker): LeaseFacts =>
 const textDecoder = new TextDecoder("utf-8", { fatal: true })
 const textEncoder = new TextEncoder()
 
-/** Parse bytes as JSON, then decode with a schema; `undefined` + reason on any failure. Pure. */
+/** A why names at most this many schema issues (the rest are counted), each cut to this many characters. */
+const WHY_MAX_ISSUES = 3
+const WHY_MAX_ISSUE_CHARS = 160
+
+const EXPECTED = /^Expected (.*), actual (.*)$/s
+
+const pathText = (path: ReadonlyArray<PropertyKey>): string =>
+  path.length === 0 ? "the document" : path.map((p) => (typeof p === "number" ? `[${p}]` : String(p))).join(".")
+
+/** One line per field: a union's alternatives for one value are one issue (`Expected "a" or "b", actual "c"`). */
+const issueTexts = (issues: ReadonlyArray<ParseResult.ArrayFormatterIssue>): Array<string> => {
+  const merged: Array<{ where: string; expected: Array<string>; actual: string | undefined; text: string }> = []
+  for (const issue of issues) {
+    const where = pathText(issue.path)
+    const parts = issue._tag === "Missing" ? null : EXPECTED.exec(issue.message)
+    const last = merged[merged.length - 1]
+    if (parts !== null && last !== undefined && last.where === where && last.actual === parts[2]) {
+      last.expected.push(parts[1]!)
+      continue
+    }
+    merged.push({
+      where,
+      expected: parts === null ? [] : [parts[1]!],
+      actual: parts?.[2],
+      text: issue._tag === "Missing" ? `${where} is missing` : `${where}: ${issue.message}`
+    })
+  }
+  return merged.map((m) => {
+    const text = (m.actual === undefined ? m.text : `${m.where}: Expected ${m.expected.join(" or ")}, actual ${m.actual}`).replace(/\s+/g, " ")
+    const chars = Array.from(text)
+    return chars.length > WHY_MAX_ISSUE_CHARS ? `${chars.slice(0, WHY_MAX_ISSUE_CHARS - 1).join("")}…` : text
+  })
+}
+
+/**
+ * A schema failure in one short line: each field and what was wrong (`kind: Expected "generated" or "named",
+ * actual "weird"`), never the schema's whole type (a report line, README "On-disk formats"). Pure.
+ */
+export const schemaMismatchWhy = (error: ParseResult.ParseError): string => {
+  const texts = issueTexts(ParseResult.ArrayFormatter.formatErrorSync(error))
+  const more = texts.length > WHY_MAX_ISSUES ? ` (+${texts.length - WHY_MAX_ISSUES} more)` : ""
+  return `does not match the schema: ${texts.slice(0, WHY_MAX_ISSUES).join("; ")}${more}`
+}
+
+/** Parse bytes as JSON, then decode with a schema; `undefined` + reason (one line) on any failure. Pure. */
 export const decodeJsonBytes = <A, I>(
   schema: Schema.Schema<A, I>,
   bytes: Uint8Array
@@ -110,10 +155,10 @@ export const decodeJsonBytes = <A, I>(
   try {
     json = JSON.parse(textDecoder.decode(bytes))
   } catch (e) {
-    return { ok: false, why: `not valid JSON (${e instanceof Error ? e.message : String(e)})` }
+    return { ok: false, why: `not valid JSON (${(e instanceof Error ? e.message : String(e)).replace(/\s+/g, " ")})` }
   }
   const decoded = Schema.decodeUnknownEither(schema)(json, { onExcessProperty: "ignore" })
-  if (decoded._tag === "Left") return { ok: false, why: `does not match the schema: ${decoded.left.message}` }
+  if (decoded._tag === "Left") return { ok: false, why: schemaMismatchWhy(decoded.left) }
   return { ok: true, value: decoded.right }
 }
 

@@ -1,9 +1,10 @@
 /**
- * DR1: how one agent-dir root entry is seen (canonical, legacy, the migration marker, or unknown with a hint of
- * what it holds). Reads the canonical and legacy tables (AgentPaths.ts) and the layout rule (MigrationPlan.ts);
+ * DR1: how one agent-dir root entry is seen (canonical, legacy, the migration marker, the temp file of a torn
+ * atomic write of a canonical file, or unknown with a hint of what it holds). Reads the canonical and legacy tables (AgentPaths.ts) and the layout rule (MigrationPlan.ts);
  * lists no root names of its own. The database/log hints are the config red lines' name rules (ConfigRedLines.ts).
  */
 import { type CanonicalEntry, CANONICAL_ROOT_ENTRIES } from "./AgentPaths.js"
+import { atomicTempTarget } from "./AtomicWrite.js"
 import { isDatabaseFileName, isLogFileName } from "./ConfigRedLines.js"
 import { type LayoutUnit, layoutUnit, MIGRATION_MARKER, MIGRATION_MARKER_RECLAIM_PREFIX } from "./MigrationPlan.js"
 
@@ -11,6 +12,8 @@ export type RootClassification =
   | { readonly _tag: "Canonical"; readonly entry: CanonicalEntry }
   | { readonly _tag: "Legacy"; readonly unit: LayoutUnit }
   | { readonly _tag: "MigrationMarker" }
+  /** The library's own: the temp file of an atomic write of a canonical file that a crash left (AtomicWrite.ts). */
+  | { readonly _tag: "AtomicWriteLeftover"; readonly entry: CanonicalEntry }
   | { readonly _tag: "Unknown"; readonly hint: UnknownHint }
 
 export type UnknownHint = "database" | "log" | "temp" | "other"
@@ -27,5 +30,8 @@ export const classifyRootEntry = (name: string): RootClassification => {
   const unit = layoutUnit(name)
   if (unit !== undefined) return { _tag: "Legacy", unit }
   if (name === MIGRATION_MARKER || name.startsWith(MIGRATION_MARKER_RECLAIM_PREFIX)) return { _tag: "MigrationMarker" }
+  const target = atomicTempTarget(name)
+  const written = target === undefined ? undefined : CANONICAL_ROOT_ENTRIES.find((e) => e.name === target && e.kind === "file")
+  if (written !== undefined) return { _tag: "AtomicWriteLeftover", entry: written }
   return { _tag: "Unknown", hint: fileHint(name) }
 }

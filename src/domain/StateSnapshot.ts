@@ -100,6 +100,13 @@ export const snapshotIdTime = (id: string): number | undefined => {
 /** `state/restore-aside/<time>-<random>`: a restore's move-aside directory, in the agent dir's filesystem. */
 export const restoreAsideName = (nowMs: number, random: number): string => snapshotId(nowMs, random)
 
+/**
+ * `<web data root>/.restore-aside/<time>-<random>/`: where a restore moves live web data aside when the web data
+ * root is on another filesystem than the agent dir (a rename cannot cross). The library's own, never an
+ * extension's directory: the doctor names it so.
+ */
+export const WEB_RESTORE_ASIDE_DIR = ".restore-aside"
+
 // ------------------------------------------------------------------------------------------------ manifest
 
 export const EntryType = Schema.Literal("file", "directory", "symlink")

@@ -44,6 +44,7 @@
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import { atomicTempName } from "../domain/AtomicWrite.js"
 import type { FileType } from "../services/FileSystem.js"
 
 /**
@@ -302,9 +303,9 @@ export class MemoryWorld {
     return this.nextIno++
   }
 
-  /** A fresh name for a temp file (unique in this world). */
+  /** A fresh name for a temp file (unique in this world: the pid, then the world's counter in 8 hex digits). */
   tempName(name: string, ctx: ProcessContext): string {
-    return `.${name}.${ctx.pid ?? 0}.${++this.tempSeq}.tmp`
+    return atomicTempName(name, `${(ctx.pid ?? 0).toString(16)}${(++this.tempSeq).toString(16).padStart(8, "0")}`)
   }
 
   // -------------------------------------------------------------------------------------------- paths

@@ -30,6 +30,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
+import { atomicTempName } from "../domain/AtomicWrite.js"
 import { FileSystemError, lengthMismatch } from "../domain/Errors.js"
 import { changedError, changeSince, type ExpectedFile, type FileChange, type FileVersion } from "../domain/FileChange.js"
 import {
@@ -361,7 +362,7 @@ const writeFileExclusive = (path: string, data: Uint8Array, options?: WriteOptio
   createAndWrite("writeFileExclusive", path, data, options?.mode ?? DEFAULT_FILE_MODE, options?.sync ?? false)
 
 const tempNameBeside = (path: string): string =>
-  NodePath.join(NodePath.dirname(path), `.${NodePath.basename(path)}.tmp-${randomBytes(6).toString("hex")}`)
+  NodePath.join(NodePath.dirname(path), atomicTempName(NodePath.basename(path), randomBytes(6).toString("hex")))
 
 const writeFileAtomic = (path: string, data: Uint8Array, options?: WriteOptions): Effect.Effect<void, FileSystemError> =>
   Effect.gen(function*() {

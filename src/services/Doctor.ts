@@ -16,8 +16,10 @@ import { durationWords } from "../domain/DurationWords.js"
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
 import { type DoctorReport, type Finding, type FindingCode, findingSeverity, type Severity } from "../domain/Findings.js"
 import { displayPath, MIGRATION_MARKER_RECLAIM_PREFIX } from "../domain/MigrationPlan.js"
+import type { UnknownHint } from "../domain/RootEntries.js"
 import type { RootSafetyProblem } from "../domain/RootSafety.js"
 import { modeString } from "../domain/RootSafety.js"
+import { WEB_RESTORE_ASIDE_DIR } from "../domain/StateSnapshot.js"
 import { STALE_STAGING_MS } from "../domain/TenantEntries.js"
 import { AgentDir, resolveRootLink } from "./AgentDir.js"
 import { FileSystem } from "./FileSystem.js"
@@ -131,24 +133,42 @@ const rootFindings = (out: Findings, facts: AgentDirFacts) => {
         }
         break
       }
-      case "Unknown": {
-        const what = c.hint === "database"
-          ? "a database file"
-          : c.hint === "log"
-          ? "a log file"
-          : c.hint === "temp"
-          ? "a temporary file"
-          : `an unknown ${fileTypeWord(entry.type)}`
+      case "AtomicWriteLeftover": {
+        // Only a regular file is what the library's write leaves; anything else by that name is not its own.
+        if (entry.type !== "File") {
+          unknownRootEntry(out, entry, "other")
+          break
+        }
         out.add(
-          "unknown-root-entry",
+          "atomic-write-leftover",
           entry.path,
-          `${what} at the agent dir root: possibly written by an external tool (the library never writes here)`,
-          "find the writer; move its data to state/ (durable) or cache/ (rebuildable), or delete it if unneeded"
+          `the library's temp file of an interrupted write of ${c.entry.name} (a crash before the rename; ${c.entry.name} itself is unchanged)`,
+          `once no write of ${c.entry.name} is running, run \`rm -f ${entry.name}\` in the agent dir`
         )
+        break
+      }
+      case "Unknown": {
+        unknownRootEntry(out, entry, c.hint)
         break
       }
     }
   }
+}
+
+const unknownRootEntry = (out: Findings, entry: AgentDirFacts["entries"][number], hint: UnknownHint) => {
+  const what = hint === "database"
+    ? "a database file"
+    : hint === "log"
+    ? "a log file"
+    : hint === "temp"
+    ? "a temporary file"
+    : `an unknown ${fileTypeWord(entry.type)}`
+  out.add(
+    "unknown-root-entry",
+    entry.path,
+    `${what} at the agent dir root: possibly written by an external tool (the library never writes here)`,
+    "find the writer; move its data to state/ (durable) or cache/ (rebuildable), or delete it if unneeded"
+  )
 }
 
 const stateFindings = (out: Findings, facts: AgentDirFacts) => {
@@ -309,6 +329,18 @@ const RED_LINE_FINDING: Record<Exclude<ConfigRedLineRule, "invalid-value">, Find
 
 const webDataFindings = (out: Findings, facts: AgentDirFacts) => {
   for (const ext of facts.webData?.extensions ?? []) {
+    if (ext.id === WEB_RESTORE_ASIDE_DIR) {
+      // The library's own (a restore across filesystems), not an extension: the state-backup finding, not a tier to decide.
+      for (const entry of ext.entries) {
+        out.add(
+          "state-backup-restore-aside",
+          NodePath.join(ext.dir, entry.name),
+          "live web data a restore moved aside beside the web data root (another filesystem than the agent dir); never deleted by the library",
+          "copy back what you need, then delete the directory"
+        )
+      }
+      continue
+    }
     for (const entry of ext.entries) {
       if (!isTierName(entry.name)) {
         out.add(

@@ -47,6 +47,7 @@ import {
   REMOVING_PREFIX,
   resolveBackupRoot,
   restoreAsideName,
+  WEB_RESTORE_ASIDE_DIR,
   type ScopeRoot,
   shouldLink,
   SnapshotCorrupt,
@@ -987,7 +988,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
             // Web data on another filesystem: aside within its own filesystem, beside the data root.
             Effect.catchIf((e) => e.reason === "CrossDevice" && web !== undefined, () =>
               Effect.gen(function*() {
-                const local = under(NodePath.join(web!, ".restore-aside", stamp), unit.rel)
+                const local = under(NodePath.join(web!, WEB_RESTORE_ASIDE_DIR, stamp), unit.rel)
                 yield* fs.makeDirectory(NodePath.dirname(local), { mode: 0o700, recursive: true })
                 yield* fs.rename(unit.live, local)
               }))

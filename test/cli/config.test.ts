@@ -91,7 +91,7 @@ describe("pi-storage config (built CLI)", () => {
       skipped: [{ _tag: "PathBlocked" as const, path: "notes/config/sub/x.json", reason: "notes/config/sub is a symlink on the way (never written through)", message: "notes/config/sub/x.json: notes/config/sub is a symlink on the way (never written through)" }]
     }
     assert.strictEqual(
-      renderRollback(painter(false), "a".repeat(40), r),
+      renderRollback(painter(false), "a".repeat(40), r).text,
       `Rolled back to aaaaaaaaaaaa as bbbbbbbbbbbb: 1 file restored, 0 removed\n  restored  settings.json\n` +
         `  skipped   notes/config/sub/x.json: notes/config/sub is a symlink on the way (never written through)\n`
     )
@@ -99,11 +99,11 @@ describe("pi-storage config (built CLI)", () => {
 
   it("the diff is coloured only when painting is on (a TTY)", () => {
     const d = { files: ["s.json"], patch: "diff --git a/s.json b/s.json\n@@ -1 +1 @@\n-old\n+new\n" }
-    assert.strictEqual(renderPatch(painter(false), d), d.patch)
-    const coloured = renderPatch(painter(true), d)
+    assert.strictEqual(renderPatch(painter(false), d).text, d.patch)
+    const coloured = renderPatch(painter(true), d).text
     assert.include(coloured, "\u001b[32m+new\u001b[39m")
     assert.include(coloured, "\u001b[31m-old\u001b[39m")
     assert.include(coloured, "\u001b[36m@@ -1 +1 @@\u001b[39m")
-    assert.strictEqual(renderPatch(painter(true), { files: [], patch: "" }), "No differences.\n")
+    assert.strictEqual(renderPatch(painter(true), { files: [], patch: "" }).text, "No differences.\n")
   })
 })

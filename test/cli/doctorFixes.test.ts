@@ -10,6 +10,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, assert, describe, it } from "@effect/vitest"
+import { atomicTempName } from "../../src/domain/AtomicWrite.js"
 
 const MAIN = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta.url))
 /** The modules whose findings the doctor reports (Doctor.ts calls the others' finding functions). */
@@ -62,6 +63,9 @@ const fixture = (): string => {
   // legacy-entry and legacy-sidecar: `pi-storage migrate`
   Fs.writeFileSync(Path.join(agentDir, "trust.json"), "{\"trusted\":[]}")
   Fs.writeFileSync(Path.join(agentDir, "settings.json:Zone.Identifier"), "[ZoneTransfer]\nZoneId=3\n")
+  // atomic-write-leftover (a torn write of USER.md, named by the one rule): `rm -f .USER.md.tmp-…`
+  Fs.writeFileSync(Path.join(agentDir, "USER.md"), "- a fact\n")
+  Fs.writeFileSync(Path.join(agentDir, atomicTempName("USER.md", "0123456789ab")), "- a fact\n- half")
   // state-world-writable: `chmod 700 state`
   dir("state", 0o777)
   // work-unfinished-trash, deeper than the default maxDepth (64): `pi-storage work prune tools/bash`
@@ -87,7 +91,7 @@ const fixture = (): string => {
   return agentDir
 }
 
-const EXPECTED_CODES = ["legacy-entry", "legacy-sidecar", "state-world-writable", "work-unfinished-trash", "work-root-unsafe", "state-backup-incomplete"]
+const EXPECTED_CODES = ["legacy-entry", "legacy-sidecar", "atomic-write-leftover", "state-world-writable", "work-unfinished-trash", "work-root-unsafe", "state-backup-incomplete"]
 
 describe("the doctor's suggested commands (built CLI)", () => {
   it("each one is valid, and afterwards the doctor no longer reports what it fixed", () => {
@@ -122,13 +126,13 @@ describe("the doctor's suggested commands (built CLI)", () => {
   it("every command template in the findings' sources is one the test above runs", () => {
     // A new fix with a command must come with a fixture above: its first two words are matched here.
     const templates = FINDING_SOURCES.flatMap((file) =>
-      [...Fs.readFileSync(file, "utf8").matchAll(/\\?`((?:pi-storage|chmod|chown) [^`\\]+)\\?`/g)]
+      [...Fs.readFileSync(file, "utf8").matchAll(/\\?`((?:pi-storage|chmod|chown|rm) [^`\\]+)\\?`/g)]
         .map((m) => m[1]!.split(/\s+/).slice(0, 2).join(" "))
         .filter((t) => !t.includes("…"))) // a doc comment's placeholder, not a suggestion
     assert.isAbove(templates.length, 4)
     // `pi-storage config …` (an interrupted change) is run as the doctor words it in
     // test/services/ConfigHistoryProcesses.test.ts, where a real SIGKILL leaves the sentinel.
-    const covered = ["pi-storage migrate", "pi-storage work", "pi-storage backup", "pi-storage config", "chmod 700", ...(isRoot ? ["chown ${uid}"] : [])]
+    const covered = ["pi-storage migrate", "pi-storage work", "pi-storage backup", "pi-storage config", "chmod 700", "rm -f", ...(isRoot ? ["chown ${uid}"] : [])]
     for (const template of templates) {
       if (template === "chown ${uid}" && !isRoot) continue // needs root to plant a foreign owner
       assert.include(covered, template, `doctor suggests \`${template} …\` but no test runs it`)

@@ -354,6 +354,32 @@ describe("pi-storage (built CLI)", () => {
     assert.isFalse(Fs.existsSync(agentDir))
   })
 
+  it("a size, count or duration that is not a whole number of its unit, negative, NaN or 1e400: exit 2 naming the flag and the value", async () => {
+    const agentDir = Path.join(tempDir(), "agent")
+    const cases: ReadonlyArray<readonly [ReadonlyArray<string>, string]> = [
+      [["work", "prune", "a/b", "--max-bytes", "0.5"], "--max-bytes: \"0.5\" is not a whole number of bytes"],
+      [["work", "prune", "a/b", "--max-bytes", "0.3KiB"], "--max-bytes: \"0.3KiB\" is not a whole number of bytes"],
+      [["work", "prune", "a/b", "--max-bytes", "1e400"], "--max-bytes: expected a size such as 512MiB, 2GiB or 1000 (bytes), got \"1e400\""],
+      [["work", "prune", "a/b", "--max-bytes", "-1"], "--max-bytes: expected a size"],
+      [["work", "prune", "a/b", "--max-bytes", "NaN"], "--max-bytes: expected a size"],
+      [["work", "prune", "a/b", "--max-runs", "1.5"], "--max-runs: expected a whole number (0 or more), got \"1.5\""],
+      [["work", "prune", "a/b", "--max-runs", "1e400"], "--max-runs: expected a whole number"],
+      [["work", "prune", "a/b", "--max-age", "0.0001s"], "--max-age: \"0.0001s\" is not a whole number of milliseconds"],
+      [["backup", "verify", "--max-bytes", "0.5"], "--max-bytes: \"0.5\" is not a whole number of bytes"],
+      [["backup", "verify", "--sample", "-2"], "--sample: expected a whole number (0 or more), got \"-2\""],
+      [["backup", "forget", "--keep-last", "2.5"], "--keep-last: expected a whole number (0 or more), got \"2.5\""],
+      [["config", "log", "--limit", "0.5"], "--limit: expected a whole number (1 or more), got \"0.5\""],
+      [["config", "log", "--limit", "-1"], "--limit: expected a whole number (1 or more), got \"-1\""],
+      [["memory", "show", "--budget", "0.5"], "--budget: \"0.5\" is not a whole number of bytes"]
+    ]
+    const results = await Promise.all(cases.map(([args]) => at(agentDir)(...args)))
+    cases.forEach(([args, mentions], i) => assertUsageError(results[i]!, mentions, args.join(" ")))
+    assert.isFalse(Fs.existsSync(agentDir))
+    // A fraction that is a whole number of bytes after its unit is a size: 0.5KiB is 512 bytes.
+    const half = await at(agentDir)("work", "prune", "a/b", "--max-bytes", "0.5KiB", "--dry-run")
+    assert.strictEqual(half.code, 0, half.stderr)
+  })
+
   it("--help is plain text when not on a TTY", async () => {
     const help = await cli(["work", "prune", "--help"])
     assert.strictEqual(help.code, 0, help.stderr)

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { FastCheck } from "effect"
-import { parseCount, parseDuration, parseSize, parseTenantFilter, parseTenantTarget } from "../../src/cli/parse.js"
+import { parseCount, parseDuration, parsePositiveCount, parseSize, parseTenantFilter, parseTenantTarget } from "../../src/cli/parse.js"
 
 const value = <A>(p: { ok: true; value: A } | { ok: false; message: string }): A => {
   if (!p.ok) throw new Error(p.message)
@@ -34,8 +34,39 @@ describe("cli/parse", () => {
     assert.strictEqual(value(parseSize("10MB")), 10_000_000)
     assert.strictEqual(value(parseSize("1.5KiB")), 1536)
     assert.strictEqual(value(parseSize("4k")), 4096)
-    for (const bad of ["lots", "", "-5", "5XB", "1e9"]) assert.isFalse(parseSize(bad).ok, bad)
+    for (const bad of ["lots", "", "-5", "5XB", "1e9", "1e400", "NaN", "Infinity", "0x10"]) assert.isFalse(parseSize(bad).ok, bad)
   })
+
+  it("a size or duration is a whole number of bytes or milliseconds after its unit, computed exactly, never rounded", () => {
+    assert.strictEqual(value(parseSize("0.5KiB")), 512)
+    assert.strictEqual(value(parseSize("2.2MB")), 2_200_000)
+    assert.strictEqual(value(parseSize("1.25GB")), 1_250_000_000)
+    assert.strictEqual(value(parseDuration("0.5s")), 500)
+    assert.strictEqual(value(parseDuration("0.001s")), 1)
+    for (const bad of ["0.5", "0.3", "1.1KiB", "0.1k", "3.0000001MB"]) {
+      const parsed = parseSize(bad)
+      assert.isFalse(parsed.ok, bad)
+      if (!parsed.ok) assert.strictEqual(parsed.message, `"${bad}" is not a whole number of bytes`)
+    }
+    for (const bad of ["0.0001s", "1.0000001d"]) assert.isFalse(parseDuration(bad).ok, bad)
+    for (const big of ["99999999999999999999", "9999999999TiB"]) assert.isFalse(parseSize(big).ok, big)
+    assert.isFalse(parseDuration("99999999999999999w").ok)
+  })
+
+  it.prop(
+    "a decimal size parses to exactly its value, or is refused when that is not whole",
+    [FastCheck.integer({ min: 0, max: 1_000_000 }), FastCheck.integer({ min: 0, max: 3 }), FastCheck.constantFrom<readonly [string, number]>(["", 1], ["KiB", 1024], ["kB", 1000], ["MB", 1000 ** 2])],
+    ([n, decimals, [unit, factor]]) => {
+      // n / 10^decimals written out in full, e.g. 12345 and 2 decimals → "123.45"
+      const digits = String(n).padStart(decimals + 1, "0")
+      const text = decimals === 0 ? digits : `${digits.slice(0, -decimals)}.${digits.slice(-decimals)}`
+      const exact = n * factor
+      const scale = 10 ** decimals
+      const parsed = parseSize(`${text}${unit}`)
+      if (exact % scale === 0) assert.deepStrictEqual(parsed, { ok: true, value: exact / scale })
+      else assert.isFalse(parsed.ok, text)
+    }
+  )
 
   it.prop("a size printed as <n><unit> parses back to n × unit", [FastCheck.integer({ min: 0, max: 4096 }), FastCheck.constantFrom<readonly [string, number]>(["", 1], ["KiB", 1024], ["MiB", 1024 ** 2], ["GiB", 1024 ** 3])], ([n, [unit, factor]]) => {
     assert.strictEqual(value(parseSize(`${n}${unit}`)), n * factor)
@@ -44,7 +75,9 @@ describe("cli/parse", () => {
   it("counts are whole non-negative numbers", () => {
     assert.strictEqual(value(parseCount("0")), 0)
     assert.strictEqual(value(parseCount("64")), 64)
-    for (const bad of ["-1", "1.5", "x", ""]) assert.isFalse(parseCount(bad).ok, bad)
+    for (const bad of ["-1", "1.5", "x", "", "1e3", "NaN", "99999999999999999999"]) assert.isFalse(parseCount(bad).ok, bad)
+    assert.strictEqual(value(parsePositiveCount("5")), 5)
+    for (const bad of ["0", "-1", "0.5"]) assert.isFalse(parsePositiveCount(bad).ok, bad)
   })
 
   it("tenant targets are two valid segments; the error names the part", () => {

@@ -9,7 +9,10 @@ import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
 import { NodeHostLive } from "../../src/layers/NodeHost.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
 import { Doctor, doctor } from "../../src/services/Doctor.js"
+import { atomicTempTarget } from "../../src/domain/AtomicWrite.js"
+import { WEB_RESTORE_ASIDE_DIR } from "../../src/domain/StateSnapshot.js"
 import { doctorAt } from "../support/doctor.js"
+import { asProfile } from "./userProfileSupport.js"
 import { AGENT, asProcess, HOST, spawn } from "./migrationSupport.js"
 
 const WEB = "/home/user/.pi/web/data"
@@ -178,6 +181,55 @@ describe("doctor (DR1, DR2) on the Memory layer", () => {
       const viaService = yield* asProcess(world, doctorAt(AGENT, { webDataRoot: WEB }))
       assert.deepStrictEqual(viaAlias, viaService)
       assert.isAbove(viaAlias.findings.length, 10)
+    }))
+})
+
+describe("the library's own leftovers are named as its own, with what settles them", () => {
+  it.effect("a crash inside USER.md's atomic write: its temp file is atomic-write-leftover (info, `rm -f` it), never an external tool's", () =>
+    Effect.gen(function*() {
+      // Crash the profile write at every step until one leaves the temp file beside USER.md (the world names
+      // it with the same rule as the Node layer: domain/AtomicWrite.ts).
+      let found: { world: MemoryWorld; temp: string } | undefined
+      for (let k = 0; k < 40 && found === undefined; k++) {
+        const world = MemoryWorld.make({ journal: false })
+        yield* world.writeFixture(`${AGENT}/USER.md`, "old fact\n")
+        world.crashAfter(k)
+        yield* Effect.exit(asProfile(world, (p) => p.add("new fact")))
+        world.recover()
+        const temp = Object.keys(world.tree(AGENT)).map((path) => path.slice(AGENT.length + 1)).find((name) => name.startsWith(".USER.md.tmp-"))
+        if (temp !== undefined) found = { world, temp }
+      }
+      assert.isDefined(found, "some crash point leaves the temp file")
+      const { world, temp } = found!
+      assert.strictEqual(atomicTempTarget(temp), "USER.md")
+      // Beside it: a directory by such a name, and a temp name of a file the library never writes, are not its own.
+      yield* world.mkdirFixture(`${AGENT}/.USER.md.tmp-00ff`)
+      yield* world.writeFixture(`${AGENT}/.notes.txt.tmp-00ff`, "x")
+      const report = yield* asProcess(world, doctorAt(AGENT))
+      const own = report.findings.filter((f) => f.code === "atomic-write-leftover")
+      assert.deepStrictEqual(own.map((f) => [f.path, f.severity]), [[temp, "info"]])
+      assert.include(own[0]!.message, "interrupted write of USER.md")
+      assert.include(own[0]!.fix!, `\`rm -f ${temp}\``)
+      assert.deepStrictEqual(
+        report.findings.filter((f) => f.code === "unknown-root-entry").map((f) => f.path).sort(),
+        [".USER.md.tmp-00ff", ".notes.txt.tmp-00ff"]
+      )
+      assert.notInclude(own[0]!.message, "external tool")
+    }))
+
+  it.effect("a restore's move-aside beside the web data root is state-backup-restore-aside, not an extension outside its tiers", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      yield* world.writeFixture(`${WEB}/todo/state/items.json`, "{}")
+      yield* world.writeFixture(`${WEB}/${WEB_RESTORE_ASIDE_DIR}/2026-12-01T13-21-01.307Z-7f1dab/web/todo/state/items.json`, "{}")
+      const report = yield* asProcess(world, doctorAt(AGENT, { webDataRoot: WEB }))
+      const web = report.findings.filter((f) => f.path.startsWith(WEB))
+      assert.deepStrictEqual(
+        web.map((f) => [f.code, f.path, f.severity]),
+        [["state-backup-restore-aside", `${WEB}/${WEB_RESTORE_ASIDE_DIR}/2026-12-01T13-21-01.307Z-7f1dab`, "info"]]
+      )
+      assert.notInclude(web[0]!.fix!, "tier")
+      assert.include(web[0]!.message, "moved aside")
     }))
 })
 

@@ -152,7 +152,7 @@ describe("state snapshots: skipped entries and verify findings are tagged", () =
       assert.sameMembers([...v.missing], [`${one!.id}/agent/MEMORY.md`, `${two!.id}/manifest.json`])
       assert.sameMembers([...v.corrupt], v.problems.filter((p) => p._tag !== "Missing" && p._tag !== "ManifestMissing").map((p) => p.path))
       assert.strictEqual(v.corrupt.length + v.missing.length, v.problems.length)
-      const text = renderVerify(v)
+      const text = renderVerify(v).text
       assert.include(text, `  corrupt  ${message(`${one!.id}/agent/state/a.json`)}\n`)
       assert.include(text, `  missing  ${one!.id}/agent/MEMORY.md: gone (the manifest records it)\n`)
     }))

@@ -10,54 +10,61 @@ import * as Option from "effect/Option"
 import type { CreateResult, ForgetResult, RestoreResult, SnapshotSummary, StateBackups, VerifyResult } from "../../services/StateBackups.js"
 import { type CliContext, err, out, printJson, reportError, usageError, withAgentDirStack } from "../context.js"
 import { ExitCode } from "../exit.js"
-import { countOf, formatBytes, table } from "../format.js"
+import { countOf, formatBytes, joinShown, type Shown, table, txt } from "../format.js"
+import { writeErr } from "../streams.js"
 import { dryRun, json, parsedOption, value } from "../options.js"
 import { parseCount, parseSize } from "../parse.js"
 import { isMissingProblem } from "../../domain/ReportProblems.js"
 
 // ---------------------------------------------------------------------------------------------- rendering
 
-export const renderCreate = (root: string, r: CreateResult): string => {
+export const renderCreate = (root: string, r: CreateResult): Shown => {
+  const linked = `${r.linkedFiles} hard-linked to the previous snapshot` + (r.linkFallbacks > 0 ? `, ${r.linkFallbacks} copied because link() failed` : "")
   const lines = [
-    `Created snapshot ${r.id} in ${root}`,
-    `  ${countOf(r.files, "file")} (${formatBytes(r.bytes)}): ${r.copiedFiles} copied (${formatBytes(r.copiedBytes)}), ` +
-    `${r.linkedFiles} hard-linked to the previous snapshot` + (r.linkFallbacks > 0 ? `, ${r.linkFallbacks} copied because link() failed` : "")
+    txt`Created snapshot ${r.id} in ${root}\n`,
+    txt`  ${countOf(r.files, "file")} (${formatBytes(r.bytes)}): ${r.copiedFiles} copied (${formatBytes(r.copiedBytes)}), ${linked}\n`
   ]
-  for (const s of r.skipped) lines.push(`  skipped ${s.path}: ${s.reason}`)
-  for (const p of r.changedDuringBackup) lines.push(`  changed while copied (twice): ${p}`)
-  for (const p of r.sqliteLive) lines.push(`  live SQLite database, copied with its -wal/-shm as a group (may be inconsistent): ${p}`)
-  for (const p of r.removedLeftovers) lines.push(`  removed a dead writer's incomplete snapshot ${p}`)
-  return lines.join("\n") + "\n"
+  for (const s of r.skipped) lines.push(txt`  skipped ${s.path}: ${s.reason}\n`)
+  for (const p of r.changedDuringBackup) lines.push(txt`  changed while copied (twice): ${p}\n`)
+  for (const p of r.sqliteLive) lines.push(txt`  live SQLite database, copied with its -wal/-shm as a group (may be inconsistent): ${p}\n`)
+  for (const p of r.removedLeftovers) lines.push(txt`  removed a dead writer's incomplete snapshot ${p}\n`)
+  return joinShown(lines)
 }
 
-export const renderList = (root: string, snapshots: ReadonlyArray<SnapshotSummary>): string => {
-  if (snapshots.length === 0) return `No snapshots in ${root}.\n`
-  return `Snapshots in ${root} (newest first):\n\n` + table(
+export const renderList = (root: string, snapshots: ReadonlyArray<SnapshotSummary>): Shown => {
+  if (snapshots.length === 0) return txt`No snapshots in ${root}.\n`
+  return txt`Snapshots in ${root} (newest first):\n\n${table(
     [{ header: "ID" }, { header: "FILES", align: "right" }, { header: "SIZE", align: "right" }, { header: "UNIQUE", align: "right" }, { header: "LABEL" }],
-    snapshots.map((s) => [s.id, String(s.files), formatBytes(s.bytes), formatBytes(s.uniqueBytes), s.label ?? ""])
-  )
+    snapshots.map((s) => [s.id, s.files, formatBytes(s.bytes), formatBytes(s.uniqueBytes), s.label ?? ""])
+  )}`
 }
 
-export const renderVerify = (r: VerifyResult): string => {
-  const head = `Checked ${countOf(r.checked, "entry").replace("entrys", "entries")} (${formatBytes(r.checkedBytes)} re-hashed)` +
-    (r.complete ? "" : "; a slice: the next run goes on from here")
-  if (r.ok) return `${head}: OK.\n`
+const entries = (n: number) => countOf(n, "entry").replace("entrys", "entries")
+
+export const renderVerify = (r: VerifyResult): Shown => {
+  const head = txt`Checked ${entries(r.checked)} (${formatBytes(r.checkedBytes)} re-hashed)${r.complete ? "" : "; a slice: the next run goes on from here"}`
+  if (r.ok) return txt`${head}: OK.\n`
   // Corrupt first, then missing, each with why (the problem's message names the path).
-  const lines = [...r.problems.filter((p) => !isMissingProblem(p)).map((p) => `  corrupt  ${p.message}\n`), ...r.problems.filter(isMissingProblem).map((p) => `  missing  ${p.message}\n`)]
-  return `${head}: DAMAGED.\n` + lines.join("")
+  const lines = [
+    ...r.problems.filter((p) => !isMissingProblem(p)).map((p) => txt`  corrupt  ${p.message}\n`),
+    ...r.problems.filter(isMissingProblem).map((p) => txt`  missing  ${p.message}\n`)
+  ]
+  return txt`${head}: DAMAGED.\n${joinShown(lines)}`
 }
 
-export const renderForget = (r: ForgetResult): string =>
-  r.kept.map((k) => `keep    ${k.id}  (${k.reasons.join(", ")})\n`).join("") +
-  r.removed.map((id) => `${r.dryRun ? "would remove" : "removed"} ${id}\n`).join("") +
-  (r.removed.length === 0 ? "Nothing to remove.\n" : "")
+export const renderForget = (r: ForgetResult): Shown =>
+  joinShown([
+    ...r.kept.map((k) => txt`keep    ${k.id}  (${k.reasons.join(", ")})\n`),
+    ...r.removed.map((id) => txt`${r.dryRun ? "would remove" : "removed"} ${id}\n`),
+    ...(r.removed.length === 0 ? [txt`Nothing to remove.\n`] : [])
+  ])
 
-export const renderRestore = (r: RestoreResult): string => {
+export const renderRestore = (r: RestoreResult): Shown => {
   const verb = r.dryRun ? "Would restore" : "Restored"
   const aside = r.dryRun
-    ? r.movedAsidePaths.map((p) => `  would move aside ${p}\n`).join("")
-    : r.movedAside === null ? "" : `Moved the live data it replaced to ${r.movedAside}\n`
-  return aside + `${verb} ${countOf(r.restored.length, "entry").replace("entrys", "entries")}:\n` + r.restored.map((p) => `  ${p}\n`).join("")
+    ? r.movedAsidePaths.map((p) => txt`  would move aside ${p}\n`)
+    : r.movedAside === null ? [] : [txt`Moved the live data it replaced to ${r.movedAside}\n`]
+  return joinShown([...aside, txt`${verb} ${entries(r.restored.length)}:\n`, ...r.restored.map((p) => txt`  ${p}\n`)])
 }
 
 // ---------------------------------------------------------------------------------------------- flags
@@ -93,9 +100,9 @@ const progress = () => {
   if (process.stderr.isTTY !== true) return { onProgress: undefined, done: Effect.void }
   return {
     onProgress: (p: { files: number; bytes: number }) => {
-      if (p.files % 250 === 0) process.stderr.write(`\r  ${p.files} files, ${formatBytes(p.bytes)} …`)
+      if (p.files % 250 === 0) writeErr(`\r  ${p.files} files, ${formatBytes(p.bytes)} …`)
     },
-    done: err("\r\u001b[K")
+    done: Effect.sync(() => writeErr("\r\u001b[K"))
   }
 }
 

@@ -19,68 +19,77 @@ import type {
 } from "../../services/ConfigHistory.js"
 import { type CliContext, out, printJson, reportError, usageError, withAgentDirStack } from "../context.js"
 import { ExitCode } from "../exit.js"
-import { type Paint, table } from "../format.js"
-import { json } from "../options.js"
+import { joinShown, type Paint, type Shown, table, txt } from "../format.js"
+import { json, parsedOption, value } from "../options.js"
+import { parsePositiveCount } from "../parse.js"
 
 const short = (revision: string | null) => (revision === null ? "none" : revision.slice(0, 12))
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
 
-export const renderStatus = (paint: Paint, dir: string, s: HistoryStatus): string => {
+export const renderStatus = (paint: Paint, dir: string, s: HistoryStatus): Shown => {
   const lines = [
-    `Config history: ${dir}`,
-    `Head:           ${short(s.head)}`,
-    `Live files:     ${s.dirty ? paint("yellow", "changed since the head (pi-storage config diff)") : "as in the head"}`
+    txt`Config history: ${dir}\n`,
+    txt`Head:           ${short(s.head)}\n`,
+    txt`Live files:     ${s.dirty ? paint("yellow", "changed since the head (pi-storage config diff)") : "as in the head"}\n`
   ]
   if (s.interrupted !== null) {
     const i = s.interrupted
     lines.push(
-      paint("red", `Interrupted change: ${JSON.stringify(i.message)} (started ${new Date(i.startedAt).toISOString()})`),
+      txt`${paint("red", txt`Interrupted change: "${i.message}" (started ${new Date(i.startedAt).toISOString()})`)}\n`,
       i.lastGoodRevision === null
-        ? "  The history was empty before it; check the files, then `pi-storage config snapshot`."
-        : `  Undo it with \`pi-storage config rollback ${short(i.lastGoodRevision)}\`, or keep the files with \`pi-storage config snapshot\`.`
+        ? txt`  The history was empty before it; check the files, then \`pi-storage config snapshot\`.\n`
+        : txt`  Undo it with \`pi-storage config rollback ${short(i.lastGoodRevision)}\`, or keep the files with \`pi-storage config snapshot\`.\n`
     )
   }
-  return lines.join("\n") + "\n"
+  return joinShown(lines)
 }
 
-const renderSkipped = (paint: Paint, skipped: SnapshotResult["skipped"]): string =>
-  skipped.length === 0 ? "" : `${paint("dim", "Never committed:")}\n` + skipped.map((s) => `  ${s.path}: ${s.reason}\n`).join("")
+const renderSkipped = (paint: Paint, skipped: SnapshotResult["skipped"]): Shown =>
+  skipped.length === 0 ? joinShown([]) : txt`${paint("dim", "Never committed:")}\n${joinShown(skipped.map((s) => txt`  ${s.path}: ${s.reason}\n`))}`
 
-export const renderSnapshot = (paint: Paint, r: SnapshotResult): string =>
-  (r.revision === null
-    ? "Nothing changed.\n"
-    : `Saved ${paint("bold", short(r.revision))}: ${plural(r.changed.length, "file")} changed\n` + r.changed.map((p) => `  ${p}\n`).join("")) +
-  renderSkipped(paint, r.skipped)
+export const renderSnapshot = (paint: Paint, r: SnapshotResult): Shown =>
+  joinShown([
+    r.revision === null
+      ? txt`Nothing changed.\n`
+      : txt`Saved ${paint("bold", short(r.revision))}: ${plural(r.changed.length, "file")} changed\n${joinShown(r.changed.map((p) => txt`  ${p}\n`))}`,
+    renderSkipped(paint, r.skipped)
+  ])
 
-export const renderLog = (paint: Paint, entries: ReadonlyArray<LogEntry>): string =>
+export const renderLog = (paint: Paint, entries: ReadonlyArray<LogEntry>): Shown =>
   entries.length === 0
-    ? "No revisions yet (pi-storage config snapshot makes the first).\n"
+    ? txt`No revisions yet (pi-storage config snapshot makes the first).\n`
     : table(
       [{ header: "REVISION" }, { header: "DATE" }, { header: "FILES", align: "right" }, { header: "MESSAGE" }],
-      entries.map((e) => [short(e.revision), e.date.replace("T", " ").replace(/\.\d+Z$/, "Z"), String(e.changed.length), e.message]),
+      entries.map((e) => [short(e.revision), e.date.replace("T", " ").replace(/\.\d+Z$/, "Z"), e.changed.length, e.message]),
       paint
     )
 
-/** Colour a unified diff line by line (only when `paint` paints: on a TTY). */
-export const renderPatch = (paint: Paint, d: DiffResult): string => {
-  if (d.files.length === 0) return "No differences.\n"
+/**
+ * Colour a unified diff line by line (only when `paint` paints: on a TTY). The diff's lines are the files'
+ * own: each is escaped (a control character in a settings file shows as `\x1b`, a tab as `\t`).
+ */
+export const renderPatch = (paint: Paint, d: DiffResult): Shown => {
+  if (d.files.length === 0) return txt`No differences.\n`
   const body = d.patch.endsWith("\n") ? d.patch.slice(0, -1) : d.patch
-  return body.split("\n").map((line) =>
-    /^(diff --git|index |--- |\+\+\+ |new file|deleted file)/.test(line) ? paint("bold", line)
-    : line.startsWith("@@") ? paint("cyan", line)
-    : line.startsWith("+") ? paint("green", line)
-    : line.startsWith("-") ? paint("red", line)
-    : line
-  ).join("\n") + "\n"
+  return joinShown(body.split("\n").map((line) =>
+    txt`${
+      /^(diff --git|index |--- |\+\+\+ |new file|deleted file)/.test(line) ? paint("bold", line)
+      : line.startsWith("@@") ? paint("cyan", line)
+      : line.startsWith("+") ? paint("green", line)
+      : line.startsWith("-") ? paint("red", line)
+      : line
+    }\n`
+  ))
 }
 
-export const renderRollback = (paint: Paint, target: string, r: RollbackResult): string =>
-  `Rolled back to ${paint("bold", short(target))}${r.revision === null ? "" : ` as ${short(r.revision)}`}: ` +
-  `${plural(r.restored.length, "file")} restored, ${r.removed.length} removed\n` +
-  r.restored.map((p) => `  restored  ${p}\n`).join("") +
-  r.removed.map((p) => `  removed   ${p}\n`).join("") +
-  r.unresolvedSecrets.map((p) => `  ${paint("yellow", "left out")}  ${p} (a redacted secret with no live value)\n`).join("") +
-  r.skipped.map((s) => `  ${paint("yellow", "skipped")}   ${s.path}: ${s.reason}\n`).join("")
+export const renderRollback = (paint: Paint, target: string, r: RollbackResult): Shown =>
+  joinShown([
+    txt`Rolled back to ${paint("bold", short(target))}${r.revision === null ? "" : ` as ${short(r.revision)}`}: ${plural(r.restored.length, "file")} restored, ${r.removed.length} removed\n`,
+    ...r.restored.map((p) => txt`  restored  ${p}\n`),
+    ...r.removed.map((p) => txt`  removed   ${p}\n`),
+    ...r.unresolvedSecrets.map((p) => txt`  ${paint("yellow", "left out")}  ${p} (a redacted secret with no live value)\n`),
+    ...r.skipped.map((s) => txt`  ${paint("yellow", "skipped")}   ${s.path}: ${s.reason}\n`)
+  ])
 
 type History = import("../../services/ConfigHistory.js").ConfigHistory["Type"]
 
@@ -130,12 +139,12 @@ export const configCommand = (ctx: CliContext) => {
       Command.withDescription("Record the live config files as a new revision (nothing when unchanged); lists what is never committed.")
     )
   const log = Command.make("log", {
-    limit: Options.integer("limit").pipe(Options.withPseudoName("N"), Options.withDescription("Show at most N revisions, newest first (default: 20; e.g. --limit 5)."), Options.withDefault(20)),
+    limit: parsedOption("limit", "N", parsePositiveCount, "Show at most N revisions, newest first (default: 20; e.g. --limit 5)."),
     json,
     webDataRoot
   }, (o) =>
     withHistory(ctx, historyOptions(o), (h) =>
-      Effect.flatMap(h.log({ limit: o.limit }), (entries) => o.json ? printJson(entries) : out(renderLog(ctx.paint, entries))))).pipe(
+      Effect.flatMap(h.log({ limit: value(o.limit) ?? 20 }), (entries) => o.json ? printJson(entries) : out(renderLog(ctx.paint, entries))))).pipe(
       Command.withDescription("Revisions, newest first: id, date, files changed, message.")
     )
   const diff = Command.make("diff", {

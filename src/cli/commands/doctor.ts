@@ -9,20 +9,19 @@ import { configuredWebDataRoot, defaultWebDataRoot } from "../../domain/WebPaths
 import type { DoctorReport } from "../../domain/Findings.js"
 import { type CliContext, out, printJson, withStack } from "../context.js"
 import { ExitCode } from "../exit.js"
-import { type Paint, severityCounts, severityRank, severitySummary, table } from "../format.js"
+import { joinShown, type Paint, type Shown, severityCounts, severityRank, severitySummary, table, txt } from "../format.js"
 
 const SEVERITY_STYLE = { error: "red", warning: "yellow", info: "dim" } as const
 
-export const renderDoctor = (paint: Paint, agentDir: string, report: DoctorReport): string => {
-  const head = `Checked ${agentDir} (${report.scanned} entries${report.truncated ? ", truncated: the scan budget ran out" : ""}).\n`
-  if (report.findings.length === 0) return head + paint("green", "No findings.") + "\n"
+export const renderDoctor = (paint: Paint, agentDir: string, report: DoctorReport): Shown => {
+  const head = txt`Checked ${agentDir} (${report.scanned} entries${report.truncated ? ", truncated: the scan budget ran out" : ""}).\n`
+  if (report.findings.length === 0) return txt`${head}${paint("green", "No findings.")}\n`
   const sorted = [...report.findings].sort((a, b) => severityRank(a.severity) - severityRank(b.severity) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
   const rows = sorted.map((f) => [paint(SEVERITY_STYLE[f.severity], f.severity), f.code, f.path, f.message])
-  const fixes = sorted.filter((f) => f.fix !== undefined)
-  return head + "\n" +
-    table([{ header: "SEVERITY" }, { header: "CODE" }, { header: "PATH" }, { header: "MESSAGE" }], rows, paint) +
-    (fixes.length > 0 ? `\n${paint("bold", "Suggested fixes")}\n` + fixes.map((f) => `  ${f.path}: ${f.fix}\n`).join("") : "") +
-    `\n${severitySummary(severityCounts(sorted))}\n`
+  const fixes = sorted.flatMap((f) => (f.fix === undefined ? [] : [txt`  ${f.path}: ${f.fix}\n`]))
+  return txt`${head}\n${table([{ header: "SEVERITY" }, { header: "CODE" }, { header: "PATH" }, { header: "MESSAGE" }], rows, paint)}${
+    fixes.length > 0 ? txt`\n${paint("bold", "Suggested fixes")}\n${joinShown(fixes)}` : ""
+  }\n${severitySummary(severityCounts(sorted))}\n`
 }
 
 export const doctorExitCode = (report: DoctorReport): number =>

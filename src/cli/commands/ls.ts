@@ -5,17 +5,17 @@
 import * as Effect from "effect/Effect"
 import type { RunList, RunState } from "../../services/Inventory.js"
 import { type CliContext, notADirectory, out, printJson, reportError, usageError, withStack } from "../context.js"
-import { formatAge, formatEntries, formatSize, type Paint, table } from "../format.js"
+import { formatAge, formatEntries, formatSize, joinShown, type Paint, type Shown, table, txt } from "../format.js"
 import { parseTenantFilter } from "../parse.js"
 
-const stateCell = (paint: Paint, state: RunState): string =>
+const stateCell = (paint: Paint, state: RunState): Shown | string =>
   state === "active" ? paint("green", state) : state === "idle" ? paint("yellow", state) : state
 
-export const renderRunList = (ctx: CliContext, list: RunList): string => {
+export const renderRunList = (ctx: CliContext, list: RunList): Shown => {
   const { paint } = ctx
-  const parts: Array<string> = []
+  const parts: Array<Shown> = []
   if (list.runs.length === 0) {
-    parts.push("No work runs.\n")
+    parts.push(txt`No work runs.\n`)
   } else {
     parts.push(table(
       [
@@ -44,16 +44,16 @@ export const renderRunList = (ctx: CliContext, list: RunList): string => {
     ))
   }
   if (list.unowned.length > 0) {
-    parts.push(`\n${paint("yellow", "Not owned by the library (never pruned):")}\n`)
+    parts.push(txt`\n${paint("yellow", "Not owned by the library (never pruned):")}\n`)
     parts.push(table(
       [{ header: "TENANT" }, { header: "ENTRY" }, { header: "WHY" }],
       list.unowned.map((u) => [`${u.category}/${u.tenant}`, u.name, u.why]),
       paint
     ))
   }
-  if (list.truncated) parts.push(paint("yellow", "\nThe listing was truncated: a tenant holds more entries than one scan reads.\n"))
-  for (const e of list.errors) parts.push(`could not read ${e.path}: ${e.message}\n`)
-  return parts.join("")
+  if (list.truncated) parts.push(txt`\n${paint("yellow", "The listing was truncated: a tenant holds more entries than one scan reads.")}\n`)
+  for (const e of list.errors) parts.push(txt`could not read ${e.path}: ${e.message}\n`)
+  return joinShown(parts)
 }
 
 export const ls = (ctx: CliContext, options: { readonly filter: string | undefined; readonly json: boolean }) =>

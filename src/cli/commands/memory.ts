@@ -14,33 +14,35 @@ import * as Option from "effect/Option"
 import { DEFAULT_PROFILE_BUDGET_BYTES } from "../../domain/UserProfileText.js"
 import type { ProfileChange, ProfileView, UserProfile } from "../../services/UserProfile.js"
 import { type CliContext, err, out, printJson, reportError, usageError, withAgentDirStack } from "../context.js"
-import { formatBytes, type Paint, table } from "../format.js"
+import { joinShown, type Paint, type Shown, table, txt } from "../format.js"
+import { writeErr } from "../streams.js"
 import { json } from "../options.js"
 import { parseSize } from "../parse.js"
 
-export const renderProfile = (paint: Paint, view: ProfileView): string => {
+export const renderProfile = (paint: Paint, view: ProfileView): Shown => {
   const shards = new Set(view.entries.flatMap((e) => (e.shard === null ? [] : [e.shard]))).size
   const over = view.bytes > view.budgetBytes ? paint("yellow", " (over budget)") : ""
-  const head = `USER.md: ${view.bytes} of ${view.budgetBytes} bytes${over}; ${view.entries.length} entr${view.entries.length === 1 ? "y" : "ies"}` +
-    (view.sharded ? `, ${shards} archived shard${shards === 1 ? "" : "s"}` : "") + "\n"
+  const entries = `${view.entries.length} entr${view.entries.length === 1 ? "y" : "ies"}` +
+    (view.sharded ? `, ${shards} archived shard${shards === 1 ? "" : "s"}` : "")
+  const head = txt`USER.md: ${view.bytes} of ${view.budgetBytes} bytes${over}; ${entries}\n`
   const rows = view.entries.map((e) => [e.id, e.shard ?? paint("dim", "USER.md"), e.text])
-  const problems = view.unparsable.map((u) => `${paint("red", "unparsable")} ${u.shard}: ${u.why}\n`).join("")
-  return head + (rows.length > 0 ? "\n" + table([{ header: "ID" }, { header: "IN" }, { header: "ENTRY" }], rows, paint) : "") + problems
+  const problems = view.unparsable.map((u) => txt`${paint("red", "unparsable")} ${u.shard}: ${u.why}\n`)
+  return txt`${head}${rows.length > 0 ? txt`\n${table([{ header: "ID" }, { header: "IN" }, { header: "ENTRY" }], rows, paint)}` : ""}${joinShown(problems)}`
 }
 
-const renderChange = (change: ProfileChange): string => {
+export const renderChange = (change: ProfileChange): Shown => {
   const moved = change.archived ? "; the hot entries moved into the archive (USER.md is now the pointer)" : ""
   switch (change.outcome) {
     case "added":
-      return `added: ${change.entry}${moved}\n`
+      return txt`added: ${change.entry}${moved}\n`
     case "duplicate":
-      return `already there (nothing added): ${change.entry}\n`
+      return txt`already there (nothing added): ${change.entry}\n`
     case "replaced":
-      return `replaced: ${change.matched}\n    with: ${change.entry}${moved}\n`
+      return txt`replaced: ${change.matched ?? "?"}\n    with: ${change.entry}${moved}\n`
     case "unchanged":
-      return `unchanged (same text): ${change.entry}\n`
+      return txt`unchanged (same text): ${change.entry}\n`
     case "removed":
-      return `removed: ${change.entry}\n`
+      return txt`removed: ${change.entry}\n`
   }
 }
 
@@ -61,7 +63,7 @@ type Use<A, E> = (profile: UserProfile["Type"]) => Effect.Effect<A, E>
 /** Warnings (a crashed write finished, an index rebuilt) go to stderr: stdout stays the document asked for. */
 const stderrLogger = Logger.replace(
   Logger.defaultLogger,
-  Logger.map(Logger.logfmtLogger, (line) => void process.stderr.write(`pi-storage: ${line}\n`))
+  Logger.map(Logger.logfmtLogger, (line) => void writeErr(txt`pi-storage: ${line}\n`.text))
 )
 
 /** Run against the profile; typed failures become their message and exit code, ambiguity lists the candidates. */
@@ -77,7 +79,7 @@ const withProfile = <A, E extends { readonly _tag: string; readonly message: str
         onFailure: (e) =>
           e._tag === "AmbiguousEntry" && "candidates" in e
             ? Effect.zipRight(reportError(ctx, { _tag: e._tag, message: `${(e.candidates as ReadonlyArray<string>).length} entries match; give the exact text of one:` }),
-              err((e.candidates as ReadonlyArray<string>).map((c) => `  ${c}\n`).join("")))
+              err(joinShown((e.candidates as ReadonlyArray<string>).map((c) => txt`  ${c}\n`))))
             : reportError(ctx, e),
         onSuccess: show
       }),

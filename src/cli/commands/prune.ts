@@ -11,7 +11,8 @@ import { decodeRetentionInput, resolvePolicy, type RetentionInput, type Retentio
 import type { RefusedTarget } from "../../services/Inventory.js"
 import { type CliContext, notADirectory, out, printJson, reportError, usageError, withStack } from "../context.js"
 import { ExitCode, exitCodeForError } from "../exit.js"
-import { formatBytes, formatDuration, type Paint, table } from "../format.js"
+import { writeErr } from "../streams.js"
+import { formatBytes, formatDuration, indent, joinShown, type Paint, type Shown, table, txt } from "../format.js"
 import { parseTenantTarget, type TenantTarget } from "../parse.js"
 
 export interface PruneFlags {
@@ -50,39 +51,32 @@ const freed = (report: PruneReport): string => {
   return (report.removed.some((r) => r.bytes === null) ? "≥ " : "") + formatBytes(known)
 }
 
-export const renderTenantReport = (paint: Paint, policy: RetentionPolicy, outcome: TenantOutcome): string => {
+export const renderTenantReport = (paint: Paint, policy: RetentionPolicy, outcome: TenantOutcome): Shown => {
   const name = paint("bold", `${outcome.category}/${outcome.tenant}`)
-  if ("error" in outcome) return `${name}: ${paint("red", outcome.error.message)}\n`
+  if ("error" in outcome) return txt`${name}: ${paint("red", outcome.error.message)}\n`
   const r = outcome.report
   if (r.busy) {
     const holder = r.busyHolder === undefined ? "" : ` (${r.busyHolder})`
-    return `${name}: ${paint("yellow", `busy: another prune of this tenant is running${holder}; nothing was done`)}\n`
+    return txt`${name}: ${paint("yellow", `busy: another prune of this tenant is running${holder}; nothing was done`)}\n`
   }
-  if (r.tenantMissing === true) return `${name}: no such tenant (nothing to prune)\n`
+  if (r.tenantMissing === true) return txt`${name}: no such tenant (nothing to prune)\n`
   const verb = r.dryRun ? "would remove" : "removed"
-  const lines: Array<string> = [
-    `${name}: ${verb} ${r.removed.length} run${r.removed.length === 1 ? "" : "s"} (${freed(r)}), ` +
-    `kept ${r.kept.length}, active ${r.active.length}, scanned ${r.scannedRuns}${r.truncated ? " (truncated)" : ""}`
-  ]
-  const body: Array<string> = []
+  const head = txt`${name}: ${verb} ${r.removed.length} run${r.removed.length === 1 ? "" : "s"} (${freed(r)}), kept ${r.kept.length}, active ${r.active.length}, scanned ${r.scannedRuns}${r.truncated ? " (truncated)" : ""}\n`
+  const body: Array<Shown> = []
+  const list = (title: Shown, items: ReadonlyArray<readonly [string, string]>) =>
+    txt`${title}\n${joinShown(items.map(([what, why]) => txt`  ${what}: ${why}\n`))}`
   if (r.removed.length > 0) {
     body.push(table(
       [{ header: "RUN" }, { header: "SIZE", align: "right" }, { header: "WHY" }],
       r.removed.map((x) => [x.runId, x.bytes === null ? "?" : formatBytes(x.bytes), reasonText(x.reason, policy)])
     ))
   }
-  if (r.skipped.length > 0) {
-    body.push(`${paint("yellow", "Skipped:")}\n` + r.skipped.map((x) => `  ${x.runId}: ${x.why}\n`).join(""))
-  }
-  if (r.unowned.length > 0) {
-    body.push(`${paint("yellow", "Not owned by the library (never deleted):")}\n` + r.unowned.map((x) => `  ${x.name}: ${x.why}\n`).join(""))
-  }
-  if (r.errors.length > 0) {
-    body.push(`${paint("red", "Errors:")}\n` + r.errors.map((x) => `  ${x.path}: ${x.message}\n`).join(""))
-  }
+  if (r.skipped.length > 0) body.push(list(paint("yellow", "Skipped:"), r.skipped.map((x) => [x.runId, x.why])))
+  if (r.unowned.length > 0) body.push(list(paint("yellow", "Not owned by the library (never deleted):"), r.unowned.map((x) => [x.name, x.why])))
+  if (r.errors.length > 0) body.push(list(paint("red", "Errors:"), r.errors.map((x) => [x.path, x.message])))
   const size = (n: number | null) => (n === null ? "unknown" : formatBytes(n))
-  body.push(`Size ${size(r.bytesBefore)} before, ${size(r.bytesAfter)} after${r.incomplete ? " (some sizes are lower bounds)" : ""}.\n`)
-  return lines.join("\n") + "\n" + body.map((b) => b.replace(/^(?=.)/gm, "  ")).join("")
+  body.push(txt`Size ${size(r.bytesBefore)} before, ${size(r.bytesAfter)} after${r.incomplete ? " (some sizes are lower bounds)" : ""}.\n`)
+  return joinShown([head, ...body.map((b) => indent(b, "  "))])
 }
 
 /** Nothing happened worth a line under `--quiet`: no removal, no error, not busy, not refused. */
@@ -124,15 +118,15 @@ export const pruneTotal = (outcomes: ReadonlyArray<TenantOutcome>): PruneTotal =
   return total
 }
 
-export const renderTotal = (dryRun: boolean, t: PruneTotal): string => {
+export const renderTotal = (dryRun: boolean, t: PruneTotal): Shown => {
   const extra = [
     t.busy > 0 ? `${t.busy} busy` : "",
     t.refused > 0 ? `${t.refused} refused` : "",
     t.errors > 0 ? `${t.errors} error${t.errors === 1 ? "" : "s"}` : ""
   ].filter((x) => x !== "")
-  return `Total: ${dryRun ? "would remove" : "removed"} ${t.removed} run${t.removed === 1 ? "" : "s"} ` +
-    `(${t.lowerBound ? "≥ " : ""}${formatBytes(t.bytes)}) in ${t.tenants} tenant${t.tenants === 1 ? "" : "s"}; ` +
-    `kept ${t.kept}, active ${t.active}${extra.length > 0 ? `; ${extra.join(", ")}` : ""}.\n`
+  const runs = `${t.removed} run${t.removed === 1 ? "" : "s"}`
+  const tenants = `${t.tenants} tenant${t.tenants === 1 ? "" : "s"}`
+  return txt`Total: ${dryRun ? "would remove" : "removed"} ${runs} (${t.lowerBound ? "≥ " : ""}${formatBytes(t.bytes)}) in ${tenants}; kept ${t.kept}, active ${t.active}${extra.length > 0 ? `; ${extra.join(", ")}` : ""}.\n`
 }
 
 /** The exit code a set of outcomes earns: refused (3) over failures (1) over ok. */
@@ -156,9 +150,9 @@ const progressLine = (ctx: CliContext, label: string) => {
     if (last[p.phase] >= 0 && Math.floor(p.done / step) === Math.floor(last[p.phase] / step) && p.done !== p.total) return
     last[p.phase] = p.done
     drawn = true
-    process.stderr.write(`\r\u001b[K${label}: ${p.phase === "scan" ? "scanning" : "removing"} ${p.done}/${p.total}`)
+    writeErr(`\r\u001b[K${txt`${label}: ${p.phase === "scan" ? "scanning" : "removing"} ${p.done}/${p.total}`.text}`)
   }
-  return { onProgress, clear: Effect.sync(() => { if (drawn) process.stderr.write("\r\u001b[K") }) }
+  return { onProgress, clear: Effect.sync(() => { if (drawn) writeErr("\r\u001b[K") }) }
 }
 
 /** Why `--all` refused a directory, in words: WR10's detail (a link or a file is never followed). */
@@ -231,7 +225,7 @@ export const prune = (ctx: CliContext, flags: PruneFlags) =>
             yield* printJson({ dryRun: flags.dryRun, tenants: outcomes, total: pruneTotal(outcomes) })
           }
         } else if (target === undefined && outcomes.length === 0) {
-          yield* out("No work tenants to prune.\n")
+          yield* out(txt`No work tenants to prune.\n`)
         } else {
           const single = target !== undefined ? outcomes[0] : undefined
           if (single !== undefined && "error" in single) {
@@ -240,7 +234,7 @@ export const prune = (ctx: CliContext, flags: PruneFlags) =>
             const shown = flags.quiet ? outcomes.filter((o) => !uneventful(o)) : outcomes
             const blocks = shown.map((o) => renderTenantReport(ctx.paint, policy, o))
             if (target === undefined) blocks.push(renderTotal(flags.dryRun, pruneTotal(outcomes)))
-            yield* out(blocks.join("\n"))
+            yield* out(joinShown(blocks, "\n"))
           }
         }
         ctx.status.raise(code)

@@ -7,25 +7,25 @@ import * as Effect from "effect/Effect"
 import type { RemoveRunOutcome } from "../../services/WorkRuns.js"
 import { type CliContext, out, printJson, reportError, usageError, withStack } from "../context.js"
 import { ExitCode } from "../exit.js"
-import type { Paint } from "../format.js"
+import { joinShown, type Paint, type Shown, txt } from "../format.js"
 import { parseRunName, parseTenantTarget } from "../parse.js"
 
-export const renderRemoval = (paint: Paint, tenant: string, outcomes: ReadonlyArray<RemoveRunOutcome>): string =>
-  outcomes.map((o) => {
+export const renderRemoval = (paint: Paint, tenant: string, outcomes: ReadonlyArray<RemoveRunOutcome>): Shown =>
+  joinShown(outcomes.map((o) => {
     const name = `${tenant}/${o.runId}`
     switch (o._tag) {
       case "Removed":
-        return `removed  ${name}\n`
+        return txt`removed  ${name}\n`
       case "Held":
-        return `${paint("yellow", "kept")}     ${name}: ${o.why} (a live lease; never deleted)\n`
+        return txt`${paint("yellow", "kept")}     ${name}: ${o.why} (a live lease; never deleted)\n`
       case "Missing":
-        return `${paint("yellow", "missing")}  ${name}: no such run\n`
+        return txt`${paint("yellow", "missing")}  ${name}: no such run\n`
       case "Unowned":
-        return `${paint("yellow", "kept")}     ${name}: not owned by the library (${o.why})\n`
+        return txt`${paint("yellow", "kept")}     ${name}: not owned by the library (${o.why})\n`
       case "Skipped":
-        return `${paint("yellow", "kept")}     ${name}: ${o.why}\n`
+        return txt`${paint("yellow", "kept")}     ${name}: ${o.why}\n`
     }
-  }).join("")
+  }))
 
 /** Held runs are refusals (3); missing, unowned or skipped ones failures (1). */
 export const rmExitCode = (outcomes: ReadonlyArray<RemoveRunOutcome>): number =>

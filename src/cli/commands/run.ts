@@ -9,6 +9,7 @@
 import type { ChildProcess } from "node:child_process"
 import * as Effect from "effect/Effect"
 import { type CliContext, complain, reportError, usageError, withStack } from "../context.js"
+import { txt } from "../format.js"
 import { parseRunName, parseTenantTarget } from "../parse.js"
 
 export interface RunFlags {
@@ -71,7 +72,7 @@ export const run = (ctx: CliContext, flags: RunFlags) =>
       const { existsSync, statSync } = yield* Effect.promise(() => import("node:fs"))
       const { resolve } = yield* Effect.promise(() => import("node:path"))
       cwd = resolve(flags.cwd)
-      if (!existsSync(cwd) || !statSync(cwd).isDirectory()) return yield* usageError(ctx, `--cwd: ${JSON.stringify(flags.cwd)} is not a directory`)
+      if (!existsSync(cwd) || !statSync(cwd).isDirectory()) return yield* usageError(ctx, txt`--cwd: "${flags.cwd}" is not a directory`)
     }
     yield* withStack(ctx, (s) =>
       Effect.scoped(Effect.gen(function*() {
@@ -81,12 +82,12 @@ export const run = (ctx: CliContext, flags: RunFlags) =>
         yield* Effect.uninterruptible(Effect.gen(function*() {
           const outcome = yield* runChild(command, { ...process.env, ...workRuns.workRootEnv(run) }, cwd ?? run.path)
           if (outcome._tag === "NotStarted") {
-            yield* complain(ctx, `cannot run ${JSON.stringify(command[0])}: ${outcome.message}`, spawnFailureCode(outcome.errno))
+            yield* complain(ctx, txt`cannot run "${command[0]!}": ${outcome.message}`, spawnFailureCode(outcome.errno))
           }
           ctx.status.set(outcome._tag === "Exited" ? outcome.code : spawnFailureCode(outcome.errno))
           const released = yield* run.release(flags.delete ? { delete: true } : undefined)
           if (flags.delete && !released.deleted) {
-            yield* complain(ctx, `kept ${run.path}: ${released.keptBecause ?? "not deleted"}`, 0)
+            yield* complain(ctx, txt`kept ${run.path}: ${released.keptBecause ?? "not deleted"}`, 0)
           }
         }))
       })).pipe(Effect.catchAll((e) => reportError(ctx, e))))

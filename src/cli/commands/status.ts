@@ -7,7 +7,7 @@ import type { AgentDirSource } from "../../domain/AgentPaths.js"
 import type { Severity } from "../../domain/Findings.js"
 import type { InventoryReport } from "../../services/Inventory.js"
 import { type CliContext, notADirectory, out, printJson, withStack } from "../context.js"
-import { countOf, formatAge, formatEntries, formatSize, severityCounts, severitySummary, table } from "../format.js"
+import { countOf, formatAge, formatEntries, formatSize, joinShown, type Shown, severityCounts, trimEnd, severitySummary, table, txt } from "../format.js"
 
 export interface StatusDocument extends InventoryReport {
   readonly source: AgentDirSource
@@ -21,29 +21,30 @@ const SOURCE_LABEL: Record<AgentDirSource, string> = {
   default: "default"
 }
 
-export const renderStatus = (ctx: CliContext, doc: StatusDocument): string => {
+export const renderStatus = (ctx: CliContext, doc: StatusDocument): Shown => {
   const { paint } = ctx
-  const lines: Array<string> = []
+  const lines: Array<Shown> = []
+  const blank = txt``
   // A symlinked agent dir is shown as the link and the directory read (AgentDir resolved it once).
-  const shown = doc.linkedFrom === null ? doc.agentDir : `${doc.linkedFrom} -> ${doc.agentDir}`
-  lines.push(`${paint("bold", "Agent dir")}  ${shown} (${SOURCE_LABEL[doc.source]})`)
+  const where = doc.linkedFrom === null ? txt`${doc.agentDir}` : txt`${doc.linkedFrom} -> ${doc.agentDir}`
+  lines.push(txt`${paint("bold", "Agent dir")}  ${where} (${SOURCE_LABEL[doc.source]})`)
   if (!doc.exists) {
-    lines.push("", "The agent dir does not exist: nothing is stored yet.")
-    return lines.join("\n") + "\n"
+    lines.push(blank, txt`The agent dir does not exist: nothing is stored yet.`)
+    return txt`${joinShown(lines, "\n")}\n`
   }
-  lines.push(`${paint("bold", "Work root")}  ${doc.workRoot}`)
+  lines.push(txt`${paint("bold", "Work root")}  ${doc.workRoot}`)
   if (doc.doctor !== null) {
     const d = doc.doctor
     const summary = d.findings === 0 ? "no findings" : `${countOf(d.findings, "finding")} (${severitySummary(d.bySeverity)}); see pi-storage doctor`
     const tint = d.bySeverity.error > 0 ? "red" : d.bySeverity.warning > 0 ? "yellow" : "green"
-    lines.push(`${paint("bold", "Doctor")}     ${paint(tint, summary)}${d.truncated ? " (scan truncated)" : ""}`)
+    lines.push(txt`${paint("bold", "Doctor")}     ${paint(tint, summary)}${d.truncated ? " (scan truncated)" : ""}`)
   }
-  lines.push("")
+  lines.push(blank)
   if (doc.tenants.length === 0) {
-    lines.push("No work runs.")
+    lines.push(txt`No work runs.`)
   } else {
     lines.push(paint("bold", "Work runs"))
-    lines.push(table(
+    lines.push(trimEnd(table(
       [
         { header: "TENANT" },
         { header: "RUNS", align: "right" },
@@ -56,33 +57,33 @@ export const renderStatus = (ctx: CliContext, doc: StatusDocument): string => {
       ],
       doc.tenants.map((t) => [
         `${t.category}/${t.tenant}${t.truncated ? " (truncated)" : ""}`,
-        String(t.runs),
-        t.active > 0 ? paint("green", String(t.active)) : "0",
-        String(t.inactive),
-        t.unowned > 0 ? paint("yellow", String(t.unowned)) : "0",
+        t.runs,
+        t.active > 0 ? paint("green", t.active) : 0,
+        t.inactive,
+        t.unowned > 0 ? paint("yellow", t.unowned) : 0,
         formatEntries(t.size),
         formatSize(t.size),
         t.oldestLastUsedAt === null ? "-" : formatAge(t.oldestLastUsedAt, doc.scannedAt)
       ])
-    ).trimEnd())
+    )))
   }
   if (doc.extensions.length > 0) {
-    lines.push("", paint("bold", "Extension data"))
-    lines.push(table(
+    lines.push(blank, paint("bold", "Extension data"))
+    lines.push(trimEnd(table(
       [{ header: "NAMESPACE" }, { header: "STATE", align: "right" }, { header: "CACHE", align: "right" }],
       doc.extensions.map((e) => [
         e.namespace,
         e.state === null ? "-" : `${formatSize(e.state)} (${formatEntries(e.state)})`,
         e.cache === null ? "-" : `${formatSize(e.cache)} (${formatEntries(e.cache)})`
       ])
-    ).trimEnd())
+    )))
   }
   if (doc.errors.length > 0) {
-    lines.push("", paint("yellow", `${doc.errors.length} entr${doc.errors.length === 1 ? "y" : "ies"} could not be read:`))
-    for (const e of doc.errors) lines.push(`  ${e.message}`)
+    lines.push(blank, paint("yellow", `${doc.errors.length} entr${doc.errors.length === 1 ? "y" : "ies"} could not be read:`))
+    for (const e of doc.errors) lines.push(txt`  ${e.message}`)
   }
   if (hasLowerBound(doc)) lines.push(paint("dim", "Sizes marked ≥ are lower bounds: the scan budget ran out."))
-  return lines.join("\n") + "\n"
+  return txt`${joinShown(lines, "\n")}\n`
 }
 
 const hasLowerBound = (doc: StatusDocument): boolean =>
