@@ -3,7 +3,7 @@
  * change that brings back a free-function twin or an environment read fails here, not in review.
  *
  * - Every program in `src/services` is a class `Context.Tag("pi-agent-storage/<its name>")` with a static
- *   `make` and a static `layer` (the ports `FileSystem` and `Host` have neither: their layers are the worlds),
+ *   `make` and a static `layer` (the ports `FileSystem`, `Host` and `ProcessRunner` have neither: their layers are the worlds),
  *   and no method of its interface takes the agent dir as a string (the doctor's used to).
  * - A `src/services` module that defines a service exports no free function taking the agent dir as a string
  *   (`agentDir: string`): programs read it from `AgentDir`. A `@deprecated` alias that is written over its
@@ -22,7 +22,7 @@ import ts from "typescript"
 const SRC = fileURLToPath(new URL("../../src/", import.meta.url))
 const SERVICES = Path.join(SRC, "services")
 /** Ports: implemented by the Node and Memory worlds (`NodeFileSystem.layer`, `MemoryHost.layer`, …). */
-const PORTS = new Set(["FileSystem", "Host"])
+const PORTS = new Set(["FileSystem", "Host", "ProcessRunner"])
 /** Where `process.env` may be read (paths relative to `src/`). */
 const ENV_READERS = new Set(["layers/NodeHost.ts", "cli/commands/run.ts"])
 

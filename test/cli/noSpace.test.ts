@@ -44,11 +44,11 @@ describe("a full disk (Memory world)", () => {
     it.effect(`a profile write that meets ${errno} fails NoSpace (errno kept); the CLI says the disk is full, exit 1`, () =>
       Effect.gen(function*() {
         const world = MemoryWorld.make({ journal: false })
-        world.injectFault({ op: "writeFileAtomic", count: Infinity, errno })
+        world.injectFault({ op: "replaceFileIfUnchanged", count: Infinity, errno })
         const error = yield* Effect.flip(asProfile(world, (p) => p.add("likes tabs")))
         assert.strictEqual(error._tag, "FileSystemError")
         const fsError = error as FileSystemError
-        assert.deepStrictEqual([fsError.reason, fsError.errno, fsError.method], ["NoSpace", errno, "writeFileAtomic"])
+        assert.deepStrictEqual([fsError.reason, fsError.errno, fsError.method], ["NoSpace", errno, "replaceFileIfUnchanged"])
         assert.include(fsError.message, `${errno} (NoSpace): ${NO_SPACE_WORDS}`)
         // Nothing was written: USER.md is not there.
         assert.isUndefined(world.readFixtureText(USER))
