@@ -623,7 +623,11 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
             continue
           }
           const current = info === undefined ? undefined : yield* fs.readFile(livePath, { maxBytes: Math.max(budget, info.size) })
-          const next = rollbackContent(bytes, current)
+          const next = rollbackContent(NodePath.basename(livePath), bytes, current)
+          if (next._tag === "KeepLive") {
+            yield* skip(display, next.reason, "SecretsNotRestored")
+            continue
+          }
           for (const at of next.unresolved) unresolvedSecrets.push(`${display}#${at}`)
           if (current !== undefined && sameBytes(current, next.bytes)) continue
           const made = yield* makeParents(root, livePath)
