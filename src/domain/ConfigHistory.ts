@@ -81,6 +81,7 @@ export {
   isCredentialKey,
   isLiteralCredential,
   REDACTED,
+  REDACTION_RULE,
   type RollbackContent,
   rollbackContent
 } from "./Redaction.js"

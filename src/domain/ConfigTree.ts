@@ -47,7 +47,7 @@ export interface ConfigFormat {
 /** Nesting deeper than this is refused (a config file is shallow; the parsers recurse). */
 export const MAX_TREE_DEPTH = 64
 /** Values (scalars and containers, aliases expanded) a document may hold before it is refused. */
-export const MAX_TREE_NODES = 200_000
+export const MAX_TREE_NODES = 100_000
 
 export const refused = (why: string): TreeParse => ({ ok: false, why })
 
@@ -87,30 +87,31 @@ export const sameLeafValue = (a: LeafValue, b: LeafValue): boolean => {
  * `surrogates` is false (TOML cannot escape one).
  */
 export const doubleQuoted = (s: string, mustEscape: (code: number) => boolean, surrogates: boolean): string | null => {
-  let out = "\""
+  const parts: Array<string> = ["\""]
+  let from = 0
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i)
+    let escaped: string | null = null
     if (c >= 0xd800 && c <= 0xdfff) {
       const next = s.charCodeAt(i + 1)
       if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
-        out += s[i]! + s[i + 1]!
         i++
         continue
       }
       if (!surrogates) return null
-      out += "\\u" + c.toString(16).padStart(4, "0")
-      continue
-    }
-    const ch = s[i]!
-    if (ch === "\"") out += "\\\""
-    else if (ch === "\\") out += "\\\\"
-    else if (ch === "\n") out += "\\n"
-    else if (ch === "\t") out += "\\t"
-    else if (ch === "\r") out += "\\r"
-    else if (mustEscape(c)) out += "\\u" + c.toString(16).padStart(4, "0")
-    else out += ch
+      escaped = "\\u" + c.toString(16).padStart(4, "0")
+    } else if (c === 0x22) escaped = "\\\""
+    else if (c === 0x5c) escaped = "\\\\"
+    else if (c === 0x0a) escaped = "\\n"
+    else if (c === 0x09) escaped = "\\t"
+    else if (c === 0x0d) escaped = "\\r"
+    else if (mustEscape(c)) escaped = "\\u" + c.toString(16).padStart(4, "0")
+    if (escaped === null) continue
+    parts.push(s.slice(from, i), escaped)
+    from = i + 1
   }
-  return out + "\""
+  parts.push(s.slice(from), "\"")
+  return parts.join("")
 }
 
 /** Split a text into lines with their offsets (`\n` ends a line; a `\r` before it is not part of the line). */

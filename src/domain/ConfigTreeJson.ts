@@ -18,6 +18,8 @@ import {
 
 type Dialect = "json" | "jsonc" | "json5"
 
+const HEX = /^[0-9A-Fa-f]+$/
+
 class Refused {
   constructor(readonly why: string) {}
 }
@@ -63,7 +65,7 @@ const parseWith = (dialect: Dialect) => (text: string): TreeParse => {
 
   const hex = (n: number): number => {
     const digits = text.slice(pos, pos + n)
-    if (!new RegExp(`^[0-9a-fA-F]{${n}}$`).test(digits)) fail("a bad escape")
+    if (digits.length !== n || !HEX.test(digits)) fail("a bad escape")
     pos += n
     return parseInt(digits, 16)
   }
@@ -111,8 +113,14 @@ const parseWith = (dialect: Dialect) => (text: string): TreeParse => {
         continue
       }
       if (c === "\n" || c === "\r" || (!json5 && c.charCodeAt(0) < 0x20)) return fail("a control character in a string")
-      out += c
-      pos++
+      // A run of plain characters in one slice (one string, not one per character).
+      let end = pos + 1
+      for (; end < text.length; end++) {
+        const d = text.charCodeAt(end)
+        if (d === 0x5c || d === quote.charCodeAt(0) || d === 0x0a || d === 0x0d || (!json5 && d < 0x20)) break
+      }
+      out += text.slice(pos, end)
+      pos = end
     }
   }
 

@@ -18,6 +18,8 @@ import {
   type TreeParse
 } from "./ConfigTree.js"
 
+const HEX = /^[0-9A-Fa-f]+$/
+
 class Refused {
   constructor(readonly why: string) {}
 }
@@ -89,7 +91,7 @@ const parse = (text: string): TreeParse => {
         const e = text[pos++]
         const hex = (n: number) => {
           const digits = text.slice(pos, pos + n)
-          if (!new RegExp(`^[0-9A-Fa-f]{${n}}$`).test(digits)) fail("a bad escape")
+          if (digits.length !== n || !HEX.test(digits)) fail("a bad escape")
           pos += n
           const code = parseInt(digits, 16)
           if (code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) fail("an escape that is not a character")
@@ -111,7 +113,14 @@ const parse = (text: string): TreeParse => {
       }
       const code = c.charCodeAt(0)
       if ((code < 0x20 && code !== 0x09) || code === 0x7f) fail("a control character in a string")
-      out += c
+      // A run of plain characters in one slice.
+      let end = pos
+      for (; end < text.length; end++) {
+        const d = text.charCodeAt(end)
+        if (d === 0x22 || d === 0x5c || (d < 0x20 && d !== 0x09) || d === 0x7f) break
+      }
+      out += c + text.slice(pos, end)
+      pos = end
     }
   }
 

@@ -45,7 +45,8 @@ const propSpans = (text: string): Array<readonly [number, number]> | null => {
 const parse = (text: string): TreeParse => {
   const opaque = propSpans(text)
   if (opaque === null) return refused("its tokens do not cover the text")
-  const docs = parseAllDocuments(text, { uniqueKeys: true, prettyErrors: false, merge: false, logLevel: "silent", strict: true })
+  // Duplicate keys are caught below, per map, in one pass: yaml's own check compares each key with every other.
+  const docs = parseAllDocuments(text, { uniqueKeys: false, prettyErrors: false, merge: false, logLevel: "silent", strict: true })
   const leaves: Array<Leaf> = []
   const paths = new Set<string>()
   let nodes = 0
@@ -61,10 +62,14 @@ const parse = (text: string): TreeParse => {
       return walk(doc, target, path, depth + 1, true)
     }
     if (isMap(node)) {
+      const keys = new Set<string>()
       for (const pair of node.items) {
         const key = pair.key
         if (!isScalar(key)) throw new Refused("a key that is not a scalar")
-        walk(doc, pair.value, [...path, String(key.value)], depth + 1, aliased)
+        const name = String(key.value)
+        if (keys.has(name)) throw new Refused(`a duplicate key ${JSON.stringify(name)}`)
+        keys.add(name)
+        walk(doc, pair.value, [...path, name], depth + 1, aliased)
       }
       return
     }

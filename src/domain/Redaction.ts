@@ -5,12 +5,13 @@
  * A file of a format read here (JSON, JSONC, JSON5, YAML, TOML, INI / `.npmrc`, env files; by its name) is
  * parsed into the common tree of `ConfigTree.ts`, and a leaf is a secret when
  * - it sits under a key that names a credential (`isCredentialKey`, at any depth: a credential key's whole
- *   subtree is credential) or follows a credential flag in an array (`["--token", "x"]`), and is a literal:
+ *   subtree is credential), follows a credential flag in an array (`["--token", "x"]`) or is the `value` beside
+ *   a `name` that names one (`{ name: "API_TOKEN", value: "x" }`), and is a literal:
  *   any string but a reference resolved at request time (`isLiteralCredential`), any number or date, a boolean
  *   not written `true` / `false`; such a value is replaced whole by `REDACTED`;
  * - or, anywhere, a string holds one in its text (`credentialRanges`): a password inside a URL
- *   (`https://user:pass@host`), a credential assignment (`--api-key=x`, `token: x`, `?access_token=x`) or a
- *   credential flag's value (`--token x`); only those characters are replaced.
+ *   (`https://user:pass@host`), a credential assignment (`--api-key=x`, `token: x`, `?access_token=x`), a
+ *   credential flag's value (`--token x`) or a PEM private key; only those characters are replaced.
  * Only the secret values' source spans are rewritten (comments and layout stay), and the result is read back to
  * prove it. Text outside the values (comments) is read line by line with `credentialRanges`; so is a file of no
  * known format, whole. What holds a credential that cannot be redacted in place (a file that does not parse, a
@@ -36,6 +37,13 @@ import { YAML_FORMAT } from "./ConfigTreeYaml.js"
 /** What history holds instead of a literal credential. */
 export const REDACTED = "[redacted by pi-storage]"
 
+/**
+ * The rule's version. A stored copy made under an older rule may hold what this one redacts, so the config
+ * history's stat cache vouches for a mirrored copy only under the rule it was made with (then every file is
+ * read and stored again). Raise it whenever the rule redacts more.
+ */
+export const REDACTION_RULE = 2
+
 // ---------------------------------------------------------------------------------------------------------
 // Which keys name a credential
 
@@ -43,7 +51,7 @@ export const REDACTED = "[redacted by pi-storage]"
 export const keyWords = (key: string): ReadonlyArray<string> =>
   key
     .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
-    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1 $2")
+    .replace(/([A-Z])(?=[A-Z][a-z])/g, "$1 ")
     .replace(/([A-Za-z])([0-9])/g, "$1 $2")
     .replace(/([0-9])([A-Za-z])/g, "$1 $2")
     .toLowerCase()
@@ -74,6 +82,9 @@ const DESCRIBING = new Set([
   "location", "binding", "bindings", "map", "mapping", "prefix", "pattern", "regex"
 ])
 
+/** Keys already judged (a document repeats its keys on every path): a cache, so the function stays pure. */
+const credentialKeys = new Map<string, boolean>()
+
 /**
  * Whether an object key, a section or a flag name names a credential: `apiKey`, `api_key`, `X-Api-Key`, `key`,
  * `token`, `accessToken`, `_authToken`, `//registry/:_authToken`, `secret`, `password`, `pass`, `auth`,
@@ -82,7 +93,17 @@ const DESCRIBING = new Set([
  * `keyBindings`) or names a key that is no secret (`publicKey`, `sortKey`).
  */
 export const isCredentialKey = (key: string): boolean => {
-  const words = keyWords(key)
+  // No config key is this long: a credential, to be safe (and the words of a megabyte are not worth reading).
+  if (key.length > 512) return true
+  let known = credentialKeys.get(key)
+  if (known === undefined) {
+    if (credentialKeys.size >= 65_536) credentialKeys.clear()
+    credentialKeys.set(key, known = credentialByWords(keyWords(key)))
+  }
+  return known
+}
+
+const credentialByWords = (words: ReadonlyArray<string>): boolean => {
   const last = words[words.length - 1]
   if (last === undefined) return false
   // Vault's `secret_id` is one; an `accessKeyId` or a `tokenId` is a name.
@@ -103,12 +124,15 @@ const ENV_NAME = /^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$/
 
 /**
  * Whether a credential's string is a literal (to redact) rather than a reference resolved at request time: an
- * environment variable name (`OPENAI_API_KEY`, `$X`, `${X}`) or a `!command`. Empty strings and `REDACTED`
- * are not literals either.
+ * environment variable name (`OPENAI_API_KEY`, `$X`, `${X}`) or a `!command with arguments`. Empty strings and
+ * `REDACTED` are not literals either.
  */
 export const isLiteralCredential = (value: unknown): value is string =>
-  typeof value === "string" && value !== "" && value !== REDACTED && !value.startsWith("!") &&
+  typeof value === "string" && value !== "" && value !== REDACTED && !COMMAND.test(value) &&
   !ENV_REFERENCE.test(value) && !ENV_NAME.test(value)
+
+/** `!pass show x`, `!op read …`: a command and its arguments (a lone `!word` may be a password that starts with `!`). */
+const COMMAND = /^![^\s]+\s+\S/
 
 // ---------------------------------------------------------------------------------------------------------
 // Credentials inside a text
@@ -120,74 +144,114 @@ export interface CredentialRange {
   readonly what: string
 }
 
-const URL_USERINFO = /[A-Za-z][A-Za-z0-9+.-]*:\/\/([^\s/?#]*)@/g
-/** `key = `, `key: `, `"key": `, `--key=` (not `scheme://`). */
+/** `key = `, `key: `, `"key": `, `--key=` (not `scheme://`). Linear: a match starts only where a word does. */
 const ASSIGNMENT = /(?<![A-Za-z0-9_.-])(["']?)((?:--?)?[A-Za-z_][A-Za-z0-9_.-]*)\1[ \t]*(?:=|:(?!\/\/))[ \t]*/g
 /** `--key value`, `-key value`. */
 const FLAG_SPACE = /(?<![A-Za-z0-9_.-])(--?[A-Za-z][A-Za-z0-9_.-]*)[ \t]+/g
 /** An HTTP authentication scheme: the credential is the word after it (`Authorization: Bearer x`). */
 const AUTH_SCHEME = /^(bearer|basic|token|digest|negotiate|apikey)$/i
-const TRAILING_PUNCTUATION = /[,;)\]}>"'`]+$/
+/** A PEM private key (`-----BEGIN RSA PRIVATE KEY-----`, OpenSSH's, PGP's `… PRIVATE KEY BLOCK-----`). */
+const PEM_BEGIN = /-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----/g
+const PEM_END = /-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----/g
+/** Longer values are literals without a closer look (no reference or placeholder is this long). */
+const LONG_VALUE = 256
 
-/** The value written at `pos` (quoted, or up to a blank): its range when it is a literal, else null. */
-const valueAt = (text: string, pos: number, allowFlag: boolean): readonly [number, number] | null => {
-  if (text.startsWith(REDACTED, pos)) return null
-  const c = text[pos]
-  if (c === undefined) return null
-  let start = pos
-  let end: number
-  if (c === "\"" || c === "'") {
-    start = pos + 1
-    const close = text.indexOf(c, start)
-    const nl = text.indexOf("\n", start)
-    end = close === -1 || (nl !== -1 && nl < close) ? (nl === -1 ? text.length : nl) : close
-    if (text.startsWith(REDACTED, start)) return null
-  } else {
-    // A delimiter or an opening bracket where the value would be: structure (`"token": ,` once the value is blanked).
-    if (/[,;)\]}>{[(]/.test(c)) return null
-    end = pos
-    while (end < text.length && !/\s/.test(text[end]!)) end++
-    const word = text.slice(start, end)
-    end = start + word.replace(TRAILING_PUNCTUATION, "").length
-    // `Bearer x`: the secret is the word after the scheme.
-    if (AUTH_SCHEME.test(text.slice(start, end))) {
-      let next = end
-      while (text[next] === " " || text[next] === "\t") next++
-      if (next > end && next < text.length && !/\s/.test(text[next]!)) return valueAt(text, next, allowFlag)
-    }
-  }
-  const value = text.slice(start, end)
-  if (!allowFlag && value.startsWith("-")) return null
-  // A value of punctuation only (`**`, `-`) is layout, not a credential.
-  return isLiteralCredential(value) && /[\p{L}\p{N}]/u.test(value) ? [start, end] : null
+const isBlank = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d || c === 0x0b || c === 0x0c || c === 0xa0 || c === 0x2028 || c === 0x2029 || c === 0xfeff || (c >= 0x2000 && c <= 0x200a) || c === 0x3000
+const TRAILING = new Set([",", ";", ")", "]", "}", ">", "\"", "'", "`"])
+
+/**
+ * Where each run of non-blank characters ends, computed once per text (so a text of many `token=token=…`
+ * costs one pass, not one pass per match).
+ */
+const runEnds = (text: string): Int32Array => {
+  const ends = new Int32Array(text.length + 1)
+  ends[text.length] = text.length
+  for (let i = text.length - 1; i >= 0; i--) ends[i] = isBlank(text.charCodeAt(i)) ? i : ends[i + 1]!
+  return ends
 }
 
 /**
  * The credentials written inside a text: passwords in URLs, values assigned to a credential key
  * (`token=x`, `"apiKey": "x"`, `--api-key=x`, `Authorization: Bearer x`), values after a credential flag
- * (`--token x`). The one reading of free text: string values, comments, files of no known format.
+ * (`--token x`), PEM private keys. The one reading of free text: string values, comments, files of no known
+ * format. Linear in the text's length.
  */
 export const credentialRanges = (text: string): ReadonlyArray<CredentialRange> => {
   const out: Array<CredentialRange> = []
-  for (const m of text.matchAll(URL_USERINFO)) {
-    const userinfo = m[1]!
-    const colon = userinfo.indexOf(":")
-    if (colon === -1) continue
-    const start = m.index + m[0].length - 1 - userinfo.length + colon + 1
-    const end = m.index + m[0].length - 1
-    if (isLiteralCredential(text.slice(start, end))) out.push({ start, end, what: "a URL's password" })
+  let ends: Int32Array | undefined
+  const runEnd = (i: number) => (ends ??= runEnds(text))[i]!
+
+  /** The value written at `pos` (quoted, or up to a blank): its range when it is a literal, else null. */
+  const valueAt = (pos: number, allowFlag: boolean, depth = 0): readonly [number, number] | null => {
+    if (text.startsWith(REDACTED, pos)) return null
+    const c = text[pos]
+    if (c === undefined) return null
+    let start = pos
+    let end: number
+    if (c === "\"" || c === "'") {
+      start = pos + 1
+      if (text.startsWith(REDACTED, start)) return null
+      // Up to the closing quote, or the end of the line: a credential never runs over a line here.
+      end = start
+      while (end < text.length && text[end] !== c && text[end] !== "\n") end++
+    } else {
+      // A delimiter or an opening bracket where the value would be: structure (`"token": ,` once the value is blanked).
+      if (/[,;)\]}>{[(]/.test(c)) return null
+      end = runEnd(pos)
+      while (end > start && TRAILING.has(text[end - 1]!)) end--
+      // `Bearer x`: the secret is the word after the scheme.
+      if (depth === 0 && end - start <= 10 && AUTH_SCHEME.test(text.slice(start, end))) {
+        let next = end
+        while (text[next] === " " || text[next] === "\t") next++
+        if (next > end && next < text.length && !isBlank(text.charCodeAt(next))) return valueAt(next, allowFlag, 1)
+      }
+    }
+    if (end === start) return null
+    if (!allowFlag && text[start] === "-") return null
+    if (end - start > LONG_VALUE) return [start, end]
+    const value = text.slice(start, end)
+    // A value of punctuation only (`**`, `-`) is layout, not a credential.
+    return isLiteralCredential(value) && /[\p{L}\p{N}]/u.test(value) ? [start, end] : null
+  }
+
+  // A URL's password: `scheme://user:password@host`. Each `://` starts an authority that ends at the next
+  // `/`, `?`, `#` or blank, so the authorities never overlap: one pass.
+  for (let i = text.indexOf("://"); i !== -1; i = text.indexOf("://", i + 3)) {
+    if (i === 0 || !/[A-Za-z0-9+.-]/.test(text[i - 1]!)) continue
+    let end = i + 3
+    while (end < text.length && !isBlank(text.charCodeAt(end)) && text[end] !== "/" && text[end] !== "?" && text[end] !== "#") end++
+    let at = end - 1
+    while (at >= i + 3 && text[at] !== "@") at--
+    if (at < i + 3) continue
+    let colon = i + 3
+    while (colon < at && text[colon] !== ":") colon++
+    if (colon === at || colon + 1 === at) continue
+    const long = at - colon - 1 > LONG_VALUE
+    if (long || (isLiteralCredential(text.slice(colon + 1, at)) && /[\p{L}\p{N}]/u.test(text.slice(colon + 1, at)))) {
+      out.push({ start: colon + 1, end: at, what: "a URL's password" })
+    }
   }
   for (const m of text.matchAll(ASSIGNMENT)) {
     const key = m[2]!
     if (!isCredentialKey(key.replace(/^-+/, ""))) continue
-    const range = valueAt(text, m.index + m[0].length, true)
+    const range = valueAt(m.index + m[0].length, true)
     if (range !== null) out.push({ start: range[0], end: range[1], what: key })
   }
   for (const m of text.matchAll(FLAG_SPACE)) {
     const flag = m[1]!
     if (!isCredentialKey(flag.replace(/^-+/, ""))) continue
-    const range = valueAt(text, m.index + m[0].length, false)
+    const range = valueAt(m.index + m[0].length, false)
     if (range !== null) out.push({ start: range[0], end: range[1], what: flag })
+  }
+  PEM_BEGIN.lastIndex = 0
+  for (let m = PEM_BEGIN.exec(text); m !== null; m = PEM_BEGIN.exec(text)) {
+    const from = m.index + m[0].length
+    PEM_END.lastIndex = from
+    const close = PEM_END.exec(text)
+    const end = close === null ? text.length : close.index
+    if (!(text.startsWith(REDACTED, from) && from + REDACTED.length === end)) out.push({ start: from, end, what: "a private key" })
+    if (close === null) break
+    PEM_BEGIN.lastIndex = close.index + close[0].length
   }
   return out.sort((a, b) => a.start - b.start || b.end - a.end)
 }
@@ -232,7 +296,13 @@ interface Secret {
   readonly replacement: string
 }
 
-/** The leaves in a credential slot: under a credential key, or right after a credential flag in an array. */
+/** Fields that name what their sibling `value` holds (`{ name: "API_TOKEN", value: "…" }`: env and header lists). */
+const NAMING_FIELDS = new Set(["name", "key", "header", "variable", "var", "env"])
+
+/**
+ * The leaves in a credential slot: under a credential key; right after a credential flag in an array
+ * (`["--token", "x"]`); the `value` beside a `name` that names a credential (`{ name: "API_TOKEN", value: "x" }`).
+ */
 const credentialSlots = (leaves: ReadonlyArray<Leaf>): ReadonlySet<Leaf> => {
   const slots = new Set<Leaf>()
   const byPath = new Map<string, Leaf>()
@@ -240,6 +310,10 @@ const credentialSlots = (leaves: ReadonlyArray<Leaf>): ReadonlySet<Leaf> => {
   for (const leaf of leaves) {
     if (leaf.path.some((p) => typeof p === "string" && isCredentialKey(p))) slots.add(leaf)
     const last = leaf.path[leaf.path.length - 1]
+    if (typeof last === "string" && NAMING_FIELDS.has(last.toLowerCase()) && leaf.value.type === "string" && isCredentialKey(leaf.value.value)) {
+      const value = byPath.get(pathKey([...leaf.path.slice(0, -1), "value"]))
+      if (value !== undefined) slots.add(value)
+    }
     if (typeof last !== "number" || leaf.value.type !== "string") continue
     const flag = /^--?([A-Za-z][A-Za-z0-9_.-]*)$/.exec(leaf.value.value)
     if (flag === null || !isCredentialKey(flag[1]!)) continue
@@ -287,7 +361,7 @@ const residueOf = (text: string, tree: ConfigTree): string => {
 }
 
 const describe = (text: string, r: CredentialRange) =>
-  `line ${lineOf(text, r.start)} holds what looks like a credential (${r.what === "a URL's password" ? r.what : `${r.what} = …`})`
+  `line ${lineOf(text, r.start)} holds what looks like a credential (${r.what.startsWith("a ") ? r.what : `${r.what} = …`})`
 
 // ---------------------------------------------------------------------------------------------------------
 // What history stores
@@ -372,7 +446,7 @@ const readsBack = (
   if (leaves.length !== before.leaves.length) return { ok: false, why: "a different number of values" }
   for (const [i, leaf] of leaves.entries()) {
     const was = before.leaves[i]!
-    if (pathKey(leaf.path) !== pathKey(was.path)) return { ok: false, why: `${pointerOf(leaf.path)} moved` }
+    if (leaf.path.length !== was.path.length || leaf.path.some((p, j) => p !== was.path[j])) return { ok: false, why: `${pointerOf(leaf.path)} moved` }
     if (!sameLeafValue(leaf.value, expected(was))) return { ok: false, why: `${pointerOf(leaf.path)} changed` }
   }
   return again

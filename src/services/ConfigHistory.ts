@@ -34,6 +34,7 @@ import {
   type LogEntry,
   parseLog,
   PENDING_MARKER,
+  REDACTION_RULE,
   revisionViolation,
   rollbackContent,
   WEB_MIRROR
@@ -142,7 +143,9 @@ const StatCache = Schema.Struct({
   scope: Schema.String,
   recordedAt: Schema.Number,
   entries: Schema.Record({ key: Schema.String, value: Schema.Tuple(Schema.Number, Schema.Number, Schema.Number) }),
-  mirror: Schema.Array(Schema.String)
+  mirror: Schema.Array(Schema.String),
+  /** The redaction rule the mirrored copies were made with: under another rule every file is read again. */
+  rule: Schema.Number
 })
 type StatCache = typeof StatCache.Type
 const STAT_CACHE = "pi-stat-cache.json"
@@ -387,7 +390,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
       const bytes = yield* fs.readFile(statCachePath, { maxBytes: STAT_CACHE_MAX }).pipe(Effect.option)
       if (bytes._tag === "None") return undefined
       const decoded = decodeJsonBytes(StatCache, bytes.value)
-      if (!decoded.ok || decoded.value.scope !== scopeKey) return undefined
+      if (!decoded.ok || decoded.value.scope !== scopeKey || decoded.value.rule !== REDACTION_RULE) return undefined
       if ((yield* exists(pendingPath).pipe(Effect.orElseSucceed(() => true)))) return undefined
       return decoded.value.head === (yield* headFromRefs) ? decoded.value : undefined
     })
@@ -402,7 +405,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
           if (stat !== undefined) entries[f.repoPath] = stat
         }
         const mirror = yield* mirrorFiles
-        const cache = { version: 1, head: headRevision, scope: scopeKey, recordedAt: live.scannedAt, entries, mirror }
+        const cache = { version: 1, head: headRevision, scope: scopeKey, recordedAt: live.scannedAt, entries, mirror, rule: REDACTION_RULE }
         yield* fs.writeFileAtomic(statCachePath, encodeJsonBytes(cache), { sync: false })
       }).pipe(
         // Only a speed-up: a cache that cannot be written means the next snapshot reads the files.

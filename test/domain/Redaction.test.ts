@@ -437,6 +437,28 @@ describe("the rule's edges", () => {
     assert.strictEqual(stored("a.yaml", "headers: ['Authorization: Bearer abc123']\n"), `headers: [${q(`Authorization: Bearer ${REDACTED}`)}]\n`)
   })
 
+  it("a name/value pair naming a credential, a PEM private key, a `!word` that is no command", () => {
+    assert.strictEqual(
+      stored("a.json", '{"env": [{"name": "GITHUB_TOKEN", "value": "ghp_abc"}, {"name": "REGION", "value": "eu"}]}'),
+      `{"env": [{"name": "GITHUB_TOKEN", "value": ${q(REDACTED)}}, {"name": "REGION", "value": "eu"}]}`
+    )
+    const pem = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk=\n-----END OPENSSH PRIVATE KEY-----\n"
+    assert.strictEqual(stored("a.json", JSON.stringify({ note: pem })),
+      JSON.stringify({ note: `-----BEGIN OPENSSH PRIVATE KEY-----${REDACTED}-----END OPENSSH PRIVATE KEY-----\n` }))
+    assert.match(stored("id.txt", `# my key\n${pem}`), /^SKIP: line 2 holds what looks like a credential \(a private key\)/)
+    assert.strictEqual(stored("a.json", '{"password": "!hunter2", "token": "!op read x"}'), `{"password": ${q(REDACTED)}, "token": "!op read x"}`)
+  })
+
+  it("reading free text is linear: a megabyte of repeated patterns is judged, not stuck", () => {
+    const big = 1 << 20
+    assert.match(stored("a.txt", "token=".repeat(big / 6)), /^SKIP: line 1 holds what looks like a credential \(token = …\)/)
+    assert.match(stored("a.txt", "token='a ".repeat(big / 9)), /^SKIP: line 1/)
+    assert.strictEqual(stored("a.txt", "a".repeat(big)), "a".repeat(big))
+    assert.strictEqual(stored("a.txt", "a://".repeat(big / 4)), "a://".repeat(big / 4))
+    const urls = JSON.stringify({ a: "x://a:b@".repeat(big / 16) })
+    assert.notInclude(stored("a.json", urls), ":b@")
+  })
+
   it("what cannot be redacted in place is skipped with the reason", () => {
     assert.match(stored("a.yaml", "base: &b sk-1\nprovider:\n  apiKey: *b\n"), /^SKIP: the credential at \/provider\/apiKey is reached through a YAML alias/)
     assert.match(stored("a.toml", 'token = """\nabc"""\n'), /^SKIP: not valid TOML \(a multi-line string \(not read\)/)

@@ -103,4 +103,26 @@ describe("ConfigHistory redaction across formats (real git)", () => {
       assert.include(fs.readFileSync(NodePath.join(root, config("legacy.conf")), "utf8"), "SEKRET-CONF-1")
       assert.include(read(config(".npmrc")), "SEKRET-NPMRC-3")
     }))
+
+  it.scopedLive("a copy stored under an older rule is stored again, though the stat cache vouches for the file", () =>
+    Effect.gen(function*() {
+      const { history, write, root } = yield* setup({ web: true })
+      const live = NodePath.join(root, "web/ext1/config/server.yaml")
+      write("web/ext1/config/server.yaml", "server:\n  key: SEKRET-OLD-RULE\n")
+      const past = (Date.now() - 3_600_000) / 1000
+      fs.utimesSync(live, past, past)
+      yield* history.snapshot()
+      // What an older rule stored: the file as it was (YAML was not redacted), committed, with its stat cache.
+      const mirror = NodePath.join(history.dir, "web/ext1/config/server.yaml")
+      fs.writeFileSync(mirror, fs.readFileSync(live))
+      rawGit(history.dir, ["-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-am", "older rule"])
+      const cachePath = NodePath.join(history.dir, ".git", "pi-stat-cache.json")
+      const { rule: _rule, ...older } = JSON.parse(fs.readFileSync(cachePath, "utf8"))
+      const head = rawGit(history.dir, ["rev-parse", "HEAD"]).trim()
+      fs.writeFileSync(cachePath, JSON.stringify({ ...older, head }))
+      const r = yield* history.snapshot({ message: "under the current rule" })
+      assert.deepStrictEqual(r.changed, ["ext1/config/server.yaml"])
+      assert.notInclude(rawGit(history.dir, ["show", "HEAD:web/ext1/config/server.yaml"]), "SEKRET")
+      assert.strictEqual(fs.readFileSync(mirror, "utf8"), `server:\n  key: "${REDACTED}"\n`)
+    }))
 })
