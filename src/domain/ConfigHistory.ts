@@ -46,9 +46,13 @@ export const displayOfRepoPath = (repoPath: string): string => {
 // ---------------------------------------------------------------------------------------------------------
 // The denylist
 
-/** Never committed, whatever they hold (case-insensitive globs on the file name; a `/` matches the display path). */
+/**
+ * Never committed, whatever they hold (case-insensitive globs on the file name; a `/` matches the display path).
+ * `.netrc` and `.pgpass` are credential stores whose lines (`machine h login u password p`, `h:5432:db:u:p`) the
+ * line-by-line reading of files of no known format would not recognise.
+ */
 export const DEFAULT_DENYLIST: ReadonlyArray<string> = [
-  "auth.json", "*.pem", "*.key", "id_*", ".env*", "*secret*", "*token*", "*credential*"
+  "auth.json", "*.pem", "*.key", "id_*", ".env*", "*secret*", "*token*", "*credential*", ".netrc", "_netrc", ".pgpass"
 ]
 
 const compiled = new Map<string, RegExp>()

@@ -70,7 +70,7 @@ export type { LogEntry } from "../domain/ConfigHistory.js"
 export interface ConfigHistoryOptions {
   /** The web host's extension data root (`data/`): every extension's `config/` is versioned. Else `$PI_WEB_DATA_DIR` when set, else none. */
   readonly webDataRoot?: string | undefined
-  /** Glob patterns never committed (replaces the default: auth.json, *.pem, *.key, id_*, .env*, *secret*, *token*, *credential*). */
+  /** Glob patterns never committed (replaces the default: auth.json, *.pem, *.key, id_*, .env*, *secret*, *token*, *credential*, .netrc, _netrc, .pgpass). */
   readonly denylist?: ReadonlyArray<string> | undefined
   /** Files above this are skipped (default: the config budget, 1 MiB). */
   readonly configBudgetBytes?: number | undefined

@@ -50,7 +50,7 @@ describe("config history rules (pure)", () => {
 
   it("the default denylist", () => {
     for (const bad of ["auth.json", "AUTH.JSON", "server.pem", "ssh.key", "id_rsa", "id_ed25519.pub", ".env", ".env.local",
-      "my-secret.txt", "github_TOKEN", "credentials.json", "ext/config/Credential-store"]) {
+      "my-secret.txt", "github_TOKEN", "credentials.json", "ext/config/Credential-store", ".netrc", "_netrc", ".pgpass"]) {
       assert.isNotNull(deniedBy(bad, DEFAULT_DENYLIST), bad)
     }
     for (const ok of ["settings.json", "models.json", "keybindings.json", "keys.txt", "environment.json", "identity.json"]) {
