@@ -63,8 +63,8 @@ const CREDENTIAL_WORDS = new Set([
   "token", "secret", "secrets", "password", "passwords", "passwd", "passphrase", "passcode", "credential",
   "credentials", "authorization", "cookie", "cookies", "bearer", "jwt"
 ])
-/** One word spelling a credential (`apikey`, `authtoken`, `dbpassword`, `npmtoken` …). */
-const CREDENTIAL_JOINED = /(token|secret|password|passwd|passphrase)$|^(api|access|secret|private|session|auth|master|license|signing|encryption|client)key$/
+/** One word spelling a credential (`apikey`, `authtoken`, `dbpassword`, `npmtoken`, `secretaccesskey` …). */
+const CREDENTIAL_JOINED = /(token|secret|password|passwd|passphrase|(api|access|secret|private|session|auth|master|license|signing|encryption|client)key)$/
 /** Words that name a credential only as a key's last word (`key`, `apiKey`, `smtp_pass`, `basicAuth`, `githubPat`). */
 const LAST_WORDS = new Set(["key", "pass", "pwd", "auth", "pat"])
 /** A `…Key` that is not a secret. */
@@ -175,29 +175,41 @@ const runEnds = (text: string): Int32Array => {
  * (`token=x`, `"apiKey": "x"`, `--api-key=x`, `Authorization: Bearer x`), values after a credential flag
  * (`--token x`), PEM private keys. The one reading of free text: string values, comments, files of no known
  * format. Linear in the text's length.
+ *
+ * `unreadable`: a credential key or flag whose value cannot be read on its line (nothing, punctuation, a
+ * quote that does not close, a bracket) counts too, as `[start, start]`: in a file of no known format the
+ * value may go on over the next lines (`password = \`, `token: |`, `key = """`), where no rule would see it.
  */
-export const credentialRanges = (text: string): ReadonlyArray<CredentialRange> => {
+export const credentialRanges = (text: string, o: { readonly unreadable?: boolean } = {}): ReadonlyArray<CredentialRange> => {
   const out: Array<CredentialRange> = []
   let ends: Int32Array | undefined
   const runEnd = (i: number) => (ends ??= runEnds(text))[i]!
+  const unreadable = o.unreadable === true
 
   /** The value written at `pos` (quoted, or up to a blank): its range when it is a literal, else null. */
   const valueAt = (pos: number, allowFlag: boolean, depth = 0): readonly [number, number] | null => {
     if (text.startsWith(REDACTED, pos)) return null
     const c = text[pos]
-    if (c === undefined) return null
+    const cannotRead = unreadable ? [pos, pos] as const : null
+    if (c === undefined || c === "\n" || c === "\r") return cannotRead
     let start = pos
     let end: number
+    let word = -1
     if (c === "\"" || c === "'") {
       start = pos + 1
       if (text.startsWith(REDACTED, start)) return null
       // Up to the closing quote, or the end of the line: a credential never runs over a line here.
       end = start
       while (end < text.length && text[end] !== c && text[end] !== "\n") end++
+      // Not closed on its line, or `"""` / `'''` (a string over several lines): unreadable.
+      if (text[end] !== c || (end === start && text[end + 1] === c)) {
+        if (unreadable) return [pos, pos]
+        if (text[end] === c) return null
+      } else if (end === start) return null
     } else {
       // A delimiter or an opening bracket where the value would be: structure (`"token": ,` once the value is blanked).
-      if (/[,;)\]}>{[(]/.test(c)) return null
-      end = runEnd(pos)
+      if (/[,;)\]}>{[(]/.test(c)) return cannotRead
+      end = word = runEnd(pos)
       while (end > start && TRAILING.has(text[end - 1]!)) end--
       // `Bearer x`: the secret is the word after the scheme.
       if (depth === 0 && end - start <= 10 && AUTH_SCHEME.test(text.slice(start, end))) {
@@ -206,12 +218,14 @@ export const credentialRanges = (text: string): ReadonlyArray<CredentialRange> =
         if (next > end && next < text.length && !isBlank(text.charCodeAt(next))) return valueAt(next, allowFlag, 1)
       }
     }
-    if (end === start) return null
     if (!allowFlag && text[start] === "-") return null
     if (end - start > LONG_VALUE) return [start, end]
     const value = text.slice(start, end)
-    // A value of punctuation only (`**`, `-`) is layout, not a credential.
-    return isLiteralCredential(value) && /[\p{L}\p{N}]/u.test(value) ? [start, end] : null
+    // A value of punctuation only (`**`, `-`, `\`, `|`) is layout, not a credential: unreadable, where that counts.
+    if (!/[\p{L}\p{N}]/u.test(value)) return cannotRead
+    // A reference with its closing punctuation (`${TOKEN}`) is one, whether or not that punctuation is counted.
+    const whole = word > end && word - start <= LONG_VALUE ? text.slice(start, word) : value
+    return isLiteralCredential(value) && isLiteralCredential(whole) ? [start, end] : null
   }
 
   // A URL's password: `scheme://user:password@host`. Each `://` starts an authority that ends at the next
@@ -467,9 +481,10 @@ export const historyContent = (name: string, bytes: Uint8Array): HistoryContent 
   const text = decodeUtf8(bytes)
   if (format === null) {
     // No known format: read line by line (as bytes when it is not UTF-8); a line that looks like
-    // `secretKey = value`, `--token value` or a URL with a password keeps the whole file out.
+    // `secretKey = value`, `--token value` or a URL with a password keeps the whole file out, and so does a
+    // credential key whose value is not on its line (it may go on over the next ones). Never rewritten.
     const lines = text ?? latin1(bytes)
-    const found = credentialRanges(lines)
+    const found = credentialRanges(lines, { unreadable: true })
     if (found.length === 0) return { _tag: "Keep", bytes, redacted: [] }
     return { _tag: "Skip", reason: `${describe(lines, found[0]!)}, and a file of no known format cannot be redacted` }
   }

@@ -64,10 +64,10 @@ describe("config history rules (pure)", () => {
     for (const k of ["apiKey", "api_key", "API-KEY", "APIKey", "x-api-key", "token", "accessToken", "secret", "client_secret", "password",
       "Authorization", "credentials", "cookie", "auth", "_auth", "basicAuth", "pass", "smtp_pass", "key", "sessionKey", "secretKey",
       "_authToken", "//registry.npmjs.org/:_authToken", "OPENAI_API_KEY", "apikey", "authtoken", "token_github", "apiKey2",
-      "secret_id", "githubPat"]) assert.isTrue(isCredentialKey(k), k)
+      "secret_id", "githubPat", "secretaccesskey"]) assert.isTrue(isCredentialKey(k), k)
     for (const k of ["maxTokens", "tokenizer", "name", "model", "keybindings", "keyBindings", "author", "path", "tokenLimit",
       "maxTokenCount", "passwordFile", "secretName", "tokenUrl", "authType", "publicKey", "sortKey", "accessKeyId", "bypass",
-      "passes", "oauth", "cookieName", "password-stdin"]) assert.isFalse(isCredentialKey(k), k)
+      "passes", "oauth", "cookieName", "password-stdin", "monkey", "hotkey"]) assert.isFalse(isCredentialKey(k), k)
     for (const v of ["sk-1", "hunter2", "AKIAIOSFODNN7EXAMPLE", "Bearer x"]) assert.isTrue(isLiteralCredential(v), v)
     for (const v of ["OPENAI_API_KEY", "$X", "${MY_TOKEN}", "!op read x", "", REDACTED, 42, null, { a: 1 }]) {
       assert.isFalse(isLiteralCredential(v), JSON.stringify(v))

@@ -325,31 +325,33 @@ describe("the redaction rule over every format", () => {
 
   for (const [dialect, doc] of FORMATS) {
     describe(dialect.name, () => {
-      it.prop("no credential is left, and every other byte is the same", [doc], ([d]) => {
-        const live = dialect.render(d, "live")
+      it.prop("no credential is left, and every other byte is the same", [doc, fc.boolean()], ([d, crlf]) => {
+        const eol = (t: string) => (crlf ? t.replace(/\n/g, "\r\n") : t)
+        const live = eol(dialect.render(d, "live"))
         const stored = historyContent(dialect.name, enc(live))
         assert.strictEqual(stored._tag, "Keep", stored._tag === "Skip" ? `${stored.reason}\n${live}` : "")
         if (stored._tag !== "Keep") return false
         const text = dec(stored.bytes)
         for (const secret of secretsIn(d)) assert.notInclude(text, secret, live)
-        assert.strictEqual(text, dialect.render(d, "stored"), live)
+        assert.strictEqual(text, eol(dialect.render(d, "stored")), live)
         // Stored again, it stays as it is.
         const again = historyContent(dialect.name, stored.bytes)
         assert.deepStrictEqual(again._tag === "Keep" && dec(again.bytes), text)
         return true
       }, { fastCheck: { numRuns: 60 } })
 
-      it.prop("a rollback writes the revision with the live credentials", [doc, fc.stringMatching(/^[a-z]{1,4}$/)], ([d, salt]) => {
-        const stored = historyContent(dialect.name, enc(dialect.render(editPlain(d), "live")))
+      it.prop("a rollback writes the revision with the live credentials", [doc, fc.stringMatching(/^[a-z]{1,4}$/), fc.boolean()], ([d, salt, crlf]) => {
+        const eol = (t: string) => (crlf ? t.replace(/\n/g, "\r\n") : t)
+        const stored = historyContent(dialect.name, enc(eol(dialect.render(editPlain(d), "live"))))
         assert.strictEqual(stored._tag, "Keep")
         if (stored._tag !== "Keep") return false
         // Live: the credentials rotated since, the plain values edited back.
         const rotated = rotate(d, salt)
-        const live = enc(dialect.render(rotated, "live"))
+        const live = enc(eol(dialect.render(rotated, "live")))
         const back = rollbackContent(dialect.name, stored.bytes, live)
         assert.strictEqual(back._tag, "Write", back._tag === "KeepLive" ? back.reason : "")
         if (back._tag !== "Write") return false
-        assert.strictEqual(dec(back.bytes), dialect.render(editPlain(rotated), "live"))
+        assert.strictEqual(dec(back.bytes), eol(dialect.render(editPlain(rotated), "live")))
         assert.deepStrictEqual(back.unresolved, [])
         return true
       }, { fastCheck: { numRuns: 40 } })
@@ -406,6 +408,16 @@ describe("files of no known format: read line by line", () => {
     assert.strictEqual(stored._tag, "Skip", withSecret.join("\n"))
     return true
   }, { fastCheck: { numRuns: 100 } })
+
+  it("a credential key whose value is not on its line keeps the file out; an empty value or a reference does not", () => {
+    for (const text of ["password = \\\n  hunter2\n", "token: |\n  abc\n", "key = \"\"\"\nabc\"\"\"\n", "secret =\n", "apiKey = [\n\"x\"]\n",
+      "--token \\\n  abc\n", "token = 'abc\ndef'\n"]) {
+      assert.strictEqual(historyContent("app.conf", enc(text))._tag, "Skip", text)
+    }
+    for (const text of ["password = \"\"\n", "token = ${APP_TOKEN}\n", "maxTokens = 10\n", "note: the token lives in the keychain\n"]) {
+      assert.strictEqual(historyContent("app.conf", enc(text))._tag, "Keep", text)
+    }
+  })
 
   it("bytes that are not UTF-8 are read too", () => {
     const bytes = new Uint8Array([0xff, 0xfe, 0x00, ...enc("\ntoken=SEKRET1\n"), 0x80])
