@@ -125,7 +125,10 @@ export const ConfigSkipTag = [
   "Denylisted",
   /** Refused by the config tier's red lines (a database, a log, over the budget …). */
   "RedLine",
-  /** Config whose credentials cannot be redacted (it does not parse, a comment or a line of a file of no known format holds one …). */
+  /**
+   * Config whose credentials cannot be redacted (it does not parse, a comment or a line of a file of no known
+   * format holds one …); in a rollback, such a live file, left as it is (it is in no revision).
+   */
   "Unredactable",
   /** An old host's state tier (`config/state/`), not config. */
   "OldStateTier",

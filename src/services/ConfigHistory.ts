@@ -599,6 +599,8 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
       Effect.gen(function*() {
         const wanted = yield* revisionFiles(revision)
         const live = yield* scanLive(undefined)
+        // Live files history could not store (their credentials cannot be redacted): writing over one would lose it.
+        const unrecorded = new Map(live.skipped.filter((s) => s._tag === "Unredactable").map((s) => [s.path, s.reason]))
         const restored: Array<string> = []
         const removed: Array<string> = []
         const unresolvedSecrets: Array<string> = []
@@ -623,6 +625,11 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
           const info = yield* lstatOption(livePath)
           if (info !== undefined && info.type !== "File") {
             yield* skip(display, `${aFileType(info.type)} at the path, not a regular file (never written over)`, "NotARegularFile")
+            continue
+          }
+          const notStored = unrecorded.get(display)
+          if (notStored !== undefined) {
+            yield* skip(display, `not in history (${notStored}), so a rollback would lose it`, "Unredactable")
             continue
           }
           const current = info === undefined ? undefined : yield* fs.readFile(livePath, { maxBytes: Math.max(budget, info.size) })

@@ -104,6 +104,22 @@ describe("ConfigHistory redaction across formats (real git)", () => {
       assert.include(read(config(".npmrc")), "SEKRET-NPMRC-3")
     }))
 
+  it.scopedLive("a rollback leaves a live file that history could not record (a credential in a comment) as it is", () =>
+    Effect.gen(function*() {
+      const { history, write, read } = yield* setup({ web: true })
+      write("web/ext1/config/server.yaml", "server:\n  theme: dark\n")
+      const first = yield* history.snapshot()
+      // A live edit history cannot store: the snapshot before the rollback skips it, so writing over it would lose it.
+      const edited = "# old key: apiKey = sk-SEKRET-COMMENT\nserver:\n  theme: light\n  fonts: [mono]\n"
+      write("web/ext1/config/server.yaml", edited)
+      const back = yield* history.rollback(first.revision!)
+      assert.strictEqual(read("web/ext1/config/server.yaml"), edited)
+      assert.deepStrictEqual(back.restored, [])
+      assert.deepStrictEqual(back.skipped.map((s) => [s._tag, s.path]), [["Unredactable", "ext1/config/server.yaml"]])
+      assert.match(back.skipped[0]!.reason, /^not in history \(line 1 holds what looks like a credential \(apiKey = …\) outside a value/)
+      assert.notInclude(back.skipped[0]!.reason, "SEKRET")
+    }))
+
   it.scopedLive("a copy stored under an older rule is stored again, though the stat cache vouches for the file", () =>
     Effect.gen(function*() {
       const { history, write, root } = yield* setup({ web: true })
