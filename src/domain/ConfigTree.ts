@@ -44,6 +44,8 @@ export interface ConfigFormat {
   readonly quote: (s: string) => string | null
 }
 
+/** Files larger than this are not read at all (the config budget is 1 MiB; this bounds a caller that passes more). */
+export const MAX_TREE_BYTES = 4 << 20
 /** Nesting deeper than this is refused (a config file is shallow; the parsers recurse). */
 export const MAX_TREE_DEPTH = 64
 /** Values (scalars and containers, aliases expanded) a document may hold before it is refused. */

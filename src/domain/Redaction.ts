@@ -24,6 +24,7 @@ import {
   type ConfigTree,
   type Leaf,
   lineOf,
+  MAX_TREE_BYTES,
   pathKey,
   pointerOf,
   sameLeafValue
@@ -477,6 +478,7 @@ export type HistoryContent =
  * to commit.
  */
 export const historyContent = (name: string, bytes: Uint8Array): HistoryContent => {
+  if (bytes.length > MAX_TREE_BYTES) return { _tag: "Skip", reason: `over ${MAX_TREE_BYTES} bytes, too large to read for credentials` }
   const format = configFormatOf(name)
   const text = decodeUtf8(bytes)
   if (format === null) {
@@ -515,7 +517,7 @@ export type RollbackContent =
  * so the live file is kept as it is (`KeepLive`, with the reason).
  */
 export const rollbackContent = (name: string, historyBytes: Uint8Array, live: Uint8Array | undefined): RollbackContent => {
-  const text = decodeUtf8(historyBytes)
+  const text = historyBytes.length > MAX_TREE_BYTES ? null : decodeUtf8(historyBytes)
   const format = configFormatOf(name)
   // Placeholders are only ever written into files of a known format: anything else is a person's text.
   if (text === null || format === null || !text.includes(REDACTED)) return { _tag: "Write", bytes: historyBytes, unresolved: [] }
@@ -526,7 +528,8 @@ export const rollbackContent = (name: string, historyBytes: Uint8Array, live: Ui
   })
   const history = format.parse(text)
   if (!history.ok) return keepLive([], `cannot be read back (${history.why})`)
-  const liveText = live === undefined ? null : decodeUtf8(live)
+  // A live file too large to read has no value to give back (as if it were absent).
+  const liveText = live === undefined || live.length > MAX_TREE_BYTES ? null : decodeUtf8(live)
   const liveTree = liveText === null ? null : format.parse(liveText)
   const liveLeaves = new Map<string, Leaf>()
   const liveSlots = liveTree?.ok === true ? credentialSlots(liveTree.tree.leaves) : new Set<Leaf>()

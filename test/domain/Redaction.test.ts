@@ -9,7 +9,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "effect/FastCheck"
 import { parseAllDocuments, stringify as yamlStringify } from "yaml"
-import { type Leaf as TreeLeaf, MAX_TREE_DEPTH, pointerOf } from "../../src/domain/ConfigTree.js"
+import { type Leaf as TreeLeaf, MAX_TREE_BYTES, MAX_TREE_DEPTH, pointerOf } from "../../src/domain/ConfigTree.js"
 import { JSON_FORMAT } from "../../src/domain/ConfigTreeJson.js"
 import { YAML_FORMAT } from "../../src/domain/ConfigTreeYaml.js"
 import { configFormatOf, credentialRanges, historyContent, isCredentialKey, REDACTED, rollbackContent } from "../../src/domain/Redaction.js"
@@ -485,7 +485,7 @@ describe("the rule's edges", () => {
     assert.match(stored("a.yaml", "\"https://me:pw1@h\": 1\n"), /^SKIP: line 1 holds what looks like a credential \(a URL's password\)/)
   })
 
-  it("the parsers are bounded: depth, values, YAML aliases", () => {
+  it("the parsers are bounded: size, depth, values, YAML aliases", () => {
     const deep = "[".repeat(MAX_TREE_DEPTH + 2) + "]".repeat(MAX_TREE_DEPTH + 2)
     assert.match(stored("a.json", deep), /^SKIP: not valid JSON \(nested deeper than/)
     // A "billion laughs" stream: nine levels of ten aliases each would be 10^9 values.
@@ -496,6 +496,7 @@ describe("the rule's edges", () => {
       laughs.push(`${cur}: &${cur} [${Array.from({ length: 10 }, () => `*${prev}`).join(", ")}]`)
     }
     assert.match(stored("a.yaml", laughs.join("\n") + "\n"), /^SKIP: not valid YAML \(more than/)
+    assert.match(stored("a.txt", " ".repeat(MAX_TREE_BYTES + 1)), /^SKIP: over \d+ bytes, too large to read/)
   })
 
   it("formats by name", () => {
