@@ -64,7 +64,8 @@ interface Caps {
 const credLeaf = (caps: Caps): fc.Arbitrary<Leaf> =>
   fc.oneof(
     { weight: 4, arbitrary: fc.record({ t: fc.constant("secret" as const), s: marker, style }) },
-    { weight: 1, arbitrary: fc.record({ t: fc.constant("secretNum" as const), n: fc.integer({ min: 10, max: 99_999_999 }) }) },
+    // Eight digits: never a part of a plain number (at most six) or of anything else the document holds.
+    { weight: 1, arbitrary: fc.record({ t: fc.constant("secretNum" as const), n: fc.integer({ min: 90_000_000, max: 99_999_999 }) }) },
     { weight: 1, arbitrary: fc.record({ t: fc.constant("ref" as const), s: fc.constantFrom(...REFS), style }) },
     ...(caps.booleans ? [{ weight: 1, arbitrary: fc.record({ t: fc.constant("bool" as const), b: fc.boolean() }) }] : [])
   )
