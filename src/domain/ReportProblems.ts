@@ -127,7 +127,10 @@ export const ConfigSkipTag = [
   "Denylisted",
   /** Refused by the config tier's red lines (a database, a log, over the budget …). */
   "RedLine",
-  /** JSON config that does not parse, so its credentials cannot be redacted. */
+  /**
+   * Config whose credentials cannot be redacted (it does not parse, a comment or a line of a file of no known
+   * format holds one …); in a rollback, such a live file, left as it is (it is in no revision).
+   */
   "Unredactable",
   /** An old host's state tier (`config/state/`), not config. */
   "OldStateTier",
@@ -136,7 +139,9 @@ export const ConfigSkipTag = [
   /** A rollback met a symlink or a file on the way from the managed root (nothing written through it). */
   "PathBlocked",
   /** A name history cannot hold: one git refuses (`.git` and its synonyms), or one that could not be read back as it is. */
-  "UnversionableName"
+  "UnversionableName",
+  /** A rollback left a file as it is: the revision's redacted credentials could not all be merged back from it. */
+  "SecretsNotRestored"
 ] as const
 export type ConfigSkipTag = typeof ConfigSkipTag[number]
 /** `reason` (the words without the path) is kept from before. */

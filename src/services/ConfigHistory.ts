@@ -32,6 +32,7 @@ import {
   historyContent,
   type LogEntry,
   PENDING_MARKER,
+  REDACTION_RULE,
   revisionViolation,
   rollbackContent,
   WEB_MIRROR
@@ -86,7 +87,7 @@ export type { LogEntry } from "../domain/ConfigHistory.js"
 export interface ConfigHistoryOptions {
   /** The web host's extension data root (`data/`): every extension's `config/` is versioned. Else `$PI_WEB_DATA_DIR` when set, else none. */
   readonly webDataRoot?: string | undefined
-  /** Glob patterns never committed (replaces the default: auth.json, *.pem, *.key, id_*, .env*, *secret*, *token*, *credential*). */
+  /** Glob patterns never committed (replaces the default: auth.json, *.pem, *.key, id_*, .env*, *secret*, *token*, *credential*, .netrc, _netrc, .pgpass). */
   readonly denylist?: ReadonlyArray<string> | undefined
   /** Files above this are skipped (default: the config budget, 1 MiB). */
   readonly configBudgetBytes?: number | undefined
@@ -172,7 +173,9 @@ const StatCache = Schema.Struct({
   scope: Schema.String,
   recordedAt: Schema.Number,
   entries: Schema.Record({ key: Schema.String, value: Schema.Tuple(Schema.Number, Schema.Number, Schema.Number) }),
-  mirror: Schema.Array(Schema.String)
+  mirror: Schema.Array(Schema.String),
+  /** The redaction rule the mirrored copies were made with: under another rule every file is read again. */
+  rule: Schema.Number
 })
 type StatCache = typeof StatCache.Type
 const STAT_CACHE = "pi-stat-cache.json"
@@ -445,7 +448,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
       const bytes = yield* fs.readFile(statCachePath, { maxBytes: STAT_CACHE_MAX }).pipe(Effect.option)
       if (bytes._tag === "None") return undefined
       const decoded = decodeJsonBytes(StatCache, bytes.value)
-      if (!decoded.ok || decoded.value.scope !== scopeKey) return undefined
+      if (!decoded.ok || decoded.value.scope !== scopeKey || decoded.value.rule !== REDACTION_RULE) return undefined
       if ((yield* exists(pendingPath).pipe(Effect.orElseSucceed(() => true)))) return undefined
       return decoded.value.head === (yield* headFromRefs) ? decoded.value : undefined
     })
@@ -460,7 +463,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
           if (stat !== undefined) entries[f.repoPath] = stat
         }
         const mirror = yield* mirrorFiles
-        const cache = { version: 1, head: headRevision, scope: scopeKey, recordedAt: live.scannedAt, entries, mirror }
+        const cache = { version: 1, head: headRevision, scope: scopeKey, recordedAt: live.scannedAt, entries, mirror, rule: REDACTION_RULE }
         yield* fs.writeFileAtomic(statCachePath, encodeJsonBytes(cache), { sync: false })
       }).pipe(
         // Only a speed-up: a cache that cannot be written means the next snapshot reads the files.
@@ -788,6 +791,8 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
     const restoreLocked = (wanted: ReadonlyMap<string, Uint8Array>) =>
       Effect.gen(function*() {
         const live = yield* scanLive(undefined)
+        // Live files history could not store (their credentials cannot be redacted): writing over one would lose it.
+        const unrecorded = new Map(live.skipped.filter((s) => s._tag === "Unredactable").map((s) => [s.path, s.reason]))
         const restored: Array<string> = []
         const removed: Array<string> = []
         const unresolvedSecrets: Array<string> = []
@@ -829,8 +834,17 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
             yield* skip(display, `${aFileType(info.type)} at the path, not a regular file (never written over)`, "NotARegularFile")
             continue
           }
+          const notStored = unrecorded.get(display)
+          if (notStored !== undefined) {
+            yield* skip(display, `not in history (${notStored}), so a rollback would lose it`, "Unredactable")
+            continue
+          }
           const current = info === undefined ? undefined : yield* fs.readFile(livePath, { maxBytes: Math.max(budget, info.size) })
-          const next = rollbackContent(bytes, current)
+          const next = rollbackContent(NodePath.basename(livePath), bytes, current)
+          if (next._tag === "KeepLive") {
+            yield* skip(display, next.reason, "SecretsNotRestored")
+            continue
+          }
           for (const at of next.unresolved) unresolvedSecrets.push(`${display}#${at}`)
           if (current !== undefined && sameBytes(current, next.bytes)) continue
           const made = yield* makeParents(root, livePath)
