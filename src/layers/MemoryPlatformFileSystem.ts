@@ -46,6 +46,8 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as MemoryHost from "./MemoryHost.js"
+import { fail, type Failure, systemError } from "./platform/errors.js"
+import { copyOut, extraOf, extras, FLAGS, type Flags, infoOf, setLength, writableData } from "./platform/inodes.js"
 import {
   attach,
   CRASHED,
@@ -59,8 +61,7 @@ import {
   type Lookup,
   MemoryWorld,
   type Node,
-  type ProcessContext,
-  sizeOf
+  type ProcessContext
 } from "./MemoryWorld.js"
 
 /** The simulated process whose calls these are (the same fields `MemoryWorld.layer` takes). */
@@ -84,164 +85,10 @@ export interface PlatformProcessOptions {
 /** The prefix of every op name this layer gives the world (faults, journal). */
 export const PLATFORM_OP_PREFIX = "platform:"
 
-// ---------------------------------------------------------------------------------------------- errors
-
-/** `@effect/platform-node`'s errno → reason mapping (its internal/error.ts), matched exactly. */
-export const platformReasonOfErrno = (code: string): PlatformError.SystemErrorReason => {
-  switch (code) {
-    case "ENOENT":
-      return "NotFound"
-    case "EACCES":
-      return "PermissionDenied"
-    case "EEXIST":
-      return "AlreadyExists"
-    case "EISDIR":
-    case "ENOTDIR":
-    case "ELOOP":
-      return "BadResource"
-    case "EBUSY":
-      return "Busy"
-    default:
-      return "Unknown"
-  }
-}
-
-const MESSAGES: Readonly<Record<string, string>> = {
-  ENOENT: "no such file or directory",
-  EEXIST: "file already exists",
-  EISDIR: "illegal operation on a directory",
-  ENOTDIR: "not a directory",
-  ENOTEMPTY: "directory not empty",
-  ELOOP: "too many symbolic links encountered",
-  EBUSY: "resource busy or locked",
-  EINVAL: "invalid argument",
-  EBADF: "bad file descriptor",
-  EPERM: "operation not permitted",
-  EACCES: "permission denied",
-  EXDEV: "cross-device link not permitted",
-  ENAMETOOLONG: "name too long",
-  ENOSPC: "no space left on device",
-  EIO: "i/o error",
-  [CRASHED]: "the simulated process has crashed",
-  ERR_FS_EISDIR: "Path is a directory",
-  ERR_FS_CP_EINVAL: "cannot copy to a subdirectory of self or to itself",
-  ERR_FS_CP_DIR_TO_NON_DIR: "cannot overwrite non-directory with directory",
-  ERR_FS_CP_NON_DIR_TO_DIR: "cannot overwrite directory with non-directory"
-}
-
-/** A failure with the syscall that met it (defaults to the call's own). */
-interface Failure extends Errno {
-  readonly syscall?: string
-}
-const fail = (code: string, syscall?: string): Failure =>
-  syscall === undefined ? { _tag: "Errno", errno: code } : { _tag: "Errno", errno: code, syscall }
-
-/** The error Node's layer builds from an ErrnoException: the errno rides along as `cause.code`. */
-const systemError = (method: string, subject: string | number, code: string, syscall: string): PlatformError.SystemError => {
-  const description = `${code}: ${MESSAGES[code] ?? "simulated failure"}, ${syscall}${typeof subject === "string" ? ` '${subject}'` : ""}`
-  const cause = Object.assign(new Error(description), { code, syscall, ...(typeof subject === "string" ? { path: subject } : { fd: subject }) })
-  return new PlatformError.SystemError({ reason: platformReasonOfErrno(code), module: "FileSystem", method, pathOrDescriptor: subject, syscall, description, cause })
-}
-
-// ---------------------------------------------------------------------------------------------- bytes
-
-/**
- * File contents this layer grows in place: buffers it allocated, with spare capacity after the file's length
- * (appends and sinks are amortised, not one copy of the whole file per chunk). Any other buffer (written by
- * the library or a fixture, possibly a view of someone else's memory) is copied before this layer writes it.
- */
-const growable = new WeakSet<ArrayBufferLike>()
-
-const writableData = (node: FileNode, length: number): Uint8Array => {
-  const cur = node.data
-  const target = Math.max(length, cur.length)
-  if (growable.has(cur.buffer) && cur.byteOffset + target <= cur.buffer.byteLength) {
-    if (target > cur.length) {
-      const grown = new Uint8Array(cur.buffer, cur.byteOffset, target)
-      grown.fill(0, cur.length)
-      node.data = grown
-    }
-    return node.data
-  }
-  const buffer = new ArrayBuffer(Math.max(target, cur.length * 2, 256))
-  growable.add(buffer)
-  const next = new Uint8Array(buffer, 0, target)
-  next.set(cur)
-  node.data = next
-  return next
-}
-
-const setLength = (node: FileNode, length: number): void => {
-  if (length >= node.data.length) writableData(node, length)
-  else node.data = growable.has(node.data.buffer) ? node.data.subarray(0, length) : node.data.slice(0, length)
-}
-
-/** A copy the caller owns (never a view of the file). */
-const copyOut = (data: Uint8Array, start = 0, end = data.length): Uint8Array => new Uint8Array(data.subarray(start, end))
-
-// ---------------------------------------------------------------------------------------------- side tables
-
-/** What the world's inodes do not record (see the module comment). */
-const extras = new WeakMap<Node, { gid?: number; atimeMs?: number }>()
-const extraOf = (node: Node) => {
-  let e = extras.get(node)
-  if (e === undefined) extras.set(node, (e = {}))
-  return e
-}
+export { platformReasonOfErrno } from "./platform/errors.js"
 
 /** Per world: the counter behind temp names, so two processes never draw the same one. */
 const tempCounters = new WeakMap<MemoryWorld, { n: number }>()
-
-const S_IFREG = 0o100000
-const S_IFDIR = 0o040000
-const S_IFLNK = 0o120000
-const BLOCK = 4096
-
-const infoOf = (node: Node): PlatformFileSystem.File.Info => {
-  const size = sizeOf(node)
-  const extra = extras.get(node)
-  return {
-    type: node.kind,
-    mtime: Option.some(new Date(node.mtimeMs)),
-    atime: Option.some(new Date(extra?.atimeMs ?? node.mtimeMs)),
-    birthtime: Option.none(),
-    dev: node.dev,
-    rdev: Option.some(0),
-    ino: Option.some(node.ino),
-    mode: (node.kind === "File" ? S_IFREG : node.kind === "Directory" ? S_IFDIR : S_IFLNK) | node.mode,
-    nlink: Option.some(node.nlink),
-    uid: Option.some(node.uid),
-    gid: Option.some(extra?.gid ?? node.uid),
-    size: PlatformFileSystem.Size(size),
-    blksize: Option.some(PlatformFileSystem.Size(BLOCK)),
-    blocks: Option.some(Math.ceil(size / BLOCK) * (BLOCK / 512))
-  }
-}
-
-// ---------------------------------------------------------------------------------------------- open flags
-
-interface Flags {
-  readonly read: boolean
-  readonly write: boolean
-  readonly create: boolean
-  readonly exclusive: boolean
-  readonly truncate: boolean
-  readonly append: boolean
-}
-const flags = (read: boolean, write: boolean, create: boolean, exclusive: boolean, truncate: boolean, append: boolean): Flags =>
-  ({ read, write, create, exclusive, truncate, append })
-const FLAGS: Readonly<Record<PlatformFileSystem.OpenFlag, Flags>> = {
-  "r": flags(true, false, false, false, false, false),
-  "r+": flags(true, true, false, false, false, false),
-  "w": flags(false, true, true, false, true, false),
-  "wx": flags(false, true, true, true, true, false),
-  "w+": flags(true, true, true, false, true, false),
-  "wx+": flags(true, true, true, true, true, false),
-  "a": flags(false, true, true, false, false, true),
-  "ax": flags(false, true, true, true, false, true),
-  "a+": flags(true, true, true, false, false, true),
-  "ax+": flags(true, true, true, true, false, true)
-}
 
 const TEMP_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
