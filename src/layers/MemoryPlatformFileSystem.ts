@@ -508,7 +508,8 @@ export const make = (world: MemoryWorld, basePath: PlatformPath.Path, options?: 
       const directory = typeof options?.directory === "string" ? posix.join(options.directory, ".") : tmpdir
       const prefix = options?.prefix ?? ""
       const template = prefix ? posix.join(directory, prefix) : directory + "/"
-      return call({ op: method, method, syscall: "mkdtemp", path: template + "XXXXXX" }, (now): string | Failure => {
+      // Journaled (and failing) under the template, as Node's error names mkdtemp's argument.
+      return call({ op: method, method, syscall: "mkdtemp", path: template }, (now): string | Failure => {
         // mkdtemp draws again while the name is taken.
         for (let tries = 0; tries < 100; tries++) {
           const candidate = template + drawTempName(6, TEMP_CHARS)
@@ -528,24 +529,27 @@ export const make = (world: MemoryWorld, basePath: PlatformPath.Path, options?: 
   // ------------------------------------------------------------------------------------------ handles
 
   const openAs = (method: string, path: string, options?: PlatformFileSystem.OpenFileOptions) => {
-    const flagName = options?.flag ?? "r"
-    const flag = FLAGS[flagName]
+    const flag = FLAGS[options?.flag ?? "r"]
     return Effect.map(
       Effect.acquireRelease(
-        call({ op: method, method, syscall: "open", path }, (now) => openNode(path, flag, options?.mode ?? 0o666, now)),
-        // Closing drops the simulated descriptor; nothing in the world changes.
-        () => Effect.void
+        Effect.map(
+          call({ op: method, method, syscall: "open", path }, (now) => openNode(path, flag, options?.mode ?? 0o666, now)),
+          (node) => makeFile(node, path, flag, nextFd++)
+        ),
+        // Closing drops the simulated descriptor (later calls fail EBADF); nothing in the world changes.
+        (handle) => Effect.sync(handle.close)
       ),
-      (node) => makeFile(node, path, flag, nextFd++)
+      (handle) => handle.file
     )
   }
 
-  const makeFile = (node: FileNode | DirNode, path: string, flag: Flags, fd: number): PlatformFileSystem.File => {
+  const makeFile = (node: FileNode | DirNode, path: string, flag: Flags, fd: number) => {
     const semaphore = Effect.unsafeMakeSemaphore(1)
     let position = 0n
+    let closed = false
     const descriptor = PlatformFileSystem.FileDescriptor(fd)
     const handleCall = <A>(op: string, method: string, syscall: string, body: (now: number) => A | Failure) =>
-      call({ op, method, syscall, path, subject: fd }, body)
+      call({ op, method, syscall, path, subject: fd }, (now) => (closed ? fail("EBADF") : body(now)))
     const readAt = (method: string, length: number) =>
       handleCall("read" === method ? "read" : "readAlloc", method, "read", (): Uint8Array | Failure => {
         if (!flag.read) return fail("EBADF")
@@ -559,7 +563,7 @@ export const make = (world: MemoryWorld, basePath: PlatformPath.Path, options?: 
         if (!flag.write || node.kind === "Directory") return fail("EBADF")
         return writeInto(node, data, flag.append ? "end" : Number(position), now)
       })
-    return {
+    const file: PlatformFileSystem.File = {
       [PlatformFileSystem.FileTypeId]: PlatformFileSystem.FileTypeId,
       fd: descriptor,
       stat: handleCall("fstat", "stat", "fstat", () => infoOf(node)),
@@ -604,6 +608,7 @@ export const make = (world: MemoryWorld, basePath: PlatformPath.Path, options?: 
           if (!flag.append) position += BigInt(written)
         })))
     }
+    return { file, close: () => { closed = true } }
   }
 
   // ------------------------------------------------------------------------------------------ the interface
