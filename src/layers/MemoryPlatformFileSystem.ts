@@ -293,25 +293,41 @@ export const make = (world: MemoryWorld, basePath: PlatformPath.Path, options?: 
     world.mutated(ctx)
   }
 
-  /** `mkdir -p` as Node does it; each directory created is a step. */
+  /**
+   * `mkdir -p` as Node's asynchronous mkdirp decides it; each directory created is a step. mkdir(2) of the
+   * whole path first: created, or an error other than ENOENT (ENOTDIR, ELOOP) is the answer, or an existing
+   * name is judged by stat(2). On ENOENT the components are made top-down; an existing name that is no
+   * directory (even through its link) is ENOTDIR inside the path, and at its end the stat error or EEXIST.
+   */
   const makeDirectories = (path: string, mode: number, now: number): void | Failure => {
+    /** mkdir(2) found `prefix` taken: stat(2) it (following) and judge it. */
+    const taken = (prefix: string, isLast: boolean): void | Failure => {
+      const through = lookup(prefix, true)
+      const node = isErrno(through) ? through : through.node ?? fail("ENOENT")
+      if (!isErrno(node) && node.kind === "Directory") return undefined
+      return isLast ? (isErrno(node) ? fail(node.errno) : fail("EEXIST")) : fail("ENOTDIR")
+    }
+    const whole = lookup(path, false)
+    if (isErrno(whole) && whole.errno !== "ENOENT") return whole
+    if (!isErrno(whole)) {
+      if (whole.node !== undefined) return taken(path, true)
+      makeOneDirectory(whole, mode, now)
+      return undefined
+    }
     const comps = path.split("/").filter((c) => c !== "")
     let prefix = path.startsWith("/") ? "" : "."
     for (let k = 0; k < comps.length; k++) {
       prefix = `${prefix}/${comps[k]}`
       const isLast = k === comps.length - 1
-      const at = lookup(prefix, true)
+      const at = lookup(prefix, false)
       if (isErrno(at)) return at
-      const node = at.node
-      if (node === undefined) {
-        // A dangling link is an existing name that is no directory: ENOENT at the end, ENOTDIR inside.
-        const own = lookup(prefix, false)
-        if (!isErrno(own) && own.node?.kind === "SymbolicLink") return fail(isLast ? "ENOENT" : "ENOTDIR")
+      if (at.node === undefined) {
         const crashed = stillRunning()
         if (crashed !== undefined) return crashed
         makeOneDirectory(at, mode, now)
-      } else if (node.kind !== "Directory") {
-        return fail(isLast ? "EEXIST" : "ENOTDIR")
+      } else if (at.node.kind !== "Directory") {
+        const judged = taken(prefix, isLast)
+        if (isErrno(judged)) return judged
       }
     }
   }
@@ -362,14 +378,27 @@ export const make = (world: MemoryWorld, basePath: PlatformPath.Path, options?: 
   const copyFileBody = (from: string, to: string, now: number, preserveTimes = false): void | Failure => {
     const src = statNode(from)
     if (isErrno(src)) return src
-    if (src.kind === "Directory") return fail("EISDIR")
-    if (src.kind !== "File") return fail("EINVAL")
+    if (src.kind === "SymbolicLink") return fail("EINVAL") // statNode follows links: not reached
     const b = lookup(to, true)
     if (isErrno(b)) return b
     const dst = b.node
     if (dst?.kind === "Directory") return fail("EISDIR")
-    if (dst === src) return undefined
     if (dst === undefined && b.trailingSlash) return fail("EISDIR")
+    if (src.kind === "Directory") {
+      // libuv opens (creating or truncating) the destination before the copy fails on the directory, then
+      // unlinks the destination's name: an existing file there is lost; a link there goes, and its target
+      // is left created or emptied.
+      if (dst === undefined) createFile(b, src.mode, now)
+      else truncateNode(dst as FileNode, 0, now)
+      const name = lookup(to, false)
+      if (!isErrno(name) && name.node !== undefined && name.node.kind !== "Directory") {
+        unlink(name.dir, name.name, name.node)
+        touchDir(name.dir, now)
+        world.mutated(ctx)
+      }
+      return fail("EISDIR")
+    }
+    if (dst === src) return undefined
     const target = dst === undefined
       ? (own(world.newFile(b.dir, new Uint8Array(), src.mode, ctx.uid, now)) as FileNode)
       : (dst as FileNode)

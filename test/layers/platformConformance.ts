@@ -309,6 +309,15 @@ export const platformConformance = (name: string, setup: PlatformConformanceSetu
         yield* fs.symlink("nowhere", at("dangling"))
         yield* expectError(fs.makeDirectory(at("dangling"), { recursive: true }), "NotFound", "ENOENT", "makeDirectory")
         yield* expectError(fs.makeDirectory(at("dangling", "x"), { recursive: true }), "BadResource", "ENOTDIR", "makeDirectory")
+        // A link whose target's directory is missing too; a loop of links.
+        yield* fs.symlink("nowhere/deeper", at("deep-dangling"))
+        yield* expectError(fs.makeDirectory(at("deep-dangling"), { recursive: true }), "NotFound", "ENOENT", "makeDirectory")
+        yield* expectError(fs.makeDirectory(at("deep-dangling", "x", "y"), { recursive: true }), "BadResource", "ENOTDIR", "makeDirectory")
+        yield* fs.symlink("loop-b", at("loop-a"))
+        yield* fs.symlink("loop-a", at("loop-b"))
+        yield* expectError(fs.makeDirectory(at("loop-a", "x"), { recursive: true }), "BadResource", "ELOOP", "makeDirectory")
+        yield* expectError(fs.makeDirectory(at("loop-a"), { recursive: true }), "BadResource", "ELOOP", "makeDirectory")
+        assert.isFalse(yield* fs.exists(at("nowhere")))
       }))
 
     test("remove: a directory without recursive is refused even when empty; recursive removes the tree; a link goes, never its target", () =>
@@ -402,7 +411,7 @@ export const platformConformance = (name: string, setup: PlatformConformanceSetu
         assert.strictEqual(yield* fs.readLink(at("lc")), "b")
       }))
 
-    test("copyFile overwrites in place with the source's mode, follows links at both ends, refuses directories", () =>
+    test("copyFile overwrites in place with the source's mode, follows links at both ends, refuses directories (losing the destination, as libuv does)", () =>
       Effect.gen(function*() {
         const { fs, at } = yield* fixture
         yield* fs.writeFile(at("src"), pattern(5000), { mode: 0o640 })
@@ -423,6 +432,15 @@ export const platformConformance = (name: string, setup: PlatformConformanceSetu
         yield* expectError(fs.copyFile(at("dir"), at("c1")), "BadResource", "EISDIR", "copyFile")
         assert.isFalse(yield* fs.exists(at("c1")))
         yield* expectError(fs.copyFile(at("src"), at("dir")), "BadResource", "EISDIR", "copyFile")
+        yield* expectError(fs.copyFile(at("dir"), at("missing", "x")), "NotFound", "ENOENT", "copyFile")
+        // libuv opens the destination before the copy fails on a directory, then unlinks it: an existing
+        // file there is gone; through a link, the link goes and its target is left empty.
+        yield* expectError(fs.copyFile(at("dir"), at("fresh")), "BadResource", "EISDIR", "copyFile")
+        assert.isFalse(yield* fs.exists(at("fresh")))
+        yield* fs.symlink("made-by-copy", at("to-made"))
+        yield* expectError(fs.copyFile(at("dir"), at("to-made")), "BadResource", "EISDIR", "copyFile")
+        assert.isFalse(yield* fs.exists(at("to-made")))
+        assert.strictEqual((yield* fs.stat(at("made-by-copy"))).size, FileSystem.Size(0))
       }))
 
     test("copy copies a tree (links made absolute); keeps or overwrites an existing file; refuses impossible shapes", () =>
