@@ -8,7 +8,11 @@
  * follows links (there is no lstat in the platform interface), `readFile`, `open`, `truncate`, `chmod`,
  * `chown`, `utimes`, `access` and `copyFile` follow them too, `readLink`, `link`, `rename` and `remove` do not.
  * `readDirectory({ recursive: true })` descends into links to directories (Node 20 stats each entry), and
- * lists each directory's names sorted. Errors are `SystemError`s with the reason Node's layer gives for the
+ * lists each directory's names sorted. Node's quirks are kept: `copyFile` of a directory fails EISDIR after
+ * libuv has opened the destination, whose name it then unlinks (a file there is lost); `copy` is Node's
+ * `fs.cp` (links copied with absolute targets, an existing file kept unless `overwrite`); `realPath` folds
+ * ".." lexically first; `remove` of a directory without `recursive` is ERR_FS_EISDIR (reason Unknown).
+ * `test/layers/platformConformance.test.ts` also runs random call sequences on both and compares them. Errors are `SystemError`s with the reason Node's layer gives for the
  * errno (its mapping: ENOENT NotFound, EACCES PermissionDenied, EEXIST AlreadyExists, EISDIR/ENOTDIR/ELOOP
  * BadResource, EBUSY Busy, anything else Unknown), the errno as `cause.code`, and `method`, `syscall` and
  * `pathOrDescriptor` as Node's layer sets them.

@@ -4,9 +4,11 @@
  * Checked on the built `dist/` (npm test builds first): the import graph of each entry, and the package.json
  * fields that publish the subpath.
  */
+import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
 import { assert, describe, it } from "vitest"
 
 const REPO = fileURLToPath(new URL("../..", import.meta.url))
@@ -64,4 +66,14 @@ describe("pi-agent-storage/testing", () => {
     // The version the tests run against satisfies the range.
     assert.match(pkg.devDependencies["@effect/platform"]!, /^0\.97\.\d+$/)
   })
+
+  it("npm pack ships every module the testing entry loads, with its declarations", async () => {
+    const packed = await promisify(execFile)("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: REPO })
+    const files = new Set((JSON.parse(packed.stdout) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((f) => f.path))
+    for (const module of importGraph(path.join(DIST, "testing.js")).files) {
+      const rel = path.relative(REPO, module)
+      assert.isTrue(files.has(rel), `${rel} is not packed`)
+      assert.isTrue(files.has(rel.replace(/\.js$/, ".d.ts")), `${rel}'s declarations are not packed`)
+    }
+  }, 60_000)
 })
