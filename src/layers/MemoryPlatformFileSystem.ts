@@ -11,11 +11,12 @@
  * lists each directory's names sorted. Node's quirks are kept: `copyFile` of a directory fails EISDIR after
  * libuv has opened the destination, whose name it then unlinks (a file there is lost); `copy` is Node's
  * `fs.cp` (links copied with absolute targets, an existing file kept unless `overwrite`); `realPath` folds
- * ".." lexically first; `remove` of a directory without `recursive` is ERR_FS_EISDIR (reason Unknown).
- * `test/layers/platformConformance.test.ts` also runs random call sequences on both and compares them. Errors are `SystemError`s with the reason Node's layer gives for the
- * errno (its mapping: ENOENT NotFound, EACCES PermissionDenied, EEXIST AlreadyExists, EISDIR/ENOTDIR/ELOOP
- * BadResource, EBUSY Busy, anything else Unknown), the errno as `cause.code`, and `method`, `syscall` and
- * `pathOrDescriptor` as Node's layer sets them.
+ * ".." lexically first; `remove` of a directory without `recursive` is ERR_FS_EISDIR (reason Unknown);
+ * recursive `makeDirectory` judges links as Node's asynchronous mkdirp does. `platformConformance.test.ts`
+ * also runs random call sequences on both and compares them. Errors are `SystemError`s with the reason
+ * Node's layer gives the errno (ENOENT NotFound, EACCES PermissionDenied, EEXIST AlreadyExists,
+ * EISDIR/ENOTDIR/ELOOP BadResource, EBUSY Busy, anything else Unknown), the errno as `cause.code`, and
+ * `method`, `syscall` and `pathOrDescriptor` as Node's layer sets them.
  *
  * World ops (the `op` of `injectFault`, the journal's `op`): `platform:<name>`, where `<name>` is the
  * `FileSystem` method called (`platform:writeFile`, `platform:makeDirectory`, `platform:remove` …; `exists`
@@ -584,7 +585,7 @@ export const make = (world: MemoryWorld, basePath: PlatformPath.Path, options?: 
     const handleCall = <A>(op: string, method: string, syscall: string, body: (now: number) => A | Failure) =>
       call({ op, method, syscall, path, subject: fd }, (now) => (closed ? fail("EBADF") : body(now)))
     const readAt = (method: string, length: number) =>
-      handleCall("read" === method ? "read" : "readAlloc", method, "read", (): Uint8Array | Failure => {
+      handleCall(method, method, "read", (): Uint8Array | Failure => {
         if (!flag.read) return fail("EBADF")
         if (node.kind === "Directory") return fail("EISDIR")
         const at = Number(position)
@@ -841,7 +842,7 @@ export const make = (world: MemoryWorld, basePath: PlatformPath.Path, options?: 
     toFileUrl: (p) => posix.toFileUrl(resolvePath(p))
   }
 
-  return { fileSystem, path, process: { hostname: host.hostname, pid: host.pid ?? 0, uid } }
+  return { fileSystem, path, process: { hostname: host.hostname, pid: host.pid, uid } }
 }
 
 /**
