@@ -56,10 +56,16 @@ import type { FileType } from "../services/FileSystem.js"
  */
 export const CRASHED = "ECRASHED"
 
-/** Whether an error is the Memory world's simulated crash. */
+/**
+ * Whether an error is the Memory world's simulated crash: the port's `FileSystemError`, or the
+ * `@effect/platform` `SystemError` of `pi-agent-storage/testing` (its errno is the cause's `code`).
+ */
 export const isSimulatedCrash = (error: unknown): boolean =>
-  typeof error === "object" && error !== null && "_tag" in error && error._tag === "FileSystemError" &&
-  "errno" in error && error.errno === CRASHED
+  typeof error === "object" && error !== null && "_tag" in error && (
+    (error._tag === "FileSystemError" && "errno" in error && error.errno === CRASHED) ||
+    (error._tag === "SystemError" && "cause" in error && typeof error.cause === "object" && error.cause !== null &&
+      "code" in error.cause && error.cause.code === CRASHED)
+  )
 
 // ---------------------------------------------------------------------------------------------- inodes
 
