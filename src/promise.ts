@@ -39,6 +39,7 @@ export { BackupBusy, SnapshotCorrupt, SnapshotNotFound, UnsafeBackupRoot } from 
 export * from "./domain/UserProfileErrors.js"
 /** Every error a facade call rejects with (each an `Error` with `_tag`), and their tags. */
 export type { StorageError, StorageErrorTag } from "./domain/StorageErrors.js"
+export { isStorageError } from "./domain/StorageErrors.js"
 export type { StorageWarning, StorageWarningTag } from "./domain/Warnings.js"
 export type { ReleaseOutcome } from "./services/WorkRuns.js"
 export type { DoctorReport, Finding } from "./domain/Findings.js"

@@ -13,6 +13,7 @@ import { Doctor } from "../services/Doctor.js"
 import { FileSystem } from "../services/FileSystem.js"
 import { Inventory } from "../services/Inventory.js"
 import { Migration } from "../services/Migration.js"
+import { StorageConfig } from "../services/StorageConfig.js"
 import { UserProfile } from "../services/UserProfile.js"
 import { WorkRuns } from "../services/WorkRuns.js"
 
@@ -46,4 +47,4 @@ const stderrWarnings = warningLoggerLayer(
 
 export type CliServices = Layer.Layer.Success<ReturnType<typeof cliLayer>>
 
-export { AgentDir, Doctor, FileSystem, Inventory, Migration, UserProfile, WorkRuns }
+export { AgentDir, Doctor, FileSystem, Inventory, Migration, StorageConfig, UserProfile, WorkRuns }

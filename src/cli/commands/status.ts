@@ -5,6 +5,7 @@
 import * as Effect from "effect/Effect"
 import type { AgentDirSource } from "../../domain/AgentPaths.js"
 import type { Severity } from "../../domain/Findings.js"
+import { walkerInUse } from "../../layers/node/walkers.js"
 import type { InventoryReport } from "../../services/Inventory.js"
 import { type CliContext, notADirectory, out, printJson, withStack } from "../context.js"
 import { countOf, formatAge, formatEntries, formatSize, joinShown, type Shown, severityCounts, trimEnd, severitySummary, table, txt } from "../format.js"
@@ -13,6 +14,8 @@ export interface StatusDocument extends InventoryReport {
   readonly source: AgentDirSource
   /** `null` when the agent dir does not exist. */
   readonly doctor: { readonly findings: number; readonly bySeverity: Record<Severity, number>; readonly truncated: boolean } | null
+  /** The tree walker in use: `native` (the C addon) or `portable`, with why (an install without a C compiler). */
+  readonly walker: { readonly kind: "native" | "portable"; readonly why?: string }
 }
 
 const SOURCE_LABEL: Record<AgentDirSource, string> = {
@@ -33,6 +36,9 @@ export const renderStatus = (ctx: CliContext, doc: StatusDocument): Shown => {
     return txt`${joinShown(lines, "\n")}\n`
   }
   lines.push(txt`${paint("bold", "Work root")}  ${doc.workRoot}`)
+  lines.push(doc.walker.why === undefined
+    ? txt`${paint("bold", "Walker")}     ${doc.walker.kind}`
+    : txt`${paint("bold", "Walker")}     ${paint("yellow", doc.walker.kind)} (${doc.walker.why})`)
   if (doc.doctor !== null) {
     const d = doc.doctor
     const summary = d.findings === 0 ? "no findings" : `${countOf(d.findings, "finding")} (${severitySummary(d.bySeverity)}); see pi-storage doctor`
@@ -101,6 +107,6 @@ export const status = (ctx: CliContext, options: { readonly json: boolean }) =>
         const found = yield* (yield* s.Doctor).doctor()
         doctor = { findings: found.findings.length, bySeverity: severityCounts(found.findings), truncated: found.truncated }
       }
-      const doc: StatusDocument = { ...report, source: agentDir.source, doctor }
+      const doc: StatusDocument = { ...report, source: agentDir.source, doctor, walker: walkerInUse((yield* s.StorageConfig).walker) }
       yield* options.json ? printJson(doc) : out(renderStatus(ctx, doc))
     }))

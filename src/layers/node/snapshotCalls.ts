@@ -12,7 +12,6 @@ import * as Effect from "effect/Effect"
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { DirEntryInfo, FileType } from "../../services/FileSystem.js"
 import { type Fsat, fsatError, FsatType } from "./fsat.js"
-import type { SeekData } from "./sparse.js"
 import { toFileSystemError } from "./support.js"
 
 export interface SnapshotCalls {
@@ -23,7 +22,8 @@ export interface SnapshotCalls {
     names: ReadonlyArray<string>
   ) => Effect.Effect<ReadonlyArray<FileSystemError | undefined>, FileSystemError>
   /** Absent from an addon built before it existed: copies then skip all-zero blocks instead. */
-  readonly seek?: SeekData | undefined
+  // The addon's own type: this module's declarations are reached from the package root, which must need no @types/node.
+  readonly seek?: NonNullable<Fsat["seek"]> | undefined
 }
 
 /** Doubles per entry in `listInfo`'s stats (fsat.c INFO_FIELDS) of an addon that does not say (before `blocks`). */

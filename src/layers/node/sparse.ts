@@ -15,10 +15,11 @@
  */
 import type { Hash } from "node:crypto"
 import * as fs from "node:fs"
+import type { Fsat } from "./fsat.js"
 import * as os from "node:os"
 
 /** lseek(fd, offset, SEEK_DATA = 0 | SEEK_HOLE = 1): the offset, or a negative errno (-ENXIO: no data from there on). */
-export type SeekData = (fd: number, offset: number, whence: 0 | 1) => number
+export type SeekData = NonNullable<Fsat["seek"]>
 
 const NO_DATA = -(os.constants.errno.ENXIO ?? 6)
 const CHUNK = 64 * 1024

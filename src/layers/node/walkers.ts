@@ -40,6 +40,13 @@ export interface Walks {
 /** The walker `auto` means on this installation: native when the addon is built. */
 export const availableWalkerKind = (): WalkerKind => ("fsat" in fsatAddon() ? "native" : "portable")
 
+/** Which walker a choice means here, and why it is not the native one when it is not (`pi-storage status`). */
+export const walkerInUse = (choice: WalkerChoice): { readonly kind: WalkerKind; readonly why?: string } => {
+  if (choice === "portable") return { kind: "portable", why: "chosen (walker \"portable\", or PI_STORAGE_NATIVE=0)" }
+  const loaded = fsatAddon()
+  return "fsat" in loaded ? { kind: "native" } : { kind: "portable", why: `the native addon is ${loaded.why}` }
+}
+
 /** The walker a choice means here; `native` where the addon is not built is a defect. */
 export const walkerKindOf = (choice: WalkerChoice): WalkerKind => {
   if (choice === "auto") return availableWalkerKind()
