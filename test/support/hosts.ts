@@ -5,7 +5,7 @@
  * `/proc/sys/kernel/random/boot_id` and `/etc/machine-id`. File mtimes stay the kernel's: the shared file
  * system's clock. `hostSupport` says once per file whether this machine allows it.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn, type StdioOptions } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -40,8 +40,17 @@ const SCRIPT = [
   "exec \"$@\""
 ].join("\n")
 
-/** Spawn `command args` on `host`; `scratch` holds the files bind-mounted for it. */
-export const spawnOnHost = (host: SimulatedHost, scratch: string, command: string, args: ReadonlyArray<string>): ChildProcess => {
+/**
+ * Spawn `command args` on `host`; `scratch` holds the files bind-mounted for it. The pid spawned is the
+ * command's own (every step execs), so signals reach it; an `ipc` channel passes through to a Node command.
+ */
+export const spawnOnHost = (
+  host: SimulatedHost,
+  scratch: string,
+  command: string,
+  args: ReadonlyArray<string>,
+  stdio: StdioOptions = ["ignore", "pipe", "pipe"]
+): ChildProcess => {
   const env: NodeJS.ProcessEnv = { ...process.env, PI_TEST_HOSTNAME: host.hostname, PI_TEST_BOOT_ID: "", PI_TEST_MACHINE_ID: "", PI_TEST_FAKETIME: "" }
   const file = (name: string, text: string) => {
     const at = fs.mkdtempSync(path.join(scratch, `${name}-`))
@@ -58,7 +67,7 @@ export const spawnOnHost = (host: SimulatedHost, scratch: string, command: strin
   const mounts = host.bootId !== undefined || host.machineId !== undefined
   return spawn("unshare", [...(mounts ? ["--mount"] : []), "--uts", "sh", "-c", SCRIPT, "sh", command, ...args], {
     env,
-    stdio: ["ignore", "pipe", "pipe"]
+    stdio
   })
 }
 
