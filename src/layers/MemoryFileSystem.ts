@@ -640,11 +640,6 @@ export interface LayerMemoryOptions extends MemoryWorldOptions {
   readonly hostname?: string
   /** The world machine the process runs on (default `hostname`): two machines may report one host name. */
   readonly machine?: string
-  /**
-   * How far the process's wall clock is off the world's (ms, + ahead): every effect run with the layer sees
-   * its `Clock` shifted so, while the files it writes are stamped on the world's clock.
-   */
-  readonly clockSkewMs?: number
   /** The process's pid (spawned on its host when not alive); a fresh pid when absent. */
   readonly pid?: number
   readonly uid?: number
@@ -655,14 +650,12 @@ export interface LayerMemoryOptions extends MemoryWorldOptions {
 }
 
 /** One simulated process: FileSystem, Host and the MemoryDriver over a fresh (or given) world. */
-export const layerMemory = (options?: LayerMemoryOptions): Layer.Layer<FileSystem | Host | MemoryDriver> => {
-  const skew = options?.clockSkewMs ?? 0
-  const services = Layer.syncContext(() => {
+export const layerMemory = (options?: LayerMemoryOptions): Layer.Layer<FileSystem | Host | MemoryDriver> =>
+  Layer.syncContext(() => {
     const world = options?.world ?? MemoryWorld.make(options)
     const host = MemoryHost.make(world, {
       hostname: options?.hostname ?? "memory-host",
       ...(options?.machine === undefined ? {} : { machine: options.machine }),
-      ...(skew === 0 ? {} : { clockSkewMs: skew }),
       ...(options?.pid === undefined ? {} : { pid: options.pid }),
       ...(options?.uid === undefined ? {} : { uid: options.uid }),
       ...(options?.home === undefined ? {} : { home: options.home }),
@@ -673,11 +666,8 @@ export const layerMemory = (options?: LayerMemoryOptions): Layer.Layer<FileSyste
       uid: host.uid ?? 1000,
       hostname: options?.machine ?? host.hostname,
       pid: host.pid,
-      ...(skew === 0 ? {} : { clockSkewMs: skew }),
       ...(options?.umask === undefined ? {} : { umask: options.umask }),
       ...(options?.cwd === undefined ? {} : { cwd: options.cwd })
     })
     return Context.make(FileSystem, fs).pipe(Context.add(Host, host), Context.add(MemoryDriver, world))
   })
-  return skew === 0 ? services : Layer.merge(services, MemoryHost.layerClockSkew(skew))
-}

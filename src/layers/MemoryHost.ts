@@ -18,8 +18,9 @@ export interface MemoryHostOptions {
    */
   readonly machine?: string
   /**
-   * How far this process's clock is off the world's (ms, + ahead); default 0. Its uptime is read against the
-   * world's clock; the process's `Clock` is the caller's (see `MemoryFileSystem.layerMemory`).
+   * How far this process's clock is off the world's (ms, + ahead); default 0: its uptime is read against the
+   * world's clock. Its effects run on `skewedClock(clock, skew)` (`Effect.withClock`), and its FileSystem is
+   * made with the same `clockSkewMs`, so the files it writes are stamped on the world's clock.
    */
   readonly clockSkewMs?: number
   /** Adopted when alive on the host, spawned with this number otherwise; a fresh pid when absent. */
@@ -73,10 +74,3 @@ export const skewedClock = (base: Clock.Clock, skewMs: number): Clock.Clock => (
   currentTimeNanos: Effect.map(base.currentTimeNanos, (t) => t + BigInt(Math.round(skewMs * 1e6))),
   sleep: (d) => base.sleep(d)
 })
-
-/**
- * Every effect run with this layer sees the clock it was built on (the `TestClock` under `it.effect`)
- * `skewMs` ahead: a simulated host whose wall clock is off.
- */
-export const layerClockSkew = (skewMs: number): Layer.Layer<never> =>
-  Layer.scopedDiscard(Effect.flatMap(Effect.clock, (base) => Effect.withClockScoped(skewedClock(base, skewMs))))

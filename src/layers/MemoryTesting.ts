@@ -56,8 +56,6 @@ export interface MemoryProcessOptions {
   readonly hostname?: string
   /** The world machine it runs on (pid table, boot, machine id); default `hostname`. */
   readonly machine?: string
-  /** Its wall clock's offset from the world's (ms, + ahead); files it writes are stamped on the world's clock. */
-  readonly clockSkewMs?: number
   /** Adopted when alive on its host, spawned otherwise; a fresh pid when absent. */
   readonly pid?: number
   /** Default 1000. */

@@ -33,8 +33,9 @@
  *   whether it was alive, `reboot(host, { atMs? })` → new boot id (process table cleared, pid and tick counters restart,
  *   so old pids and start times come back: only the boot id tells them apart), `bootId(host)`,
  *   `machineId(host)`, `bootedAt(host)`. A process of a machine may report another host name (two machines
- *   of one name) and run with its clock off (`clockSkewMs` of its layer): file mtimes are always the world's
- *   clock (the caller's `Clock` minus its skew), as a shared file system stamps them.
+ *   of one name) and run with its clock off (`clockSkewMs` of its MemoryHost and MemoryFileSystem, its effects
+ *   run on `MemoryHost.skewedClock`): file mtimes are always the world's clock (the caller's `Clock` minus its
+ *   skew), as a shared file system stamps them.
  *   `startTimeOf(host, pid)`, `processes(host)`. `spawn` adds a missing host.
  * - `chown(path, uid)` (no-follow), `tree(root?)` snapshot for before/after comparisons, `readFixture(path)`,
  *   and the Effects `writeFixture`, `mkdirFixture`, `symlinkFixture` that seed the tree without journal, faults,
