@@ -9,6 +9,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { REMOTE_MARGIN_MS } from "../../src/domain/Liveness.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
+import { FileSystem } from "../../src/services/FileSystem.js"
+import { Host } from "../../src/services/Host.js"
+import { doctorAt } from "../support/doctor.js"
 import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
 
 const MINUTE = 60 * 1000
@@ -138,5 +141,45 @@ describe("liveness across hosts with skewed clocks (Memory)", () => {
       yield* TestClock.adjust(1)
       const report = yield* after.run(after.workRuns.prune({ ...TENANT, policy: ALL_INACTIVE }))
       assert.deepStrictEqual(report.removed.map((r) => r.runId), [run.runId])
+    }))
+
+  it.scoped("the doctor judges another host's holders without writing anything (no clock probe); a remover's probe leaves nothing behind", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(EPOCH)
+      const world = MemoryWorld.make()
+      const holder = yield* spawnProcess(world, { hostname: "a" })
+      const run = yield* holder.run(holder.workRuns.acquire({ ...TENANT, retention: false }))
+      // The doctor reads its own clock for the file system's (advisory: it writes no probe, DR1); here it is right.
+      const doctorHost = yield* spawnProcess(world, { hostname: "c" })
+      yield* TestClock.adjust(MINUTE)
+      const before = world.mutationCount
+      const report = yield* doctorAt(AGENT_DIR).pipe(Effect.provideService(FileSystem, doctorHost.fs), Effect.provideService(Host, doctorHost.host))
+      assert.strictEqual(world.mutationCount, before, "the doctor wrote nothing")
+      assert.deepStrictEqual(report.findings.filter((f) => f.code === "work-dead-lease"), [])
+      const reader = yield* spawnProcess(world, { hostname: "b", clockSkewMs: 20 * MINUTE })
+      // `work rm` judges the run's leases before it takes any marker: its clock comes from a probe.
+      const removed = yield* reader.run(reader.workRuns.removeRuns({ ...TENANT, runIds: [run.runId] }))
+      assert.deepStrictEqual(removed.map((o) => o._tag), ["Held"])
+      assert.isTrue(world.journal.some((e) => e.op === "writeFileExclusive" && /\/\.cleanup\/\.clock-\d+-[0-9a-f]{8}\.reclaim$/.test(e.path)), "it probed")
+      assert.deepStrictEqual(Object.keys(world.tree(`${AGENT_DIR}/work/tools/bash/.cleanup`)).filter((p) => p.includes(".clock-")), [])
+    }))
+
+  it.scoped("a clock probe left by a killed prober is a dead reclaim lock: the next prune reclaims it, nobody reports it unowned", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(EPOCH)
+      const world = MemoryWorld.make()
+      const p = yield* spawnProcess(world, { hostname: "a" })
+      yield* p.run(p.workRuns.acquire({ ...TENANT, retention: false }).pipe(Effect.flatMap((r) => r.release())))
+      const tenantDir = `${AGENT_DIR}/work/tools/bash`
+      const gone = world.spawn("a")
+      world.kill("a", gone)
+      const probe = `${tenantDir}/.cleanup/.clock-${gone}-0badc0de.reclaim`
+      const now = yield* Effect.clockWith((c) => c.currentTimeMillis)
+      yield* world.writeFixture(probe, JSON.stringify({ version: 1, purpose: "clock-probe", host: "a", machineId: world.machineId("a"), bootId: world.bootId("a"), pid: gone, createdAt: now }))
+      const doctor = yield* doctorAt(AGENT_DIR).pipe(Effect.provideService(FileSystem, p.fs), Effect.provideService(Host, p.host))
+      assert.deepStrictEqual(doctor.findings.filter((f) => f.path.includes(".clock-")).map((f) => f.code), ["work-dead-marker"])
+      const report = yield* p.run(p.workRuns.prune({ ...TENANT, policy: ALL_INACTIVE }))
+      assert.deepStrictEqual([report.unowned, report.unreadable, report.errors], [[], [], []])
+      assert.isUndefined(world.readFixtureText(probe))
     }))
 })

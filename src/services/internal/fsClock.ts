@@ -22,15 +22,18 @@ import type { FileInfo, FileSystem } from "../FileSystem.js"
 import type { Host } from "../Host.js"
 import { warn } from "./warn.js"
 
-/** A reading older than this (on the reader's monotonic clock) is taken again before it is used. */
-export const REPROBE_MS = 1_000
+/**
+ * A reading older than this (on the reader's monotonic clock) is taken again before it is used: carried
+ * forward, it is exact unless the file system's clock is stepped meanwhile, so it is kept only briefly.
+ */
+export const REPROBE_MS = 5_000
 
 /** The `purpose` of a probe file (a valid marker body, so a reader meeting one judges it as its holder's). */
 export const CLOCK_PROBE_PURPOSE = "clock-probe"
 
 /**
  * Where a probe may be created: an exact path (a marker's reclaim lock), or a directory in which a unique
- * `.clock-<nonce>.reclaim` is made (a tenant's `.cleanup/`, where a dead reclaimer's lock is reclaimed by the
+ * `.clock-<pid>-<nonce>.reclaim` is made (a tenant's `.cleanup/`, where a dead reclaimer's lock is reclaimed by the
  * next prune and a run id never starts with a dot).
  */
 export type ProbeSpot = string | { readonly dir: string }
@@ -115,12 +118,13 @@ export const makeFsClock = (fs: FileSystem["Type"], host: Host["Type"]): FsClock
       const made = yield* Effect.either(fs.writeFileExclusive(path, body))
       if (made._tag === "Left") return null
       const info = yield* Effect.option(fs.lstat(path))
-      const now = yield* Effect.option(fs.lstat(path))
-      if (info._tag === "Some" && now._tag === "Some" && sameFile(now.value, info.value)) {
+      // Unlinked only while it is still the file created (as a marker's release): never someone else's.
+      const still = yield* Effect.option(fs.lstat(path))
+      if (info._tag === "Some" && still._tag === "Some" && sameFile(still.value, info.value)) {
         yield* fs.removeFile(path).pipe(Effect.catchAll((e) =>
           e.reason === "NotFound" ? Effect.void : warn({ _tag: "MarkerLeftInPlace", path, reason: e.message, message: `clock probe left in place: it cannot be removed (${e.reason})` })
         ))
-      } else if (now._tag === "Some") {
+      } else if (still._tag === "Some") {
         yield* warn({ _tag: "MarkerLeftInPlace", path, reason: "no longer the probe created", message: "clock probe left in place: it is no longer the file created" })
       }
       return info._tag === "Some" && info.value.type === "File" ? info.value : null
@@ -135,7 +139,8 @@ export const makeFsClock = (fs: FileSystem["Type"], host: Host["Type"]): FsClock
         if (typeof spot === "string") {
           info = yield* probeAt(spot)
         } else {
-          const path = NodePath.join(spot.dir, `.clock-${(yield* Random.nextIntBetween(0, 0x7fffffff)).toString(16).padStart(8, "0")}.reclaim`)
+          const nonce = (yield* Random.nextIntBetween(0, 0x7fffffff)).toString(16).padStart(8, "0")
+          const path = NodePath.join(spot.dir, `.clock-${host.pid}-${nonce}.reclaim`)
           info = yield* probeAt(path)
           if (info === null) {
             // A tenant without its `.cleanup/` yet: made (0700, as a removal makes it), then tried once more. A
