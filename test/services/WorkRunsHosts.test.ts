@@ -11,6 +11,7 @@ import { REMOTE_MARGIN_MS } from "../../src/domain/Liveness.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { Host } from "../../src/services/Host.js"
+import { readLeases } from "../../src/services/internal/runFacts.js"
 import { doctorAt } from "../support/doctor.js"
 import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
 
@@ -181,5 +182,24 @@ describe("liveness across hosts with skewed clocks (Memory)", () => {
       const report = yield* p.run(p.workRuns.prune({ ...TENANT, policy: ALL_INACTIVE }))
       assert.deepStrictEqual([report.unowned, report.unreadable, report.errors], [[], [], []])
       assert.isUndefined(world.readFixtureText(probe))
+    }))
+
+  it.scoped("no probe through a link: with .cleanup a symlink, the file system's clock is not read and another host's holder is held", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(EPOCH)
+      const world = MemoryWorld.make()
+      const holder = yield* spawnProcess(world, { hostname: "a", heartbeats: false })
+      const run = yield* holder.run(holder.workRuns.acquire({ ...TENANT, retention: false }))
+      yield* world.mkdirFixture("/elsewhere")
+      yield* world.symlinkFixture("/elsewhere", `${AGENT_DIR}/work/tools/bash/.cleanup`)
+      yield* TestClock.adjust(2 * TTL) // long silent: only a probe could prove it
+      const remover = yield* spawnProcess(world, { hostname: "b" })
+      const outcomes = yield* remover.run(remover.workRuns.removeRuns({ ...TENANT, runIds: [run.runId] }))
+      assert.deepStrictEqual(outcomes.map((o) => o._tag), ["Held"])
+      // (Silent for twice the TTL: with a probe it would be dead; without one it is held.)
+      const judged = yield* remover.run(readLeases({ fs: remover.fs, host: remover.host, remoteLeaseTtlMs: TTL, staleUnreadableMs: TTL }, run.path))
+      assert.deepStrictEqual(judged.leases.map((l) => [l.verdict.reason, l.verdict.alive]), [["remote-unjudged", true]])
+      assert.match(judged.leases[0]!.verdict.detail, /clock could not be read/)
+      assert.deepStrictEqual(Object.keys(world.tree("/elsewhere")), ["/elsewhere"], "nothing was written through the link")
     }))
 })

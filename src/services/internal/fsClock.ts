@@ -139,15 +139,15 @@ export const makeFsClock = (fs: FileSystem["Type"], host: Host["Type"]): FsClock
         if (typeof spot === "string") {
           info = yield* probeAt(spot)
         } else {
-          const nonce = (yield* Random.nextIntBetween(0, 0x7fffffff)).toString(16).padStart(8, "0")
-          const path = NodePath.join(spot.dir, `.clock-${host.pid}-${nonce}.reclaim`)
-          info = yield* probeAt(path)
-          if (info === null) {
-            // A tenant without its `.cleanup/` yet: made (0700, as a removal makes it), then tried once more. A
-            // failure here is the probe's failure: the holder is held and its verdict says why.
+          // Never through a link: a `.cleanup` that is not a directory is no place for a probe. A tenant without
+          // one yet gets it (0700, as a removal makes it). A failure is the probe's: the holder is held.
+          const dir = yield* Effect.either(fs.lstat(spot.dir))
+          if (dir._tag === "Left" && dir.left.reason === "NotFound") {
             const made = yield* Effect.either(fs.makeDirectory(spot.dir, { mode: 0o700 }))
-            if (made._tag === "Right") info = yield* probeAt(path)
-          }
+            if (made._tag === "Left" && made.left.reason !== "AlreadyExists") continue
+          } else if (dir._tag === "Left" || dir.right.type !== "Directory") continue
+          const nonce = (yield* Random.nextIntBetween(0, 0x7fffffff)).toString(16).padStart(8, "0")
+          info = yield* probeAt(NodePath.join(spot.dir, `.clock-${host.pid}-${nonce}.reclaim`))
         }
         // A probe on another device than the file judged says nothing about that file's clock.
         if (info === null || info.dev !== dev) continue
