@@ -31,6 +31,10 @@ describe("liveness across hosts with skewed clocks (Memory)", () => {
       const holder = yield* spawnProcess(world, { hostname: "a" })
       const pruner = yield* spawnProcess(world, { hostname: "b", clockSkewMs: 20 * MINUTE })
       const run = yield* holder.run(holder.workRuns.acquire({ ...TENANT, retention: false }))
+      // The lease records the holder's machine beside its host name and boot.
+      const lease = JSON.parse(world.readFixtureText(run.leasePath)!)
+      assert.deepStrictEqual([lease.host, lease.machineId, lease.bootId], ["a", holder.host.machineId, holder.host.bootId])
+      assert.match(lease.machineId, /^[0-9a-f]{32}$/)
       for (let i = 0; i < 4; i++) {
         const report = yield* pruner.run(pruner.workRuns.prune({ ...TENANT, policy: ALL_INACTIVE }))
         assert.deepStrictEqual(report.removed, [])

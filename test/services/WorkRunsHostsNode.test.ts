@@ -20,6 +20,14 @@ const prunerScript = path.join(import.meta.dirname, "..", "fixtures", "pruner.mj
 /** Short, so a killed holder is reclaimed within seconds; holders beat every third of it. */
 const TTL_MS = 3000
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+const ownMachineId = (() => {
+  try {
+    const id = fs.readFileSync("/etc/machine-id", "utf8").trim()
+    return /^[0-9a-f]{32}$/.test(id) ? id : undefined
+  } catch {
+    return undefined
+  }
+})()
 
 interface PruneSeen {
   readonly removed: ReadonlyArray<string>
@@ -68,6 +76,12 @@ const pastTheTtl = () => sleep(TTL_MS + REMOTE_MARGIN_MS + 1000)
  */
 const liveThenKilled = async (holderHost: SimulatedHost, pruner: SimulatedHost, tenant: string) => {
   const { child, run } = await hold(holderHost, tenant)
+  // Its lease records the machine it runs on (a bind-mounted id, or this machine's) and its host name.
+  const [leaseName] = fs.readdirSync(path.join(run.path, ".leases")).filter((n) => !n.startsWith("."))
+  const lease = JSON.parse(fs.readFileSync(path.join(run.path, ".leases", leaseName!), "utf8")) as { host: string; machineId?: string; bootId?: string }
+  expect(lease.host).toBe(holderHost.hostname)
+  expect(lease.machineId).toBe(holderHost.machineId ?? ownMachineId)
+  if (holderHost.bootId !== undefined) expect(lease.bootId).toBe(holderHost.bootId)
   const first = await prune(pruner, tenant)
   expect(first.removed).toEqual([])
   expect(first.active).toEqual([run.runId])
