@@ -1,5 +1,5 @@
 /**
- * `npm run stress -- --processes 8 --seconds 60 [--kill-every MS] [--mid-create RATIO] [--stale-ms MS] [--seed N] [--json] [--keep]`
+ * `npm run stress -- --processes 8 --seconds 60 [--kill-every MS] [--mid-create RATIO] [--stale-ms MS] [--hosts] [--ttl-ms MS] [--seed N] [--json] [--keep]`
  *
  * Real worker processes (bench/stressWorker.ts) acquire, write into, release and prune the same tenants at
  * random, some are SIGKILLed and respawned, while this process checks from outside:
@@ -11,13 +11,19 @@
  *   of a marker or lease (the worker creates it empty, then is SIGKILLed), and at the end, once the stale
  *   bound (`--stale-ms`, default 2000, given to every store) has passed, a final prune of every tenant
  *   converges: not busy, nothing active, every empty marker and lease reclaimed, no marker left.
+ * `--hosts` (root, Linux, libfaketime): the workers run on two simulated hosts, alternately: each in its own
+ * UTS namespace (host names `stress-late` and `stress-early`) with its wall clock shifted by libfaketime (a
+ * day behind, 20 minutes ahead), so every cross-host verdict is judged on the file system's clock; every
+ * store uses a short remote lease TTL (`--ttl-ms`, default 8000) and the final prune waits it out (+ margin).
  * Prints operations per kind and violations; exits 1 on any violation. Files only; removes its temp dir.
  */
 import { type ChildProcess, fork } from "node:child_process"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { REMOTE_MARGIN_MS } from "../src/domain/Liveness.js"
 import { openAgentStorage } from "../src/promise.js"
+import { hostSupport, type SimulatedHost, spawnOnHost } from "../test/support/hosts.js"
 import { type ToParent, type ToWorker, STRESS_CATEGORY, STRESS_TENANTS } from "./stressProtocol.js"
 import { BENCH_DIR, machine, makeTempRoot, numberArg, parseArgs, prng, renderTable, sleep } from "./util.js"
 
@@ -28,9 +34,17 @@ interface Held {
   readonly pid: number
 }
 
+/** The simulated hosts of `--hosts`: one a day behind, one 20 minutes ahead (workers alternate). */
+const STRESS_HOSTS: ReadonlyArray<SimulatedHost> = [
+  { hostname: "stress-late", clock: "-1d" },
+  { hostname: "stress-early", clock: "+20m" }
+]
+
 interface Worker {
   readonly child: ChildProcess
   readonly pid: number
+  /** The simulated host it runs on (`--hosts`), or null. */
+  readonly host: SimulatedHost | null
   /** Set before we SIGKILL it: its later messages and its runs are no longer ours to check. */
   killed: boolean
   /** It listens for messages (a stop sent earlier could be lost while it loads). */
@@ -114,6 +128,8 @@ const main = async () => {
   const seed = Math.floor(numberArg(args, "seed", Date.now() % 1_000_000))
   const midCreate = numberArg(args, "mid-create", 0.5)
   const staleMs = numberArg(args, "stale-ms", 2000)
+  const hosts = args.has("hosts")
+  const ttlMs = hosts ? numberArg(args, "ttl-ms", 8000) : null
   const json = args.has("json")
   const log = (line: string) => {
     if (!json) process.stderr.write(`${line}\n`)
@@ -134,16 +150,23 @@ const main = async () => {
   let stopping = false
   const started = Date.now()
   try {
+    if (hosts) {
+      const support = hostSupport()
+      if (!support.available) throw new Error(`--hosts needs UTS and mount namespaces and libfaketime: ${support.why}`)
+    }
     const canaries = plant(agentDir, outside)
     const canaryBefore = Object.assign({}, ...canaries.map(snapshot)) as Record<string, string>
     const outsideBefore = snapshot(outside)
 
-    const spawnWorker = (): Worker => {
-      const child = fork(path.join(BENCH_DIR, "stressWorker.ts"), [agentDir, outside, String(seed), String(staleMs)], {
-        execArgv: ["--import", "tsx"],
-        stdio: ["ignore", "ignore", "pipe", "ipc"]
-      })
-      const w: Worker = { child, pid: child.pid ?? -1, killed: false, ready: false, done: false, dyingSince: null }
+    let spawned = 0
+    const spawnWorker = (host: SimulatedHost | null = hosts ? STRESS_HOSTS[spawned % STRESS_HOSTS.length]! : null): Worker => {
+      spawned++
+      const workerArgs = [agentDir, outside, String(seed), String(staleMs), ...(ttlMs === null ? [] : [String(ttlMs)])]
+      const script = path.join(BENCH_DIR, "stressWorker.ts")
+      const child = host === null
+        ? fork(script, workerArgs, { execArgv: ["--import", "tsx"], stdio: ["ignore", "ignore", "pipe", "ipc"] })
+        : spawnOnHost(host, root, process.execPath, ["--import", "tsx", script, ...workerArgs], ["ignore", "ignore", "pipe", "ipc"])
+      const w: Worker = { child, pid: child.pid ?? -1, host, killed: false, ready: false, done: false, dyingSince: null }
       let stderr = ""
       child.stderr?.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)))
       child.on("message", (m: ToParent) => {
@@ -166,7 +189,7 @@ const main = async () => {
         if (!w.killed && !(stopping && w.done)) violate("worker", `worker ${w.pid} exited (${code ?? signal}) unexpectedly: ${stderr.trim().slice(-500)}`)
         if (!stopping && w.killed) {
           add("respawn")
-          workers.add(spawnWorker())
+          workers.add(spawnWorker(w.host))
         }
       })
       workers.add(w)
@@ -181,6 +204,7 @@ const main = async () => {
     }
 
     log(`stress: ${processes} processes for ${seconds} s, SIGKILL every ~${Math.round(killEvery)} ms (${midCreate * 100}% between create and write, stale bound ${staleMs} ms), seed ${seed}, in ${root}`)
+    if (hosts) log(`stress: hosts ${STRESS_HOSTS.map((h) => `${h.hostname} (clock ${h.clock})`).join(", ")}, remote lease TTL ${ttlMs} ms`)
     for (let i = 0; i < processes; i++) spawnWorker()
 
     const checkHeld = () => {
@@ -259,8 +283,10 @@ const main = async () => {
     // A final prune of every tenant from a fresh store, once the stale bound has passed: killed holders'
     // leases are dead and every empty marker or lease is stale, so everything owned and inactive goes, every
     // empty file is reclaimed, no marker is left; the canaries and the outside tree must still be untouched.
-    await sleep(staleMs + 100)
-    const store = await openAgentStorage({ agentDir, migrate: false, staleUnreadableMs: staleMs })
+    // With hosts, this process is a third host: the killed workers' leases are dead once not written for the
+    // remote TTL + margin.
+    await sleep(Math.max(staleMs, ttlMs === null ? 0 : ttlMs + REMOTE_MARGIN_MS) + 100)
+    const store = await openAgentStorage({ agentDir, migrate: false, staleUnreadableMs: staleMs, ...(ttlMs === null ? {} : { remoteLeaseTtlMs: ttlMs }) })
     try {
       for (const tenant of STRESS_TENANTS) {
         const report = await store.pruneWorkTenant({ category: STRESS_CATEGORY, tenant, policy: { maxInactiveRuns: 0 } })
@@ -269,7 +295,12 @@ const main = async () => {
         if (report.busy) violate("I5", `${tenant}: final prune busy after the stale bound`)
         if (report.active.length > 0) violate("I5", `${tenant}: runs still active after every holder stopped or died: ${report.active.join(", ")}`)
         for (const e of report.errors) violate("I5", `${tenant}: final prune error ${e.path}: ${e.message}`)
-        for (const u of report.unreadable) if (u.action !== "reclaimed") violate("I5", `${tenant}: ${u.path} ${u.action} after the stale bound (${u.what})`)
+        for (const u of report.unreadable) {
+          // A host 20 minutes ahead stamps manifests "in the future" of this one: those stamps are reported and
+          // set aside for last use (the manifest's mtime counts), never left over.
+          if (u.action === "reclaimed" || (hosts && u.action === "ignored")) continue
+          violate("I5", `${tenant}: ${u.path} ${u.action} after the stale bound (${u.what})`)
+        }
         for (const left of leftoverMarkers(path.join(agentDir, "work", STRESS_CATEGORY, tenant))) violate("I5", `${tenant}: not converged: ${left}`)
       }
     } finally {
@@ -289,6 +320,8 @@ const main = async () => {
     killEveryMs: Math.round(killEvery),
     midCreate,
     staleMs,
+    hosts: hosts ? STRESS_HOSTS : null,
+    remoteLeaseTtlMs: ttlMs,
     seed,
     tookSeconds: Math.round((Date.now() - started) / 100) / 10,
     operations: Object.fromEntries(Object.entries(counts).sort(([a], [b]) => a.localeCompare(b))),

@@ -13,7 +13,7 @@ import { prng } from "./util.js"
 
 import { NAMED_RUNS, STRESS_CATEGORY, STRESS_TENANTS, type ToParent, type ToWorker } from "./stressProtocol.js"
 
-const [agentDir, outsideDir, seedArg, staleArg] = process.argv.slice(2)
+const [agentDir, outsideDir, seedArg, staleArg, ttlArg] = process.argv.slice(2)
 if (agentDir === undefined || outsideDir === undefined || process.send === undefined) {
   throw new Error("stressWorker is forked by bench/stress.ts")
 }
@@ -180,7 +180,12 @@ const prune = async (store: Awaited<ReturnType<typeof openAgentStorage>>) => {
 }
 
 const main = async () => {
-  const store = await openAgentStorage({ agentDir, migrate: false, ...(staleArg ? { staleUnreadableMs: Number(staleArg) } : {}) })
+  const store = await openAgentStorage({
+    agentDir,
+    migrate: false,
+    ...(staleArg ? { staleUnreadableMs: Number(staleArg) } : {}),
+    ...(ttlArg ? { remoteLeaseTtlMs: Number(ttlArg) } : {})
+  })
   // Ready once the store is open: the facade loads its stack on the first open, not at import (README
   // "Installing"), and under tsx that compile must not eat the run's seconds.
   send({ t: "ready" })

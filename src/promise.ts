@@ -59,6 +59,11 @@ export interface OpenOptions {
   /** How long an unreadable (e.g. empty) marker or lease is held before it counts as dead; default 10 minutes. */
   readonly staleUnreadableMs?: number
   /**
+   * How long a lease or marker of another host lives without being written (held runs refresh theirs at a
+   * third of it); default 15 minutes. Every process sharing the agent dir must use the same value.
+   */
+  readonly remoteLeaseTtlMs?: number
+  /**
    * What the library carried on through (a failing heartbeat, a refused background prune, a lease it could not
    * remove). Default: `process.emitWarning` (type `PiAgentStorageWarning`, code = the warning's `_tag`).
    */
@@ -156,7 +161,7 @@ const storeLayer = ({ NodeStorageLive, HeartbeatClock }: typeof Store, options: 
     NodeStorageLive({
       agentDir: options.agentDir,
       migrate: options.migrate,
-      config: { staleUnreadableMs: options.staleUnreadableMs }
+      config: { staleUnreadableMs: options.staleUnreadableMs, remoteLeaseTtlMs: options.remoteLeaseTtlMs }
     }).pipe(Layer.provide(Layer.succeed(HeartbeatClock, unrefClock))),
     storeWarnings(options)
   )

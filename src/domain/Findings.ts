@@ -112,9 +112,10 @@ export const FINDING_CODES = {
   },
   "work-future-timestamp": {
     severity: "warning",
-    meaning: "A remote lease heartbeat or a manifest createdAt/releasedAt beyond now + the remote lease TTL: " +
-      "such a lease is judged by the stale bound on its file's mtime, such a manifest stamp does not count " +
-      "for last use (the manifest's mtime capped at now does)."
+    meaning: "A remote lease heartbeat beyond its own file's mtime + the remote lease TTL (its host's clock " +
+      "runs far ahead), or a manifest createdAt/releasedAt beyond now + the TTL: such a lease is judged by its " +
+      "file's age like any other host's, such a manifest stamp does not count for last use (the manifest's " +
+      "mtime capped at now does)."
   },
   "work-dead-marker": {
     severity: "info",

@@ -44,6 +44,8 @@ export type Manifest = typeof Manifest.Type
 export const LeaseV2 = Schema.Struct({
   version: Schema.Literal(2),
   host: Schema.String,
+  /** `/etc/machine-id` of the holder's machine (leases written before it was recorded lack it). */
+  machineId: Schema.optional(Schema.String),
   bootId: Schema.optional(Schema.String),
   pid: NonNegativeInt,
   processStartedAt: Schema.optional(Schema.Number),
@@ -69,6 +71,7 @@ export const Marker = Schema.Struct({
   version: Schema.Literal(1),
   purpose: Schema.String,
   host: Schema.String,
+  machineId: Schema.optional(Schema.String),
   bootId: Schema.optional(Schema.String),
   pid: NonNegativeInt,
   processStartedAt: Schema.optional(Schema.Number),
@@ -79,6 +82,8 @@ export type Marker = typeof Marker.Type
 /** A lease, normalised to the fields the liveness verdict needs. */
 export interface LeaseFacts {
   readonly host: string
+  /** The holder's machine identity; absent in records written before it was recorded. */
+  readonly machineId?: string | undefined
   readonly bootId: string | undefined
   readonly pid: number
   readonly processStartedAt: number | undefined
@@ -92,6 +97,7 @@ export const leaseFacts = (lease: Lease | Marker): LeaseFacts =>
     ? { host: lease.hostname, bootId: undefined, pid: lease.pid, processStartedAt: undefined, heartbeatAt: lease.createdAt, acquiredAt: lease.createdAt }
     : {
       host: lease.host,
+      machineId: lease.machineId,
       bootId: lease.bootId,
       pid: lease.pid,
       processStartedAt: lease.processStartedAt,

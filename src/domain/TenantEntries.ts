@@ -10,11 +10,14 @@ import {
   TENANT_TRASH_DIR
 } from "./AgentPaths.js"
 
-/**
- * Suffix of the lock serialising reclaimers of a dead marker (`reclaimLockPath` in
- * src/services/internal/markers.ts appends the same; test/domain/RootEntries.test.ts checks they agree).
- */
+/** Suffix of the lock serialising reclaimers of a dead marker (src/services/internal/markers.ts). */
 const RECLAIM_LOCK_SUFFIX = ".reclaim"
+
+/** The file serialising the reclaimers of one marker path. */
+export const reclaimLockPath = (markerPath: string): string => `${markerPath}${RECLAIM_LOCK_SUFFIX}`
+
+/** Whether a directory entry is a reclaim lock (never a run, never a marker of its own). */
+export const isReclaimLockName = (name: string): boolean => name.endsWith(RECLAIM_LOCK_SUFFIX)
 
 /** Entries of a tenant directory that belong to the library itself, never runs. */
 export const TENANT_LIBRARY_ENTRIES: ReadonlySet<string> = new Set([

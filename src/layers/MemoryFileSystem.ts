@@ -51,9 +51,15 @@ export interface MemoryFileSystemOptions {
   readonly umask?: number
   /** Directory relative paths resolve against (default "/"). */
   readonly cwd?: string
-  /** The simulated process, for the journal, faults and scoped crash points. */
+  /** The simulated process, for the journal, faults and scoped crash points (its machine's world name). */
   readonly hostname?: string
   readonly pid?: number
+  /**
+   * How far the calling process's `Clock` is off the world's (ms, + ahead; default 0): mtimes are stamped on
+   * the world's clock (the caller's minus this), as a shared file system stamps them whatever its clients'
+   * clocks say.
+   */
+  readonly clockSkewMs?: number
 }
 
 
@@ -106,6 +112,9 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
     pid: options?.pid
   }
   const lookup = (path: string, follow: boolean): Lookup | Errno => world.resolve(path, ctx.cwd, follow)
+  const skew = options?.clockSkewMs ?? 0
+  /** Now on the world's clock: what the file system stamps. */
+  const fsNow: Effect.Effect<number> = skew === 0 ? Clock.currentTimeMillis : Effect.map(Clock.currentTimeMillis, (t) => t - skew)
   const toError = (method: string, path: string, code: string): FileSystemError =>
     new FileSystemError({ reason: reasonOfErrno(code), errno: code, method, path })
 
@@ -129,7 +138,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
   ): Effect.Effect<A, FileSystemError> =>
     Effect.zipRight(
       yieldBeforeCall(),
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      Effect.flatMap(fsNow, (now) => {
         const blocked = world.check(ctx, method, path, path2)
         return finish(method, path, path2, blocked === undefined ? body(now) : errno(blocked))
       })
@@ -330,7 +339,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
     Effect.gen(function*() {
       const done = (result: void | Errno) => finish("writeFileAtomic", path, undefined, result)
       yield* yieldBeforeCall()
-      const now = yield* Clock.currentTimeMillis
+      const now = yield* fsNow
       const blocked = world.check(ctx, "writeFileAtomic", path)
       if (blocked !== undefined) return yield* done(errno(blocked))
       const at = lookup(path, false)
@@ -342,7 +351,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
       const created = step("writeFileAtomic.create", temp, undefined, () => createFile(temp, data, mode, now))
       if (isErrno(created)) return yield* done(created)
       yield* yieldBeforeCall()
-      const later = yield* Clock.currentTimeMillis
+      const later = yield* fsNow
       const renamed = step("writeFileAtomic.rename", temp, path, () => renameEntry(temp, path, later))
       if (isErrno(renamed) && renamed.errno !== CRASHED) {
         // A failed rename leaves no temp file behind (unless the process is gone).
@@ -409,7 +418,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
   const removeTree = (path: string, maxEntries: number, maxDepth: number): Effect.Effect<TreeRemoval, FileSystemError> =>
     Effect.gen(function*() {
       yield* yieldBeforeCall()
-      let now = yield* Clock.currentTimeMillis
+      let now = yield* fsNow
       const method = "removeTree"
       const done = (result: TreeRemoval | Errno) => finish(method, path, undefined, result)
       const blocked = world.check(ctx, method, path)
@@ -458,7 +467,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
       const emptyDirectory = (dir: DirNode, dirPath: string, depth: number): Effect.Effect<Errno | undefined> =>
         Effect.gen(function*() {
           yield* yieldBeforeCall()
-          now = yield* Clock.currentTimeMillis
+          now = yield* fsNow
           for (const name of sortedNames(dir)) {
             if (stopped) return undefined
             const child = dir.entries.get(name)
@@ -692,6 +701,8 @@ export interface LayerMemoryOptions extends MemoryWorldOptions {
   /** Share an existing world (several processes); a fresh one per layer build otherwise. */
   readonly world?: MemoryWorld
   readonly hostname?: string
+  /** The world machine the process runs on (default `hostname`): two machines may report one host name. */
+  readonly machine?: string
   /** The process's pid (spawned on its host when not alive); a fresh pid when absent. */
   readonly pid?: number
   readonly uid?: number
@@ -707,6 +718,7 @@ export const layerMemory = (options?: LayerMemoryOptions): Layer.Layer<FileSyste
     const world = options?.world ?? MemoryWorld.make(options)
     const host = MemoryHost.make(world, {
       hostname: options?.hostname ?? "memory-host",
+      ...(options?.machine === undefined ? {} : { machine: options.machine }),
       ...(options?.pid === undefined ? {} : { pid: options.pid }),
       ...(options?.uid === undefined ? {} : { uid: options.uid }),
       ...(options?.home === undefined ? {} : { home: options.home }),
@@ -715,7 +727,7 @@ export const layerMemory = (options?: LayerMemoryOptions): Layer.Layer<FileSyste
     })
     const fs = make(world, {
       uid: host.uid ?? 1000,
-      hostname: host.hostname,
+      hostname: options?.machine ?? host.hostname,
       pid: host.pid,
       ...(options?.umask === undefined ? {} : { umask: options.umask }),
       ...(options?.cwd === undefined ? {} : { cwd: options.cwd })

@@ -44,6 +44,8 @@ export type MemoryWorld = Pick<
   | "kill"
   | "reboot"
   | "bootId"
+  | "machineId"
+  | "bootedAt"
   | "startTimeOf"
   | "processes"
 >
@@ -52,6 +54,8 @@ export type MemoryWorld = Pick<
 export interface MemoryProcessOptions {
   /** Default `memory-host`. */
   readonly hostname?: string
+  /** The world machine it runs on (pid table, boot, machine id); default `hostname`. */
+  readonly machine?: string
   /** Adopted when alive on its host, spawned otherwise; a fresh pid when absent. */
   readonly pid?: number
   /** Default 1000. */

@@ -29,10 +29,14 @@
  * - `journal` — every call `{ seq, op, path, path2?, ok, errno?, hostname?, pid? }` in completion order, with
  *   compound steps recorded as their own entries (`op` "writeFileAtomic.create", "removeTree.removeFile" …)
  *   before the call's own entry; `clearJournal()`.
- * - Hosts: `addHost(name)`, `spawn(host, { pid? })` → pid (a new start time from the host's monotonic tick
+ * - Hosts (machines): `addHost(name, { machineId?, bootedAtMs? })`, `spawn(host, { pid? })` → pid (a new start time from the host's monotonic tick
  *   counter; an explicit pid that is alive is replaced: pid reuse with a new start time), `kill(host, pid)` →
- *   whether it was alive, `reboot(host)` → new boot id (process table cleared, pid and tick counters restart,
+ *   whether it was alive, `reboot(host, { atMs? })` → new boot id (process table cleared, pid and tick counters restart,
  *   so old pids and start times come back: only the boot id tells them apart), `bootId(host)`,
+ *   `machineId(host)`, `bootedAt(host)`. A process of a machine may report another host name (two machines
+ *   of one name) and run with its clock off (`clockSkewMs` of its MemoryHost and MemoryFileSystem, its effects
+ *   run on `MemoryHost.skewedClock`): file mtimes are always the world's clock (the caller's `Clock` minus its
+ *   skew), as a shared file system stamps them.
  *   `startTimeOf(host, pid)`, `processes(host)`. `spawn` adds a missing host.
  * - `chown(path, uid)` (no-follow), `tree(root?)` snapshot for before/after comparisons, `readFixture(path)`,
  *   and the Effects `writeFixture`, `mkdirFixture`, `symlinkFixture` that seed the tree without journal, faults,
@@ -237,6 +241,9 @@ interface CrashPoint {
 interface HostState {
   bootSeq: number
   bootId: string
+  readonly machineId: string | null
+  /** When the current boot began, on the world's clock (the file systems' clock); `null`: unknown. */
+  bootedAtMs: number | null
   readonly processes: Map<number, number>
   nextPid: number
   ticks: number
@@ -249,6 +256,11 @@ const fnv1a = (bytes: Uint8Array): string => {
   let h = 0x811c9dc5
   for (const b of bytes) h = Math.imul(h ^ b, 0x01000193) >>> 0
   return h.toString(16).padStart(8, "0")
+}
+
+const hostMachineId = (name: string): string => {
+  const h = fnv1a(encoder.encode(`machine:${name}`))
+  return `${h}${h}${h}${h}`
 }
 
 const hostBootId = (name: string, seq: number): string => {
@@ -624,11 +636,19 @@ export class MemoryWorld {
 
   // -------------------------------------------------------------------------------------------- driver: hosts
 
-  addHost(name: string): void {
+  /**
+   * A simulated machine. `machineId` (default: derived from the name; `null`: none) is what its processes
+   * record beside the host name (give two machines one id to simulate a cloned image); `bootedAtMs`: when
+   * its current boot began on the world's clock (default unknown: no process there knows its uptime).
+   * Options count only when the machine is new.
+   */
+  addHost(name: string, options?: { readonly machineId?: string | null; readonly bootedAtMs?: number }): void {
     if (this.hosts.has(name)) return
     this.hosts.set(name, {
       bootSeq: 1,
       bootId: hostBootId(name, 1),
+      machineId: options?.machineId === undefined ? hostMachineId(name) : options.machineId,
+      bootedAtMs: options?.bootedAtMs ?? null,
       processes: new Map(),
       nextPid: FIRST_PID,
       ticks: FIRST_TICK
@@ -657,10 +677,12 @@ export class MemoryWorld {
     return this.hosts.get(hostname)?.processes.delete(pid) ?? false
   }
 
-  reboot(hostname: string): string {
+  /** A new boot (`atMs`: when it began on the world's clock; unknown when absent). */
+  reboot(hostname: string, options?: { readonly atMs?: number }): string {
     const host = this.host(hostname)
     host.bootSeq++
     host.bootId = hostBootId(hostname, host.bootSeq)
+    host.bootedAtMs = options?.atMs ?? null
     host.processes.clear()
     host.nextPid = FIRST_PID
     host.ticks = FIRST_TICK
@@ -669,6 +691,15 @@ export class MemoryWorld {
 
   bootId(hostname: string): string {
     return this.host(hostname).bootId
+  }
+
+  machineId(hostname: string): string | null {
+    return this.host(hostname).machineId
+  }
+
+  /** When the machine's current boot began on the world's clock; `null` when unknown. */
+  bootedAt(hostname: string): number | null {
+    return this.host(hostname).bootedAtMs
   }
 
   startTimeOf(hostname: string, pid: number): number | null {

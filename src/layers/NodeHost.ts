@@ -53,6 +53,25 @@ const readTrimmed = (path: string): string | null => {
   }
 }
 
+/** A machine id is 32 lowercase hex digits (machine-id(5)); anything else is no identity. */
+export const parseMachineId = (text: string | null): string | null =>
+  text !== null && /^[0-9a-f]{32}$/.test(text) ? text : null
+
+const machineId = (): string | null =>
+  parseMachineId(readTrimmed("/etc/machine-id")) ?? parseMachineId(readTrimmed("/var/lib/dbus/machine-id"))
+
+/** The first field of `/proc/uptime` (seconds since boot, suspend included), in ms; `null` when unreadable. */
+export const parseUptime = (text: string | null): number | null => {
+  const field = text?.split(/\s+/)[0]
+  if (field === undefined || !/^\d+(\.\d+)?$/.test(field)) return null
+  const ms = Number(field) * 1000
+  return Number.isFinite(ms) ? ms : null
+}
+
+const uptimeMs: Effect.Effect<number | null> = Effect.promise(() =>
+  fsp.readFile("/proc/uptime", "utf8").then((text) => parseUptime(text.trim()), () => null)
+)
+
 const selfStartTime = (): number | null => {
   const line = readTrimmed(`/proc/${process.pid}/stat`)
   return line === null ? null : parseStartTime(line)
@@ -70,6 +89,8 @@ export const nodeEnv = (name: string): string | undefined => process.env[name]
 export const make: Effect.Effect<Host["Type"]> = Effect.sync(() => ({
   hostname: os.hostname(),
   bootId: readTrimmed("/proc/sys/kernel/random/boot_id"),
+  machineId: machineId(),
+  uptimeMs,
   pid: process.pid,
   selfStartTime: selfStartTime(),
   uid: process.getuid?.() ?? null,

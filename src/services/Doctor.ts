@@ -24,7 +24,7 @@ import { STALE_STAGING_MS } from "../domain/TenantEntries.js"
 import { AgentDir, resolveRootLink } from "./AgentDir.js"
 import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
-import { type Deps, depsFromContext } from "./internal/deps.js"
+import { type Deps, readOnlyDepsFromContext } from "./internal/deps.js"
 import { configHistoryFindings } from "./internal/configSentinel.js"
 import {
   type AgentDirFacts,
@@ -442,7 +442,7 @@ export class Doctor extends Context.Tag("pi-agent-storage/Doctor")<Doctor, {
 }>() {
   /** Ports, the resolved `AgentDir` and the `StorageConfig` bounds from the context. */
   static readonly make: Effect.Effect<Doctor["Type"], never, FileSystem | Host | AgentDir> = Effect.gen(function*() {
-    const deps = yield* depsFromContext
+    const deps = yield* readOnlyDepsFromContext
     const agentDir = yield* AgentDir
     // The state backups' findings come from their own service, built on this context per call (the web data
     // root is a per-call option, and the backup root depends on it).

@@ -8,6 +8,16 @@ export class Host extends Context.Tag("pi-agent-storage/Host")<Host, {
   readonly hostname: string
   /** Identity of the current boot (`/proc/sys/kernel/random/boot_id`), `null` where the OS does not tell. */
   readonly bootId: string | null
+  /**
+   * Identity of this machine (`/etc/machine-id`), recorded in leases and markers beside the host name: the
+   * boot shortcut of the liveness verdict applies only when it matches. `null`/absent where there is none.
+   */
+  readonly machineId?: string | null
+  /**
+   * How long this host has been up (ms on its boot clock, which no wall-clock change moves), `null` where
+   * unknown. Absent: unknown.
+   */
+  readonly uptimeMs?: Effect.Effect<number | null>
   readonly pid: number
   /** This process's own start time token (see `processStartTime`), `null` where unknown. */
   readonly selfStartTime: number | null

@@ -20,7 +20,7 @@ import { decodeSegment, parseSegment } from "../domain/Segment.js"
 import { AgentDir } from "./AgentDir.js"
 import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
-import { type Deps, depsFromContext } from "./internal/deps.js"
+import { type Deps, readOnlyDepsFromContext } from "./internal/deps.js"
 import { type AgentDirFacts, type SafetyFact, scanAgentDir, type TenantFacts, tenantsOf, type TenantItem } from "./internal/readModel.js"
 import { type Holder, isActive, liveHolders, newestHeartbeat } from "./internal/runFacts.js"
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
@@ -386,7 +386,7 @@ export const pruneTargetsOf = (facts: AgentDirFacts): PruneTargets => {
 
 /** @deprecated use `Inventory.make`. */
 export const makeInventory = Effect.gen(function*() {
-  const deps = yield* depsFromContext
+  const deps = yield* readOnlyDepsFromContext
   const agentDir = yield* AgentDir
   const paths = agentDir.paths
   const optionsOf = (o: InventoryOptions | undefined) => ({ ...DEFAULTS, ...o })

@@ -71,6 +71,7 @@ import { type FileInfo, FileSystem, type WalkBudget } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import type { Deps } from "./internal/deps.js"
 import { depsFromContext, selfIdentity } from "./internal/deps.js"
+import { readerFsClock } from "./internal/fsClock.js"
 import { locate } from "./internal/locate.js"
 import { acquireMarkerWaiting, DEFAULT_LOCK_WAIT_MS, judgeMarker, waitingAtMost } from "./internal/markers.js"
 import { checkSafeDirectory } from "./internal/rootSafety.js"
@@ -1056,7 +1057,8 @@ const findingsOf = (
       for (const entry of entries) {
         if (!entry.name.startsWith(INCOMPLETE_PREFIX) || entry.type !== "Directory") continue
         const path = NodePath.join(root, entry.name)
-        const judged = yield* judgeMarker(deps, NodePath.join(path, OWNER_MARKER))
+        // Read-only: its own clock stands for the file system's (no probe is written, DR1).
+        const judged = yield* judgeMarker({ ...deps, fsClock: readerFsClock }, NodePath.join(path, OWNER_MARKER))
         if (judged !== undefined && judged.alive) continue
         findings.push({
           code: "state-backup-incomplete",

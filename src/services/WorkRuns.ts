@@ -60,6 +60,7 @@ import { HeartbeatClock } from "./HeartbeatClock.js"
 import { Host } from "./Host.js"
 import { applyStorageConfig, StorageConfig } from "./StorageConfig.js"
 import { type Deps, nonce, safeHostName, selfIdentity } from "./internal/deps.js"
+import { makeFsClock } from "./internal/fsClock.js"
 import { liveMarkerExists } from "./internal/markers.js"
 import { notDeleted, pruneTenant } from "./internal/prune.js"
 import { warn } from "./internal/warn.js"
@@ -262,7 +263,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
       busyDelayMs: options.busyDelayMs
     })
     const { remoteLeaseTtlMs } = config
-    const deps: Deps = { fs, host, remoteLeaseTtlMs, staleUnreadableMs: config.staleUnreadableMs }
+    const deps: Deps = { fs, host, remoteLeaseTtlMs, staleUnreadableMs: config.staleUnreadableMs, fsClock: makeFsClock(fs, host) }
     const ceiling = config.retentionCeiling
     const busyAttempts = config.busyAttempts
     const busyDelay = Duration.millis(config.busyDelayMs)

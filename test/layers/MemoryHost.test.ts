@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, TestClock } from "effect"
 import * as MemoryFileSystem from "../../src/layers/MemoryFileSystem.js"
 import * as MemoryHost from "../../src/layers/MemoryHost.js"
 import { MemoryDriver, MemoryWorld } from "../../src/layers/MemoryWorld.js"
@@ -126,5 +126,60 @@ describe("MemoryHost", () => {
       }).pipe(Effect.provide(Layer.fresh(process(11, 1002))))
       assert.deepStrictEqual(seen, { uid: 1001, alive: true, start: first.selfStartTime })
       assert.deepStrictEqual(world.journal.map((e) => [e.op, e.pid]), [["makeDirectory", 10], ["lstat", 11]])
+    }))
+
+  it.effect("machines: several may report one host name, each with its own pids, boot and machine id; a clone shares the id", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      world.addHost("m1")
+      world.addHost("m3", { machineId: world.machineId("m1") })
+      const one = MemoryHost.make(world, { hostname: "twin", machine: "m1" })
+      const two = MemoryHost.make(world, { hostname: "twin", machine: "m2" })
+      const clone = MemoryHost.make(world, { hostname: "twin", machine: "m3" })
+      assert.deepStrictEqual([one.hostname, two.hostname], ["twin", "twin"])
+      assert.notStrictEqual(one.bootId, two.bootId)
+      assert.match(one.machineId ?? "", /^[0-9a-f]{32}$/)
+      assert.notStrictEqual(one.machineId, two.machineId)
+      assert.strictEqual(clone.machineId, one.machineId)
+      // Each machine answers for its own process table only.
+      assert.isTrue(yield* one.pidExists(one.pid))
+      world.kill("m1", one.pid)
+      assert.isFalse(yield* one.pidExists(one.pid))
+      assert.strictEqual(yield* two.pidExists(two.pid), true)
+      world.addHost("bare", { machineId: null })
+      assert.isNull(MemoryHost.make(world, { hostname: "bare" }).machineId)
+    }))
+
+  it.effect("uptime is read against the world's clock whatever the process's skew; unknown until a boot time is given", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      world.addHost("known", { bootedAtMs: 1_000 })
+      const skewed = MemoryHost.make(world, { hostname: "known", clockSkewMs: -60_000 })
+      const unknown = MemoryHost.make(world, { hostname: "other" })
+      yield* TestClock.setTime(11_000)
+      assert.strictEqual(yield* Effect.withClock(skewed.uptimeMs!, MemoryHost.skewedClock(yield* Effect.clock, -60_000)), 10_000)
+      assert.isNull(yield* unknown.uptimeMs!)
+      world.reboot("known", { atMs: 10_500 })
+      assert.strictEqual(yield* Effect.withClock(skewed.uptimeMs!, MemoryHost.skewedClock(yield* Effect.clock, -60_000)), 500)
+      world.reboot("known")
+      assert.isNull(yield* skewed.uptimeMs!)
+    }))
+
+  it.effect("a process whose clock is skewed sees its Clock shifted; the files it writes are stamped on the world's clock", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      yield* world.mkdirFixture("/w")
+      yield* TestClock.setTime(5_000_000)
+      const fs = MemoryFileSystem.make(world, { hostname: "ahead", clockSkewMs: 1_200_000 })
+      const [skewedNow, info] = yield* Effect.withClock(
+        Effect.gen(function*() {
+          yield* fs.writeFileExclusive("/w/f", new Uint8Array([1]))
+          return [yield* Effect.clockWith((c) => c.currentTimeMillis), yield* fs.lstat("/w/f")] as const
+        }),
+        MemoryHost.skewedClock(yield* Effect.clock, 1_200_000)
+      )
+      assert.strictEqual(skewedNow, 5_000_000 + 1_200_000)
+      assert.strictEqual(info.mtimeMs, 5_000_000)
+      assert.strictEqual(yield* Effect.clockWith((c) => c.currentTimeMillis), 5_000_000, "the caller's own clock is untouched")
     }))
 })

@@ -2,7 +2,8 @@ import { spawn } from "node:child_process"
 import { once } from "node:events"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FastCheck } from "effect"
-import { NodeHostLive, parseStartTime } from "../../src/layers/NodeHost.js"
+import * as fs from "node:fs"
+import { NodeHostLive, parseMachineId, parseStartTime, parseUptime } from "../../src/layers/NodeHost.js"
 import { Host } from "../../src/services/Host.js"
 
 /** A real child that lives until killed; the scope kills it if a test fails early. */
@@ -57,6 +58,36 @@ describe("NodeHost", () => {
         assert.isNull(yield* host.processStartTime(pid), `pid ${pid}`)
       }
     }).pipe(Effect.provide(NodeHostLive)))
+
+  it.effect("machine id and uptime: /etc/machine-id as it is, /proc/uptime in ms and growing", () =>
+    Effect.gen(function*() {
+      const host = yield* Host
+      const file = (() => {
+        try {
+          return fs.readFileSync("/etc/machine-id", "utf8").trim()
+        } catch {
+          return null
+        }
+      })()
+      if (file !== null && /^[0-9a-f]{32}$/.test(file)) assert.strictEqual(host.machineId, file)
+      if (!isLinux) return
+      const first = yield* host.uptimeMs!
+      const proc = Number(fs.readFileSync("/proc/uptime", "utf8").split(" ")[0]) * 1000
+      assert.isNotNull(first)
+      assert.isAtMost(Math.abs(first! - proc), 60_000)
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 30)))
+      assert.isAtLeast((yield* host.uptimeMs!)!, first!)
+    }).pipe(Effect.provide(NodeHostLive)))
+
+  it("parsers: a machine id is 32 lowercase hex digits; uptime is the first field in ms", () => {
+    assert.strictEqual(parseMachineId("3d1219c7c4c5404aaa1f6d2a48adfda4"), "3d1219c7c4c5404aaa1f6d2a48adfda4")
+    for (const bad of [null, "", "uninitialized", "3D1219C7C4C5404AAA1F6D2A48ADFDA4", "3d1219c7c4c5404aaa1f6d2a48adfda", "3d1219c7-c4c5-404a-aa1f-6d2a48adfda4"]) {
+      assert.isNull(parseMachineId(bad), String(bad))
+    }
+    assert.strictEqual(parseUptime("847.02 801.10"), 847_020)
+    assert.strictEqual(parseUptime("12 3"), 12_000)
+    for (const bad of [null, "", "-1 2", "abc", "1e9 1"]) assert.isNull(parseUptime(bad), String(bad))
+  })
 
   it.prop(
     "field 22 is found after the last ')' whatever the command name holds",

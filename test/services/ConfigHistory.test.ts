@@ -233,7 +233,9 @@ describe("ConfigHistory (real git)", () => {
       assert.strictEqual(busy._tag, "ConfigHistoryBusy")
       assert.isTrue(fs.existsSync(indexLock), "kept while a live holder may be running git")
       // The holder dies (its lock now names a pid that is gone): the next writer reclaims both.
-      fs.writeFileSync(ourLock, JSON.stringify({ version: 1, purpose: "config-history", host: os.hostname(), pid: 2 ** 22 + 7, createdAt: 1 }))
+      // (With this boot's id, as a real lock records it: a missing pid proves death only on this very kernel.)
+      const bootId = fs.readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim()
+      fs.writeFileSync(ourLock, JSON.stringify({ version: 1, purpose: "config-history", host: os.hostname(), bootId, pid: 2 ** 22 + 7, createdAt: 1 }))
       const r = yield* history.snapshot({ message: "after a crash" })
       assert.isString(r.revision)
       assert.isFalse(fs.existsSync(indexLock))

@@ -3,9 +3,9 @@
  * `<path>.reclaim`, and a marker's release unlinks only the inode it created.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Scope } from "effect"
+import { Effect, Scope, TestClock } from "effect"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
-import { DEFAULT_STALE_UNREADABLE_MS } from "../../src/domain/Liveness.js"
+import { DEFAULT_STALE_UNREADABLE_MS, REMOTE_MARGIN_MS } from "../../src/domain/Liveness.js"
 import { DEFAULT_REMOTE_LEASE_TTL_MS } from "../../src/domain/Retention.js"
 import { doctorAt } from "../support/doctor.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
@@ -157,5 +157,33 @@ describe("reclaiming a dead marker (Memory)", () => {
       assert.isFalse(exists(world, `${markerPath}.reclaim`))
       assert.isFalse(exists(world, `${tenantDir}/.prune.reclaim`))
       assert.isTrue(exists(world, run.leasePath), "the held run is untouched")
+    }))
+})
+
+describe("a lock marker of another host, outside work/ (Memory)", () => {
+  it.scoped("a writer lock held on a host a day behind keeps a taker 20 minutes ahead waiting; silent past the TTL + margin it is reclaimed", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(Date.UTC(2027, 0, 15))
+      const world = MemoryWorld.make()
+      const lockDir = `${AGENT_DIR}/state/user-profile`
+      yield* world.mkdirFixture(lockDir)
+      const lock = `${lockDir}/.lock`
+      const late = world.spawn("late")
+      const now = yield* Effect.clockWith((c) => c.currentTimeMillis)
+      // Written now by a host whose clock is a day behind (its stamp says so); its file is fresh.
+      yield* world.writeFixture(lock, JSON.stringify({ version: 1, purpose: "user-profile", host: "late", machineId: world.machineId("late"), bootId: world.bootId("late"), pid: late, createdAt: now - 24 * 60 * 60 * 1000 }))
+      const taker = yield* spawnProcess(world, { hostname: "early", clockSkewMs: 20 * 60 * 1000 })
+      const attempt = () => taker.run(tryAcquireMarker(depsOf(taker), lock, "user-profile"))
+      const first = yield* attempt()
+      assert.strictEqual(first._tag, "Held")
+      yield* TestClock.adjust(DEFAULT_REMOTE_LEASE_TTL_MS + REMOTE_MARGIN_MS)
+      assert.strictEqual((yield* attempt())._tag, "Held", "within the TTL + margin of its last write")
+      // The probe of the file system's clock (the lock's reclaim lock) is gone again.
+      assert.isFalse(exists(world, `${lock}.reclaim`))
+      yield* TestClock.adjust(1)
+      const taken = yield* attempt()
+      assert.strictEqual(taken._tag, "Acquired")
+      if (taken._tag === "Acquired") yield* taken.release
+      assert.isFalse(exists(world, lock))
     }))
 })

@@ -14,7 +14,8 @@ import { Effect, Scope } from "effect"
 import { NodeStorageLive } from "../../src/layers/Storage.js"
 import { doctorAt } from "../support/doctor.js"
 import { WorkRuns } from "../../src/services/WorkRuns.js"
-import { DEFAULT_STALE_UNREADABLE_MS } from "../../src/domain/Liveness.js"
+import { DEFAULT_STALE_UNREADABLE_MS, REMOTE_MARGIN_MS } from "../../src/domain/Liveness.js"
+import { DEFAULT_REMOTE_LEASE_TTL_MS } from "../../src/domain/Retention.js"
 
 const creator = path.join(import.meta.dirname, "..", "fixtures", "createThenHang.mjs")
 
@@ -176,7 +177,9 @@ describe("far-future timestamps (Node)", () => {
     expect((await findings("work-future-timestamp")).map((f) => path.basename(f.path)).sort()).toEqual(
       [".pi-work-run.json", ".pi-work-run.json", "far-away-7-0000abcd.json"]
     )
-    backdate(lease)
+    // Its stamp decides nothing: like any lease of another host it is dead once its file has not been written
+    // for the remote TTL + margin (on the file system's clock).
+    backdate(lease, DEFAULT_REMOTE_LEASE_TTL_MS + REMOTE_MARGIN_MS + 60_000)
     backdate(manifestPath, 2 * 24 * 60 * 60 * 1000)
     // Last use falls back to the manifest's mtime (two days ago): older than a day, so the run goes.
     const report = await prune({ maxAgeMs: 24 * 60 * 60 * 1000 })

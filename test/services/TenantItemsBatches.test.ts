@@ -41,7 +41,7 @@ describe("tenantItems reads ahead in batches", () => {
         // Live leases (some on unowned directories), a dead holder's lease, an empty one, a symlinked .leases.
         if (i % 5 === 0 && i % 13 !== 5 && i % 13 !== 6) {
           const holder = i % 10 === 0 ? p : dying
-          yield* world.writeFixture(`${dir}/.leases/h1-${holder.host.pid}-${i}.json`, JSON.stringify({ version: 2, host: "h1", pid: holder.host.pid, processStartedAt: world.startTimeOf("h1", holder.host.pid), acquiredAt: 0, heartbeatAt: 0 }))
+          yield* world.writeFixture(`${dir}/.leases/h1-${holder.host.pid}-${i}.json`, JSON.stringify({ version: 2, host: "h1", bootId: world.bootId("h1"), pid: holder.host.pid, processStartedAt: world.startTimeOf("h1", holder.host.pid), acquiredAt: 0, heartbeatAt: 0 }))
         }
         const aDirectory = i % 13 !== 5 && i % 13 !== 6
         if (i % 17 === 3 && aDirectory) yield* world.writeFixture(`${dir}/.leases/empty.json`, "")

@@ -33,6 +33,10 @@ export const processLayer = (
   world: MemoryWorld,
   options: {
     readonly hostname?: string
+    /** The world machine it runs on (default: its host name): two machines may share a host name. */
+    readonly machine?: string
+    /** How far its wall clock is off the world's (ms, + ahead): see `spawnProcess`'s `run`. */
+    readonly clockSkewMs?: number
     readonly pid?: number
     readonly uid?: number
     readonly workRuns?: WorkRunsOptions
@@ -44,10 +48,17 @@ export const processLayer = (
 ) => {
   const host = MemoryHost.make(world, {
     hostname: options.hostname ?? "h1",
+    ...(options.machine === undefined ? {} : { machine: options.machine }),
+    ...(options.clockSkewMs === undefined ? {} : { clockSkewMs: options.clockSkewMs }),
     ...(options.pid === undefined ? {} : { pid: options.pid }),
     ...(options.uid === undefined ? {} : { uid: options.uid })
   })
-  const memoryFs = MemoryFs.make(world, { uid: host.uid ?? 1000, hostname: host.hostname, pid: host.pid })
+  const memoryFs = MemoryFs.make(world, {
+    uid: host.uid ?? 1000,
+    hostname: options.machine ?? host.hostname,
+    pid: host.pid,
+    ...(options.clockSkewMs === undefined ? {} : { clockSkewMs: options.clockSkewMs })
+  })
   const fs = options.wrapFs === undefined ? memoryFs : options.wrapFs(memoryFs)
   const base = Layer.merge(Layer.succeed(FileSystem, fs), Layer.succeed(Host, host))
   const agentDir = AgentDir.layer(AGENT_DIR).pipe(Layer.provide(base))
@@ -58,12 +69,21 @@ export const processLayer = (
   return Layer.mergeAll(base, agentDir, workRuns, extensions)
 }
 
-/** Build a simulated process in the current scope; returns its services. */
+/**
+ * Build a simulated process in the current scope; returns its services, and `run`, which runs an effect on
+ * the process's own wall clock (the caller's clock shifted by `clockSkewMs`; what it forks, a held run's
+ * heartbeat say, keeps that clock). Its files are stamped on the world's clock whatever its skew.
+ */
 export const spawnProcess = (world: MemoryWorld, options: Parameters<typeof processLayer>[1] = {}) =>
-  Effect.map(Layer.build(processLayer(world, options)), (ctx) => ({
-    workRuns: Context.get(ctx, WorkRuns),
-    fs: Context.get(ctx, FileSystem),
-    host: Context.get(ctx, Host),
-    paths: Context.get(ctx, AgentDir).paths,
-    extensions: Context.get(ctx, ExtensionStorage)
-  }))
+  Effect.gen(function*() {
+    const ctx = yield* Layer.build(processLayer(world, options))
+    const clock = MemoryHost.skewedClock(yield* Effect.clock, options.clockSkewMs ?? 0)
+    return {
+      workRuns: Context.get(ctx, WorkRuns),
+      fs: Context.get(ctx, FileSystem),
+      host: Context.get(ctx, Host),
+      paths: Context.get(ctx, AgentDir).paths,
+      extensions: Context.get(ctx, ExtensionStorage),
+      run: <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => Effect.withClock(effect, clock)
+    }
+  })

@@ -38,11 +38,10 @@ export const readChangeSentinel = (deps: Deps, historyDir: string): Effect.Effec
       return { _tag: "Interrupted", change: { message: "(torn sentinel)", startedAt: 0, lastGoodRevision: null }, detail: decoded.why } as const
     }
     const s = decoded.value
-    // The file's mtime decides a far-future start time (the stale bound on unreadable facts).
-    const mtime = yield* deps.fs.lstat(sentinelPathOf(historyDir)).pipe(Effect.map((i) => i.mtimeMs), Effect.orElseSucceed(() => null))
+    // A writer elsewhere is judged by the sentinel file's age on its file system's clock (the markers' rule).
     const verdict = yield* judge(deps, {
       host: s.host, bootId: s.bootId, pid: s.pid, processStartedAt: s.processStartedAt, heartbeatAt: s.startedAt
-    }, mtime)
+    }, { path: sentinelPathOf(historyDir) })
     if (verdict.alive) return { _tag: "Running", sentinel: s, detail: verdict.detail } as const
     const change = { message: s.message, startedAt: s.startedAt, lastGoodRevision: s.lastGoodRevision }
     return { _tag: "Interrupted", change, detail: verdict.detail } as const

@@ -15,9 +15,11 @@ import * as ScheduleInterval from "effect/ScheduleInterval"
 import type { FileSystemError } from "../../domain/Errors.js"
 import { decodeJsonBytes, encodeJsonBytes, leaseFacts, Marker, MARKER_MAX_BYTES } from "../../domain/Formats.js"
 import { readFailureIsContent } from "../../domain/Liveness.js"
+import { reclaimLockPath } from "../../domain/TenantEntries.js"
 import { sameFile } from "../../domain/TierIdentity.js"
 import type { FileInfo, FileType } from "../FileSystem.js"
-import { type Deps, judge, selfIdentity } from "./deps.js"
+import { type Deps, fsClockOf, judge, selfIdentity } from "./deps.js"
+import { markerProbes } from "./fsClock.js"
 import { lstatEach, removeFileEach, writeFileExclusiveEach } from "./each.js"
 import { warn } from "./warn.js"
 
@@ -82,15 +84,10 @@ export const judgeMarker = (deps: Deps, path: string): Effect.Effect<MarkerJudge
     const read = yield* deps.fs.readFile(path, { maxBytes: MARKER_MAX_BYTES }).pipe(Effect.either)
     if (read._tag === "Left" && read.left.reason === "NotFound") return undefined
     const decoded = read._tag === "Right" && read.right.length > 0 ? decodeJsonBytes(Marker, read.right) : undefined
+    const probes = markerProbes(path)
     if (decoded?.ok === true) {
-      const facts = leaseFacts(decoded.value)
-      let info: FileInfo | null = null
-      let verdict = yield* judge(deps, facts, null)
-      if (verdict.unreadable === true) {
-        // A far-future timestamp: the stale bound on the file's mtime decides.
-        info = yield* deps.fs.lstat(path).pipe(Effect.orElseSucceed(() => null))
-        if (info !== null) verdict = yield* judge(deps, facts, info.mtimeMs)
-      }
+      // A holder elsewhere is judged by the marker file's age on its file system's clock (lstat'ed by `judge`).
+      const verdict = yield* judge(deps, leaseFacts(decoded.value), { path, probes })
       const holder = holderOf(decoded.value)
       return {
         alive: verdict.alive,
@@ -99,7 +96,7 @@ export const judgeMarker = (deps: Deps, path: string): Effect.Effect<MarkerJudge
         holder,
         detail: `${holder}: ${verdict.detail}`,
         bytes: read._tag === "Right" ? read.right : null,
-        info
+        info: null
       }
     }
     const stat = yield* deps.fs.lstat(path).pipe(Effect.either)
@@ -117,7 +114,7 @@ export const judgeMarker = (deps: Deps, path: string): Effect.Effect<MarkerJudge
       : `marker ${decoded !== undefined && !decoded.ok ? decoded.why : "invalid"}`
     // Unknown mtime (lstat failed), or a read error of ours rather than of the marker's content: held.
     const ourReadError = type === "File" && read._tag === "Left" && !readFailureIsContent(read.left.reason)
-    const verdict = yield* judge(deps, { unreadable: why }, ourReadError ? null : info?.mtimeMs ?? null)
+    const verdict = yield* judge(deps, { unreadable: why }, ourReadError ? null : { path, info, probes })
     return {
       alive: verdict.alive,
       unreadable: true,
@@ -159,6 +156,8 @@ const createOwned = (deps: Deps, path: string, body: Uint8Array) =>
     )
     if (!created) return undefined
     const ours = yield* deps.fs.lstat(path).pipe(Effect.option)
+    // Just written: its mtime is now on its file system's clock (judging holders elsewhere needs no probe).
+    if (ours._tag === "Some") yield* fsClockOf(deps).observe(ours.value)
     return removeIfSameInode(deps, path, ours._tag === "Some" ? ours.value : null)
   })
 
@@ -186,11 +185,7 @@ const releaseVerdict = (was: FileInfo | null, now: Either.Either<FileInfo, FileS
 const leftInPlace = (path: string, why: string) =>
   warn({ _tag: "MarkerLeftInPlace", path, reason: why, message: `marker left in place: it ${why}` })
 
-/** The file serialising the reclaimers of one marker path. */
-export const reclaimLockPath = (markerPath: string) => `${markerPath}.reclaim`
-
-/** Whether a directory entry is a reclaim lock (never a run, never a marker of its own). */
-export const isReclaimLockName = (name: string) => name.endsWith(".reclaim")
+export { isReclaimLockName, reclaimLockPath } from "../../domain/TenantEntries.js"
 
 /**
  * Remove a reclaim lock whose holder is proven dead (or that is unreadable and stale): lstat, judge, lstat
@@ -337,6 +332,8 @@ export const tryAcquireMarkers = (
     const created = paths.flatMap((_, i) => (written[i]!._tag === "Right" ? [i] : []))
     // The inode each release checks against (`createOwned`); one that cannot be examined is left in place.
     const infos = yield* lstatEach(deps.fs, created.map((i) => paths[i]!))
+    const first = infos.find(Either.isRight)
+    if (first !== undefined) yield* fsClockOf(deps).observe(first.right)
     const ours = new Map(created.map((i, k) => [i, { path: paths[i]!, was: Either.getOrNull(infos[k]!) }]))
     const alone = new Map<number, Effect.Effect<void>>()
     const takes: Array<MarkerTake> = []

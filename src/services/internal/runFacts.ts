@@ -21,6 +21,7 @@ import type { DirEntry } from "../FileSystem.js"
 import { isFarFuture, type LeaseVerdict, readFailureIsContent } from "../../domain/Liveness.js"
 import { boundManifestTimes, type BoundedManifestTimes } from "../../domain/PrunePlan.js"
 import { type Deps, judge } from "./deps.js"
+import { leaseProbes } from "./fsClock.js"
 import { sameBytes } from "../../domain/Bytes.js"
 import { aFileType } from "../../domain/FileTypeWords.js"
 
@@ -146,6 +147,7 @@ export const judgeLeaseListing = (
     return Effect.succeed({ leases: [], problem: e.reason === "NotADirectory" ? ".leases is not a directory (or is a symlink)" : `.leases unreadable (${e.errno})` })
   }
   if (listing.right.every((entry) => entry.name.startsWith("."))) return Effect.succeed(NO_LEASES)
+  const probes = leaseProbes(NodePath.dirname(dir))
   return Effect.gen(function*() {
     const leases: Array<LeaseEntry> = []
     for (const entry of listing.right) {
@@ -170,24 +172,14 @@ export const judgeLeaseListing = (
           facts = decoded.ok ? leaseFacts(decoded.value) : { unreadable: `lease ${decoded.why}` }
         }
       }
-      const verdict = readError ? yield* judge(deps, facts, null) : yield* judgeLease(deps, path, facts)
+      // A holder elsewhere is judged by the lease file's age on its file system's clock (lstat'ed by `judge`
+      // only then); a read error of ours leaves the record's age unknown: held.
+      const verdict = yield* judge(deps, facts, readError ? null : { path, probes })
       leases.push({ name: entry.name, path, facts, verdict })
     }
     return { leases, problem: null }
   })
 }
-
-/**
- * The verdict of one lease; the file's mtime is looked at only when the record is unreadable (or its
- * timestamp far in the future), where the stale bound decides (README "How runs stay safe": stale unreadable markers and leases).
- */
-const judgeLease = (deps: Deps, path: string, facts: LeaseFacts | { readonly unreadable: string }) =>
-  Effect.gen(function*() {
-    const first = yield* judge(deps, facts, null)
-    if (first.unreadable !== true) return first
-    const info = yield* deps.fs.lstat(path).pipe(Effect.option)
-    return info._tag === "None" ? first : yield* judge(deps, facts, info.value.mtimeMs)
-  })
 
 /** Who holds a run: its live leases' holders (host, pid, since when), for people (`work ls`, `work rm`). */
 export interface Holder {

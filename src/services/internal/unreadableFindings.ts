@@ -53,7 +53,9 @@ export const leaseFinding = (lease: LeaseEntry, staleMs: number): FindingDraft |
   if (lease.verdict.unreadable !== true) return undefined
   const future = !("unreadable" in lease.facts)
   const fix = lease.verdict.alive
-    ? `held (the run is kept) until the file is ${minutes(staleMs)} old; then the next prune removes it`
+    ? future
+      ? "its stamp is ignored: held (the run is kept) while its file is written within the remote lease TTL, as any other host's lease"
+      : `held (the run is kept) until the file is ${minutes(staleMs)} old; then the next prune removes it`
     : "dead: the next prune of this tenant removes it (with its run, or alone)"
   return { code: future ? "work-future-timestamp" : "work-unreadable-lease", path: lease.path, message: lease.verdict.detail, fix }
 }
