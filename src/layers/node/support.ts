@@ -100,7 +100,8 @@ export const runWalk = <A>(method: string, root: string, start: () => SyncWalk<A
       return Effect.fail(toFileSystemError(method, root, cause))
     }
     const started = walk
-    return Effect.map(drive(method, root, started.step), () => started.result()).pipe(
+    // Its answer may be a failure (a mount point met): typed, as in the first slice, never a defect.
+    return Effect.flatMap(drive(method, root, started.step), () => attemptSync(method, root, started.result)).pipe(
       Effect.ensuring(Effect.sync(() => started.close()))
     )
   })
