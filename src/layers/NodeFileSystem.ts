@@ -42,6 +42,7 @@ import {
   type WriteOptions
 } from "../services/FileSystem.js"
 import { StorageConfig } from "../services/StorageConfig.js"
+import { listDirectory, osPath, readLinkLossless } from "./node/osPath.js"
 import { attempt, attemptSync, failWith, toFileSystemError } from "./node/support.js"
 import { makeWalks, type WalkerKind, type Walks } from "./node/walkers.js"
 
@@ -79,7 +80,7 @@ const withFd = <A>(
   use: (fd: number) => Effect.Effect<A, FileSystemError>
 ): Effect.Effect<A, FileSystemError> =>
   Effect.acquireUseRelease(
-    attemptSync(method, path, () => fs.openSync(path, flags, mode)),
+    attemptSync(method, path, () => fs.openSync(osPath(path), flags, mode)),
     use,
     (fd) => Effect.sync(() => closeQuietly(fd))
   )
@@ -96,7 +97,7 @@ const withHandle = <A>(
   use: (handle: fsp.FileHandle) => Effect.Effect<A, FileSystemError>
 ): Effect.Effect<A, FileSystemError> =>
   Effect.acquireUseRelease(
-    attempt(method, path, () => fsp.open(path, flags, mode)),
+    attempt(method, path, () => fsp.open(osPath(path), flags, mode)),
     use,
     (handle) => bestEffort(() => handle.close())
   )
@@ -154,7 +155,7 @@ const notFound = (method: string, path: string) => failWith(method, path, "ENOEN
 const lstatAnswer = (path: string): Answer<FileInfo> => {
   let stats: fs.Stats | undefined
   try {
-    stats = fs.lstatSync(path, { throwIfNoEntry: false })
+    stats = fs.lstatSync(osPath(path), { throwIfNoEntry: false })
   } catch (cause) {
     return toFileSystemError("lstat", path, cause)
   }
@@ -165,7 +166,7 @@ const lstat = (path: string): Effect.Effect<FileInfo, FileSystemError> => single
 
 const statFollowingLinks = (path: string): Effect.Effect<FileInfo, FileSystemError> =>
   attemptSync("statFollowingLinks", path, () => {
-    const stats = fs.statSync(path, { throwIfNoEntry: false })
+    const stats = fs.statSync(osPath(path), { throwIfNoEntry: false })
     if (stats === undefined) throw notFound("statFollowingLinks", path)
     return toFileInfo(stats)
   })
@@ -183,10 +184,10 @@ const readDirectoryAnswer = (path: string): Answer<ReadonlyArray<DirEntry>> => {
   try {
     // readdir follows a final link, so refuse one first. A missing directory is common (runs without
     // leases): answered without Node building an Error.
-    const info = fs.lstatSync(path, { throwIfNoEntry: false })
+    const info = fs.lstatSync(osPath(path), { throwIfNoEntry: false })
     if (info === undefined) return notFound("readDirectory", path)
     if (info.isSymbolicLink()) return failWith("readDirectory", path, "ENOTDIR", "is a symbolic link")
-    return fs.readdirSync(path, { withFileTypes: true })
+    return listDirectory(path)
       .map((dirent): DirEntry => ({ name: dirent.name, type: typeOfStats(dirent) }))
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   } catch (cause) {
@@ -202,7 +203,7 @@ const readDirectoryInfo = (path: string): Effect.Effect<ReadonlyArray<DirEntryIn
       const prefix = path.endsWith("/") ? path : `${path}/`
       const out: Array<DirEntryInfo> = []
       for (const entry of entries) {
-        const stats = fs.lstatSync(prefix + entry.name, { throwIfNoEntry: false })
+        const stats = fs.lstatSync(osPath(prefix + entry.name), { throwIfNoEntry: false })
         if (stats !== undefined) out.push({ name: entry.name, info: toFileInfo(stats) })
       }
       return out
@@ -217,7 +218,7 @@ const linkEach = (fromDir: string, toDir: string, names: ReadonlyArray<string>):
     for (let i = 0; i < names.length; i++) {
       const target = to + names[i]
       try {
-        fs.linkSync(from + names[i], target)
+        fs.linkSync(osPath(from + names[i]), osPath(target))
       } catch (cause) {
         out[i] = toFileSystemError("linkEach", target, cause)
       }
@@ -237,7 +238,7 @@ const umaskStrips = (mode: number): boolean => (mode & umask & 0o777) !== 0
 
 /** Create exactly one directory with exactly `mode`; EEXIST if anything is there. */
 const makeOneDirectory = (method: string, path: string, mode: number): Effect.Effect<void, FileSystemError> =>
-  attemptSync(method, path, () => fs.mkdirSync(path, { mode })).pipe(
+  attemptSync(method, path, () => fs.mkdirSync(osPath(path), { mode })).pipe(
     Effect.zipRight(umaskStrips(mode) || (mode & ~0o777) !== 0 ? setMode(method, path, mode) : Effect.void)
   )
 
@@ -254,7 +255,7 @@ const makeDirectoryRecursive = (path: string, mode: number, isFinal: boolean): E
 /** An existing directory is fine; at the final path a symlink or file is not (intermediates resolve as the OS does). */
 const acceptExisting = (path: string, isFinal: boolean): Effect.Effect<void, FileSystemError> =>
   Effect.gen(function*() {
-    const stats = yield* attemptSync("makeDirectory", path, () => (isFinal ? fs.lstatSync(path) : fs.statSync(path)))
+    const stats = yield* attemptSync("makeDirectory", path, () => (isFinal ? fs.lstatSync(osPath(path)) : fs.statSync(osPath(path))))
     if (stats.isDirectory()) return
     return yield* Effect.fail(
       isFinal
@@ -284,7 +285,7 @@ const setMode = (method: string, path: string, mode: number): Effect.Effect<void
       Effect.gen(function*() {
         const info = yield* lstat(path)
         if (info.type === "SymbolicLink") return yield* Effect.fail(failWith(method, path, "ELOOP", "is a symbolic link"))
-        yield* attemptSync(method, path, () => fs.chmodSync(path, mode))
+        yield* attemptSync(method, path, () => fs.chmodSync(osPath(path), mode))
       }))
   )
 
@@ -297,7 +298,7 @@ const writeAllSync = (fd: number, data: Uint8Array) => {
 const discardPartial = (fd: number, closed: boolean, path: string) => {
   if (!closed) closeQuietly(fd)
   try {
-    fs.unlinkSync(path)
+    fs.unlinkSync(osPath(path))
   } catch {
     // Best effort: the error being reported matters more.
   }
@@ -305,7 +306,7 @@ const discardPartial = (fd: number, closed: boolean, path: string) => {
 
 /** Open `path` exclusively, set its mode when the umask would not, and write `data`; the descriptor stays open. */
 const createWrittenSync = (path: string, data: Uint8Array, mode: number): number => {
-  const fd = fs.openSync(path, CREATE_EXCLUSIVE, mode)
+  const fd = fs.openSync(osPath(path), CREATE_EXCLUSIVE, mode)
   try {
     if (umaskStrips(mode) || (mode & ~0o777) !== 0) fs.fchmodSync(fd, mode)
     writeAllSync(fd, data)
@@ -365,8 +366,8 @@ const writeFileAtomic = (path: string, data: Uint8Array, options?: WriteOptions)
     const temp = tempNameBeside(path)
     yield* createAndWrite("writeFileAtomic", temp, data, options?.mode ?? DEFAULT_FILE_MODE, sync)
     // rename(2) replaces a symlink at `path` itself, never writing through it.
-    yield* attemptSync("writeFileAtomic", path, () => fs.renameSync(temp, path)).pipe(
-      Effect.tapError(() => bestEffort(() => fsp.unlink(temp)))
+    yield* attemptSync("writeFileAtomic", path, () => fs.renameSync(osPath(temp), osPath(path))).pipe(
+      Effect.tapError(() => bestEffort(() => fsp.unlink(osPath(temp))))
     )
     if (sync) yield* syncDirectory("writeFileAtomic", NodePath.dirname(path))
   })
@@ -387,7 +388,7 @@ const SYNC_READ_MAX = 1 << 20
 
 /** Read a regular file of at most `maxBytes` through one synchronous open, read and close. */
 const readFileSmallSync = (path: string, maxBytes: number): Uint8Array => {
-  const fd = fs.openSync(path, READ_NOFOLLOW)
+  const fd = fs.openSync(osPath(path), READ_NOFOLLOW)
   try {
     const stats = fs.fstatSync(fd)
     if (stats.isDirectory()) throw failWith("readFile", path, "EISDIR", "is a directory")
@@ -446,13 +447,13 @@ const readFile = (path: string, options?: { readonly maxBytes?: number }) =>
       return new Uint8Array(Buffer.concat(chunks, total))
     }))
 
-const renameAnswer = (from: string, to: string): Answer<void> => answer("rename", from, () => fs.renameSync(from, to))
+const renameAnswer = (from: string, to: string): Answer<void> => answer("rename", from, () => fs.renameSync(osPath(from), osPath(to)))
 
-const removeFileAnswer = (path: string): Answer<void> => answer("removeFile", path, () => fs.unlinkSync(path))
+const removeFileAnswer = (path: string): Answer<void> => answer("removeFile", path, () => fs.unlinkSync(osPath(path)))
 
 const rename = (from: string, to: string, options?: { readonly sync?: boolean }): Effect.Effect<void, FileSystemError> =>
   options?.sync === false ? single(() => renameAnswer(from, to)) : Effect.gen(function*() {
-    yield* attemptSync("rename", from, () => fs.renameSync(from, to))
+    yield* attemptSync("rename", from, () => fs.renameSync(osPath(from), osPath(to)))
     const toDir = NodePath.dirname(NodePath.resolve(to))
     const fromDir = NodePath.dirname(NodePath.resolve(from))
     yield* syncDirectory("rename", toDir)
@@ -482,11 +483,11 @@ const copyWith = (method: string, from: string, to: string, sync: boolean, hash:
       if (stats.isDirectory()) return yield* Effect.fail(failWith(method, from, "EISDIR", "is a directory"))
       if (!stats.isFile()) return yield* Effect.fail(failWith(method, from, "", "not a regular file"))
       const mode = stats.mode & 0o7777
-      const target = yield* attemptSync(method, to, () => fs.openSync(to, CREATE_EXCLUSIVE, mode))
+      const target = yield* attemptSync(method, to, () => fs.openSync(osPath(to), CREATE_EXCLUSIVE, mode))
       const removePartial = Effect.sync(() => {
         closeQuietly(target)
         try {
-          fs.unlinkSync(to)
+          fs.unlinkSync(osPath(to))
         } catch {
           // Best effort: the error being reported matters more.
         }
@@ -559,7 +560,7 @@ const stampCopy = (source: number, target: number, to: string): fs.Stats => {
  * Undefined when the source is too large for it (the chunked path on the thread pool copies it instead).
  */
 const copyStampedSync = (from: string, to: string): { digest: FileDigest; source: fs.Stats } | undefined => {
-  const source = fs.openSync(from, READ_NOFOLLOW)
+  const source = fs.openSync(osPath(from), READ_NOFOLLOW)
   let target: number | undefined
   let created = false
   try {
@@ -568,7 +569,7 @@ const copyStampedSync = (from: string, to: string): { digest: FileDigest; source
     if (!stats.isFile()) throw failWith("copyFileStamped", from, "", "not a regular file")
     if (stats.size > SYNC_READ_MAX) return undefined
     const mode = stats.mode & 0o7777
-    target = fs.openSync(to, CREATE_EXCLUSIVE, mode)
+    target = fs.openSync(osPath(to), CREATE_EXCLUSIVE, mode)
     created = true
     const opened = target
     if (umaskStrips(mode) || (mode & ~0o777) !== 0) onTarget(to, () => fs.fchmodSync(opened, mode))
@@ -584,7 +585,7 @@ const copyStampedSync = (from: string, to: string): { digest: FileDigest; source
     if (target !== undefined) closeQuietly(target)
     if (created) {
       try {
-        fs.unlinkSync(to)
+        fs.unlinkSync(osPath(to))
       } catch {
         // Best effort: the error being reported matters more.
       }
@@ -617,7 +618,7 @@ const copyFileHashed = (from: string, to: string, options?: { readonly sync?: bo
  * files: an Effect step per syscall cost more than the reads); undefined when it is too large for that.
  */
 const hashSmallSync = (path: string): FileDigest | undefined => {
-  const fd = fs.openSync(path, READ_NOFOLLOW)
+  const fd = fs.openSync(osPath(path), READ_NOFOLLOW)
   try {
     const stats = fs.fstatSync(fd)
     if (stats.isDirectory()) throw failWith("hashFile", path, "EISDIR", "is a directory")
@@ -681,7 +682,7 @@ const service = ({ snapshot, ...walks }: Walks): FileSystem["Type"] => ({
   lstat,
   statFollowingLinks,
   readDirectory,
-  readDirectoryInfo: snapshot?.readDirectoryInfo ?? readDirectoryInfo,
+  readDirectoryInfo: snapshot === undefined ? readDirectoryInfo : (path) => snapshot.readDirectoryInfo(path, readDirectoryInfo),
   makeDirectory,
   writeFileExclusive,
   writeFileAtomic,
@@ -689,13 +690,13 @@ const service = ({ snapshot, ...walks }: Walks): FileSystem["Type"] => ({
   readFile,
   rename,
   removeFile: (path) => single(() => removeFileAnswer(path)),
-  removeDirectory: (path) => attemptSync("removeDirectory", path, () => fs.rmdirSync(path)),
+  removeDirectory: (path) => attemptSync("removeDirectory", path, () => fs.rmdirSync(osPath(path))),
   // Single metadata syscalls: synchronous (a snapshot makes thousands of links; see the header).
-  symlink: (target, path) => attemptSync("symlink", path, () => fs.symlinkSync(target, path)),
-  readLink: (path) => attemptSync("readLink", path, () => fs.readlinkSync(path)),
-  link: (existing, newPath) => attemptSync("link", newPath, () => fs.linkSync(existing, newPath)),
+  symlink: (target, path) => attemptSync("symlink", path, () => fs.symlinkSync(osPath(target), osPath(path))),
+  readLink: (path) => attemptSync("readLink", path, () => readLinkLossless(path)),
+  link: (existing, newPath) => attemptSync("link", newPath, () => fs.linkSync(osPath(existing), osPath(newPath))),
   linkEach: snapshot?.linkEach ?? linkEach,
-  utimes: (path, atimeMs, mtimeMs) => attemptSync("utimes", path, () => fs.lutimesSync(path, atimeMs / 1000, mtimeMs / 1000)),
+  utimes: (path, atimeMs, mtimeMs) => attemptSync("utimes", path, () => fs.lutimesSync(osPath(path), atimeMs / 1000, mtimeMs / 1000)),
   chmod: (path, mode) => setMode("chmod", path, mode),
   copyFile,
   copyFileHashed,
