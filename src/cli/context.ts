@@ -6,6 +6,7 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { nodeEnv } from "../layers/NodeHost.js"
+import { displayStrayBytes } from "../domain/Display.js"
 import { fileTypeWord } from "../domain/FileTypeWords.js"
 import type { Globals } from "./argv.js"
 import { ExitCode, exitCodeForError, type ExitStatus } from "./exit.js"
@@ -39,8 +40,9 @@ export const makeContext = (globals: Globals, status: ExitStatus, command: Reado
   stderrIsTTY: process.stderr.isTTY === true
 })
 
-export const out = (text: string): Effect.Effect<void> => Effect.sync(() => void process.stdout.write(text))
-export const err = (text: string): Effect.Effect<void> => Effect.sync(() => void process.stderr.write(text))
+// A byte that is not UTF-8 left raw in text shows as \xNN, never as U+FFFD (README "Names are bytes").
+export const out = (text: string): Effect.Effect<void> => Effect.sync(() => void process.stdout.write(displayStrayBytes(text)))
+export const err = (text: string): Effect.Effect<void> => Effect.sync(() => void process.stderr.write(displayStrayBytes(text)))
 
 export const printJson = (value: unknown): Effect.Effect<void> => out(JSON.stringify(value, null, 2) + "\n")
 

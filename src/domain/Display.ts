@@ -39,3 +39,16 @@ export const displayText = (text: string): string => {
   UNSAFE.lastIndex = 0
   return UNSAFE.test(text) ? text.replace(UNSAFE, escapeUnit) : text
 }
+
+/** A byte that is not UTF-8, carried as its lone surrogate (domain/NameBytes.ts). */
+const STRAY_BYTE = /(?<![\ud800-\udbff])[\udc80-\udcff]/g
+
+/**
+ * Only the bytes that are not UTF-8 escaped, as `displayText` shows them (`\xNN`); everything else as it is.
+ * The CLI's last guard on whole rendered text (colour codes, newlines and all): a name a renderer did not pass
+ * through `displayText` still never reaches a terminal as U+FFFD, which would hide which bytes it holds.
+ */
+export const displayStrayBytes = (text: string): string => {
+  STRAY_BYTE.lastIndex = 0
+  return STRAY_BYTE.test(text) ? text.replace(STRAY_BYTE, (unit) => `\\x${hex(unit.charCodeAt(0) - 0xdc00, 2)}`) : text
+}

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
-import { displayText } from "../../src/domain/Display.js"
-import { nameOfBytes } from "../../src/domain/NameBytes.js"
+import { displayStrayBytes, displayText } from "../../src/domain/Display.js"
+import { hasEscapedBytes, nameOfBytes } from "../../src/domain/NameBytes.js"
 
 /** What a terminal must never receive raw. */
 const STEERING = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/
@@ -31,5 +31,22 @@ describe("displayText", () => {
     // No stray surrogate either: the result is well-formed UTF-16.
     assert.isTrue(wellFormed(shown), JSON.stringify(shown))
     if (!STEERING.test(s) && wellFormed(s) && !s.includes("\\")) assert.strictEqual(shown, s)
+  })
+})
+
+describe("displayStrayBytes (the CLI's last guard on rendered text)", () => {
+  it("shows each byte that is not UTF-8 as displayText does, and leaves colour codes, newlines and the rest alone", () => {
+    const name = nameOfBytes(Uint8Array.of(0x63, 0xe9, 0x2d, 0xff))
+    assert.strictEqual(displayStrayBytes(`\u001b[33m${name}\u001b[39m\n`), "\u001b[33mc\\xe9-\\xff\u001b[39m\n")
+    assert.strictEqual(displayStrayBytes("caf\u00e9 \ufffd \u{1f600} a\\b"), "caf\u00e9 \ufffd \u{1f600} a\\b")
+  })
+
+  it.prop("no byte that is not UTF-8 survives; text a renderer passed through displayText is unchanged (never escaped twice)", [fc.uint8Array({ maxLength: 24 }), fc.string({ unit: "binary", maxLength: 24 })], ([bytes, s]) => {
+    const name = nameOfBytes(bytes)
+    assert.isFalse(hasEscapedBytes(displayStrayBytes(name + s)))
+    assert.strictEqual(displayStrayBytes(displayText(name + s)), displayText(name + s))
+    if (!hasEscapedBytes(s)) assert.strictEqual(displayStrayBytes(s), s)
+    // Where the name held such bytes, what is shown agrees with displayText byte for byte.
+    if (!STEERING.test(name) && !name.includes("\\")) assert.strictEqual(displayStrayBytes(name), displayText(name))
   })
 })
