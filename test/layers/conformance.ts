@@ -1052,6 +1052,21 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
         assert.deepStrictEqual(yield* fs.measureTree(`${root}/${RAW}`, WIDE), { bytes: 1, entries: 0, complete: true })
         assert.deepStrictEqual(yield* fs.removeTree(`${root}/${RAW}`, WIDE), { removedEntries: 0, complete: true, removedBytes: 1 })
         assert.deepStrictEqual(yield* names(root), [])
+        // Directories so named holding plain names: listed with their lstat, linked between, removed together.
+        for (const dir of [`${RAW}-a`, `${RAW}-b`]) {
+          yield* fs.makeDirectory(`${root}/${dir}`)
+          yield* put(`${root}/${dir}/x`, dir.endsWith("a") ? "x" : "yy")
+        }
+        const listed = yield* fs.readDirectoryInfo(`${root}/${RAW}-a`)
+        assert.deepStrictEqual(listed.map((e) => [e.name, e.info.size]), [["x", 1]])
+        yield* fs.makeDirectory(`${root}/${RAW}-a/to`)
+        assert.deepStrictEqual(yield* fs.linkEach(`${root}/${RAW}-a`, `${root}/${RAW}-a/to`, ["x"]), [undefined])
+        const removals = yield* Each.removeTreeEach(fs, [`${root}/${RAW}-a`, `${root}/${RAW}-b`], WIDE)
+        assert.deepStrictEqual(plainRemovals(removals), [
+          { value: { removedEntries: 3, removedBytes: 2, complete: true } },
+          { value: { removedEntries: 1, removedBytes: 2, complete: true } }
+        ])
+        assert.deepStrictEqual(yield* names(root), [])
       }))
 
       test("copies, hard links and symlinks: to and from such names, and a link's target read back exactly", Effect.gen(function*() {
