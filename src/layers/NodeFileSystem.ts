@@ -1,6 +1,8 @@
 /**
  * The FileSystem port on `node:fs` (README "Architecture in a paragraph").
  *
+ * - Names are bytes (README "Names are bytes"): every path goes to `node:fs` through `osPath` (its bytes when it
+ *   holds a byte that is not UTF-8), and listings and link targets come back losslessly (node/osPath.ts).
  * - Nothing follows a final symlink: reads, exclusive writes, chmod and copy sources open with O_NOFOLLOW;
  *   `utimes` is `lutimes`; `readDirectory` refuses a link (ENOTDIR).
  * - New files and directories get exactly the requested mode, independent of the process umask (an
