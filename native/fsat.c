@@ -68,20 +68,60 @@ static napi_value number(napi_env env, double value) {
   return out;
 }
 
-/* A path argument into buf: 0, -EINVAL when it is not a string, -ENAMETOOLONG when it does not fit. */
+/*
+ * Names are bytes (src/domain/NameBytes.ts): JavaScript gives a path as a string (UTF-8) or, when it holds
+ * bytes that are not UTF-8, as a Buffer of its exact bytes (src/layers/node/osPath.ts). 1 with the Buffer's
+ * bytes when `value` is one, else 0.
+ */
+static int buffer_arg(napi_env env, napi_value value, const char **bytes, size_t *length) {
+  bool is_buffer = false;
+  void *data = NULL;
+  if (napi_is_buffer(env, value, &is_buffer) != napi_ok || !is_buffer) return 0;
+  if (napi_get_buffer_info(env, value, &data, length) != napi_ok) return 0;
+  *bytes = data;
+  return 1;
+}
+
+/*
+ * A path argument (a string, or a Buffer of its bytes) into buf: 0, -EINVAL when it is neither (or a Buffer
+ * holding a NUL), -ENAMETOOLONG when it does not fit.
+ */
 static int path_arg(napi_env env, napi_value value, char *buf, size_t size) {
+  const char *bytes = NULL;
   size_t length = 0;
+  if (buffer_arg(env, value, &bytes, &length)) {
+    if (length > 0 && memchr(bytes, '\0', length) != NULL) return -EINVAL;
+    if (length >= size) return -ENAMETOOLONG;
+    if (length > 0) memcpy(buf, bytes, length);
+    buf[length] = '\0';
+    return 0;
+  }
   if (napi_get_value_string_utf8(env, value, NULL, 0, &length) != napi_ok) return -EINVAL;
   if (length >= size) return -ENAMETOOLONG;
   napi_get_value_string_utf8(env, value, buf, size, &length);
   return 0;
 }
 
-/* Copies a string argument into buf; 0 when it is not a string or too long. */
-static int string_arg(napi_env env, napi_value value, char *buf, size_t size) {
+/* A path argument's bytes, whatever their length, in a new NUL-terminated string (free it); NULL when it is not a path or memory ran out. */
+static char *path_arg_copy(napi_env env, napi_value value) {
+  const char *bytes = NULL;
   size_t length = 0;
-  if (napi_get_value_string_utf8(env, value, buf, size, &length) != napi_ok) return 0;
-  return length + 1 < size;
+  int is_buffer = buffer_arg(env, value, &bytes, &length);
+  if (!is_buffer && napi_get_value_string_utf8(env, value, NULL, 0, &length) != napi_ok) return NULL;
+  char *out = malloc(length + 1);
+  if (out == NULL) return NULL;
+  if (is_buffer) {
+    if (length > 0) memcpy(out, bytes, length);
+    out[length] = '\0';
+  } else {
+    napi_get_value_string_utf8(env, value, out, length + 1, &length);
+  }
+  return out;
+}
+
+/* Copies a path argument (a string, or a Buffer of its bytes) into buf; 0 when it is neither or too long. */
+static int string_arg(napi_env env, napi_value value, char *buf, size_t size) {
+  return path_arg(env, value, buf, size) == 0;
 }
 
 static int type_of_mode(mode_t mode) {
@@ -1102,14 +1142,11 @@ static napi_value remove_trees(napi_env env, napi_callback_info info) {
     int path_error = napi_get_element(env, argv[0], i, &path_value) != napi_ok ? -EINVAL : path_arg(env, path_value, path, sizeof path);
     if (path_error == -ENAMETOOLONG) {
       /* That walk alone fails, as removeTree would for it (ENAMETOOLONG, naming the path); not the batch. */
-      size_t length = 0;
-      napi_get_value_string_utf8(env, path_value, NULL, 0, &length);
-      r->root = malloc(length + 1);
+      r->root = path_arg_copy(env, path_value);
       if (r->root == NULL) {
         free_batch(env, b);
         return number(env, -ENOMEM);
       }
-      napi_get_value_string_utf8(env, path_value, r->root, length + 1, &length);
       r->walk = "removeTree";
       fail(r, ENAMETOOLONG, "removeTree", r->root, NULL);
       if (r->error_path == NULL) {

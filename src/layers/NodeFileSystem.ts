@@ -1,6 +1,8 @@
 /**
  * The FileSystem port on `node:fs` (README "Architecture in a paragraph").
  *
+ * - Names are bytes (README "Names are bytes"): every path goes to `node:fs` through `osPath` (its bytes when it
+ *   holds a byte that is not UTF-8), and listings and link targets come back losslessly (node/osPath.ts).
  * - Nothing follows a final symlink: reads, exclusive writes, chmod and copy sources open with O_NOFOLLOW;
  *   `utimes` is `lutimes`; `readDirectory` refuses a link (ENOTDIR).
  * - New files and directories get exactly the requested mode, independent of the process umask (an
@@ -45,6 +47,7 @@ import {
 } from "../services/FileSystem.js"
 import { StorageConfig } from "../services/StorageConfig.js"
 import { errnoName, fsatError } from "./node/fsat.js"
+import { listDirectory, osPath, readLinkLossless } from "./node/osPath.js"
 import { attempt, attemptSync, failWith, toFileSystemError } from "./node/support.js"
 import { copySparse, copySparseSync, hashSparse, hashSparseSync, hasHoles, type SeekData } from "./node/sparse.js"
 import { makeWalks, type WalkerKind, type Walks } from "./node/walkers.js"
@@ -83,7 +86,7 @@ const withFd = <A>(
   use: (fd: number) => Effect.Effect<A, FileSystemError>
 ): Effect.Effect<A, FileSystemError> =>
   Effect.acquireUseRelease(
-    attemptSync(method, path, () => fs.openSync(path, flags, mode)),
+    attemptSync(method, path, () => fs.openSync(osPath(path), flags, mode)),
     use,
     (fd) => Effect.sync(() => closeQuietly(fd))
   )
@@ -100,7 +103,7 @@ const withHandle = <A>(
   use: (handle: fsp.FileHandle) => Effect.Effect<A, FileSystemError>
 ): Effect.Effect<A, FileSystemError> =>
   Effect.acquireUseRelease(
-    attempt(method, path, () => fsp.open(path, flags, mode)),
+    attempt(method, path, () => fsp.open(osPath(path), flags, mode)),
     use,
     (handle) => bestEffort(() => handle.close())
   )
@@ -159,7 +162,7 @@ const notFound = (method: string, path: string) => failWith(method, path, "ENOEN
 const lstatAnswer = (path: string): Answer<FileInfo> => {
   let stats: fs.Stats | undefined
   try {
-    stats = fs.lstatSync(path, { throwIfNoEntry: false })
+    stats = fs.lstatSync(osPath(path), { throwIfNoEntry: false })
   } catch (cause) {
     return toFileSystemError("lstat", path, cause)
   }
@@ -170,7 +173,7 @@ const lstat = (path: string): Effect.Effect<FileInfo, FileSystemError> => single
 
 const statFollowingLinks = (path: string): Effect.Effect<FileInfo, FileSystemError> =>
   attemptSync("statFollowingLinks", path, () => {
-    const stats = fs.statSync(path, { throwIfNoEntry: false })
+    const stats = fs.statSync(osPath(path), { throwIfNoEntry: false })
     if (stats === undefined) throw notFound("statFollowingLinks", path)
     return toFileInfo(stats)
   })
@@ -188,10 +191,10 @@ const readDirectoryAnswer = (path: string): Answer<ReadonlyArray<DirEntry>> => {
   try {
     // readdir follows a final link, so refuse one first. A missing directory is common (runs without
     // leases): answered without Node building an Error.
-    const info = fs.lstatSync(path, { throwIfNoEntry: false })
+    const info = fs.lstatSync(osPath(path), { throwIfNoEntry: false })
     if (info === undefined) return notFound("readDirectory", path)
     if (info.isSymbolicLink()) return failWith("readDirectory", path, "ENOTDIR", "is a symbolic link")
-    return fs.readdirSync(path, { withFileTypes: true })
+    return listDirectory(path)
       .map((dirent): DirEntry => ({ name: dirent.name, type: typeOfStats(dirent) }))
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   } catch (cause) {
@@ -207,7 +210,7 @@ const readDirectoryInfo = (path: string): Effect.Effect<ReadonlyArray<DirEntryIn
       const prefix = path.endsWith("/") ? path : `${path}/`
       const out: Array<DirEntryInfo> = []
       for (const entry of entries) {
-        const stats = fs.lstatSync(prefix + entry.name, { throwIfNoEntry: false })
+        const stats = fs.lstatSync(osPath(prefix + entry.name), { throwIfNoEntry: false })
         if (stats !== undefined) out.push({ name: entry.name, info: toFileInfo(stats) })
       }
       return out
@@ -222,7 +225,7 @@ const linkEach = (fromDir: string, toDir: string, names: ReadonlyArray<string>):
     for (let i = 0; i < names.length; i++) {
       const target = to + names[i]
       try {
-        fs.linkSync(from + names[i], target)
+        fs.linkSync(osPath(from + names[i]), osPath(target))
       } catch (cause) {
         out[i] = toFileSystemError("linkEach", target, cause)
       }
@@ -242,7 +245,7 @@ const umaskStrips = (mode: number): boolean => (mode & umask & 0o777) !== 0
 
 /** Create exactly one directory with exactly `mode`; EEXIST if anything is there. */
 const makeOneDirectory = (method: string, path: string, mode: number): Effect.Effect<void, FileSystemError> =>
-  attemptSync(method, path, () => fs.mkdirSync(path, { mode })).pipe(
+  attemptSync(method, path, () => fs.mkdirSync(osPath(path), { mode })).pipe(
     Effect.zipRight(umaskStrips(mode) || (mode & ~0o777) !== 0 ? setMode(method, path, mode) : Effect.void)
   )
 
@@ -259,7 +262,7 @@ const makeDirectoryRecursive = (path: string, mode: number, isFinal: boolean): E
 /** An existing directory is fine; at the final path a symlink or file is not (intermediates resolve as the OS does). */
 const acceptExisting = (path: string, isFinal: boolean): Effect.Effect<void, FileSystemError> =>
   Effect.gen(function*() {
-    const stats = yield* attemptSync("makeDirectory", path, () => (isFinal ? fs.lstatSync(path) : fs.statSync(path)))
+    const stats = yield* attemptSync("makeDirectory", path, () => (isFinal ? fs.lstatSync(osPath(path)) : fs.statSync(osPath(path))))
     if (stats.isDirectory()) return
     return yield* Effect.fail(
       isFinal
@@ -289,7 +292,7 @@ const setMode = (method: string, path: string, mode: number): Effect.Effect<void
       Effect.gen(function*() {
         const info = yield* lstat(path)
         if (info.type === "SymbolicLink") return yield* Effect.fail(failWith(method, path, "ELOOP", "is a symbolic link"))
-        yield* attemptSync(method, path, () => fs.chmodSync(path, mode))
+        yield* attemptSync(method, path, () => fs.chmodSync(osPath(path), mode))
       }))
   )
 
@@ -302,7 +305,7 @@ const writeAllSync = (fd: number, data: Uint8Array) => {
 const discardPartial = (fd: number, closed: boolean, path: string) => {
   if (!closed) closeQuietly(fd)
   try {
-    fs.unlinkSync(path)
+    fs.unlinkSync(osPath(path))
   } catch {
     // Best effort: the error being reported matters more.
   }
@@ -310,7 +313,7 @@ const discardPartial = (fd: number, closed: boolean, path: string) => {
 
 /** Open `path` exclusively, set its mode when the umask would not, and write `data`; the descriptor stays open. */
 const createWrittenSync = (path: string, data: Uint8Array, mode: number): number => {
-  const fd = fs.openSync(path, CREATE_EXCLUSIVE, mode)
+  const fd = fs.openSync(osPath(path), CREATE_EXCLUSIVE, mode)
   try {
     if (umaskStrips(mode) || (mode & ~0o777) !== 0) fs.fchmodSync(fd, mode)
     writeAllSync(fd, data)
@@ -370,8 +373,8 @@ const writeFileAtomic = (path: string, data: Uint8Array, options?: WriteOptions)
     const temp = tempNameBeside(path)
     yield* createAndWrite("writeFileAtomic", temp, data, options?.mode ?? DEFAULT_FILE_MODE, sync)
     // rename(2) replaces a symlink at `path` itself, never writing through it.
-    yield* attemptSync("writeFileAtomic", path, () => fs.renameSync(temp, path)).pipe(
-      Effect.tapError(() => bestEffort(() => fsp.unlink(temp)))
+    yield* attemptSync("writeFileAtomic", path, () => fs.renameSync(osPath(temp), osPath(path))).pipe(
+      Effect.tapError(() => bestEffort(() => fsp.unlink(osPath(temp))))
     )
     if (sync) yield* syncDirectory("writeFileAtomic", NodePath.dirname(path))
   })
@@ -382,7 +385,7 @@ const writeFileAtomic = (path: string, data: Uint8Array, options?: WriteOptions)
  * byte more than `expected` holds, enough to tell equal from different.
  */
 const readSameInodeSync = (path: string, expected: FileVersion): Uint8Array | undefined => {
-  const fd = fs.openSync(path, READ_NOFOLLOW)
+  const fd = fs.openSync(osPath(path), READ_NOFOLLOW)
   try {
     const stats = fs.fstatSync(fd)
     if (!stats.isFile() || stats.dev !== expected.dev || stats.ino !== expected.ino) return undefined
@@ -401,7 +404,7 @@ const readSameInodeSync = (path: string, expected: FileVersion): Uint8Array | un
 
 /** The change at `path` since `expected` was read (lstat, then a read through a re-checked descriptor); `null`: none. */
 const changeAtSync = (path: string, expected: ExpectedFile): FileChange | null => {
-  const stats = fs.lstatSync(path, { throwIfNoEntry: false })
+  const stats = fs.lstatSync(osPath(path), { throwIfNoEntry: false })
   const found = stats === undefined ? undefined : { type: typeOfStats(stats), dev: stats.dev, ino: stats.ino, size: stats.size }
   let swapped = false
   const change = changeSince(expected, found, () => {
@@ -418,14 +421,14 @@ const NO_HARD_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"])
 const NO_EXCHANGE = new Set(["EINVAL", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"])
 
 /** renameat2(a, b, RENAME_EXCHANGE) from the native addon: 0 or a negative errno. */
-type Exchange = (a: string, b: string) => number
+type Exchange = (a: string | Buffer, b: string | Buffer) => number
 
 const keptNameBeside = (path: string): string =>
   NodePath.join(NodePath.dirname(path), `.${NodePath.basename(path)}.kept-${randomBytes(6).toString("hex")}`)
 
 const unlinkQuietly = (path: string) => {
   try {
-    fs.unlinkSync(path)
+    fs.unlinkSync(osPath(path))
   } catch {
     // Best effort: a leftover temp name is harmless; the answer being given matters more.
   }
@@ -447,15 +450,15 @@ const settleExchangeSync = (method: string, path: string, temp: string, expected
   if (change === null) return unlinkQuietly(temp)
   const keep = (why: string): never => {
     const kept = keptNameBeside(path)
-    fs.renameSync(temp, kept)
+    fs.renameSync(osPath(temp), osPath(kept))
     throw changedError(method, path, { kind: change.kind, detail: `${change.detail}; ${why} is kept as ${kept}` })
   }
-  if (exchange(temp, path) !== 0) keep("that version")
-  if (fs.lstatSync(temp, { throwIfNoEntry: false })?.ino === ours) {
+  if (exchange(osPath(temp), osPath(path)) !== 0) keep("that version")
+  if (fs.lstatSync(osPath(temp), { throwIfNoEntry: false })?.ino === ours) {
     unlinkQuietly(temp)
     throw changedError(method, path, change)
   }
-  if (exchange(temp, path) !== 0) keep("the newest save")
+  if (exchange(osPath(temp), osPath(path)) !== 0) keep("the newest save")
   keep("an earlier save")
 }
 
@@ -470,7 +473,7 @@ const settleExchangeSync = (method: string, path: string, temp: string, expected
 const putIfUnchangedSync = (method: string, path: string, temp: string, expected: ExpectedFile, exchange: Exchange | undefined, swap: Swap): void => {
   if (expected === null) {
     try {
-      fs.linkSync(temp, path)
+      fs.linkSync(osPath(temp), osPath(path))
       unlinkQuietly(temp)
       return
     } catch (cause) {
@@ -484,15 +487,15 @@ const putIfUnchangedSync = (method: string, path: string, temp: string, expected
   const change = changeAtSync(path, expected)
   if (change !== null) throw changedError(method, path, change)
   if (exchange !== undefined && expected !== null) {
-    const ours = fs.lstatSync(temp).ino
-    const answer = exchange(temp, path)
+    const ours = fs.lstatSync(osPath(temp)).ino
+    const answer = exchange(osPath(temp), osPath(path))
     if (answer === 0) {
       swap.swapped = true
       return settleExchangeSync(method, path, temp, expected, ours, exchange)
     }
     if (!NO_EXCHANGE.has(errnoName(answer))) throw fsatError("renameat2", path, answer)
   }
-  fs.renameSync(temp, path)
+  fs.renameSync(osPath(temp), osPath(path))
 }
 
 /**
@@ -507,7 +510,7 @@ const removeIfUnchangedSync = (method: string, path: string, expected: ExpectedF
   if (expected === null) return
   const aside = tempNameBeside(path)
   try {
-    fs.renameSync(path, aside)
+    fs.renameSync(osPath(path), osPath(aside))
   } catch (cause) {
     if ((cause as NodeJS.ErrnoException).code === "ENOENT") return
     throw cause
@@ -515,13 +518,13 @@ const removeIfUnchangedSync = (method: string, path: string, expected: ExpectedF
   const moved = changeAtSync(aside, expected)
   if (moved === null) return unlinkQuietly(aside)
   try {
-    fs.linkSync(aside, path)
+    fs.linkSync(osPath(aside), osPath(path))
     unlinkQuietly(aside)
     throw changedError(method, path, moved)
   } catch (cause) {
     if ((cause as NodeJS.ErrnoException).code !== "EEXIST") throw cause
     const kept = keptNameBeside(path)
-    fs.renameSync(aside, kept)
+    fs.renameSync(osPath(aside), osPath(kept))
     throw changedError(method, path, { kind: moved.kind, detail: `${moved.detail}; that version is kept as ${kept}` })
   }
 }
@@ -546,7 +549,7 @@ export const replaceFileIfUnchangedWith = (exchange: Exchange | undefined) =>
       const swap: Swap = { swapped: false }
       yield* attemptSync(method, path, () => putIfUnchangedSync(method, path, temp, expected, exchange, swap)).pipe(
         // Once exchanged, the temp name may hold someone's file: only the settling step decides about it.
-        Effect.tapError(() => (swap.swapped ? Effect.void : bestEffort(() => fsp.unlink(temp))))
+        Effect.tapError(() => (swap.swapped ? Effect.void : bestEffort(() => fsp.unlink(osPath(temp)))))
       )
     }
     if (sync) yield* syncDirectory(method, NodePath.dirname(path))
@@ -568,7 +571,7 @@ const SYNC_READ_MAX = 1 << 20
 
 /** Read a regular file of at most `maxBytes` through one synchronous open, read and close. */
 const readFileSmallSync = (path: string, maxBytes: number): Uint8Array => {
-  const fd = fs.openSync(path, READ_NOFOLLOW)
+  const fd = fs.openSync(osPath(path), READ_NOFOLLOW)
   try {
     const stats = fs.fstatSync(fd)
     if (stats.isDirectory()) throw failWith("readFile", path, "EISDIR", "is a directory")
@@ -627,13 +630,13 @@ const readFile = (path: string, options?: { readonly maxBytes?: number }) =>
       return new Uint8Array(Buffer.concat(chunks, total))
     }))
 
-const renameAnswer = (from: string, to: string): Answer<void> => answer("rename", from, () => fs.renameSync(from, to))
+const renameAnswer = (from: string, to: string): Answer<void> => answer("rename", from, () => fs.renameSync(osPath(from), osPath(to)))
 
-const removeFileAnswer = (path: string): Answer<void> => answer("removeFile", path, () => fs.unlinkSync(path))
+const removeFileAnswer = (path: string): Answer<void> => answer("removeFile", path, () => fs.unlinkSync(osPath(path)))
 
 const rename = (from: string, to: string, options?: { readonly sync?: boolean }): Effect.Effect<void, FileSystemError> =>
   options?.sync === false ? single(() => renameAnswer(from, to)) : Effect.gen(function*() {
-    yield* attemptSync("rename", from, () => fs.renameSync(from, to))
+    yield* attemptSync("rename", from, () => fs.renameSync(osPath(from), osPath(to)))
     const toDir = NodePath.dirname(NodePath.resolve(to))
     const fromDir = NodePath.dirname(NodePath.resolve(from))
     yield* syncDirectory("rename", toDir)
@@ -664,11 +667,11 @@ const copyWith = (method: string, from: string, to: string, sync: boolean, hash:
       if (stats.isDirectory()) return yield* Effect.fail(failWith(method, from, "EISDIR", "is a directory"))
       if (!stats.isFile()) return yield* Effect.fail(failWith(method, from, "", "not a regular file"))
       const mode = stats.mode & 0o7777
-      const target = yield* attemptSync(method, to, () => fs.openSync(to, CREATE_EXCLUSIVE, mode))
+      const target = yield* attemptSync(method, to, () => fs.openSync(osPath(to), CREATE_EXCLUSIVE, mode))
       const removePartial = Effect.sync(() => {
         closeQuietly(target)
         try {
-          fs.unlinkSync(to)
+          fs.unlinkSync(osPath(to))
         } catch {
           // Best effort: the error being reported matters more.
         }
@@ -743,7 +746,7 @@ const stampCopy = (source: number, target: number, to: string): fs.Stats => {
  * Undefined when the source is too large for it (the chunked path on the thread pool copies it instead).
  */
 const copyStampedSync = (from: string, to: string, seek: SeekData | undefined): { digest: FileDigest; source: fs.Stats } | undefined => {
-  const source = fs.openSync(from, READ_NOFOLLOW)
+  const source = fs.openSync(osPath(from), READ_NOFOLLOW)
   let target: number | undefined
   let created = false
   try {
@@ -752,7 +755,7 @@ const copyStampedSync = (from: string, to: string, seek: SeekData | undefined): 
     if (!stats.isFile()) throw failWith("copyFileStamped", from, "", "not a regular file")
     if (stats.size > SYNC_READ_MAX) return undefined
     const mode = stats.mode & 0o7777
-    target = fs.openSync(to, CREATE_EXCLUSIVE, mode)
+    target = fs.openSync(osPath(to), CREATE_EXCLUSIVE, mode)
     created = true
     const opened = target
     if (umaskStrips(mode) || (mode & ~0o777) !== 0) onTarget(to, () => fs.fchmodSync(opened, mode))
@@ -768,7 +771,7 @@ const copyStampedSync = (from: string, to: string, seek: SeekData | undefined): 
     if (target !== undefined) closeQuietly(target)
     if (created) {
       try {
-        fs.unlinkSync(to)
+        fs.unlinkSync(osPath(to))
       } catch {
         // Best effort: the error being reported matters more.
       }
@@ -801,7 +804,7 @@ const copyFileHashed = (from: string, to: string, options: { readonly sync?: boo
  * files: an Effect step per syscall cost more than the reads); undefined when it is too large for that.
  */
 const hashSmallSync = (path: string, seek: SeekData | undefined): FileDigest | undefined => {
-  const fd = fs.openSync(path, READ_NOFOLLOW)
+  const fd = fs.openSync(osPath(path), READ_NOFOLLOW)
   try {
     const stats = fs.fstatSync(fd)
     if (stats.isDirectory()) throw failWith("hashFile", path, "EISDIR", "is a directory")
@@ -875,7 +878,7 @@ const service = ({ snapshot, exchange, ...walks }: Walks): FileSystem["Type"] =>
     lstat,
     statFollowingLinks,
     readDirectory,
-    readDirectoryInfo: snapshot?.readDirectoryInfo ?? readDirectoryInfo,
+    readDirectoryInfo: snapshot === undefined ? readDirectoryInfo : (path) => snapshot.readDirectoryInfo(path, readDirectoryInfo),
     makeDirectory,
     writeFileExclusive,
     writeFileAtomic,
@@ -884,13 +887,13 @@ const service = ({ snapshot, exchange, ...walks }: Walks): FileSystem["Type"] =>
     readFile,
     rename,
     removeFile: (path) => single(() => removeFileAnswer(path)),
-    removeDirectory: (path) => attemptSync("removeDirectory", path, () => fs.rmdirSync(path)),
+    removeDirectory: (path) => attemptSync("removeDirectory", path, () => fs.rmdirSync(osPath(path))),
     // Single metadata syscalls: synchronous (a snapshot makes thousands of links; see the header).
-    symlink: (target, path) => attemptSync("symlink", path, () => fs.symlinkSync(target, path)),
-    readLink: (path) => attemptSync("readLink", path, () => fs.readlinkSync(path)),
-    link: (existing, newPath) => attemptSync("link", newPath, () => fs.linkSync(existing, newPath)),
+    symlink: (target, path) => attemptSync("symlink", path, () => fs.symlinkSync(osPath(target), osPath(path))),
+    readLink: (path) => attemptSync("readLink", path, () => readLinkLossless(path)),
+    link: (existing, newPath) => attemptSync("link", newPath, () => fs.linkSync(osPath(existing), osPath(newPath))),
     linkEach: snapshot?.linkEach ?? linkEach,
-    utimes: (path, atimeMs, mtimeMs) => attemptSync("utimes", path, () => fs.lutimesSync(path, atimeMs / 1000, mtimeMs / 1000)),
+    utimes: (path, atimeMs, mtimeMs) => attemptSync("utimes", path, () => fs.lutimesSync(osPath(path), atimeMs / 1000, mtimeMs / 1000)),
     chmod: (path, mode) => setMode("chmod", path, mode),
     copyFile: (from, to, options) => copyFile(from, to, options, seek),
     copyFileHashed: (from, to, options) => copyFileHashed(from, to, options, seek),

@@ -147,8 +147,8 @@ const PACKED_REFS_MAX = 1 << 20
 /** A removed mirror directory (the live tree turned it into a file) is at most a config tree. */
 const MIRROR_TREE_BUDGET = { maxEntries: HISTORY_PATHS_MAX, maxDepth: MAX_CONFIG_DEPTH + 8 }
 /**
- * A name the Node layer decoded lossily (bytes that are not UTF-8 became U+FFFD): when no entry answers to it,
- * the file cannot be read back under that name.
+ * A name a FileSystem layer decoded lossily (bytes that are not UTF-8 became U+FFFD; the Node layer carries
+ * them losslessly: README "Names are bytes"): when no entry answers to it, the file cannot be read back under that name.
  */
 const REPLACEMENT_CHARACTER = "\uFFFD"
 

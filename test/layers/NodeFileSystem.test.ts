@@ -146,7 +146,7 @@ describe("replaceFileIfUnchanged on Node: a save between the last check and the 
   const exchangeWith = (before: (call: number) => void) => {
     let calls = 0
     return {
-      exchange: (a: string, b: string) => {
+      exchange: (a: string | Buffer, b: string | Buffer) => {
         before(++calls)
         return realExchange!(a, b)
       },

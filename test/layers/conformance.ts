@@ -1140,6 +1140,149 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
       }))
     })
 
+    describe("names are bytes (DESIGN \"Names are bytes\", domain/NameBytes.ts)", () => {
+      // Bytes 0xe9 and 0xff are not UTF-8: each rides in the name as its escaped lone surrogate.
+      const RAW = "caf\udce9-\udcff"
+      // What a lossy decoding makes of it: another name, never created or found in its place.
+      const LOSSY = "caf\ufffd-\ufffd"
+      // Valid UTF-8 holding U+FFFD itself: stays itself.
+      const REAL = "r\ufffd.txt"
+
+      test("a file so named is created, listed, read, described, renamed, replaced and removed under that exact name", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* put(`${root}/${RAW}`, "raw bytes", 0o640)
+        yield* put(`${root}/${REAL}`, "real")
+        const sorted = [RAW, REAL].sort()
+        assert.deepStrictEqual(yield* fs.readDirectory(root), sorted.map((name) => ({ name, type: "File" })))
+        assert.strictEqual(yield* read(`${root}/${RAW}`), "raw bytes")
+        assert.strictEqual(yield* read(`${root}/${REAL}`), "real")
+        const info = yield* fs.lstat(`${root}/${RAW}`)
+        assert.deepStrictEqual([info.type, info.size, info.mode], ["File", 9, 0o640])
+        const missing = yield* expectMissing(`${root}/${LOSSY}`)
+        assert.strictEqual(missing.path, `${root}/${LOSSY}`)
+        // A failure names the escaped path, never a lossy one.
+        const absent = yield* expectMissing(`${root}/${RAW}-dir/${RAW}`)
+        assert.strictEqual(absent.path, `${root}/${RAW}-dir/${RAW}`)
+        const listed = yield* fs.readDirectoryInfo(root)
+        assert.deepStrictEqual(listed.map((e) => e.name), sorted)
+        assert.strictEqual(listed.find((e) => e.name === RAW)?.info.ino, info.ino)
+        const [each] = yield* Each.lstatEach(fs, [`${root}/${RAW}`])
+        assert.strictEqual(each?._tag === "Right" ? each.right.ino : undefined, info.ino)
+        const [content] = yield* Each.readFileEach(fs, [`${root}/${RAW}`], { maxBytes: 64 })
+        assert.strictEqual(content?._tag === "Right" ? text(content.right) : undefined, "raw bytes")
+        yield* fs.chmod(`${root}/${RAW}`, 0o600)
+        yield* fs.utimes(`${root}/${RAW}`, T1, T1)
+        const touched = yield* fs.lstat(`${root}/${RAW}`)
+        assert.deepStrictEqual([touched.mode, touched.mtimeMs], [0o600, T1])
+        yield* fs.rename(`${root}/${RAW}`, `${root}/${RAW}.moved`)
+        yield* expectMissing(`${root}/${RAW}`)
+        assert.strictEqual((yield* fs.lstat(`${root}/${RAW}.moved`)).ino, info.ino)
+        yield* fs.rename(`${root}/${RAW}.moved`, `${root}/${RAW}`, { sync: false })
+        yield* fs.writeFileAtomic(`${root}/${RAW}`, bytes("replaced"))
+        yield* fs.writeFileInPlace(`${root}/${RAW}`, bytes("REPLACED"))
+        assert.strictEqual(yield* read(`${root}/${RAW}`), "REPLACED")
+        assert.deepStrictEqual(yield* names(root), sorted)
+        const [listing] = yield* Each.readDirectoryEach(fs, [root])
+        assert.deepStrictEqual(listing?._tag === "Right" ? listing.right.map((e) => e.name) : undefined, sorted)
+        yield* fs.removeFile(`${root}/${RAW}`)
+        yield* fs.removeFile(`${root}/${REAL}`)
+        assert.deepStrictEqual(yield* names(root), [])
+      }))
+
+      test("a directory so named is made (recursively too), listed, synced, measured and removed whole", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        yield* fs.makeDirectory(`${root}/${RAW}/sub/${RAW}`, { recursive: true, mode: 0o750 })
+        yield* put(`${root}/${RAW}/sub/${RAW}/${RAW}`, "12345")
+        yield* put(`${root}/${RAW}/${REAL}`, "xy")
+        yield* fs.makeDirectory(`${root}/${RAW}/empty-${RAW}`)
+        assert.strictEqual((yield* fs.lstat(`${root}/${RAW}/sub/${RAW}`)).mode, 0o750)
+        assert.deepStrictEqual(yield* names(`${root}/${RAW}/sub/${RAW}`), [RAW])
+        yield* fs.syncFileSystem(`${root}/${RAW}`)
+        // sub, sub/RAW, sub/RAW/RAW, REAL, empty-RAW
+        assert.deepStrictEqual(yield* fs.measureTree(`${root}/${RAW}`, WIDE), { bytes: 7, entries: 5, complete: true })
+        assert.deepStrictEqual(yield* fs.measureTree(root, WIDE), { bytes: 7, entries: 6, complete: true })
+        yield* fs.removeDirectory(`${root}/${RAW}/empty-${RAW}`)
+        assert.deepStrictEqual(yield* fs.removeTree(`${root}/${RAW}`, WIDE), { removedEntries: 4, complete: true, removedBytes: 7 })
+        assert.deepStrictEqual(yield* names(root), [])
+        // A root so named that is a file is removed as itself.
+        yield* put(`${root}/${RAW}`, "x")
+        assert.deepStrictEqual(yield* fs.measureTree(`${root}/${RAW}`, WIDE), { bytes: 1, entries: 0, complete: true })
+        assert.deepStrictEqual(yield* fs.removeTree(`${root}/${RAW}`, WIDE), { removedEntries: 0, complete: true, removedBytes: 1 })
+        assert.deepStrictEqual(yield* names(root), [])
+        // Directories so named holding plain names: listed with their lstat, linked between, removed together.
+        for (const dir of [`${RAW}-a`, `${RAW}-b`]) {
+          yield* fs.makeDirectory(`${root}/${dir}`)
+          yield* put(`${root}/${dir}/x`, dir.endsWith("a") ? "x" : "yy")
+        }
+        const listed = yield* fs.readDirectoryInfo(`${root}/${RAW}-a`)
+        assert.deepStrictEqual(listed.map((e) => [e.name, e.info.size]), [["x", 1]])
+        yield* fs.makeDirectory(`${root}/${RAW}-a/to`)
+        assert.deepStrictEqual(yield* fs.linkEach(`${root}/${RAW}-a`, `${root}/${RAW}-a/to`, ["x"]), [undefined])
+        const removals = yield* Each.removeTreeEach(fs, [`${root}/${RAW}-a`, `${root}/${RAW}-b`], WIDE)
+        assert.deepStrictEqual(plainRemovals(removals), [
+          { value: { removedEntries: 3, removedBytes: 2, complete: true } },
+          { value: { removedEntries: 1, removedBytes: 2, complete: true } }
+        ])
+        assert.deepStrictEqual(yield* names(root), [])
+      }))
+
+      test("copies, hard links and symlinks: to and from such names, and a link's target read back exactly", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        const digest = createHash("sha256").update("content").digest("hex")
+        yield* fs.makeDirectory(`${root}/${RAW}`)
+        yield* put(`${root}/${RAW}/${RAW}`, "content", 0o640)
+        yield* fs.copyFile(`${root}/${RAW}/${RAW}`, `${root}/copy-${RAW}`)
+        assert.deepStrictEqual(yield* fs.copyFileHashed(`${root}/${RAW}/${RAW}`, `${root}/hashed-${RAW}`), { sha256: digest, bytes: 7 })
+        const stamped = yield* fs.copyFileStamped(`${root}/${RAW}/${RAW}`, `${root}/stamped-${RAW}`)
+        assert.deepStrictEqual([stamped.sha256, stamped.bytes, stamped.source.ino], [digest, 7, (yield* fs.lstat(`${root}/${RAW}/${RAW}`)).ino])
+        assert.deepStrictEqual(yield* fs.hashFile(`${root}/stamped-${RAW}`), { sha256: digest, bytes: 7 })
+        for (const copy of [`copy-${RAW}`, `hashed-${RAW}`, `stamped-${RAW}`]) {
+          assert.strictEqual(yield* read(`${root}/${copy}`), "content", copy)
+          assert.strictEqual((yield* fs.lstat(`${root}/${copy}`)).mode, 0o640, copy)
+        }
+        yield* fs.link(`${root}/${RAW}/${RAW}`, `${root}/link-${RAW}`)
+        assert.strictEqual((yield* fs.lstat(`${root}/link-${RAW}`)).ino, (yield* fs.lstat(`${root}/${RAW}/${RAW}`)).ino)
+        yield* fs.makeDirectory(`${root}/to-${RAW}`)
+        assert.deepStrictEqual(yield* fs.linkEach(`${root}/${RAW}`, `${root}/to-${RAW}`, [RAW, LOSSY]).pipe(Effect.map((a) => a.map((e) => e?.errno))), [undefined, "ENOENT"])
+        assert.strictEqual((yield* fs.lstat(`${root}/to-${RAW}/${RAW}`)).nlink, 3)
+        // Symlinks whose targets hold such bytes: read back exactly, followed to the file they name.
+        yield* fs.symlink(`${root}/${RAW}/${RAW}`, `${root}/abs-${RAW}`)
+        yield* fs.symlink(`${RAW}/${RAW}`, `${root}/rel`)
+        yield* fs.symlink(LOSSY, `${root}/${RAW}/dangling`)
+        assert.strictEqual(yield* fs.readLink(`${root}/abs-${RAW}`), `${root}/${RAW}/${RAW}`)
+        assert.strictEqual(yield* fs.readLink(`${root}/rel`), `${RAW}/${RAW}`)
+        assert.strictEqual(yield* fs.readLink(`${root}/${RAW}/dangling`), LOSSY)
+        yield* fs.symlink(REAL, `${root}/real-link`)
+        assert.strictEqual(yield* fs.readLink(`${root}/real-link`), REAL)
+        const file = yield* fs.lstat(`${root}/${RAW}/${RAW}`)
+        assert.strictEqual((yield* fs.statFollowingLinks(`${root}/rel`)).ino, file.ino)
+        assert.strictEqual((yield* fs.statFollowingLinks(`${root}/abs-${RAW}`)).ino, file.ino)
+        yield* expectFailure(fs.statFollowingLinks(`${root}/${RAW}/dangling`), "NotFound", "ENOENT")
+        // The walks unlink the links, never their targets.
+        assert.deepStrictEqual(yield* fs.removeTree(`${root}/to-${RAW}`, WIDE), { removedEntries: 1, complete: true, removedBytes: 7 })
+        assert.strictEqual(yield* read(`${root}/${RAW}/${RAW}`), "content")
+      }))
+
+      test("a tree deeper than a walk's window with such names: every listing taken up again in byte order, nothing skipped", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        // At each level the spine (U+E000, bytes EE 80 80) lists before the file of byte 0xff, though its
+        // code point (U+DCFF) is lower: a walk coming back past its window must go on after the spine by bytes.
+        const LEVELS = WALK_WINDOW + 4
+        let dir = `${root}/deep`
+        for (let level = 0; level <= LEVELS; level++) {
+          yield* fs.makeDirectory(dir)
+          yield* put(`${dir}/\udcff`, "ff")
+          yield* put(`${dir}/a`, "a")
+          dir = `${dir}/\ue000`
+        }
+        const entries = 3 * LEVELS + 2
+        const bytes = 3 * (LEVELS + 1)
+        assert.deepStrictEqual(yield* fs.measureTree(`${root}/deep`, WIDE), { bytes, entries, complete: true })
+        assert.deepStrictEqual(yield* fs.removeTree(`${root}/deep`, WIDE), { removedEntries: entries, complete: true, removedBytes: bytes })
+        assert.deepStrictEqual(yield* names(root), [])
+      }))
+    })
+
     describe("one file system (mount points)", () => {
       /**
        * tree/a.txt (3), tree/d1/b.bin (100), tree/link -> outside, and tree/keep/m: a mount point holding

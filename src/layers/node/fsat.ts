@@ -12,7 +12,10 @@ import { movedDirectory } from "./syncWalk.js"
 /** Entry types as `fsat` reports them. */
 export const FsatType = { Unknown: 0, File: 1, Directory: 2, SymbolicLink: 3, Other: 4 } as const
 
-/** Every call answers a negative errno instead of throwing. */
+/** A path given to the addon: a string, or a Buffer of its bytes when it holds bytes that are not UTF-8 (osPath.ts). */
+export type FsatPath = string | Buffer
+
+/** Every call answers a negative errno instead of throwing. Paths it answers with are decoded as UTF-8 (lossily). */
 export interface Fsat {
   /**
    * Measure a tree on the calling thread, visiting at most `cap` entries, listing no directory of more than
@@ -23,14 +26,14 @@ export interface Fsat {
    */
   /** The version of the measure calls' signatures (fsat.c MEASURE_VERSION); missing before they existed. */
   readonly measureVersion?: number
-  readonly measureTreeSync?: (path: string, maxEntries: number, maxDepth: number, cap: number, maxMs: number, out: Float64Array) => number | readonly [number, string, string]
+  readonly measureTreeSync?: (path: FsatPath, maxEntries: number, maxDepth: number, cap: number, maxMs: number, out: Float64Array) => number | readonly [number, string, string]
   /**
    * Queue a whole measuring walk on the libuv thread pool; 0 when queued (else a negative errno, and no
    * callback). The callback gets `(0, entries, complete, bytes)` or `(-errno, syscall, path, 0)`. Setting
    * `cancel[0]` stops the walk at its next entry (answer ECANCELED).
    */
   readonly measureTree?: (
-    path: string,
+    path: FsatPath,
     maxEntries: number,
     maxDepth: number,
     callback: (answer: number, a: number | string, b: boolean | string, bytes: number) => void,
@@ -42,7 +45,7 @@ export interface Fsat {
    * a removal that met a mount point gets `(-EXDEV, "mount", mountPoint, removedBytes)` after removing the rest.
    */
   readonly removeTree: (
-    path: string,
+    path: FsatPath,
     maxEntries: number,
     maxDepth: number,
     callback: (answer: number, a: number | string, b: boolean | string, removedBytes: number) => void
@@ -54,7 +57,7 @@ export interface Fsat {
    * for a path answers `(-ENAMETOOLONG, "removeTree", root)` alone. Missing from an addon built before it existed.
    */
   readonly removeTrees?: (
-    paths: ReadonlyArray<string>,
+    paths: ReadonlyArray<FsatPath>,
     maxEntries: ReadonlyArray<number>,
     maxDepths: ReadonlyArray<number>,
     callback: (index: number, answer: number, a: number | string, b: boolean | string, removedBytes: number) => void
@@ -63,25 +66,25 @@ export interface Fsat {
    * Queue syncfs(2) of the file system holding the directory `path` on the thread pool; 0 when queued (else
    * a negative errno, and no callback). The callback gets `(0, "")` or `(-errno, syscall)`.
    */
-  readonly syncFs: (path: string, callback: (answer: number, syscall: string) => void) => number
+  readonly syncFs: (path: FsatPath, callback: (answer: number, syscall: string) => void) => number
   /**
    * A directory's entries (unsorted) with their lstat, relative to its descriptor: per name 8 doubles in
    * `stats` (type, size, permission bits, uid, ino, dev, nlink, mtimeMs as Node computes it); an entry gone
    * before its lstat is left out. A final symlink is refused (ENOTDIR). Else a negative errno.
    */
-  readonly listInfo?: (path: string) => { readonly names: Array<string>; readonly stats: Float64Array } | number
+  readonly listInfo?: (path: FsatPath) => { readonly names: Array<string>; readonly stats: Float64Array } | number
   /** Doubles per entry in `listInfo`'s stats (9 with `blocks`); missing from an addon built before it was 9 (8 then). */
   readonly infoFields?: number
   /**
    * `linkat(fromDir/name, toDir/name)` for each name, both directories opened once (a final symlink refused):
    * each name's errno (0 when linked) into `errnos`; 0, or a negative errno when a directory cannot be opened.
    */
-  readonly linkEach?: (fromDir: string, toDir: string, names: ReadonlyArray<string>, errnos: Int32Array) => number
+  readonly linkEach?: (fromDir: FsatPath, toDir: FsatPath, names: ReadonlyArray<FsatPath>, errnos: Int32Array) => number
   /**
    * renameat2(a, b, RENAME_EXCHANGE): the two names swap entries atomically. 0, or a negative errno (EINVAL or
    * ENOTSUP where the file system cannot, ENOSYS off Linux). Missing from an addon built before it existed.
    */
-  readonly exchange?: (a: string, b: string) => number
+  readonly exchange?: (a: FsatPath, b: FsatPath) => number
   /**
    * lseek(fd, offset, SEEK_DATA when whence is 0, SEEK_HOLE when 1): the offset, or a negative errno (-ENXIO:
    * no data at or after `offset`). For copies and hashes that keep holes (sparse.ts). Missing from an addon

@@ -20,6 +20,7 @@ import * as Effect from "effect/Effect"
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { TreeMeasure, WalkBudget } from "../../services/FileSystem.js"
 import { type Fsat, fsatError } from "./fsat.js"
+import { osPath } from "./osPath.js"
 import { toFileSystemError } from "./support.js"
 
 /** Most entries a measure visits (and names a directory may hold) on the calling thread before it moves to the thread pool. */
@@ -47,7 +48,7 @@ export const makeNativeMeasure = (fsat: Fsat, syncEntries = SYNC_ENTRIES, syncMs
   const onThreadPool = (root: string, budget: WalkBudget): Effect.Effect<TreeMeasure, FileSystemError> =>
     Effect.async<TreeMeasure, FileSystemError>((resume) => {
       const cancel = new Int32Array(1)
-      const queued = native.measureTree(root, budget.maxEntries, budget.maxDepth, (answer, a, b, bytes) => {
+      const queued = native.measureTree(osPath(root), budget.maxEntries, budget.maxDepth, (answer, a, b, bytes) => {
         resume(
           answer === 0
             ? Effect.succeed({ bytes, entries: a as number, complete: b as boolean })
@@ -64,7 +65,7 @@ export const makeNativeMeasure = (fsat: Fsat, syncEntries = SYNC_ENTRIES, syncMs
 
   return (root: string, budget: WalkBudget): Effect.Effect<TreeMeasure, FileSystemError> =>
     Effect.suspend(() => {
-      const answer = native.measureTreeSync(root, budget.maxEntries, budget.maxDepth, syncEntries, syncMs, out)
+      const answer = native.measureTreeSync(osPath(root), budget.maxEntries, budget.maxDepth, syncEntries, syncMs, out)
       if (answer === 0) return Effect.succeed({ bytes: out[1]!, entries: out[0]!, complete: out[2] === 1 })
       if (answer === 1) return onThreadPool(root, budget)
       if (typeof answer === "number") return Effect.fail(failure(root, answer, "measureTree", root))

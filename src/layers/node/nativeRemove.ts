@@ -18,6 +18,7 @@ import type { TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
 import { CROSSED_MOUNT_SYSCALL } from "../../domain/OneFileSystem.js"
 import { type Fsat, fsatError } from "./fsat.js"
 import { DEFAULT_REMOVER_THREADS } from "../../services/StorageConfig.js"
+import { osPath } from "./osPath.js"
 import { toFileSystemError } from "./support.js"
 import { crossedMount } from "./syncWalk.js"
 
@@ -57,7 +58,7 @@ export const makeNativeRemover = (fsat: Fsat, size = DEFAULT_REMOVER_THREADS, ba
   }
 
   const startOne = (w: Waiting) => {
-    const queued = fsat.removeTree(w.root, w.budget.maxEntries, w.budget.maxDepth, (answer, a, b, removedBytes) => {
+    const queued = fsat.removeTree(osPath(w.root), w.budget.maxEntries, w.budget.maxDepth, (answer, a, b, removedBytes) => {
       finished()
       w.resume(outcome(w.root, answer, a, b, removedBytes))
     })
@@ -69,7 +70,7 @@ export const makeNativeRemover = (fsat: Fsat, size = DEFAULT_REMOVER_THREADS, ba
 
   const startBatch = (batch: ReadonlyArray<Waiting>) => {
     const queued = batched!(
-      batch.map((w) => w.root),
+      batch.map((w) => osPath(w.root)),
       batch.map((w) => w.budget.maxEntries),
       batch.map((w) => w.budget.maxDepth),
       (index, answer, a, b, removedBytes) => {

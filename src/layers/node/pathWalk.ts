@@ -27,8 +27,10 @@
  * `.trash/`.
  */
 import * as fs from "node:fs"
+import { bytesOfName, hasEscapedBytes } from "../../domain/NameBytes.js"
 import { WALK_WINDOW } from "../../domain/WalkDepth.js"
 import type { TreeMeasure, TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
+import { listDirectory, osPath } from "./osPath.js"
 import { crossedMount, finished, movedDirectory, type SyncWalk, unlessMissing, type Walker } from "./syncWalk.js"
 
 const DIR_FLAGS = fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW
@@ -75,8 +77,12 @@ const procFdWorks = (): boolean => {
   }
 }
 
-/** Names in the order libuv lists them (strcmp of their UTF-8 bytes, which is code point order). */
+/**
+ * Names in the order libuv lists them: strcmp of their bytes, which for UTF-8 is code point order. A name
+ * holding bytes that are not UTF-8 (domain/NameBytes.ts) is compared by its bytes.
+ */
 const byteOrder = (a: string, b: string): number => {
+  if (hasEscapedBytes(a) || hasEscapedBytes(b)) return Buffer.compare(bytesOfName(a), bytesOfName(b))
   const common = Math.min(a.length, b.length)
   for (let i = 0; i < common; i++) {
     const x = a.codePointAt(i)!
@@ -130,12 +136,12 @@ interface Level {
 
 export const makePathWalker = (options?: PathWalkerOptions): Walker => {
   const procFd = options?.procFd ?? procFdWorks()
-  const list = options?.list ?? ((path: string) => fs.readdirSync(path, { withFileTypes: true }))
+  const list = options?.list ?? listDirectory
 
   /** An opened directory; "gone" when it vanished, "notDirectory" when it is a link or file now. */
   const openDirectory = (open: string, path: string | (() => string)): number | "gone" | "notDirectory" => {
     try {
-      return fs.openSync(open, DIR_FLAGS)
+      return fs.openSync(osPath(open), DIR_FLAGS)
     } catch (cause) {
       const code = codeOf(cause)
       if (code === "ENOENT") return "gone"
@@ -248,7 +254,7 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
      */
     const reenter = (i: number, child: Level) => {
       const l = levels[i]!
-      const fd = at("open", () => pathOf(i), () => fs.openSync(`${child.base}/..`, DIR_FLAGS))
+      const fd = at("open", () => pathOf(i), () => fs.openSync(osPath(`${child.base}/..`), DIR_FLAGS))
       const dir = dirOf(fd, l.path, () => pathOf(i))
       if (dir.dev !== l.dev || dir.ino !== l.ino || dir.mountId !== l.mountId) {
         fs.closeSync(fd)
@@ -318,7 +324,7 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
   const startMeasure = (root: string, budget: WalkBudget): SyncWalk<TreeMeasure> => {
     const opened = openDirectory(root, root)
     if (typeof opened !== "number") {
-      const stats = fs.lstatSync(root) // a link or file measures itself; a missing root fails
+      const stats = fs.lstatSync(osPath(root)) // a link or file measures itself; a missing root fails
       return finished({ bytes: stats.isFile() ? stats.size : 0, entries: 0, complete: true })
     }
     const rootDir = dirOf(opened, root, root)
@@ -352,7 +358,7 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
           !entry.isBlockDevice() && !entry.isCharacterDevice())) {
           // By absolute path while it is short: half the CPU of a lookup through /proc per entry, and a read
           // only (a racing swap can change a number, never what is descended or deleted).
-          const stats = at("lstat", () => walk.pathOf(i, entry.name), () => fs.lstatSync(`${top.path ?? top.base}/${entry.name}`, { throwIfNoEntry: false }))
+          const stats = at("lstat", () => walk.pathOf(i, entry.name), () => fs.lstatSync(osPath(`${top.path ?? top.base}/${entry.name}`), { throwIfNoEntry: false }))
           if (stats === undefined) continue // removed while we walked
           isFile = stats.isFile()
           isDirectory = stats.isDirectory()
@@ -411,8 +417,8 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
     if (opened === "notDirectory") {
       // A link or file root: unlink the entry itself (never a link's target). The root is not counted as an
       // entry; a regular file's bytes are, as its measure counts them.
-      const stats = fs.lstatSync(root, { throwIfNoEntry: false })
-      const unlinked = at("unlink", root, () => unlessMissing(() => fs.unlinkSync(root)))
+      const stats = fs.lstatSync(osPath(root), { throwIfNoEntry: false })
+      const unlinked = at("unlink", root, () => unlessMissing(() => fs.unlinkSync(osPath(root))))
       return finished({ removedEntries: 0, complete: true, removedBytes: unlinked && stats?.isFile() === true ? stats.size : 0 })
     }
     const rootDir = dirOf(opened, root, root)
@@ -433,7 +439,7 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
     /** Unlink (or rmdir) `name` in the level at `i`; true when this call removed it. */
     const removeEntry = (i: number, name: string, directory: boolean): boolean =>
       at(directory ? "rmdir" : "unlink", () => walk.pathOf(i, name), () =>
-        unlessMissing(() => (directory ? fs.rmdirSync : fs.unlinkSync)(`${levels[i]!.base}/${name}`)))
+        unlessMissing(() => (directory ? fs.rmdirSync : fs.unlinkSync)(osPath(`${levels[i]!.base}/${name}`))))
 
     const step = (until: number): boolean => {
       const i = levels.length - 1
@@ -451,7 +457,7 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
             // Files, symlinks and anything else: unlink the entry itself. A regular file's size is read first
             // (through the opened directory, never a link) and counts once it is unlinked.
             const size = dirent.isFile()
-              ? at("lstat", () => walk.pathOf(i, dirent.name), () => fs.lstatSync(`${top.base}/${dirent.name}`, { throwIfNoEntry: false }))
+              ? at("lstat", () => walk.pathOf(i, dirent.name), () => fs.lstatSync(osPath(`${top.base}/${dirent.name}`), { throwIfNoEntry: false }))
               : undefined
             if (removeEntry(i, dirent.name, false)) {
               removed++
@@ -498,7 +504,7 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
       if (done.blocked) {
         if (parent !== undefined) parent.blocked = true
       } else if (parent === undefined) {
-        at("rmdir", root, () => unlessMissing(() => fs.rmdirSync(root))) // the root is not counted against the budget
+        at("rmdir", root, () => unlessMissing(() => fs.rmdirSync(osPath(root)))) // the root is not counted against the budget
       } else if (removed >= budget.maxEntries) {
         complete = false
         return true

@@ -12,10 +12,18 @@ import * as Effect from "effect/Effect"
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { DirEntryInfo, FileType } from "../../services/FileSystem.js"
 import { type Fsat, fsatError, FsatType } from "./fsat.js"
+import { hasEscapedBytes } from "../../domain/NameBytes.js"
+import { osPath } from "./osPath.js"
 import { toFileSystemError } from "./support.js"
 
+type ReadDirectoryInfo = (path: string) => Effect.Effect<ReadonlyArray<DirEntryInfo>, FileSystemError>
+
 export interface SnapshotCalls {
-  readonly readDirectoryInfo: (path: string) => Effect.Effect<ReadonlyArray<DirEntryInfo>, FileSystemError>
+  /**
+   * `portable`: the listing through `node:fs`, for a directory where C gave back a name it could not carry as
+   * it is (U+FFFD: bytes that are not UTF-8, decoded lossily; domain/NameBytes.ts). Rare; same answer.
+   */
+  readonly readDirectoryInfo: (path: string, portable: ReadDirectoryInfo) => Effect.Effect<ReadonlyArray<DirEntryInfo>, FileSystemError>
   readonly linkEach: (
     fromDir: string,
     toDir: string,
@@ -34,6 +42,9 @@ const typeOf = (t: number): FileType =>
 
 const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
+/** What C's UTF-8 decoding makes of a byte that is not UTF-8 (it also stands for itself in a valid name). */
+const REPLACEMENT = "\ufffd"
+
 /** The native calls, or `undefined` for an addon built before they existed (a stale build/). */
 export const nativeSnapshotCalls = (fsat: Fsat): SnapshotCalls | undefined => {
   if (typeof fsat.listInfo !== "function" || typeof fsat.linkEach !== "function") return undefined
@@ -43,11 +54,12 @@ export const nativeSnapshotCalls = (fsat: Fsat): SnapshotCalls | undefined => {
   const seek = fsat.seek
   return {
     seek,
-    readDirectoryInfo: (path) =>
+    readDirectoryInfo: (path, portable) =>
       Effect.suspend(() => {
-        const listed = listInfo(path)
+        const listed = listInfo(osPath(path))
         if (typeof listed === "number") return Effect.fail(toFileSystemError("readDirectoryInfo", path, fsatError("readDirectoryInfo", path, listed)))
         const { names, stats } = listed
+        for (const name of names) if (name.includes(REPLACEMENT)) return portable(path)
         const order = names.map((_, i) => i).sort((a, b) => byName(names[a]!, names[b]!))
         const out = new Array<DirEntryInfo>(order.length)
         for (let k = 0; k < order.length; k++) {
@@ -76,7 +88,7 @@ export const nativeSnapshotCalls = (fsat: Fsat): SnapshotCalls | undefined => {
         const failure = (i: number, answer: number) =>
           toFileSystemError("linkEach", from + names[i], fsatError("link", from + names[i], answer))
         const errnos = new Int32Array(names.length)
-        const opened = linkEach(fromDir, toDir, names, errnos)
+        const opened = linkEach(osPath(fromDir), osPath(toDir), names.some(hasEscapedBytes) ? names.map(osPath) : names, errnos)
         const out = new Array<FileSystemError | undefined>(names.length)
         for (let i = 0; i < names.length; i++) {
           const answer = opened !== 0 ? opened : -errnos[i]!

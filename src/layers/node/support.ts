@@ -4,6 +4,7 @@
  */
 import * as Effect from "effect/Effect"
 import { FileSystemError, reasonOfErrno } from "../../domain/Errors.js"
+import { reportedPath } from "./osPath.js"
 import type { SyncWalk } from "./syncWalk.js"
 
 const errnoOf = (cause: unknown): string =>
@@ -29,10 +30,13 @@ const portError = (fields: ConstructorParameters<typeof FileSystemError>[0]): Fi
 export const toFileSystemError = (method: string, path: string, cause: unknown): FileSystemError => {
   if (cause instanceof FileSystemError) return cause
   const errno = errnoOf(cause)
-  const failedPath = typeof cause === "object" && cause !== null && "path" in cause && typeof cause.path === "string"
+  const named = typeof cause === "object" && cause !== null && "path" in cause && typeof cause.path === "string"
     ? cause.path
-    : path
-  const detail = cause instanceof Error ? cause.message : String(cause)
+    : undefined
+  // Node names a path it was given as bytes (osPath.ts) lossily: the report keeps the escaped name.
+  const failedPath = named === undefined ? path : reportedPath(named, path)
+  const message = cause instanceof Error ? cause.message : String(cause)
+  const detail = named === undefined || failedPath === named ? message : message.split(named).join(failedPath)
   return portError({ reason: reasonOfErrno(errno), errno, method, path: failedPath, detail, cause })
 }
 
@@ -100,7 +104,8 @@ export const runWalk = <A>(method: string, root: string, start: () => SyncWalk<A
       return Effect.fail(toFileSystemError(method, root, cause))
     }
     const started = walk
-    return Effect.map(drive(method, root, started.step), () => started.result()).pipe(
+    // Its answer may be a failure (a mount point met): typed, as in the first slice, never a defect.
+    return Effect.flatMap(drive(method, root, started.step), () => attemptSync(method, root, started.result)).pipe(
       Effect.ensuring(Effect.sync(() => started.close()))
     )
   })

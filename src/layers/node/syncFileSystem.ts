@@ -8,11 +8,12 @@ import * as fs from "node:fs"
 import * as Effect from "effect/Effect"
 import type { FileSystemError } from "../../domain/Errors.js"
 import { type Fsat, fsatError } from "./fsat.js"
+import { listDirectory, osPath } from "./osPath.js"
 import { attempt, attemptSync, failWith, toFileSystemError } from "./support.js"
 
 export const makeNativeSync = (fsat: Fsat) => (path: string): Effect.Effect<void, FileSystemError> =>
   Effect.async<void, FileSystemError>((resume) => {
-    const queued = fsat.syncFs(path, (answer, syscall) => {
+    const queued = fsat.syncFs(osPath(path), (answer, syscall) => {
       resume(answer === 0 ? Effect.void : Effect.fail(toFileSystemError("syncFileSystem", path, fsatError(syscall, path, answer))))
     })
     if (queued !== 0) resume(Effect.fail(toFileSystemError("syncFileSystem", path, fsatError("syncFs", path, queued))))
@@ -22,7 +23,7 @@ const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY } = fs.constants
 
 const fsyncPath = (path: string, flags: number) =>
   attempt("syncFileSystem", path, async () => {
-    const handle = await fs.promises.open(path, flags | O_NOFOLLOW | O_NONBLOCK)
+    const handle = await fs.promises.open(osPath(path), flags | O_NOFOLLOW | O_NONBLOCK)
     try {
       await handle.sync()
     } catch (cause) {
@@ -35,9 +36,9 @@ const fsyncPath = (path: string, flags: number) =>
 
 export const portableSync = (path: string): Effect.Effect<void, FileSystemError> =>
   Effect.gen(function*() {
-    const info = yield* attemptSync("syncFileSystem", path, () => fs.lstatSync(path))
+    const info = yield* attemptSync("syncFileSystem", path, () => fs.lstatSync(osPath(path)))
     if (!info.isDirectory()) return yield* Effect.fail(failWith("syncFileSystem", path, "ENOTDIR", "not a directory"))
-    const entries = yield* attemptSync("syncFileSystem", path, () => fs.readdirSync(path, { withFileTypes: true }))
+    const entries = yield* attemptSync("syncFileSystem", path, () => listDirectory(path))
     for (const entry of entries) {
       const child = `${path.endsWith("/") ? path : `${path}/`}${entry.name}`
       if (entry.isDirectory()) yield* portableSync(child)

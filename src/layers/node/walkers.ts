@@ -13,7 +13,7 @@ import type { FileSystemError } from "../../domain/Errors.js"
 import { warn } from "../../services/internal/warn.js"
 import type { FileSystem, TreeMeasure, TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
 import type { WalkerChoice } from "../../services/StorageConfig.js"
-import { type Fsat, fsatAddon } from "./fsat.js"
+import { type Fsat, type FsatPath, fsatAddon } from "./fsat.js"
 import { makeNativeMeasure, MEASURE_VERSION } from "./nativeMeasure.js"
 import { makeNativeRemover } from "./nativeRemove.js"
 import { pathWalker } from "./pathWalk.js"
@@ -34,7 +34,7 @@ export interface Walks {
   /** A snapshot's per-directory calls in C (snapshotCalls.ts); absent: the portable ones of NodeFileSystem.ts. */
   readonly snapshot?: SnapshotCalls | undefined
   /** renameat2's exchange for the conditional replace (NodeFileSystem.ts); absent: check-then-rename. */
-  readonly exchange?: ((a: string, b: string) => number) | undefined
+  readonly exchange?: ((a: FsatPath, b: FsatPath) => number) | undefined
 }
 
 /** The walker `auto` means on this installation: native when the addon is built. */

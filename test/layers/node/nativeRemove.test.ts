@@ -177,7 +177,7 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
       const slow: Fsat = {
         ...fsat(),
         removeTrees: (paths, _maxEntries, _maxDepths, callback) => {
-          answered.push(...paths)
+          answered.push(...paths.map(String))
           // The first batch is held until the test lets it go; later ones answer at once.
           const done = () => paths.forEach((p, i) => callback(i, 0, p.length, true, i))
           if (release === undefined && answered.length === paths.length) release = done
@@ -185,7 +185,7 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
           return 0
         },
         removeTree: (path, _maxEntries, _maxDepth, callback) => {
-          answered.push(path)
+          answered.push(String(path))
           setTimeout(() => callback(0, path.length, true, 0), 0)
           return 0
         }

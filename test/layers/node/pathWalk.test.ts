@@ -15,6 +15,7 @@ import * as Fiber from "effect/Fiber"
 import { WALK_WINDOW } from "../../../src/domain/WalkDepth.js"
 import { makePathWalker } from "../../../src/layers/node/pathWalk.js"
 import { runWalk } from "../../../src/layers/node/support.js"
+import { crossedMount, type SyncWalk } from "../../../src/layers/node/syncWalk.js"
 import type { WalkBudget } from "../../../src/services/FileSystem.js"
 import { openDescriptorsUnder } from "../../support/descriptors.js"
 
@@ -89,5 +90,30 @@ describe("portable walker descriptors and errors", () => {
       const refused = yield* Effect.flip(runWalk("removeTree", "/proc/self/fdinfo", () => makePathWalker().startRemoval("/proc/self/fdinfo", WIDE)))
       assert.strictEqual(refused.reason, "PermissionDenied")
       assert.match(refused.path, /^\/proc\/self\/fdinfo\/\d+$/)
+    }))
+
+  it.effect("a walk longer than one slice that ends in a failure (a mount point met) fails typed, never as a defect", () =>
+    Effect.gen(function*() {
+      let steps = 0
+      let closed = 0
+      const walk: SyncWalk<never> = {
+        // The first step uses up its slice (as a big tree does), the second ends the walk.
+        step: (until) => {
+          if (++steps > 1) return true
+          while (performance.now() <= until) {
+            // a slice's worth of work
+          }
+          return false
+        },
+        result: () => {
+          throw crossedMount("/somewhere/m")
+        },
+        close: () => void closed++
+      }
+      // A defect would end the test here: flip sees only a failure.
+      const failed = yield* Effect.flip(runWalk("removeTree", "/somewhere", () => walk))
+      assert.deepStrictEqual([failed._tag, failed.errno, failed.path], ["FileSystemError", "EXDEV", "/somewhere/m"])
+      assert.strictEqual(steps, 2)
+      assert.strictEqual(closed, 1)
     }))
 })

@@ -27,6 +27,9 @@ const calls = (): SnapshotCalls => {
   return made
 }
 
+/** These listings are all UTF-8: a fall back to the portable listing would be a defect. */
+const nativeOnly = () => Effect.dieMessage("fell back to the portable listing")
+
 const asNodeSees = (path: string): FileInfo => {
   const s = fs.lstatSync(path)
   const type = s.isFile() ? "File" : s.isDirectory() ? "Directory" : s.isSymbolicLink() ? "SymbolicLink" : "Other"
@@ -46,17 +49,17 @@ describe("native snapshot calls (fsat listInfo, linkEach)", () => {
       execFileSync("mkfifo", [`${root}/e-fifo`])
       fs.writeFileSync(`${root}/Z-upper`, "")
       const before = openDescriptorsUnder(root)
-      const listed = yield* calls().readDirectoryInfo(root)
+      const listed = yield* calls().readDirectoryInfo(root, nativeOnly)
       assert.strictEqual(openDescriptorsUnder(root), before)
       assert.deepStrictEqual(listed.map((e) => e.name), ["Z-upper", "a-dir", "b-file", "c-link", "d-second-name", "e-fifo"])
       for (const e of listed) assert.deepStrictEqual(e.info, asNodeSees(`${root}/${e.name}`), e.name)
       assert.strictEqual(listed.find((e) => e.name === "e-fifo")!.info.type, "Other")
       // A final symlink is refused (as readDirectory does); a trailing slash resolves it, as the walk relies on.
       fs.symlinkSync(root, `${root}-link`)
-      const refused = yield* Effect.flip(calls().readDirectoryInfo(`${root}-link`))
+      const refused = yield* Effect.flip(calls().readDirectoryInfo(`${root}-link`, nativeOnly))
       assert.strictEqual(refused.errno, "ENOTDIR")
-      assert.strictEqual((yield* calls().readDirectoryInfo(`${root}-link/`)).length, listed.length)
-      assert.strictEqual((yield* Effect.flip(calls().readDirectoryInfo(`${root}/missing`))).errno, "ENOENT")
+      assert.strictEqual((yield* calls().readDirectoryInfo(`${root}-link/`, nativeOnly)).length, listed.length)
+      assert.strictEqual((yield* Effect.flip(calls().readDirectoryInfo(`${root}/missing`, nativeOnly))).errno, "ENOENT")
       assert.strictEqual(openDescriptorsUnder(root), before)
     }))
 
@@ -70,7 +73,7 @@ describe("native snapshot calls (fsat listInfo, linkEach)", () => {
         FastCheck.property(seconds, nanos, (s, ns) => {
           // touch takes an exact timespec (fs.utimes goes through a double and may round the nanoseconds).
           execFileSync("touch", ["-h", "-m", "-d", `@${s}.${String(ns).padStart(9, "0")}`, `${root}/f`])
-          const listed = Effect.runSync(calls().readDirectoryInfo(root))
+          const listed = Effect.runSync(calls().readDirectoryInfo(root, nativeOnly))
           return listed[0]!.info.mtimeMs === fs.lstatSync(`${root}/f`).mtimeMs
         }),
         { numRuns: 60 }
