@@ -46,7 +46,7 @@ import {
   type WriteOptions
 } from "../services/FileSystem.js"
 import { StorageConfig } from "../services/StorageConfig.js"
-import { errnoName, fsatError } from "./node/fsat.js"
+import { errnoName, type FsatPath, fsatError } from "./node/fsat.js"
 import { listDirectory, osPath, readLinkLossless } from "./node/osPath.js"
 import { attempt, attemptSync, failWith, toFileSystemError } from "./node/support.js"
 import { copySparse, copySparseSync, hashSparse, hashSparseSync, hasHoles, type SeekData } from "./node/sparse.js"
@@ -421,7 +421,7 @@ const NO_HARD_LINKS = new Set(["EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"])
 const NO_EXCHANGE = new Set(["EINVAL", "ENOTSUP", "EOPNOTSUPP", "ENOSYS"])
 
 /** renameat2(a, b, RENAME_EXCHANGE) from the native addon: 0 or a negative errno. */
-type Exchange = (a: string | Buffer, b: string | Buffer) => number
+type Exchange = (a: FsatPath, b: FsatPath) => number
 
 const keptNameBeside = (path: string): string =>
   NodePath.join(NodePath.dirname(path), `.${NodePath.basename(path)}.kept-${randomBytes(6).toString("hex")}`)

@@ -146,7 +146,7 @@ describe("replaceFileIfUnchanged on Node: a save between the last check and the 
   const exchangeWith = (before: (call: number) => void) => {
     let calls = 0
     return {
-      exchange: (a: string | Buffer, b: string | Buffer) => {
+      exchange: (a: string | Uint8Array, b: string | Uint8Array) => {
         before(++calls)
         return realExchange!(a, b)
       },

@@ -12,8 +12,8 @@ import { movedDirectory } from "./syncWalk.js"
 /** Entry types as `fsat` reports them. */
 export const FsatType = { Unknown: 0, File: 1, Directory: 2, SymbolicLink: 3, Other: 4 } as const
 
-/** A path given to the addon: a string, or a Buffer of its bytes when it holds bytes that are not UTF-8 (osPath.ts). */
-export type FsatPath = string | Buffer
+/** A path given to the addon: a string, or a Buffer of its bytes when it holds bytes that are not UTF-8 (osPath.ts). Typed as Uint8Array, which a Buffer is, so the declarations need no Node types. */
+export type FsatPath = string | Uint8Array
 
 /** Every call answers a negative errno instead of throwing. Paths it answers with are decoded as UTF-8 (lossily). */
 export interface Fsat {
