@@ -21,6 +21,7 @@ import type { LayoutPlan, LayoutReport } from "./domain/LayoutMigration.js"
 import type { PruneReport } from "./domain/PruneReport.js"
 import type { RetentionInput } from "./domain/Retention.js"
 import type { PromiseConfigHistory } from "./facade/configHistory.js"
+import { type PromiseTierSet, promiseTierSet } from "./facade/tierSet.js"
 import type { StorageWarning } from "./domain/Warnings.js"
 import { runTyped, squashTyped, unrefClock } from "./facade/runtime.js"
 import type { PromiseUserProfile } from "./facade/userProfile.js"
@@ -81,10 +82,16 @@ export interface WorkRunLease {
   [Symbol.asyncDispose](): Promise<void>
 }
 
-/** An extension's view of agent storage (WR11): `getStorage()` does no I/O and creates no directory. */
-export interface ExtensionStorage {
+/**
+ * An agent extension's view of agent storage (WR11): its three tiers under the agent dir through the same
+ * tier API a web-host extension gets from `openTiers` (opened on the first call), and its work runs.
+ * `getStorage()` does no I/O and creates no directory.
+ */
+export interface ExtensionStorage extends PromiseTierSet {
   readonly namespace: string
-  /** `state/extensions/<ns>/`: durable, never auto-cleaned. */
+  /** `config/extensions/<ns>/`: small settings the user set, versioned by config history. */
+  readonly configDir: string
+  /** `state/extensions/<ns>/`: durable, never auto-cleaned, in every state snapshot. */
   readonly stateDir: string
   /** `cache/extensions/<ns>/`: rebuildable, safe to delete. */
   readonly cacheDir: string
@@ -303,8 +310,11 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
       const view = Effect.runSync(Scope.extend(extensions.getStorage(parsed.right), viewScope))
       return {
         namespace: view.namespace,
+        configDir: view.configDir,
         stateDir: view.stateDir,
         cacheDir: view.cacheDir,
+        // The tiers open on their first call, on the store's runtime (rejecting with `StorageClosed` once closed).
+        ...promiseTierSet(view, (effect) => call(Effect.suspend(effect))),
         acquireWorkRun: (o = {}) => acquireIn(viewScope, view.acquireWorkRun(o)),
         pruneWork: (o = {}) => call(view.pruneWork(o)),
         // The view needs no service of the runtime: unloading works after `close()` too.
@@ -399,6 +409,7 @@ export type {
   ExtensionContextOptions,
   OpenTiersOptions,
   PromiseTiers,
+  PromiseTierSet,
   TierChoice,
   TierDirs,
   TierFacts,

@@ -19,9 +19,10 @@ import {
 } from "../domain/Tiers.js"
 import { nodeEnv } from "../layers/NodeHost.js"
 import type { OpenTiersOptions } from "../services/TierStorage.js"
+import type { PromiseTierSet } from "./tierSet.js"
 
 export { chooseTier, resolveStateDir }
-export type { ExtensionContext, ExtensionContextOptions, OpenTiersOptions, TierChoice, TierDirs, TierFacts, TierName, TierPurpose }
+export type { ExtensionContext, ExtensionContextOptions, OpenTiersOptions, PromiseTierSet, TierChoice, TierDirs, TierFacts, TierName, TierPurpose }
 
 /**
  * TD2: the three tier directories of `extId` under the data root (TD1: `dataRoot`, else `$PI_WEB_DATA_DIR`,
@@ -40,32 +41,8 @@ export const extensionContext = (extId: string, options?: ExtensionContextOption
   return built.right
 }
 
-export interface PromiseTiers {
-  readonly cache: {
-    readonly dir: string
-    /** `cache/<key>` if present and valid, else `build()`'s result, stored atomically. Safe after `rm -rf cache/`. */
-    ensure(
-      key: string,
-      build: () => Promise<Uint8Array | string>,
-      options?: { readonly validate?: (bytes: Uint8Array) => boolean }
-    ): Promise<Uint8Array>
-    /** Remove cache/ entirely (never following symlinks). */
-    clear(): Promise<void>
-  }
-  readonly state: {
-    readonly dir: string
-    /** Rejects with `StateMissing` or `StateUnreadable`: state is never defaulted or rebuilt. */
-    read<T = unknown>(name: string): Promise<T>
-    /** Atomic, fsynced JSON write of `state/<name>`. */
-    write(name: string, value: unknown): Promise<void>
-  }
-  readonly config: {
-    readonly dir: string
-    get<T = unknown>(key: string): Promise<T | undefined>
-    set(key: string, value: unknown): Promise<void>
-    /** Rejects with `ConfigRedLine` for databases, logs and anything over the config budget. */
-    writeFile(name: string, data: Uint8Array | string): Promise<void>
-  }
+/** A web-host extension's tiers (`openTiers(ctx)`): the same tier set an agent extension's view carries, plus `close`. */
+export interface PromiseTiers extends PromiseTierSet {
   /** Release the runtime; later calls reject with `InvalidArgument` (field "tiers"). Idempotent. */
   close(): Promise<void>
 }

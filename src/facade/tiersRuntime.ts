@@ -14,6 +14,7 @@ import { StorageConfig } from "../services/StorageConfig.js"
 import { type OpenTiersOptions, TierStorage } from "../services/TierStorage.js"
 import { runTyped } from "./runtime.js"
 import type { PromiseTiers } from "./tiers.js"
+import { promiseTierSet } from "./tierSet.js"
 
 export const openTiersWithLayer = (world: Layer.Layer<FileSystem | Host>) =>
 async (ctx: TierDirs, options?: OpenTiersOptions): Promise<PromiseTiers> => {
@@ -31,30 +32,7 @@ async (ctx: TierDirs, options?: OpenTiersOptions): Promise<PromiseTiers> => {
       : run(Effect.suspend(effect))
 
   return {
-    cache: {
-      dir: tiers.cache.dir,
-      ensure: (key, build, ensureOptions) =>
-        guarded(() =>
-          tiers.cache.ensure(
-            key,
-            // The caller's own rejection passes through untouched.
-            Effect.tryPromise({ try: () => build(), catch: (error) => error }),
-            { validate: ensureOptions?.validate }
-          )
-        ),
-      clear: () => guarded(() => tiers.cache.clear())
-    },
-    state: {
-      dir: tiers.state.dir,
-      read: <T>(name: string) => guarded(() => tiers.state.read(name)) as Promise<T>,
-      write: (name, value) => guarded(() => tiers.state.write(name, value))
-    },
-    config: {
-      dir: tiers.config.dir,
-      get: <T>(key: string) => guarded(() => tiers.config.get(key)) as Promise<T | undefined>,
-      set: (key, value) => guarded(() => tiers.config.set(key, value)),
-      writeFile: (name, data) => guarded(() => tiers.config.writeFile(name, data))
-    },
+    ...promiseTierSet(tiers, guarded),
     close: async () => {
       if (closed) return
       closed = true

@@ -37,6 +37,7 @@ import {
   isInside,
   jsonValueViolation,
   makeExtensionContext,
+  resolveStateDir,
   resolveTierDirs,
   type TierDirs
 } from "../domain/Tiers.js"
@@ -68,7 +69,7 @@ export interface CacheEnsureOptions {
   readonly validate?: ((bytes: Uint8Array) => boolean) | undefined
 }
 
-export interface CacheTier {
+export interface CacheTier<X = never> {
   readonly dir: string
   /**
    * `cache/<key>` if present and valid, else the result of `build`, written atomically (no fsync: a lost
@@ -78,39 +79,43 @@ export interface CacheTier {
     key: string,
     build: Effect.Effect<Uint8Array | string, E, R>,
     options?: CacheEnsureOptions
-  ) => Effect.Effect<Uint8Array, E | InvalidArgument | TiersOverlap | TierUnresolvable | RemovalStalled | FileSystemError, R>
+  ) => Effect.Effect<Uint8Array, E | InvalidArgument | TiersOverlap | TierUnresolvable | RemovalStalled | FileSystemError | X, R>
   /** Remove cache/ entirely, never following symlinks. Re-checks the tiers' identities first (TD5). */
-  readonly clear: () => Effect.Effect<void, TiersOverlap | TierUnresolvable | RemovalStalled | FileSystemError>
+  readonly clear: () => Effect.Effect<void, TiersOverlap | TierUnresolvable | RemovalStalled | FileSystemError | X>
 }
 
-export interface StateTier {
+/** `X`: what every call may fail with besides its own errors (`FirstUseError` for tiers opened on first use). */
+export interface StateTier<X = never> {
   readonly dir: string
   /** The JSON record `state/<name>`; optionally decoded with a schema (a mismatch is `StateUnreadable`). */
   readonly read: {
-    (name: string): Effect.Effect<unknown, StateMissing | StateUnreadable | InvalidArgument>
-    <A, I>(name: string, schema: Schema.Schema<A, I>): Effect.Effect<A, StateMissing | StateUnreadable | InvalidArgument>
+    (name: string): Effect.Effect<unknown, StateMissing | StateUnreadable | InvalidArgument | X>
+    <A, I>(name: string, schema: Schema.Schema<A, I>): Effect.Effect<A, StateMissing | StateUnreadable | InvalidArgument | X>
   }
   /** Write `state/<name>` atomically with fsync of the file and the directory. */
-  readonly write: (name: string, value: unknown) => Effect.Effect<void, InvalidArgument | FileSystemError>
+  readonly write: (name: string, value: unknown) => Effect.Effect<void, InvalidArgument | FileSystemError | X>
 }
 
-export interface ConfigTier {
+export interface ConfigTier<X = never> {
   readonly dir: string
   /** The value stored under `key` in config/settings.json, `undefined` when unset. */
-  readonly get: (key: string) => Effect.Effect<unknown, InvalidArgument | ConfigUnreadable | FileSystemError>
-  readonly set: (key: string, value: unknown) => Effect.Effect<void, InvalidArgument | ConfigRedLine | ConfigUnreadable | FileSystemError>
+  readonly get: (key: string) => Effect.Effect<unknown, InvalidArgument | ConfigUnreadable | FileSystemError | X>
+  readonly set: (key: string, value: unknown) => Effect.Effect<void, InvalidArgument | ConfigRedLine | ConfigUnreadable | FileSystemError | X>
   /** Write `config/<name>` atomically, unless it is a database, a log, settings.json, or over budget. */
   readonly writeFile: (
     name: string,
     data: Uint8Array | string
-  ) => Effect.Effect<void, InvalidArgument | ConfigRedLine | FileSystemError>
+  ) => Effect.Effect<void, InvalidArgument | ConfigRedLine | FileSystemError | X>
 }
 
-export interface Tiers {
-  readonly cache: CacheTier
-  readonly state: StateTier
-  readonly config: ConfigTier
+export interface Tiers<X = never> {
+  readonly cache: CacheTier<X>
+  readonly state: StateTier<X>
+  readonly config: ConfigTier<X>
 }
+
+/** What `open` may fail with, which a tier opened on first use adds to each call. */
+export type FirstUseError = OpenTiersError
 
 export interface OpenTiersOptions {
   /** Ceiling for the sum of config/'s files (default 1 MiB). */
@@ -147,13 +152,21 @@ export class TierStorage extends Context.Tag("pi-agent-storage/TierStorage")<Tie
    * they resolve on disk (TD5: device and inode, links followed; `TiersOverlap`). Creates nothing.
    */
   readonly open: (ctx: TierDirs, options?: OpenTiersOptions) => Effect.Effect<Tiers, OpenTiersError>
+  /**
+   * `open`, done on the first call of a tier method instead of now: no I/O until then (an agent extension's
+   * view, `ExtensionStorage.getStorage`, is built this way). The first call opens the tiers (validation and
+   * TD5 as `open`), failing with what `open` fails with; once opened, the tiers are those of `open`, and a
+   * failed open is tried again by the next call.
+   */
+  readonly onFirstUse: (ctx: TierDirs, options?: OpenTiersOptions) => Tiers<FirstUseError>
   /** TD2: the tier directories of `extId` under the data root, with the Host's environment. No I/O. */
   readonly extensionContext: (extId: string, options?: ExtensionContextOptions) => Effect.Effect<ExtensionContext, InvalidSegment>
 }>() {
   static readonly make: Effect.Effect<TierStorage["Type"], never, FileSystem | Host> = Effect.gen(function*() {
     const fs = yield* FileSystem
     const host = yield* Host
-    return TierStorage.of({ open: openOn(fs), extensionContext: contextOn(host) })
+    const open = openOn(fs)
+    return TierStorage.of({ open, onFirstUse: onFirstUseOf(open), extensionContext: contextOn(host) })
   })
 
   static readonly layer: Layer.Layer<TierStorage, never, FileSystem | Host> = Layer.effect(TierStorage, TierStorage.make)
@@ -408,3 +421,39 @@ const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOp
 
     return { cache, state, config }
   })
+
+/**
+ * `TierStorage.onFirstUse`: every method opens the tiers first (once: concurrent first calls share one open)
+ * and then delegates, so the tiers behave exactly as opened ones, TD5's checks included.
+ */
+const onFirstUseOf = (open: (ctx: TierDirs, options?: OpenTiersOptions) => Effect.Effect<Tiers, OpenTiersError>) =>
+(ctx: TierDirs, options?: OpenTiersOptions): Tiers<FirstUseError> => {
+  const gate = Effect.unsafeMakeSemaphore(1)
+  let opened: Tiers | undefined
+  const tiers: Effect.Effect<Tiers, OpenTiersError> = Effect.suspend(() =>
+    opened !== undefined ? Effect.succeed(opened) : gate.withPermits(1)(Effect.suspend(() =>
+      opened !== undefined ? Effect.succeed(opened) : Effect.tap(open(ctx, options), (t) => Effect.sync(() => void (opened = t)))
+    ))
+  )
+  const use = <A, E, R>(f: (t: Tiers) => Effect.Effect<A, E, R>) => Effect.flatMap(tiers, f)
+  const readState = (name: string, schema?: Schema.Schema<unknown, unknown>) =>
+    use((t) => (schema === undefined ? t.state.read(name) : t.state.read(name, schema)))
+  return {
+    cache: {
+      dir: ctx.cacheDir,
+      ensure: (key, build, ensureOptions) => use((t) => t.cache.ensure(key, build, ensureOptions)),
+      clear: () => use((t) => t.cache.clear())
+    },
+    state: {
+      dir: resolveStateDir(ctx),
+      read: readState as StateTier<FirstUseError>["read"],
+      write: (name, value) => use((t) => t.state.write(name, value))
+    },
+    config: {
+      dir: ctx.configDir,
+      get: (key) => use((t) => t.config.get(key)),
+      set: (key, value) => use((t) => t.config.set(key, value)),
+      writeFile: (name, data) => use((t) => t.config.writeFile(name, data))
+    }
+  }
+}
