@@ -41,11 +41,15 @@ import type { FindingDraft } from "../domain/FindingDraft.js"
 import { leaseFinding, manifestTimeFindings, markerFinding } from "./internal/unreadableFindings.js"
 import { userProfileFindings } from "./internal/userProfileFindings.js"
 import { StateBackups } from "./StateBackups.js"
+import { webDataRootOf } from "./internal/webDataRoot.js"
 
 export interface DoctorOptions {
   /** Entries examined before the scan stops (`truncated`); default 100,000. */
   readonly maxEntries?: number
-  /** The web host's extension data root (`data/`), checked for DR2 when given. */
+  /**
+   * The web host's extension data root (`data/`) checked for DR2: else `$PI_WEB_DATA_DIR`, else
+   * `~/.pi/web/data` (TD1, `resolveWebDataRoot`: the root the tiers write under, the backups cover).
+   */
   readonly webDataRoot?: string
 }
 
@@ -400,15 +404,16 @@ export const findingsOf = (facts: AgentDirFacts, context: FindingContext): { rea
 interface DoctorInputs {
   readonly deps: Deps
   readonly agentDir: AgentDir["Type"]
-  readonly stateBackups: (webDataRoot: string | undefined) => Effect.Effect<ReadonlyArray<FindingDraft>>
+  readonly stateBackups: (webDataRoot: string) => Effect.Effect<ReadonlyArray<FindingDraft>>
 }
 
 const doctorProgram = (inputs: DoctorInputs, options?: DoctorOptions): Effect.Effect<DoctorReport> =>
   Effect.gen(function*() {
     const { deps } = inputs
-    // AgentDir resolved the agent dir's own root link once; the web data root is an option, resolved here alike.
+    // AgentDir resolved the agent dir's own root link once; the web data root (TD1's one resolution) here alike.
     const agentDir = inputs.agentDir.path
-    const webDataRoot = options?.webDataRoot === undefined ? undefined : yield* resolveRootLink(deps.fs, options.webDataRoot)
+    const webDataRootGiven = webDataRootOf(deps.host, options?.webDataRoot).path
+    const webDataRoot = yield* resolveRootLink(deps.fs, webDataRootGiven)
     const facts = yield* scanAgentDir(deps, agentDir, {
       maxEntries: options?.maxEntries ?? DEFAULT_DOCTOR_MAX_ENTRIES,
       rootEntries: true,
@@ -422,7 +427,7 @@ const doctorProgram = (inputs: DoctorInputs, options?: DoctorOptions): Effect.Ef
     if (facts.status._tag === "Directory") {
       for (const f of yield* userProfileFindings(deps, inputs.agentDir.paths)) others.draft(f)
       for (const f of yield* configHistoryFindings(deps, inputs.agentDir.paths.configBackupsDir)) others.draft(f)
-      for (const f of yield* inputs.stateBackups(options?.webDataRoot)) others.draft(f)
+      for (const f of yield* inputs.stateBackups(webDataRootGiven)) others.draft(f)
     }
     const findings = [...found.agentDir, ...others.list, ...found.webData, ...found.problems]
     if (facts.truncated) {
@@ -430,12 +435,12 @@ const doctorProgram = (inputs: DoctorInputs, options?: DoctorOptions): Effect.Ef
       truncated.add("scan-truncated", agentDir, `stopped after ${facts.scanned} entries (maxEntries)`, "run again with a larger maxEntries")
       findings.push(...truncated.list)
     }
-    return { findings, scanned: facts.scanned, truncated: facts.truncated }
+    return { findings, scanned: facts.scanned, truncated: facts.truncated, webDataRoot }
   })
 
 export class Doctor extends Context.Tag("pi-agent-storage/Doctor")<Doctor, {
   /**
-   * DR1, DR2: the read-only doctor of the agent dir `AgentDir` resolved (and of `webDataRoot` when given).
+   * DR1, DR2: the read-only doctor of the agent dir `AgentDir` resolved and of the web data root (TD1).
    * Never fails; unreadable entries become `scan-error` findings.
    */
   readonly doctor: (options?: DoctorOptions) => Effect.Effect<DoctorReport>
@@ -447,8 +452,8 @@ export class Doctor extends Context.Tag("pi-agent-storage/Doctor")<Doctor, {
     // The state backups' findings come from their own service, built on this context per call (the web data
     // root is a per-call option, and the backup root depends on it).
     const context = yield* Effect.context<FileSystem | Host | AgentDir>()
-    const stateBackups = (webDataRoot: string | undefined) =>
-      Effect.flatMap(StateBackups.make(webDataRoot === undefined ? {} : { webDataRoot }), (b) => b.findings).pipe(Effect.provide(context))
+    const stateBackups = (webDataRoot: string) =>
+      Effect.flatMap(StateBackups.make({ webDataRoot }), (b) => b.findings).pipe(Effect.provide(context))
     return Doctor.of({ doctor: (options) => doctorProgram({ deps, agentDir, stateBackups }, options) })
   })
 
