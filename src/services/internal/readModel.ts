@@ -398,8 +398,8 @@ export interface AgentDirFacts {
   readonly entries: ReadonlyArray<RootEntryFact>
   readonly state: StateFacts | null
   readonly work: WorkFacts | null
-  /** Namespaces with a directory under `state/extensions/` and `cache/extensions/`. */
-  readonly extensions: { readonly state: ReadonlyArray<string>; readonly cache: ReadonlyArray<string> }
+  /** Namespaces with a directory under `config/extensions/`, `state/extensions/` and `cache/extensions/`. */
+  readonly extensions: { readonly config: ReadonlyArray<string>; readonly state: ReadonlyArray<string>; readonly cache: ReadonlyArray<string> }
   readonly webData: WebDataFacts | null
   readonly problems: ReadonlyArray<ScanProblem>
   readonly scanned: number
@@ -578,7 +578,7 @@ export const scanAgentDir = (deps: Deps, agentDir: string, options: ScanOptions)
     let entries: ReadonlyArray<RootEntryFact> = []
     let state: StateFacts | null = null
     let work: WorkFacts | null = null
-    let extensions: AgentDirFacts["extensions"] = { state: [], cache: [] }
+    let extensions: AgentDirFacts["extensions"] = { config: [], state: [], cache: [] }
     if (status._tag === "Directory") {
       const paths = agentPaths(agentDir)
       if (options.rootEntries === true) entries = yield* scanRootEntries(reader, agentDir)
@@ -586,6 +586,7 @@ export const scanAgentDir = (deps: Deps, agentDir: string, options: ScanOptions)
       if (options.work !== undefined && options.work !== false) work = yield* scanWork(reader, paths.workRoot, options)
       if (options.extensions === true) {
         extensions = {
+          config: yield* subdirectories(reader, NodePath.dirname(paths.extensionConfigDir("x"))),
           state: yield* subdirectories(reader, NodePath.dirname(paths.extensionStateDir("x"))),
           cache: yield* subdirectories(reader, NodePath.dirname(paths.extensionCacheDir("x")))
         }
