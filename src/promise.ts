@@ -125,11 +125,22 @@ export interface AgentStorage {
     plan(o?: { maxEntries?: number }): Promise<LayoutPlan>
     run(o?: { maxEntries?: number }): Promise<LayoutReport>
   }
-  /** DR1/DR2: a bounded, read-only scan of the agent dir (and, given `webDataRoot`, the extension data dirs). */
+  /**
+   * DR1/DR2: a bounded, read-only scan of the agent dir and of the extension data dirs under the web data root
+   * (`webDataRoot`, else `$PI_WEB_DATA_DIR`, else `~/.pi/web/data`).
+   */
   doctor(o?: { maxEntries?: number; webDataRoot?: string }): Promise<DoctorReport>
-  /** BK1: config history in git; no I/O until a method is called (`webDataRoot` else `$PI_WEB_DATA_DIR`). */
+  /**
+   * BK1: config history in git (the agent's config, agent extensions' `config/extensions/<ns>/`, and every
+   * extension's `config/` under the web data root: `webDataRoot`, else `$PI_WEB_DATA_DIR`, else `~/.pi/web/data`);
+   * no I/O until a method is called.
+   */
   configHistory(o?: ConfigHistoryOptions): PromiseConfigHistory
-  /** BK2: state snapshots under a backup root (`root` else `$PI_STATE_BACKUP_DIR`, else beside the agent dir); no I/O until a method is called. */
+  /**
+   * BK2: state snapshots under a backup root (`root` else `$PI_STATE_BACKUP_DIR`, else beside the agent dir) of
+   * the agent dir's state and of every extension's `state/` under the web data root (`webDataRoot`, else
+   * `$PI_WEB_DATA_DIR`, else `~/.pi/web/data`); no I/O until a method is called.
+   */
   stateBackups(o?: { root?: string; webDataRoot?: string }): StateBackupsApi
   /** Throws `InvalidSegment` for a bad namespace. */
   getStorage(namespace: string): ExtensionStorage

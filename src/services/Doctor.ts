@@ -331,6 +331,19 @@ const RED_LINE_FINDING: Record<Exclude<ConfigRedLineRule, "invalid-value">, Find
   "size-budget": "extension-config-large-file"
 }
 
+/** A config tier entry over a red line (a database, a log, a virtualenv, a file over budget): the finding it calls for. */
+const redLineFinding = (out: Findings, owner: string, entry: AgentDirFacts["extensionConfig"][number]["config"][number]) => {
+  const v = entry.violation
+  if (v === null || v.rule === "invalid-value") return
+  const what = entry.type === "Directory" ? `${entry.name}/` : entry.name
+  out.add(RED_LINE_FINDING[v.rule], entry.path, `${what} under ${owner}'s config/: ${v.detail}`, `move it to ${v.rightTier}/`)
+}
+
+/** DR2 for agent extensions: their config tiers, `config/extensions/<ns>/`, by the same red lines. */
+const agentExtensionFindings = (out: Findings, facts: AgentDirFacts) => {
+  for (const ext of facts.extensionConfig) for (const entry of ext.config) redLineFinding(out, ext.namespace, entry)
+}
+
 const webDataFindings = (out: Findings, facts: AgentDirFacts) => {
   for (const ext of facts.webData?.extensions ?? []) {
     if (ext.id === WEB_RESTORE_ASIDE_DIR) {
@@ -363,12 +376,7 @@ const webDataFindings = (out: Findings, facts: AgentDirFacts) => {
         "merge config/state into state/ with a merge-ledger migration plan (Migration.runPlan), never by overwriting"
       )
     }
-    for (const entry of ext.config) {
-      const v = entry.violation
-      if (v === null || v.rule === "invalid-value") continue
-      const what = entry.type === "Directory" ? `${entry.name}/` : entry.name
-      out.add(RED_LINE_FINDING[v.rule], entry.path, `${what} under ${ext.id}'s config/: ${v.detail}`, `move it to ${v.rightTier}/`)
-    }
+    for (const entry of ext.config) redLineFinding(out, ext.id, entry)
   }
 }
 
@@ -392,6 +400,7 @@ export const findingsOf = (facts: AgentDirFacts, context: FindingContext): { rea
       rootFindings(agentDir, facts)
       stateFindings(agentDir, facts)
       workFindings(agentDir, context, facts)
+      agentExtensionFindings(agentDir, facts)
   }
   const webData = new Findings(facts.path)
   webDataFindings(webData, facts)
@@ -420,6 +429,7 @@ const doctorProgram = (inputs: DoctorInputs, options?: DoctorOptions): Effect.Ef
       state: true,
       work: true,
       details: true,
+      extensionConfig: true,
       webDataRoot
     })
     const found = findingsOf(facts, { staleUnreadableMs: deps.staleUnreadableMs, uid: deps.host.uid })

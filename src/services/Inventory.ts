@@ -1,6 +1,6 @@
 /**
- * What the agent keeps, for people at a shell (README "CLI quick tour"): a bounded, read-only inventory of the work root
- * and the extension state/cache tiers, and a listing of runs. It only calls `lstat`, `readDirectory`,
+ * What the agent keeps, for people at a shell (README "CLI quick tour"): a bounded, read-only inventory of the work root,
+ * the agent extensions' tiers and the web-host extensions' tiers under the web data root, and a listing of runs. It only calls `lstat`, `readDirectory`,
  * `readFile` and `measureTree` (plus the Host's pid probes for lease verdicts): it never writes anything.
  *
  * `summary` and `listRuns` are the read model's scan (src/services/internal/readModel.ts: the same tenant

@@ -371,6 +371,13 @@ export interface ConfigEntryFact {
   readonly violation: ConfigViolation | null
 }
 
+/** An agent extension's config tier, `config/extensions/<ns>/`, as the doctor reads it (DR2, agent side). */
+export interface AgentExtensionConfigFacts {
+  readonly namespace: string
+  readonly dir: string
+  readonly config: ReadonlyArray<ConfigEntryFact>
+}
+
 export interface ExtensionDataFacts {
   readonly id: string
   readonly dir: string
@@ -400,6 +407,8 @@ export interface AgentDirFacts {
   readonly work: WorkFacts | null
   /** Namespaces with a directory under `config/extensions/`, `state/extensions/` and `cache/extensions/`. */
   readonly extensions: { readonly config: ReadonlyArray<string>; readonly state: ReadonlyArray<string>; readonly cache: ReadonlyArray<string> }
+  /** Each agent extension's config tier with its entries judged by the red lines (asked for by `extensionConfig`). */
+  readonly extensionConfig: ReadonlyArray<AgentExtensionConfigFacts>
   readonly webData: WebDataFacts | null
   readonly problems: ReadonlyArray<ScanProblem>
   readonly scanned: number
@@ -421,8 +430,10 @@ export interface ScanOptions {
   readonly maxRunsPerTenant?: number
   /** Read leases of unowned directories and the library's own tenant entries (the doctor). */
   readonly details?: boolean
-  /** Namespaces of the extension state/cache tiers. */
+  /** Namespaces of the agent extensions' config/state/cache tiers. */
   readonly extensions?: boolean
+  /** What each agent extension's `config/extensions/<ns>/` holds, judged by the config red lines (the doctor). */
+  readonly extensionConfig?: boolean
   /** The web host's extension data root (DR2). */
   readonly webDataRoot?: string | undefined
 }
@@ -579,6 +590,7 @@ export const scanAgentDir = (deps: Deps, agentDir: string, options: ScanOptions)
     let state: StateFacts | null = null
     let work: WorkFacts | null = null
     let extensions: AgentDirFacts["extensions"] = { config: [], state: [], cache: [] }
+    const extensionConfig: Array<AgentExtensionConfigFacts> = []
     if (status._tag === "Directory") {
       const paths = agentPaths(agentDir)
       if (options.rootEntries === true) entries = yield* scanRootEntries(reader, agentDir)
@@ -591,6 +603,15 @@ export const scanAgentDir = (deps: Deps, agentDir: string, options: ScanOptions)
           cache: yield* subdirectories(reader, NodePath.dirname(paths.extensionCacheDir("x")))
         }
       }
+      if (options.extensionConfig === true) {
+        // The same walk and red lines as a web-host extension's config/ (one rule, domain/ConfigRedLines.ts).
+        for (const namespace of yield* subdirectories(reader, NodePath.dirname(paths.extensionConfigDir("x")))) {
+          const dir = paths.extensionConfigDir(namespace)
+          const config: Array<ConfigEntryFact> = []
+          yield* scanConfigTree(reader, dir, 1, config)
+          extensionConfig.push({ namespace, dir, config })
+        }
+      }
     }
     const webData = options.webDataRoot !== undefined ? yield* scanWebData(reader, options.webDataRoot) : null
     return {
@@ -600,6 +621,7 @@ export const scanAgentDir = (deps: Deps, agentDir: string, options: ScanOptions)
       state,
       work,
       extensions,
+      extensionConfig,
       webData,
       problems: reader.problems,
       scanned: reader.budget.scanned,
