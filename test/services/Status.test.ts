@@ -70,7 +70,7 @@ describe("Status (Effect API): the doctor's count and the extensions, from one c
         assert.deepStrictEqual(status.webExtensions.map((e) => e.extId), Object.keys(planted).sort())
         assert.strictEqual(status.exists, withAgentDir)
       }),
-    { fastCheck: { numRuns: 60 } }
+    { fastCheck: { numRuns: 40 } }
   )
 
   it.effect("an explicit web data root is the one both parts look at", () =>
