@@ -7,6 +7,7 @@
  */
 import * as Effect from "effect/Effect"
 import type { PruneReport } from "../../domain/PruneReport.js"
+import { withArticle } from "../../domain/Article.js"
 import { decodeRetentionInput, resolvePolicy, type RetentionInput, type RetentionPolicy } from "../../domain/Retention.js"
 import type { RefusedTarget } from "../../services/Inventory.js"
 import { type CliContext, notADirectory, out, printJson, reportError, usageError, withStack } from "../context.js"
@@ -157,7 +158,7 @@ const progressLine = (ctx: CliContext, label: string) => {
 
 /** Why `--all` refused a directory, in words: WR10's detail (a link or a file is never followed). */
 const refusedBecause = (r: RefusedTarget): string =>
-  r.reason === "symlink" || r.reason === "not-a-directory" ? `it is a ${r.type}, never followed` : r.detail
+  r.reason === "symlink" || r.reason === "not-a-directory" ? `it is ${withArticle(r.type)}, never followed` : r.detail
 
 export const prune = (ctx: CliContext, flags: PruneFlags) =>
   Effect.gen(function*() {
