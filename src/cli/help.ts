@@ -27,6 +27,9 @@ export interface HelpArg {
   readonly optional: boolean
   readonly repeated: boolean
   readonly description: string
+  /** How many values it takes: at least `min`, at most `max` (`Infinity`: any number). */
+  readonly min: number
+  readonly max: number
 }
 
 export interface HelpNode {
@@ -73,25 +76,27 @@ const flagsOf = (o: Instruction | undefined, defaultValue?: { readonly value: un
   }
 }
 
-const argsOf = (a: Instruction | undefined, optional = false, repeated = false): Array<HelpArg> => {
+const optionalNumber = (o: unknown): number | undefined => (o !== undefined && Option.isOption(o) && Option.isSome(o) ? Number(o.value) : undefined)
+
+const argsOf = (a: Instruction | undefined, optional = false, repeated = false, count = { min: 1, max: 1 }): Array<HelpArg> => {
   switch (a?._tag) {
     case "Single": {
       const pseudo = a["pseudoName"] as Option.Option<string> | undefined
       const name = pseudo !== undefined && Option.isOption(pseudo) && Option.isSome(pseudo) ? pseudo.value : String(a["name"]).replace(/^<|>$/g, "").toUpperCase()
-      return [{ name, optional, repeated, description: docText(a["description"]) }]
+      return [{ name, optional, repeated, description: docText(a["description"]), min: optional ? 0 : count.min, max: count.max }]
     }
     case "Map":
     case "WithFallbackConfig":
-      return argsOf(a["args"] as Instruction, optional, repeated)
+      return argsOf(a["args"] as Instruction, optional, repeated, count)
     case "WithDefault":
-      return argsOf(a["args"] as Instruction, true, repeated)
+      return argsOf(a["args"] as Instruction, true, repeated, count)
     case "Variadic": {
-      const min = a["min"] as Option.Option<number> | undefined
-      const none = min === undefined || !Option.isOption(min) || Option.isNone(min) || min.value === 0
-      return argsOf(a["args"] as Instruction, optional || none, true)
+      const min = optionalNumber(a["min"]) ?? 0
+      const max = optionalNumber(a["max"]) ?? Infinity
+      return argsOf(a["args"] as Instruction, optional || min === 0, true, { min: count.min * min, max: count.max * max })
     }
     case "Both":
-      return [...argsOf(a["left"] as Instruction, optional, repeated), ...argsOf(a["right"] as Instruction, optional, repeated)]
+      return [...argsOf(a["left"] as Instruction, optional, repeated, count), ...argsOf(a["right"] as Instruction, optional, repeated, count)]
     default:
       return []
   }
