@@ -7,13 +7,15 @@
  * to the tree gets this help without doing anything; what it should show is written in its descriptions:
  * `Command.withDescription` (first line: the summary shown in lists; more lines, such as `Example: …`, on
  * its own page), `Options.withDescription` and `Args.withDescription` (say the default and give one
- * example), `Options.withPseudoName` (the value's placeholder, else `VALUE`).
+ * example), `Options.withPseudoName` (the value's placeholder, else `VALUE`). Every page ends with the
+ * exit-code table of exitCodes.ts.
  *
  * The descriptors are `@effect/cli` internals (`_tag`ged instructions, @effect/cli 0.77.2); an unknown node
  * contributes nothing to the page (test/cli/newUser.test.ts checks every page, so a change shows there).
  */
 import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Option from "effect/Option"
+import { EXIT_CODE_TABLE } from "./exitCodes.js"
 import { stripAnsi } from "./format.js"
 
 export interface HelpFlag {
@@ -198,5 +200,6 @@ export const renderHelp = (page: HelpPage, node: HelpNode, path: ReadonlyArray<s
   if (node.flags.length > 0) parts.push(`Flags:\n${columns(node.flags.map((f) => [flagLabel(f), f.description] as const))}`)
   parts.push(`${path.length === 0 ? "Global flags" : "Global flags (any command)"}:\n${columns(page.globalFlags)}`)
   if (node.children.length > 0) parts.push(`Run '${full} <command> --help' for a command's flags.`)
+  parts.push(`Exit codes:\n${columns(EXIT_CODE_TABLE)}`)
   return parts.join("\n\n") + "\n"
 }
