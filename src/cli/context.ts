@@ -20,18 +20,25 @@ export interface CliContext {
   readonly status: ExitStatus
   /** What followed `--`: the command `work run` runs (any other command took it as its arguments). */
   readonly command: ReadonlyArray<string> | undefined
-  /** Colour for stdout / stderr: only on a TTY, never with `--no-color` or a non-empty `NO_COLOR`. */
+  /** Colour for stdout / stderr: only on a TTY, never with `--no-color`, a non-empty `NO_COLOR` or `TERM=dumb`. */
   readonly paint: Paint
   readonly paintErr: Paint
   readonly stderrIsTTY: boolean
 }
 
-/** Colour only on a TTY, and never with `--no-color` or a non-empty `NO_COLOR` (no-color.org). */
-export const useColor = (input: { readonly noColorFlag: boolean; readonly noColorEnv: string | undefined; readonly isTTY: boolean | undefined }): boolean =>
-  !input.noColorFlag && (input.noColorEnv ?? "") === "" && input.isTTY === true
+/**
+ * Colour only on a TTY, and never with `--no-color`, a non-empty `NO_COLOR` (no-color.org) or `TERM=dumb` (a
+ * terminal that shows escape codes as text: Emacs' shell, some CI logs).
+ */
+export const useColor = (input: {
+  readonly noColorFlag: boolean
+  readonly noColorEnv: string | undefined
+  readonly term?: string | undefined
+  readonly isTTY: boolean | undefined
+}): boolean => !input.noColorFlag && (input.noColorEnv ?? "") === "" && input.term !== "dumb" && input.isTTY === true
 
 export const colorAllowed = (globals: Globals, stream: { readonly isTTY?: boolean } = process.stdout): boolean =>
-  useColor({ noColorFlag: globals.noColor, noColorEnv: nodeEnv("NO_COLOR"), isTTY: stream.isTTY })
+  useColor({ noColorFlag: globals.noColor, noColorEnv: nodeEnv("NO_COLOR"), term: nodeEnv("TERM"), isTTY: stream.isTTY })
 
 export const makeContext = (globals: Globals, status: ExitStatus, command: ReadonlyArray<string> | undefined): CliContext => ({
   globals,
