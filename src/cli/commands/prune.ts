@@ -80,9 +80,13 @@ export const renderTenantReport = (paint: Paint, policy: RetentionPolicy, outcom
   return joinShown([head, ...body.map((b) => indent(b, "  "))])
 }
 
-/** Nothing happened worth a line under `--quiet`: no removal, no error, not busy, not refused. */
+/**
+ * Nothing happened worth a line under `--quiet`: no removal, no error, not busy, not refused, and the tenant
+ * exists (a tenant named on the command line that is not there is said so: a typo is not silence).
+ */
 const uneventful = (o: TenantOutcome): boolean =>
-  !("error" in o) && !o.report.busy && o.report.removed.length === 0 && o.report.errors.length === 0 && o.report.skipped.length === 0
+  !("error" in o) && !o.report.busy && o.report.tenantMissing !== true && o.report.removed.length === 0 && o.report.errors.length === 0 &&
+  o.report.skipped.length === 0
 
 export interface PruneTotal {
   readonly tenants: number
