@@ -131,17 +131,6 @@ const nodeOf = (d: Instruction | undefined): HelpNode | undefined => {
 /** The help tree of a command (`Command.make(...)` with its subcommands). */
 export const helpTree = (command: { readonly descriptor?: unknown }): HelpNode | undefined => nodeOf(command.descriptor as Instruction)
 
-/** Every command and subcommand name in the tree. */
-export const commandNames = (node: HelpNode): Set<string> => {
-  const out = new Set<string>()
-  const visit = (n: HelpNode) => {
-    out.add(n.name)
-    n.children.forEach(visit)
-  }
-  node.children.forEach(visit)
-  return out
-}
-
 /** The node a command line names (leading words that are subcommands) and the path to it. */
 export const findCommand = (root: HelpNode, args: ReadonlyArray<string>): { readonly node: HelpNode; readonly path: ReadonlyArray<string> } => {
   let node = root
