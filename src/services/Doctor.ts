@@ -13,6 +13,7 @@ import * as Layer from "effect/Layer"
 import { agentPaths, runManifestPath } from "../domain/AgentPaths.js"
 import type { ConfigRedLineRule } from "../domain/ConfigRedLines.js"
 import { durationWords } from "../domain/DurationWords.js"
+import { agentDirFlag, shellWord } from "../domain/FixCommands.js"
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
 import { type DoctorReport, type Finding, type FindingCode, findingSeverity, type Severity } from "../domain/Findings.js"
 import { displayPath, MIGRATION_MARKER_RECLAIM_PREFIX } from "../domain/MigrationPlan.js"
@@ -52,10 +53,10 @@ export interface DoctorOptions {
 export const DEFAULT_DOCTOR_MAX_ENTRIES = DEFAULT_SCAN_MAX_ENTRIES
 /**
  * A fix that is a command is written in backticks, so it can be copied and is run by a test
- * (test/cli/doctorFixes.test.ts): `pi-storage …` acts on the agent dir the doctor checked (add
- * `--agent-dir DIR` when it is not the default), shell commands run in that agent dir.
+ * (test/cli/doctorFixes.test.ts) from another directory: every path in it is absolute and `pi-storage …`
+ * names the agent dir the doctor checked (domain/FixCommands.ts).
  */
-const MIGRATE_FIX = "run `pi-storage migrate` (Migration.run) to move it to its canonical place"
+const migrateFix = (agentDir: string) => `run \`pi-storage ${agentDirFlag(agentDir)} migrate\` (Migration.run) to move it to its canonical place`
 
 /** What `findingsOf` needs besides the facts: the bounds and identity its prose names. */
 export interface FindingContext {
@@ -111,7 +112,7 @@ const rootFindings = (out: Findings, facts: AgentDirFacts) => {
         break
       }
       case "Legacy": {
-        out.add(c.unit.kind === "sidecar" ? "legacy-sidecar" : "legacy-entry", entry.path, `legacy ${entry.name} belongs at ${c.unit.destination.join("/")}`, MIGRATE_FIX)
+        out.add(c.unit.kind === "sidecar" ? "legacy-sidecar" : "legacy-entry", entry.path, `legacy ${entry.name} belongs at ${c.unit.destination.join("/")}`, migrateFix(out.agentDir))
         break
       }
       case "MigrationMarker": {
@@ -143,7 +144,7 @@ const rootFindings = (out: Findings, facts: AgentDirFacts) => {
           "atomic-write-leftover",
           entry.path,
           `the library's temp file of an interrupted write of ${c.entry.name} (a crash before the rename; ${c.entry.name} itself is unchanged)`,
-          `once no write of ${c.entry.name} is running, run \`rm -f ${entry.name}\` in the agent dir`
+          `once no write of ${c.entry.name} is running, run \`rm -f ${shellWord(entry.path)}\``
         )
         break
       }
@@ -175,7 +176,7 @@ const stateFindings = (out: Findings, facts: AgentDirFacts) => {
   const state = facts.state
   if (state === null || state.info.type !== "Directory") return
   if ((state.info.mode & 0o002) !== 0) {
-    out.add("state-world-writable", state.path, `state/ has mode ${modeString(state.info.mode)}: anyone can change durable state`, "run `chmod 700 state` in the agent dir")
+    out.add("state-world-writable", state.path, `state/ has mode ${modeString(state.info.mode)}: anyone can change durable state`, `run \`chmod 700 ${shellWord(state.path)}\``)
   }
   if (state.conflicts.length > 0) {
     out.add(
@@ -215,9 +216,9 @@ const safetyFix = (out: Findings, context: FindingContext, safety: SafetyFact, p
     case "not-a-directory":
       return "move it aside"
     case "foreign-owner":
-      return `run \`chown ${uid} ${out.display(safety.path)}\``
+      return `run \`chown ${uid} ${shellWord(safety.path)}\``
     case "group-or-world-writable":
-      return `run \`chmod 700 ${out.display(safety.path)}\``
+      return `run \`chmod 700 ${shellWord(safety.path)}\``
   }
 }
 
@@ -249,7 +250,7 @@ const itemFindings = (out: Findings, context: FindingContext, tenant: TenantFact
               "work-unfinished-trash",
               item.path,
               `${facts.entries} quarantined run(s) not yet deleted (an interrupted prune)`,
-              `run \`pi-storage work prune ${where}\` to finish deleting them`
+              `run \`pi-storage ${agentDirFlag(out.agentDir)} work prune ${where}\` to finish deleting them`
             )
           }
           return
@@ -421,7 +422,7 @@ const doctorProgram = (inputs: DoctorInputs, options?: DoctorOptions): Effect.Ef
     const others = new Findings(agentDir)
     if (facts.status._tag === "Directory") {
       for (const f of yield* userProfileFindings(deps, inputs.agentDir.paths)) others.draft(f)
-      for (const f of yield* configHistoryFindings(deps, inputs.agentDir.paths.configBackupsDir)) others.draft(f)
+      for (const f of yield* configHistoryFindings(deps, inputs.agentDir.paths.configBackupsDir, agentDir)) others.draft(f)
       for (const f of yield* inputs.stateBackups(options?.webDataRoot)) others.draft(f)
     }
     const findings = [...found.agentDir, ...others.list, ...found.webData, ...found.problems]

@@ -29,6 +29,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { type FileSystemError, InvalidArgument, type InvalidSegment, type TierUnresolvable, type UnsafeRoot } from "../domain/Errors.js"
 import { decodeSegment, segmentViolation } from "../domain/Segment.js"
+import { agentDirFlag, shellWord } from "../domain/FixCommands.js"
 import { decodeSnapshotPath, inRestoreScope, type SnapshotPath } from "../domain/SnapshotPath.js"
 import { decodeJsonBytes, encodeJsonBytes, MARKER_MAX_BYTES } from "../domain/Formats.js"
 import { type ForgetPlan, type ForgetPolicy, planForgetResult } from "../domain/ForgetPlan.js"
@@ -1064,7 +1065,7 @@ const findingsOf = (
           code: "state-backup-incomplete",
           path,
           message: `an incomplete snapshot left by ${judged === undefined ? "a writer that is gone (no owner marker)" : judged.detail}`,
-          fix: "the next `pi-storage backup create` removes it"
+          fix: `the next \`pi-storage ${agentDirFlag(agentDir)} backup create --root ${shellWord(root)}\` removes it`
         })
       }
     }

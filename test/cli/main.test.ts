@@ -212,7 +212,14 @@ describe("pi-storage (built CLI)", () => {
     const r = await at(agentDir)("work", "prune", "tools/open", "--json")
     assert.strictEqual(r.code, 3, r.stderr)
     assert.strictEqual(r.stdout, "")
-    assert.match(r.stderr, /^pi-storage: unsafe directory .*open \(group-or-world-writable\).*nothing was deleted\n$/)
+    // --json: the refusal is one JSON object on one line of stderr.
+    assert.match(r.stderr, /^\{[^\n]*\}\n$/)
+    const error = JSON.parse(r.stderr)
+    assert.deepStrictEqual([error._tag, error.exit], ["UnsafeRoot", 3])
+    assert.match(error.message, /^unsafe directory .*open \(group-or-world-writable\).*nothing was deleted$/)
+    const human = await at(agentDir)("work", "prune", "tools/open")
+    assert.strictEqual(human.code, 3, human.stderr)
+    assert.match(human.stderr, /^pi-storage: unsafe directory .*open \(group-or-world-writable\).*nothing was deleted\n$/)
   })
 
   it("work run: the child's exit code and env; killed by a signal → 128+signal; --delete removes the run; leases released", async () => {

@@ -7,6 +7,7 @@
  */
 import * as Effect from "effect/Effect"
 import type { PruneReport } from "../../domain/PruneReport.js"
+import { withArticle } from "../../domain/Article.js"
 import { decodeRetentionInput, resolvePolicy, type RetentionInput, type RetentionPolicy } from "../../domain/Retention.js"
 import type { RefusedTarget } from "../../services/Inventory.js"
 import { type CliContext, notADirectory, out, printJson, reportError, usageError, withStack } from "../context.js"
@@ -79,9 +80,13 @@ export const renderTenantReport = (paint: Paint, policy: RetentionPolicy, outcom
   return joinShown([head, ...body.map((b) => indent(b, "  "))])
 }
 
-/** Nothing happened worth a line under `--quiet`: no removal, no error, not busy, not refused. */
+/**
+ * Nothing happened worth a line under `--quiet`: no removal, no error, not busy, not refused, and the tenant
+ * exists (a tenant named on the command line that is not there is said so: a typo is not silence).
+ */
 const uneventful = (o: TenantOutcome): boolean =>
-  !("error" in o) && !o.report.busy && o.report.removed.length === 0 && o.report.errors.length === 0 && o.report.skipped.length === 0
+  !("error" in o) && !o.report.busy && o.report.tenantMissing !== true && o.report.removed.length === 0 && o.report.errors.length === 0 &&
+  o.report.skipped.length === 0
 
 export interface PruneTotal {
   readonly tenants: number
@@ -157,7 +162,7 @@ const progressLine = (ctx: CliContext, label: string) => {
 
 /** Why `--all` refused a directory, in words: WR10's detail (a link or a file is never followed). */
 const refusedBecause = (r: RefusedTarget): string =>
-  r.reason === "symlink" || r.reason === "not-a-directory" ? `it is a ${r.type}, never followed` : r.detail
+  r.reason === "symlink" || r.reason === "not-a-directory" ? `it is ${withArticle(r.type)}, never followed` : r.detail
 
 export const prune = (ctx: CliContext, flags: PruneFlags) =>
   Effect.gen(function*() {
