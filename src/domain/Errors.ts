@@ -262,26 +262,31 @@ export class ConfigRedLine extends Schema.TaggedError<ConfigRedLine>()("ConfigRe
   }
 }
 
-/** A `git` call of the config history failed: the command (without the isolation flags) and git's own words. */
-export class GitFailed extends Schema.TaggedError<GitFailed>()("GitFailed", {
-  command: Schema.String,
-  exitCode: Schema.Number,
-  stderr: Schema.String
-}) {
-  override get message(): string {
-    const said = this.stderr.trim().split("\n").slice(0, 3).join("; ")
-    return `${this.command} failed (exit ${this.exitCode})${said === "" ? "" : `: ${said}`}`
-  }
-}
-
 /** A program the library runs (git) could not be started, was killed by a signal, or printed past its cap. */
 export class ProcessFailed extends Schema.TaggedError<ProcessFailed>()("ProcessFailed", {
   command: Schema.String,
   reason: Schema.Literal("Spawn", "Signal", "OutputTooLarge"),
-  detail: Schema.String
+  detail: Schema.String,
+  /** The platform's own error when the program could not be started (its `code`: ENOENT, EACCES …). */
+  cause: Schema.optional(Schema.Defect)
 }) {
   override get message(): string {
     return `${this.command}: ${this.detail}`
+  }
+}
+
+/** A `git` call of the config history failed: the command (without the isolation flags) and git's own words. */
+export class GitFailed extends Schema.TaggedError<GitFailed>()("GitFailed", {
+  command: Schema.String,
+  /** git's exit code; -1 when git did not run to an exit (then `cause` says why). */
+  exitCode: Schema.Number,
+  stderr: Schema.String,
+  /** The `ProcessFailed` when git could not be started, died of a signal or printed past its cap. */
+  cause: Schema.optional(ProcessFailed)
+}) {
+  override get message(): string {
+    const said = this.stderr.trim().split("\n").slice(0, 3).join("; ")
+    return `${this.command} failed (exit ${this.exitCode})${said === "" ? "" : `: ${said}`}`
   }
 }
 
@@ -301,7 +306,12 @@ export class UnknownRevision extends Schema.TaggedError<UnknownRevision>()("Unkn
 export class ConfigHistoryCorrupt extends Schema.TaggedError<ConfigHistoryCorrupt>()("ConfigHistoryCorrupt", {
   /** The repository (its git dir). */
   path: Schema.String,
-  detail: Schema.String
+  detail: Schema.String,
+  /**
+   * What met the damage, when it was an error: the `FileSystemError` of a ref file that cannot be read, or
+   * git's own `GitFailed`. Absent when an answer was read but does not parse (`detail` says which).
+   */
+  cause: Schema.optional(Schema.Union(FileSystemError, GitFailed))
 }) {
   override get message(): string {
     return `the config history at ${this.path} is damaged: ${this.detail}; nothing was changed`

@@ -73,6 +73,8 @@ import { aFileType } from "../domain/FileTypeWords.js"
 
 export type AcquireError = InvalidSegment | InvalidPolicy | UnownedRun | ManifestMismatch | RunBusy | FileSystemError
 export type PruneFailure = InvalidSegment | InvalidPolicy | UnsafeRoot | FileSystemError
+/** Every error the WorkRuns service fails with. */
+export type WorkRunsError = AcquireError | PruneFailure
 
 export interface AcquireOptions {
   readonly category: string
