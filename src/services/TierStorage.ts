@@ -126,7 +126,7 @@ export interface ConfigTier {
   /** Remove `key` from config/settings.json; `true` when it was set. Creates nothing when settings.json is absent. */
   readonly delete: (key: string) => Effect.Effect<boolean, ConfigDeleteError>
   /** Write `config/<name>` atomically, unless it is a database, a log, settings.json, or over budget. */
-  readonly writeFile: (name: string, data: Uint8Array | string) => Effect.Effect<void, ConfigWriteError>
+  readonly writeFile: (name: string, data: Uint8Array | string) => Effect.Effect<void, ConfigFileWriteError>
   /**
    * The bytes of `config/<name>` as `writeFile` wrote them, `undefined` when there is no such file. Never
    * through a symlink; a file over the config budget is `FileSystemError` (`TooLarge`). settings.json is read
@@ -174,6 +174,7 @@ export type StateWriteError = InvalidArgument | FileSystemError
 export type ConfigReadError = InvalidArgument | ConfigUnreadable | FileSystemError
 export type ConfigWriteError = InvalidArgument | ConfigRedLine | ConfigUnreadable | FileSystemError
 export type ConfigDeleteError = InvalidArgument | ConfigUnreadable | FileSystemError
+export type ConfigFileWriteError = InvalidArgument | ConfigRedLine | FileSystemError
 export type ConfigFileReadError = InvalidArgument | FileSystemError
 /** Every error the tier service fails with (a `cache.ensure` also fails with its build's own error). */
 export type TierStorageError =
