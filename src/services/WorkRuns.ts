@@ -178,7 +178,10 @@ export interface WorkRunsOptions {
 
 export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns, {
   readonly workRoot: string
-  /** Scoped: closing the scope (success, failure, interruption) releases the lease. */
+  /**
+   * Scoped: closing the scope (success, failure, interruption) releases the lease, deleting the run with
+   * `deleteOnClose`; `onRelease` receives that release's outcome.
+   */
   readonly acquire: (options: AcquireOptions) => Effect.Effect<WorkRun, AcquireError, Scope.Scope>
   /** One generated run per (category, tenant) for this runtime, held until the runtime closes. */
   readonly getProcessWorkRun: (options: { readonly category: string; readonly tenant: string }) => Effect.Effect<WorkRun, AcquireError>
