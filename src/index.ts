@@ -2,6 +2,8 @@
  * pi-agent-storage: the Effect API (services, layers, programs, schemas, errors).
  */
 export * from "./domain/Errors.js"
+// The one union of every typed error, and its guard: the same list the Promise facade exports.
+export * from "./domain/StorageErrors.js"
 export * from "./domain/Segment.js"
 export * from "./domain/AgentPaths.js"
 export * from "./domain/WebPaths.js"

@@ -3,9 +3,11 @@
  * the config red lines as plain functions over plain values. I/O lives in src/services/TierStorage.ts.
  */
 import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import * as NodePath from "node:path"
 import { withArticle } from "./Article.js"
 import { DataDirRemoved, InvalidArgument, type InvalidSegment } from "./Errors.js"
+import { schemaMismatchWhy } from "./Formats.js"
 import { decodeSegment } from "./Segment.js"
 import { kindOfValue } from "./Values.js"
 import { resolveWebDataRoot, type TIER_NAMES, tierPaths, type WebInstance } from "./WebPaths.js"
@@ -246,4 +248,29 @@ export const jsonValueViolation = (value: unknown): string | null => {
     return null
   }
   return walk(value, "value")
+}
+
+/**
+ * What a tier stores for `value`: its encoded form under `schema` when one is given, and that (or the value
+ * itself) checked to be strict JSON. One refusal for one mistake, in state and config alike: `InvalidArgument`
+ * (field "value"), naming the offending part. `undefined` itself is said to be no value (`unsetHint` tells
+ * the config tier's caller how to remove a key instead).
+ */
+export const tierValue = <A, I>(
+  value: A,
+  schema?: Schema.Schema<A, I>,
+  unsetHint?: string
+): Either.Either<unknown, InvalidArgument> => {
+  let encoded: unknown = value
+  if (schema !== undefined) {
+    const result = Schema.encodeEither(schema)(value)
+    if (Either.isLeft(result)) {
+      return Either.left(new InvalidArgument({ field: "value", detail: `cannot be encoded with the given schema: ${schemaMismatchWhy(result.left)}` }))
+    }
+    encoded = result.right
+  }
+  const why = jsonValueViolation(encoded)
+  if (why === null) return Either.right(encoded)
+  const hint = encoded === undefined && unsetHint !== undefined ? `; ${unsetHint}` : ""
+  return Either.left(new InvalidArgument({ field: "value", detail: `not JSON: ${why}${hint}` }))
 }

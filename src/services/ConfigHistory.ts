@@ -479,7 +479,8 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
 
     const repoExists = exists(NodePath.join(gitDir, "HEAD"))
 
-    const corrupt = (detail: string) => Effect.fail(new ConfigHistoryCorrupt({ path: gitDir, detail }))
+    const corrupt = (detail: string, cause?: FileSystemError | GitFailed) =>
+      Effect.fail(new ConfigHistoryCorrupt(cause === undefined ? { path: gitDir, detail } : { path: gitDir, detail, cause }))
     /** A parsed answer of git, or the repository is damaged (`what` says which answer). */
     const parsed = <A>(what: string, p: Parsed<A>): Effect.Effect<A, ConfigHistoryCorrupt> => p.ok ? Effect.succeed(p.value) : corrupt(`${what}: ${p.why}`)
 
@@ -525,7 +526,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
       fs.readFile(path, { maxBytes }).pipe(
         Effect.map((b) => b as Uint8Array | undefined),
         Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined)),
-        Effect.catchAll((e) => corrupt(`${NodePath.relative(gitDir, path)} cannot be read as a ref: ${e.message}`))
+        Effect.catchAll((e) => corrupt(`${NodePath.relative(gitDir, path)} cannot be read as a ref: ${e.message}`, e))
       )
 
     /**
@@ -709,7 +710,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
         if (revision === null) return files
         const listing = yield* git(["ls-tree", "-r", "-z", "--full-tree", revision, "--", ...scopes], { read: true }).pipe(
           Effect.catchTag("GitFailed", (e): Effect.Effect<never, GitFailed | ConfigHistoryCorrupt> =>
-            e.exitCode === 128 ? corrupt(`revision ${short(revision)} cannot be listed: ${e.message}`) : Effect.fail(e))
+            e.exitCode === 128 ? corrupt(`revision ${short(revision)} cannot be listed: ${e.message}`, e) : Effect.fail(e))
         )
         const listed = yield* parsed(`the files of revision ${short(revision)}`, parseLsTree(listing.stdout, { scopes, max: HISTORY_PATHS_MAX }))
         if (listed.length === 0) return files

@@ -321,7 +321,7 @@ const workFindings = (out: Findings, context: FindingContext, facts: AgentDirFac
 // DR2: extension data tiers
 
 /** The finding each config red line raises. */
-const RED_LINE_FINDING: Record<Exclude<ConfigRedLineRule, "invalid-value">, FindingCode> = {
+const RED_LINE_FINDING: Record<ConfigRedLineRule, FindingCode> = {
   database: "extension-config-database",
   log: "extension-config-log",
   virtualenv: "extension-config-venv",
@@ -362,7 +362,7 @@ const webDataFindings = (out: Findings, facts: AgentDirFacts) => {
     }
     for (const entry of ext.config) {
       const v = entry.violation
-      if (v === null || v.rule === "invalid-value") continue
+      if (v === null) continue
       const what = entry.type === "Directory" ? `${entry.name}/` : entry.name
       out.add(RED_LINE_FINDING[v.rule], entry.path, `${what} under ${ext.id}'s config/: ${v.detail}`, `move it to ${v.rightTier}/`)
     }

@@ -166,7 +166,10 @@ export interface RestoreResult {
   readonly dryRun: boolean
 }
 
-type BackupError = UnsafeBackupRoot | BackupBusy | TierUnresolvable | FileSystemError
+/** What every writing method of the StateBackups service can fail with. */
+export type BackupError = UnsafeBackupRoot | BackupBusy | TierUnresolvable | FileSystemError
+/** Every error the StateBackups service fails with. */
+export type StateBackupsError = BackupError | SnapshotNotFound | SnapshotCorrupt | InvalidSegment | InvalidArgument
 
 export class StateBackups extends Context.Tag("pi-agent-storage/StateBackups")<StateBackups, {
   /** The backup root in use. */
