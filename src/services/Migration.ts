@@ -610,8 +610,9 @@ interface Placed {
 
 const relativeOrAbsolute = (root: string) => (path: string): string => {
   const rel = NodePath.relative(root, path)
-  if (rel === ".." || rel.startsWith(`..${NodePath.sep}`) || NodePath.isAbsolute(rel)) return path
-  return rel === "" ? "." : rel.split(NodePath.sep).join("/")
+  // The root itself and anything outside it (a link on the way above it) by their absolute paths.
+  if (rel === "" || rel === ".." || rel.startsWith(`..${NodePath.sep}`) || NodePath.isAbsolute(rel)) return path
+  return rel.split(NodePath.sep).join("/")
 }
 
 /** Where each entry's root is: the agent dir, `<web data root>/<extId>`, or `state/extensions/<ns>`. */
