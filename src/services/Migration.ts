@@ -777,7 +777,9 @@ const planLedger = (
     const merged = ledgerSerialize(entry.format, merge.rows)
     const rewriteTo = !sameBytes(merged, toBytes)
     const keepTo = !merge.toFullyKept && rewriteTo ? yield* keepCopyAt(io, fs, `${placed.conflictBase}.replaced`, toBytes) : undefined
-    const keepFrom = merge.fromFullyKept ? undefined : yield* planner.planPreserve(from, fromInfo, placed.conflictBase, to)
+    const keepFrom = merge.fromFullyKept
+      ? undefined
+      : yield* planner.planPreserve(from, fromInfo, placed.conflictBase, to, `some of its rows lost to ${display(to)} (the winner) or repeat a key: kept here whole, for review`)
     const refused = keepFrom === undefined ? undefined : flatten([keepFrom]).find((s) => s.decision.action === "refuse")
     if (refused !== undefined) return ledgerRefusal(refused.decision.why)
     const decision: StepDecision = {
@@ -1015,7 +1017,7 @@ const alreadyDone = (placed: Placed, planned: PlannedEntry, records: ReadonlyArr
     root: placed.root,
     from: placed.display(placed.from),
     to: placed.display(placed.to),
-    reason: last === undefined ? why : `${why}; journal: ${last.outcome} at ${last.at}`,
+    reason: last === undefined ? why : `${why}; journal: ${last.outcome} at ${new Date(last.at).toISOString()}`,
     decisions: decisionsOf(placed, planned)
   }
 }
