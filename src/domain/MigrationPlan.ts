@@ -271,6 +271,8 @@ export const planProblem = (plan: MigrationPlan): PlanProblem | undefined => {
     if (bad !== undefined) return { field: "root", detail: bad }
   }
   const seen = new Set<string>()
+  /** Where earlier entries move from, as one tree (`rootPlace`): a later entry must not put data back there. */
+  const sources: Array<{ readonly index: number; readonly id: string; readonly place: PlanPath }> = []
   for (let index = 0; index < plan.entries.length; index++) {
     const entry = plan.entries[index]!
     const at = (field: string, detail: string): PlanProblem =>
@@ -296,6 +298,19 @@ export const planProblem = (plan: MigrationPlan): PlanProblem | undefined => {
     if (pathsNest(paths[0]!, paths[1]!)) {
       return at("to", `${JSON.stringify(entry.to)} and from ${JSON.stringify(entry.from)} are the same or one lies inside the other`)
     }
+    // Each entry is decided by whether its source is there: an entry that fills an earlier entry's source
+    // would make a rerun move that data again (the plan must move data forward only).
+    const root = entryRoot(plan, entry)
+    const [fromPlace, toPlace] = [rootPlace(root, paths[0]!), rootPlace(root, paths[1]!)]
+    const refilled = sources.find((s) => pathsNest(s.place, toPlace))
+    if (refilled !== undefined) {
+      return at(
+        "to",
+        `${JSON.stringify(entry.to)} is where an earlier entry (${refilled.index}, ${JSON.stringify(refilled.id)}) moves from or below it: ` +
+          "a rerun would move this entry's data again; order the entries so data only moves forward"
+      )
+    }
+    sources.push({ index, id: entry.id, place: fromPlace })
     if (entry.kind === "merge-ledger") {
       if (entry.format !== "jsonl" && entry.format !== "json-array") return at("format", `must be "jsonl" or "json-array" (got ${JSON.stringify(entry.format)})`)
       if (entry.winner !== "from" && entry.winner !== "to") return at("winner", `must be "from" or "to" (got ${JSON.stringify(entry.winner)})`)
@@ -303,6 +318,16 @@ export const planProblem = (plan: MigrationPlan): PlanProblem | undefined => {
     }
   }
   return undefined
+}
+
+/**
+ * A path's place in one tree of every root, so entries under different roots compare: an agent-side
+ * extension's root lies inside the agent dir, web extensions beside each other.
+ */
+const rootPlace = (root: PlanRoot, path: PlanPath): PlanPath => {
+  const base = root === "agent" ? ["agent"] : "web" in root ? ["web", root.web] : ["agent", "state", "extensions", root.agentExtension]
+  const segments = [...base, ...path.segments]
+  return { path: segments.join("/"), segments }
 }
 
 /** The root an entry's paths are relative to: its own, else the plan's, else the agent dir. */

@@ -815,7 +815,14 @@ const planEntry = (fs: Fs, placed: Placed): Effect.Effect<PlannedEntry> =>
   Effect.gen(function*() {
     const io = makeIo(fs)
     const planner = makePlanner(io, fs, placed.display)
-    const fromInfo = yield* io.lstatOption(placed.from)
+    // A file where a directory of the source's path belongs: named, not an error about some inner path.
+    const notADirectory = (e: FileSystemError) => e.reason === "NotADirectory"
+    const fromLookup = yield* io.lstatOption(placed.from).pipe(
+      Effect.map((info) => ({ info, blocked: undefined as string | undefined })),
+      Effect.catchIf(notADirectory, (e) => Effect.map(linkOnTheWay(io, placed, [placed.from]), (why) => ({ info: undefined, blocked: why ?? e.message })))
+    )
+    if (fromLookup.blocked !== undefined) return { _tag: "Refused", why: fromLookup.blocked } as const
+    const fromInfo = fromLookup.info
     if (fromInfo === undefined) {
       const rootThere = (yield* io.lstatOption(placed.root)) !== undefined
       return { _tag: "Absent", why: rootThere ? "the source is absent" : `the source is absent (its root ${placed.root} does not exist)` } as const

@@ -181,6 +181,22 @@ describe("plan file keys and the plan check (MG2)", () => {
     assert.include(entry({ root: "web" }), { index: 1, field: "root" })
     assert.include(entry({ id: "a" }), { index: 1, field: "id" })
   })
+
+  it("a plan moves data forward only: an entry may not fill an earlier entry's source (a rerun would move it again)", () => {
+    const move = (id: string, from: string, to: string, root?: MigrationPlan["root"]) => ({ id, kind: "move" as const, from, to, ...(root === undefined ? {} : { root }) })
+    // A chain forward is fine: x → y, then y → z.
+    assert.isUndefined(planProblem({ id: "p", entries: [move("a", "x", "y"), move("b", "y", "z")] }))
+    assert.include(planProblem({ id: "p", entries: [move("a", "x", "y"), move("b", "z", "x")] }), { index: 1, field: "to" })
+    assert.include(planProblem({ id: "p", entries: [move("a", "x/old", "y"), move("b", "z", "x")] }), { index: 1, field: "to" })
+    assert.include(planProblem({ id: "p", entries: [move("a", "x", "y"), move("b", "z", "x/new")] }), { index: 1, field: "to" })
+    // The same place through two roots: an agent-side extension's root is inside the agent dir.
+    assert.include(
+      planProblem({ id: "p", entries: [move("a", "state/extensions/todo/old", "y"), move("b", "z", "old", { agentExtension: "todo" })] }),
+      { index: 1, field: "to" }
+    )
+    // Different web extensions never meet.
+    assert.isUndefined(planProblem({ id: "p", entries: [move("a", "x", "y", { web: "one" }), move("b", "z", "x", { web: "two" })] }))
+  })
 })
 
 describe("journal records", () => {

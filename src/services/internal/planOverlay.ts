@@ -52,9 +52,38 @@ export const makeOverlay = (fs: Fs) => {
     return { _tag: "Real", path: p }
   }
 
+  /** A real call's error names the path the planner asked about, as the run's would. */
+  const asViewed = (real: string, viewed: string) => (e: FileSystemError) =>
+    real === viewed || !e.path.startsWith(real)
+      ? e
+      : new FileSystemError({
+        reason: e.reason,
+        errno: e.errno,
+        method: e.method,
+        path: viewed + e.path.slice(real.length),
+        ...(e.detail === undefined ? {} : { detail: e.detail }),
+        ...(e.cause === undefined ? {} : { cause: e.cause })
+      })
+
+  /**
+   * A directory an earlier entry's move or write makes on its way (the run makes missing parents): something
+   * it placed lies below `path`, and is still there.
+   */
+  const implied = (path: string): boolean =>
+    effects.some((e) => e._tag !== "Removed" && e.path !== path && isAtOrBelow(e.path, path) && see(e.path)._tag !== "Gone")
+
+  const impliedDirectory = (): FileInfo => ({ type: "Directory", size: 0, mode: 0o700, uid: 0, ino: 0, dev: 0, nlink: 2, mtimeMs: 0 })
+
   const lstat = (path: string): Effect.Effect<FileInfo, FileSystemError> => {
     const s = see(path)
-    return s._tag === "Gone" ? Effect.fail(notFound("lstat", path)) : s._tag === "Written" ? Effect.succeed(s.info) : fs.lstat(s.path)
+    return s._tag === "Gone"
+      ? Effect.fail(notFound("lstat", path))
+      : s._tag === "Written"
+      ? Effect.succeed(s.info)
+      : fs.lstat(s.path).pipe(
+        Effect.catchIf((e) => e.reason === "NotFound" && implied(path), () => Effect.succeed(impliedDirectory())),
+        Effect.mapError(asViewed(s.path, path))
+      )
   }
 
   const readDirectory = (dir: string): Effect.Effect<ReadonlyArray<DirEntry>, FileSystemError> =>
@@ -64,8 +93,15 @@ export const makeOverlay = (fs: Fs) => {
       if (s._tag === "Written") {
         return yield* Effect.fail(new FileSystemError({ reason: "NotADirectory", errno: "ENOTDIR", method: "readDirectory", path: dir }))
       }
-      const names = new Set((yield* fs.readDirectory(s.path)).map((e) => e.name))
-      for (const e of effects) if (e._tag !== "Removed" && NodePath.dirname(e.path) === dir) names.add(NodePath.basename(e.path))
+      const real = yield* fs.readDirectory(s.path).pipe(
+        Effect.catchIf((e) => e.reason === "NotFound" && implied(dir), () => Effect.succeed([])),
+        Effect.mapError(asViewed(s.path, dir))
+      )
+      const names = new Set(real.map((e) => e.name))
+      // What earlier entries put below `dir`: their first name under it (a directory made on the way, or the entry).
+      for (const e of effects) {
+        if (e._tag !== "Removed" && e.path !== dir && isAtOrBelow(e.path, dir)) names.add(e.path.slice(dir.length + 1).split(NodePath.sep)[0]!)
+      }
       const entries: Array<DirEntry> = []
       for (const name of names) {
         const info = yield* lstat(NodePath.join(dir, name)).pipe(
@@ -78,13 +114,17 @@ export const makeOverlay = (fs: Fs) => {
 
   const readFile = (path: string, options?: { readonly maxBytes?: number }): Effect.Effect<Uint8Array, FileSystemError> => {
     const s = see(path)
-    return s._tag === "Gone" ? Effect.fail(notFound("readFile", path)) : s._tag === "Written" ? Effect.succeed(s.bytes) : fs.readFile(s.path, options)
+    return s._tag === "Gone"
+      ? Effect.fail(notFound("readFile", path))
+      : s._tag === "Written"
+      ? Effect.succeed(s.bytes)
+      : fs.readFile(s.path, options).pipe(Effect.mapError(asViewed(s.path, path)))
   }
 
   const readLink = (path: string): Effect.Effect<string, FileSystemError> => {
     const s = see(path)
     return s._tag === "Real"
-      ? fs.readLink(s.path)
+      ? fs.readLink(s.path).pipe(Effect.mapError(asViewed(s.path, path)))
       : Effect.fail(s._tag === "Gone" ? notFound("readLink", path) : new FileSystemError({ reason: "InvalidData", errno: "EINVAL", method: "readLink", path }))
   }
 
