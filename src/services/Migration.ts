@@ -18,6 +18,12 @@
  * steps leaves every byte either at the source or at its destination (or both, identical, which the rerun's
  * plan resolves by `remove-duplicate`).
  *
+ * The toolkit (`runPlan`, `previewPlan`) runs per-entry plans with the same planner and executor: each entry's
+ * paths are decoded relative to the root it names (src/domain/PlanPath.ts), links on the way below the agent
+ * dir or the web data root are never gone through (src/domain/PathChain.ts), and each entry is planned when its
+ * turn comes, after the entries before it ran; the dry run plans them in the same order over a read-only view
+ * with the earlier entries' effects laid over the tree (internal/planOverlay.ts).
+ *
  * All migrations of one agent dir are serialised by the marker `<agentDir>/.pi-migration.lock`, created only
  * when there is something to do; a dead owner's marker is reclaimed, a live one makes the call wait briefly
  * and then report "another migration is running".
@@ -112,6 +118,15 @@ const stepFailure = (step: MigrationStep, path: string, detail: string) => new M
 /** What the move engine fails with: the port's errors and its own refusals. */
 type EngineError = FileSystemError | MigrationStepFailed
 
+/** A file and the bytes read from it. */
+interface ReadFile {
+  readonly info: FileInfo
+  readonly bytes: Uint8Array
+}
+
+const writtenMeanwhile = (path: string) =>
+  changed(path, "the ledger was written after the merge read it (stop the extension first); a rerun merges it")
+
 /** What a decision was based on no longer holds (a foreign writer changed the tree): fail, touch nothing. */
 const changed = (path: string, detail: string) => stepFailure("changed-since-planned", path, `changed since planned: ${detail}`)
 
@@ -153,7 +168,7 @@ const makeIo = (fs: Fs) => {
    * Replace `path` durably through a temp name of our own (`.<name>.pi-migrate-partial`): a crash leaves at
    * most that temp file, holding derived bytes (a merge result), which the rerun overwrites.
    */
-  const writeDurably = (path: string, data: Uint8Array, mode: number) =>
+  const writeDurably = (path: string, data: Uint8Array, mode: number, expected?: ReadFile) =>
     Effect.gen(function*() {
       const temp = NodePath.join(NodePath.dirname(path), copyTempName(NodePath.basename(path)))
       const leftover = yield* lstatOption(temp)
@@ -162,7 +177,22 @@ const makeIo = (fs: Fs) => {
       }
       if (leftover !== undefined) yield* fs.removeFile(temp)
       yield* fs.writeFileExclusive(temp, data, { sync: true, mode })
+      if (expected !== undefined && !(yield* stillAsRead(path, expected))) {
+        yield* fs.removeFile(temp)
+        return yield* Effect.fail(writtenMeanwhile(path))
+      }
       yield* fs.rename(temp, path)
+    })
+
+  /**
+   * Is `path` still the file a merge read (same inode, same bytes)? Checked right before it is replaced or
+   * removed: a row a still-running writer appended meanwhile fails the entry instead of being lost.
+   */
+  const stillAsRead = (path: string, read: ReadFile): Effect.Effect<boolean, FileSystemError> =>
+    Effect.gen(function*() {
+      const info = yield* lstatOption(path)
+      if (info === undefined || info.type !== "File" || info.dev !== read.info.dev || info.ino !== read.info.ino || info.size !== read.bytes.length) return false
+      return sameBytes(yield* fs.readFile(path), read.bytes)
     })
 
   /**
@@ -213,7 +243,7 @@ const makeIo = (fs: Fs) => {
       Effect.catchIf(isCrossDevice, () => copyAcross(src, info, dst))
     )
 
-  return { lstatOption, sameContent, childNames, writeDurably, ensureParent, transfer }
+  return { lstatOption, sameContent, childNames, writeDurably, stillAsRead, ensureParent, transfer }
 }
 
 type Io = ReturnType<typeof makeIo>
@@ -697,6 +727,7 @@ const appendJournal = (fs: Fs, io: Io, path: string, record: JournalRecord) =>
 /** A ledger merge, decided: what is written where, and what happens to `from`. */
 interface LedgerDecision {
   readonly fromInfo: FileInfo
+  readonly fromBytes: Uint8Array
   readonly toInfo: FileInfo
   readonly toBytes: Uint8Array
   readonly merged: Uint8Array
@@ -797,6 +828,7 @@ const planLedger = (
     }
     const ledger: LedgerDecision = {
       fromInfo,
+      fromBytes,
       toInfo,
       toBytes,
       merged,
@@ -925,12 +957,16 @@ const executeEntry = (fs: Fs, placed: Placed, planned: PlannedEntry): Effect.Eff
           yield* io.ensureParent(NodePath.dirname(l.keepTo.path))
           yield* io.writeDurably(l.keepTo.path, l.toBytes, l.toInfo.mode)
         }
-        if (l.rewriteTo) yield* io.writeDurably(placed.to, l.merged, l.toInfo.mode)
+        // Replaced, and `from` removed, only if still the bytes the merge read: a row an extension still running
+        // appended meanwhile fails the entry instead of being lost (a rerun merges it).
+        if (l.rewriteTo) yield* io.writeDurably(placed.to, l.merged, l.toInfo.mode, { info: l.toInfo, bytes: l.toBytes })
         const kept = [
           ...(l.keepTo === undefined ? [] : [placed.display(l.keepTo.path)])
         ]
-        if (l.keepFrom === undefined) yield* fs.removeFile(placed.from)
-        else {
+        if (l.keepFrom === undefined) {
+          if (!(yield* io.stillAsRead(placed.from, { info: l.fromInfo, bytes: l.fromBytes }))) return yield* Effect.fail(writtenMeanwhile(placed.from))
+          yield* fs.removeFile(placed.from)
+        } else {
           yield* runStep(l.keepFrom)
           kept.unshift(...keptUnder(l.keepFrom, placed.conflictsDir, placed.display))
         }

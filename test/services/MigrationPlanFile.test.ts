@@ -6,11 +6,12 @@
  */
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { keyOfFields, type MigrationPlan } from "../../src/domain/MigrationPlan.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { README_PLAN } from "../support/readmePlan.js"
-import { AGENT, asProcess, files, previewToolkit, runToolkit, snapshot } from "./migrationSupport.js"
+import { FileSystem } from "../../src/services/FileSystem.js"
+import { AGENT, asProcess, files, previewToolkit, runToolkit, snapshot, spawn } from "./migrationSupport.js"
 import { assertMigrated, EXT, readmePlan, rows, seedSplitExtension, WEB } from "./planFileSupport.js"
 
 describe("the README plan over a web extension with a split state (Memory)", () => {
@@ -128,6 +129,40 @@ describe("merge-ledger keeps every row (Memory)", () => {
       assert.strictEqual((yield* asProcess(world, runToolkit(plan))).entries[0]!.outcome, "already-done")
       assert.strictEqual(world.mutationCount, settled)
     }))
+
+  for (const written of ["to", "from"] as const) {
+    it.effect(`a row the extension appends to ${written} while the merge runs fails the entry instead of being lost; a rerun merges it`, () =>
+      Effect.gen(function*() {
+        const world = MemoryWorld.make()
+        const from = `${AGENT}/state/old.jsonl`
+        const to = `${AGENT}/state/new.jsonl`
+        yield* world.writeFixture(from, `{"id":"a"}\n{"id":"b"}\n`)
+        yield* world.writeFixture(to, `{"id":"b"}\n{"id":"c"}\n`)
+        const plan: MigrationPlan = { id: "p", entries: [{ id: "rows", kind: "merge-ledger", from: "state/old.jsonl", to: "state/new.jsonl", format: "jsonl", key, winner: "to" }] }
+        // A writer still running: it appends one row between the merge's read and its replace of `to`.
+        const process = spawn(world)
+        const memory = Context.get(yield* Layer.build(process.layer), FileSystem)
+        const appended = written === "to" ? to : from
+        const racing = FileSystem.of({
+          ...memory,
+          writeFileExclusive: (path, data, options) =>
+            Effect.zipRight(
+              path.endsWith(".new.jsonl.pi-migrate-partial")
+                ? Effect.flatMap(memory.readFile(appended), (bytes) => memory.writeFileAtomic(appended, new TextEncoder().encode(new TextDecoder().decode(bytes) + `{"id":"late"}\n`)))
+                : Effect.void,
+              memory.writeFileExclusive(path, data, options)
+            )
+        })
+        const report = yield* runToolkit(plan).pipe(Effect.provide(Layer.merge(process.layer, Layer.succeed(FileSystem, racing))))
+        assert.strictEqual(report.entries[0]!.outcome, "failed")
+        assert.match(report.entries[0]!.reason!, /written after the merge read it/)
+        assert.include(world.readFixtureText(appended)!, `{"id":"late"}`)
+        assert.deepStrictEqual(Object.keys(files(world, `${AGENT}/state`)).filter((p) => p.includes("pi-migrate-partial")), [])
+        const again = yield* asProcess(world, runToolkit(plan))
+        assert.isFalse(again.failed)
+        assert.deepStrictEqual(rows(world.readFixtureText(to)).map((r) => r["id"]).sort(), ["a", "b", "c", "late"])
+      }).pipe(Effect.scoped))
+  }
 
   it.effect("a row without the key fails the entry, naming the row; both files are left as they are", () =>
     Effect.gen(function*() {
