@@ -195,20 +195,25 @@ describe("pi-storage migrate --plan (Node, the built CLI, real disk)", () => {
       [readmePlanText().replace("kind: move", "kind: copy"), /steps\[1\] \("legacy-state"\)\.kind/],
       ["version: 1\nid: x\nsteps: [\n", /not valid YAML/]
     ]
-    for (const [text, why] of cases) {
-      Fs.writeFileSync(bad, text)
-      const r = await cli(agent, "migrate", "--plan", bad, "--web-data-root", web)
+    const results = await Promise.all(cases.map(([text], i) => {
+      Fs.writeFileSync(`${bad}.${i}`, text)
+      return cli(agent, "migrate", "--plan", `${bad}.${i}`, "--web-data-root", web)
+    }))
+    cases.forEach(([, why], i) => {
+      const r = results[i]!
       assert.strictEqual(r.code, 2, r.stderr)
-      assert.match(r.stderr, /^pi-storage: invalid migration plan .*bad\.yaml: /)
+      assert.match(r.stderr, new RegExp(`^pi-storage: invalid migration plan .*bad\\.yaml\\.${i}: `))
       assert.match(r.stderr, why)
       assert.match(r.stderr, /nothing was moved\n$/)
       assert.strictEqual(r.stdout, "")
-    }
-    Fs.rmSync(bad)
-    const missing = await cli(agent, "migrate", "--plan", Path.join(base, "nope.yaml"))
+      Fs.rmSync(`${bad}.${i}`)
+    })
+    const [missing, stray] = await Promise.all([
+      cli(agent, "migrate", "--plan", Path.join(base, "nope.yaml")),
+      cli(agent, "migrate", "--web-data-root", web)
+    ])
     assert.strictEqual(missing.code, 2)
     assert.match(missing.stderr, /cannot read the plan .*nope\.yaml: ENOENT/)
-    const stray = await cli(agent, "migrate", "--web-data-root", web)
     assert.strictEqual(stray.code, 2)
     assert.match(stray.stderr, /--web-data-root goes with --plan FILE/)
     assert.deepStrictEqual(tree(base), before)
