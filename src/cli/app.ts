@@ -154,10 +154,27 @@ const commands = (ctx: CliContext) => {
     "Read-only check of the agent dir; exit 1 when something is a warning or worse.",
     "Example: pi-storage doctor --json"
   )))
-  const migrateCommand = Command.make("migrate", { dryRun, json }, (o) => migrate(ctx, o)).pipe(
+  const migrateCommand = Command.make(
+    "migrate",
+    {
+      plan: Options.text("plan").pipe(
+        Options.withPseudoName("FILE"),
+        Options.withDescription("Run the per-entry plan in FILE (YAML or JSON, README \"Migrations\") instead of the layout migration (default: none). Example: --plan migrate-state-tier.yaml"),
+        Options.optional
+      ),
+      webDataRoot: Options.text("web-data-root").pipe(
+        Options.withPseudoName("DIR"),
+        Options.withDescription("With --plan: the web data root of { web: <extId> } steps (default: $PI_WEB_DATA_DIR, else ~/.pi/web/data). Example: --web-data-root ~/.pi/web/data"),
+        Options.optional
+      ),
+      dryRun,
+      json
+    },
+    (o) => migrate(ctx, { dryRun: o.dryRun, json: o.json, plan: value(o.plan), webDataRoot: value(o.webDataRoot) })
+  ).pipe(
     Command.withDescription(lines(
-      "Move legacy entries of the agent dir to their canonical places.",
-      "Example: pi-storage migrate --dry-run --json"
+      "Move legacy entries of the agent dir to their canonical places, or run a per-entry migration plan (--plan).",
+      "Example: pi-storage migrate --plan migrate-state-tier.yaml --dry-run"
     ))
   )
   // Shown in help only: these two are taken out of argv before parsing, wherever they appear.

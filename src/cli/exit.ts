@@ -20,6 +20,7 @@ export const exitCodeOf: (error: StorageError) => number = Match.type<StorageErr
     InvalidSegment: () => ExitCode.usage,
     InvalidPolicy: () => ExitCode.usage,
     InvalidArgument: () => ExitCode.usage,
+    InvalidMigrationPlan: () => ExitCode.usage,
     InvalidEntry: () => ExitCode.usage,
     UnknownRevision: () => ExitCode.usage,
     SnapshotNotFound: () => ExitCode.usage,

@@ -377,6 +377,22 @@ export class RemovalStalled extends Schema.TaggedError<RemovalStalled>()("Remova
   }
 }
 
+/**
+ * A migration plan that cannot be run (README "Migrations"): not valid YAML/JSON, not the plan Schema, a path
+ * that leaves its root, a duplicate id … `at` names where (`steps[2] ("usage").from`; empty for the file as a
+ * whole). Refused before anything is read or moved.
+ */
+export class InvalidMigrationPlan extends Schema.TaggedError<InvalidMigrationPlan>()("InvalidMigrationPlan", {
+  /** The plan file as given, or `plan` for a plan passed to the API. */
+  source: Schema.String,
+  at: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `invalid migration plan ${this.source}: ${this.at === "" ? "" : `${this.at}: `}${this.detail}; nothing was moved`
+  }
+}
+
 /** Which migration step refused to go on (the entry stays where it was; a rerun retries). */
 export const MigrationStep = Schema.Literal("temp-path-taken", "copy-not-verified", "special-file", "changed-since-planned", "refused")
 export type MigrationStep = typeof MigrationStep.Type

@@ -36,6 +36,7 @@ export const StorageError = Schema.Union(
   Errors.TierUnresolvable,
   Errors.RemovalStalled,
   Errors.MigrationStepFailed,
+  Errors.InvalidMigrationPlan,
   Snapshots.UnsafeBackupRoot,
   Snapshots.BackupBusy,
   Snapshots.SnapshotNotFound,
