@@ -26,7 +26,7 @@ import {
   deniedBy,
   displayOfRepoPath,
   displayPatch,
-  HISTORY_OWN_FILES,
+  historyExcludeBytes,
   NEVER_VERSIONED,
   HISTORY_LOCK,
   historyContent,
@@ -512,12 +512,17 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
       yield* fs.writeFileAtomic(attributesPath, attributesBytes, { sync: false })
     })
 
+    const excludePath = NodePath.join(gitDir, "info", "exclude")
+    const excludeBytes = historyExcludeBytes()
+
     const ensureRepo = Effect.gen(function*() {
-      if (yield* repoExists) return
-      yield* git(["init", "-q"])
-      // Our own files in the work tree are never content, even for a person running `git status` there.
-      yield* fs.writeFileAtomic(NodePath.join(gitDir, "info", "exclude"), new TextEncoder().encode(HISTORY_OWN_FILES.map((f) => `/${f}`).join("\n") + "\n"))
+      if (!(yield* repoExists)) yield* git(["init", "-q"])
+      // (Also makes `.git/info` again when it is gone.)
       yield* guardAttributes
+      // Our own files in the work tree are never content, even for a person running `git status` or `git add -A`
+      // there; an exclusion written by an older build (which missed the lock's reclaim lock) is brought up to date.
+      const current = yield* fs.readFile(excludePath, { maxBytes: 4096 }).pipe(Effect.option)
+      if (current._tag === "None" || !sameBytes(current.value, excludeBytes)) yield* fs.writeFileAtomic(excludePath, excludeBytes)
     })
 
     /** A ref file git keeps, `undefined` when there is none; anything but a small regular file is damage. */
