@@ -90,6 +90,15 @@ export const deniedBy = (displayPath: string, patterns: ReadonlyArray<string>): 
   return null
 }
 
+/**
+ * What a rollback never writes over: a live entry history could not store. The live scan's skips (a file over
+ * the size budget or another red line, one whose credentials cannot be redacted, a name git refuses, a
+ * directory left out whole as `dir/` …) name what is on disk and in no revision, so writing a revision's file
+ * there would lose it. The skip covering `display` (that path, or a skipped directory it lies in), or `undefined`.
+ */
+export const unstoredLiveCover = <S extends { readonly path: string }>(skipped: ReadonlyArray<S>, display: string): S | undefined =>
+  skipped.find((s) => s.path === display || (s.path.endsWith("/") && display.startsWith(s.path)))
+
 // ---------------------------------------------------------------------------------------------------------
 // Credentials: the one redaction rule (src/domain/Redaction.ts), what history stores and what a rollback writes
 

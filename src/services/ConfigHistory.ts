@@ -35,6 +35,7 @@ import {
   REDACTION_RULE,
   revisionViolation,
   rollbackContent,
+  unstoredLiveCover,
   WEB_MIRROR
 } from "../domain/ConfigHistory.js"
 import { DIRECTORY_PROFILE_SETTINGS, DIRECTORY_PROFILES_DIR } from "../domain/AgentPaths.js"
@@ -796,8 +797,6 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
     const restoreLocked = (wanted: ReadonlyMap<string, Uint8Array>) =>
       Effect.gen(function*() {
         const live = yield* scanLive(undefined)
-        // Live files history could not store (their credentials cannot be redacted): writing over one would lose it.
-        const unrecorded = new Map(live.skipped.filter((s) => s._tag === "Unredactable").map((s) => [s.path, s.reason]))
         const restored: Array<string> = []
         const removed: Array<string> = []
         const unresolvedSecrets: Array<string> = []
@@ -815,8 +814,23 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
             yield* skip(file.display, onTheWay)
             continue
           }
-          yield* fs.removeFile(file.livePath).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
-          removed.push(file.display)
+          // Only the version read just now goes (a person's save since is kept and reported, never deleted).
+          const info = yield* lstatOption(file.livePath)
+          if (info !== undefined && info.type !== "File") {
+            yield* skip(file.display, `${aFileType(info.type)} at the path now, not a regular file (never removed)`, "NotARegularFile")
+            continue
+          }
+          const current = info === undefined ? undefined : yield* fs.readFile(file.livePath, { maxBytes: Math.max(budget, info.size) }).pipe(
+            Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined))
+          )
+          const gone = info === undefined || current === undefined
+            ? true
+            : yield* fs.replaceFileIfUnchanged(file.livePath, { dev: info.dev, ino: info.ino, bytes: current }, null).pipe(
+              Effect.as(true),
+              Effect.catchIf((e) => isChanged(e), (e) =>
+                Effect.as(skip(file.display, `it changed while the rollback ran (${e.detail ?? "changed"}); left as it is`, "ChangedMeanwhile"), false))
+            )
+          if (gone) removed.push(file.display)
         }
         for (const [repoPath, bytes] of wanted) {
           const livePath = livePathOf(repoPath)
@@ -839,9 +853,10 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
             yield* skip(display, `${aFileType(info.type)} at the path, not a regular file (never written over)`, "NotARegularFile")
             continue
           }
-          const notStored = unrecorded.get(display)
+          // A live file history could not store (over the budget, unredactable …): writing over it would lose it.
+          const notStored = unstoredLiveCover(live.skipped, display)
           if (notStored !== undefined) {
-            yield* skip(display, `not in history (${notStored}), so a rollback would lose it`, "Unredactable")
+            yield* skip(display, `not in history (${notStored.reason}), so a rollback would lose it`, notStored._tag)
             continue
           }
           const current = info === undefined ? undefined : yield* fs.readFile(livePath, { maxBytes: Math.max(budget, info.size) })
