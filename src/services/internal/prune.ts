@@ -25,7 +25,7 @@ import { cleanupMarkerPath, deleteQuarantinedEach, ensureLibraryDir, prepareRemo
 import { checkSafeDirectory } from "./rootSafety.js"
 import { type TenantItem, tenantItems } from "./readModel.js"
 import { isActive, type LeaseEntry, newestHeartbeat, type OwnedManifest, readLeases, readManifest } from "./runFacts.js"
-import { isAbandonedStaging } from "../../domain/TenantEntries.js"
+import { isAbandonedStaging, isTenantLibraryEntry } from "../../domain/TenantEntries.js"
 import { warn } from "./warn.js"
 
 export interface PruneInput {
@@ -222,9 +222,10 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     const report = emptyPruneReport(input.dryRun)
     const { policy } = input
     const entries = yield* deps.fs.readDirectory(tenantDir)
-    // Ages are judged on the tenant's file system's clock, read once before the scan (README "Retention").
+    // Ages are judged on the tenant's file system's clock, read once before the scan (README "Retention"); a
+    // tenant holding no run needs no reading (a dry run of an empty tenant writes no probe).
     const tenant = yield* deps.fs.lstat(tenantDir)
-    const now = (yield* fsClockOf(deps).now(tenant.dev, [tenantProbe(tenantDir)]))?.ms ?? null
+    const now = entries.some((e) => !isTenantLibraryEntry(e.name)) ? (yield* fsClockOf(deps).now(tenant.dev, [tenantProbe(tenantDir)]))?.ms ?? null : null
     // The read model's tenant items: the same ownership and liveness facts the doctor and the inventory read.
     const scan = yield* tenantItems(deps, { category: input.category, tenant: input.tenant }, tenantDir, entries, {
       maxRuns: policy.maxScannedRuns,
