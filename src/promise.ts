@@ -35,7 +35,7 @@ import type { AcquireOptions, ReleaseOutcome, WorkRun } from "./services/WorkRun
 import type * as Errors from "./domain/Errors.js"
 
 export * from "./domain/Errors.js"
-export { BackupBusy, SnapshotCorrupt, SnapshotNotFound, UnsafeBackupRoot } from "./domain/StateSnapshot.js"
+export { BackupBusy, ExtensionNotInSnapshot, SnapshotCorrupt, SnapshotNotFound, UnsafeBackupRoot, UnsafeRestoreTarget } from "./domain/StateSnapshot.js"
 export * from "./domain/UserProfileErrors.js"
 /** Every error a facade call rejects with (each an `Error` with `_tag`), and their tags. */
 export type { StorageError, StorageErrorTag } from "./domain/StorageErrors.js"

@@ -25,8 +25,6 @@ import {
  * processes must always race for the same path). It is only created when there is something to migrate.
  */
 export const MIGRATION_MARKER = ".pi-migration.lock"
-/** A dead owner's marker is renamed to `<marker>.reclaim-<pid>-<n>` before removal; leftovers start with this. */
-export const MIGRATION_MARKER_RECLAIM_PREFIX = `${MIGRATION_MARKER}.reclaim-`
 export const MIGRATION_MARKER_PURPOSE = "migrate-agent-dir"
 
 /** Cross-device copies land at this temp name beside the destination, then are renamed into place. */

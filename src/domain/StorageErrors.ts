@@ -41,6 +41,8 @@ export const StorageError = Schema.Union(
   Snapshots.BackupBusy,
   Snapshots.SnapshotNotFound,
   Snapshots.SnapshotCorrupt,
+  Snapshots.ExtensionNotInSnapshot,
+  Snapshots.UnsafeRestoreTarget,
   Profile.InvalidEntry,
   Profile.EntryNotFound,
   Profile.AmbiguousEntry,

@@ -16,7 +16,7 @@ import { durationWords } from "../domain/DurationWords.js"
 import { agentDirFlag, shellWord } from "../domain/FixCommands.js"
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
 import { type DoctorReport, type Finding, type FindingCode, findingSeverity, type Severity } from "../domain/Findings.js"
-import { displayPath, MIGRATION_MARKER_RECLAIM_PREFIX } from "../domain/MigrationPlan.js"
+import { displayPath } from "../domain/MigrationPlan.js"
 import type { UnknownHint } from "../domain/RootEntries.js"
 import type { RootSafetyProblem } from "../domain/RootSafety.js"
 import { modeString } from "../domain/RootSafety.js"
@@ -116,12 +116,17 @@ const rootFindings = (out: Findings, facts: AgentDirFacts) => {
         break
       }
       case "MigrationMarker": {
-        if (entry.name.startsWith(MIGRATION_MARKER_RECLAIM_PREFIX)) {
-          out.add("migration-marker", entry.path, "leftover of a reclaimed migration marker (a crash mid-reclaim)", "delete it")
-          break
-        }
         const judged = entry.marker
         if (judged === undefined) break
+        if (c.role === "reclaim-lock") {
+          // Held for microseconds by a reclaimer of a dead migration marker or a probe of the file system's clock.
+          if (judged.alive && judged.unreadable !== true) {
+            out.add("migration-marker", entry.path, `the migration marker's reclaim lock is held (${judged.detail})`, undefined, "info")
+          } else {
+            out.add("migration-marker", entry.path, `leftover reclaim lock of the migration marker (${judged.detail})`, "delete it if no migration is running")
+          }
+          break
+        }
         if (judged.alive && judged.unreadable !== true) {
           out.add("migration-marker", entry.path, `a migration is running (${judged.detail})`, undefined, "info")
         } else {

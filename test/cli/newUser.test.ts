@@ -58,6 +58,8 @@ const releasedRun = (tenantDir: string, runId: string, daysAgo: number, files = 
   Fs.writeFileSync(Path.join(runDir, ".pi-work-run.json"), JSON.stringify({
     version: 2, category, tenant, runId, kind: "named", createdAt: at, releasedAt: at, createdBy: { host: Os.hostname(), pid: 1 }
   }))
+  // Last written then on the file system's clock too (ages are judged on it: README "Retention").
+  Fs.utimesSync(Path.join(runDir, ".pi-work-run.json"), at / 1000, at / 1000)
   for (let i = 0; i < files; i++) Fs.writeFileSync(Path.join(runDir, `f${i}`), "")
   return runDir
 }

@@ -16,7 +16,7 @@ import type { FileSystemError } from "../../domain/Errors.js"
 import { aFileType } from "../../domain/FileTypeWords.js"
 import { decodeJsonBytes, encodeJsonBytes, leaseFacts, Marker, MARKER_MAX_BYTES } from "../../domain/Formats.js"
 import { readFailureIsContent } from "../../domain/Liveness.js"
-import { reclaimLockPath } from "../../domain/TenantEntries.js"
+import { reclaimLockPath } from "../../domain/MarkerFiles.js"
 import { sameFile } from "../../domain/TierIdentity.js"
 import type { FileInfo, FileType } from "../FileSystem.js"
 import { type Deps, fsClockOf, judge, selfIdentity } from "./deps.js"
@@ -183,7 +183,7 @@ const releaseVerdict = (was: FileInfo | null, now: Either.Either<FileInfo, FileS
 const leftInPlace = (path: string, why: string) =>
   warn({ _tag: "MarkerLeftInPlace", path, reason: why, message: `marker left in place: it ${why}` })
 
-export { isReclaimLockName, reclaimLockPath } from "../../domain/TenantEntries.js"
+export { isReclaimLockName, reclaimLockPath } from "../../domain/MarkerFiles.js"
 
 /**
  * Remove a reclaim lock whose holder is proven dead (or that is unreadable and stale): lstat, judge, lstat
