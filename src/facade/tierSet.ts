@@ -4,6 +4,8 @@
  * A thin edge: `run` runs one tier call on the caller's runtime and rejects with the typed error itself.
  */
 import * as Effect from "effect/Effect"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import type { Tiers } from "../services/TierStorage.js"
 
 export interface PromiseTierSet {
@@ -20,19 +22,48 @@ export interface PromiseTierSet {
   }
   readonly state: {
     readonly dir: string
-    /** Rejects with `StateMissing` or `StateUnreadable`: state is never defaulted or rebuilt. */
-    read<T = unknown>(name: string): Promise<T>
-    /** Atomic, fsynced JSON write of `state/<name>`. */
+    /**
+     * Rejects with `StateMissing` or `StateUnreadable` (its `cause` a `FileSystemError` or a `DecodeFailure`):
+     * state is never defaulted or rebuilt. `decode` (optional) turns the parsed JSON into a `T` and throws to
+     * refuse it (a zod schema's `parse`, Effect's `Schema.decodeUnknownSync(S)` …); a refusal is
+     * `StateUnreadable` with a `DecodeFailure` saying what it threw. Without it, `T` is the caller's word.
+     */
+    read<T = unknown>(name: string, decode?: (json: unknown) => T): Promise<T>
+    /** Atomic, fsynced JSON write of `state/<name>`; a value that is not strict JSON rejects with `InvalidArgument`. */
     write(name: string, value: unknown): Promise<void>
   }
   readonly config: {
     readonly dir: string
-    get<T = unknown>(key: string): Promise<T | undefined>
+    /** The value under `key`, `undefined` when unset; `decode` as in `state.read` (a refusal is `ConfigUnreadable` naming the key). */
+    get<T = unknown>(key: string, decode?: (json: unknown) => T): Promise<T | undefined>
+    /** A value that is not strict JSON (`undefined` included: use `delete`) rejects with `InvalidArgument`. */
     set(key: string, value: unknown): Promise<void>
+    /** Remove `key`; resolves `true` when it was set. */
+    delete(key: string): Promise<boolean>
     /** Rejects with `ConfigRedLine` for databases, logs and anything over the config budget. */
     writeFile(name: string, data: Uint8Array | string): Promise<void>
+    /** The bytes `writeFile` wrote, `undefined` when there is no such file. */
+    readFile(name: string): Promise<Uint8Array | undefined>
   }
 }
+
+/**
+ * A Promise caller's decode function as the Schema the tier service takes (README "Extension data tiers":
+ * the facade names no Effect type, so it takes a function that throws to refuse). What it throws becomes
+ * the `DecodeFailure`'s words.
+ */
+const schemaOfDecode = <T>(decode: (json: unknown) => T): Schema.Schema<T> =>
+  Schema.transformOrFail(Schema.Unknown, Schema.Unknown, {
+    strict: false,
+    decode: (json, _, ast) => {
+      try {
+        return ParseResult.succeed(decode(json))
+      } catch (error) {
+        return ParseResult.fail(new ParseResult.Type(ast, json, error instanceof Error ? error.message : String(error)))
+      }
+    },
+    encode: ParseResult.succeed
+  }) as unknown as Schema.Schema<T>
 
 export const promiseTierSet = <X>(
   tiers: Tiers<X>,
@@ -53,13 +84,17 @@ export const promiseTierSet = <X>(
   },
   state: {
     dir: tiers.state.dir,
-    read: <T>(name: string) => run(() => tiers.state.read(name)) as Promise<T>,
+    read: <T>(name: string, decode?: (json: unknown) => T) =>
+      run(() => decode === undefined ? tiers.state.read(name) : tiers.state.read(name, schemaOfDecode(decode))) as Promise<T>,
     write: (name, value) => run(() => tiers.state.write(name, value))
   },
   config: {
     dir: tiers.config.dir,
-    get: <T>(key: string) => run(() => tiers.config.get(key)) as Promise<T | undefined>,
+    get: <T>(key: string, decode?: (json: unknown) => T) =>
+      run(() => decode === undefined ? tiers.config.get(key) : tiers.config.get(key, schemaOfDecode(decode))) as Promise<T | undefined>,
     set: (key, value) => run(() => tiers.config.set(key, value)),
-    writeFile: (name, data) => run(() => tiers.config.writeFile(name, data))
+    delete: (key) => run(() => tiers.config.delete(key)),
+    writeFile: (name, data) => run(() => tiers.config.writeFile(name, data)),
+    readFile: (name) => run(() => tiers.config.readFile(name))
   }
 })

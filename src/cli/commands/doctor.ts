@@ -1,5 +1,6 @@
 /**
  * `pi-storage doctor`: the read-only scan's findings as a table; exit 1 when any is a warning or worse.
+ * `--json` prints the library's `DoctorReport` with the agent dir and the web data root it checked.
  */
 import * as Effect from "effect/Effect"
 import { type DoctorReport, summarizeDoctor } from "../../domain/Findings.js"
@@ -30,6 +31,7 @@ export const doctor = (ctx: CliContext, options: { readonly webDataRoot: string 
       const agentDir = yield* s.AgentDir
       // The web data root is the Doctor's to resolve (TD1), as `status` and the backups do: the flag only overrides it.
       const report = yield* (yield* s.Doctor).doctor(options.webDataRoot === undefined ? {} : { webDataRoot: options.webDataRoot })
-      yield* options.json ? printJson(report) : out(renderDoctor(ctx.paint, agentDir.path, report))
+      // JSON names what was read (the agent dir; the report names the web data root) before the library's report.
+      yield* options.json ? printJson({ agentDir: agentDir.path, ...report }) : out(renderDoctor(ctx.paint, agentDir.path, report))
       ctx.status.raise(doctorExitCode(report))
     }))
