@@ -243,6 +243,17 @@ describe("an agent extension's view (storage.getStorage) carries the same tiers 
       await notes.config.set("font", "mono")
       assert.strictEqual(await notes.config.get<string>("font"), "mono")
       assert.deepStrictEqual(JSON.parse(fs.readFileSync(NodePath.join(agentDir, "config", "extensions", "notes", "settings.json"), "utf8")), { font: "mono" })
+      // A read for every write, decode functions on reads, as openTiers' tiers.
+      await notes.config.writeFile("theme.css", "body {}")
+      assert.strictEqual(text((await notes.config.readFile("theme.css"))!), "body {}")
+      assert.isTrue(await notes.config.delete("font"))
+      assert.isUndefined(await notes.config.get("font"))
+      await notes.config.set("font", "mono")
+      const decoded = await rejection(notes.config.get("font", (json) => {
+        if (typeof json !== "number") throw new Error("a size, please")
+        return json
+      }))
+      assert.strictEqual((decoded as { _tag: string })._tag, "ConfigUnreadable")
       const redLine = await rejection(notes.config.writeFile("debug.log", "x"))
       assert.instanceOf(redLine, ConfigRedLine)
       assert.strictEqual((redLine as ConfigRedLine).rule, "log")

@@ -146,6 +146,37 @@ describe("ExtensionStorage (WR11) on the Memory layer", () => {
       assert.strictEqual(yield* view.config.get("font"), "mono")
     }))
 
+  it.scoped("the view's tiers have a read for every write and Schemas at the edges, as opened tiers do (config.delete/readFile, encode on write)", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      const p = yield* spawnProcess(world)
+      const view = yield* p.extensions.getStorage("notes")
+      const settings = `${AGENT_DIR}/config/extensions/notes/settings.json`
+
+      // config.set/get with a schema: the value is encoded on the way in and decoded on the way back.
+      const Since = Schema.Struct({ since: Schema.Date })
+      yield* view.config.set("opened", { since: new Date(0) }, Since)
+      assert.deepStrictEqual(JSON.parse(world.readFixtureText(settings)!), { opened: { since: "1970-01-01T00:00:00.000Z" } })
+      assert.deepStrictEqual(yield* view.config.get("opened", Since), { since: new Date(0) })
+      // One mistake, one error: undefined is InvalidArgument pointing at delete; delete says whether the key was set.
+      const unset = yield* Effect.flip(view.config.set("opened", undefined))
+      assert.strictEqual(unset._tag, "InvalidArgument")
+      assert.include(unset.message, "config.delete")
+      assert.isTrue(yield* view.config.delete("opened"))
+      assert.isFalse(yield* view.config.delete("opened"))
+      assert.isUndefined(yield* view.config.get("opened"))
+
+      // config.writeFile has its read.
+      yield* view.config.writeFile("theme.css", "body {}")
+      assert.strictEqual(new TextDecoder().decode((yield* view.config.readFile("theme.css"))!), "body {}")
+      assert.isUndefined(yield* view.config.readFile("absent.css"))
+
+      // state.write with a schema encodes.
+      yield* view.state.write("seen.json", { since: new Date(1000) }, Since)
+      assert.strictEqual(world.readFixtureText(`${AGENT_DIR}/state/extensions/notes/seen.json`), "{\"since\":\"1970-01-01T00:00:01.000Z\"}\n")
+      assert.deepStrictEqual(yield* view.state.read("seen.json", Since), { since: new Date(1000) })
+    }))
+
   it.scoped("the view's tiers are compared by identity on first use (TD5): a cache linked onto the state tier is refused, nothing cleared", () =>
     Effect.gen(function*() {
       const world = MemoryWorld.make()
