@@ -21,6 +21,7 @@ import type { LayoutPlan, LayoutReport } from "./domain/LayoutMigration.js"
 import type { PruneReport } from "./domain/PruneReport.js"
 import type { RetentionInput } from "./domain/Retention.js"
 import type { PromiseConfigHistory } from "./facade/configHistory.js"
+import { type PromiseTierSet, promiseTierSet } from "./facade/tierSet.js"
 import type { StorageWarning } from "./domain/Warnings.js"
 import { runTyped, squashTyped, unrefClock } from "./facade/runtime.js"
 import type { PromiseUserProfile } from "./facade/userProfile.js"
@@ -103,10 +104,16 @@ export interface WorkRunLease {
   [Symbol.asyncDispose](): Promise<void>
 }
 
-/** An extension's view of agent storage (WR11): `getStorage()` does no I/O and creates no directory. */
-export interface ExtensionStorage {
+/**
+ * An agent extension's view of agent storage (WR11): its three tiers under the agent dir through the same
+ * tier API a web-host extension gets from `openTiers` (opened on the first call), and its work runs.
+ * `getStorage()` does no I/O and creates no directory.
+ */
+export interface ExtensionStorage extends PromiseTierSet {
   readonly namespace: string
-  /** `state/extensions/<ns>/`: durable, never auto-cleaned. */
+  /** `config/extensions/<ns>/`: small settings the user set, versioned by config history. */
+  readonly configDir: string
+  /** `state/extensions/<ns>/`: durable, never auto-cleaned, in every state snapshot. */
   readonly stateDir: string
   /** `cache/extensions/<ns>/`: rebuildable, safe to delete. */
   readonly cacheDir: string
@@ -140,11 +147,22 @@ export interface AgentStorage {
     plan(o?: { maxEntries?: number }): Promise<LayoutPlan>
     run(o?: { maxEntries?: number }): Promise<LayoutReport>
   }
-  /** DR1/DR2: a bounded, read-only scan of the agent dir (and, given `webDataRoot`, the extension data dirs). */
+  /**
+   * DR1/DR2: a bounded, read-only scan of the agent dir and of the extension data dirs under the web data root
+   * (`webDataRoot`, else `$PI_WEB_DATA_DIR`, else `~/.pi/web/data`).
+   */
   doctor(o?: { maxEntries?: number; webDataRoot?: string }): Promise<DoctorReport>
-  /** BK1: config history in git; no I/O until a method is called (`webDataRoot` else `$PI_WEB_DATA_DIR`). */
+  /**
+   * BK1: config history in git (the agent's config, agent extensions' `config/extensions/<ns>/`, and every
+   * extension's `config/` under the web data root: `webDataRoot`, else `$PI_WEB_DATA_DIR`, else `~/.pi/web/data`);
+   * no I/O until a method is called.
+   */
   configHistory(o?: ConfigHistoryOptions): PromiseConfigHistory
-  /** BK2: state snapshots under a backup root (`root` else `$PI_STATE_BACKUP_DIR`, else beside the agent dir); no I/O until a method is called. */
+  /**
+   * BK2: state snapshots under a backup root (`root` else `$PI_STATE_BACKUP_DIR`, else beside the agent dir) of
+   * the agent dir's state and of every extension's `state/` under the web data root (`webDataRoot`, else
+   * `$PI_WEB_DATA_DIR`, else `~/.pi/web/data`); no I/O until a method is called.
+   */
   stateBackups(o?: { root?: string; webDataRoot?: string }): StateBackupsApi
   /** Throws `InvalidSegment` for a bad namespace. */
   getStorage(namespace: string): ExtensionStorage
@@ -335,8 +353,11 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
       const view = Effect.runSync(Scope.extend(extensions.getStorage(parsed.right), viewScope))
       return {
         namespace: view.namespace,
+        configDir: view.configDir,
         stateDir: view.stateDir,
         cacheDir: view.cacheDir,
+        // The tiers open on their first call, on the store's runtime (rejecting with `StorageClosed` once closed).
+        ...promiseTierSet(view, (effect) => call(Effect.suspend(effect))),
         acquireWorkRun: (o = {}) => acquireIn(viewScope, view.acquireWorkRun(o)),
         pruneWork: (o = {}) => call(view.pruneWork(o)),
         // The view needs no service of the runtime: unloading works after `close()` too.
@@ -429,6 +450,7 @@ export type {
   ExtensionContextOptions,
   OpenTiersOptions,
   PromiseTiers,
+  PromiseTierSet,
   TierChoice,
   TierDirs,
   TierFacts,

@@ -69,7 +69,9 @@ describe("README runnable blocks", () => {
       fs.writeFileSync(file, block.code)
       const work = fs.mkdtempSync(path.join(os.tmpdir(), "pi-readme-"))
       try {
-        const env: NodeJS.ProcessEnv = { ...process.env, PI_ADAPTATIVE_CODING_AGENT_DIR: path.join(work, "agent") }
+        // The web data root is the default one (TD1), under a HOME of the block's own: a block writing through
+        // `extensionContext(id)` or snapshotting never touches the real ~/.pi/web/data.
+        const env: NodeJS.ProcessEnv = { ...process.env, PI_ADAPTATIVE_CODING_AGENT_DIR: path.join(work, "agent"), HOME: work }
         delete env["PI_WEB_DATA_DIR"]
         const result = await run(block.lang === "ts" ? [TSX, file] : [file], work, env)
         expect(result.stderr).not.toMatch(/Error|error TS/)

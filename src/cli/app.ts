@@ -27,7 +27,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { readCommandLine, type SplitArgv } from "./argv.js"
-import { configCommand } from "./commands/config.js"
+import { configCommand, webDataRoot } from "./commands/config.js"
 import { backupCommand } from "./commands/backup.js"
 import { doctor } from "./commands/doctor.js"
 import { ls } from "./commands/ls.js"
@@ -52,7 +52,7 @@ export { VERSION }
 const lines = (...text: ReadonlyArray<string>) => text.join("\n")
 
 const commands = (ctx: CliContext) => {
-  const statusCommand = Command.make("status", { json }, (o) => status(ctx, o)).pipe(
+  const statusCommand = Command.make("status", { json, webDataRoot }, (o) => status(ctx, { json: o.json, webDataRoot: value(o.webDataRoot) })).pipe(
     Command.withDescription(lines(
       "The agent dir, its work runs (entries and bytes per tenant), extension data and the doctor's finding count.",
       "Example: pi-storage status --json"
@@ -142,11 +142,7 @@ const commands = (ctx: CliContext) => {
   const doctorCommand = Command.make(
     "doctor",
     {
-      webDataRoot: Options.text("web-data-root").pipe(
-        Options.withPseudoName("DIR"),
-        Options.withDescription("Also check extension data there (default: $PI_WEB_DATA_DIR, else ~/.pi/web/data when it exists). Example: --web-data-root ~/.pi/web/data"),
-        Options.optional
-      ),
+      webDataRoot,
       json
     },
     (o) => doctor(ctx, { webDataRoot: value(o.webDataRoot), json: o.json })

@@ -13,6 +13,7 @@ import { Doctor } from "../services/Doctor.js"
 import { FileSystem } from "../services/FileSystem.js"
 import { Inventory } from "../services/Inventory.js"
 import { Migration } from "../services/Migration.js"
+import { Status } from "../services/Status.js"
 import { StorageConfig } from "../services/StorageConfig.js"
 import { UserProfile } from "../services/UserProfile.js"
 import { WorkRuns } from "../services/WorkRuns.js"
@@ -30,7 +31,8 @@ export interface StackOptions {
  * must not move anything; `pi-storage migrate` is the explicit way to run it.
  */
 export const cliLayer = (options: StackOptions) =>
-  Inventory.layer.pipe(
+  Status.layer.pipe(
+    Layer.provideMerge(Inventory.layer),
     Layer.provideMerge(NodeStorageLive({
       agentDir: options.agentDir,
       migrate: false,
@@ -53,4 +55,4 @@ export const stderrWarnings = (json: boolean) =>
 
 export type CliServices = Layer.Layer.Success<ReturnType<typeof cliLayer>>
 
-export { AgentDir, Doctor, FileSystem, Inventory, Migration, StorageConfig, UserProfile, WorkRuns }
+export { AgentDir, Doctor, FileSystem, Inventory, Migration, Status, StorageConfig, UserProfile, WorkRuns }

@@ -50,6 +50,7 @@ export const CANONICAL_ROOT_ENTRIES: ReadonlyArray<CanonicalEntry> = [
   { name: "settings.json", kind: "file", class: "config", description: "user settings" },
   { name: "models.json", kind: "file", class: "config", description: "model configuration" },
   { name: "keybindings.json", kind: "file", class: "config", description: "key bindings" },
+  { name: "config", kind: "directory", class: "config", description: "agent extensions' settings (config/extensions/<ns>/, versioned)" },
   { name: "MEMORY.md", kind: "file", class: "memory", description: "agent memory" },
   { name: "USER.md", kind: "file", class: "memory", description: "bounded hot user profile" },
   { name: "SYSTEM.md", kind: "file", class: "memory", description: "system prompt additions" },
@@ -146,6 +147,10 @@ export interface AgentPaths {
   readonly migrationConflictsDir: string
   readonly migrationsJournalDir: string
   readonly extensionStateDir: (namespace: string) => string
+  /** `config/`: settings that are not root files (agent extensions' config tiers), versioned by config history. */
+  readonly configDir: (...segments: ReadonlyArray<string>) => string
+  /** `config/extensions/<ns>/`: an agent extension's config tier, beside `state/extensions/<ns>/` and `cache/extensions/<ns>/`. */
+  readonly extensionConfigDir: (namespace: string) => string
   readonly cacheDir: (...segments: ReadonlyArray<string>) => string
   readonly extensionCacheDir: (namespace: string) => string
   readonly binDir: string
@@ -190,6 +195,8 @@ export const agentPaths = (agentDir: string): AgentPaths => {
     migrationConflictsDir: at("state", "migration-conflicts"),
     migrationsJournalDir: at("state", "migrations"),
     extensionStateDir: (namespace) => at("state", "extensions", namespace),
+    configDir: (...segments) => at("config", ...segments),
+    extensionConfigDir: (namespace) => at("config", "extensions", namespace),
     cacheDir: (...segments) => at("cache", ...segments),
     extensionCacheDir: (namespace) => at("cache", "extensions", namespace),
     binDir: at("bin"),

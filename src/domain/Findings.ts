@@ -24,7 +24,32 @@ export interface DoctorReport {
   readonly scanned: number
   /** True when the budget stopped the scan before it had looked everywhere. */
   readonly truncated: boolean
+  /** The web data root whose extension data was checked (TD1; a symlink at its own path resolved). */
+  readonly webDataRoot: string
 }
+
+/** Findings per severity. */
+export const severityCounts = (findings: ReadonlyArray<{ readonly severity: Severity }>): Record<Severity, number> => {
+  const counts: Record<Severity, number> = { error: 0, warning: 0, info: 0 }
+  for (const f of findings) counts[f.severity]++
+  return counts
+}
+
+/** A doctor report in numbers, as `status` shows it. */
+export interface DoctorSummary {
+  readonly findings: number
+  readonly bySeverity: Record<Severity, number>
+  readonly truncated: boolean
+  /** Some finding is a warning or worse: what makes `pi-storage doctor` exit 1. */
+  readonly needsAttention: boolean
+}
+
+export const summarizeDoctor = (report: DoctorReport): DoctorSummary => ({
+  findings: report.findings.length,
+  bySeverity: severityCounts(report.findings),
+  truncated: report.truncated,
+  needsAttention: report.findings.some((f) => f.severity !== "info")
+})
 
 /** Every finding code, its severity and what it means (the README table is generated from this). */
 export const FINDING_CODES = {

@@ -56,7 +56,7 @@ export const makeExtensionContext = (input: {
     env: input.env,
     home: input.home,
     cwd: input.cwd
-  })
+  }).path
   const paths = tierPaths(dataRoot, input.extId)
   const extId = input.extId
   const ctx = { extId, configDir: paths.configDir, stateDir: paths.stateDir, cacheDir: paths.cacheDir }

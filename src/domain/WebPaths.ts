@@ -7,30 +7,23 @@ export const WEB_DATA_DIR_ENV = "PI_WEB_DATA_DIR"
 
 export type WebInstance = "prod" | "dev"
 
+/** Where the web data root came from: an option or flag, `$PI_WEB_DATA_DIR`, a dev instance's own root, the default. */
+export type WebDataRootSource = "option" | "env" | "dev-instance" | "default"
+
+export interface WebDataRootResolution {
+  readonly path: string
+  readonly source: WebDataRootSource
+}
+
 const given = (text: string | undefined): string | undefined => (text === undefined || text === "" ? undefined : text)
 
 /**
- * The web data root the caller asked for, or none: `explicit` (an option or flag), else `$PI_WEB_DATA_DIR`
- * when set (read through `env`, i.e. `Host.env`), resolved against `cwd`; an empty value counts as unset.
- * The backups (config history, state snapshots) and the doctor take this; they have no default root.
- */
-export const configuredWebDataRoot = (input: {
-  readonly explicit?: string | undefined
-  readonly env: (name: string) => string | undefined
-  readonly cwd: string
-}): string | undefined => {
-  const chosen = given(input.explicit) ?? given(input.env(WEB_DATA_DIR_ENV))
-  return chosen === undefined ? undefined : NodePath.resolve(input.cwd, chosen)
-}
-
-/** The web host's own data root when nothing is configured (TD1). */
-export const defaultWebDataRoot = (home: string, instance?: WebInstance): string =>
-  NodePath.join(home, ".pi", instance === "dev" ? "web-dev" : "web", "data")
-
-/**
- * TD1, the tiers' root: `explicit` when given, else a dev instance's own `~/.pi/web-dev/data` (it ignores
- * `$PI_WEB_DATA_DIR`, so a dev host never shares the production root), else `configuredWebDataRoot`, else
- * `~/.pi/web/data`.
+ * TD1, the one resolution of the web data root, for the tiers (`extensionContext`), the state snapshots, the
+ * config history, the doctor and `status` alike: `explicit` (an option or `--web-data-root`) when given, else
+ * a dev instance's own `~/.pi/web-dev/data` (it ignores `$PI_WEB_DATA_DIR`, so a dev host never shares the
+ * production root), else `$PI_WEB_DATA_DIR` when set and non-empty, else `~/.pi/web/data`. Relative values
+ * resolve against `cwd`; the environment is read through `env` (`Host.env`). There is always a root: data an
+ * extension writes at the default is protected with no wiring.
  */
 export const resolveWebDataRoot = (input: {
   readonly explicit?: string | undefined
@@ -38,9 +31,13 @@ export const resolveWebDataRoot = (input: {
   readonly env: (name: string) => string | undefined
   readonly home: string
   readonly cwd: string
-}): string => {
-  if (input.instance === "dev" && given(input.explicit) === undefined) return defaultWebDataRoot(input.home, "dev")
-  return configuredWebDataRoot(input) ?? defaultWebDataRoot(input.home)
+}): WebDataRootResolution => {
+  const explicit = given(input.explicit)
+  if (explicit !== undefined) return { path: NodePath.resolve(input.cwd, explicit), source: "option" }
+  if (input.instance === "dev") return { path: NodePath.join(input.home, ".pi", "web-dev", "data"), source: "dev-instance" }
+  const fromEnv = given(input.env(WEB_DATA_DIR_ENV))
+  if (fromEnv !== undefined) return { path: NodePath.resolve(input.cwd, fromEnv), source: "env" }
+  return { path: NodePath.join(input.home, ".pi", "web", "data"), source: "default" }
 }
 
 /** The tiers of an extension's data directory; anything else in `data/<extId>/` is outside them. */

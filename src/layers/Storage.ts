@@ -11,6 +11,7 @@ import type { FileSystem } from "../services/FileSystem.js"
 import type { Host } from "../services/Host.js"
 import { Migration } from "../services/Migration.js"
 import { StorageConfig, type StorageConfigInput } from "../services/StorageConfig.js"
+import { TierStorage } from "../services/TierStorage.js"
 import { WorkRuns, type WorkRunsOptions } from "../services/WorkRuns.js"
 import * as NodeFileSystem from "./NodeFileSystem.js"
 import * as NodeHost from "./NodeHost.js"
@@ -30,7 +31,7 @@ export interface StorageOptions {
   readonly workRuns?: WorkRunsOptions | undefined
 }
 
-export type StorageServices = StorageConfig | FileSystem | Host | AgentDir | Migration | Doctor | WorkRuns | ExtensionStorage
+export type StorageServices = StorageConfig | FileSystem | Host | AgentDir | Migration | Doctor | WorkRuns | TierStorage | ExtensionStorage
 
 /** Start-up migration passes: each call handles a bounded number of root entries and says when it was cut. */
 const MAX_STARTUP_MIGRATION_PASSES = 16
@@ -73,7 +74,9 @@ export const storageLayer = <E>(
   // application here let a `workRuns` TTL override `config` in the pruner alone).
   const ownOptions = options.workRuns?.opportunisticRetention === undefined ? {} : { opportunisticRetention: options.workRuns.opportunisticRetention }
   const workRuns = WorkRuns.layer(ownOptions).pipe(Layer.provideMerge(agentDir))
-  return ExtensionStorage.layer.pipe(Layer.provideMerge(workRuns), Layer.provideMerge(config))
+  // The tier service of the web host's extensions serves the agent's extensions too (one tier API).
+  const tiers = TierStorage.layer.pipe(Layer.provideMerge(workRuns))
+  return ExtensionStorage.layer.pipe(Layer.provideMerge(tiers), Layer.provideMerge(config))
 }
 
 /** The Node FileSystem and Host; the FileSystem reads its walker and remover threads from `StorageConfig`. */

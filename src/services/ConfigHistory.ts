@@ -52,7 +52,7 @@ import { decodeJsonBytes, encodeJsonBytes } from "../domain/Formats.js"
 import { chainComponentViolation, dirsBelowRoot } from "../domain/PathChain.js"
 import { decodeSegment } from "../domain/Segment.js"
 import { resolveStateDir } from "../domain/Tiers.js"
-import { configuredWebDataRoot, tierPaths } from "../domain/WebPaths.js"
+import { tierPaths, type WebDataRootResolution } from "../domain/WebPaths.js"
 import { AgentDir } from "./AgentDir.js"
 import { type DirEntry, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
@@ -79,6 +79,7 @@ import {
 import { nameOfBytes } from "../domain/NameBytes.js"
 import { acquireMarkerWaiting, DEFAULT_LOCK_WAIT_MS, waitingAtMost } from "./internal/markers.js"
 import { warn } from "./internal/warn.js"
+import { webDataRootOf } from "./internal/webDataRoot.js"
 import { type ConfigSkip, configSkip, type ConfigSkipTag } from "../domain/ReportProblems.js"
 import { isChanged } from "../domain/FileChange.js"
 
@@ -86,7 +87,10 @@ export type { InterruptedChange } from "./internal/configSentinel.js"
 export type { LogEntry } from "../domain/ConfigHistory.js"
 
 export interface ConfigHistoryOptions {
-  /** The web host's extension data root (`data/`): every extension's `config/` is versioned. Else `$PI_WEB_DATA_DIR` when set, else none. */
+  /**
+   * The web host's extension data root (`data/`), whose every extension's `config/` is versioned: else
+   * `$PI_WEB_DATA_DIR`, else `~/.pi/web/data` (TD1, `resolveWebDataRoot`: the root the tiers write under).
+   */
   readonly webDataRoot?: string | undefined
   /** Glob patterns never committed (replaces the default: auth.json, *.pem, *.key, id_*, .env*, *secret*, *token*, *credential*, .netrc, _netrc, .pgpass). */
   readonly denylist?: ReadonlyArray<string> | undefined
@@ -102,9 +106,17 @@ export interface ConfigHistoryOptions {
  */
 export type Skipped = ConfigSkip
 
+/** What a config snapshot covered: the agent dir's config and every extension's `config/` under the web data root. */
+export interface ConfigRoots {
+  readonly agentDir: string
+  readonly webDataRoot: string
+}
+
 export interface SnapshotResult {
   /** The new revision, `null` when nothing changed. */
   readonly revision: string | null
+  /** The roots whose config files were looked at. */
+  readonly roots: ConfigRoots
   readonly changed: ReadonlyArray<string>
   readonly skipped: ReadonlyArray<Skipped>
 }
@@ -209,6 +221,8 @@ const short = (revision: string) => revision.slice(0, 12)
 export class ConfigHistory extends Context.Tag("pi-agent-storage/ConfigHistory")<ConfigHistory, {
   /** The history directory (the repository's work tree; its git dir is `.git` inside). */
   readonly dir: string
+  /** The web data root whose extensions' `config/` it versions (TD1), and where that came from. */
+  readonly webDataRoot: WebDataRootResolution
   readonly snapshot: (o?: { readonly message?: string | undefined }) => Effect.Effect<SnapshotResult, ConfigHistoryError>
   /** Newest first. */
   readonly log: (o?: { readonly limit?: number | undefined }) => Effect.Effect<ReadonlyArray<LogEntry>, ConfigHistoryError>
@@ -239,7 +253,9 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
     const agent = yield* AgentDir
     const runner = yield* ProcessRunner
     const agentDir = agent.path
-    const webRoot = configuredWebDataRoot({ explicit: options.webDataRoot, env: host.env, cwd: host.cwd })
+    const webDataRoot = webDataRootOf(host, options.webDataRoot)
+    const webRoot = webDataRoot.path
+    const roots: ConfigRoots = { agentDir, webDataRoot: webRoot }
     const denylist = options.denylist ?? DEFAULT_DENYLIST
     const budget = options.configBudgetBytes ?? DEFAULT_CONFIG_BUDGET_BYTES
     const lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS
@@ -249,14 +265,14 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
     const runGit: Git = makeGit({ runner, gitDir, workTree: dir, pathVar: host.env("PATH") })
     /** Every call of ours: the repository's attributes are ours first, so no driver its config defines is run. */
     const git = (...call: Parameters<Git>) => Effect.zipRight(guardAttributes, runGit(...call))
-    /** The mirror roots this instance manages; another root's files (a web root not given now) are left alone. */
-    const scopes = webRoot === undefined ? [AGENT_MIRROR] : [AGENT_MIRROR, WEB_MIRROR]
+    /** The mirror roots this instance manages. */
+    const scopes = [AGENT_MIRROR, WEB_MIRROR]
     const inDir = (...parts: ReadonlyArray<string>) => NodePath.join(dir, ...parts)
 
     const livePathOf = (repoPath: string): string | undefined => {
       const [root, ...rest] = repoPath.split("/")
       if (root === AGENT_MIRROR) return NodePath.join(agentDir, ...rest)
-      if (root === WEB_MIRROR && webRoot !== undefined) return NodePath.join(webRoot, ...rest)
+      if (root === WEB_MIRROR) return NodePath.join(webRoot, ...rest)
       return undefined
     }
     /** The managed root a repo path's live file sits under (the anchor of the parent-chain check). */
@@ -323,17 +339,21 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
         return kept
       })
 
-    /** An extension's config/ tree: files, with environments and the old-host state fallback left out. */
+    /**
+     * An extension's config tier, mirrored under `repoPrefix` (`web/<extId>/config`, `agent/config/extensions/<ns>`):
+     * files, with environments left out, and a web-host extension's old-host state fallback (`config/state`).
+     */
     const walkConfig = (
-      extId: string,
+      repoPrefix: ReadonlyArray<string>,
       configDir: string,
       rel: ReadonlyArray<string>,
       depth: number,
-      out: ScanState
+      out: ScanState,
+      oldHostState: boolean
     ): Effect.Effect<void, FileSystemError> =>
       Effect.gen(function*() {
         const here = NodePath.join(configDir, ...rel)
-        const repoPathOf = (name: string) => [WEB_MIRROR, extId, "config", ...rel, name].join("/")
+        const repoPathOf = (name: string) => [...repoPrefix, ...rel, name].join("/")
         const entries = yield* readableEntries(here, yield* listOption(here), (e) => displayOfRepoPath(repoPathOf(e.name)) + (e.type === "Directory" ? "/" : ""), out)
         for (const entry of entries) {
           const relPath = [...rel, entry.name]
@@ -346,7 +366,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
               continue
             }
             const livePath = NodePath.join(here, entry.name)
-            if (depth === 1 && livePath === resolveStateDir({ configDir })) {
+            if (oldHostState && depth === 1 && livePath === resolveStateDir({ configDir })) {
               out.skipped.push(configSkip("OldStateTier", `${display}/`, "the state tier of an old host (config/state), not config"))
               continue
             }
@@ -359,7 +379,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
               out.skipped.push(configSkip("TooDeep", `${display}/`, `deeper than ${MAX_CONFIG_DEPTH} levels`))
               continue
             }
-            yield* walkConfig(extId, configDir, relPath, depth + 1, out)
+            yield* walkConfig(repoPrefix, configDir, relPath, depth + 1, out, oldHostState)
             continue
           }
           yield* candidate(repoPath, NodePath.join(here, entry.name), out)
@@ -377,14 +397,20 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
         const repoPath = overlayRepoPath(entry.name)
         yield* candidate(repoPath, agent.paths.directoryProfileSettings(entry.name), out)
       }
-      if (webRoot !== undefined) {
-        for (const ext of yield* listOption(webRoot)) {
-          if (ext.type !== "Directory" || decodeSegment("extId", ext.name)._tag === "Left") continue
-          const { configDir } = tierPaths(webRoot, ext.name)
-          const info = yield* lstatOption(configDir)
-          if (info?.type !== "Directory") continue
-          yield* walkConfig(ext.name, configDir, [], 1, out)
-        }
+      // Agent extensions' config tiers (`config/extensions/<ns>/`, README "Extension storage (agent side)").
+      const agentExtensions = NodePath.dirname(agent.paths.extensionConfigDir("x"))
+      for (const ext of yield* listOption(agentExtensions)) {
+        if (ext.type !== "Directory" || decodeSegment("namespace", ext.name)._tag === "Left") continue
+        const configDir = agent.paths.extensionConfigDir(ext.name)
+        yield* walkConfig([AGENT_MIRROR, ...NodePath.relative(agentDir, configDir).split(NodePath.sep)], configDir, [], 1, out, false)
+      }
+      // Web-host extensions' config tiers (`data/<extId>/config/`).
+      for (const ext of yield* listOption(webRoot)) {
+        if (ext.type !== "Directory" || decodeSegment("extId", ext.name)._tag === "Left") continue
+        const { configDir } = tierPaths(webRoot, ext.name)
+        const info = yield* lstatOption(configDir)
+        if (info?.type !== "Directory") continue
+        yield* walkConfig([WEB_MIRROR, ext.name, "config"], configDir, [], 1, out, true)
       }
       return { files: out.files, skipped: out.skipped, skippedRepoPaths: out.present, stats: out.stats, scannedAt, cache, racyRead: out.racyRead }
     })
@@ -438,7 +464,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
     })
 
     const statCachePath = NodePath.join(gitDir, STAT_CACHE)
-    const scopeKey = scopes.join(",") + (webRoot === undefined ? "" : `:${webRoot}`)
+    const scopeKey = `${scopes.join(",")}:${webRoot}`
 
     /** HEAD read from the ref files (no git process); `undefined` when it cannot be read (then the stat cache is not trusted). */
     const headFromRefs: Effect.Effect<string | null | undefined> = Effect.suspend(() => headRef).pipe(Effect.orElseSucceed(() => undefined))
@@ -700,7 +726,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
         }
         if (staged !== "none") yield* fs.removeFile(pendingPath).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
         if (staged !== "none" || p.live.cache === undefined || p.live.racyRead > 0) yield* writeStatCache(p.live, revision ?? before)
-        return { revision, changed, skipped: [...p.live.skipped, ...refused] } satisfies SnapshotResult
+        return { revision, roots, changed, skipped: [...p.live.skipped, ...refused] } satisfies SnapshotResult
       })
 
     const clearSentinel = fs.removeFile(sentinelPathOf(dir)).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
@@ -893,7 +919,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
           if ((yield* readChangeSentinel(deps, dir))._tag !== "Interrupted") {
             // Files read only because they were racy are now proven unchanged: a fresh cache trusts them next time.
             if (p.live.cache !== undefined && p.live.racyRead > 0) yield* writeStatCache(p.live, p.live.cache.head)
-            return { revision: null, changed: [], skipped: p.live.skipped }
+            return { revision: null, roots, changed: [], skipped: p.live.skipped }
           }
         }
         return yield* withLock(Effect.tap(snapshotLocked(o.message ?? "snapshot"), () => clearSentinel))
@@ -986,5 +1012,5 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
         return { head: current, dirty, interrupted: sentinel._tag === "Interrupted" ? sentinel.change : null } satisfies HistoryStatus
       })
 
-    return { dir, snapshot, log, diff, rollback, change, status }
+    return { dir, webDataRoot, snapshot, log, diff, rollback, change, status }
   })

@@ -42,11 +42,15 @@ import type { FindingDraft } from "../domain/FindingDraft.js"
 import { leaseFinding, manifestTimeFindings, markerFinding } from "./internal/unreadableFindings.js"
 import { userProfileFindings } from "./internal/userProfileFindings.js"
 import { StateBackups } from "./StateBackups.js"
+import { webDataRootOf } from "./internal/webDataRoot.js"
 
 export interface DoctorOptions {
   /** Entries examined before the scan stops (`truncated`); default 100,000. */
   readonly maxEntries?: number
-  /** The web host's extension data root (`data/`), checked for DR2 when given. */
+  /**
+   * The web host's extension data root (`data/`) checked for DR2: else `$PI_WEB_DATA_DIR`, else
+   * `~/.pi/web/data` (TD1, `resolveWebDataRoot`: the root the tiers write under, the backups cover).
+   */
   readonly webDataRoot?: string
 }
 
@@ -333,6 +337,19 @@ const RED_LINE_FINDING: Record<ConfigRedLineRule, FindingCode> = {
   "size-budget": "extension-config-large-file"
 }
 
+/** A config tier entry over a red line (a database, a log, a virtualenv, a file over budget): the finding it calls for. */
+const redLineFinding = (out: Findings, owner: string, entry: AgentDirFacts["extensionConfig"][number]["config"][number]) => {
+  const v = entry.violation
+  if (v === null) return
+  const what = entry.type === "Directory" ? `${entry.name}/` : entry.name
+  out.add(RED_LINE_FINDING[v.rule], entry.path, `${what} under ${owner}'s config/: ${v.detail}`, `move it to ${v.rightTier}/`)
+}
+
+/** DR2 for agent extensions: their config tiers, `config/extensions/<ns>/`, by the same red lines. */
+const agentExtensionFindings = (out: Findings, facts: AgentDirFacts) => {
+  for (const ext of facts.extensionConfig) for (const entry of ext.config) redLineFinding(out, ext.namespace, entry)
+}
+
 const webDataFindings = (out: Findings, facts: AgentDirFacts) => {
   for (const ext of facts.webData?.extensions ?? []) {
     if (ext.id === WEB_RESTORE_ASIDE_DIR) {
@@ -365,12 +382,7 @@ const webDataFindings = (out: Findings, facts: AgentDirFacts) => {
         "merge config/state into state/ with a merge-ledger migration plan (Migration.runPlan), never by overwriting"
       )
     }
-    for (const entry of ext.config) {
-      const v = entry.violation
-      if (v === null) continue
-      const what = entry.type === "Directory" ? `${entry.name}/` : entry.name
-      out.add(RED_LINE_FINDING[v.rule], entry.path, `${what} under ${ext.id}'s config/: ${v.detail}`, `move it to ${v.rightTier}/`)
-    }
+    for (const entry of ext.config) redLineFinding(out, ext.id, entry)
   }
 }
 
@@ -394,6 +406,7 @@ export const findingsOf = (facts: AgentDirFacts, context: FindingContext): { rea
       rootFindings(agentDir, facts)
       stateFindings(agentDir, facts)
       workFindings(agentDir, context, facts)
+      agentExtensionFindings(agentDir, facts)
   }
   const webData = new Findings(facts.path)
   webDataFindings(webData, facts)
@@ -406,21 +419,23 @@ export const findingsOf = (facts: AgentDirFacts, context: FindingContext): { rea
 interface DoctorInputs {
   readonly deps: Deps
   readonly agentDir: AgentDir["Type"]
-  readonly stateBackups: (webDataRoot: string | undefined) => Effect.Effect<ReadonlyArray<FindingDraft>>
+  readonly stateBackups: (webDataRoot: string) => Effect.Effect<ReadonlyArray<FindingDraft>>
 }
 
 const doctorProgram = (inputs: DoctorInputs, options?: DoctorOptions): Effect.Effect<DoctorReport> =>
   Effect.gen(function*() {
     const { deps } = inputs
-    // AgentDir resolved the agent dir's own root link once; the web data root is an option, resolved here alike.
+    // AgentDir resolved the agent dir's own root link once; the web data root (TD1's one resolution) here alike.
     const agentDir = inputs.agentDir.path
-    const webDataRoot = options?.webDataRoot === undefined ? undefined : yield* resolveRootLink(deps.fs, options.webDataRoot)
+    const webDataRootGiven = webDataRootOf(deps.host, options?.webDataRoot).path
+    const webDataRoot = yield* resolveRootLink(deps.fs, webDataRootGiven)
     const facts = yield* scanAgentDir(deps, agentDir, {
       maxEntries: options?.maxEntries ?? DEFAULT_DOCTOR_MAX_ENTRIES,
       rootEntries: true,
       state: true,
       work: true,
       details: true,
+      extensionConfig: true,
       webDataRoot
     })
     const found = findingsOf(facts, { staleUnreadableMs: deps.staleUnreadableMs, uid: deps.host.uid })
@@ -428,7 +443,7 @@ const doctorProgram = (inputs: DoctorInputs, options?: DoctorOptions): Effect.Ef
     if (facts.status._tag === "Directory") {
       for (const f of yield* userProfileFindings(deps, inputs.agentDir.paths)) others.draft(f)
       for (const f of yield* configHistoryFindings(deps, inputs.agentDir.paths.configBackupsDir, agentDir)) others.draft(f)
-      for (const f of yield* inputs.stateBackups(options?.webDataRoot)) others.draft(f)
+      for (const f of yield* inputs.stateBackups(webDataRootGiven)) others.draft(f)
     }
     const findings = [...found.agentDir, ...others.list, ...found.webData, ...found.problems]
     if (facts.truncated) {
@@ -436,12 +451,12 @@ const doctorProgram = (inputs: DoctorInputs, options?: DoctorOptions): Effect.Ef
       truncated.add("scan-truncated", agentDir, `stopped after ${facts.scanned} entries (maxEntries)`, "run again with a larger maxEntries")
       findings.push(...truncated.list)
     }
-    return { findings, scanned: facts.scanned, truncated: facts.truncated }
+    return { findings, scanned: facts.scanned, truncated: facts.truncated, webDataRoot }
   })
 
 export class Doctor extends Context.Tag("pi-agent-storage/Doctor")<Doctor, {
   /**
-   * DR1, DR2: the read-only doctor of the agent dir `AgentDir` resolved (and of `webDataRoot` when given).
+   * DR1, DR2: the read-only doctor of the agent dir `AgentDir` resolved and of the web data root (TD1).
    * Never fails; unreadable entries become `scan-error` findings.
    */
   readonly doctor: (options?: DoctorOptions) => Effect.Effect<DoctorReport>
@@ -453,8 +468,8 @@ export class Doctor extends Context.Tag("pi-agent-storage/Doctor")<Doctor, {
     // The state backups' findings come from their own service, built on this context per call (the web data
     // root is a per-call option, and the backup root depends on it).
     const context = yield* Effect.context<FileSystem | Host | AgentDir>()
-    const stateBackups = (webDataRoot: string | undefined) =>
-      Effect.flatMap(StateBackups.make(webDataRoot === undefined ? {} : { webDataRoot }), (b) => b.findings).pipe(Effect.provide(context))
+    const stateBackups = (webDataRoot: string) =>
+      Effect.flatMap(StateBackups.make({ webDataRoot }), (b) => b.findings).pipe(Effect.provide(context))
     return Doctor.of({ doctor: (options) => doctorProgram({ deps, agentDir, stateBackups }, options) })
   })
 

@@ -1,9 +1,12 @@
 /**
- * Agent-side extension storage (README "Extension storage (agent side)"): `getStorage(namespace)` is a view with the extension's durable
- * state dir, rebuildable cache dir and leased work runs under `work/extensions/<ns>/`. Building the view does
+ * Agent-side extension storage (README "Extension storage (agent side)"): `getStorage(namespace)` is a view
+ * with the extension's three tiers under the agent dir — `config/extensions/<ns>/`, `state/extensions/<ns>/`,
+ * `cache/extensions/<ns>/` — through the same tier API the web host's extensions use (the `TierStorage`
+ * service, opened on first use), and leased work runs under `work/extensions/<ns>/`. Building the view does
  * no I/O. Retention the extension asks for is clamped to the harness ceiling by `WorkRuns`. Every lease taken
  * through the view is released when the view's scope closes (unload, or the extension program failing) or
- * on `unload`; after that the view refuses new runs with `StorageUnloaded`.
+ * on `unload`; after that the view refuses new runs with `StorageUnloaded` (its tiers hold nothing to
+ * release and keep working).
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -18,6 +21,7 @@ import type { PruneReport } from "../domain/PruneReport.js"
 import type { RetentionInput } from "../domain/Retention.js"
 import { decodeSegment } from "../domain/Segment.js"
 import { AgentDir } from "./AgentDir.js"
+import { type CacheTier, type ConfigTier, type FirstUseError, type StateTier, TierStorage } from "./TierStorage.js"
 import { type AcquireError, type PruneFailure, type WorkRun, WorkRuns } from "./WorkRuns.js"
 
 /** More acquisitions than any view runs at once: each takes one permit, unload takes them all. */
@@ -25,10 +29,18 @@ const GATE_PERMITS = 1 << 20
 
 export interface ExtensionStorageView {
   readonly namespace: string
-  /** `state/extensions/<ns>/`: durable, never auto-cleaned. */
+  /** `config/extensions/<ns>/`: small settings the user set, versioned by config history. */
+  readonly configDir: string
+  /** `state/extensions/<ns>/`: durable, never auto-cleaned, in every state snapshot. */
   readonly stateDir: string
   /** `cache/extensions/<ns>/`: rebuildable, safe to delete. */
   readonly cacheDir: string
+  /** The config tier (README "Extension data tiers": key-values in settings.json, red lines), opened on first use. */
+  readonly config: ConfigTier<FirstUseError>
+  /** The state tier (strict reads, optionally with a Schema; atomic fsynced writes), opened on first use. */
+  readonly state: StateTier<FirstUseError>
+  /** The cache tier (`ensure` rebuilds what is missing or invalid, `clear`), opened on first use. */
+  readonly cache: CacheTier<FirstUseError>
   /** A leased run under `work/extensions/<ns>/`, released with the caller's scope or the view's, whichever first. */
   readonly acquireWorkRun: (options?: {
     readonly runId?: string | undefined
@@ -43,9 +55,10 @@ export class ExtensionStorage extends Context.Tag("pi-agent-storage/ExtensionSto
   /** Scoped: closing the scope unloads the view. No I/O, no directory created. */
   readonly getStorage: (namespace: string) => Effect.Effect<ExtensionStorageView, InvalidSegment, Scope.Scope>
 }>() {
-  static readonly make: Effect.Effect<ExtensionStorage["Type"], never, WorkRuns | AgentDir> = (
+  static readonly make: Effect.Effect<ExtensionStorage["Type"], never, WorkRuns | AgentDir | TierStorage> = (
     Effect.gen(function*() {
       const workRuns = yield* WorkRuns
+      const tierStorage = yield* TierStorage
       const { paths } = yield* AgentDir
       const getStorage = (namespace: string) =>
         Effect.gen(function*() {
@@ -71,10 +84,14 @@ export class ExtensionStorage extends Context.Tag("pi-agent-storage/ExtensionSto
               yield* Effect.addFinalizer(() => Scope.close(runScope, Exit.void))
               return run
             })))
+          const dirs = { configDir: paths.extensionConfigDir(ns), stateDir: paths.extensionStateDir(ns), cacheDir: paths.extensionCacheDir(ns) }
+          const tiers = tierStorage.onFirstUse(dirs)
           return {
             namespace: ns,
-            stateDir: paths.extensionStateDir(ns),
-            cacheDir: paths.extensionCacheDir(ns),
+            ...dirs,
+            config: tiers.config,
+            state: tiers.state,
+            cache: tiers.cache,
             acquireWorkRun,
             pruneWork: (options) =>
               workRuns.prune({ category: EXTENSIONS_WORK_CATEGORY, tenant: ns, policy: options?.policy, dryRun: options?.dryRun }),
@@ -85,5 +102,5 @@ export class ExtensionStorage extends Context.Tag("pi-agent-storage/ExtensionSto
     })
   )
 
-  static readonly layer: Layer.Layer<ExtensionStorage, never, WorkRuns | AgentDir> = Layer.effect(ExtensionStorage, ExtensionStorage.make)
+  static readonly layer: Layer.Layer<ExtensionStorage, never, WorkRuns | AgentDir | TierStorage> = Layer.effect(ExtensionStorage, ExtensionStorage.make)
 }

@@ -1,6 +1,6 @@
 /**
- * What the agent keeps, for people at a shell (README "CLI quick tour"): a bounded, read-only inventory of the work root
- * and the extension state/cache tiers, and a listing of runs. It only calls `lstat`, `readDirectory`,
+ * What the agent keeps, for people at a shell (README "CLI quick tour"): a bounded, read-only inventory of the work root,
+ * the agent extensions' tiers and the web-host extensions' tiers under the web data root, and a listing of runs. It only calls `lstat`, `readDirectory`,
  * `readFile` and `measureTree` (plus the Host's pid probes for lease verdicts): it never writes anything.
  *
  * `summary` and `listRuns` are the read model's scan (src/services/internal/readModel.ts: the same tenant
@@ -17,7 +17,7 @@ import type { RunKind } from "../domain/Formats.js"
 import { lastUsedAt } from "../domain/PrunePlan.js"
 import { DEFAULT_RETENTION } from "../domain/Retention.js"
 import { decodeSegment, parseSegment, segmentViolation } from "../domain/Segment.js"
-import { AgentDir } from "./AgentDir.js"
+import { AgentDir, resolveRootLink } from "./AgentDir.js"
 import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type Deps, readOnlyDepsFromContext } from "./internal/deps.js"
@@ -25,6 +25,10 @@ import { type AgentDirFacts, type SafetyFact, scanAgentDir, type TenantFacts, te
 import { type Holder, isActive, liveHolders, newestHeartbeat } from "./internal/runFacts.js"
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
 import { type InventoryProblem, scanProblem, sizeUnmeasured } from "../domain/ReportProblems.js"
+import { WEB_RESTORE_ASIDE_DIR } from "../domain/StateSnapshot.js"
+import type { TierName } from "../domain/Tiers.js"
+import { TIER_NAMES, tierPaths } from "../domain/WebPaths.js"
+import { webDataRootOf } from "./internal/webDataRoot.js"
 
 export interface InventoryOptions {
   /** Entries all size walks of one call may visit together (default 100,000, as a prune's budget). */
@@ -33,6 +37,8 @@ export interface InventoryOptions {
   readonly maxDepth?: number
   /** Entries examined per tenant before the listing stops (`truncated`; default 10,000). */
   readonly maxRunsPerTenant?: number
+  /** The web host's extension data root whose extensions are listed: else `$PI_WEB_DATA_DIR`, else `~/.pi/web/data` (TD1). */
+  readonly webDataRoot?: string
 }
 
 /** A size from a bounded walk: `bytes` is a lower bound when `complete` is false. */
@@ -59,11 +65,25 @@ export interface TenantSummary {
   readonly truncated: boolean
 }
 
+/** An agent extension (README "Extension storage (agent side)"): its tiers under the agent dir. */
 export interface ExtensionSummary {
   readonly namespace: string
+  /** `config/extensions/<ns>/`; `null` when absent. */
+  readonly config: Size | null
   /** `state/extensions/<ns>/`; `null` when absent. */
   readonly state: Size | null
   /** `cache/extensions/<ns>/`; `null` when absent. */
+  readonly cache: Size | null
+}
+
+/** A web-host extension (README "Extension data tiers (web host)"): `data/<extId>/` under the web data root. */
+export interface WebExtensionSummary {
+  /** The directory's name under the web data root (the doctor checks every one, an id or not). */
+  readonly extId: string
+  readonly path: string
+  /** `config/`, `state/`, `cache/` of it; `null` when absent. */
+  readonly config: Size | null
+  readonly state: Size | null
   readonly cache: Size | null
 }
 
@@ -83,7 +103,12 @@ export interface InventoryReport {
   /** When the scan ran (epoch ms, from the Clock), so ages can be rendered against it. */
   readonly scannedAt: number
   readonly tenants: ReadonlyArray<TenantSummary>
+  /** Agent extensions: a directory under `config/extensions/`, `state/extensions/` or `cache/extensions/`. */
   readonly extensions: ReadonlyArray<ExtensionSummary>
+  /** The web data root looked at (TD1; a symlink at its own path resolved), whatever the agent dir holds. */
+  readonly webDataRoot: string
+  /** Web-host extensions: every directory under the web data root (the ones the doctor checks). */
+  readonly webExtensions: ReadonlyArray<WebExtensionSummary>
   /** A per-tenant entry cap was hit somewhere. */
   readonly truncated: boolean
   /** Entries that could not be read (the scan goes on without them). */
@@ -256,6 +281,28 @@ export type SizeOf = (path: string) => Size
 
 const UNMEASURED: Size = { bytes: 0, entries: 0, complete: false }
 
+/** The tier directories of an agent extension. */
+export interface ExtensionDirs {
+  readonly config: string
+  readonly state: string
+  readonly cache: string
+}
+
+/** The agent extensions of the facts, in name order, each with the tier directories it has. */
+export const agentExtensionsOf = (facts: AgentDirFacts): ReadonlyArray<{ readonly namespace: string; readonly tiers: ReadonlyArray<TierName> }> => {
+  const { config, state, cache } = facts.extensions
+  return [...new Set([...config, ...state, ...cache])].sort().map((namespace) => ({
+    namespace,
+    tiers: TIER_NAMES.filter((tier) => facts.extensions[tier].includes(namespace))
+  }))
+}
+
+/** The web extensions of the facts (the directories the doctor checks, the library's own restore-aside left out), each with its tiers. */
+export const webExtensionsOf = (facts: AgentDirFacts): ReadonlyArray<{ readonly extId: string; readonly tiers: ReadonlyArray<TierName> }> =>
+  (facts.webData?.extensions ?? [])
+    .filter((e) => e.id !== WEB_RESTORE_ASIDE_DIR)
+    .map((e) => ({ extId: e.id, tiers: TIER_NAMES.filter((tier) => e.entries.some((x) => x.name === tier && x.type === "Directory")) }))
+
 /** `summary` over the facts and the measured sizes. Pure. */
 export const summarize = (input: {
   readonly facts: AgentDirFacts
@@ -263,12 +310,30 @@ export const summarize = (input: {
   readonly workRoot: string
   readonly scannedAt: number
   readonly sizeOf: SizeOf
-  readonly extensionDirs: (namespace: string) => { readonly state: string; readonly cache: string }
+  readonly extensionDirs: (namespace: string) => ExtensionDirs
+  /** Where the web data root was looked at (`facts.webData.root`, else the root given). */
+  readonly webDataRoot: string
   readonly measureErrors: ReadonlyArray<InventoryProblem>
 }): InventoryReport => {
   const { facts } = input
-  const base = { agentDir: facts.path, linkedFrom: input.linkedFrom, workRoot: input.workRoot, scannedAt: input.scannedAt, notADirectory: notADirectoryOf(facts) }
-  if (facts.status._tag !== "Directory") return { ...base, exists: false, tenants: [], extensions: [], truncated: false, errors: [] }
+  // The web data root lies outside the agent dir: its extensions are listed whether the agent dir exists or not.
+  const webExtensions = webExtensionsOf(facts).map(({ extId, tiers }): WebExtensionSummary => {
+    const dirs = tierPaths(input.webDataRoot, extId)
+    const size = (tier: TierName) => (tiers.includes(tier) ? input.sizeOf(dirs[`${tier}Dir`]) : null)
+    return { extId, path: dirs.extensionDir, config: size("config"), state: size("state"), cache: size("cache") }
+  })
+  const base = {
+    agentDir: facts.path,
+    linkedFrom: input.linkedFrom,
+    workRoot: input.workRoot,
+    scannedAt: input.scannedAt,
+    notADirectory: notADirectoryOf(facts),
+    webDataRoot: input.webDataRoot,
+    webExtensions
+  }
+  if (facts.status._tag !== "Directory") {
+    return { ...base, exists: false, tenants: [], extensions: [], truncated: facts.truncated, errors: [...problemsOf(facts), ...input.measureErrors] }
+  }
   const tenants = listedTenants(facts).map((t): TenantSummary => {
     let runs = 0
     let active = 0
@@ -294,14 +359,10 @@ export const summarize = (input: {
       truncated: t.items.truncated
     }
   })
-  const { state, cache } = facts.extensions
-  const extensions = [...new Set([...state, ...cache])].sort().map((namespace): ExtensionSummary => {
+  const extensions = agentExtensionsOf(facts).map(({ namespace, tiers }): ExtensionSummary => {
     const dirs = input.extensionDirs(namespace)
-    return {
-      namespace,
-      state: state.includes(namespace) ? input.sizeOf(dirs.state) : null,
-      cache: cache.includes(namespace) ? input.sizeOf(dirs.cache) : null
-    }
+    const size = (tier: TierName) => (tiers.includes(tier) ? input.sizeOf(dirs[tier]) : null)
+    return { namespace, config: size("config"), state: size("state"), cache: size("cache") }
   })
   return {
     ...base,
@@ -439,19 +500,22 @@ export const makeInventory = Effect.gen(function*() {
     Effect.gen(function*() {
       const o = optionsOf(options)
       const scannedAt = yield* Clock.currentTimeMillis
-      const facts = yield* scanAgentDir(deps, agentDir.path, { work: true, extensions: true, maxRunsPerTenant: o.maxRunsPerTenant })
-      const extensionDirs = (namespace: string) => ({ state: paths.extensionStateDir(namespace), cache: paths.extensionCacheDir(namespace) })
-      const { state, cache } = facts.extensions
+      // TD1's one resolution, its own root link followed as the doctor does (the data may live on another disk).
+      const webDataRoot = yield* resolveRootLink(deps.fs, webDataRootOf(deps.host, options?.webDataRoot).path)
+      const facts = yield* scanAgentDir(deps, agentDir.path, { work: true, extensions: true, maxRunsPerTenant: o.maxRunsPerTenant, webDataRoot })
+      const extensionDirs = (namespace: string): ExtensionDirs => ({
+        config: paths.extensionConfigDir(namespace),
+        state: paths.extensionStateDir(namespace),
+        cache: paths.extensionCacheDir(namespace)
+      })
       const walk = new Walk(deps, o)
-      // Tenants first, then extensions: the order the shared size budget is spent in.
+      // Tenants first, then agent extensions, then web extensions: the order the shared size budget is spent in.
       const sizeOf = yield* measureAll(walk, [
         ...listedTenants(facts).map((t) => t.path),
-        ...[...new Set([...state, ...cache])].sort().flatMap((ns) => [
-          ...(state.includes(ns) ? [extensionDirs(ns).state] : []),
-          ...(cache.includes(ns) ? [extensionDirs(ns).cache] : [])
-        ])
+        ...agentExtensionsOf(facts).flatMap(({ namespace, tiers }) => tiers.map((tier) => extensionDirs(namespace)[tier])),
+        ...webExtensionsOf(facts).flatMap(({ extId, tiers }) => tiers.map((tier) => tierPaths(webDataRoot, extId)[`${tier}Dir`]))
       ])
-      return summarize({ facts, linkedFrom, workRoot: paths.workRoot, scannedAt, sizeOf, extensionDirs, measureErrors: walk.errors })
+      return summarize({ facts, linkedFrom, workRoot: paths.workRoot, scannedAt, sizeOf, extensionDirs, webDataRoot, measureErrors: walk.errors })
     })
 
   const listRuns = (filter?: RunFilter, options?: InventoryOptions): Effect.Effect<RunList, InvalidSegment> =>

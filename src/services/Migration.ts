@@ -81,7 +81,7 @@ import {
   type StepPreview
 } from "../domain/MigrationPlan.js"
 import { chainComponentViolation, dirsBelowRoot } from "../domain/PathChain.js"
-import { resolveWebDataRoot, tierPaths } from "../domain/WebPaths.js"
+import { tierPaths } from "../domain/WebPaths.js"
 import { agentPaths } from "../domain/AgentPaths.js"
 import { makeOverlay, type OverlayEffect } from "./internal/planOverlay.js"
 import { AgentDir } from "./AgentDir.js"
@@ -91,6 +91,7 @@ import { type Deps, depsFromContext } from "./internal/deps.js"
 import { sameBytes } from "../domain/Bytes.js"
 import { acquireMarkerWaiting } from "./internal/markers.js"
 import { warn } from "./internal/warn.js"
+import { webDataRootOf } from "./internal/webDataRoot.js"
 
 type Fs = FileSystem["Type"]
 
@@ -977,8 +978,8 @@ const executeEntry = (fs: Fs, placed: Placed, planned: PlannedEntry): Effect.Eff
     }
   })
 
-const webRootOf = (deps: Deps, options: PlanOptions | undefined) => () =>
-  resolveWebDataRoot({ explicit: options?.webDataRoot, env: deps.host.env, home: deps.host.homeDir, cwd: deps.host.cwd })
+/** TD1's one resolution, as the backups, the config history and the doctor resolve it. */
+const webRootOf = (deps: Deps, options: PlanOptions | undefined) => () => webDataRootOf(deps.host, options?.webDataRoot).path
 
 /** The dry run: every entry planned in order, each over the tree as the entries before it will have left it. */
 const previewProgram = (deps: Deps, agentRoot: string, plan: MigrationPlan, options?: PlanOptions) =>

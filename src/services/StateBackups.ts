@@ -69,7 +69,7 @@ import { aFileType } from "../domain/FileTypeWords.js"
 import type { FindingDraft } from "../domain/FindingDraft.js"
 import { resolvedWithin } from "../domain/TierIdentity.js"
 import { rootSafetyProblems } from "../domain/RootSafety.js"
-import { configuredWebDataRoot } from "../domain/WebPaths.js"
+import type { WebDataRootResolution } from "../domain/WebPaths.js"
 import { AgentDir } from "./AgentDir.js"
 import { type FileInfo, FileSystem, type WalkBudget } from "./FileSystem.js"
 import { Host } from "./Host.js"
@@ -89,11 +89,15 @@ import {
   verifyProblem
 } from "../domain/ReportProblems.js"
 import { warn } from "./internal/warn.js"
+import { webDataRootOf } from "./internal/webDataRoot.js"
 
 export interface StateBackupsOptions {
   /** The backup root (else `$PI_STATE_BACKUP_DIR`, else `<parent of agent dir>/backups/<name of agent dir>`). */
   readonly root?: string | undefined
-  /** The web host's extension data root (else `$PI_WEB_DATA_DIR` when set): every `data/<extId>/state/`. */
+  /**
+   * The web host's extension data root, whose every `data/<extId>/state/` is snapshotted: else
+   * `$PI_WEB_DATA_DIR`, else `~/.pi/web/data` (TD1, `resolveWebDataRoot`: the root the tiers write under).
+   */
   readonly webDataRoot?: string | undefined
   /** How long a writer waits for another one to finish (default 30 s), then `BackupBusy`. */
   readonly lockWaitMs?: number | undefined
@@ -105,9 +109,19 @@ export interface SnapshotProgress {
   readonly path: string
 }
 
+/** What a snapshot covered: the agent dir, the web data root and the snapshot-relative roots looked at (as its manifest records). */
+export interface SnapshotScope {
+  readonly agentDir: string
+  readonly webDataRoot: string
+  /** `agent/state`, `agent/MEMORY.md` …, `web/<extId>/state` for every extension under the web data root. */
+  readonly roots: ReadonlyArray<string>
+}
+
 export interface CreateResult {
   readonly id: string
   readonly createdAt: number
+  /** The roots this snapshot covered. */
+  readonly scope: SnapshotScope
   /** Regular files in the snapshot and their bytes. */
   readonly files: number
   readonly bytes: number
@@ -137,6 +151,8 @@ export interface SnapshotSummary {
   readonly bytes: number
   /** Bytes of files whose inode no other snapshot shares (freed if this snapshot is forgotten). */
   readonly uniqueBytes: number
+  /** What it covered, as its manifest records (`webDataRoot` is `null` in a snapshot taken without one). */
+  readonly scope: SnapshotManifest["scope"]
 }
 
 export interface VerifyResult {
@@ -186,6 +202,8 @@ export type StateBackupsError =
 export class StateBackups extends Context.Tag("pi-agent-storage/StateBackups")<StateBackups, {
   /** The backup root in use. */
   readonly root: string
+  /** The web data root whose extensions' `state/` it covers (TD1), and where that came from. */
+  readonly webDataRoot: WebDataRootResolution
   readonly create: (o?: {
     readonly label?: string
     readonly onProgress?: (p: SnapshotProgress) => void
@@ -282,15 +300,15 @@ const makeStateBackups = (deps: Deps, agentDir: string, options: StateBackupsOpt
 const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) => {
   const { fs, host } = deps
   const root = resolveBackupRoot({ explicit: options.root, env: host.env, agentDir, cwd: host.cwd })
-  const webDataRoot = configuredWebDataRoot({ explicit: options.webDataRoot, env: host.env, cwd: host.cwd })
+  const webRoot = webDataRootOf(host, options.webDataRoot)
+  const webDataRoot = webRoot.path
   const lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS
 
   // ------------------------------------------------------------------------------------------ scope
 
-  const scopeRoots = (web: string | undefined): Effect.Effect<ReadonlyArray<ScopeRoot>, FileSystemError> =>
+  const scopeRoots = (web: string): Effect.Effect<ReadonlyArray<ScopeRoot>, FileSystemError> =>
     Effect.gen(function*() {
       const roots = [...agentScopeRoots(agentDir)]
-      if (web === undefined) return roots
       const exts = yield* fs.readDirectory(web).pipe(
         Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.succeed([]))
       )
@@ -416,7 +434,16 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           const info = yield* optionalLstat(deps, under(NodePath.join(root, m.id), e.path))
           if (info !== undefined && info.nlink <= 1) uniqueBytes += e.size
         }
-        out.push({ id: m.id, createdAt: m.createdAt, ...(m.label !== undefined ? { label: m.label } : {}), path: NodePath.join(root, m.id), files, bytes, uniqueBytes })
+        out.push({
+          id: m.id,
+          createdAt: m.createdAt,
+          ...(m.label !== undefined ? { label: m.label } : {}),
+          path: NodePath.join(root, m.id),
+          files,
+          bytes,
+          uniqueBytes,
+          scope: m.scope
+        })
       }
       return out
     })
@@ -704,6 +731,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           if (inherits || buildMode(d.mode) !== d.mode) yield* fs.chmod(path, d.mode)
           yield* fs.utimes(path, d.mtimeMs, d.mtimeMs)
         }
+        const scope: SnapshotScope = { agentDir, webDataRoot, roots: roots.map((r) => r.dest) }
         const manifest = encodeSnapshotManifest({
           format: "pi-state-snapshot",
           version: 1,
@@ -711,7 +739,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           createdAt,
           ...(o?.label !== undefined ? { label: o.label } : {}),
           tool: { name: TOOL.name, version: TOOL.version },
-          scope: { agentDir, webDataRoot: webDataRoot ?? null, roots: roots.map((r) => r.dest) },
+          scope,
           entries
         })
         yield* fs.writeFileExclusive(NodePath.join(building, MANIFEST_FILE), manifest, { sync: false, mode: 0o600 })
@@ -722,7 +750,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         yield* fs.syncFileSystem(building)
         yield* fs.removeFile(NodePath.join(building, OWNER_MARKER))
         yield* fs.rename(building, NodePath.join(root, id))
-        return { id, createdAt, ...counts, changedDuringBackup, skipped, problems, sqliteLive, removedLeftovers } satisfies CreateResult
+        return { id, createdAt, scope, ...counts, changedDuringBackup, skipped, problems, sqliteLive, removedLeftovers } satisfies CreateResult
       }))
     })
 
@@ -944,7 +972,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
    * identity: `resolvedWithin`). Otherwise `UnsafeRestoreTarget`, naming the link, before anything moves.
    * The link's path when it is one and safe, else `undefined`.
    */
-  const checkStateLink = (web: string | undefined) =>
+  const checkStateLink = (web: string) =>
     Effect.gen(function*() {
       const link = NodePath.join(agentDir, "state")
       const info = yield* optionalLstat(deps, link)
@@ -984,22 +1012,13 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
         // where the snapshot came from: that is as untrusted as its paths.
         const web = webDataRoot
         const selected: Array<RestoreItem> = []
-        const unplaced = new Set<string>()
         for (const entry of manifest.entries) {
           const decoded = decodeSnapshotPath(entry.path)
           if (!decoded.ok) return yield* new SnapshotCorrupt({ path: manifestPath, detail: `path ${JSON.stringify(entry.path)} ${decoded.why}` })
           const path = decoded.value
           if (!inRestoreScope(path, o?.extension)) continue
           const base = path.segments[0] === "agent" ? agentDir : web
-          if (base === undefined) unplaced.add(path.extension!)
-          else selected.push({ entry, path, live: NodePath.join(base, ...path.segments.slice(1)) })
-        }
-        if (unplaced.size > 0) {
-          return yield* new InvalidArgument({
-            field: "webDataRoot",
-            detail: `snapshot ${id} holds the web state of ${[...unplaced].sort().join(", ")}, and no web data root is given ` +
-              `(the webDataRoot option or $PI_WEB_DATA_DIR); nothing was changed`
-          })
+          selected.push({ entry, path, live: NodePath.join(base, ...path.segments.slice(1)) })
         }
         // SPEC BK2 "refuses a scope the snapshot does not hold": one extension it has no state of is refused
         // before anything moves (restoring it would move the live state aside and put nothing back).
@@ -1032,15 +1051,14 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
             }
           }
         }
-        const liveOfUnit = (rel: string): string | undefined => {
+        const liveOfUnit = (rel: string): string => {
           const [top, ...rest] = rel.split("/")
-          const base = top === "agent" ? agentDir : web
-          return base === undefined ? undefined : NodePath.join(base, ...rest)
+          return NodePath.join(top === "agent" ? agentDir : web, ...rest)
         }
         const present: Array<{ rel: string; live: string }> = []
         for (const rel of units) {
           const live = liveOfUnit(rel)
-          if (live !== undefined && (yield* optionalLstat(deps, live)) !== undefined) present.push({ rel, live })
+          if ((yield* optionalLstat(deps, live)) !== undefined) present.push({ rel, live })
         }
         const restored = selected.filter((s) => s.entry.type !== "directory").map((s) => s.live)
         if (o?.dryRun === true) return { restored, movedAside: null, asideDirs: [], movedAsidePaths: present.map((p) => p.live), dryRun: true }
@@ -1056,9 +1074,9 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           yield* fs.rename(unit.live, target).pipe(
             Effect.zipRight(used(aside)),
             // Web data on another filesystem: aside within its own filesystem, beside the data root.
-            Effect.catchIf((e) => e.reason === "CrossDevice" && web !== undefined, () =>
+            Effect.catchIf((e) => e.reason === "CrossDevice", () =>
               Effect.gen(function*() {
-                const localAside = NodePath.join(web!, WEB_RESTORE_ASIDE_DIR, stamp)
+                const localAside = NodePath.join(web, WEB_RESTORE_ASIDE_DIR, stamp)
                 const local = under(localAside, unit.rel)
                 yield* fs.makeDirectory(NodePath.dirname(local), { mode: 0o700, recursive: true })
                 yield* fs.rename(unit.live, local)
@@ -1097,7 +1115,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       return yield* (o?.dryRun === true ? run : withWriter(run))
     })
 
-  return { service: { root, create, list, verify, forget, restore, findings: findingsOf(deps, agentDir, checkRoot, root) } }
+  return { service: { root, webDataRoot: webRoot, create, list, verify, forget, restore, findings: findingsOf(deps, agentDir, checkRoot, root) } }
 }
 
 /** `StateBackups.findings`: the doctor's look at state snapshots, with the root check the writers use. */

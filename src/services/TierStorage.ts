@@ -37,6 +37,7 @@ import {
   type ExtensionContextOptions,
   isInside,
   makeExtensionContext,
+  resolveStateDir,
   resolveTierDirs,
   type TierDirs,
   tierValue
@@ -69,7 +70,7 @@ export interface CacheEnsureOptions {
   readonly validate?: ((bytes: Uint8Array) => boolean) | undefined
 }
 
-export interface CacheTier {
+export interface CacheTier<X = never> {
   readonly dir: string
   /**
    * `cache/<key>` if present and valid, else the result of `build`, written atomically (no fsync: a lost
@@ -79,12 +80,13 @@ export interface CacheTier {
     key: string,
     build: Effect.Effect<Uint8Array | string, E, R>,
     options?: CacheEnsureOptions
-  ) => Effect.Effect<Uint8Array, E | CacheError, R>
+  ) => Effect.Effect<Uint8Array, E | CacheError | X, R>
   /** Remove cache/ entirely, never following symlinks. Re-checks the tiers' identities first (TD5). */
-  readonly clear: () => Effect.Effect<void, Exclude<CacheError, InvalidArgument>>
+  readonly clear: () => Effect.Effect<void, Exclude<CacheError, InvalidArgument> | X>
 }
 
-export interface StateTier {
+/** `X`: what every call may fail with besides its own errors (`FirstUseError` for tiers opened on first use). */
+export interface StateTier<X = never> {
   readonly dir: string
   /**
    * The JSON record `state/<name>`, decoded with `schema` when one is given. A missing record is
@@ -92,54 +94,57 @@ export interface StateTier {
    * `FileSystemError` or a `DecodeFailure`).
    */
   readonly read: {
-    (name: string): Effect.Effect<unknown, StateReadError>
-    <A, I>(name: string, schema: Schema.Schema<A, I>): Effect.Effect<A, StateReadError>
+    (name: string): Effect.Effect<unknown, StateReadError | X>
+    <A, I>(name: string, schema: Schema.Schema<A, I>): Effect.Effect<A, StateReadError | X>
   }
   /**
    * Write `state/<name>` atomically with fsync of the file and the directory: `value` encoded with `schema`
    * when one is given; what is written must be strict JSON (else `InvalidArgument`, nothing written).
    */
   readonly write: {
-    (name: string, value: unknown): Effect.Effect<void, StateWriteError>
-    <A, I>(name: string, value: A, schema: Schema.Schema<A, I>): Effect.Effect<void, StateWriteError>
+    (name: string, value: unknown): Effect.Effect<void, StateWriteError | X>
+    <A, I>(name: string, value: A, schema: Schema.Schema<A, I>): Effect.Effect<void, StateWriteError | X>
   }
 }
 
-export interface ConfigTier {
+export interface ConfigTier<X = never> {
   readonly dir: string
   /**
    * The value stored under `key` in config/settings.json, `undefined` when unset; decoded with `schema` when
    * one is given (a stored value it refuses is `ConfigUnreadable` naming the key, left as it is).
    */
   readonly get: {
-    (key: string): Effect.Effect<unknown, ConfigReadError>
-    <A, I>(key: string, schema: Schema.Schema<A, I>): Effect.Effect<A | undefined, ConfigReadError>
+    (key: string): Effect.Effect<unknown, ConfigReadError | X>
+    <A, I>(key: string, schema: Schema.Schema<A, I>): Effect.Effect<A | undefined, ConfigReadError | X>
   }
   /**
    * Set `key` to `value` (encoded with `schema` when one is given). A value that is not strict JSON —
    * `undefined` included: unset a key with `delete` — is `InvalidArgument`, as in `state.write`.
    */
   readonly set: {
-    (key: string, value: unknown): Effect.Effect<void, ConfigWriteError>
-    <A, I>(key: string, value: A, schema: Schema.Schema<A, I>): Effect.Effect<void, ConfigWriteError>
+    (key: string, value: unknown): Effect.Effect<void, ConfigWriteError | X>
+    <A, I>(key: string, value: A, schema: Schema.Schema<A, I>): Effect.Effect<void, ConfigWriteError | X>
   }
   /** Remove `key` from config/settings.json; `true` when it was set. Creates nothing when settings.json is absent. */
-  readonly delete: (key: string) => Effect.Effect<boolean, ConfigDeleteError>
+  readonly delete: (key: string) => Effect.Effect<boolean, ConfigDeleteError | X>
   /** Write `config/<name>` atomically, unless it is a database, a log, settings.json, or over budget. */
-  readonly writeFile: (name: string, data: Uint8Array | string) => Effect.Effect<void, ConfigFileWriteError>
+  readonly writeFile: (name: string, data: Uint8Array | string) => Effect.Effect<void, ConfigFileWriteError | X>
   /**
    * The bytes of `config/<name>` as `writeFile` wrote them, `undefined` when there is no such file. Never
    * through a symlink; a file over the config budget is `FileSystemError` (`TooLarge`). settings.json is read
    * with `get`.
    */
-  readonly readFile: (name: string) => Effect.Effect<Uint8Array | undefined, ConfigFileReadError>
+  readonly readFile: (name: string) => Effect.Effect<Uint8Array | undefined, ConfigFileReadError | X>
 }
 
-export interface Tiers {
-  readonly cache: CacheTier
-  readonly state: StateTier
-  readonly config: ConfigTier
+export interface Tiers<X = never> {
+  readonly cache: CacheTier<X>
+  readonly state: StateTier<X>
+  readonly config: ConfigTier<X>
 }
+
+/** What `open` may fail with, which a tier opened on first use adds to each call. */
+export type FirstUseError = OpenTiersError
 
 export interface OpenTiersOptions {
   /** Ceiling for the sum of config/'s files (default 1 MiB). */
@@ -194,13 +199,21 @@ export class TierStorage extends Context.Tag("pi-agent-storage/TierStorage")<Tie
    * they resolve on disk (TD5: device and inode, links followed; `TiersOverlap`). Creates nothing.
    */
   readonly open: (ctx: TierDirs, options?: OpenTiersOptions) => Effect.Effect<Tiers, OpenTiersError>
+  /**
+   * `open`, done on the first call of a tier method instead of now: no I/O until then (an agent extension's
+   * view, `ExtensionStorage.getStorage`, is built this way). The first call opens the tiers (validation and
+   * TD5 as `open`), failing with what `open` fails with; once opened, the tiers are those of `open`, and a
+   * failed open is tried again by the next call.
+   */
+  readonly onFirstUse: (ctx: TierDirs, options?: OpenTiersOptions) => Tiers<FirstUseError>
   /** TD2: the tier directories of `extId` under the data root, with the Host's environment. No I/O. */
   readonly extensionContext: (extId: string, options?: ExtensionContextOptions) => Effect.Effect<ExtensionContext, InvalidSegment>
 }>() {
   static readonly make: Effect.Effect<TierStorage["Type"], never, FileSystem | Host> = Effect.gen(function*() {
     const fs = yield* FileSystem
     const host = yield* Host
-    return TierStorage.of({ open: openOn(fs), extensionContext: contextOn(host) })
+    const open = openOn(fs)
+    return TierStorage.of({ open, onFirstUse: onFirstUseOf(open), extensionContext: contextOn(host) })
   })
 
   static readonly layer: Layer.Layer<TierStorage, never, FileSystem | Host> = Layer.effect(TierStorage, TierStorage.make)
@@ -491,3 +504,51 @@ const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOp
 
     return { cache, state, config }
   })
+
+/**
+ * `TierStorage.onFirstUse`: every method opens the tiers first (once: concurrent first calls share one open)
+ * and then delegates, so the tiers behave exactly as opened ones, TD5's checks included.
+ */
+const onFirstUseOf = (open: (ctx: TierDirs, options?: OpenTiersOptions) => Effect.Effect<Tiers, OpenTiersError>) =>
+(ctx: TierDirs, options?: OpenTiersOptions): Tiers<FirstUseError> => {
+  const gate = Effect.unsafeMakeSemaphore(1)
+  let opened: Tiers | undefined
+  const tiers: Effect.Effect<Tiers, OpenTiersError> = Effect.suspend(() =>
+    opened !== undefined ? Effect.succeed(opened) : gate.withPermits(1)(Effect.suspend(() =>
+      opened !== undefined ? Effect.succeed(opened) : Effect.tap(open(ctx, options), (t) => Effect.sync(() => void (opened = t)))
+    ))
+  )
+  const use = <A, E, R>(f: (t: Tiers) => Effect.Effect<A, E, R>) => Effect.flatMap(tiers, f)
+  // The overloads with a schema are one method each underneath (an absent schema is `undefined`).
+  type Untyped = Schema.Schema<unknown, unknown> | undefined
+  const untyped = (t: Tiers) => ({
+    stateRead: t.state.read as (name: string, schema?: Untyped) => Effect.Effect<unknown, StateReadError>,
+    stateWrite: t.state.write as (name: string, value: unknown, schema?: Untyped) => Effect.Effect<void, StateWriteError>,
+    configGet: t.config.get as (key: string, schema?: Untyped) => Effect.Effect<unknown, ConfigReadError>,
+    configSet: t.config.set as (key: string, value: unknown, schema?: Untyped) => Effect.Effect<void, ConfigWriteError>
+  })
+  return {
+    cache: {
+      dir: ctx.cacheDir,
+      ensure: (key, build, ensureOptions) => use((t) => t.cache.ensure(key, build, ensureOptions)),
+      clear: () => use((t) => t.cache.clear())
+    },
+    state: {
+      dir: resolveStateDir(ctx),
+      read: ((name: string, schema?: Untyped) => use((t) => untyped(t).stateRead(name, schema))) as StateTier<FirstUseError>["read"],
+      write: ((name: string, value: unknown, schema?: Untyped) => use((t) => untyped(t).stateWrite(name, value, schema))) as StateTier<
+        FirstUseError
+      >["write"]
+    },
+    config: {
+      dir: ctx.configDir,
+      get: ((key: string, schema?: Untyped) => use((t) => untyped(t).configGet(key, schema))) as ConfigTier<FirstUseError>["get"],
+      set: ((key: string, value: unknown, schema?: Untyped) => use((t) => untyped(t).configSet(key, value, schema))) as ConfigTier<
+        FirstUseError
+      >["set"],
+      delete: (key) => use((t) => t.config.delete(key)),
+      writeFile: (name, data) => use((t) => t.config.writeFile(name, data)),
+      readFile: (name) => use((t) => t.config.readFile(name))
+    }
+  }
+}

@@ -233,7 +233,7 @@ describe("what the commands say (built CLI)", () => {
     ])
   })
 
-  it("doctor --json names the agent dir and the web data root it read (null when none)", async () => {
+  it("doctor --json names the agent dir and the web data root it read (TD1's default when none is given)", async () => {
     const agentDir = Path.join(tempDir(), "agent")
     Fs.mkdirSync(agentDir)
     const web = tempDir()
@@ -245,7 +245,7 @@ describe("what the commands say (built CLI)", () => {
     const a = JSON.parse(withWeb.stdout)
     const b = JSON.parse(without.stdout)
     assert.deepStrictEqual([a.agentDir, a.webDataRoot], [agentDir, web])
-    assert.deepStrictEqual([b.agentDir, b.webDataRoot], [agentDir, null])
+    assert.deepStrictEqual([b.agentDir, b.webDataRoot], [agentDir, Path.join(home, ".pi", "web", "data")])
     assert.isArray(a.findings)
   })
 })

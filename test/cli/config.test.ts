@@ -14,10 +14,11 @@ const MAIN = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta
 // eslint-disable-next-line no-control-regex
 const ANSI = /\u001b\[/
 
-const cli = (args: ReadonlyArray<string>) => {
+/** The CLI with no agent dir in the environment; the web data root `$PI_WEB_DATA_DIR` is `web` when given. */
+const cli = (args: ReadonlyArray<string>, web?: string) => {
   const env = { ...process.env }
   delete env["PI_ADAPTATIVE_CODING_AGENT_DIR"]
-  delete env["PI_WEB_DATA_DIR"]
+  if (web !== undefined) env["PI_WEB_DATA_DIR"] = web
   return runNode(MAIN, args, { env })
 }
 
@@ -37,7 +38,9 @@ describe("pi-storage config (built CLI)", () => {
     Fs.writeFileSync(Path.join(agent, "settings.json"), '{ "theme": "dark" }\n')
     Fs.writeFileSync(Path.join(agent, "auth.json"), '{ "k": "SEKRET" }\n')
     Fs.writeFileSync(Path.join(web, "notes", "config", "prefs.json"), '{ "font": 12 }\n')
-    const at = (...args: ReadonlyArray<string>) => cli(["--agent-dir", agent, "config", ...args])
+    // Every call covers the same web data root (history versions the root in use): the flag on the first
+    // snapshot, the environment on the rest.
+    const at = (...args: ReadonlyArray<string>) => cli(["--agent-dir", agent, "config", ...args], web)
 
     const fresh = await at("status", "--json")
     assert.strictEqual(fresh.code, 0, fresh.stderr)
@@ -65,7 +68,7 @@ describe("pi-storage config (built CLI)", () => {
     const [betweenOut, unknown, bare, help] = await Promise.all([
       at("diff", entries[1]!.revision, entries[0]!.revision, "--json"),
       at("rollback", "deadbeef"),
-      cli(["--agent-dir", agent, "config"]),
+      cli(["--agent-dir", agent, "config"], web),
       at("snapshot", "--help")
     ])
     assert.deepStrictEqual(JSON.parse(betweenOut.stdout).files, ["settings.json"])

@@ -31,7 +31,6 @@ const tempDir = () => {
 const cliIn = (base: string, agentDir: string) => (...args: ReadonlyArray<string>) => {
   const env: NodeJS.ProcessEnv = { ...process.env, PI_STATE_BACKUP_DIR: Path.join(base, "backups") }
   delete env["PI_ADAPTATIVE_CODING_AGENT_DIR"]
-  delete env["PI_WEB_DATA_DIR"]
   return spawnSync(process.execPath, [MAIN, "--agent-dir", agentDir, ...args], { env, encoding: "utf8" })
 }
 

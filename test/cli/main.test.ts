@@ -122,9 +122,10 @@ describe("pi-storage (built CLI)", () => {
   it("status on a missing agent dir says so, exits 0 and creates nothing; the source is named", async () => {
     const parent = tempDir()
     const agentDir = Path.join(parent, "agent")
+    // HOME is the empty parent too: the default web data root under it holds nothing either.
     const [human, json] = await Promise.all([
-      at(agentDir)("status"),
-      cli(["status", "--json"], { env: { ...baseEnv(), PI_ADAPTATIVE_CODING_AGENT_DIR: agentDir } })
+      cli(["--agent-dir", agentDir, "status"], { env: { ...baseEnv(), HOME: parent } }),
+      cli(["status", "--json"], { env: { ...baseEnv(), PI_ADAPTATIVE_CODING_AGENT_DIR: agentDir, HOME: parent } })
     ])
     assert.strictEqual(human.code, 0)
     assert.include(human.stdout, `Agent dir  ${agentDir} (from --agent-dir)`)
@@ -132,7 +133,9 @@ describe("pi-storage (built CLI)", () => {
     assert.strictEqual(human.stderr, "")
     assert.strictEqual(json.code, 0)
     const doc = JSON.parse(json.stdout)
-    assert.deepStrictEqual([doc.exists, doc.source, doc.agentDir, doc.tenants, doc.doctor], [false, "env", agentDir, [], null])
+    assert.deepStrictEqual([doc.exists, doc.source, doc.agentDir, doc.tenants], [false, "env", agentDir, []])
+    // The doctor's own count on the same roots (its agent-dir-missing note), as `pi-storage doctor` reports it.
+    assert.deepStrictEqual([doc.doctor.findings, doc.doctor.bySeverity, doc.doctor.needsAttention], [1, { error: 0, warning: 0, info: 1 }, false])
     assert.deepStrictEqual(Fs.readdirSync(parent), [])
   })
 
@@ -155,14 +158,14 @@ describe("pi-storage (built CLI)", () => {
       assert.notMatch(r.stdout, ANSI)
     }
     assert.match(status.stdout, /^tools\/bash\s+3\s+1\s+2\s+1\s+\d+\s+\d+(\.\d)? KiB\s+40d( \d+h)? ago$/m)
-    assert.match(status.stdout, /^foo\s+2\.0 KiB \(1\)\s+100 B \(1\)$/m)
+    assert.match(status.stdout, /^foo\s+-\s+2\.0 KiB \(1\)\s+100 B \(1\)$/m)
     assert.match(status.stdout, /Doctor\s+\d+ finding/)
     const doc = JSON.parse(statusJson.stdout)
     assert.deepStrictEqual(
       doc.tenants.map((t: any) => [t.category, t.tenant, t.runs, t.active, t.inactive, t.unowned, t.size.complete]),
       [["tools", "bash", 3, 1, 2, 1, true]]
     )
-    assert.deepStrictEqual(doc.extensions, [{ namespace: "foo", state: { bytes: 2048, entries: 1, complete: true }, cache: { bytes: 100, entries: 1, complete: true } }])
+    assert.deepStrictEqual(doc.extensions, [{ namespace: "foo", config: null, state: { bytes: 2048, entries: 1, complete: true }, cache: { bytes: 100, entries: 1, complete: true } }])
 
     assert.match(ls.stdout, /^TENANT\s+RUN\s+KIND\s+STATE\s+HELD BY\s+LAST USE\s+ENTRIES\s+SIZE$/m)
     assert.match(ls.stdout, new RegExp(`^tools/bash\\s+${activeRun}\\s+generated\\s+active\\s`, "m"))

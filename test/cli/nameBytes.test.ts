@@ -23,7 +23,6 @@ const cli = async (args: ReadonlyArray<string>) => {
   const env = { ...process.env }
   delete env["PI_ADAPTATIVE_CODING_AGENT_DIR"]
   delete env["PI_STATE_BACKUP_DIR"]
-  delete env["PI_WEB_DATA_DIR"]
   const r = await runNode(MAIN, args, { env })
   // A byte that is not UTF-8 never reaches a person as U+FFFD (lost): escaped in text, `\udcNN` in JSON.
   assert.notInclude(r.stdout + r.stderr, "\ufffd", `${args.join(" ")}: ${r.stdout}${r.stderr}`)
@@ -115,7 +114,7 @@ describe("names that are not UTF-8, through the built CLI", () => {
 
     const status = await cli(["--agent-dir", agent, "status"])
     assert.strictEqual(status.code, 0, status.stderr)
-    assert.match(status.stdout, new RegExp(`\\n${SHOWN.replaceAll("\\", "\\\\")} +3 B \\(1\\)`))
+    assert.match(status.stdout, new RegExp(`\\n${SHOWN.replaceAll("\\", "\\\\")} +- +3 B \\(1\\)`))
     const statusJson = await cli(["--agent-dir", agent, "status", "--json"])
     const doc = JSON.parse(statusJson.stdout) as { extensions: ReadonlyArray<{ namespace: string; state: { bytes: number } | null }> }
     assert.deepStrictEqual(doc.extensions.map((e) => [e.namespace, e.state?.bytes]), [[ESCAPED, 3]])

@@ -19,8 +19,9 @@ interface Result {
   readonly stderr: string
 }
 
+/** A user's environment: no agent dir or web data root set, HOME a scratch dir (the default roots are under it). */
 const baseEnv = (): NodeJS.ProcessEnv => {
-  const env = { ...process.env }
+  const env: NodeJS.ProcessEnv = { ...process.env, HOME: scratchHome }
   delete env["PI_ADAPTATIVE_CODING_AGENT_DIR"]
   delete env["PI_WEB_DATA_DIR"]
   delete env["NO_COLOR"]
@@ -33,6 +34,8 @@ const cli = (args: ReadonlyArray<string>, options: { readonly env?: NodeJS.Proce
 const at = (agentDir: string) => (...args: ReadonlyArray<string>) => cli(["--agent-dir", agentDir, ...args])
 
 const temps: Array<string> = []
+const scratchHome = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-storage-cli13-home-"))
+temps.push(scratchHome)
 const tempDir = (): string => {
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-storage-cli13-"))
   temps.push(dir)

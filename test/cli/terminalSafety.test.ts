@@ -38,7 +38,6 @@ const tempDir = () => {
 const env = (backupRoot: string): NodeJS.ProcessEnv => {
   const e: NodeJS.ProcessEnv = { ...process.env, PI_STATE_BACKUP_DIR: backupRoot }
   delete e["PI_ADAPTATIVE_CODING_AGENT_DIR"]
-  delete e["PI_WEB_DATA_DIR"]
   delete e["NO_COLOR"]
   return e
 }

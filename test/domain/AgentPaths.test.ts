@@ -49,6 +49,10 @@ describe("the path module (LA2) and the canonical table (LA3)", () => {
       ["/a/state", "/a/state/trust.json", "/a/state/backups/config", "/a/state/extensions/n", "/a/cache/x", "/a/cache/y/z", "/a/cache/extensions/n"]
     )
     assert.deepStrictEqual(
+      [p.configDir(), p.extensionConfigDir("n")],
+      ["/a/config", "/a/config/extensions/n"]
+    )
+    assert.deepStrictEqual(
       [p.restoreAsideDir, p.userProfileStateDir, p.directoryProfilesDir],
       ["/a/state/restore-aside", "/a/state/user-profile", "/a/profiles/directories"]
     )
@@ -64,7 +68,7 @@ describe("the path module (LA2) and the canonical table (LA3)", () => {
       [p.authFile, "file"], [p.settingsFile, "file"], [p.modelsFile, "file"], [p.keybindingsFile, "file"], [p.memoryFile, "file"],
       [p.userFile, "file"], [p.systemFile, "file"], [p.okfMemoryDir, "directory"], [p.skillsDir, "directory"], [p.extensionsDir, "directory"],
       [p.promptsDir, "directory"], [p.themesDir, "directory"], [p.profilesDir, "directory"], [p.stateDir(), "directory"], [p.cacheDir(), "directory"],
-      [p.binDir, "directory"], [p.workRoot, "directory"], [p.runtimesDir, "directory"], [p.modelsDir, "directory"], [p.sessionsDir, "directory"],
+      [p.configDir(), "directory"], [p.binDir, "directory"], [p.workRoot, "directory"], [p.runtimesDir, "directory"], [p.modelsDir, "directory"], [p.sessionsDir, "directory"],
       [p.npmDir, "directory"], [p.gitDir, "directory"], [p.worktreesDir, "directory"]
     ]
     for (const [path, kind] of produced) assert.strictEqual(canonicalEntry(NodePath.basename(path))?.kind, kind, path)
@@ -80,10 +84,10 @@ describe("web data paths (TD1, TD2)", () => {
   it("explicit root > dev instance > $PI_WEB_DATA_DIR > ~/.pi/web/data; tiers are symmetric", () => {
     const base = { home: "/h", cwd: "/c" }
     const env = (v: string | undefined) => (n: string) => (n === "PI_WEB_DATA_DIR" ? v : undefined)
-    assert.strictEqual(resolveWebDataRoot({ ...base, env: env(undefined) }), "/h/.pi/web/data")
-    assert.strictEqual(resolveWebDataRoot({ ...base, env: env("rel") }), "/c/rel")
-    assert.strictEqual(resolveWebDataRoot({ ...base, env: env("/w"), instance: "dev" }), "/h/.pi/web-dev/data")
-    assert.strictEqual(resolveWebDataRoot({ ...base, env: env("/w"), explicit: "/x" }), "/x")
+    assert.deepStrictEqual(resolveWebDataRoot({ ...base, env: env(undefined) }), { path: "/h/.pi/web/data", source: "default" })
+    assert.deepStrictEqual(resolveWebDataRoot({ ...base, env: env("rel") }), { path: "/c/rel", source: "env" })
+    assert.deepStrictEqual(resolveWebDataRoot({ ...base, env: env("/w"), instance: "dev" }), { path: "/h/.pi/web-dev/data", source: "dev-instance" })
+    assert.deepStrictEqual(resolveWebDataRoot({ ...base, env: env("/w"), explicit: "/x" }), { path: "/x", source: "option" })
     assert.deepStrictEqual(tierPaths("/d", "ext"), {
       extId: "ext", extensionDir: "/d/ext", configDir: "/d/ext/config", stateDir: "/d/ext/state", cacheDir: "/d/ext/cache"
     })

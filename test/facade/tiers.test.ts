@@ -17,6 +17,7 @@ import {
   StateUnreadable
 } from "../../src/domain/Errors.js"
 import { chooseTier, extensionContext, openTiers, resolveStateDir } from "../../src/facade/tiers.js"
+import { openAgentStorage } from "../../src/promise.js"
 
 let root = ""
 beforeEach(() => {
@@ -225,5 +226,51 @@ describe("openTiers (facade, Node layer)", () => {
     const after = await rejection(tiers.config.get("k"))
     assert.instanceOf(after, InvalidArgument)
     assert.strictEqual((after as InvalidArgument).field, "tiers")
+  })
+})
+
+describe("an agent extension's view (storage.getStorage) carries the same tiers (facade, Node layer)", () => {
+  it("config, state and cache land under config|state|cache/extensions/<ns>/, with the web tiers' rules and typed rejections", async () => {
+    const agentDir = NodePath.join(root, "agent")
+    const storage = await openAgentStorage({ agentDir, migrate: false })
+    const notes = storage.getStorage("notes")
+    assert.isFalse(fs.existsSync(agentDir), "getStorage does no I/O")
+    assert.deepStrictEqual(
+      [notes.configDir, notes.config.dir, notes.state.dir, notes.cache.dir],
+      [NodePath.join(agentDir, "config", "extensions", "notes"), notes.configDir, notes.stateDir, notes.cacheDir]
+    )
+    try {
+      await notes.config.set("font", "mono")
+      assert.strictEqual(await notes.config.get<string>("font"), "mono")
+      assert.deepStrictEqual(JSON.parse(fs.readFileSync(NodePath.join(agentDir, "config", "extensions", "notes", "settings.json"), "utf8")), { font: "mono" })
+      // A read for every write, decode functions on reads, as openTiers' tiers.
+      await notes.config.writeFile("theme.css", "body {}")
+      assert.strictEqual(text((await notes.config.readFile("theme.css"))!), "body {}")
+      assert.isTrue(await notes.config.delete("font"))
+      assert.isUndefined(await notes.config.get("font"))
+      await notes.config.set("font", "mono")
+      const decoded = await rejection(notes.config.get("font", (json) => {
+        if (typeof json !== "number") throw new Error("a size, please")
+        return json
+      }))
+      assert.strictEqual((decoded as { _tag: string })._tag, "ConfigUnreadable")
+      const redLine = await rejection(notes.config.writeFile("debug.log", "x"))
+      assert.instanceOf(redLine, ConfigRedLine)
+      assert.strictEqual((redLine as ConfigRedLine).rule, "log")
+
+      assert.instanceOf(await rejection(notes.state.read("notes.json")), StateMissing)
+      await notes.state.write("notes.json", { notes: ["first"] })
+      assert.deepStrictEqual(await notes.state.read("notes.json"), { notes: ["first"] })
+      assert.strictEqual(fs.readFileSync(NodePath.join(agentDir, "state", "extensions", "notes", "notes.json"), "utf8"), "{\"notes\":[\"first\"]}\n")
+
+      const built = await notes.cache.ensure("index", async () => "built")
+      assert.strictEqual(text(built), "built")
+      assert.strictEqual(fs.readFileSync(NodePath.join(agentDir, "cache", "extensions", "notes", "index"), "utf8"), "built")
+      await notes.cache.clear()
+      assert.isFalse(fs.existsSync(NodePath.join(agentDir, "cache", "extensions", "notes")))
+    } finally {
+      await storage.close()
+    }
+    assert.strictEqual((await rejection(notes.state.read("notes.json")) as { _tag: string })._tag, "StorageClosed")
   })
 })

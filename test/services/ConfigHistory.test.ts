@@ -16,7 +16,7 @@ const json = (v: unknown) => JSON.stringify(v, null, 2) + "\n"
 describe("ConfigHistory (real git)", () => {
   it.scopedLive("snapshot, log, diff and rollback round trip; paths as a person knows them", () =>
     Effect.gen(function*() {
-      const { history, write, read, exists } = yield* setup({ web: true })
+      const { history, write, read, exists, agent, web } = yield* setup({ web: true })
       assert.deepStrictEqual(yield* history.status(), { head: null, dirty: false, interrupted: null })
       assert.deepStrictEqual(yield* history.log(), [])
       write("agent/settings.json", json({ theme: "dark" }))
@@ -32,7 +32,7 @@ describe("ConfigHistory (real git)", () => {
         "keybindings.json", "notes/config/nested/list.txt", "notes/config/settings.json",
         "profiles/directories/p1/settings.json", "settings.json"
       ])
-      assert.deepStrictEqual(yield* history.snapshot({ message: "again" }), { revision: null, changed: [], skipped: [] })
+      assert.deepStrictEqual(yield* history.snapshot({ message: "again" }), { revision: null, roots: { agentDir: agent, webDataRoot: web }, changed: [], skipped: [] })
       assert.isFalse((yield* history.status()).dirty)
 
       write("agent/settings.json", json({ theme: "light" }))
@@ -244,7 +244,7 @@ describe("ConfigHistory (real git)", () => {
 
   it.scopedLive("the stat cache never hides a change: same-size in-place edits, new and removed files are seen", () =>
     Effect.gen(function*() {
-      const { history, write, root } = yield* setup()
+      const { history, write, root, agent, web } = yield* setup()
       const past = (Date.now() - 3_600_000) / 1000
       for (const id of ["a", "b", "c"]) {
         write(`agent/profiles/directories/${id}/settings.json`, json({ v: 1 }))
@@ -252,7 +252,7 @@ describe("ConfigHistory (real git)", () => {
       }
       yield* history.snapshot()
       assert.isTrue(fs.existsSync(NodePath.join(history.dir, ".git", "pi-stat-cache.json")))
-      assert.deepStrictEqual(yield* history.snapshot(), { revision: null, changed: [], skipped: [] })
+      assert.deepStrictEqual(yield* history.snapshot(), { revision: null, roots: { agentDir: agent, webDataRoot: web }, changed: [], skipped: [] })
       // Same size, same inode, written in place: only its mtime tells.
       const a = NodePath.join(root, "agent/profiles/directories/a/settings.json")
       const fd = fs.openSync(a, "r+")

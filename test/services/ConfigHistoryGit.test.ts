@@ -54,10 +54,10 @@ const gitWrapper = (filter: string): string => {
   return `${dir}:${process.env.PATH ?? "/usr/bin:/bin"}`
 }
 
+/** The built CLI on the fixture's agent dir and its web data root (`setup`'s `web`, beside the agent dir). */
 const cli = (agent: string, ...args: ReadonlyArray<string>) => {
-  const env = { ...process.env }
+  const env: NodeJS.ProcessEnv = { ...process.env, PI_WEB_DATA_DIR: NodePath.join(NodePath.dirname(agent), "web") }
   delete env["PI_ADAPTATIVE_CODING_AGENT_DIR"]
-  delete env["PI_WEB_DATA_DIR"]
   return Effect.promise(() => runNode(CLI, ["--agent-dir", agent, "config", ...args], { env }))
 }
 

@@ -137,8 +137,8 @@ describe("ConfigHistory across processes (real git)", () => {
       // The doctor's own suggestion, run as written through the built CLI (every command it suggests is valid,
       // names its agent dir and does what it says).
       const suggested = /`(pi-storage --agent-dir \S+ config rollback [0-9a-f]+)`/.exec(finding!.fix!)![1]!.split(" ")
-      const env = { ...process.env }
-      delete env["PI_WEB_DATA_DIR"]
+      // The fixture's own web data root (`setup`'s `web`): a rollback covers the root history was taken of.
+      const env = { ...process.env, PI_WEB_DATA_DIR: NodePath.join(NodePath.dirname(agent), "web") }
       const back = JSON.parse(execFileSync(process.execPath, [CLI, ...suggested.slice(1), "--json"], { env, encoding: "utf8" }))
       assert.deepStrictEqual(back.restored, ["settings.json"])
       assert.strictEqual(read("agent/settings.json"), JSON.stringify({ good: true }) + "\n")

@@ -163,6 +163,25 @@ describe("doctor (DR1, DR2) on the Memory layer", () => {
       assert.strictEqual(report.findings.at(-1)!.code, "scan-truncated")
     }))
 
+  it.effect("an agent extension's config tier is held to the red lines a web-host extension's is; its state and cache are silent", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      yield* world.mkdirFixture(AGENT, { mode: 0o700 })
+      yield* world.writeFixture(`${AGENT}/config/extensions/notes/settings.json`, "{}")
+      yield* world.writeFixture(`${AGENT}/config/extensions/notes/history.sqlite`, "db")
+      yield* world.writeFixture(`${AGENT}/config/extensions/notes/sub/trace.log`, "log")
+      yield* world.mkdirFixture(`${AGENT}/config/extensions/notes/node_modules`)
+      yield* world.writeFixture(`${AGENT}/state/extensions/notes/history.sqlite`, "db")
+      yield* world.writeFixture(`${AGENT}/cache/extensions/notes/trace.log`, "log")
+      const report = yield* asProcess(world, doctorAt(AGENT, { webDataRoot: WEB }))
+      assert.deepStrictEqual(report.findings.map((f) => `${f.code} ${f.path}`).sort(), [
+        "extension-config-database config/extensions/notes/history.sqlite",
+        "extension-config-log config/extensions/notes/sub/trace.log",
+        "extension-config-venv config/extensions/notes/node_modules"
+      ])
+      assert.match(report.findings[0]!.message, /under notes's config\//)
+    }))
+
   it.effect("the Doctor service exposes doctor with R = never", () =>
     Effect.gen(function*() {
       const world = MemoryWorld.make()

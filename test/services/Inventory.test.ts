@@ -98,8 +98,8 @@ describe("Inventory on the Memory layer", () => {
         assert.deepStrictEqual(t.size, { bytes: fileBytes(world, dir), entries: entryCount(world, dir), complete: true })
       }
       assert.deepStrictEqual(report.extensions, [
-        { namespace: "bar", state: null, cache: { bytes: 7, entries: 1, complete: true } },
-        { namespace: "foo", state: { bytes: 2048, entries: 1, complete: true }, cache: { bytes: 100, entries: 1, complete: true } }
+        { namespace: "bar", config: null, state: null, cache: { bytes: 7, entries: 1, complete: true } },
+        { namespace: "foo", config: null, state: { bytes: 2048, entries: 1, complete: true }, cache: { bytes: 100, entries: 1, complete: true } }
       ])
       assert.isFalse(report.truncated)
       assert.deepStrictEqual(report.errors, [])

@@ -16,7 +16,7 @@ import { NodeHostLive } from "../../src/layers/NodeHost.js"
 import { NodeWorld } from "../../src/layers/Storage.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
-import type { Host } from "../../src/services/Host.js"
+import { Host } from "../../src/services/Host.js"
 import { StateBackups, type StateBackupsOptions } from "../../src/services/StateBackups.js"
 import { scratchDirs } from "../support/scratchDirs.js"
 
@@ -210,7 +210,7 @@ describe("restore and verify refuse a doctored snapshot (Node layer)", () => {
       assert.strictEqual(verified.checked, 0)
     }))
 
-  it.live("a snapshot whose web state has no web data root to go to is refused: the manifest's record of where it came from is never used", () =>
+  it.live("a snapshot's web state goes to this process's web data root (the default under its home when none is given), never to the root its manifest names", () =>
     Effect.gen(function*() {
       const t = setup()
       const { id } = yield* withBackups(t.agent, t.options, (b) => b.create())
@@ -221,14 +221,21 @@ describe("restore and verify refuse a doctored snapshot (Node layer)", () => {
       const path = NodePath.join(snapshot, "manifest.json")
       const { manifestSha256: _, ...body } = JSON.parse(nfs.readFileSync(path, "utf8")) as SnapshotManifest
       nfs.writeFileSync(path, encodeSnapshotManifest({ ...body, scope: { ...body.scope, webDataRoot: t.at("projects") } }))
-      const before = dump(t.base)
-      const refused = yield* withBackups(t.agent, { root: t.options.root }, (b) => Effect.flip(b.restore(id)))
-      assert.strictEqual(refused._tag, "InvalidArgument")
-      assert.match(refused.message, /holds the web state of bar, foo, and no web data root is given .*; nothing was changed$/)
-      assert.deepStrictEqual(dump(t.base), before)
-      // With the web data root given, it restores: agent and web state back as snapshotted.
-      const restored = yield* withBackups(t.agent, t.options, (b) => b.restore(id))
-      assert.include(restored.restored, t.at("web-data/foo/state/z.db"))
+      const projects = dump(t.at("projects"))
+      // No web data root given, none in the environment: TD1's default under this process's home.
+      const home = t.at("home")
+      const atHome = Layer.merge(
+        Layer.effect(Host, Effect.map(Effect.provide(Host, NodeHostLive), (h) => ({ ...h, homeDir: home, env: (n: string) => (n === "PI_WEB_DATA_DIR" ? undefined : h.env(n)) }))),
+        Layer.effect(FileSystem, Effect.provide(FileSystem, NodeWorld))
+      )
+      const restored = yield* withBackups(t.agent, { root: t.options.root }, (b) => b.restore(id), atHome)
+      const defaultRoot = NodePath.join(home, ".pi", "web", "data")
+      assert.includeMembers([...restored.restored], [NodePath.join(defaultRoot, "foo", "state", "z.db"), NodePath.join(defaultRoot, "bar", "state", "w.txt")])
+      assert.strictEqual(nfs.readFileSync(NodePath.join(defaultRoot, "foo", "state", "z.db"), "utf8"), "foo z")
+      assert.deepStrictEqual(dump(t.at("projects")), projects)
+      // With the web data root given, it restores there: agent and web state back as snapshotted.
+      const again = yield* withBackups(t.agent, t.options, (b) => b.restore(id))
+      assert.include(again.restored, t.at("web-data/foo/state/z.db"))
       assert.strictEqual(nfs.readFileSync(t.at("projects/app/state/db"), "utf8"), "a project's own state")
     }))
 

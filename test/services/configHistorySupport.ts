@@ -37,8 +37,10 @@ export const setup = (options: ConfigHistoryOptions & { readonly web?: boolean; 
     const agent = NodePath.join(root, "agent")
     const web = NodePath.join(root, "web")
     fs.mkdirSync(agent, { recursive: true })
-    const { pathVar, web: withWeb, ...rest } = options
-    const history = yield* Effect.provide(ConfigHistory, historyLayer(agent, withWeb === true ? { webDataRoot: web, ...rest } : rest, pathVar))
+    // The web data root is always the fixture's own, never the default under the real home (TD1: history
+    // always covers one); `web: true` only says the test writes extension config there.
+    const { pathVar, web: _web, ...rest } = options
+    const history = yield* Effect.provide(ConfigHistory, historyLayer(agent, { webDataRoot: web, ...rest }, pathVar))
     const write = (rel: string, content: string) => {
       const p = NodePath.join(root, rel)
       fs.mkdirSync(NodePath.dirname(p), { recursive: true })

@@ -12,6 +12,7 @@ import { ExtensionStorage } from "../../src/services/ExtensionStorage.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { HeartbeatClock } from "../../src/services/HeartbeatClock.js"
 import { Host } from "../../src/services/Host.js"
+import { TierStorage } from "../../src/services/TierStorage.js"
 import { WorkRuns, type WorkRunsOptions } from "../../src/services/WorkRuns.js"
 
 export const AGENT_DIR = "/home/user/.pi/agent"
@@ -65,7 +66,7 @@ export const processLayer = (
   const workRuns = WorkRuns.layer({ busyDelayMs: 0, ...options.workRuns }).pipe(
     Layer.provide(Layer.mergeAll(base, agentDir, options.heartbeats === false ? silentHeartbeats : HeartbeatClock.layerCurrentClock))
   )
-  const extensions = ExtensionStorage.layer.pipe(Layer.provide(Layer.merge(agentDir, workRuns)))
+  const extensions = ExtensionStorage.layer.pipe(Layer.provide(Layer.mergeAll(agentDir, workRuns, TierStorage.layer.pipe(Layer.provide(base)))))
   return Layer.mergeAll(base, agentDir, workRuns, extensions)
 }
 

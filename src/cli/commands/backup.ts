@@ -14,6 +14,7 @@ import { countOf, formatBytes, joinShown, type Shown, table, txt } from "../form
 import { writeErr } from "../streams.js"
 import { dryRun, json, parsedOption, value } from "../options.js"
 import { parseCount, parseSize } from "../parse.js"
+import { webDataRoot } from "./config.js"
 import { isMissingProblem } from "../../domain/ReportProblems.js"
 
 // ---------------------------------------------------------------------------------------------- rendering
@@ -22,13 +23,21 @@ export const renderCreate = (root: string, r: CreateResult): Shown => {
   const linked = `${r.linkedFiles} hard-linked to the previous snapshot` + (r.linkFallbacks > 0 ? `, ${r.linkFallbacks} copied because link() failed` : "")
   const lines = [
     txt`Created snapshot ${r.id} in ${root}\n`,
-    txt`  ${countOf(r.files, "file")} (${formatBytes(r.bytes)}): ${r.copiedFiles} copied (${formatBytes(r.copiedBytes)}), ${linked}\n`
+    txt`  ${countOf(r.files, "file")} (${formatBytes(r.bytes)}): ${r.copiedFiles} copied (${formatBytes(r.copiedBytes)}), ${linked}\n`,
+    renderCovered(r.scope)
   ]
   for (const s of r.skipped) lines.push(txt`  skipped ${s.path}: ${s.reason}\n`)
   for (const p of r.changedDuringBackup) lines.push(txt`  changed while copied (twice): ${p}\n`)
   for (const p of r.sqliteLive) lines.push(txt`  live SQLite database, copied with its -wal/-shm as a group (may be inconsistent): ${p}\n`)
   for (const p of r.removedLeftovers) lines.push(txt`  removed a dead writer's incomplete snapshot ${p}\n`)
   return joinShown(lines)
+}
+
+/** Which roots a snapshot covered: the agent dir, and the web data root with the extensions found there. */
+export const renderCovered = (scope: CreateResult["scope"]): Shown => {
+  const extensions = scope.roots.flatMap((r) => (r.startsWith("web/") ? [r.split("/")[1]!] : []))
+  const found = extensions.length === 0 ? "no extension there" : `${countOf(extensions.length, "extension")}: ${extensions.join(", ")}`
+  return txt`  covered: the agent dir ${scope.agentDir}; the web data root ${scope.webDataRoot} (${found})\n`
 }
 
 export const renderList = (root: string, snapshots: ReadonlyArray<SnapshotSummary>): Shown => {
@@ -78,20 +87,27 @@ const flags = {
     ),
     Options.optional
   ),
+  webDataRoot,
   json,
   dryRun
 }
 
 
-/** Run `use` with a StateBackups service for `--root`; typed failures become one line and their exit code. */
+/** The `--root` and `--web-data-root` a backup verb was given. */
+interface Roots {
+  readonly root: Option.Option<string>
+  readonly webDataRoot: Option.Option<string>
+}
+
+/** Run `use` with a StateBackups service for `--root` and `--web-data-root`; typed failures become one line and their exit code. */
 const withBackups = <A>(
   ctx: CliContext,
-  root: string | undefined,
+  roots: Roots,
   use: (b: StateBackups["Type"]) => Effect.Effect<A, { readonly _tag: string; readonly message: string }>
 ) =>
   withAgentDirStack(ctx, () =>
     Effect.flatMap(Effect.promise(() => import("../../services/StateBackups.js")), (m) =>
-      Effect.flatMap(m.StateBackups.make(root === undefined ? {} : { root }), use)).pipe(
+      Effect.flatMap(m.StateBackups.make({ root: value(roots.root), webDataRoot: value(roots.webDataRoot) }), use)).pipe(
         Effect.catchAll((e) => reportError(ctx, e))
       ))
 
@@ -112,10 +128,11 @@ export const backupCommand = (ctx: CliContext) => {
     {
       label: Options.text("label").pipe(Options.withPseudoName("LABEL"), Options.withDescription("A note stored in the manifest (default: none; e.g. --label before-upgrade)."), Options.optional),
       root: flags.root,
+      webDataRoot: flags.webDataRoot,
       json: flags.json
     },
     (o) =>
-      withBackups(ctx, value(o.root), (b) =>
+      withBackups(ctx, o, (b) =>
         Effect.gen(function*() {
           const p = progress()
           const label = value(o.label)
@@ -126,8 +143,8 @@ export const backupCommand = (ctx: CliContext) => {
         }))
   ).pipe(Command.withDescription("Snapshot the agent's state and memory (unchanged files hard-linked to the previous snapshot)."))
 
-  const list = Command.make("list", { root: flags.root, json: flags.json }, (o) =>
-    withBackups(ctx, value(o.root), (b) => Effect.flatMap(b.list(), (r) => (o.json ? printJson(r) : out(renderList(b.root, r)))))).pipe(
+  const list = Command.make("list", { root: flags.root, webDataRoot: flags.webDataRoot, json: flags.json }, (o) =>
+    withBackups(ctx, o, (b) => Effect.flatMap(b.list(), (r) => (o.json ? printJson(r) : out(renderList(b.root, r)))))).pipe(
       Command.withDescription("Complete snapshots, newest first, with files, size and the bytes unique to each.")
     )
 
@@ -138,10 +155,11 @@ export const backupCommand = (ctx: CliContext) => {
       maxBytes: parsedOption("max-bytes", "SIZE", parseSize, "Re-hash at most about this much, then stop; the next run goes on from there (default: everything; e.g. --max-bytes 1GiB)."),
       sample: parsedOption("sample", "N", parseCount, "Check at most N entries, then stop; the next run goes on from there (default: all; e.g. --sample 500)."),
       root: flags.root,
+      webDataRoot: flags.webDataRoot,
       json: flags.json
     },
     (o) =>
-      withBackups(ctx, value(o.root), (b) =>
+      withBackups(ctx, o, (b) =>
         Effect.gen(function*() {
           const maxBytes = value(o.maxBytes)
           const sample = value(o.sample)
@@ -161,6 +179,7 @@ export const backupCommand = (ctx: CliContext) => {
       keepWeekly: keep("keep-weekly", "the newest snapshot of each of the N newest ISO weeks that have one", 4),
       dryRun: flags.dryRun,
       root: flags.root,
+      webDataRoot: flags.webDataRoot,
       json: flags.json
     },
     (o) => {
@@ -168,7 +187,7 @@ export const backupCommand = (ctx: CliContext) => {
       if (Object.values(policy).every((n) => n === undefined || n === 0)) {
         return usageError(ctx, "forget needs --keep-last, --keep-daily or --keep-weekly above 0 (see pi-storage backup forget --help)")
       }
-      return withBackups(ctx, value(o.root), (b) =>
+      return withBackups(ctx, o, (b) =>
         Effect.flatMap(b.forget({ ...policy, dryRun: o.dryRun }), (r) => (o.json ? printJson(r) : out(renderForget(r)))))
     }
   ).pipe(Command.withDescription("Remove snapshots no rule keeps (restic's rules: newest per bucket, rules OR'd; the newest is always kept)."))
@@ -184,10 +203,11 @@ export const backupCommand = (ctx: CliContext) => {
       ),
       dryRun: flags.dryRun,
       root: flags.root,
+      webDataRoot: flags.webDataRoot,
       json: flags.json
     },
     (o) =>
-      withBackups(ctx, value(o.root), (b) => {
+      withBackups(ctx, o, (b) => {
         const extension = value(o.extension)
         return Effect.flatMap(
           b.restore(o.id, { ...(extension !== undefined ? { extension } : {}), dryRun: o.dryRun }),

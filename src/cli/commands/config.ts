@@ -52,6 +52,7 @@ export const renderSnapshot = (paint: Paint, r: SnapshotResult): Shown =>
     r.revision === null
       ? txt`Nothing changed.\n`
       : txt`Saved ${paint("bold", short(r.revision))}: ${plural(r.changed.length, "file")} changed\n${joinShown(r.changed.map((p) => txt`  ${p}\n`))}`,
+    txt`Covered: the agent dir ${r.roots.agentDir} (its config files and config/extensions/); every extension's config/ under the web data root ${r.roots.webDataRoot}\n`,
     renderSkipped(paint, r.skipped)
   ])
 
@@ -106,10 +107,15 @@ const withHistory = <A>(ctx: CliContext, options: ConfigHistoryOptions, use: (h:
       return yield* use(history).pipe(Effect.catchAll((e) => reportError(ctx, e)))
     }))
 
-const webDataRoot = Options.text("web-data-root").pipe(
+/**
+ * `--web-data-root DIR`: every verb that reads or writes extension data takes it (config, backup, doctor,
+ * status). Without it the service resolves the root (TD1: `$PI_WEB_DATA_DIR`, else `~/.pi/web/data`).
+ */
+export const webDataRoot = Options.text("web-data-root").pipe(
   Options.withPseudoName("DIR"),
   Options.withDescription(
-    "Also version every extension's config/ under this data root (default: $PI_WEB_DATA_DIR when set, else none; e.g. --web-data-root ~/.pi/web/data)."
+    "The web host's extension data root, data/<extId>/{config,state,cache} (default: $PI_WEB_DATA_DIR, else ~/.pi/web/data; " +
+      "e.g. --web-data-root ~/.pi/web-dev/data for a dev instance)."
   ),
   Options.optional
 )

@@ -1,19 +1,19 @@
 /**
- * `pi-storage status`: the agent dir and where it came from, the work root, per-tenant runs and sizes,
- * extension tier sizes and the doctor's finding count. Read-only; a missing agent dir is not an error.
+ * `pi-storage status`: the agent dir and where it came from, the web data root, the work root, per-tenant
+ * runs and sizes, extension tier sizes (agent and web-host extensions) and the doctor's finding count, all
+ * from one `Status` call (the doctor's count is the `doctor` verb's own report on the same roots). Read-only;
+ * a missing agent dir is not an error, and status exits 0 whatever the doctor finds (`doctor` exits 1).
  */
 import * as Effect from "effect/Effect"
 import type { AgentDirSource } from "../../domain/AgentPaths.js"
-import type { Severity } from "../../domain/Findings.js"
+import type { WebDataRootSource } from "../../domain/WebPaths.js"
 import { walkerInUse } from "../../layers/node/walkers.js"
-import type { InventoryReport } from "../../services/Inventory.js"
+import type { Size } from "../../services/Inventory.js"
+import type { StatusReport } from "../../services/Status.js"
 import { type CliContext, notADirectory, out, printJson, withStack } from "../context.js"
-import { countOf, formatAge, formatEntries, formatSize, joinShown, type Shown, severityCounts, trimEnd, severitySummary, table, txt } from "../format.js"
+import { countOf, formatAge, formatEntries, formatSize, joinShown, type Shown, trimEnd, severitySummary, table, txt } from "../format.js"
 
-export interface StatusDocument extends InventoryReport {
-  readonly source: AgentDirSource
-  /** `null` when the agent dir does not exist. */
-  readonly doctor: { readonly findings: number; readonly bySeverity: Record<Severity, number>; readonly truncated: boolean } | null
+export interface StatusDocument extends StatusReport {
   /** The tree walker in use: `native` (the C addon) or `portable`, with why (an install without a C compiler). */
   readonly walker: { readonly kind: "native" | "portable"; readonly why?: string }
 }
@@ -24,6 +24,15 @@ const SOURCE_LABEL: Record<AgentDirSource, string> = {
   default: "default"
 }
 
+const WEB_SOURCE_LABEL: Record<WebDataRootSource, string> = {
+  option: "from --web-data-root",
+  env: "from $PI_WEB_DATA_DIR",
+  "dev-instance": "the dev instance's",
+  default: "default"
+}
+
+const tierCell = (size: Size | null) => (size === null ? "-" : `${formatSize(size)} (${formatEntries(size)})`)
+
 export const renderStatus = (ctx: CliContext, doc: StatusDocument): Shown => {
   const { paint } = ctx
   const lines: Array<Shown> = []
@@ -31,19 +40,21 @@ export const renderStatus = (ctx: CliContext, doc: StatusDocument): Shown => {
   // A symlinked agent dir is shown as the link and the directory read (AgentDir resolved it once).
   const where = doc.linkedFrom === null ? txt`${doc.agentDir}` : txt`${doc.linkedFrom} -> ${doc.agentDir}`
   lines.push(txt`${paint("bold", "Agent dir")}  ${where} (${SOURCE_LABEL[doc.source]})`)
+  lines.push(txt`${paint("bold", "Web data")}   ${doc.webDataRoot} (${WEB_SOURCE_LABEL[doc.webDataRootSource]})`)
+  if (doc.exists) {
+    lines.push(txt`${paint("bold", "Work root")}  ${doc.workRoot}`)
+    lines.push(doc.walker.why === undefined
+      ? txt`${paint("bold", "Walker")}     ${doc.walker.kind}`
+      : txt`${paint("bold", "Walker")}     ${paint("yellow", doc.walker.kind)} (${doc.walker.why})`)
+  }
+  const d = doc.doctor
+  const summary = d.findings === 0 ? "no findings" : `${countOf(d.findings, "finding")} (${severitySummary(d.bySeverity)}); see pi-storage doctor`
+  const tint = d.bySeverity.error > 0 ? "red" : d.bySeverity.warning > 0 ? "yellow" : "green"
+  lines.push(txt`${paint("bold", "Doctor")}     ${paint(tint, summary)}${d.truncated ? " (scan truncated)" : ""}`)
   if (!doc.exists) {
     lines.push(blank, txt`The agent dir does not exist: nothing is stored yet.`)
+    lines.push(...webExtensionLines(ctx, doc))
     return txt`${joinShown(lines, "\n")}\n`
-  }
-  lines.push(txt`${paint("bold", "Work root")}  ${doc.workRoot}`)
-  lines.push(doc.walker.why === undefined
-    ? txt`${paint("bold", "Walker")}     ${doc.walker.kind}`
-    : txt`${paint("bold", "Walker")}     ${paint("yellow", doc.walker.kind)} (${doc.walker.why})`)
-  if (doc.doctor !== null) {
-    const d = doc.doctor
-    const summary = d.findings === 0 ? "no findings" : `${countOf(d.findings, "finding")} (${severitySummary(d.bySeverity)}); see pi-storage doctor`
-    const tint = d.bySeverity.error > 0 ? "red" : d.bySeverity.warning > 0 ? "yellow" : "green"
-    lines.push(txt`${paint("bold", "Doctor")}     ${paint(tint, summary)}${d.truncated ? " (scan truncated)" : ""}`)
   }
   lines.push(blank)
   if (doc.tenants.length === 0) {
@@ -74,16 +85,13 @@ export const renderStatus = (ctx: CliContext, doc: StatusDocument): Shown => {
     )))
   }
   if (doc.extensions.length > 0) {
-    lines.push(blank, paint("bold", "Extension data"))
+    lines.push(blank, txt`${paint("bold", "Agent extensions")} (config/, state/, cache/ extensions/<ns>/ of the agent dir)`)
     lines.push(trimEnd(table(
-      [{ header: "NAMESPACE" }, { header: "STATE", align: "right" }, { header: "CACHE", align: "right" }],
-      doc.extensions.map((e) => [
-        e.namespace,
-        e.state === null ? "-" : `${formatSize(e.state)} (${formatEntries(e.state)})`,
-        e.cache === null ? "-" : `${formatSize(e.cache)} (${formatEntries(e.cache)})`
-      ])
+      [{ header: "NAMESPACE" }, { header: "CONFIG", align: "right" }, { header: "STATE", align: "right" }, { header: "CACHE", align: "right" }],
+      doc.extensions.map((e) => [e.namespace, tierCell(e.config), tierCell(e.state), tierCell(e.cache)])
     )))
   }
+  lines.push(...webExtensionLines(ctx, doc))
   if (doc.errors.length > 0) {
     lines.push(blank, paint("yellow", `${doc.errors.length} entr${doc.errors.length === 1 ? "y" : "ies"} could not be read:`))
     for (const e of doc.errors) lines.push(txt`  ${e.message}`)
@@ -92,21 +100,26 @@ export const renderStatus = (ctx: CliContext, doc: StatusDocument): Shown => {
   return txt`${joinShown(lines, "\n")}\n`
 }
 
-const hasLowerBound = (doc: StatusDocument): boolean =>
-  doc.tenants.some((t) => !t.size.complete) || doc.extensions.some((e) => e.state?.complete === false || e.cache?.complete === false)
+/** The web-host extensions under the web data root (the ones the doctor checks), as a table. */
+const webExtensionLines = (ctx: CliContext, doc: StatusDocument): ReadonlyArray<Shown> =>
+  doc.webExtensions.length === 0 ? [] : [
+    txt``,
+    txt`${ctx.paint("bold", "Web extensions")} (data/<extId>/ under the web data root)`,
+    trimEnd(table(
+      [{ header: "EXTENSION" }, { header: "CONFIG", align: "right" }, { header: "STATE", align: "right" }, { header: "CACHE", align: "right" }],
+      doc.webExtensions.map((e) => [e.extId, tierCell(e.config), tierCell(e.state), tierCell(e.cache)])
+    ))
+  ]
 
-export const status = (ctx: CliContext, options: { readonly json: boolean }) =>
+const hasLowerBound = (doc: StatusDocument): boolean =>
+  doc.tenants.some((t) => !t.size.complete) ||
+  [...doc.extensions, ...doc.webExtensions].some((e) => e.config?.complete === false || e.state?.complete === false || e.cache?.complete === false)
+
+export const status = (ctx: CliContext, options: { readonly json: boolean; readonly webDataRoot?: string | undefined }) =>
   withStack(ctx, (s) =>
     Effect.gen(function*() {
-      const agentDir = yield* s.AgentDir
-      const inventory = yield* s.Inventory
-      const report = yield* inventory.summary()
+      const report = yield* (yield* s.Status).status(options.webDataRoot === undefined ? {} : { webDataRoot: options.webDataRoot })
       if (report.notADirectory !== null) return yield* notADirectory(ctx, report.agentDir, report.notADirectory)
-      let doctor: StatusDocument["doctor"] = null
-      if (report.exists) {
-        const found = yield* (yield* s.Doctor).doctor()
-        doctor = { findings: found.findings.length, bySeverity: severityCounts(found.findings), truncated: found.truncated }
-      }
-      const doc: StatusDocument = { ...report, source: agentDir.source, doctor, walker: walkerInUse((yield* s.StorageConfig).walker) }
+      const doc: StatusDocument = { ...report, walker: walkerInUse((yield* s.StorageConfig).walker) }
       yield* options.json ? printJson(doc) : out(renderStatus(ctx, doc))
     }))

@@ -376,6 +376,13 @@ export interface ConfigEntryFact {
   readonly violation: ConfigViolation | null
 }
 
+/** An agent extension's config tier, `config/extensions/<ns>/`, as the doctor reads it (DR2, agent side). */
+export interface AgentExtensionConfigFacts {
+  readonly namespace: string
+  readonly dir: string
+  readonly config: ReadonlyArray<ConfigEntryFact>
+}
+
 export interface ExtensionDataFacts {
   readonly id: string
   readonly dir: string
@@ -403,8 +410,10 @@ export interface AgentDirFacts {
   readonly entries: ReadonlyArray<RootEntryFact>
   readonly state: StateFacts | null
   readonly work: WorkFacts | null
-  /** Namespaces with a directory under `state/extensions/` and `cache/extensions/`. */
-  readonly extensions: { readonly state: ReadonlyArray<string>; readonly cache: ReadonlyArray<string> }
+  /** Namespaces with a directory under `config/extensions/`, `state/extensions/` and `cache/extensions/`. */
+  readonly extensions: { readonly config: ReadonlyArray<string>; readonly state: ReadonlyArray<string>; readonly cache: ReadonlyArray<string> }
+  /** Each agent extension's config tier with its entries judged by the red lines (asked for by `extensionConfig`). */
+  readonly extensionConfig: ReadonlyArray<AgentExtensionConfigFacts>
   readonly webData: WebDataFacts | null
   readonly problems: ReadonlyArray<ScanProblem>
   readonly scanned: number
@@ -426,8 +435,10 @@ export interface ScanOptions {
   readonly maxRunsPerTenant?: number
   /** Read leases of unowned directories and the library's own tenant entries (the doctor). */
   readonly details?: boolean
-  /** Namespaces of the extension state/cache tiers. */
+  /** Namespaces of the agent extensions' config/state/cache tiers. */
   readonly extensions?: boolean
+  /** What each agent extension's `config/extensions/<ns>/` holds, judged by the config red lines (the doctor). */
+  readonly extensionConfig?: boolean
   /** The web host's extension data root (DR2). */
   readonly webDataRoot?: string | undefined
 }
@@ -583,7 +594,8 @@ export const scanAgentDir = (deps: Deps, agentDir: string, options: ScanOptions)
     let entries: ReadonlyArray<RootEntryFact> = []
     let state: StateFacts | null = null
     let work: WorkFacts | null = null
-    let extensions: AgentDirFacts["extensions"] = { state: [], cache: [] }
+    let extensions: AgentDirFacts["extensions"] = { config: [], state: [], cache: [] }
+    const extensionConfig: Array<AgentExtensionConfigFacts> = []
     if (status._tag === "Directory") {
       const paths = agentPaths(agentDir)
       if (options.rootEntries === true) entries = yield* scanRootEntries(reader, agentDir)
@@ -591,8 +603,18 @@ export const scanAgentDir = (deps: Deps, agentDir: string, options: ScanOptions)
       if (options.work !== undefined && options.work !== false) work = yield* scanWork(reader, paths.workRoot, options)
       if (options.extensions === true) {
         extensions = {
+          config: yield* subdirectories(reader, NodePath.dirname(paths.extensionConfigDir("x"))),
           state: yield* subdirectories(reader, NodePath.dirname(paths.extensionStateDir("x"))),
           cache: yield* subdirectories(reader, NodePath.dirname(paths.extensionCacheDir("x")))
+        }
+      }
+      if (options.extensionConfig === true) {
+        // The same walk and red lines as a web-host extension's config/ (one rule, domain/ConfigRedLines.ts).
+        for (const namespace of yield* subdirectories(reader, NodePath.dirname(paths.extensionConfigDir("x")))) {
+          const dir = paths.extensionConfigDir(namespace)
+          const config: Array<ConfigEntryFact> = []
+          yield* scanConfigTree(reader, dir, 1, config)
+          extensionConfig.push({ namespace, dir, config })
         }
       }
     }
@@ -604,6 +626,7 @@ export const scanAgentDir = (deps: Deps, agentDir: string, options: ScanOptions)
       state,
       work,
       extensions,
+      extensionConfig,
       webData,
       problems: reader.problems,
       scanned: reader.budget.scanned,
