@@ -107,7 +107,7 @@ describe("the packed tarball", () => {
   it("ships the bundles, the Effect API, the native source and nothing else (no tsbuildinfo, CLI sources or test files)", async () => {
     const listed = await exec("tar", ["-tzf", tarball])
     const files = listed.stdout.split("\n").filter((f) => f !== "").map((f) => f.replace(/^package\//, ""))
-    for (const needed of ["dist/bundle/promise.mjs", "dist/bundle/promise.cjs", "dist/bundle/cli/main.mjs", "dist/index.js", "dist/index.d.ts", "dist/promise.d.ts", "dist/layers/node/removerThread.js", "native/fsat.c", "binding.gyp", "package.json", "README.md"]) {
+    for (const needed of ["dist/bundle/promise.mjs", "dist/bundle/promise.cjs", "dist/bundle/cli/main.mjs", "dist/index.js", "dist/index.d.ts", "dist/promise.d.ts", "dist/layers/node/removerThread.js", "native/fsat.c", "binding.gyp", "scripts/installNative.mjs", "package.json", "README.md"]) {
       assert.include(files, needed)
     }
     assert.deepStrictEqual(files.filter((f) => /tsbuildinfo|^src\/|^test\/|^bench\/|^dist\/cli\//.test(f)), [])
