@@ -11,6 +11,7 @@ import type { FileSystem } from "../services/FileSystem.js"
 import type { Host } from "../services/Host.js"
 import { Migration } from "../services/Migration.js"
 import { StorageConfig, type StorageConfigInput } from "../services/StorageConfig.js"
+import { UsageHistory, type UsageHistoryOptions, UsageRecorder } from "../services/UsageHistory.js"
 import { WorkRuns, type WorkRunsOptions } from "../services/WorkRuns.js"
 import * as NodeFileSystem from "./NodeFileSystem.js"
 import * as NodeHost from "./NodeHost.js"
@@ -28,9 +29,15 @@ export interface StorageOptions {
    */
   readonly config?: StorageConfigInput | undefined
   readonly workRuns?: WorkRunsOptions | undefined
+  /**
+   * The usage history the dashboard's growth chart reads (README "Dashboard"): given, the stack's writers
+   * (prune, background prune, state snapshot, config snapshot) append to it; absent, it is only read.
+   * `NodeStorageLive` gives `{}` unless this is `false`.
+   */
+  readonly usageHistory?: UsageHistoryOptions | false | undefined
 }
 
-export type StorageServices = StorageConfig | FileSystem | Host | AgentDir | Migration | Doctor | WorkRuns | ExtensionStorage
+export type StorageServices = StorageConfig | FileSystem | Host | AgentDir | Migration | Doctor | WorkRuns | ExtensionStorage | UsageHistory | UsageRecorder
 
 /** Start-up migration passes: each call handles a bounded number of root entries and says when it was cut. */
 const MAX_STARTUP_MIGRATION_PASSES = 16
@@ -72,7 +79,8 @@ export const storageLayer = <E>(
   // own, so it never judges leases with another TTL than the doctor and the inventory (review: a second
   // application here let a `workRuns` TTL override `config` in the pruner alone).
   const ownOptions = options.workRuns?.opportunisticRetention === undefined ? {} : { opportunisticRetention: options.workRuns.opportunisticRetention }
-  const workRuns = WorkRuns.layer(ownOptions).pipe(Layer.provideMerge(agentDir))
+  const usage = UsageHistory.layer(options.usageHistory === undefined || options.usageHistory === false ? { recording: false } : options.usageHistory)
+  const workRuns = WorkRuns.layer(ownOptions).pipe(Layer.provideMerge(usage), Layer.provideMerge(agentDir))
   return ExtensionStorage.layer.pipe(Layer.provideMerge(workRuns), Layer.provideMerge(config))
 }
 
@@ -84,4 +92,4 @@ export const NodeWorld: Layer.Layer<FileSystem | Host> = Layer.merge(NodeFileSys
  * environment (`StorageConfig.layerFromEnv`) under `options.config`. The Promise facade and the CLI use it.
  */
 export const NodeStorageLive = (options: StorageOptions = {}): Layer.Layer<StorageServices> =>
-  storageLayer(NodeWorld, options).pipe(Layer.provide(StorageConfig.layerFromEnv))
+  storageLayer(NodeWorld, { ...options, usageHistory: options.usageHistory ?? {} }).pipe(Layer.provide(StorageConfig.layerFromEnv))
