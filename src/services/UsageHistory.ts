@@ -31,7 +31,7 @@ import { configuredWebDataRoot } from "../domain/WebPaths.js"
 import { AgentDir, resolveRootLink } from "./AgentDir.js"
 import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
-import { type ScanRoot, scanTopLevel, tierTotals } from "./internal/topLevel.js"
+import { type ScanRoot, scanTopLevel, sizeOfEntries, tierTotals } from "./internal/topLevel.js"
 import { warn } from "./internal/warn.js"
 
 export interface UsageHistoryOptions {
@@ -137,7 +137,7 @@ const makeUsageHistory = (options: UsageHistoryOptions) =>
             root: root as UsageRoot,
             cause,
             tiers: { config: totals.config.bytes, state: totals.state.bytes, cache: totals.cache.bytes, work: totals.work.bytes, other: totals.other.bytes },
-            entries: mine.reduce((n, i) => n + i.size.entries, 0),
+            entries: sizeOfEntries(mine.map((i) => i.size)).entries,
             complete: mine.every((i) => i.size.complete)
           }
           records = appendRecord(records, entry, now)

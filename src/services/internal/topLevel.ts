@@ -30,6 +30,10 @@ export interface NodeSize {
  */
 export const nodeSizeOf = (m: TreeMeasure): NodeSize => ({ bytes: m.bytes, apparentBytes: m.bytes, entries: m.entries, complete: m.complete })
 
+/** An Inventory size (a run's, from `listRuns`) as a node size: the other place sizes come from, beside `nodeSizeOf`. */
+export const nodeSizeOfInventory = (s: { readonly bytes: number; readonly entries: number; readonly complete: boolean }): NodeSize =>
+  ({ bytes: s.bytes, apparentBytes: s.bytes, entries: s.entries, complete: s.complete })
+
 export const EMPTY_SIZE: NodeSize = { bytes: 0, apparentBytes: 0, entries: 0, complete: true }
 export const UNMEASURED_SIZE: NodeSize = { bytes: 0, apparentBytes: 0, entries: 0, complete: false }
 
@@ -155,6 +159,12 @@ export const scanTopLevel = (fs: FileSystem["Type"], roots: ReadonlyArray<ScanRo
       complete: walk.problems.length === 0 && items.every((i) => i.size.complete)
     }
   })
+
+/** The size of a directory from its entries' sizes: each entry counts itself too (`du --inodes`). */
+export const sizeOfEntries = (sizes: ReadonlyArray<NodeSize>): NodeSize => {
+  const sum = addSizes(sizes)
+  return { ...sum, entries: sum.entries + sizes.length }
+}
 
 /** Bytes per tier of one root's items. */
 export const tierTotals = (items: ReadonlyArray<MeasuredItem>, root: UsageRoot): Record<UsageTier, NodeSize> => {
