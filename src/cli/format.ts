@@ -112,11 +112,7 @@ export const SEVERITY_ORDER: ReadonlyArray<Severity> = ["error", "warning", "inf
 export const severityRank = (severity: Severity): number => SEVERITY_ORDER.indexOf(severity)
 
 /** Findings per severity. */
-export const severityCounts = (findings: ReadonlyArray<{ readonly severity: Severity }>): Record<Severity, number> => {
-  const counts: Record<Severity, number> = { error: 0, warning: 0, info: 0 }
-  for (const f of findings) counts[f.severity]++
-  return counts
-}
+export { severityCounts } from "../services/internal/statusDocument.js"
 
 /** "1 error, 3 warnings", worst first, leaving out severities with none. */
 export const severitySummary = (counts: Record<Severity, number>): string =>

@@ -1,11 +1,10 @@
 /**
  * `pi-storage doctor`: the read-only scan's findings as a table; exit 1 when any is a warning or worse.
  */
-import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as Effect from "effect/Effect"
 import { nodeEnv } from "../../layers/NodeHost.js"
-import { configuredWebDataRoot, defaultWebDataRoot } from "../../domain/WebPaths.js"
+import { webDataRootFor } from "../../layers/node/webDataRoot.js"
 import type { DoctorReport } from "../../domain/Findings.js"
 import { type CliContext, out, printJson, withStack } from "../context.js"
 import { ExitCode } from "../exit.js"
@@ -27,16 +26,8 @@ export const renderDoctor = (paint: Paint, agentDir: string, report: DoctorRepor
 export const doctorExitCode = (report: DoctorReport): number =>
   report.findings.some((f) => f.severity !== "info") ? ExitCode.findings : ExitCode.ok
 
-/**
- * The web data root the doctor also checks: the one configured (`--web-data-root`, else `$PI_WEB_DATA_DIR`),
- * else the web host's default root when it exists; `undefined` when there is none to check.
- */
-export const webDataRootFor = (flag: string | undefined, env: (name: string) => string | undefined, home: string, cwd: string): string | undefined => {
-  const configured = configuredWebDataRoot({ explicit: flag, env, cwd })
-  if (configured !== undefined) return configured
-  const fallback = defaultWebDataRoot(home)
-  return NodeFs.existsSync(fallback) ? fallback : undefined
-}
+/** The web data root the doctor also checks (`--web-data-root`, else `$PI_WEB_DATA_DIR`, else the default when it exists). */
+export { webDataRootFor }
 
 export const doctor = (ctx: CliContext, options: { readonly webDataRoot: string | undefined; readonly json: boolean }) =>
   withStack(ctx, (s) =>

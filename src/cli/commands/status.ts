@@ -4,19 +4,12 @@
  */
 import * as Effect from "effect/Effect"
 import type { AgentDirSource } from "../../domain/AgentPaths.js"
-import type { Severity } from "../../domain/Findings.js"
 import { walkerInUse } from "../../layers/node/walkers.js"
-import type { InventoryReport } from "../../services/Inventory.js"
+import { type StatusDocument, statusDocument } from "../../services/internal/statusDocument.js"
 import { type CliContext, notADirectory, out, printJson, withStack } from "../context.js"
-import { countOf, formatAge, formatEntries, formatSize, joinShown, type Shown, severityCounts, trimEnd, severitySummary, table, txt } from "../format.js"
+import { countOf, formatAge, formatEntries, formatSize, joinShown, type Shown, trimEnd, severitySummary, table, txt } from "../format.js"
 
-export interface StatusDocument extends InventoryReport {
-  readonly source: AgentDirSource
-  /** `null` when the agent dir does not exist. */
-  readonly doctor: { readonly findings: number; readonly bySeverity: Record<Severity, number>; readonly truncated: boolean } | null
-  /** The tree walker in use: `native` (the C addon) or `portable`, with why (an install without a C compiler). */
-  readonly walker: { readonly kind: "native" | "portable"; readonly why?: string }
-}
+export type { StatusDocument }
 
 const SOURCE_LABEL: Record<AgentDirSource, string> = {
   option: "from --agent-dir",
@@ -102,11 +95,7 @@ export const status = (ctx: CliContext, options: { readonly json: boolean }) =>
       const inventory = yield* s.Inventory
       const report = yield* inventory.summary()
       if (report.notADirectory !== null) return yield* notADirectory(ctx, report.agentDir, report.notADirectory)
-      let doctor: StatusDocument["doctor"] = null
-      if (report.exists) {
-        const found = yield* (yield* s.Doctor).doctor()
-        doctor = { findings: found.findings.length, bySeverity: severityCounts(found.findings), truncated: found.truncated }
-      }
-      const doc: StatusDocument = { ...report, source: agentDir.source, doctor, walker: walkerInUse((yield* s.StorageConfig).walker) }
+      const found = report.exists ? yield* (yield* s.Doctor).doctor() : null
+      const doc = statusDocument(report, agentDir.source, found, walkerInUse((yield* s.StorageConfig).walker))
       yield* options.json ? printJson(doc) : out(renderStatus(ctx, doc))
     }))
