@@ -39,6 +39,7 @@ export const pageHtml = (o: { readonly csrf: string; readonly basePath: string; 
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
+<link rel="icon" href="data:,">
 <title>pi-storage</title>`
   if (o.assets.missing !== null) {
     return `${head}

@@ -25,6 +25,7 @@ import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import type * as Scope from "effect/Scope"
 import { VERSION } from "../domain/Version.js"
+import { warningLoggerLayer } from "../facade/warnings.js"
 import { nodeEnv } from "../layers/NodeHost.js"
 import * as NodeProcessRunner from "../layers/NodeProcessRunner.js"
 import { webDataRootFor } from "../layers/node/webDataRoot.js"
@@ -69,6 +70,8 @@ export interface StorageDashboardOptions {
   readonly token?: string | undefined
   /** `pi-storage` as the page should write it in the commands it shows (default: with `--agent-dir` when one was given). */
   readonly cli?: string | undefined
+  /** What the library carried on through while answering (default: a Node process warning). */
+  readonly onWarning?: ((message: string) => void) | undefined
 }
 
 export interface StorageDashboard {
@@ -141,13 +144,20 @@ export const createStorageDashboard = (options: StorageDashboardOptions): Storag
     webDataRootFlag: options.webDataRoot === undefined ? "" : ` --web-data-root ${shellWord(options.webDataRoot)}`,
     version: VERSION
   }
+  const onWarning = options.onWarning ?? ((message: string) => process.emitWarning(message, { type: "PiAgentStorageWarning" }))
   const assets = loadAssets()
   const openApi = JSON.stringify(OpenApi.fromApi(DashboardApi))
-  const runtime = ManagedRuntime.make(dashboardLayer({ agentDir: options.agentDir, webDataRoot, backupRoot: options.backupRoot, settings }))
+  const runtime = ManagedRuntime.make(
+    dashboardLayer({ agentDir: options.agentDir, webDataRoot, backupRoot: options.backupRoot, settings }).pipe(
+      Layer.provide(warningLoggerLayer((w) => onWarning(w.message), onWarning))
+    )
+  )
   const built = runtime.runPromise(Effect.gen(function*() {
     const routed = yield* HttpApiBuilder.httpApp
     const platform = yield* Effect.context<HttpRouter.HttpRouter.DefaultServices>()
-    return guard({ api: Effect.provide(routed, platform), token, csrfSecret, basePath, hosts, readOnly, assets, openApi })
+    // The handlers run on the caller's runtime (a host's, or the web handler's): their warnings go to `onWarning`.
+    const api = routed.pipe(Effect.provide(platform), Effect.provide(warningLoggerLayer((w) => onWarning(w.message), onWarning)))
+    return guard({ api, token, csrfSecret, basePath, hosts, readOnly, assets, openApi })
   }))
   // An unhandled rejection until a request awaits it would crash a host: the first request reports it instead.
   built.catch(() => undefined)
