@@ -10,6 +10,6 @@
 export { createStorageDashboard } from "./dashboard/server.js"
 export type { StorageDashboard, StorageDashboardOptions } from "./dashboard/server.js"
 export type { NodeHandler } from "./dashboard/nodeAdapter.js"
-export { ActionFailed, BadRequest, DashboardApi, PlanChanged, ProtectionGroup, ReadOnly, StorageGroup, WorkGroup } from "./dashboard/api.js"
+export { ActionFailed, BadRequest, DashboardApi, ProtectionGroup, ReadOnly, StorageGroup, WorkGroup } from "./dashboard/api.js"
 export * as DashboardSchemas from "./dashboard/schemas.js"
 export { loopbackHosts } from "./dashboard/security.js"

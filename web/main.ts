@@ -58,17 +58,22 @@ const drawHeader = async () => {
 }
 
 let drawing = 0
-const draw = async () => {
+/** `fresh`: the Refresh button (the server measures again instead of reusing its recent scan). */
+const draw = async (fresh = false) => {
   const mine = ++drawing
   const r = route()
-  show(nav, VIEWS.map(([v, label]) => h("a", { href: `#${v}`, class: v === r.view ? "current" : undefined, "aria-current": v === r.view ? "page" : undefined }, label)))
+  show(
+    nav,
+    VIEWS.map(([v, label]) => h("a", { href: `#${v}`, class: v === r.view ? "current" : undefined, "aria-current": v === r.view ? "page" : undefined }, label)),
+    h("button", { type: "button", class: "refresh", "data-action": "refresh", title: "Read everything again", onclick: () => void draw(true) }, "Refresh")
+  )
   main.setAttribute("data-view", r.view)
   main.setAttribute("aria-busy", "true")
   try {
     const target = h("div", { class: `view view-${r.view}` })
     switch (r.view) {
       case "space":
-        await renderSpace(target, r.arg ?? "root", (id) => go("space", id))
+        await renderSpace(target, r.arg ?? "root", (id) => go("space", id), fresh)
         break
       case "growth":
         await renderGrowth(target, r.arg === "90" ? 90 : 30, (days) => go("growth", String(days)))

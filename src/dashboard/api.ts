@@ -21,9 +21,9 @@ import {
   MapLevel,
   ProfileView,
   ProtectionView,
-  PruneApplied,
   PrunePlanView,
   PruneRequest,
+  PruneResult,
   RunList,
   SessionInfo,
   StatusDocument,
@@ -43,13 +43,6 @@ export class ActionFailed extends Schema.TaggedError<ActionFailed>()(
 /** The dashboard was started read-only: no action runs. */
 export class ReadOnly extends Schema.TaggedError<ReadOnly>()("ReadOnly", { message: Schema.String }, HttpApiSchema.annotations({ status: 403 })) {}
 
-/** The prune plan changed since the page showed it: nothing was removed; here is the plan as it is now. */
-export class PlanChanged extends Schema.TaggedError<PlanChanged>()(
-  "PlanChanged",
-  { message: Schema.String, plan: PrunePlanView },
-  HttpApiSchema.annotations({ status: 409 })
-) {}
-
 const TenantParams = Schema.Struct({ category: Schema.String, tenant: Schema.String })
 
 export class StorageGroup extends HttpApiGroup.make("storage")
@@ -57,7 +50,8 @@ export class StorageGroup extends HttpApiGroup.make("storage")
   .add(HttpApiEndpoint.get("status", "/status").addSuccess(StatusDocument))
   .add(
     HttpApiEndpoint.get("map", "/map")
-      .setUrlParams(Schema.Struct({ node: Schema.optional(Schema.String) }))
+      // `fresh=1`: measure again now (the top-level scan is otherwise kept for a while).
+      .setUrlParams(Schema.Struct({ node: Schema.optional(Schema.String), fresh: Schema.optional(Schema.Literal("1")) }))
       .addSuccess(MapLevel)
       .addError(BadRequest)
   )
@@ -76,10 +70,9 @@ export class WorkGroup extends HttpApiGroup.make("work")
   .add(
     HttpApiEndpoint.post("prune", "/prune")
       .setPayload(PruneRequest)
-      .addSuccess(PruneApplied)
+      .addSuccess(PruneResult)
       .addError(BadRequest)
       .addError(ActionFailed)
-      .addError(PlanChanged)
       .addError(ReadOnly)
   )
 {}

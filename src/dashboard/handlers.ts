@@ -30,7 +30,7 @@ import { StorageMap } from "../services/StorageMap.js"
 import { UsageHistory } from "../services/UsageHistory.js"
 import { UserProfile } from "../services/UserProfile.js"
 import { WorkRuns } from "../services/WorkRuns.js"
-import { ActionFailed, BadRequest, DashboardApi, PlanChanged, ReadOnly } from "./api.js"
+import { ActionFailed, BadRequest, DashboardApi, ReadOnly } from "./api.js"
 import { coverageOf } from "./coverage.js"
 import type { PrunePlanView } from "./schemas.js"
 
@@ -81,7 +81,11 @@ const StorageHandlers = HttpApiBuilder.group(DashboardApi, "storage", (handlers)
           const doctor = report.exists ? yield* cache.doctor : null
           return statusDocument(report, agentDir.source, doctor, walkerInUse(config.walker))
         }))
-      .handle("map", ({ urlParams }) => map.level(urlParams.node ?? "root").pipe(Effect.mapError((e) => new BadRequest({ message: e.message }))))
+      .handle("map", ({ urlParams }) =>
+        Effect.zipRight(
+          urlParams.fresh === "1" ? Effect.all([map.invalidate, cache.invalidate]) : Effect.void,
+          map.level(urlParams.node ?? "root").pipe(Effect.mapError((e) => new BadRequest({ message: e.message })))
+        ))
       .handle("growth", ({ urlParams }) =>
         Effect.gen(function*() {
           const days = urlParams.days ?? 30
@@ -114,19 +118,20 @@ const WorkHandlers = HttpApiBuilder.group(DashboardApi, "work", (handlers) =>
           if (settings.readOnly) return yield* readOnlyRefusal
           const now = yield* plan(payload.category, payload.tenant)
           if (now.planId !== payload.planId || now.report.busy) {
-            return yield* new PlanChanged({
+            return {
+              _tag: "PlanChanged" as const,
               message: now.report.busy
-                ? "another prune of this tenant is running: nothing was removed; here is the plan as it is now"
-                : "the plan changed since it was shown: nothing was removed; here is the plan as it is now",
+                ? "Another prune of this tenant is running: nothing was removed. Here is the plan as it is now."
+                : "The plan changed since it was shown: nothing was removed. Here is the plan as it is now.",
               plan: now
-            })
+            }
           }
           const runIds = now.report.removed.map((r) => r.runId)
           const outcomes = runIds.length === 0
             ? []
             : yield* workRuns.removeRuns({ category: payload.category, tenant: payload.tenant, runIds }).pipe(Effect.mapError(failed))
           yield* Effect.all([map.invalidate, cache.invalidate])
-          return { planId: now.planId, outcomes }
+          return { _tag: "Applied" as const, planId: now.planId, outcomes }
         }))
   }))
 

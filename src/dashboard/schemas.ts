@@ -134,11 +134,18 @@ export type PrunePlanView = typeof PrunePlanView.Type
 
 export const PruneRequest = Schema.Struct({ category: Schema.String, tenant: Schema.String, planId: Schema.String })
 
-export const PruneApplied = Schema.Struct({
+/** The plan was still the one shown: its runs were deleted (each under the cleanup protocol). */
+export const PruneApplied = Schema.TaggedStruct("Applied", {
   planId: Schema.String,
   /** One per run of the plan, in its order. */
   outcomes: Schema.Array(RemoveRunOutcome)
 })
+
+/** The plan changed since the page showed it: nothing was removed; `plan` is the plan as it is now. */
+export const PlanChanged = Schema.TaggedStruct("PlanChanged", { message: Schema.String, plan: PrunePlanView })
+
+/** What applying a plan did: an answer, not an error, either way (the page shows the new plan). */
+export const PruneResult = Schema.Union(PruneApplied, PlanChanged)
 
 // ---------------------------------------------------------------------------------------------- protection
 

@@ -12,7 +12,7 @@ import type { GrowthView } from "../types.js"
 const TIERS = ["config", "state", "cache", "work", "other"] as const
 const COLORS: Record<(typeof TIERS)[number], string> = { config: "#7b61ff", state: "#1f9d55", cache: "#3b82f6", work: "#e08a00", other: "#8a8f98" }
 
-const chartFor = (records: GrowthView["records"], width: number): HTMLElement => {
+const chartFor = (records: GrowthView["records"], width: number, window: { readonly from: number; readonly to: number }): HTMLElement => {
   const box = h("div", { class: "chart", "data-points": records.length })
   const data: uPlot.AlignedData = [
     records.map((r) => r.at / 1000),
@@ -26,7 +26,8 @@ const chartFor = (records: GrowthView["records"], width: number): HTMLElement =>
       ...TIERS.map((t): uPlot.Series => ({ label: t, stroke: COLORS[t], width: 2, points: { show: true, size: 6 }, value: (_u, v) => (v === null ? "–" : formatBytes(v)) }))
     ],
     axes: [{}, { values: (_u, ticks) => ticks.map((v) => formatBytes(v)), size: 80 }],
-    scales: { x: { time: true } }
+    // The whole window asked for, whatever the points cover (one point alone would make its own range).
+    scales: { x: { time: true, range: [window.from / 1000, window.to / 1000] } }
   }
   // uPlot draws on a canvas and sets its own layout through the style object (allowed by the CSP).
   new uPlot(options, data, box)
@@ -35,7 +36,7 @@ const chartFor = (records: GrowthView["records"], width: number): HTMLElement =>
 
 export const renderGrowth = async (root: HTMLElement, days: number, choose: (days: number) => void): Promise<void> => {
   const view = await get<GrowthView>("growth", { days: String(days) })
-  const width = Math.max(320, Math.min(root.clientWidth || 960, 1100))
+  const width = Math.max(320, Math.min((document.getElementById("view")?.clientWidth ?? 1000) - 60, 1100))
   const windows = h("div", { class: "windows" }, [30, 90].map((d) =>
     h("button", { type: "button", class: d === days ? "window current" : "window", "aria-pressed": d === days ? "true" : "false", onclick: () => choose(d) }, `${d} days`)))
   const sections = (["agent", "web"] as const).map((rootName) => {
@@ -47,7 +48,7 @@ export const renderGrowth = async (root: HTMLElement, days: number, choose: (day
       h("h3", {}, rootName === "agent" ? "Agent dir" : "Web data root"),
       records.length === 0
         ? h("p", { class: "empty" }, "No usage recorded yet: a prune, a snapshot or a config snapshot records one (at most one an hour).")
-        : chartFor(records, width),
+        : chartFor(records, width, { from: view.now - view.days * 24 * 60 * 60 * 1000, to: view.now }),
       records.length === 0 ? null : h(
         "table",
         { class: "points" },

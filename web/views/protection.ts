@@ -33,6 +33,7 @@ const diffViewer = (diff: DiffResult, title: string): HTMLElement => {
         "table",
         { class: "side-by-side", "data-path": f.path },
         h("caption", {}, f.path),
+        h("colgroup", {}, h("col", { class: "ln" }), h("col", {}), h("col", { class: "ln" }), h("col", {})),
         h("tbody", {}, f.rows.map((row) =>
           "header" in row
             ? h("tr", { class: "hunk" }, h("td", { colspan: 4 }, row.header))
@@ -57,7 +58,7 @@ const timeline = (view: ProtectionView, now: number): HTMLElement => {
   const biggest = Math.max(1, ...view.snapshots.map((s) => s.bytes))
   for (const s of [...view.snapshots].reverse()) {
     const dot = h("div", { class: "snapshot-dot", role: "listitem", "data-id": s.id, title: `${s.id}\n${formatBytes(s.bytes)}, ${formatBytes(s.uniqueBytes)} unique` },
-      h("span", { class: "dot-label" }, formatBytes(s.uniqueBytes)))
+      h("span", { class: "dot-label" }, `${formatBytes(s.bytes)} · ${formatBytes(s.uniqueBytes)} unique`))
     dot.style.left = `${3 + ((s.createdAt - first) / span) * 90}%`
     const size = 10 + Math.round(Math.sqrt(s.bytes / biggest) * 22)
     dot.style.width = `${size}px`

@@ -4,10 +4,10 @@
  * plan and its id). "Prune this tenant" applies exactly that plan: a plan that changed since it was shown is
  * refused by the server and shown again, as it is now.
  */
-import { ApiError, get, post, session } from "../api.js"
+import { get, post, session } from "../api.js"
 import { h, show } from "../dom.js"
 import { formatAge, formatBytes, formatSize } from "../format.js"
-import type { PruneApplied, PrunePlanView, RunList } from "../types.js"
+import type { PrunePlanView, PruneResult, RunList } from "../types.js"
 
 const REASONS: Record<string, string> = {
   age: "unused for longer than the retention's maximum age",
@@ -102,7 +102,11 @@ export const renderRuns = async (root: HTMLElement, selected: string | undefined
   const showPlan = (plan: PrunePlanView, note: HTMLElement | null) => show(planBox, planPanel(plan, note, apply))
   const apply = async (plan: PrunePlanView) => {
     try {
-      const applied = await post<PruneApplied>("prune", { category: plan.category, tenant: plan.tenant, planId: plan.planId })
+      const applied = await post<PruneResult>("prune", { category: plan.category, tenant: plan.tenant, planId: plan.planId })
+      if (applied._tag === "PlanChanged") {
+        showPlan(applied.plan, h("p", { class: "warning", role: "alert", "data-result": "plan-changed" }, applied.message))
+        return
+      }
       await renderRuns(root, selected, select)
       const removed = applied.outcomes.filter((o) => o._tag === "Removed").length
       const result = h("div", { class: "result", role: "status", "data-result": "pruned" },
@@ -110,11 +114,7 @@ export const renderRuns = async (root: HTMLElement, selected: string | undefined
         h("ul", {}, applied.outcomes.map((o) => h("li", { "data-run": o.runId, "data-outcome": o._tag }, `${o.runId}: ${o._tag}${"why" in o ? ` (${o.why})` : ""}`))))
       root.querySelector(".plan-box")?.prepend(result)
     } catch (e) {
-      if (e instanceof ApiError && e.body._tag === "PlanChanged") {
-        showPlan(e.body.plan as PrunePlanView, h("p", { class: "warning", role: "alert", "data-result": "plan-changed" }, e.message))
-      } else {
-        planBox.prepend(h("p", { class: "error", role: "alert" }, e instanceof Error ? e.message : String(e)))
-      }
+      planBox.prepend(h("p", { class: "error", role: "alert" }, e instanceof Error ? e.message : String(e)))
     }
   }
   if (category !== undefined && tenant !== undefined) {

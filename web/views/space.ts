@@ -34,8 +34,8 @@ const tileClass = (n: MapNode): string =>
     .filter((c) => c !== "")
     .join(" ")
 
-export const renderSpace = async (root: HTMLElement, nodeId: string, navigate: (id: string) => void): Promise<void> => {
-  const level = await get<MapLevel>("map", { node: nodeId })
+export const renderSpace = async (root: HTMLElement, nodeId: string, navigate: (id: string) => void, fresh: boolean): Promise<void> => {
+  const level = await get<MapLevel>("map", { node: nodeId, fresh: fresh ? "1" : undefined })
   const crumbs = h(
     "nav",
     { class: "breadcrumb", "aria-label": "breadcrumb" },
@@ -51,7 +51,8 @@ export const renderSpace = async (root: HTMLElement, nodeId: string, navigate: (
       ? null
       : h("p", { class: "incomplete-note" }, "Incomplete: the size walk's budget ran out or an entry could not be read here; sizes marked ≥ are lower bounds, not drawn as exact.")
   )
-  const width = Math.max(320, Math.min(root.clientWidth || 960, 1200))
+  // The view is drawn before it is shown: its width is the main area's.
+  const width = Math.max(320, Math.min((document.getElementById("view")?.clientWidth ?? 1000) - 40, 1200))
   const height = 440
   const area = h("div", { class: "treemap", role: "list" })
   area.style.width = `${width}px`
