@@ -161,9 +161,10 @@ describe("pi-storage ui over plain HTTP", () => {
     const csrf = await csrfOf(readOnly, session.cookie)
     const page = await request(readOnly.port, { headers: { host: roHost, cookie: session.cookie } })
     assert.include(page.body, '<meta name="pi-storage-read-only" content="true">')
-    const before = { snapshots: snapshots(), runs: Fs.readdirSync(Path.join(agentDir, "work", "tools", "bash")).sort() }
     const plan = JSON.parse((await request(readOnly.port, { path: "/api/prune-plan?category=tools&tenant=bash", headers: { host: roHost, cookie: session.cookie } })).body)
     assert.isAbove(plan.report.removed.length, 0)
+    // After the plan is read: its dry run, like `work prune --dry-run`, may make the tenant's clock-probe directory.
+    const before = { snapshots: snapshots(), runs: Fs.readdirSync(Path.join(agentDir, "work", "tools", "bash")).sort() }
     for (const [path, body] of [["/api/snapshots", ""], ["/api/verify", ""], ["/api/config/snapshot", ""], ["/api/prune", JSON.stringify({ category: "tools", tenant: "bash", planId: plan.planId })]] as const) {
       const r = await request(readOnly.port, {
         method: "POST",

@@ -26,11 +26,14 @@ const write = (path: string, bytes: number | string) => {
   Fs.writeFileSync(path, typeof bytes === "string" ? bytes : Buffer.alloc(bytes, 0x61))
 }
 
-/** A run directory the library owns (a v2 manifest), last used `daysAgo` days ago and released then. */
+/** A run directory the library owns (a v2 manifest, its mtime dated too), last used `daysAgo` days ago and released then. */
 export const seedRun = (agentDir: string, category: string, tenant: string, runId: string, daysAgo: number, payloadBytes: number, now = Date.now()) => {
   const dir = Path.join(agentDir, "work", category, tenant, runId)
   const at = now - daysAgo * DAY
-  write(Path.join(dir, ".pi-work-run.json"), JSON.stringify({ version: 2, category, tenant, runId, kind: "named", createdAt: at, createdBy: { host: "seed", pid: 1 }, releasedAt: at }))
+  const manifest = Path.join(dir, ".pi-work-run.json")
+  write(manifest, JSON.stringify({ version: 2, category, tenant, runId, kind: "named", createdAt: at, createdBy: { host: "seed", pid: 1 }, releasedAt: at }))
+  // Last written then on the file system's clock too: prune judges ages on it (README "Retention").
+  Fs.utimesSync(manifest, at / 1000, at / 1000)
   Fs.mkdirSync(Path.join(dir, ".leases"), { recursive: true })
   write(Path.join(dir, "out.bin"), payloadBytes)
   return dir
