@@ -1,6 +1,7 @@
 /**
- * `npm run bench [-- --quick] [--json] [--only prune,scan,memory,acquire,cli,property,snapshots,config] [--runs N]
- *  [--files N] [--reps N] [--ops N] [--settle MS] [--snapshot-files N] [--snapshot-reps N] [--config-files N] [--keep]`
+ * `npm run bench [-- --quick] [--json] [--only prune,scan,memory,acquire,cli,property,snapshots,config,dashboard]
+ *  [--runs N] [--files N] [--reps N] [--ops N] [--settle MS] [--snapshot-files N] [--snapshot-reps N] [--config-files N]
+ *  [--dashboard-runs N] [--dashboard-tenants N] [--keep]`
  *
  * Builds fixtures in a temp dir, runs each measurement several times alternating ours and the baseline,
  * and prints medians, min–max and ratios (or one JSON document with `--json`). `--quick` runs everything at
@@ -10,6 +11,7 @@ import * as fs from "node:fs"
 import { benchAcquire } from "./acquire.js"
 import { benchCli } from "./cli.js"
 import { benchConfigHistory } from "./configHistory.js"
+import { benchDashboard } from "./dashboard.js"
 import { benchMemory } from "./memory.js"
 import { benchProperty } from "./property.js"
 import { benchStateBackups } from "./stateBackups.js"
@@ -17,7 +19,7 @@ import { type Measurement, passes, renderMeasurements } from "./result.js"
 import { benchPrune, benchScan } from "./tree.js"
 import { machine, makeTempRoot, numberArg, parseArgs } from "./util.js"
 
-const ALL = ["prune", "scan", "memory", "acquire", "cli", "property", "snapshots", "config"] as const
+const ALL = ["prune", "scan", "memory", "acquire", "cli", "property", "snapshots", "config", "dashboard"] as const
 
 const main = async () => {
   const args = parseArgs(process.argv.slice(2))
@@ -59,6 +61,10 @@ const main = async () => {
     if (only.has("config")) {
       const files = numberArg(args, "config-files", 200)
       results.push(await benchConfigHistory({ root, files, ops: quick ? 10 : 30, reps, settleMs, log }))
+    }
+    if (only.has("dashboard")) {
+      const runs = numberArg(args, "dashboard-runs", quick ? 2_000 : 20_000)
+      results.push(await benchDashboard({ root, runs, tenants: numberArg(args, "dashboard-tenants", 10), reps: quick ? 1 : 3, log }))
     }
     if (only.has("property")) results.push(await benchProperty({ seconds: numberArg(args, "property-seconds", quick ? 3 : 10), log }))
   } finally {

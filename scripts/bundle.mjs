@@ -16,6 +16,11 @@
  *   dist/bundle/cli/program.cjs + program.cjs.v8cache  the program and its V8 code cache
  *                            (src/cli/codeCache.ts: Node 20 can cache CommonJS compiled by vm.Script,
  *                            not ES modules)
+ *   dist/bundle/cli/ui.cjs   `pi-storage ui`'s server (src/cli/uiServer.ts, the dashboard library and its
+ *                            @effect/platform HTTP API), required by the program only for that command,
+ *                            so no other command reads it (README "Dashboard")
+ *   dist/dashboard/assets/   the dashboard's page: app.js (web/, d3-hierarchy, uPlot) and app.css, for the
+ *                            browser; shipped, served by the dashboard, never fetched from elsewhere
  *
  * Files loaded by path at run time (the native addon, the remover thread) are found from the package root
  * (src/layers/node/packageRoot.ts), so they load from a bundle as from dist/. No source maps (they would
@@ -79,6 +84,34 @@ const builtinImportsAsRequire = {
 }
 
 /**
+ * In the CLI program, the `ui` command's server (src/cli/uiServer.ts) is not bundled: its import becomes a
+ * `require` of `ui.cjs` beside the program, a bundle of its own (README "Dashboard": only `pi-storage ui` reads it).
+ */
+const uiServerAsOwnBundle = {
+  name: "ui-server-as-own-bundle",
+  setup(build) {
+    build.onResolve({ filter: /\/uiServer\.js$/ }, (args) => (args.kind === "dynamic-import" ? { path: "ui.cjs", namespace: "ui-bundle" } : undefined))
+    build.onLoad({ filter: /.*/, namespace: "ui-bundle" }, () => ({
+      contents: `module.exports = require(require("node:path").join(__dirname, "ui.cjs"))`,
+      loader: "js"
+    }))
+  }
+}
+
+/** The dashboard's page, for browsers: one script (ES2020, minified) and one stylesheet, nothing remote. */
+const page = {
+  bundle: true,
+  platform: "browser",
+  target: "es2020",
+  minify: true,
+  lineLimit: 160,
+  legalComments: "none",
+  logLevel: "warning",
+  absWorkingDir: root
+}
+const assetsDir = path.join(root, "dist", "dashboard", "assets")
+
+/**
  * The CLI program's V8 code cache (src/cli/codeCache.ts): compiled and run once here, as `pi-storage
  * status` on a small temp agent dir, so the functions a command runs are in it too, then saved when that
  * process exits. Made with this Node: another one refuses it and compiles from source.
@@ -111,19 +144,24 @@ const codeCacheModule = pathToFileURL(path.join(root, "dist", "cli", "codeCache.
 const { codeCachePath } = await import(codeCacheModule)
 
 fs.rmSync(outdir, { recursive: true, force: true })
+fs.rmSync(assetsDir, { recursive: true, force: true })
 const started = performance.now()
 await Promise.all([
   esbuild.build({ ...esm, ...split, entryPoints: { promise: "src/promise.ts" }, outdir }),
   esbuild.build({ ...cjs, entryPoints: ["src/promise.ts"], outfile: path.join(outdir, "promise.cjs") }),
   esbuild.build({ ...esm, entryPoints: ["src/cli/bin.ts"], outfile: path.join(outdir, "cli", "main.mjs") }),
-  esbuild.build({ ...cjs, plugins: [builtinImportsAsRequire], entryPoints: ["src/cli/program.ts"], outfile: path.join(outdir, "cli", "program.cjs") })
+  esbuild.build({ ...cjs, plugins: [builtinImportsAsRequire, uiServerAsOwnBundle], entryPoints: ["src/cli/program.ts"], outfile: path.join(outdir, "cli", "program.cjs") }),
+  esbuild.build({ ...cjs, plugins: [builtinImportsAsRequire], entryPoints: ["src/cli/uiServer.ts"], outfile: path.join(outdir, "cli", "ui.cjs") }),
+  esbuild.build({ ...page, format: "iife", entryPoints: ["web/main.ts"], outfile: path.join(assetsDir, "app.js") }),
+  esbuild.build({ ...page, entryPoints: ["web/styles.css"], outfile: path.join(assetsDir, "app.css") })
 ])
 if (/\bimport\(/.test(fs.readFileSync(path.join(outdir, "cli", "program.cjs"), "utf8"))) {
   throw new Error("dist/bundle/cli/program.cjs holds an import(): a script compiled from a code cache cannot run it on Node 20")
 }
 await writeCodeCache(path.join(outdir, "cli", "program.cjs"))
 fs.chmodSync(path.join(outdir, "cli", "main.mjs"), 0o755)
-const sizes = fs.readdirSync(outdir, { recursive: true })
-  .filter((f) => /\.(mjs|cjs|v8cache)$/.test(f))
-  .map((f) => `${f} ${Math.round(fs.statSync(path.join(outdir, f)).size / 1024)} KiB`)
+const sizes = [
+  ...fs.readdirSync(outdir, { recursive: true }).filter((f) => /\.(mjs|cjs|v8cache)$/.test(f)).map((f) => path.join(outdir, f)),
+  ...fs.readdirSync(assetsDir).map((f) => path.join(assetsDir, f))
+].map((f) => `${path.relative(path.join(root, "dist"), f)} ${Math.round(fs.statSync(f).size / 1024)} KiB`)
 process.stderr.write(`bundles (${Math.round(performance.now() - started)} ms): ${sizes.join(", ")}\n`)

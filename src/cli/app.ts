@@ -37,13 +37,14 @@ import { prune } from "./commands/prune.js"
 import { rm } from "./commands/rm.js"
 import { run } from "./commands/run.js"
 import { status } from "./commands/status.js"
+import { ui } from "./commands/ui.js"
 import { type CliContext, colorAllowed, complain, err, makeContext, out, usageError } from "./context.js"
 import { ExitCode, type ExitStatus } from "./exit.js"
 import { unexpectedFailures } from "./guard.js"
 import { ownText, stripAnsi } from "./format.js"
 import { findCommand, type HelpNode, helpTree, renderHelp } from "./help.js"
 import { dryRun, json, parsedOption, value } from "./options.js"
-import { parseCount, parseDuration, parseSize } from "./parse.js"
+import { parseCount, parseDuration, parsePort, parseSize } from "./parse.js"
 import { isVersionRequest, VERSION, versionLine } from "./version.js"
 
 export { VERSION }
@@ -173,6 +174,29 @@ const commands = (ctx: CliContext) => {
       "Example: pi-storage migrate --plan migrate-state-tier.yaml --dry-run"
     ))
   )
+  const uiCommand = Command.make(
+    "ui",
+    {
+      port: parsedOption("port", "N", parsePort, "Listen on 127.0.0.1 port N (default: 0, any free port). Example: --port 8377"),
+      open: Options.boolean("open").pipe(Options.withDescription("Open the dashboard in the desktop's browser (default: off).")),
+      readOnly: Options.boolean("read-only").pipe(Options.withDescription("Show everything, offer no action: every POST is refused (default: off).")),
+      webDataRoot: Options.text("web-data-root").pipe(
+        Options.withPseudoName("DIR"),
+        Options.withDescription("Also show extension data there (default: $PI_WEB_DATA_DIR, else ~/.pi/web/data when it exists). Example: --web-data-root ~/.pi/web/data"),
+        Options.optional
+      ),
+      root: Options.text("root").pipe(
+        Options.withPseudoName("DIR"),
+        Options.withDescription("The state backup root (default: $PI_STATE_BACKUP_DIR, else beside the agent dir). Example: --root /mnt/usb/pi-state"),
+        Options.optional
+      )
+    },
+    (o) => ui(ctx, { port: value(o.port) ?? 0, open: o.open, readOnly: o.readOnly, webDataRoot: value(o.webDataRoot), backupRoot: value(o.root) })
+  ).pipe(Command.withDescription(lines(
+    "A local dashboard: where the bytes are, growth, work runs and the prune plan, snapshots and config history, doctor.",
+    "Serves 127.0.0.1 only and prints a URL with a one-time token; Ctrl-C stops it.",
+    "Example: pi-storage ui --open"
+  )))
   // Shown in help only: these two are taken out of argv before parsing, wherever they appear.
   const globals = {
     agentDir: Options.text("agent-dir").pipe(
@@ -185,7 +209,7 @@ const commands = (ctx: CliContext) => {
   // Bare `pi-storage`: the program's page on stderr, exit 2 (a usage error, not a request for help).
   return Command.make("pi-storage", globals, () => Effect.zipRight(err(ownText(helpText(ctx, []))), Effect.sync(() => ctx.status.raise(ExitCode.usage)))).pipe(
     Command.withDescription("See and manage what the coding agent keeps under its agent dir."),
-    Command.withSubcommands([statusCommand, work, doctorCommand, migrateCommand, backupCommand(ctx), configCommand(ctx), memoryCommand(ctx)])
+    Command.withSubcommands([statusCommand, work, doctorCommand, migrateCommand, backupCommand(ctx), configCommand(ctx), memoryCommand(ctx), uiCommand])
   )
 }
 

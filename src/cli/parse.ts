@@ -93,6 +93,12 @@ export const parseCount = (text: string): Parsed<number> => {
   return n <= MAX_SAFE ? ok(Number(n)) : fail(`${quoted(text)} is too large`)
 }
 
+/** A TCP port: 0 (any free one) to 65535. */
+export const parsePort = (text: string): Parsed<number> => {
+  const n = parseCount(text)
+  return n.ok && n.value <= 65535 ? n : fail(`expected a port number from 0 to 65535, got ${quoted(text)}`)
+}
+
 /** A whole number of 1 or more. */
 export const parsePositiveCount = (text: string): Parsed<number> => {
   if (!/^\d+$/.test(text.trim())) return fail(`expected a whole number (1 or more), got ${quoted(text)}`)

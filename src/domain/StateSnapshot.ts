@@ -28,6 +28,8 @@ export const WRITER_LOCK = ".lock"
 export const INCOMPLETE_PREFIX = ".incomplete-"
 export const REMOVING_PREFIX = ".removing-"
 export const VERIFY_CURSOR = ".verify-cursor"
+/** The last verify's outcome (`<root>/.last-verify.json`), for the dashboard's "last verify and its age". */
+export const LAST_VERIFY = ".last-verify.json"
 export { STATE_EXCLUDED } from "./SnapshotPath.js"
 
 // ------------------------------------------------------------------------------------------------ scope

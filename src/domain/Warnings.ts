@@ -55,6 +55,8 @@ export type StorageWarning =
   | { readonly _tag: "SnapshotOwnerAlive"; readonly path: string; readonly holder: string; readonly message: string }
   /** A snapshot whose manifest is unusable is skipped as a link base and in listings (verify reports it). */
   | { readonly _tag: "SnapshotManifestUnusable"; readonly id: string; readonly detail: string; readonly message: string }
+  /** A writing operation's usage record (README "Dashboard") was not added: the history could not be read, decoded or written. */
+  | { readonly _tag: "UsageHistoryNotRecorded"; readonly path: string; readonly message: string }
 
 export type StorageWarningTag = StorageWarning["_tag"]
 
@@ -79,7 +81,8 @@ const FIELDS: { readonly [T in StorageWarningTag]: ReadonlyArray<string> } = {
   ProfileEditKept: ["path", "reason"],
   ReleaseStampFailed: ["runDir", "reason"],
   SnapshotOwnerAlive: ["path", "holder"],
-  SnapshotManifestUnusable: ["id", "detail"]
+  SnapshotManifestUnusable: ["id", "detail"],
+  UsageHistoryNotRecorded: ["path"]
 }
 
 /** The annotation that marks a log entry as one of ours. */

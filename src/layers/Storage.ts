@@ -12,6 +12,7 @@ import type { Host } from "../services/Host.js"
 import { Migration } from "../services/Migration.js"
 import { StorageConfig, type StorageConfigInput } from "../services/StorageConfig.js"
 import { TierStorage } from "../services/TierStorage.js"
+import { UsageHistory, type UsageHistoryOptions, UsageRecorder } from "../services/UsageHistory.js"
 import { WorkRuns, type WorkRunsOptions } from "../services/WorkRuns.js"
 import * as NodeFileSystem from "./NodeFileSystem.js"
 import * as NodeHost from "./NodeHost.js"
@@ -29,10 +30,16 @@ export interface StorageOptions {
    */
   readonly config?: StorageConfigInput | undefined
   readonly workRuns?: WorkRunsOptions | undefined
+  /**
+   * The usage history the dashboard's growth chart reads (README "Dashboard"): given, the stack's writers
+   * (prune, background prune, state snapshot, config snapshot) append to it; absent, it is only read.
+   * `NodeStorageLive` gives `{}` unless this is `false`.
+   */
+  readonly usageHistory?: UsageHistoryOptions | false | undefined
 }
 
-export type StorageServices = StorageConfig | FileSystem | Host | AgentDir | Migration | Doctor | WorkRuns | TierStorage | ExtensionStorage
-
+export type StorageServices =
+  | StorageConfig | FileSystem | Host | AgentDir | Migration | Doctor | WorkRuns | TierStorage | ExtensionStorage | UsageHistory | UsageRecorder
 /** Start-up migration passes: each call handles a bounded number of root entries and says when it was cut. */
 const MAX_STARTUP_MIGRATION_PASSES = 16
 
@@ -73,7 +80,8 @@ export const storageLayer = <E>(
   // own, so it never judges leases with another TTL than the doctor and the inventory (review: a second
   // application here let a `workRuns` TTL override `config` in the pruner alone).
   const ownOptions = options.workRuns?.opportunisticRetention === undefined ? {} : { opportunisticRetention: options.workRuns.opportunisticRetention }
-  const workRuns = WorkRuns.layer(ownOptions).pipe(Layer.provideMerge(agentDir))
+  const usage = UsageHistory.layer(options.usageHistory === undefined || options.usageHistory === false ? { recording: false } : options.usageHistory)
+  const workRuns = WorkRuns.layer(ownOptions).pipe(Layer.provideMerge(usage), Layer.provideMerge(agentDir))
   // The tier service of the web host's extensions serves the agent's extensions too (one tier API).
   const tiers = TierStorage.layer.pipe(Layer.provideMerge(workRuns))
   return ExtensionStorage.layer.pipe(Layer.provideMerge(tiers), Layer.provideMerge(config))
@@ -87,4 +95,4 @@ export const NodeWorld: Layer.Layer<FileSystem | Host> = Layer.merge(NodeFileSys
  * environment (`StorageConfig.layerFromEnv`) under `options.config`. The Promise facade and the CLI use it.
  */
 export const NodeStorageLive = (options: StorageOptions = {}): Layer.Layer<StorageServices> =>
-  storageLayer(NodeWorld, options).pipe(Layer.provide(StorageConfig.layerFromEnv))
+  storageLayer(NodeWorld, { ...options, usageHistory: options.usageHistory ?? {} }).pipe(Layer.provide(StorageConfig.layerFromEnv))

@@ -60,6 +60,7 @@ import { type InterruptedChange, historyDirOf, readChangeSentinel, sentinelPathO
 import { depsFromContext, selfIdentity } from "./internal/deps.js"
 import { sameBytes } from "../domain/Bytes.js"
 import { ProcessRunner } from "./ProcessRunner.js"
+import { UsageRecorder } from "./UsageHistory.js"
 import { type Git, HISTORY_ATTRIBUTES, makeGit, NO_DIFF_PROGRAMS } from "./internal/git.js"
 import {
   findPackedRef,
@@ -252,6 +253,8 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
     const { fs, host } = deps
     const agent = yield* AgentDir
     const runner = yield* ProcessRunner
+    // A snapshot that commits adds a usage record (README "Dashboard"); none in the stack: nothing is recorded.
+    const usage = yield* UsageRecorder
     const agentDir = agent.path
     const webDataRoot = webDataRootOf(host, options.webDataRoot)
     const webRoot = webDataRoot.path
@@ -922,7 +925,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
             return { revision: null, roots, changed: [], skipped: p.live.skipped }
           }
         }
-        return yield* withLock(Effect.tap(snapshotLocked(o.message ?? "snapshot"), () => clearSentinel))
+        return yield* withLock(Effect.tap(snapshotLocked(o.message ?? "snapshot"), () => clearSentinel)).pipe(Effect.tap(() => usage.record("config-snapshot")))
       })
 
     const log = (o: { readonly limit?: number | undefined } = {}) =>

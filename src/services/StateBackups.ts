@@ -60,6 +60,7 @@ import {
   sqliteGroups,
   TOOL,
   UnsafeBackupRoot,
+  LAST_VERIFY,
   VERIFY_CURSOR,
   webScopeRoot,
   WRITER_LOCK
@@ -71,6 +72,7 @@ import { resolvedWithin } from "../domain/TierIdentity.js"
 import { rootSafetyProblems } from "../domain/RootSafety.js"
 import type { WebDataRootResolution } from "../domain/WebPaths.js"
 import { AgentDir } from "./AgentDir.js"
+import { UsageRecorder } from "./UsageHistory.js"
 import { type FileInfo, FileSystem, type WalkBudget } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import type { Deps } from "./internal/deps.js"
@@ -169,6 +171,29 @@ export interface VerifyResult {
   readonly complete: boolean
 }
 
+/** What the last `verify` of this root found (README "Dashboard"): written when a verify ends. */
+export const LastVerify = Schema.Struct({
+  version: Schema.Literal(1),
+  /** Epoch ms the verify ended. */
+  at: Schema.Number,
+  /** The snapshot verified, `null` for all of them. */
+  id: Schema.NullOr(Schema.String),
+  ok: Schema.Boolean,
+  checked: Schema.Number,
+  checkedBytes: Schema.Number,
+  corrupt: Schema.Number,
+  missing: Schema.Number,
+  /** False for a slice (`maxBytes` / `sample`). */
+  complete: Schema.Boolean
+})
+export type LastVerify = typeof LastVerify.Type
+
+export interface LastVerifyRead {
+  /** `null`: never verified (or the record is unreadable: `problem` says why). */
+  readonly last: LastVerify | null
+  readonly problem: string | null
+}
+
 export interface ForgetResult {
   readonly kept: ForgetPlan["keep"]
   readonly removed: ReadonlyArray<string>
@@ -223,6 +248,8 @@ export class StateBackups extends Context.Tag("pi-agent-storage/StateBackups")<S
     RestoreResult,
     BackupError | SnapshotNotFound | SnapshotCorrupt | ExtensionNotInSnapshot | UnsafeRestoreTarget | InvalidSegment | InvalidArgument
   >
+  /** The last verify's outcome, read from the root (read-only, never fails). */
+  readonly lastVerify: Effect.Effect<LastVerifyRead>
   /**
    * The doctor's look (read-only, never fails): an unsafe backup root, incomplete snapshots whose writer is
    * dead, restore-aside directories waiting for a person.
@@ -233,7 +260,10 @@ export class StateBackups extends Context.Tag("pi-agent-storage/StateBackups")<S
     Effect.gen(function*() {
       const deps = yield* depsFromContext
       const agent = yield* AgentDir
-      return makeStateBackups(deps, agent.path, options)
+      const service = makeStateBackups(deps, agent.path, options)
+      // A snapshot made adds a usage record (README "Dashboard"), once the writer lock is released.
+      const usage = yield* UsageRecorder
+      return { ...service, create: (o) => Effect.tap(service.create(o), () => usage.record("snapshot")) } satisfies StateBackups["Type"]
     })
 
   static readonly layer = (options: StateBackupsOptions = {}): Layer.Layer<StateBackups, never, FileSystem | Host | AgentDir> =>
@@ -889,8 +919,23 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       }
       const missing = problems.filter(isMissingProblem).map((p) => p.path)
       const corrupt = problems.filter((p) => !isMissingProblem(p)).map((p) => p.path)
+      const at = yield* Clock.currentTimeMillis
+      const record: LastVerify = {
+        version: 1, at, id: id ?? null, ok: problems.length === 0, checked, checkedBytes, corrupt: corrupt.length, missing: missing.length, complete
+      }
+      yield* fs.writeFileAtomic(lastVerifyPath, encodeJsonBytes(record), { sync: false })
       return { ok: problems.length === 0, checked, checkedBytes, corrupt, missing, problems, complete }
     })
+
+  const lastVerifyPath = NodePath.join(root, LAST_VERIFY)
+
+  const lastVerify: Effect.Effect<LastVerifyRead> = fs.readFile(lastVerifyPath, { maxBytes: MARKER_MAX_BYTES }).pipe(
+    Effect.map((bytes): LastVerifyRead => {
+      const decoded = decodeJsonBytes(LastVerify, bytes)
+      return decoded.ok ? { last: decoded.value, problem: null } : { last: null, problem: `${lastVerifyPath}: ${decoded.why}` }
+    }),
+    Effect.catchAll((e) => Effect.succeed<LastVerifyRead>({ last: null, problem: e.reason === "NotFound" ? null : e.message }))
+  )
 
   // ------------------------------------------------------------------------------------------ forget
 
@@ -1115,7 +1160,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       return yield* (o?.dryRun === true ? run : withWriter(run))
     })
 
-  return { service: { root, webDataRoot: webRoot, create, list, verify, forget, restore, findings: findingsOf(deps, agentDir, checkRoot, root) } }
+  return { service: { root, webDataRoot: webRoot, create, list, verify, forget, restore, lastVerify, findings: findingsOf(deps, agentDir, checkRoot, root) } }
 }
 
 /** `StateBackups.findings`: the doctor's look at state snapshots, with the root check the writers use. */

@@ -59,6 +59,7 @@ import { FileSystem } from "./FileSystem.js"
 import { HeartbeatClock } from "./HeartbeatClock.js"
 import { Host } from "./Host.js"
 import { applyStorageConfig, StorageConfig } from "./StorageConfig.js"
+import { UsageRecorder } from "./UsageHistory.js"
 import { type Deps, nonce, safeHostName, selfIdentity } from "./internal/deps.js"
 import { makeFsClock } from "./internal/fsClock.js"
 import { liveMarkerExists } from "./internal/markers.js"
@@ -290,6 +291,8 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     const busyDelay = Duration.millis(config.busyDelayMs)
     // What the heartbeat waits on (live by default; unref'd timers in the Promise facade): see HeartbeatClock.
     const heartbeatClock = yield* HeartbeatClock
+    // A prune that ran (not a dry run) adds a usage record (README "Dashboard"), outside the tenant's turn.
+    const usage = yield* UsageRecorder
     // WR4: holders refresh at a third of the remote TTL.
     const heartbeatEvery = Duration.millis(Math.max(1, Math.floor(remoteLeaseTtlMs / 3)))
     const runtimeScope = yield* Effect.scope
@@ -727,7 +730,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           ),
           Effect.asVoid
         )
-        yield* FiberSet.run(background, ownTurn(category, tenant)(backgroundPrune))
+        yield* FiberSet.run(background, Effect.zipRight(ownTurn(category, tenant)(backgroundPrune), usage.record("background-prune")))
       })
 
     const acquire = (opts: AcquireOptions): Effect.Effect<WorkRun, AcquireError, Scope.Scope> =>
@@ -770,10 +773,12 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         const category = yield* decodeSegment("category", opts.category)
         const tenant = yield* decodeSegment("tenant", opts.tenant)
         const policy = clamp(yield* decodeRetentionInput(opts.policy), ceiling)
-        return yield* ownTurn(category, tenant)(pruneTenant(deps, {
+        const report = yield* ownTurn(category, tenant)(pruneTenant(deps, {
           workRoot: paths.workRoot, category, tenant, policy, dryRun: opts.dryRun ?? false,
           ...(opts.onProgress ? { onProgress: opts.onProgress } : {})
         }))
+        if (!report.dryRun && !report.busy) yield* usage.record("prune")
+        return report
       })
 
     const workRootEnv = (run?: WorkRunAddress): Record<string, string> =>

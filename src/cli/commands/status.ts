@@ -9,14 +9,11 @@ import type { AgentDirSource } from "../../domain/AgentPaths.js"
 import type { WebDataRootSource } from "../../domain/WebPaths.js"
 import { walkerInUse } from "../../layers/node/walkers.js"
 import type { Size } from "../../services/Inventory.js"
-import type { StatusReport } from "../../services/Status.js"
+import { type StatusDocument, statusDocument } from "../../services/internal/statusDocument.js"
 import { type CliContext, notADirectory, out, printJson, withStack } from "../context.js"
 import { countOf, formatAge, formatEntries, formatSize, joinShown, type Shown, trimEnd, severitySummary, table, txt } from "../format.js"
 
-export interface StatusDocument extends StatusReport {
-  /** The tree walker in use: `native` (the C addon) or `portable`, with why (an install without a C compiler). */
-  readonly walker: { readonly kind: "native" | "portable"; readonly why?: string }
-}
+export type { StatusDocument }
 
 const SOURCE_LABEL: Record<AgentDirSource, string> = {
   option: "from --agent-dir",
@@ -120,6 +117,6 @@ export const status = (ctx: CliContext, options: { readonly json: boolean; reado
     Effect.gen(function*() {
       const report = yield* (yield* s.Status).status(options.webDataRoot === undefined ? {} : { webDataRoot: options.webDataRoot })
       if (report.notADirectory !== null) return yield* notADirectory(ctx, report.agentDir, report.notADirectory)
-      const doc: StatusDocument = { ...report, walker: walkerInUse((yield* s.StorageConfig).walker) }
+      const doc = statusDocument(report, walkerInUse((yield* s.StorageConfig).walker))
       yield* options.json ? printJson(doc) : out(renderStatus(ctx, doc))
     }))
