@@ -15,7 +15,7 @@ import type { Host } from "../services/Host.js"
 import { StorageConfig } from "../services/StorageConfig.js"
 import { type OpenTiersOptions, TierStorage } from "../services/TierStorage.js"
 import { runTyped } from "./runtime.js"
-import type { PromiseTiers } from "./tiers.js"
+import type { PromiseTiers } from "./tiersTypes.js"
 
 /**
  * A Promise caller's decode function as the Schema the tier service takes (README "Extension data tiers":

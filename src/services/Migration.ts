@@ -45,6 +45,7 @@ import {
   type LayoutPlan,
   type LayoutReport,
   layoutReportOf,
+  MIGRATION_CONFLICTS,
   placeRule,
   preserveRule,
   why
@@ -67,7 +68,6 @@ import {
   type MergeLedgerEntry,
   mergeJsonObjects,
   mergeLedgerRows,
-  MIGRATION_CONFLICTS,
   MIGRATION_MARKER,
   MIGRATION_MARKER_PURPOSE,
   MIGRATIONS_JOURNAL_DIR,
