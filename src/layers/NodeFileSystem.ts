@@ -916,9 +916,6 @@ const service = ({ snapshot, exchange, ...walks }: Walks): FileSystem["Type"] =>
 /** The production FileSystem layer (scoped: its remover threads stop with it). */
 export const layer: Layer.Layer<FileSystem> = Layer.scoped(FileSystem, make)
 
-/** @deprecated use `NodeFileSystem.layer`. */
-export const NodeFileSystemLive: Layer.Layer<FileSystem> = layer
-
 /** The Node FileSystem with a chosen walker (tests and benchmarks compare the two). */
 export const nodeFileSystemWith = (walker: Walker): Layer.Layer<FileSystem> =>
   layer.pipe(Layer.provide(StorageConfig.layer({ walker })))

@@ -1154,8 +1154,7 @@ const publicPlan = (plan: LayoutPlan): LayoutPlan => ({
 // ---------------------------------------------------------------------------------------------------------
 // The service
 
-/** @deprecated use `Migration.make` (kept for existing callers). */
-export const makeMigration: Effect.Effect<Migration["Type"], never, FileSystem | Host | AgentDir> = Effect.gen(function*() {
+const makeMigration: Effect.Effect<Migration["Type"], never, FileSystem | Host | AgentDir> = Effect.gen(function*() {
   const deps = yield* depsFromContext
   const agentDir = yield* AgentDir
   // AgentDir resolved a symlink at the agent dir's own path once: `path` is the directory worked on, `given`

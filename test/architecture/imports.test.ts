@@ -2,6 +2,7 @@
  * No import circle in `src/` (README "Architecture": domain → services → layers → facade/CLI, nothing runs
  * back). Every edge counts: static imports, `import type`, re-exports and dynamic `import()`s, since a
  * type-only edge is still a pair of modules that must be read together and a lazy one still loads both.
+ * Also: no `@deprecated` in `src/` (a 0.x library keeps no deprecated surface; it removes the old name).
  *
  * Each rule is also run against a planted violation, so the guard is known to bite.
  */
@@ -80,6 +81,12 @@ export const importCircles = (sources: ReadonlyArray<Source>): Array<string> => 
   return found.sort()
 }
 
+/** `@deprecated` tags in doc comments (JSDoc), by file and line. */
+export const deprecatedTags = (sources: ReadonlyArray<Source>): Array<string> =>
+  sources.flatMap((source) =>
+    source.text.split("\n").flatMap((line, i) => (/^\s*(\/\*\*|\*).*@deprecated\b/.test(line) ? [`${source.name}:${i + 1}`] : []))
+  )
+
 const tsFiles = (root: string): Array<string> =>
   (Fs.readdirSync(root, { recursive: true, encoding: "utf8" }) as Array<string>).filter((f) => f.endsWith(".ts")).sort()
 const allSources = (): Array<Source> =>
@@ -95,7 +102,11 @@ describe("module graph of src/", () => {
     assert.deepStrictEqual(importCircles(sources), [])
   })
 
-  it("the guards bite: a planted circle through each kind of edge is found", () => {
+  it("has no @deprecated name", () => {
+    assert.deepStrictEqual(deprecatedTags(allSources()), [])
+  })
+
+  it("the guards bite: a planted circle through each kind of edge and a planted @deprecated are found", () => {
     const a = (text: string): Source => ({ name: "facade/a.ts", text })
     const b = { name: "facade/b.ts", text: `import type { A } from "./a.js"\nexport type B = A` }
     const c = { name: "domain/c.ts", text: `export const c = 1` }
@@ -106,5 +117,8 @@ describe("module graph of src/", () => {
     ])
     // A chain that does not come back, a package import and a name mentioned in a string are not circles.
     assert.deepStrictEqual(importCircles([a(`import { c } from "../domain/c.js"\nimport "effect"\nconst s = "./b.js"`), b, c]), [])
+
+    assert.deepStrictEqual(deprecatedTags([{ name: "x.ts", text: `/** @deprecated use y. */\nexport const x = 1\nconst s = "@deprecated"` }]), ["x.ts:1"])
+    assert.deepStrictEqual(deprecatedTags([{ name: "x.ts", text: `/**\n * Old.\n * @deprecated use y.\n */\nexport const x = 1` }]), ["x.ts:3"])
   })
 })

@@ -38,7 +38,7 @@ describe("deliberate ignores log a warning", () => {
     capturing((logged) =>
       Effect.gen(function*() {
         const world = MemoryWorld.make()
-        const p = yield* spawnProcess(world, { workRuns: { busyAttempts: 2 } })
+        const p = yield* spawnProcess(world, { config: { busyAttempts: 2 } })
         const first = yield* p.workRuns.acquire({ category: "tools", tenant: "bash", runId: "shared", retention: false })
         yield* first.release()
         const pruner = world.spawn("h1")

@@ -46,7 +46,7 @@ afterEach(() => fs.rmSync(agentDir, { recursive: true, force: true }))
 const withWorkRuns = <A, E>(f: (w: WorkRuns["Type"]) => Effect.Effect<A, E, Scope.Scope>) =>
   Effect.runPromise(
     Effect.scoped(Effect.flatMap(WorkRuns, f)).pipe(
-      Effect.provide(NodeStorageLive({ agentDir, migrate: false, workRuns: { opportunisticRetention: false, busyAttempts: 2, busyDelayMs: 1 } }))
+      Effect.provide(NodeStorageLive({ agentDir, migrate: false, config: { busyAttempts: 2, busyDelayMs: 1 }, workRuns: { opportunisticRetention: false } }))
     )
   )
 const prune = (policy?: { maxInactiveRuns?: number; maxAgeMs?: number }) =>

@@ -55,9 +55,7 @@ const verdicts = (world: MemoryWorld, runId: string, options: StorageOptions) =>
 
 describe("StorageConfig: one remote lease TTL for every reader (drift bug 3)", () => {
   const short: ReadonlyArray<[string, StorageOptions]> = [
-    ["storageLayer({ config })", { config: { remoteLeaseTtlMs: MINUTE } }],
-    // The option WorkRuns always had: it now reaches the whole stack (before, only WorkRuns used it).
-    ["storageLayer({ workRuns: { remoteLeaseTtlMs } }) (deprecated)", { workRuns: { remoteLeaseTtlMs: MINUTE } }]
+    ["storageLayer({ config })", { config: { remoteLeaseTtlMs: MINUTE } }]
   ]
   for (const [how, options] of short) {
     it.scoped(`a lease older than a short TTL given by ${how}: prune removes it and every reader calls it dead`, () =>
@@ -78,20 +76,6 @@ describe("StorageConfig: one remote lease TTL for every reader (drift bug 3)", (
     Effect.gen(function*() {
       const { world, run } = yield* remoteLeftovers
       const seen = yield* verdicts(world, run.runId, {})
-      assert.deepStrictEqual(seen, {
-        inventory: "active",
-        doctorDeadLease: false,
-        migrationMoved: [],
-        pruneRemoved: false,
-        pruneActive: true
-      })
-    }))
-
-  it.scoped("config and the deprecated workRuns TTL both given: config wins for every reader, the pruner included", () =>
-    Effect.gen(function*() {
-      const { world, run } = yield* remoteLeftovers
-      // A 30-minute TTL in config, a 1-minute one in workRuns: the 5-minute-old remote holder is alive.
-      const seen = yield* verdicts(world, run.runId, { config: { remoteLeaseTtlMs: 30 * MINUTE }, workRuns: { remoteLeaseTtlMs: MINUTE } })
       assert.deepStrictEqual(seen, {
         inventory: "active",
         doctorDeadLease: false,
