@@ -26,6 +26,7 @@ import * as Scope from "effect/Scope"
 import { type AgentPaths, EXTENSIONS_WORK_CATEGORY, LEASES_DIR, runLeasePath, runLeasesDir, runManifestPath, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR } from "../domain/AgentPaths.js"
 import {
   type FileSystemError,
+  type FileSystemErrorReason,
   type InvalidPolicy,
   InvalidSegment,
   ManifestMismatch,
@@ -148,7 +149,13 @@ export type RemoveRunOutcome =
   | { readonly runId: string; readonly _tag: "Removed" }
   /** A live lease holds it (or its leases cannot be trusted): left alone. */
   | { readonly runId: string; readonly _tag: "Held"; readonly holders: ReadonlyArray<Holder>; readonly why: string }
+  /** No entry of that name (its `lstat` answered `NotFound`). */
   | { readonly runId: string; readonly _tag: "Missing" }
+  /**
+   * Its `lstat` failed otherwise (`reason`: the `FileSystemError`'s, `PermissionDenied`, `Unknown` for EIO …): it
+   * may well be there, so it is left alone and never called missing.
+   */
+  | { readonly runId: string; readonly _tag: "Unreadable"; readonly reason: FileSystemErrorReason; readonly why: string }
   /** Not the library's (no or a foreign manifest, a symlink …): never deleted. */
   | { readonly runId: string; readonly _tag: "Unowned"; readonly why: string }
   /** Left alone for another reason (a cleanup already running, a rename that failed). */
@@ -789,7 +796,7 @@ const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           }
           if (info._tag === "Left") {
             // It may well be there: left alone and said why, never reported as absent.
-            outcomes.push({ runId, _tag: "Skipped", why: `it cannot be examined: ${info.left.message}` })
+            outcomes.push({ runId, _tag: "Unreadable", reason: info.left.reason, why: `it cannot be examined: ${info.left.message}` })
             continue
           }
           if (info.right.type !== "Directory") {
