@@ -8,7 +8,7 @@
  * machine's) avoids reusing an inode freed in the last 60 s (360 s while its inode-table block is dirty) when
  * it allocates one, where it can (`recently_deleted` in the kernel's `find_inode_bit`, one inode-table lookup
  * per skipped inode), so removing a block's 6,000 inodes between blocks slowed our next blocks and the C
- * floor's (BENCHMARKS.md, session 10). For the same reason the first block waits for earlier removals to age.
+ * floor's (BENCHMARKS.md "Acquire: the inode shadow on journal-less ext4"). For the same reason the first block waits for earlier removals to age.
  * Our runs' own deletion, and the shadow it leaves, is the prune's cost (measurement 1 and the retention row).
  */
 import * as fsp from "node:fs/promises"

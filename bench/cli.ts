@@ -1,5 +1,5 @@
 /**
- * Measurement 5, start-up and install footprint (issue 18), all from the shipped artifacts: the package is
+ * Measurement 5, start-up and install footprint (BENCHMARKS.md "Start-up and install"), all from the shipped artifacts: the package is
  * packed and installed offline into an empty project, as a user would get it, and timed there beside
  * `node -e 0`, alternating:
  * - `import("pi-agent-storage/promise")`: wall and peak RSS;
@@ -7,7 +7,7 @@
  * - the Effect API (`import("pi-agent-storage")`, plain ESM on the caller's effect) beside `import("effect")`,
  *   in the repo, where effect is installed (a Promise-only install has none);
  * - packages and MB that `npm install <tarball>` pulls into an empty project, now and with the dependency
- *   list the package declared before issue 18 (effect and the whole CLI stack as run-time dependencies).
+ *   list the package declared before it was bundled (effect and the whole CLI stack as run-time dependencies).
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -21,7 +21,7 @@ export interface CliOptions {
   readonly log: (line: string) => void
 }
 
-/** What `pi-agent-storage` 0.1.0 declared as run-time dependencies before issue 18 (the "before" install). */
+/** What `pi-agent-storage` 0.1.0 declared as run-time dependencies before it was bundled (the "before" install). */
 const DEPENDENCIES_BEFORE = [
   "@effect/cli@0.77.2",
   "@effect/platform@0.97.2",

@@ -1,7 +1,7 @@
 /*
- * The protocols' syscalls with no runtime at all (BENCHMARKS.md "Where a target is missed"): what a prune
- * and an acquire + release cost the kernel on this disk before a line of JavaScript runs. The benchmark
- * compiles it (cc -O2) and times it beside the baselines, so each run says how much of a ratio is the
+ * The protocols' syscalls with no runtime at all (BENCHMARKS.md "Prune: the floors, and where the CPU
+ * goes"): what a prune and an acquire + release cost the kernel on this disk before a line of JavaScript
+ * runs. The benchmark compiles it (cc -O2) and times it beside the baselines, so each run says how much of a ratio is the
  * disk's. The sequences follow the Node layer's port calls (NodeFileSystem.ts, syncFileSystem.ts) for one
  * prune and one acquire + release, done one after the other (ours overlaps a run's deletion with the next
  * run's protocol, so its wall time can be lower than this floor's):

@@ -1,5 +1,5 @@
 /**
- * Profiling driver (session 6, 17-incr; not part of `npm run bench`): one generated state tree, one first
+ * Profiling driver (BENCHMARKS.md "State snapshots"; not part of `npm run bench`): one generated state tree, one first
  * snapshot, then `--reps` unchanged incrementals in this process, each against a `cp -al` of the same tree,
  * alternating (the tree and its snapshots are kept in `--dir` for the next run). `--profile PREFIX` writes a
  * CPU profile of each timed create alone (`PREFIX.<rep>.cpuprofile`); `strace -c -f` it to count syscalls.

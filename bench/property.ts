@@ -35,7 +35,7 @@ const runSchedule = (actors: ReadonlyArray<ReadonlyArray<Op>>) =>
     yield* world.mkdirFixture(TENANT, { mode: 0o700 })
     const violations: Array<string> = []
     const exists = (p: string) => world.tree(p)[p] !== undefined
-    const processes = yield* Effect.forEach(actors, () => spawnProcess(world, { hostname: "h1", workRuns: { busyAttempts: 4 } }))
+    const processes = yield* Effect.forEach(actors, () => spawnProcess(world, { hostname: "h1", config: { busyAttempts: 4 } }))
     let ops = 0
     const actor = (list: ReadonlyArray<Op>, p: (typeof processes)[number]) =>
       Effect.gen(function*() {

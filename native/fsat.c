@@ -389,7 +389,7 @@ struct linux_dirent64 {
 /*
  * The entries of a directory from its descriptor's offset on (the start, for one a walk just opened), read
  * with getdents64 straight from the descriptor: no dup, fdopendir, rewind and close per directory as
- * read_listing needs for a descriptor one keeps using (BENCHMARKS.md, session 6). Elsewhere read_listing
+ * read_listing needs for a descriptor one keeps using (BENCHMARKS.md "Prune: deletion in C, batched, and cheaper errors"). Elsewhere read_listing
  * (always from the start). 0 or errno.
  */
 static int read_fresh_listing(int fd, listing_t *out, size_t limit) {
@@ -751,7 +751,7 @@ static void run_removal(removal_t *r) {
 }
 
 /* ---------------------------------------------------------------------------------------------------------
- * measureTree: the measuring walk whole in C (README "Layers", Node; BENCHMARKS.md, session 7): the budgets
+ * measureTree: the measuring walk whole in C (README "Layers", Node; BENCHMARKS.md "Scan: the measuring walk in C"): the budgets
  * and answers of the portable walk (pathWalk.ts), in readdir order (it sorts by name, so an entry budget may
  * cut other entries). Before, JavaScript drove these syscalls one native call per entry (fdWalk.ts: half a
  * no-op prune's CPU). Pre-order, depth first; every entry counts once (the root does not),
@@ -1061,7 +1061,7 @@ static napi_value measure_tree(napi_env env, napi_callback_info info) {
 }
 
 /* ---------------------------------------------------------------------------------------------------------
- * removeTrees: several removal walks, one after the other, in one piece of thread-pool work (BENCHMARKS.md, session 6). A
+ * removeTrees: several removal walks, one after the other, in one piece of thread-pool work (BENCHMARKS.md "Prune: deletion in C, batched, and cheaper errors"). A
  * prune queues its deletions faster than the disk takes them; handing the waiting ones over together costs
  * one async work, one thread wake-up and one return to the event loop per batch instead of per run (each
  * of those was ~60-90 µs of main-thread CPU on a loaded machine). Each walk is exactly removeTree's.

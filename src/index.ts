@@ -51,9 +51,6 @@ export * from "./layers/Storage.js"
 export * as NodeFileSystem from "./layers/NodeFileSystem.js"
 export * as NodeHost from "./layers/NodeHost.js"
 export * as NodeProcessRunner from "./layers/NodeProcessRunner.js"
-/** @deprecated use `NodeFileSystem.layer` / `NodeHost.layer` (kept for existing callers). */
-export { NodeFileSystemLive } from "./layers/NodeFileSystem.js"
-export { NodeHostLive } from "./layers/NodeHost.js"
 export * as MemoryFileSystem from "./layers/MemoryFileSystem.js"
 export * as MemoryHost from "./layers/MemoryHost.js"
 // The consumers' test entry: the simulated world's driver API and `MemoryWorld.layer(world)` (see MemoryTesting.ts).

@@ -8,6 +8,7 @@
  */
 import * as Schema from "effect/Schema"
 import type { DoctorReport as DoctorReportType, Finding as FindingType } from "../domain/Findings.js"
+import { FileSystemErrorReason } from "../domain/Errors.js"
 import { FINDING_CODES } from "../domain/Findings.js"
 import { PruneReport } from "../domain/PruneReport.js"
 import { ConfigSkip, InventoryProblem, SnapshotCreateProblem, SnapshotSkip, UnparsableShard, VerifyProblem } from "../domain/ReportProblems.js"
@@ -131,7 +132,8 @@ export const RemoveRunOutcome = Schema.Union(
   Schema.TaggedStruct("Held", { runId: Schema.String, holders: Schema.Array(Holder), why: Schema.String }),
   Schema.TaggedStruct("Missing", { runId: Schema.String }),
   Schema.TaggedStruct("Unowned", { runId: Schema.String, why: Schema.String }),
-  Schema.TaggedStruct("Skipped", { runId: Schema.String, why: Schema.String })
+  Schema.TaggedStruct("Skipped", { runId: Schema.String, why: Schema.String }),
+  Schema.TaggedStruct("Unreadable", { runId: Schema.String, reason: FileSystemErrorReason, why: Schema.String })
 )
 same<typeof RemoveRunOutcome.Type, RemoveRunOutcomeType>()
 

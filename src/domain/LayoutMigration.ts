@@ -4,7 +4,9 @@
  * why, and the report derived from the decisions a run executed. `Migration.plan` (the dry run) and
  * `Migration.run` both take their decisions from here, so the preview cannot say something the run does not do.
  */
-import { MIGRATION_CONFLICTS } from "./MigrationPlan.js"
+
+/** Where a colliding legacy entry is preserved (`state/migration-conflicts/`), below the agent dir. */
+export const MIGRATION_CONFLICTS: ReadonlyArray<string> = ["state", "migration-conflicts"]
 
 /** The port's file type (`File`, `Directory`, `SymbolicLink`, `Other`), as a plain string so this stays pure. */
 type EntryType = string

@@ -5,7 +5,7 @@
  */
 import * as NodePath from "node:path"
 import * as Schema from "effect/Schema"
-import type { LayoutAction } from "./LayoutMigration.js"
+import { type LayoutAction, MIGRATION_CONFLICTS } from "./LayoutMigration.js"
 import { decodePlanPath, type PlanPath, pathsNest } from "./PlanPath.js"
 import { segmentViolation } from "./Segment.js"
 import {
@@ -46,7 +46,6 @@ export interface LayoutUnit {
   readonly mergeJson: boolean
 }
 
-export const MIGRATION_CONFLICTS: ReadonlyArray<string> = ["state", "migration-conflicts"]
 export const MIGRATIONS_JOURNAL_DIR: ReadonlyArray<string> = ["state", "migrations"]
 
 export const isZoneIdentifierSidecar = (name: string): boolean =>

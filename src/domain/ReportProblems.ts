@@ -155,6 +155,21 @@ export const configSkip = (tag: ConfigSkipTag, path: string, reason: string): Co
   message: `${path}: ${reason}`
 })
 
+/**
+ * `rollback().unresolvedSecrets`: a redacted credential of the revision (at `pointer`, a JSON pointer, in the
+ * JSON file `path`) that the live file has no value for, so the rollback left its key out (an array slot is
+ * kept as `null`). A file of another format with such a value is not rewritten: `SecretsNotRestored` above.
+ */
+export const UnresolvedSecret = Schema.TaggedStruct("SecretLeftOut", { path: Schema.String, pointer: Schema.String, message: Schema.String })
+export type UnresolvedSecret = typeof UnresolvedSecret.Type
+
+export const unresolvedSecret = (path: string, pointer: string): UnresolvedSecret => ({
+  _tag: "SecretLeftOut",
+  path,
+  pointer,
+  message: `${path}#${pointer}: a redacted secret with no live value; its key was left out`
+})
+
 // ---------------------------------------------------------------------------------------------------------
 // User profile: `ProfileView.unparsable`
 

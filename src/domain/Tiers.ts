@@ -25,7 +25,7 @@ export interface ExtensionContext {
   readonly stateDir: string
   readonly cacheDir: string
   /**
-   * @deprecated Removed: reading it throws `DataDirRemoved`. Choose a tier instead (see `chooseTier`):
+   * Removed: reading it throws `DataDirRemoved`. Choose a tier instead (see `chooseTier`):
    * `configDir`, `stateDir` or `cacheDir`.
    */
   readonly dataDir: never

@@ -20,9 +20,10 @@ import {
 import { nodeEnv } from "../layers/NodeHost.js"
 import type { OpenTiersOptions } from "../services/TierStorage.js"
 import type { PromiseTierSet } from "./tierSet.js"
+import type { PromiseTiers } from "./tiersTypes.js"
 
 export { chooseTier, resolveStateDir }
-export type { ExtensionContext, ExtensionContextOptions, OpenTiersOptions, PromiseTierSet, TierChoice, TierDirs, TierFacts, TierName, TierPurpose }
+export type { ExtensionContext, ExtensionContextOptions, OpenTiersOptions, PromiseTierSet, PromiseTiers, TierChoice, TierDirs, TierFacts, TierName, TierPurpose }
 
 /**
  * TD2: the three tier directories of `extId` under the data root (TD1: `dataRoot`, else `$PI_WEB_DATA_DIR`,
@@ -39,12 +40,6 @@ export const extensionContext = (extId: string, options?: ExtensionContextOption
   })
   if (Either.isLeft(built)) throw built.left
   return built.right
-}
-
-/** A web-host extension's tiers (`openTiers(ctx)`): the same tier set an agent extension's view carries, plus `close`. */
-export interface PromiseTiers extends PromiseTierSet {
-  /** Release the runtime; later calls reject with `InvalidArgument` (field "tiers"). Idempotent. */
-  close(): Promise<void>
 }
 
 /** The `TierStorage` service over a world's layer. One runtime per handle. */

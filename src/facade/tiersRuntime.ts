@@ -13,7 +13,7 @@ import type { Host } from "../services/Host.js"
 import { StorageConfig } from "../services/StorageConfig.js"
 import { type OpenTiersOptions, TierStorage } from "../services/TierStorage.js"
 import { runTyped } from "./runtime.js"
-import type { PromiseTiers } from "./tiers.js"
+import type { PromiseTiers } from "./tiersTypes.js"
 import { promiseTierSet } from "./tierSet.js"
 
 export const openTiersWithLayer = (world: Layer.Layer<FileSystem | Host>) =>

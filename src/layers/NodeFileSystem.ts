@@ -131,7 +131,7 @@ const toFileInfo = (stats: fs.Stats): FileInfo => ({
  * A synchronous call's answer, never thrown: the hot metadata calls are each one synchronous step (no chain
  * of Effects), and a missing entry is answered without a throw (a prune meets two per run). The single call
  * and its batched form (`…Each`) share the answer, so they cannot disagree; one runtime step per call showed
- * up in a prune's CPU (BENCHMARKS.md, session 9).
+ * up in a prune's CPU (BENCHMARKS.md "Prune: the protocol in batches").
  */
 type Answer<A> = A | FileSystemError
 
@@ -915,9 +915,6 @@ const service = ({ snapshot, exchange, ...walks }: Walks): FileSystem["Type"] =>
 
 /** The production FileSystem layer (scoped: its remover threads stop with it). */
 export const layer: Layer.Layer<FileSystem> = Layer.scoped(FileSystem, make)
-
-/** @deprecated use `NodeFileSystem.layer`. */
-export const NodeFileSystemLive: Layer.Layer<FileSystem> = layer
 
 /** The Node FileSystem with a chosen walker (tests and benchmarks compare the two). */
 export const nodeFileSystemWith = (walker: Walker): Layer.Layer<FileSystem> =>

@@ -103,6 +103,3 @@ export const make: Effect.Effect<Host["Type"]> = Effect.sync(() => ({
 
 /** The production Host layer; identity facts are read once when the layer is built. */
 export const layer: Layer.Layer<Host> = Layer.effect(Host, make)
-
-/** @deprecated use `NodeHost.layer`. */
-export const NodeHostLive: Layer.Layer<Host> = layer

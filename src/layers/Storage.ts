@@ -24,9 +24,7 @@ export interface StorageOptions {
   readonly migrate?: boolean | undefined
   /**
    * Tunables for the whole stack, on top of the `StorageConfig` in the context (its defaults, or the
-   * environment's at the Node edge). The deprecated duplicates in `workRuns` (`remoteLeaseTtlMs`,
-   * `staleUnreadableMs`, `retentionCeiling`, `busyAttempts`, `busyDelayMs`) are applied to the whole stack
-   * too, and `config` wins over them.
+   * environment's at the Node edge).
    */
   readonly config?: StorageConfigInput | undefined
   readonly workRuns?: WorkRunsOptions | undefined
@@ -47,16 +45,8 @@ export const storageLayer = <E>(
   world: Layer.Layer<FileSystem | Host, E>,
   options: StorageOptions = {}
 ): Layer.Layer<StorageServices, E> => {
-  const legacy = options.workRuns ?? {}
   // One StorageConfig for every layer below, the world's included (its walker and remover threads).
-  const config = StorageConfig.layer({
-    remoteLeaseTtlMs: legacy.remoteLeaseTtlMs,
-    staleUnreadableMs: legacy.staleUnreadableMs,
-    retentionCeiling: legacy.retentionCeiling,
-    busyAttempts: legacy.busyAttempts === undefined ? undefined : Math.max(1, legacy.busyAttempts),
-    busyDelayMs: legacy.busyDelayMs,
-    ...options.config
-  })
+  const config = StorageConfig.layer(options.config)
   const migration = Layer.merge(Migration.layer, Doctor.layer).pipe(
     Layer.provideMerge(AgentDir.layer(options.agentDir)),
     Layer.provideMerge(world)
@@ -76,12 +66,10 @@ export const storageLayer = <E>(
       return resolved
     })
   ).pipe(Layer.provideMerge(migration))
-  // The tunables went into the stack's StorageConfig above (`config` winning); WorkRuns gets only what is its
-  // own, so it never judges leases with another TTL than the doctor and the inventory (review: a second
-  // application here let a `workRuns` TTL override `config` in the pruner alone).
-  const ownOptions = options.workRuns?.opportunisticRetention === undefined ? {} : { opportunisticRetention: options.workRuns.opportunisticRetention }
+  // The tunables are the stack's StorageConfig above; WorkRuns' options are only its own, so it never judges
+  // leases with another TTL than the doctor and the inventory.
   const usage = UsageHistory.layer(options.usageHistory === undefined || options.usageHistory === false ? { recording: false } : options.usageHistory)
-  const workRuns = WorkRuns.layer(ownOptions).pipe(Layer.provideMerge(usage), Layer.provideMerge(agentDir))
+  const workRuns = WorkRuns.layer(options.workRuns).pipe(Layer.provideMerge(usage), Layer.provideMerge(agentDir))
   // The tier service of the web host's extensions serves the agent's extensions too (one tier API).
   const tiers = TierStorage.layer.pipe(Layer.provideMerge(workRuns))
   return ExtensionStorage.layer.pipe(Layer.provideMerge(tiers), Layer.provideMerge(config))

@@ -81,7 +81,7 @@ import { nameOfBytes } from "../domain/NameBytes.js"
 import { acquireMarkerWaiting, DEFAULT_LOCK_WAIT_MS, waitingAtMost } from "./internal/markers.js"
 import { warn } from "./internal/warn.js"
 import { webDataRootOf } from "./internal/webDataRoot.js"
-import { type ConfigSkip, configSkip, type ConfigSkipTag } from "../domain/ReportProblems.js"
+import { type ConfigSkip, configSkip, type ConfigSkipTag, type UnresolvedSecret, unresolvedSecret } from "../domain/ReportProblems.js"
 import { isChanged } from "../domain/FileChange.js"
 
 export type { InterruptedChange } from "./internal/configSentinel.js"
@@ -132,8 +132,8 @@ export interface RollbackResult {
   readonly revision: string | null
   readonly restored: ReadonlyArray<string>
   readonly removed: ReadonlyArray<string>
-  /** Redacted credentials with no live value to keep: their keys were left out (`file#/json/pointer`). */
-  readonly unresolvedSecrets: ReadonlyArray<string>
+  /** Redacted credentials with no live value to keep: their keys were left out (`SecretLeftOut`: file and JSON pointer). */
+  readonly unresolvedSecrets: ReadonlyArray<UnresolvedSecret>
   /** Live paths left alone: a symlink or a file on the way from the managed root, or at the path itself. */
   readonly skipped: ReadonlyArray<Skipped>
 }
@@ -829,7 +829,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
         const live = yield* scanLive(undefined)
         const restored: Array<string> = []
         const removed: Array<string> = []
-        const unresolvedSecrets: Array<string> = []
+        const unresolvedSecrets: Array<UnresolvedSecret> = []
         const skipped: Array<Skipped> = []
         // `PathBlocked` also covers "not below a managed root", a guard no scanned path reaches.
         const skip = (path: string, reason: string, tag: ConfigSkipTag = "PathBlocked") =>
@@ -895,7 +895,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
             yield* skip(display, next.reason, "SecretsNotRestored")
             continue
           }
-          for (const at of next.unresolved) unresolvedSecrets.push(`${display}#${at}`)
+          for (const at of next.unresolved) unresolvedSecrets.push(unresolvedSecret(display, at))
           if (current !== undefined && sameBytes(current, next.bytes)) continue
           const made = yield* makeParents(root, livePath)
           if (made !== null) {

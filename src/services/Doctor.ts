@@ -475,10 +475,3 @@ export class Doctor extends Context.Tag("pi-agent-storage/Doctor")<Doctor, {
 
   static readonly layer: Layer.Layer<Doctor, never, FileSystem | Host | AgentDir> = Layer.effect(Doctor, Doctor.make)
 }
-
-/**
- * @deprecated use the `Doctor` service (`Doctor.layer` over an `AgentDir`, then `doctor(options)`); this
- * resolves `agentDir` as `AgentDir.make` does and runs the service once.
- */
-export const doctor = (agentDir: string, options?: DoctorOptions): Effect.Effect<DoctorReport, never, FileSystem | Host> =>
-  Effect.flatMap(Doctor.make, (d) => d.doctor(options)).pipe(Effect.provideServiceEffect(AgentDir, AgentDir.make(agentDir, "option")))

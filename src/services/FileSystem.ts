@@ -220,7 +220,7 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
   // Batched forms of the hot metadata calls (README "Architecture in a paragraph"): each answers exactly what
   // its single call would for every item, in order, in one call; a failure answers its item and the rest
   // still run. A prune makes ≈ 14 such calls per run, and one runtime step each cost more CPU than their
-  // syscalls (BENCHMARKS.md, session 9). Optional: programs call them through `services/internal/each.ts`,
+  // syscalls (BENCHMARKS.md "Prune: the protocol in batches"). Optional: programs call them through `services/internal/each.ts`,
   // which falls back to the single calls one item at a time; the Memory world leaves them out, so there every
   // item stays its own scheduling point, journal entry, fault and crash gate. A wrapper that overrides a
   // single call must drop or wrap its batched form too.

@@ -479,8 +479,7 @@ export const pruneTargetsOf = (facts: AgentDirFacts): PruneTargets => {
   return { tenants, refused, misnamed, notADirectory }
 }
 
-/** @deprecated use `Inventory.make`. */
-export const makeInventory = Effect.gen(function*() {
+const makeInventory = Effect.gen(function*() {
   const deps = yield* readOnlyDepsFromContext
   const agentDir = yield* AgentDir
   const paths = agentDir.paths

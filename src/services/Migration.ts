@@ -45,6 +45,7 @@ import {
   type LayoutPlan,
   type LayoutReport,
   layoutReportOf,
+  MIGRATION_CONFLICTS,
   placeRule,
   preserveRule,
   why
@@ -67,7 +68,6 @@ import {
   type MergeLedgerEntry,
   mergeJsonObjects,
   mergeLedgerRows,
-  MIGRATION_CONFLICTS,
   MIGRATION_MARKER,
   MIGRATION_MARKER_PURPOSE,
   MIGRATIONS_JOURNAL_DIR,
@@ -1155,8 +1155,7 @@ const publicPlan = (plan: LayoutPlan): LayoutPlan => ({
 // ---------------------------------------------------------------------------------------------------------
 // The service
 
-/** @deprecated use `Migration.make` (kept for existing callers). */
-export const makeMigration: Effect.Effect<Migration["Type"], never, FileSystem | Host | AgentDir> = Effect.gen(function*() {
+const makeMigration: Effect.Effect<Migration["Type"], never, FileSystem | Host | AgentDir> = Effect.gen(function*() {
   const deps = yield* depsFromContext
   const agentDir = yield* AgentDir
   // AgentDir resolved a symlink at the agent dir's own path once: `path` is the directory worked on, `given`

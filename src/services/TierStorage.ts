@@ -56,15 +56,6 @@ import { locate } from "./internal/locate.js"
 const contextOn = (host: Host["Type"]) => (extId: string, options?: ExtensionContextOptions): Effect.Effect<ExtensionContext, InvalidSegment> =>
   makeExtensionContext({ extId, options, env: host.env, home: host.homeDir, cwd: host.cwd })
 
-/**
- * TD2 with the environment read from the Host port. No I/O.
- * @deprecated use `TierStorage`'s `extensionContext`.
- */
-export const extensionContext = (
-  extId: string,
-  options?: ExtensionContextOptions
-): Effect.Effect<ExtensionContext, InvalidSegment, Host> => Effect.flatMap(Host, (host) => contextOn(host)(extId, options))
-
 export interface CacheEnsureOptions {
   /** Checked against cached bytes before they are trusted; `false` (or a throw) means rebuild. */
   readonly validate?: ((bytes: Uint8Array) => boolean) | undefined
@@ -218,15 +209,6 @@ export class TierStorage extends Context.Tag("pi-agent-storage/TierStorage")<Tie
 
   static readonly layer: Layer.Layer<TierStorage, never, FileSystem | Host> = Layer.effect(TierStorage, TierStorage.make)
 }
-
-/**
- * `TierStorage`'s `open` with the FileSystem from the context.
- * @deprecated use `TierStorage` (`Effect.flatMap(TierStorage, (t) => t.open(ctx, options))`).
- */
-export const openTiers = (
-  ctx: TierDirs,
-  options?: OpenTiersOptions
-): Effect.Effect<Tiers, OpenTiersError, FileSystem> => Effect.flatMap(FileSystem, (fs) => openOn(fs)(ctx, options))
 
 const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOptions): Effect.Effect<Tiers, OpenTiersError> =>
   Effect.gen(function*() {

@@ -26,6 +26,7 @@ import * as Scope from "effect/Scope"
 import { type AgentPaths, EXTENSIONS_WORK_CATEGORY, LEASES_DIR, runLeasePath, runLeasesDir, runManifestPath, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR } from "../domain/AgentPaths.js"
 import {
   type FileSystemError,
+  type FileSystemErrorReason,
   type InvalidPolicy,
   InvalidSegment,
   ManifestMismatch,
@@ -58,7 +59,7 @@ import { AgentDir } from "./AgentDir.js"
 import { FileSystem } from "./FileSystem.js"
 import { HeartbeatClock } from "./HeartbeatClock.js"
 import { Host } from "./Host.js"
-import { applyStorageConfig, StorageConfig } from "./StorageConfig.js"
+import { StorageConfig } from "./StorageConfig.js"
 import { UsageRecorder } from "./UsageHistory.js"
 import { type Deps, nonce, safeHostName, selfIdentity } from "./internal/deps.js"
 import { makeFsClock } from "./internal/fsClock.js"
@@ -149,30 +150,25 @@ export type RemoveRunOutcome =
   | { readonly runId: string; readonly _tag: "Removed" }
   /** A live lease holds it (or its leases cannot be trusted): left alone. */
   | { readonly runId: string; readonly _tag: "Held"; readonly holders: ReadonlyArray<Holder>; readonly why: string }
+  /** No entry of that name (its `lstat` answered `NotFound`). */
   | { readonly runId: string; readonly _tag: "Missing" }
+  /**
+   * Its `lstat` failed otherwise (`reason`: the `FileSystemError`'s, `PermissionDenied`, `Unknown` for EIO …): it
+   * may well be there, so it is left alone and never called missing.
+   */
+  | { readonly runId: string; readonly _tag: "Unreadable"; readonly reason: FileSystemErrorReason; readonly why: string }
   /** Not the library's (no or a foreign manifest, a symlink …): never deleted. */
   | { readonly runId: string; readonly _tag: "Unowned"; readonly why: string }
   /** Left alone for another reason (a cleanup already running, a rename that failed). */
   | { readonly runId: string; readonly _tag: "Skipped"; readonly why: string }
 
 /**
- * The tunables WorkRuns shares with every other program (`remoteLeaseTtlMs`, `staleUnreadableMs`,
- * `retentionCeiling`, `busyAttempts`, `busyDelayMs`) come from `StorageConfig`. Given here they override it
- * for this WorkRuns only (deprecated: the doctor and the inventory would judge with other values; pass them
- * as `storageLayer(world, { config })` or `StorageConfig.layer(…)` instead, which `storageLayer` also does
- * with the ones given in its `workRuns` options).
+ * What is WorkRuns' own. The tunables it shares with every other program (`remoteLeaseTtlMs`,
+ * `staleUnreadableMs`, `retentionCeiling`, `busyAttempts`, `busyDelayMs`) come from `StorageConfig` only, so
+ * the doctor and the inventory judge with the same values (`storageLayer(world, { config })` or
+ * `StorageConfig.layer(…)`).
  */
 export interface WorkRunsOptions {
-  /** @deprecated use `StorageConfig.remoteLeaseTtlMs`. */
-  readonly remoteLeaseTtlMs?: number
-  /** @deprecated use `StorageConfig.staleUnreadableMs`. */
-  readonly staleUnreadableMs?: number
-  /** @deprecated use `StorageConfig.retentionCeiling`. An invalid one is a defect (`InvalidPolicy`). */
-  readonly retentionCeiling?: RetentionPolicy
-  /** @deprecated use `StorageConfig.busyAttempts`. */
-  readonly busyAttempts?: number
-  /** @deprecated use `StorageConfig.busyDelayMs`. */
-  readonly busyDelayMs?: number
   /** Start a background prune of a tenant on acquire (at most once an hour per tenant). Default true. */
   readonly opportunisticRetention?: boolean
 }
@@ -269,21 +265,14 @@ const acquireRetries = (busyAttempts: number, busyDelay: Duration.Duration) =>
     Schedule.tapOutput(() => Effect.yieldNow())
   )
 
-/** @deprecated use `WorkRuns.make`. */
-export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
+const makeWorkRuns = (options: WorkRunsOptions = {}) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem
     const host = yield* Host
     const agentDir = yield* AgentDir
     const paths: AgentPaths = agentDir.paths
-    // WR8a: the ceiling is a policy too; a malformed one is a programming error of the embedder (a defect).
-    const config = yield* applyStorageConfig(yield* StorageConfig, {
-      remoteLeaseTtlMs: options.remoteLeaseTtlMs,
-      staleUnreadableMs: options.staleUnreadableMs,
-      retentionCeiling: options.retentionCeiling,
-      busyAttempts: options.busyAttempts === undefined ? undefined : Math.max(1, options.busyAttempts),
-      busyDelayMs: options.busyDelayMs
-    })
+    // WR8a: the ceiling is a policy too, checked where the StorageConfig was built (a malformed one is a defect).
+    const config = yield* StorageConfig
     const { remoteLeaseTtlMs } = config
     const deps: Deps = { fs, host, remoteLeaseTtlMs, staleUnreadableMs: config.staleUnreadableMs, fsClock: makeFsClock(fs, host) }
     const ceiling = config.retentionCeiling
@@ -812,7 +801,7 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           }
           if (info._tag === "Left") {
             // It may well be there: left alone and said why, never reported as absent.
-            outcomes.push({ runId, _tag: "Skipped", why: `it cannot be examined: ${info.left.message}` })
+            outcomes.push({ runId, _tag: "Unreadable", reason: info.left.reason, why: `it cannot be examined: ${info.left.message}` })
             continue
           }
           if (info.right.type !== "Directory") {

@@ -1,13 +1,12 @@
 /**
- * Issue 14, "one service shape": guards over the source text (TypeScript's parser, no type checking), so a
+ * One service shape (README "Architecture"): guards over the source text (TypeScript's parser, no type checking), so a
  * change that brings back a free-function twin or an environment read fails here, not in review.
  *
  * - Every program in `src/services` is a class `Context.Tag("pi-agent-storage/<its name>")` with a static
  *   `make` and a static `layer` (the ports `FileSystem`, `Host` and `ProcessRunner` have neither: their layers are the worlds),
  *   and no method of its interface takes the agent dir as a string (the doctor's used to).
  * - A `src/services` module that defines a service exports no free function taking the agent dir as a string
- *   (`agentDir: string`): programs read it from `AgentDir`. A `@deprecated` alias that is written over its
- *   module's service (it names the class) is the one exception, kept for callers of the old name.
+ *   (`agentDir: string`): programs read it from `AgentDir`.
  * - `process.env` appears in `src` only in the Node host (`src/layers/NodeHost.ts`, the Host port's `env`)
  *   and in `work run`'s hand-off of the environment to its child (`src/cli/commands/run.ts`).
  *
@@ -41,8 +40,6 @@ const parse = (source: Source): ts.SourceFile => {
 
 const isExported = (node: ts.Node): boolean =>
   ts.canHaveModifiers(node) && (ts.getModifiers(node) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword)
-
-const isDeprecated = (node: ts.Node): boolean => ts.getJSDocTags(node).some((t) => t.tagName.text === "deprecated")
 
 const takesAgentDirString = (params: ReadonlyArray<ts.ParameterDeclaration>, file: ts.SourceFile): boolean =>
   params.some((p) => ts.isIdentifier(p.name) && /agentdir/i.test(p.name.text) && p.type !== undefined && /\bstring\b/.test(p.type.getText(file)))
@@ -102,17 +99,17 @@ export const shapeViolations = (sources: ReadonlyArray<Source>): Array<string> =
 
 /** The parameters of an exported function (`export const f = (…) =>`, `export function f(…)`), by export name. */
 const exportedFunctions = (file: ts.SourceFile) => {
-  const out: Array<{ readonly name: string; readonly node: ts.Node; readonly params: ReadonlyArray<ts.ParameterDeclaration>; readonly body: string }> = []
+  const out: Array<{ readonly name: string; readonly params: ReadonlyArray<ts.ParameterDeclaration> }> = []
   for (const statement of file.statements) {
     if (!isExported(statement)) continue
     if (ts.isFunctionDeclaration(statement) && statement.name !== undefined) {
-      out.push({ name: statement.name.text, node: statement, params: statement.parameters, body: statement.body?.getText(file) ?? "" })
+      out.push({ name: statement.name.text, params: statement.parameters })
     }
     if (ts.isVariableStatement(statement)) {
       for (const d of statement.declarationList.declarations) {
         const init = d.initializer
         if (init !== undefined && ts.isIdentifier(d.name) && (ts.isArrowFunction(init) || ts.isFunctionExpression(init))) {
-          out.push({ name: d.name.text, node: statement, params: init.parameters, body: init.body.getText(file) })
+          out.push({ name: d.name.text, params: init.parameters })
         }
       }
     }
@@ -128,8 +125,6 @@ export const twinViolations = (sources: ReadonlyArray<Source>): Array<string> =>
     if (services.length === 0) return []
     return exportedFunctions(file)
       .filter((f) => takesAgentDirString(f.params, file))
-      // A deprecated alias over the module's own service is allowed (it names the class in its body).
-      .filter((f) => !(isDeprecated(f.node) && services.some((s) => new RegExp(`\\b${s}\\b`).test(f.body))))
       .map((f) => `${source.name}: exports ${f.name}(…agentDir: string…) beside the ${services.join(", ")} service; read AgentDir from the context`)
   })
 
@@ -163,7 +158,7 @@ const tsFiles = (root: string, recursive: boolean): Array<string> =>
 const serviceSources = () => tsFiles(SERVICES, false).map((f) => read(SERVICES, f))
 const allSources = () => tsFiles(SRC, true).map((f) => read(SRC, f.split(Path.sep).join("/")))
 
-describe("one service shape (issue 14)", () => {
+describe("one service shape", () => {
   it("every program in src/services is a Context.Tag \"pi-agent-storage/<Name>\" with static make and layer, no agentDir argument", () => {
     const sources = serviceSources()
     assert.isAtLeast(sources.flatMap((s) => tagClasses(parse(s))).length, 10, "the guard found the services")
@@ -189,13 +184,12 @@ describe("one service shape (issue 14)", () => {
       }`
     const twin = { name: "Thing.ts", text: `${service}\nexport const go = (agentDir: string, n: number) => agentDir` }
     const twinFn = { name: "Thing.ts", text: `${service}\nexport function go(deps: unknown, agentDir: string) { return deps }` }
-    const alias = { name: "Thing.ts", text: `${service}\n/** @deprecated use Thing. */\nexport const go = (agentDir: string) => Thing.make` }
     const privateHelper = { name: "Thing.ts", text: `${service}\nconst go = (agentDir: string) => agentDir` }
     assert.lengthOf(twinViolations([twin]), 1)
     assert.lengthOf(twinViolations([twinFn]), 1)
-    assert.deepStrictEqual(twinViolations([alias, privateHelper]), [])
-    // A deprecated free function that is its own program (not over the service) is still a twin.
-    assert.lengthOf(twinViolations([{ name: "Thing.ts", text: `${service}\n/** @deprecated */\nexport const go = (agentDir: string) => agentDir` }]), 1)
+    assert.deepStrictEqual(twinViolations([privateHelper]), [])
+    // An alias written over the service is a twin too (no deprecated names: a 0.x library removes the old one).
+    assert.lengthOf(twinViolations([{ name: "Thing.ts", text: `${service}\n/** Old name. */\nexport const go = (agentDir: string) => Thing.make` }]), 1)
 
     const noLayer = { name: "Bad.ts", text: service.replace("static readonly layer = null", "").replaceAll("Thing", "Bad") }
     const wrongKey = { name: "Key.ts", text: service.replace("pi-agent-storage/Thing", "Thing") }

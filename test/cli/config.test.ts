@@ -90,12 +90,13 @@ describe("pi-storage config (built CLI)", () => {
       revision: "b".repeat(40),
       restored: ["settings.json"],
       removed: [],
-      unresolvedSecrets: [],
+      unresolvedSecrets: [{ _tag: "SecretLeftOut" as const, path: "settings.json", pointer: "/auth/token", message: "settings.json#/auth/token: a redacted secret with no live value; its key was left out" }],
       skipped: [{ _tag: "PathBlocked" as const, path: "notes/config/sub/x.json", reason: "notes/config/sub is a symlink on the way (never written through)", message: "notes/config/sub/x.json: notes/config/sub is a symlink on the way (never written through)" }]
     }
     assert.strictEqual(
       renderRollback(painter(false), "a".repeat(40), r).text,
       `Rolled back to aaaaaaaaaaaa as bbbbbbbbbbbb: 1 file restored, 0 removed\n  restored  settings.json\n` +
+        `  left out  settings.json#/auth/token (a redacted secret with no live value)\n` +
         `  skipped   notes/config/sub/x.json: notes/config/sub is a symlink on the way (never written through)\n`
     )
   })

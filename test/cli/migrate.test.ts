@@ -1,7 +1,7 @@
 /**
  * `pi-storage migrate` on a real agent dir that is a symlink (the user keeps ~/.pi/agent on another disk),
- * through the built CLI: the dry run lists exactly the decisions the real run then executes (issue 14: it
- * used to say "nothing to do" while `migrate` moved files). And `migrate --plan FILE` with the README's plan.
+ * through the built CLI: the dry run lists exactly the decisions the real run then executes (README "Migrations": a
+ * dry run that said "nothing to do" while `migrate` moved files would be a second planner). And `migrate --plan FILE` with the README's plan.
  */
 import * as Fs from "node:fs"
 import * as Os from "node:os"

@@ -1,6 +1,6 @@
 /**
- * Issue 13 (and issue 12 point 7's CLI bullets) through the built CLI as a child process: what a person at
- * a shell meets. `npm test` builds `dist/` first.
+ * The CLI as a new user meets it (README "CLI quick tour"), through the built CLI as a child process: what a
+ * person at a shell meets. `npm test` builds `dist/` first.
  */
 import { runNode } from "../support/child.js"
 import { spawn } from "node:child_process"
@@ -252,7 +252,7 @@ describe("work prune", () => {
     assert.include(busy.stdout, `busy: another prune of this tenant is running (prune by pid ${process.pid} on ${Os.hostname()}); nothing was done`)
   })
 
-  it("--all reports each symlinked work root, category or tenant as refused and exits 3 (issue 12)", async () => {
+  it("--all reports each symlinked work root, category or tenant as refused and exits 3 (README: How runs stay safe)", async () => {
     const { agentDir } = agentWithTenant("tools", "bash")
     const outside = tempDir()
     Fs.mkdirSync(Path.join(outside, "cat", "ten"), { recursive: true, mode: 0o700 })
@@ -276,7 +276,7 @@ describe("work prune", () => {
     assert.isTrue(Fs.existsSync(Path.join(outside, "cat", "ten")))
   })
 
-  it("--all refuses a group-writable or foreign-owned tenant, the ones the doctor flags, and prunes the rest (issue 14)", async () => {
+  it("--all refuses a group-writable or foreign-owned tenant, the ones the doctor flags, and prunes the rest (WR10, one rule with the doctor)", async () => {
     const { agentDir } = agentWithTenant("tools", "bash")
     const isRoot = process.getuid?.() === 0
     const loose = Path.join(agentDir, "work", "tools", "loose")
@@ -302,7 +302,7 @@ describe("work prune", () => {
     if (isRoot) assert.deepStrictEqual(Fs.readdirSync(foreign), [])
   })
 
-  it("an agent dir that is a regular file: status, work ls, work prune --all and migrate say so and exit 1 (issue 12)", async () => {
+  it("an agent dir that is a regular file: status, work ls, work prune --all and migrate say so and exit 1 (README: Errors)", async () => {
     const file = Path.join(tempDir(), "agent")
     Fs.writeFileSync(file, "not a dir")
     const commands = [["status"], ["status", "--json"], ["work", "ls"], ["work", "prune", "--all"], ["migrate"], ["migrate", "--dry-run"], ["migrate", "--dry-run", "--json"]]

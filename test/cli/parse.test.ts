@@ -14,7 +14,7 @@ describe("cli/parse", () => {
     assert.strictEqual(value(parseDuration("90m")), 90 * 60_000)
     assert.strictEqual(value(parseDuration("45s")), 45_000)
     assert.strictEqual(value(parseDuration("2w")), 14 * 86_400_000)
-    // Issue 13: zero, fractions and sums.
+    // Zero, fractions and sums.
     assert.strictEqual(value(parseDuration("0")), 0)
     assert.strictEqual(value(parseDuration("1.5d")), 36 * 3_600_000)
     assert.strictEqual(value(parseDuration("1.5h")), 90 * 60_000)

@@ -510,7 +510,7 @@ describe("planPrune properties", () => {
 })
 
 describe("PruneReport", () => {
-  /** The facade's declared interface (issue 3); the schema type must be assignable to it. */
+  /** The facade's declared interface (src/promise.ts); the schema type must be assignable to it. */
   interface FacadePruneReport {
     busy: boolean; dryRun: boolean; scannedRuns: number; truncated: boolean
     removed: Array<{ runId: string; path: string; reason: "age" | "count" | "bytes" | "unmeasured"; bytes: number | null }>
@@ -539,7 +539,7 @@ describe("PruneReport", () => {
   })
 })
 
-describe("boundManifestTimes (far-future stamps, issue 12 point 7)", () => {
+describe("boundManifestTimes (far-future stamps, README: How runs stay safe)", () => {
   it.prop(
     "a stamp beyond now + ttl never counts: the manifest's mtime capped at now does; plausible stamps are kept as they are",
     [

@@ -1,5 +1,5 @@
 /**
- * Typed failures (issue 14 "Typed failures"): program failures are tagged errors of their own, never a
+ * Typed failures (README "Errors"): program failures are tagged errors of their own, never a
  * dressed-up FileSystemError; each reaches the caller (Effect API, Promise facade) with its `_tag`, and the
  * CLI's exit code comes from the one exhaustive match in cli/exit.ts.
  */
@@ -26,7 +26,7 @@ import { extensionContext, openTiers as openTiersFacade } from "../../src/facade
 import { layerMemory } from "../../src/layers/MemoryFileSystem.js"
 import { MemoryDriver } from "../../src/layers/MemoryWorld.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
-import { openTiers } from "../../src/services/TierStorage.js"
+import { openTiers } from "../support/tiers.js"
 
 describe("StorageError union and exit codes", () => {
   it("every tag of the union has one of the tool's own codes; anything else is a failure (1)", () => {

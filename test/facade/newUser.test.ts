@@ -1,5 +1,5 @@
 /**
- * Issue 13, the facade and the Effect API as a new user meets them: a prune right after an acquire, what a
+ * The facade and the Effect API as a new user meets them (README "Work runs"): a prune right after an acquire, what a
  * release resolves, warnings (`onWarning`, Effect's logger), the error classes from `/promise`, and a real
  * child process joining its parent's generated run from `workRootEnv`.
  */

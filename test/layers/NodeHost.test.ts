@@ -3,7 +3,8 @@ import { once } from "node:events"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FastCheck } from "effect"
 import * as fs from "node:fs"
-import { NodeHostLive, parseMachineId, parseStartTime, parseUptime } from "../../src/layers/NodeHost.js"
+import { parseMachineId, parseStartTime, parseUptime } from "../../src/layers/NodeHost.js"
+import * as NodeHost from "../../src/layers/NodeHost.js"
 import { Host } from "../../src/services/Host.js"
 
 /** A real child that lives until killed; the scope kills it if a test fails early. */
@@ -33,7 +34,7 @@ describe("NodeHost", () => {
       yield* exited
       assert.isFalse(yield* host.pidExists(pid))
       assert.isNull(yield* host.processStartTime(pid))
-    }).pipe(Effect.provide(NodeHostLive)))
+    }).pipe(Effect.provide(NodeHost.layer)))
 
   it.effect("self facts agree with the process and with processStartTime(own pid)", () =>
     Effect.gen(function*() {
@@ -48,7 +49,7 @@ describe("NodeHost", () => {
         assert.isNotNull(host.selfStartTime)
         assert.match(host.bootId ?? "", /^[0-9a-f-]{36}$/)
       }
-    }).pipe(Effect.provide(NodeHostLive)))
+    }).pipe(Effect.provide(NodeHost.layer)))
 
   it.effect("pids that cannot name one process are never signalled and do not exist", () =>
     Effect.gen(function*() {
@@ -57,7 +58,7 @@ describe("NodeHost", () => {
         assert.isFalse(yield* host.pidExists(pid), `pid ${pid}`)
         assert.isNull(yield* host.processStartTime(pid), `pid ${pid}`)
       }
-    }).pipe(Effect.provide(NodeHostLive)))
+    }).pipe(Effect.provide(NodeHost.layer)))
 
   it.effect("machine id and uptime: /etc/machine-id as it is, /proc/uptime in ms and growing", () =>
     Effect.gen(function*() {
@@ -77,7 +78,7 @@ describe("NodeHost", () => {
       assert.isAtMost(Math.abs(first! - proc), 60_000)
       yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 30)))
       assert.isAtLeast((yield* host.uptimeMs!)!, first!)
-    }).pipe(Effect.provide(NodeHostLive)))
+    }).pipe(Effect.provide(NodeHost.layer)))
 
   it("parsers: a machine id is 32 lowercase hex digits; uptime is the first field in ms", () => {
     assert.strictEqual(parseMachineId("3d1219c7c4c5404aaa1f6d2a48adfda4"), "3d1219c7c4c5404aaa1f6d2a48adfda4")

@@ -8,8 +8,8 @@ import * as fs from "node:fs"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
-import { NodeHostLive } from "../../src/layers/NodeHost.js"
+import * as NodeFileSystem from "../../src/layers/NodeFileSystem.js"
+import * as NodeHost from "../../src/layers/NodeHost.js"
 import { doctorAt } from "../support/doctor.js"
 import { cleanGitEnv, rawGit, setup } from "./configHistorySupport.js"
 
@@ -127,7 +127,7 @@ describe("ConfigHistory across processes (real git)", () => {
       assert.isTrue(status.dirty)
       assert.strictEqual(status.interrupted?.message, "switch model")
       assert.strictEqual(status.interrupted?.lastGoodRevision, good)
-      const report = yield* doctorAt(agent).pipe(Effect.provide(Layer.merge(NodeFileSystemLive, NodeHostLive)))
+      const report = yield* doctorAt(agent).pipe(Effect.provide(Layer.merge(NodeFileSystem.layer, NodeHost.layer)))
       const finding = report.findings.find((f) => f.code === "config-change-interrupted")
       assert.isDefined(finding)
       assert.strictEqual(finding!.severity, "warning")
@@ -143,7 +143,7 @@ describe("ConfigHistory across processes (real git)", () => {
       assert.deepStrictEqual(back.restored, ["settings.json"])
       assert.strictEqual(read("agent/settings.json"), JSON.stringify({ good: true }) + "\n")
       assert.isNull((yield* history.status()).interrupted)
-      const again = yield* doctorAt(agent).pipe(Effect.provide(Layer.merge(NodeFileSystemLive, NodeHostLive)))
+      const again = yield* doctorAt(agent).pipe(Effect.provide(Layer.merge(NodeFileSystem.layer, NodeHost.layer)))
       assert.isUndefined(again.findings.find((f) => f.code === "config-change-interrupted"))
       // The half-applied state was recorded before the rollback: nothing is lost.
       assert.include((yield* history.log()).map((e) => e.message), `before rollback to ${good.slice(0, 12)}`)

@@ -8,8 +8,9 @@ import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { REDACTED } from "../../src/domain/ConfigHistory.js"
+import { UnresolvedSecret } from "../../src/domain/ReportProblems.js"
 import { cleanGitEnv, rawGit, setup } from "./configHistorySupport.js"
 
 /** Every object git holds, by `cat-file --batch` over `rev-list --objects --all` (commits, trees, blobs). */
@@ -84,7 +85,12 @@ describe("ConfigHistory redaction across formats (real git)", () => {
       assert.strictEqual(read(config("server.yaml")), "server:\n  theme: blue\n")
       assert.deepStrictEqual(again.skipped.map((s) => [s._tag, s.path]), [["SecretsNotRestored", "ext1/config/server.yaml"]])
       assert.match(again.skipped[0]!.reason, /^the revision's copy holds redacted credentials that have no live value to merge back \(\/server\/apiKey, \/server\/url, \/args\/1\)/)
-      assert.includeMembers([...again.unresolvedSecrets], ["ext1/config/settings.json#/registry/auth", "ext1/config/settings.json#/bank/password"])
+      // Each left-out key is a typed value naming the file and the JSON pointer (not a string to parse).
+      assert.includeDeepMembers([...again.unresolvedSecrets], [
+        { _tag: "SecretLeftOut", path: "ext1/config/settings.json", pointer: "/registry/auth", message: "ext1/config/settings.json#/registry/auth: a redacted secret with no live value; its key was left out" },
+        { _tag: "SecretLeftOut", path: "ext1/config/settings.json", pointer: "/bank/password", message: "ext1/config/settings.json#/bank/password: a redacted secret with no live value; its key was left out" }
+      ])
+      for (const s of again.unresolvedSecrets) assert.isTrue(Schema.is(UnresolvedSecret)(s), JSON.stringify(s))
       const json = JSON.parse(read(config("settings.json")))
       assert.deepStrictEqual(json.smtp, { user: "me" })
       assert.strictEqual(json.theme, "dark")

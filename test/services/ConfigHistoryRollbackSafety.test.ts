@@ -10,8 +10,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { unstoredLiveCover } from "../../src/domain/ConfigHistory.js"
 import { configSkip } from "../../src/domain/ReportProblems.js"
-import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
-import { NodeHostLive } from "../../src/layers/NodeHost.js"
+import * as NodeFileSystem from "../../src/layers/NodeFileSystem.js"
+import * as NodeHost from "../../src/layers/NodeHost.js"
 import * as NodeProcessRunner from "../../src/layers/NodeProcessRunner.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
 import { ConfigHistory } from "../../src/services/ConfigHistory.js"
@@ -63,8 +63,8 @@ describe("a rollback never loses a live file history does not hold", () => {
           replaceFileIfUnchanged: (path, expected, data, options) =>
             Effect.zipRight(personSaves(path), real.replaceFileIfUnchanged(path, expected, data, options))
         }))
-      ).pipe(Layer.provide(NodeFileSystemLive))
-      const world = Layer.mergeAll(racing, NodeHostLive, NodeProcessRunner.layer)
+      ).pipe(Layer.provide(NodeFileSystem.layer))
+      const world = Layer.mergeAll(racing, NodeHost.layer, NodeProcessRunner.layer)
       const history = yield* Effect.provide(
         ConfigHistory,
         ConfigHistory.layer().pipe(Layer.provide(Layer.merge(world, AgentDir.layer(agent).pipe(Layer.provide(world)))))

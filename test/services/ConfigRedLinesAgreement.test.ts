@@ -10,11 +10,11 @@ import * as os from "node:os"
 import * as NodePath from "node:path"
 import { ConfigRedLine } from "../../src/domain/Errors.js"
 import { makeExtensionContext } from "../../src/domain/Tiers.js"
-import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
-import { NodeHostLive } from "../../src/layers/NodeHost.js"
+import * as NodeFileSystem from "../../src/layers/NodeFileSystem.js"
+import * as NodeHost from "../../src/layers/NodeHost.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { doctorAt } from "../support/doctor.js"
-import { openTiers } from "../../src/services/TierStorage.js"
+import { openTiers } from "../support/tiers.js"
 import { spawn } from "./migrationSupport.js"
 
 const CODE = { database: "extension-config-database", log: "extension-config-log" } as const
@@ -28,17 +28,17 @@ describe("config red lines agree between the tier store and the doctor", () => {
       )
       const web = NodePath.join(dir, "web")
       const ctx = Either.getOrThrow(makeExtensionContext({ extId: "ext1", options: { dataRoot: web }, env: () => undefined, home: "/nohome", cwd: "/" }))
-      const tiers = yield* openTiers(ctx).pipe(Effect.provide(NodeFileSystemLive))
+      const tiers = yield* openTiers(ctx).pipe(Effect.provide(NodeFileSystem.layer))
       fs.mkdirSync(ctx.configDir, { recursive: true })
       const names = [["a.s3db", "database"], ["a.log.1.gz", "log"], ["trace.out", "log"], ["x.sqlite3-wal", "database"]] as const
       for (const [name, rule] of names) {
-        const refused = yield* Effect.flip(tiers.config.writeFile(name, "x").pipe(Effect.provide(NodeFileSystemLive)))
+        const refused = yield* Effect.flip(tiers.config.writeFile(name, "x").pipe(Effect.provide(NodeFileSystem.layer)))
         assert.instanceOf(refused, ConfigRedLine, name)
         assert.strictEqual((refused as ConfigRedLine).rule, rule, name)
         fs.writeFileSync(NodePath.join(ctx.configDir, name), "x") // as an external writer would
       }
       const report = yield* doctorAt(NodePath.join(dir, "agent"), { webDataRoot: web }).pipe(
-        Effect.provide(Layer.merge(NodeFileSystemLive, NodeHostLive))
+        Effect.provide(Layer.merge(NodeFileSystem.layer, NodeHost.layer))
       )
       const found = new Set(report.findings.map((f) => `${f.code} ${NodePath.basename(f.path)}`))
       for (const [name, rule] of names) assert.isTrue(found.has(`${CODE[rule]} ${name}`), `${name}: ${[...found].join(", ")}`)

@@ -1,5 +1,5 @@
 /**
- * Nothing swallowed silently (issue 14 "Logs"): each deliberate ignore at a safety boundary logs a warning
+ * Nothing swallowed silently (README "Errors", logs): each deliberate ignore at a safety boundary logs a warning
  * with its fields as annotations (through internal/warn.ts), and the program still carries on as before.
  * Report problems are tagged values beside their words (`_tag` with `message`/`why`).
  */
@@ -38,7 +38,7 @@ describe("deliberate ignores log a warning", () => {
     capturing((logged) =>
       Effect.gen(function*() {
         const world = MemoryWorld.make()
-        const p = yield* spawnProcess(world, { workRuns: { busyAttempts: 2 } })
+        const p = yield* spawnProcess(world, { config: { busyAttempts: 2 } })
         const first = yield* p.workRuns.acquire({ category: "tools", tenant: "bash", runId: "shared", retention: false })
         yield* first.release()
         const pruner = world.spawn("h1")

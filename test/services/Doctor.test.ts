@@ -5,10 +5,10 @@ import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
-import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
-import { NodeHostLive } from "../../src/layers/NodeHost.js"
+import * as NodeFileSystem from "../../src/layers/NodeFileSystem.js"
+import * as NodeHost from "../../src/layers/NodeHost.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
-import { Doctor, doctor } from "../../src/services/Doctor.js"
+import { Doctor } from "../../src/services/Doctor.js"
 import { atomicTempTarget } from "../../src/domain/AtomicWrite.js"
 import { WEB_RESTORE_ASIDE_DIR } from "../../src/domain/StateSnapshot.js"
 import { doctorAt } from "../support/doctor.js"
@@ -192,15 +192,6 @@ describe("doctor (DR1, DR2) on the Memory layer", () => {
       assert.deepStrictEqual(report.findings.map((f) => f.code), ["legacy-entry"])
     }))
 
-  it.effect("the deprecated free doctor(agentDir) is the service over that agent dir: the same report", () =>
-    Effect.gen(function*() {
-      const world = MemoryWorld.make()
-      yield* messyFixture(world)
-      const viaAlias = yield* asProcess(world, doctor(AGENT, { webDataRoot: WEB }))
-      const viaService = yield* asProcess(world, doctorAt(AGENT, { webDataRoot: WEB }))
-      assert.deepStrictEqual(viaAlias, viaService)
-      assert.isAbove(viaAlias.findings.length, 10)
-    }))
 })
 
 describe("the library's own leftovers are named as its own, with what settles them", () => {
@@ -269,7 +260,7 @@ const hashTree = (root: string): string => {
   return h.digest("hex")
 }
 
-const nodeLayer = Layer.merge(NodeFileSystemLive, NodeHostLive)
+const nodeLayer = Layer.merge(NodeFileSystem.layer, NodeHost.layer)
 
 describe("doctor on the Node layer", () => {
   it.scoped("leaves a messy real tree byte-for-byte, mode and mtime identical", () =>

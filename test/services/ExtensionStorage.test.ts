@@ -100,7 +100,7 @@ describe("ExtensionStorage (WR11) on the Memory layer", () => {
   it.scoped("an extension's retention is clamped to the harness ceiling: it can keep less, never more", () =>
     Effect.gen(function*() {
       const world = MemoryWorld.make()
-      const p = yield* spawnProcess(world, { workRuns: { retentionCeiling: { maxAgeMs: 1e12, maxInactiveRuns: 2, maxBytes: 1e12, maxScannedRuns: 100, maxEntries: 1000, maxDepth: 8 } } })
+      const p = yield* spawnProcess(world, { config: { retentionCeiling: { maxAgeMs: 1e12, maxInactiveRuns: 2, maxBytes: 1e12, maxScannedRuns: 100, maxEntries: 1000, maxDepth: 8 } } })
       const view = yield* p.extensions.getStorage("notes")
       for (let i = 0; i < 5; i++) yield* Effect.scoped(view.acquireWorkRun({ retention: false }))
       const greedy = yield* view.pruneWork({ policy: { maxInactiveRuns: 1000 }, dryRun: true })

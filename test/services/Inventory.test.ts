@@ -25,7 +25,7 @@ const entryCount = (world: MemoryWorld, root: string) => Object.keys(world.tree(
 const messyWorld = Effect.gen(function*() {
   const world = MemoryWorld.make({ journal: false })
   // Heartbeats every 10 days: the clock jumps below fire none, which keeps the fixture fast.
-  const slowHeartbeat = { workRuns: { remoteLeaseTtlMs: 30 * DAY } }
+  const slowHeartbeat = { config: { remoteLeaseTtlMs: 30 * DAY } }
   const p1 = yield* spawnProcess(world, slowHeartbeat)
   const acquire = (tenant: string) => p1.workRuns.acquire({ category: "tools", tenant, retention: false })
 

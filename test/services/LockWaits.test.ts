@@ -173,7 +173,7 @@ describe("each service's lock wait keeps its bound (TestClock)", () => {
   it.scoped("acquire: RunBusy after busyAttempts backoffs of busyDelay × n; no lease left behind", () =>
     Effect.gen(function*() {
       const world = MemoryWorld.make()
-      const p = yield* spawnProcess(world, { workRuns: { busyAttempts: 4, busyDelayMs: 25 } })
+      const p = yield* spawnProcess(world, { config: { busyAttempts: 4, busyDelayMs: 25 } })
       const tenantDir = `${AGENT_DIR}/work/tools/bash`
       const first = yield* p.workRuns.acquire({ category: "tools", tenant: "bash", runId: "shared", retention: false })
       yield* first.release()

@@ -47,7 +47,7 @@ describe("reclaiming a dead marker (Memory)", () => {
       let xActs = false
       let acquirerHeld: { leasePath: string; path: string } | undefined
       let acquirerBusy = false
-      const a = yield* spawnProcess(world, { workRuns: { busyAttempts: 1 } })
+      const a = yield* spawnProcess(world, { config: { busyAttempts: 1 } })
       // The acquirer comes in at X's first touch of the marker path after its judgement: the reviewer's window
       // (with a rename aside, the path was empty here).
       // Held in the test's scope: the acquirer keeps its lease for the whole interleaving.

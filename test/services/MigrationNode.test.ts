@@ -12,8 +12,8 @@ import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { FileSystemError } from "../../src/domain/Errors.js"
-import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
-import { NodeHostLive } from "../../src/layers/NodeHost.js"
+import * as NodeFileSystem from "../../src/layers/NodeFileSystem.js"
+import * as NodeHost from "../../src/layers/NodeHost.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { Host } from "../../src/services/Host.js"
 import { runLayout, runToolkit } from "./migrationSupport.js"
@@ -33,7 +33,7 @@ interface Control {
 const controlledFs = (control: Control) =>
   Layer.effect(
     FileSystem,
-    Effect.map(Effect.provide(FileSystem, NodeFileSystemLive), (real) => {
+    Effect.map(Effect.provide(FileSystem, NodeFileSystem.layer), (real) => {
       const wrapped: Record<string, unknown> = {}
       for (const [name, fn] of Object.entries(real)) {
         wrapped[name] = (...args: Array<unknown>) => {
@@ -62,8 +62,8 @@ const layerFor = (control: Control, crashedProcess: boolean) =>
   Layer.merge(
     controlledFs(control),
     crashedProcess
-      ? Layer.effect(Host, Effect.map(Effect.provide(Host, NodeHostLive), (h) => ({ ...h, pid: deadPid, selfStartTime: null })))
-      : NodeHostLive
+      ? Layer.effect(Host, Effect.map(Effect.provide(Host, NodeHost.layer), (h) => ({ ...h, pid: deadPid, selfStartTime: null })))
+      : NodeHost.layer
   )
 
 const snapshot = (root: string): Record<string, string> => {
@@ -223,7 +223,7 @@ describe("migrations on the Node layer survive a crash at every step", () => {
         nfs.mkdirSync(agent, { recursive: true })
         nfs.symlinkSync(stateDir, NodePath.join(agent, "state"))
         seed(agent)
-        const report = yield* runLayout(undefined, agent).pipe(Effect.provide(Layer.merge(NodeFileSystemLive, NodeHostLive)))
+        const report = yield* runLayout(undefined, agent).pipe(Effect.provide(Layer.merge(NodeFileSystem.layer, NodeHost.layer)))
         assert.deepStrictEqual(report.errors, [])
         assert.deepStrictEqual(text(stateDir), Object.fromEntries(Object.entries(expected).map(([k, v]) => [k.slice("state/".length), v])))
       }

@@ -1,6 +1,6 @@
 /**
  * The re-check under the cleanup marker reads the manifest again and reuses the scan's verdict only for the
- * very same bytes (the prune no longer decodes each victim's manifest twice, BENCHMARKS.md session 6). Whatever changed in
+ * very same bytes (the prune no longer decodes each victim's manifest twice, BENCHMARKS.md "Prune: deletion in C, batched, and cheaper errors"). Whatever changed in
  * between — another run's address, garbage, a manifest grown or cut — is decoded afresh and judged, so a
  * run whose manifest changed since the scan is never quarantined on the scan's word.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 12 point 2 on the Memory layer: empty markers and leases as a crash outcome. The Memory world's
+ * README "How runs stay safe", on the Memory layer: empty markers and leases as a crash outcome. The Memory world's
  * `writeFileExclusive` is two steps (create empty, write), so crashing a process at every mutating step of
  * acquire, release and prune leaves empty prune markers, cleanup markers and leases. Whatever is left, once
  * the stale bound has passed a fresh process prunes without being busy, reports each empty file it reclaimed,
@@ -13,7 +13,7 @@ import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
 
 const TENANT = `${AGENT_DIR}/work/tools/bash`
 const HOUR = 60 * 60 * 1000
-const options = { workRuns: { opportunisticRetention: false, busyAttempts: 2 } }
+const options = { workRuns: { opportunisticRetention: false }, config: { busyAttempts: 2 } }
 
 const makeWorld = () =>
   Effect.gen(function*() {
@@ -99,7 +99,7 @@ describe("a lease this reader cannot read (Memory)", () => {
     Effect.gen(function*() {
       const world = yield* makeWorld()
       // A long remote TTL keeps the holder's heartbeat from touching its lease during the hour below.
-      const slow = { workRuns: { ...options.workRuns, remoteLeaseTtlMs: 30 * 24 * HOUR } }
+      const slow = { ...options, config: { ...options.config, remoteLeaseTtlMs: 30 * 24 * HOUR } }
       const holder = yield* spawnProcess(world, { ...slow, pid: 100 })
       const run = yield* holder.workRuns.acquire({ category: "tools", tenant: "bash" })
       yield* TestClock.adjust(HOUR) // the lease file is now far older than the stale bound

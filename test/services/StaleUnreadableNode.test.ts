@@ -1,5 +1,5 @@
 /**
- * Issue 12 points 2 and 7 on the Node layer, with real SIGKILLs: a process killed between the exclusive create
+ * README "How runs stay safe", on the Node layer, with real SIGKILLs: a process killed between the exclusive create
  * and the write of a marker or lease leaves an empty file. Fresh, it is held (a writer may be microseconds
  * from writing it); once its mtime is older than the stale bound it is dead, reclaimed under the dead-holder
  * protocol, and reported (prune report and doctor). Directories and symlinks squatting on a marker are
@@ -46,7 +46,7 @@ afterEach(() => fs.rmSync(agentDir, { recursive: true, force: true }))
 const withWorkRuns = <A, E>(f: (w: WorkRuns["Type"]) => Effect.Effect<A, E, Scope.Scope>) =>
   Effect.runPromise(
     Effect.scoped(Effect.flatMap(WorkRuns, f)).pipe(
-      Effect.provide(NodeStorageLive({ agentDir, migrate: false, workRuns: { opportunisticRetention: false, busyAttempts: 2, busyDelayMs: 1 } }))
+      Effect.provide(NodeStorageLive({ agentDir, migrate: false, config: { busyAttempts: 2, busyDelayMs: 1 }, workRuns: { opportunisticRetention: false } }))
     )
   )
 const prune = (policy?: { maxInactiveRuns?: number; maxAgeMs?: number }) =>

@@ -12,7 +12,7 @@ import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { encodeSnapshotManifest, type ManifestEntry, type SnapshotManifest } from "../../src/domain/StateSnapshot.js"
-import { NodeHostLive } from "../../src/layers/NodeHost.js"
+import * as NodeHost from "../../src/layers/NodeHost.js"
 import { NodeWorld } from "../../src/layers/Storage.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
@@ -225,7 +225,7 @@ describe("restore and verify refuse a doctored snapshot (Node layer)", () => {
       // No web data root given, none in the environment: TD1's default under this process's home.
       const home = t.at("home")
       const atHome = Layer.merge(
-        Layer.effect(Host, Effect.map(Effect.provide(Host, NodeHostLive), (h) => ({ ...h, homeDir: home, env: (n: string) => (n === "PI_WEB_DATA_DIR" ? undefined : h.env(n)) }))),
+        Layer.effect(Host, Effect.map(Effect.provide(Host, NodeHost.layer), (h) => ({ ...h, homeDir: home, env: (n: string) => (n === "PI_WEB_DATA_DIR" ? undefined : h.env(n)) }))),
         Layer.effect(FileSystem, Effect.provide(FileSystem, NodeWorld))
       )
       const restored = yield* withBackups(t.agent, { root: t.options.root }, (b) => b.restore(id), atHome)
@@ -246,7 +246,7 @@ describe("restore and verify refuse a doctored snapshot (Node layer)", () => {
       nfs.writeFileSync(t.at("agent/state/a.txt"), "edited since the snapshot")
       // Someone rewrites the snapshot's copy after the restore checked it, just before it is copied.
       const racing = Layer.merge(
-        NodeHostLive,
+        NodeHost.layer,
         Layer.effect(FileSystem, Effect.map(Effect.provide(FileSystem, NodeWorld), (real) => ({
           ...real,
           copyFileHashed: (from: string, to: string, o?: { readonly sync?: boolean }) =>

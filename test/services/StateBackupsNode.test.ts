@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { FileSystemError } from "../../src/domain/Errors.js"
-import { NodeHostLive } from "../../src/layers/NodeHost.js"
+import * as NodeHost from "../../src/layers/NodeHost.js"
 import { NodeWorld } from "../../src/layers/Storage.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
@@ -50,7 +50,7 @@ const withBackups = <A, E>(
 /** A Node FileSystem with some calls replaced (fault injection for the Node tests). */
 const patchedWorld = (patch: (real: FileSystem["Type"]) => Partial<FileSystem["Type"]>) =>
   Layer.merge(
-    NodeHostLive,
+    NodeHost.layer,
     Layer.effect(FileSystem, Effect.map(Effect.provide(FileSystem, NodeWorld), (real) => ({ ...real, ...patch(real) })))
   )
 

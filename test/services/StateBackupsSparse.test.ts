@@ -11,7 +11,7 @@ import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { nodeFileSystemWith, type Walker } from "../../src/layers/NodeFileSystem.js"
-import { NodeHostLive } from "../../src/layers/NodeHost.js"
+import * as NodeHost from "../../src/layers/NodeHost.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
 import { StateBackups } from "../../src/services/StateBackups.js"
 import { scratchDirs } from "../support/scratchDirs.js"
@@ -70,7 +70,7 @@ const assertEnds = (path: string, size: number) => {
 const withBackups = <A, E>(walker: Walker, agent: string, root: string, use: (b: StateBackups["Type"]) => Effect.Effect<A, E>) =>
   Effect.provide(
     Effect.flatMap(StateBackups, use),
-    StateBackups.layer({ root }).pipe(Layer.provideMerge(AgentDir.layer(agent)), Layer.provideMerge(Layer.merge(nodeFileSystemWith(walker), NodeHostLive)))
+    StateBackups.layer({ root }).pipe(Layer.provideMerge(AgentDir.layer(agent)), Layer.provideMerge(Layer.merge(nodeFileSystemWith(walker), NodeHost.layer)))
   )
 
 describe("state snapshots keep holes (Node layer)", () => {

@@ -2,7 +2,7 @@
  * StorageConfig: one set of tunables for every program of a stack, filled from the environment through
  * Effect's `Config` at the Node edge.
  *
- * The drift bug (issue 14, bug 3): the remote lease TTL was configurable in WorkRuns while Doctor,
+ * The drift it prevents (README "Configuration (StorageConfig)"): the remote lease TTL was configurable in WorkRuns while Doctor,
  * Inventory and Migration judged with the default, so `work ls` could call "active" a run the pruner would
  * not spare. Here a remote host's lease (and its migration marker) is 5 minutes old: older than a configured
  * 1-minute TTL, younger than the default 15 minutes. Every reader must agree with the pruner.
@@ -53,11 +53,9 @@ const verdicts = (world: MemoryWorld, runId: string, options: StorageOptions) =>
     Effect.provide(Inventory.layer.pipe(Layer.provideMerge(storageLayer(MemoryWorld.layer(world, { hostname: "h1" }), { agentDir: AGENT_DIR, migrate: false, ...options }))))
   )
 
-describe("StorageConfig: one remote lease TTL for every reader (drift bug 3)", () => {
+describe("StorageConfig: one remote lease TTL for every reader", () => {
   const short: ReadonlyArray<[string, StorageOptions]> = [
-    ["storageLayer({ config })", { config: { remoteLeaseTtlMs: MINUTE } }],
-    // The option WorkRuns always had: it now reaches the whole stack (before, only WorkRuns used it).
-    ["storageLayer({ workRuns: { remoteLeaseTtlMs } }) (deprecated)", { workRuns: { remoteLeaseTtlMs: MINUTE } }]
+    ["storageLayer({ config })", { config: { remoteLeaseTtlMs: MINUTE } }]
   ]
   for (const [how, options] of short) {
     it.scoped(`a lease older than a short TTL given by ${how}: prune removes it and every reader calls it dead`, () =>
@@ -78,20 +76,6 @@ describe("StorageConfig: one remote lease TTL for every reader (drift bug 3)", (
     Effect.gen(function*() {
       const { world, run } = yield* remoteLeftovers
       const seen = yield* verdicts(world, run.runId, {})
-      assert.deepStrictEqual(seen, {
-        inventory: "active",
-        doctorDeadLease: false,
-        migrationMoved: [],
-        pruneRemoved: false,
-        pruneActive: true
-      })
-    }))
-
-  it.scoped("config and the deprecated workRuns TTL both given: config wins for every reader, the pruner included", () =>
-    Effect.gen(function*() {
-      const { world, run } = yield* remoteLeftovers
-      // A 30-minute TTL in config, a 1-minute one in workRuns: the 5-minute-old remote holder is alive.
-      const seen = yield* verdicts(world, run.runId, { config: { remoteLeaseTtlMs: 30 * MINUTE }, workRuns: { remoteLeaseTtlMs: MINUTE } })
       assert.deepStrictEqual(seen, {
         inventory: "active",
         doctorDeadLease: false,

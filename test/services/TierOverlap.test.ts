@@ -1,5 +1,5 @@
 /**
- * SPEC TD5 / issue 12 §3: tiers that overlap through a link (or a bind mount) are refused at open, and a
+ * SPEC TD5 (README "Extension data tiers (web host)"): tiers that overlap through a link (or a bind mount) are refused at open, and a
  * link made after open is caught right before a destructive cache operation. Every case leaves the state
  * bytes exactly as they were. Node layer on real directories; a Memory-world property over random layouts.
  */
@@ -15,8 +15,8 @@ import { makeExtensionContext, type TierDirs } from "../../src/domain/Tiers.js"
 import { openTiers as openTiersPromise } from "../../src/facade/tiers.js"
 import { layerMemory } from "../../src/layers/MemoryFileSystem.js"
 import { MemoryDriver, type MemoryWorld } from "../../src/layers/MemoryWorld.js"
-import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
-import { openTiers } from "../../src/services/TierStorage.js"
+import * as NodeFileSystem from "../../src/layers/NodeFileSystem.js"
+import { openTiers } from "../support/tiers.js"
 
 const tempRoot = Effect.acquireRelease(
   Effect.sync(() => nfs.mkdtempSync(NodePath.join(os.tmpdir(), "tier-overlap-"))),
@@ -69,7 +69,7 @@ describe("tiers overlapping through links (Node layer)", () => {
       assert.include((e as TiersOverlap).message, ctx.cacheDir)
       assert.include((e as TiersOverlap).message, state)
       assert.deepStrictEqual(snapshot(state), before)
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.scoped("a cache dir under an ancestor that links into state is refused at open", () =>
     Effect.gen(function*() {
@@ -89,7 +89,7 @@ describe("tiers overlapping through links (Node layer)", () => {
       const e3 = yield* Effect.flip(openTiers({ ...ctx, cacheDir: NodePath.join(root, "around") }))
       assert.deepStrictEqual(overlapOf(e3), ["cache", "contains", "config", "open"])
       assert.deepStrictEqual(snapshot(state), before)
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.scoped("a link made after open is caught before clear and before ensure replaces an entry", () =>
     Effect.gen(function*() {
@@ -113,7 +113,7 @@ describe("tiers overlapping through links (Node layer)", () => {
       assert.strictEqual(new TextDecoder().decode(yield* tiers.cache.ensure("index.json", Effect.succeed("cache v2"))), "cache v2")
       yield* tiers.cache.clear()
       assert.deepStrictEqual(snapshot(state), before)
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.scoped("an ancestor of cache/ relinked into state after open is caught too", () =>
     Effect.gen(function*() {
@@ -129,7 +129,7 @@ describe("tiers overlapping through links (Node layer)", () => {
       assert.deepStrictEqual(overlapOf(yield* Effect.flip(tiers.cache.clear())), ["cache", "inside", "state", "cache.clear"])
       assert.deepStrictEqual(overlapOf(yield* Effect.flip(tiers.cache.ensure("k", Effect.succeed("v")))), ["cache", "inside", "state", "cache.ensure"])
       assert.deepStrictEqual(snapshot(state), before)
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.scoped("a bind mount of state/ at the cache dir is refused (same device and inode, no link at all)", () =>
     Effect.gen(function*() {
@@ -145,7 +145,7 @@ describe("tiers overlapping through links (Node layer)", () => {
       const before = snapshot(state)
       assert.deepStrictEqual(overlapOf(yield* Effect.flip(openTiers(ctx))), ["cache", "same", "state", "open"])
       assert.deepStrictEqual(snapshot(state), before)
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.scoped("the Promise facade rejects with TiersOverlap; state inside config (old hosts) is still allowed", () =>
     Effect.gen(function*() {

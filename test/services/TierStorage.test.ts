@@ -1,7 +1,7 @@
 /**
  * TierStorage on real disk (Node layer, temp dir): every write asserts the exact file it landed in.
- * Through the service (`TierStorage.layer`); the deprecated `openTiers` alias is exercised by TierOverlap,
- * TrashDepth and ConfigRedLinesAgreement.
+ * Through the service (`TierStorage.layer`), as TierOverlap, TrashDepth and ConfigRedLinesAgreement open it too
+ * (test/support/tiers.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Exit, Layer, ParseResult, Ref, Schema } from "effect"

@@ -1,5 +1,5 @@
 /**
- * Issue 12 §6: a quarantined tree in `.trash/` is finished whatever its depth (the measuring `maxDepth`
+ * README "Retention": a quarantined tree in `.trash/` is finished whatever its depth (the measuring `maxDepth`
  * never bounds it), within a time budget per prune, and whatever is left is reported in `errors`. Deeper
  * than the process may hold descriptors too: a 5,000-deep chain, pruned in a child limited to 64 (the walks
  * hold a window of descriptors: domain/WalkDepth.ts).
@@ -10,12 +10,13 @@ import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
-import { NodeFileSystemLive, nodeFileSystemWith, type Walker } from "../../src/layers/NodeFileSystem.js"
+import { nodeFileSystemWith, type Walker } from "../../src/layers/NodeFileSystem.js"
+import * as NodeFileSystem from "../../src/layers/NodeFileSystem.js"
 import { availableWalkerKind } from "../../src/layers/node/walkers.js"
-import { NodeHostLive } from "../../src/layers/NodeHost.js"
+import * as NodeHost from "../../src/layers/NodeHost.js"
 import { storageLayer } from "../../src/layers/Storage.js"
 import { TRASH_TIME_BUDGET_MS } from "../../src/services/internal/prune.js"
-import { openTiers } from "../../src/services/TierStorage.js"
+import { openTiers } from "../support/tiers.js"
 import { WorkRuns } from "../../src/services/WorkRuns.js"
 import { deepScratch, distModule, effectModule, removeDeep, runLimited } from "../support/limitedChild.js"
 import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
@@ -48,7 +49,7 @@ describe("deep trees left in .trash (Node layer)", () => {
             nfs.writeFileSync(NodePath.join(quarantined, rel), "x")
           }
           for (const d of [NodePath.join(agentDir, "work"), NodePath.join(agentDir, "work", "tools"), tenantDir]) nfs.chmodSync(d, 0o700)
-          const world = Layer.merge(nodeFileSystemWith(walker), NodeHostLive)
+          const world = Layer.merge(nodeFileSystemWith(walker), NodeHost.layer)
           const report = yield* Effect.flatMap(WorkRuns, (w) => w.prune({ category: "tools", tenant: "bash" })).pipe(
             Effect.provide(storageLayer(world, { agentDir, migrate: false, workRuns: { opportunisticRetention: false } }))
           )
@@ -66,7 +67,7 @@ const PRUNE_SOURCE = `
 import * as Effect from ${effectModule("Effect")}
 import * as Layer from ${effectModule("Layer")}
 import { nodeFileSystemWith } from ${distModule("layers/NodeFileSystem.js")}
-import { NodeHostLive } from ${distModule("layers/NodeHost.js")}
+import * as NodeHost from ${distModule("layers/NodeHost.js")}
 import { storageLayer } from ${distModule("layers/Storage.js")}
 import { WorkRuns } from ${distModule("services/WorkRuns.js")}
 const [agentDir, walker, depth] = [process.argv[2], process.argv[3], Number(process.argv[4])]
@@ -74,7 +75,7 @@ limitDescriptors()
 const tenantDir = agentDir + "/work/tools/bash"
 buildChain(tenantDir + "/.trash/old-run.0badc0de", depth)
 for (const d of [agentDir + "/work", agentDir + "/work/tools", tenantDir]) fs.chmodSync(d, 0o700)
-const world = Layer.merge(nodeFileSystemWith(walker), NodeHostLive)
+const world = Layer.merge(nodeFileSystemWith(walker), NodeHost.layer)
 const prune = Effect.flatMap(WorkRuns, (w) => w.prune({ category: "tools", tenant: "bash" })).pipe(
   Effect.provide(storageLayer(world, { agentDir, migrate: false, workRuns: { opportunisticRetention: false } }))
 )
@@ -126,7 +127,7 @@ describe("deep cache trees (Node layer)", () => {
       const tiers = yield* openTiers(dirs)
       yield* tiers.cache.clear()
       assert.isFalse(nfs.existsSync(dirs.cacheDir))
-    }).pipe(Effect.provide(NodeFileSystemLive)))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 })
 
 describe("deep trees left in .trash (Memory world)", () => {

@@ -1,5 +1,5 @@
 /**
- * A generated run needs no cleanup-marker check (BENCHMARKS.md, session 6): it appears from staging with its creator's lease
+ * A generated run needs no cleanup-marker check (BENCHMARKS.md "Acquire: CPU per pair"): it appears from staging with its creator's lease
  * inside, so a pruner that names it right after it appeared reads that lease under its marker and keeps it.
  */
 import { assert, describe, it } from "@effect/vitest"

@@ -30,7 +30,7 @@ describe("acquire/prune handshake (Memory)", () => {
       Effect.scoped(Effect.gen(function*() {
         const world = MemoryWorld.make({ jitter: { seed: race.jitterSeed, maxYields: race.maxYields } })
         const violations: Array<string> = []
-        const holders = yield* Effect.forEach(race.holders, () => spawnProcess(world, { workRuns: { busyAttempts: 50, opportunisticRetention: false } }))
+        const holders = yield* Effect.forEach(race.holders, () => spawnProcess(world, { config: { busyAttempts: 50 }, workRuns: { opportunisticRetention: false } }))
         const pruners = yield* Effect.forEach(Array.from({ length: race.pruners }), () => spawnProcess(world, { workRuns: { opportunisticRetention: false } }))
         const hold = (p: (typeof holders)[number], steps: number) =>
           Effect.scoped(Effect.gen(function*() {

@@ -1,5 +1,5 @@
 /**
- * Issue 12.1 on the Node layer, with real bind mounts (we run as root): a run holding a bind mount of an
+ * README "How runs stay safe", on the Node layer, with real bind mounts (we run as root): a run holding a bind mount of an
  * outside tree — a tool mounted a source tree there — is never emptied through it, neither by a prune nor
  * by `release({ delete: true })`. Everything of the run on its own file system goes; the mount point stays
  * quarantined in `.trash/` and is reported, by this prune and by every later one. With both walkers.
@@ -11,7 +11,7 @@ import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { nodeFileSystemWith, type Walker } from "../../src/layers/NodeFileSystem.js"
-import { NodeHostLive } from "../../src/layers/NodeHost.js"
+import * as NodeHost from "../../src/layers/NodeHost.js"
 import { storageLayer } from "../../src/layers/Storage.js"
 import { WorkRuns } from "../../src/services/WorkRuns.js"
 import { bindMountNow, bindMountSupport, mountsUnder, unmountAllUnderOnClose } from "../support/bindMount.js"
@@ -49,7 +49,7 @@ const scratch = Effect.gen(function*() {
 })
 
 const servicesWith = (walker: Walker, agent: string) =>
-  storageLayer(Layer.merge(nodeFileSystemWith(walker), NodeHostLive), { agentDir: agent, migrate: false })
+  storageLayer(Layer.merge(nodeFileSystemWith(walker), NodeHost.layer), { agentDir: agent, migrate: false })
 
 const TOOL = { category: "tools", tenant: "bash" } as const
 

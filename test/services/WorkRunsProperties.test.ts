@@ -109,7 +109,7 @@ const runSchedule = (schedule: Schedule) =>
     let nextDevice = 100
     const clockTurn = yield* Effect.makeSemaphore(1)
     const processes = yield* Effect.forEach(schedule.actors, (_, i) =>
-      spawnProcess(world, { hostname: i === 3 ? "h2" : "h1", workRuns: { busyAttempts: 4, opportunisticRetention: i % 2 === 0 } }))
+      spawnProcess(world, { hostname: i === 3 ? "h2" : "h1", config: { busyAttempts: 4 }, workRuns: { opportunisticRetention: i % 2 === 0 } }))
     const crashed = schedule.crashActor >= 0 && schedule.crashActor < processes.length ? processes[schedule.crashActor]! : undefined
     if (crashed) world.crashAfter(schedule.crashAfter, { hostname: crashed.host.hostname, pid: crashed.host.pid })
 

@@ -7,8 +7,8 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as NodePath from "node:path"
 import { Effect, Layer } from "effect"
-import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
-import { NodeHostLive } from "../../src/layers/NodeHost.js"
+import * as NodeFileSystem from "../../src/layers/NodeFileSystem.js"
+import * as NodeHost from "../../src/layers/NodeHost.js"
 import * as NodeProcessRunner from "../../src/layers/NodeProcessRunner.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
 import { Host } from "../../src/services/Host.js"
@@ -22,11 +22,11 @@ export const tempRoot = Effect.acquireRelease(
 /** The Node host, with `PATH` as given (where the test puts a wrapper in front of the real git). */
 const hostWithPath = (pathVar: string) =>
   Layer.effect(Host, Effect.map(Host, (host) => ({ ...host, env: (name: string) => (name === "PATH" ? pathVar : host.env(name)) }))).pipe(
-    Layer.provide(NodeHostLive)
+    Layer.provide(NodeHost.layer)
   )
 
 export const historyLayer = (agentDir: string, options: ConfigHistoryOptions = {}, pathVar?: string) => {
-  const world = Layer.mergeAll(NodeFileSystemLive, pathVar === undefined ? NodeHostLive : hostWithPath(pathVar), NodeProcessRunner.layer)
+  const world = Layer.mergeAll(NodeFileSystem.layer, pathVar === undefined ? NodeHost.layer : hostWithPath(pathVar), NodeProcessRunner.layer)
   return ConfigHistory.layer(options).pipe(Layer.provide(Layer.merge(world, AgentDir.layer(agentDir).pipe(Layer.provide(world)))))
 }
 

@@ -12,6 +12,7 @@ import { ExtensionStorage } from "../../src/services/ExtensionStorage.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { HeartbeatClock } from "../../src/services/HeartbeatClock.js"
 import { Host } from "../../src/services/Host.js"
+import { StorageConfig, type StorageConfigInput } from "../../src/services/StorageConfig.js"
 import { TierStorage } from "../../src/services/TierStorage.js"
 import { WorkRuns, type WorkRunsOptions } from "../../src/services/WorkRuns.js"
 
@@ -41,6 +42,8 @@ export const processLayer = (
     readonly pid?: number
     readonly uid?: number
     readonly workRuns?: WorkRunsOptions
+    /** The process's tunables (`busyAttempts`, `remoteLeaseTtlMs` …); `busyDelayMs` is 0 unless given. */
+    readonly config?: StorageConfigInput
     /** `false`: held runs never heartbeat (a host that stopped beating while its leases stay on disk). */
     readonly heartbeats?: boolean
     /** Wrap the process's FileSystem (to act at an exact point of a protocol, say). */
@@ -63,8 +66,9 @@ export const processLayer = (
   const fs = options.wrapFs === undefined ? memoryFs : options.wrapFs(memoryFs)
   const base = Layer.merge(Layer.succeed(FileSystem, fs), Layer.succeed(Host, host))
   const agentDir = AgentDir.layer(AGENT_DIR).pipe(Layer.provide(base))
-  const workRuns = WorkRuns.layer({ busyDelayMs: 0, ...options.workRuns }).pipe(
-    Layer.provide(Layer.mergeAll(base, agentDir, options.heartbeats === false ? silentHeartbeats : HeartbeatClock.layerCurrentClock))
+  const config = StorageConfig.layer({ busyDelayMs: 0, ...options.config })
+  const workRuns = WorkRuns.layer(options.workRuns).pipe(
+    Layer.provide(Layer.mergeAll(base, agentDir, config, options.heartbeats === false ? silentHeartbeats : HeartbeatClock.layerCurrentClock))
   )
   const extensions = ExtensionStorage.layer.pipe(Layer.provide(Layer.mergeAll(agentDir, workRuns, TierStorage.layer.pipe(Layer.provide(base)))))
   return Layer.mergeAll(base, agentDir, workRuns, extensions)

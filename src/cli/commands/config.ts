@@ -88,7 +88,7 @@ export const renderRollback = (paint: Paint, target: string, r: RollbackResult):
     txt`Rolled back to ${paint("bold", short(target))}${r.revision === null ? "" : ` as ${short(r.revision)}`}: ${plural(r.restored.length, "file")} restored, ${r.removed.length} removed\n`,
     ...r.restored.map((p) => txt`  restored  ${p}\n`),
     ...r.removed.map((p) => txt`  removed   ${p}\n`),
-    ...r.unresolvedSecrets.map((p) => txt`  ${paint("yellow", "left out")}  ${p} (a redacted secret with no live value)\n`),
+    ...r.unresolvedSecrets.map((s) => txt`  ${paint("yellow", "left out")}  ${s.path}#${s.pointer} (a redacted secret with no live value)\n`),
     ...r.skipped.map((s) => txt`  ${paint("yellow", "skipped")}   ${s.path}: ${s.reason}\n`)
   ])
 

@@ -1,7 +1,7 @@
 /**
  * `pi-storage work rm CATEGORY/TENANT RUN...`: delete chosen runs now, under the cleanup protocol
  * (`WorkRuns.removeRuns`). A run with a live lease is never deleted: exit 3, naming the holder. A run that is
- * not there, not the library's or cannot be examined is reported (exit 1); the rest are deleted.
+ * not there, cannot be examined (`Unreadable`, with the file system's reason) or not the library's is reported (exit 1); the rest are deleted.
  */
 import * as Effect from "effect/Effect"
 import type { RemoveRunOutcome } from "../../services/WorkRuns.js"
@@ -20,6 +20,8 @@ export const renderRemoval = (paint: Paint, tenant: string, outcomes: ReadonlyAr
         return txt`${paint("yellow", "kept")}     ${name}: ${o.why} (a live lease; never deleted)\n`
       case "Missing":
         return txt`${paint("yellow", "missing")}  ${name}: no such run\n`
+      case "Unreadable":
+        return txt`${paint("yellow", "kept")}     ${name}: ${o.why} (${o.reason}; left alone, it may be there)\n`
       case "Unowned":
         return txt`${paint("yellow", "kept")}     ${name}: not owned by the library (${o.why})\n`
       case "Skipped":

@@ -14,7 +14,7 @@
  * the disk; what the first pass did is the most that is wasted. A measure on the thread pool whose fiber is
  * interrupted stops at its next entry (a flag it reads), so it does not keep a pool thread walking a huge
  * run nobody waits for; it frees what it holds either way.
- * (Before: fdWalk.ts drove these syscalls from JavaScript, one native call per entry: BENCHMARKS.md, session 7.)
+ * (Before: fdWalk.ts drove these syscalls from JavaScript, one native call per entry: BENCHMARKS.md "Scan: the measuring walk in C".)
  */
 import * as Effect from "effect/Effect"
 import type { FileSystemError } from "../../domain/Errors.js"

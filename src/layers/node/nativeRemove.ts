@@ -8,7 +8,7 @@
  *
  * Removals that waited go to C together (fsat.c `removeTrees`, up to `BATCH_MAX`): a prune queues a victim
  * every few hundred µs while one run takes milliseconds of disk, so most of its deletions travel in batches,
- * one async work, thread wake-up and event-loop return each instead of one per run (BENCHMARKS.md, session 6). A batch holds
+ * one async work, thread wake-up and event-loop return each instead of one per run (BENCHMARKS.md "Prune: deletion in C, batched, and cheaper errors"). A batch holds
  * one slot; its walks run one after the other, each answered as if alone.
  */
 import * as Effect from "effect/Effect"

@@ -4,7 +4,7 @@
  * descriptor, answering plain doubles: no `fs.Stats` with four `Date`s per file) and `linkEach` (one C call
  * links a directory's unchanged files, `linkat` relative to two descriptors, no path resolved per file).
  * An unchanged incremental of 10,000 files is one lstat and one link per file: these were most of its
- * JavaScript cost (BENCHMARKS.md, session 6). The portable versions are in NodeFileSystem.ts; both pass
+ * JavaScript cost (BENCHMARKS.md "State snapshots"). The portable versions are in NodeFileSystem.ts; both pass
  * the same conformance suite. And `seek` (SEEK_DATA/SEEK_HOLE), with which a snapshot's copies keep holes
  * (sparse.ts; without it they skip all-zero blocks).
  */

@@ -14,7 +14,7 @@ const errnoOf = (cause: unknown): string =>
  * A port error built without capturing a JavaScript stack. Failures here are answers (a missing `.leases`
  * is the usual case: a prune met two per run), not defects: the stack would only name this layer's own
  * frames, the Node error kept as `cause` has the syscall's, and Effect's Cause keeps its own trace.
- * Capturing it cost 8–9 µs of an error's 13 µs (BENCHMARKS.md, session 6). Built from trusted values: no schema validation.
+ * Capturing it cost 8–9 µs of an error's 13 µs (BENCHMARKS.md "Prune: deletion in C, batched, and cheaper errors"). Built from trusted values: no schema validation.
  */
 const portError = (fields: ConstructorParameters<typeof FileSystemError>[0]): FileSystemError => {
   const limit = Error.stackTraceLimit

@@ -49,8 +49,9 @@ export const TRASH_TIME_BUDGET_MS = 5_000
 const UNBOUNDED_DEPTH = Number.MAX_SAFE_INTEGER
 
 /**
- * Victims taken through the cleanup protocol at once: each step is one port call over the batch (BENCHMARKS.md,
- * session 9), and a batch's deletions start once it is quarantined, while the next batch goes through.
+ * Victims taken through the cleanup protocol at once: each step is one port call over the batch (BENCHMARKS.md
+ * "Prune: the protocol in batches"), and a batch's deletions start once it is quarantined, while the next
+ * batch goes through.
  */
 export const QUARANTINE_BATCH = 32
 

@@ -59,7 +59,7 @@ export type OwnedManifest = Extract<ManifestRead, { readonly _tag: "Owned" }>
  * `known`: this run's manifest as an earlier read of the same `expected` address found it Owned (the prune's
  * scan, before its re-check under the cleanup marker). The file is always read again; when its bytes are
  * the same bytes, the verdict is the same (decoding is a pure function of the bytes), so it is not decoded
- * twice (BENCHMARKS.md, session 6).
+ * twice (BENCHMARKS.md "Prune: deletion in C, batched, and cheaper errors").
  */
 export const readManifest = (
   deps: Deps,
