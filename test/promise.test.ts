@@ -92,7 +92,10 @@ describe("openAgentStorage", () => {
     for (const id of ids) expect(fs.existsSync(path.join(dir, "work", "tools", "bash", id))).toBe(true)
     const report = await storage.pruneWorkTenant({ category: "tools", tenant: "bash", policy: { maxInactiveRuns: 1 } })
     expect(Object.keys(report).sort()).toEqual(
-      ["active", "activeOverBudget", "busy", "bytesAfter", "bytesBefore", "cutShort", "dryRun", "errors", "incomplete", "kept", "notMeasured", "removed", "scannedRuns", "skipped", "truncated", "unowned", "unreadable"]
+      [
+        "active", "activeOverBudget", "apparentBytesAfter", "apparentBytesBefore", "busy", "bytesAfter", "bytesBefore", "cutShort", "dryRun", "errors",
+        "incomplete", "kept", "notMeasured", "removed", "scannedRuns", "skipped", "stoppedBy", "truncated", "unowned", "unreadable"
+      ]
     )
     expect(report.removed.map((r) => [r.runId, r.reason])).toEqual(ids.slice(0, 2).map((id) => [id, "count"]))
     expect(report.kept).toEqual([ids[2]])

@@ -6,9 +6,9 @@ import * as Effect from "effect/Effect"
 import type { AgentDirSource } from "../../domain/AgentPaths.js"
 import type { Severity } from "../../domain/Findings.js"
 import { walkerInUse } from "../../layers/node/walkers.js"
-import type { InventoryReport } from "../../services/Inventory.js"
+import type { InventoryOptions, InventoryReport } from "../../services/Inventory.js"
 import { type CliContext, notADirectory, out, printJson, withStack } from "../context.js"
-import { countOf, formatAge, formatEntries, formatSize, joinShown, type Shown, severityCounts, trimEnd, severitySummary, table, txt } from "../format.js"
+import { countOf, formatAge, formatApparent, formatEntries, formatSize, joinShown, type Shown, severityCounts, stoppedLines, trimEnd, severitySummary, table, txt } from "../format.js"
 
 export interface StatusDocument extends InventoryReport {
   readonly source: AgentDirSource
@@ -58,7 +58,8 @@ export const renderStatus = (ctx: CliContext, doc: StatusDocument): Shown => {
         { header: "INACTIVE", align: "right" },
         { header: "UNOWNED", align: "right" },
         { header: "ENTRIES", align: "right" },
-        { header: "SIZE", align: "right" },
+        { header: "DISK", align: "right" },
+        { header: "APPARENT", align: "right" },
         { header: "OLDEST USE" }
       ],
       doc.tenants.map((t) => [
@@ -69,6 +70,7 @@ export const renderStatus = (ctx: CliContext, doc: StatusDocument): Shown => {
         t.unowned > 0 ? paint("yellow", t.unowned) : 0,
         formatEntries(t.size),
         formatSize(t.size),
+        formatApparent(t.size),
         t.oldestLastUsedAt === null ? "-" : formatAge(t.oldestLastUsedAt, doc.scannedAt)
       ])
     )))
@@ -79,8 +81,8 @@ export const renderStatus = (ctx: CliContext, doc: StatusDocument): Shown => {
       [{ header: "NAMESPACE" }, { header: "STATE", align: "right" }, { header: "CACHE", align: "right" }],
       doc.extensions.map((e) => [
         e.namespace,
-        e.state === null ? "-" : `${formatSize(e.state)} (${formatEntries(e.state)})`,
-        e.cache === null ? "-" : `${formatSize(e.cache)} (${formatEntries(e.cache)})`
+        e.state === null ? "-" : tierCell(e.state),
+        e.cache === null ? "-" : tierCell(e.cache)
       ])
     )))
   }
@@ -88,19 +90,20 @@ export const renderStatus = (ctx: CliContext, doc: StatusDocument): Shown => {
     lines.push(blank, paint("yellow", `${doc.errors.length} entr${doc.errors.length === 1 ? "y" : "ies"} could not be read:`))
     for (const e of doc.errors) lines.push(txt`  ${e.message}`)
   }
-  if (hasLowerBound(doc)) lines.push(paint("dim", "Sizes marked ≥ are lower bounds: the scan budget ran out."))
+  lines.push(...stoppedLines(paint, doc.stoppedBy))
   return txt`${joinShown(lines, "\n")}\n`
 }
 
-const hasLowerBound = (doc: StatusDocument): boolean =>
-  doc.tenants.some((t) => !t.size.complete) || doc.extensions.some((e) => e.state?.complete === false || e.cache?.complete === false)
+/** An extension tier's size: disk usage, then apparent size and entries. */
+const tierCell = (size: InventoryReport["tenants"][number]["size"]): string =>
+  size.measured === false ? formatSize(size) : `${formatSize(size)} (${formatApparent(size)} apparent, ${formatEntries(size)})`
 
-export const status = (ctx: CliContext, options: { readonly json: boolean }) =>
+export const status = (ctx: CliContext, options: { readonly json: boolean; readonly limits?: InventoryOptions }) =>
   withStack(ctx, (s) =>
     Effect.gen(function*() {
       const agentDir = yield* s.AgentDir
       const inventory = yield* s.Inventory
-      const report = yield* inventory.summary()
+      const report = yield* inventory.summary(options.limits)
       if (report.notADirectory !== null) return yield* notADirectory(ctx, report.agentDir, report.notADirectory)
       let doctor: StatusDocument["doctor"] = null
       if (report.exists) {
