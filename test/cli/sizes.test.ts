@@ -129,6 +129,28 @@ describe("status and work ls: du's sizes, a budget per tenant, said when stopped
   }, 60_000)
 })
 
+describe("the flags raise the scan bounds past their defaults", () => {
+  it("--max-depth walks a run deeper than 64 directories whole: work ls and a prune then state du's numbers", async () => {
+    const agentDir = agentWith("tools/bash")
+    const runDir = releasedRun(agentDir, "tools/bash", "deep", 1, 0)
+    const deep = Path.join(runDir, ...Array.from({ length: 70 }, () => "d"))
+    Fs.mkdirSync(deep, { recursive: true })
+    Fs.writeFileSync(Path.join(deep, "f"), "x".repeat(5000))
+    type Listing = { runs: ReadonlyArray<{ size: Sized }>; incomplete: boolean; stoppedBy: ReadonlyArray<{ _tag: string; limit: number; left: number; flag: string }> }
+    const cut = JSON.parse((await at(agentDir)("work", "ls", "--json")).stdout) as Listing
+    assert.deepStrictEqual([cut.runs[0]!.size.complete, cut.incomplete, cut.stoppedBy.map((s) => [s._tag, s.limit, s.left, s.flag])], [false, true, [["MaxDepth", 64, 1, "--max-depth"]]])
+    const whole = JSON.parse((await at(agentDir)("work", "ls", "--json", "--max-depth", "100")).stdout) as Listing
+    assert.deepStrictEqual([whole.runs[0]!.size.complete, whole.incomplete, whole.stoppedBy], [true, false, []])
+    assert.deepStrictEqual({ bytes: whole.runs[0]!.size.bytes, apparentBytes: whole.runs[0]!.size.apparentBytes }, du(runDir))
+    // --max-bytes 0: the run's size decides its fate, so the dry run walks it.
+    const prune = (...more: ReadonlyArray<string>) => at(agentDir)("work", "prune", "tools/bash", "--dry-run", "--json", "--max-bytes", "0", ...more)
+    const stopped = JSON.parse((await prune()).stdout) as { incomplete: boolean; bytesBefore: number | null; stoppedBy: Listing["stoppedBy"] }
+    assert.deepStrictEqual([stopped.incomplete, stopped.stoppedBy.map((s) => [s._tag, s.limit])], [true, [["MaxDepth", 64]]])
+    const exact = JSON.parse((await prune("--max-depth", "100")).stdout) as typeof stopped
+    assert.deepStrictEqual([exact.incomplete, exact.stoppedBy, exact.bytesBefore], [false, [], du(runDir).bytes])
+  }, 60_000)
+})
+
 describe("work prune: disk usage, and a prune that stopped early says how to finish", () => {
   it("--max-bytes counts disk usage: many small files fill a disk their apparent size hides", async () => {
     const agentDir = agentWith("tools/bash")
