@@ -105,7 +105,7 @@ export const inventoryEntriesStopped = (limit: number, sizes: number, notMeasure
   option: "maxEntries",
   flag: "--max-entries",
   message: `the size walks stopped at their entry budget (maxEntries ${count(limit)} per tenant): ${plural(sizes, "size")} ${
-    notMeasured === 0 ? "are lower bounds" : `not exact (${count(notMeasured)} not measured, the rest lower bounds)`
+    notMeasured === 0 ? (sizes === 1 ? "is a lower bound" : "are lower bounds") : `not exact (${count(notMeasured)} not measured, the rest lower bounds)`
   }; raise it (--max-entries)`
 })
 

@@ -91,7 +91,7 @@ describe("status and work ls: du's sizes, a budget per tenant, said when stopped
     const human = await at(agentDir)("status", "--max-entries", "40")
     assert.match(human.stdout, /^a\/big\s+4\s+0\s+4\s+0\s+≥ 40\s+≥ \d+(\.\d)? KiB\s+≥ \d+(\.\d)? KiB\s/m)
     assert.notMatch(human.stdout, /≥ 0 B/)
-    assert.match(human.stdout, /^Stopped early: .*maxEntries 40 per tenant.*--max-entries/m)
+    assert.match(human.stdout, /^Stopped early: .*maxEntries 40 per tenant\): 1 size is a lower bound; raise it \(--max-entries\)$/m)
 
     // The default budget (100,000 per tenant) measures all three whole: du's numbers, nothing said.
     const whole = await at(agentDir)("status", "--json")
@@ -198,6 +198,12 @@ describe("work prune: disk usage, and a prune that stopped early says how to fin
     assert.isAbove(unknown, 0)
     assert.deepStrictEqual([cut.bytesBefore, cut.incomplete], [null, true])
     assert.deepStrictEqual(cut.stoppedBy.map((s) => [s._tag, s.left, s.flag]), [["MaxEntries", unknown, "--max-entries"]])
+    // In words: the runs whose size no walk counted are said to be unknown, never "≥ 0 B".
+    const human = (await at(agentDir)("work", "prune", "tools/bash", "--dry-run", "--max-entries", "25")).stdout
+    assert.match(human, /^tools\/bash: would remove 6 runs \(≥ \d+(\.\d)? KiB, \d sizes? unknown\), kept 0/m)
+    assert.notMatch(human, /≥ 0 B/)
+    const none = (await at(agentDir)("work", "prune", "tools/bash", "--dry-run", "--max-entries", "0")).stdout
+    assert.match(none, /^tools\/bash: would remove 6 runs \(sizes unknown\), kept 0/m)
     const raised = JSON.parse((await at(agentDir)("work", "prune", "tools/bash", "--dry-run", "--json", "--max-entries", "1000")).stdout) as typeof cut
     assert.deepStrictEqual([raised.removed.every((x) => x.bytes !== null), raised.incomplete, raised.stoppedBy], [true, false, []])
     assert.strictEqual(raised.bytesBefore, Fs.readdirSync(Path.join(agentDir, "work", "tools", "bash")).filter((n) => !n.startsWith(".")).reduce((t, n) => t + du(Path.join(agentDir, "work", "tools", "bash", n)).bytes, 0))

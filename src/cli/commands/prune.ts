@@ -50,10 +50,13 @@ const reasonText = (reason: string, policy: RetentionPolicy): string => {
   }
 }
 
-/** What the removals free on disk (a lower bound when some size is unknown). */
+/** What the removals free on disk: a lower bound naming the sizes it leaves out, never a bare "≥ 0 B". */
 const freed = (report: PruneReport): string => {
   const known = report.removed.reduce((sum, r) => sum + (r.bytes ?? 0), 0)
-  return (report.removed.some((r) => r.bytes === null) ? "≥ " : "") + formatBytes(known)
+  const unknown = report.removed.filter((r) => r.bytes === null).length
+  if (unknown === 0) return formatBytes(known)
+  if (unknown === report.removed.length) return unknown === 1 ? "size unknown" : "sizes unknown"
+  return `≥ ${formatBytes(known)}, ${unknown} size${unknown === 1 ? "" : "s"} unknown`
 }
 
 /** Entries the prune scanned, and of how many when `maxScannedRuns` stopped it. */
