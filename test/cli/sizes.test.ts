@@ -52,9 +52,12 @@ const releasedRun = (agentDir: string, tenant: string, runId: string, daysAgo: n
   Fs.mkdirSync(Path.join(runDir, ".leases"), { recursive: true, mode: 0o700 })
   const [category, name] = tenant.split("/")
   const when = Date.now() - daysAgo * DAY
-  Fs.writeFileSync(Path.join(runDir, ".pi-work-run.json"), JSON.stringify({
+  const manifest = Path.join(runDir, ".pi-work-run.json")
+  Fs.writeFileSync(manifest, JSON.stringify({
     version: 2, category, tenant: name, runId, kind: "named", createdAt: when, releasedAt: when, createdBy: { host: Os.hostname(), pid: 1 }
   }))
+  // Last written then too: a run's age is also read from its manifest's mtime, on the file system's clock.
+  Fs.utimesSync(manifest, when / 1000, when / 1000)
   for (let i = 0; i < files; i++) Fs.writeFileSync(Path.join(runDir, `f${i}`), "x".repeat(size))
   return runDir
 }
