@@ -207,6 +207,8 @@ describe("work prune: disk usage, and a prune that stopped early says how to fin
     assert.notMatch(human, /≥ 0 B/)
     const none = (await at(agentDir)("work", "prune", "tools/bash", "--dry-run", "--max-entries", "0")).stdout
     assert.match(none, /^tools\/bash: would remove 6 runs \(sizes unknown\), kept 0/m)
+    const all = (await at(agentDir)("work", "prune", "--all", "--dry-run", "--max-entries", "0")).stdout
+    assert.match(all, /^Total: would remove 6 runs \(sizes unknown\) in 1 tenant; kept 0, active 0; 1 stopped early \(see above\)\.$/m)
     const raised = JSON.parse((await at(agentDir)("work", "prune", "tools/bash", "--dry-run", "--json", "--max-entries", "1000")).stdout) as typeof cut
     assert.deepStrictEqual([raised.removed.every((x) => x.bytes !== null), raised.incomplete, raised.stoppedBy], [true, false, []])
     assert.strictEqual(raised.bytesBefore, Fs.readdirSync(Path.join(agentDir, "work", "tools", "bash")).filter((n) => !n.startsWith(".")).reduce((t, n) => t + du(Path.join(agentDir, "work", "tools", "bash", n)).bytes, 0))

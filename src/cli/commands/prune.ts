@@ -169,7 +169,11 @@ export const renderTotal = (dryRun: boolean, t: PruneTotal): Shown => {
   const runs = `${t.removed} run${t.removed === 1 ? "" : "s"}`
   const tenants = `${t.tenants} tenant${t.tenants === 1 ? "" : "s"}`
   const bound = t.lowerBound ? "≥ " : ""
-  return txt`Total: ${dryRun ? "would remove" : "removed"} ${runs} (${bound}${formatBytes(t.bytes)} on disk, ${bound}${formatBytes(t.apparentBytes)} apparent) in ${tenants}; kept ${t.kept}, active ${t.active}${extra.length > 0 ? `; ${extra.join(", ")}` : ""}.\n`
+  // No size known at all is said so, never "≥ 0 B".
+  const sizes = t.lowerBound && t.bytes === 0 && t.apparentBytes === 0
+    ? "sizes unknown"
+    : `${bound}${formatBytes(t.bytes)} on disk, ${bound}${formatBytes(t.apparentBytes)} apparent`
+  return txt`Total: ${dryRun ? "would remove" : "removed"} ${runs} (${sizes}) in ${tenants}; kept ${t.kept}, active ${t.active}${extra.length > 0 ? `; ${extra.join(", ")}` : ""}.\n`
 }
 
 /** The exit code a set of outcomes earns: refused (3) over failures (1) over ok. */
