@@ -30,9 +30,35 @@
 #endif
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-/* measureTreeSync(path, maxEntries, maxDepth, cap, maxMs, out) and measureTree(..., callback, cancel). */
-#define MEASURE_VERSION 2
+/* measureTreeSync(path, maxEntries, maxDepth, cap, maxMs, out) and measureTree(..., callback, cancel): 3 answers
+   disk usage, apparent size and file bytes ("Sizes" below). */
+#define MEASURE_VERSION 3
+/* removeTree and removeTrees: 2 answers the removed disk usage and apparent size ("Sizes" below). */
+#define REMOVE_VERSION 2
 #define NAME_MAX_BYTES 4096
+
+/*
+ * Sizes (README "Retention": one byte count). A walk adds up what `du` does over the same tree: every entry
+ * it visits (the root too; directories, links and special files as well as regular files), disk usage as
+ * st_blocks × 512 (`du -s -B1`) and apparent size as st_size (`du -sb`), an inode with more than one link
+ * once per walk (as du counts it). `content` is regular files' st_size alone (a budget of what files hold:
+ * the config tier's).
+ */
+typedef struct {
+  double disk;
+  double apparent;
+  double content;
+} sizes_t;
+
+static sizes_t sizes_of(const struct stat *st) {
+  return (sizes_t){ (double)st->st_blocks * 512.0, (double)st->st_size, S_ISREG(st->st_mode) ? (double)st->st_size : 0 };
+}
+
+static void add_sizes(sizes_t *total, sizes_t more) {
+  total->disk += more.disk;
+  total->apparent += more.apparent;
+  total->content += more.content;
+}
 
 /*
  * One file system (README "How runs stay safe", I3): a child directory is another file system's when its device
@@ -43,11 +69,12 @@
  * directory's device, so a child costs one statx. 1 when it is, 0 when not, or a negative errno; the child's
  * inode into `ino` (its identity, with the device: "Depth" below).
  */
-static int other_device_than(dev_t parent_dev, int child_fd, ino_t *ino) {
+static int other_device_than(dev_t parent_dev, int child_fd, ino_t *ino, sizes_t *own) {
 #if defined(__linux__) && defined(STATX_ATTR_MOUNT_ROOT)
   struct statx child;
   if (statx(child_fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &child) == 0) {
     *ino = (ino_t)child.stx_ino;
+    *own = (sizes_t){ (double)child.stx_blocks * 512.0, (double)child.stx_size, 0 };
     if (makedev(child.stx_dev_major, child.stx_dev_minor) != parent_dev) return 1;
     return (child.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0 && (child.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
   }
@@ -56,6 +83,7 @@ static int other_device_than(dev_t parent_dev, int child_fd, ino_t *ino) {
   struct stat st;
   if (fstat(child_fd, &st) != 0) return -errno;
   *ino = st.st_ino;
+  *own = sizes_of(&st);
   return st.st_dev != parent_dev;
 }
 
@@ -289,6 +317,58 @@ static void drop_first(listing_t *l, size_t n) {
  */
 #define WALK_WINDOW 16
 
+/*
+ * The inodes with more than one link a walk has counted (`counts_once`): an open-addressing set of (device,
+ * inode), empty (no allocation) until the first such file, so a tree without hard links pays one comparison
+ * per file.
+ */
+typedef struct {
+  dev_t dev;
+  ino_t ino;
+  int used;
+} inode_slot_t;
+
+typedef struct {
+  inode_slot_t *slots;
+  size_t capacity; /* a power of two, or 0 */
+  size_t count;
+} inode_set_t;
+
+static size_t inode_hash(dev_t dev, ino_t ino, size_t capacity) {
+  uint64_t h = (uint64_t)ino * 0x9E3779B97F4A7C15ULL ^ (uint64_t)dev * 0xC2B2AE3D27D4EB4FULL;
+  return (size_t)(h ^ (h >> 29)) & (capacity - 1);
+}
+
+static inode_slot_t *inode_find(inode_set_t *s, dev_t dev, ino_t ino) {
+  size_t i = inode_hash(dev, ino, s->capacity);
+  while (s->slots[i].used && (s->slots[i].dev != dev || s->slots[i].ino != ino)) i = (i + 1) & (s->capacity - 1);
+  return &s->slots[i];
+}
+
+/* 1 when (dev, ino) was added, 0 when it was there already, -1 when memory ran out. */
+static int inode_add(inode_set_t *s, dev_t dev, ino_t ino) {
+  if (s->count + 1 > s->capacity / 2) {
+    size_t capacity = s->capacity == 0 ? 64 : s->capacity * 2;
+    inode_slot_t *old = s->slots;
+    size_t old_capacity = s->capacity;
+    s->slots = calloc(capacity, sizeof *s->slots);
+    if (s->slots == NULL) {
+      s->slots = old;
+      return -1;
+    }
+    s->capacity = capacity;
+    for (size_t i = 0; i < old_capacity; i++) {
+      if (old[i].used) *inode_find(s, old[i].dev, old[i].ino) = old[i];
+    }
+    free(old);
+  }
+  inode_slot_t *slot = inode_find(s, dev, ino);
+  if (slot->used) return 0;
+  *slot = (inode_slot_t){ dev, ino, 1 };
+  s->count++;
+  return 1;
+}
+
 typedef struct {
   int fd;             /* -1 while out of the window */
   dev_t dev;          /* its device: a child on another one is a mount point */
@@ -301,6 +381,7 @@ typedef struct {
   double depth;
   int blocked;        /* a child was left in place (depth budget, mount point): this directory stays too */
   int resumed;        /* its listing was continued after a re-open (a removal lists it whole once more) */
+  sizes_t own;        /* its own sizes when it was opened (a removal counts them once it is removed) */
 } frame_t;
 
 typedef struct {
@@ -308,7 +389,10 @@ typedef struct {
   double max_entries;
   double max_depth;
   double removed;
-  double removed_bytes; /* st_size of the regular files this walk unlinked (a prune counts a removed run's bytes without a measuring walk first: README "Retention") */
+  /* What the walk counted ("Sizes"): a measure, every entry it visited; a removal, every entry it removed (a
+     prune counts a removed run's bytes without a measuring walk first: README "Retention"). */
+  sizes_t sizes;
+  inode_set_t linked; /* inodes of more than one link already counted */
   int complete;
   int error;          /* errno of the failure, 0 when none */
   const char *syscall;
@@ -330,6 +414,39 @@ typedef struct {
   napi_async_work work;
   napi_ref callback;
 } removal_t;
+
+/*
+ * Whether a non-directory's sizes count in this walk (`st` describes it): once per inode, as du counts a file
+ * of several links. 1 to count it, 0 when this walk counted that inode already, -1 when memory ran out
+ * (recorded). A removal asks only for what it unlinked, so the inode's other names, met later with one link
+ * fewer, are found in the set too.
+ */
+static int fail(removal_t *r, int error, const char *syscall, const char *dir, const char *name);
+
+static int counts_once(removal_t *r, const struct stat *st) {
+  if (st->st_nlink > 1) {
+    int added = inode_add(&r->linked, st->st_dev, st->st_ino);
+    if (added < 0) return fail(r, ENOMEM, r->walk, r->root, NULL);
+    return added;
+  }
+  if (r->linked.count == 0) return 1;
+  return !inode_find(&r->linked, st->st_dev, st->st_ino)->used;
+}
+
+/* Add a non-directory's sizes unless this walk counted its inode already. 0, or -1 (recorded). */
+static int count_entry(removal_t *r, const struct stat *st) {
+  int counts = counts_once(r, st);
+  if (counts < 0) return -1;
+  if (counts) add_sizes(&r->sizes, sizes_of(st));
+  return 0;
+}
+
+static void free_walk(removal_t *r) {
+  free(r->stack);
+  r->stack = NULL;
+  free(r->linked.slots);
+  r->linked = (inode_set_t){ NULL, 0, 0 };
+}
 
 static char *join_path(const char *dir, const char *name) {
   size_t a = strlen(dir), b = strlen(name);
@@ -452,7 +569,7 @@ static int list_opened(removal_t *r, int fd, size_t level, const char *name, lis
  * directory) and its listing. 0 to walk on; otherwise it stopped (a failure recorded, the root gone since
  * its open, or over) and the descriptor is closed.
  */
-static int start_at_root(removal_t *r, int fd, dev_t *dev, ino_t *ino, listing_t *entries) {
+static int start_at_root(removal_t *r, int fd, dev_t *dev, ino_t *ino, sizes_t *own, listing_t *entries) {
   struct stat opened;
   if (fstat(fd, &opened) != 0) {
     fail(r, errno, "fstat", r->root, NULL);
@@ -461,6 +578,7 @@ static int start_at_root(removal_t *r, int fd, dev_t *dev, ino_t *ino, listing_t
   }
   *dev = opened.st_dev;
   *ino = opened.st_ino;
+  *own = sizes_of(&opened);
   return list_opened(r, fd, 0, NULL, entries);
 }
 
@@ -612,22 +730,21 @@ static int step(removal_t *r) {
         stated = 1;
       }
       if (type != T_DIRECTORY) {
-        /* A regular file's bytes count once this walk unlinks it (a file gone meanwhile counts nothing). */
-        double size = 0;
-        if (type == T_FILE && (stated || fstatat(top->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) && S_ISREG(st.st_mode)) {
-          size = (double)st.st_size;
-        }
+        /* Its sizes count once this walk unlinks it (one gone meanwhile counts nothing; one whose lstat
+           failed otherwise is unlinked uncounted, as the portable walk does). */
+        if (!stated) stated = fstatat(top->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
         double before = r->removed;
         if (remove_entry(r, level, name, 0) != 0) return -1;
-        if (r->removed > before) r->removed_bytes += size;
+        if (r->removed > before && stated && count_entry(r, &st) != 0) return -1;
         continue;
       }
       ino_t ino = 0;
+      sizes_t own = { 0, 0, 0 };
       int fd = openat(top->fd, name, DIR_FLAGS);
       if (fd < 0) {
         fd = -errno;
       } else {
-        int other = other_device_than(top->dev, fd, &ino);
+        int other = other_device_than(top->dev, fd, &ino, &own);
         if (other != 0) {
           close(fd);
           fd = other > 0 ? -EXDEV : other;
@@ -652,7 +769,9 @@ static int step(removal_t *r) {
       if (entries.count == 0) {
         free_listing(&entries);
         close(fd);
+        double before = r->removed;
         if (remove_entry(r, level, name, 1) != 0) return -1;
+        if (r->removed > before) add_sizes(&r->sizes, own);
         continue;
       }
       double depth = top->depth + 1;
@@ -663,7 +782,7 @@ static int step(removal_t *r) {
         r->complete = 0;
         continue;
       }
-      frame_t child = { .fd = fd, .dev = top->dev, .ino = ino, .name = strdup(name), .entries = entries, .depth = depth };
+      frame_t child = { .fd = fd, .dev = top->dev, .ino = ino, .name = strdup(name), .entries = entries, .depth = depth, .own = own };
       if (child.name == NULL) {
         drop_frame(&child);
         return fail_in(r, ENOMEM, r->walk, level, name);
@@ -688,13 +807,16 @@ static int step(removal_t *r) {
   if (done.blocked) {
     if (parent != NULL) parent->blocked = 1;
   } else if (parent == NULL) {
-    /* The root is not counted against the budget. */
-    if (rmdir(r->root) != 0 && errno != ENOENT) result = fail(r, errno, "rmdir", r->root, NULL);
+    /* The root is not counted against the budget; its sizes are, as du counts them. */
+    if (rmdir(r->root) == 0) add_sizes(&r->sizes, done.own);
+    else if (errno != ENOENT) result = fail(r, errno, "rmdir", r->root, NULL);
   } else if (r->removed >= r->max_entries) {
     r->complete = 0;
     result = 1;
   } else {
+    double before = r->removed;
     result = remove_entry(r, r->depth - 1, done.name, 1);
+    if (result == 0 && r->removed > before) add_sizes(&r->sizes, done.own);
   }
   drop_frame(&done);
   if (result != 0) return result;
@@ -705,8 +827,8 @@ static int step(removal_t *r) {
  * A walk from its opened, listed root (it takes ownership of both): `step` until it says done, then every
  * frame still open is dropped (a failure or budget stop leaves some).
  */
-static void walk_from(removal_t *r, int fd, dev_t dev, ino_t ino, listing_t entries, int (*step)(removal_t *)) {
-  frame_t root = { .fd = fd, .dev = dev, .ino = ino, .entries = entries };
+static void walk_from(removal_t *r, int fd, dev_t dev, ino_t ino, sizes_t own, listing_t entries, int (*step)(removal_t *)) {
+  frame_t root = { .fd = fd, .dev = dev, .ino = ino, .entries = entries, .own = own };
   if (push(r, root) != 0) return;
   while (step(r) == 0) {
     /* one entry, or one finished directory, per step */
@@ -729,9 +851,9 @@ static void run_removal(removal_t *r) {
       return;
     }
     /* A link or file root: unlink the entry itself (never a link's target). The root is not counted
-       as an entry; a regular file's bytes are, as its measure counts them. */
+       as an entry; its sizes are, as its measure counts them. */
     if (unlink(r->root) == 0) {
-      if (S_ISREG(st.st_mode)) r->removed_bytes = (double)st.st_size;
+      r->sizes = sizes_of(&st);
     } else if (errno != ENOENT) {
       fail(r, errno, "unlink", r->root, NULL);
     }
@@ -739,28 +861,31 @@ static void run_removal(removal_t *r) {
   }
   dev_t dev;
   ino_t ino;
+  sizes_t own;
   listing_t entries;
-  if (start_at_root(r, fd, &dev, &ino, &entries) != 0) return; /* failed (recorded), or gone: nothing left to remove */
+  if (start_at_root(r, fd, &dev, &ino, &own, &entries) != 0) return; /* failed (recorded), or gone: nothing left to remove */
   if (r->max_depth < 1 && entries.count > 0) {
     free_listing(&entries);
     close(fd);
     r->complete = 0;
     return;
   }
-  walk_from(r, fd, dev, ino, entries, step);
+  walk_from(r, fd, dev, ino, own, entries, step);
 }
 
 /* ---------------------------------------------------------------------------------------------------------
  * measureTree: the measuring walk whole in C (README "Layers", Node; BENCHMARKS.md "Scan: the measuring walk in C"): the budgets
  * and answers of the portable walk (pathWalk.ts), in readdir order (it sorts by name, so an entry budget may
  * cut other entries). Before, JavaScript drove these syscalls one native call per entry (fdWalk.ts: half a
- * no-op prune's CPU). Pre-order, depth first; every entry counts once (the root does not),
- * a regular file's st_size counts into the bytes; a vanished entry counts nothing; a directory swapped for
- * a link or file since the listing is counted, not descended, and one removed before it was listed counts
- * as the entry it was (empty); a mount point is counted, never descended,
+ * no-op prune's CPU). Pre-order, depth first; every entry counts once (the root does not), and its sizes
+ * count as du counts them ("Sizes": the root's too, a directory's from its open descriptor, an inode of
+ * several links once); a vanished entry counts nothing; a directory swapped for a link or file since the
+ * listing is counted as an entry without sizes, not descended, and one removed before it was listed counts
+ * as the entry it was (empty); a mount point is counted as an entry, its sizes not (they are another file
+ * system's), never descended,
  * and makes the measure incomplete, as do a directory deeper than `maxDepth` with entries and the entry
  * budget. Any depth within the window's descriptors ("Depth" above). The walk reuses removal_t: `removed`
- * counts the entries visited, `removed_bytes` the bytes.
+ * counts the entries visited, `sizes` their sizes.
  */
 
 static napi_value string_value(napi_env env, const char *text);
@@ -787,14 +912,15 @@ static int measure_step(removal_t *r) {
     if (r->cancel != NULL && __atomic_load_n(r->cancel, __ATOMIC_RELAXED) != 0) return fail(r, ECANCELED, r->walk, r->root, NULL);
     const char *name = top->entries.names[top->index];
     int type = top->entries.types[top->index++];
-    if (type == T_FILE || type == T_UNKNOWN) {
+    if (type != T_DIRECTORY) {
+      /* Files, links and the rest are lstat'ed for their sizes (a directory's come from its descriptor). */
       struct stat st;
       if (fstatat(top->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno == ENOENT) continue; /* removed while we walked */
         return fail_in(r, errno, "lstat", level, name);
       }
       type = type_of_mode(st.st_mode);
-      if (type == T_FILE) r->removed_bytes += (double)st.st_size;
+      if (type != T_DIRECTORY && count_entry(r, &st) != 0) return -1;
     }
     r->removed++;
     if (type != T_DIRECTORY) continue;
@@ -804,13 +930,15 @@ static int measure_step(removal_t *r) {
       return fail_in(r, errno, "open", level, name);
     }
     ino_t ino = 0;
-    int other = other_device_than(top->dev, fd, &ino);
+    sizes_t own;
+    int other = other_device_than(top->dev, fd, &ino, &own);
     if (other != 0) {
       close(fd);
       if (other < 0) return fail_in(r, -other, "open", level, name);
       r->complete = 0; /* a mount point: its contents are not counted, the measure is a lower bound */
       continue;
     }
+    add_sizes(&r->sizes, own);
     listing_t entries;
     int listed = list_opened(r, fd, level, name, &entries);
     if (listed < 0) return -1;
@@ -846,8 +974,8 @@ static void run_measure(removal_t *r) {
     return;
   }
   if (!S_ISDIR(st.st_mode)) {
-    /* A file root is its own size; a link or special file root measures nothing (never its target). */
-    if (S_ISREG(st.st_mode)) r->removed_bytes = (double)st.st_size;
+    /* A file, link or special file root measures itself (never a link's target), as du does. */
+    r->sizes = sizes_of(&st);
     return;
   }
   int fd = open(r->root, DIR_FLAGS);
@@ -858,22 +986,26 @@ static void run_measure(removal_t *r) {
   }
   dev_t dev;
   ino_t ino;
+  sizes_t own;
   listing_t entries;
-  if (start_at_root(r, fd, &dev, &ino, &entries) != 0) return; /* failed, removed meanwhile, or over */
+  int started = start_at_root(r, fd, &dev, &ino, &own, &entries);
+  if (started < 0) return; /* failed */
+  add_sizes(&r->sizes, own);
+  if (started > 0) return; /* removed meanwhile (the empty directory it was), or over */
   if (r->max_depth < 1 || entries.count == 0) {
     if (entries.count > 0) r->complete = 0;
     free_listing(&entries);
     close(fd);
     return;
   }
-  walk_from(r, fd, dev, ino, entries, measure_step);
+  walk_from(r, fd, dev, ino, own, entries, measure_step);
 }
 
 /*
  * measureTreeSync(path, maxEntries, maxDepth, cap, maxMs, out): the measure on the calling thread, for the
  * many small trees a prune measures (no thread-pool round trip each). It visits at most `cap` entries, lists
  * no directory of more than `cap` names and visits no entry after `maxMs` milliseconds: 0 with [entries,
- * bytes, complete] in the Float64Array `out`; 1 when it stopped at one of those limits below `maxEntries`
+ * disk usage, complete, apparent size, file bytes] in the Float64Array `out` ("Sizes"); 1 when it stopped at one of those limits below `maxEntries`
  * (a big tree, or a slow disk: measure it with measureTree, off the event loop); [errno, syscall, path] on
  * failure; a negative errno for bad arguments.
  */
@@ -894,7 +1026,7 @@ static napi_value measure_tree_sync(napi_env env, napi_callback_info info) {
       napi_get_value_double(env, argv[3], &cap) != napi_ok || !isfinite(cap) || cap < 1 ||
       napi_get_value_double(env, argv[4], &max_ms) != napi_ok || !isfinite(max_ms) || max_ms <= 0 ||
       napi_get_typedarray_info(env, argv[5], &kind, &length, &data, NULL, NULL) != napi_ok ||
-      kind != napi_float64_array || length < 3) {
+      kind != napi_float64_array || length < 5) {
     return number(env, -EINVAL);
   }
   removal_t r = { 0 };
@@ -905,7 +1037,7 @@ static napi_value measure_tree_sync(napi_env env, napi_callback_info info) {
   r.listing_limit = (size_t)cap;
   r.deadline_ns = monotonic_ns() + (long long)(max_ms * 1e6);
   run_measure(&r);
-  free(r.stack);
+  free_walk(&r);
   napi_value answer;
   if (r.error != 0) {
     napi_create_array_with_length(env, 3, &answer);
@@ -918,8 +1050,10 @@ static napi_value measure_tree_sync(napi_env env, napi_callback_info info) {
   if (r.over || (!r.complete && cap < max_entries && r.removed >= cap)) return number(env, 1);
   double *out = data;
   out[0] = r.removed;
-  out[1] = r.removed_bytes;
+  out[1] = r.sizes.disk;
   out[2] = r.complete;
+  out[3] = r.sizes.apparent;
+  out[4] = r.sizes.content;
   return number(env, 0);
 }
 
@@ -940,42 +1074,45 @@ static napi_value string_value(napi_env env, const char *text) {
 }
 
 /*
- * Back on the event loop: callback(0, removedEntries, complete, removedBytes) or callback(-errno, syscall,
- * path, 0); a removal that met a mount point (and failed no other way) answers (-EXDEV, "mount", mountPoint,
- * removedBytes).
+ * Back on the event loop: callback(0, entries, complete, disk, apparent, content) (a removal: the entries it
+ * removed and their sizes, "Sizes") or callback(-errno, syscall, path, 0, 0, 0); a removal that met a mount
+ * point (and failed no other way) answers (-EXDEV, "mount", mountPoint, disk, apparent, content).
  */
-/* One removal's four answers (above) into out[0..3]; a cancelled work item answers ECANCELED. */
+#define WALK_ANSWERS 6
+/* One walk's answers (above) into out[0..5]; a cancelled work item answers ECANCELED. */
 static void removal_answer(napi_env env, napi_status status, removal_t *r, napi_value *out) {
   if (status != napi_ok && r->error == 0) fail(r, ECANCELED, r->walk, r->root, NULL);
+  sizes_t sizes = r->error != 0 && r->mount_point == NULL ? (sizes_t){ 0, 0, 0 } : r->sizes;
   if (r->error == 0 && r->mount_point != NULL) {
     out[0] = number(env, -EXDEV);
     out[1] = string_value(env, "mount");
     out[2] = string_value(env, r->mount_point);
-    out[3] = number(env, r->removed_bytes);
   } else if (r->error != 0) {
     out[0] = number(env, -r->error);
     out[1] = string_value(env, r->syscall);
     out[2] = string_value(env, r->error_path);
-    out[3] = number(env, 0);
+    sizes = (sizes_t){ 0, 0, 0 };
   } else {
     out[0] = number(env, 0);
     out[1] = number(env, r->removed);
     napi_get_boolean(env, r->complete, &out[2]);
-    out[3] = number(env, r->removed_bytes);
   }
+  out[3] = number(env, sizes.disk);
+  out[4] = number(env, sizes.apparent);
+  out[5] = number(env, sizes.content);
 }
 
 static void removal_complete(napi_env env, napi_status status, void *data) {
   removal_t *r = data;
-  napi_value callback, global, argv[4];
+  napi_value callback, global, argv[WALK_ANSWERS];
   napi_get_reference_value(env, r->callback, &callback);
   napi_get_global(env, &global);
   removal_answer(env, status, r, argv);
-  napi_call_function(env, global, callback, 4, argv, NULL);
+  napi_call_function(env, global, callback, WALK_ANSWERS, argv, NULL);
   napi_delete_reference(env, r->callback);
   if (r->cancel_ref != NULL) napi_delete_reference(env, r->cancel_ref);
   napi_delete_async_work(env, r->work);
-  free(r->stack);
+  free_walk(r);
   free(r->error_path);
   free(r->mount_point);
   free(r->root);
@@ -1053,8 +1190,9 @@ static napi_value remove_tree(napi_env env, napi_callback_info info) {
 
 /*
  * measureTree(path, maxEntries, maxDepth, callback[, cancel]): queues the measure on the thread pool; 0, or
- * -EINVAL. The callback gets (0, entries, complete, bytes) or (-errno, syscall, path, 0); once `cancel[0]`
- * (an Int32Array) is set, the walk stops at its next entry and answers (-ECANCELED, "measureTree", path, 0).
+ * -EINVAL. The callback gets (0, entries, complete, disk, apparent, content) or (-errno, syscall, path, 0, 0,
+ * 0); once `cancel[0]` (an Int32Array) is set, the walk stops at its next entry and answers (-ECANCELED,
+ * "measureTree", path, 0, 0, 0).
  */
 static napi_value measure_tree(napi_env env, napi_callback_info info) {
   return queue_walk(env, info, measure_execute, "measureTree", "fsat.measureTree");
@@ -1085,7 +1223,7 @@ static void batch_execute(napi_env env, void *data) {
 
 static void free_batch(napi_env env, removal_batch_t *b) {
   for (size_t i = 0; i < b->count; i++) {
-    free(b->items[i].stack);
+    free_walk(&b->items[i]);
     free(b->items[i].error_path);
     free(b->items[i].mount_point);
     free(b->items[i].root);
@@ -1095,16 +1233,16 @@ static void free_batch(napi_env env, removal_batch_t *b) {
   free(b);
 }
 
-/* Back on the event loop: callback(index, ...removeTree's four answers) once per root, in order. */
+/* Back on the event loop: callback(index, ...removeTree's answers) once per root, in order. */
 static void batch_complete(napi_env env, napi_status status, void *data) {
   removal_batch_t *b = data;
-  napi_value callback, global, argv[5];
+  napi_value callback, global, argv[WALK_ANSWERS + 1];
   napi_get_reference_value(env, b->callback, &callback);
   napi_get_global(env, &global);
   for (size_t i = 0; i < b->count; i++) {
     argv[0] = number(env, (double)i);
     removal_answer(env, status, &b->items[i], argv + 1);
-    napi_call_function(env, global, callback, 5, argv, NULL);
+    napi_call_function(env, global, callback, WALK_ANSWERS + 1, argv, NULL);
   }
   napi_delete_async_work(env, b->work);
   free_batch(env, b);
@@ -1519,6 +1657,9 @@ static napi_value init(napi_env env, napi_value exports) {
   napi_value version;
   napi_create_uint32(env, MEASURE_VERSION, &version);
   napi_set_named_property(env, exports, "measureVersion", version);
+  napi_value remove_version;
+  napi_create_uint32(env, REMOVE_VERSION, &remove_version);
+  napi_set_named_property(env, exports, "removeVersion", remove_version);
   napi_value info_fields;
   napi_create_uint32(env, INFO_FIELDS, &info_fields);
   napi_set_named_property(env, exports, "infoFields", info_fields);

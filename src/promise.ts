@@ -19,7 +19,7 @@ import { decodeSegment } from "./domain/Segment.js"
 import type { DoctorReport } from "./domain/Findings.js"
 import type { LayoutPlan, LayoutReport } from "./domain/LayoutMigration.js"
 import type { PruneReport } from "./domain/PruneReport.js"
-import type { RetentionInput } from "./domain/Retention.js"
+import { decodeRetentionInput, type RetentionInput } from "./domain/Retention.js"
 import type { PromiseConfigHistory } from "./facade/configHistory.js"
 import { type PromiseTierSet, promiseTierSet } from "./facade/tierSet.js"
 import type { StorageWarning } from "./domain/Warnings.js"
@@ -64,6 +64,13 @@ export interface OpenOptions {
    * third of it); default 15 minutes. Every process sharing the agent dir must use the same value.
    */
   readonly remoteLeaseTtlMs?: number
+  /**
+   * The harness ceiling every retention policy of this store is clamped to, field by field (README
+   * "Retention"; a field left out is WR9's default). The fields given are also the store's defaults: raise
+   * `maxScannedRuns`, `maxEntries` or `maxDepth` here and a prune (`pruneWorkTenant({ policy })`, the
+   * background prune, an extension's `pruneWork`) may scan that far. An invalid one rejects with `InvalidPolicy`.
+   */
+  readonly retentionCeiling?: RetentionInput
   /**
    * What the library carried on through (a failing heartbeat, a refused background prune, a lease it could not
    * remove). Default: `process.emitWarning` (type `PiAgentStorageWarning`, code = the warning's `_tag`).
@@ -201,7 +208,7 @@ const storeLayer = ({ NodeStorageLive, HeartbeatClock }: typeof Store, options: 
     NodeStorageLive({
       agentDir: options.agentDir,
       migrate: options.migrate,
-      config: { staleUnreadableMs: options.staleUnreadableMs, remoteLeaseTtlMs: options.remoteLeaseTtlMs }
+      config: { staleUnreadableMs: options.staleUnreadableMs, remoteLeaseTtlMs: options.remoteLeaseTtlMs, retentionCeiling: options.retentionCeiling }
     }).pipe(Layer.provide(Layer.succeed(HeartbeatClock, unrefClock))),
     storeWarnings(options)
   )
@@ -236,6 +243,9 @@ const trackLeaseFile = (scope: Scope.Scope, leasePath: string) =>
   )
 
 export const openAgentStorage = async (options: OpenOptions = {}): Promise<AgentStorage> => {
+  // A ceiling is a policy (WR8a): refused with InvalidPolicy before anything is opened.
+  const ceiling = decodeRetentionInput(options.retentionCeiling)
+  if (ceiling._tag === "Left") throw ceiling.left
   installExitHook()
   // The stack loads on the first open, not at import (README "Installing"; facade/store.ts).
   const store = await import("./facade/store.js")

@@ -8,6 +8,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
 import { acquireWorkRun, openAgentStorage, pruneWorkTenant } from "../src/promise.js"
+import { du } from "./support/du.js"
 
 let dir = ""
 beforeEach(() => {
@@ -92,13 +93,54 @@ describe("openAgentStorage", () => {
     for (const id of ids) expect(fs.existsSync(path.join(dir, "work", "tools", "bash", id))).toBe(true)
     const report = await storage.pruneWorkTenant({ category: "tools", tenant: "bash", policy: { maxInactiveRuns: 1 } })
     expect(Object.keys(report).sort()).toEqual(
-      ["active", "activeOverBudget", "busy", "bytesAfter", "bytesBefore", "cutShort", "dryRun", "errors", "incomplete", "kept", "notMeasured", "removed", "scannedRuns", "skipped", "truncated", "unowned", "unreadable"]
+      [
+        "active", "activeOverBudget", "apparentBytesAfter", "apparentBytesBefore", "busy", "bytesAfter", "bytesBefore", "cutShort", "dryRun", "errors",
+        "incomplete", "kept", "notMeasured", "removed", "scannedRuns", "skipped", "stoppedBy", "truncated", "unowned", "unreadable"
+      ]
     )
     expect(report.removed.map((r) => [r.runId, r.reason])).toEqual(ids.slice(0, 2).map((id) => [id, "count"]))
     expect(report.kept).toEqual([ids[2]])
     expect(fs.readdirSync(path.join(dir, "work", "tools", "bash")).filter((n) => !n.startsWith(".")).sort()).toEqual([ids[2]])
     await storage.close()
   })
+
+  it("retentionCeiling raises the scan bounds past their defaults and caps every policy; a prune stopped by one says so", async () => {
+    // A released run whose one file sits 70 directories down: deeper than the default maxDepth (64).
+    const tenantDir = path.join(dir, "work", "tools", "bash")
+    const run = await (await openAgentStorage({ agentDir: dir })).acquireWorkRun({ category: "tools", tenant: "bash", runId: "deep", retention: false })
+    await run.release()
+    const deep = path.join(run.path, ...Array.from({ length: 70 }, () => "d"))
+    fs.mkdirSync(deep, { recursive: true })
+    fs.writeFileSync(path.join(deep, "f"), "x".repeat(5000))
+    for (let i = 0; i < 4; i++) fs.writeFileSync(path.join(tenantDir, `stray${i}`), "")
+    // maxBytes 0: the run's size decides its fate, so the dry run walks it.
+    const target = { category: "tools", tenant: "bash", dryRun: true } as const
+    const policy = { maxBytes: 0, maxDepth: 100 }
+
+    // The default ceiling clamps a policy asking for more: the walk stops at 64, and the report says so.
+    const capped = await openAgentStorage({ agentDir: dir, migrate: false })
+    const stopped = await capped.pruneWorkTenant({ ...target, policy })
+    expect([stopped.incomplete, stopped.stoppedBy.map((s) => [s._tag, s.limit, s.left, s.flag])]).toEqual([true, [["MaxDepth", 64, 1, "--max-depth"]]])
+    expect(stopped.stoppedBy[0]!.option).toContain("retentionCeiling")
+    await capped.close()
+
+    // A raised ceiling lets the policy walk it whole: du's numbers, nothing said.
+    const raised = await openAgentStorage({ agentDir: dir, migrate: false, retentionCeiling: { maxDepth: 100 } })
+    const whole = await raised.pruneWorkTenant({ ...target, policy })
+    expect([whole.incomplete, whole.stoppedBy, whole.removed.map((r) => r.runId)]).toEqual([false, [], ["deep"]])
+    expect(whole.bytesBefore).toBe(du(run.path).bytes)
+    await raised.close()
+
+    // A lower ceiling caps a policy asking for more, and is the default of a policy that leaves the field out.
+    const low = await openAgentStorage({ agentDir: dir, migrate: false, retentionCeiling: { maxScannedRuns: 3 } })
+    for (const asked of [{ maxScannedRuns: 5 }, {}]) {
+      const three = await low.pruneWorkTenant({ ...target, policy: asked })
+      expect([three.scannedRuns, three.truncated]).toEqual([3, true])
+      expect(three.stoppedBy.find((s) => s._tag === "MaxScannedRuns")).toMatchObject({ limit: 3, left: 2, flag: "--max-scanned-runs" })
+    }
+    await low.close()
+    await expect(openAgentStorage({ agentDir: dir, retentionCeiling: { maxScannedRuns: -1 } })).rejects.toMatchObject({ _tag: "InvalidPolicy" })
+  }, 60_000)
 
   it("refuses a group-writable or symlinked tenant with UnsafeRoot and deletes nothing", async () => {
     const storage = await openAgentStorage({ agentDir: dir })

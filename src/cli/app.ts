@@ -43,7 +43,7 @@ import { ExitCode, type ExitStatus } from "./exit.js"
 import { unexpectedFailures } from "./guard.js"
 import { ownText, stripAnsi } from "./format.js"
 import { findCommand, type HelpNode, helpTree, renderHelp } from "./help.js"
-import { dryRun, json, parsedOption, value } from "./options.js"
+import { dryRun, inventoryLimits, json, parsedOption, scanBounds, value } from "./options.js"
 import { parseCount, parseDuration, parsePort, parseSize } from "./parse.js"
 import { isVersionRequest, VERSION, versionLine } from "./version.js"
 
@@ -53,7 +53,8 @@ export { VERSION }
 const lines = (...text: ReadonlyArray<string>) => text.join("\n")
 
 const commands = (ctx: CliContext) => {
-  const statusCommand = Command.make("status", { json, webDataRoot }, (o) => status(ctx, { json: o.json, webDataRoot: value(o.webDataRoot) })).pipe(
+  const statusCommand = Command.make("status", { json, webDataRoot, ...scanBounds }, (o) =>
+    status(ctx, { json: o.json, webDataRoot: value(o.webDataRoot), limits: inventoryLimits(o) })).pipe(
     Command.withDescription(lines(
       "The agent dir, its work runs (entries and bytes per tenant), extension data and the doctor's finding count.",
       "Example: pi-storage status --json"
@@ -66,9 +67,10 @@ const commands = (ctx: CliContext) => {
         Args.withDescription("Only this category or tenant (default: every tenant). Example: tools/bash"),
         Args.optional
       ),
-      json
+      json,
+      ...scanBounds
     },
-    (o) => ls(ctx, { filter: value(o.filter), json: o.json })
+    (o) => ls(ctx, { filter: value(o.filter), json: o.json, limits: inventoryLimits(o) })
   ).pipe(Command.withDescription(lines(
     "List work runs: id, kind, state, who holds an active one, last use, entries and size.",
     "Example: pi-storage work ls tools"
@@ -84,6 +86,9 @@ const commands = (ctx: CliContext) => {
       maxRuns: parsedOption("max-runs", "N", parseCount, "Keep at most N inactive runs per tenant. Default: 64. Example: --max-runs 10"),
       maxBytes: parsedOption("max-bytes", "SIZE", parseSize,
         "Keep each tenant under SIZE: K/KiB = 1024, kB = 1000 (also M/MiB/MB, G/GiB/GB). Default: 512MiB. Example: 2GiB"),
+      maxScannedRuns: scanBounds.maxScannedRuns,
+      maxEntries: scanBounds.maxEntries,
+      maxDepth: scanBounds.maxDepth,
       quiet: Options.boolean("quiet").pipe(Options.withDescription("With --all: only tenants where something was removed or went wrong, and the total. Default: off.")),
       json
     },
@@ -95,6 +100,9 @@ const commands = (ctx: CliContext) => {
         maxAgeMs: value(o.maxAge),
         maxRuns: value(o.maxRuns),
         maxBytes: value(o.maxBytes),
+        maxScannedRuns: value(o.maxScannedRuns),
+        maxEntries: value(o.maxEntries),
+        maxDepth: value(o.maxDepth),
         quiet: o.quiet,
         json: o.json
       })

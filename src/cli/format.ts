@@ -4,6 +4,7 @@
  */
 import { displayText } from "../domain/Display.js"
 import type { Severity } from "../domain/Findings.js"
+import type { StoppedBy } from "../domain/StoppedBy.js"
 
 // ---------------------------------------------------------------------------------------------- shown text
 
@@ -75,13 +76,27 @@ export const formatBytes = (bytes: number): string => {
 /** `7`, `20,000`: a count with thousands separators. */
 export const formatCount = (n: number): string => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",")
 
-/** Entries of a bounded measurement (`≥ ` marks a lower bound), as `du --inodes` counts them. */
-export const formatEntries = (size: { readonly entries: number; readonly complete: boolean }): string =>
-  (size.complete ? "" : "≥ ") + formatCount(size.entries)
+/** A bounded measurement; `measured: false` (no walk counted it) is shown as no number at all. */
+interface Measured {
+  readonly complete: boolean
+  readonly measured?: boolean
+}
 
-/** A bounded measurement: `≥ ` marks a lower bound (the walk was cut short). */
-export const formatSize = (size: { readonly bytes: number; readonly complete: boolean }): string =>
-  (size.complete ? "" : "≥ ") + formatBytes(size.bytes)
+/** Entries of a bounded measurement (`≥ ` marks a lower bound), as `du --inodes` counts them; `-` when not measured. */
+export const formatEntries = (size: Measured & { readonly entries: number }): string =>
+  size.measured === false ? "-" : (size.complete ? "" : "≥ ") + formatCount(size.entries)
+
+/** A bounded measurement's disk usage: `≥ ` marks a lower bound (the walk was cut short); `not measured` says so. */
+export const formatSize = (size: Measured & { readonly bytes: number }): string =>
+  size.measured === false ? "not measured" : (size.complete ? "" : "≥ ") + formatBytes(size.bytes)
+
+/** Each bound that stopped a report early, in words: how much it left and the flag that raises it. */
+export const stoppedLines = (paint: Paint, stoppedBy: ReadonlyArray<StoppedBy>): Array<Shown> =>
+  stoppedBy.map((s) => paint("yellow", `Stopped early: ${s.message}`))
+
+/** A bounded measurement's apparent size (as `du -sb`), beside its disk usage; `-` when not measured. */
+export const formatApparent = (size: Measured & { readonly apparentBytes: number }): string =>
+  size.measured === false ? "-" : (size.complete ? "" : "≥ ") + formatBytes(size.apparentBytes)
 
 const SECOND = 1000
 const MINUTE = 60 * SECOND

@@ -10,6 +10,7 @@ import * as Schema from "effect/Schema"
 import type { DoctorReport as DoctorReportType, Finding as FindingType } from "../domain/Findings.js"
 import { FileSystemErrorReason } from "../domain/Errors.js"
 import { FINDING_CODES } from "../domain/Findings.js"
+import { StoppedBy } from "../domain/StoppedBy.js"
 import { PruneReport } from "../domain/PruneReport.js"
 import { ConfigSkip, InventoryProblem, SnapshotCreateProblem, SnapshotSkip, UnparsableShard, VerifyProblem } from "../domain/ReportProblems.js"
 import { UsageRecord } from "../domain/UsageHistory.js"
@@ -32,7 +33,7 @@ const Severity = Schema.Literal("info", "warning", "error")
 
 // ---------------------------------------------------------------------------------------------- status
 
-export const Size = Schema.Struct({ bytes: Int, entries: Int, complete: Schema.Boolean })
+export const Size = Schema.Struct({ bytes: Int, apparentBytes: Int, entries: Int, complete: Schema.Boolean, measured: Schema.Boolean })
 
 export const TenantSummary = Schema.Struct({
   category: Schema.String,
@@ -68,6 +69,8 @@ const inventoryFields = {
   webDataRoot: Schema.String,
   webExtensions: Schema.Array(WebExtensionSummary),
   truncated: Schema.Boolean,
+  incomplete: Schema.Boolean,
+  stoppedBy: Schema.Array(StoppedBy),
   errors: Schema.Array(InventoryProblem)
 }
 export const InventoryReport = Schema.Struct(inventoryFields)
@@ -119,6 +122,8 @@ export const RunList = Schema.Struct({
   runs: Schema.Array(RunListing),
   unowned: Schema.Array(UnownedListing),
   truncated: Schema.Boolean,
+  incomplete: Schema.Boolean,
+  stoppedBy: Schema.Array(StoppedBy),
   errors: Schema.Array(InventoryProblem)
 })
 same<typeof RunList.Type, RunListType>()
@@ -170,7 +175,9 @@ export const SnapshotSummary = Schema.Struct({
   path: Schema.String,
   files: Int,
   bytes: Int,
+  apparentBytes: Int,
   uniqueBytes: Int,
+  uniqueApparentBytes: Int,
   scope: Schema.Struct({ agentDir: Schema.String, webDataRoot: Schema.NullOr(Schema.String), roots: Schema.Array(Schema.String) })
 })
 same<typeof SnapshotSummary.Type, SnapshotSummaryType>()

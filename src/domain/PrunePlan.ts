@@ -11,6 +11,9 @@
  * taken); every other run is removed by age or count whatever its size, and its bytes are counted by the
  * removal walk instead. The decisions are those `planPrune` makes with every run measured.
  *
+ * A run's bytes are its disk usage (allocated blocks, what `du` prints: FileSystem `TreeMeasure`); the byte
+ * budget counts them, and the apparent size (`du -sb`) rides beside them for the report.
+ *
  * What a size is (the walks share one tenant-wide entry budget, `maxEntries`):
  * - exact: the walk finished;
  * - cut short: the walk started and stopped (the budget ran out during it, `maxDepth`, a mount point, a failed
@@ -43,8 +46,10 @@ export interface RunFacts {
 
 /** What a measuring walk found. */
 export interface RunSize {
-  /** Measured bytes; a lower bound when `!complete`. */
+  /** Measured disk usage; a lower bound when `!complete`. */
   readonly bytes: number
+  /** Measured apparent size (reported beside `bytes`, never budgeted); a lower bound when `!complete`. */
+  readonly apparentBytes: number
   /** The size walk finished within the budget. */
   readonly complete: boolean
   /**
@@ -55,7 +60,7 @@ export interface RunSize {
 }
 
 /** The size of a run the pruner did not walk because the tenant's entry budget was already spent. */
-export const NOT_MEASURED: RunSize = { bytes: 0, complete: false, walked: false }
+export const NOT_MEASURED: RunSize = { bytes: 0, apparentBytes: 0, complete: false, walked: false }
 
 export interface ScannedRun extends RunFacts, RunSize {}
 
@@ -72,10 +77,14 @@ export interface PlanDecision {
   readonly action: "remove" | "keep" | "active"
   /** Present exactly when `action === "remove"`. */
   readonly reason?: PruneReason
-  /** Exact size, or `null` when the walk was cut short or the run was not walked (see `measured`). */
+  /** Exact disk usage, or `null` when the walk was cut short or the run was not walked (see `measured`). */
   readonly bytes: number | null
+  /** Exact apparent size, `null` when `bytes` is. */
+  readonly apparentBytes: number | null
   /** What is known of its size for certain: `bytes` when exact, the walk's lower bound when cut short, else 0. */
   readonly bytesAtLeast: number
+  /** The same of its apparent size. */
+  readonly apparentBytesAtLeast: number
   /**
    * A size walk ran (complete or cut short). False for a run not walked: removed by age or count (its removal
    * walk counts its bytes), or "not measured" because the tenant's entry budget was spent before its turn.
@@ -95,6 +104,9 @@ export interface PrunePlan {
   readonly bytesBefore: number | null
   /** Total of the runs the plan keeps (active included); `null` when any of them is not exact. */
   readonly bytesAfter: number | null
+  /** `bytesBefore` and `bytesAfter` in apparent size. */
+  readonly apparentBytesBefore: number | null
+  readonly apparentBytesAfter: number | null
   /**
    * The active runs alone exceed `maxBytes`, or one of their sizes is not exact: removing inactive runs cannot
    * bring the tenant within `maxBytes`, so none goes for its size ("bytes", "unmeasured").
@@ -229,6 +241,7 @@ const planSized = (
   const exactOf = (size: RunSize | undefined) => size !== undefined && kindOf(size) === "exact"
   /** What is known for certain: exact bytes, a cut-short walk's lower bound, 0 for a run not walked. */
   const atLeastOf = (size: RunSize | undefined) => (size === undefined || kindOf(size) === "not-measured" ? 0 : size.bytes)
+  const apparentAtLeastOf = (size: RunSize | undefined) => (size === undefined || kindOf(size) === "not-measured" ? 0 : size.apparentBytes)
   const activeOverBudget = isActiveOverBudget(ordered.filter(({ run }) => run.active).map(({ size }) => size), policy.maxBytes)
 
   const reasons = new Map<number, PruneReason>()
@@ -268,7 +281,9 @@ const planSized = (
       runId: run.runId,
       path: run.path,
       bytes: exactOf(size) ? size!.bytes : null,
+      apparentBytes: exactOf(size) ? size!.apparentBytes : null,
       bytesAtLeast: atLeastOf(size),
+      apparentBytesAtLeast: apparentAtLeastOf(size),
       measured: kind === "exact" || kind === "cut-short",
       cutShort: kind === "cut-short",
       lastUsedAt: used
@@ -278,12 +293,17 @@ const planSized = (
     return reason === undefined ? { ...base, action: "keep" } : { ...base, action: "remove", reason }
   })
 
-  const sumOf = (sizes: ReadonlyArray<RunSize | undefined>) => (sizes.every(exactOf) ? sizes.reduce((t, s) => t + s!.bytes, 0) : null)
+  const sumOf = (sizes: ReadonlyArray<RunSize | undefined>, of: (size: RunSize) => number) =>
+    sizes.every(exactOf) ? sizes.reduce((t, s) => t + of(s!), 0) : null
+  const all = ordered.map(({ size }) => size)
+  const keptSizes = ordered.filter((_, index) => kept(index)).map(({ size }) => size)
   return {
     decisions,
     remove: decisions.filter((d) => d.action === "remove").reverse(),
-    bytesBefore: sumOf(ordered.map(({ size }) => size)),
-    bytesAfter: sumOf(ordered.filter((_, index) => kept(index)).map(({ size }) => size)),
+    bytesBefore: sumOf(all, (s) => s.bytes),
+    bytesAfter: sumOf(keptSizes, (s) => s.bytes),
+    apparentBytesBefore: sumOf(all, (s) => s.apparentBytes),
+    apparentBytesAfter: sumOf(keptSizes, (s) => s.apparentBytes),
     activeOverBudget
   }
 }

@@ -2,9 +2,14 @@
  * What `pruneWorkTenant` returns (README "Retention"). The shape is public: Promise callers, the CLI's
  * `--json` output and scripts read it, so fields are only ever added. Arrays are plain (mutable) arrays, as
  * in the facade's declared interface; every report is a fresh value.
+ *
+ * Sizes (README "Retention": one byte count): `bytes…` fields are disk usage (allocated blocks, what `du`
+ * prints: `du -s -B1` of the run), the byte budget's unit; `apparentBytes…` beside them the apparent size
+ * (`du -sb`). Each run is its own walk (a file hard-linked into two runs counts in each).
  */
 import * as Schema from "effect/Schema"
 import { PruneReason } from "./PrunePlan.js"
+import { StoppedBy } from "./StoppedBy.js"
 
 const NonNegativeInt = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
 const mutableArray = <S extends Schema.Schema.Any>(item: S) => Schema.mutable(Schema.Array(item))
@@ -13,8 +18,10 @@ export const RemovedRun = Schema.Struct({
   runId: Schema.String,
   path: Schema.String,
   reason: PruneReason,
-  /** `null` when the size walk was cut short. */
-  bytes: Schema.NullOr(NonNegativeInt)
+  /** Disk usage; `null` when it is not known exactly (its walk was cut short, or not made: see `stoppedBy`). */
+  bytes: Schema.NullOr(NonNegativeInt),
+  /** Apparent size; `null` exactly when `bytes` is. */
+  apparentBytes: Schema.NullOr(NonNegativeInt)
 })
 export type RemovedRun = typeof RemovedRun.Type
 
@@ -126,6 +133,7 @@ export const CutShortRun = tagged(CutShortTag, {
   /** Held by a live lease: never removed, and then nothing goes for its size (`activeOverBudget`). */
   active: Schema.Boolean,
   bytesAtLeast: NonNegativeInt,
+  apparentBytesAtLeast: NonNegativeInt,
   why: Schema.String
 })
 export type CutShortRun = typeof CutShortRun.Type
@@ -139,10 +147,15 @@ export const PruneReport = Schema.mutable(Schema.Struct({
   tenantMissing: Schema.optional(Schema.Boolean),
   dryRun: Schema.Boolean,
   scannedRuns: NonNegativeInt,
-  /** The scan stopped at `maxScannedRuns`; entries beyond it were not considered. */
+  /** The scan stopped at `maxScannedRuns`: entries beyond it were not considered (`stoppedBy` says how many). */
   truncated: Schema.Boolean,
-  /** Some size walk was cut short by the `maxEntries` / `maxDepth` budget, or a run was not measured. */
+  /**
+   * Some size in the report is not exact (`bytesBefore` is then `null`): a size walk cut short (`cutShort`), a
+   * run not measured (`notMeasured`), a victim whose size no walk counted. `stoppedBy` names the bound.
+   */
   incomplete: Schema.Boolean,
+  /** Each bound that stopped this prune early: how much it left and the option or flag that raises it. */
+  stoppedBy: mutableArray(StoppedBy),
   /**
    * The runs whose size walk was cut short, newest first; the `EntryBudget` one made the scan incomplete. An
    * inactive one within age and count goes as `unmeasured`, unless `activeOverBudget` (then it is kept).
@@ -168,8 +181,12 @@ export const PruneReport = Schema.mutable(Schema.Struct({
   skipped: mutableArray(SkippedRun),
   /** Entries of the tenant the library does not own: never deleted, always reported. */
   unowned: mutableArray(UnownedEntry),
+  /** The owned runs' disk usage before and after; `null` when some size is not exact (`incomplete`). */
   bytesBefore: Schema.NullOr(NonNegativeInt),
   bytesAfter: Schema.NullOr(NonNegativeInt),
+  /** The same in apparent size. */
+  apparentBytesBefore: Schema.NullOr(NonNegativeInt),
+  apparentBytesAfter: Schema.NullOr(NonNegativeInt),
   /** Non-fatal errors: one bad run never fails the whole prune. */
   errors: mutableArray(PruneError),
   /** Markers, leases and manifest timestamps that could not be trusted, and what the prune did with each. */
@@ -184,6 +201,7 @@ export const emptyPruneReport = (dryRun: boolean, busy = false): PruneReport => 
   scannedRuns: 0,
   truncated: false,
   incomplete: false,
+  stoppedBy: [],
   cutShort: [],
   notMeasured: [],
   activeOverBudget: false,
@@ -194,6 +212,8 @@ export const emptyPruneReport = (dryRun: boolean, busy = false): PruneReport => 
   unowned: [],
   bytesBefore: null,
   bytesAfter: null,
+  apparentBytesBefore: null,
+  apparentBytesAfter: null,
   errors: [],
   unreadable: []
 })

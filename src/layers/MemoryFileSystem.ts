@@ -70,6 +70,25 @@ const sortedNames = (dir: DirNode): Array<string> => [...dir.entries.keys()].sor
 const blocksOf = (node: Node): number =>
   node.kind === "File" ? Math.ceil(node.data.length / 4096) * 8 : node.kind === "Directory" ? 8 : 0
 
+/**
+ * The sizes a walk adds up, as `du` does (FileSystem `TreeMeasure`): every entry's own, a node of more than
+ * one link once per walk (a removal's later names of it, with one link fewer, are found in the set too).
+ */
+const makeTally = () => {
+  const linked = new Set<Node>()
+  const total = { bytes: 0, apparentBytes: 0, fileBytes: 0 }
+  const add = (node: Node) => {
+    if (node.kind !== "Directory" && (node.nlink > 1 || linked.size > 0)) {
+      if (linked.has(node)) return
+      if (node.nlink > 1) linked.add(node)
+    }
+    total.bytes += blocksOf(node) * 512
+    total.apparentBytes += sizeOf(node)
+    if (node.kind === "File") total.fileBytes += node.data.length
+  }
+  return { total, add }
+}
+
 const infoOf = (node: Node): FileInfo => ({
   type: node.kind,
   size: sizeOf(node),
@@ -301,7 +320,8 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
     if (isErrno(at)) return at
     const root = at.node
     if (root === undefined) return errno("ENOENT")
-    let bytes = root.kind === "File" ? root.data.length : 0
+    const tally = makeTally()
+    tally.add(root)
     let entries = 0
     let complete = true
     // Depth-first, names in order; a directory at depth d is listed only when d < maxDepth, and only a
@@ -310,8 +330,12 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
     // A stack of its own, not recursion: any depth (domain/WalkDepth.ts), never the JavaScript stack's.
     const stack: Array<{ readonly dir: DirNode; readonly names: ReadonlyArray<string>; index: number; readonly depth: number }> = []
     const enter = (dir: DirNode, depth: number) => {
-      if (dir !== root && crossesFrom(root, dir)) complete = false
-      else if (depth >= maxDepth) complete &&= dir.entries.size === 0
+      if (dir !== root && crossesFrom(root, dir)) {
+        complete = false // another file system: neither its entries nor its own sizes count
+        return
+      }
+      if (dir !== root) tally.add(dir)
+      if (depth >= maxDepth) complete &&= dir.entries.size === 0
       else stack.push({ dir, names: sortedNames(dir), index: 0, depth })
     }
     if (root.kind === "Directory") enter(root, 0)
@@ -327,10 +351,10 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
       }
       const child = top.dir.entries.get(top.names[top.index++]!)!
       entries++
-      if (child.kind === "File") bytes += child.data.length
-      else if (child.kind === "Directory") enter(child, top.depth + 1)
+      if (child.kind === "Directory") enter(child, top.depth + 1)
+      else tally.add(child)
     }
-    return { bytes, entries, complete }
+    return { ...tally.total, entries, complete }
   }
 
   // ------------------------------------------------------------------------------------------ compound calls
@@ -425,14 +449,15 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
       if (blocked !== undefined) return yield* done(errno(blocked))
       const at = lookup(path, false)
       // A missing parent is a missing root, as lstat(2) reports it (ENOENT) in the Node layer.
-      if (isErrno(at)) return yield* done(at.errno === "ENOENT" ? { removedEntries: 0, complete: true, removedBytes: 0 } : at)
+      const nothing = (complete: boolean): TreeRemoval => ({ removedEntries: 0, complete, removedBytes: 0, removedApparentBytes: 0 })
+      if (isErrno(at)) return yield* done(at.errno === "ENOENT" ? nothing(true) : at)
       const root = at.node
-      if (root === undefined) return yield* done({ removedEntries: 0, complete: true, removedBytes: 0 })
+      if (root === undefined) return yield* done(nothing(true))
       if (isSpecialName(at.name)) {
         return yield* done(errno(at.name === "" ? "EBUSY" : "EINVAL"))
       }
       let removed = 0
-      let removedBytes = 0
+      const tally = makeTally()
       let stopped = false
       let blockedByDepth = false
       /** The first mount point met: never entered nor removed; the removal fails naming it. */
@@ -446,9 +471,10 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
             if (node.mountRoot) return errno("EBUSY")
             if (node.entries.size > 0) return errno("ENOTEMPTY")
           }
+          // Its sizes as it was before the unlink (a node of several links is counted once, at its first name).
+          tally.add(node)
           detach(dir, name, node, now)
           world.mutated(ctx)
-          if (node.kind === "File") removedBytes += node.data.length
         })
         return isErrno(result) ? result : undefined
       }
@@ -493,7 +519,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
           return undefined
         })
       if (root.kind === "Directory" && root.entries.size > 0) {
-        if (maxDepth < 1) return yield* done({ removedEntries: 0, complete: false, removedBytes: 0 })
+        if (maxDepth < 1) return yield* done(nothing(false))
         const failed = yield* emptyDirectory(root, path, 0)
         if (failed !== undefined) return yield* done(failed)
       }
@@ -503,9 +529,10 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
           new FileSystemError({ reason: reasonOfErrno(CROSSED_MOUNT_ERRNO), errno: CROSSED_MOUNT_ERRNO, method, path: mountPoint, detail: CROSSED_MOUNT_DETAIL })
         )
       }
-      if (stopped || blockedByDepth) return yield* done({ removedEntries: removed, complete: false, removedBytes })
+      const result = (complete: boolean): TreeRemoval => ({ removedEntries: removed, complete, removedBytes: tally.total.bytes, removedApparentBytes: tally.total.apparentBytes })
+      if (stopped || blockedByDepth) return yield* done(result(false))
       const failed = removeEntry(at.dir, at.name, root, path)
-      return yield* done(failed ?? { removedEntries: removed, complete: true, removedBytes })
+      return yield* done(failed ?? result(true))
     })
 
   // ------------------------------------------------------------------------------------------ the port

@@ -48,23 +48,43 @@ export interface WalkBudget {
   readonly maxDepth: number
 }
 
-export interface TreeMeasure {
-  /** Sum of `size` of regular files (symlinks and directories count 0). */
+/**
+ * What a tree holds, counted as `du` counts it (README "Retention": one byte count): every entry of the tree,
+ * the root included (directories, symlinks and special files as well as regular files), a file of several
+ * hard links once per walk (as `du` counts an inode once per walk: a file linked into two trees counts in
+ * each tree's walk). `bytes` is disk usage, allocated 512-byte blocks × 512 (`du -s -B1`; `du -sk` rounds it
+ * up to KiB); `apparentBytes` the sizes (`du -sb`). An entry on another file system (a mount point) counts
+ * as an entry, never its sizes.
+ */
+export interface TreeSizes {
+  /** Disk usage: allocated blocks × 512 (what fills a disk; below `apparentBytes` for sparse and small files). */
   readonly bytes: number
+  /** Apparent size: the entries' `size` (a symlink's is its target's length, a directory's what the file system says). */
+  readonly apparentBytes: number
+}
+
+export interface TreeMeasure extends TreeSizes {
+  /**
+   * Regular files' `size` alone (no directories, no links; an inode once): what files hold, for a
+   * content budget (the config tier's), never a size shown as the tree's.
+   */
+  readonly fileBytes: number
   /** Entries visited below the root. */
   readonly entries: number
-  /** False when the entry or depth budget cut the walk short: `bytes` is then a lower bound. */
+  /** False when the entry or depth budget (or a mount point) cut the walk short: the sizes are then lower bounds. */
   readonly complete: boolean
 }
 
 export interface TreeRemoval {
   readonly removedEntries: number
   /**
-   * Sizes of the regular files this call unlinked (as `measureTree` counts them: never through a link), so
-   * a prune needs no measuring walk before removing a run it chose by age or count (README "Retention"). A lower
-   * bound of the tree's size when `!complete`.
+   * Sizes of what this call removed (`TreeSizes`, as `measureTree` counts them, the root once it is removed;
+   * never through a link), so a prune needs no measuring walk before removing a run it chose by age or count
+   * (README "Retention"). Lower bounds of the tree's when `!complete`. A removal resumed after a budget
+   * stop counts a file of several links again if its other name went in an earlier call.
    */
   readonly removedBytes: number
+  readonly removedApparentBytes: number
   /** False when the budget stopped the deletion before the root itself was removed. */
   readonly complete: boolean
 }
@@ -210,7 +230,10 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
    * fsync of every file and directory below, never through a link). ENOTDIR for anything but a directory.
    */
   readonly syncFileSystem: (path: string) => Effect.Effect<void, FileSystemError>
-  /** Sum a tree without following symlinks, within the budget. A symlink or file root measures itself. */
+  /**
+   * Sum a tree as `du -s` does (`TreeMeasure`) without following symlinks or leaving its file system, within
+   * the budget. A symlink or file root measures itself.
+   */
   readonly measureTree: (path: string, budget: WalkBudget) => Effect.Effect<TreeMeasure, FileSystemError>
   /**
    * Delete a tree bottom-up without following symlinks (links are unlinked, never descended). Stops after

@@ -6,6 +6,12 @@
  * `summary` and `listRuns` are the read model's scan (src/services/internal/readModel.ts: the same tenant
  * items the pruner plans with, so `pi-storage work ls` says "active" exactly when a prune would leave the run
  * alone) plus bounded size walks, interpreted by the pure `summarize` and `runList`.
+ *
+ * Sizes are disk usage beside apparent size, as `du` counts them (FileSystem `TreeMeasure`). Every tenant (and
+ * every extension directory) is measured within an entry budget of its own, so one big tenant never leaves
+ * its neighbours unmeasured; a tenant's runs share its budget, newest first, and a run the budget ran out
+ * before is "not measured" (`measured: false`), never a number it is not. Whatever stopped a report early is
+ * in its `stoppedBy` (domain/StoppedBy.ts).
  */
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
@@ -29,24 +35,39 @@ import { WEB_RESTORE_ASIDE_DIR } from "../domain/StateSnapshot.js"
 import type { TierName } from "../domain/Tiers.js"
 import { TIER_NAMES, tierPaths } from "../domain/WebPaths.js"
 import { webDataRootOf } from "./internal/webDataRoot.js"
+import { DEFAULT_SCAN_MAX_ENTRIES } from "./internal/readModel.js"
+import { inventoryDepthStopped, inventoryEntriesStopped, listingStopped, scanEntriesStopped, type StoppedBy } from "../domain/StoppedBy.js"
 
 export interface InventoryOptions {
-  /** Entries all size walks of one call may visit together (default 100,000, as a prune's budget). */
+  /**
+   * Entries the size walks of one tenant may visit (its runs share it, newest first), and of one extension
+   * directory (default 100,000, a prune's budget; CLI `--max-entries`).
+   */
   readonly maxEntries?: number
-  /** Size walks stop below this depth (default 64). */
+  /** Size walks stop below this depth (default 64; CLI `--max-depth`). */
   readonly maxDepth?: number
-  /** Entries examined per tenant before the listing stops (`truncated`; default 10,000). */
+  /** Entries examined per tenant before the listing stops (`truncated`; default 10,000; CLI `--max-scanned-runs`). */
   readonly maxRunsPerTenant?: number
   /** The web host's extension data root whose extensions are listed: else `$PI_WEB_DATA_DIR`, else `~/.pi/web/data` (TD1). */
   readonly webDataRoot?: string
+  /** Entries the scan reads in all (directory listings and leases; default 100,000; CLI `--max-scan-entries`). */
+  readonly maxScanEntries?: number
 }
 
-/** A size from a bounded walk: `bytes` is a lower bound when `complete` is false. */
+/**
+ * A size from a bounded walk, as `du` counts it (FileSystem `TreeMeasure`): disk usage and apparent size,
+ * lower bounds when `complete` is false. `measured: false`: no walk counted it (the tenant's budget ran out
+ * before its turn, or its walk failed: then `errors` says why); its numbers are then 0 and say nothing.
+ */
 export interface Size {
+  /** Disk usage: allocated blocks × 512 (`du -s -B1`). */
   readonly bytes: number
+  /** Apparent size (`du -sb`). */
+  readonly apparentBytes: number
   /** Entries below the measured directory (files, directories, links; as `du --inodes`, without the root). */
   readonly entries: number
   readonly complete: boolean
+  readonly measured: boolean
 }
 
 export interface TenantSummary {
@@ -109,8 +130,12 @@ export interface InventoryReport {
   readonly webDataRoot: string
   /** Web-host extensions: every directory under the web data root (the ones the doctor checks). */
   readonly webExtensions: ReadonlyArray<WebExtensionSummary>
-  /** A per-tenant entry cap was hit somewhere. */
+  /** A per-tenant entry cap was hit somewhere, or the scan's own budget (`stoppedBy` says which and how much). */
   readonly truncated: boolean
+  /** Some size is not exact (a lower bound, or not measured: `stoppedBy` names the bound). */
+  readonly incomplete: boolean
+  /** Each bound that stopped this report early: how much it left, and the option or flag that raises it. */
+  readonly stoppedBy: ReadonlyArray<StoppedBy>
   /** Entries that could not be read (the scan goes on without them). */
   readonly errors: ReadonlyArray<InventoryProblem>
 }
@@ -153,7 +178,11 @@ export interface RunList {
   /** Newest last use first, per tenant; tenants in name order. */
   readonly runs: ReadonlyArray<RunListing>
   readonly unowned: ReadonlyArray<UnownedListing>
+  /** A tenant held more entries than `maxRunsPerTenant`, or the scan's own budget ran out (`stoppedBy`). */
   readonly truncated: boolean
+  /** Some run's size is not exact (a lower bound, or not measured: `stoppedBy` names the bound). */
+  readonly incomplete: boolean
+  readonly stoppedBy: ReadonlyArray<StoppedBy>
   readonly errors: ReadonlyArray<InventoryProblem>
 }
 
@@ -210,30 +239,58 @@ export interface RunFilter {
 const DEFAULTS = {
   maxEntries: DEFAULT_RETENTION.maxEntries,
   maxDepth: DEFAULT_RETENTION.maxDepth,
-  maxRunsPerTenant: DEFAULT_RETENTION.maxScannedRuns
+  maxRunsPerTenant: DEFAULT_RETENTION.maxScannedRuns,
+  maxScanEntries: DEFAULT_SCAN_MAX_ENTRIES
 }
 
-/** One call's shared walk budget and problem list. */
+/** The limits one call ran with. */
+export type InventoryLimits = typeof DEFAULTS
+
+/** What stopped the size walks of one call: sizes cut short by the entry budget or by depth, sizes never walked. */
+export interface WalkStops {
+  readonly byEntries: number
+  readonly byDepth: number
+  readonly notMeasured: number
+}
+
+const NO_STOPS: WalkStops = { byEntries: 0, byDepth: 0, notMeasured: 0 }
+
+/** One call's size walks: a budget per tenant (`budget()`), what stopped them, and their problems. */
 class Walk {
-  remaining: number
-  truncated = false
   readonly errors: Array<InventoryProblem> = []
-  constructor(readonly deps: Deps, readonly options: typeof DEFAULTS) {
-    this.remaining = options.maxEntries
+  readonly stops = { byEntries: 0, byDepth: 0, notMeasured: 0 }
+  constructor(readonly deps: Deps, readonly options: InventoryLimits) {}
+
+  /** A fresh entry budget: one per tenant, one per extension directory. */
+  budget(): { remaining: number } {
+    return { remaining: this.options.maxEntries }
   }
 
-  /** Bounded size of a tree; a failed walk counts as an incomplete zero and is reported. */
-  measure(path: string): Effect.Effect<Size> {
-    return this.deps.fs.measureTree(path, { maxEntries: Math.max(0, this.remaining), maxDepth: this.options.maxDepth }).pipe(
-      Effect.map((m) => {
-        this.remaining -= m.entries
-        return { bytes: m.bytes, entries: m.entries, complete: m.complete }
+  /**
+   * Bounded size of a tree within what is left of `budget`: not measured once it is spent, and when the walk
+   * fails (read-only: the failure is a reported problem, `SizeUnmeasured`).
+   */
+  measure(path: string, budget: { remaining: number }): Effect.Effect<Size> {
+    const given = budget.remaining
+    if (given <= 0) {
+      this.stops.notMeasured++
+      return Effect.succeed(UNMEASURED)
+    }
+    return this.deps.fs.measureTree(path, { maxEntries: given, maxDepth: this.options.maxDepth }).pipe(
+      Effect.map((m): Size => {
+        budget.remaining -= m.entries
+        if (!m.complete) {
+          if (m.entries >= given) this.stops.byEntries++
+          else this.stops.byDepth++
+        }
+        return { bytes: m.bytes, apparentBytes: m.apparentBytes, entries: m.entries, complete: m.complete, measured: true }
       }),
-      // Read-only: a failed walk becomes a reported problem (`SizeUnmeasured`) and an incomplete zero.
-      Effect.catchAll((e) => Effect.sync(() => {
-        this.errors.push(sizeUnmeasured(path, e))
-        return { bytes: 0, entries: 0, complete: false }
-      }))
+      Effect.catchAll((e) =>
+        Effect.sync(() => {
+          this.errors.push(sizeUnmeasured(path, e))
+          return UNMEASURED
+        })
+      )
     )
   }
 }
@@ -279,7 +336,28 @@ const notADirectoryOf = (facts: AgentDirFacts): string | null =>
 /** Measured sizes by path (`measure` order decides who gets the shared budget). */
 export type SizeOf = (path: string) => Size
 
-const UNMEASURED: Size = { bytes: 0, entries: 0, complete: false }
+const UNMEASURED: Size = { bytes: 0, apparentBytes: 0, entries: 0, complete: false, measured: false }
+
+/**
+ * Each bound that stopped a report early (domain/StoppedBy.ts): tenants listed in part (`maxRunsPerTenant`),
+ * the scan's own budget, and the size walks' entry and depth budgets. Pure.
+ */
+const stoppedByOf = (
+  facts: AgentDirFacts,
+  limits: InventoryLimits,
+  stops: WalkStops
+): ReadonlyArray<StoppedBy> => {
+  const out: Array<StoppedBy> = []
+  const cut = listedTenants(facts).filter((t) => t.items.truncated)
+  if (cut.length > 0) {
+    const left = cut.reduce((sum, t) => sum + t.items.candidates - limits.maxRunsPerTenant, 0)
+    out.push(listingStopped(limits.maxRunsPerTenant, left, cut.length))
+  }
+  if (facts.truncated) out.push(scanEntriesStopped(facts.maxEntries, facts.unread))
+  if (stops.byEntries + stops.notMeasured > 0) out.push(inventoryEntriesStopped(limits.maxEntries, stops.byEntries + stops.notMeasured, stops.notMeasured))
+  if (stops.byDepth > 0) out.push(inventoryDepthStopped(limits.maxDepth, stops.byDepth))
+  return out
+}
 
 /** The tier directories of an agent extension. */
 export interface ExtensionDirs {
@@ -314,6 +392,9 @@ export const summarize = (input: {
   /** Where the web data root was looked at (`facts.webData.root`, else the root given). */
   readonly webDataRoot: string
   readonly measureErrors: ReadonlyArray<InventoryProblem>
+  /** The limits the call ran with, and what stopped its size walks (`stoppedBy`). */
+  readonly limits?: InventoryLimits | undefined
+  readonly stops?: WalkStops | undefined
 }): InventoryReport => {
   const { facts } = input
   // The web data root lies outside the agent dir: its extensions are listed whether the agent dir exists or not.
@@ -322,6 +403,10 @@ export const summarize = (input: {
     const size = (tier: TierName) => (tiers.includes(tier) ? input.sizeOf(dirs[`${tier}Dir`]) : null)
     return { extId, path: dirs.extensionDir, config: size("config"), state: size("state"), cache: size("cache") }
   })
+  const tierSizes = (e: { readonly config: Size | null; readonly state: Size | null; readonly cache: Size | null }) =>
+    [e.config, e.state, e.cache].filter((x): x is Size => x !== null)
+  const webSizes = webExtensions.flatMap(tierSizes)
+  const stoppedBy = stoppedByOf(facts, input.limits ?? DEFAULTS, input.stops ?? NO_STOPS)
   const base = {
     agentDir: facts.path,
     linkedFrom: input.linkedFrom,
@@ -332,7 +417,16 @@ export const summarize = (input: {
     webExtensions
   }
   if (facts.status._tag !== "Directory") {
-    return { ...base, exists: false, tenants: [], extensions: [], truncated: facts.truncated, errors: [...problemsOf(facts), ...input.measureErrors] }
+    return {
+      ...base,
+      exists: false,
+      tenants: [],
+      extensions: [],
+      truncated: facts.truncated,
+      incomplete: webSizes.some((size) => !size.complete),
+      stoppedBy,
+      errors: [...problemsOf(facts), ...input.measureErrors]
+    }
   }
   const tenants = listedTenants(facts).map((t): TenantSummary => {
     let runs = 0
@@ -364,12 +458,15 @@ export const summarize = (input: {
     const size = (tier: TierName) => (tiers.includes(tier) ? input.sizeOf(dirs[tier]) : null)
     return { namespace, config: size("config"), state: size("state"), cache: size("cache") }
   })
+  const sizes = [...tenants.map((t) => t.size), ...extensions.flatMap(tierSizes), ...webSizes]
   return {
     ...base,
     exists: true,
     tenants,
     extensions,
     truncated: facts.truncated || tenants.some((t) => t.truncated),
+    incomplete: sizes.some((size) => !size.complete),
+    stoppedBy,
     errors: [...problemsOf(facts), ...input.measureErrors]
   }
 }
@@ -381,6 +478,8 @@ export const runList = (input: {
   readonly scannedAt: number
   readonly sizeOf: SizeOf
   readonly measureErrors: ReadonlyArray<InventoryProblem>
+  readonly limits?: InventoryLimits | undefined
+  readonly stops?: WalkStops | undefined
 }): RunList => {
   const { facts } = input
   const runs: Array<RunListing> = []
@@ -403,6 +502,8 @@ export const runList = (input: {
     runs,
     unowned,
     truncated: facts.truncated || listedTenants(facts).some((t) => t.items.truncated),
+    incomplete: runs.some((r) => !r.size.complete),
+    stoppedBy: stoppedByOf(facts, input.limits ?? DEFAULTS, input.stops ?? NO_STOPS),
     errors: [...problemsOf(facts), ...input.measureErrors]
   }
 }
@@ -487,11 +588,14 @@ const makeInventory = Effect.gen(function*() {
 
   const linkedFrom = agentDir.given !== agentDir.path ? agentDir.given : null
 
-  /** Measure `paths` in order under one walk budget; the sizes by path. */
-  const measureAll = (walk: Walk, paths: ReadonlyArray<string>) =>
+  /** Measure each group of `paths` in order under a budget of its own (a tenant's runs; a tenant; a directory); the sizes by path. */
+  const measureAll = (walk: Walk, groups: ReadonlyArray<ReadonlyArray<string>>) =>
     Effect.gen(function*() {
       const sizes = new Map<string, Size>()
-      for (const path of paths) sizes.set(path, yield* walk.measure(path))
+      for (const group of groups) {
+        const budget = walk.budget()
+        for (const path of group) sizes.set(path, yield* walk.measure(path, budget))
+      }
       return (path: string) => sizes.get(path) ?? UNMEASURED
     })
 
@@ -501,20 +605,37 @@ const makeInventory = Effect.gen(function*() {
       const scannedAt = yield* Clock.currentTimeMillis
       // TD1's one resolution, its own root link followed as the doctor does (the data may live on another disk).
       const webDataRoot = yield* resolveRootLink(deps.fs, webDataRootOf(deps.host, options?.webDataRoot).path)
-      const facts = yield* scanAgentDir(deps, agentDir.path, { work: true, extensions: true, maxRunsPerTenant: o.maxRunsPerTenant, webDataRoot })
+      const facts = yield* scanAgentDir(deps, agentDir.path, {
+        work: true,
+        extensions: true,
+        maxRunsPerTenant: o.maxRunsPerTenant,
+        maxEntries: o.maxScanEntries,
+        webDataRoot
+      })
       const extensionDirs = (namespace: string): ExtensionDirs => ({
         config: paths.extensionConfigDir(namespace),
         state: paths.extensionStateDir(namespace),
         cache: paths.extensionCacheDir(namespace)
       })
       const walk = new Walk(deps, o)
-      // Tenants first, then agent extensions, then web extensions: the order the shared size budget is spent in.
+      // Each tenant and each extension tier directory (agent extensions, then web extensions) within a budget of its own.
       const sizeOf = yield* measureAll(walk, [
-        ...listedTenants(facts).map((t) => t.path),
-        ...agentExtensionsOf(facts).flatMap(({ namespace, tiers }) => tiers.map((tier) => extensionDirs(namespace)[tier])),
-        ...webExtensionsOf(facts).flatMap(({ extId, tiers }) => tiers.map((tier) => tierPaths(webDataRoot, extId)[`${tier}Dir`]))
+        ...listedTenants(facts).map((t) => [t.path]),
+        ...agentExtensionsOf(facts).flatMap(({ namespace, tiers }) => tiers.map((tier) => [extensionDirs(namespace)[tier]])),
+        ...webExtensionsOf(facts).flatMap(({ extId, tiers }) => tiers.map((tier) => [tierPaths(webDataRoot, extId)[`${tier}Dir`]]))
       ])
-      return summarize({ facts, linkedFrom, workRoot: paths.workRoot, scannedAt, sizeOf, extensionDirs, webDataRoot, measureErrors: walk.errors })
+      return summarize({
+        facts,
+        linkedFrom,
+        workRoot: paths.workRoot,
+        scannedAt,
+        sizeOf,
+        extensionDirs,
+        webDataRoot,
+        measureErrors: walk.errors,
+        limits: o,
+        stops: walk.stops
+      })
     })
 
   const listRuns = (filter?: RunFilter, options?: InventoryOptions): Effect.Effect<RunList, InvalidSegment> =>
@@ -523,11 +644,18 @@ const makeInventory = Effect.gen(function*() {
       if (filter?.tenant !== undefined) yield* decodeSegment("tenant", filter.tenant)
       const o = optionsOf(options)
       const scannedAt = yield* Clock.currentTimeMillis
-      const facts = yield* scanAgentDir(deps, agentDir.path, { work: filter ?? true, maxRunsPerTenant: o.maxRunsPerTenant })
+      const facts = yield* scanAgentDir(deps, agentDir.path, { work: filter ?? true, maxRunsPerTenant: o.maxRunsPerTenant, maxEntries: o.maxScanEntries })
       const walk = new Walk(deps, o)
-      const runPaths = listedTenants(facts).flatMap((t) => t.items.items.flatMap((i) => (i._tag === "Run" ? [i.path] : [])))
-      const sizeOf = yield* measureAll(walk, runPaths)
-      return runList({ facts, linkedFrom, scannedAt, sizeOf, measureErrors: walk.errors })
+      // A tenant's runs share its budget, in the listing's order (newest last use first): the runs a budget
+      // leaves unmeasured are the oldest.
+      const unsized = runList({ facts, linkedFrom, scannedAt, sizeOf: () => UNMEASURED, measureErrors: [] })
+      const byTenant = new Map<string, Array<string>>()
+      for (const r of unsized.runs) {
+        const key = `${r.category}/${r.tenant}`
+        byTenant.set(key, [...(byTenant.get(key) ?? []), r.path])
+      }
+      const sizeOf = yield* measureAll(walk, [...byTenant.values()])
+      return runList({ facts, linkedFrom, scannedAt, sizeOf, measureErrors: walk.errors, limits: o, stops: walk.stops })
     })
 
   /** The read model's work tree (categories and tenants, not what they hold), judged by `pruneTargetsOf`. */

@@ -150,9 +150,17 @@ export interface SnapshotSummary {
   readonly label?: string
   readonly path: string
   readonly files: number
+  /**
+   * Disk usage of the snapshot's directory as `du -s -B1` counts it (README "Retention": one byte count;
+   * files it shares with other snapshots count here too, as du of it counts them).
+   */
   readonly bytes: number
-  /** Bytes of files whose inode no other snapshot shares (freed if this snapshot is forgotten). */
+  /** Apparent size of the same (`du -sb`). */
+  readonly apparentBytes: number
+  /** Disk usage of its files whose inode no other snapshot shares: what forgetting it frees. */
   readonly uniqueBytes: number
+  /** Apparent size of the same. */
+  readonly uniqueApparentBytes: number
   /** What it covered, as its manifest records (`webDataRoot` is `null` in a snapshot taken without one). */
   readonly scope: SnapshotManifest["scope"]
 }
@@ -455,23 +463,29 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       const out: Array<SnapshotSummary> = []
       for (const m of yield* manifests) {
         let files = 0
-        let bytes = 0
         let uniqueBytes = 0
+        let uniqueApparentBytes = 0
         for (const e of m.entries) {
           if (e.type !== "file") continue
           files++
-          bytes += e.size
           const info = yield* optionalLstat(deps, under(NodePath.join(root, m.id), e.path))
-          if (info !== undefined && info.nlink <= 1) uniqueBytes += e.size
+          if (info !== undefined && info.nlink <= 1) {
+            uniqueBytes += (info.blocks ?? 0) * 512
+            uniqueApparentBytes += info.size
+          }
         }
+        // The snapshot's directory walked whole (it holds what its manifest lists, and the manifest).
+        const sizes = yield* deps.fs.measureTree(NodePath.join(root, m.id), WHOLE_TREE)
         out.push({
           id: m.id,
           createdAt: m.createdAt,
           ...(m.label !== undefined ? { label: m.label } : {}),
           path: NodePath.join(root, m.id),
           files,
-          bytes,
+          bytes: sizes.bytes,
+          apparentBytes: sizes.apparentBytes,
           uniqueBytes,
+          uniqueApparentBytes,
           scope: m.scope
         })
       }

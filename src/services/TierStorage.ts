@@ -371,8 +371,10 @@ const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOp
         Effect.catchIf(isNotFound, () => Effect.succeed(0))
       )
 
+    // The budget is what config's files hold (`fileBytes`), not their disk usage: a small key-value file is small.
     const measure = (dir: string) =>
       fs.measureTree(dir, CONFIG_MEASURE_BUDGET).pipe(
+        Effect.map((m) => ({ bytes: m.fileBytes, complete: m.complete })),
         Effect.catchIf(isNotFound, () => Effect.succeed({ bytes: 0, complete: true }))
       )
     const stateInsideConfig = isInside(dirs.stateDir, dirs.configDir)

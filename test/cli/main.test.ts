@@ -10,6 +10,7 @@ import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { type AgentStorage, openAgentStorage } from "../../src/promise.js"
+import { du } from "../support/du.js"
 
 const MAIN = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta.url))
 const DAY = 24 * 60 * 60 * 1000
@@ -157,17 +158,21 @@ describe("pi-storage (built CLI)", () => {
       assert.strictEqual(r.stderr, "")
       assert.notMatch(r.stdout, ANSI)
     }
-    assert.match(status.stdout, /^tools\/bash\s+3\s+1\s+2\s+1\s+\d+\s+\d+(\.\d)? KiB\s+40d( \d+h)? ago$/m)
-    assert.match(status.stdout, /^foo\s+-\s+2\.0 KiB \(1\)\s+100 B \(1\)$/m)
+    // Disk usage, then apparent size.
+    assert.match(status.stdout, /^tools\/bash\s+3\s+1\s+2\s+1\s+\d+\s+\d+(\.\d)? KiB\s+\d+(\.\d)? KiB\s+40d( \d+h)? ago$/m)
+    assert.match(status.stdout, /^foo\s+-\s+\d+\.\d KiB \(\d+\.\d KiB apparent, 1\)\s+\d+\.\d KiB \(\d+\.\d KiB apparent, 1\)$/m)
     assert.match(status.stdout, /Doctor\s+\d+ finding/)
     const doc = JSON.parse(statusJson.stdout)
     assert.deepStrictEqual(
       doc.tenants.map((t: any) => [t.category, t.tenant, t.runs, t.active, t.inactive, t.unowned, t.size.complete]),
       [["tools", "bash", 3, 1, 2, 1, true]]
     )
-    assert.deepStrictEqual(doc.extensions, [{ namespace: "foo", config: null, state: { bytes: 2048, entries: 1, complete: true }, cache: { bytes: 100, entries: 1, complete: true } }])
+    // As du says them (du -s -B1, du -sb).
+    const tier = (dir: string) => ({ ...du(Path.join(agentDir, dir, "extensions", "foo")), entries: 1, complete: true, measured: true })
+    assert.deepStrictEqual(doc.extensions, [{ namespace: "foo", config: null, state: tier("state"), cache: tier("cache") }])
+    assert.deepStrictEqual(doc.extensions[0].state.apparentBytes - Fs.lstatSync(Path.join(agentDir, "state", "extensions", "foo")).size, 2048)
 
-    assert.match(ls.stdout, /^TENANT\s+RUN\s+KIND\s+STATE\s+HELD BY\s+LAST USE\s+ENTRIES\s+SIZE$/m)
+    assert.match(ls.stdout, /^TENANT\s+RUN\s+KIND\s+STATE\s+HELD BY\s+LAST USE\s+ENTRIES\s+DISK\s+APPARENT$/m)
     assert.match(ls.stdout, new RegExp(`^tools/bash\\s+${activeRun}\\s+generated\\s+active\\s`, "m"))
     assert.match(ls.stdout, new RegExp(`^tools/bash\\s+${oldRun}\\s+generated\\s+released\\s+-\\s+40d`, "m"))
     assert.match(ls.stdout, /^tools\/bash\s+stray\s+no manifest$/m)
@@ -177,7 +182,7 @@ describe("pi-storage (built CLI)", () => {
     assert.deepStrictEqual(list.unowned.map((u: any) => u.name), ["stray"])
 
     assert.match(dry.stdout, /tools\/bash: would remove 1 run \(\d/)
-    assert.match(dry.stdout, new RegExp(`${oldRun}\\s+\\d+(\\.\\d)? KiB\\s+unused for over 30d`))
+    assert.match(dry.stdout, new RegExp(`${oldRun}\\s+\\d+(\\.\\d)? KiB\\s+\\d+(\\.\\d)? KiB\\s+unused for over 30d`))
     assert.include(dry.stdout, "stray: no manifest")
     const report = JSON.parse(dryJson.stdout)
     assert.strictEqual(report.dryRun, true)

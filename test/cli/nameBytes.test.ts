@@ -114,10 +114,11 @@ describe("names that are not UTF-8, through the built CLI", () => {
 
     const status = await cli(["--agent-dir", agent, "status"])
     assert.strictEqual(status.code, 0, status.stderr)
-    assert.match(status.stdout, new RegExp(`\\n${SHOWN.replaceAll("\\", "\\\\")} +- +3 B \\(1\\)`))
+    assert.match(status.stdout, new RegExp(`\\n${SHOWN.replaceAll("\\", "\\\\")} +- +\\d+\\.\\d KiB \\(\\d+\\.\\d KiB apparent, 1\\)`))
     const statusJson = await cli(["--agent-dir", agent, "status", "--json"])
-    const doc = JSON.parse(statusJson.stdout) as { extensions: ReadonlyArray<{ namespace: string; state: { bytes: number } | null }> }
-    assert.deepStrictEqual(doc.extensions.map((e) => [e.namespace, e.state?.bytes]), [[ESCAPED, 3]])
+    const doc = JSON.parse(statusJson.stdout) as { extensions: ReadonlyArray<{ namespace: string; state: { apparentBytes: number } | null }> }
+    // The directory so named and its 3-byte file, as du -sb counts them.
+    assert.deepStrictEqual(doc.extensions.map((e) => [e.namespace, e.state?.apparentBytes]), [[ESCAPED, Fs.lstatSync(rawPath(extensions)).size + 3]])
   }, 60_000)
 
   it("config history versions a config file so named (git holds its bytes), shows it escaped, and a rollback puts the bytes back", async () => {

@@ -14,6 +14,7 @@ const run = (runId: string, over: Partial<ScannedRun> = {}): ScannedRun => ({
   newestHeartbeatAt: undefined,
   active: false,
   bytes: 10,
+  apparentBytes: 7,
   complete: true,
   ...over
 })
@@ -26,10 +27,11 @@ const summary = (decisions: ReadonlyArray<PlanDecision>) =>
 // Small ranges on purpose: ties in lastUsedAt, runs around the age limit, totals around the byte limit.
 const optTime = fc.option(fc.integer({ min: 0, max: 40 }), { nil: undefined })
 /** Exact mostly; some cut short (a lower bound), some never walked (their bytes and complete say nothing). */
+const bytesArb = fc.integer({ min: 0, max: 30 })
 const sizeArb = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ bytes: fc.integer({ min: 0, max: 30 }), complete: fc.constant(true) }) },
-  { weight: 1, arbitrary: fc.record({ bytes: fc.integer({ min: 0, max: 30 }), complete: fc.constant(false) }) },
-  { weight: 1, arbitrary: fc.record({ bytes: fc.integer({ min: 0, max: 30 }), complete: fc.boolean(), walked: fc.constant(false) }) }
+  { weight: 5, arbitrary: fc.record({ bytes: bytesArb, apparentBytes: bytesArb, complete: fc.constant(true) }) },
+  { weight: 1, arbitrary: fc.record({ bytes: bytesArb, apparentBytes: bytesArb, complete: fc.constant(false) }) },
+  { weight: 1, arbitrary: fc.record({ bytes: bytesArb, apparentBytes: bytesArb, complete: fc.boolean(), walked: fc.constant(false) }) }
 )
 const runArb = (runId: string): fc.Arbitrary<ScannedRun> =>
   fc.tuple(
@@ -251,20 +253,36 @@ describe("planPrune examples", () => {
       remove: [],
       bytesBefore: 0,
       bytesAfter: 0,
+      apparentBytesBefore: 0,
+      apparentBytesAfter: 0,
       activeOverBudget: false
     })
+  })
+
+  it.prop("the byte budget counts disk usage: decisions never depend on the apparent size, which is reported beside it", [caseArb, fc.integer({ min: 0, max: 1000 })], ([c, shift]) => {
+    const plan = planPrune(c)
+    const other = planPrune({ ...c, runs: c.runs.map((r) => ({ ...r, apparentBytes: (r.apparentBytes * 7 + shift) % 1000 })) })
+    assert.deepStrictEqual(fates(other), fates(plan))
+    // Beside the disk usage, the apparent sizes of the same runs, exact exactly when it is.
+    for (const d of plan.decisions) {
+      const r = c.runs.find((x) => x.runId === d.runId)!
+      assert.strictEqual(d.apparentBytes, d.bytes === null ? null : r.apparentBytes)
+    }
+    assert.strictEqual(plan.apparentBytesBefore === null, plan.bytesBefore === null)
+    assert.strictEqual(plan.apparentBytesAfter === null, plan.bytesAfter === null)
+    if (plan.apparentBytesBefore !== null) assert.strictEqual(plan.apparentBytesBefore, c.runs.reduce((t, r) => t + r.apparentBytes, 0))
   })
 })
 
 /** Two-phase planning with the sizes of `c.runs` as the measuring walk: the plan and the runs it walked. */
 const planInTwoPhases = (c: { runs: ReadonlyArray<ScannedRun>; policy: RetentionPolicy; now: number }) => {
   const runs = byId(c.runs)
-  const planning = planMeasuring({ runs: c.runs.map(({ bytes: _b, complete: _c, walked: _w, ...facts }) => facts), policy: c.policy, now: c.now })
+  const planning = planMeasuring({ runs: c.runs.map(({ bytes: _b, apparentBytes: _a, complete: _c, walked: _w, ...facts }) => facts), policy: c.policy, now: c.now })
   const walked: Array<string> = []
   for (let next = planning.next(); next !== undefined; next = planning.next()) {
     walked.push(next.runId)
     const r = runs.get(next.runId)!
-    planning.measured(notWalked(r) ? NOT_MEASURED : { bytes: r.bytes, complete: r.complete })
+    planning.measured(notWalked(r) ? NOT_MEASURED : { bytes: r.bytes, apparentBytes: r.apparentBytes, complete: r.complete })
   }
   return { plan: planning.finish(), walked }
 }
@@ -306,7 +324,7 @@ describe("planMeasuring (two phases: measure only what the plan needs)", () => {
 
   it("asking for a size twice, or giving one not asked for, is a defect", () => {
     const planning = planMeasuring({ runs: [run("a"), run("b")], policy: DEFAULT_RETENTION, now: NOW })
-    assert.throws(() => planning.measured({ bytes: 1, complete: true }), /no run was asked for/)
+    assert.throws(() => planning.measured({ bytes: 1, apparentBytes: 1, complete: true }), /no run was asked for/)
     planning.next()
     assert.throws(() => planning.next(), /size of the last run asked for is missing/)
   })

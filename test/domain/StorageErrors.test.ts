@@ -83,7 +83,7 @@ describe("typed failures reach the caller", () => {
       yield* world.writeFixture("/data/notes/cache/sub/f", "x")
       const real = yield* FileSystem
       // A tree whose removal stops without removing anything (an entry that keeps coming back).
-      const stuck: FileSystem["Type"] = { ...real, removeTree: () => Effect.succeed({ removedEntries: 0, removedBytes: 0, complete: false }) }
+      const stuck: FileSystem["Type"] = { ...real, removeTree: () => Effect.succeed({ removedEntries: 0, removedBytes: 0, removedApparentBytes: 0, complete: false }) }
       const ctx = Either.getOrThrow(
         makeExtensionContext({ extId: "notes", options: { dataRoot: "/data" }, env: () => undefined, home: "/h", cwd: "/" })
       )

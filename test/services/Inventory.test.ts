@@ -3,6 +3,7 @@ import { Context, Effect, Exit, FastCheck, Layer, Scope, TestClock } from "effec
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { Inventory } from "../../src/services/Inventory.js"
 import { AGENT_DIR, processLayer, spawnProcess } from "../support/memoryProcess.js"
+import { memoryDu } from "../support/memoryDu.js"
 
 const DAY = 24 * 60 * 60 * 1000
 const work = `${AGENT_DIR}/work`
@@ -11,9 +12,6 @@ const work = `${AGENT_DIR}/work`
 const inventoryOf = (world: MemoryWorld) =>
   Effect.map(Layer.build(Inventory.layer.pipe(Layer.provide(processLayer(world)))), (ctx) => Context.get(ctx, Inventory))
 
-/** Sum of regular-file bytes under `root` in the world (what an unbounded walk would find). */
-const fileBytes = (world: MemoryWorld, root: string) =>
-  Object.values(world.tree(root)).reduce((sum, e) => (e.type === "File" ? sum + e.size : sum), 0)
 /** Entries below `root` (as `du --inodes`, without the root itself). */
 const entryCount = (world: MemoryWorld, root: string) => Object.keys(world.tree(root)).length - 1
 
@@ -93,15 +91,21 @@ describe("Inventory on the Memory layer", () => {
         { at: "tools/bash", runs: 3, active: 1, inactive: 2, unowned: 2, oldest: JSON.parse(world.readFixtureText(`${released.path}/.pi-work-run.json`)!).releasedAt },
         { at: "tools/git", runs: 1, active: 0, inactive: 1, unowned: 0, oldest: 2 * DAY }
       ])
+      // Sizes as du counts them: disk usage beside apparent size, the whole tenant directory.
       for (const t of report.tenants) {
         const dir = `${work}/${t.category}/${t.tenant}`
-        assert.deepStrictEqual(t.size, { bytes: fileBytes(world, dir), entries: entryCount(world, dir), complete: true })
+        assert.deepStrictEqual(t.size, { ...memoryDu(world, dir), entries: entryCount(world, dir), complete: true, measured: true })
       }
+      const dirSize = (dir: string) => ({ ...memoryDu(world, dir), entries: 1, complete: true, measured: true })
       assert.deepStrictEqual(report.extensions, [
-        { namespace: "bar", config: null, state: null, cache: { bytes: 7, entries: 1, complete: true } },
-        { namespace: "foo", config: null, state: { bytes: 2048, entries: 1, complete: true }, cache: { bytes: 100, entries: 1, complete: true } }
+        { namespace: "bar", config: null, state: null, cache: dirSize(`${AGENT_DIR}/cache/extensions/bar`) },
+        { namespace: "foo", config: null, state: dirSize(`${AGENT_DIR}/state/extensions/foo`), cache: dirSize(`${AGENT_DIR}/cache/extensions/foo`) }
       ])
+      // A 7-byte file takes a 4 KiB block, as a directory does.
+      assert.deepStrictEqual(memoryDu(world, `${AGENT_DIR}/cache/extensions/bar`), { bytes: 2 * 4096, apparentBytes: 4096 + 7 })
       assert.isFalse(report.truncated)
+      assert.isFalse(report.incomplete)
+      assert.deepStrictEqual(report.stoppedBy, [])
       assert.deepStrictEqual(report.errors, [])
     }))
 
@@ -122,8 +126,9 @@ describe("Inventory on the Memory layer", () => {
         ]
       )
       const releasedRow = list.runs.find((r) => r.runId === released.runId)!
-      assert.deepStrictEqual(releasedRow.size, { bytes: fileBytes(world, released.path), entries: entryCount(world, released.path), complete: true })
-      assert.isAtLeast(releasedRow.size.bytes, 1000)
+      assert.deepStrictEqual(releasedRow.size, { ...memoryDu(world, released.path), entries: entryCount(world, released.path), complete: true, measured: true })
+      assert.isAtLeast(releasedRow.size.apparentBytes, 1000)
+      assert.deepStrictEqual([list.truncated, list.incomplete, list.stoppedBy], [false, false, []])
       assert.strictEqual(list.runs.find((r) => r.runId === git.runId)!.lastUsedAt, 2 * DAY)
       assert.deepStrictEqual(list.unowned.map((u) => [u.name, u.why]), [
         ["link", "symlink (never followed)"],
@@ -155,7 +160,7 @@ describe("Inventory on the Memory layer", () => {
     }))
 
   it.effect.prop(
-    "a shared walk budget never overcounts: complete sizes are exact, incomplete ones are lower bounds",
+    "a per-tenant walk budget never overcounts: complete sizes are exact, incomplete ones lower bounds, and the report says it stopped",
     [FastCheck.integer({ min: 0, max: 40 })],
     ([maxEntries]) =>
       Effect.scoped(Effect.gen(function*() {
@@ -170,10 +175,17 @@ describe("Inventory on the Memory layer", () => {
         const exact = sizes(full)
         sizes(bounded).forEach((size, i) => {
           assert.isTrue(exact[i]!.complete)
-          if (size.complete) assert.strictEqual(size.bytes, exact[i]!.bytes)
-          else assert.isBelow(size.bytes, exact[i]!.bytes + 1)
+          // Each tenant and directory has a budget of its own: it is cut exactly when it holds more entries.
+          assert.strictEqual(size.complete, maxEntries > 0 && exact[i]!.entries <= maxEntries)
+          if (size.complete) assert.deepStrictEqual(size, exact[i])
+          else {
+            assert.isAtMost(size.bytes, exact[i]!.bytes)
+            assert.isAtMost(size.apparentBytes, exact[i]!.apparentBytes)
+          }
         })
-        if (maxEntries === 0) assert.isTrue(sizes(bounded).every((s) => !s.complete))
+        if (maxEntries === 0) assert.isTrue(sizes(bounded).every((s) => !s.complete && !s.measured))
+        assert.strictEqual(bounded.incomplete, sizes(bounded).some((s) => !s.complete))
+        assert.strictEqual(bounded.stoppedBy.some((s) => s._tag === "MaxEntries"), bounded.incomplete)
         // Counts do not depend on the size budget.
         assert.deepStrictEqual(bounded.tenants.map((t) => t.runs), full.tenants.map((t) => t.runs))
       })),

@@ -18,6 +18,7 @@ import { AgentDir } from "../../src/services/AgentDir.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { StateBackups, type StateBackupsOptions } from "../../src/services/StateBackups.js"
 import { scratchDirs } from "../support/scratchDirs.js"
+import { du } from "../support/du.js"
 
 const scratch = scratchDirs()
 
@@ -124,8 +125,13 @@ describe("StateBackups (Node layer)", () => {
       for (const live of inodes(t.agent)) assert.isFalse(snapshotInodes.has(live), "a live inode is in a snapshot")
       const listed = yield* withBackups(t.agent, { root: t.root }, (b) => b.list())
       assert.deepStrictEqual(listed.map((s) => s.id), [second.id, first.id])
-      // b and c (5 + 7 bytes) are unique to each snapshot; the linked four are shared.
-      assert.deepStrictEqual(listed.map((s) => s.uniqueBytes), [12, 12])
+      // b and c (5 + 7 bytes) are unique to each snapshot; the linked four are shared. Disk usage: their blocks.
+      assert.deepStrictEqual(listed.map((s) => s.uniqueApparentBytes), [12, 12])
+      const t0 = (id: string) => NodePath.join(t.root, id)
+      const blocks = (id: string) => ["b.txt", "c.txt"].reduce((sum, f) => sum + nfs.lstatSync(NodePath.join(t0(id), "agent/state", f)).blocks * 512, 0)
+      assert.deepStrictEqual(listed.map((s) => s.uniqueBytes), [blocks(second.id), blocks(first.id)])
+      // A snapshot's size is du's of its directory (the files it shares with the other counted in each).
+      for (const s of listed) assert.deepStrictEqual({ bytes: s.bytes, apparentBytes: s.apparentBytes }, du(t0(s.id)))
       assert.strictEqual(listed[1]!.label, "first")
     }))
 

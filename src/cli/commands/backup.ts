@@ -43,8 +43,15 @@ export const renderCovered = (scope: CreateResult["scope"]): Shown => {
 export const renderList = (root: string, snapshots: ReadonlyArray<SnapshotSummary>): Shown => {
   if (snapshots.length === 0) return txt`No snapshots in ${root}.\n`
   return txt`Snapshots in ${root} (newest first):\n\n${table(
-    [{ header: "ID" }, { header: "FILES", align: "right" }, { header: "SIZE", align: "right" }, { header: "UNIQUE", align: "right" }, { header: "LABEL" }],
-    snapshots.map((s) => [s.id, s.files, formatBytes(s.bytes), formatBytes(s.uniqueBytes), s.label ?? ""])
+    [
+      { header: "ID" },
+      { header: "FILES", align: "right" },
+      { header: "DISK", align: "right" },
+      { header: "APPARENT", align: "right" },
+      { header: "UNIQUE", align: "right" },
+      { header: "LABEL" }
+    ],
+    snapshots.map((s) => [s.id, s.files, formatBytes(s.bytes), formatBytes(s.apparentBytes), formatBytes(s.uniqueBytes), s.label ?? ""])
   )}`
 }
 

@@ -3,9 +3,9 @@
  * entries the library does not own.
  */
 import * as Effect from "effect/Effect"
-import type { RunList, RunState } from "../../services/Inventory.js"
+import type { InventoryOptions, RunList, RunState } from "../../services/Inventory.js"
 import { type CliContext, notADirectory, out, printJson, reportError, usageError, withStack } from "../context.js"
-import { formatAge, formatEntries, formatSize, joinShown, type Paint, type Shown, table, txt } from "../format.js"
+import { formatAge, formatApparent, formatEntries, formatSize, joinShown, type Paint, type Shown, stoppedLines, table, txt } from "../format.js"
 import { parseTenantFilter } from "../parse.js"
 
 const stateCell = (paint: Paint, state: RunState): Shown | string =>
@@ -26,7 +26,8 @@ export const renderRunList = (ctx: CliContext, list: RunList): Shown => {
         { header: "HELD BY" },
         { header: "LAST USE" },
         { header: "ENTRIES", align: "right" },
-        { header: "SIZE", align: "right" }
+        { header: "DISK", align: "right" },
+        { header: "APPARENT", align: "right" }
       ],
       list.runs.map((r) => [
         `${r.category}/${r.tenant}`,
@@ -38,7 +39,8 @@ export const renderRunList = (ctx: CliContext, list: RunList): Shown => {
           : r.holders.map((h) => `${h.host}:${h.pid}${h.since === null ? "" : ` since ${formatAge(h.since, list.scannedAt)}`}`).join(", "),
         formatAge(r.lastUsedAt, list.scannedAt),
         formatEntries(r.size),
-        formatSize(r.size)
+        formatSize(r.size),
+        formatApparent(r.size)
       ]),
       paint
     ))
@@ -51,12 +53,13 @@ export const renderRunList = (ctx: CliContext, list: RunList): Shown => {
       paint
     ))
   }
-  if (list.truncated) parts.push(txt`\n${paint("yellow", "The listing was truncated: a tenant holds more entries than one scan reads.")}\n`)
+  const stopped = stoppedLines(paint, list.stoppedBy)
+  if (stopped.length > 0) parts.push(txt`\n${joinShown(stopped, "\n")}\n`)
   for (const e of list.errors) parts.push(txt`could not read ${e.path}: ${e.message}\n`)
   return joinShown(parts)
 }
 
-export const ls = (ctx: CliContext, options: { readonly filter: string | undefined; readonly json: boolean }) =>
+export const ls = (ctx: CliContext, options: { readonly filter: string | undefined; readonly json: boolean; readonly limits?: InventoryOptions }) =>
   Effect.gen(function*() {
     let filter: { readonly category?: string; readonly tenant?: string } = {}
     if (options.filter !== undefined) {
@@ -65,7 +68,7 @@ export const ls = (ctx: CliContext, options: { readonly filter: string | undefin
       filter = parsed.value
     }
     yield* withStack(ctx, (s) =>
-      Effect.flatMap(s.Inventory, (inventory) => inventory.listRuns(filter)).pipe(
+      Effect.flatMap(s.Inventory, (inventory) => inventory.listRuns(filter, options.limits)).pipe(
         Effect.flatMap((list) =>
           list.notADirectory !== null
             ? notADirectory(ctx, list.agentDir, list.notADirectory)

@@ -13,7 +13,7 @@ import type { RefusedTarget } from "../../services/Inventory.js"
 import { type CliContext, notADirectory, out, printJson, reportError, usageError, withStack } from "../context.js"
 import { ExitCode, exitCodeForError } from "../exit.js"
 import { writeErr } from "../streams.js"
-import { formatBytes, formatDuration, indent, joinShown, type Paint, type Shown, table, txt } from "../format.js"
+import { formatBytes, formatCount, formatDuration, indent, joinShown, type Paint, type Shown, stoppedLines, table, txt } from "../format.js"
 import { parseTenantTarget, type TenantTarget } from "../parse.js"
 
 export interface PruneFlags {
@@ -23,6 +23,10 @@ export interface PruneFlags {
   readonly maxAgeMs: number | undefined
   readonly maxRuns: number | undefined
   readonly maxBytes: number | undefined
+  /** The scan bounds (README "Retention"): raised by a person who wants a prune to see more. */
+  readonly maxScannedRuns?: number | undefined
+  readonly maxEntries?: number | undefined
+  readonly maxDepth?: number | undefined
   /** Only tenants where something was removed or went wrong (and, with --all, the total). */
   readonly quiet: boolean
   readonly json: boolean
@@ -49,9 +53,19 @@ const reasonText = (reason: string, policy: RetentionPolicy): string => {
   }
 }
 
+/** What the removals free on disk: a lower bound naming the sizes it leaves out, never a bare "≥ 0 B". */
 const freed = (report: PruneReport): string => {
   const known = report.removed.reduce((sum, r) => sum + (r.bytes ?? 0), 0)
-  return (report.removed.some((r) => r.bytes === null) ? "≥ " : "") + formatBytes(known)
+  const unknown = report.removed.filter((r) => r.bytes === null).length
+  if (unknown === 0) return formatBytes(known)
+  if (unknown === report.removed.length) return unknown === 1 ? "size unknown" : "sizes unknown"
+  return `≥ ${formatBytes(known)}, ${unknown} size${unknown === 1 ? "" : "s"} unknown`
+}
+
+/** Entries the prune scanned, and of how many when `maxScannedRuns` stopped it. */
+const scannedOf = (r: PruneReport): string => {
+  const cut = r.stoppedBy.find((s) => s._tag === "MaxScannedRuns")
+  return cut === undefined ? formatCount(r.scannedRuns) : `${formatCount(r.scannedRuns)} of ${formatCount(r.scannedRuns + cut.left)}`
 }
 
 export const renderTenantReport = (paint: Paint, policy: RetentionPolicy, outcome: TenantOutcome): Shown => {
@@ -65,21 +79,28 @@ export const renderTenantReport = (paint: Paint, policy: RetentionPolicy, outcom
   }
   if (r.tenantMissing === true) return txt`${name}: no such tenant (nothing to prune)\n`
   const verb = r.dryRun ? "would remove" : "removed"
-  const head = txt`${name}: ${verb} ${r.removed.length} run${r.removed.length === 1 ? "" : "s"} (${freed(r)}), kept ${r.kept.length}, active ${r.active.length}, scanned ${r.scannedRuns}${r.truncated ? " (truncated)" : ""}\n`
+  const head = txt`${name}: ${verb} ${r.removed.length} run${r.removed.length === 1 ? "" : "s"} (${freed(r)}), kept ${r.kept.length}, active ${r.active.length}, scanned ${scannedOf(r)}\n`
   const body: Array<Shown> = []
   const list = (title: Shown, items: ReadonlyArray<readonly [string, string]>) =>
     txt`${title}\n${joinShown(items.map(([what, why]) => txt`  ${what}: ${why}\n`))}`
   if (r.removed.length > 0) {
     body.push(table(
-      [{ header: "RUN" }, { header: "SIZE", align: "right" }, { header: "WHY" }],
-      r.removed.map((x) => [x.runId, x.bytes === null ? "?" : formatBytes(x.bytes), reasonText(x.reason, policy)])
+      [{ header: "RUN" }, { header: "DISK", align: "right" }, { header: "APPARENT", align: "right" }, { header: "WHY" }],
+      r.removed.map((x) => [
+        x.runId,
+        x.bytes === null ? "?" : formatBytes(x.bytes),
+        x.apparentBytes === null ? "?" : formatBytes(x.apparentBytes),
+        reasonText(x.reason, policy)
+      ])
     ))
   }
   if (r.skipped.length > 0) body.push(list(paint("yellow", "Skipped:"), r.skipped.map((x) => [x.runId, x.why])))
   if (r.unowned.length > 0) body.push(list(paint("yellow", "Not owned by the library (never deleted):"), r.unowned.map((x) => [x.name, x.why])))
   if (r.errors.length > 0) body.push(list(paint("red", "Errors:"), r.errors.map((x) => [x.path, x.message])))
   const size = (n: number | null) => (n === null ? "unknown" : formatBytes(n))
-  body.push(txt`Size ${size(r.bytesBefore)} before, ${size(r.bytesAfter)} after${r.incomplete ? " (some sizes are lower bounds)" : ""}.\n`)
+  body.push(txt`Disk usage ${size(r.bytesBefore)} before, ${size(r.bytesAfter)} after (apparent ${size(r.apparentBytesBefore)} before, ${size(r.apparentBytesAfter)} after).\n`)
+  const stopped = stoppedLines(paint, r.stoppedBy)
+  if (stopped.length > 0) body.push(txt`${joinShown(stopped, "\n")}\n`)
   return joinShown([head, ...body.map((b) => indent(b, "  "))])
 }
 
@@ -94,9 +115,13 @@ const uneventful = (o: TenantOutcome): boolean =>
 export interface PruneTotal {
   readonly tenants: number
   readonly removed: number
-  /** Bytes freed by removals whose size is known; `lowerBound` when some were not measured. */
+  /** Disk usage freed by removals whose size is known; `lowerBound` when some were not measured. */
   readonly bytes: number
+  /** The same in apparent size. */
+  readonly apparentBytes: number
   readonly lowerBound: boolean
+  /** Tenants whose prune stopped early (a bound in its `stoppedBy`: see each tenant's report). */
+  readonly stopped: number
   readonly kept: number
   readonly active: number
   readonly errors: number
@@ -105,7 +130,7 @@ export interface PruneTotal {
 }
 
 export const pruneTotal = (outcomes: ReadonlyArray<TenantOutcome>): PruneTotal => {
-  const total = { tenants: outcomes.length, removed: 0, bytes: 0, lowerBound: false, kept: 0, active: 0, errors: 0, refused: 0, busy: 0 }
+  const total = { tenants: outcomes.length, removed: 0, bytes: 0, apparentBytes: 0, lowerBound: false, stopped: 0, kept: 0, active: 0, errors: 0, refused: 0, busy: 0 }
   for (const o of outcomes) {
     if ("notPruned" in o) {
       total.refused++
@@ -119,9 +144,13 @@ export const pruneTotal = (outcomes: ReadonlyArray<TenantOutcome>): PruneTotal =
     const r = o.report
     total.removed += r.removed.length
     for (const x of r.removed) {
-      if (x.bytes === null) total.lowerBound = true
-      else total.bytes += x.bytes
+      if (x.bytes === null || x.apparentBytes === null) total.lowerBound = true
+      else {
+        total.bytes += x.bytes
+        total.apparentBytes += x.apparentBytes
+      }
     }
+    if (r.stoppedBy.length > 0) total.stopped++
     total.kept += r.kept.length
     total.active += r.active.length
     total.errors += r.errors.length
@@ -132,13 +161,19 @@ export const pruneTotal = (outcomes: ReadonlyArray<TenantOutcome>): PruneTotal =
 
 export const renderTotal = (dryRun: boolean, t: PruneTotal): Shown => {
   const extra = [
+    t.stopped > 0 ? `${t.stopped} stopped early (see above)` : "",
     t.busy > 0 ? `${t.busy} busy` : "",
     t.refused > 0 ? `${t.refused} refused` : "",
     t.errors > 0 ? `${t.errors} error${t.errors === 1 ? "" : "s"}` : ""
   ].filter((x) => x !== "")
   const runs = `${t.removed} run${t.removed === 1 ? "" : "s"}`
   const tenants = `${t.tenants} tenant${t.tenants === 1 ? "" : "s"}`
-  return txt`Total: ${dryRun ? "would remove" : "removed"} ${runs} (${t.lowerBound ? "≥ " : ""}${formatBytes(t.bytes)}) in ${tenants}; kept ${t.kept}, active ${t.active}${extra.length > 0 ? `; ${extra.join(", ")}` : ""}.\n`
+  const bound = t.lowerBound ? "≥ " : ""
+  // No size known at all is said so, never "≥ 0 B".
+  const sizes = t.lowerBound && t.bytes === 0 && t.apparentBytes === 0
+    ? "sizes unknown"
+    : `${bound}${formatBytes(t.bytes)} on disk, ${bound}${formatBytes(t.apparentBytes)} apparent`
+  return txt`Total: ${dryRun ? "would remove" : "removed"} ${runs} (${sizes}) in ${tenants}; kept ${t.kept}, active ${t.active}${extra.length > 0 ? `; ${extra.join(", ")}` : ""}.\n`
 }
 
 /** The exit code a set of outcomes earns: refused (3) over failures (1) over ok. */
@@ -194,7 +229,10 @@ export const prune = (ctx: CliContext, flags: PruneFlags) =>
     const decoded = decodeRetentionInput({
       ...(flags.maxAgeMs !== undefined ? { maxAgeMs: flags.maxAgeMs } : {}),
       ...(flags.maxRuns !== undefined ? { maxInactiveRuns: flags.maxRuns } : {}),
-      ...(flags.maxBytes !== undefined ? { maxBytes: flags.maxBytes } : {})
+      ...(flags.maxBytes !== undefined ? { maxBytes: flags.maxBytes } : {}),
+      ...(flags.maxScannedRuns !== undefined ? { maxScannedRuns: flags.maxScannedRuns } : {}),
+      ...(flags.maxEntries !== undefined ? { maxEntries: flags.maxEntries } : {}),
+      ...(flags.maxDepth !== undefined ? { maxDepth: flags.maxDepth } : {})
     })
     if (decoded._tag === "Left") return yield* usageError(ctx, decoded.left.message)
     const input: RetentionInput = decoded.right

@@ -8,10 +8,10 @@ import * as Effect from "effect/Effect"
 import type { AgentDirSource } from "../../domain/AgentPaths.js"
 import type { WebDataRootSource } from "../../domain/WebPaths.js"
 import { walkerInUse } from "../../layers/node/walkers.js"
-import type { Size } from "../../services/Inventory.js"
+import type { InventoryOptions, Size } from "../../services/Inventory.js"
 import { type StatusDocument, statusDocument } from "../../services/internal/statusDocument.js"
 import { type CliContext, notADirectory, out, printJson, withStack } from "../context.js"
-import { countOf, formatAge, formatEntries, formatSize, joinShown, type Shown, trimEnd, severitySummary, table, txt } from "../format.js"
+import { countOf, formatAge, formatApparent, formatEntries, formatSize, joinShown, type Shown, stoppedLines, trimEnd, severitySummary, table, txt } from "../format.js"
 
 export type { StatusDocument }
 
@@ -28,7 +28,9 @@ const WEB_SOURCE_LABEL: Record<WebDataRootSource, string> = {
   default: "default"
 }
 
-const tierCell = (size: Size | null) => (size === null ? "-" : `${formatSize(size)} (${formatEntries(size)})`)
+/** An extension tier's size: disk usage, then apparent size and entries; "-" when the tier is absent. */
+const tierCell = (size: Size | null): string =>
+  size === null ? "-" : size.measured === false ? formatSize(size) : `${formatSize(size)} (${formatApparent(size)} apparent, ${formatEntries(size)})`
 
 export const renderStatus = (ctx: CliContext, doc: StatusDocument): Shown => {
   const { paint } = ctx
@@ -66,7 +68,8 @@ export const renderStatus = (ctx: CliContext, doc: StatusDocument): Shown => {
         { header: "INACTIVE", align: "right" },
         { header: "UNOWNED", align: "right" },
         { header: "ENTRIES", align: "right" },
-        { header: "SIZE", align: "right" },
+        { header: "DISK", align: "right" },
+        { header: "APPARENT", align: "right" },
         { header: "OLDEST USE" }
       ],
       doc.tenants.map((t) => [
@@ -77,6 +80,7 @@ export const renderStatus = (ctx: CliContext, doc: StatusDocument): Shown => {
         t.unowned > 0 ? paint("yellow", t.unowned) : 0,
         formatEntries(t.size),
         formatSize(t.size),
+        formatApparent(t.size),
         t.oldestLastUsedAt === null ? "-" : formatAge(t.oldestLastUsedAt, doc.scannedAt)
       ])
     )))
@@ -93,7 +97,7 @@ export const renderStatus = (ctx: CliContext, doc: StatusDocument): Shown => {
     lines.push(blank, paint("yellow", `${doc.errors.length} entr${doc.errors.length === 1 ? "y" : "ies"} could not be read:`))
     for (const e of doc.errors) lines.push(txt`  ${e.message}`)
   }
-  if (hasLowerBound(doc)) lines.push(paint("dim", "Sizes marked ≥ are lower bounds: the scan budget ran out."))
+  lines.push(...stoppedLines(paint, doc.stoppedBy))
   return txt`${joinShown(lines, "\n")}\n`
 }
 
@@ -108,14 +112,13 @@ const webExtensionLines = (ctx: CliContext, doc: StatusDocument): ReadonlyArray<
     ))
   ]
 
-const hasLowerBound = (doc: StatusDocument): boolean =>
-  doc.tenants.some((t) => !t.size.complete) ||
-  [...doc.extensions, ...doc.webExtensions].some((e) => e.config?.complete === false || e.state?.complete === false || e.cache?.complete === false)
-
-export const status = (ctx: CliContext, options: { readonly json: boolean; readonly webDataRoot?: string | undefined }) =>
+export const status = (
+  ctx: CliContext,
+  options: { readonly json: boolean; readonly webDataRoot?: string | undefined; readonly limits?: InventoryOptions | undefined }
+) =>
   withStack(ctx, (s) =>
     Effect.gen(function*() {
-      const report = yield* (yield* s.Status).status(options.webDataRoot === undefined ? {} : { webDataRoot: options.webDataRoot })
+      const report = yield* (yield* s.Status).status({ ...options.limits, ...(options.webDataRoot === undefined ? {} : { webDataRoot: options.webDataRoot }) })
       if (report.notADirectory !== null) return yield* notADirectory(ctx, report.agentDir, report.notADirectory)
       const doc = statusDocument(report, walkerInUse((yield* s.StorageConfig).walker))
       yield* options.json ? printJson(doc) : out(renderStatus(ctx, doc))

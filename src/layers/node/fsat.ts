@@ -19,7 +19,8 @@ export type FsatPath = string | Uint8Array
 export interface Fsat {
   /**
    * Measure a tree on the calling thread, visiting at most `cap` entries, listing no directory of more than
-   * `cap` names, visiting no entry after `maxMs`: 0 with [entries, bytes, complete (1 or 0)] in `out`; 1 when
+   * `cap` names, visiting no entry after `maxMs`: 0 with [entries, disk usage, complete (1 or 0), apparent
+   * size, file bytes] in `out` (FileSystem `TreeMeasure`); 1 when
    * it stopped at one of those limits below `maxEntries` (measure it with `measureTree`); [negative errno,
    * syscall, path] when the walk failed; a negative errno for bad arguments. Missing from an addon built
    * before it existed.
@@ -29,26 +30,29 @@ export interface Fsat {
   readonly measureTreeSync?: (path: FsatPath, maxEntries: number, maxDepth: number, cap: number, maxMs: number, out: Float64Array) => number | readonly [number, string, string]
   /**
    * Queue a whole measuring walk on the libuv thread pool; 0 when queued (else a negative errno, and no
-   * callback). The callback gets `(0, entries, complete, bytes)` or `(-errno, syscall, path, 0)`. Setting
-   * `cancel[0]` stops the walk at its next entry (answer ECANCELED).
+   * callback). The callback gets `(0, entries, complete, bytes, apparentBytes, fileBytes)` or `(-errno, syscall,
+   * path, 0, 0, 0)`. Setting `cancel[0]` stops the walk at its next entry (answer ECANCELED).
    */
   readonly measureTree?: (
     path: FsatPath,
     maxEntries: number,
     maxDepth: number,
-    callback: (answer: number, a: number | string, b: boolean | string, bytes: number) => void,
+    callback: (answer: number, a: number | string, b: boolean | string, bytes: number, apparentBytes: number, fileBytes: number) => void,
     cancel?: Int32Array
   ) => number
+  /** The version of the removal calls' answers (fsat.c REMOVE_VERSION); missing before it existed (then they answered file bytes only). */
+  readonly removeVersion?: number
   /**
    * Queue a whole removal walk on the libuv thread pool; 0 when queued (else a negative errno, and no
-   * callback). The callback gets `(0, removedEntries, complete, removedBytes)` or `(-errno, syscall, path, 0)`;
-   * a removal that met a mount point gets `(-EXDEV, "mount", mountPoint, removedBytes)` after removing the rest.
+   * callback). The callback gets `(0, removedEntries, complete, removedBytes, removedApparentBytes, …)` or
+   * `(-errno, syscall, path, 0, 0, …)`; a removal that met a mount point gets `(-EXDEV, "mount", mountPoint,
+   * removedBytes, removedApparentBytes, …)` after removing the rest.
    */
   readonly removeTree: (
     path: FsatPath,
     maxEntries: number,
     maxDepth: number,
-    callback: (answer: number, a: number | string, b: boolean | string, removedBytes: number) => void
+    callback: (answer: number, a: number | string, b: boolean | string, removedBytes: number, removedApparentBytes: number) => void
   ) => number
   /**
    * Queue several removal walks as one piece of thread-pool work (each exactly `removeTree`'s, in order;
@@ -60,7 +64,7 @@ export interface Fsat {
     paths: ReadonlyArray<FsatPath>,
     maxEntries: ReadonlyArray<number>,
     maxDepths: ReadonlyArray<number>,
-    callback: (index: number, answer: number, a: number | string, b: boolean | string, removedBytes: number) => void
+    callback: (index: number, answer: number, a: number | string, b: boolean | string, removedBytes: number, removedApparentBytes: number) => void
   ) => number
   /**
    * Queue syncfs(2) of the file system holding the directory `path` on the thread pool; 0 when queued (else

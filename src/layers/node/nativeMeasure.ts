@@ -31,8 +31,8 @@ export const SYNC_MS = 2
 
 type NativeMeasure = Required<Pick<Fsat, "measureTree" | "measureTreeSync">>
 
-/** The measure calls' version this module calls them by (fsat.c MEASURE_VERSION). */
-export const MEASURE_VERSION = 2
+/** The measure calls' version this module calls them by (fsat.c MEASURE_VERSION: 3 answers disk usage beside apparent size). */
+export const MEASURE_VERSION = 3
 
 /**
  * The native measure, or undefined for an addon built from other sources (a stale build/: without the
@@ -41,17 +41,17 @@ export const MEASURE_VERSION = 2
 export const makeNativeMeasure = (fsat: Fsat, syncEntries = SYNC_ENTRIES, syncMs = SYNC_MS) => {
   if (fsat.measureVersion !== MEASURE_VERSION || typeof fsat.measureTree !== "function" || typeof fsat.measureTreeSync !== "function") return undefined
   const native = fsat as Fsat & NativeMeasure
-  const out = new Float64Array(3)
+  const out = new Float64Array(5)
   const failure = (root: string, errno: number, syscall: string, path: string): FileSystemError =>
     toFileSystemError("measureTree", root, fsatError(syscall, path, errno))
 
   const onThreadPool = (root: string, budget: WalkBudget): Effect.Effect<TreeMeasure, FileSystemError> =>
     Effect.async<TreeMeasure, FileSystemError>((resume) => {
       const cancel = new Int32Array(1)
-      const queued = native.measureTree(osPath(root), budget.maxEntries, budget.maxDepth, (answer, a, b, bytes) => {
+      const queued = native.measureTree(osPath(root), budget.maxEntries, budget.maxDepth, (answer, a, b, bytes, apparentBytes, fileBytes) => {
         resume(
           answer === 0
-            ? Effect.succeed({ bytes, entries: a as number, complete: b as boolean })
+            ? Effect.succeed({ bytes, apparentBytes, fileBytes, entries: a as number, complete: b as boolean })
             : Effect.fail(failure(root, answer, String(a), String(b)))
         )
       }, cancel)
@@ -66,7 +66,7 @@ export const makeNativeMeasure = (fsat: Fsat, syncEntries = SYNC_ENTRIES, syncMs
   return (root: string, budget: WalkBudget): Effect.Effect<TreeMeasure, FileSystemError> =>
     Effect.suspend(() => {
       const answer = native.measureTreeSync(osPath(root), budget.maxEntries, budget.maxDepth, syncEntries, syncMs, out)
-      if (answer === 0) return Effect.succeed({ bytes: out[1]!, entries: out[0]!, complete: out[2] === 1 })
+      if (answer === 0) return Effect.succeed({ bytes: out[1]!, apparentBytes: out[3]!, fileBytes: out[4]!, entries: out[0]!, complete: out[2] === 1 })
       if (answer === 1) return onThreadPool(root, budget)
       if (typeof answer === "number") return Effect.fail(failure(root, answer, "measureTree", root))
       return Effect.fail(failure(root, answer[0], answer[1], answer[2]))

@@ -29,10 +29,20 @@ import { crossedMount } from "./syncWalk.js"
  */
 export const BATCH_MAX = 8
 
-/** The answer of one walk: `(0, removedEntries, complete, removedBytes)` or `(-errno, syscall, path, bytes)`. */
-const outcome = (root: string, answer: number, a: number | string, b: boolean | string, removedBytes: number): Either.Either<TreeRemoval, FileSystemError> =>
+/** The removal calls' answers this module reads (fsat.c REMOVE_VERSION: 2 answers disk usage beside apparent size). */
+export const REMOVE_VERSION = 2
+
+/** The answer of one walk: `(0, removedEntries, complete, removedBytes, removedApparentBytes)` or `(-errno, syscall, path, …)`. */
+const outcome = (
+  root: string,
+  answer: number,
+  a: number | string,
+  b: boolean | string,
+  removedBytes: number,
+  removedApparentBytes: number
+): Either.Either<TreeRemoval, FileSystemError> =>
   answer === 0
-    ? Either.right({ removedEntries: a as number, complete: b as boolean, removedBytes })
+    ? Either.right({ removedEntries: a as number, complete: b as boolean, removedBytes, removedApparentBytes })
     : a === CROSSED_MOUNT_SYSCALL
     ? Either.left(toFileSystemError("removeTree", root, crossedMount(String(b))))
     : Either.left(toFileSystemError("removeTree", root, fsatError(String(a), String(b), answer)))
@@ -58,9 +68,9 @@ export const makeNativeRemover = (fsat: Fsat, size = DEFAULT_REMOVER_THREADS, ba
   }
 
   const startOne = (w: Waiting) => {
-    const queued = fsat.removeTree(osPath(w.root), w.budget.maxEntries, w.budget.maxDepth, (answer, a, b, removedBytes) => {
+    const queued = fsat.removeTree(osPath(w.root), w.budget.maxEntries, w.budget.maxDepth, (answer, a, b, removedBytes, removedApparentBytes) => {
       finished()
-      w.resume(outcome(w.root, answer, a, b, removedBytes))
+      w.resume(outcome(w.root, answer, a, b, removedBytes, removedApparentBytes))
     })
     if (queued !== 0) {
       finished()
@@ -73,12 +83,12 @@ export const makeNativeRemover = (fsat: Fsat, size = DEFAULT_REMOVER_THREADS, ba
       batch.map((w) => osPath(w.root)),
       batch.map((w) => w.budget.maxEntries),
       batch.map((w) => w.budget.maxDepth),
-      (index, answer, a, b, removedBytes) => {
+      (index, answer, a, b, removedBytes, removedApparentBytes) => {
         const w = batch[index]!
         // Every walk of the batch has ended before the first answer is called (one completion for the whole
         // batch): free the slot then, so an answer that throws cannot keep it taken.
         if (index === 0) finished()
-        w.resume(outcome(w.root, answer, a, b, removedBytes))
+        w.resume(outcome(w.root, answer, a, b, removedBytes, removedApparentBytes))
       }
     )
     if (queued !== 0) {

@@ -31,7 +31,7 @@ import { bytesOfName, hasEscapedBytes } from "../../domain/NameBytes.js"
 import { WALK_WINDOW } from "../../domain/WalkDepth.js"
 import type { TreeMeasure, TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
 import { listDirectory, osPath } from "./osPath.js"
-import { crossedMount, finished, movedDirectory, type SyncWalk, unlessMissing, type Walker } from "./syncWalk.js"
+import { crossedMount, finished, makeTally, movedDirectory, type OwnSizes, ownSizes, type SyncWalk, unlessMissing, type Walker } from "./syncWalk.js"
 
 const DIR_FLAGS = fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW
 
@@ -110,6 +110,8 @@ interface Dir {
   readonly dev: number
   readonly ino: number
   readonly mountId: number | undefined
+  /** Its own sizes as its descriptor says when opened (a removal counts them once it is removed). */
+  readonly own: OwnSizes
 }
 
 /** A directory on the walk's path. Out of the window it holds no descriptor and no listing. */
@@ -122,6 +124,7 @@ interface Level {
   readonly dev: number
   readonly ino: number
   readonly mountId: number | undefined
+  readonly own: OwnSizes
   readonly depth: number
   /** What it has left to visit. */
   entries: ReadonlyArray<fs.Dirent>
@@ -155,8 +158,9 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
   /** Identify what `fd` holds; the descriptor is closed if that fails. */
   const dirOf = (fd: number, path: string | undefined, report: string | (() => string)): Dir => {
     try {
-      const { dev, ino } = fs.fstatSync(fd)
-      return { fd, path, base: procFd ? `/proc/self/fd/${fd}` : path!, dev, ino, mountId: procFd ? mountIdOf(fd) : undefined }
+      const stats = fs.fstatSync(fd)
+      const { dev, ino } = stats
+      return { fd, path, base: procFd ? `/proc/self/fd/${fd}` : path!, dev, ino, mountId: procFd ? mountIdOf(fd) : undefined, own: ownSizes(stats) }
     } catch (cause) {
       fs.closeSync(fd)
       return at("fstat", report, () => {
@@ -195,6 +199,7 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
       dev: dir.dev,
       ino: dir.ino,
       mountId: dir.mountId,
+      own: dir.own,
       depth,
       entries,
       index: 0,
@@ -324,13 +329,14 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
   const startMeasure = (root: string, budget: WalkBudget): SyncWalk<TreeMeasure> => {
     const opened = openDirectory(root, root)
     if (typeof opened !== "number") {
-      const stats = fs.lstatSync(osPath(root)) // a link or file measures itself; a missing root fails
-      return finished({ bytes: stats.isFile() ? stats.size : 0, entries: 0, complete: true })
+      // A link or file measures itself (never a link's target), as du does; a missing root fails.
+      return finished({ ...ownSizes(fs.lstatSync(osPath(root))), entries: 0, complete: true })
     }
     const rootDir = dirOf(opened, root, root)
     const rootEntries = listOrClose(rootDir, root)
-    if (rootEntries === "gone") return finished({ bytes: 0, entries: 0, complete: true })
-    let bytes = 0
+    const tally = makeTally()
+    tally.add(rootDir.own)
+    if (rootEntries === "gone") return finished({ ...tally.total, entries: 0, complete: true })
     let entries = 0
     let complete = true
     const walk = makePath(root, rootDir, rootEntries)
@@ -350,28 +356,26 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
           return true
         }
         const entry = top.entries[top.index++]!
-        // The directory entry's type saves an lstat for everything but regular files (whose size we need)
-        // and entries whose type the filesystem does not report.
-        let isFile = entry.isFile()
+        // The directory entry's type saves an lstat for directories (their sizes come from the descriptor the
+        // walk opens); everything else is lstat'ed for its sizes.
         let isDirectory = entry.isDirectory()
-        if (isFile || (!isDirectory && !entry.isSymbolicLink() && !entry.isFIFO() && !entry.isSocket() &&
-          !entry.isBlockDevice() && !entry.isCharacterDevice())) {
+        if (!isDirectory) {
           // By absolute path while it is short: half the CPU of a lookup through /proc per entry, and a read
           // only (a racing swap can change a number, never what is descended or deleted).
           const stats = at("lstat", () => walk.pathOf(i, entry.name), () => fs.lstatSync(osPath(`${top.path ?? top.base}/${entry.name}`), { throwIfNoEntry: false }))
           if (stats === undefined) continue // removed while we walked
-          isFile = stats.isFile()
           isDirectory = stats.isDirectory()
-          if (isFile) bytes += stats.size
+          if (!isDirectory) tally.addEntry(stats)
         }
         entries++
         if (!isDirectory) continue
         const child = walk.openChild(i, entry.name)
         if (child === "gone" || child === "notDirectory") continue
         if (child === "mount") {
-          complete = false // its contents are not counted: the measure is a lower bound
+          complete = false // its contents (and its sizes: another file system's) are not counted: the measure is a lower bound
           continue
         }
+        tally.add(child.own)
         const children = walk.entriesOf(i, entry.name, child)
         if (children === "gone") {
           fs.closeSync(child.fd)
@@ -389,7 +393,7 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
       fs.closeSync(walk.pop().fd!)
       return levels.length === 0
     }
-    return { step, result: () => ({ bytes, entries, complete }), close: walk.close }
+    return { step, result: () => ({ ...tally.total, entries, complete }), close: walk.close }
   }
 
   /** A root's listing; its descriptor is closed when that fails or it is gone. */
@@ -412,26 +416,28 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
         { code: "ENOTSUP", path: root, syscall: "removeTree" }
       )
     }
+    const nothing = (complete: boolean): TreeRemoval => ({ removedEntries: 0, complete, removedBytes: 0, removedApparentBytes: 0 })
     const opened = openDirectory(root, root)
-    if (opened === "gone") return finished({ removedEntries: 0, complete: true, removedBytes: 0 })
+    if (opened === "gone") return finished(nothing(true))
     if (opened === "notDirectory") {
       // A link or file root: unlink the entry itself (never a link's target). The root is not counted as an
-      // entry; a regular file's bytes are, as its measure counts them.
+      // entry; its sizes are, as its measure counts them.
       const stats = fs.lstatSync(osPath(root), { throwIfNoEntry: false })
       const unlinked = at("unlink", root, () => unlessMissing(() => fs.unlinkSync(osPath(root))))
-      return finished({ removedEntries: 0, complete: true, removedBytes: unlinked && stats?.isFile() === true ? stats.size : 0 })
+      const own = unlinked && stats !== undefined ? ownSizes(stats) : { bytes: 0, apparentBytes: 0 }
+      return finished({ removedEntries: 0, complete: true, removedBytes: own.bytes, removedApparentBytes: own.apparentBytes })
     }
     const rootDir = dirOf(opened, root, root)
     const rootEntries = listOrClose(rootDir, root)
-    if (rootEntries === "gone") return finished({ removedEntries: 0, complete: true, removedBytes: 0 })
+    if (rootEntries === "gone") return finished(nothing(true))
     const walk = makePath(root, rootDir, rootEntries)
     const { levels } = walk
     if (budget.maxDepth < 1 && rootEntries.length > 0) {
       walk.close()
-      return finished({ removedEntries: 0, complete: false, removedBytes: 0 })
+      return finished(nothing(false))
     }
     let removed = 0
-    let removedBytes = 0
+    const tally = makeTally()
     let complete = true
     /** The first mount point met: never crossed, reported when the walk ends. */
     let mountPoint: string | undefined
@@ -454,14 +460,12 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
           }
           const dirent = top.entries[top.index++]!
           if (!dirent.isDirectory()) {
-            // Files, symlinks and anything else: unlink the entry itself. A regular file's size is read first
-            // (through the opened directory, never a link) and counts once it is unlinked.
-            const size = dirent.isFile()
-              ? at("lstat", () => walk.pathOf(i, dirent.name), () => fs.lstatSync(osPath(`${top.base}/${dirent.name}`), { throwIfNoEntry: false }))
-              : undefined
+            // Files, symlinks and anything else: unlink the entry itself. Its sizes are read first (through
+            // the opened directory, never a link) and count once it is unlinked.
+            const stats = at("lstat", () => walk.pathOf(i, dirent.name), () => fs.lstatSync(osPath(`${top.base}/${dirent.name}`), { throwIfNoEntry: false }))
             if (removeEntry(i, dirent.name, false)) {
               removed++
-              if (size?.isFile() === true) removedBytes += size.size
+              if (stats !== undefined) tally.addEntry(stats)
             }
             continue
           }
@@ -485,7 +489,10 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
           }
           if (children.length === 0) {
             fs.closeSync(child.fd)
-            if (removeEntry(i, dirent.name, true)) removed++
+            if (removeEntry(i, dirent.name, true)) {
+              removed++
+              tally.add(child.own)
+            }
             continue
           }
           if (top.depth + 2 > budget.maxDepth) {
@@ -504,18 +511,20 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
       if (done.blocked) {
         if (parent !== undefined) parent.blocked = true
       } else if (parent === undefined) {
-        at("rmdir", root, () => unlessMissing(() => fs.rmdirSync(osPath(root)))) // the root is not counted against the budget
+        // The root is not counted against the budget; its sizes are, as du counts them.
+        if (at("rmdir", root, () => unlessMissing(() => fs.rmdirSync(osPath(root))))) tally.add(done.own)
       } else if (removed >= budget.maxEntries) {
         complete = false
         return true
       } else if (removeEntry(levels.length - 1, done.name, true)) {
         removed++
+        tally.add(done.own)
       }
       return levels.length === 0
     }
     const result = (): TreeRemoval => {
       if (mountPoint !== undefined) throw crossedMount(mountPoint)
-      return { removedEntries: removed, complete, removedBytes }
+      return { removedEntries: removed, complete, removedBytes: tally.total.bytes, removedApparentBytes: tally.total.apparentBytes }
     }
     return { step, result, close: walk.close }
   }

@@ -21,6 +21,51 @@ export interface Walker {
   readonly startRemoval: (root: string, budget: WalkBudget) => SyncWalk<TreeRemoval>
 }
 
+/** What `lstat`/`fstat` says of an entry that a walk's sizes need. */
+export interface SizedStats {
+  readonly dev: number
+  readonly ino: number
+  readonly nlink: number
+  readonly size: number
+  readonly blocks: number
+  isFile(): boolean
+}
+
+/** An entry's own sizes (FileSystem `TreeSizes`) and, for a regular file, its `fileBytes`. */
+export interface OwnSizes {
+  readonly bytes: number
+  readonly apparentBytes: number
+  readonly fileBytes: number
+}
+
+export const ownSizes = (st: SizedStats): OwnSizes => ({ bytes: st.blocks * 512, apparentBytes: st.size, fileBytes: st.isFile() ? st.size : 0 })
+
+/**
+ * The sizes a walk adds up, as `du` does (FileSystem `TreeMeasure`): an inode of more than one link once per
+ * walk. The set of such inodes is made at the first one, so a tree without hard links pays one comparison per
+ * file. A removal counts only what it unlinked, so an inode's other names, met later with one link fewer, are
+ * found in the set too.
+ */
+export const makeTally = () => {
+  let linked: Set<string> | undefined
+  const total = { bytes: 0, apparentBytes: 0, fileBytes: 0 }
+  const add = (own: OwnSizes) => {
+    total.bytes += own.bytes
+    total.apparentBytes += own.apparentBytes
+    total.fileBytes += own.fileBytes
+  }
+  /** Count a non-directory unless this walk counted its inode already. */
+  const addEntry = (st: SizedStats) => {
+    if (st.nlink > 1 || linked !== undefined) {
+      const key = `${st.dev}:${st.ino}`
+      if (linked?.has(key) === true) return
+      if (st.nlink > 1) (linked ??= new Set()).add(key)
+    }
+    add(ownSizes(st))
+  }
+  return { total, add, addEntry }
+}
+
 /** A walk whose answer was known before it started (a file root, a vanished one). */
 export const finished = <A>(value: A): SyncWalk<A> => ({ step: () => true, result: () => value, close: () => {} })
 

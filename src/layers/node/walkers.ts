@@ -15,7 +15,7 @@ import type { FileSystem, TreeMeasure, TreeRemoval, WalkBudget } from "../../ser
 import type { WalkerChoice } from "../../services/StorageConfig.js"
 import { type Fsat, type FsatPath, fsatAddon } from "./fsat.js"
 import { makeNativeMeasure, MEASURE_VERSION } from "./nativeMeasure.js"
-import { makeNativeRemover } from "./nativeRemove.js"
+import { makeNativeRemover, REMOVE_VERSION } from "./nativeRemove.js"
 import { pathWalker } from "./pathWalk.js"
 import { scopedRemover } from "./remover.js"
 import { runWalk } from "./support.js"
@@ -80,6 +80,27 @@ const nativeRemoval = (remover: ReturnType<typeof makeNativeRemover>) => ({ remo
 
 const removeOnEventLoop = (root: string, budget: WalkBudget) => runWalk("removeTree", root, () => pathWalker.startRemoval(root, budget))
 
+/** The portable removal on remover threads of the scope (remover.ts). */
+const portableRemoval = (removerThreads: number) =>
+  Effect.map(scopedRemover(removerThreads), (remover) => ({ removeTree: remover.remove(removeOnEventLoop) }))
+
+/**
+ * The C removal, or for an addon built from other sources (a stale build/ whose removal answers file bytes
+ * only) the portable one, with a NativeAddonStale warning: a removal's sizes are then still what
+ * `measureTree` counts, until the addon is rebuilt.
+ */
+export const nativeRemovalOrPortable = (fsat: Fsat, removerThreads: number): Effect.Effect<Pick<Walks, "removeTree" | "removeTreeEach">, never, Scope.Scope> =>
+  fsat.removeVersion === REMOVE_VERSION
+    ? Effect.succeed(nativeRemoval(makeNativeRemover(fsat, removerThreads)))
+    : Effect.zipRight(
+      warn({
+        _tag: "NativeAddonStale",
+        missing: `removeTree (version ${REMOVE_VERSION})`,
+        message: `the native addon was built from other sources (no removeTree version ${REMOVE_VERSION}): trees are removed portably until it is rebuilt (\`npm rebuild pi-agent-storage\` where it is installed, \`npm run install\` in its checkout)`
+      }),
+      portableRemoval(removerThreads)
+    )
+
 /**
  * The walks of a choice, with at most `removerThreads` removals at once. The portable walks' remover threads
  * belong to the scope: closing it stops them.
@@ -98,7 +119,7 @@ export const makeWalks = (choice: WalkerChoice, removerThreads: number): Effect.
       }
       return {
         measureTree: yield* nativeMeasureOrPortable(loaded.fsat),
-        ...nativeRemoval(makeNativeRemover(loaded.fsat, removerThreads)),
+        ...(yield* nativeRemovalOrPortable(loaded.fsat, removerThreads)),
         // An addon built before syncFs existed (a stale build/) still walks natively, and syncs portably.
         syncFileSystem: typeof loaded.fsat.syncFs === "function" ? makeNativeSync(loaded.fsat) : portableSync,
         snapshot: nativeSnapshotCalls(loaded.fsat),
@@ -106,10 +127,9 @@ export const makeWalks = (choice: WalkerChoice, removerThreads: number): Effect.
         exchange: loaded.fsat.exchange
       } satisfies Walks
     }
-    const remover = yield* scopedRemover(removerThreads)
     return {
       measureTree: measureOnEventLoop,
-      removeTree: remover.remove(removeOnEventLoop),
+      ...(yield* portableRemoval(removerThreads)),
       syncFileSystem: portableSync
     } satisfies Walks
   })

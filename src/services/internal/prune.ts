@@ -5,7 +5,9 @@
  * protocol. A run removed by age or count is never walked twice: its removal walk counts its bytes (issue
  * 18: measuring every run first cost a prune twice the CPU of `rm -rf`). One bad run never fails the prune.
  * Once the entry budget is spent no run is walked: those are "not measured" (never over budget), and the run
- * whose walk the budget ran out in is the one named as cut short (README "Retention").
+ * whose walk the budget ran out in is the one named as cut short (README "Retention"). Sizes are disk usage
+ * beside apparent size (FileSystem `TreeMeasure`), and every bound that stopped the prune early is in
+ * `stoppedBy` with how much it left.
  */
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
@@ -17,6 +19,8 @@ import type { FileSystemError, UnsafeRoot } from "../../domain/Errors.js"
 import { isPastMaxAge, NOT_MEASURED, type PlanDecision, planMeasuring, type RunFacts, type RunSize } from "../../domain/PrunePlan.js"
 import { type CutShortRun, emptyPruneReport, type PruneError, type PruneReport, type UnreadableRecord } from "../../domain/PruneReport.js"
 import type { RetentionPolicy } from "../../domain/Retention.js"
+import { pruneDepthStopped, pruneEntriesStopped, pruneScanStopped } from "../../domain/StoppedBy.js"
+import type { TreeSizes } from "../FileSystem.js"
 import { type Deps, fsClockOf } from "./deps.js"
 import { lstatEach } from "./each.js"
 import { tenantProbe } from "./fsClock.js"
@@ -235,6 +239,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     })
     report.truncated = scan.truncated
     report.scannedRuns = Math.min(scan.candidates, policy.maxScannedRuns)
+    if (scan.truncated) report.stoppedBy.push(pruneScanStopped(policy.maxScannedRuns, scan.candidates))
     const runs: Array<RunFacts> = []
     /** Runs with a lease proven dead; the leases are re-judged under the run's marker before removal. */
     const deadLeases = new Set<string>()
@@ -275,7 +280,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     yield* lastWritten(deps, tenant.dev, runs, scan.items, now)
     // Only the runs whose fate depends on their size are walked before the plan, sharing the entry budget.
     const planning = planMeasuring({ runs, policy, now })
-    const budget = { remaining: policy.maxEntries }
+    const budget: Budget = { remaining: policy.maxEntries, byEntries: new Set(), byDepth: new Set() }
     /** Why each cut-short walk stopped; and the runs not walked because the budget was spent first. */
     const cuts = new Map<string, Cut>()
     const notWalked = new Set<string>()
@@ -286,7 +291,6 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       planning.measured(measured.size)
     }
     const plan = planning.finish()
-    report.bytesAfter = plan.bytesAfter
     report.activeOverBudget = plan.activeOverBudget
     for (const d of plan.decisions) {
       if (d.action === "active") report.active.push(d.runId)
@@ -294,35 +298,62 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       if (notWalked.has(d.runId)) report.notMeasured.push(d.runId)
       const cut = cuts.get(d.runId)
       if (d.cutShort && cut !== undefined) {
-        report.cutShort.push({ _tag: cut._tag, runId: d.runId, path: d.path, active: d.action === "active", bytesAtLeast: d.bytesAtLeast, why: cut.why })
+        report.cutShort.push({
+          _tag: cut._tag,
+          runId: d.runId,
+          path: d.path,
+          active: d.action === "active",
+          bytesAtLeast: d.bytesAtLeast,
+          apparentBytesAtLeast: d.apparentBytesAtLeast,
+          why: cut.why
+        })
       }
     }
-    /** A victim's size for the report, when no removal walk will count it (dry run, skipped). */
-    const sizeOf = (d: PlanDecision): Effect.Effect<number | null> =>
-      d.measured ? Effect.succeed(d.bytes) : Effect.map(measureRun(deps, d.path, policy, budget, report), ({ size }) => (size.complete && size.walked !== false ? size.bytes : null))
-    if (input.dryRun) {
-      for (const runId of [...unreadableLeases.keys()]) reportLeases(runId, false)
-      for (const d of plan.remove) report.removed.push({ runId: d.runId, path: d.path, reason: d.reason!, bytes: yield* sizeOf(d) })
-      report.bytesBefore = totalBytes(report)
+    /** A victim's sizes for the report, when no removal walk will count them (dry run, skipped); `null` when not exact. */
+    const sizeOf = (d: PlanDecision): Effect.Effect<TreeSizes | null> =>
+      d.measured
+        ? Effect.succeed(d.bytes === null || d.apparentBytes === null ? null : { bytes: d.bytes, apparentBytes: d.apparentBytes })
+        : Effect.map(measureRun(deps, d.path, policy, budget, report), ({ size }) => (size.complete && size.walked !== false ? size : null))
+    const removedRun = (d: PlanDecision, sizes: TreeSizes | null) => ({
+      runId: d.runId,
+      path: d.path,
+      reason: d.reason!,
+      bytes: sizes?.bytes ?? null,
+      apparentBytes: sizes?.apparentBytes ?? null
+    })
+    /** The report's totals and its word on what stopped it early (`incomplete`, `stoppedBy`). */
+    const finish = (stayed: Stayed) => {
+      report.bytesAfter = plan.bytesAfter === null || stayed === null ? null : plan.bytesAfter + stayed.bytes
+      report.apparentBytesAfter = plan.apparentBytesAfter === null || stayed === null ? null : plan.apparentBytesAfter + stayed.apparentBytes
+      report.bytesBefore = totalOf(report.bytesAfter, report.removed.map((r) => r.bytes))
+      report.apparentBytesBefore = totalOf(report.apparentBytesAfter, report.removed.map((r) => r.apparentBytes))
+      if (budget.byEntries.size > 0) report.stoppedBy.push(pruneEntriesStopped(policy.maxEntries, budget.byEntries.size))
+      if (budget.byDepth.size > 0) report.stoppedBy.push(pruneDepthStopped(policy.maxDepth, budget.byDepth.size))
+      report.incomplete = report.cutShort.length > 0 || report.notMeasured.length > 0 || report.bytesBefore === null
       return report
     }
-    let skippedBytes: number | null = 0
+    if (input.dryRun) {
+      for (const runId of [...unreadableLeases.keys()]) reportLeases(runId, false)
+      for (const d of plan.remove) report.removed.push(removedRun(d, yield* sizeOf(d)))
+      return finish(NOTHING_STAYED)
+    }
+    /** The sizes of victims the protocol skipped (they stay); `null` once one is not exact. */
+    let skippedSizes: Stayed = NOTHING_STAYED
+    const stays = (sizes: TreeSizes | null) => {
+      skippedSizes = skippedSizes === null || sizes === null ? null : { bytes: skippedSizes.bytes + sizes.bytes, apparentBytes: skippedSizes.apparentBytes + sizes.apparentBytes }
+    }
     const prepared = plan.remove.length === 0 ? undefined : yield* Effect.either(prepareRemoval(deps, tenantDir))
     if (prepared?._tag === "Left") {
       // Nothing can be removed: every victim stays, so it is kept and its bytes stay in the total (never
       // undercounted), as for a victim the protocol skips below.
       report.errors.push({ _tag: "RemovalUnprepared", path: tenantDir, message: prepared.left.message })
-      let stayed: number | null = 0
       for (const victim of plan.remove) {
         report.skipped.push({ _tag: "RemovalUnprepared", runId: victim.runId, path: victim.path, why: prepared.left.message })
         report.kept.push(victim.runId)
-        const bytes = yield* sizeOf(victim)
-        stayed = stayed === null || bytes === null ? null : stayed + bytes
+        stays(yield* sizeOf(victim))
       }
-      if (report.bytesAfter !== null) report.bytesAfter = stayed === null ? null : report.bytesAfter + stayed
-      report.bytesBefore = totalBytes(report)
       for (const runId of [...unreadableLeases.keys()]) reportLeases(runId, false)
-      return report
+      return finish(skippedSizes)
     }
     // Deletions run while the next batch of victims goes through the protocol: the Node layer deletes off the event loop
     // (in C on the thread pool, or on a remover thread), so quarantining batch n+1 overlaps deleting batch n,
@@ -344,8 +375,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
         if (quarantined._tag === "Skipped") {
           report.skipped.push({ _tag: quarantined.skip, runId: victim.runId, path: victim.path, why: quarantined.why })
           report.kept.push(victim.runId)
-          const bytes = yield* sizeOf(victim)
-          skippedBytes = skippedBytes === null || bytes === null ? null : skippedBytes + bytes
+          stays(yield* sizeOf(victim))
           continue
         }
         deadLeases.delete(victim.runId)
@@ -361,15 +391,15 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       for (const [k, victim] of victims.entries()) {
         const outcome = outcomes[k]!
         const complete = outcome._tag === "Removed" && outcome.complete
-        // A victim not measured exactly (not walked, or its walk cut short) has the bytes its removal walk
+        // A victim not measured exactly (not walked, or its walk cut short) has the sizes its removal walk
         // counted; unknown when that walk was cut short too.
-        const bytes = victim.bytes !== null ? victim.bytes : complete && outcome._tag === "Removed" ? outcome.removedBytes : null
-        report.removed.push({ runId: victim.runId, path: victim.path, reason: victim.reason!, bytes })
+        const counted = complete && outcome._tag === "Removed" ? { bytes: outcome.removedBytes, apparentBytes: outcome.removedApparentBytes } : null
+        const measured = victim.bytes !== null && victim.apparentBytes !== null ? { bytes: victim.bytes, apparentBytes: victim.apparentBytes } : null
+        report.removed.push(removedRun(victim, measured ?? counted))
         if (outcome._tag === "Removed" && !outcome.complete) report.errors.push(notDeleted(victim.path, outcome))
       }
     }
-    if (report.bytesAfter !== null) report.bytesAfter = skippedBytes === null ? null : report.bytesAfter + skippedBytes
-    report.bytesBefore = totalBytes(report)
+    finish(skippedSizes)
     const removedLeases = yield* removeDeadLeases(deps, input, tenantDir, deadLeases, owned, report)
     for (const [runId, leases] of unreadableLeases) {
       for (const l of leases) {
@@ -425,6 +455,20 @@ interface Cut {
 }
 
 /**
+ * What is left of the tenant's entry budget, and the runs (by path) the bounds stopped: the entry budget before or
+ * during their walk, `maxDepth` (or a mount point) during it. `stoppedBy` counts them.
+ */
+interface Budget {
+  remaining: number
+  readonly byEntries: Set<string>
+  readonly byDepth: Set<string>
+}
+
+/** The sizes of victims that stayed after all (skipped), added to the plan's kept total; `null` when one is not exact. */
+type Stayed = TreeSizes | null
+const NOTHING_STAYED: Stayed = { bytes: 0, apparentBytes: 0 }
+
+/**
  * One measuring walk within what is left of the tenant's entry budget (README "Retention"). Once the budget is
  * spent a run is not walked at all: `NOT_MEASURED`, which is not over budget. A walk that stops early is cut
  * short (a failed walk too): its bytes are a lower bound, and `cut` says why — the budget running out during
@@ -434,36 +478,42 @@ const measureRun = (
   deps: Deps,
   path: string,
   policy: RetentionPolicy,
-  budget: { remaining: number },
+  budget: Budget,
   report: PruneReport
 ): Effect.Effect<{ readonly size: RunSize; readonly cut: Cut | undefined }> =>
   Effect.gen(function*() {
     const given = budget.remaining
     if (given <= 0) {
-      report.incomplete = true
+      budget.byEntries.add(path)
       return { size: NOT_MEASURED, cut: undefined }
     }
     const measured = yield* deps.fs.measureTree(path, { maxEntries: given, maxDepth: policy.maxDepth }).pipe(Effect.either)
     if (measured._tag === "Left") {
       report.errors.push({ _tag: "MeasureFailed", path, message: measured.left.message })
-      report.incomplete = true
-      return { size: { bytes: 0, complete: false }, cut: { _tag: "WalkFailed", why: `its size walk failed (${measured.left.message}): its size is unknown, counted as over the byte budget` } }
+      return {
+        size: { bytes: 0, apparentBytes: 0, complete: false },
+        cut: { _tag: "WalkFailed", why: `its size walk failed (${measured.left.message}): its size is unknown, counted as over the byte budget` }
+      }
     }
-    const { bytes, entries, complete } = measured.right
+    const { bytes, apparentBytes, entries, complete } = measured.right
     budget.remaining -= entries
-    if (complete) return { size: { bytes, complete }, cut: undefined }
-    report.incomplete = true
-    const cut: Cut = entries >= given
-      ? { _tag: "EntryBudget", why: `the tenant's entry budget (maxEntries ${policy.maxEntries}) ran out ${entries} entries into its walk: it holds at least ${bytes} bytes, and what was left unmeasured is counted as its own` }
-      : { _tag: "WalkStopped", why: `its walk stopped at maxDepth ${policy.maxDepth} or at a mount point after ${entries} entries: it holds at least ${bytes} bytes` }
-    return { size: { bytes, complete }, cut }
+    const size = { bytes, apparentBytes, complete }
+    if (complete) return { size, cut: undefined }
+    const atLeast = `at least ${bytes} bytes on disk (${apparentBytes} apparent)`
+    if (entries >= given) {
+      budget.byEntries.add(path)
+      return {
+        size,
+        cut: { _tag: "EntryBudget", why: `the tenant's entry budget (maxEntries ${policy.maxEntries}) ran out ${entries} entries into its walk: it holds ${atLeast}, and what was left unmeasured is counted as its own` }
+      }
+    }
+    budget.byDepth.add(path)
+    return { size, cut: { _tag: "WalkStopped", why: `its walk stopped at maxDepth ${policy.maxDepth} or at a mount point after ${entries} entries: it holds ${atLeast}` } }
   })
 
-/** Bytes before = what stays (kept, active, skipped) + what was removed; unknown when any part is. */
-const totalBytes = (report: PruneReport): number | null =>
-  report.bytesAfter === null || report.removed.some((r) => r.bytes === null)
-    ? null
-    : report.removed.reduce((total, r) => total + r.bytes!, report.bytesAfter)
+/** Before = what stays (kept, active, skipped) + what was removed; unknown when any part is. */
+const totalOf = (after: number | null, removed: ReadonlyArray<number | null>): number | null =>
+  after === null || removed.some((r) => r === null) ? null : removed.reduce<number>((total, r) => total + r!, after)
 
 /** Dead leases of kept runs are removed under that run's cleanup marker, re-judged there; the paths removed. */
 const removeDeadLeases = (

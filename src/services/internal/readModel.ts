@@ -47,13 +47,19 @@ export const DEFAULT_SCAN_MAX_ENTRIES = 100_000
 export class ScanBudget {
   scanned = 0
   truncated = false
+  /** Entries the scan saw but did not take (a lower bound of what it left unread: what they hold is unknown). */
+  unread = 0
   constructor(readonly maxEntries: number) {}
 
   /** Count `n` examined entries; false once the budget is spent (the scan then stops descending). */
   take(n = 1): boolean {
-    if (this.truncated) return false
+    if (this.truncated) {
+      this.unread += n
+      return false
+    }
     if (this.scanned + n > this.maxEntries) {
       this.truncated = true
+      this.unread += n
       return false
     }
     this.scanned += n
@@ -65,7 +71,10 @@ export class ScanBudget {
     const room = Math.max(0, this.maxEntries - this.scanned)
     const kept = entries.slice(0, room)
     this.take(kept.length)
-    if (kept.length < entries.length) this.truncated = true
+    if (kept.length < entries.length) {
+      this.truncated = true
+      this.unread += entries.length - kept.length
+    }
     return kept
   }
 }
@@ -251,7 +260,10 @@ export const tenantItems = (
       }
       if (!examined.has(entry.name)) continue
       options.onProgress?.(done++, examined.size)
-      if (options.budget?.truncated === true) continue
+      if (options.budget?.truncated === true) {
+        options.budget.unread++ // listed, never examined
+        continue
+      }
       if (entry.type !== "Directory") {
         items.push({
           _tag: "Unowned",
@@ -418,6 +430,9 @@ export interface AgentDirFacts {
   readonly problems: ReadonlyArray<ScanProblem>
   readonly scanned: number
   readonly truncated: boolean
+  /** The scan's entry budget, and the entries it saw but left unread once that was spent (`truncated`). */
+  readonly maxEntries: number
+  readonly unread: number
 }
 
 /** What a reader needs from the scan; each part costs reads only when asked for. */
@@ -630,7 +645,9 @@ export const scanAgentDir = (deps: Deps, agentDir: string, options: ScanOptions)
       webData,
       problems: reader.problems,
       scanned: reader.budget.scanned,
-      truncated: reader.budget.truncated
+      truncated: reader.budget.truncated,
+      maxEntries: reader.budget.maxEntries,
+      unread: reader.budget.unread
     }
   })
 

@@ -28,13 +28,14 @@ export interface RunAddress {
 export type RemoveOutcome =
   /**
    * Quarantined; `complete: false` leaves it in `.trash/`, with the walk's `error` when it failed (a mount
-   * point) or `why` it stopped otherwise. `removedBytes`: what the removal walk unlinked (all of the run when
-   * `complete`).
+   * point) or `why` it stopped otherwise. `removedBytes` / `removedApparentBytes`: the disk usage and apparent
+   * size of what the removal walk unlinked (all of the run when `complete`).
    */
   | {
     readonly _tag: "Removed"
     readonly complete: boolean
     readonly removedBytes: number
+    readonly removedApparentBytes: number
     readonly error?: FileSystemError
     readonly why?: string
   }
@@ -178,13 +179,14 @@ export const deleteQuarantinedEach = (deps: Deps, targets: ReadonlyArray<string>
 /** What deleting a quarantined tree answered, as the removal's outcome. */
 const removalOutcome = (removal: Either.Either<TreeRemoval, FileSystemError>): RemoveOutcome =>
   removal._tag === "Left"
-    ? { _tag: "Removed", complete: false, removedBytes: 0, error: removal.left }
+    ? { _tag: "Removed", complete: false, removedBytes: 0, removedApparentBytes: 0, error: removal.left }
     : removal.right.complete
-    ? { _tag: "Removed", complete: true, removedBytes: removal.right.removedBytes }
+    ? { _tag: "Removed", complete: true, removedBytes: removal.right.removedBytes, removedApparentBytes: removal.right.removedApparentBytes }
     : {
       _tag: "Removed",
       complete: false,
       removedBytes: removal.right.removedBytes,
+      removedApparentBytes: removal.right.removedApparentBytes,
       why: `${removal.right.removedEntries} entries removed, the rest left`
     }
 

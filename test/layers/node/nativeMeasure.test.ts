@@ -23,6 +23,7 @@ import { nativeMeasureOrPortable } from "../../../src/layers/node/walkers.js"
 import { capturing, warningsOf } from "../../support/logs.js"
 import { runWalk } from "../../../src/layers/node/support.js"
 import { openDescriptorsUnder } from "../../support/descriptors.js"
+import { du } from "../../support/du.js"
 
 const loaded = loadFsat()
 const fsat = (): Fsat => {
@@ -65,13 +66,24 @@ const plantTree = (root: string, dirs: number, files: number) => {
   }
 }
 
-/** A random tree: nested directories, files of random sizes, links (to a directory outside, and dangling), empty dirs. */
-type Node = { readonly kind: "file"; readonly size: number } | { readonly kind: "link" } | { readonly kind: "dir"; readonly children: ReadonlyArray<Node> }
+/** What a measure says of entries, files and completeness (its sizes: the conformance suite's and duSizes.test.ts's cases). */
+const shape = (m: { readonly fileBytes: number; readonly entries: number; readonly complete: boolean }) => ({ fileBytes: m.fileBytes, entries: m.entries, complete: m.complete })
+
+/**
+ * A random tree: nested directories, files of random sizes, links (to a directory outside, and dangling), empty
+ * dirs, hard links to one file outside (counted once per walk however many the tree holds).
+ */
+type Node =
+  | { readonly kind: "file"; readonly size: number }
+  | { readonly kind: "link" }
+  | { readonly kind: "hardLink" }
+  | { readonly kind: "dir"; readonly children: ReadonlyArray<Node> }
 const node: FastCheck.Arbitrary<Node> = FastCheck.letrec<{ node: Node }>((tie) => ({
   node: FastCheck.oneof(
     { depthSize: "small", withCrossShrink: true },
     FastCheck.record({ kind: FastCheck.constant("file" as const), size: FastCheck.nat(300) }),
     FastCheck.record({ kind: FastCheck.constant("link" as const) }),
+    FastCheck.record({ kind: FastCheck.constant("hardLink" as const) }),
     FastCheck.record({ kind: FastCheck.constant("dir" as const), children: FastCheck.array(tie("node"), { maxLength: 6 }) })
   )
 })).node
@@ -79,6 +91,7 @@ const node: FastCheck.Arbitrary<Node> = FastCheck.letrec<{ node: Node }>((tie) =
 const build = (path: string, n: Node, outside: string) => {
   if (n.kind === "file") fs.writeFileSync(path, "y".repeat(n.size))
   else if (n.kind === "link") fs.symlinkSync(outside, path)
+  else if (n.kind === "hardLink") fs.linkSync(`${outside}/big`, path)
   else {
     fs.mkdirSync(path)
     n.children.forEach((child, i) => build(`${path}/n${i}`, child, outside))
@@ -136,7 +149,7 @@ describe("native measure (fsat measureTree)", () => {
       const { native, counted } = countingPool()
       // No time limit here (a loaded machine could pass 2 ms): the entry and listing limits decide alone.
       const measure = measureWith(undefined, native, 60_000)
-      assert.deepStrictEqual(yield* measure(`${root}/big`, WIDE), { bytes, entries: 30 * 41, complete: true })
+      assert.deepStrictEqual(shape(yield* measure(`${root}/big`, WIDE)), { fileBytes: bytes, entries: 30 * 41, complete: true })
       assert.strictEqual(counted.pool, 1)
       // A budget below the share stops on the calling thread; one above it goes to the thread pool.
       assert.deepStrictEqual((yield* measure(`${root}/big`, { maxEntries: 500, maxDepth: 64 })).entries, 500)
@@ -146,17 +159,17 @@ describe("native measure (fsat measureTree)", () => {
       // One directory of more names than the share: not even listed whole on the calling thread.
       fs.mkdirSync(`${root}/wide`)
       for (let f = 0; f <= SYNC_ENTRIES; f++) fs.writeFileSync(`${root}/wide/f${f}`, "")
-      assert.deepStrictEqual(yield* measure(`${root}/wide`, WIDE), { bytes: 0, entries: SYNC_ENTRIES + 1, complete: true })
+      assert.deepStrictEqual(shape(yield* measure(`${root}/wide`, WIDE)), { fileBytes: 0, entries: SYNC_ENTRIES + 1, complete: true })
       assert.strictEqual(counted.pool, 3)
       // Even under a budget the calling thread could meet (5 entries): the listing alone sends it to the pool.
-      assert.deepStrictEqual(yield* measure(`${root}/wide`, { maxEntries: 5, maxDepth: 64 }), { bytes: 0, entries: 5, complete: false })
+      assert.deepStrictEqual(shape(yield* measure(`${root}/wide`, { maxEntries: 5, maxDepth: 64 })), { fileBytes: 0, entries: 5, complete: false })
       assert.strictEqual(counted.pool, 4)
       // A small tree measured no faster than the calling thread's time allows (here: none at all).
       const slow = countingPool()
-      assert.deepStrictEqual(yield* measureWith(undefined, slow.native, 1e-9)(`${root}/big/d1`, WIDE), { bytes: (39 * 40) / 2, entries: 40, complete: true })
+      assert.deepStrictEqual(shape(yield* measureWith(undefined, slow.native, 1e-9)(`${root}/big/d1`, WIDE)), { fileBytes: (39 * 40) / 2, entries: 40, complete: true })
       assert.strictEqual(slow.counted.pool, 1)
       // A small one: the calling thread only.
-      assert.deepStrictEqual(yield* measure(`${root}/big/d1`, WIDE), { bytes: (39 * 40) / 2, entries: 40, complete: true })
+      assert.deepStrictEqual(shape(yield* measure(`${root}/big/d1`, WIDE)), { fileBytes: (39 * 40) / 2, entries: 40, complete: true })
       assert.strictEqual(counted.pool, 4)
       fs.rmSync(root, { recursive: true, force: true })
     }))
@@ -206,7 +219,7 @@ describe("native measure (fsat measureTree)", () => {
         })
       // Set before it starts: not one entry visited.
       const before = yield* answerOf(Int32Array.of(1), async () => {})
-      assert.deepStrictEqual(before, [-os.constants.errno.ECANCELED, "measureTree", `${root}/chain`, 0])
+      assert.deepStrictEqual(before, [-os.constants.errno.ECANCELED, "measureTree", `${root}/chain`, 0, 0, 0])
       // Set while it is inside a chain: it stops there (a whole walk answers 0 and 2,000 entries). A round
       // whose poll never saw it inside a chain (a thread that ran it between two polls) is tried again.
       let stopped = 0
@@ -229,7 +242,9 @@ describe("native measure (fsat measureTree)", () => {
       assert.strictEqual(stopped, 1, "a round set the flag while the walk was inside a chain")
       // Without a flag, or with a flag never set, the same walk answers whole.
       const whole = yield* answerOf(new Int32Array(1), async () => {})
-      assert.deepStrictEqual(whole, [0, 2000, true, 0])
+      // Its sizes: the 2,001 directories' (the root too) as du says them, no files.
+      const sizes = du(`${root}/chain`)
+      assert.deepStrictEqual(whole, [0, 2000, true, sizes.bytes, sizes.apparentBytes, 0])
       assert.strictEqual(native.measureTree!(root, 10, 64, () => {}, new Float64Array(1) as unknown as Int32Array), -os.constants.errno.EINVAL)
       fs.rmSync(root, { recursive: true, force: true })
     }))
@@ -283,7 +298,7 @@ describe("native measure (fsat measureTree)", () => {
         const { measureVersion: _version, measureTreeSync: _sync, measureTree: _pool, ...before } = fsat()
         for (const stale of [{ ...fsat(), measureVersion: 1 }, before]) {
           const measure = yield* nativeMeasureOrPortable(stale)
-          assert.deepStrictEqual(yield* measure(`${root}/tree`, WIDE), { bytes: 3 * 6, entries: 3 * 5, complete: true })
+          assert.deepStrictEqual(shape(yield* measure(`${root}/tree`, WIDE)), { fileBytes: 3 * 6, entries: 3 * 5, complete: true })
         }
         const warnings = warningsOf(logged, "NativeAddonStale")
         assert.strictEqual(warnings.length, 2)
@@ -336,7 +351,7 @@ describe("native measure (fsat measureTree)", () => {
     assert.deepStrictEqual(answers.map((a) => a.free), [WALK_WINDOW + 1, WALK_WINDOW + 1, 10, 10])
     for (const a of answers) {
       if (a.free > WALK_WINDOW) {
-        assert.deepStrictEqual(a.measure, { bytes: 4, entries: 401, complete: true }, JSON.stringify(a.failed))
+        assert.deepStrictEqual(shape(a.measure as Parameters<typeof shape>[0]), { fileBytes: 4, entries: 401, complete: true }, JSON.stringify(a.failed))
       } else {
         assert.deepStrictEqual([a.failed?.errno, a.failed?.method], ["EMFILE", "measureTree"])
         assert.match(a.failed!.path, new RegExp(`^${root}/chain(/c\\d+)+$`))

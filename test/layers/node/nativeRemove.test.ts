@@ -13,6 +13,9 @@ import * as Fiber from "effect/Fiber"
 import { type Fsat, loadFsat } from "../../../src/layers/node/fsat.js"
 import { makeNativeRemover } from "../../../src/layers/node/nativeRemove.js"
 import { openDescriptorsUnder } from "../../support/descriptors.js"
+import { du } from "../../support/du.js"
+import { capturing, warningsOf } from "../../support/logs.js"
+import { nativeRemovalOrPortable } from "../../../src/layers/node/walkers.js"
 
 const loaded = loadFsat()
 const fsat = (): Fsat => {
@@ -36,13 +39,15 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
       const remove = makeNativeRemover(fsat())
       const root = scratch()
       plantTree(`${root}/tree`, 4, 5)
+      const whole = du(`${root}/tree`)
       const before = openDescriptorsUnder(root)
       const first = yield* remove(`${root}/tree`, { maxEntries: 7, maxDepth: 64 })
       assert.deepStrictEqual([first.removedEntries, first.complete], [7, false])
       const rest = yield* remove(`${root}/tree`, WIDE)
       assert.deepStrictEqual([rest.removedEntries, rest.complete], [4 * 6 - 7, true])
-      assert.strictEqual(first.removedBytes + rest.removedBytes, 4 * 5) // 20 one-byte files
-      assert.deepStrictEqual(yield* remove(`${root}/absent`, WIDE), { removedEntries: 0, complete: true, removedBytes: 0 })
+      // Together, the tree's disk usage as du says it (a directory keeps its blocks as its entries go).
+      assert.strictEqual(first.removedBytes + rest.removedBytes, whole.bytes)
+      assert.deepStrictEqual(yield* remove(`${root}/absent`, WIDE), { removedEntries: 0, complete: true, removedBytes: 0, removedApparentBytes: 0 })
       fs.writeFileSync(`${root}/file`, "f")
       const below = yield* Effect.flip(remove(`${root}/file/x`, WIDE))
       assert.deepStrictEqual([below.reason, below.errno, below.method, below.path], ["NotADirectory", "ENOTDIR", "removeTree", `${root}/file/x`])
@@ -62,11 +67,12 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
     Effect.gen(function*() {
       const root = scratch()
       plantTree(`${root}/big`, 40, 100)
+      const whole = du(`${root}/big`)
       let ticks = 0
       const timer = setInterval(() => ticks++, 1)
       const removal = yield* makeNativeRemover(fsat())(`${root}/big`, WIDE)
       clearInterval(timer)
-      assert.deepStrictEqual(removal, { removedEntries: 40 * 101, complete: true, removedBytes: 40 * 100 })
+      assert.deepStrictEqual(removal, { removedEntries: 40 * 101, complete: true, removedBytes: whole.bytes, removedApparentBytes: whole.apparentBytes })
       // A 4,040-entry deletion takes many milliseconds; an event loop blocked by it would tick once.
       assert.isAbove(ticks, 1)
       fs.rmSync(root, { recursive: true, force: true })
@@ -86,7 +92,7 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
           most = Math.max(most, running)
           setTimeout(() => {
             running--
-            callback(0, 1, true, 0)
+            callback(0, 1, true, 0, 0)
           }, 5)
           return 0
         }
@@ -107,6 +113,7 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
       plantTree(`${root}/cut`, 4, 5)
       fs.writeFileSync(`${root}/file`, "f")
       fs.mkdirSync(`${root}/deep/a/b`, { recursive: true })
+      const [bigSizes, smallSizes] = [du(`${root}/big`), du(`${root}/small`)]
       const before = openDescriptorsUnder(root)
       // A path too long for the addon fails alone, as it would outside a batch; the batch's other walks run.
       const tooLong = `${root}/${"n".repeat(4100)}`
@@ -119,11 +126,11 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
         remove(`${root}/deep`, { maxEntries: 100, maxDepth: 1 }),
         Effect.flip(remove(tooLong, WIDE))
       ], { concurrency: "unbounded" })
-      assert.deepStrictEqual(big, { removedEntries: 20 * 51, complete: true, removedBytes: 20 * 50 })
-      assert.deepStrictEqual(small, { removedEntries: 2 * 4, complete: true, removedBytes: 2 * 3 })
+      assert.deepStrictEqual(big, { removedEntries: 20 * 51, complete: true, removedBytes: bigSizes.bytes, removedApparentBytes: bigSizes.apparentBytes })
+      assert.deepStrictEqual(small, { removedEntries: 2 * 4, complete: true, removedBytes: smallSizes.bytes, removedApparentBytes: smallSizes.apparentBytes })
       assert.deepStrictEqual([cut.removedEntries, cut.complete], [7, false])
       assert.deepStrictEqual([below.reason, below.errno, below.path], ["NotADirectory", "ENOTDIR", `${root}/file/x`])
-      assert.deepStrictEqual(absent, { removedEntries: 0, complete: true, removedBytes: 0 })
+      assert.deepStrictEqual(absent, { removedEntries: 0, complete: true, removedBytes: 0, removedApparentBytes: 0 })
       assert.deepStrictEqual([deep.complete, fs.existsSync(`${root}/deep/a/b`)], [false, true])
       assert.deepStrictEqual([long.errno, long.method, long.path], ["ENAMETOOLONG", "removeTree", tooLong])
       assert.deepStrictEqual([fs.existsSync(`${root}/big`), fs.existsSync(`${root}/small`), fs.existsSync(`${root}/cut`)], [false, false, true])
@@ -146,7 +153,7 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
           sizes.push(paths.length)
           setTimeout(() => {
             running--
-            paths.forEach((_, i) => callback(i, 0, 1, true, i))
+            paths.forEach((_, i) => callback(i, 0, 1, true, i, i))
           }, 5)
           return 0
         },
@@ -156,7 +163,7 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
           sizes.push(1)
           setTimeout(() => {
             running--
-            callback(0, 1, true, 0)
+            callback(0, 1, true, 0, 0)
           }, 5)
           return 0
         }
@@ -179,14 +186,14 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
         removeTrees: (paths, _maxEntries, _maxDepths, callback) => {
           answered.push(...paths.map(String))
           // The first batch is held until the test lets it go; later ones answer at once.
-          const done = () => paths.forEach((p, i) => callback(i, 0, p.length, true, i))
+          const done = () => paths.forEach((p, i) => callback(i, 0, p.length, true, i, i))
           if (release === undefined && answered.length === paths.length) release = done
           else setTimeout(done, 0)
           return 0
         },
         removeTree: (path, _maxEntries, _maxDepth, callback) => {
           answered.push(String(path))
-          setTimeout(() => callback(0, path.length, true, 0), 0)
+          setTimeout(() => callback(0, path.length, true, 0, 0), 0)
           return 0
         }
       }
@@ -210,4 +217,25 @@ describe("native removal (fsat removeTree on the thread pool)", () => {
       assert.deepStrictEqual(remove.counts, { batches: 4, removals: 12 })
       assert.deepStrictEqual(yield* remove.removeTreeEach([], WIDE), [])
     }))
+
+  it.scoped("an addon whose removal answers file bytes only (built from other sources) is never called: the portable removal, with a NativeAddonStale warning", () =>
+    capturing((logged) =>
+      Effect.gen(function*() {
+        const root = scratch()
+        plantTree(`${root}/tree`, 3, 4)
+        const whole = du(`${root}/tree`)
+        let called = 0
+        const { removeVersion: _version, removeTrees: _batches, ...before } = fsat()
+        const stale: Fsat = { ...before, removeTree: (...args) => (called++, fsat().removeTree(...args)) }
+        const { removeTree } = yield* nativeRemovalOrPortable(stale, 1)
+        assert.deepStrictEqual(yield* removeTree(`${root}/tree`, WIDE), { removedEntries: 3 * 5, complete: true, removedBytes: whole.bytes, removedApparentBytes: whole.apparentBytes })
+        assert.strictEqual(called, 0)
+        const warnings = warningsOf(logged, "NativeAddonStale")
+        assert.strictEqual(warnings.length, 1)
+        assert.match(warnings[0]!.message, /removeTree version 2.*npm rebuild pi-agent-storage/)
+        yield* nativeRemovalOrPortable(fsat(), 1)
+        assert.strictEqual(warningsOf(logged, "NativeAddonStale").length, 1, "the current addon warns nothing")
+        fs.rmSync(root, { recursive: true, force: true })
+      })
+    ))
 })

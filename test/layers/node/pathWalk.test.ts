@@ -18,6 +18,7 @@ import { runWalk } from "../../../src/layers/node/support.js"
 import { crossedMount, type SyncWalk } from "../../../src/layers/node/syncWalk.js"
 import type { WalkBudget } from "../../../src/services/FileSystem.js"
 import { openDescriptorsUnder } from "../../support/descriptors.js"
+import { du } from "../../support/du.js"
 
 const WIDE = { maxEntries: 1_000_000, maxDepth: 64 }
 const WIDE_DEPTH = { maxEntries: 1_000_000, maxDepth: 1_000_000 }
@@ -38,7 +39,7 @@ describe("portable walker descriptors and errors", () => {
       const measure = (budget: WalkBudget) => runWalk("measureTree", `${root}/run`, () => walker.startMeasure(`${root}/run`, budget))
       const remove = (budget: WalkBudget) => runWalk("removeTree", `${root}/run`, () => walker.startRemoval(`${root}/run`, budget))
       const before = openDescriptorsUnder(root)
-      assert.deepStrictEqual(yield* measure(WIDE), { bytes: 191, entries: 23, complete: true })
+      assert.deepStrictEqual(yield* measure(WIDE), { ...du(`${root}/run`), fileBytes: 191, entries: 23, complete: true })
       assert.isFalse((yield* measure({ maxEntries: 3, maxDepth: 64 })).complete)
       assert.isFalse((yield* remove({ maxEntries: 3, maxDepth: 64 })).complete)
       assert.strictEqual(openDescriptorsUnder(root), before)
@@ -79,7 +80,7 @@ describe("portable walker descriptors and errors", () => {
       for (let depth = 0, dir = `${root}/run`; depth <= levels; depth++, dir += "/d") fs.writeFileSync(`${dir}/f`, "x")
       const before = openDescriptorsUnder(root)
       const measure = yield* runWalk("measureTree", `${root}/run`, () => makePathWalker({ procFd: false }).startMeasure(`${root}/run`, WIDE_DEPTH))
-      assert.deepStrictEqual(measure, { bytes: levels + 1, entries: 2 * levels + 1, complete: true })
+      assert.deepStrictEqual(measure, { ...du(`${root}/run`), fileBytes: levels + 1, entries: 2 * levels + 1, complete: true })
       assert.strictEqual(openDescriptorsUnder(root), before)
       fs.rmSync(root, { recursive: true, force: true })
     }))

@@ -44,15 +44,21 @@ describe("a chain deeper than the descriptor limit (Node layer, a child limited 
     it(`the ${walker} walker measures and removes a ${DEPTH}-deep chain whole`, async () => {
       const dir = deepScratch("pi-walk-depth-")
       try {
-        const answer = await runLimited(NOFILE, SOURCE, [NodePath.join(dir, "chain"), walker, String(DEPTH)])
+        type Sizes = { bytes: number; apparentBytes: number; fileBytes: number; entries: number; complete: boolean }
+        const answer = await runLimited(NOFILE, SOURCE, [NodePath.join(dir, "chain"), walker, String(DEPTH)]) as { readonly whole: Sizes; readonly cut: Sizes; readonly [key: string]: unknown }
+        const { whole, cut } = answer
         assert.deepStrictEqual(answer, {
           limit: NOFILE,
-          whole: { bytes: DEPTH, entries: 2 * DEPTH, complete: true },
+          whole: { bytes: whole.bytes, apparentBytes: whole.apparentBytes, fileBytes: DEPTH, entries: 2 * DEPTH, complete: true },
           // Directories at depths 0…63 listed (two entries each); the one at 64 counted, its contents not.
-          cut: { bytes: 64, entries: 128, complete: false },
-          removal: { removedEntries: 2 * DEPTH, complete: true, removedBytes: DEPTH },
+          cut: { bytes: cut.bytes, apparentBytes: cut.apparentBytes, fileBytes: 64, entries: 128, complete: false },
+          // The removal counts what the measure counted.
+          removal: { removedEntries: 2 * DEPTH, complete: true, removedBytes: whole.bytes, removedApparentBytes: whole.apparentBytes },
           gone: true
         })
+        // Every directory (the root too) and every file counts: more than the files alone.
+        assert.isAbove(whole.apparentBytes, DEPTH + DEPTH * 40)
+        assert.isBelow(cut.apparentBytes, whole.apparentBytes)
         assert.deepStrictEqual(fs.readdirSync(dir), [])
       } finally {
         removeDeep(dir)

@@ -24,6 +24,7 @@ import { makeNativeMeasure } from "../../../src/layers/node/nativeMeasure.js"
 import { makePathWalker } from "../../../src/layers/node/pathWalk.js"
 import { runWalk } from "../../../src/layers/node/support.js"
 import { makeWalks } from "../../../src/layers/node/walkers.js"
+import { du } from "../../support/du.js"
 
 /** Whether this process has a descriptor open on `path` (the walk's thread, say). */
 const holdsDescriptorOn = (path: string): boolean =>
@@ -46,6 +47,9 @@ const DIRS = 20
 const FILES = 25
 
 const scratch = () => fs.mkdtempSync(NodePath.join(os.tmpdir(), "pi-walker-race-"))
+
+/** What a measure says of entries, files and completeness (its sizes depend on what each race made of a directory). */
+const shape = (m: { readonly fileBytes: number; readonly entries: number; readonly complete: boolean }) => ({ fileBytes: m.fileBytes, entries: m.entries, complete: m.complete })
 
 /** run/d0…d19 with 40 files each; outside/ with canaries (and a nested one), which must never change. */
 const plant = (root: string) => {
@@ -159,6 +163,7 @@ const beside = <A, E>(walk: (run: string) => Effect.Effect<A, E>) =>
         fs.mkdirSync(`${root}/run/d${d}/e`, { recursive: true })
         fs.writeFileSync(`${root}/run/d${d}/e/f`, "x")
       }
+      const whole = du(`${root}/run`)
       const rm = spawn("rm", ["-rf", `${root}/run`])
       // Listening from the start; rm's own exit status is not ours to judge (a racing rm may complain).
       const exited = new Promise<void>((resolve, reject) => {
@@ -178,7 +183,7 @@ const beside = <A, E>(walk: (run: string) => Effect.Effect<A, E>) =>
       }
       const outcome = yield* Effect.either(walk(`${root}/run`))
       yield* Effect.promise(() => exited)
-      return { outcome, gone: !fs.existsSync(`${root}/run`) }
+      return { outcome, gone: !fs.existsSync(`${root}/run`), whole }
     } finally {
       fs.rmSync(root, { recursive: true, force: true })
     }
@@ -191,14 +196,14 @@ describe.each(["native", "portable"] as const)("the %s walker beside a concurren
       const { removeTree } = yield* makeWalks(kind, 1)
       let shared = 0
       for (let round = 0; round < 12 && shared < 3; round++) {
-        const { outcome, gone } = yield* beside((run) => removeTree(run, WIDE))
+        const { outcome, gone, whole } = yield* beside((run) => removeTree(run, WIDE))
         assert.strictEqual(outcome._tag, "Right", `round ${round}: ${outcome._tag === "Left" ? outcome.left.message : ""}`)
         assert.isTrue(gone)
         if (outcome._tag !== "Right") continue
         // Never more than was there; each entry counted by the remover that took it.
         assert.isAtMost(outcome.right.removedEntries, RACED * 3)
-        assert.isAtMost(outcome.right.removedBytes, RACED)
-        assert.isAtMost(outcome.right.removedBytes, outcome.right.removedEntries)
+        assert.isAtMost(outcome.right.removedBytes, whole.bytes)
+        assert.isAtMost(outcome.right.removedApparentBytes, whole.apparentBytes)
         assert.isTrue(outcome.right.complete)
         // Both removers had a share of the tree: the walk ran while rm did.
         if (outcome.right.removedEntries > 0 && outcome.right.removedEntries < RACED * 3) shared++
@@ -215,7 +220,7 @@ describe.each(["native", "portable"] as const)("the %s measure beside a concurre
       const measure = kind === "native" ? makeNativeMeasure({ ...loadedFsat(), measureTreeSync: () => 1 })! : (yield* makeWalks(kind, 1)).measureTree
       let shared = 0
       for (let round = 0; round < 12 && shared < 3; round++) {
-        const { outcome } = yield* beside((run) => measure(run, WIDE))
+        const { outcome, whole } = yield* beside((run) => measure(run, WIDE))
         if (outcome._tag === "Left") {
           // Only the root itself gone before the walk opened it may fail (nothing was there to measure).
           assert.match(outcome.left.message, /ENOENT.*\/run'/, `round ${round}: ${outcome.left.message}`)
@@ -223,7 +228,9 @@ describe.each(["native", "portable"] as const)("the %s measure beside a concurre
         }
         // Never more than was there, each file one byte; less when rm got there first.
         assert.isAtMost(outcome.right.entries, RACED * 3)
-        assert.isAtMost(outcome.right.bytes, RACED)
+        assert.isAtMost(outcome.right.fileBytes, RACED)
+        assert.isAtMost(outcome.right.bytes, whole.bytes)
+        assert.isAtMost(outcome.right.apparentBytes, whole.apparentBytes)
         if (outcome.right.entries > 0 && outcome.right.entries < RACED * 3) shared++
       }
       assert.isAtLeast(shared, 3, "rounds where the measure saw part of the tree while rm -rf removed the rest")
@@ -267,7 +274,7 @@ describe("the native measure under a racing symlink swap", () => {
         const all = DIRS * (FILES + 1) + 3000
         const asLinks = (all - result.entries) / FILES
         assert.isTrue(Number.isInteger(asLinks) && asLinks >= 0 && asLinks <= late.length, `entries ${result.entries}`)
-        assert.deepStrictEqual(result, { bytes: (DIRS - asLinks) * FILES, entries: all - asLinks * FILES, complete: true })
+        assert.deepStrictEqual(shape(result), { fileBytes: (DIRS - asLinks) * FILES, entries: all - asLinks * FILES, complete: true })
         windowHits += asLinks
         assertOutsideUntouched(root)
         fs.rmSync(root, { recursive: true, force: true })
@@ -296,11 +303,14 @@ describe("the portable walker", () => {
     Effect.gen(function*() {
       const root = scratch()
       plant(root)
+      const before = du(`${root}/run`)
       const walker = swappingAfterListing(root, "d3")
       const removal = yield* runWalk("removeTree", `${root}/run`, () => walker.startRemoval(`${root}/run`, WIDE))
       // Every entry but d3's files (never reached: d3 was a link by then), the link counted as one; the
-      // bytes are those of the files unlinked (one byte each).
-      assert.deepStrictEqual(removal, { removedEntries: DIRS * (FILES + 1) - FILES, complete: true, removedBytes: (DIRS - 1) * FILES })
+      // sizes are those of what was unlinked (no more than the tree's without d3's files: never the link's target).
+      assert.deepStrictEqual([removal.removedEntries, removal.complete], [DIRS * (FILES + 1) - FILES, true])
+      assert.isAtLeast(removal.removedApparentBytes, (DIRS - 1) * FILES)
+      assert.isAtMost(removal.removedApparentBytes, before.apparentBytes)
       assert.isFalse(fs.existsSync(`${root}/run`))
       assert.strictEqual(fs.readdirSync(`${root}/moved-d3`).length, FILES)
       assertOutsideUntouched(root)
@@ -312,9 +322,11 @@ describe("the portable walker", () => {
       const root = scratch()
       plant(root)
       fs.writeFileSync(`${root}/outside/big`, "y".repeat(10_000))
+      const before = du(`${root}/run`)
       const walker = swappingAfterListing(root, "d3")
       const measure = yield* runWalk("measureTree", `${root}/run`, () => walker.startMeasure(`${root}/run`, WIDE))
-      assert.deepStrictEqual(measure, { bytes: (DIRS - 1) * FILES, entries: DIRS * (FILES + 1) - FILES, complete: true })
+      assert.deepStrictEqual(shape(measure), { fileBytes: (DIRS - 1) * FILES, entries: DIRS * (FILES + 1) - FILES, complete: true })
+      assert.isAtMost(measure.apparentBytes, before.apparentBytes, "never what the link points at")
       fs.rmSync(root, { recursive: true, force: true })
     }))
 
@@ -328,7 +340,7 @@ describe("the portable walker", () => {
       assert.match(refused.message, /no walker here can delete a tree safely/)
       assert.strictEqual(fs.readdirSync(`${root}/run`).length, DIRS)
       const measure = yield* runWalk("measureTree", `${root}/run`, () => walker.startMeasure(`${root}/run`, WIDE))
-      assert.deepStrictEqual(measure, { bytes: DIRS * FILES, entries: DIRS * (FILES + 1), complete: true })
+      assert.deepStrictEqual(measure, { ...du(`${root}/run`), fileBytes: DIRS * FILES, entries: DIRS * (FILES + 1), complete: true })
       fs.rmSync(root, { recursive: true, force: true })
     }))
 })
@@ -529,7 +541,7 @@ describe("the native walker coming back up to a directory that left its window",
           assertSwappedInUntouched(root, "link")
           hits++
         } else {
-          assert.deepStrictEqual(outcome, Either.right({ bytes: LEVELS + 1, entries: 2 * LEVELS + 1 + BOTTOM, complete: true }))
+          assert.deepStrictEqual(Either.map(outcome, shape), Either.right({ fileBytes: LEVELS + 1, entries: 2 * LEVELS + 1 + BOTTOM, complete: true }))
         }
         done()
       }

@@ -1,0 +1,134 @@
+/**
+ * Why a report stopped early (README "Retention", "CLI quick tour"): truncation is said, never hidden. Every
+ * bound a scan or a size walk can stop at has a tag, its value (`limit`), how much it left undone (`left`, in
+ * `unit`s), the option and the CLI flag that raise it, and the same in words (`message`). A prune report
+ * (`PruneReport.stoppedBy`), `status` and `work ls` (the inventory's `stoppedBy`) list one per bound that
+ * stopped something. Pure: shapes and their constructors.
+ */
+import * as Schema from "effect/Schema"
+
+const NonNegativeInt = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
+
+export const StoppedByTag = [
+  /** Run candidates examined per tenant (the prune's `maxScannedRuns`, the inventory's `maxRunsPerTenant`). */
+  "MaxScannedRuns",
+  /** Entries the size walks of one tenant may visit (`maxEntries`). */
+  "MaxEntries",
+  /** How deep a size walk goes (`maxDepth`); a mount point inside a tree stops a walk the same way. */
+  "MaxDepth",
+  /** Entries one inventory scan reads (directory listings and leases: `maxScanEntries`). */
+  "MaxScanEntries"
+] as const
+export type StoppedByTag = typeof StoppedByTag[number]
+
+export const StoppedBy = Schema.Union(...StoppedByTag.map((tag) =>
+  Schema.TaggedStruct(tag, {
+    /** The bound's value in this call. */
+    limit: NonNegativeInt,
+    /** What it left undone, in `unit`s: entries not examined, runs or tenants whose size is not exact. */
+    left: NonNegativeInt,
+    unit: Schema.Literal("entries", "runs", "tenants", "sizes"),
+    /** The option that raises it (facade and Effect API), as the call spells it. */
+    option: Schema.String,
+    /** The `pi-storage` flag that raises it. */
+    flag: Schema.String,
+    message: Schema.String
+  })
+))
+export type StoppedBy = typeof StoppedBy.Type
+
+const plural = (n: number, one: string, many: string = `${one}s`) => `${n} ${n === 1 ? one : many}`
+const count = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",")
+
+/** Where the prune's policy bounds are raised: a policy field, clamped to the harness ceiling. */
+const POLICY = (field: string) => `policy.${field} (up to the harness ceiling: openAgentStorage({ retentionCeiling }), StorageConfig.retentionCeiling)`
+
+/** A prune scanned `limit` of the tenant's `candidates` entries (README "Retention"). */
+export const pruneScanStopped = (limit: number, candidates: number): StoppedBy => ({
+  _tag: "MaxScannedRuns",
+  limit,
+  left: candidates - limit,
+  unit: "entries",
+  option: POLICY("maxScannedRuns"),
+  flag: "--max-scanned-runs",
+  message: `scanned the first ${count(limit)} of ${count(candidates)} entries of the tenant (maxScannedRuns): ${
+    count(candidates - limit)
+  } not considered; prune again (each prune works through the first ${count(limit)}) or raise maxScannedRuns (--max-scanned-runs)`
+})
+
+/** The prune's shared entry budget ran out before or during `runs` runs' size walks. */
+export const pruneEntriesStopped = (limit: number, runs: number): StoppedBy => ({
+  _tag: "MaxEntries",
+  limit,
+  left: runs,
+  unit: "runs",
+  option: POLICY("maxEntries"),
+  flag: "--max-entries",
+  message: `the size walks' entry budget (maxEntries ${count(limit)}, shared by this prune's walks) ran out: ${
+    plural(runs, "run")
+  } not measured or measured only in part (its size unknown or a lower bound unless its removal counted it); raise maxEntries (--max-entries)`
+})
+
+/** `runs` of a prune's size walks stopped at `maxDepth` (or at a mount point: the walk cannot tell which). */
+export const pruneDepthStopped = (limit: number, runs: number): StoppedBy => ({
+  _tag: "MaxDepth",
+  limit,
+  left: runs,
+  unit: "runs",
+  option: POLICY("maxDepth"),
+  flag: "--max-depth",
+  message: `${plural(runs, "run")}' size walks stopped at maxDepth ${limit} or at a mount point (never crossed): their sizes are lower bounds; raise maxDepth (--max-depth) where it is the depth`
+})
+
+/** The inventory listed at most `limit` entries of each of `tenants` tenants, leaving `left` unlisted. */
+export const listingStopped = (limit: number, left: number, tenants: number): StoppedBy => ({
+  _tag: "MaxScannedRuns",
+  limit,
+  left,
+  unit: "entries",
+  option: "maxRunsPerTenant",
+  flag: "--max-scanned-runs",
+  message: `${plural(tenants, "tenant")} hold more than the ${count(limit)} entries examined per tenant: ${
+    count(left)
+  } not listed; raise it (--max-scanned-runs)`
+})
+
+/**
+ * The inventory's size walks stopped at the per-tenant entry budget: `sizes` sizes not exact, of which
+ * `notMeasured` were never walked (a tenant's runs after its budget ran out).
+ */
+export const inventoryEntriesStopped = (limit: number, sizes: number, notMeasured: number): StoppedBy => ({
+  _tag: "MaxEntries",
+  limit,
+  left: sizes,
+  unit: "sizes",
+  option: "maxEntries",
+  flag: "--max-entries",
+  message: `the size walks stopped at their entry budget (maxEntries ${count(limit)} per tenant): ${plural(sizes, "size")} ${
+    notMeasured === 0 ? (sizes === 1 ? "is a lower bound" : "are lower bounds") : `not exact (${count(notMeasured)} not measured, the rest lower bounds)`
+  }; raise it (--max-entries)`
+})
+
+/** `sizes` of the inventory's size walks stopped at `maxDepth` or at a mount point. */
+export const inventoryDepthStopped = (limit: number, sizes: number): StoppedBy => ({
+  _tag: "MaxDepth",
+  limit,
+  left: sizes,
+  unit: "sizes",
+  option: "maxDepth",
+  flag: "--max-depth",
+  message: `${plural(sizes, "size walk")} stopped at maxDepth ${limit} or at a mount point (never crossed): those sizes are lower bounds; raise maxDepth (--max-depth) where it is the depth`
+})
+
+/** The inventory's scan read its budget of entries; at least `left` more were seen and not read. */
+export const scanEntriesStopped = (limit: number, left: number): StoppedBy => ({
+  _tag: "MaxScanEntries",
+  limit,
+  left,
+  unit: "entries",
+  option: "maxScanEntries",
+  flag: "--max-scan-entries",
+  message: `the scan read its budget of ${count(limit)} entries (directory listings and leases): at least ${
+    count(left)
+  } more were not read, and what they hold is not shown; raise it (--max-scan-entries)`
+})
