@@ -94,7 +94,9 @@ describe("extension data at the default roots is protected (fresh HOME, no PI_* 
     assert.isTrue(Fs.existsSync(Path.join(taken, "web", "bookmarks", "state", "history.json")))
     assert.isTrue(Fs.existsSync(Path.join(taken, "agent", "state", "extensions", "notes", "notes.json")))
     const human = ok(await cli(home, "backup", "create"))
-    assert.match(human.stdout, /^ {2}2 files \(/m)
+    // The two extension files, and the usage history the first snapshot recorded (state/usage-history.jsonl).
+    assert.match(human.stdout, /^ {2}3 files \(/m)
+    assert.isTrue(Fs.existsSync(Path.join(agentDir, "state", "usage-history.jsonl")))
     assert.include(human.stdout, `  covered: the agent dir ${agentDir}; the web data root ${webDataRoot} (1 extension: bookmarks)\n`)
 
     const snapped = ok(await cli(home, "config", "snapshot", "--json"))

@@ -96,7 +96,7 @@ describe("status and doctor agree on the same roots (fresh HOME, findings under 
     assert.strictEqual(status.exists, false)
     assert.deepStrictEqual(status.webExtensions.map((e: { extId: string }) => e.extId), ["bookmarks", "todo"])
     assert.include(r.status.stdout, `Web data   ${Path.join(home, ".pi", "web", "data")} (default)\n`)
-    assert.match(r.status.stdout, /^bookmarks\s+\S+ \S+ \(\d+\)\s+\S+ \S+ \(\d+\)\s+-$/m, "config and state present, no cache")
+    assert.match(r.status.stdout, /^bookmarks\s+\S+ \S+ \(\S+ \S+ apparent, \d+\)\s+\S+ \S+ \(\S+ \S+ apparent, \d+\)\s+-$/m, "config and state present, no cache")
     assert.isFalse(Fs.existsSync(Path.join(home, ".pi", "agent")), "read-only: no agent dir was made")
   })
 

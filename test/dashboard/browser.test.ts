@@ -13,8 +13,9 @@ import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { Browser, Page } from "playwright-core"
-import { CHROMIUM, CLI, fileBytes, launchBrowser, type RunningUi, type Seeded, seedAgentDir, seedRun, startUi } from "../support/dashboard.js"
+import { CHROMIUM, CLI, launchBrowser, type RunningUi, type Seeded, seedAgentDir, seedRun, startUi } from "../support/dashboard.js"
 import { scratchDirs } from "../support/scratchDirs.js"
+import { du } from "../support/du.js"
 
 const DOCS = fileURLToPath(new URL("../../docs/ui/", import.meta.url))
 const HOLDER = fileURLToPath(new URL("../fixtures/holder.mjs", import.meta.url))
@@ -125,8 +126,15 @@ afterAll(async () => {
 describe("the dashboard in a browser (pi-storage ui on a seeded agent dir)", () => {
   it("the treemap's top rectangles and labels match the bytes on disk, largest first, and the doctor's findings are marked where they live", async () => {
     await open("#space")
-    // As on disk now (the held run, the config history and the usage record are there too).
-    const at = (...names: Array<string>) => names.reduce((n, name) => n + fileBytes(Path.join(seeded.agentDir, name)), 0)
+    // As on disk now (the held run, the config history and the usage record are there too): disk usage as du
+    // counts it, less the directories that only group the map's items (state/, state/extensions/ …: the map
+    // measures the items below them, README "Dashboard").
+    const own = (rel: string) => Fs.lstatSync(Path.join(seeded.agentDir, rel)).blocks * 512
+    const grouping = (name: string) =>
+      ["state", "cache", "work"].includes(name) && Fs.lstatSync(Path.join(seeded.agentDir, name)).isDirectory()
+        ? own(name) + (name !== "work" && Fs.existsSync(Path.join(seeded.agentDir, name, "extensions")) ? own(Path.join(name, "extensions")) : 0)
+        : 0
+    const at = (...names: Array<string>) => names.reduce((n, name) => n + du(Path.join(seeded.agentDir, name)).bytes - grouping(name), 0)
     const expected = {
       config: at("settings.json", "models.json"),
       state: at("state", "USER.md"),
@@ -174,7 +182,7 @@ describe("the dashboard in a browser (pi-storage ui on a seeded agent dir)", () 
     assert.strictEqual(stateOf("not-ours"), "unowned")
     for (const run of seeded.oldRuns) {
       const tile = runs.find((t) => t.name === run)!
-      assert.strictEqual(tile.bytes, fileBytes(Path.join(seeded.agentDir, "work", "tools", "bash", run)))
+      assert.strictEqual(tile.bytes, du(Path.join(seeded.agentDir, "work", "tools", "bash", run)).bytes)
     }
     // The holder is named in the table below.
     assert.include(await page.textContent(`tr[data-id="a:work/tools/bash/${heldRun}"]`), `:${holder.pid}`)

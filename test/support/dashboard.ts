@@ -47,14 +47,6 @@ export interface Seeded {
   readonly recentRuns: ReadonlyArray<string>
 }
 
-/** Sum of the sizes of the regular files below `path` (never through a link). */
-export const fileBytes = (path: string): number => {
-  const info = Fs.lstatSync(path)
-  if (info.isFile()) return info.size
-  if (!info.isDirectory()) return 0
-  return Fs.readdirSync(path).reduce((n, name) => n + fileBytes(Path.join(path, name)), 0)
-}
-
 /**
  * An agent dir with something in every tier, an unknown root entry the doctor flags (`strange.db`), a tenant
  * with two runs old enough to prune, two recent ones and an unowned directory, three usage records (1, 5 and
