@@ -1,6 +1,7 @@
 /**
- * `npm run bench [-- --quick] [--json] [--only prune,scan,memory,acquire,cli,property,snapshots,config] [--runs N]
- *  [--files N] [--reps N] [--ops N] [--settle MS] [--snapshot-files N] [--snapshot-reps N] [--config-files N] [--keep]`
+ * `npm run bench [-- --quick] [--json] [--only prune,scan,memory,acquire,cli,property,snapshots,config,background] [--runs N]
+ *  [--files N] [--reps N] [--ops N] [--settle MS] [--snapshot-files N] [--snapshot-reps N] [--config-files N]
+ *  [--background-runs N,N] [--keep]`
  *
  * Builds fixtures in a temp dir, runs each measurement several times alternating ours and the baseline,
  * and prints medians, min–max and ratios (or one JSON document with `--json`). `--quick` runs everything at
@@ -8,6 +9,7 @@
  */
 import * as fs from "node:fs"
 import { benchAcquire } from "./acquire.js"
+import { benchBackgroundPrune } from "./backgroundPrune.js"
 import { benchCli } from "./cli.js"
 import { benchConfigHistory } from "./configHistory.js"
 import { benchMemory } from "./memory.js"
@@ -17,7 +19,7 @@ import { type Measurement, passes, renderMeasurements } from "./result.js"
 import { benchPrune, benchScan } from "./tree.js"
 import { machine, makeTempRoot, numberArg, parseArgs } from "./util.js"
 
-const ALL = ["prune", "scan", "memory", "acquire", "cli", "property", "snapshots", "config"] as const
+const ALL = ["prune", "scan", "memory", "acquire", "cli", "property", "snapshots", "config", "background"] as const
 
 const main = async () => {
   const args = parseArgs(process.argv.slice(2))
@@ -59,6 +61,10 @@ const main = async () => {
     if (only.has("config")) {
       const files = numberArg(args, "config-files", 200)
       results.push(await benchConfigHistory({ root, files, ops: quick ? 10 : 30, reps, settleMs, log }))
+    }
+    if (only.has("background")) {
+      const sizes = String(args.get("background-runs") ?? (quick ? "2000,10000" : "10000,50000")).split(",").map(Number)
+      results.push(await benchBackgroundPrune({ root, sizes, reps: quick ? 1 : 3, quietOps: quick ? 100 : 300, settleMs, log }))
     }
     if (only.has("property")) results.push(await benchProperty({ seconds: numberArg(args, "property-seconds", quick ? 3 : 10), log }))
   } finally {
