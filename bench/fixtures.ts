@@ -62,6 +62,9 @@ export const buildTenant = (tenantDir: string, tenant: string, shape: TreeShape,
       releasedAt: createdAt + r + 1000
     }
     fs.writeFileSync(path.join(runDir, ".pi-work-run.json"), JSON.stringify(manifest), { mode: 0o600 })
+    // Released then on the file system's clock too: ages are judged on it (README "Retention").
+    const releasedAt = manifest.releasedAt / 1000
+    fs.utimesSync(path.join(runDir, ".pi-work-run.json"), releasedAt, releasedAt)
     const leaves: Array<string> = []
     for (let a = 0; a < TOP_DIRS; a++) {
       fs.mkdirSync(path.join(runDir, `d${a}`))

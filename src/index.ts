@@ -2,6 +2,8 @@
  * pi-agent-storage: the Effect API (services, layers, programs, schemas, errors).
  */
 export * from "./domain/Errors.js"
+// The one union of every typed error, and its guard: the same list the Promise facade exports.
+export * from "./domain/StorageErrors.js"
 export * from "./domain/Segment.js"
 export * from "./domain/AgentPaths.js"
 export * from "./domain/WebPaths.js"
@@ -15,6 +17,8 @@ export * from "./domain/ReportProblems.js"
 export * from "./domain/Tiers.js"
 export * from "./domain/ConfigRedLines.js"
 export * from "./domain/MigrationPlan.js"
+export * from "./domain/MigrationPlanFile.js"
+export * from "./domain/PlanPath.js"
 export * from "./domain/Findings.js"
 export * from "./domain/RootEntries.js"
 export * from "./domain/LayoutMigration.js"

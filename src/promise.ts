@@ -31,11 +31,11 @@ import type * as Store from "./facade/store.js"
 import type { ConfigHistoryOptions } from "./services/ConfigHistory.js"
 import type { DoctorOptions } from "./services/Doctor.js"
 import type { StateBackups } from "./services/StateBackups.js"
-import type { ReleaseOutcome, WorkRun } from "./services/WorkRuns.js"
+import type { AcquireOptions, ReleaseOutcome, WorkRun } from "./services/WorkRuns.js"
 import type * as Errors from "./domain/Errors.js"
 
 export * from "./domain/Errors.js"
-export { BackupBusy, SnapshotCorrupt, SnapshotNotFound, UnsafeBackupRoot } from "./domain/StateSnapshot.js"
+export { BackupBusy, ExtensionNotInSnapshot, SnapshotCorrupt, SnapshotNotFound, UnsafeBackupRoot, UnsafeRestoreTarget } from "./domain/StateSnapshot.js"
 export * from "./domain/UserProfileErrors.js"
 /** Every error a facade call rejects with (each an `Error` with `_tag`), and their tags. */
 export type { StorageError, StorageErrorTag } from "./domain/StorageErrors.js"
@@ -68,6 +68,28 @@ export interface OpenOptions {
    * remove). Default: `process.emitWarning` (type `PiAgentStorageWarning`, code = the warning's `_tag`).
    */
   readonly onWarning?: (warning: StorageWarning) => void
+}
+
+/** Which run to hold, and what closing it does (README "Work runs"). */
+export interface AcquireWorkRunOptions {
+  category: string
+  tenant: string
+  /** A named run shared by several holders; omit for a fresh generated run. */
+  runId?: string
+  /** Retention for the opportunistic background prune of this tenant; `false` disables it. */
+  retention?: RetentionInput | false
+  /**
+   * Releasing by `await using` (`Symbol.asyncDispose`) or `store.close()` deletes the run at once, unless
+   * another live lease holds it. A `release()` called by hand uses its own options; a process that exits
+   * without closing only drops its lease (the run stays for retention).
+   */
+  deleteOnClose?: boolean
+  /**
+   * Called once with the outcome of the release that let the lease go (`release()`, `await using` or
+   * `close()`), so a run kept by `deleteOnClose` (`keptBecause`) is not lost with the lease. What it throws
+   * rejects that release (after the lease is gone).
+   */
+  onRelease?: (outcome: ReleaseOutcome) => void
 }
 
 export interface WorkRunLease {
@@ -106,7 +128,7 @@ export type StateBackupsApi = {
 export interface AgentStorage {
   readonly agentDir: string
   readonly workRoot: string
-  acquireWorkRun(o: { category: string; tenant: string; runId?: string; retention?: RetentionInput | false }): Promise<WorkRunLease>
+  acquireWorkRun(o: AcquireWorkRunOptions): Promise<WorkRunLease>
   getProcessWorkRun(o: { category: string; tenant: string }): Promise<WorkRunLease>
   pruneWorkTenant(o: { category: string; tenant: string; policy?: RetentionInput; dryRun?: boolean }): Promise<PruneReport>
   workRootEnv(run?: WorkRunLease): Record<string, string>
@@ -166,15 +188,25 @@ const storeLayer = ({ NodeStorageLive, HeartbeatClock }: typeof Store, options: 
     storeWarnings(options)
   )
 
-const asLease = (run: WorkRun, release: (o?: { delete?: boolean }) => Promise<ReleaseOutcome>): WorkRunLease => ({
+const asLease = (
+  run: WorkRun,
+  release: (o?: { delete?: boolean }) => Promise<ReleaseOutcome>,
+  deleteOnClose = false
+): WorkRunLease => ({
   path: run.path,
   category: run.category,
   tenant: run.tenant,
   runId: run.runId,
   kind: run.kind,
   release,
-  [Symbol.asyncDispose]: () => release().then(() => undefined)
+  [Symbol.asyncDispose]: () => release(deleteOnClose ? { delete: true } : undefined).then(() => undefined)
 })
+
+/** The facade's options as the Effect API's: `onRelease` a plain callback, run as an Effect. */
+const acquireOptions = (o: AcquireWorkRunOptions): AcquireOptions => {
+  const { onRelease, ...rest } = o
+  return onRelease === undefined ? rest : { ...rest, onRelease: (outcome) => Effect.sync(() => onRelease(outcome)) }
+}
 
 type StoreServices = Layer.Layer.Success<ReturnType<typeof storeLayer>>
 
@@ -237,7 +269,7 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
     closed === undefined ? call(effect) : Effect.runPromise(Effect.provide(effect, storeWarnings(options)))
 
   /** Acquire in a lease scope of its own under `parent`: `release()` releases it and closes the scope, once. */
-  const acquireIn = <E>(parent: Scope.Scope, acquire: Effect.Effect<WorkRun, E, Scope.Scope>): Promise<WorkRunLease> =>
+  const acquireIn = <E>(parent: Scope.Scope, acquire: Effect.Effect<WorkRun, E, Scope.Scope>, deleteOnClose?: boolean): Promise<WorkRunLease> =>
     call(Effect.gen(function*() {
       const leaseScope = yield* Scope.fork(parent, ExecutionStrategy.sequential)
       const run = yield* Scope.extend(acquire, leaseScope).pipe(Effect.onError(() => Scope.close(leaseScope, Exit.void)))
@@ -245,13 +277,13 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
       let done: Promise<ReleaseOutcome> | undefined
       const release = (o?: { delete?: boolean }): Promise<ReleaseOutcome> =>
         done ??= callAnyway(Effect.zipLeft(run.release(o?.delete ? { delete: true } : undefined), Scope.close(leaseScope, Exit.void)))
-      return asLease(run, release)
+      return asLease(run, release, deleteOnClose)
     }))
 
   const storage: AgentStorage = {
     agentDir,
     workRoot,
-    acquireWorkRun: (o) => acquireIn(storeScope, workRuns.acquire(o)),
+    acquireWorkRun: (o) => acquireIn(storeScope, workRuns.acquire(acquireOptions(o)), o.deleteOnClose),
     getProcessWorkRun: (o) =>
       call(Effect.gen(function*() {
         const run = yield* workRuns.getProcessWorkRun(o)
@@ -363,9 +395,7 @@ const useSharedStore = async (agentDir: string | undefined): Promise<{ store: Ag
   }
 }
 
-export const acquireWorkRun = async (
-  o: { category: string; tenant: string; runId?: string; retention?: RetentionInput | false; agentDir?: string }
-): Promise<WorkRunLease> => {
+export const acquireWorkRun = async (o: AcquireWorkRunOptions & { agentDir?: string }): Promise<WorkRunLease> => {
   const { agentDir, ...rest } = o
   const { store, done } = await useSharedStore(agentDir)
   const lease = await store.acquireWorkRun(rest).catch(async (e: unknown) => {
@@ -374,7 +404,7 @@ export const acquireWorkRun = async (
   })
   // The lease uses the store until it is released.
   const release = (r?: { delete?: boolean }) => lease.release(r).finally(done)
-  return { ...lease, release, [Symbol.asyncDispose]: () => release().then(() => undefined) }
+  return { ...lease, release, [Symbol.asyncDispose]: () => lease[Symbol.asyncDispose]().finally(done) }
 }
 
 export const getProcessWorkRun = async (o: { category: string; tenant: string; agentDir?: string }): Promise<WorkRunLease> => {

@@ -6,12 +6,14 @@
  * Adding a command: build it in its own file under `src/cli/commands/` and register it with one line in the
  * `withSubcommands` list of `commands` below. Help is ours, generated from the tree (`help.ts`): `--help` /
  * `-h` anywhere before `--` prints the page of the command named by the leading words (`pi-storage work
- * prune --help`), `pi-storage` alone the program's page. A new command gets its page, its place in the
- * program's command list and its name in "unknown command" checks for free; what the page says comes from
+ * prune --help`), `pi-storage` alone the program's page. The command line is read first by the one rule of
+ * argv.ts (flags anywhere before `--`, data after it, unknown flags refused with "did you mean"), against
+ * the shape of this tree; `@effect/cli` then parses the values of what passed. A new command or flag gets its
+ * page, its place in the program's command list and that rule for free; what the page says comes from
  * its descriptions: `Command.withDescription` (first line = the summary in lists, then e.g. `Example: …`),
  * `Options.withDescription` / `Args.withDescription` (say the default and give one example) and
  * `Options.withPseudoName` (the value's placeholder). `-v` / `--version` print the version; `@effect/cli`'s
- * built-ins `--wizard` and `--completions` are refused as unknown flags.
+ * built-ins (`--wizard`, `--completions`, `--log-level`) are not in the tree, so they are unknown flags.
  */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
@@ -24,7 +26,7 @@ import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { flagValueProblem, type SplitArgv, valuedFlagsOf } from "./argv.js"
+import { readCommandLine, type SplitArgv } from "./argv.js"
 import { configCommand } from "./commands/config.js"
 import { backupCommand } from "./commands/backup.js"
 import { doctor } from "./commands/doctor.js"
@@ -39,7 +41,7 @@ import { type CliContext, colorAllowed, complain, err, makeContext, out, usageEr
 import { ExitCode, type ExitStatus } from "./exit.js"
 import { unexpectedFailures } from "./guard.js"
 import { ownText, stripAnsi } from "./format.js"
-import { commandNames, findCommand, type HelpNode, helpTree, renderHelp } from "./help.js"
+import { findCommand, type HelpNode, helpTree, renderHelp } from "./help.js"
 import { dryRun, json, parsedOption, value } from "./options.js"
 import { parseCount, parseDuration, parseSize } from "./parse.js"
 import { isVersionRequest, VERSION, versionLine } from "./version.js"
@@ -152,10 +154,27 @@ const commands = (ctx: CliContext) => {
     "Read-only check of the agent dir; exit 1 when something is a warning or worse.",
     "Example: pi-storage doctor --json"
   )))
-  const migrateCommand = Command.make("migrate", { dryRun, json }, (o) => migrate(ctx, o)).pipe(
+  const migrateCommand = Command.make(
+    "migrate",
+    {
+      plan: Options.text("plan").pipe(
+        Options.withPseudoName("FILE"),
+        Options.withDescription("Run the per-entry plan in FILE (YAML or JSON, README \"Migrations\") instead of the layout migration (default: none). Example: --plan migrate-state-tier.yaml"),
+        Options.optional
+      ),
+      webDataRoot: Options.text("web-data-root").pipe(
+        Options.withPseudoName("DIR"),
+        Options.withDescription("With --plan: the web data root of { web: <extId> } steps (default: $PI_WEB_DATA_DIR, else ~/.pi/web/data). Example: --web-data-root ~/.pi/web/data"),
+        Options.optional
+      ),
+      dryRun,
+      json
+    },
+    (o) => migrate(ctx, { dryRun: o.dryRun, json: o.json, plan: value(o.plan), webDataRoot: value(o.webDataRoot) })
+  ).pipe(
     Command.withDescription(lines(
-      "Move legacy entries of the agent dir to their canonical places.",
-      "Example: pi-storage migrate --dry-run --json"
+      "Move legacy entries of the agent dir to their canonical places, or run a per-entry migration plan (--plan).",
+      "Example: pi-storage migrate --plan migrate-state-tier.yaml --dry-run"
     ))
   )
   // Shown in help only: these two are taken out of argv before parsing, wherever they appear.
@@ -183,12 +202,13 @@ const treeOf = (program: ReturnType<typeof commands>): HelpNode => {
   return tree
 }
 
-/** The valued flags of the whole command tree (see `flagValueProblem`). */
-export const programValuedFlags = (ctx: CliContext): ReadonlyMap<string, string> => valuedFlagsOf(programTree(ctx))
+/** The shape of the whole command tree, for `readCommandLine` (a test reads every verb and flag from it). */
+export const programShape = (ctx: CliContext): HelpNode => programTree(ctx)
 
-/** The page of the command `args` names; the root's own flags are the global flags of every page. */
-export const helpText = (ctx: CliContext, args: ReadonlyArray<string>): string => {
-  const root = programTree(ctx)
+/** The page of the command `path` names; the root's own flags are the global flags of every page. */
+export const helpText = (ctx: CliContext, path: ReadonlyArray<string>): string => helpPage(programTree(ctx), path)
+
+const helpPage = (root: HelpNode, args: ReadonlyArray<string>): string => {
   const { node, path } = findCommand(root, args)
   const globalFlags = [
     ...root.flags.map((f) => [f.names.join(", ") + (f.placeholder === undefined ? "" : ` ${f.placeholder}`), f.description] as const),
@@ -198,38 +218,35 @@ export const helpText = (ctx: CliContext, args: ReadonlyArray<string>): string =
   return renderHelp({ program: "pi-storage", globalFlags }, path.length === 0 ? { ...node, flags: [] } : node, path)
 }
 
-const printHelp = (ctx: CliContext, args: ReadonlyArray<string>) => out(ownText(helpText(ctx, args)))
-
 /** `@effect/cli` needs the platform FileSystem, Path and Terminal; subpath imports keep start-up quick. */
 const cliEnvironment = Layer.mergeAll(NodeFileSystem.layer, NodePath.layer, NodeTerminal.layer)
 
-/** One line from a ValidationError: its text without ANSI codes, whitespace collapsed; a bad command is named. */
-export const validationMessage = (error: ValidationError.ValidationError, args: ReadonlyArray<string>, words: ReadonlySet<string>): string => {
-  if (ValidationError.isCommandMismatch(error)) {
-    const unknown = args.find((a) => !a.startsWith("-") && !words.has(a))
-    if (unknown !== undefined) return `unknown command ${JSON.stringify(unknown)}`
-  }
+/** One line from a ValidationError (a value our parsers refused): its text without ANSI codes, whitespace collapsed. */
+export const validationMessage = (error: ValidationError.ValidationError): string => {
   const doc = "error" in error ? error.error : HelpDoc.empty
   return stripAnsi(HelpDoc.toAnsiText(doc)).replace(/\s+/g, " ").trim() || error._tag
 }
 
-/** The whole program for one invocation (argv already split by `splitArgv`): parse, dispatch, record the exit status. */
+/**
+ * The whole program for one invocation (argv already split by `splitArgv`): read the command line by the
+ * one rule (argv.ts), then parse its values, dispatch and record the exit status.
+ */
 export const main = (split: SplitArgv, exitStatus: ExitStatus): Effect.Effect<void> => {
-  const { globals, args, command } = split
-  const ctx = makeContext(globals, exitStatus, command)
-  const color = colorAllowed(globals)
+  const { globals, args, afterDashes } = split
+  const ctx = makeContext(globals, exitStatus, afterDashes)
+  if (afterDashes === undefined && isVersionRequest(args)) return out(ownText(versionLine))
   const program = commands(ctx)
-  const problem = flagValueProblem(split, valuedFlagsOf(treeOf(program)))
-  if (problem !== undefined) return usageError(ctx, problem)
-  if (args.some((a) => a === "--help" || a === "-h")) return printHelp(ctx, args)
-  if (isVersionRequest(args)) return out(ownText(versionLine))
-  const builtIn = args.find((a) => a === "--wizard" || a === "--completions" || a.startsWith("--completions="))
-  if (builtIn !== undefined) return usageError(ctx, `unknown flag ${builtIn} (see pi-storage --help)`)
+  const tree = treeOf(program)
+  const line = readCommandLine(split, tree)
+  if (!line.ok) return usageError(ctx, line.message)
+  if (line.value.help) return out(ownText(helpPage(tree, line.value.path)))
+  const see = `(see ${["pi-storage", ...line.value.path].join(" ")} --help)`
+  const color = colorAllowed(globals)
   const cli = Command.run(program, { name: "pi-storage", version: VERSION })
   // Silence @effect/cli's own error printing; strip ANSI from help unless colour is allowed.
   const withQuietConsole = Effect.consoleWith((console) =>
     Effect.withConsole(
-      cli(["node", "pi-storage", ...args]),
+      cli(["node", "pi-storage", ...line.value.argv]),
       new Proxy(console, {
         get: (target, key, receiver) => {
           if (key === "error") return () => Effect.void
@@ -244,8 +261,8 @@ export const main = (split: SplitArgv, exitStatus: ExitStatus): Effect.Effect<vo
   return withQuietConsole.pipe(
     Effect.catchAll((error) =>
       ValidationError.isValidationError(error)
-        ? usageError(ctx, `${validationMessage(error, args, commandNames(programTree(ctx)))} (see pi-storage --help)`)
-        : complain(ctx, String(error), ExitCode.findings)
+        ? usageError(ctx, `${validationMessage(error)} ${see}`)
+        : complain(ctx, String(error), ExitCode.findings, { tag: "UnexpectedFailure" })
     ),
     unexpectedFailures(ctx),
     Effect.provide(cliEnvironment),

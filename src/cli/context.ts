@@ -9,27 +9,36 @@ import { nodeEnv } from "../layers/NodeHost.js"
 import { fileTypeWord } from "../domain/FileTypeWords.js"
 import type { Globals } from "./argv.js"
 import { ExitCode, exitCodeForError, type ExitStatus } from "./exit.js"
-import { type Paint, painter, type Shown, type Showable, txt } from "./format.js"
+import { withArticle } from "../domain/Article.js"
+import { type Paint, painter, type Shown, type Showable, shown, txt } from "./format.js"
+import { problemLine, tagOfExitCode } from "./problem.js"
 import type { StackOptions } from "./services.js"
 import { writeErr, writeOut } from "./streams.js"
 
 export interface CliContext {
   readonly globals: Globals
   readonly status: ExitStatus
-  /** The command after `--` (for `work run`). */
+  /** What followed `--`: the command `work run` runs (any other command took it as its arguments). */
   readonly command: ReadonlyArray<string> | undefined
-  /** Colour for stdout / stderr: only on a TTY, never with `--no-color` or a non-empty `NO_COLOR`. */
+  /** Colour for stdout / stderr: only on a TTY, never with `--no-color`, a non-empty `NO_COLOR` or `TERM=dumb`. */
   readonly paint: Paint
   readonly paintErr: Paint
   readonly stderrIsTTY: boolean
 }
 
-/** Colour only on a TTY, and never with `--no-color` or a non-empty `NO_COLOR` (no-color.org). */
-export const useColor = (input: { readonly noColorFlag: boolean; readonly noColorEnv: string | undefined; readonly isTTY: boolean | undefined }): boolean =>
-  !input.noColorFlag && (input.noColorEnv ?? "") === "" && input.isTTY === true
+/**
+ * Colour only on a TTY, and never with `--no-color`, a non-empty `NO_COLOR` (no-color.org) or `TERM=dumb` (a
+ * terminal that shows escape codes as text: Emacs' shell, some CI logs).
+ */
+export const useColor = (input: {
+  readonly noColorFlag: boolean
+  readonly noColorEnv: string | undefined
+  readonly term?: string | undefined
+  readonly isTTY: boolean | undefined
+}): boolean => !input.noColorFlag && (input.noColorEnv ?? "") === "" && input.term !== "dumb" && input.isTTY === true
 
 export const colorAllowed = (globals: Globals, stream: { readonly isTTY?: boolean } = process.stdout): boolean =>
-  useColor({ noColorFlag: globals.noColor, noColorEnv: nodeEnv("NO_COLOR"), isTTY: stream.isTTY })
+  useColor({ noColorFlag: globals.noColor, noColorEnv: nodeEnv("NO_COLOR"), term: nodeEnv("TERM"), isTTY: stream.isTTY })
 
 export const makeContext = (globals: Globals, status: ExitStatus, command: ReadonlyArray<string> | undefined): CliContext => ({
   globals,
@@ -48,22 +57,38 @@ export const err = (text: Shown): Effect.Effect<void> => Effect.sync(() => void 
 /** `--json`: the exact document (JSON escapes every control character itself). */
 export const printJson = (value: unknown): Effect.Effect<void> => Effect.sync(() => void writeOut(JSON.stringify(value, null, 2) + "\n"))
 
+/** What an error says beyond its message: its `_tag` (default by its exit code) and more, as JSON fields and as human lines. */
+export interface ComplaintDetails {
+  readonly tag?: string
+  /** Extra fields of the JSON object (`candidates`). */
+  readonly fields?: Readonly<Record<string, unknown>>
+  /** Extra lines after the human line (the same facts). */
+  readonly lines?: Shown
+}
+
 /**
- * One clean line on stderr and the exit code to go with it: the error printer. A string message (a library
- * error's, naming a path or a value) is escaped like every other string, so it stays one line.
+ * The error printer: one clean line on stderr and the exit code to go with it. A string message (a library
+ * error's, naming a path or a value) is escaped like every other string, so it stays one line. With `--json`
+ * it is one JSON object on one line instead (`{ "_tag", "message", "exit" }`, the message exact), so a
+ * script reads stderr with the parser it reads stdout with (README "CLI quick tour").
  */
-export const complain = (ctx: CliContext, message: Showable, code: number): Effect.Effect<void> =>
-  Effect.zipRight(err(txt`${ctx.paintErr("red", "pi-storage:")} ${message}\n`), Effect.sync(() => ctx.status.raise(code)))
+export const complain = (ctx: CliContext, message: Showable, code: number, details: ComplaintDetails = {}): Effect.Effect<void> =>
+  Effect.zipRight(
+    ctx.globals.json === true
+      ? Effect.sync(() => void writeErr(problemLine({ _tag: details.tag ?? tagOfExitCode(code), message: typeof message === "string" ? message : shown(message).text, exit: code, ...details.fields })))
+      : err(txt`${ctx.paintErr("red", "pi-storage:")} ${message}\n${details.lines ?? ""}`),
+    Effect.sync(() => ctx.status.raise(code))
+  )
 
 /** The agent dir path is a regular file (or another non-directory): say so, exit 1. */
 export const notADirectory = (ctx: CliContext, agentDir: string, type: string): Effect.Effect<void> =>
-  complain(ctx, txt`the agent dir ${agentDir} is a ${type}, not a directory (see pi-storage doctor)`, ExitCode.findings)
+  complain(ctx, `the agent dir ${agentDir} is ${withArticle(type)}, not a directory (see pi-storage doctor)`, ExitCode.findings, { tag: "NotADirectory" })
 
 export const usageError = (ctx: CliContext, message: Showable): Effect.Effect<void> => complain(ctx, message, ExitCode.usage)
 
 /** Report a typed library error (anything with `_tag` and `message`) with its exit code. */
-export const reportError = (ctx: CliContext, error: { readonly _tag: string; readonly message: string }): Effect.Effect<void> =>
-  complain(ctx, error.message, exitCodeForError(error))
+export const reportError = (ctx: CliContext, error: { readonly _tag: string; readonly message: string }, details: Omit<ComplaintDetails, "tag"> = {}): Effect.Effect<void> =>
+  complain(ctx, error.message, exitCodeForError(error), { ...details, tag: error._tag })
 
 /**
  * `withStack` for a command that reads or writes inside the agent dir: an agent dir that exists and is not
@@ -92,5 +117,5 @@ export const withStack = <A, E>(
 ): Effect.Effect<A, E> =>
   Effect.flatMap(
     Effect.promise(() => import("./services.js")),
-    (stack) => Effect.provide(use(stack), stack.cliLayer({ agentDir: ctx.globals.agentDir, ...options }))
+    (stack) => Effect.provide(use(stack), stack.cliLayer({ agentDir: ctx.globals.agentDir, json: ctx.globals.json, ...options }))
   )

@@ -12,9 +12,9 @@ import { unexpectedFailures } from "./guard.js"
 import type { DirectStatus } from "./route.js"
 
 export const direct = (route: DirectStatus, split: SplitArgv, exitStatus: ExitStatus): Effect.Effect<void> => {
-  const ctx = makeContext(split.globals, exitStatus, split.command)
+  const ctx = makeContext(split.globals, exitStatus, split.afterDashes)
   return status(ctx, { json: route.json }).pipe(
-    Effect.catchAll((error) => complain(ctx, String(error), ExitCode.findings)),
+    Effect.catchAll((error) => complain(ctx, String(error), ExitCode.findings, { tag: "UnexpectedFailure" })),
     unexpectedFailures(ctx),
     Effect.orDie
   )

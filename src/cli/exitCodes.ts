@@ -1,5 +1,6 @@
 /**
- * The tool's own exit codes (README "CLI quick tour"), in a module that imports nothing: main.ts needs `usage` before
+ * The tool's own exit codes and what each means: the one table `--help` prints and the README's "CLI quick
+ * tour" lists (a test holds them equal). In a module that imports nothing: main.ts needs `usage` before
  * anything heavy loads (README "Installing"). `exit.ts` re-exports them beside the per-error mapping.
  */
 export const ExitCode = {
@@ -15,3 +16,24 @@ export const ExitCode = {
   /** stdout's reader went away before the output was written (128 + SIGPIPE, as a tool killed by it). */
   closedPipe: 141
 } as const
+
+/** What each code means, in a line (every named code has one: the type says so). */
+const MEANING: { readonly [K in keyof typeof ExitCode]: string } = {
+  ok: "done",
+  findings: "doctor findings (warning or worse), or a partial failure (errors in a report, a partial migration)",
+  usage: "usage error: a bad flag, value or command (one line on stderr naming it)",
+  refused: "refused: an unsafe root, a busy run or tenant, something the library does not own",
+  interrupted: "interrupted (SIGINT)",
+  closedPipe: "stdout's reader went away before the output was written (… | head -1)"
+}
+
+/** `work run`'s own row: it ends with its command's code. */
+const PASSED_ON = ["other", "work run: the command's own exit code (128+signal when killed, 127 not found)"] as const
+
+/** The exit-code table, in code order: `[code, meaning]` rows, `work run`'s pass-through last. */
+export const EXIT_CODE_TABLE: ReadonlyArray<readonly [string, string]> = [
+  ...(Object.keys(ExitCode) as Array<keyof typeof ExitCode>)
+    .sort((a, b) => ExitCode[a] - ExitCode[b])
+    .map((k) => [String(ExitCode[k]), MEANING[k]] as const),
+  PASSED_ON
+]

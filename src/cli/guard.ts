@@ -10,5 +10,5 @@ import { ExitCode } from "./exitCodes.js"
 
 export const unexpectedFailures = (ctx: CliContext) => <A, E, R>(program: Effect.Effect<A, E, R>): Effect.Effect<A | void, E, R> =>
   Effect.catchAllCause(program, (cause) =>
-    Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : complain(ctx, `unexpected failure: ${Cause.pretty(cause).split("\n")[0]}`, ExitCode.findings)
+    Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : complain(ctx, `unexpected failure: ${Cause.pretty(cause).split("\n")[0]}`, ExitCode.findings, { tag: "UnexpectedFailure" })
   )

@@ -7,13 +7,15 @@
  * to the tree gets this help without doing anything; what it should show is written in its descriptions:
  * `Command.withDescription` (first line: the summary shown in lists; more lines, such as `Example: …`, on
  * its own page), `Options.withDescription` and `Args.withDescription` (say the default and give one
- * example), `Options.withPseudoName` (the value's placeholder, else `VALUE`).
+ * example), `Options.withPseudoName` (the value's placeholder, else `VALUE`). Every page ends with the
+ * exit-code table of exitCodes.ts.
  *
  * The descriptors are `@effect/cli` internals (`_tag`ged instructions, @effect/cli 0.77.2); an unknown node
  * contributes nothing to the page (test/cli/newUser.test.ts checks every page, so a change shows there).
  */
 import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Option from "effect/Option"
+import { EXIT_CODE_TABLE } from "./exitCodes.js"
 import { stripAnsi } from "./format.js"
 
 export interface HelpFlag {
@@ -27,6 +29,9 @@ export interface HelpArg {
   readonly optional: boolean
   readonly repeated: boolean
   readonly description: string
+  /** How many values it takes: at least `min`, at most `max` (`Infinity`: any number). */
+  readonly min: number
+  readonly max: number
 }
 
 export interface HelpNode {
@@ -73,25 +78,27 @@ const flagsOf = (o: Instruction | undefined, defaultValue?: { readonly value: un
   }
 }
 
-const argsOf = (a: Instruction | undefined, optional = false, repeated = false): Array<HelpArg> => {
+const optionalNumber = (o: unknown): number | undefined => (o !== undefined && Option.isOption(o) && Option.isSome(o) ? Number(o.value) : undefined)
+
+const argsOf = (a: Instruction | undefined, optional = false, repeated = false, count = { min: 1, max: 1 }): Array<HelpArg> => {
   switch (a?._tag) {
     case "Single": {
       const pseudo = a["pseudoName"] as Option.Option<string> | undefined
       const name = pseudo !== undefined && Option.isOption(pseudo) && Option.isSome(pseudo) ? pseudo.value : String(a["name"]).replace(/^<|>$/g, "").toUpperCase()
-      return [{ name, optional, repeated, description: docText(a["description"]) }]
+      return [{ name, optional, repeated, description: docText(a["description"]), min: optional ? 0 : count.min, max: count.max }]
     }
     case "Map":
     case "WithFallbackConfig":
-      return argsOf(a["args"] as Instruction, optional, repeated)
+      return argsOf(a["args"] as Instruction, optional, repeated, count)
     case "WithDefault":
-      return argsOf(a["args"] as Instruction, true, repeated)
+      return argsOf(a["args"] as Instruction, true, repeated, count)
     case "Variadic": {
-      const min = a["min"] as Option.Option<number> | undefined
-      const none = min === undefined || !Option.isOption(min) || Option.isNone(min) || min.value === 0
-      return argsOf(a["args"] as Instruction, optional || none, true)
+      const min = optionalNumber(a["min"]) ?? 0
+      const max = optionalNumber(a["max"]) ?? Infinity
+      return argsOf(a["args"] as Instruction, optional || min === 0, true, { min: count.min * min, max: count.max * max })
     }
     case "Both":
-      return [...argsOf(a["left"] as Instruction, optional, repeated), ...argsOf(a["right"] as Instruction, optional, repeated)]
+      return [...argsOf(a["left"] as Instruction, optional, repeated, count), ...argsOf(a["right"] as Instruction, optional, repeated, count)]
     default:
       return []
   }
@@ -123,17 +130,6 @@ const nodeOf = (d: Instruction | undefined): HelpNode | undefined => {
 
 /** The help tree of a command (`Command.make(...)` with its subcommands). */
 export const helpTree = (command: { readonly descriptor?: unknown }): HelpNode | undefined => nodeOf(command.descriptor as Instruction)
-
-/** Every command and subcommand name in the tree. */
-export const commandNames = (node: HelpNode): Set<string> => {
-  const out = new Set<string>()
-  const visit = (n: HelpNode) => {
-    out.add(n.name)
-    n.children.forEach(visit)
-  }
-  node.children.forEach(visit)
-  return out
-}
 
 /** The node a command line names (leading words that are subcommands) and the path to it. */
 export const findCommand = (root: HelpNode, args: ReadonlyArray<string>): { readonly node: HelpNode; readonly path: ReadonlyArray<string> } => {
@@ -193,5 +189,6 @@ export const renderHelp = (page: HelpPage, node: HelpNode, path: ReadonlyArray<s
   if (node.flags.length > 0) parts.push(`Flags:\n${columns(node.flags.map((f) => [flagLabel(f), f.description] as const))}`)
   parts.push(`${path.length === 0 ? "Global flags" : "Global flags (any command)"}:\n${columns(page.globalFlags)}`)
   if (node.children.length > 0) parts.push(`Run '${full} <command> --help' for a command's flags.`)
+  parts.push(`Exit codes:\n${columns(EXIT_CODE_TABLE)}`)
   return parts.join("\n\n") + "\n"
 }

@@ -7,6 +7,7 @@
 import { splitArgv } from "./argv.js"
 import { displayText } from "../domain/Display.js"
 import { ExitCode } from "./exitCodes.js"
+import { problemLine, tagOfExitCode } from "./problem.js"
 import type { runProgram } from "./program.js"
 import { quietOnClosedPipes, writeErr, writeOut } from "./streams.js"
 import { isVersionRequest, versionLine } from "./version.js"
@@ -16,10 +17,13 @@ export const launch = async (argv: ReadonlyArray<string>, load: () => Promise<{ 
   quietOnClosedPipes()
   const split = splitArgv(argv)
   if (!split.ok) {
-    // The message may quote an argument: escaped, as every string in human output (README "CLI quick tour").
-    writeErr(`pi-storage: ${displayText(split.message)}\n`)
+    // The message may quote an argument: escaped, as every string in human output (README "CLI quick tour");
+    // with --json, exact in the one JSON object the error printer (context.ts) writes.
+    writeErr(split.json
+      ? problemLine({ _tag: tagOfExitCode(ExitCode.usage), message: split.message, exit: ExitCode.usage })
+      : `pi-storage: ${displayText(split.message)}\n`)
     process.exitCode = ExitCode.usage
-  } else if (split.value.command === undefined && isVersionRequest(split.value.args)) {
+  } else if (split.value.afterDashes === undefined && isVersionRequest(split.value.args)) {
     // The same answer app.ts gives, without loading it.
     writeOut(versionLine)
   } else {

@@ -5,7 +5,7 @@
 import * as Layer from "effect/Layer"
 import type { RetentionPolicy } from "../domain/Retention.js"
 import { warningLoggerLayer } from "../facade/warnings.js"
-import { txt } from "./format.js"
+import { warningLine } from "./problem.js"
 import { writeErr } from "./streams.js"
 import { NodeStorageLive } from "../layers/Storage.js"
 import { AgentDir } from "../services/AgentDir.js"
@@ -19,6 +19,8 @@ import { WorkRuns } from "../services/WorkRuns.js"
 
 export interface StackOptions {
   readonly agentDir: string | undefined
+  /** `--json` was given: warnings are JSON lines on stderr too (problem.ts). */
+  readonly json?: boolean | undefined
   /** Ceiling for prune policies given on the command line (see `prunePolicy`). */
   readonly retentionCeiling?: RetentionPolicy
 }
@@ -36,14 +38,18 @@ export const cliLayer = (options: StackOptions) =>
     })),
     // Provided, not only merged: what the stack logs while it is built (a malformed PI_STORAGE_* variable)
     // goes to stderr too, never to stdout where `--json` output goes.
-    Layer.provideMerge(stderrWarnings)
+    Layer.provideMerge(stderrWarnings(options.json === true))
   )
 
-/** Warnings the library logs (a failing heartbeat, a refused background prune …) as lines on stderr. */
-const stderrWarnings = warningLoggerLayer(
-  (w) => void writeErr(txt`pi-storage: warning: ${w.message}\n`.text),
-  (message) => void writeErr(txt`pi-storage: warning: ${message}\n`.text)
-)
+/**
+ * Warnings the library logs (a failing heartbeat, a refused background prune …) as lines on stderr:
+ * `pi-storage: warning: …`, or with `--json` one JSON object each (`{ "_tag", "message", "level": "warning" }`).
+ */
+export const stderrWarnings = (json: boolean) =>
+  warningLoggerLayer(
+    (w) => void writeErr(warningLine(json, w._tag, w.message)),
+    (message) => void writeErr(warningLine(json, "Warning", message))
+  )
 
 export type CliServices = Layer.Layer.Success<ReturnType<typeof cliLayer>>
 

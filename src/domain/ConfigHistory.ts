@@ -6,6 +6,8 @@
  */
 import * as Schema from "effect/Schema"
 import { CANONICAL_ROOT_ENTRIES } from "./AgentPaths.js"
+import { atomicTempName } from "./AtomicWrite.js"
+import { markerFileNames } from "./MarkerFiles.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Layout
@@ -18,8 +20,21 @@ export const HISTORY_LOCK = ".pi-history.lock"
 export const CHANGE_SENTINEL = ".pi-change.json"
 /** Present while the mirror may differ from HEAD (between the first mirror write and the commit). */
 export const PENDING_MARKER = ".pi-pending"
-/** Our files in the work tree, which git must never see as content. */
-export const HISTORY_OWN_FILES: ReadonlyArray<string> = [HISTORY_LOCK, `${HISTORY_LOCK}.reclaim-*`, CHANGE_SENTINEL, PENDING_MARKER]
+/**
+ * Our files in the work tree, which git must never see as content (`.git/info/exclude` patterns, anchored at
+ * the top): the writer lock and the files the marker rule brings with it (its reclaim lock, where a clock probe
+ * is made too: `MarkerFiles.ts`), the crash sentinel, the pending marker, and the temp files of their atomic writes.
+ */
+export const HISTORY_OWN_FILES: ReadonlyArray<string> = [
+  ...markerFileNames(HISTORY_LOCK),
+  CHANGE_SENTINEL,
+  PENDING_MARKER,
+  atomicTempName(CHANGE_SENTINEL, "*"),
+  atomicTempName(PENDING_MARKER, "*")
+]
+
+/** The bytes of the repository's `.git/info/exclude`: each of `HISTORY_OWN_FILES` at the work tree's top. */
+export const historyExcludeBytes = (): Uint8Array => new TextEncoder().encode(HISTORY_OWN_FILES.map((f) => `/${f}`).join("\n") + "\n")
 
 /** Mirror roots, laid out by source so several roots fit one history. */
 export const AGENT_MIRROR = "agent"
@@ -74,6 +89,15 @@ export const deniedBy = (displayPath: string, patterns: ReadonlyArray<string>): 
   }
   return null
 }
+
+/**
+ * What a rollback never writes over: a live entry history could not store. The live scan's skips (a file over
+ * the size budget or another red line, one whose credentials cannot be redacted, a name git refuses, a
+ * directory left out whole as `dir/` …) name what is on disk and in no revision, so writing a revision's file
+ * there would lose it. The skip covering `display` (that path, or a skipped directory it lies in), or `undefined`.
+ */
+export const unstoredLiveCover = <S extends { readonly path: string }>(skipped: ReadonlyArray<S>, display: string): S | undefined =>
+  skipped.find((s) => s.path === display || (s.path.endsWith("/") && display.startsWith(s.path)))
 
 // ---------------------------------------------------------------------------------------------------------
 // Credentials: the one redaction rule (src/domain/Redaction.ts), what history stores and what a rollback writes

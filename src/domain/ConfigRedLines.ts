@@ -18,7 +18,7 @@ export const isDatabaseFileName = (name: string): boolean => DATABASE_NAME.test(
 export const isLogFileName = (name: string): boolean => LOG_NAME.test(name)
 export const isEnvironmentDir = (name: string): boolean => ENVIRONMENT_DIRS.has(name)
 
-export type ConfigRedLineRule = "database" | "log" | "virtualenv" | "size-budget" | "invalid-value"
+export type ConfigRedLineRule = "database" | "log" | "virtualenv" | "size-budget"
 
 export interface ConfigViolation {
   readonly rule: ConfigRedLineRule

@@ -30,7 +30,11 @@ export const FileSystemErrorReason = Schema.Literal(
 )
 export type FileSystemErrorReason = typeof FileSystemErrorReason.Type
 
-const REASONS: Readonly<Record<string, FileSystemErrorReason>> = {
+/**
+ * errno → reason, the one table every layer maps with (README "Errors" prints it; a test keeps the two
+ * equal). An errno not listed is `Unknown`, its raw code kept in `errno`.
+ */
+export const ERRNO_REASONS: Readonly<Record<string, FileSystemErrorReason>> = Object.freeze({
   ENOENT: "NotFound",
   EEXIST: "AlreadyExists",
   EACCES: "PermissionDenied",
@@ -44,10 +48,11 @@ const REASONS: Readonly<Record<string, FileSystemErrorReason>> = {
   EBUSY: "Busy",
   ENOSPC: "NoSpace",
   EDQUOT: "NoSpace"
-}
+})
 
-/** errno → reason, in one place for every layer. */
-export const reasonOfErrno = (errno: string): FileSystemErrorReason => REASONS[errno] ?? "Unknown"
+/** errno → reason by `ERRNO_REASONS` (own keys only: "constructor" is no errno). */
+export const reasonOfErrno = (errno: string): FileSystemErrorReason =>
+  Object.hasOwn(ERRNO_REASONS, errno) ? ERRNO_REASONS[errno]! : "Unknown"
 
 export class FileSystemError extends Schema.TaggedError<FileSystemError>()("FileSystemError", {
   reason: FileSystemErrorReason,
@@ -211,9 +216,34 @@ export class StateMissing extends Schema.TaggedError<StateMissing>()("StateMissi
   }
 }
 
+/**
+ * Bytes that were read but are not what was expected: not JSON (`stage: "json"`), or JSON the schema refuses
+ * (`stage: "schema"`). Never a failure on its own: it is the `cause` of the program error that met it
+ * (`StateUnreadable`, `ConfigUnreadable`, `SnapshotCorrupt` …), saying that reading again will not help.
+ */
+export class DecodeFailure extends Schema.TaggedError<DecodeFailure>()("DecodeFailure", {
+  stage: Schema.Literal("json", "schema"),
+  detail: Schema.String,
+  /**
+   * What the decoder met: the JSON parser's `SyntaxError`, or the schema's `ParseError` (a Promise caller's
+   * decode function that threw is one too, its words in `detail`).
+   */
+  cause: Schema.optional(Schema.Defect)
+}) {
+  override get message(): string {
+    return this.detail
+  }
+}
+
+/**
+ * A state record that is there but cannot be read as the record asked for. `cause` says which: a
+ * `FileSystemError` (the read failed: a link, a directory, EACCES, EIO … — reading again may help) or a
+ * `DecodeFailure` (the bytes are not the record: reading again will not).
+ */
 export class StateUnreadable extends Schema.TaggedError<StateUnreadable>()("StateUnreadable", {
   path: Schema.String,
-  detail: Schema.String
+  detail: Schema.String,
+  cause: Schema.Union(FileSystemError, DecodeFailure)
 }) {
   override get message(): string {
     return `state ${this.path} is unreadable: ${this.detail}`
@@ -222,7 +252,7 @@ export class StateUnreadable extends Schema.TaggedError<StateUnreadable>()("Stat
 
 export class ConfigRedLine extends Schema.TaggedError<ConfigRedLine>()("ConfigRedLine", {
   path: Schema.String,
-  rule: Schema.Literal("database", "log", "virtualenv", "size-budget", "invalid-value"),
+  rule: Schema.Literal("database", "log", "virtualenv", "size-budget"),
   /** The tier the data belongs in instead. */
   rightTier: Schema.String,
   detail: Schema.String
@@ -232,26 +262,31 @@ export class ConfigRedLine extends Schema.TaggedError<ConfigRedLine>()("ConfigRe
   }
 }
 
-/** A `git` call of the config history failed: the command (without the isolation flags) and git's own words. */
-export class GitFailed extends Schema.TaggedError<GitFailed>()("GitFailed", {
-  command: Schema.String,
-  exitCode: Schema.Number,
-  stderr: Schema.String
-}) {
-  override get message(): string {
-    const said = this.stderr.trim().split("\n").slice(0, 3).join("; ")
-    return `${this.command} failed (exit ${this.exitCode})${said === "" ? "" : `: ${said}`}`
-  }
-}
-
 /** A program the library runs (git) could not be started, was killed by a signal, or printed past its cap. */
 export class ProcessFailed extends Schema.TaggedError<ProcessFailed>()("ProcessFailed", {
   command: Schema.String,
   reason: Schema.Literal("Spawn", "Signal", "OutputTooLarge"),
-  detail: Schema.String
+  detail: Schema.String,
+  /** The platform's own error when the program could not be started (its `code`: ENOENT, EACCES …). */
+  cause: Schema.optional(Schema.Defect)
 }) {
   override get message(): string {
     return `${this.command}: ${this.detail}`
+  }
+}
+
+/** A `git` call of the config history failed: the command (without the isolation flags) and git's own words. */
+export class GitFailed extends Schema.TaggedError<GitFailed>()("GitFailed", {
+  command: Schema.String,
+  /** git's exit code; -1 when git did not run to an exit (then `cause` says why). */
+  exitCode: Schema.Number,
+  stderr: Schema.String,
+  /** The `ProcessFailed` when git could not be started, died of a signal or printed past its cap. */
+  cause: Schema.optional(ProcessFailed)
+}) {
+  override get message(): string {
+    const said = this.stderr.trim().split("\n").slice(0, 3).join("; ")
+    return `${this.command} failed (exit ${this.exitCode})${said === "" ? "" : `: ${said}`}`
   }
 }
 
@@ -271,7 +306,12 @@ export class UnknownRevision extends Schema.TaggedError<UnknownRevision>()("Unkn
 export class ConfigHistoryCorrupt extends Schema.TaggedError<ConfigHistoryCorrupt>()("ConfigHistoryCorrupt", {
   /** The repository (its git dir). */
   path: Schema.String,
-  detail: Schema.String
+  detail: Schema.String,
+  /**
+   * What met the damage, when it was an error: the `FileSystemError` of a ref file that cannot be read, or
+   * git's own `GitFailed`. Absent when an answer was read but does not parse (`detail` says which).
+   */
+  cause: Schema.optional(Schema.Union(FileSystemError, GitFailed))
 }) {
   override get message(): string {
     return `the config history at ${this.path} is damaged: ${this.detail}; nothing was changed`
@@ -308,13 +348,21 @@ export class TiersOverlap extends Schema.TaggedError<TiersOverlap>()("TiersOverl
   }
 }
 
-/** `config/settings.json` is there but is not a JSON object the config tier can read; it is left as it is. */
+/**
+ * `config/settings.json` is there but is not a JSON object the config tier can read, or (with `key`) the value
+ * stored under one key is not what the caller's schema decodes; either way it is left as it is. `cause` is the
+ * `DecodeFailure` (a read that failed is a `FileSystemError` of its own, never this).
+ */
 export class ConfigUnreadable extends Schema.TaggedError<ConfigUnreadable>()("ConfigUnreadable", {
   path: Schema.String,
-  detail: Schema.String
+  /** The key whose value did not decode; absent when settings.json as a whole is unreadable. */
+  key: Schema.optional(Schema.String),
+  detail: Schema.String,
+  cause: DecodeFailure
 }) {
   override get message(): string {
-    return `config ${this.path} is unreadable: ${this.detail}; it was left as it is`
+    const what = this.key === undefined ? `config ${this.path}` : `config key ${JSON.stringify(this.key)} in ${this.path}`
+    return `${what} is unreadable: ${this.detail}; it was left as it is`
   }
 }
 
@@ -326,6 +374,22 @@ export class RemovalStalled extends Schema.TaggedError<RemovalStalled>()("Remova
 }) {
   override get message(): string {
     return `removing ${this.path} made no progress (an entry cannot be removed: a mount point, or one that keeps coming back)`
+  }
+}
+
+/**
+ * A migration plan that cannot be run (README "Migrations"): not valid YAML/JSON, not the plan Schema, a path
+ * that leaves its root, a duplicate id … `at` names where (`steps[2] ("usage").from`; empty for the file as a
+ * whole). Refused before anything is read or moved.
+ */
+export class InvalidMigrationPlan extends Schema.TaggedError<InvalidMigrationPlan>()("InvalidMigrationPlan", {
+  /** The plan file as given, or `plan` for a plan passed to the API. */
+  source: Schema.String,
+  at: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `invalid migration plan ${this.source}: ${this.at === "" ? "" : `${this.at}: `}${this.detail}; nothing was moved`
   }
 }
 

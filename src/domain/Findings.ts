@@ -62,8 +62,8 @@ export const FINDING_CODES = {
   },
   "migration-marker": {
     severity: "warning",
-    meaning: "A leftover migration marker (.pi-migration.lock or a .reclaim- leftover) whose owner is dead " +
-      "or unreadable (info while its owner is alive: a migration is running)."
+    meaning: "A leftover migration marker (.pi-migration.lock, or its reclaim lock .pi-migration.lock.reclaim) whose " +
+      "owner is dead or unreadable (info while its owner is alive: a migration is running, or its marker is being reclaimed)."
   },
   "migration-conflicts": {
     severity: "info",

@@ -4,6 +4,7 @@
  */
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import { DecodeFailure } from "./Errors.js"
 
 /** Manifests larger than this are refused (unowned), never parsed. */
 export const MANIFEST_MAX_BYTES = 4096
@@ -152,20 +153,29 @@ export const schemaMismatchWhy = (error: ParseResult.ParseError): string => {
   return `does not match the schema: ${texts.slice(0, WHY_MAX_ISSUES).join("; ")}${more}`
 }
 
-/** Parse bytes as JSON, then decode with a schema; `undefined` + reason (one line) on any failure. Pure. */
-export const decodeJsonBytes = <A, I>(
-  schema: Schema.Schema<A, I>,
-  bytes: Uint8Array
-): { readonly ok: true; readonly value: A } | { readonly ok: false; readonly why: string } => {
+/** What `decodeJsonBytes` answers: the value, or the reason in one line and the `DecodeFailure` that keeps its cause. */
+export type JsonDecoded<A> =
+  | { readonly ok: true; readonly value: A }
+  | { readonly ok: false; readonly why: string; readonly failure: DecodeFailure }
+
+/** Parse bytes as JSON, then decode with a schema; the reason (one line) and its cause on any failure. Pure. */
+export const decodeJsonBytes = <A, I>(schema: Schema.Schema<A, I>, bytes: Uint8Array): JsonDecoded<A> => {
   let json: unknown
   try {
     json = JSON.parse(textDecoder.decode(bytes))
   } catch (e) {
-    return { ok: false, why: `not valid JSON (${(e instanceof Error ? e.message : String(e)).replace(/\s+/g, " ")})` }
+    const why = `not valid JSON (${(e instanceof Error ? e.message : String(e)).replace(/\s+/g, " ")})`
+    return { ok: false, why, failure: new DecodeFailure({ stage: "json", detail: why, cause: e }, { disableValidation: true }) }
   }
+  return decodeJsonValue(schema, json)
+}
+
+/** A JSON value (already parsed) decoded with a schema, answered as `decodeJsonBytes` does. Pure. */
+export const decodeJsonValue = <A, I>(schema: Schema.Schema<A, I>, json: unknown): JsonDecoded<A> => {
   const decoded = Schema.decodeUnknownEither(schema)(json, { onExcessProperty: "ignore" })
-  if (decoded._tag === "Left") return { ok: false, why: schemaMismatchWhy(decoded.left) }
-  return { ok: true, value: decoded.right }
+  if (decoded._tag === "Right") return { ok: true, value: decoded.right }
+  const why = schemaMismatchWhy(decoded.left)
+  return { ok: false, why, failure: new DecodeFailure({ stage: "schema", detail: why, cause: decoded.left }, { disableValidation: true }) }
 }
 
 export const encodeJsonBytes = (value: unknown): Uint8Array => textEncoder.encode(JSON.stringify(value) + "\n")

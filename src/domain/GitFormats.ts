@@ -7,6 +7,7 @@
  * out of its index, so they are reported rather than lost.
  */
 import { bytesOfName, nameOfBytes } from "./NameBytes.js"
+import { withArticle } from "./Article.js"
 
 export type Parsed<A> = { readonly ok: true; readonly value: A } | { readonly ok: false; readonly why: string }
 
@@ -151,7 +152,7 @@ export const parseLsTree = (
     if (!options.scopes.some((s) => path.startsWith(`${s}/`))) return bad(`${JSON.stringify(path)} is outside ${options.scopes.join(", ")}`)
     const [, mode, type] = m
     if (type !== "blob" || (mode !== "100644" && mode !== "100755")) {
-      const what = mode === "120000" ? "a symbolic link" : mode === "160000" ? "a submodule" : `a ${type} of mode ${mode}`
+      const what = mode === "120000" ? "a symbolic link" : mode === "160000" ? "a submodule" : `${withArticle(type ?? "entry")} of mode ${mode}`
       return bad(`${JSON.stringify(path)} is ${what}, not a regular file`)
     }
     if (seen.has(path)) return bad(`${JSON.stringify(path)} is listed twice`)

@@ -5,6 +5,9 @@
  */
 import * as NodePath from "node:path"
 import * as Schema from "effect/Schema"
+import type { LayoutAction } from "./LayoutMigration.js"
+import { decodePlanPath, type PlanPath, pathsNest } from "./PlanPath.js"
+import { segmentViolation } from "./Segment.js"
 import {
   LEGACY_ROOT_ENTRIES,
   type LegacyEntry,
@@ -22,8 +25,6 @@ import {
  * processes must always race for the same path). It is only created when there is something to migrate.
  */
 export const MIGRATION_MARKER = ".pi-migration.lock"
-/** A dead owner's marker is renamed to `<marker>.reclaim-<pid>-<n>` before removal; leftovers start with this. */
-export const MIGRATION_MARKER_RECLAIM_PREFIX = `${MIGRATION_MARKER}.reclaim-`
 export const MIGRATION_MARKER_PURPOSE = "migrate-agent-dir"
 
 /** Cross-device copies land at this temp name beside the destination, then are renamed into place. */
@@ -160,12 +161,21 @@ export const encodeJsonObject = (value: JsonObject): Uint8Array =>
 // MG2: plans, ledger merge, journal
 // ---------------------------------------------------------------------------------------------------------
 
+/**
+ * The directory a step's paths are relative to (README "Migrations"): the agent dir; a web-host extension's
+ * data directory `<web data root>/<extId>/` (its `config/`, `state/`, `cache/`); or an agent-side
+ * extension's state directory `state/extensions/<ns>/`. A step never reaches outside its root.
+ */
+export type PlanRoot = "agent" | { readonly web: string } | { readonly agentExtension: string }
+
 export interface MoveEntry {
   readonly id: string
-  /** Absolute, or relative to the agent dir. */
+  /** Relative to the entry's root: normalised, no `..`, never absolute (`PlanPath.ts`). */
   readonly from: string
   readonly to: string
   readonly kind: "move"
+  /** Default: the plan's root, else the agent dir. */
+  readonly root?: PlanRoot
 }
 
 export type LedgerFormat = "jsonl" | "json-array"
@@ -175,9 +185,13 @@ export interface MergeLedgerEntry {
   readonly from: string
   readonly to: string
   readonly kind: "merge-ledger"
+  readonly root?: PlanRoot
   readonly format: LedgerFormat
-  /** Identity of a row: rows with the same key are the same fact. */
-  readonly key: (row: unknown) => string
+  /**
+   * Identity of a row: rows with the same key are the same fact. `undefined` means the row has no key: the
+   * entry is refused (rows without a key cannot be merged without losing one of them).
+   */
+  readonly key: (row: unknown) => string | undefined
   /** Which side's row is kept when both sides hold a row with the same key. */
   readonly winner: "from" | "to"
 }
@@ -187,8 +201,135 @@ export type PlanEntry = MoveEntry | MergeLedgerEntry
 export interface MigrationPlan {
   /** A portable segment (it names the journal `state/migrations/<id>.jsonl`). */
   readonly id: string
+  /** The root of every entry that names none (default: the agent dir). */
+  readonly root?: PlanRoot
   readonly entries: ReadonlyArray<PlanEntry>
 }
+
+/** How a root is written in a plan file and in reports: `agent`, `web:<extId>`, `agent-extension:<ns>`. */
+export const planRootText = (root: PlanRoot): string =>
+  root === "agent" ? "agent" : "web" in root ? `web:${root.web}` : `agent-extension:${root.agentExtension}`
+
+/**
+ * The key of a plan file's `merge-ledger` step: the named fields of a row, which must be a JSON object whose
+ * every key field holds a string, a finite number or a boolean (`1` and `"1"` stay different keys).
+ */
+export const keyOfFields = (fields: ReadonlyArray<string>) => (row: unknown): string | undefined => {
+  if (typeof row !== "object" || row === null || Array.isArray(row)) return undefined
+  const values: Array<unknown> = []
+  for (const field of fields) {
+    const value: unknown = Object.hasOwn(row, field) ? (row as Record<string, unknown>)[field] : undefined
+    const scalar = typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value))
+    if (!scalar) return undefined
+    values.push(value)
+  }
+  return JSON.stringify(values)
+}
+
+/** The first row (1-based, counting rows, not blank lines) whose key cannot be taken, or `undefined`. */
+export const keylessRow = (rows: ReadonlyArray<unknown>, key: (row: unknown) => string | undefined): number | undefined => {
+  const i = rows.findIndex((row) => key(row) === undefined)
+  return i === -1 ? undefined : i + 1
+}
+
+/** Where a plan is wrong: the entry (by index, and id when it has one), the field, and why. */
+export interface PlanProblem {
+  readonly index?: number
+  readonly id?: string
+  readonly field: string
+  readonly detail: string
+}
+
+const rootProblem = (root: unknown): string | undefined => {
+  if (root === "agent") return undefined
+  if (typeof root === "object" && root !== null && !Array.isArray(root)) {
+    const keys = Object.keys(root)
+    if (keys.length === 1 && keys[0] === "web") {
+      const v = segmentViolation((root as { web: unknown }).web)
+      return v === null ? undefined : `the extension id ${v.message}`
+    }
+    if (keys.length === 1 && keys[0] === "agentExtension") {
+      const v = segmentViolation((root as { agentExtension: unknown }).agentExtension)
+      return v === null ? undefined : `the extension namespace ${v.message}`
+    }
+  }
+  return "must be \"agent\", { web: <extId> } or { agentExtension: <namespace> }"
+}
+
+/**
+ * The one check of a plan before anything is read (the plan file's decoder and `Migration.runPlan` both run
+ * it): portable ids, no id twice, valid roots, and every path decoded by `decodePlanPath`, `from` and `to`
+ * never one inside the other. The first problem, or `undefined`.
+ */
+export const planProblem = (plan: MigrationPlan): PlanProblem | undefined => {
+  const idViolation = segmentViolation(plan.id)
+  if (idViolation !== null) return { field: "id", detail: `${JSON.stringify(plan.id)} ${idViolation.message}` }
+  if (plan.root !== undefined) {
+    const bad = rootProblem(plan.root)
+    if (bad !== undefined) return { field: "root", detail: bad }
+  }
+  const seen = new Set<string>()
+  /** Where earlier entries move from, as one tree (`rootPlace`): a later entry must not put data back there. */
+  const sources: Array<{ readonly index: number; readonly id: string; readonly place: PlanPath }> = []
+  for (let index = 0; index < plan.entries.length; index++) {
+    const entry = plan.entries[index]!
+    const at = (field: string, detail: string): PlanProblem =>
+      typeof entry.id === "string" ? { index, id: entry.id, field, detail } : { index, field, detail }
+    const v = segmentViolation(entry.id)
+    if (v !== null) return at("id", `${JSON.stringify(entry.id)} ${v.message}`)
+    if (seen.has(entry.id)) return at("id", `duplicate entry id ${JSON.stringify(entry.id)}`)
+    seen.add(entry.id)
+    const kind: unknown = entry.kind
+    if (kind !== "move" && kind !== "merge-ledger") return at("kind", `must be "move" or "merge-ledger" (got ${JSON.stringify(kind)})`)
+    if (entry.root !== undefined) {
+      const bad = rootProblem(entry.root)
+      if (bad !== undefined) return at("root", bad)
+    }
+    const paths: Array<PlanPath> = []
+    for (const field of ["from", "to"] as const) {
+      const text: unknown = entry[field]
+      if (typeof text !== "string") return at(field, "must be a string")
+      const decoded = decodePlanPath(text)
+      if (!decoded.ok) return at(field, `${JSON.stringify(text)} ${decoded.why}`)
+      paths.push(decoded.value)
+    }
+    if (pathsNest(paths[0]!, paths[1]!)) {
+      return at("to", `${JSON.stringify(entry.to)} and from ${JSON.stringify(entry.from)} are the same or one lies inside the other`)
+    }
+    // Each entry is decided by whether its source is there: an entry that fills an earlier entry's source
+    // would make a rerun move that data again (the plan must move data forward only).
+    const root = entryRoot(plan, entry)
+    const [fromPlace, toPlace] = [rootPlace(root, paths[0]!), rootPlace(root, paths[1]!)]
+    const refilled = sources.find((s) => pathsNest(s.place, toPlace))
+    if (refilled !== undefined) {
+      return at(
+        "to",
+        `${JSON.stringify(entry.to)} is where an earlier entry (${refilled.index}, ${JSON.stringify(refilled.id)}) moves from or below it: ` +
+          "a rerun would move this entry's data again; order the entries so data only moves forward"
+      )
+    }
+    sources.push({ index, id: entry.id, place: fromPlace })
+    if (entry.kind === "merge-ledger") {
+      if (entry.format !== "jsonl" && entry.format !== "json-array") return at("format", `must be "jsonl" or "json-array" (got ${JSON.stringify(entry.format)})`)
+      if (entry.winner !== "from" && entry.winner !== "to") return at("winner", `must be "from" or "to" (got ${JSON.stringify(entry.winner)})`)
+      if (typeof entry.key !== "function") return at("key", "must be a function of a row")
+    }
+  }
+  return undefined
+}
+
+/**
+ * A path's place in one tree of every root, so entries under different roots compare: an agent-side
+ * extension's root lies inside the agent dir, web extensions beside each other.
+ */
+const rootPlace = (root: PlanRoot, path: PlanPath): PlanPath => {
+  const base = root === "agent" ? ["agent"] : "web" in root ? ["web", root.web] : ["agent", "state", "extensions", root.agentExtension]
+  const segments = [...base, ...path.segments]
+  return { path: segments.join("/"), segments }
+}
+
+/** The root an entry's paths are relative to: its own, else the plan's, else the agent dir. */
+export const entryRoot = (plan: MigrationPlan, entry: PlanEntry): PlanRoot => entry.root ?? plan.root ?? "agent"
 
 export const ledgerParse = (
   format: LedgerFormat,
@@ -239,6 +380,11 @@ export interface LedgerMerge {
   readonly replaced: number
   /** True when every `from` row appears (structurally equal) in the result: `from` can be removed. */
   readonly fromFullyKept: boolean
+  /**
+   * True when every `to` row appears in the result. False when the declared winner `from` replaced a row of
+   * `to`, or `to` held one key twice: its previous bytes must then be kept before it is rewritten.
+   */
+  readonly toFullyKept: boolean
 }
 
 /**
@@ -249,13 +395,15 @@ export interface LedgerMerge {
 export const mergeLedgerRows = (input: {
   readonly to: ReadonlyArray<unknown>
   readonly from: ReadonlyArray<unknown>
-  readonly key: (row: unknown) => string
+  /** Every row has a key (checked first with `keylessRow`). */
+  readonly key: (row: unknown) => string | undefined
   readonly winner: "from" | "to"
 }): LedgerMerge => {
+  const keyOf = (row: unknown): string => input.key(row) ?? JSON.stringify(row)
   const merged = new Map<string, unknown>()
-  for (const row of input.to) merged.set(input.key(row), row)
+  for (const row of input.to) merged.set(keyOf(row), row)
   const fromRows = new Map<string, unknown>()
-  for (const row of input.from) fromRows.set(input.key(row), row)
+  for (const row of input.from) fromRows.set(keyOf(row), row)
   let added = 0
   let replaced = 0
   for (const [k, row] of fromRows) {
@@ -268,8 +416,9 @@ export const mergeLedgerRows = (input: {
     }
   }
   const rows = [...merged.values()]
-  const fromFullyKept = input.from.every((row) => jsonEqual(merged.get(input.key(row)), row))
-  return { rows, added, replaced, fromFullyKept }
+  const fromFullyKept = input.from.every((row) => jsonEqual(merged.get(keyOf(row)), row))
+  const toFullyKept = input.to.every((row) => jsonEqual(merged.get(keyOf(row)), row))
+  return { rows, added, replaced, fromFullyKept, toFullyKept }
 }
 
 export const EntryOutcome = Schema.Literal("moved", "already-done", "merged", "conflict-preserved", "failed")
@@ -282,6 +431,9 @@ export const JournalRecord = Schema.Struct({
   entryId: Schema.String,
   kind: Schema.Literal("move", "merge-ledger"),
   outcome: EntryOutcome,
+  /** The entry's root, absolute (absent in records written before roots existed: the agent dir). */
+  root: Schema.optional(Schema.String),
+  /** Relative to the root. */
   from: Schema.String,
   to: Schema.String,
   /** Rows in the merged ledger (merge-ledger). */
@@ -299,12 +451,16 @@ export interface EntryReport {
   readonly id: string
   readonly kind: "move" | "merge-ledger"
   readonly outcome: EntryOutcome
+  /** The directory `from`, `to` and `conflicts` are relative to (absolute). */
+  readonly root: string
   readonly from: string
   readonly to: string
   readonly rows?: number
   readonly mergedRows?: number
   readonly conflicts?: ReadonlyArray<string>
   readonly reason?: string
+  /** The decisions the run planned for this entry (as `previewPlan` gives them), its own first. */
+  readonly decisions?: ReadonlyArray<StepDecision>
 }
 
 export interface PlanReport {
@@ -313,6 +469,60 @@ export interface PlanReport {
   readonly entries: ReadonlyArray<EntryReport>
   /** True when any entry failed (the CLI exits non-zero). */
   readonly failed: boolean
+}
+
+/** One decision of a plan's dry run; `merge-ledger` is the toolkit's own, the rest are the move engine's. */
+export interface StepDecision {
+  readonly action: LayoutAction | "merge-ledger"
+  /** Relative to the step's root. */
+  readonly from: string
+  readonly to: string
+  readonly why: string
+}
+
+/** What a run would do with one entry now (`Migration.previewPlan`, the dry run). */
+export interface StepPreview {
+  readonly id: string
+  readonly kind: "move" | "merge-ledger"
+  readonly root: string
+  readonly from: string
+  readonly to: string
+  /**
+   * The entry's decisions in the order a run takes them: the first is the entry's own (`already-done` when
+   * its source is absent, `refuse` when the run would fail it); a directory merge's entries and a kept
+   * conflict copy follow.
+   */
+  readonly decisions: ReadonlyArray<StepDecision>
+}
+
+export interface PlanPreview {
+  readonly planId: string
+  readonly journal: string
+  readonly entries: ReadonlyArray<StepPreview>
+  /** True when a run would fail some entry (a `refuse` decision). */
+  readonly refused: boolean
+}
+
+/** Why a `merge-ledger` entry does what it does, from the merge of its rows. */
+export const ledgerWhy = (input: {
+  readonly toRows: number
+  readonly fromRows: number
+  readonly merge: LedgerMerge
+  readonly winner: "from" | "to"
+  /** Where `from` is kept (some of its rows lost), else it is removed. */
+  readonly fromKeptAt: string | undefined
+  /** Where `to`'s previous bytes are kept (the winner `from` replaced some of its rows), else `undefined`. */
+  readonly toKeptAt: string | undefined
+}): string => {
+  const { merge } = input
+  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
+  const head = `merged by key: ${plural(input.fromRows, "row")} in from, ${plural(input.toRows, "row")} in to; ` +
+    `${merge.added} added, ${merge.replaced} replaced (winner: ${input.winner}), ${plural(merge.rows.length, "row")} after`
+  const fromPart = input.fromKeptAt === undefined
+    ? "every row of from is in the result, so from is removed"
+    : `some rows of from lost to the winner or repeat a key, so from is kept at ${input.fromKeptAt}`
+  const toPart = input.toKeptAt === undefined ? "" : `; to's previous bytes are kept at ${input.toKeptAt} (some of its rows were replaced)`
+  return `${head}; ${fromPart}${toPart}`
 }
 
 /** Parse a journal file; unparsable lines are skipped (and counted) rather than failing the migration. */

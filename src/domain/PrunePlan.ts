@@ -1,5 +1,6 @@
 /**
  * The prune plan (README "Retention"): one pure function from (scanned runs, policy, now) to decisions with reasons.
+ * `now` is the file system's clock, and age is judged by `isPastMaxAge`, which no host's clock skew can fool.
  * Dry run and execution both call it, so what a dry run shows is what an execution attempts.
  *
  * Only owned runs are given to the plan: unowned entries never reach it, so they can never be selected.
@@ -26,9 +27,16 @@ import type { RetentionPolicy } from "./Retention.js"
 export interface RunFacts {
   readonly runId: string
   readonly path: string
+  /** Stamps written by their holders' hosts, on those hosts' wall clocks. */
   readonly createdAt: number
   readonly releasedAt: number | undefined
   readonly newestHeartbeatAt: number | undefined
+  /**
+   * The newest mtime of its manifest and lease files: when anyone last wrote them (created, heartbeat,
+   * released), on the file system's clock. The pruner reads it for every inactive run; when present it alone is
+   * the run's last use (`lastUsedAt`).
+   */
+  readonly fsLastWrittenAt?: number | undefined
   /** Has a live lease (or one whose liveness could not be disproved). */
   readonly active: boolean
 }
@@ -129,9 +137,23 @@ export const boundManifestTimes = (input: {
   return { createdAt, releasedAt, farFuture }
 }
 
-/** Last use = latest of `releasedAt`, the newest lease heartbeat, and `createdAt`. */
+/**
+ * Last use: when the run's files were last written on the file system's clock (`fsLastWrittenAt`) where that is
+ * known; else the latest of the holders' stamps `releasedAt`, the newest lease heartbeat and `createdAt` (a reader
+ * that does not look at mtimes: the inventory's display).
+ */
 export const lastUsedAt = (run: RunFacts): number =>
-  Math.max(run.createdAt, run.releasedAt ?? -Infinity, run.newestHeartbeatAt ?? -Infinity)
+  run.fsLastWrittenAt ?? Math.max(run.createdAt, run.releasedAt ?? -Infinity, run.newestHeartbeatAt ?? -Infinity)
+
+/**
+ * Age across hosts (README "Retention"): a run is past `maxAgeMs` when its files were last written longer ago
+ * than that, both ends on the file system's clock: `now` is a probe's mtime, its last use its files' mtimes
+ * (`fsLastWrittenAt`). The holders' stamps are their hosts' wall clocks: compared with nothing, they cannot make
+ * a prune remove a run early or keep it late, whichever clock (the pruner's, a holder's) is off, and by how much.
+ * `now` `null`: the file system's clock could not be read, and nothing is past its age.
+ */
+export const isPastMaxAge = (run: RunFacts, policy: Pick<RetentionPolicy, "maxAgeMs">, now: number | null): boolean =>
+  now !== null && now - lastUsedAt(run) > policy.maxAgeMs
 
 const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
 const compareNumbers = (a: number, b: number): number => (a < b ? -1 : a > b ? 1 : 0)
@@ -193,14 +215,15 @@ const takesKeptPlace = (size: RunSize, activeOverBudget: boolean): boolean => ki
 export const planPrune = (input: {
   readonly runs: ReadonlyArray<ScannedRun>
   readonly policy: RetentionPolicy
-  readonly now: number
+  /** Now on the file system's clock (`isPastMaxAge`); `null` when it could not be read (nothing goes by age). */
+  readonly now: number | null
 }): PrunePlan => planSized(input.runs.map((run) => ({ run, size: run })), input.policy, input.now)
 
 /** The plan over runs whose size is known (`RunSize`) or was not needed (`undefined`: age or count). */
 const planSized = (
   runs: ReadonlyArray<{ readonly run: RunFacts; readonly size: RunSize | undefined }>,
   policy: RetentionPolicy,
-  now: number
+  now: number | null
 ): PrunePlan => {
   const ordered = runs.map(({ run, size }) => ({ run, size, used: lastUsedAt(run) })).sort(newestFirst)
   const exactOf = (size: RunSize | undefined) => size !== undefined && kindOf(size) === "exact"
@@ -210,9 +233,9 @@ const planSized = (
 
   const reasons = new Map<number, PruneReason>()
   let keptInactive = 0
-  ordered.forEach(({ run, size, used }, index) => {
+  ordered.forEach(({ run, size }, index) => {
     if (run.active) return
-    if (now - used > policy.maxAgeMs) reasons.set(index, "age")
+    if (isPastMaxAge(run, policy, now)) reasons.set(index, "age")
     else if (keptInactive >= policy.maxInactiveRuns) reasons.set(index, "count")
     else if (size === undefined) throw new Error(`planPrune: run ${run.runId} may be kept but was not measured`)
     else if (!takesKeptPlace(size, activeOverBudget)) reasons.set(index, "unmeasured")
@@ -284,12 +307,13 @@ export interface MeasuringPlan {
 export const planMeasuring = (input: {
   readonly runs: ReadonlyArray<RunFacts>
   readonly policy: RetentionPolicy
-  readonly now: number
+  /** Now on the file system's clock (`isPastMaxAge`); `null` when it could not be read (nothing goes by age). */
+  readonly now: number | null
 }): MeasuringPlan => {
   const { policy, now } = input
   const ordered = input.runs.map((run) => ({ run, used: lastUsedAt(run) })).sort(newestFirst)
   const active = ordered.filter(({ run }) => run.active).map(({ run }) => run)
-  const young = ordered.filter(({ run, used }) => !run.active && now - used <= policy.maxAgeMs).map(({ run }) => run)
+  const young = ordered.filter(({ run }) => !run.active && !isPastMaxAge(run, policy, now)).map(({ run }) => run)
   const queue = [...active, ...young]
   const sizes = new Map<RunFacts, RunSize>()
   let position = 0

@@ -97,7 +97,12 @@ export const PruneErrorTag = [
   /** A run's size walk failed: its size is a lower bound. */
   "MeasureFailed",
   /** A dead holder's lease could not be removed. */
-  "LeaseNotRemoved"
+  "LeaseNotRemoved",
+  /**
+   * The file system's clock could not be read (no probe could be made in `.cleanup/`): ages cannot be judged,
+   * so nothing went by age and runs left in `.staging/` stayed.
+   */
+  "ClockUnread"
 ] as const
 export const PruneError = tagged(PruneErrorTag, { path: Schema.String, message: Schema.String })
 export type PruneError = typeof PruneError.Type

@@ -30,6 +30,7 @@ import {
   sameLeafValue
 } from "./ConfigTree.js"
 import { ENV_FORMAT } from "./ConfigTreeEnv.js"
+import { withArticle } from "./Article.js"
 import { INI_FORMAT } from "./ConfigTreeIni.js"
 import { JSON5_FORMAT, JSON_FORMAT, JSONC_FORMAT } from "./ConfigTreeJson.js"
 import { TOML_FORMAT } from "./ConfigTreeToml.js"
@@ -427,7 +428,7 @@ export const redactDocument = (format: ConfigFormat, text: string): Redacted => 
   let at = 0
   for (const s of [...secrets].sort((a, b) => a.leaf.start - b.leaf.start)) {
     const written = format.quote(s.replacement)
-    if (written === null) return { ok: false, why: `the credential at ${pointerOf(s.leaf.path)} cannot be replaced by a ${format.label} string` }
+    if (written === null) return { ok: false, why: `the credential at ${pointerOf(s.leaf.path)} cannot be replaced by ${withArticle(format.label)} string` }
     out += text.slice(at, s.leaf.start) + written
     at = s.leaf.end
     bySpan.set(s.leaf.start, s.replacement)

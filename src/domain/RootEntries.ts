@@ -6,12 +6,17 @@
 import { type CanonicalEntry, CANONICAL_ROOT_ENTRIES } from "./AgentPaths.js"
 import { atomicTempTarget } from "./AtomicWrite.js"
 import { isDatabaseFileName, isLogFileName } from "./ConfigRedLines.js"
-import { type LayoutUnit, layoutUnit, MIGRATION_MARKER, MIGRATION_MARKER_RECLAIM_PREFIX } from "./MigrationPlan.js"
+import { reclaimLockPath } from "./MarkerFiles.js"
+import { type LayoutUnit, layoutUnit, MIGRATION_MARKER } from "./MigrationPlan.js"
 
 export type RootClassification =
   | { readonly _tag: "Canonical"; readonly entry: CanonicalEntry }
   | { readonly _tag: "Legacy"; readonly unit: LayoutUnit }
-  | { readonly _tag: "MigrationMarker" }
+  /**
+   * The migration marker, or its reclaim lock (`role`): the files `domain/MarkerFiles.ts` names for it, both
+   * judged by the markers' liveness rule.
+   */
+  | { readonly _tag: "MigrationMarker"; readonly role: "marker" | "reclaim-lock" }
   /** The library's own: the temp file of an atomic write of a canonical file that a crash left (AtomicWrite.ts). */
   | { readonly _tag: "AtomicWriteLeftover"; readonly entry: CanonicalEntry }
   | { readonly _tag: "Unknown"; readonly hint: UnknownHint }
@@ -29,7 +34,8 @@ export const classifyRootEntry = (name: string): RootClassification => {
   if (canonical !== undefined) return { _tag: "Canonical", entry: canonical }
   const unit = layoutUnit(name)
   if (unit !== undefined) return { _tag: "Legacy", unit }
-  if (name === MIGRATION_MARKER || name.startsWith(MIGRATION_MARKER_RECLAIM_PREFIX)) return { _tag: "MigrationMarker" }
+  if (name === MIGRATION_MARKER) return { _tag: "MigrationMarker", role: "marker" }
+  if (name === reclaimLockPath(MIGRATION_MARKER)) return { _tag: "MigrationMarker", role: "reclaim-lock" }
   const target = atomicTempTarget(name)
   const written = target === undefined ? undefined : CANONICAL_ROOT_ENTRIES.find((e) => e.name === target && e.kind === "file")
   if (written !== undefined) return { _tag: "AtomicWriteLeftover", entry: written }

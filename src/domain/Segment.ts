@@ -5,6 +5,7 @@
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { InvalidSegment } from "./Errors.js"
+import { rememberValid } from "./SegmentMemo.js"
 import { describeValue, kindOfValue } from "./Values.js"
 
 export const SEGMENT_MAX_LENGTH = 64
@@ -60,10 +61,16 @@ export const segmentViolation = (value: unknown): { readonly rule: SegmentRule; 
   return null
 }
 
-/** A validated portable segment. */
+/** `segmentViolation`, remembered for the strings it found valid (domain/SegmentMemo.ts). */
+const decodingViolation = (value: unknown) => rememberValid(value, segmentViolation)
+
+/**
+ * A validated portable segment. Every API that takes a category, tenant, run id, namespace or extension id
+ * takes a `Segment` as it is: one decoded here once is not checked by the rule again (SegmentMemo.ts).
+ */
 export const Segment = Schema.String.pipe(
   Schema.filter((value) => {
-    const v = segmentViolation(value)
+    const v = decodingViolation(value)
     return v === null ? true : `${JSON.stringify(value)} is not a valid segment: ${v.message}`
   }, {
     identifier: "Segment",
@@ -77,7 +84,7 @@ export type Segment = typeof Segment.Type
 export const parseSegment = (
   value: unknown
 ): Either.Either<Segment, { readonly rule: SegmentRule; readonly value: string; readonly message: string }> => {
-  const v = segmentViolation(value)
+  const v = decodingViolation(value)
   if (v !== null) {
     const shown = describeValue(value)
     return Either.left({ rule: v.rule, value: typeof value === "string" ? value : shown, message: `${typeof value === "string" ? JSON.stringify(value) : shown} is not a valid segment: ${v.message}` })
@@ -90,7 +97,7 @@ export const parseSegment = (
  * argument ("category", "tenant", "runId", "namespace", "extId" …). An `Either` is also an `Effect`.
  */
 export const decodeSegment = (field: string, value: unknown): Either.Either<Segment, InvalidSegment> => {
-  const v = segmentViolation(value)
+  const v = decodingViolation(value)
   return v === null
     ? Either.right(Segment.make(value as string, { disableValidation: true }))
     : Either.left(

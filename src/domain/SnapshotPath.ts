@@ -5,6 +5,7 @@
  * (restore, verify, list, the next create's link base): relative, normalised, inside the snapshot's scope.
  */
 import { CANONICAL_ROOT_ENTRIES, STATE_BACKUPS_DIR, STATE_RESTORE_ASIDE_DIR } from "./AgentPaths.js"
+import { withArticle } from "./Article.js"
 import { segmentViolation } from "./Segment.js"
 
 /** Under `state/`: config history (BK1 has its own backups) and data a restore moved aside. */
@@ -100,7 +101,7 @@ export const snapshotTreeProblem = (
       index: i,
       why: type === undefined
         ? `lies in ${JSON.stringify(parent)}, which the manifest does not record as a directory`
-        : `lies below ${JSON.stringify(parent)}, which the manifest records as a ${type}`
+        : `lies below ${JSON.stringify(parent)}, which the manifest records as ${withArticle(type)}`
     }
   }
   return undefined

@@ -142,7 +142,7 @@ export const ManifestEntry = Schema.Struct({
   mode: Schema.Int.pipe(Schema.between(0, 0o7777)),
   /**
    * Milliseconds as the FileSystem port reports them: Node's `mtimeMs` (a double, sub-millisecond
-   * but not nanosecond precision); the link decision compares this value exactly.
+   * but not nanosecond precision); the link decision compares it at the precision a set time keeps (`sameMtime`).
    */
   mtimeMs: Schema.Finite,
   sha256: Schema.optional(Schema.String.pipe(Schema.pattern(SHA256_HEX))),
@@ -285,14 +285,26 @@ export interface LiveRecord {
 }
 
 /**
+ * How far apart two mtimes may be and still be the same time: a time set through `utimes` (a restore puts each
+ * file's recorded mtime back) survives only to the microsecond (the port takes milliseconds as a double; Node
+ * hands seconds as a double to libuv, which keeps whole microseconds), so one read back differs from its record
+ * by under 1.5 µs. Far below what a file system's clock can tell apart between two writes (its tick is coarse).
+ */
+export const MTIME_PRECISION_MS = 0.002
+
+/** Two mtimes (ms) are the same time at the precision a set time survives (`MTIME_PRECISION_MS`). */
+export const sameMtime = (a: number, b: number): boolean => Math.abs(a - b) < MTIME_PRECISION_MS
+
+/**
  * rsync `--link-dest`: a file is linked to the previous snapshot's copy only when type, size, mtime and mode
  * all equal its record (and the record has a hash and was not torn). A mode-only change is a copy: a chmod on
- * a shared inode would rewrite the old snapshot.
+ * a shared inode would rewrite the old snapshot. The mtime is compared at the precision a restored time keeps
+ * (`sameMtime`), so a file a restore put back links to the copy it came from.
  */
 export const shouldLink = (live: LiveRecord, previous: ManifestEntry | undefined): previous is ManifestEntry =>
   previous !== undefined && live.type === "file" && previous.type === "file" && previous.sha256 !== undefined &&
   previous.changedDuringBackup !== true && previous.sqliteGroup !== true &&
-  live.size === previous.size && live.mtimeMs === previous.mtimeMs && live.mode === previous.mode
+  live.size === previous.size && sameMtime(live.mtimeMs, previous.mtimeMs) && live.mode === previous.mode
 
 const SQLITE_SIDECARS = ["-wal", "-shm"] as const
 
@@ -351,17 +363,53 @@ export class SnapshotCorrupt extends Schema.TaggedError<SnapshotCorrupt>()("Snap
   path: Schema.String,
   detail: Schema.String,
   entry: Schema.optional(Schema.String),
-  /** The restore stopped part way: where the live data it had replaced went (`null`: nothing was there). */
-  stopped: Schema.optional(Schema.Struct({ movedAside: Schema.NullOr(Schema.String) }))
+  /**
+   * The restore stopped part way: where the live data it had replaced went (`movedAside`: the first of
+   * `asideDirs`, `null` when nothing was there; `asideDirs`: every directory it went to).
+   */
+  stopped: Schema.optional(Schema.Struct({ movedAside: Schema.NullOr(Schema.String), asideDirs: Schema.optional(Schema.Array(Schema.String)) }))
 }) {
   override get message(): string {
+    const dirs = this.stopped?.asideDirs ?? (this.stopped?.movedAside == null ? [] : [this.stopped.movedAside])
     const outcome = this.stopped === undefined
       ? "nothing was changed"
-      : this.stopped.movedAside === null
+      : dirs.length === 0
       ? "the restore stopped part way"
-      : `the restore stopped part way; the live data it replaced is in ${this.stopped.movedAside}`
+      : `the restore stopped part way; the live data it replaced is in ${dirs.join(" and ")}`
     return this.entry === undefined
       ? `snapshot manifest ${this.path} is unusable: ${this.detail}; ${outcome}`
       : `snapshot ${this.path} is damaged at ${JSON.stringify(this.entry)}: ${this.detail}; ${outcome}`
+  }
+}
+
+/** SPEC BK2: a restore of one extension the snapshot holds no state of is refused before anything moves. */
+export class ExtensionNotInSnapshot extends Schema.TaggedError<ExtensionNotInSnapshot>()("ExtensionNotInSnapshot", {
+  root: Schema.String,
+  id: Schema.String,
+  extension: Schema.String,
+  /** The extensions whose state the snapshot holds, sorted. */
+  held: Schema.Array(Schema.String)
+}) {
+  override get message(): string {
+    const held = this.held.length === 0 ? "no extension's state" : `the state of ${this.held.map((e) => JSON.stringify(e)).join(", ")}`
+    return `snapshot ${JSON.stringify(this.id)} in ${this.root} holds no state of extension ${JSON.stringify(this.extension)} (it holds ${held}); nothing was changed`
+  }
+}
+
+/**
+ * A restore would write through a symlink that stands for a snapshotted tree (`agent/state` kept on another
+ * disk) whose target it cannot prove to be the person's own directory outside every snapshotted tree and the
+ * backup root: refused before anything moves.
+ */
+export class UnsafeRestoreTarget extends Schema.TaggedError<UnsafeRestoreTarget>()("UnsafeRestoreTarget", {
+  /** The link. */
+  path: Schema.String,
+  /** What it points at (its target as written), when it could be read. */
+  target: Schema.optional(Schema.String),
+  detail: Schema.String
+}) {
+  override get message(): string {
+    const to = this.target === undefined ? "" : ` (-> ${this.target})`
+    return `refusing to restore through the symlink ${this.path}${to}: ${this.detail}; nothing was changed`
   }
 }

@@ -3,9 +3,13 @@
  * the config red lines as plain functions over plain values. I/O lives in src/services/TierStorage.ts.
  */
 import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import * as NodePath from "node:path"
+import { withArticle } from "./Article.js"
 import { DataDirRemoved, InvalidArgument, type InvalidSegment } from "./Errors.js"
+import { schemaMismatchWhy } from "./Formats.js"
 import { decodeSegment } from "./Segment.js"
+import { kindOfValue } from "./Values.js"
 import { resolveWebDataRoot, type TIER_NAMES, tierPaths, type WebInstance } from "./WebPaths.js"
 
 /** The three tiers, in the order a person reads them (one list: the doctor and the paths use it too). */
@@ -152,14 +156,14 @@ export const chooseTier = (facts: TierFacts): TierChoice => {
     if (facts.rebuildable && facts.reloadSourceExists === true) {
       return {
         tier: "cache",
-        reason: `a ${purpose} fully reloadable from a source that still exists is regenerable`
+        reason: `${withArticle(purpose)} fully reloadable from a source that still exists is regenerable`
       }
     }
     return {
       tier: "state",
       reason: facts.rebuildable
-        ? `a ${purpose} whose reload source is ${facts.reloadSourceExists === false ? "gone" : "not known to exist"} holds unique records`
-        : `a ${purpose} with non-regenerable records (history, statistics) is state`
+        ? `${withArticle(purpose)} whose reload source is ${facts.reloadSourceExists === false ? "gone" : "not known to exist"} holds unique records`
+        : `${withArticle(purpose)} with non-regenerable records (history, statistics) is state`
     }
   }
   if (facts.reloadSourceExists === false) {
@@ -222,11 +226,11 @@ export const jsonValueViolation = (value: unknown): string | null => {
   const walk = (v: unknown, at: string): string | null => {
     if (v === null || typeof v === "boolean" || typeof v === "string") return null
     if (typeof v === "number") return Number.isFinite(v) ? null : `${at} is ${String(v)}, which JSON cannot hold`
-    if (typeof v !== "object") return `${at} is a ${typeof v}, which JSON cannot hold`
+    if (typeof v !== "object") return `${at} is ${kindOfValue(v)}, which JSON cannot hold`
     if (seen.has(v)) return `${at} is a cycle`
     const proto = Object.getPrototypeOf(v)
     if (!Array.isArray(v) && proto !== Object.prototype && proto !== null) {
-      return `${at} is a ${(v as object).constructor?.name ?? "non-plain object"}, not a plain object`
+      return `${at} is ${withArticle((v as object).constructor?.name ?? "non-plain object")}, not a plain object`
     }
     seen.add(v)
     if (Array.isArray(v)) {
@@ -244,4 +248,29 @@ export const jsonValueViolation = (value: unknown): string | null => {
     return null
   }
   return walk(value, "value")
+}
+
+/**
+ * What a tier stores for `value`: its encoded form under `schema` when one is given, and that (or the value
+ * itself) checked to be strict JSON. One refusal for one mistake, in state and config alike: `InvalidArgument`
+ * (field "value"), naming the offending part. `undefined` itself is said to be no value (`unsetHint` tells
+ * the config tier's caller how to remove a key instead).
+ */
+export const tierValue = <A, I>(
+  value: A,
+  schema?: Schema.Schema<A, I>,
+  unsetHint?: string
+): Either.Either<unknown, InvalidArgument> => {
+  let encoded: unknown = value
+  if (schema !== undefined) {
+    const result = Schema.encodeEither(schema)(value)
+    if (Either.isLeft(result)) {
+      return Either.left(new InvalidArgument({ field: "value", detail: `cannot be encoded with the given schema: ${schemaMismatchWhy(result.left)}` }))
+    }
+    encoded = result.right
+  }
+  const why = jsonValueViolation(encoded)
+  if (why === null) return Either.right(encoded)
+  const hint = encoded === undefined && unsetHint !== undefined ? `; ${unsetHint}` : ""
+  return Either.left(new InvalidArgument({ field: "value", detail: `not JSON: ${why}${hint}` }))
 }

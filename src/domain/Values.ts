@@ -2,6 +2,8 @@
  * How a refused input value is named in an error message (InvalidSegment, InvalidPolicy): short, exact for
  * the values that matter (NaN, -0, Infinity, "2" versus 2), never throwing on cycles, getters or proxies.
  */
+import { withArticle } from "./Article.js"
+
 const MAX_LENGTH = 60
 
 const clip = (text: string): string => (text.length > MAX_LENGTH ? `${text.slice(0, MAX_LENGTH - 1)}…` : text)
@@ -33,6 +35,6 @@ export const describeValue = (value: unknown): string => {
   }
 }
 
-/** `a number`, `a string`, `null`, `an array`, … : what a value is, for "must be a string (got …)". */
+/** `a number`, `a string`, `null`, `undefined`, `an array`, … : what a value is, for "must be a string (got …)". */
 export const kindOfValue = (value: unknown): string =>
-  value === null ? "null" : Array.isArray(value) ? "an array" : typeof value === "object" ? "an object" : `a ${typeof value}`
+  value === null || value === undefined ? String(value) : Array.isArray(value) ? "an array" : withArticle(typeof value)

@@ -54,17 +54,28 @@ export interface PromiseTiers {
   }
   readonly state: {
     readonly dir: string
-    /** Rejects with `StateMissing` or `StateUnreadable`: state is never defaulted or rebuilt. */
-    read<T = unknown>(name: string): Promise<T>
-    /** Atomic, fsynced JSON write of `state/<name>`. */
+    /**
+     * Rejects with `StateMissing` or `StateUnreadable` (its `cause` a `FileSystemError` or a `DecodeFailure`):
+     * state is never defaulted or rebuilt. `decode` (optional) turns the parsed JSON into a `T` and throws to
+     * refuse it (a zod schema's `parse`, Effect's `Schema.decodeUnknownSync(S)` …); a refusal is
+     * `StateUnreadable` with a `DecodeFailure` saying what it threw. Without it, `T` is the caller's word.
+     */
+    read<T = unknown>(name: string, decode?: (json: unknown) => T): Promise<T>
+    /** Atomic, fsynced JSON write of `state/<name>`; a value that is not strict JSON rejects with `InvalidArgument`. */
     write(name: string, value: unknown): Promise<void>
   }
   readonly config: {
     readonly dir: string
-    get<T = unknown>(key: string): Promise<T | undefined>
+    /** The value under `key`, `undefined` when unset; `decode` as in `state.read` (a refusal is `ConfigUnreadable` naming the key). */
+    get<T = unknown>(key: string, decode?: (json: unknown) => T): Promise<T | undefined>
+    /** A value that is not strict JSON (`undefined` included: use `delete`) rejects with `InvalidArgument`. */
     set(key: string, value: unknown): Promise<void>
+    /** Remove `key`; resolves `true` when it was set. */
+    delete(key: string): Promise<boolean>
     /** Rejects with `ConfigRedLine` for databases, logs and anything over the config budget. */
     writeFile(name: string, data: Uint8Array | string): Promise<void>
+    /** The bytes `writeFile` wrote, `undefined` when there is no such file. */
+    readFile(name: string): Promise<Uint8Array | undefined>
   }
   /** Release the runtime; later calls reject with `InvalidArgument` (field "tiers"). Idempotent. */
   close(): Promise<void>

@@ -4,6 +4,8 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import { InvalidArgument } from "../domain/Errors.js"
 import type { TierDirs } from "../domain/Tiers.js"
 import * as NodeFileSystem from "../layers/NodeFileSystem.js"
@@ -14,6 +16,24 @@ import { StorageConfig } from "../services/StorageConfig.js"
 import { type OpenTiersOptions, TierStorage } from "../services/TierStorage.js"
 import { runTyped } from "./runtime.js"
 import type { PromiseTiers } from "./tiers.js"
+
+/**
+ * A Promise caller's decode function as the Schema the tier service takes (README "Extension data tiers":
+ * the facade names no Effect type, so it takes a function that throws to refuse). What it throws becomes
+ * the `DecodeFailure`'s words.
+ */
+const schemaOfDecode = <T>(decode: (json: unknown) => T): Schema.Schema<T> =>
+  Schema.transformOrFail(Schema.Unknown, Schema.Unknown, {
+    strict: false,
+    decode: (json, _, ast) => {
+      try {
+        return ParseResult.succeed(decode(json))
+      } catch (error) {
+        return ParseResult.fail(new ParseResult.Type(ast, json, error instanceof Error ? error.message : String(error)))
+      }
+    },
+    encode: ParseResult.succeed
+  }) as unknown as Schema.Schema<T>
 
 export const openTiersWithLayer = (world: Layer.Layer<FileSystem | Host>) =>
 async (ctx: TierDirs, options?: OpenTiersOptions): Promise<PromiseTiers> => {
@@ -46,14 +66,18 @@ async (ctx: TierDirs, options?: OpenTiersOptions): Promise<PromiseTiers> => {
     },
     state: {
       dir: tiers.state.dir,
-      read: <T>(name: string) => guarded(() => tiers.state.read(name)) as Promise<T>,
+      read: <T>(name: string, decode?: (json: unknown) => T) =>
+        guarded(() => decode === undefined ? tiers.state.read(name) : tiers.state.read(name, schemaOfDecode(decode))) as Promise<T>,
       write: (name, value) => guarded(() => tiers.state.write(name, value))
     },
     config: {
       dir: tiers.config.dir,
-      get: <T>(key: string) => guarded(() => tiers.config.get(key)) as Promise<T | undefined>,
+      get: <T>(key: string, decode?: (json: unknown) => T) =>
+        guarded(() => decode === undefined ? tiers.config.get(key) : tiers.config.get(key, schemaOfDecode(decode))) as Promise<T | undefined>,
       set: (key, value) => guarded(() => tiers.config.set(key, value)),
-      writeFile: (name, data) => guarded(() => tiers.config.writeFile(name, data))
+      delete: (key) => guarded(() => tiers.config.delete(key)),
+      writeFile: (name, data) => guarded(() => tiers.config.writeFile(name, data)),
+      readFile: (name) => guarded(() => tiers.config.readFile(name))
     },
     close: async () => {
       if (closed) return

@@ -35,6 +35,7 @@ import type * as Scope from "effect/Scope"
 import { atomicTempName } from "../domain/AtomicWrite.js"
 import { FileSystemError, lengthMismatch } from "../domain/Errors.js"
 import { changedError, changeSince, type ExpectedFile, type FileChange, type FileVersion } from "../domain/FileChange.js"
+import { aFileType } from "../domain/FileTypeWords.js"
 import {
   type DirEntry,
   type DirEntryInfo,
@@ -277,7 +278,7 @@ const acceptExisting = (path: string, isFinal: boolean): Effect.Effect<void, Fil
     if (stats.isDirectory()) return
     return yield* Effect.fail(
       isFinal
-        ? failWith("makeDirectory", path, "EEXIST", `a ${typeOfStats(stats)} is in the way`)
+        ? failWith("makeDirectory", path, "EEXIST", `${aFileType(typeOfStats(stats))} is in the way`)
         : failWith("makeDirectory", path, "ENOTDIR", "a parent component is not a directory")
     )
   })

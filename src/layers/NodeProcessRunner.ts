@@ -31,7 +31,8 @@ class Collected {
 const run = (call: ProcessCall): Effect.Effect<ProcessResult, ProcessFailed> =>
   Effect.async<ProcessResult, ProcessFailed>((resume) => {
     const named = [call.command, ...call.args].join(" ").slice(0, 200)
-    const failed = (reason: ProcessFailed["reason"], detail: string) => new ProcessFailed({ command: named, reason, detail })
+    const failed = (reason: ProcessFailed["reason"], detail: string, cause?: unknown) =>
+      new ProcessFailed(cause === undefined ? { command: named, reason, detail } : { command: named, reason, detail, cause })
     const child = spawn(call.command, call.args, { cwd: call.cwd, env: { ...call.env }, stdio: ["pipe", "pipe", "pipe"] })
     const stdout = new Collected(call.maxStdoutBytes)
     const stderr = new Collected(call.maxStderrBytes)
@@ -61,7 +62,7 @@ const run = (call: ProcessCall): Effect.Effect<ProcessResult, ProcessFailed> =>
       if (code === null) finish(Effect.fail(failed("Signal", `killed by ${signal ?? "a signal"}`)))
       else finish(Effect.succeed({ stdout: stdout.bytes(), stderr: stderr.bytes(), exitCode: code }))
     })
-    child.on("error", (error) => finish(Effect.fail(failed("Spawn", error.message))))
+    child.on("error", (error) => finish(Effect.fail(failed("Spawn", error.message, error))))
     // A child that exits without reading all of its input closes the pipe: that is its answer, not ours.
     child.stdin.on("error", () => undefined)
     child.stdin.end(call.stdin === undefined ? undefined : Buffer.from(call.stdin.buffer, call.stdin.byteOffset, call.stdin.byteLength))

@@ -26,7 +26,7 @@ import {
   deniedBy,
   displayOfRepoPath,
   displayPatch,
-  HISTORY_OWN_FILES,
+  historyExcludeBytes,
   NEVER_VERSIONED,
   HISTORY_LOCK,
   historyContent,
@@ -35,6 +35,7 @@ import {
   REDACTION_RULE,
   revisionViolation,
   rollbackContent,
+  unstoredLiveCover,
   WEB_MIRROR
 } from "../domain/ConfigHistory.js"
 import { DIRECTORY_PROFILE_SETTINGS, DIRECTORY_PROFILES_DIR } from "../domain/AgentPaths.js"
@@ -479,7 +480,8 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
 
     const repoExists = exists(NodePath.join(gitDir, "HEAD"))
 
-    const corrupt = (detail: string) => Effect.fail(new ConfigHistoryCorrupt({ path: gitDir, detail }))
+    const corrupt = (detail: string, cause?: FileSystemError | GitFailed) =>
+      Effect.fail(new ConfigHistoryCorrupt(cause === undefined ? { path: gitDir, detail } : { path: gitDir, detail, cause }))
     /** A parsed answer of git, or the repository is damaged (`what` says which answer). */
     const parsed = <A>(what: string, p: Parsed<A>): Effect.Effect<A, ConfigHistoryCorrupt> => p.ok ? Effect.succeed(p.value) : corrupt(`${what}: ${p.why}`)
 
@@ -512,12 +514,17 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
       yield* fs.writeFileAtomic(attributesPath, attributesBytes, { sync: false })
     })
 
+    const excludePath = NodePath.join(gitDir, "info", "exclude")
+    const excludeBytes = historyExcludeBytes()
+
     const ensureRepo = Effect.gen(function*() {
-      if (yield* repoExists) return
-      yield* git(["init", "-q"])
-      // Our own files in the work tree are never content, even for a person running `git status` there.
-      yield* fs.writeFileAtomic(NodePath.join(gitDir, "info", "exclude"), new TextEncoder().encode(HISTORY_OWN_FILES.map((f) => `/${f}`).join("\n") + "\n"))
+      if (!(yield* repoExists)) yield* git(["init", "-q"])
+      // (Also makes `.git/info` again when it is gone.)
       yield* guardAttributes
+      // Our own files in the work tree are never content, even for a person running `git status` or `git add -A`
+      // there; an exclusion written by an older build (which missed the lock's reclaim lock) is brought up to date.
+      const current = yield* fs.readFile(excludePath, { maxBytes: 4096 }).pipe(Effect.option)
+      if (current._tag === "None" || !sameBytes(current.value, excludeBytes)) yield* fs.writeFileAtomic(excludePath, excludeBytes)
     })
 
     /** A ref file git keeps, `undefined` when there is none; anything but a small regular file is damage. */
@@ -525,7 +532,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
       fs.readFile(path, { maxBytes }).pipe(
         Effect.map((b) => b as Uint8Array | undefined),
         Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined)),
-        Effect.catchAll((e) => corrupt(`${NodePath.relative(gitDir, path)} cannot be read as a ref: ${e.message}`))
+        Effect.catchAll((e) => corrupt(`${NodePath.relative(gitDir, path)} cannot be read as a ref: ${e.message}`, e))
       )
 
     /**
@@ -709,7 +716,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
         if (revision === null) return files
         const listing = yield* git(["ls-tree", "-r", "-z", "--full-tree", revision, "--", ...scopes], { read: true }).pipe(
           Effect.catchTag("GitFailed", (e): Effect.Effect<never, GitFailed | ConfigHistoryCorrupt> =>
-            e.exitCode === 128 ? corrupt(`revision ${short(revision)} cannot be listed: ${e.message}`) : Effect.fail(e))
+            e.exitCode === 128 ? corrupt(`revision ${short(revision)} cannot be listed: ${e.message}`, e) : Effect.fail(e))
         )
         const listed = yield* parsed(`the files of revision ${short(revision)}`, parseLsTree(listing.stdout, { scopes, max: HISTORY_PATHS_MAX }))
         if (listed.length === 0) return files
@@ -791,8 +798,6 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
     const restoreLocked = (wanted: ReadonlyMap<string, Uint8Array>) =>
       Effect.gen(function*() {
         const live = yield* scanLive(undefined)
-        // Live files history could not store (their credentials cannot be redacted): writing over one would lose it.
-        const unrecorded = new Map(live.skipped.filter((s) => s._tag === "Unredactable").map((s) => [s.path, s.reason]))
         const restored: Array<string> = []
         const removed: Array<string> = []
         const unresolvedSecrets: Array<string> = []
@@ -810,8 +815,23 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
             yield* skip(file.display, onTheWay)
             continue
           }
-          yield* fs.removeFile(file.livePath).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
-          removed.push(file.display)
+          // Only the version read just now goes (a person's save since is kept and reported, never deleted).
+          const info = yield* lstatOption(file.livePath)
+          if (info !== undefined && info.type !== "File") {
+            yield* skip(file.display, `${aFileType(info.type)} at the path now, not a regular file (never removed)`, "NotARegularFile")
+            continue
+          }
+          const current = info === undefined ? undefined : yield* fs.readFile(file.livePath, { maxBytes: Math.max(budget, info.size) }).pipe(
+            Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined))
+          )
+          const gone = info === undefined || current === undefined
+            ? true
+            : yield* fs.replaceFileIfUnchanged(file.livePath, { dev: info.dev, ino: info.ino, bytes: current }, null).pipe(
+              Effect.as(true),
+              Effect.catchIf((e) => isChanged(e), (e) =>
+                Effect.as(skip(file.display, `it changed while the rollback ran (${e.detail ?? "changed"}); left as it is`, "ChangedMeanwhile"), false))
+            )
+          if (gone) removed.push(file.display)
         }
         for (const [repoPath, bytes] of wanted) {
           const livePath = livePathOf(repoPath)
@@ -834,9 +854,10 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
             yield* skip(display, `${aFileType(info.type)} at the path, not a regular file (never written over)`, "NotARegularFile")
             continue
           }
-          const notStored = unrecorded.get(display)
+          // A live file history could not store (over the budget, unredactable …): writing over it would lose it.
+          const notStored = unstoredLiveCover(live.skipped, display)
           if (notStored !== undefined) {
-            yield* skip(display, `not in history (${notStored}), so a rollback would lose it`, "Unredactable")
+            yield* skip(display, `not in history (${notStored.reason}), so a rollback would lose it`, notStored._tag)
             continue
           }
           const current = info === undefined ? undefined : yield* fs.readFile(livePath, { maxBytes: Math.max(budget, info.size) })

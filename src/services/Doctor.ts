@@ -13,9 +13,10 @@ import * as Layer from "effect/Layer"
 import { agentPaths, runManifestPath } from "../domain/AgentPaths.js"
 import type { ConfigRedLineRule } from "../domain/ConfigRedLines.js"
 import { durationWords } from "../domain/DurationWords.js"
+import { agentDirFlag, shellWord } from "../domain/FixCommands.js"
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
 import { type DoctorReport, type Finding, type FindingCode, findingSeverity, type Severity } from "../domain/Findings.js"
-import { displayPath, MIGRATION_MARKER_RECLAIM_PREFIX } from "../domain/MigrationPlan.js"
+import { displayPath } from "../domain/MigrationPlan.js"
 import type { UnknownHint } from "../domain/RootEntries.js"
 import type { RootSafetyProblem } from "../domain/RootSafety.js"
 import { modeString } from "../domain/RootSafety.js"
@@ -52,10 +53,10 @@ export interface DoctorOptions {
 export const DEFAULT_DOCTOR_MAX_ENTRIES = DEFAULT_SCAN_MAX_ENTRIES
 /**
  * A fix that is a command is written in backticks, so it can be copied and is run by a test
- * (test/cli/doctorFixes.test.ts): `pi-storage …` acts on the agent dir the doctor checked (add
- * `--agent-dir DIR` when it is not the default), shell commands run in that agent dir.
+ * (test/cli/doctorFixes.test.ts) from another directory: every path in it is absolute and `pi-storage …`
+ * names the agent dir the doctor checked (domain/FixCommands.ts).
  */
-const MIGRATE_FIX = "run `pi-storage migrate` (Migration.run) to move it to its canonical place"
+const migrateFix = (agentDir: string) => `run \`pi-storage ${agentDirFlag(agentDir)} migrate\` (Migration.run) to move it to its canonical place`
 
 /** What `findingsOf` needs besides the facts: the bounds and identity its prose names. */
 export interface FindingContext {
@@ -111,16 +112,21 @@ const rootFindings = (out: Findings, facts: AgentDirFacts) => {
         break
       }
       case "Legacy": {
-        out.add(c.unit.kind === "sidecar" ? "legacy-sidecar" : "legacy-entry", entry.path, `legacy ${entry.name} belongs at ${c.unit.destination.join("/")}`, MIGRATE_FIX)
+        out.add(c.unit.kind === "sidecar" ? "legacy-sidecar" : "legacy-entry", entry.path, `legacy ${entry.name} belongs at ${c.unit.destination.join("/")}`, migrateFix(out.agentDir))
         break
       }
       case "MigrationMarker": {
-        if (entry.name.startsWith(MIGRATION_MARKER_RECLAIM_PREFIX)) {
-          out.add("migration-marker", entry.path, "leftover of a reclaimed migration marker (a crash mid-reclaim)", "delete it")
-          break
-        }
         const judged = entry.marker
         if (judged === undefined) break
+        if (c.role === "reclaim-lock") {
+          // Held for microseconds by a reclaimer of a dead migration marker or a probe of the file system's clock.
+          if (judged.alive && judged.unreadable !== true) {
+            out.add("migration-marker", entry.path, `the migration marker's reclaim lock is held (${judged.detail})`, undefined, "info")
+          } else {
+            out.add("migration-marker", entry.path, `leftover reclaim lock of the migration marker (${judged.detail})`, "delete it if no migration is running")
+          }
+          break
+        }
         if (judged.alive && judged.unreadable !== true) {
           out.add("migration-marker", entry.path, `a migration is running (${judged.detail})`, undefined, "info")
         } else {
@@ -143,7 +149,7 @@ const rootFindings = (out: Findings, facts: AgentDirFacts) => {
           "atomic-write-leftover",
           entry.path,
           `the library's temp file of an interrupted write of ${c.entry.name} (a crash before the rename; ${c.entry.name} itself is unchanged)`,
-          `once no write of ${c.entry.name} is running, run \`rm -f ${entry.name}\` in the agent dir`
+          `once no write of ${c.entry.name} is running, run \`rm -f ${shellWord(entry.path)}\``
         )
         break
       }
@@ -175,7 +181,7 @@ const stateFindings = (out: Findings, facts: AgentDirFacts) => {
   const state = facts.state
   if (state === null || state.info.type !== "Directory") return
   if ((state.info.mode & 0o002) !== 0) {
-    out.add("state-world-writable", state.path, `state/ has mode ${modeString(state.info.mode)}: anyone can change durable state`, "run `chmod 700 state` in the agent dir")
+    out.add("state-world-writable", state.path, `state/ has mode ${modeString(state.info.mode)}: anyone can change durable state`, `run \`chmod 700 ${shellWord(state.path)}\``)
   }
   if (state.conflicts.length > 0) {
     out.add(
@@ -215,9 +221,9 @@ const safetyFix = (out: Findings, context: FindingContext, safety: SafetyFact, p
     case "not-a-directory":
       return "move it aside"
     case "foreign-owner":
-      return `run \`chown ${uid} ${out.display(safety.path)}\``
+      return `run \`chown ${uid} ${shellWord(safety.path)}\``
     case "group-or-world-writable":
-      return `run \`chmod 700 ${out.display(safety.path)}\``
+      return `run \`chmod 700 ${shellWord(safety.path)}\``
   }
 }
 
@@ -249,7 +255,7 @@ const itemFindings = (out: Findings, context: FindingContext, tenant: TenantFact
               "work-unfinished-trash",
               item.path,
               `${facts.entries} quarantined run(s) not yet deleted (an interrupted prune)`,
-              `run \`pi-storage work prune ${where}\` to finish deleting them`
+              `run \`pi-storage ${agentDirFlag(out.agentDir)} work prune ${where}\` to finish deleting them`
             )
           }
           return
@@ -320,7 +326,7 @@ const workFindings = (out: Findings, context: FindingContext, facts: AgentDirFac
 // DR2: extension data tiers
 
 /** The finding each config red line raises. */
-const RED_LINE_FINDING: Record<Exclude<ConfigRedLineRule, "invalid-value">, FindingCode> = {
+const RED_LINE_FINDING: Record<ConfigRedLineRule, FindingCode> = {
   database: "extension-config-database",
   log: "extension-config-log",
   virtualenv: "extension-config-venv",
@@ -361,7 +367,7 @@ const webDataFindings = (out: Findings, facts: AgentDirFacts) => {
     }
     for (const entry of ext.config) {
       const v = entry.violation
-      if (v === null || v.rule === "invalid-value") continue
+      if (v === null) continue
       const what = entry.type === "Directory" ? `${entry.name}/` : entry.name
       out.add(RED_LINE_FINDING[v.rule], entry.path, `${what} under ${ext.id}'s config/: ${v.detail}`, `move it to ${v.rightTier}/`)
     }
@@ -421,7 +427,7 @@ const doctorProgram = (inputs: DoctorInputs, options?: DoctorOptions): Effect.Ef
     const others = new Findings(agentDir)
     if (facts.status._tag === "Directory") {
       for (const f of yield* userProfileFindings(deps, inputs.agentDir.paths)) others.draft(f)
-      for (const f of yield* configHistoryFindings(deps, inputs.agentDir.paths.configBackupsDir)) others.draft(f)
+      for (const f of yield* configHistoryFindings(deps, inputs.agentDir.paths.configBackupsDir, agentDir)) others.draft(f)
       for (const f of yield* inputs.stateBackups(options?.webDataRoot)) others.draft(f)
     }
     const findings = [...found.agentDir, ...others.list, ...found.webData, ...found.problems]

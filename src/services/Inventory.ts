@@ -16,7 +16,7 @@ import type { InvalidSegment, UnsafeRootReason } from "../domain/Errors.js"
 import type { RunKind } from "../domain/Formats.js"
 import { lastUsedAt } from "../domain/PrunePlan.js"
 import { DEFAULT_RETENTION } from "../domain/Retention.js"
-import { decodeSegment, parseSegment } from "../domain/Segment.js"
+import { decodeSegment, parseSegment, segmentViolation } from "../domain/Segment.js"
 import { AgentDir } from "./AgentDir.js"
 import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
@@ -152,9 +152,27 @@ export interface RefusedTarget {
   readonly detail: string
 }
 
+/**
+ * A category or tenant directory whose name is not a valid segment (WR2): the library never makes one, so
+ * nothing under it is a run it could have made, and nothing under it is pruned. Reported, never skipped in
+ * silence (`status` lists it).
+ */
+export interface MisnamedTarget {
+  readonly path: string
+  /** `category Tools`, `tenant tools/Bad_Name`. */
+  readonly what: string
+  /** The category and tenant names it stands for (`*` for a whole category). */
+  readonly category: string
+  readonly tenant: string
+  /** Which WR2 rule the name breaks, in words. */
+  readonly detail: string
+}
+
 export interface PruneTargets {
   readonly tenants: ReadonlyArray<TenantAddress>
   readonly refused: ReadonlyArray<RefusedTarget>
+  /** Directories where a category or tenant belongs whose names the library never makes (not pruned). */
+  readonly misnamed: ReadonlyArray<MisnamedTarget>
   /** The agent dir is not a directory (its type in words), else `null`. */
   readonly notADirectory: string | null
 }
@@ -336,23 +354,29 @@ const refusedOf = (safety: SafetyFact, what: string, category: string, tenant: s
     : { path: safety.path, what, category, tenant, type: fileTypeWord(safety.info.type), reason: problem.reason, detail: problem.detail }
 }
 
-const isSegment = (name: string) => parseSegment(name)._tag === "Right"
+/** A directory name the library never makes (WR2), as a `MisnamedTarget`; `null` for a valid segment. */
+const misnamedOf = (path: string, what: string, category: string, tenant: string, name: string): MisnamedTarget | null => {
+  const violation = segmentViolation(name)
+  return violation === null ? null : { path, what, category, tenant, detail: `its name ${violation.message}` }
+}
 
 /**
  * What `work prune --all` works through, from the one scan's facts: the tenants whose work root, category and
  * tenant directories all pass WR10 (the verdict the doctor reports as `work-root-unsafe` and the pruner refuses
  * with), and, refused rather than skipped in silence, the shallowest directory that does not (a symlink, not
  * a directory, foreign-owned, group/world-writable: nothing under it is listed) and every file where a category
- * or tenant directory belongs (the doctor's `work-stray-entry`). Tenants whose names are not valid segments
- * are the doctor's business, not prune targets. Pure; refused targets in (category, tenant) name order.
+ * or tenant directory belongs (the doctor's `work-stray-entry`); and, never pruned but never skipped in
+ * silence either, the category and tenant directories whose names are not valid segments (`misnamed`: the
+ * library never makes them). Pure; refused targets in (category, tenant) name order, misnamed in scan order.
  */
 export const pruneTargetsOf = (facts: AgentDirFacts): PruneTargets => {
   const notADirectory = notADirectoryOf(facts)
   const work = facts.work
-  if (work === null) return { tenants: [], refused: [], notADirectory }
+  if (work === null) return { tenants: [], refused: [], misnamed: [], notADirectory }
   const root = refusedOf(work.root, "the work root", "*", "*")
-  if (root !== null) return { tenants: [], refused: [root], notADirectory }
+  if (root !== null) return { tenants: [], refused: [root], misnamed: [], notADirectory }
   const refused: Array<RefusedTarget> = []
+  const misnamed: Array<MisnamedTarget> = []
   const tenants: Array<TenantAddress> = []
   const unsafeCategories = new Set(work.categories.filter((c) => refusedOf(c.safety, "", c.name, "*") !== null).map((c) => c.name))
   for (const stray of work.strays) {
@@ -370,10 +394,20 @@ export const pruneTargetsOf = (facts: AgentDirFacts): PruneTargets => {
       refused.push(unsafeCategory)
       continue
     }
+    const badCategory = misnamedOf(category.path, `category ${category.name}`, category.name, "*", category.name)
+    if (badCategory !== null) {
+      misnamed.push(badCategory)
+      continue
+    }
     for (const t of category.tenants) {
       const unsafeTenant = refusedOf(t.safety, `tenant ${t.category}/${t.tenant}`, t.category, t.tenant)
-      if (unsafeTenant !== null) refused.push(unsafeTenant)
-      else if (isSegment(t.category) && isSegment(t.tenant)) tenants.push({ category: t.category, tenant: t.tenant })
+      if (unsafeTenant !== null) {
+        refused.push(unsafeTenant)
+        continue
+      }
+      const badTenant = misnamedOf(t.path, `tenant ${t.category}/${t.tenant}`, t.category, t.tenant, t.tenant)
+      if (badTenant !== null) misnamed.push(badTenant)
+      else tenants.push({ category: t.category, tenant: t.tenant })
     }
   }
   const key = (r: RefusedTarget) => [r.category, r.tenant === "*" ? "" : r.tenant] as const
@@ -381,7 +415,7 @@ export const pruneTargetsOf = (facts: AgentDirFacts): PruneTargets => {
     const [ka, kb] = [key(a), key(b)]
     return ka[0] !== kb[0] ? (ka[0] < kb[0] ? -1 : 1) : ka[1] < kb[1] ? -1 : ka[1] > kb[1] ? 1 : 0
   })
-  return { tenants, refused, notADirectory }
+  return { tenants, refused, misnamed, notADirectory }
 }
 
 /** @deprecated use `Inventory.make`. */

@@ -18,6 +18,12 @@
  * steps leaves every byte either at the source or at its destination (or both, identical, which the rerun's
  * plan resolves by `remove-duplicate`).
  *
+ * The toolkit (`runPlan`, `previewPlan`) runs per-entry plans with the same planner and executor: each entry's
+ * paths are decoded relative to the root it names (src/domain/PlanPath.ts), links on the way below the agent
+ * dir or the web data root are never gone through (src/domain/PathChain.ts), and each entry is planned when its
+ * turn comes, after the entries before it ran; the dry run plans them in the same order over a read-only view
+ * with the earlier entries' effects laid over the tree (internal/planOverlay.ts).
+ *
  * All migrations of one agent dir are serialised by the marker `<agentDir>/.pi-migration.lock`, created only
  * when there is something to do; a dead owner's marker is reclaimed, a live one makes the call wait briefly
  * and then report "another migration is running".
@@ -29,13 +35,12 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
-import { FileSystemError, InvalidArgument, type MigrationStep, MigrationStepFailed } from "../domain/Errors.js"
+import { FileSystemError, InvalidMigrationPlan, type MigrationStep, MigrationStepFailed } from "../domain/Errors.js"
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
 import {
   type DecisionOutcome,
   emptyLayoutReport,
   type ExecutedDecision,
-  isConflictPath,
   type LayoutDecision,
   type LayoutPlan,
   type LayoutReport,
@@ -50,12 +55,15 @@ import {
   displayPath,
   encodeJournalLine,
   encodeJsonObject,
+  entryRoot,
   type EntryReport,
   type JournalRecord,
   type LayoutUnit,
+  keylessRow,
   layoutUnits,
   ledgerParse,
   ledgerSerialize,
+  ledgerWhy,
   type MergeLedgerEntry,
   mergeJsonObjects,
   mergeLedgerRows,
@@ -64,11 +72,18 @@ import {
   MIGRATION_MARKER_PURPOSE,
   MIGRATIONS_JOURNAL_DIR,
   type MigrationPlan,
-  type MoveEntry,
   parseJournal,
-  type PlanReport
+  type PlanEntry,
+  type PlanPreview,
+  planProblem,
+  type PlanReport,
+  type StepDecision,
+  type StepPreview
 } from "../domain/MigrationPlan.js"
-import { segmentViolation } from "../domain/Segment.js"
+import { chainComponentViolation, dirsBelowRoot } from "../domain/PathChain.js"
+import { resolveWebDataRoot, tierPaths } from "../domain/WebPaths.js"
+import { agentPaths } from "../domain/AgentPaths.js"
+import { makeOverlay, type OverlayEffect } from "./internal/planOverlay.js"
 import { AgentDir } from "./AgentDir.js"
 import { type FileInfo, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
@@ -102,6 +117,15 @@ const stepFailure = (step: MigrationStep, path: string, detail: string) => new M
 
 /** What the move engine fails with: the port's errors and its own refusals. */
 type EngineError = FileSystemError | MigrationStepFailed
+
+/** A file and the bytes read from it. */
+interface ReadFile {
+  readonly info: FileInfo
+  readonly bytes: Uint8Array
+}
+
+const writtenMeanwhile = (path: string) =>
+  changed(path, "the ledger was written after the merge read it (stop the extension first); a rerun merges it")
 
 /** What a decision was based on no longer holds (a foreign writer changed the tree): fail, touch nothing. */
 const changed = (path: string, detail: string) => stepFailure("changed-since-planned", path, `changed since planned: ${detail}`)
@@ -144,7 +168,7 @@ const makeIo = (fs: Fs) => {
    * Replace `path` durably through a temp name of our own (`.<name>.pi-migrate-partial`): a crash leaves at
    * most that temp file, holding derived bytes (a merge result), which the rerun overwrites.
    */
-  const writeDurably = (path: string, data: Uint8Array, mode: number) =>
+  const writeDurably = (path: string, data: Uint8Array, mode: number, expected?: ReadFile) =>
     Effect.gen(function*() {
       const temp = NodePath.join(NodePath.dirname(path), copyTempName(NodePath.basename(path)))
       const leftover = yield* lstatOption(temp)
@@ -153,7 +177,22 @@ const makeIo = (fs: Fs) => {
       }
       if (leftover !== undefined) yield* fs.removeFile(temp)
       yield* fs.writeFileExclusive(temp, data, { sync: true, mode })
+      if (expected !== undefined && !(yield* stillAsRead(path, expected))) {
+        yield* fs.removeFile(temp)
+        return yield* Effect.fail(writtenMeanwhile(path))
+      }
       yield* fs.rename(temp, path)
+    })
+
+  /**
+   * Is `path` still the file a merge read (same inode, same bytes)? Checked right before it is replaced or
+   * removed: a row a still-running writer appended meanwhile fails the entry instead of being lost.
+   */
+  const stillAsRead = (path: string, read: ReadFile): Effect.Effect<boolean, FileSystemError> =>
+    Effect.gen(function*() {
+      const info = yield* lstatOption(path)
+      if (info === undefined || info.type !== "File" || info.dev !== read.info.dev || info.ino !== read.info.ino || info.size !== read.bytes.length) return false
+      return sameBytes(yield* fs.readFile(path), read.bytes)
     })
 
   /**
@@ -204,10 +243,11 @@ const makeIo = (fs: Fs) => {
       Effect.catchIf(isCrossDevice, () => copyAcross(src, info, dst))
     )
 
-  return { lstatOption, sameContent, childNames, writeDurably, ensureParent, transfer }
+  return { lstatOption, sameContent, childNames, writeDurably, stillAsRead, ensureParent, transfer }
 }
 
 type Io = ReturnType<typeof makeIo>
+type Planner = ReturnType<typeof makePlanner>
 
 // ---------------------------------------------------------------------------------------------------------
 // The planner: facts in, decisions out (the rules are pure, in src/domain/LayoutMigration.ts)
@@ -457,12 +497,6 @@ const executedIn = (
     return o.error === undefined ? { ...s.decision, outcome: o.outcome } : { ...s.decision, outcome: o.outcome, error: o.error }
   })
 
-/** Preserve-family decisions of an executed step tree: where colliding data was kept. */
-const keptPaths = (step: Step): ReadonlyArray<string> =>
-  flatten([step])
-    .filter((s) => (s.decision.action === "preserve-conflict" || s.decision.action === "remove-duplicate") && isConflictPath(s.decision.to))
-    .map((s) => s.decision.to)
-
 // ---------------------------------------------------------------------------------------------------------
 // the migration marker
 
@@ -580,23 +614,69 @@ const executeLayout = (fs: Fs, steps: ReadonlyArray<Step>, partial: boolean): Ef
 // ---------------------------------------------------------------------------------------------------------
 // MG2: the per-entry toolkit
 
-const resolveIn = (agentDir: string, path: string) => NodePath.resolve(agentDir, path)
+/** `runPlan` / `previewPlan` options. */
+export interface PlanOptions extends Pick<LayoutOptions, "lockAttempts" | "lockRetryDelay"> {
+  /**
+   * The web host's data root for `{ web: <extId> }` entries: given, else `$PI_WEB_DATA_DIR` (through `Host.env`),
+   * else `~/.pi/web/data` (README "Extension data tiers (web host)").
+   */
+  readonly webDataRoot?: string | undefined
+}
 
-const validatePlan = (plan: MigrationPlan): Effect.Effect<void, InvalidArgument> => {
-  const bad = segmentViolation(plan.id)
-  if (bad !== null) return Effect.fail(new InvalidArgument({ field: "plan.id", detail: `${JSON.stringify(plan.id)} ${bad.message}` }))
-  const seen = new Set<string>()
-  for (const entry of plan.entries) {
-    const v = segmentViolation(entry.id)
-    if (v !== null) {
-      return Effect.fail(new InvalidArgument({ field: "plan.entries[].id", detail: `${JSON.stringify(entry.id)} ${v.message}` }))
+/** One entry with its absolute paths: everything it touches lies inside `root`. */
+interface Placed {
+  readonly entry: PlanEntry
+  readonly root: string
+  /** Links are never gone through below this directory (the agent dir, or the web data root): PathChain.ts. */
+  readonly anchor: string
+  readonly from: string
+  readonly to: string
+  /** `<the root's state tier>/migration-conflicts/<plan>/<entry>`: where colliding data is kept. */
+  readonly conflictBase: string
+  readonly conflictsDir: string
+  /** Relative to the root (`/`-separated), or absolute when outside it (a link on the way above the root). */
+  readonly display: (path: string) => string
+}
+
+const relativeOrAbsolute = (root: string) => (path: string): string => {
+  const rel = NodePath.relative(root, path)
+  // The root itself and anything outside it (a link on the way above it) by their absolute paths.
+  if (rel === "" || rel === ".." || rel.startsWith(`..${NodePath.sep}`) || NodePath.isAbsolute(rel)) return path
+  return rel.split(NodePath.sep).join("/")
+}
+
+/** Where each entry's root is: the agent dir, `<web data root>/<extId>`, or `state/extensions/<ns>`. */
+const placeEntries = (plan: MigrationPlan, agentRoot: string, webDataRoot: () => string): ReadonlyArray<Placed> =>
+  plan.entries.map((entry) => {
+    const planRoot = entryRoot(plan, entry)
+    const agent = agentPaths(agentRoot)
+    const [root, anchor, stateTier] = planRoot === "agent"
+      ? [agentRoot, agentRoot, agent.stateDir()]
+      : "web" in planRoot
+      ? [tierPaths(webDataRoot(), planRoot.web).extensionDir, webDataRoot(), tierPaths(webDataRoot(), planRoot.web).stateDir]
+      : [agent.extensionStateDir(planRoot.agentExtension), agentRoot, agent.extensionStateDir(planRoot.agentExtension)]
+    const conflictsDir = NodePath.join(stateTier, MIGRATION_CONFLICTS[MIGRATION_CONFLICTS.length - 1]!)
+    // Decoded by `planProblem` before this runs: relative, normalised, no `..`.
+    const inside = (path: string) => NodePath.join(root, ...path.split("/"))
+    return {
+      entry,
+      root,
+      anchor,
+      from: inside(entry.from),
+      to: inside(entry.to),
+      conflictBase: NodePath.join(conflictsDir, plan.id, entry.id),
+      conflictsDir,
+      display: relativeOrAbsolute(root)
     }
-    if (seen.has(entry.id)) {
-      return Effect.fail(new InvalidArgument({ field: "plan.entries[].id", detail: `duplicate entry id ${JSON.stringify(entry.id)}` }))
-    }
-    seen.add(entry.id)
-  }
-  return Effect.void
+  })
+
+const validatePlan = (plan: MigrationPlan): Effect.Effect<void, InvalidMigrationPlan> => {
+  const problem = planProblem(plan)
+  if (problem === undefined) return Effect.void
+  const at = problem.index === undefined
+    ? problem.field
+    : `entries[${problem.index}]${problem.id === undefined ? "" : ` (${JSON.stringify(problem.id)})`}.${problem.field}`
+  return Effect.fail(new InvalidMigrationPlan({ source: "plan", at, detail: problem.detail }))
 }
 
 const journalPath = (agentDir: string, planId: string) => NodePath.join(agentDir, ...MIGRATIONS_JOURNAL_DIR, `${planId}.jsonl`)
@@ -644,65 +724,201 @@ const appendJournal = (fs: Fs, io: Io, path: string, record: JournalRecord) =>
     yield* io.writeDurably(path, next, 0o600)
   })
 
-/** One toolkit step: planned by the layout's planner, executed by its executor (a refused entry is not started). */
-const planAndExecute = (io: Io, fs: Fs, display: (p: string) => string, plan: (planner: ReturnType<typeof makePlanner>) => Effect.Effect<Step>) =>
+/** A ledger merge, decided: what is written where, and what happens to `from`. */
+interface LedgerDecision {
+  readonly fromInfo: FileInfo
+  readonly fromBytes: Uint8Array
+  readonly toInfo: FileInfo
+  readonly toBytes: Uint8Array
+  readonly merged: Uint8Array
+  readonly rewriteTo: boolean
+  /** Where `to`'s previous bytes are kept before it is rewritten (some of its rows were replaced or repeated). */
+  readonly keepTo: { readonly path: string; readonly already: boolean } | undefined
+  /** How `from` is kept when some of its rows did not survive; otherwise it is removed. */
+  readonly keepFrom: Step | undefined
+  readonly rows: number
+  readonly mergedRows: number
+  readonly decision: StepDecision
+}
+
+/** One entry, planned: the same function for the dry run (over the overlay) and the run (under the marker). */
+type PlannedEntry =
+  | { readonly _tag: "Absent"; readonly why: string }
+  | { readonly _tag: "Refused"; readonly why: string }
+  | { readonly _tag: "Move"; readonly step: Step }
+  | { readonly _tag: "Ledger"; readonly ledger: LedgerDecision }
+
+const ledgerRefusal = (why: string): PlannedEntry => ({ _tag: "Refused", why })
+const plannedMove = (step: Step): PlannedEntry => ({ _tag: "Move", step })
+
+/** The first directory on the way to any of `paths` that is not one (a link, a file): never gone through. */
+const linkOnTheWay = (io: Io, placed: Placed, paths: ReadonlyArray<string>): Effect.Effect<string | undefined, FileSystemError> =>
   Effect.gen(function*() {
-    const step = yield* plan(makePlanner(io, fs, display))
-    const refused = flatten([step]).find((s) => s.decision.action === "refuse")
-    if (refused !== undefined) return yield* Effect.fail(stepFailure("refused", refused.from, refused.decision.why))
-    yield* makeExecutor(io, fs, () => undefined)(step)
-    return step
+    for (const path of paths) {
+      for (const dir of dirsBelowRoot(placed.anchor, path) ?? []) {
+        const info = yield* io.lstatOption(dir)
+        if (info === undefined) break
+        const v = chainComponentViolation(info.type)
+        if (v !== null) return `${placed.display(dir)} is ${v}: the entry is left as it is`
+      }
+    }
+    return undefined
   })
 
-const runMoveEntry = (io: Io, fs: Fs, display: (p: string) => string, from: string, to: string, conflictBase: string) =>
+/**
+ * The next free place to keep a copy of `bytes` (`<base>`, `<base>.1`, …), or the one that already holds them
+ * (a rerun after a crash finds its own copy and makes no second one).
+ */
+const keepCopyAt = (io: Io, fs: Fs, base: string, bytes: Uint8Array) =>
   Effect.gen(function*() {
-    const step = yield* planAndExecute(io, fs, display, (planner) => planner.planPlace(from, to, conflictBase))
-    const conflicts = keptPaths(step)
-    return conflicts.length > 0 ? { outcome: "conflict-preserved" as const, conflicts } : { outcome: "moved" as const }
+    for (let k = 0;; k++) {
+      const candidate = conflictCandidate(base, k)
+      const info = yield* io.lstatOption(candidate)
+      if (info === undefined) return { path: candidate, already: false }
+      if (info.type === "File" && info.size === bytes.length && sameBytes(yield* fs.readFile(candidate), bytes)) return { path: candidate, already: true }
+    }
   })
 
-const runLedgerEntry = (
+const planLedger = (
   io: Io,
   fs: Fs,
-  display: (p: string) => string,
+  planner: Planner,
+  placed: Placed,
   entry: MergeLedgerEntry,
-  from: string,
-  to: string,
-  conflictBase: string
-) =>
+  fromInfo: FileInfo
+): Effect.Effect<PlannedEntry, FileSystemError> =>
   Effect.gen(function*() {
-    const fromInfo = yield* fs.lstat(from)
-    if (fromInfo.type !== "File") return { outcome: "failed" as const, reason: `${from} is ${aFileType(fromInfo.type)}, not a ledger file` }
+    const { from, to, display } = placed
+    if (fromInfo.type !== "File") return ledgerRefusal(`${display(from)} is ${aFileType(fromInfo.type)}, not a ledger file`)
     const toInfo = yield* io.lstatOption(to)
-    if (toInfo !== undefined && toInfo.type !== "File") {
-      return { outcome: "failed" as const, reason: `${to} is ${aFileType(toInfo.type)}, not a ledger file` }
+    // Nothing to merge with: the ledger moves as it is (one rename, its bytes untouched).
+    if (toInfo === undefined) return plannedMove(yield* planner.planPlace(from, to, placed.conflictBase))
+    if (toInfo.type !== "File") return ledgerRefusal(`${display(to)} is ${aFileType(toInfo.type)}, not a ledger file`)
+    const fromBytes = yield* fs.readFile(from, { maxBytes: MERGE_MAX_BYTES })
+    const toBytes = yield* fs.readFile(to, { maxBytes: MERGE_MAX_BYTES })
+    const fromRows = ledgerParse(entry.format, fromBytes)
+    if (!fromRows.ok) return ledgerRefusal(`cannot parse ${display(from)}: ${fromRows.why}`)
+    const toRows = ledgerParse(entry.format, toBytes)
+    if (!toRows.ok) return ledgerRefusal(`cannot parse ${display(to)}: ${toRows.why}`)
+    for (const [which, rows] of [[from, fromRows.rows], [to, toRows.rows]] as const) {
+      const keyless = keylessRow(rows, entry.key)
+      if (keyless !== undefined) return ledgerRefusal(`row ${keyless} of ${display(which)} has no key, so it cannot be merged by key`)
     }
-    const fromRows = ledgerParse(entry.format, yield* fs.readFile(from, { maxBytes: MERGE_MAX_BYTES }))
-    if (!fromRows.ok) return { outcome: "failed" as const, reason: `cannot parse ${from}: ${fromRows.why}` }
-    const toBytes = toInfo === undefined ? undefined : yield* fs.readFile(to, { maxBytes: MERGE_MAX_BYTES })
-    const toRows = toBytes === undefined ? { ok: true as const, rows: [] } : ledgerParse(entry.format, toBytes)
-    if (!toRows.ok) return { outcome: "failed" as const, reason: `cannot parse ${to}: ${toRows.why}` }
     const merge = mergeLedgerRows({ to: toRows.rows, from: fromRows.rows, key: entry.key, winner: entry.winner })
-    const bytes = ledgerSerialize(entry.format, merge.rows)
-    // Durable merged result first; the source is retired only after it.
-    if (toBytes === undefined || !sameBytes(bytes, toBytes)) {
-      yield* io.ensureParent(NodePath.dirname(to))
-      yield* io.writeDurably(to, bytes, toInfo?.mode ?? fromInfo.mode)
+    const merged = ledgerSerialize(entry.format, merge.rows)
+    const rewriteTo = !sameBytes(merged, toBytes)
+    const keepTo = !merge.toFullyKept && rewriteTo ? yield* keepCopyAt(io, fs, `${placed.conflictBase}.replaced`, toBytes) : undefined
+    const keepFrom = merge.fromFullyKept
+      ? undefined
+      : yield* planner.planPreserve(from, fromInfo, placed.conflictBase, to, `some of its rows lost to ${display(to)} (the winner) or repeat a key: kept here whole, for review`)
+    const refused = keepFrom === undefined ? undefined : flatten([keepFrom]).find((s) => s.decision.action === "refuse")
+    if (refused !== undefined) return ledgerRefusal(refused.decision.why)
+    const decision: StepDecision = {
+      action: "merge-ledger",
+      from: display(from),
+      to: display(to),
+      why: ledgerWhy({
+        toRows: toRows.rows.length,
+        fromRows: fromRows.rows.length,
+        merge,
+        winner: entry.winner,
+        fromKeptAt: keepFrom?.decision.to,
+        toKeptAt: keepTo === undefined ? undefined : display(keepTo.path)
+      })
     }
-    const mergedRows = merge.added + merge.replaced
-    if (merge.fromFullyKept) {
-      yield* fs.removeFile(from)
-      return { outcome: "merged" as const, rows: merge.rows.length, mergedRows }
-    }
-    // Some `from` rows lost to the declared winner (or were in-file duplicates): keep that file for review.
-    const kept = yield* planAndExecute(io, fs, display, (planner) => planner.planPreserve(from, fromInfo, conflictBase, to))
-    return {
-      outcome: "conflict-preserved" as const,
+    const ledger: LedgerDecision = {
+      fromInfo,
+      fromBytes,
+      toInfo,
+      toBytes,
+      merged,
+      rewriteTo,
+      keepTo,
+      keepFrom,
       rows: merge.rows.length,
-      mergedRows,
-      conflicts: keptPaths(kept)
+      mergedRows: merge.added + merge.replaced,
+      decision
     }
+    return { _tag: "Ledger", ledger } as PlannedEntry
   })
+
+/** Plan one entry over `fs` (the real port under the marker, or the dry run's overlay); never fails: what cannot be read is a refusal. */
+const planEntry = (fs: Fs, placed: Placed): Effect.Effect<PlannedEntry> =>
+  Effect.gen(function*() {
+    const io = makeIo(fs)
+    const planner = makePlanner(io, fs, placed.display)
+    // A file where a directory of the source's path belongs: named, not an error about some inner path.
+    const notADirectory = (e: FileSystemError) => e.reason === "NotADirectory"
+    const fromLookup = yield* io.lstatOption(placed.from).pipe(
+      Effect.map((info) => ({ info, blocked: undefined as string | undefined })),
+      Effect.catchIf(notADirectory, (e) => Effect.map(linkOnTheWay(io, placed, [placed.from]), (why) => ({ info: undefined, blocked: why ?? e.message })))
+    )
+    if (fromLookup.blocked !== undefined) return { _tag: "Refused", why: fromLookup.blocked } as const
+    const fromInfo = fromLookup.info
+    if (fromInfo === undefined) {
+      const rootThere = (yield* io.lstatOption(placed.root)) !== undefined
+      return { _tag: "Absent", why: rootThere ? "the source is absent" : `the source is absent (its root ${placed.root} does not exist)` } as const
+    }
+    const link = yield* linkOnTheWay(io, placed, [placed.from, placed.to, placed.conflictBase])
+    if (link !== undefined) return { _tag: "Refused", why: link } as const
+    const entry = placed.entry
+    if (entry.kind === "move") return { _tag: "Move", step: yield* planner.planPlace(placed.from, placed.to, placed.conflictBase) } as const
+    return yield* planLedger(io, fs, planner, placed, entry, fromInfo)
+  }).pipe(Effect.catchAll((e: FileSystemError) => Effect.succeed<PlannedEntry>({ _tag: "Refused", why: e.message })))
+
+/** The decisions of a planned entry, its own first (what the dry run prints, and a run reports). */
+const decisionsOf = (placed: Placed, planned: PlannedEntry): ReadonlyArray<StepDecision> => {
+  const own = (action: StepDecision["action"], why: string): StepDecision => ({ action, from: placed.display(placed.from), to: placed.display(placed.to), why })
+  switch (planned._tag) {
+    case "Absent":
+      return [own("already-done", planned.why)]
+    case "Refused":
+      return [own("refuse", planned.why)]
+    case "Move":
+      return flatten([planned.step]).map((s) => s.decision)
+    case "Ledger":
+      return [planned.ledger.decision, ...(planned.ledger.keepFrom === undefined ? [] : flatten([planned.ledger.keepFrom]).map((s) => s.decision))]
+  }
+}
+
+/** What a planned entry does to the tree, for the next entry's dry-run view. */
+const effectsOf = (placed: Placed, planned: PlannedEntry): ReadonlyArray<OverlayEffect> => {
+  const ofStep = (s: Step): ReadonlyArray<OverlayEffect> => {
+    switch (s.decision.action) {
+      case "move":
+      case "preserve-conflict":
+        return [{ _tag: "Placed", path: s.to, source: s.from }, { _tag: "Removed", path: s.from }]
+      case "remove-duplicate":
+        return [{ _tag: "Removed", path: s.from }]
+      case "merge-directory":
+        return [...s.children.flatMap(ofStep), ...(s.removeSource ? [{ _tag: "Removed" as const, path: s.from }] : [])]
+      default:
+        return []
+    }
+  }
+  switch (planned._tag) {
+    case "Absent":
+    case "Refused":
+      return []
+    case "Move":
+      return flatten([planned.step]).some((s) => s.decision.action === "refuse") ? [] : ofStep(planned.step)
+    case "Ledger": {
+      const l = planned.ledger
+      const written = (path: string, bytes: Uint8Array): OverlayEffect => ({ _tag: "Written", path, bytes, info: { ...l.toInfo, size: bytes.length } })
+      return [
+        ...(l.keepTo !== undefined && !l.keepTo.already ? [written(l.keepTo.path, l.toBytes)] : []),
+        ...(l.rewriteTo ? [written(placed.to, l.merged)] : []),
+        ...(l.keepFrom === undefined ? [{ _tag: "Removed" as const, path: placed.from }] : ofStep(l.keepFrom))
+      ]
+    }
+  }
+}
+
+/** Preserve-family decisions of a step tree that put data under the entry's conflict directory. */
+const keptUnder = (step: Step, conflictsDir: string, display: (p: string) => string): ReadonlyArray<string> =>
+  flatten([step])
+    .filter((s) => (s.decision.action === "preserve-conflict" || s.decision.action === "remove-duplicate") && s.to.startsWith(conflictsDir + NodePath.sep))
+    .map((s) => display(s.to))
 
 type EntryResult = {
   readonly outcome: EntryReport["outcome"]
@@ -712,101 +928,184 @@ type EntryResult = {
   readonly reason?: string
 }
 
-const toolkitProgram = (deps: Deps, agentDir: string, plan: MigrationPlan, options?: LayoutOptions) =>
+/** Execute a planned entry (the executor checks each move's premises; a refused decision is not started). */
+const executeEntry = (fs: Fs, placed: Placed, planned: PlannedEntry): Effect.Effect<EntryResult, EngineError> =>
+  Effect.gen(function*() {
+    const io = makeIo(fs)
+    const execute = makeExecutor(io, fs, () => undefined)
+    const runStep = (step: Step) =>
+      Effect.gen(function*() {
+        const refused = flatten([step]).find((s) => s.decision.action === "refuse")
+        if (refused !== undefined) return yield* Effect.fail(stepFailure("refused", refused.from, refused.decision.why))
+        yield* execute(step)
+      })
+    switch (planned._tag) {
+      case "Absent":
+        return { outcome: "already-done", reason: planned.why }
+      case "Refused":
+        return { outcome: "failed", reason: planned.why }
+      case "Move": {
+        yield* runStep(planned.step)
+        const conflicts = keptUnder(planned.step, placed.conflictsDir, placed.display)
+        return conflicts.length > 0 ? { outcome: "conflict-preserved", conflicts } : { outcome: "moved" }
+      }
+      case "Ledger": {
+        const l = planned.ledger
+        // `to`'s previous bytes first (when rows of it are replaced), then the durable merged result; the source
+        // is retired only after both.
+        if (l.keepTo !== undefined && !l.keepTo.already) {
+          yield* io.ensureParent(NodePath.dirname(l.keepTo.path))
+          yield* io.writeDurably(l.keepTo.path, l.toBytes, l.toInfo.mode)
+        }
+        // Replaced, and `from` removed, only if still the bytes the merge read: a row an extension still running
+        // appended meanwhile fails the entry instead of being lost (a rerun merges it).
+        if (l.rewriteTo) yield* io.writeDurably(placed.to, l.merged, l.toInfo.mode, { info: l.toInfo, bytes: l.toBytes })
+        const kept = [
+          ...(l.keepTo === undefined ? [] : [placed.display(l.keepTo.path)])
+        ]
+        if (l.keepFrom === undefined) {
+          if (!(yield* io.stillAsRead(placed.from, { info: l.fromInfo, bytes: l.fromBytes }))) return yield* Effect.fail(writtenMeanwhile(placed.from))
+          yield* fs.removeFile(placed.from)
+        } else {
+          yield* runStep(l.keepFrom)
+          kept.unshift(...keptUnder(l.keepFrom, placed.conflictsDir, placed.display))
+        }
+        return kept.length === 0
+          ? { outcome: "merged", rows: l.rows, mergedRows: l.mergedRows }
+          : { outcome: "conflict-preserved", rows: l.rows, mergedRows: l.mergedRows, conflicts: kept }
+      }
+    }
+  })
+
+const webRootOf = (deps: Deps, options: PlanOptions | undefined) => () =>
+  resolveWebDataRoot({ explicit: options?.webDataRoot, env: deps.host.env, home: deps.host.homeDir, cwd: deps.host.cwd })
+
+/** The dry run: every entry planned in order, each over the tree as the entries before it will have left it. */
+const previewProgram = (deps: Deps, agentRoot: string, plan: MigrationPlan, options?: PlanOptions) =>
+  Effect.gen(function*() {
+    yield* validatePlan(plan)
+    const overlay = makeOverlay(deps.fs)
+    const entries: Array<StepPreview> = []
+    for (const placed of placeEntries(plan, agentRoot, webRootOf(deps, options))) {
+      const planned = yield* planEntry(overlay.fs, placed)
+      overlay.record(effectsOf(placed, planned))
+      entries.push({
+        id: placed.entry.id,
+        kind: placed.entry.kind,
+        root: placed.root,
+        from: placed.display(placed.from),
+        to: placed.display(placed.to),
+        decisions: decisionsOf(placed, planned)
+      })
+    }
+    const preview: PlanPreview = {
+      planId: plan.id,
+      journal: displayPath(agentRoot, journalPath(agentRoot, plan.id)),
+      entries,
+      refused: entries.some((e) => e.decisions.some((d) => d.action === "refuse"))
+    }
+    return preview
+  })
+
+const toolkitProgram = (deps: Deps, agentDir: string, plan: MigrationPlan, options?: PlanOptions) =>
   Effect.gen(function*() {
     yield* validatePlan(plan)
     const fs = deps.fs
     const journal = journalPath(agentDir, plan.id)
-    const resolved = plan.entries.map((entry) => ({
-      entry,
-      from: resolveIn(agentDir, entry.from),
-      to: resolveIn(agentDir, entry.to)
-    }))
-    const display = (p: string) => displayPath(agentDir, p)
+    const placed = placeEntries(plan, agentDir, webRootOf(deps, options))
     const reportOf = (entries: ReadonlyArray<EntryReport>): PlanReport => ({
       planId: plan.id,
-      journal: display(journal),
+      journal: displayPath(agentDir, journal),
       entries,
       failed: entries.some((e) => e.outcome === "failed")
     })
     // Read-only: a source that cannot be examined counts as pending, so the run goes on and reports its entry failed.
-    const pending = yield* Effect.forEach(resolved, ({ from }) =>
+    const pending = yield* Effect.forEach(placed, ({ from }) =>
       fs.lstat(from).pipe(Effect.as(true), Effect.catchAll((e) => Effect.succeed(!isNotFound(e)))))
     if (!pending.some((p) => p)) {
       // Nothing to move: report from the journal, create nothing.
       yield* tidyLeftovers(deps, agentDir, [journalTemp(journal)], settleJournal(fs, journal))
       // Not a safety boundary: the journal only feeds the report's history (nothing is moved or removed by it).
       const { records } = yield* readJournal(fs, journal).pipe(Effect.orElseSucceed(() => ({ records: [], bad: 0 })))
-      return reportOf(resolved.map(({ entry, from, to }) => alreadyDone(entry, display(from), display(to), records)))
+      const reports: Array<EntryReport> = []
+      for (const p of placed) reports.push(alreadyDone(p, yield* planEntry(fs, p), records))
+      return reportOf(reports)
     }
     const busy = (message: string): PlanReport =>
-      reportOf(resolved.map(({ entry, from, to }) => ({
-        id: entry.id,
-        kind: entry.kind,
+      reportOf(placed.map((p) => ({
+        id: p.entry.id,
+        kind: p.entry.kind,
         outcome: "failed",
-        from: display(from),
-        to: display(to),
+        root: p.root,
+        from: p.display(p.from),
+        to: p.display(p.to),
         reason: message
       })))
-    return yield* withMarker(deps, agentDir, options, busy, runPlan(fs, agentDir, plan, journal, resolved, reportOf))
+    // The marker and the journal live in the agent dir, which a web-only host may not have yet.
+    const made = yield* fs.makeDirectory(agentDir, { recursive: true }).pipe(
+      Effect.catchIf((e) => e.reason === "AlreadyExists", () => Effect.void),
+      Effect.either
+    )
+    if (made._tag === "Left") return busy(`cannot make the agent dir for the migration marker and journal: ${made.left.message}`)
+    return yield* withMarker(deps, agentDir, options, busy, runPlan(fs, plan, journal, placed, reportOf))
   })
 
-const alreadyDone = (
-  entry: MoveEntry | MergeLedgerEntry,
-  from: string,
-  to: string,
-  records: ReadonlyArray<JournalRecord>
-): EntryReport => {
-  const last = records.filter((r) => r.entryId === entry.id && r.outcome !== "failed").at(-1)
+const alreadyDone = (placed: Placed, planned: PlannedEntry, records: ReadonlyArray<JournalRecord>): EntryReport => {
+  const last = records.filter((r) => r.entryId === placed.entry.id && r.outcome !== "failed").at(-1)
+  const why = planned._tag === "Absent" ? planned.why : "the source is absent"
   return {
-    id: entry.id,
-    kind: entry.kind,
+    id: placed.entry.id,
+    kind: placed.entry.kind,
     outcome: "already-done",
-    from,
-    to,
-    reason: last === undefined ? "source absent" : `source absent; journal: ${last.outcome} at ${last.at}`
+    root: placed.root,
+    from: placed.display(placed.from),
+    to: placed.display(placed.to),
+    reason: last === undefined ? why : `${why}; journal: ${last.outcome} at ${new Date(last.at).toISOString()}`,
+    decisions: decisionsOf(placed, planned)
   }
 }
 
 const runPlan = (
   fs: Fs,
-  agentDir: string,
   plan: MigrationPlan,
   journal: string,
-  resolved: ReadonlyArray<{ readonly entry: MoveEntry | MergeLedgerEntry; readonly from: string; readonly to: string }>,
+  placed: ReadonlyArray<Placed>,
   reportOf: (entries: ReadonlyArray<EntryReport>) => PlanReport
 ): Effect.Effect<PlanReport> =>
   Effect.gen(function*() {
-    const display = (p: string) => displayPath(agentDir, p)
     const io = makeIo(fs)
     yield* settleJournal(fs, journal)
     // Not a safety boundary: the records only feed an already-done entry's report (appends below are checked).
     const { records } = yield* readJournal(fs, journal).pipe(Effect.orElseSucceed(() => ({ records: [], bad: 0 })))
     const reports: Array<EntryReport> = []
-    for (const { entry, from, to } of resolved) {
-      const conflictBase = NodePath.join(agentDir, ...MIGRATION_CONFLICTS, plan.id, entry.id)
-      const exists = yield* io.lstatOption(from).pipe(Effect.either)
-      if (exists._tag === "Right" && exists.right === undefined) {
-        reports.push(alreadyDone(entry, display(from), display(to), records))
+    for (const p of placed) {
+      // Planned now, after the entries before it ran: the same function the dry run uses.
+      const planned = yield* planEntry(fs, p)
+      if (planned._tag === "Absent") {
+        reports.push(alreadyDone(p, planned, records))
         continue
       }
-      const attempt: Effect.Effect<EntryResult, EngineError> = exists._tag === "Left"
-        ? Effect.fail(exists.left)
-        : entry.kind === "move"
-        ? runMoveEntry(io, fs, display, from, to, conflictBase)
-        : runLedgerEntry(io, fs, display, entry, from, to, conflictBase)
       // A failed entry is reported (`failed` with its reason) and journaled; the next entry goes on.
-      const result = yield* attempt.pipe(
+      const result = yield* executeEntry(fs, p, planned).pipe(
         Effect.catchAll((e) => Effect.succeed<EntryResult>({ outcome: "failed", reason: e.message }))
       )
-      const report: EntryReport = { id: entry.id, kind: entry.kind, from: display(from), to: display(to), ...result }
+      const report: EntryReport = {
+        id: p.entry.id,
+        kind: p.entry.kind,
+        root: p.root,
+        from: p.display(p.from),
+        to: p.display(p.to),
+        ...result,
+        decisions: decisionsOf(p, planned)
+      }
       const at = yield* Clock.currentTimeMillis
       const record: JournalRecord = {
         version: 1,
         planId: plan.id,
-        entryId: entry.id,
-        kind: entry.kind,
+        entryId: p.entry.id,
+        kind: p.entry.kind,
         outcome: report.outcome,
+        root: p.root,
         from: report.from,
         to: report.to,
         ...(result.rows !== undefined ? { rows: result.rows } : {}),
@@ -865,7 +1164,8 @@ export const makeMigration: Effect.Effect<Migration["Type"], never, FileSystem |
   return Migration.of({
     plan: (options) => Effect.map(planLayout(deps.fs, agentDir.given, root, options), publicPlan),
     run: (options) => layoutProgram(deps, agentDir.given, root, options),
-    runPlan: (plan, options) => toolkitProgram(deps, root, plan, options)
+    runPlan: (plan, options) => toolkitProgram(deps, root, plan, options),
+    previewPlan: (plan, options) => previewProgram(deps, root, plan, options)
   })
 })
 
@@ -875,15 +1175,16 @@ export const makeMigration: Effect.Effect<Migration["Type"], never, FileSystem |
  * - `run` (MG1): take the migration marker, plan again, execute exactly that plan. Never fails: per-entry
  *   problems are in `errors`, and a live concurrent migration is reported there too (nothing moved);
  * - `runPlan` (MG2): run a per-entry toolkit plan, journaling each outcome in `state/migrations/<plan-id>.jsonl`.
- *   Fails only for an invalid plan (bad or duplicate ids); entry failures are in the report (`failed: true`).
+ *   Fails only for an invalid plan (`InvalidMigrationPlan`: bad or duplicate ids, a path that is not inside its
+ *   root …), before anything is read; entry failures are in the report (`failed: true`);
+ * - `previewPlan` (MG2, read-only): each entry's decisions with why, planned in order over the tree as the
+ *   entries before it will have left it (the dry run of `pi-storage migrate --plan`).
  */
 export class Migration extends Context.Tag("pi-agent-storage/Migration")<Migration, {
   readonly plan: (options?: Pick<LayoutOptions, "maxEntries">) => Effect.Effect<LayoutPlan>
   readonly run: (options?: LayoutOptions) => Effect.Effect<LayoutReport>
-  readonly runPlan: (
-    plan: MigrationPlan,
-    options?: Pick<LayoutOptions, "lockAttempts" | "lockRetryDelay">
-  ) => Effect.Effect<PlanReport, InvalidArgument>
+  readonly runPlan: (plan: MigrationPlan, options?: PlanOptions) => Effect.Effect<PlanReport, InvalidMigrationPlan>
+  readonly previewPlan: (plan: MigrationPlan, options?: Pick<PlanOptions, "webDataRoot">) => Effect.Effect<PlanPreview, InvalidMigrationPlan>
 }>() {
   static readonly make = makeMigration
   static readonly layer: Layer.Layer<Migration, never, FileSystem | Host | AgentDir> = Layer.effect(Migration, makeMigration)

@@ -29,6 +29,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { type FileSystemError, InvalidArgument, type InvalidSegment, type TierUnresolvable, type UnsafeRoot } from "../domain/Errors.js"
 import { decodeSegment, segmentViolation } from "../domain/Segment.js"
+import { agentDirFlag, shellWord } from "../domain/FixCommands.js"
 import { decodeSnapshotPath, inRestoreScope, type SnapshotPath } from "../domain/SnapshotPath.js"
 import { decodeJsonBytes, encodeJsonBytes, MARKER_MAX_BYTES } from "../domain/Formats.js"
 import { type ForgetPlan, type ForgetPolicy, planForgetResult } from "../domain/ForgetPlan.js"
@@ -50,6 +51,8 @@ import {
   WEB_RESTORE_ASIDE_DIR,
   type ScopeRoot,
   shouldLink,
+  ExtensionNotInSnapshot,
+  UnsafeRestoreTarget,
   SnapshotCorrupt,
   snapshotId,
   type SnapshotManifest,
@@ -65,6 +68,7 @@ import { agentPaths } from "../domain/AgentPaths.js"
 import { aFileType } from "../domain/FileTypeWords.js"
 import type { FindingDraft } from "../domain/FindingDraft.js"
 import { resolvedWithin } from "../domain/TierIdentity.js"
+import { rootSafetyProblems } from "../domain/RootSafety.js"
 import { configuredWebDataRoot } from "../domain/WebPaths.js"
 import { AgentDir } from "./AgentDir.js"
 import { type FileInfo, FileSystem, type WalkBudget } from "./FileSystem.js"
@@ -158,14 +162,26 @@ export interface ForgetResult {
 export interface RestoreResult {
   /** Live paths written from the snapshot (or, in a dry run, that would be). */
   readonly restored: ReadonlyArray<string>
-  /** Where the replaced live data went (`state/restore-aside/<time>/`), `null` when nothing was there. */
+  /**
+   * Where the replaced live data went: the first of `asideDirs` (`state/restore-aside/<time>/` when anything went
+   * there), `null` when nothing was there.
+   */
   readonly movedAside: string | null
+  /**
+   * Every directory the replaced live data went to: `state/restore-aside/<time>/`, and `<web data root>/.restore-aside/<time>/`
+   * for web data on another file system (a rename cannot cross); empty when nothing was there (and in a dry run).
+   */
+  readonly asideDirs: ReadonlyArray<string>
   /** Live paths moved aside (or, in a dry run, that would be). */
   readonly movedAsidePaths: ReadonlyArray<string>
   readonly dryRun: boolean
 }
 
-type BackupError = UnsafeBackupRoot | BackupBusy | TierUnresolvable | FileSystemError
+/** What every writing method of the StateBackups service can fail with. */
+export type BackupError = UnsafeBackupRoot | BackupBusy | TierUnresolvable | FileSystemError
+/** Every error the StateBackups service fails with. */
+export type StateBackupsError =
+  | BackupError | SnapshotNotFound | SnapshotCorrupt | ExtensionNotInSnapshot | UnsafeRestoreTarget | InvalidSegment | InvalidArgument
 
 export class StateBackups extends Context.Tag("pi-agent-storage/StateBackups")<StateBackups, {
   /** The backup root in use. */
@@ -185,7 +201,10 @@ export class StateBackups extends Context.Tag("pi-agent-storage/StateBackups")<S
   readonly restore: (
     id: string,
     o?: { readonly extension?: string; readonly dryRun?: boolean }
-  ) => Effect.Effect<RestoreResult, BackupError | SnapshotNotFound | SnapshotCorrupt | InvalidSegment | InvalidArgument>
+  ) => Effect.Effect<
+    RestoreResult,
+    BackupError | SnapshotNotFound | SnapshotCorrupt | ExtensionNotInSnapshot | UnsafeRestoreTarget | InvalidSegment | InvalidArgument
+  >
   /**
    * The doctor's look (read-only, never fails): an unsafe backup root, incomplete snapshots whose writer is
    * dead, restore-aside directories waiting for a person.
@@ -917,6 +936,36 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
       }
     })
 
+  /**
+   * `<agent dir>/state` may be a symlink to the person's own directory elsewhere (another disk): a snapshot
+   * copies the directory behind it, and a restore writes into it only when that directory is provably theirs
+   * and no other tree's: a directory (links followed) owned by this user and writable by nobody else
+   * (`rootSafetyProblems`), neither inside nor around another snapshotted tree or the backup root (by
+   * identity: `resolvedWithin`). Otherwise `UnsafeRestoreTarget`, naming the link, before anything moves.
+   * The link's path when it is one and safe, else `undefined`.
+   */
+  const checkStateLink = (web: string | undefined) =>
+    Effect.gen(function*() {
+      const link = NodePath.join(agentDir, "state")
+      const info = yield* optionalLstat(deps, link)
+      if (info?.type !== "SymbolicLink") return undefined
+      const target = Option.getOrUndefined(yield* Effect.option(fs.readLink(link)))
+      const refuse = (detail: string) => new UnsafeRestoreTarget({ path: link, ...(target !== undefined ? { target } : {}), detail })
+      const through = yield* optionalLstat(deps, `${link}/`).pipe(Effect.orElseSucceed(() => undefined))
+      if (through?.type !== "Directory") return yield* refuse("it does not lead to a directory")
+      const [problem] = rootSafetyProblems(through, host.uid)
+      if (problem !== undefined) return yield* refuse(`the directory it leads to is not provably yours: ${problem.detail}`)
+      const at = yield* locate(fs, link)
+      const others = [...(yield* scopeRoots(web)).filter((t) => t.source !== link).map((t) => t.source), root]
+      for (const other of others) {
+        const otherAt = yield* locate(fs, other)
+        if (resolvedWithin(at, otherAt) || resolvedWithin(otherAt, at)) {
+          return yield* refuse(`the directory it leads to ${resolvedWithin(at, otherAt) ? "lies inside" : "holds"} ${other === root ? "the backup root" : other}`)
+        }
+      }
+      return link
+    })
+
   const restore = (id: string, o?: { readonly extension?: string; readonly dryRun?: boolean }) =>
     Effect.gen(function*() {
       // WR2 here, not only in the CLI: a namespace like `../../Documents` would name live data outside the scope.
@@ -952,7 +1001,23 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
               `(the webDataRoot option or $PI_WEB_DATA_DIR); nothing was changed`
           })
         }
+        // SPEC BK2 "refuses a scope the snapshot does not hold": one extension it has no state of is refused
+        // before anything moves (restoring it would move the live state aside and put nothing back).
+        if (o?.extension !== undefined && selected.length === 0) {
+          const held = new Set<string>()
+          for (const entry of manifest.entries) {
+            const decoded = decodeSnapshotPath(entry.path)
+            if (decoded.ok && decoded.value.extension !== undefined) held.add(decoded.value.extension)
+          }
+          return yield* new ExtensionNotInSnapshot({ root, id, extension: o.extension, held: [...held].sort() })
+        }
         yield* checkBeforeRestore(snapshotDir, selected)
+        // `state/` kept elsewhere through a symlink (the person's own layout): restored into its target only
+        // once that is proven safe; the path through the link (a trailing slash) stands for the directory.
+        const stateLink = yield* checkStateLink(web)
+        const asDirectory = (live: string): string => (live === stateLink ? `${live}/` : live)
+        /** Make a live directory (and its parents); the checked directory behind the state link is there already. */
+        const ensureDirectory = (live: string) => (live === stateLink ? Effect.void : fs.makeDirectory(live, { mode: 0o700, recursive: true }))
 
         // The live units this restore replaces, moved aside whole: one extension's state, or the whole scope
         // (`state/` itself stays: its backups/ and restore-aside/ are not ours to move).
@@ -962,7 +1027,7 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           for (const tree of yield* scopeRoots(web)) {
             if (tree.exclude.length === 0) units.push(tree.dest)
             else {
-              const children = yield* fs.readDirectory(tree.source).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed([])))
+              const children = yield* fs.readDirectory(asDirectory(tree.source)).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed([])))
               for (const c of children) if (!tree.exclude.includes(c.name)) units.push(`${tree.dest}/${c.name}`)
             }
           }
@@ -978,50 +1043,56 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
           if (live !== undefined && (yield* optionalLstat(deps, live)) !== undefined) present.push({ rel, live })
         }
         const restored = selected.filter((s) => s.entry.type !== "directory").map((s) => s.live)
-        if (o?.dryRun === true) return { restored, movedAside: null, movedAsidePaths: present.map((p) => p.live), dryRun: true }
+        if (o?.dryRun === true) return { restored, movedAside: null, asideDirs: [], movedAsidePaths: present.map((p) => p.live), dryRun: true }
 
         const stamp = restoreAsideName(yield* Clock.currentTimeMillis, yield* Random.nextIntBetween(0, 0xffffff))
         const aside = NodePath.join(agentPaths(agentDir).restoreAsideDir, stamp)
+        /** Every directory live data went to: the agent's, and the web data root's own when a rename cannot cross. */
+        const asideDirs: Array<string> = []
+        const used = (dir: string) => Effect.sync(() => void (asideDirs.includes(dir) || asideDirs.push(dir)))
         for (const unit of present) {
           const target = under(aside, unit.rel)
           yield* fs.makeDirectory(NodePath.dirname(target), { mode: 0o700, recursive: true })
           yield* fs.rename(unit.live, target).pipe(
+            Effect.zipRight(used(aside)),
             // Web data on another filesystem: aside within its own filesystem, beside the data root.
             Effect.catchIf((e) => e.reason === "CrossDevice" && web !== undefined, () =>
               Effect.gen(function*() {
-                const local = under(NodePath.join(web!, WEB_RESTORE_ASIDE_DIR, stamp), unit.rel)
+                const localAside = NodePath.join(web!, WEB_RESTORE_ASIDE_DIR, stamp)
+                const local = under(localAside, unit.rel)
                 yield* fs.makeDirectory(NodePath.dirname(local), { mode: 0o700, recursive: true })
                 yield* fs.rename(unit.live, local)
+                yield* used(localAside)
               }))
           )
         }
-        const movedAside = present.length > 0 ? aside : null
+        const movedAside = asideDirs[0] ?? null
         // Directories first (parents before children), then files, then links last: nothing is written below
         // a link this restore made (the manifest records nothing below a link: domain/SnapshotPath.ts).
         const dirs = selected.filter((s) => s.entry.type === "directory").sort((a, b) => a.path.segments.length - b.path.segments.length)
-        for (const d of dirs) yield* fs.makeDirectory(d.live, { mode: 0o700, recursive: true })
+        for (const d of dirs) yield* ensureDirectory(d.live)
         for (const { entry, live } of selected) {
           if (entry.type !== "file") continue
-          yield* fs.makeDirectory(NodePath.dirname(live), { mode: 0o700, recursive: true })
+          yield* ensureDirectory(NodePath.dirname(live))
           const copied = yield* fs.copyFileHashed(under(snapshotDir, entry.path), live, { sync: true })
           if (copied.sha256 !== entry.sha256 || copied.bytes !== entry.size) {
             // Checked a moment ago, different now: the snapshot is being changed under us. Stop, keep what was moved aside.
             yield* fs.removeFile(live)
-            return yield* new SnapshotCorrupt({ path: snapshotDir, entry: entry.path, detail: "it changed while it was restored", stopped: { movedAside } })
+            return yield* new SnapshotCorrupt({ path: snapshotDir, entry: entry.path, detail: "it changed while it was restored", stopped: { movedAside, asideDirs } })
           }
           yield* fs.chmod(live, entry.mode)
           yield* fs.utimes(live, entry.mtimeMs, entry.mtimeMs)
         }
         for (const { entry, live } of selected) {
           if (entry.type !== "symlink") continue
-          yield* fs.makeDirectory(NodePath.dirname(live), { mode: 0o700, recursive: true })
+          yield* ensureDirectory(NodePath.dirname(live))
           yield* fs.symlink(entry.target!, live)
         }
         for (const d of dirs.reverse()) {
-          yield* fs.chmod(d.live, d.entry.mode)
-          yield* fs.utimes(d.live, d.entry.mtimeMs, d.entry.mtimeMs)
+          yield* fs.chmod(asDirectory(d.live), d.entry.mode)
+          yield* fs.utimes(asDirectory(d.live), d.entry.mtimeMs, d.entry.mtimeMs)
         }
-        return { restored, movedAside, movedAsidePaths: present.map((p) => p.live), dryRun: false }
+        return { restored, movedAside, asideDirs, movedAsidePaths: present.map((p) => p.live), dryRun: false }
       })
       return yield* (o?.dryRun === true ? run : withWriter(run))
     })
@@ -1064,7 +1135,7 @@ const findingsOf = (
           code: "state-backup-incomplete",
           path,
           message: `an incomplete snapshot left by ${judged === undefined ? "a writer that is gone (no owner marker)" : judged.detail}`,
-          fix: "the next `pi-storage backup create` removes it"
+          fix: `the next \`pi-storage ${agentDirFlag(agentDir)} backup create --root ${shellWord(root)}\` removes it`
         })
       }
     }

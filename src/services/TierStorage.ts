@@ -16,6 +16,7 @@ import * as NodePath from "node:path"
 import {
   ConfigRedLine,
   ConfigUnreadable,
+  DecodeFailure,
   type FileSystemError,
   InvalidArgument,
   type InvalidSegment,
@@ -27,7 +28,7 @@ import {
 } from "../domain/Errors.js"
 import { type FileVersion, isChanged } from "../domain/FileChange.js"
 import { findTierOverlap } from "../domain/TierIdentity.js"
-import { decodeJsonBytes, encodeJsonBytes } from "../domain/Formats.js"
+import { decodeJsonBytes, decodeJsonValue, encodeJsonBytes } from "../domain/Formats.js"
 import {
   checkConfigKey,
   checkFileName,
@@ -35,10 +36,10 @@ import {
   type ExtensionContext,
   type ExtensionContextOptions,
   isInside,
-  jsonValueViolation,
   makeExtensionContext,
   resolveTierDirs,
-  type TierDirs
+  type TierDirs,
+  tierValue
 } from "../domain/Tiers.js"
 import {
   configBudgetViolation,
@@ -78,32 +79,60 @@ export interface CacheTier {
     key: string,
     build: Effect.Effect<Uint8Array | string, E, R>,
     options?: CacheEnsureOptions
-  ) => Effect.Effect<Uint8Array, E | InvalidArgument | TiersOverlap | TierUnresolvable | RemovalStalled | FileSystemError, R>
+  ) => Effect.Effect<Uint8Array, E | CacheError, R>
   /** Remove cache/ entirely, never following symlinks. Re-checks the tiers' identities first (TD5). */
-  readonly clear: () => Effect.Effect<void, TiersOverlap | TierUnresolvable | RemovalStalled | FileSystemError>
+  readonly clear: () => Effect.Effect<void, Exclude<CacheError, InvalidArgument>>
 }
 
 export interface StateTier {
   readonly dir: string
-  /** The JSON record `state/<name>`; optionally decoded with a schema (a mismatch is `StateUnreadable`). */
+  /**
+   * The JSON record `state/<name>`, decoded with `schema` when one is given. A missing record is
+   * `StateMissing`; one that cannot be read or decoded is `StateUnreadable`, whose `cause` says which (a
+   * `FileSystemError` or a `DecodeFailure`).
+   */
   readonly read: {
-    (name: string): Effect.Effect<unknown, StateMissing | StateUnreadable | InvalidArgument>
-    <A, I>(name: string, schema: Schema.Schema<A, I>): Effect.Effect<A, StateMissing | StateUnreadable | InvalidArgument>
+    (name: string): Effect.Effect<unknown, StateReadError>
+    <A, I>(name: string, schema: Schema.Schema<A, I>): Effect.Effect<A, StateReadError>
   }
-  /** Write `state/<name>` atomically with fsync of the file and the directory. */
-  readonly write: (name: string, value: unknown) => Effect.Effect<void, InvalidArgument | FileSystemError>
+  /**
+   * Write `state/<name>` atomically with fsync of the file and the directory: `value` encoded with `schema`
+   * when one is given; what is written must be strict JSON (else `InvalidArgument`, nothing written).
+   */
+  readonly write: {
+    (name: string, value: unknown): Effect.Effect<void, StateWriteError>
+    <A, I>(name: string, value: A, schema: Schema.Schema<A, I>): Effect.Effect<void, StateWriteError>
+  }
 }
 
 export interface ConfigTier {
   readonly dir: string
-  /** The value stored under `key` in config/settings.json, `undefined` when unset. */
-  readonly get: (key: string) => Effect.Effect<unknown, InvalidArgument | ConfigUnreadable | FileSystemError>
-  readonly set: (key: string, value: unknown) => Effect.Effect<void, InvalidArgument | ConfigRedLine | ConfigUnreadable | FileSystemError>
+  /**
+   * The value stored under `key` in config/settings.json, `undefined` when unset; decoded with `schema` when
+   * one is given (a stored value it refuses is `ConfigUnreadable` naming the key, left as it is).
+   */
+  readonly get: {
+    (key: string): Effect.Effect<unknown, ConfigReadError>
+    <A, I>(key: string, schema: Schema.Schema<A, I>): Effect.Effect<A | undefined, ConfigReadError>
+  }
+  /**
+   * Set `key` to `value` (encoded with `schema` when one is given). A value that is not strict JSON —
+   * `undefined` included: unset a key with `delete` — is `InvalidArgument`, as in `state.write`.
+   */
+  readonly set: {
+    (key: string, value: unknown): Effect.Effect<void, ConfigWriteError>
+    <A, I>(key: string, value: A, schema: Schema.Schema<A, I>): Effect.Effect<void, ConfigWriteError>
+  }
+  /** Remove `key` from config/settings.json; `true` when it was set. Creates nothing when settings.json is absent. */
+  readonly delete: (key: string) => Effect.Effect<boolean, ConfigDeleteError>
   /** Write `config/<name>` atomically, unless it is a database, a log, settings.json, or over budget. */
-  readonly writeFile: (
-    name: string,
-    data: Uint8Array | string
-  ) => Effect.Effect<void, InvalidArgument | ConfigRedLine | FileSystemError>
+  readonly writeFile: (name: string, data: Uint8Array | string) => Effect.Effect<void, ConfigFileWriteError>
+  /**
+   * The bytes of `config/<name>` as `writeFile` wrote them, `undefined` when there is no such file. Never
+   * through a symlink; a file over the config budget is `FileSystemError` (`TooLarge`). settings.json is read
+   * with `get`.
+   */
+  readonly readFile: (name: string) => Effect.Effect<Uint8Array | undefined, ConfigFileReadError>
 }
 
 export interface Tiers {
@@ -138,6 +167,24 @@ const redLine = (path: string, v: ConfigViolation): ConfigRedLine =>
   new ConfigRedLine({ path, rule: v.rule, rightTier: v.rightTier, detail: v.detail })
 
 export type OpenTiersError = InvalidArgument | TiersOverlap | TierUnresolvable | FileSystemError
+/** What `cache.ensure` (besides the build's own error) and `cache.clear` fail with. */
+export type CacheError = InvalidArgument | TiersOverlap | TierUnresolvable | RemovalStalled | FileSystemError
+export type StateReadError = StateMissing | StateUnreadable | InvalidArgument
+export type StateWriteError = InvalidArgument | FileSystemError
+export type ConfigReadError = InvalidArgument | ConfigUnreadable | FileSystemError
+export type ConfigWriteError = InvalidArgument | ConfigRedLine | ConfigUnreadable | FileSystemError
+export type ConfigDeleteError = InvalidArgument | ConfigUnreadable | FileSystemError
+export type ConfigFileWriteError = InvalidArgument | ConfigRedLine | FileSystemError
+export type ConfigFileReadError = InvalidArgument | FileSystemError
+/** Every error the tier service fails with (a `cache.ensure` also fails with its build's own error). */
+export type TierStorageError =
+  | OpenTiersError
+  | CacheError
+  | StateReadError
+  | StateWriteError
+  | ConfigReadError
+  | ConfigWriteError
+  | InvalidSegment
 
 /** The web host's extension data tiers (TD1–TD5) as a service over the FileSystem and Host ports. */
 export class TierStorage extends Context.Tag("pi-agent-storage/TierStorage")<TierStorage, {
@@ -260,11 +307,11 @@ const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOp
         const path = NodePath.join(dirs.stateDir, name)
         const bytes = yield* fs.readFile(path).pipe(
           Effect.mapError((error) =>
-            isNotFound(error) ? new StateMissing({ path }) : new StateUnreadable({ path, detail: error.message })
+            isNotFound(error) ? new StateMissing({ path }) : new StateUnreadable({ path, detail: error.message, cause: error })
           )
         )
         const decoded = decodeJsonBytes(schema, bytes)
-        if (!decoded.ok) return yield* Effect.fail(new StateUnreadable({ path, detail: decoded.why }))
+        if (!decoded.ok) return yield* Effect.fail(new StateUnreadable({ path, detail: decoded.why, cause: decoded.failure }))
         return decoded.value
       })
 
@@ -272,13 +319,12 @@ const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOp
       dir: dirs.stateDir,
       read: ((name: string, schema?: Schema.Schema<unknown, unknown>) =>
         readState(name, schema ?? Schema.Unknown)) as StateTier["read"],
-      write: (name, value) =>
+      write: ((name: string, value: unknown, schema?: Schema.Schema<unknown, unknown>) =>
         Effect.gen(function*() {
           yield* fromEither(checkFileName("name", name))
-          const why = jsonValueViolation(value)
-          if (why !== null) return yield* Effect.fail(new InvalidArgument({ field: "value", detail: `not JSON: ${why}` }))
-          yield* writeInto(dirs.stateDir, NodePath.join(dirs.stateDir, name), encodeJsonBytes(value), true)
-        })
+          const json = yield* fromEither(tierValue(value, schema))
+          yield* writeInto(dirs.stateDir, NodePath.join(dirs.stateDir, name), encodeJsonBytes(json), true)
+        })) as StateTier["write"]
     }
 
     // ---- config -----------------------------------------------------------------------------------------
@@ -287,9 +333,11 @@ const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOp
 
     const settingsOf = (bytes: Uint8Array): Effect.Effect<Readonly<Record<string, unknown>>, ConfigUnreadable> => {
       const decoded = decodeJsonBytes(Schema.Unknown, bytes)
-      return decoded.ok && typeof decoded.value === "object" && decoded.value !== null && !Array.isArray(decoded.value)
-        ? Effect.succeed(decoded.value as Record<string, unknown>)
-        : Effect.fail(new ConfigUnreadable({ path: settingsPath, detail: decoded.ok ? "settings are not a JSON object" : decoded.why }))
+      if (!decoded.ok) return Effect.fail(new ConfigUnreadable({ path: settingsPath, detail: decoded.why, cause: decoded.failure }))
+      const value = decoded.value
+      if (typeof value === "object" && value !== null && !Array.isArray(value)) return Effect.succeed(value as Record<string, unknown>)
+      const detail = "settings are not a JSON object"
+      return Effect.fail(new ConfigUnreadable({ path: settingsPath, detail, cause: new DecodeFailure({ stage: "schema", detail }) }))
     }
 
     const readSettings: Effect.Effect<Readonly<Record<string, unknown>>, FileSystemError | ConfigUnreadable> = fs
@@ -351,57 +399,92 @@ const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOp
         if (violation !== null) return yield* Effect.fail(redLine(path, violation))
       })
 
+    /**
+     * Replace settings.json with `change(settings)` if it is still what was read (`undefined` from `change`
+     * writes nothing), after `check` of the new bytes' length.
+     */
+    const changeSettings = <E extends { readonly _tag: string }>(
+      change: (settings: Readonly<Record<string, unknown>>) => Record<string, unknown> | undefined,
+      check: (newBytes: number) => Effect.Effect<void, E>
+    ): Effect.Effect<boolean, E | ConfigUnreadable | FileSystemError> => {
+      // A person may edit settings.json too: re-read, modify, and replace it only if it is still what was read.
+      const once = Effect.gen(function*() {
+        const { settings, version } = yield* readSettingsVersion
+        const next = change(settings)
+        if (next === undefined) return false
+        // Pretty-printed: config is versioned by the config history, and readable diffs are the point.
+        const bytes = textEncoder.encode(JSON.stringify(next, null, 2) + "\n")
+        yield* check(bytes.byteLength)
+        yield* replaceInto(dirs.configDir, settingsPath, version, bytes)
+        return true
+      })
+      const attempts = (n: number): Effect.Effect<boolean, E | ConfigUnreadable | FileSystemError> =>
+        once.pipe(Effect.catchIf((e) => isChanged(e) && n < SET_ATTEMPTS, () => attempts(n + 1)))
+      return configLock.withPermits(1)(attempts(1))
+    }
+
+    /** The name of a file of config/ other than settings.json, and its path. */
+    const configFile = (name: string) =>
+      Effect.gen(function*() {
+        yield* fromEither(checkFileName("name", name))
+        if (name === CONFIG_SETTINGS_FILE) {
+          return yield* Effect.fail(
+            new InvalidArgument({ field: "name", detail: `${CONFIG_SETTINGS_FILE} is managed by config.set/get/delete` })
+          )
+        }
+        return NodePath.join(dirs.configDir, name)
+      })
+
     const config: ConfigTier = {
       dir: dirs.configDir,
-      get: (key) =>
+      get: ((key: string, schema?: Schema.Schema<unknown, unknown>) =>
         Effect.gen(function*() {
           yield* fromEither(checkConfigKey(key))
           const settings = yield* readSettings
           // hasOwn: "__proto__" or "toString" must never answer from Object.prototype.
-          return Object.hasOwn(settings, key) ? settings[key] : undefined
-        }),
-      set: (key, value) =>
+          const value = Object.hasOwn(settings, key) ? settings[key] : undefined
+          if (value === undefined || schema === undefined) return value
+          const decoded = decodeJsonValue(schema, value)
+          if (!decoded.ok) return yield* Effect.fail(new ConfigUnreadable({ path: settingsPath, key, detail: decoded.why, cause: decoded.failure }))
+          return decoded.value
+        })) as ConfigTier["get"],
+      set: ((key: string, value: unknown, schema?: Schema.Schema<unknown, unknown>) =>
         Effect.gen(function*() {
           yield* fromEither(checkConfigKey(key))
-          const why = jsonValueViolation(value)
-          if (why !== null) {
-            return yield* Effect.fail(
-              new ConfigRedLine({
-                path: settingsPath,
-                rule: "invalid-value",
-                rightTier: "state",
-                detail: `config holds JSON values only (${why}); binary or structured data belongs in a state/ file`
-              })
-            )
-          }
-          // A person may edit settings.json too: re-read, modify, and replace it only if it is still what was read.
-          const setOnce = Effect.gen(function*() {
-            const { settings, version } = yield* readSettingsVersion
+          const json = yield* fromEither(tierValue(value, schema, "to unset a key, use config.delete(key)"))
+          yield* changeSettings((settings) => {
             const next: Record<string, unknown> = { ...settings }
-            Object.defineProperty(next, key, { value, enumerable: true, writable: true, configurable: true })
-            // Pretty-printed: config is versioned by aiti-configs, and readable diffs are the point.
-            const bytes = textEncoder.encode(JSON.stringify(next, null, 2) + "\n")
-            yield* checkBudget(settingsPath, bytes.byteLength)
-            yield* replaceInto(dirs.configDir, settingsPath, version, bytes)
-          })
-          const attempts = (n: number): Effect.Effect<void, InvalidArgument | ConfigRedLine | ConfigUnreadable | FileSystemError> =>
-            setOnce.pipe(Effect.catchIf((e) => isChanged(e) && n < SET_ATTEMPTS, () => attempts(n + 1)))
-          yield* configLock.withPermits(1)(attempts(1))
+            Object.defineProperty(next, key, { value: json, enumerable: true, writable: true, configurable: true })
+            return next
+          }, (newBytes) => checkBudget(settingsPath, newBytes))
+        })) as ConfigTier["set"],
+      delete: (key) =>
+        Effect.gen(function*() {
+          yield* fromEither(checkConfigKey(key))
+          return yield* changeSettings((settings) => {
+            if (!Object.hasOwn(settings, key)) return undefined
+            const next: Record<string, unknown> = { ...settings }
+            delete next[key]
+            return next
+            // Removing a key only shrinks config/: no budget refuses it, even when other files took config/ over.
+          }, () => Effect.void)
         }),
       writeFile: (name, data) =>
         Effect.gen(function*() {
-          yield* fromEither(checkFileName("name", name))
-          if (name === CONFIG_SETTINGS_FILE) {
-            return yield* Effect.fail(
-              new InvalidArgument({ field: "name", detail: `${CONFIG_SETTINGS_FILE} is managed by config.set/get` })
-            )
-          }
-          const path = NodePath.join(dirs.configDir, name)
+          const path = yield* configFile(name)
           const byName = configFileNameViolation(name)
           if (byName !== null) return yield* Effect.fail(redLine(path, byName))
           const bytes = toBytes(data)
           yield* configLock.withPermits(1)(
             checkBudget(path, bytes.byteLength).pipe(Effect.zipRight(writeInto(dirs.configDir, path, bytes, true)))
+          )
+        }),
+      readFile: (name) =>
+        Effect.gen(function*() {
+          const path = yield* configFile(name)
+          return yield* fs.readFile(path, { maxBytes: Math.max(budgetBytes, 1) }).pipe(
+            Effect.map((bytes): Uint8Array | undefined => bytes),
+            Effect.catchIf(isNotFound, () => Effect.succeed(undefined))
           )
         })
     }

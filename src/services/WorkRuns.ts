@@ -73,7 +73,13 @@ import { aFileType } from "../domain/FileTypeWords.js"
 
 export type AcquireError = InvalidSegment | InvalidPolicy | UnownedRun | ManifestMismatch | RunBusy | FileSystemError
 export type PruneFailure = InvalidSegment | InvalidPolicy | UnsafeRoot | FileSystemError
+/** Every error the WorkRuns service fails with. */
+export type WorkRunsError = AcquireError | PruneFailure
 
+/**
+ * Which run to hold. `category`, `tenant` and `runId` are segments (README "Work runs"); a `Segment` decoded
+ * once is taken as it is, never checked by the rule again.
+ */
 export interface AcquireOptions {
   readonly category: string
   readonly tenant: string
@@ -81,6 +87,18 @@ export interface AcquireOptions {
   readonly runId?: string | undefined
   /** Retention for the opportunistic background prune of this tenant; `false` disables it. */
   readonly retention?: RetentionInput | false | undefined
+  /**
+   * When the scope closes, release with `{ delete: true }`: the run is removed at once unless another live
+   * lease holds it (then it stays, and the outcome says why). A `release()` called by hand uses its own options.
+   */
+  readonly deleteOnClose?: boolean | undefined
+  /**
+   * Receives the outcome of the release that let the lease go, once: the scope's closing, or a `release()`
+   * called by hand before it. So a run kept by a `deleteOnClose` (`keptBecause`, `keptTag`) is never lost
+   * with the scope. It runs after the release is done; a defect in it is the caller's own and fails the
+   * release (or the scope's closing) after the lease is gone.
+   */
+  readonly onRelease?: ((outcome: ReleaseOutcome) => Effect.Effect<void>) | undefined
 }
 
 export interface ReleaseOutcome {
@@ -160,7 +178,10 @@ export interface WorkRunsOptions {
 
 export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns, {
   readonly workRoot: string
-  /** Scoped: closing the scope (success, failure, interruption) releases the lease. */
+  /**
+   * Scoped: closing the scope (success, failure, interruption) releases the lease, deleting the run with
+   * `deleteOnClose`; `onRelease` receives that release's outcome.
+   */
   readonly acquire: (options: AcquireOptions) => Effect.Effect<WorkRun, AcquireError, Scope.Scope>
   /** One generated run per (category, tenant) for this runtime, held until the runtime closes. */
   readonly getProcessWorkRun: (options: { readonly category: string; readonly tenant: string }) => Effect.Effect<WorkRun, AcquireError>
@@ -602,8 +623,8 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         return lease.inFlight ? beatTurn.withPermits(1)(Effect.void) : Effect.void
       })
 
-    /** Wrap a lease in its release logic and its heartbeat (stopped on release). */
-    const bindRelease = (held: HeldRun) =>
+    /** Wrap a lease in its release logic and its heartbeat (stopped on release); `onRelease` hears the release that let it go. */
+    const bindRelease = (held: HeldRun, onRelease?: (outcome: ReleaseOutcome) => Effect.Effect<void>) =>
       Effect.gen(function*() {
         const run: Omit<WorkRun, "release"> = {
           path: held.path, category: held.category, tenant: held.tenant, runId: held.runId, kind: held.kind, leasePath: held.leasePath
@@ -638,10 +659,8 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         ))
         const lease: Beating = { beat: heartbeat, leasePath: run.leasePath, released: false, inFlight: false }
         yield* startBeating(lease)
-        const release = (o?: { readonly delete?: boolean }): Effect.Effect<ReleaseOutcome> =>
+        const releaseOnce = (o?: { readonly delete?: boolean }): Effect.Effect<ReleaseOutcome> =>
           Effect.gen(function*() {
-            if (releasing) return { released: false, deleted: false, reason: "already released" }
-            releasing = true
             yield* stopBeating(lease)
             // The run's tool may have swapped the directory for a link or hard-linked the manifest outside:
             // verify before unlinking, reading or writing anything through the run's path (release verifies what it touches).
@@ -675,6 +694,13 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
             }
             yield* stampReleased(held, verified.right)
             return { released: true, deleted: false }
+          })
+        const release = (o?: { readonly delete?: boolean }): Effect.Effect<ReleaseOutcome> =>
+          Effect.suspend(() => {
+            if (releasing) return Effect.succeed<ReleaseOutcome>({ released: false, deleted: false, reason: "already released" })
+            releasing = true
+            const released = releaseOnce(o)
+            return onRelease === undefined ? released : Effect.tap(released, onRelease)
           }).pipe(Effect.uninterruptible)
         return { ...run, release } satisfies WorkRun
       })
@@ -713,8 +739,8 @@ export const makeWorkRuns = (options: WorkRunsOptions = {}) =>
         opts.retention === false ? Effect.succeed<RetentionInput | false>(false) : Effect.map(decodeRetentionInput(opts.retention), (r): RetentionInput | false => r),
         (retention) =>
         Effect.acquireRelease(
-          Effect.flatMap(acquireLease(opts), bindRelease),
-          (run) => run.release()
+          Effect.flatMap(acquireLease(opts), (held) => bindRelease(held, opts.onRelease)),
+          (run) => run.release(opts.deleteOnClose === true ? { delete: true } : undefined)
         ).pipe(
           Effect.tap((run) => retention === false || options.opportunisticRetention === false
             ? Effect.void

@@ -1,8 +1,10 @@
 /**
- * Issue 12 §6: every command the doctor suggests is valid and does what it says. A real agent dir holds one
- * of every finding whose fix is a command; the built CLI (the shipped bundle `dist/bundle/cli/main.mjs`) reports them, each command is
- * extracted from its backticks and run (`pi-storage …` as a child process of the built CLI against that
- * agent dir, shell commands in the agent dir), and the doctor no longer reports the finding afterwards.
+ * Every command the doctor suggests is valid, runnable from any directory, and does what it says. A real agent
+ * dir holds one of every finding whose fix is a command; the built CLI (the shipped bundle
+ * `dist/bundle/cli/main.mjs`) reports them, each command is extracted from its backticks and run exactly as
+ * written by `sh`, from an unrelated directory, with `pi-storage` on PATH and a HOME whose default agent dir
+ * is elsewhere (so a relative path or a missing `--agent-dir` would miss), and the doctor no longer reports
+ * the finding afterwards.
  */
 import { spawnSync } from "node:child_process"
 import * as Fs from "node:fs"
@@ -34,6 +36,23 @@ const env = (): NodeJS.ProcessEnv => {
 
 const cli = (agentDir: string, args: ReadonlyArray<string>) =>
   spawnSync(process.execPath, [MAIN, "--agent-dir", agentDir, ...args], { env: env(), encoding: "utf8" })
+
+/**
+ * `command` run by `sh` exactly as the doctor wrote it, from a directory that is not the agent dir, with
+ * `pi-storage` (the built CLI) on PATH and a HOME of its own, where nothing is.
+ */
+const asWritten = (command: string) => {
+  const elsewhere = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-doctor-elsewhere-"))
+  temps.push(elsewhere)
+  const bin = Path.join(elsewhere, "bin")
+  Fs.mkdirSync(bin)
+  Fs.writeFileSync(Path.join(bin, "pi-storage"), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(MAIN)} "$@"\n`, { mode: 0o755 })
+  return spawnSync("sh", ["-c", command], {
+    cwd: elsewhere,
+    env: { ...env(), HOME: Path.join(elsewhere, "home"), PATH: `${bin}:${process.env["PATH"] ?? ""}` },
+    encoding: "utf8"
+  })
+}
 
 const doctorFindings = (agentDir: string): ReadonlyArray<Finding> => {
   const result = cli(agentDir, ["doctor", "--json"])
@@ -105,15 +124,9 @@ describe("the doctor's suggested commands (built CLI)", () => {
       for (const command of commandsOf(finding.fix)) {
         if (ran.includes(command)) continue
         ran.push(command)
-        const words = command.split(/\s+/)
-        if (words[0] === "pi-storage") {
-          const result = cli(agentDir, words.slice(1))
-          assert.notStrictEqual(result.status, USAGE_ERROR, `${command}: ${result.stderr}`)
-          assert.strictEqual(result.status, 0, `${command} (for ${finding.code}): ${result.stdout}${result.stderr}`)
-        } else {
-          const result = spawnSync("sh", ["-c", command], { cwd: agentDir, encoding: "utf8" })
-          assert.strictEqual(result.status, 0, `${command} (for ${finding.code}): ${result.stderr}`)
-        }
+        const result = asWritten(command)
+        assert.notStrictEqual(result.status, USAGE_ERROR, `${command}: ${result.stderr}`)
+        assert.strictEqual(result.status, 0, `${command} (for ${finding.code}): ${result.stdout}${result.stderr}`)
       }
     }
     const after = doctorFindings(agentDir)
@@ -124,17 +137,18 @@ describe("the doctor's suggested commands (built CLI)", () => {
   })
 
   it("every command template in the findings' sources is one the test above runs", () => {
-    // A new fix with a command must come with a fixture above: its first two words are matched here.
+    // A new fix with a command must come with a fixture above: its first two words (after any
+    // `${agentDirFlag(…)}` and other interpolations) are matched here.
     const templates = FINDING_SOURCES.flatMap((file) =>
       [...Fs.readFileSync(file, "utf8").matchAll(/\\?`((?:pi-storage|chmod|chown|rm) [^`\\]+)\\?`/g)]
-        .map((m) => m[1]!.split(/\s+/).slice(0, 2).join(" "))
+        .map((m) => m[1]!.split(/\s+/).filter((w) => !w.startsWith("${")).slice(0, 2).join(" "))
         .filter((t) => !t.includes("…"))) // a doc comment's placeholder, not a suggestion
     assert.isAbove(templates.length, 4)
     // `pi-storage config …` (an interrupted change) is run as the doctor words it in
     // test/services/ConfigHistoryProcesses.test.ts, where a real SIGKILL leaves the sentinel.
-    const covered = ["pi-storage migrate", "pi-storage work", "pi-storage backup", "pi-storage config", "chmod 700", "rm -f", ...(isRoot ? ["chown ${uid}"] : [])]
+    const covered = ["pi-storage migrate", "pi-storage work", "pi-storage backup", "pi-storage config", "chmod 700", "rm -f", ...(isRoot ? ["chown"] : [])]
     for (const template of templates) {
-      if (template === "chown ${uid}" && !isRoot) continue // needs root to plant a foreign owner
+      if (template === "chown" && !isRoot) continue // needs root to plant a foreign owner
       assert.include(covered, template, `doctor suggests \`${template} …\` but no test runs it`)
     }
   })

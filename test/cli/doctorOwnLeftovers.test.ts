@@ -72,9 +72,9 @@ describe("doctor on the library's own leftovers (built CLI)", () => {
     // Only info: the doctor exits 0; the table says whose it is and the fix names the command.
     assert.strictEqual(human.status, 0, human.stderr)
     assert.include(human.stdout, `the library's temp file of an interrupted write of USER.md`)
-    assert.include(human.stdout, `${temp}: once no write of USER.md is running, run \`rm -f ${temp}\` in the agent dir`)
+    assert.include(human.stdout, `${temp}: once no write of USER.md is running, run \`rm -f ${Path.join(agentDir, temp)}\``)
     assert.notInclude(human.stdout, "external tool")
-    const settled = spawnSync("sh", ["-c", `rm -f ${temp}`], { cwd: agentDir })
+    const settled = spawnSync("sh", ["-c", `rm -f ${Path.join(agentDir, temp)}`], { cwd: base })
     assert.strictEqual(settled.status, 0)
     assert.deepStrictEqual((JSON.parse(cli("doctor", "--json").stdout) as { findings: ReadonlyArray<Finding> }).findings, [])
     assert.strictEqual(Fs.readFileSync(Path.join(agentDir, "USER.md"), "utf8"), "- a fact\n")

@@ -53,7 +53,7 @@ describe("cli/format", () => {
 })
 
 describe("cli/context colour rule", () => {
-  it("colour only on a TTY, never with --no-color or a non-empty NO_COLOR", async () => {
+  it("colour only on a TTY, never with --no-color, a non-empty NO_COLOR or TERM=dumb", async () => {
     const { useColor } = await import("../../src/cli/context.js")
     assert.isTrue(useColor({ noColorFlag: false, noColorEnv: undefined, isTTY: true }))
     assert.isTrue(useColor({ noColorFlag: false, noColorEnv: "", isTTY: true }))
@@ -61,5 +61,7 @@ describe("cli/context colour rule", () => {
     assert.isFalse(useColor({ noColorFlag: true, noColorEnv: undefined, isTTY: true }))
     assert.isFalse(useColor({ noColorFlag: false, noColorEnv: undefined, isTTY: false }))
     assert.isFalse(useColor({ noColorFlag: false, noColorEnv: undefined, isTTY: undefined }))
+    assert.isFalse(useColor({ noColorFlag: false, noColorEnv: undefined, term: "dumb", isTTY: true }))
+    assert.isTrue(useColor({ noColorFlag: false, noColorEnv: undefined, term: "xterm-256color", isTTY: true }))
   })
 })

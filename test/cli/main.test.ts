@@ -93,6 +93,8 @@ const populate = async (): Promise<Populated> => {
   const manifest = JSON.parse(Fs.readFileSync(manifestPath, "utf8"))
   const longAgo = Date.now() - 40 * DAY
   Fs.writeFileSync(manifestPath, JSON.stringify({ ...manifest, createdAt: longAgo, releasedAt: longAgo }))
+  // Last written then on the file system's clock too (ages are judged on it: README "Retention").
+  Fs.utimesSync(manifestPath, longAgo / 1000, longAgo / 1000)
   const recent = await store.acquireWorkRun({ category: "tools", tenant: "bash", retention: false })
   await recent.release()
   const active = await store.acquireWorkRun({ category: "tools", tenant: "bash", retention: false })
@@ -212,7 +214,14 @@ describe("pi-storage (built CLI)", () => {
     const r = await at(agentDir)("work", "prune", "tools/open", "--json")
     assert.strictEqual(r.code, 3, r.stderr)
     assert.strictEqual(r.stdout, "")
-    assert.match(r.stderr, /^pi-storage: unsafe directory .*open \(group-or-world-writable\).*nothing was deleted\n$/)
+    // --json: the refusal is one JSON object on one line of stderr.
+    assert.match(r.stderr, /^\{[^\n]*\}\n$/)
+    const error = JSON.parse(r.stderr)
+    assert.deepStrictEqual([error._tag, error.exit], ["UnsafeRoot", 3])
+    assert.match(error.message, /^unsafe directory .*open \(group-or-world-writable\).*nothing was deleted$/)
+    const human = await at(agentDir)("work", "prune", "tools/open")
+    assert.strictEqual(human.code, 3, human.stderr)
+    assert.match(human.stderr, /^pi-storage: unsafe directory .*open \(group-or-world-writable\).*nothing was deleted\n$/)
   })
 
   it("work run: the child's exit code and env; killed by a signal → 128+signal; --delete removes the run; leases released", async () => {

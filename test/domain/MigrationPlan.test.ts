@@ -4,6 +4,8 @@ import { CANONICAL_ROOT_ENTRIES, LEGACY_ROOT_ENTRIES } from "../../src/domain/Ag
 import {
   conflictCandidate,
   jsonEqual,
+  keyOfFields,
+  keylessRow,
   layoutUnit,
   layoutUnits,
   ledgerParse,
@@ -11,7 +13,9 @@ import {
   mergeJsonObjects,
   mergeLedgerRows,
   MIGRATION_MARKER,
+  type MigrationPlan,
   parseJournal,
+  planProblem,
   encodeJournalLine
 } from "../../src/domain/MigrationPlan.js"
 
@@ -107,6 +111,15 @@ describe("ledger merge (MG2)", () => {
       assert.deepStrictEqual(again.rows, m.rows)
       assert.strictEqual(again.added + again.replaced, 0)
       assert.strictEqual(m.fromFullyKept, from.every((r) => m.rows.some((x) => jsonEqual(x, r))))
+      assert.strictEqual(m.toFullyKept, to.every((r) => m.rows.some((x) => jsonEqual(x, r))))
+    })
+
+  it.prop("nothing is lost: a row missing from the result is in a side that is not fully kept (so that side is kept whole)",
+    [rows, rows, fc.constantFrom("from" as const, "to" as const)], ([to, from, winner]) => {
+      const m = mergeLedgerRows({ to, from, key, winner })
+      const inResult = (r: unknown) => m.rows.some((x) => jsonEqual(x, r))
+      for (const r of to) if (!inResult(r)) assert.isFalse(m.toFullyKept, JSON.stringify(r))
+      for (const r of from) if (!inResult(r)) assert.isFalse(m.fromFullyKept, JSON.stringify(r))
     })
 
   it("never lets the newer file replace the other: rows only the old side has survive", () => {
@@ -128,6 +141,61 @@ describe("ledger merge (MG2)", () => {
     assert.isFalse(parsed.ok)
     assert.isFalse(ledgerParse("json-array", bytes(`{"id":1}`)).ok)
     assert.deepStrictEqual(ledgerParse("json-array", bytes("")), { ok: true, rows: [] })
+  })
+})
+
+describe("plan file keys and the plan check (MG2)", () => {
+  it("a key is the named scalar fields of a JSON object; anything else has no key", () => {
+    const one = keyOfFields(["id"])
+    assert.strictEqual(one({ id: "a", v: 1 }), one({ id: "a", v: 2 }))
+    assert.notStrictEqual(one({ id: 1 }), one({ id: "1" }))
+    for (const row of [null, [], "a", 3, {}, { id: null }, { id: { x: 1 } }, { id: Number.NaN }, { id: [1] }]) {
+      assert.isUndefined(one(row), JSON.stringify(row))
+    }
+    const two = keyOfFields(["day", "model"])
+    assert.strictEqual(two({ day: "d1", model: "m", n: 1 }), two({ model: "m", day: "d1", n: 5 }))
+    assert.notStrictEqual(two({ day: "d1", model: "m" }), two({ day: "d1", model: "n" }))
+    assert.isUndefined(two({ day: "d1" }))
+    assert.strictEqual(keylessRow([{ id: 1 }, { id: 2 }, { v: 3 }], one), 3)
+    assert.isUndefined(keylessRow([{ id: 1 }], one))
+  })
+
+  it("planProblem names the first entry and field that is wrong, and passes a good plan", () => {
+    const key = keyOfFields(["id"])
+    const ok: MigrationPlan = {
+      id: "p",
+      root: { web: "ext" },
+      entries: [
+        { id: "a", kind: "move", from: "config/state", to: "state" },
+        { id: "b", kind: "merge-ledger", from: "x.jsonl", to: "y.jsonl", format: "jsonl", key, winner: "to", root: { agentExtension: "todo" } }
+      ]
+    }
+    assert.isUndefined(planProblem(ok))
+    assert.deepStrictEqual(planProblem({ ...ok, root: { web: "Ext" } }), { field: "root", detail: "the extension id must be lowercase (found \"E\"; uppercase is refused, never lowercased)" })
+    const entry = (patch: object) => planProblem({ ...ok, entries: [ok.entries[0]!, { ...ok.entries[1]!, ...patch } as never] })
+    assert.include(entry({ to: "/abs" }), { index: 1, id: "b", field: "to" })
+    assert.include(entry({ from: "../x" }), { index: 1, field: "from" })
+    assert.include(entry({ to: "x.jsonl/y" }), { index: 1, field: "to" })
+    assert.include(entry({ winner: "newest" }), { index: 1, field: "winner" })
+    assert.include(entry({ format: "csv" }), { index: 1, field: "format" })
+    assert.include(entry({ root: "web" }), { index: 1, field: "root" })
+    assert.include(entry({ id: "a" }), { index: 1, field: "id" })
+  })
+
+  it("a plan moves data forward only: an entry may not fill an earlier entry's source (a rerun would move it again)", () => {
+    const move = (id: string, from: string, to: string, root?: MigrationPlan["root"]) => ({ id, kind: "move" as const, from, to, ...(root === undefined ? {} : { root }) })
+    // A chain forward is fine: x → y, then y → z.
+    assert.isUndefined(planProblem({ id: "p", entries: [move("a", "x", "y"), move("b", "y", "z")] }))
+    assert.include(planProblem({ id: "p", entries: [move("a", "x", "y"), move("b", "z", "x")] }), { index: 1, field: "to" })
+    assert.include(planProblem({ id: "p", entries: [move("a", "x/old", "y"), move("b", "z", "x")] }), { index: 1, field: "to" })
+    assert.include(planProblem({ id: "p", entries: [move("a", "x", "y"), move("b", "z", "x/new")] }), { index: 1, field: "to" })
+    // The same place through two roots: an agent-side extension's root is inside the agent dir.
+    assert.include(
+      planProblem({ id: "p", entries: [move("a", "state/extensions/todo/old", "y"), move("b", "z", "old", { agentExtension: "todo" })] }),
+      { index: 1, field: "to" }
+    )
+    // Different web extensions never meet.
+    assert.isUndefined(planProblem({ id: "p", entries: [move("a", "x", "y", { web: "one" }), move("b", "z", "x", { web: "two" })] }))
   })
 })
 

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { CANONICAL_ROOT_ENTRIES, LEGACY_ROOT_ENTRIES, TENANT_PRUNE_MARKER } from "../../src/domain/AgentPaths.js"
 import { FINDING_CODES } from "../../src/domain/Findings.js"
+import { markerFileNames } from "../../src/domain/MarkerFiles.js"
 import { MIGRATION_MARKER } from "../../src/domain/MigrationPlan.js"
 import { classifyRootEntry } from "../../src/domain/RootEntries.js"
 import { durationWords } from "../../src/domain/DurationWords.js"
@@ -13,6 +14,12 @@ describe("doctor classification (DR1)", () => {
     for (const entry of LEGACY_ROOT_ENTRIES) assert.strictEqual(classifyRootEntry(entry.name)._tag, "Legacy")
     assert.strictEqual(classifyRootEntry("x:Zone.Identifier")._tag, "Legacy")
     assert.strictEqual(classifyRootEntry(MIGRATION_MARKER)._tag, "MigrationMarker")
+    // Every file the marker rule brings is the library's own (the reclaim lock is also a clock-probe spot).
+    assert.deepStrictEqual(markerFileNames(MIGRATION_MARKER).map(classifyRootEntry), [
+      { _tag: "MigrationMarker", role: "marker" },
+      { _tag: "MigrationMarker", role: "reclaim-lock" }
+    ])
+    assert.strictEqual(classifyRootEntry(`${MIGRATION_MARKER}.reclaim-1-2`)._tag, "Unknown")
     assert.deepStrictEqual(classifyRootEntry("usage.sqlite"), { _tag: "Unknown", hint: "database" })
     assert.deepStrictEqual(classifyRootEntry("debug.log"), { _tag: "Unknown", hint: "log" })
     assert.deepStrictEqual(classifyRootEntry("notes"), { _tag: "Unknown", hint: "other" })

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Either, FastCheck as fc, Schema } from "effect"
 import { decodeSegment, parseSegment, Segment, SEGMENT_MAX_LENGTH, segmentViolation } from "../../src/domain/Segment.js"
+import { segmentRuleEvaluations } from "../../src/domain/SegmentMemo.js"
 
 /** The WR2 rule, written independently of the implementation. */
 const DEVICES = /^(con|prn|aux|nul|clock\$|com[0-9]|lpt[0-9])$/
@@ -50,6 +51,37 @@ describe("Segment (WR2)", () => {
     assert.isTrue(Either.isLeft(decoded) && decoded.left._tag === "InvalidSegment" && decoded.left.rule === "not-a-string")
     assert.isTrue(Either.isLeft(parseSegment(u)))
   }, { fastCheck: { numRuns: 300 } })
+
+  it.prop("remembering valid segments never changes an answer, however full the memory (every decoding path agrees with the rule)", [
+    fc.array(candidate, { minLength: 1, maxLength: 40 }),
+    fc.integer({ min: 0, max: 5000 })
+  ], ([values, filler]) => {
+    // Fill the bounded memory past its size first, so a clear happens somewhere in some runs.
+    for (let i = 0; i < filler; i++) decodeSegment("tenant", `filler-${i}`)
+    for (let round = 0; round < 2; round++) {
+      for (const s of values) {
+        const ok = ruleAccepts(s)
+        assert.strictEqual(Either.isRight(parseSegment(s)), ok, JSON.stringify(s))
+        assert.strictEqual(Either.isRight(decodeSegment("tenant", s)), ok, JSON.stringify(s))
+        assert.strictEqual(Schema.is(Segment)(s), ok, JSON.stringify(s))
+        assert.strictEqual(segmentViolation(s) === null, ok, JSON.stringify(s))
+      }
+    }
+  }, { fastCheck: { numRuns: 40 } })
+
+  it("a segment decoded once is not checked by the rule again; the plain rule always runs", () => {
+    const before = segmentRuleEvaluations()
+    const seg = Schema.decodeUnknownSync(Segment)("remembered-once")
+    for (let i = 0; i < 10; i++) {
+      assert.isTrue(Either.isRight(decodeSegment("category", seg)))
+      assert.isTrue(Either.isRight(parseSegment(seg)))
+      assert.isTrue(Schema.is(Segment)(seg))
+    }
+    assert.strictEqual(segmentRuleEvaluations() - before, 1)
+    // A refused value is never remembered: it is judged again each time (and refused again).
+    for (let i = 0; i < 3; i++) assert.isTrue(Either.isLeft(decodeSegment("category", "Refused")))
+    assert.strictEqual(segmentRuleEvaluations() - before, 4)
+  })
 
   it("decoding through the Schema reports the value and the rule", () => {
     const decoded = Schema.decodeUnknownEither(Segment)("Bash")

@@ -197,7 +197,9 @@ describe("StateSnapshot", () => {
     const prev: ManifestEntry = { path: "p", type: "file", size: 3, mode: 0o644, mtimeMs: 1.5, sha256: "h" }
     const live = { type: "file" as const, size: 3, mode: 0o644, mtimeMs: 1.5 }
     assert.isTrue(shouldLink(live, prev))
-    for (const change of [{ size: 4 }, { mode: 0o600 }, { mtimeMs: 1.5001 }, { type: "symlink" as const }]) assert.isFalse(shouldLink({ ...live, ...change }, prev))
+    for (const change of [{ size: 4 }, { mode: 0o600 }, { mtimeMs: 1.503 }, { mtimeMs: 1.497 }, { type: "symlink" as const }]) assert.isFalse(shouldLink({ ...live, ...change }, prev))
+    // A time put back through utimes keeps whole microseconds: under MTIME_PRECISION_MS apart is the same time.
+    for (const mtimeMs of [1.5 - 0.0015, 1.5001, 1.5 + 0.0019]) assert.isTrue(shouldLink({ ...live, mtimeMs }, prev), String(mtimeMs))
     assert.isFalse(shouldLink(live, undefined))
     assert.isFalse(shouldLink(live, { ...prev, changedDuringBackup: true }))
     assert.isFalse(shouldLink(live, { ...prev, sqliteGroup: true }))

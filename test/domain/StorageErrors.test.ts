@@ -11,6 +11,7 @@ import { Effect, Either, Schema } from "effect"
 import { ExitCode, exitCodeForError, exitCodeOf } from "../../src/cli/exit.js"
 import {
   ConfigUnreadable,
+  DecodeFailure,
   FileSystemError,
   FileSystemErrorReason,
   LibraryDirUnusable,
@@ -43,7 +44,11 @@ describe("StorageError union and exit codes", () => {
 
   it("the new program errors: their codes, and their messages name the path", () => {
     const cases: ReadonlyArray<readonly [StorageError, number]> = [
-      [new ConfigUnreadable({ path: "/x/config/settings.json", detail: "settings are not a JSON object" }), ExitCode.findings],
+      [new ConfigUnreadable({
+        path: "/x/config/settings.json",
+        detail: "settings are not a JSON object",
+        cause: new DecodeFailure({ stage: "schema", detail: "settings are not a JSON object" })
+      }), ExitCode.findings],
       [new RemovalStalled({ path: "/x/cache" }), ExitCode.findings],
       [new MigrationStepFailed({ step: "copy-not-verified", path: "/x/sessions", detail: "cross-device copy did not verify" }), ExitCode.findings],
       [new TierUnresolvable({ path: "/deep", detail: "more than 4096 ancestors to compare" }), ExitCode.refused]

@@ -40,6 +40,8 @@ const oldRun = (runId: string, daysAgo: number) => {
     version: 2, category: "tools", tenant: "bash", runId, kind: "named", createdAt: at, releasedAt: at,
     createdBy: { host: os.hostname(), pid: 1 }
   }))
+  // Last written then on the file system's clock too (ages are judged on it: README "Retention").
+  fs.utimesSync(path.join(runDir, ".pi-work-run.json"), at / 1000, at / 1000)
 }
 
 describe("the facade", () => {

@@ -7,7 +7,10 @@ import * as os from "node:os"
 import * as NodePath from "node:path"
 import {
   ConfigRedLine,
+  ConfigUnreadable,
   DataDirRemoved,
+  DecodeFailure,
+  FileSystemError,
   InvalidArgument,
   InvalidSegment,
   StateMissing,
@@ -143,8 +146,14 @@ describe("openTiers (facade, Node layer)", () => {
       assert.strictEqual((log as ConfigRedLine).rule, "log")
       const big = await rejection(tiers.config.writeFile("notes.txt", "x".repeat(65)))
       assert.strictEqual((big as ConfigRedLine).rule, "size-budget")
+      // One mistake, one error: a value that is not JSON is InvalidArgument in config and state alike.
       const invalid = await rejection(tiers.config.set("k", new Date()))
-      assert.strictEqual((invalid as ConfigRedLine).rule, "invalid-value")
+      assert.instanceOf(invalid, InvalidArgument)
+      assert.strictEqual((invalid as InvalidArgument).field, "value")
+      assert.instanceOf(await rejection(tiers.state.write("k.json", new Date())), InvalidArgument)
+      const unset = await rejection(tiers.config.set("k", undefined))
+      assert.instanceOf(unset, InvalidArgument)
+      assert.include((unset as InvalidArgument).message, "config.delete(key)")
       assert.isFalse(fs.existsSync(ctx.configDir))
 
       assert.instanceOf(await rejection(tiers.cache.ensure("../x", async () => "x")), InvalidArgument)
@@ -154,6 +163,55 @@ describe("openTiers (facade, Node layer)", () => {
         throw own
       })), own)
       assert.isFalse(fs.existsSync(NodePath.join(ctx.cacheDir, "k")))
+    } finally {
+      await tiers.close()
+    }
+  })
+
+  it("a read for every write: config.delete and config.readFile; decode functions type what is read", async () => {
+    const ctx = extensionContext("notes", { dataRoot: root })
+    const tiers = await openTiers(ctx)
+    try {
+      await tiers.config.set("model", "sonnet")
+      assert.isTrue(await tiers.config.delete("model"))
+      assert.isFalse(await tiers.config.delete("model"))
+      assert.isUndefined(await tiers.config.get("model"))
+      assert.deepStrictEqual(JSON.parse(fs.readFileSync(NodePath.join(ctx.configDir, "settings.json"), "utf8")), {})
+
+      assert.isUndefined(await tiers.config.readFile("words.txt"))
+      await tiers.config.writeFile("words.txt", "pi\n")
+      assert.strictEqual(text((await tiers.config.readFile("words.txt"))!), "pi\n")
+
+      // A decode function (here a hand-written one; a zod `parse` or Effect's `Schema.decodeUnknownSync` fit).
+      const asCount = (json: unknown): { count: number } => {
+        if (typeof json !== "object" || json === null || typeof (json as { count?: unknown }).count !== "number") {
+          throw new TypeError("expected { count: number }")
+        }
+        return json as { count: number }
+      }
+      await tiers.state.write("tally.json", { count: 3 })
+      const tally: { count: number } = await tiers.state.read("tally.json", asCount)
+      assert.strictEqual(tally.count, 3)
+      await tiers.state.write("tally.json", { count: "three" })
+      const refused = await rejection(tiers.state.read("tally.json", asCount))
+      assert.instanceOf(refused, StateUnreadable)
+      const cause = (refused as StateUnreadable).cause
+      assert.instanceOf(cause, DecodeFailure)
+      assert.strictEqual((cause as DecodeFailure).stage, "schema")
+      assert.include((refused as StateUnreadable).message, "expected { count: number }")
+
+      await tiers.config.set("tally", { count: "x" })
+      const badKey = await rejection(tiers.config.get("tally", asCount))
+      assert.instanceOf(badKey, ConfigUnreadable)
+      assert.strictEqual((badKey as ConfigUnreadable).key, "tally")
+      await tiers.config.set("tally", { count: 1 })
+      assert.deepStrictEqual(await tiers.config.get("tally", asCount), { count: 1 })
+      assert.isUndefined(await tiers.config.get("unset", asCount), "an unset key is undefined, never decoded")
+
+      // An I/O cause stays an I/O cause: a directory where the record belongs.
+      fs.mkdirSync(NodePath.join(ctx.stateDir, "dir.json"))
+      const io = await rejection(tiers.state.read("dir.json"))
+      assert.instanceOf((io as StateUnreadable).cause, FileSystemError)
     } finally {
       await tiers.close()
     }

@@ -59,8 +59,10 @@ describe("facade: profile files it must not rewrite", () => {
       const agentDir = agentWith(bytes)
       const storage = await openAgentStorage({ agentDir, migrate: false })
       const profile = storage.userProfile()
-      for (const attempt of [profile.read(), profile.add("- Likes tabs"), profile.replace("pnpm", "- Uses bun"), profile.remove("pnpm")]) {
-        const e = await rejection(attempt) as { _tag?: string; reason?: string; message?: string }
+      // Each call is started only when awaited: a promise made early rejects with no handler yet.
+      const attempts = [() => profile.read(), () => profile.add("- Likes tabs"), () => profile.replace("pnpm", "- Uses bun"), () => profile.remove("pnpm")]
+      for (const attempt of attempts) {
+        const e = await rejection(attempt()) as { _tag?: string; reason?: string; message?: string }
         assert.deepStrictEqual([e._tag, e.reason], ["UnsafeProfile", "not-utf8"])
         assert.include(e.message, `offset ${offset}`)
         assert.include(e.message, Path.join(agentDir, "USER.md"))

@@ -65,6 +65,7 @@ describe("NodeProcessRunner", () => {
       const missing = yield* Effect.flip(run("pi-no-such-program", []))
       assert.strictEqual(missing.reason, "Spawn")
       assert.include(missing.message, "pi-no-such-program")
+      assert.strictEqual((missing.cause as NodeJS.ErrnoException).code, "ENOENT", "the platform's error is kept")
       const killed = yield* Effect.flip(run("sh", ["-c", "kill -KILL $$"]))
       assert.strictEqual(killed.reason, "Signal")
       assert.include(killed.detail, "SIGKILL")

@@ -243,6 +243,44 @@ describe("ConfigHistory against a damaged or hostile repository (real git)", () 
       assert.deepStrictEqual((yield* history.log()).map((e) => e.revision), [second.revision, first.revision])
     }))
 
+  it.scopedLive("the error that met the damage is kept as the cause: a ref that cannot be read, git that cannot run", () =>
+    Effect.gen(function*() {
+      const { history, write } = yield* setup()
+      write("agent/settings.json", json({ v: 1 }))
+      const first = yield* history.snapshot({ message: "first" })
+      // HEAD a directory: the read of the ref failed (a FileSystemError), which is not a parse of its content.
+      const headFile = NodePath.join(history.dir, ".git", "HEAD")
+      const good = fs.readFileSync(headFile)
+      fs.rmSync(headFile)
+      fs.mkdirSync(headFile)
+      const unreadable = yield* Effect.flip(history.status())
+      assert.strictEqual(unreadable._tag, "ConfigHistoryCorrupt")
+      const fsCause = unreadable._tag === "ConfigHistoryCorrupt" ? unreadable.cause : undefined
+      assert.strictEqual(fsCause?._tag, "FileSystemError")
+      assert.strictEqual(fsCause?._tag === "FileSystemError" && fsCause.reason, "IsADirectory")
+      fs.rmdirSync(headFile)
+      fs.writeFileSync(headFile, good)
+      // A revision whose tree is gone: git's own failure (exit 128) is the cause.
+      const tree = rawGit(history.dir, ["rev-parse", `${first.revision}^{tree}`]).trim()
+      fs.rmSync(looseObject(history.dir, tree))
+      const listing = yield* Effect.flip(history.rollback(first.revision!))
+      assert.strictEqual(listing._tag, "ConfigHistoryCorrupt", listing.message)
+      const gitCause = listing._tag === "ConfigHistoryCorrupt" ? listing.cause : undefined
+      assert.strictEqual(gitCause?._tag, "GitFailed")
+      assert.strictEqual(gitCause?._tag === "GitFailed" && gitCause.exitCode, 128)
+    }))
+
+  it.scopedLive("git that cannot be started is GitFailed whose cause is the ProcessFailed (Spawn), errno kept", () =>
+    Effect.gen(function*() {
+      const { history, write } = yield* setup({ pathVar: scratch("no-git-") })
+      write("agent/settings.json", json({ v: 1 }))
+      const e = yield* Effect.flip(history.snapshot({ message: "first" }))
+      assert.strictEqual(e._tag, "GitFailed", e.message)
+      const cause = e._tag === "GitFailed" ? e.cause : undefined
+      assert.strictEqual(cause?.reason, "Spawn")
+      assert.strictEqual((cause?.cause as NodeJS.ErrnoException | undefined)?.code, "ENOENT")
+    }))
+
   it.scopedLive("a damaged HEAD is ConfigHistoryCorrupt for status, log, diff, rollback and snapshot (CLI exit 1)", () =>
     Effect.gen(function*() {
       const { history, write, agent } = yield* setup()

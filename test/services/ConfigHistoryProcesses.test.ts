@@ -132,14 +132,14 @@ describe("ConfigHistory across processes (real git)", () => {
       assert.isDefined(finding)
       assert.strictEqual(finding!.severity, "warning")
       assert.include(finding!.message, "switch model")
-      assert.include(finding!.fix!, `pi-storage config rollback ${good.slice(0, 12)}`)
+      assert.include(finding!.fix!, `pi-storage --agent-dir ${agent} config rollback ${good.slice(0, 12)}`)
 
-      // The doctor's own suggestion, run as written through the built CLI (issue 12 §6: every command it
-      // suggests is valid and does what it says).
-      const suggested = /`(pi-storage config rollback [0-9a-f]+)`/.exec(finding!.fix!)![1]!.split(" ")
+      // The doctor's own suggestion, run as written through the built CLI (every command it suggests is valid,
+      // names its agent dir and does what it says).
+      const suggested = /`(pi-storage --agent-dir \S+ config rollback [0-9a-f]+)`/.exec(finding!.fix!)![1]!.split(" ")
       const env = { ...process.env }
       delete env["PI_WEB_DATA_DIR"]
-      const back = JSON.parse(execFileSync(process.execPath, [CLI, "--agent-dir", agent, ...suggested.slice(1), "--json"], { env, encoding: "utf8" }))
+      const back = JSON.parse(execFileSync(process.execPath, [CLI, ...suggested.slice(1), "--json"], { env, encoding: "utf8" }))
       assert.deepStrictEqual(back.restored, ["settings.json"])
       assert.strictEqual(read("agent/settings.json"), JSON.stringify({ good: true }) + "\n")
       assert.isNull((yield* history.status()).interrupted)

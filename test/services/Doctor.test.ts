@@ -209,7 +209,7 @@ describe("the library's own leftovers are named as its own, with what settles th
       const own = report.findings.filter((f) => f.code === "atomic-write-leftover")
       assert.deepStrictEqual(own.map((f) => [f.path, f.severity]), [[temp, "info"]])
       assert.include(own[0]!.message, "interrupted write of USER.md")
-      assert.include(own[0]!.fix!, `\`rm -f ${temp}\``)
+      assert.include(own[0]!.fix!, `\`rm -f ${AGENT}/${temp}\``)
       assert.deepStrictEqual(
         report.findings.filter((f) => f.code === "unknown-root-entry").map((f) => f.path).sort(),
         [".USER.md.tmp-00ff", ".notes.txt.tmp-00ff"]

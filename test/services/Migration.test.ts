@@ -311,15 +311,36 @@ describe("Migration.runPlan (MG2) on the Memory layer", () => {
       assert.match(world.readFixtureText(`${AGENT}/state/migrations/p.jsonl`)!, /"outcome":"failed"/)
     }))
 
-  it.effect("an invalid plan is a typed error", () =>
+  it.effect("an invalid plan is a typed error naming the entry and field, before anything moves", () =>
     Effect.gen(function*() {
       const world = MemoryWorld.make()
       const bad = yield* asProcess(world, runToolkit({ id: "Bad Id", entries: [] })).pipe(Effect.flip)
-      assert.strictEqual(bad._tag, "InvalidArgument")
+      assert.strictEqual(bad._tag, "InvalidMigrationPlan")
+      assert.strictEqual(bad.at, "id")
       const dup = yield* asProcess(world, runToolkit({
         id: "p",
         entries: [{ id: "a", kind: "move", from: "x", to: "y" }, { id: "a", kind: "move", from: "x", to: "z" }]
       })).pipe(Effect.flip)
-      assert.match(dup.message, /duplicate/)
+      assert.match(dup.message, /entries\[1\] \("a"\)\.id: duplicate/)
+    }))
+
+  it.effect("an API plan's paths are untrusted too: absolute, `..` and nested paths are refused and nothing moves", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make()
+      yield* seedFile(world, "state/x/a", "A")
+      yield* world.writeFixture("/home/user/outside", "keep")
+      const before = snapshot(world, "/home/user")
+      for (const [from, to, field, why] of [
+        ["state/x/a", "/home/user/stolen", "to", /absolute/],
+        ["../outside", "state/x/b", "from", /"\.\." segment/],
+        ["state/x", "state/x/a/b", "to", /inside the other/],
+        ["state/./x/a", "state/y", "from", /"\." segment/]
+      ] as const) {
+        const error = yield* asProcess(world, runToolkit({ id: "p", entries: [{ id: "e", kind: "move", from, to }] })).pipe(Effect.flip)
+        assert.strictEqual(error._tag, "InvalidMigrationPlan")
+        assert.strictEqual(error.at, `entries[0] ("e").${field}`)
+        assert.match(error.detail, why)
+      }
+      assert.deepStrictEqual(snapshot(world, "/home/user"), before)
     }))
 })

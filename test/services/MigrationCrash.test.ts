@@ -18,6 +18,7 @@ import {
   runToolkit,
   spawn as spawnProcess
 } from "./migrationSupport.js"
+import { assertMigrated, EXT, readmePlan, seedSplitExtension, WEB } from "./planFileSupport.js"
 
 const seed = (world: MemoryWorld, entries: Record<string, string>) =>
   Effect.forEach(Object.entries(entries), ([rel, content]) => world.writeFixture(`${AGENT}/${rel}`, content), { discard: true })
@@ -155,6 +156,21 @@ const ledgerMerge: CrashScenario = {
   }
 }
 
+/**
+ * The README's plan (decoded from its YAML, as `pi-storage migrate --plan` decodes it) over a web extension whose
+ * legacy `config/state/` sits beside `state/` with a split ledger; no agent dir yet (the run makes it for the
+ * marker and the journal). Converging to the crash-free tree means: every row once in `state/usage.jsonl`, the
+ * legacy ledger whose changed row lost kept whole, nothing left in a temp file.
+ */
+const readmePlanOverWeb: CrashScenario = {
+  name: "the README plan over a web extension's split state",
+  seed: (world) => seedSplitExtension(world),
+  run: Effect.map(runToolkit(readmePlan(), { webDataRoot: WEB, lockAttempts: 1 }), (r) => !r.failed),
+  expect: (world) => assertMigrated(world),
+  roots: [AGENT, EXT],
+  ignore: (rel) => rel === "state/migrations" || rel.startsWith("state/migrations/")
+}
+
 describe("migrations survive a crash at every mutating step (Memory layer)", () => {
   for (const scenario of [trustMerge, wholeRoot, perEntryConflicts, crossDevice]) {
     it.effect(scenario.name, () =>
@@ -171,6 +187,9 @@ describe("migrations survive a crash at every mutating step (Memory layer)", () 
       ),
       (steps) => assert.isAbove(steps, 5)
     ))
+
+  it.effect(readmePlanOverWeb.name, () =>
+    Effect.map(crashAtEveryStep(readmePlanOverWeb, () => MemoryWorld.make({ journal: false })), (steps) => assert.isAbove(steps, 8)))
 })
 
 // ---------------------------------------------------------------------------------------------------------

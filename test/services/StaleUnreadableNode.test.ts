@@ -181,9 +181,13 @@ describe("far-future timestamps (Node)", () => {
     // for the remote TTL + margin (on the file system's clock).
     backdate(lease, DEFAULT_REMOTE_LEASE_TTL_MS + REMOTE_MARGIN_MS + 60_000)
     backdate(manifestPath, 2 * 24 * 60 * 60 * 1000)
-    // Last use falls back to the manifest's mtime (two days ago): older than a day, so the run goes.
+    // Last use is when its files were last written on the file system's clock, whatever their stamps say: the
+    // dead holder's lease a quarter of an hour ago, so this prune reclaims the lease and keeps the run; then the
+    // manifest's two days ago, older than a day, so the next prune removes it.
     const report = await prune({ maxAgeMs: 24 * 60 * 60 * 1000 })
-    expect(report.removed).toEqual([expect.objectContaining({ runId: "shared", reason: "age" })])
+    expect(report.removed).toEqual([])
     expect(report.unreadable).toEqual(expect.arrayContaining([expect.objectContaining({ path: lease, action: "reclaimed" })]))
+    const next = await prune({ maxAgeMs: 24 * 60 * 60 * 1000 })
+    expect(next.removed).toEqual([expect.objectContaining({ runId: "shared", reason: "age" })])
   })
 })

@@ -4,12 +4,20 @@
  * TrashDepth and ConfigRedLinesAgreement.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Either, Exit, Layer, Ref, Schema } from "effect"
+import { Effect, Either, Exit, Layer, ParseResult, Ref, Schema } from "effect"
 import * as fc from "effect/FastCheck"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as NodePath from "node:path"
-import { ConfigRedLine, ConfigUnreadable, FileSystemError, InvalidArgument, StateMissing, StateUnreadable } from "../../src/domain/Errors.js"
+import {
+  ConfigRedLine,
+  ConfigUnreadable,
+  DecodeFailure,
+  FileSystemError,
+  InvalidArgument,
+  StateMissing,
+  StateUnreadable
+} from "../../src/domain/Errors.js"
 import { makeExtensionContext } from "../../src/domain/Tiers.js"
 import { Host } from "../../src/services/Host.js"
 import { type OpenTiersOptions, TierStorage, type Tiers } from "../../src/services/TierStorage.js"
@@ -249,12 +257,26 @@ describe("state tier", () => {
       fs.symlinkSync(NodePath.join(root, "target.json"), NodePath.join(stateDir, "link.json"))
       fs.mkdirSync(NodePath.join(stateDir, "dir.json"))
       fs.writeFileSync(NodePath.join(stateDir, "shape.json"), "{\"count\":\"many\"}")
-      for (const name of ["corrupt.json", "link.json", "dir.json"]) {
-        const e = yield* fail(tiers.state.read(name))
-        assert.instanceOf(e, StateUnreadable, name)
+      // The cause tells a read that failed (reading again may help) from bytes that are not the record (it will not).
+      const causeOf = (e: unknown) => {
+        assert.instanceOf(e, StateUnreadable)
+        return (e as StateUnreadable).cause
+      }
+      const corrupt = causeOf(yield* fail(tiers.state.read("corrupt.json")))
+      assert.instanceOf(corrupt, DecodeFailure)
+      assert.strictEqual((corrupt as DecodeFailure).stage, "json")
+      assert.instanceOf((corrupt as DecodeFailure).cause, SyntaxError)
+      for (const [name, reason] of [["link.json", "IsSymlink"], ["dir.json", "IsADirectory"]] as const) {
+        const cause = causeOf(yield* fail(tiers.state.read(name)))
+        assert.instanceOf(cause, FileSystemError, name)
+        assert.strictEqual((cause as FileSystemError).reason, reason, name)
       }
       const e = yield* fail(tiers.state.read("shape.json", Schema.Struct({ count: Schema.Number })))
-      assert.instanceOf(e, StateUnreadable)
+      const mismatch = causeOf(e)
+      assert.instanceOf(mismatch, DecodeFailure)
+      assert.strictEqual((mismatch as DecodeFailure).stage, "schema")
+      assert.isTrue(ParseResult.isParseError((mismatch as DecodeFailure).cause))
+      assert.include((e as StateUnreadable).detail, "count: Expected number, actual \"many\"")
       const ok = yield* tiers.state.read("shape.json", Schema.Struct({ count: Schema.String }))
       assert.strictEqual(ok.count, "many")
       assert.strictEqual(read(NodePath.join(stateDir, "corrupt.json")), "{\"half\":")
@@ -317,15 +339,72 @@ describe("config tier", () => {
       assert.strictEqual(Object.keys(saved).length, 12)
     }).pipe(Effect.provide(TiersLive)))
 
-  it.scoped("a value that is not JSON is ConfigRedLine invalid-value", () =>
+  it.scoped("a value that is not JSON is the same InvalidArgument in config.set as in state.write; undefined points at delete", () =>
     Effect.gen(function*() {
       const { tiers, ext } = yield* setup()
-      for (const bad of [undefined, NaN, new Uint8Array(2), () => 1, { nested: new Map() }]) {
-        const e = yield* fail(tiers.config.set("k", bad))
-        assert.instanceOf(e, ConfigRedLine)
-        assert.strictEqual((e as ConfigRedLine).rule, "invalid-value")
+      for (const bad of [undefined, NaN, new Uint8Array(2), () => 1, { nested: new Map() }, 5n]) {
+        const viaConfig = yield* fail(tiers.config.set("k", bad))
+        const viaState = yield* fail(tiers.state.write("k.json", bad))
+        assert.instanceOf(viaConfig, InvalidArgument)
+        assert.instanceOf(viaState, InvalidArgument)
+        assert.strictEqual((viaConfig as InvalidArgument).field, "value")
+        assert.strictEqual((viaState as InvalidArgument).field, "value")
+        assert.include((viaConfig as InvalidArgument).detail, (viaState as InvalidArgument).detail)
       }
+      const unset = (yield* fail(tiers.config.set("k", undefined))) as InvalidArgument
+      assert.strictEqual(unset.message, "invalid value: not JSON: value is undefined, which JSON cannot hold; to unset a key, use config.delete(key)")
       assert.isFalse(fs.existsSync(ext))
+    }).pipe(Effect.provide(TiersLive)))
+
+  it.scoped("delete removes a key and says whether it was set; settings.json stays, and nothing is created for nothing", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup()
+      const path = NodePath.join(ext, "config", "settings.json")
+      assert.isFalse(yield* tiers.config.delete("model"))
+      assert.isFalse(fs.existsSync(ext))
+      yield* tiers.config.set("model", "sonnet")
+      yield* tiers.config.set("theme", "dark")
+      assert.isTrue(yield* tiers.config.delete("model"))
+      assert.isUndefined(yield* tiers.config.get("model"))
+      assert.strictEqual(read(path), JSON.stringify({ theme: "dark" }, null, 2) + "\n")
+      assert.isFalse(yield* tiers.config.delete("model"))
+      assert.isFalse(yield* tiers.config.delete("toString"), "an inherited name is no key")
+      assert.isTrue(yield* tiers.config.delete("theme"))
+      assert.strictEqual(read(path), "{}\n")
+      const bad = yield* fail(tiers.config.delete(""))
+      assert.instanceOf(bad, InvalidArgument)
+    }).pipe(Effect.provide(TiersLive)))
+
+  it.scoped("delete shrinks config/ even when other files took it over its budget; a corrupt settings.json is left as it is", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup({ configBudgetBytes: 200 })
+      yield* tiers.config.set("big", "x".repeat(100))
+      fs.writeFileSync(NodePath.join(ext, "config", "other.txt"), "o".repeat(300)) // another tool's file
+      assert.isTrue(yield* tiers.config.delete("big"))
+      const path = NodePath.join(ext, "config", "settings.json")
+      fs.writeFileSync(path, "{broken")
+      const e = yield* fail(tiers.config.delete("big"))
+      assert.instanceOf(e, ConfigUnreadable)
+      assert.strictEqual(read(path), "{broken")
+    }).pipe(Effect.provide(TiersLive)))
+
+  it.scoped("readFile reads back what writeFile wrote: undefined when absent, never through a link, never settings.json", () =>
+    Effect.gen(function*() {
+      const { tiers, ext, root } = yield* setup()
+      assert.isUndefined(yield* tiers.config.readFile("dictionary.txt"))
+      yield* tiers.config.writeFile("dictionary.txt", "pi\nagent\n")
+      assert.strictEqual(text((yield* tiers.config.readFile("dictionary.txt"))!), "pi\nagent\n")
+      yield* tiers.config.writeFile("key.bin", new Uint8Array([0, 255, 7]))
+      assert.deepStrictEqual([...(yield* tiers.config.readFile("key.bin"))!], [0, 255, 7])
+      fs.writeFileSync(NodePath.join(root, "secret"), "outside")
+      fs.symlinkSync(NodePath.join(root, "secret"), NodePath.join(ext, "config", "link.txt"))
+      const link = yield* fail(tiers.config.readFile("link.txt"))
+      assert.instanceOf(link, FileSystemError)
+      assert.strictEqual((link as FileSystemError).reason, "IsSymlink")
+      for (const name of ["settings.json", "../x", ""]) {
+        const e = yield* fail(tiers.config.readFile(name))
+        assert.instanceOf(e, InvalidArgument, name)
+      }
     }).pipe(Effect.provide(TiersLive)))
 
   it.scoped("writeFile lands in config/<name> but refuses databases and logs, naming the rule and right tier", () =>
@@ -388,12 +467,14 @@ describe("config tier", () => {
       const { tiers, ext } = yield* setup()
       fs.mkdirSync(NodePath.join(ext, "config"), { recursive: true })
       const path = NodePath.join(ext, "config", "settings.json")
-      for (const content of ["{not json", "[1,2]", "null"]) {
+      for (const [content, stage] of [["{not json", "json"], ["[1,2]", "schema"], ["null", "schema"]] as const) {
         fs.writeFileSync(path, content)
         const e = yield* fail(tiers.config.get("k"))
         // A program error of its own (the file read fine; its content is what is wrong), not a port error.
         assert.instanceOf(e, ConfigUnreadable)
         assert.strictEqual((e as ConfigUnreadable).path, path)
+        assert.instanceOf((e as ConfigUnreadable).cause, DecodeFailure)
+        assert.strictEqual((e as ConfigUnreadable).cause.stage, stage, content)
         yield* fail(tiers.config.set("k", 1))
         assert.strictEqual(read(path), content)
       }
@@ -408,6 +489,54 @@ describe("config tier", () => {
       assert.strictEqual(field(e2), "cacheDir")
       const e3 = yield* fail(openTiers({ configDir: "/x/config", cacheDir: "/x/cache" }, { configBudgetBytes: -1 }))
       assert.strictEqual(field(e3), "configBudgetBytes")
+    }).pipe(Effect.provide(TiersLive)))
+})
+
+describe("data at the edges is typed (schemas)", () => {
+  const Settings = Schema.Struct({ model: Schema.String, temperature: Schema.Number })
+
+  it.scoped("config.get(key, schema) decodes; a stored value the schema refuses is ConfigUnreadable naming the key, left as it is", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup()
+      assert.isUndefined(yield* tiers.config.get("llm", Settings))
+      yield* tiers.config.set("llm", { model: "sonnet", temperature: 0.2 }, Settings)
+      const llm = yield* tiers.config.get("llm", Settings)
+      assert.deepStrictEqual(llm, { model: "sonnet", temperature: 0.2 })
+      yield* tiers.config.set("llm", { model: "sonnet", temperature: "hot" })
+      const before = read(NodePath.join(ext, "config", "settings.json"))
+      const e = yield* fail(tiers.config.get("llm", Settings))
+      assert.instanceOf(e, ConfigUnreadable)
+      assert.strictEqual((e as ConfigUnreadable).key, "llm")
+      assert.strictEqual((e as ConfigUnreadable).cause.stage, "schema")
+      assert.include(e.message, "config key \"llm\"")
+      assert.include(e.message, "temperature: Expected number, actual \"hot\"")
+      assert.strictEqual(read(NodePath.join(ext, "config", "settings.json")), before)
+    }).pipe(Effect.provide(TiersLive)))
+
+  it.scoped("set and write encode with the schema (a bigint, a Date) and read back decoded; what cannot be encoded is InvalidArgument", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup()
+      const Ledger = Schema.Struct({ total: Schema.BigInt, at: Schema.Date })
+      const value = { total: 12345678901234567890n, at: new Date(0) }
+      yield* tiers.state.write("ledger.json", value, Ledger)
+      assert.deepStrictEqual(JSON.parse(read(NodePath.join(ext, "state", "ledger.json"))), {
+        total: "12345678901234567890",
+        at: "1970-01-01T00:00:00.000Z"
+      })
+      assert.deepStrictEqual(yield* tiers.state.read("ledger.json", Ledger), value)
+      yield* tiers.config.set("limit", 7n, Schema.BigInt)
+      assert.strictEqual(yield* tiers.config.get("limit", Schema.BigInt), 7n)
+      const Positive = Schema.Number.pipe(Schema.positive())
+      const refused = yield* fail(tiers.state.write("n.json", -1, Positive))
+      assert.instanceOf(refused, InvalidArgument)
+      assert.include((refused as InvalidArgument).detail, "cannot be encoded with the given schema")
+      const refusedConfig = yield* fail(tiers.config.set("n", -1, Positive))
+      assert.instanceOf(refusedConfig, InvalidArgument)
+      assert.isFalse(fs.existsSync(NodePath.join(ext, "state", "n.json")))
+      // A schema whose encoded side is not JSON is refused as any such value is.
+      const Raw = Schema.declare((u): u is bigint => typeof u === "bigint")
+      const raw = yield* fail(tiers.state.write("raw.json", 1n, Raw))
+      assert.strictEqual((raw as InvalidArgument).detail, "not JSON: value is a bigint, which JSON cannot hold")
     }).pipe(Effect.provide(TiersLive)))
 })
 
@@ -448,6 +577,45 @@ describe("on the Memory layer", () => {
 
   it.effect("a config set is atomic at every crash point", () =>
     crashEveryStep((t, v) => t.config.set("counter", v), (t) => t.config.get("counter")))
+
+  it.effect("a config delete is atomic at every crash point, and never loses another key", () =>
+    Effect.gen(function*() {
+      const seen = new Set<string>()
+      for (let step = 1; step <= 12; step++) {
+        const outcome = yield* Effect.gen(function*() {
+          const world = yield* MemoryDriver
+          const tiers = yield* openTiers(ctx)
+          yield* tiers.config.set("keep", "me")
+          yield* tiers.config.set("gone", 1)
+          world.crashAfter(step)
+          const crashed = yield* Effect.exit(tiers.config.delete("gone"))
+          world.recover()
+          const after = yield* tiers.config.get("gone")
+          assert.include([1, undefined], after, `crash after ${step} steps`)
+          assert.strictEqual(yield* tiers.config.get("keep"), "me")
+          if (Exit.isSuccess(crashed)) assert.isUndefined(after)
+          return Exit.isSuccess(crashed) ? "done" : `crashed:${after}`
+        }).pipe(Effect.provide(TierStorage.layer.pipe(Layer.provideMerge(layerMemory()))))
+        seen.add(outcome)
+      }
+      assert.isTrue(seen.has("crashed:1"), [...seen].join())
+      assert.isTrue(seen.has("done"), [...seen].join())
+    }))
+
+  it.effect.prop("any JSON value reads back as JSON gives it, from state and from config (and a deleted key is unset)", [
+    fc.jsonValue({ maxDepth: 3 }),
+    fc.string({ minLength: 1, maxLength: 12 })
+  ], ([value, key]) =>
+    Effect.gen(function*() {
+      const tiers = yield* openTiers(ctx)
+      const expected = JSON.parse(JSON.stringify(value))
+      yield* tiers.state.write("value.json", value)
+      assert.deepStrictEqual(yield* tiers.state.read("value.json"), expected)
+      yield* tiers.config.set(key, value)
+      assert.deepStrictEqual(yield* tiers.config.get(key), expected)
+      assert.isTrue(yield* tiers.config.delete(key))
+      assert.isUndefined(yield* tiers.config.get(key))
+    }).pipe(Effect.provide(TierStorage.layer.pipe(Layer.provideMerge(layerMemory())))), { fastCheck: { numRuns: 30 } })
 
   /**
    * A person editing settings.json by hand (read, add their key, blind atomic save) while the extension sets

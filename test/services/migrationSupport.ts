@@ -12,7 +12,7 @@ import type { MigrationPlan } from "../../src/domain/MigrationPlan.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { Host } from "../../src/services/Host.js"
-import { type LayoutOptions, Migration } from "../../src/services/Migration.js"
+import { type LayoutOptions, Migration, type PlanOptions } from "../../src/services/Migration.js"
 
 export const AGENT = "/home/user/.pi/agent"
 export const HOST = "h1"
@@ -65,6 +65,8 @@ export interface CrashScenario {
   readonly expect: (world: MemoryWorld) => void
   /** Paths left out of the comparison (an audit journal may say "already done" where it said "moved"). */
   readonly ignore?: (rel: string) => boolean
+  /** The trees compared (default: the agent dir); paths are then `<root>:<rel>`, except the agent dir's own. */
+  readonly roots?: ReadonlyArray<string>
 }
 
 /**
@@ -76,7 +78,11 @@ export const crashAtEveryStep = (scenario: CrashScenario, makeWorld: () => Memor
   Effect.gen(function*() {
     const ignore = scenario.ignore ?? (() => false)
     const compared = (world: MemoryWorld) =>
-      Object.fromEntries(Object.entries(snapshot(world)).filter(([rel]) => !ignore(rel)))
+      Object.fromEntries((scenario.roots ?? [AGENT]).flatMap((root) =>
+        Object.entries(snapshot(world, root))
+          .filter(([rel]) => !ignore(rel))
+          .map(([rel, facts]) => [root === AGENT ? rel : `${root}:${rel}`, facts])
+      ))
     const runToEnd = (world: MemoryWorld) =>
       Effect.gen(function*() {
         for (let i = 0; i < 20; i++) {
@@ -128,5 +134,9 @@ export const planLayout = (options?: LayoutOptions, agent: string = AGENT) =>
   Effect.flatMap(Migration, (m) => m.plan(options)).pipe(Effect.provide(migrationAt(agent)))
 
 /** `Migration.runPlan` (MG2). */
-export const runToolkit = (plan: MigrationPlan, options?: LayoutOptions, agent: string = AGENT) =>
+export const runToolkit = (plan: MigrationPlan, options?: PlanOptions, agent: string = AGENT) =>
   Effect.flatMap(Migration, (m) => m.runPlan(plan, options)).pipe(Effect.provide(migrationAt(agent)))
+
+/** `Migration.previewPlan` (MG2's dry run). */
+export const previewToolkit = (plan: MigrationPlan, options?: Pick<PlanOptions, "webDataRoot">, agent: string = AGENT) =>
+  Effect.flatMap(Migration, (m) => m.previewPlan(plan, options)).pipe(Effect.provide(migrationAt(agent)))

@@ -63,7 +63,7 @@ export const renderRestore = (r: RestoreResult): Shown => {
   const verb = r.dryRun ? "Would restore" : "Restored"
   const aside = r.dryRun
     ? r.movedAsidePaths.map((p) => txt`  would move aside ${p}\n`)
-    : r.movedAside === null ? [] : [txt`Moved the live data it replaced to ${r.movedAside}\n`]
+    : r.asideDirs.length === 0 ? [] : [txt`Moved the live data it replaced to ${joinShown(r.asideDirs.map((d) => txt`${d}`), " and ")}\n`]
   return joinShown([...aside, txt`${verb} ${entries(r.restored.length)}:\n`, ...r.restored.map((p) => txt`  ${p}\n`)])
 }
 

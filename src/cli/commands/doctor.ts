@@ -1,5 +1,6 @@
 /**
  * `pi-storage doctor`: the read-only scan's findings as a table; exit 1 when any is a warning or worse.
+ * `--json` prints the library's `DoctorReport` with the agent dir and the web data root it checked.
  */
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
@@ -44,6 +45,9 @@ export const doctor = (ctx: CliContext, options: { readonly webDataRoot: string 
       const agentDir = yield* s.AgentDir
       const webDataRoot = webDataRootFor(options.webDataRoot, nodeEnv, NodeOs.homedir(), process.cwd())
       const report = yield* (yield* s.Doctor).doctor(webDataRoot === undefined ? {} : { webDataRoot })
-      yield* options.json ? printJson(report) : out(renderDoctor(ctx.paint, agentDir.path, report))
+      // JSON names what was read (the agent dir, the web data root or null) before the library's report.
+      yield* options.json
+        ? printJson({ agentDir: agentDir.path, webDataRoot: webDataRoot ?? null, ...report })
+        : out(renderDoctor(ctx.paint, agentDir.path, report))
       ctx.status.raise(doctorExitCode(report))
     }))

@@ -13,8 +13,9 @@ import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import { DEFAULT_PROFILE_BUDGET_BYTES } from "../../domain/UserProfileText.js"
 import type { ProfileChange, ProfileView, UserProfile } from "../../services/UserProfile.js"
-import { type CliContext, err, out, printJson, reportError, usageError, withAgentDirStack } from "../context.js"
+import { type CliContext, out, printJson, reportError, usageError, withAgentDirStack } from "../context.js"
 import { joinShown, type Paint, type Shown, table, txt } from "../format.js"
+import { warningLine } from "../problem.js"
 import { writeErr } from "../streams.js"
 import { json } from "../options.js"
 import { parseSize } from "../parse.js"
@@ -60,11 +61,17 @@ const budget = Options.text("budget").pipe(
 
 type Use<A, E> = (profile: UserProfile["Type"]) => Effect.Effect<A, E>
 
-/** Warnings (a crashed write finished, an index rebuilt) go to stderr: stdout stays the document asked for. */
-const stderrLogger = Logger.replace(
-  Logger.defaultLogger,
-  Logger.map(Logger.logfmtLogger, (line) => void writeErr(txt`pi-storage: ${line}\n`.text))
-)
+/**
+ * Warnings (a crashed write finished, an index rebuilt) go to stderr: stdout stays the document asked for.
+ * With `--json`, one JSON object each (problem.ts).
+ */
+const stderrLogger = (json: boolean) =>
+  Logger.replace(
+    Logger.defaultLogger,
+    json
+      ? Logger.make(({ message }) => void writeErr(warningLine(true, "Warning", Array.isArray(message) ? message.map(String).join(" ") : String(message))))
+      : Logger.map(Logger.logfmtLogger, (line) => void writeErr(txt`pi-storage: ${line}\n`.text))
+  )
 
 /** Run against the profile; typed failures become their message and exit code, ambiguity lists the candidates. */
 const withProfile = <A, E extends { readonly _tag: string; readonly message: string }>(
@@ -76,14 +83,17 @@ const withProfile = <A, E extends { readonly _tag: string; readonly message: str
   withAgentDirStack(ctx, (s) =>
     Effect.flatMap(s.UserProfile.make({ budgetBytes: Option.getOrUndefined(budgetBytes) }), use).pipe(
       Effect.matchEffect({
-        onFailure: (e) =>
-          e._tag === "AmbiguousEntry" && "candidates" in e
-            ? Effect.zipRight(reportError(ctx, { _tag: e._tag, message: `${(e.candidates as ReadonlyArray<string>).length} entries match; give the exact text of one:` }),
-              err(joinShown((e.candidates as ReadonlyArray<string>).map((c) => txt`  ${c}\n`))))
-            : reportError(ctx, e),
+        onFailure: (e) => {
+          if (e._tag !== "AmbiguousEntry" || !("candidates" in e)) return reportError(ctx, e)
+          const candidates = e.candidates as ReadonlyArray<string>
+          return reportError(ctx, { _tag: e._tag, message: `${candidates.length} entries match; give the exact text of one:` }, {
+            fields: { candidates },
+            lines: joinShown(candidates.map((c) => txt`  ${c}\n`))
+          })
+        },
         onSuccess: show
       }),
-      Effect.provide(stderrLogger)
+      Effect.provide(stderrLogger(ctx.globals.json === true))
     ))
 
 export const memoryCommand = (ctx: CliContext) => {

@@ -7,6 +7,7 @@
  */
 import * as Effect from "effect/Effect"
 import type { PruneReport } from "../../domain/PruneReport.js"
+import { withArticle } from "../../domain/Article.js"
 import { decodeRetentionInput, resolvePolicy, type RetentionInput, type RetentionPolicy } from "../../domain/Retention.js"
 import type { RefusedTarget } from "../../services/Inventory.js"
 import { type CliContext, notADirectory, out, printJson, reportError, usageError, withStack } from "../context.js"
@@ -30,6 +31,8 @@ export interface PruneFlags {
 export type TenantOutcome =
   | { readonly category: string; readonly tenant: string; readonly report: PruneReport }
   | { readonly category: string; readonly tenant: string; readonly error: { readonly _tag: string; readonly message: string } }
+  /** A directory where a category or tenant belongs whose name the library never makes: nothing under it pruned (exit 3). */
+  | { readonly category: string; readonly tenant: string; readonly notPruned: { readonly _tag: "MisnamedDirectory"; readonly path: string; readonly message: string } }
 
 const reasonText = (reason: string, policy: RetentionPolicy): string => {
   switch (reason) {
@@ -54,6 +57,7 @@ const freed = (report: PruneReport): string => {
 export const renderTenantReport = (paint: Paint, policy: RetentionPolicy, outcome: TenantOutcome): Shown => {
   const name = paint("bold", `${outcome.category}/${outcome.tenant}`)
   if ("error" in outcome) return txt`${name}: ${paint("red", outcome.error.message)}\n`
+  if ("notPruned" in outcome) return txt`${name}: ${paint("yellow", outcome.notPruned.message)}\n`
   const r = outcome.report
   if (r.busy) {
     const holder = r.busyHolder === undefined ? "" : ` (${r.busyHolder})`
@@ -79,9 +83,13 @@ export const renderTenantReport = (paint: Paint, policy: RetentionPolicy, outcom
   return joinShown([head, ...body.map((b) => indent(b, "  "))])
 }
 
-/** Nothing happened worth a line under `--quiet`: no removal, no error, not busy, not refused. */
+/**
+ * Nothing happened worth a line under `--quiet`: no removal, no error, not busy, not refused, and the tenant
+ * exists (a tenant named on the command line that is not there is said so: a typo is not silence).
+ */
 const uneventful = (o: TenantOutcome): boolean =>
-  !("error" in o) && !o.report.busy && o.report.removed.length === 0 && o.report.errors.length === 0 && o.report.skipped.length === 0
+  "report" in o && !o.report.busy && o.report.tenantMissing !== true && o.report.removed.length === 0 && o.report.errors.length === 0 &&
+  o.report.skipped.length === 0
 
 export interface PruneTotal {
   readonly tenants: number
@@ -99,6 +107,10 @@ export interface PruneTotal {
 export const pruneTotal = (outcomes: ReadonlyArray<TenantOutcome>): PruneTotal => {
   const total = { tenants: outcomes.length, removed: 0, bytes: 0, lowerBound: false, kept: 0, active: 0, errors: 0, refused: 0, busy: 0 }
   for (const o of outcomes) {
+    if ("notPruned" in o) {
+      total.refused++
+      continue
+    }
     if ("error" in o) {
       if (exitCodeForError(o.error) === ExitCode.refused) total.refused++
       else total.errors++
@@ -133,7 +145,15 @@ export const renderTotal = (dryRun: boolean, t: PruneTotal): Shown => {
 export const pruneExitCode = (outcomes: ReadonlyArray<TenantOutcome>): number => {
   let code: number = ExitCode.ok
   for (const o of outcomes) {
-    const c = "error" in o ? exitCodeForError(o.error) : o.report.busy ? ExitCode.refused : o.report.errors.length > 0 ? ExitCode.findings : ExitCode.ok
+    const c = "notPruned" in o
+      ? ExitCode.refused
+      : "error" in o
+      ? exitCodeForError(o.error)
+      : o.report.busy
+      ? ExitCode.refused
+      : o.report.errors.length > 0
+      ? ExitCode.findings
+      : ExitCode.ok
     code = Math.max(code, c)
   }
   return code
@@ -157,7 +177,7 @@ const progressLine = (ctx: CliContext, label: string) => {
 
 /** Why `--all` refused a directory, in words: WR10's detail (a link or a file is never followed). */
 const refusedBecause = (r: RefusedTarget): string =>
-  r.reason === "symlink" || r.reason === "not-a-directory" ? `it is a ${r.type}, never followed` : r.detail
+  r.reason === "symlink" || r.reason === "not-a-directory" ? `it is ${withArticle(r.type)}, never followed` : r.detail
 
 export const prune = (ctx: CliContext, flags: PruneFlags) =>
   Effect.gen(function*() {
@@ -200,6 +220,18 @@ export const prune = (ctx: CliContext, flags: PruneFlags) =>
               error: { _tag: "UnsafeRoot", message: `refused ${r.what} (${r.path}): ${refusedBecause(r)}; nothing under it was pruned` }
             })
           }
+          // A name the library never makes (WR2): never a prune target, never passed over in silence either.
+          for (const m of found.misnamed) {
+            outcomes.push({
+              category: m.category,
+              tenant: m.tenant,
+              notPruned: {
+                _tag: "MisnamedDirectory",
+                path: m.path,
+                message: `not pruned: ${m.what} (${m.path}) is no directory the library makes: ${m.detail}; nothing under it was touched`
+              }
+            })
+          }
         }
         for (const t of targets) {
           const progress = progressLine(ctx, `${t.category}/${t.tenant}`)
@@ -220,7 +252,7 @@ export const prune = (ctx: CliContext, flags: PruneFlags) =>
           if (target !== undefined && only !== undefined) {
             // One tenant: exactly the facade's PruneReport; a refusal is reported on stderr.
             if ("error" in only) yield* reportError(ctx, only.error)
-            else yield* printJson(only.report)
+            else if ("report" in only) yield* printJson(only.report)
           } else {
             yield* printJson({ dryRun: flags.dryRun, tenants: outcomes, total: pruneTotal(outcomes) })
           }

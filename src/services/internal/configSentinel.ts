@@ -7,6 +7,7 @@ import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import { CHANGE_SENTINEL, ChangeSentinel, HISTORY_DIR_NAME } from "../../domain/ConfigHistory.js"
 import type { FindingDraft } from "../../domain/FindingDraft.js"
+import { agentDirFlag } from "../../domain/FixCommands.js"
 import { decodeJsonBytes, MARKER_MAX_BYTES } from "../../domain/Formats.js"
 import type { Deps } from "./deps.js"
 import { judge } from "./deps.js"
@@ -48,7 +49,7 @@ export const readChangeSentinel = (deps: Deps, historyDir: string): Effect.Effec
   })
 
 /** The doctor's view (DR1): an interrupted change is a warning naming it and the revision to roll back to. */
-export const configHistoryFindings = (deps: Deps, configBackupsDir: string) =>
+export const configHistoryFindings = (deps: Deps, configBackupsDir: string, agentDir: string) =>
   Effect.map(readChangeSentinel(deps, historyDirOf(configBackupsDir)), (state): ReadonlyArray<FindingDraft> => {
     if (state._tag !== "Interrupted") return []
     const { change } = state
@@ -59,7 +60,7 @@ export const configHistoryFindings = (deps: Deps, configBackupsDir: string) =>
       message: `config change ${JSON.stringify(change.message)} was interrupted (${state.detail}); the last good revision is ` +
         (to === null ? "none (the history was empty)" : to.slice(0, 12)),
       fix: to === null
-        ? "check the config files by hand, then run `pi-storage config snapshot` to clear the sentinel"
-        : `run \`pi-storage config rollback ${to.slice(0, 12)}\` to undo it, or \`pi-storage config snapshot\` to keep the files as they are`
+        ? `check the config files by hand, then run \`pi-storage ${agentDirFlag(agentDir)} config snapshot\` to clear the sentinel`
+        : `run \`pi-storage ${agentDirFlag(agentDir)} config rollback ${to.slice(0, 12)}\` to undo it, or \`pi-storage ${agentDirFlag(agentDir)} config snapshot\` to keep the files as they are`
     }]
   })

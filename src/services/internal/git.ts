@@ -11,7 +11,7 @@
  * `--no-textconv --no-ext-diff`. Paths go in on stdin as bytes; each answer is capped.
  */
 import * as Effect from "effect/Effect"
-import { GitFailed } from "../../domain/Errors.js"
+import { GitFailed, type ProcessFailed } from "../../domain/Errors.js"
 import type { ProcessRunner } from "../ProcessRunner.js"
 
 const GIT_IDENTITY = { name: "pi-storage", email: "pi-storage@localhost" } as const
@@ -133,7 +133,8 @@ export const makeGit = (input: {
   const globals = gitGlobalArgs(input.gitDir, input.workTree)
   return (args, call = {}) => {
     const named = `git ${args.join(" ")}`.slice(0, 200)
-    const failed = (exitCode: number, stderr: string) => new GitFailed({ command: named, exitCode, stderr })
+    const failed = (exitCode: number, stderr: string, cause?: ProcessFailed) =>
+      new GitFailed(cause === undefined ? { command: named, exitCode, stderr } : { command: named, exitCode, stderr, cause })
     return input.runner.run({
       command: "git",
       args: [...globals, ...args],
@@ -144,7 +145,7 @@ export const makeGit = (input: {
       maxStderrBytes: STDERR_MAX
     }).pipe(
       // Spawn failures (git missing, cwd gone), a signal and an answer past its cap are typed too, never a crash.
-      Effect.catchTag("ProcessFailed", (e) => Effect.fail(failed(-1, e.detail))),
+      Effect.catchTag("ProcessFailed", (e) => Effect.fail(failed(-1, e.detail, e))),
       Effect.flatMap((result) => {
         const ok = call.okExitCodes ?? [0]
         return ok.includes(result.exitCode) ? Effect.succeed(result) : Effect.fail(failed(result.exitCode, utf8(result.stderr)))

@@ -13,9 +13,10 @@ import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as ScheduleInterval from "effect/ScheduleInterval"
 import type { FileSystemError } from "../../domain/Errors.js"
+import { aFileType } from "../../domain/FileTypeWords.js"
 import { decodeJsonBytes, encodeJsonBytes, leaseFacts, Marker, MARKER_MAX_BYTES } from "../../domain/Formats.js"
 import { readFailureIsContent } from "../../domain/Liveness.js"
-import { reclaimLockPath } from "../../domain/TenantEntries.js"
+import { reclaimLockPath } from "../../domain/MarkerFiles.js"
 import { sameFile } from "../../domain/TierIdentity.js"
 import type { FileInfo, FileType } from "../FileSystem.js"
 import { type Deps, fsClockOf, judge, selfIdentity } from "./deps.js"
@@ -72,9 +73,6 @@ export interface MarkerJudgement {
   readonly info: FileInfo | null
 }
 
-const kindWord = (type: FileType): string =>
-  type === "Directory" ? "a directory" : type === "SymbolicLink" ? "a symlink" : `a ${type.toLowerCase()}`
-
 /**
  * Read and judge the marker at `path` (never following a link); `undefined` when there is none. The read comes
  * first (one call for the common, readable case); the marker is lstat'ed only when its mtime matters.
@@ -106,7 +104,7 @@ export const judgeMarker = (deps: Deps, path: string): Effect.Effect<MarkerJudge
     const why = info === null
       ? `marker cannot be examined (${stat._tag === "Left" ? stat.left.errno || stat.left.reason : ""})`
       : type !== "File"
-      ? `${kindWord(type)} where a marker file belongs`
+      ? `${aFileType(type)} where a marker file belongs`
       : read._tag === "Left"
       ? `marker unreadable (${read.left.errno || read.left.reason})`
       : read.right.length === 0
@@ -185,7 +183,7 @@ const releaseVerdict = (was: FileInfo | null, now: Either.Either<FileInfo, FileS
 const leftInPlace = (path: string, why: string) =>
   warn({ _tag: "MarkerLeftInPlace", path, reason: why, message: `marker left in place: it ${why}` })
 
-export { isReclaimLockName, reclaimLockPath } from "../../domain/TenantEntries.js"
+export { isReclaimLockName, reclaimLockPath } from "../../domain/MarkerFiles.js"
 
 /**
  * Remove a reclaim lock whose holder is proven dead (or that is unreadable and stale): lstat, judge, lstat

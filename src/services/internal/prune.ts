@@ -14,16 +14,18 @@ import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import { runManifestPath, TENANT_CLEANUP_DIR, TENANT_PRUNE_MARKER, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
 import type { FileSystemError, UnsafeRoot } from "../../domain/Errors.js"
-import { NOT_MEASURED, type PlanDecision, planMeasuring, type RunFacts, type RunSize } from "../../domain/PrunePlan.js"
+import { isPastMaxAge, NOT_MEASURED, type PlanDecision, planMeasuring, type RunFacts, type RunSize } from "../../domain/PrunePlan.js"
 import { type CutShortRun, emptyPruneReport, type PruneError, type PruneReport, type UnreadableRecord } from "../../domain/PruneReport.js"
 import type { RetentionPolicy } from "../../domain/Retention.js"
-import { type Deps } from "./deps.js"
+import { type Deps, fsClockOf } from "./deps.js"
+import { lstatEach } from "./each.js"
+import { tenantProbe } from "./fsClock.js"
 import { isReclaimLockName, type ReclaimOutcome, reclaimLockPath, removeDeadMarker, removeDeadReclaimLock, withMarker } from "./markers.js"
 import { cleanupMarkerPath, deleteQuarantinedEach, ensureLibraryDir, prepareRemoval, quarantineOwnedRuns, type RemoveOutcome } from "./removeRun.js"
 import { checkSafeDirectory } from "./rootSafety.js"
-import { tenantItems } from "./readModel.js"
+import { type TenantItem, tenantItems } from "./readModel.js"
 import { isActive, type LeaseEntry, newestHeartbeat, type OwnedManifest, readLeases, readManifest } from "./runFacts.js"
-import { STALE_STAGING_MS } from "../../domain/TenantEntries.js"
+import { isAbandonedStaging, isTenantLibraryEntry } from "../../domain/TenantEntries.js"
 import { warn } from "./warn.js"
 
 export interface PruneInput {
@@ -135,7 +137,7 @@ const finishLeftovers = (deps: Deps, tenantDir: string, budget: { maxEntries: nu
     // provably dead, or once they are older than any acquire could take.
     const stagingDir = NodePath.join(tenantDir, TENANT_STAGING_DIR)
     const staged = yield* listLibraryDir(deps, stagingDir)
-    const now = yield* Clock.currentTimeMillis
+    let clockUnread = false
     for (const entry of staged) {
       if (remaining <= 0) break
       const path = NodePath.join(stagingDir, entry.name)
@@ -145,7 +147,10 @@ const finishLeftovers = (deps: Deps, tenantDir: string, budget: { maxEntries: nu
       const leases = entry.type === "Directory" ? yield* readLeases(deps, path) : { leases: [], problem: null }
       // An empty lease (its creator killed between create and write) is held while fresh, dead once stale.
       const unreadable = leases.leases.filter((l) => l.verdict.unreadable === true)
-      if (isActive(leases) || (leases.leases.length === 0 && now - info.value.mtimeMs < STALE_STAGING_MS)) {
+      // Its age on its file system's clock (a run another host is creating stays, whatever our clock says).
+      const fsNow = leases.leases.length === 0 ? yield* fsClockOf(deps).now(info.value.dev, [tenantProbe(tenantDir)]) : null
+      if (leases.leases.length === 0 && fsNow === null) clockUnread = true
+      if (isActive(leases) || (leases.leases.length === 0 && !isAbandonedStaging({ mtimeMs: info.value.mtimeMs, fsNowMs: fsNow?.ms ?? null }))) {
         for (const l of unreadable) report.unreadable.push({ path: l.path, what: l.verdict.detail, action: l.verdict.alive ? "held" : "reclaimable" })
         continue
       }
@@ -154,6 +159,9 @@ const finishLeftovers = (deps: Deps, tenantDir: string, budget: { maxEntries: nu
       else remaining -= removal.right.removedEntries
       const gone = removal._tag === "Right" && removal.right.complete
       for (const l of unreadable) report.unreadable.push({ path: l.path, what: l.verdict.detail, action: gone ? "reclaimed" : "reclaimable" })
+    }
+    if (clockUnread) {
+      report.errors.push({ _tag: "ClockUnread", path: stagingDir, message: "the file system's clock could not be read (no probe could be made in .cleanup/): runs left in .staging/ without a lease were kept" })
     }
     // Cleanup markers of dead pruners, and unreadable ones once stale (any kind: a squatting directory or
     // symlink is reported as what it is).
@@ -220,10 +228,15 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     const report = emptyPruneReport(input.dryRun)
     const { policy } = input
     const entries = yield* deps.fs.readDirectory(tenantDir)
+    // Ages are judged on the tenant's file system's clock, read once before the scan (README "Retention"); a
+    // tenant holding no run needs no reading (a dry run of an empty tenant writes no probe).
+    const tenant = yield* deps.fs.lstat(tenantDir)
+    const now = entries.some((e) => !isTenantLibraryEntry(e.name)) ? (yield* fsClockOf(deps).now(tenant.dev, [tenantProbe(tenantDir)]))?.ms ?? null : null
     // The read model's tenant items: the same ownership and liveness facts the doctor and the inventory read.
     const scan = yield* tenantItems(deps, { category: input.category, tenant: input.tenant }, tenantDir, entries, {
       maxRuns: policy.maxScannedRuns,
-      onProgress: (done, total) => input.onProgress?.({ phase: "scan", done, total })
+      onProgress: (done, total) => input.onProgress?.({ phase: "scan", done, total }),
+      ...(now !== null ? { now } : {})
     })
     report.truncated = scan.truncated
     report.scannedRuns = Math.min(scan.candidates, policy.maxScannedRuns)
@@ -261,7 +274,10 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
         active: isActive(leases)
       })
     }
-    const now = yield* Clock.currentTimeMillis
+    if (now === null && runs.some((r) => !r.active)) {
+      report.errors.push({ _tag: "ClockUnread", path: tenantDir, message: "the file system's clock could not be read (no probe could be made in .cleanup/): no run was removed by age" })
+    }
+    yield* lastWritten(deps, tenant.dev, runs, scan.items, now)
     // Only the runs whose fate depends on their size are walked before the plan, sharing the entry budget.
     const planning = planMeasuring({ runs, policy, now })
     const budget = { remaining: policy.maxEntries }
@@ -370,6 +386,38 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       unreadableLeases.delete(runId)
     }
     return report
+  })
+
+/**
+ * Every inactive run's last write on the file system's clock (`fsLastWrittenAt`: the newest mtime of its
+ * manifest and lease files, one batched lstat), its last use for the plan (README "Retention"). A file that
+ * cannot be examined, or that lies on another device than the tenant (another clock), makes the run count as
+ * written now: kept by age (unknown is young).
+ */
+const lastWritten = (
+  deps: Deps,
+  tenantDev: number,
+  runs: Array<RunFacts>,
+  items: ReadonlyArray<TenantItem>,
+  now: number | null
+) =>
+  Effect.gen(function*() {
+    if (now === null) return
+    const leasesOf = new Map(items.flatMap((item) => (item._tag === "Run" ? [[item.name, item.leases.leases.map((l) => l.path)] as const] : [])))
+    const inactive = runs.flatMap((run, index) => (run.active ? [] : [index]))
+    if (inactive.length === 0) return
+    const files = inactive.map((index) => [runManifestPath(runs[index]!.path), ...(leasesOf.get(runs[index]!.runId) ?? [])])
+    const infos = yield* lstatEach(deps.fs, files.flat())
+    let at = 0
+    for (const [k, index] of inactive.entries()) {
+      let newest = -Infinity
+      for (let j = 0; j < files[k]!.length; j++) {
+        const info = infos[at++]!
+        if (info._tag === "Left" && info.left.reason === "NotFound" && j > 0) continue // a lease removed meanwhile
+        newest = Math.max(newest, info._tag === "Right" && info.right.dev === tenantDev ? info.right.mtimeMs : now)
+      }
+      runs[index] = { ...runs[index]!, fsLastWrittenAt: newest }
+    }
   })
 
 /** The report of a run quarantined but not (yet) deleted: the walk's failure, e.g. a mount point it never crosses. */

@@ -187,6 +187,11 @@ export interface TenantItemOptions {
   /** Count leases against a scan budget; once it is spent, the remaining runs are not examined. */
   readonly budget?: ScanBudget
   readonly onProgress?: (done: number, total: number) => void
+  /**
+   * The now manifest stamps are bounded by (`boundManifestTimes`): the pruner's is the file system's clock, which
+   * it judges ages on. Absent: this reader's own clock, read per batch.
+   */
+  readonly now?: number
 }
 
 /** Run directories whose manifests and lease listings a scan reads in one batched call each. */
@@ -227,7 +232,7 @@ export const tenantItems = (
     const readAhead = Effect.gen(function*() {
       const names = runDirs.slice(readUpTo, readUpTo + SCAN_BATCH)
       readUpTo += names.length
-      now = yield* Clock.currentTimeMillis
+      now = options.now ?? (yield* Clock.currentTimeMillis)
       const paths = names.map((name) => NodePath.join(tenantDir, name))
       const reads = yield* readFileEach(deps.fs, paths.map(runManifestPath), { maxBytes: MANIFEST_MAX_BYTES })
       const manifests = names.map((runId, k) => manifestVerdict(reads[k]!, { ...address, runId }))

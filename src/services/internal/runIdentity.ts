@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import { runLeasesDir, runManifestPath } from "../../domain/AgentPaths.js"
 import { type FileIdentity, identityOf, sameFile } from "../../domain/TierIdentity.js"
 import { RunChanged } from "../../domain/Errors.js"
+import { aFileType } from "../../domain/FileTypeWords.js"
 import type { FileInfo } from "../FileSystem.js"
 import type { Deps } from "./deps.js"
 
@@ -41,8 +42,6 @@ export type ManifestCheck =
   /** A regular file with one link, but another inode: another holder replaced it whole (an older manifest without room). */
   | "replaced"
 
-const describe = (info: FileInfo) => info.type === "SymbolicLink" ? "a symlink" : info.type === "File" ? "a file" : `a ${info.type.toLowerCase()}`
-
 /**
  * Whether release may touch the run: `Right` with the manifest check, or `Left` with the reason it must not.
  * `manifest: false` checks the directories only (the heartbeat, which writes the lease and nothing else).
@@ -60,17 +59,17 @@ export const verifyRunIdentity = (
     const look = (path: string) =>
       deps.fs.lstat(path).pipe(Effect.mapError((e) => new RunChanged({ path: runDir, detail: `${path} cannot be examined (${e.errno || e.reason})`, cause: e })))
     const dir = yield* look(runDir)
-    if (dir.type !== "Directory") return yield* changed(`the run directory ${runDir} is now ${describe(dir)}, not the directory acquired`)
+    if (dir.type !== "Directory") return yield* changed(`the run directory ${runDir} is now ${aFileType(dir.type)}, not the directory acquired`)
     if (!sameFile(dir, recorded.runDir)) return yield* changed(`the run directory ${runDir} was replaced by another directory since acquire`)
     const leasesPath = runLeasesDir(runDir)
     const leases = yield* look(leasesPath)
     if (leases.type !== "Directory" || !sameFile(leases, recorded.leasesDir)) {
-      return yield* changed(`${leasesPath} is now ${leases.type === "Directory" ? "another directory" : describe(leases)}, not the one acquired`)
+      return yield* changed(`${leasesPath} is now ${leases.type === "Directory" ? "another directory" : aFileType(leases.type)}, not the one acquired`)
     }
     if (!options.manifest) return "same"
     const manifestPath = runManifestPath(runDir)
     const manifest = yield* look(manifestPath)
-    if (manifest.type !== "File") return yield* changed(`the manifest ${manifestPath} is now ${describe(manifest)}`)
+    if (manifest.type !== "File") return yield* changed(`the manifest ${manifestPath} is now ${aFileType(manifest.type)}`)
     if (manifest.nlink !== 1) return yield* changed(`the manifest ${manifestPath} has ${manifest.nlink} links (a hard link to a file elsewhere?)`)
     return manifest.ino === recorded.manifestIno ? "same" : "replaced"
   })

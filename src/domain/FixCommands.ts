@@ -1,0 +1,12 @@
+/**
+ * How a finding's fix writes a command (README "Doctor"): in backticks, copied and run as it stands from any
+ * directory, so every path in it is absolute and a `pi-storage` command names the agent dir it is about
+ * (`--agent-dir`). Each word is quoted the way a POSIX shell reads it back. Pure.
+ */
+
+/** A word as `sh` reads it back: as it is when it holds only safe characters, else in single quotes. */
+export const shellWord = (word: string): string =>
+  /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`
+
+/** `--agent-dir /home/u/.pi/agent`: the flag a suggested `pi-storage` command names its agent dir with. */
+export const agentDirFlag = (agentDir: string): string => `--agent-dir ${shellWord(agentDir)}`

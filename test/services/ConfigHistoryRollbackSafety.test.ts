@@ -1,0 +1,100 @@
+/**
+ * A rollback loses nothing history does not hold (README "Config history"), real git on real files: a live
+ * file history could not store (grown over the size budget) is never written over, and a live file the
+ * revision does not have is removed only while it is still the version the rollback read (a person's save at
+ * that moment is kept and reported `ChangedMeanwhile`, as for a write).
+ */
+import * as fs from "node:fs"
+import * as NodePath from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { unstoredLiveCover } from "../../src/domain/ConfigHistory.js"
+import { configSkip } from "../../src/domain/ReportProblems.js"
+import { NodeFileSystemLive } from "../../src/layers/NodeFileSystem.js"
+import { NodeHostLive } from "../../src/layers/NodeHost.js"
+import * as NodeProcessRunner from "../../src/layers/NodeProcessRunner.js"
+import { AgentDir } from "../../src/services/AgentDir.js"
+import { ConfigHistory } from "../../src/services/ConfigHistory.js"
+import { FileSystem } from "../../src/services/FileSystem.js"
+import { setup, tempRoot } from "./configHistorySupport.js"
+
+const json = (v: unknown) => JSON.stringify(v, null, 2) + "\n"
+
+describe("a rollback never loses a live file history does not hold", () => {
+  it.scopedLive("a live file grown over the size budget (skipped, RedLine) is left as it is, and reported", () =>
+    Effect.gen(function*() {
+      const { history, write, read } = yield* setup({ configBudgetBytes: 1024 })
+      write("agent/settings.json", json({ theme: "dark" }))
+      write("agent/keybindings.json", json({ quit: "ctrl+q" }))
+      const first = yield* history.snapshot({ message: "small" })
+      const big = json({ theme: "light", notes: "n".repeat(4096) })
+      write("agent/settings.json", big)
+      write("agent/keybindings.json", json({ quit: "ctrl+x" }))
+      const second = yield* history.snapshot({ message: "grown" })
+      assert.deepStrictEqual(second.skipped.map((s) => [s._tag, s.path]), [["RedLine", "settings.json"]])
+      const back = yield* history.rollback(first.revision!)
+      assert.strictEqual(read("agent/settings.json"), big, "the only copy of the grown file is kept")
+      assert.strictEqual(read("agent/keybindings.json"), json({ quit: "ctrl+q" }))
+      assert.deepStrictEqual(back.restored, ["keybindings.json"])
+      assert.deepStrictEqual(back.skipped.map((s) => [s._tag, s.path]), [["RedLine", "settings.json"]])
+      assert.match(back.skipped[0]!.reason, /not in history \(config red line .*\), so a rollback would lose it/)
+    }))
+
+  it.scopedLive("a person's save of a file the rollback is removing, made as the removal reaches the disk, is kept and reported ChangedMeanwhile", () =>
+    Effect.gen(function*() {
+      const root = yield* tempRoot
+      const agent = NodePath.join(root, "agent")
+      const models = NodePath.join(agent, "models.json")
+      fs.mkdirSync(agent, { recursive: true })
+      let armed = false
+      /** The person's editor: a temp file beside it renamed over it, once, as the rollback is about to remove it. */
+      const personSaves = (path: string) =>
+        Effect.sync(() => {
+          if (!armed || path !== models) return
+          armed = false
+          fs.writeFileSync(`${models}.editor`, json({ model: "saved by a person" }))
+          fs.renameSync(`${models}.editor`, models)
+        })
+      const racing = Layer.effect(
+        FileSystem,
+        Effect.map(FileSystem, (real): FileSystem["Type"] => ({
+          ...real,
+          removeFile: (path) => Effect.zipRight(personSaves(path), real.removeFile(path)),
+          replaceFileIfUnchanged: (path, expected, data, options) =>
+            Effect.zipRight(personSaves(path), real.replaceFileIfUnchanged(path, expected, data, options))
+        }))
+      ).pipe(Layer.provide(NodeFileSystemLive))
+      const world = Layer.mergeAll(racing, NodeHostLive, NodeProcessRunner.layer)
+      const history = yield* Effect.provide(
+        ConfigHistory,
+        ConfigHistory.layer().pipe(Layer.provide(Layer.merge(world, AgentDir.layer(agent).pipe(Layer.provide(world)))))
+      )
+      const settings = NodePath.join(agent, "settings.json")
+      fs.writeFileSync(settings, json({ theme: "dark" }))
+      const first = yield* history.snapshot({ message: "no models yet" })
+      fs.writeFileSync(models, json({ model: "recorded" }))
+      fs.writeFileSync(settings, json({ theme: "light" }))
+      yield* history.snapshot({ message: "models" })
+
+      armed = true
+      const back = yield* history.rollback(first.revision!)
+      assert.isFalse(armed, "the person saved during the rollback")
+      assert.strictEqual(fs.readFileSync(models, "utf8"), json({ model: "saved by a person" }))
+      assert.strictEqual(fs.readFileSync(settings, "utf8"), json({ theme: "dark" }))
+      assert.deepStrictEqual(back.removed, [])
+      assert.deepStrictEqual(back.skipped.map((s) => [s._tag, s.path]), [["ChangedMeanwhile", "models.json"]])
+      // Unchanged meanwhile, it goes.
+      const again = yield* history.rollback(first.revision!)
+      assert.deepStrictEqual(again.removed, ["models.json"])
+      assert.isFalse(fs.existsSync(models))
+      assert.deepStrictEqual(fs.readdirSync(agent).filter((n) => n.startsWith(".")), [], "no temp file left")
+    }))
+
+  it("the cover rule: the same path, or a path below a skipped directory", () => {
+    const skipped = [configSkip("RedLine", "big.json", "too big"), configSkip("TooDeep", "ext/config/a/", "deep")]
+    assert.strictEqual(unstoredLiveCover(skipped, "big.json")?._tag, "RedLine")
+    assert.strictEqual(unstoredLiveCover(skipped, "ext/config/a/b/c.json")?._tag, "TooDeep")
+    assert.isUndefined(unstoredLiveCover(skipped, "ext/config/ab.json"))
+    assert.isUndefined(unstoredLiveCover(skipped, "big.json.bak"))
+  })
+})

@@ -1,0 +1,241 @@
+/**
+ * What a state-snapshot restore promises where a person meets it (README "State snapshots"), on real files: a
+ * scope the snapshot does not hold is refused before anything moves (facade and CLI); files it puts back link to
+ * their snapshot's copies on the next snapshot; a `state/` kept elsewhere through a symlink is restored into
+ * its target only when that is provably the person's own directory, else refused naming the link; every
+ * directory live data went aside to is reported. The CLI cases run the built bundle (`npm run build`).
+ */
+import * as nfs from "node:fs"
+import * as os from "node:os"
+import * as NodePath from "node:path"
+import { fileURLToPath } from "node:url"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { NodeWorld } from "../../src/layers/Storage.js"
+import { openAgentStorage } from "../../src/promise.js"
+import { AgentDir } from "../../src/services/AgentDir.js"
+import { StateBackups, type StateBackupsOptions } from "../../src/services/StateBackups.js"
+import { runNode } from "../support/child.js"
+import { scratchDirs } from "../support/scratchDirs.js"
+
+const scratch = scratchDirs()
+const CLI = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta.url))
+
+const withBackups = <A, E>(agent: string, options: StateBackupsOptions, use: (b: StateBackups["Type"]) => Effect.Effect<A, E>) =>
+  Effect.provide(Effect.flatMap(StateBackups, use), StateBackups.layer(options).pipe(Layer.provideMerge(AgentDir.layer(agent)), Layer.provideMerge(NodeWorld)))
+
+const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
+  const base = { ...process.env }
+  delete base["PI_ADAPTATIVE_CODING_AGENT_DIR"]
+  delete base["PI_WEB_DATA_DIR"]
+  delete base["PI_STATE_BACKUP_DIR"]
+  return runNode(CLI, args, { env: { ...base, ...env } })
+}
+
+const write = (path: string, content: string) => {
+  nfs.mkdirSync(NodePath.dirname(path), { recursive: true })
+  nfs.writeFileSync(path, content)
+}
+
+/** Every file under `dir` with its content (links as `-> target`), for before/after pictures. */
+const picture = (dir: string): Record<string, string> => {
+  const out: Record<string, string> = {}
+  if (!nfs.existsSync(dir)) return out
+  for (const rel of nfs.readdirSync(dir, { recursive: true }).map(String).sort()) {
+    const p = NodePath.join(dir, rel)
+    const st = nfs.lstatSync(p)
+    if (st.isFile()) out[rel] = nfs.readFileSync(p, "utf8")
+    else if (st.isSymbolicLink()) out[rel] = `-> ${nfs.readlinkSync(p)}`
+  }
+  return out
+}
+
+describe("state snapshot restore, as a person meets it (Node)", () => {
+  it("a restore of an extension the snapshot does not hold is refused before anything moves (facade: ExtensionNotInSnapshot naming what it holds; CLI: exit 2)", async () => {
+    const base = scratch("pi-restore-scope-")
+    const agent = NodePath.join(base, "agent")
+    const root = NodePath.join(base, "bk")
+    write(NodePath.join(agent, "state/extensions/foo/x.json"), "{\"foo\":1}")
+    const storage = await openAgentStorage({ agentDir: agent, migrate: false })
+    try {
+      const backups = storage.stateBackups({ root })
+      const { id } = await backups.create()
+      // Live state of an extension the snapshot never saw.
+      write(NodePath.join(agent, "state/extensions/live/y.json"), "live data")
+      const before = picture(agent)
+      for (const extension of ["nope", "live"]) {
+        const refused = await backups.restore(id, { extension }).then(() => undefined, (e: { _tag: string; extension: string; held: ReadonlyArray<string>; message: string }) => e)
+        assert.strictEqual(refused?._tag, "ExtensionNotInSnapshot")
+        assert.strictEqual(refused?.extension, extension)
+        assert.deepStrictEqual(refused?.held, ["foo"])
+        assert.match(refused!.message, /holds no state of extension .*it holds the state of "foo".*nothing was changed/)
+        const dry = await backups.restore(id, { extension, dryRun: true }).then(() => undefined, (e: { _tag: string }) => e)
+        assert.strictEqual(dry?._tag, "ExtensionNotInSnapshot")
+      }
+      assert.deepStrictEqual(picture(agent), before, "the live data never moved")
+      for (const extension of ["nope", "live"]) {
+        const r = await cli(["--agent-dir", agent, "backup", "restore", id, "--extension", extension, "--root", root])
+        assert.strictEqual(r.code, 2, r.stderr)
+        assert.strictEqual(r.stdout, "")
+        assert.match(r.stderr, new RegExp(`holds no state of extension "${extension}" \\(it holds the state of "foo"\\); nothing was changed`))
+      }
+      assert.deepStrictEqual(picture(agent), before, "the live data never moved")
+      assert.isFalse(nfs.existsSync(NodePath.join(agent, "state/restore-aside")))
+      // The extension it holds still restores.
+      const ok = await backups.restore(id, { extension: "foo" })
+      assert.deepStrictEqual(ok.restored, [NodePath.join(agent, "state/extensions/foo/x.json")])
+    } finally {
+      await storage.close()
+    }
+  }, 60_000)
+
+  it.live("files a restore put back are hard links to their snapshot's copies in the next snapshot", () =>
+    Effect.gen(function*() {
+      const base = scratch("pi-restore-link-")
+      const agent = NodePath.join(base, "agent")
+      const root = NodePath.join(base, "bk")
+      const names = Array.from({ length: 24 }, (_, i) => `state/f${i}.txt`)
+      for (const [i, rel] of names.entries()) write(NodePath.join(agent, rel), `file ${i}`)
+      yield* withBackups(agent, { root }, (b) =>
+        Effect.gen(function*() {
+          const first = yield* b.create()
+          for (const rel of names) write(NodePath.join(agent, rel), "changed since")
+          yield* b.restore(first.id)
+          const second = yield* b.create()
+          assert.strictEqual(second.files, names.length)
+          assert.strictEqual(second.linkedFiles, names.length, "every restored file links to the copy it came from")
+          assert.strictEqual(second.copiedFiles, 0)
+          for (const rel of names) {
+            assert.strictEqual(nfs.statSync(NodePath.join(root, second.id, "agent", rel)).ino, nfs.statSync(NodePath.join(root, first.id, "agent", rel)).ino)
+          }
+        }))
+    }), 60_000)
+
+  it.live("a state/ that is a symlink to the person's own directory is restored into its target (the link kept); the move-aside stays there", () =>
+    Effect.gen(function*() {
+      const base = scratch("pi-restore-statelink-")
+      const agent = NodePath.join(base, "agent")
+      const disk = NodePath.join(base, "other-disk", "pi-state")
+      const root = NodePath.join(base, "bk")
+      write(NodePath.join(disk, "a.json"), "[1]")
+      write(NodePath.join(disk, "extensions/foo/x.json"), "{\"x\":1}")
+      write(NodePath.join(disk, "backups/config/history.txt"), "config history (never moved)")
+      nfs.chmodSync(disk, 0o700)
+      nfs.mkdirSync(agent, { recursive: true })
+      nfs.symlinkSync(disk, NodePath.join(agent, "state"))
+      yield* withBackups(agent, { root }, (b) =>
+        Effect.gen(function*() {
+          const snap = yield* b.create()
+          write(NodePath.join(disk, "a.json"), "[1,2]")
+          write(NodePath.join(disk, "extensions/foo/x.json"), "changed")
+          write(NodePath.join(disk, "new.json"), "made since")
+          const all = yield* b.restore(snap.id)
+          assert.strictEqual(nfs.readlinkSync(NodePath.join(agent, "state")), disk, "the person's link stays")
+          assert.strictEqual(nfs.readFileSync(NodePath.join(disk, "a.json"), "utf8"), "[1]")
+          assert.strictEqual(nfs.readFileSync(NodePath.join(disk, "extensions/foo/x.json"), "utf8"), "{\"x\":1}")
+          assert.isFalse(nfs.existsSync(NodePath.join(disk, "new.json")))
+          assert.strictEqual(nfs.readFileSync(NodePath.join(disk, "backups/config/history.txt"), "utf8"), "config history (never moved)")
+          // What it replaced is kept, in the target's restore-aside (one file system: a rename).
+          assert.strictEqual(all.asideDirs.length, 1)
+          const aside = all.asideDirs[0]!
+          assert.strictEqual(nfs.realpathSync(aside), NodePath.join(nfs.realpathSync(disk), "restore-aside", NodePath.basename(aside)))
+          assert.deepStrictEqual(picture(NodePath.join(aside, "agent/state")), { "a.json": "[1,2]", "extensions/foo/x.json": "changed", "new.json": "made since" })
+          // One extension through the link too.
+          write(NodePath.join(disk, "extensions/foo/x.json"), "changed again")
+          const one = yield* b.restore(snap.id, { extension: "foo" })
+          assert.deepStrictEqual(one.restored, [NodePath.join(agent, "state/extensions/foo/x.json")])
+          assert.strictEqual(nfs.readFileSync(NodePath.join(disk, "extensions/foo/x.json"), "utf8"), "{\"x\":1}")
+        }))
+    }), 60_000)
+
+  it("a state/ symlink to a directory not provably the person's own, or inside another snapshotted tree, is refused naming the link before anything moves (CLI: exit 3)", async () => {
+    const base = scratch("pi-restore-statelink-refused-")
+    const agent = NodePath.join(base, "agent")
+    const web = NodePath.join(base, "web")
+    const root = NodePath.join(base, "bk")
+    const disk = NodePath.join(base, "shared", "pi-state")
+    write(NodePath.join(disk, "a.json"), "[1]")
+    nfs.chmodSync(disk, 0o700)
+    write(NodePath.join(web, "notes/state/n.json"), "notes")
+    nfs.mkdirSync(agent, { recursive: true })
+    const link = NodePath.join(agent, "state")
+    nfs.symlinkSync(disk, link)
+    const env = { PI_WEB_DATA_DIR: web }
+    const created = await cli(["--agent-dir", agent, "backup", "create", "--json", "--root", root], env)
+    assert.strictEqual(created.code, 0, created.stderr)
+    const id = JSON.parse(created.stdout).id as string
+    write(NodePath.join(disk, "a.json"), "[1,2]")
+    const restore = () => cli(["--agent-dir", agent, "backup", "restore", id, "--root", root], env)
+    const cases: ReadonlyArray<readonly [string, () => void, RegExp]> = [
+      ["writable by others", () => nfs.chmodSync(disk, 0o777), /not provably yours: mode 0?777 is writable by group or others/],
+      ["another user's", () => {
+        nfs.chmodSync(disk, 0o700)
+        nfs.chownSync(disk, 54321, 54321)
+      }, /not provably yours: owned by uid 54321/],
+      ["inside an extension's state tier", () => {
+        nfs.chownSync(disk, process.getuid!(), process.getgid!())
+        nfs.unlinkSync(link)
+        nfs.symlinkSync(NodePath.join(web, "notes/state"), link)
+      }, /lies inside .*web\/notes\/state/],
+      ["the backup root itself", () => {
+        nfs.unlinkSync(link)
+        nfs.symlinkSync(root, link)
+      }, /lies inside the backup root|unsafe backup root/]
+    ]
+    for (const [what, arrange, why] of cases) {
+      arrange()
+      const before = { agent: picture(agent), disk: picture(disk), web: picture(web) }
+      const r = await restore()
+      assert.strictEqual(r.code, 3, `${what}: ${r.stderr}`)
+      assert.match(r.stderr, why, what)
+      if (!/backup root/.test(what)) assert.include(r.stderr, `refusing to restore through the symlink ${link}`, what)
+      assert.deepStrictEqual({ agent: picture(agent), disk: picture(disk), web: picture(web) }, before, `${what}: nothing moved`)
+    }
+  }, 120_000)
+
+  const otherDevice = (() => {
+    try {
+      const shm = nfs.statSync("/dev/shm")
+      nfs.accessSync("/dev/shm", nfs.constants.W_OK)
+      return shm.isDirectory() && shm.dev !== nfs.statSync(os.tmpdir()).dev ? "/dev/shm" : undefined
+    } catch {
+      return undefined
+    }
+  })()
+
+  it.skipIf(otherDevice === undefined)("with the web data root on another file system, every directory live data went aside to is reported (result and CLI)", async () => {
+    const base = scratch("pi-restore-xdev-")
+    const web = nfs.mkdtempSync(NodePath.join(otherDevice!, "pi-restore-xdev-web-"))
+    try {
+      const agent = NodePath.join(base, "agent")
+      const root = NodePath.join(base, "bk")
+      write(NodePath.join(agent, "state/extensions/foo/x.json"), "agent side")
+      write(NodePath.join(web, "foo/state/z.json"), "web side")
+      const env = { PI_WEB_DATA_DIR: web }
+      const created = await cli(["--agent-dir", agent, "backup", "create", "--json", "--root", root], env)
+      assert.strictEqual(created.code, 0, created.stderr)
+      const id = JSON.parse(created.stdout).id as string
+      write(NodePath.join(agent, "state/extensions/foo/x.json"), "agent changed")
+      write(NodePath.join(web, "foo/state/z.json"), "web changed")
+      const r = await cli(["--agent-dir", agent, "backup", "restore", id, "--extension", "foo", "--root", root, "--json"], env)
+      assert.strictEqual(r.code, 0, r.stderr)
+      const result = JSON.parse(r.stdout) as { movedAside: string; asideDirs: ReadonlyArray<string> }
+      assert.strictEqual(result.asideDirs.length, 2)
+      const [agentAside, webAside] = result.asideDirs
+      assert.strictEqual(result.movedAside, agentAside)
+      assert.isTrue(agentAside!.startsWith(NodePath.join(agent, "state/restore-aside") + "/"))
+      assert.isTrue(webAside!.startsWith(NodePath.join(web, ".restore-aside") + "/"))
+      assert.strictEqual(nfs.readFileSync(NodePath.join(agentAside!, "agent/state/extensions/foo/x.json"), "utf8"), "agent changed")
+      assert.strictEqual(nfs.readFileSync(NodePath.join(webAside!, "web/foo/state/z.json"), "utf8"), "web changed")
+      // The human report names both.
+      write(NodePath.join(web, "foo/state/z.json"), "web changed again")
+      const human = await cli(["--agent-dir", agent, "backup", "restore", id, "--extension", "foo", "--root", root], env)
+      assert.strictEqual(human.code, 0, human.stderr)
+      const lines = human.stdout.split("\n").filter((l) => l.startsWith("Moved the live data"))
+      assert.strictEqual(lines.length, 1)
+      assert.match(lines[0]!, new RegExp(`${NodePath.join(agent, "state/restore-aside")}/\\S+ and ${NodePath.join(web, ".restore-aside")}/\\S+$`))
+    } finally {
+      nfs.rmSync(web, { recursive: true, force: true })
+    }
+  }, 60_000)
+})
