@@ -17,7 +17,10 @@ import { scratchDirs } from "../support/scratchDirs.js"
 
 const scratch = scratchDirs()
 const TOOL = { category: "tools", tenant: "bash" } as const
-const RUNS = 1_500
+/** Enough runs that the prune's protocol, run without yielding, would be one block of a tenth of the prune or more. */
+const RUNS = 3_000
+/** The close() case needs only a prune under way. */
+const CLOSE_RUNS = 1_500
 const KEPT = 10
 
 /** An agent dir whose tools/bash tenant holds `count` released runs (manifest and one file each), oldest first. */
@@ -85,7 +88,7 @@ describe("the background prune and the event loop (Node)", () => {
 
   it.live("close() during a background prune does not wait for it; the next prune finishes the job", () =>
     Effect.gen(function*() {
-      const { agentDir, tenantDir, runIds } = plantReleasedRuns(RUNS)
+      const { agentDir, tenantDir, runIds } = plantReleasedRuns(CLOSE_RUNS)
       const policy = { maxInactiveRuns: KEPT }
       const scope = yield* Scope.make()
       const context = yield* Layer.buildWithScope(services(agentDir), scope)
@@ -93,7 +96,7 @@ describe("the background prune and the event loop (Node)", () => {
       const run = yield* Scope.extend(workRuns.acquire({ ...TOOL, retention: policy }), scope)
       // Into the prune: its first victims are gone or quarantined.
       const present = () => fs.readdirSync(tenantDir).filter((n) => !n.startsWith(".")).length
-      while (present() > RUNS) yield* Effect.sleep("2 millis")
+      while (present() > CLOSE_RUNS) yield* Effect.sleep("2 millis")
       yield* Scope.close(scope, Exit.void)
       const left = tenantState(tenantDir)
       // Before: close() waited until the prune was done, leaving only the kept runs.
