@@ -1,7 +1,7 @@
 /**
- * `npm run bench [-- --quick] [--json] [--only prune,scan,memory,acquire,cli,property,snapshots,config,dashboard]
+ * `npm run bench [-- --quick] [--json] [--only prune,scan,memory,acquire,cli,property,snapshots,config,dashboard,background]
  *  [--runs N] [--files N] [--reps N] [--ops N] [--settle MS] [--snapshot-files N] [--snapshot-reps N] [--config-files N]
- *  [--dashboard-runs N] [--dashboard-tenants N] [--keep]`
+ *  [--dashboard-runs N] [--dashboard-tenants N] [--background-runs N,N] [--keep]`
  *
  * Builds fixtures in a temp dir, runs each measurement several times alternating ours and the baseline,
  * and prints medians, min–max and ratios (or one JSON document with `--json`). `--quick` runs everything at
@@ -9,6 +9,7 @@
  */
 import * as fs from "node:fs"
 import { benchAcquire } from "./acquire.js"
+import { benchBackgroundPrune } from "./backgroundPrune.js"
 import { benchCli } from "./cli.js"
 import { benchConfigHistory } from "./configHistory.js"
 import { benchDashboard } from "./dashboard.js"
@@ -19,7 +20,7 @@ import { type Measurement, passes, renderMeasurements } from "./result.js"
 import { benchPrune, benchScan } from "./tree.js"
 import { machine, makeTempRoot, numberArg, parseArgs } from "./util.js"
 
-const ALL = ["prune", "scan", "memory", "acquire", "cli", "property", "snapshots", "config", "dashboard"] as const
+const ALL = ["prune", "scan", "memory", "acquire", "cli", "property", "snapshots", "config", "dashboard", "background"] as const
 
 const main = async () => {
   const args = parseArgs(process.argv.slice(2))
@@ -65,6 +66,10 @@ const main = async () => {
     if (only.has("dashboard")) {
       const runs = numberArg(args, "dashboard-runs", quick ? 2_000 : 20_000)
       results.push(await benchDashboard({ root, runs, tenants: numberArg(args, "dashboard-tenants", 10), reps: quick ? 1 : 3, log }))
+    }
+    if (only.has("background")) {
+      const sizes = String(args.get("background-runs") ?? (quick ? "2000,10000" : "10000,50000")).split(",").map(Number)
+      results.push(await benchBackgroundPrune({ root, sizes, reps: quick ? 1 : 3, quietOps: quick ? 100 : 300, settleMs, log }))
     }
     if (only.has("property")) results.push(await benchProperty({ seconds: numberArg(args, "property-seconds", quick ? 3 : 10), log }))
   } finally {

@@ -49,7 +49,7 @@ import {
 import { StorageConfig } from "../services/StorageConfig.js"
 import { errnoName, type FsatPath, fsatError } from "./node/fsat.js"
 import { listDirectory, osPath, readLinkLossless } from "./node/osPath.js"
-import { attempt, attemptSync, failWith, toFileSystemError } from "./node/support.js"
+import { attempt, attemptSync, failWith, paced, sliceDeadline, toFileSystemError, yieldToEventLoop } from "./node/support.js"
 import { copySparse, copySparseSync, hashSparse, hashSparseSync, hasHoles, type SeekData } from "./node/sparse.js"
 import { makeWalks, type WalkerKind, type Walks } from "./node/walkers.js"
 
@@ -149,14 +149,25 @@ const asEffect = <A>(answered: Answer<A>): Effect.Effect<A, FileSystemError> =>
 /** A single call: its answer, computed when the Effect runs. */
 const single = <A>(compute: () => Answer<A>): Effect.Effect<A, FileSystemError> => Effect.suspend(() => asEffect(compute()))
 
-/** A batched call: each item's answer, in order, in one synchronous step. */
+/**
+ * A batched call: each item's answer, in order, computed synchronously until the stretch's slice is used
+ * (node/support.ts), then after a yield to the event loop, and so on: a batch of renames on a slow disk holds
+ * the event loop for a slice, not for the batch. Each slice answers at least one item.
+ */
 const each = <I, A>(items: ReadonlyArray<I>, compute: (item: I) => Answer<A>): Effect.Effect<ReadonlyArray<Either.Either<A, FileSystemError>>> =>
-  Effect.sync(() =>
-    items.map((item) => {
-      const answered = compute(item)
-      return answered instanceof FileSystemError ? Either.left(answered) : Either.right(answered)
+  Effect.suspend(() => {
+    const out = new Array<Either.Either<A, FileSystemError>>(items.length)
+    let next = 0
+    const slice: Effect.Effect<ReadonlyArray<Either.Either<A, FileSystemError>>> = Effect.suspend(() => {
+      const until = sliceDeadline()
+      do {
+        const answered = compute(items[next]!)
+        out[next++] = answered instanceof FileSystemError ? Either.left(answered) : Either.right(answered)
+      } while (next < items.length && performance.now() < until)
+      return next === items.length ? Effect.succeed(out) : Effect.zipRight(yieldToEventLoop, slice)
     })
-  )
+    return items.length === 0 ? Effect.succeed(out) : slice
+  })
 
 const notFound = (method: string, path: string) => failWith(method, path, "ENOENT", "no such file or directory")
 
@@ -872,9 +883,23 @@ export const make: Effect.Effect<FileSystem["Type"], never, Scope.Scope> = Effec
   return service(walks)
 })
 
+/**
+ * Every method of `port`, paced (node/support.ts): a call first yields to the event loop when the synchronous
+ * work since it last turned has used its slice. Nothing else changes: a call's answer is the same.
+ */
+const pacedPort = (port: FileSystem["Type"]): FileSystem["Type"] => {
+  const out: Record<string, unknown> = {}
+  for (const [name, method] of Object.entries(port)) {
+    out[name] = typeof method === "function"
+      ? (...args: ReadonlyArray<unknown>) => paced(Effect.suspend(() => (method as (...a: ReadonlyArray<unknown>) => Effect.Effect<unknown, unknown>)(...args)))
+      : method
+  }
+  return out as unknown as FileSystem["Type"]
+}
+
 const service = ({ snapshot, exchange, ...walks }: Walks): FileSystem["Type"] => {
   const seek = snapshot?.seek
-  return {
+  return pacedPort({
     ...walks,
     lstat,
     statFollowingLinks,
@@ -910,7 +935,7 @@ const service = ({ snapshot, exchange, ...walks }: Walks): FileSystem["Type"] =>
     writeFileExclusiveEach: (paths, data) => each(paths, (path) => createExclusiveAnswer("writeFileExclusive", path, data, DEFAULT_FILE_MODE)),
     renameEach: (moves) => each(moves, ([from, to]) => renameAnswer(from, to)),
     removeFileEach: (paths) => each(paths, removeFileAnswer)
-  }
+  })
 }
 
 /** The production FileSystem layer (scoped: its remover threads stop with it). */

@@ -198,7 +198,7 @@ export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns,
   readonly removeRuns: (options: { readonly category: string; readonly tenant: string; readonly runIds: ReadonlyArray<string> }) =>
     Effect.Effect<ReadonlyArray<RemoveRunOutcome>, PruneFailure>
 }>() {
-  /** The service, built in the caller's scope (background prunes are awaited when it closes). */
+  /** The service, built in the caller's scope (background prunes are interrupted when it closes). */
   static readonly make = (options: WorkRunsOptions = {}) => makeWorkRuns(options)
 
   static readonly layer = (options: WorkRunsOptions = {}): Layer.Layer<WorkRuns, never, FileSystem | Host | AgentDir> =>
@@ -285,9 +285,10 @@ const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     // WR4: holders refresh at a third of the remote TTL.
     const heartbeatEvery = Duration.millis(Math.max(1, Math.floor(remoteLeaseTtlMs / 3)))
     const runtimeScope = yield* Effect.scope
+    // Closing the runtime interrupts a background prune at its next yield (below), and waits only for its
+    // finalizers to drop its markers: the cleanup protocol is crash-safe, and the next prune finishes what it
+    // left (README "Retention").
     const background = yield* FiberSet.make<void, never>()
-    // Closing the runtime waits for background prunes (finalizers run last-added first).
-    yield* Effect.addFinalizer(() => FiberSet.awaitEmpty(background))
     const madeTenants = yield* Ref.make(new Set<string>())
     const lastPruneStart = yield* Ref.make(new Map<string, number>())
     const sequence = yield* Ref.make(0)
@@ -719,7 +720,9 @@ const makeWorkRuns = (options: WorkRunsOptions = {}) =>
           ),
           Effect.asVoid
         )
-        yield* FiberSet.run(background, Effect.zipRight(ownTurn(category, tenant)(backgroundPrune), usage.record("background-prune")))
+        // Interruptible whatever the acquirer's region (a process run is acquired uninterruptibly), so that
+        // closing the runtime stops it.
+        yield* FiberSet.run(background, Effect.interruptible(Effect.zipRight(ownTurn(category, tenant)(backgroundPrune), usage.record("background-prune"))))
       })
 
     const acquire = (opts: AcquireOptions): Effect.Effect<WorkRun, AcquireError, Scope.Scope> =>
@@ -747,6 +750,8 @@ const makeWorkRuns = (options: WorkRunsOptions = {}) =>
       idleTimeToLive: Duration.infinity
     })
     const getProcessRun = serialRcMapGet(processRuns)
+    // The first thing closing the runtime does (finalizers run last-added first): stop the background prunes.
+    yield* Effect.addFinalizer(() => FiberSet.clear(background))
 
     const getProcessWorkRun = (opts: { readonly category: string; readonly tenant: string }) =>
       Effect.gen(function*() {

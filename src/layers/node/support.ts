@@ -1,6 +1,7 @@
 /**
  * What every part of the Node layer shares: errno → port error mapping, synchronous/asynchronous attempts,
- * and the driver that runs a synchronous tree walk in slices so the event loop keeps turning.
+ * the event loop's turn (`paced`: synchronous work in slices of `SLICE_MS`, then a yield), and the driver
+ * that runs a synchronous tree walk in such slices.
  */
 import * as Effect from "effect/Effect"
 import { FileSystemError, reasonOfErrno } from "../../domain/Errors.js"
@@ -50,26 +51,58 @@ export const attemptSync = <A>(method: string, path: string, run: () => A): Effe
   Effect.try({ try: run, catch: (cause) => toFileSystemError(method, path, cause) })
 
 /**
- * Longest stretch of synchronous walking before a real macrotask yield, so timers and I/O callbacks still
- * run. By time, not by entry count: an unlink waits on the journal (ms each while ext4 discards), so 2048
- * entries could hold the event loop for 180 ms and stall every acquire in the process (BENCHMARKS.md).
+ * Longest stretch of synchronous work before a real macrotask yield, so timers and I/O callbacks still run.
+ * By time, not by count: an unlink waits on the journal (ms each while ext4 discards), so 2048 entries could
+ * hold the event loop for 180 ms and stall every acquire in the process (BENCHMARKS.md).
  */
-const SLICE_MS = 4
+export const SLICE_MS = 4
 
-const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume) => {
+/**
+ * The current stretch of synchronous work: when the first call of this layer since the event loop last turned
+ * began (`performance.now()`), or `undefined` between turns. Process-wide, like the event loop: a chain of
+ * synchronous port calls from any fiber counts as one stretch, however Effect schedules them (its fibers hand
+ * over through microtasks, which never let the event loop turn).
+ */
+let stretchStart: number | undefined
+const loopTurned = () => {
+  stretchStart = undefined
+}
+
+/**
+ * When the current stretch must yield: `SLICE_MS` after its start. The first call of a stretch starts it and
+ * queues an immediate that ends it once the event loop reaches its check phase, i.e. once it has turned.
+ */
+export const sliceDeadline = (): number => {
+  if (stretchStart === undefined) {
+    stretchStart = performance.now()
+    setImmediate(loopTurned)
+  }
+  return stretchStart + SLICE_MS
+}
+
+/** A macrotask yield (interruptible): the event loop turns, timers and I/O callbacks run, then this fiber goes on. */
+export const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume) => {
   const handle = setImmediate(() => resume(Effect.void))
   return Effect.sync(() => clearImmediate(handle))
 })
 
 /**
- * Run a synchronous `step` (one directory's worth of work, cut short when `until` passes) again and again
- * until it reports done, in slices of `SLICE_MS`; between slices the walk yields to the event loop, so
- * timers, I/O callbacks and other fibers run. Nothing yields inside a slice: an Effect round trip per
- * directory cost more CPU than the syscalls of a small run (BENCHMARKS.md).
+ * `call`, after a yield to the event loop when the current stretch has used its slice: every port call of the
+ * Node layer goes through this, so a program that chains thousands of synchronous calls (a prune) holds the
+ * event loop for about a slice at a time, and an interrupt reaches it at the yield.
  */
-/** Steps until done or until `SLICE_MS` has passed; true when done. */
+export const paced = <A, E>(call: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  Effect.suspend(() => (performance.now() < sliceDeadline() ? call : Effect.zipRight(yieldToEventLoop, call)))
+
+/**
+ * Run a synchronous `step` (one directory's worth of work, cut short when `until` passes) again and again
+ * until it reports done, in slices that end at the stretch's deadline; between slices the walk yields to the
+ * event loop, so timers, I/O callbacks and other fibers run. Nothing yields inside a slice: an Effect round
+ * trip per directory cost more CPU than the syscalls of a small run (BENCHMARKS.md).
+ */
+/** Steps until done or until the stretch's slice has passed (at least one step); true when done. */
 const runSlice = (step: (until: number) => boolean): boolean => {
-  const until = performance.now() + SLICE_MS
+  const until = sliceDeadline()
   let done = step(until)
   while (!done && performance.now() < until) done = step(until)
   return done

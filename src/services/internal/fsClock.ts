@@ -128,7 +128,9 @@ export const makeFsClock = (fs: FileSystem["Type"], host: Host["Type"]): FsClock
         yield* warn({ _tag: "MarkerLeftInPlace", path, reason: "no longer the probe created", message: "clock probe left in place: it is no longer the file created" })
       }
       return info._tag === "Some" && info.value.type === "File" ? info.value : null
-    })
+      // A few syscalls, never cut short: an interrupt (a store closing during its background prune) between the
+      // create and the unlink would leave a live process's probe behind.
+    }).pipe(Effect.uninterruptible)
 
   const now = (dev: number, probes: ReadonlyArray<ProbeSpot>): Effect.Effect<FsNow | null> =>
     Effect.gen(function*() {

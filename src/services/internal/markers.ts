@@ -257,7 +257,9 @@ export const reclaimDeadMarker = (deps: Deps, path: string, judged: MarkerJudgem
       if (removed.left.reason !== "NotFound") yield* leftInPlace(path, `was not reclaimed: it cannot be removed (${removed.left.reason})`)
       return "changed" as const
     }).pipe(Effect.ensuring(unlock))
-  })
+    // A few syscalls, never cut short: an interrupt between taking the reclaim lock and dropping it would leave
+    // a live process's lock behind.
+  }).pipe(Effect.uninterruptible)
 
 const markerBody = (deps: Deps, purpose: string) =>
   Effect.map(Clock.currentTimeMillis, (createdAt) => encodeJsonBytes({ version: 1, purpose, ...selfIdentity(deps), createdAt }))
@@ -471,3 +473,16 @@ export const unreadableAtMost = (n: number): Schedule.Schedule<number, MarkerHel
     const next = held.unreadable ? count + 1 : count
     return Effect.succeed([next, next, next >= n ? ScheduleDecision.done : ScheduleDecision.continueWith(ScheduleInterval.after(now))] as const)
   })
+
+/**
+ * `use` under the marker at `path` (`tryAcquireMarker`; `use` sees `Held` too and decides what that means).
+ * Taking the marker is uninterruptible and its release guaranteed once taken, so an interrupt (a store
+ * closing during its background prune) never leaves a live process's marker behind.
+ */
+export const withMarker = <A, E, R>(
+  deps: Deps,
+  path: string,
+  purpose: string,
+  use: (attempt: MarkerAttempt) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E | FileSystemError, R> =>
+  Effect.acquireUseRelease(tryAcquireMarker(deps, path, purpose), use, (attempt) => (attempt._tag === "Acquired" ? attempt.release : Effect.void))

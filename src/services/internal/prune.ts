@@ -24,7 +24,7 @@ import type { TreeSizes } from "../FileSystem.js"
 import { type Deps, fsClockOf } from "./deps.js"
 import { lstatEach } from "./each.js"
 import { tenantProbe } from "./fsClock.js"
-import { isReclaimLockName, type ReclaimOutcome, reclaimLockPath, removeDeadMarker, removeDeadReclaimLock, tryAcquireMarker } from "./markers.js"
+import { isReclaimLockName, type ReclaimOutcome, reclaimLockPath, removeDeadMarker, removeDeadReclaimLock, withMarker } from "./markers.js"
 import { cleanupMarkerPath, deleteQuarantinedEach, ensureLibraryDir, prepareRemoval, quarantineOwnedRuns, type RemoveOutcome } from "./removeRun.js"
 import { checkSafeDirectory } from "./rootSafety.js"
 import { type TenantItem, tenantItems } from "./readModel.js"
@@ -58,6 +58,12 @@ const UNBOUNDED_DEPTH = Number.MAX_SAFE_INTEGER
  * batch goes through.
  */
 export const QUARANTINE_BATCH = 32
+
+/**
+ * Batches whose deletions may be under way or queued while the next batch is quarantined: enough to keep the
+ * remover busy while the protocol works, few enough that a prune stopped midway leaves little in `.trash/`.
+ */
+export const DELETIONS_AHEAD = 2
 
 /** Delete what `.trash/` holds within the time budget; every entry still there afterwards is an error. */
 const finishTrash = (deps: Deps, trashDir: string, report: PruneReport) =>
@@ -191,21 +197,21 @@ export const pruneTenant = (
     }
     if (input.dryRun) return yield* scanAndPlan(deps, input, tenantDir)
     const markerPath = NodePath.join(tenantDir, TENANT_PRUNE_MARKER)
-    const marker = yield* tryAcquireMarker(deps, markerPath, "prune")
-    if (marker._tag === "Held") {
-      // A directory or symlink squatting on the marker is nobody's prune: reported as what it is, not busy.
-      const report = marker.squatted === null
-        ? { ...emptyPruneReport(false, true), busyHolder: marker.unreadable ? marker.detail : marker.holder }
-        : emptyPruneReport(false)
-      if (marker.unreadable) {
-        report.unreadable.push({ path: markerPath, what: marker.detail, action: marker.stale ? "left" : "held" })
+    // Taken and released as one resource: an interrupt (a store closing during its background prune) drops it.
+    return yield* withMarker(deps, markerPath, "prune", (marker) => Effect.gen(function*() {
+      if (marker._tag === "Held") {
+        // A directory or symlink squatting on the marker is nobody's prune: reported as what it is, not busy.
+        const report = marker.squatted === null
+          ? { ...emptyPruneReport(false, true), busyHolder: marker.unreadable ? marker.detail : marker.holder }
+          : emptyPruneReport(false)
+        if (marker.unreadable) {
+          report.unreadable.push({ path: markerPath, what: marker.detail, action: marker.stale ? "left" : "held" })
+        }
+        if (marker.squatted !== null) {
+          report.errors.push({ _tag: "MarkerSquatted", path: markerPath, message: `nothing was pruned: ${marker.detail}` })
+        }
+        return report
       }
-      if (marker.squatted !== null) {
-        report.errors.push({ _tag: "MarkerSquatted", path: markerPath, message: `nothing was pruned: ${marker.detail}` })
-      }
-      return report
-    }
-    return yield* Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       // The stamp's mtime is the last prune start: create once, then touch (no temp file a crash could strand).
       // Ignored when it fails: a hint for the background prune's pacing, not a safety boundary (no data hangs on it).
@@ -219,7 +225,7 @@ export const pruneTenant = (
       report.errors.unshift(...leftovers.errors)
       report.unreadable.unshift(...leftovers.unreadable)
       return report
-    }).pipe(Effect.ensuring(marker.release))
+    }))
   })
 
 const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
@@ -384,6 +390,9 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
         targets.push(quarantined.target)
       }
       if (moved.length > 0) deletions.push({ victims: moved, deletion: yield* Effect.fork(deleteQuarantinedEach(deps, targets)) })
+      // Quarantining never runs far ahead of the disk: an interrupted prune (a store closing during its background
+      // prune) leaves at most this many batches in .trash for the next one.
+      if (deletions.length > DELETIONS_AHEAD) yield* Fiber.await(deletions[deletions.length - 1 - DELETIONS_AHEAD]!.deletion)
       input.onProgress?.({ phase: "remove", done: start + batch.length, total: plan.remove.length })
     }
     for (const { victims, deletion } of deletions) {
@@ -536,16 +545,7 @@ const removeDeadLeases = (
     for (const runId of dead) {
       const runDir = NodePath.join(tenantDir, runId)
       const markerPath = cleanupMarkerPath(tenantDir, runId)
-      const marker = yield* tryAcquireMarker(deps, markerPath, "lease-cleanup").pipe(
-        Effect.catchAll((e) =>
-          Effect.sync(() => {
-            report.errors.push({ _tag: "LeaseNotRemoved", path: markerPath, message: `dead leases of ${runId} kept: its cleanup marker cannot be taken (${e.message})` })
-            return { _tag: "Held" as const, holder: "" }
-          })
-        )
-      )
-      if (marker._tag === "Held") continue
-      yield* Effect.gen(function*() {
+      yield* withMarker(deps, markerPath, "lease-cleanup", (marker) => marker._tag === "Held" ? Effect.void : Effect.gen(function*() {
         // Under the marker, the run must still be a real directory with our manifest: a run directory a tool
         // swapped for a link (or replaced) is not ours to unlink inside (review).
         const info = yield* deps.fs.lstat(runDir).pipe(Effect.option)
@@ -561,7 +561,14 @@ const removeDeadLeases = (
             )
           }
         }
-      }).pipe(Effect.ensuring(marker.release))
+      })).pipe(
+        // Only taking the marker can fail (the work under it reports its own errors).
+        Effect.catchAll((e) =>
+          Effect.sync(() => {
+            report.errors.push({ _tag: "LeaseNotRemoved", path: markerPath, message: `dead leases of ${runId} kept: its cleanup marker cannot be taken (${e.message})` })
+          })
+        )
+      )
     }
     return removed
   })
