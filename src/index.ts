@@ -43,7 +43,11 @@ export * from "./services/Inventory.js"
 export * from "./services/UserProfile.js"
 export * from "./services/ConfigHistory.js"
 export * from "./services/StateBackups.js"
-export * from "./layers/Storage.js"
+// The stack (README "The Effect API"): `Storage.layer(world)`, `NodeStorage.layer` / `layerWith(options)`, `NodeWorld.layer`.
+export * as Storage from "./layers/Storage.js"
+export type { StorageOptions, StorageServices, StorageWorld } from "./layers/Storage.js"
+export * as NodeStorage from "./layers/NodeStorage.js"
+export * as NodeWorld from "./layers/NodeWorld.js"
 // The Node world as modules of `make` and `layer`, like the Memory ones (`NodeFileSystem.layer`, `NodeHost.layer`).
 export * as NodeFileSystem from "./layers/NodeFileSystem.js"
 export * as NodeHost from "./layers/NodeHost.js"

@@ -8,7 +8,7 @@
  *   const world = MemoryWorld.make()
  *   const proc = { hostname: "ci", pid: 4242 }
  *   const layer = Layer.mergeAll(
- *     storageLayer(MemoryWorld.layer(world, proc), { agentDir: "/home/user/.pi/agent" }),
+ *     Storage.layer(MemoryWorld.layer(world, proc), { agentDir: "/home/user/.pi/agent" }),
  *     platformLayer(world, proc)   // FileSystem.FileSystem + Path.Path of the same process
  *   )
  */

@@ -921,4 +921,4 @@ export const NodeFileSystemLive: Layer.Layer<FileSystem> = layer
 
 /** The Node FileSystem with a chosen walker (tests and benchmarks compare the two). */
 export const nodeFileSystemWith = (walker: Walker): Layer.Layer<FileSystem> =>
-  layer.pipe(Layer.provide(StorageConfig.layer({ walker })))
+  layer.pipe(Layer.provide(StorageConfig.layerWith({ walker })))

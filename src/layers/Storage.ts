@@ -1,6 +1,8 @@
 /**
- * The whole service stack over any FileSystem + Host world, built once at an edge. Resolving the agent dir
- * runs the layout migration first (MG1: before any store is read) unless `migrate: false`.
+ * The whole service stack over any world (FileSystem + Host + ProcessRunner), built once at an edge and kept in
+ * a constant (README "The Effect API"). Resolving the agent dir runs the layout migration first (MG1: before
+ * any store is read) unless `migrate: false`. The services a program may never use (tiers, inventory, the
+ * profile, config history, state backups) are built on their first use, so they cost no start-up.
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -9,11 +11,16 @@ import { Doctor } from "../services/Doctor.js"
 import { ExtensionStorage } from "../services/ExtensionStorage.js"
 import type { FileSystem } from "../services/FileSystem.js"
 import type { Host } from "../services/Host.js"
+import { ConfigHistory } from "../services/ConfigHistory.js"
+import { Inventory } from "../services/Inventory.js"
 import { Migration } from "../services/Migration.js"
+import type { ProcessRunner } from "../services/ProcessRunner.js"
+import { StateBackups } from "../services/StateBackups.js"
 import { StorageConfig, type StorageConfigInput } from "../services/StorageConfig.js"
+import { TierStorage } from "../services/TierStorage.js"
+import { UserProfile } from "../services/UserProfile.js"
 import { WorkRuns, type WorkRunsOptions } from "../services/WorkRuns.js"
-import * as NodeFileSystem from "./NodeFileSystem.js"
-import * as NodeHost from "./NodeHost.js"
+import { lazyLayer } from "./lazyService.js"
 
 export interface StorageOptions {
   /** Wins over `$PI_ADAPTATIVE_CODING_AGENT_DIR` and `~/.pi/agent`. */
@@ -30,18 +37,47 @@ export interface StorageOptions {
   readonly workRuns?: WorkRunsOptions | undefined
 }
 
-export type StorageServices = StorageConfig | FileSystem | Host | AgentDir | Migration | Doctor | WorkRuns | ExtensionStorage
+/** What a world gives the stack: `NodeWorld.layer`, or one simulated process, `MemoryWorld.layer(world)`. */
+export type StorageWorld = FileSystem | Host | ProcessRunner
+
+/** Every service of the library: what `Storage.layer(world)` and `NodeStorage.layer` provide. */
+export type StorageServices =
+  | StorageWorld
+  | StorageConfig
+  | AgentDir
+  | Migration
+  | Doctor
+  | WorkRuns
+  | ExtensionStorage
+  | TierStorage
+  | Inventory
+  | UserProfile
+  | ConfigHistory
+  | StateBackups
+
+/**
+ * The services with their default options, each built on its first use (their `make`s build closures, no
+ * I/O). Other options: `X.layerWith(options)` provided over the stack (`Layer.provideMerge(stack)`).
+ */
+const optionalServices = Layer.mergeAll(
+  lazyLayer(TierStorage, TierStorage.make),
+  lazyLayer(Inventory, Inventory.make),
+  // The default budgets are valid: this cannot fail.
+  lazyLayer(UserProfile, Effect.orDie(UserProfile.make())),
+  lazyLayer(ConfigHistory, ConfigHistory.make()),
+  lazyLayer(StateBackups, StateBackups.make())
+)
 
 /** Start-up migration passes: each call handles a bounded number of root entries and says when it was cut. */
 const MAX_STARTUP_MIGRATION_PASSES = 16
 
-export const storageLayer = <E>(
-  world: Layer.Layer<FileSystem | Host, E>,
+export const layer = <E>(
+  world: Layer.Layer<StorageWorld, E>,
   options: StorageOptions = {}
 ): Layer.Layer<StorageServices, E> => {
   const legacy = options.workRuns ?? {}
   // One StorageConfig for every layer below, the world's included (its walker and remover threads).
-  const config = StorageConfig.layer({
+  const config = StorageConfig.layerWith({
     remoteLeaseTtlMs: legacy.remoteLeaseTtlMs,
     staleUnreadableMs: legacy.staleUnreadableMs,
     retentionCeiling: legacy.retentionCeiling,
@@ -50,7 +86,7 @@ export const storageLayer = <E>(
     ...options.config
   })
   const migration = Layer.merge(Migration.layer, Doctor.layer).pipe(
-    Layer.provideMerge(AgentDir.layer(options.agentDir)),
+    Layer.provideMerge(AgentDir.layerWith(options.agentDir)),
     Layer.provideMerge(world)
   )
   // Everything built on this AgentDir (WorkRuns, ExtensionStorage) comes after the start-up migration.
@@ -72,16 +108,6 @@ export const storageLayer = <E>(
   // own, so it never judges leases with another TTL than the doctor and the inventory (review: a second
   // application here let a `workRuns` TTL override `config` in the pruner alone).
   const ownOptions = options.workRuns?.opportunisticRetention === undefined ? {} : { opportunisticRetention: options.workRuns.opportunisticRetention }
-  const workRuns = WorkRuns.layer(ownOptions).pipe(Layer.provideMerge(agentDir))
-  return ExtensionStorage.layer.pipe(Layer.provideMerge(workRuns), Layer.provideMerge(config))
+  const workRuns = WorkRuns.layerWith(ownOptions).pipe(Layer.provideMerge(agentDir))
+  return Layer.merge(ExtensionStorage.layer, optionalServices).pipe(Layer.provideMerge(workRuns), Layer.provideMerge(config))
 }
-
-/** The Node FileSystem and Host; the FileSystem reads its walker and remover threads from `StorageConfig`. */
-export const NodeWorld: Layer.Layer<FileSystem | Host> = Layer.merge(NodeFileSystem.layer, NodeHost.layer)
-
-/**
- * Production: the Node world with every service, migration first, `StorageConfig` filled from the
- * environment (`StorageConfig.layerFromEnv`) under `options.config`. The Promise facade and the CLI use it.
- */
-export const NodeStorageLive = (options: StorageOptions = {}): Layer.Layer<StorageServices> =>
-  storageLayer(NodeWorld, options).pipe(Layer.provide(StorageConfig.layerFromEnv))

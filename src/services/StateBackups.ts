@@ -218,8 +218,10 @@ export class StateBackups extends Context.Tag("pi-agent-storage/StateBackups")<S
       return makeStateBackups(deps, agent.path, options)
     })
 
-  static readonly layer = (options: StateBackupsOptions = {}): Layer.Layer<StateBackups, never, FileSystem | Host | AgentDir> =>
+  static readonly layerWith = (options: StateBackupsOptions = {}): Layer.Layer<StateBackups, never, FileSystem | Host | AgentDir> =>
     Layer.effect(StateBackups, StateBackups.make(options))
+
+  static readonly layer: Layer.Layer<StateBackups, never, FileSystem | Host | AgentDir> = StateBackups.layerWith()
 }
 
 /** Where the last sliced verify stopped (`<root>/.verify-cursor`). */

@@ -158,7 +158,7 @@ export type RemoveRunOutcome =
  * The tunables WorkRuns shares with every other program (`remoteLeaseTtlMs`, `staleUnreadableMs`,
  * `retentionCeiling`, `busyAttempts`, `busyDelayMs`) come from `StorageConfig`. Given here they override it
  * for this WorkRuns only (deprecated: the doctor and the inventory would judge with other values; pass them
- * as `storageLayer(world, { config })` or `StorageConfig.layer(…)` instead, which `storageLayer` also does
+ * as `Storage.layer(world, { config })` or `StorageConfig.layerWith(…)` instead, which `Storage.layer` also does
  * with the ones given in its `workRuns` options).
  */
 export interface WorkRunsOptions {
@@ -204,8 +204,11 @@ export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns,
   /** The service, built in the caller's scope (background prunes are awaited when it closes). */
   static readonly make = (options: WorkRunsOptions = {}) => makeWorkRuns(options)
 
-  static readonly layer = (options: WorkRunsOptions = {}): Layer.Layer<WorkRuns, never, FileSystem | Host | AgentDir> =>
+  static readonly layerWith = (options: WorkRunsOptions = {}): Layer.Layer<WorkRuns, never, FileSystem | Host | AgentDir> =>
     Layer.scoped(WorkRuns, makeWorkRuns(options))
+
+  // Suspended: `makeWorkRuns` is defined below the class, after its static fields run.
+  static readonly layer: Layer.Layer<WorkRuns, never, FileSystem | Host | AgentDir> = Layer.suspend(() => WorkRuns.layer)
 }
 
 

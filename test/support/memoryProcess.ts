@@ -61,8 +61,8 @@ export const processLayer = (
   })
   const fs = options.wrapFs === undefined ? memoryFs : options.wrapFs(memoryFs)
   const base = Layer.merge(Layer.succeed(FileSystem, fs), Layer.succeed(Host, host))
-  const agentDir = AgentDir.layer(AGENT_DIR).pipe(Layer.provide(base))
-  const workRuns = WorkRuns.layer({ busyDelayMs: 0, ...options.workRuns }).pipe(
+  const agentDir = AgentDir.layerWith(AGENT_DIR).pipe(Layer.provide(base))
+  const workRuns = WorkRuns.layerWith({ busyDelayMs: 0, ...options.workRuns }).pipe(
     Layer.provide(Layer.mergeAll(base, agentDir, options.heartbeats === false ? silentHeartbeats : HeartbeatClock.layerCurrentClock))
   )
   const extensions = ExtensionStorage.layer.pipe(Layer.provide(Layer.merge(agentDir, workRuns)))
