@@ -21,7 +21,7 @@ type Service = { readonly name: string; readonly tag: Context.Tag<unknown, unkno
 const servicesOf = (exports: Record<string, unknown>): Array<Service> => {
   const found = new Map<unknown, Service>()
   const visit = (name: string, value: unknown) => {
-    if (typeof value === "function" && Context.isTag(value)) found.set(value, { name, tag: value as Service["tag"] })
+    if (typeof value === "function" && Context.isTag(value)) found.set(value, { name, tag: value as unknown as Service["tag"] })
   }
   for (const [name, value] of Object.entries(exports)) {
     visit(name, value)
