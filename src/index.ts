@@ -58,5 +58,5 @@ export { NodeHostLive } from "./layers/NodeHost.js"
 export * as MemoryFileSystem from "./layers/MemoryFileSystem.js"
 export * as MemoryHost from "./layers/MemoryHost.js"
 // The consumers' test entry: the simulated world's driver API and `MemoryWorld.layer(world)` (see MemoryTesting.ts).
-export { isSimulatedCrash, MemoryWorld } from "./layers/MemoryTesting.js"
+export { FAULT_STEPS, isSimulatedCrash, MemoryWorld } from "./layers/MemoryTesting.js"
 export type { MemoryProcessOptions } from "./layers/MemoryTesting.js"

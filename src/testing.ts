@@ -19,9 +19,9 @@ import * as MemoryPlatform from "./layers/MemoryPlatformFileSystem.js"
 import type { MemoryWorld } from "./layers/MemoryTesting.js"
 import { MemoryWorld as World } from "./layers/MemoryWorld.js"
 
-export { isSimulatedCrash, MemoryWorld } from "./layers/MemoryTesting.js"
+export { FAULT_STEPS, isSimulatedCrash, MemoryWorld } from "./layers/MemoryTesting.js"
 export type { MemoryProcessOptions } from "./layers/MemoryTesting.js"
-export type { CrashScope, FaultHandle, FaultSpec, JournalEntry, TreeEntry } from "./layers/MemoryWorld.js"
+export type { CrashScope, FaultHandle, FaultSpec, FaultStep, JournalEntry, TreeEntry } from "./layers/MemoryWorld.js"
 export { PLATFORM_OP_PREFIX, platformReasonOfErrno } from "./layers/MemoryPlatformFileSystem.js"
 export type { PlatformProcessOptions } from "./layers/MemoryPlatformFileSystem.js"
 

@@ -20,8 +20,8 @@ import { layerMemory } from "./MemoryFileSystem.js"
 import { MemoryWorld as World, type MemoryWorldOptions } from "./MemoryWorld.js"
 
 /** Tells the error of a crashed process's calls from any other, for a test that lets one process crash and goes on. */
-export { isSimulatedCrash } from "./MemoryWorld.js"
-export type { CrashScope, FaultHandle, FaultSpec, FixtureOptions, JournalEntry, MemoryWorldOptions, TreeEntry } from "./MemoryWorld.js"
+export { FAULT_STEPS, isSimulatedCrash } from "./MemoryWorld.js"
+export type { CrashScope, FaultHandle, FaultSpec, FaultStep, FixtureOptions, JournalEntry, MemoryWorldOptions, TreeEntry } from "./MemoryWorld.js"
 
 /** The driver API of the simulated world (documented at the top of `MemoryWorld.ts`). */
 export type MemoryWorld = Pick<
