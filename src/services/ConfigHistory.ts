@@ -231,7 +231,7 @@ export class ConfigHistory extends Context.Tag("pi-agent-storage/ConfigHistory")
     Layer.effect(ConfigHistory, make(options))
 
   // Suspended: `make` is defined below the class, after its static fields run.
-  static readonly layer: Layer.Layer<ConfigHistory, never, FileSystem | Host | AgentDir | ProcessRunner> = Layer.suspend(() => ConfigHistory.layerWith())
+  static readonly layer: Layer.Layer<ConfigHistory, never, FileSystem | Host | AgentDir | ProcessRunner> = Layer.effect(ConfigHistory, Effect.suspend(() => make()))
 }
 
 /** `ConfigHistory.make` (module-private: the service's static is the one public name). */

@@ -208,7 +208,7 @@ export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns,
     Layer.scoped(WorkRuns, makeWorkRuns(options))
 
   // Suspended: `makeWorkRuns` is defined below the class, after its static fields run.
-  static readonly layer: Layer.Layer<WorkRuns, never, FileSystem | Host | AgentDir> = Layer.suspend(() => WorkRuns.layer)
+  static readonly layer: Layer.Layer<WorkRuns, never, FileSystem | Host | AgentDir> = Layer.scoped(WorkRuns, Effect.suspend(() => makeWorkRuns()))
 }
 
 

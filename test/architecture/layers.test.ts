@@ -6,7 +6,7 @@
  *   Layer, and any other static `layer…` a Layer or a function returning one;
  * - the ports (`FileSystem`, `Host`, `ProcessRunner`) have no `layer`: the worlds provide them;
  * - one stack provides every one of them, the Memory world's (`Storage.layer(MemoryWorld.layer(world))`) and
- *   the Node one (`NodeStorage.layerWith`), each service usable.
+ *   the Node one (`NodeStorage.layerWith`), each service usable; and each `X.layer` builds on its own.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option } from "effect"
@@ -77,6 +77,17 @@ describe("one layer convention", () => {
     Effect.gen(function*() {
       const stack = Root.Storage.layer(Root.MemoryWorld.layer(Root.MemoryWorld.make()), { agentDir: AGENT_DIR })
       const problems = yield* everyServiceUsable(services).pipe(Effect.provide(stack))
+      assert.deepStrictEqual(problems, [])
+    }))
+
+  it.scoped("each service's layer value builds (its dependencies from the Memory world's stack) and provides it", () =>
+    Effect.gen(function*() {
+      const stack = Root.Storage.layer(Root.MemoryWorld.layer(Root.MemoryWorld.make()), { agentDir: AGENT_DIR })
+      const problems: Array<string> = []
+      for (const service of services.filter((s) => !PORTS.has(s.name))) {
+        const layer = (service.tag["layer"] as Layer.Layer<unknown, unknown, Root.StorageServices>).pipe(Layer.provide(stack))
+        problems.push(...yield* everyServiceUsable([service]).pipe(Effect.provide(layer)))
+      }
       assert.deepStrictEqual(problems, [])
     }))
 
