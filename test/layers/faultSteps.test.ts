@@ -1,8 +1,8 @@
 /**
- * The fault step names a test may give `injectFault` (README "Testing your code against the simulated
- * world") cannot drift: the Memory layers' `step` takes only `FAULT_STEPS` (a type), the README lists exactly
- * them, and a workload through the port and the platform layer reaches every one of them (the journal
- * records each step it passes).
+ * The README testing section ("Testing your code against the simulated world") cannot drift from the world:
+ * the options of `MemoryWorld.make` and `MemoryWorld.layer` it lists are those of their option types; the
+ * Memory layers' `step` takes only `FAULT_STEPS` (a type), the README lists exactly them, and a workload
+ * through the port and the platform layer reaches every one of them (the journal records each step it passes).
  */
 import * as fs from "node:fs"
 import { FileSystem as PlatformFileSystem } from "@effect/platform"
@@ -10,6 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { FileSystem, MemoryWorld } from "../../src/index.js"
 import { FAULT_STEPS, platformLayer } from "../../src/testing.js"
+import ts from "typescript"
 
 const README = fs.readFileSync(new URL("../../README.md", import.meta.url), "utf8")
 const bytes = (s: string) => new TextEncoder().encode(s)
@@ -21,6 +22,28 @@ const readmeSteps = (markdown: string): Array<string> => {
   const paragraph = markdown.slice(start, markdown.indexOf("\n\n", start))
   return [...paragraph.matchAll(/`([\w:]+\.\w+)`/g)].map((m) => m[1]!)
 }
+
+/** The member names of an interface in a source file. */
+const membersOf = (file: string, name: string): Array<string> => {
+  const source = ts.createSourceFile(file, fs.readFileSync(new URL(file, import.meta.url), "utf8"), ts.ScriptTarget.Latest, true)
+  const found = source.statements.find((s): s is ts.InterfaceDeclaration => ts.isInterfaceDeclaration(s) && s.name.text === name)
+  assert.isDefined(found, `${name} in ${file}`)
+  return found!.members.map((m) => m.name!.getText(source))
+}
+
+describe("README testing section", () => {
+  it("lists every option of MemoryWorld.make and MemoryWorld.layer", () => {
+    for (const [call, file, name] of [
+      ["MemoryWorld.make", "../../src/layers/MemoryWorld.ts", "MemoryWorldOptions"],
+      ["MemoryWorld.layer(world", "../../src/layers/MemoryTesting.ts", "MemoryProcessOptions"]
+    ] as const) {
+      const line = new RegExp("^- `" + call.replace(/[.(]/g, "\\$&") + "[^`]*\\{([^}]*)\\}", "m").exec(README)
+      assert.isNotNull(line, `the README's bullet for ${call}`)
+      const listed = line![1]!.split(",").map((o) => o.trim().replace(/\?$/, "")).sort()
+      assert.deepStrictEqual(listed, membersOf(file, name).sort(), call)
+    }
+  })
+})
 
 describe("fault steps", () => {
   it("the README lists exactly FAULT_STEPS", () => {
