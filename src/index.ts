@@ -43,7 +43,7 @@ export * from "./services/Inventory.js"
 export * from "./services/UserProfile.js"
 export * from "./services/ConfigHistory.js"
 export * from "./services/StateBackups.js"
-// The stack (README "The Effect API"): `Storage.layer(world)`, `NodeStorage.layer` / `layerWith(options)`, `NodeWorld.layer`.
+// The stack (README "Effect callers"): `Storage.layer(world)`, `NodeStorage.layer` / `layerWith(options)`, `NodeWorld.layer`.
 export * as Storage from "./layers/Storage.js"
 export type { StorageOptions, StorageServices, StorageWorld } from "./layers/Storage.js"
 export * as NodeStorage from "./layers/NodeStorage.js"

@@ -6,7 +6,6 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import type { AgentPaths } from "../domain/AgentPaths.js"
-import * as NodeProcessRunner from "../layers/NodeProcessRunner.js"
 import * as NodeWorld from "../layers/NodeWorld.js"
 import { StorageConfig, type StorageSettings } from "../services/StorageConfig.js"
 import { AgentDir } from "../services/AgentDir.js"
@@ -47,7 +46,7 @@ export const makePromiseConfigHistory = (
     if (runtime === undefined) {
       const agentDir = Layer.succeed(AgentDir, { path: agent.path, given: agent.path, source: "option", paths: agent.paths })
       runtime = ManagedRuntime.make(ConfigHistory.layerWith(options).pipe(
-        Layer.provide(Layer.mergeAll(NodeWorld.layer, NodeProcessRunner.layer, agentDir)),
+        Layer.provide(Layer.merge(NodeWorld.layer, agentDir)),
         Layer.provide(Layer.succeed(StorageConfig, agent.config)),
         Layer.merge(warnings)
       ))

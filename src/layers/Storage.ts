@@ -1,17 +1,17 @@
 /**
  * The whole service stack over any world (FileSystem + Host + ProcessRunner), built once at an edge and kept in
- * a constant (README "The Effect API"). Resolving the agent dir runs the layout migration first (MG1: before
+ * a constant (README "Effect callers"). Resolving the agent dir runs the layout migration first (MG1: before
  * any store is read) unless `migrate: false`. The services a program may never use (tiers, inventory, the
  * profile, config history, state backups) are built on their first use, so they cost no start-up.
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { AgentDir } from "../services/AgentDir.js"
+import { ConfigHistory } from "../services/ConfigHistory.js"
 import { Doctor } from "../services/Doctor.js"
 import { ExtensionStorage } from "../services/ExtensionStorage.js"
 import type { FileSystem } from "../services/FileSystem.js"
 import type { Host } from "../services/Host.js"
-import { ConfigHistory } from "../services/ConfigHistory.js"
 import { Inventory } from "../services/Inventory.js"
 import { Migration } from "../services/Migration.js"
 import type { ProcessRunner } from "../services/ProcessRunner.js"
