@@ -4,6 +4,7 @@
  * any store is read) unless `migrate: false`. The services a program may never use (tiers, inventory, the
  * profile, config history, state backups) are built on their first use, so they cost no start-up.
  */
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { AgentDir } from "../services/AgentDir.js"
@@ -20,7 +21,7 @@ import { StorageConfig, type StorageConfigInput } from "../services/StorageConfi
 import { TierStorage } from "../services/TierStorage.js"
 import { UserProfile } from "../services/UserProfile.js"
 import { WorkRuns, type WorkRunsOptions } from "../services/WorkRuns.js"
-import { lazyLayer } from "./lazyService.js"
+import { lazyService } from "./lazyService.js"
 
 export interface StorageOptions {
   /** Wins over `$PI_ADAPTATIVE_CODING_AGENT_DIR` and `~/.pi/agent`. */
@@ -57,15 +58,18 @@ export type StorageServices =
 
 /**
  * The services with their default options, each built on its first use (their `make`s build closures, no
- * I/O). Other options: `X.layerWith(options)` provided over the stack (`Layer.provideMerge(stack)`).
+ * I/O). Other options: `X.layerWith(options)` provided over the stack (`Layer.provideMerge(stack)`). One
+ * layer for the five: each layer of a stack costs its build a little, used or not.
  */
-const optionalServices = Layer.mergeAll(
-  lazyLayer(TierStorage, TierStorage.make),
-  lazyLayer(Inventory, Inventory.make),
-  // The default budgets are valid: this cannot fail.
-  lazyLayer(UserProfile, Effect.orDie(UserProfile.make())),
-  lazyLayer(ConfigHistory, ConfigHistory.make()),
-  lazyLayer(StateBackups, StateBackups.make())
+const optionalServices = Layer.effectContext(
+  Effect.map(Effect.runtime<FileSystem | Host | ProcessRunner | AgentDir>(), (runtime) =>
+    Context.make(TierStorage, lazyService(runtime, TierStorage.make)).pipe(
+      Context.add(Inventory, lazyService(runtime, Inventory.make)),
+      // The default budgets are valid: this cannot fail.
+      Context.add(UserProfile, lazyService(runtime, Effect.orDie(UserProfile.make()))),
+      Context.add(ConfigHistory, lazyService(runtime, ConfigHistory.make())),
+      Context.add(StateBackups, lazyService(runtime, StateBackups.make()))
+    ))
 )
 
 /** Start-up migration passes: each call handles a bounded number of root entries and says when it was cut. */
