@@ -10,7 +10,7 @@ import * as fs from "node:fs"
 import * as inspector from "node:inspector/promises"
 import * as path from "node:path"
 import { Effect, Layer } from "effect"
-import { NodeWorld } from "../src/layers/Storage.js"
+import * as NodeWorld from "../src/layers/NodeWorld.js"
 import { AgentDir } from "../src/services/AgentDir.js"
 import { StateBackups } from "../src/services/StateBackups.js"
 import { cpuMs, nowMs, numberArg, parseArgs, prng } from "./util.js"
@@ -31,7 +31,7 @@ if (!fs.existsSync(agentDir)) {
     fs.writeFileSync(path.join(d, `f${i}.json`), Buffer.alloc(size, i % 251))
   }
 }
-const layer = StateBackups.layer({ root }).pipe(Layer.provideMerge(AgentDir.layer(agentDir)), Layer.provideMerge(NodeWorld))
+const layer = StateBackups.layerWith({ root }).pipe(Layer.provideMerge(AgentDir.layerWith(agentDir)), Layer.provideMerge(NodeWorld.layer))
 const create = () => Effect.runPromise(Effect.provide(Effect.flatMap(StateBackups, (b) => b.create()), layer))
 const sync = () => void spawnSync("sync")
 

@@ -15,7 +15,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Effect, Layer } from "effect"
-import { NodeWorld } from "../src/layers/Storage.js"
+import * as NodeWorld from "../src/layers/NodeWorld.js"
 import { AgentDir } from "../src/services/AgentDir.js"
 import { StateBackups } from "../src/services/StateBackups.js"
 import type { Measurement, Row } from "./result.js"
@@ -81,7 +81,7 @@ export const benchStateBackups = async (o: StateBackupsBenchOptions): Promise<Me
   const bytes = buildStateTree(agentDir, o.files)
   o.log(`state snapshots: ${o.files} files, ${(bytes / 1e6).toFixed(1)} MB`)
   const backupsAt = (root: string) =>
-    StateBackups.layer({ root }).pipe(Layer.provideMerge(AgentDir.layer(agentDir)), Layer.provideMerge(NodeWorld))
+    StateBackups.layerWith({ root }).pipe(Layer.provideMerge(AgentDir.layerWith(agentDir)), Layer.provideMerge(NodeWorld.layer))
   const withBackups = <A, E>(root: string, use: (b: StateBackups["Type"]) => Effect.Effect<A, E>) =>
     Effect.runPromise(Effect.provide(Effect.flatMap(StateBackups, use), backupsAt(root)))
   const q = (p: string) => `'${p.replace(/'/g, "'\\''")}'`

@@ -42,10 +42,10 @@ export const NOTHING_QUALIFIES = {
 /** The Effect runtime of a store whose ceiling lets a prune keep everything (the facade's ceiling is WR9). */
 export const scanRuntime = (agentDir: string) => {
   const base = Layer.mergeAll(NodeFileSystem.layer, NodeHost.layer)
-  const dir = AgentDir.layer(agentDir).pipe(Layer.provide(base))
-  const workRuns = WorkRuns.layer({ opportunisticRetention: false }).pipe(
+  const dir = AgentDir.layerWith(agentDir).pipe(Layer.provide(base))
+  const workRuns = WorkRuns.layerWith({ opportunisticRetention: false }).pipe(
     Layer.provide(Layer.merge(base, dir)),
-    Layer.provide(StorageConfig.layer({ retentionCeiling: NOTHING_QUALIFIES })),
+    Layer.provide(StorageConfig.layerWith({ retentionCeiling: NOTHING_QUALIFIES })),
     Layer.provide(StorageConfig.layerFromEnv)
   )
   return ManagedRuntime.make(workRuns)

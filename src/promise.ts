@@ -201,11 +201,11 @@ const installExitHook = () => {
 const storeWarnings = (options: OpenOptions) =>
   warningLoggerLayer(options.onWarning ?? emitProcessWarning, (message) => process.emitWarning(message, { type: "PiAgentStorageWarning" }))
 
-const storeLayer = ({ NodeStorageLive, HeartbeatClock }: typeof Store, options: OpenOptions) =>
+const storeLayer = ({ NodeStorage, HeartbeatClock }: typeof Store, options: OpenOptions) =>
   // Provided, not only merged: warnings logged while the stack is built (a malformed PI_STORAGE_* variable)
   // reach `onWarning` as well.
   Layer.provideMerge(
-    NodeStorageLive({
+    NodeStorage.layerWith({
       agentDir: options.agentDir,
       migrate: options.migrate,
       config: { staleUnreadableMs: options.staleUnreadableMs, remoteLeaseTtlMs: options.remoteLeaseTtlMs, retentionCeiling: options.retentionCeiling }

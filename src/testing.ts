@@ -8,7 +8,7 @@
  *   const world = MemoryWorld.make()
  *   const proc = { hostname: "ci", pid: 4242 }
  *   const layer = Layer.mergeAll(
- *     storageLayer(MemoryWorld.layer(world, proc), { agentDir: "/home/user/.pi/agent" }),
+ *     Storage.layer(MemoryWorld.layer(world, proc), { agentDir: "/home/user/.pi/agent" }),
  *     platformLayer(world, proc)   // FileSystem.FileSystem + Path.Path of the same process
  *   )
  */
@@ -19,9 +19,9 @@ import * as MemoryPlatform from "./layers/MemoryPlatformFileSystem.js"
 import type { MemoryWorld } from "./layers/MemoryTesting.js"
 import { MemoryWorld as World } from "./layers/MemoryWorld.js"
 
-export { isSimulatedCrash, MemoryWorld } from "./layers/MemoryTesting.js"
+export { FAULT_STEPS, isSimulatedCrash, MemoryWorld } from "./layers/MemoryTesting.js"
 export type { MemoryProcessOptions } from "./layers/MemoryTesting.js"
-export type { CrashScope, FaultHandle, FaultSpec, JournalEntry, TreeEntry } from "./layers/MemoryWorld.js"
+export type { CrashScope, FaultHandle, FaultSpec, FaultStep, JournalEntry, TreeEntry } from "./layers/MemoryWorld.js"
 export { PLATFORM_OP_PREFIX, platformReasonOfErrno } from "./layers/MemoryPlatformFileSystem.js"
 export type { PlatformProcessOptions } from "./layers/MemoryPlatformFileSystem.js"
 

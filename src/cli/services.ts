@@ -1,5 +1,5 @@
 /**
- * The CLI's one layer stack: the library's `storageLayer` over the Node world, plus the Inventory. Loaded lazily by the command handlers, so `--help` and usage errors never pay for
+ * The CLI's one layer stack: the library's `NodeStorage` stack (every service, the Inventory among them). Loaded lazily by the command handlers, so `--help` and usage errors never pay for
  * it. Building it does no I/O: `status` on a missing agent dir creates nothing.
  */
 import * as Layer from "effect/Layer"
@@ -7,7 +7,7 @@ import type { RetentionPolicy } from "../domain/Retention.js"
 import { warningLoggerLayer } from "../facade/warnings.js"
 import { warningLine } from "./problem.js"
 import { writeErr } from "./streams.js"
-import { NodeStorageLive } from "../layers/Storage.js"
+import * as NodeStorage from "../layers/NodeStorage.js"
 import { AgentDir } from "../services/AgentDir.js"
 import { Doctor } from "../services/Doctor.js"
 import { FileSystem } from "../services/FileSystem.js"
@@ -31,13 +31,11 @@ export interface StackOptions {
  * must not move anything; `pi-storage migrate` is the explicit way to run it.
  */
 export const cliLayer = (options: StackOptions) =>
-  Status.layer.pipe(
-    Layer.provideMerge(Inventory.layer),
-    Layer.provideMerge(NodeStorageLive({
-      agentDir: options.agentDir,
-      migrate: false,
-      config: { retentionCeiling: options.retentionCeiling }
-    })),
+  NodeStorage.layerWith({
+    agentDir: options.agentDir,
+    migrate: false,
+    config: { retentionCeiling: options.retentionCeiling }
+  }).pipe(
     // Provided, not only merged: what the stack logs while it is built (a malformed PI_STORAGE_* variable)
     // goes to stderr too, never to stdout where `--json` output goes.
     Layer.provideMerge(stderrWarnings(options.json === true))

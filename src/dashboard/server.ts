@@ -27,13 +27,10 @@ import type * as Scope from "effect/Scope"
 import { VERSION } from "../domain/Version.js"
 import { warningLoggerLayer } from "../facade/warnings.js"
 import { nodeEnv } from "../layers/NodeHost.js"
-import * as NodeProcessRunner from "../layers/NodeProcessRunner.js"
 import { resolveWebDataRoot } from "../domain/WebPaths.js"
-import { NodeStorageLive } from "../layers/Storage.js"
+import * as NodeStorage from "../layers/NodeStorage.js"
 import { ConfigHistory } from "../services/ConfigHistory.js"
 import { Doctor } from "../services/Doctor.js"
-import { Inventory } from "../services/Inventory.js"
-import { Status } from "../services/Status.js"
 import { StateBackups } from "../services/StateBackups.js"
 import { StorageMap } from "../services/StorageMap.js"
 import { DashboardApi } from "./api.js"
@@ -108,8 +105,9 @@ const dashboardLayer = (o: {
   readonly settings: DashboardSettings["Type"]
 }) => {
   const webDataRoot = o.webDataRoot ?? undefined
-  const storage = NodeStorageLive({ agentDir: o.agentDir, migrate: false, usageHistory: { webDataRoot } })
-  const base = Layer.mergeAll(Status.layer.pipe(Layer.provideMerge(Inventory.layer)), NodeProcessRunner.layer).pipe(Layer.provideMerge(storage))
+  const storage = NodeStorage.layerWith({ agentDir: o.agentDir, migrate: false, usageHistory: { webDataRoot } })
+  // The stack gives every service (Status and Inventory among them) and the Node world its ProcessRunner.
+  const base = storage
   const cache = Layer.effect(
     DashboardCache,
     Effect.gen(function*() {
@@ -118,11 +116,11 @@ const dashboardLayer = (o: {
       return { doctor: kept, invalidate }
     })
   )
-  const map = Layer.unwrapEffect(Effect.map(DashboardCache, (c) => StorageMap.layer({ webDataRoot, findings: Effect.map(c.doctor, (r) => r.findings) })))
+  const map = Layer.unwrapEffect(Effect.map(DashboardCache, (c) => StorageMap.layerWith({ webDataRoot, findings: Effect.map(c.doctor, (r) => r.findings) })))
   const services = Layer.mergeAll(
     map,
-    StateBackups.layer({ root: o.backupRoot, webDataRoot }),
-    ConfigHistory.layer({ webDataRoot })
+    StateBackups.layerWith({ root: o.backupRoot, webDataRoot }),
+    ConfigHistory.layerWith({ webDataRoot })
   ).pipe(Layer.provideMerge(cache), Layer.provideMerge(base), Layer.provideMerge(Layer.succeed(DashboardSettings, o.settings)))
   const api = HttpApiBuilder.api(DashboardApi).pipe(Layer.provide(handlersLayer))
   // The router's default services (platform, etag, a no-op file system: the API serves no file).

@@ -6,8 +6,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import type { AgentPaths } from "../domain/AgentPaths.js"
-import * as NodeProcessRunner from "../layers/NodeProcessRunner.js"
-import { NodeWorld } from "../layers/Storage.js"
+import * as NodeWorld from "../layers/NodeWorld.js"
 import { StorageConfig, type StorageSettings } from "../services/StorageConfig.js"
 import { AgentDir } from "../services/AgentDir.js"
 import {
@@ -46,8 +45,8 @@ export const makePromiseConfigHistory = (
   const get = () => {
     if (runtime === undefined) {
       const agentDir = Layer.succeed(AgentDir, { path: agent.path, given: agent.path, source: "option", paths: agent.paths })
-      runtime = ManagedRuntime.make(ConfigHistory.layer(options).pipe(
-        Layer.provide(Layer.mergeAll(NodeWorld, NodeProcessRunner.layer, agentDir)),
+      runtime = ManagedRuntime.make(ConfigHistory.layerWith(options).pipe(
+        Layer.provide(Layer.merge(NodeWorld.layer, agentDir)),
         Layer.provide(Layer.succeed(StorageConfig, agent.config)),
         Layer.merge(warnings)
       ))

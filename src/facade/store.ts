@@ -4,7 +4,7 @@
  * costs an importer that never opens a store most of the facade's start-up. Everything here is imported
  * by promise.ts as a type only; the bundle puts this module's graph in a chunk of its own.
  */
-export { NodeStorageLive } from "../layers/Storage.js"
+export * as NodeStorage from "../layers/NodeStorage.js"
 export { AgentDir } from "../services/AgentDir.js"
 export { Doctor } from "../services/Doctor.js"
 export { ExtensionStorage } from "../services/ExtensionStorage.js"

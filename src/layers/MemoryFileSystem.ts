@@ -28,6 +28,7 @@ import {
   type DirNode,
   errno,
   type Errno,
+  type FaultStep,
   type FileNode,
   isErrno,
   isSpecialName,
@@ -164,7 +165,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
     )
 
   /** A step of a compound call, with its own gate and journal entry. */
-  const step = <A>(op: string, path: string, path2: string | undefined, body: () => A | Errno): A | Errno => {
+  const step = <A>(op: FaultStep, path: string, path2: string | undefined, body: () => A | Errno): A | Errno => {
     const blocked = world.check(ctx, op, path, path2)
     const result = blocked === undefined ? body() : errno(blocked)
     world.record(ctx, op, path, path2, isErrno(result) ? result.errno : undefined)

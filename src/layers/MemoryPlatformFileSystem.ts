@@ -66,6 +66,7 @@ import {
   type Lookup,
   MemoryWorld,
   type Node,
+  type PlatformFaultStep,
   type ProcessContext
 } from "./MemoryWorld.js"
 
@@ -86,6 +87,9 @@ export interface PlatformProcessOptions {
   /** Where `makeTempDirectory`/`makeTempFile` create without a `directory` (default "/tmp"; it must exist). */
   readonly tmpdir?: string
 }
+
+/** The calls that remove a tree, each step named after the call (`platform:remove.unlink`, …). */
+type RemoveMethod = "remove" | "makeTempDirectoryScoped" | "makeTempFileScoped"
 
 /** The prefix of every op name this layer gives the world (faults, journal). */
 export const PLATFORM_OP_PREFIX = "platform:"
@@ -172,7 +176,7 @@ export const make = (world: MemoryWorld, basePath: PlatformPath.Path, options?: 
     callWith(spec, (now) => Effect.sync(() => body(now)))
 
   /** A step of a compound call, with its own gate and journal entry. */
-  const step = <A>(op: string, path: string, path2: string | undefined, body: () => A | Failure): A | Failure => {
+  const step = <A>(op: PlatformFaultStep, path: string, path2: string | undefined, body: () => A | Failure): A | Failure => {
     const name = PLATFORM_OP_PREFIX + op
     const blocked = world.check(ctx, name, path, path2)
     const result = blocked === undefined ? body() : fail(blocked)
@@ -352,7 +356,7 @@ export const make = (world: MemoryWorld, basePath: PlatformPath.Path, options?: 
   }
 
   /** Node's rm: lstat, refuse a directory unless recursive, then unlink or empty-and-rmdir, a step each. */
-  const removePath = (method: string, path: string, recursive: boolean, force: boolean, now: number): void | Failure => {
+  const removePath = (method: RemoveMethod, path: string, recursive: boolean, force: boolean, now: number): void | Failure => {
     const at = lookup(path, false)
     if (isErrno(at)) return at.errno === "ENOENT" && force ? undefined : fail(at.errno, "lstat")
     const node = at.node
@@ -557,7 +561,7 @@ export const make = (world: MemoryWorld, basePath: PlatformPath.Path, options?: 
       })
     })
 
-  const removeAs = (method: string, path: string, options?: PlatformFileSystem.RemoveOptions) =>
+  const removeAs = (method: RemoveMethod, path: string, options?: PlatformFileSystem.RemoveOptions) =>
     call({ op: method, method, syscall: "rm", path }, (now) => removePath(method, path, options?.recursive ?? false, options?.force ?? false, now))
 
   // ------------------------------------------------------------------------------------------ handles

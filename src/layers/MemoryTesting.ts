@@ -1,24 +1,27 @@
 /**
  * The consumers' test entry (README "Testing your code against the simulated world"): the simulated world with only its driver API in the public type, and
- * `MemoryWorld.layer(world)`, one simulated process (FileSystem + Host) to put under `storageLayer`:
+ * `MemoryWorld.layer(world)`, one simulated process (FileSystem + Host + ProcessRunner) to put under `Storage.layer`:
  *
  *   const world = MemoryWorld.make()
- *   const StorageTest = storageLayer(MemoryWorld.layer(world), { agentDir: "/home/user/.pi/agent" })
+ *   const StorageTest = Storage.layer(MemoryWorld.layer(world), { agentDir: "/home/user/.pi/agent" })
  *
  * The world's internal mutators (inode allocation, path resolution, crash bookkeeping the Memory layers
  * use) stay out of this type. Held runs heartbeat on the live clock by default, so `TestClock.adjust` over a
  * month with a run held is one step, not one per 5-minute beat; `Layer.provide(HeartbeatClock.layerCurrentClock)`
  * makes them beat on the TestClock instead (see `HeartbeatClock`).
  */
-import type * as Layer from "effect/Layer"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { ProcessFailed } from "../domain/Errors.js"
 import type { FileSystem } from "../services/FileSystem.js"
 import type { Host } from "../services/Host.js"
+import { ProcessRunner } from "../services/ProcessRunner.js"
 import { layerMemory } from "./MemoryFileSystem.js"
 import { MemoryWorld as World, type MemoryWorldOptions } from "./MemoryWorld.js"
 
 /** Tells the error of a crashed process's calls from any other, for a test that lets one process crash and goes on. */
-export { isSimulatedCrash } from "./MemoryWorld.js"
-export type { CrashScope, FaultHandle, FaultSpec, FixtureOptions, JournalEntry, MemoryWorldOptions, TreeEntry } from "./MemoryWorld.js"
+export { FAULT_STEPS, isSimulatedCrash } from "./MemoryWorld.js"
+export type { CrashScope, FaultHandle, FaultSpec, FaultStep, FixtureOptions, JournalEntry, MemoryWorldOptions, TreeEntry } from "./MemoryWorld.js"
 
 /** The driver API of the simulated world (documented at the top of `MemoryWorld.ts`). */
 export type MemoryWorld = Pick<
@@ -67,6 +70,11 @@ export interface MemoryProcessOptions {
 
 const worlds = new WeakSet<MemoryWorld>()
 
+/** A simulated process runs no real program: one would see the real disk, not the world. */
+const noPrograms = Layer.succeed(ProcessRunner, {
+  run: (call) => Effect.fail(new ProcessFailed({ command: call.command, reason: "Spawn", detail: "the simulated world starts no programs" }))
+})
+
 export const MemoryWorld = {
   /** A fresh world: one root directory, no hosts yet. */
   make: (options?: MemoryWorldOptions): MemoryWorld => {
@@ -74,10 +82,13 @@ export const MemoryWorld = {
     worlds.add(world)
     return world
   },
-  /** One simulated process over `world` (several calls: several processes sharing it), for `storageLayer`. */
-  layer: (world: MemoryWorld, process: MemoryProcessOptions = {}): Layer.Layer<FileSystem | Host> => {
+  /**
+   * One simulated process over `world` (several calls: several processes sharing it), for `Storage.layer`.
+   * It starts no programs: the config history's git calls fail with `ProcessFailed` (reason `Spawn`).
+   */
+  layer: (world: MemoryWorld, process: MemoryProcessOptions = {}): Layer.Layer<FileSystem | Host | ProcessRunner> => {
     // Only worlds from `make` (the type is a view of the full world the layers need).
     if (!worlds.has(world) && !(world instanceof World)) throw new TypeError("MemoryWorld.layer: pass a world from MemoryWorld.make()")
-    return layerMemory({ world: world as World, ...process })
+    return Layer.merge(layerMemory({ world: world as World, ...process }), noPrograms)
   }
 }

@@ -153,6 +153,41 @@ export const detach = (dir: DirNode, name: string, node: Node): void => {
 export const sizeOf = (node: Node): number =>
   node.kind === "File" ? node.data.length : node.kind === "SymbolicLink" ? byteLength(node.target) : DIRECTORY_SIZE
 
+/**
+ * Every step a fault may name to fail that step only (`injectFault({ op: "writeFileAtomic.rename", … })`): the
+ * steps of compound calls, each with its own gate and journal entry. The Memory layers' `step` takes only
+ * these, and a test keeps the README's list ("Testing your code against the simulated world") equal to it.
+ */
+export const FAULT_STEPS = [
+  "writeFileAtomic.create",
+  "writeFileAtomic.rename",
+  "writeFileAtomic.cleanup",
+  "replaceFileIfUnchanged.create",
+  "replaceFileIfUnchanged.rename",
+  "replaceFileIfUnchanged.remove",
+  "replaceFileIfUnchanged.cleanup",
+  "writeFileExclusive.create",
+  "writeFileExclusive.write",
+  "removeTree.removeFile",
+  "removeTree.removeDirectory",
+  "linkEach.link",
+  "platform:writeFile.open",
+  "platform:writeFile.write",
+  "platform:remove.unlink",
+  "platform:remove.rmdir",
+  "platform:makeTempDirectoryScoped.unlink",
+  "platform:makeTempDirectoryScoped.rmdir",
+  "platform:makeTempFileScoped.unlink",
+  "platform:makeTempFileScoped.rmdir",
+  "platform:copy.mkdir",
+  "platform:copy.copyFile",
+  "platform:copy.symlink",
+  "platform:copy.unlink"
+] as const
+export type FaultStep = typeof FAULT_STEPS[number]
+/** The platform layer's steps without their `platform:` prefix (it adds it). */
+export type PlatformFaultStep<S = FaultStep> = S extends `platform:${infer Step}` ? Step : never
+
 export const joinPath = (dir: string, name: string): string => (dir.endsWith("/") ? dir + name : `${dir}/${name}`)
 
 // ---------------------------------------------------------------------------------------------- driver types

@@ -943,4 +943,4 @@ export const layer: Layer.Layer<FileSystem> = Layer.scoped(FileSystem, make)
 
 /** The Node FileSystem with a chosen walker (tests and benchmarks compare the two). */
 export const nodeFileSystemWith = (walker: Walker): Layer.Layer<FileSystem> =>
-  layer.pipe(Layer.provide(StorageConfig.layer({ walker })))
+  layer.pipe(Layer.provide(StorageConfig.layerWith({ walker })))

@@ -1,21 +1,29 @@
 /**
- * The whole service stack over any FileSystem + Host world, built once at an edge. Resolving the agent dir
- * runs the layout migration first (MG1: before any store is read) unless `migrate: false`.
+ * The whole service stack over any world (FileSystem + Host + ProcessRunner), built once at an edge and kept in
+ * a constant (README "Effect callers"). Resolving the agent dir runs the layout migration first (MG1: before
+ * any store is read) unless `migrate: false`. The services a program may never use (tiers, inventory, the
+ * profile, config history, state backups) are built on their first use, so they cost no start-up.
  */
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { AgentDir } from "../services/AgentDir.js"
+import { ConfigHistory } from "../services/ConfigHistory.js"
 import { Doctor } from "../services/Doctor.js"
 import { ExtensionStorage } from "../services/ExtensionStorage.js"
 import type { FileSystem } from "../services/FileSystem.js"
 import type { Host } from "../services/Host.js"
+import { Inventory } from "../services/Inventory.js"
 import { Migration } from "../services/Migration.js"
+import type { ProcessRunner } from "../services/ProcessRunner.js"
+import { StateBackups } from "../services/StateBackups.js"
 import { StorageConfig, type StorageConfigInput } from "../services/StorageConfig.js"
 import { TierStorage } from "../services/TierStorage.js"
+import { Status } from "../services/Status.js"
 import { UsageHistory, type UsageHistoryOptions, UsageRecorder } from "../services/UsageHistory.js"
+import { UserProfile } from "../services/UserProfile.js"
 import { WorkRuns, type WorkRunsOptions } from "../services/WorkRuns.js"
-import * as NodeFileSystem from "./NodeFileSystem.js"
-import * as NodeHost from "./NodeHost.js"
+import { lazyService } from "./lazyService.js"
 
 export interface StorageOptions {
   /** Wins over `$PI_ADAPTATIVE_CODING_AGENT_DIR` and `~/.pi/agent`. */
@@ -31,24 +39,59 @@ export interface StorageOptions {
   /**
    * The usage history the dashboard's growth chart reads (README "Dashboard"): given, the stack's writers
    * (prune, background prune, state snapshot, config snapshot) append to it; absent, it is only read.
-   * `NodeStorageLive` gives `{}` unless this is `false`.
+   * `NodeStorage.layer` gives `{}` unless this is `false`.
    */
   readonly usageHistory?: UsageHistoryOptions | false | undefined
 }
 
+/** What a world gives the stack: `NodeWorld.layer`, or one simulated process, `MemoryWorld.layer(world)`. */
+export type StorageWorld = FileSystem | Host | ProcessRunner
+
+/** Every service of the library: what `Storage.layer(world)` and `NodeStorage.layer` provide. */
 export type StorageServices =
-  | StorageConfig | FileSystem | Host | AgentDir | Migration | Doctor | WorkRuns | TierStorage | ExtensionStorage | UsageHistory | UsageRecorder
+  | StorageWorld
+  | StorageConfig
+  | AgentDir
+  | Migration
+  | Doctor
+  | WorkRuns
+  | ExtensionStorage
+  | TierStorage
+  | Inventory
+  | UserProfile
+  | ConfigHistory
+  | StateBackups
+  | Status
+  | UsageHistory
+  | UsageRecorder
+
+/**
+ * The services with their default options, each built on its first use (their `make`s build closures, no
+ * I/O). Other options: `X.layerWith(options)` provided over the stack (`Layer.provideMerge(stack)`). One
+ * layer for the five: each layer of a stack costs its build a little, used or not.
+ */
+const optionalServices = Layer.effectContext(
+  Effect.map(Effect.runtime<FileSystem | Host | ProcessRunner | AgentDir>(), (runtime) =>
+    Context.make(TierStorage, lazyService(runtime, TierStorage.make)).pipe(
+      Context.add(Inventory, lazyService(runtime, Inventory.make)),
+      // The default budgets are valid: this cannot fail.
+      Context.add(UserProfile, lazyService(runtime, Effect.orDie(UserProfile.make()))),
+      Context.add(ConfigHistory, lazyService(runtime, ConfigHistory.make())),
+      Context.add(StateBackups, lazyService(runtime, StateBackups.make()))
+    ))
+)
+
 /** Start-up migration passes: each call handles a bounded number of root entries and says when it was cut. */
 const MAX_STARTUP_MIGRATION_PASSES = 16
 
-export const storageLayer = <E>(
-  world: Layer.Layer<FileSystem | Host, E>,
+export const layer = <E>(
+  world: Layer.Layer<StorageWorld, E>,
   options: StorageOptions = {}
 ): Layer.Layer<StorageServices, E> => {
   // One StorageConfig for every layer below, the world's included (its walker and remover threads).
-  const config = StorageConfig.layer(options.config)
+  const config = StorageConfig.layerWith(options.config)
   const migration = Layer.merge(Migration.layer, Doctor.layer).pipe(
-    Layer.provideMerge(AgentDir.layer(options.agentDir)),
+    Layer.provideMerge(AgentDir.layerWith(options.agentDir)),
     Layer.provideMerge(world)
   )
   // Everything built on this AgentDir (WorkRuns, ExtensionStorage) comes after the start-up migration.
@@ -68,19 +111,12 @@ export const storageLayer = <E>(
   ).pipe(Layer.provideMerge(migration))
   // The tunables are the stack's StorageConfig above; WorkRuns' options are only its own, so it never judges
   // leases with another TTL than the doctor and the inventory.
-  const usage = UsageHistory.layer(options.usageHistory === undefined || options.usageHistory === false ? { recording: false } : options.usageHistory)
-  const workRuns = WorkRuns.layer(options.workRuns).pipe(Layer.provideMerge(usage), Layer.provideMerge(agentDir))
-  // The tier service of the web host's extensions serves the agent's extensions too (one tier API).
-  const tiers = TierStorage.layer.pipe(Layer.provideMerge(workRuns))
-  return ExtensionStorage.layer.pipe(Layer.provideMerge(tiers), Layer.provideMerge(config))
+  const usage = UsageHistory.layerWith(
+    options.usageHistory === undefined || options.usageHistory === false ? { recording: false } : options.usageHistory
+  )
+  const workRuns = WorkRuns.layerWith(options.workRuns).pipe(Layer.provideMerge(usage), Layer.provideMerge(agentDir))
+  // The tier service of the web host's extensions serves the agent's extensions too (one tier API); status is
+  // the inventory and the doctor in one call (its make only gathers them).
+  const services = Layer.mergeAll(ExtensionStorage.layer, Status.layer).pipe(Layer.provideMerge(optionalServices))
+  return services.pipe(Layer.provideMerge(workRuns), Layer.provideMerge(config))
 }
-
-/** The Node FileSystem and Host; the FileSystem reads its walker and remover threads from `StorageConfig`. */
-export const NodeWorld: Layer.Layer<FileSystem | Host> = Layer.merge(NodeFileSystem.layer, NodeHost.layer)
-
-/**
- * Production: the Node world with every service, migration first, `StorageConfig` filled from the
- * environment (`StorageConfig.layerFromEnv`) under `options.config`. The Promise facade and the CLI use it.
- */
-export const NodeStorageLive = (options: StorageOptions = {}): Layer.Layer<StorageServices> =>
-  storageLayer(NodeWorld, { ...options, usageHistory: options.usageHistory ?? {} }).pipe(Layer.provide(StorageConfig.layerFromEnv))

@@ -57,7 +57,7 @@ export class AgentDir extends Context.Tag("pi-agent-storage/AgentDir")<AgentDir,
     Effect.map(Effect.flatMap(FileSystem, (fs) => resolveRootLink(fs, given)), (path) => ({ path, given, source, paths: agentPaths(path) }))
 
   /** Resolve from an explicit option, then `$PI_ADAPTATIVE_CODING_AGENT_DIR`, then `~/.pi/agent`; then its root link. */
-  static readonly layer = (explicit?: string): Layer.Layer<AgentDir, never, Host | FileSystem> =>
+  static readonly layerWith = (explicit?: string): Layer.Layer<AgentDir, never, Host | FileSystem> =>
     Layer.effect(
       AgentDir,
       Effect.flatMap(Host, (host) => {
@@ -65,4 +65,7 @@ export class AgentDir extends Context.Tag("pi-agent-storage/AgentDir")<AgentDir,
         return AgentDir.make(resolved.path, resolved.source)
       })
     )
+
+  /** `$PI_ADAPTATIVE_CODING_AGENT_DIR`, else `~/.pi/agent` (`layerWith(path)` for an explicit one). */
+  static readonly layer: Layer.Layer<AgentDir, never, Host | FileSystem> = AgentDir.layerWith()
 }

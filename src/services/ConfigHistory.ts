@@ -242,8 +242,11 @@ export class ConfigHistory extends Context.Tag("pi-agent-storage/ConfigHistory")
   static readonly make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["Type"], never, FileSystem | Host | AgentDir | ProcessRunner> =>
     make(options)
 
-  static readonly layer = (options: ConfigHistoryOptions = {}): Layer.Layer<ConfigHistory, never, FileSystem | Host | AgentDir | ProcessRunner> =>
+  static readonly layerWith = (options: ConfigHistoryOptions = {}): Layer.Layer<ConfigHistory, never, FileSystem | Host | AgentDir | ProcessRunner> =>
     Layer.effect(ConfigHistory, make(options))
+
+  // Suspended: `make` is defined below the class, after its static fields run.
+  static readonly layer: Layer.Layer<ConfigHistory, never, FileSystem | Host | AgentDir | ProcessRunner> = Layer.effect(ConfigHistory, Effect.suspend(() => make()))
 }
 
 /** `ConfigHistory.make` (module-private: the service's static is the one public name). */

@@ -18,6 +18,9 @@ import * as Layer from "effect/Layer"
 export class HeartbeatClock extends Context.Reference<HeartbeatClock>()("pi-agent-storage/HeartbeatClock", {
   defaultValue: (): Clock.Clock => Clock.make()
 }) {
+  /** The default made explicit: the live clock (real timers). */
+  static readonly layer: Layer.Layer<HeartbeatClock> = Layer.sync(HeartbeatClock, () => Clock.make())
+
   /** Beats on the clock of whoever builds the layer (the `TestClock` under `it.effect`). */
   static readonly layerCurrentClock: Layer.Layer<HeartbeatClock> = Layer.effect(HeartbeatClock, Effect.clock)
 }

@@ -274,8 +274,10 @@ export class StateBackups extends Context.Tag("pi-agent-storage/StateBackups")<S
       return { ...service, create: (o) => Effect.tap(service.create(o), () => usage.record("snapshot")) } satisfies StateBackups["Type"]
     })
 
-  static readonly layer = (options: StateBackupsOptions = {}): Layer.Layer<StateBackups, never, FileSystem | Host | AgentDir> =>
+  static readonly layerWith = (options: StateBackupsOptions = {}): Layer.Layer<StateBackups, never, FileSystem | Host | AgentDir> =>
     Layer.effect(StateBackups, StateBackups.make(options))
+
+  static readonly layer: Layer.Layer<StateBackups, never, FileSystem | Host | AgentDir> = StateBackups.layerWith()
 }
 
 /** Where the last sliced verify stopped (`<root>/.verify-cursor`). */

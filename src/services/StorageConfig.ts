@@ -1,12 +1,12 @@
 /**
  * The library's tunables as one service. A `Context.Reference`: a program that is given none reads the
- * defaults below, so `R` never grows; a stack built with `storageLayer(world, { config })` (or
+ * defaults below, so `R` never grows; a stack built with `Storage.layer(world, { config })` (or
  * `StorageConfig.layer`) gives every program in it the same values. That is the point: the pruner, the
  * acquirer, the doctor, the inventory and the migration judge a lease with one TTL, so `work ls` can never
  * call "active" a run the pruner would not spare.
  *
  * Environment variables are read once, at the Node edge, through Effect's `Config`
- * (`StorageConfig.layerFromEnv`, used by `NodeStorageLive`, the Promise facade and the CLI). Programs never
+ * (`StorageConfig.layerFromEnv`, used by `NodeStorage.layer`, the Promise facade and the CLI). Programs never
  * read the environment for these.
  */
 import * as Config from "effect/Config"
@@ -170,8 +170,11 @@ export class StorageConfig extends Context.Reference<StorageConfig>()("pi-agent-
    * The settings in the context (the defaults when none were given) with `input`'s fields on top. Every
    * layer of one stack reads the result, so they all judge with the same values.
    */
-  static readonly layer = (input: StorageConfigInput = {}): Layer.Layer<StorageConfig> =>
+  static readonly layerWith = (input: StorageConfigInput = {}): Layer.Layer<StorageConfig> =>
     Layer.effect(StorageConfig, Effect.flatMap(StorageConfig, (base) => applyStorageConfig(base, input)))
+
+  /** The settings in the context as they are (the defaults when none were given). */
+  static readonly layer: Layer.Layer<StorageConfig> = StorageConfig.layerWith()
 
   /**
    * The Node edge: the settings in the context with the environment's on top (`PI_STORAGE_REMOVER_THREADS`,

@@ -100,8 +100,14 @@ export class StorageMap extends Context.Tag("pi-agent-storage/StorageMap")<Stora
   static readonly make = (options: StorageMapOptions = {}): Effect.Effect<StorageMap["Type"], never, FileSystem | Host | AgentDir | Inventory> =>
     makeStorageMap(options)
 
-  static readonly layer = (options: StorageMapOptions = {}): Layer.Layer<StorageMap, never, FileSystem | Host | AgentDir | Inventory> =>
+  static readonly layerWith = (options: StorageMapOptions = {}): Layer.Layer<StorageMap, never, FileSystem | Host | AgentDir | Inventory> =>
     Layer.effect(StorageMap, makeStorageMap(options))
+
+  /** With the default options. */
+  static readonly layer: Layer.Layer<StorageMap, never, FileSystem | Host | AgentDir | Inventory> = Layer.effect(
+    StorageMap,
+    Effect.suspend(() => makeStorageMap({}))
+  )
 }
 
 const bySizeThenName = (a: MapNode, b: MapNode) => b.size.bytes - a.size.bytes || (a.label < b.label ? -1 : a.label > b.label ? 1 : 0)

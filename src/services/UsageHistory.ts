@@ -9,7 +9,7 @@
  *
  * `UsageRecorder` is a `Context.Reference` whose default records nothing, so a writer's `R` never grows and a
  * stack without a history (the Memory world's, unless asked) writes nothing more than before;
- * `NodeStorageLive` provides the real one.
+ * `NodeStorage.layer` provides the real one.
  */
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
@@ -70,9 +70,15 @@ export class UsageHistory extends Context.Tag("pi-agent-storage/UsageHistory")<U
     makeUsageHistory(options)
 
   /** The history and, recording into it, the `UsageRecorder` every writer of the stack calls. */
-  static readonly layer = (options: UsageHistoryOptions = {}): Layer.Layer<UsageHistory | UsageRecorder, never, FileSystem | Host | AgentDir> =>
+  static readonly layerWith = (options: UsageHistoryOptions = {}): Layer.Layer<UsageHistory | UsageRecorder, never, FileSystem | Host | AgentDir> =>
     Layer.effectContext(Effect.map(makeUsageHistory(options), (history) =>
       Context.make(UsageHistory, history).pipe(Context.add(UsageRecorder, { record: history.record }))))
+
+  /** With the default options (recording, the one web data root). */
+  static readonly layer: Layer.Layer<UsageHistory | UsageRecorder, never, FileSystem | Host | AgentDir> = Layer.effectContext(
+    Effect.map(Effect.suspend(() => makeUsageHistory({})), (history) =>
+      Context.make(UsageHistory, history).pipe(Context.add(UsageRecorder, { record: history.record })))
+  )
 }
 
 const makeUsageHistory = (options: UsageHistoryOptions) =>

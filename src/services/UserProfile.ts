@@ -475,5 +475,10 @@ export class UserProfile extends Context.Tag("pi-agent-storage/UserProfile")<Use
       return UserProfile.of(makeUserProfile(deps, paths, options))
     })
 
-  static readonly layer = (options: UserProfileOptions = {}) => Layer.effect(UserProfile, UserProfile.make(options))
+  /** Fails with `InvalidArgument` when built, for a budget that is not a positive whole number of bytes. */
+  static readonly layerWith = (options: UserProfileOptions = {}): Layer.Layer<UserProfile, InvalidArgument, FileSystem | Host | AgentDir> =>
+    Layer.effect(UserProfile, UserProfile.make(options))
+
+  /** The default budgets, which are valid: it cannot fail. */
+  static readonly layer: Layer.Layer<UserProfile, never, FileSystem | Host | AgentDir> = Layer.orDie(UserProfile.layerWith())
 }

@@ -165,8 +165,8 @@ export type RemoveRunOutcome =
 /**
  * What is WorkRuns' own. The tunables it shares with every other program (`remoteLeaseTtlMs`,
  * `staleUnreadableMs`, `retentionCeiling`, `busyAttempts`, `busyDelayMs`) come from `StorageConfig` only, so
- * the doctor and the inventory judge with the same values (`storageLayer(world, { config })` or
- * `StorageConfig.layer(…)`).
+ * the doctor and the inventory judge with the same values (`Storage.layer(world, { config })` or
+ * `StorageConfig.layerWith(…)`).
  */
 export interface WorkRunsOptions {
   /** Start a background prune of a tenant on acquire (at most once an hour per tenant). Default true. */
@@ -201,8 +201,11 @@ export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns,
   /** The service, built in the caller's scope (background prunes are interrupted when it closes). */
   static readonly make = (options: WorkRunsOptions = {}) => makeWorkRuns(options)
 
-  static readonly layer = (options: WorkRunsOptions = {}): Layer.Layer<WorkRuns, never, FileSystem | Host | AgentDir> =>
+  static readonly layerWith = (options: WorkRunsOptions = {}): Layer.Layer<WorkRuns, never, FileSystem | Host | AgentDir> =>
     Layer.scoped(WorkRuns, makeWorkRuns(options))
+
+  // Suspended: `makeWorkRuns` is defined below the class, after its static fields run.
+  static readonly layer: Layer.Layer<WorkRuns, never, FileSystem | Host | AgentDir> = Layer.scoped(WorkRuns, Effect.suspend(() => makeWorkRuns()))
 }
 
 

@@ -9,7 +9,7 @@ import * as Path from "@effect/platform/Path"
 import type { PlatformError } from "@effect/platform/Error"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option, Stream } from "effect"
-import { FileSystem as PortFileSystem, storageLayer, WorkRuns } from "../../src/index.js"
+import { FileSystem as PortFileSystem, Storage, WorkRuns } from "../../src/index.js"
 import { isSimulatedCrash, MemoryWorld, platformLayer } from "../../src/testing.js"
 
 const encoder = new TextEncoder()
@@ -200,7 +200,7 @@ describe("platformLayer: one process, one tree, one journal with the library", (
     Effect.gen(function*() {
       const world = MemoryWorld.make()
       const proc = { hostname: "ci", pid: 4242 }
-      const layer = Layer.mergeAll(storageLayer(MemoryWorld.layer(world, proc), { agentDir: AGENT_DIR }), platformLayer(world, proc))
+      const layer = Layer.mergeAll(Storage.layer(MemoryWorld.layer(world, proc), { agentDir: AGENT_DIR }), platformLayer(world, proc))
       yield* Effect.gen(function*() {
         const workRuns = yield* WorkRuns
         const fs = yield* FileSystem.FileSystem

@@ -1,15 +1,15 @@
 /**
  * The consumers' test entry from the public exports only (`src/index.ts`): `MemoryWorld.layer` under
- * `storageLayer`, a held run across a month of `TestClock`, and the public type without internals.
+ * `Storage.layer`, a held run across a month of `TestClock`, and the public type without internals.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FastCheck as fc, Layer, TestClock } from "effect"
-import { HeartbeatClock, MemoryWorld, storageLayer, WorkRuns } from "../../src/index.js"
+import { HeartbeatClock, MemoryWorld, Storage, WorkRuns } from "../../src/index.js"
 
 const AGENT_DIR = "/home/user/.pi/agent"
 const DAY = 24 * 60 * 60 * 1000
 
-describe("MemoryWorld.layer + storageLayer (public test entry)", () => {
+describe("MemoryWorld.layer + Storage.layer (public test entry)", () => {
   const heldAcross = (world: MemoryWorld, adjustMs: number) =>
     Effect.gen(function*() {
       const workRuns = yield* WorkRuns
@@ -24,14 +24,14 @@ describe("MemoryWorld.layer + storageLayer (public test entry)", () => {
   it.effect("a run held across a month of TestClock stays active; the heartbeat did not step through every 5 minutes", () =>
     Effect.gen(function*() {
       const world = MemoryWorld.make()
-      const month = yield* heldAcross(world, 30 * DAY).pipe(Effect.provide(storageLayer(MemoryWorld.layer(world), { agentDir: AGENT_DIR })))
+      const month = yield* heldAcross(world, 30 * DAY).pipe(Effect.provide(Storage.layer(MemoryWorld.layer(world), { agentDir: AGENT_DIR })))
       // A stepping heartbeat would have rewritten the lease 8640 times during the adjust.
       assert.isAtMost(month.beats, 1)
       assert.deepStrictEqual([month.active, month.removed], [[month.runId], []])
       // The journal sees beats when they step: TestClock-driven beats over one hour are 12.
       const other = MemoryWorld.make()
       const stepping = yield* heldAcross(other, 60 * 60 * 1000).pipe(
-        Effect.provide(storageLayer(MemoryWorld.layer(other), { agentDir: AGENT_DIR }).pipe(Layer.provide(HeartbeatClock.layerCurrentClock)))
+        Effect.provide(Storage.layer(MemoryWorld.layer(other), { agentDir: AGENT_DIR }).pipe(Layer.provide(HeartbeatClock.layerCurrentClock)))
       )
       assert.strictEqual(stepping.beats, 12)
     }))
@@ -55,7 +55,7 @@ describe("MemoryWorld.layer + storageLayer (public test entry)", () => {
           report.removed.map((r) => r.runId).sort(),
           runs.filter((r) => now - r.releasedAt > maxAgeMs).map((r) => r.id).sort()
         )
-      }).pipe(Effect.provide(storageLayer(MemoryWorld.layer(MemoryWorld.make()), { agentDir: AGENT_DIR }))),
+      }).pipe(Effect.provide(Storage.layer(MemoryWorld.layer(MemoryWorld.make()), { agentDir: AGENT_DIR }))),
     { fastCheck: { numRuns: 15 } }
   )
 

@@ -101,7 +101,7 @@ describe("the Node FileSystem layer reads its settings when it is built", () => 
       fs.mkdirSync(`${dir}/t/a`, { recursive: true })
       fs.writeFileSync(`${dir}/t/a/f`, "xyz")
       for (const walker of ["portable", "auto"] as const) {
-        const service = yield* Effect.provide(FileSystem, NodeFileSystem.layer.pipe(Layer.provide(StorageConfig.layer({ walker }))))
+        const service = yield* Effect.provide(FileSystem, NodeFileSystem.layer.pipe(Layer.provide(StorageConfig.layerWith({ walker }))))
         const measure = yield* service.measureTree(`${dir}/t`, { maxEntries: 100, maxDepth: 8 })
         assert.deepStrictEqual([measure.fileBytes, measure.entries, measure.complete], [3, 2, true])
       }

@@ -210,8 +210,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 
 const base = Layer.mergeAll(NodeFileSystem.layer, NodeHost.layer, NodeProcessRunner.layer)
-const agentDir = AgentDir.layer(${JSON.stringify(agentDir)}).pipe(Layer.provide(base))
-const live = Layer.mergeAll(WorkRuns.layer(), ConfigHistory.layer()).pipe(Layer.provideMerge(Layer.merge(base, agentDir)))
+const agentDir = AgentDir.layerWith(${JSON.stringify(agentDir)}).pipe(Layer.provide(base))
+const live = Layer.mergeAll(WorkRuns.layer, ConfigHistory.layer).pipe(Layer.provideMerge(Layer.merge(base, agentDir)))
 
 const main = Effect.scoped(Effect.gen(function*() {
   const workRuns = yield* WorkRuns
@@ -245,8 +245,8 @@ import { Effect, Layer } from "effect"
 import { AgentDir, ConfigHistory, NodeFileSystem, NodeHost, NodeProcessRunner, WorkRuns, type WorkRun, type SnapshotResult } from "pi-agent-storage"
 
 const base = Layer.mergeAll(NodeFileSystem.layer, NodeHost.layer, NodeProcessRunner.layer)
-const agentDir = AgentDir.layer("/tmp/nowhere").pipe(Layer.provide(base))
-const live = Layer.mergeAll(WorkRuns.layer(), ConfigHistory.layer()).pipe(Layer.provideMerge(Layer.merge(base, agentDir)))
+const agentDir = AgentDir.layerWith("/tmp/nowhere").pipe(Layer.provide(base))
+const live = Layer.mergeAll(WorkRuns.layer, ConfigHistory.layer).pipe(Layer.provideMerge(Layer.merge(base, agentDir)))
 
 const main: Effect.Effect<{ run: WorkRun; snap: SnapshotResult }, unknown, never> = Effect.provide(
   Effect.scoped(Effect.gen(function*() {

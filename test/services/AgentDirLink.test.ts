@@ -10,7 +10,7 @@ import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { NodeWorld } from "../../src/layers/Storage.js"
+import * as NodeWorld from "../../src/layers/NodeWorld.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
 import { Inventory } from "../../src/services/Inventory.js"
 import { WorkRuns } from "../../src/services/WorkRuns.js"
@@ -34,7 +34,7 @@ const linkedAgentDir = Effect.gen(function*() {
   Fs.symlinkSync(target, link)
   // The run is created through the link, as Pi would.
   const workRuns = yield* Effect.map(
-    Layer.build(WorkRuns.layer({ opportunisticRetention: false }).pipe(Layer.provide(AgentDir.layer(link)), Layer.provide(NodeWorld))),
+    Layer.build(WorkRuns.layerWith({ opportunisticRetention: false }).pipe(Layer.provide(AgentDir.layerWith(link)), Layer.provide(NodeWorld.layer))),
     (ctx) => Context.get(ctx, WorkRuns)
   )
   yield* Effect.scoped(Effect.flatMap(workRuns.acquire({ category: "tools", tenant: "bash", runId: "r1", retention: false }), (run) => run.release()))
@@ -45,7 +45,7 @@ describe("a symlinked agent dir is resolved once, in AgentDir", () => {
   it.scoped("AgentDir records the given path and the link's target", () =>
     Effect.gen(function*() {
       const { link, target } = yield* linkedAgentDir
-      const dir = yield* Effect.provide(AgentDir, AgentDir.layer(link).pipe(Layer.provide(NodeWorld)))
+      const dir = yield* Effect.provide(AgentDir, AgentDir.layerWith(link).pipe(Layer.provide(NodeWorld.layer)))
       assert.strictEqual(dir.given, link)
       assert.strictEqual(dir.path, target)
       assert.strictEqual(dir.paths.workRoot, Path.join(target, "work"))
@@ -57,7 +57,7 @@ describe("a symlinked agent dir is resolved once, in AgentDir", () => {
     Effect.gen(function*() {
       const { link, target } = yield* linkedAgentDir
       const inventory = yield* Effect.map(
-        Layer.build(Inventory.layer.pipe(Layer.provide(AgentDir.layer(link)), Layer.provide(NodeWorld))),
+        Layer.build(Inventory.layer.pipe(Layer.provide(AgentDir.layerWith(link)), Layer.provide(NodeWorld.layer))),
         (ctx) => Context.get(ctx, Inventory)
       )
       const summary = yield* inventory.summary()

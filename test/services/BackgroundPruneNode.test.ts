@@ -11,7 +11,7 @@ import * as NodePath from "node:path"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Scope } from "effect"
-import { NodeStorageLive } from "../../src/layers/Storage.js"
+import * as NodeStorage from "../../src/layers/NodeStorage.js"
 import { WorkRuns } from "../../src/services/WorkRuns.js"
 import { scratchDirs } from "../support/scratchDirs.js"
 
@@ -50,7 +50,7 @@ const plantReleasedRuns = (count: number) => {
   return { agentDir, tenantDir, runIds }
 }
 
-const services = (agentDir: string) => NodeStorageLive({ agentDir, migrate: false })
+const services = (agentDir: string) => NodeStorage.layerWith({ agentDir, migrate: false })
 
 /** What a tenant holds besides its runs, and whether every run left is whole. */
 const tenantState = (tenantDir: string) => {

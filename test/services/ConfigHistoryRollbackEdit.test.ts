@@ -48,7 +48,7 @@ describe("ConfigHistory rollback beside a person saving a live file", () => {
       const world = Layer.mergeAll(racing, NodeHost.layer, NodeProcessRunner.layer)
       const history = yield* Effect.provide(
         ConfigHistory,
-        ConfigHistory.layer().pipe(Layer.provide(Layer.merge(world, AgentDir.layer(agent).pipe(Layer.provide(world)))))
+        ConfigHistory.layer.pipe(Layer.provide(Layer.merge(world, AgentDir.layerWith(agent).pipe(Layer.provide(world)))))
       )
 
       fs.writeFileSync(settings, json({ theme: "dark" }))

@@ -67,7 +67,7 @@ describe("a rollback never loses a live file history does not hold", () => {
       const world = Layer.mergeAll(racing, NodeHost.layer, NodeProcessRunner.layer)
       const history = yield* Effect.provide(
         ConfigHistory,
-        ConfigHistory.layer().pipe(Layer.provide(Layer.merge(world, AgentDir.layer(agent).pipe(Layer.provide(world)))))
+        ConfigHistory.layer.pipe(Layer.provide(Layer.merge(world, AgentDir.layerWith(agent).pipe(Layer.provide(world)))))
       )
       const settings = NodePath.join(agent, "settings.json")
       fs.writeFileSync(settings, json({ theme: "dark" }))

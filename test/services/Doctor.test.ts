@@ -187,7 +187,7 @@ describe("doctor (DR1, DR2) on the Memory layer", () => {
       const world = MemoryWorld.make()
       yield* world.writeFixture(`${AGENT}/tmp/x`, "x")
       const proc = spawn(world).layer
-      const service = yield* Doctor.pipe(Effect.provide(Doctor.layer), Effect.provide(AgentDir.layer(AGENT)), Effect.provide(proc))
+      const service = yield* Doctor.pipe(Effect.provide(Doctor.layer), Effect.provide(AgentDir.layerWith(AGENT)), Effect.provide(proc))
       const report = yield* service.doctor()
       assert.deepStrictEqual(report.findings.map((f) => f.code), ["legacy-entry"])
     }))

@@ -144,7 +144,7 @@ describe("each service's lock wait keeps its bound (TestClock)", () => {
       const root = "/home/user/.pi/backups/agent"
       yield* world.mkdirFixture(root, { mode: 0o700 })
       const held = yield* liveHolder(world, `${root}/.lock`, "state-backup")
-      const layer = StateBackups.layer({ root, lockWaitMs: 2_000 }).pipe(Layer.provideMerge(AgentDir.layer(AGENT_DIR)), Layer.provideMerge(spawn(world).layer))
+      const layer = StateBackups.layerWith({ root, lockWaitMs: 2_000 }).pipe(Layer.provideMerge(AgentDir.layerWith(AGENT_DIR)), Layer.provideMerge(spawn(world).layer))
       const creating = yield* Effect.fork(Effect.provide(Effect.flatMap(StateBackups, (b) => b.create()), layer))
       yield* TestClock.adjust(Duration.millis(1_999))
       assert.isTrue(yield* stillWaiting(creating))

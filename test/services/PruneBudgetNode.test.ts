@@ -10,7 +10,7 @@ import * as fs from "node:fs"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { NodeStorageLive } from "../../src/layers/Storage.js"
+import * as NodeStorage from "../../src/layers/NodeStorage.js"
 import { WorkRuns } from "../../src/services/WorkRuns.js"
 import { scratchDirs } from "../support/scratchDirs.js"
 
@@ -21,7 +21,7 @@ const MAX_ENTRIES = 50
 const BIG_FILES = 300
 const SMALL = ["a-small-1", "a-small-2", "a-small-3", "a-small-4"]
 
-const services = (agentDir: string) => NodeStorageLive({ agentDir, migrate: false, workRuns: { opportunisticRetention: false } })
+const services = (agentDir: string) => NodeStorage.layerWith({ agentDir, migrate: false, workRuns: { opportunisticRetention: false } })
 
 /** The small runs, released, each with one file; created first, so they are the older ones. */
 const makeSmallRuns = Effect.gen(function*() {

@@ -9,7 +9,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
 import { Effect } from "effect"
-import { NodeStorageLive } from "../../src/layers/Storage.js"
+import * as NodeStorage from "../../src/layers/NodeStorage.js"
 import { type ReleaseOutcome, WorkRuns, type WorkRun } from "../../src/services/WorkRuns.js"
 
 let agentDir: string
@@ -32,7 +32,7 @@ const acquireAttackRelease = (attack: (run: WorkRun) => void, del: boolean) =>
       attack(run)
       const outcome: ReleaseOutcome = yield* run.release(del ? { delete: true } : undefined)
       return outcome
-    })).pipe(Effect.provide(NodeStorageLive({ agentDir, migrate: false, workRuns: { opportunisticRetention: false } })))
+    })).pipe(Effect.provide(NodeStorage.layerWith({ agentDir, migrate: false, workRuns: { opportunisticRetention: false } })))
   )
 
 const snapshot = (dir: string): Record<string, string> => {

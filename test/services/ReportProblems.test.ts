@@ -72,7 +72,7 @@ describe("Inventory errors are tagged with the port reason", () => {
 // ---------------------------------------------------------------------------------------------------------
 
 const backupsLayer = (world: MemoryWorld) =>
-  StateBackups.layer({ root: ROOT }).pipe(Layer.provideMerge(AgentDir.layer(AGENT_DIR)), Layer.provideMerge(processLayer(world)))
+  StateBackups.layerWith({ root: ROOT }).pipe(Layer.provideMerge(AgentDir.layerWith(AGENT_DIR)), Layer.provideMerge(processLayer(world)))
 
 const withBackups = <A, E>(world: MemoryWorld, use: (b: StateBackups["Type"], fs: FileSystem["Type"]) => Effect.Effect<A, E>) =>
   Effect.scoped(Effect.provide(Effect.flatMap(Effect.all([StateBackups, FileSystem]), ([b, fs]) => use(b, fs)), backupsLayer(world)))

@@ -11,7 +11,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
 import { Effect, Scope } from "effect"
-import { NodeStorageLive } from "../../src/layers/Storage.js"
+import * as NodeStorage from "../../src/layers/NodeStorage.js"
 import { doctorAt } from "../support/doctor.js"
 import { WorkRuns } from "../../src/services/WorkRuns.js"
 import { DEFAULT_STALE_UNREADABLE_MS, REMOTE_MARGIN_MS } from "../../src/domain/Liveness.js"
@@ -46,13 +46,13 @@ afterEach(() => fs.rmSync(agentDir, { recursive: true, force: true }))
 const withWorkRuns = <A, E>(f: (w: WorkRuns["Type"]) => Effect.Effect<A, E, Scope.Scope>) =>
   Effect.runPromise(
     Effect.scoped(Effect.flatMap(WorkRuns, f)).pipe(
-      Effect.provide(NodeStorageLive({ agentDir, migrate: false, config: { busyAttempts: 2, busyDelayMs: 1 }, workRuns: { opportunisticRetention: false } }))
+      Effect.provide(NodeStorage.layerWith({ agentDir, migrate: false, config: { busyAttempts: 2, busyDelayMs: 1 }, workRuns: { opportunisticRetention: false } }))
     )
   )
 const prune = (policy?: { maxInactiveRuns?: number; maxAgeMs?: number }) =>
   withWorkRuns((w) => w.prune({ category: "tools", tenant: "bash", ...(policy ? { policy } : {}) }))
 const findings = async (code: string) =>
-  (await Effect.runPromise(doctorAt(agentDir).pipe(Effect.provide(NodeStorageLive({ agentDir, migrate: false }))))).findings
+  (await Effect.runPromise(doctorAt(agentDir).pipe(Effect.provide(NodeStorage.layerWith({ agentDir, migrate: false }))))).findings
     .filter((f) => f.code === code)
 /** A released named run "shared", to prune or join. */
 const makeShared = () =>

@@ -15,7 +15,7 @@ import { AGENT, asProcess, files, HOST, links, spawn } from "./migrationSupport.
 const ROOT = "/home/user/.pi/backups/agent"
 
 const layerOf = (processLayer: ReturnType<typeof spawn>["layer"]) =>
-  StateBackups.layer({ root: ROOT }).pipe(Layer.provideMerge(AgentDir.layer(AGENT)), Layer.provideMerge(processLayer))
+  StateBackups.layerWith({ root: ROOT }).pipe(Layer.provideMerge(AgentDir.layerWith(AGENT)), Layer.provideMerge(processLayer))
 
 /** Run an operation as a fresh process of the world. */
 const as = <A, E>(world: MemoryWorld, use: (b: StateBackups["Type"]) => Effect.Effect<A, E>) =>

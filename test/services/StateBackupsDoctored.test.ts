@@ -13,7 +13,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { encodeSnapshotManifest, type ManifestEntry, type SnapshotManifest } from "../../src/domain/StateSnapshot.js"
 import * as NodeHost from "../../src/layers/NodeHost.js"
-import { NodeWorld } from "../../src/layers/Storage.js"
+import * as NodeWorld from "../../src/layers/NodeWorld.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { Host } from "../../src/services/Host.js"
@@ -50,8 +50,8 @@ const withBackups = <A, E>(
   agent: string,
   options: StateBackupsOptions,
   use: (b: StateBackups["Type"]) => Effect.Effect<A, E>,
-  world: Layer.Layer<FileSystem | Host> = NodeWorld
-) => Effect.provide(Effect.flatMap(StateBackups, use), StateBackups.layer(options).pipe(Layer.provideMerge(AgentDir.layer(agent)), Layer.provideMerge(world)))
+  world: Layer.Layer<FileSystem | Host> = NodeWorld.layer
+) => Effect.provide(Effect.flatMap(StateBackups, use), StateBackups.layerWith(options).pipe(Layer.provideMerge(AgentDir.layerWith(agent)), Layer.provideMerge(world)))
 
 /** Everything under `dir` but the backup root: type, mode, mtime, bytes or link target of each entry. */
 const dump = (dir: string): Record<string, string> => {
@@ -226,7 +226,7 @@ describe("restore and verify refuse a doctored snapshot (Node layer)", () => {
       const home = t.at("home")
       const atHome = Layer.merge(
         Layer.effect(Host, Effect.map(Effect.provide(Host, NodeHost.layer), (h) => ({ ...h, homeDir: home, env: (n: string) => (n === "PI_WEB_DATA_DIR" ? undefined : h.env(n)) }))),
-        Layer.effect(FileSystem, Effect.provide(FileSystem, NodeWorld))
+        Layer.effect(FileSystem, Effect.provide(FileSystem, NodeWorld.layer))
       )
       const restored = yield* withBackups(t.agent, { root: t.options.root }, (b) => b.restore(id), atHome)
       const defaultRoot = NodePath.join(home, ".pi", "web", "data")
@@ -247,7 +247,7 @@ describe("restore and verify refuse a doctored snapshot (Node layer)", () => {
       // Someone rewrites the snapshot's copy after the restore checked it, just before it is copied.
       const racing = Layer.merge(
         NodeHost.layer,
-        Layer.effect(FileSystem, Effect.map(Effect.provide(FileSystem, NodeWorld), (real) => ({
+        Layer.effect(FileSystem, Effect.map(Effect.provide(FileSystem, NodeWorld.layer), (real) => ({
           ...real,
           copyFileHashed: (from: string, to: string, o?: { readonly sync?: boolean }) =>
             Effect.zipRight(Effect.sync(() => from.endsWith("/a.txt") && nfs.writeFileSync(from, "swapped")), real.copyFileHashed(from, to, o))

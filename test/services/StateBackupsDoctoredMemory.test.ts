@@ -21,7 +21,7 @@ const WEB = "/home/user/.pi/web/data"
 const as = <A, E>(world: MemoryWorld, use: (b: StateBackups["Type"]) => Effect.Effect<A, E>) =>
   Effect.provide(
     Effect.flatMap(StateBackups, use),
-    StateBackups.layer({ root: ROOT, webDataRoot: WEB }).pipe(Layer.provideMerge(AgentDir.layer(AGENT)), Layer.provideMerge(spawn(world).layer))
+    StateBackups.layerWith({ root: ROOT, webDataRoot: WEB }).pipe(Layer.provideMerge(AgentDir.layerWith(AGENT)), Layer.provideMerge(spawn(world).layer))
   )
 
 const LIVE: Record<string, string> = {

@@ -19,7 +19,7 @@ const ROOT = "/home/user/.pi/backups/agent"
 const as = <A, E>(world: MemoryWorld, use: (b: StateBackups["Type"]) => Effect.Effect<A, E>) =>
   Effect.provide(
     Effect.flatMap(StateBackups, use),
-    StateBackups.layer({ root: ROOT }).pipe(Layer.provideMerge(AgentDir.layer(AGENT)), Layer.provideMerge(spawn(world).layer))
+    StateBackups.layerWith({ root: ROOT }).pipe(Layer.provideMerge(AgentDir.layerWith(AGENT)), Layer.provideMerge(spawn(world).layer))
   )
 
 /** A POSIX name: any bytes but `/` and NUL, never `.` or `..`; as the library carries it. */

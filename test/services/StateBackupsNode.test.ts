@@ -13,7 +13,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { FileSystemError } from "../../src/domain/Errors.js"
 import * as NodeHost from "../../src/layers/NodeHost.js"
-import { NodeWorld } from "../../src/layers/Storage.js"
+import * as NodeWorld from "../../src/layers/NodeWorld.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { StateBackups, type StateBackupsOptions } from "../../src/services/StateBackups.js"
@@ -38,8 +38,8 @@ const setup = (files: Record<string, string> = {}) => {
   return { base, agent, web, root, at: (rel: string) => NodePath.join(base, rel) }
 }
 
-const backupsLayer = (agent: string, options: StateBackupsOptions, world: Layer.Layer<FileSystem | import("../../src/services/Host.js").Host> = NodeWorld) =>
-  StateBackups.layer(options).pipe(Layer.provideMerge(AgentDir.layer(agent)), Layer.provideMerge(world))
+const backupsLayer = (agent: string, options: StateBackupsOptions, world: Layer.Layer<FileSystem | import("../../src/services/Host.js").Host> = NodeWorld.layer) =>
+  StateBackups.layerWith(options).pipe(Layer.provideMerge(AgentDir.layerWith(agent)), Layer.provideMerge(world))
 
 const withBackups = <A, E>(
   agent: string,
@@ -52,7 +52,7 @@ const withBackups = <A, E>(
 const patchedWorld = (patch: (real: FileSystem["Type"]) => Partial<FileSystem["Type"]>) =>
   Layer.merge(
     NodeHost.layer,
-    Layer.effect(FileSystem, Effect.map(Effect.provide(FileSystem, NodeWorld), (real) => ({ ...real, ...patch(real) })))
+    Layer.effect(FileSystem, Effect.map(Effect.provide(FileSystem, NodeWorld.layer), (real) => ({ ...real, ...patch(real) })))
   )
 
 const ino = (path: string) => nfs.lstatSync(path).ino

@@ -11,7 +11,7 @@ import * as NodePath from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { NodeWorld } from "../../src/layers/Storage.js"
+import * as NodeWorld from "../../src/layers/NodeWorld.js"
 import { openAgentStorage } from "../../src/promise.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
 import { StateBackups, type StateBackupsOptions } from "../../src/services/StateBackups.js"
@@ -22,7 +22,7 @@ const scratch = scratchDirs()
 const CLI = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta.url))
 
 const withBackups = <A, E>(agent: string, options: StateBackupsOptions, use: (b: StateBackups["Type"]) => Effect.Effect<A, E>) =>
-  Effect.provide(Effect.flatMap(StateBackups, use), StateBackups.layer(options).pipe(Layer.provideMerge(AgentDir.layer(agent)), Layer.provideMerge(NodeWorld)))
+  Effect.provide(Effect.flatMap(StateBackups, use), StateBackups.layerWith(options).pipe(Layer.provideMerge(AgentDir.layerWith(agent)), Layer.provideMerge(NodeWorld.layer)))
 
 const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
   const base = { ...process.env }

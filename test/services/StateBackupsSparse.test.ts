@@ -70,7 +70,7 @@ const assertEnds = (path: string, size: number) => {
 const withBackups = <A, E>(walker: Walker, agent: string, root: string, use: (b: StateBackups["Type"]) => Effect.Effect<A, E>) =>
   Effect.provide(
     Effect.flatMap(StateBackups, use),
-    StateBackups.layer({ root }).pipe(Layer.provideMerge(AgentDir.layer(agent)), Layer.provideMerge(Layer.merge(nodeFileSystemWith(walker), NodeHost.layer)))
+    StateBackups.layerWith({ root }).pipe(Layer.provideMerge(AgentDir.layerWith(agent)), Layer.provideMerge(Layer.merge(nodeFileSystemWith(walker), NodeHost.layer)))
   )
 
 describe("state snapshots keep holes (Node layer)", () => {

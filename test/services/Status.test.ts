@@ -17,7 +17,7 @@ const DEFAULT_WEB = "/home/user/.pi/web/data"
 
 const services = (world: MemoryWorld) => {
   const ports = spawn(world).layer
-  const agentDir = AgentDir.layer(AGENT).pipe(Layer.provide(ports))
+  const agentDir = AgentDir.layerWith(AGENT).pipe(Layer.provide(ports))
   const base = Layer.merge(ports, agentDir)
   return Status.layer.pipe(Layer.provideMerge(Layer.mergeAll(Inventory.layer, Doctor.layer).pipe(Layer.provideMerge(base))))
 }

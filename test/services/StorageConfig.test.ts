@@ -12,7 +12,8 @@ import { ConfigProvider, Effect, Exit, Layer, LogLevel, Logger, TestClock } from
 import { DEFAULT_REMOTE_LEASE_TTL_MS, DEFAULT_RETENTION } from "../../src/domain/Retention.js"
 import { MemoryWorld } from "../../src/layers/MemoryTesting.js"
 import { MemoryWorld as World } from "../../src/layers/MemoryWorld.js"
-import { type StorageOptions, storageLayer } from "../../src/layers/Storage.js"
+import * as Storage from "../../src/layers/Storage.js"
+import type { StorageOptions } from "../../src/layers/Storage.js"
 import { Doctor } from "../../src/services/Doctor.js"
 import { Inventory } from "../../src/services/Inventory.js"
 import { Migration } from "../../src/services/Migration.js"
@@ -50,12 +51,12 @@ const verdicts = (world: MemoryWorld, runId: string, options: StorageOptions) =>
       pruneActive: pruned.active.includes(runId)
     }
   }).pipe(
-    Effect.provide(Inventory.layer.pipe(Layer.provideMerge(storageLayer(MemoryWorld.layer(world, { hostname: "h1" }), { agentDir: AGENT_DIR, migrate: false, ...options }))))
+    Effect.provide(Inventory.layer.pipe(Layer.provideMerge(Storage.layer(MemoryWorld.layer(world, { hostname: "h1" }), { agentDir: AGENT_DIR, migrate: false, ...options }))))
   )
 
 describe("StorageConfig: one remote lease TTL for every reader", () => {
   const short: ReadonlyArray<[string, StorageOptions]> = [
-    ["storageLayer({ config })", { config: { remoteLeaseTtlMs: MINUTE } }]
+    ["Storage.layer({ config })", { config: { remoteLeaseTtlMs: MINUTE } }]
   ]
   for (const [how, options] of short) {
     it.scoped(`a lease older than a short TTL given by ${how}: prune removes it and every reader calls it dead`, () =>
@@ -88,7 +89,7 @@ describe("StorageConfig: one remote lease TTL for every reader", () => {
   it.scoped("a StorageConfig given around the stack reaches every reader too", () =>
     Effect.gen(function*() {
       const { world, run } = yield* remoteLeftovers
-      const seen = yield* verdicts(world, run.runId, {}).pipe(Effect.provide(StorageConfig.layer({ remoteLeaseTtlMs: MINUTE })))
+      const seen = yield* verdicts(world, run.runId, {}).pipe(Effect.provide(StorageConfig.layerWith({ remoteLeaseTtlMs: MINUTE })))
       assert.strictEqual(seen.inventory, "idle")
       assert.isTrue(seen.doctorDeadLease)
       assert.deepStrictEqual(seen.migrationMoved, ["trust.json"])
@@ -128,7 +129,7 @@ describe("StorageConfig defaults and the environment", () => {
       // Any other PI_STORAGE_NATIVE value leaves the choice to the installation, as before.
       assert.strictEqual((yield* fromEnv({ PI_STORAGE_NATIVE: "1" })).walker, "auto")
       // The environment is applied on top of what the context holds, and a layer given inside wins.
-      const layered = yield* fromEnv({ PI_STORAGE_REMOVER_THREADS: "2" }).pipe(Effect.provide(StorageConfig.layer({ busyAttempts: 3 })))
+      const layered = yield* fromEnv({ PI_STORAGE_REMOVER_THREADS: "2" }).pipe(Effect.provide(StorageConfig.layerWith({ busyAttempts: 3 })))
       assert.deepStrictEqual([layered.removerThreads, layered.busyAttempts], [2, 3])
     }))
 
@@ -147,18 +148,18 @@ describe("StorageConfig defaults and the environment", () => {
     Effect.gen(function*() {
       const bad = [{ remoteLeaseTtlMs: 0 }, { staleUnreadableMs: -1 }, { busyAttempts: 1.5 }, { removerThreads: 17 }, { walker: "fast" as never }]
       for (const input of bad) {
-        const exit = yield* Effect.exit(Effect.provide(StorageConfig, StorageConfig.layer(input)))
+        const exit = yield* Effect.exit(Effect.provide(StorageConfig, StorageConfig.layerWith(input)))
         assert.isTrue(Exit.isFailure(exit) && Exit.isInterrupted(exit) === false, JSON.stringify(input))
         const field = Object.keys(input)[0]!
         assert.match(String(Exit.isFailure(exit) ? exit.cause : ""), new RegExp(`invalid StorageConfig: ${field}`))
       }
-      const ceiling = yield* Effect.exit(Effect.provide(StorageConfig, StorageConfig.layer({ retentionCeiling: { maxBytes: Number.NaN } })))
+      const ceiling = yield* Effect.exit(Effect.provide(StorageConfig, StorageConfig.layerWith({ retentionCeiling: { maxBytes: Number.NaN } })))
       assert.match(String(Exit.isFailure(ceiling) ? ceiling.cause : ""), /InvalidPolicy|maxBytes/)
     }))
 
   it.effect("a partial ceiling fills the rest from WR9", () =>
     Effect.gen(function*() {
-      const settings = yield* Effect.provide(StorageConfig, StorageConfig.layer({ retentionCeiling: { maxInactiveRuns: 2 } }))
+      const settings = yield* Effect.provide(StorageConfig, StorageConfig.layerWith({ retentionCeiling: { maxInactiveRuns: 2 } }))
       assert.deepStrictEqual(settings.retentionCeiling, { ...DEFAULT_RETENTION, maxInactiveRuns: 2 })
     }))
 })

@@ -14,7 +14,8 @@ import { nodeFileSystemWith, type Walker } from "../../src/layers/NodeFileSystem
 import * as NodeFileSystem from "../../src/layers/NodeFileSystem.js"
 import { availableWalkerKind } from "../../src/layers/node/walkers.js"
 import * as NodeHost from "../../src/layers/NodeHost.js"
-import { storageLayer } from "../../src/layers/Storage.js"
+import * as NodeProcessRunner from "../../src/layers/NodeProcessRunner.js"
+import * as Storage from "../../src/layers/Storage.js"
 import { TRASH_TIME_BUDGET_MS } from "../../src/services/internal/prune.js"
 import { openTiers } from "../support/tiers.js"
 import { WorkRuns } from "../../src/services/WorkRuns.js"
@@ -49,9 +50,9 @@ describe("deep trees left in .trash (Node layer)", () => {
             nfs.writeFileSync(NodePath.join(quarantined, rel), "x")
           }
           for (const d of [NodePath.join(agentDir, "work"), NodePath.join(agentDir, "work", "tools"), tenantDir]) nfs.chmodSync(d, 0o700)
-          const world = Layer.merge(nodeFileSystemWith(walker), NodeHost.layer)
+          const world = Layer.mergeAll(nodeFileSystemWith(walker), NodeHost.layer, NodeProcessRunner.layer)
           const report = yield* Effect.flatMap(WorkRuns, (w) => w.prune({ category: "tools", tenant: "bash" })).pipe(
-            Effect.provide(storageLayer(world, { agentDir, migrate: false, workRuns: { opportunisticRetention: false } }))
+            Effect.provide(Storage.layer(world, { agentDir, migrate: false, workRuns: { opportunisticRetention: false } }))
           )
           assert.deepStrictEqual(report.errors, [])
           assert.deepStrictEqual(nfs.readdirSync(NodePath.join(tenantDir, ".trash")), [])
@@ -68,16 +69,17 @@ import * as Effect from ${effectModule("Effect")}
 import * as Layer from ${effectModule("Layer")}
 import { nodeFileSystemWith } from ${distModule("layers/NodeFileSystem.js")}
 import * as NodeHost from ${distModule("layers/NodeHost.js")}
-import { storageLayer } from ${distModule("layers/Storage.js")}
+import * as NodeProcessRunner from ${distModule("layers/NodeProcessRunner.js")}
+import * as Storage from ${distModule("layers/Storage.js")}
 import { WorkRuns } from ${distModule("services/WorkRuns.js")}
 const [agentDir, walker, depth] = [process.argv[2], process.argv[3], Number(process.argv[4])]
 limitDescriptors()
 const tenantDir = agentDir + "/work/tools/bash"
 buildChain(tenantDir + "/.trash/old-run.0badc0de", depth)
 for (const d of [agentDir + "/work", agentDir + "/work/tools", tenantDir]) fs.chmodSync(d, 0o700)
-const world = Layer.merge(nodeFileSystemWith(walker), NodeHost.layer)
+const world = Layer.mergeAll(nodeFileSystemWith(walker), NodeHost.layer, NodeProcessRunner.layer)
 const prune = Effect.flatMap(WorkRuns, (w) => w.prune({ category: "tools", tenant: "bash" })).pipe(
-  Effect.provide(storageLayer(world, { agentDir, migrate: false, workRuns: { opportunisticRetention: false } }))
+  Effect.provide(Storage.layer(world, { agentDir, migrate: false, workRuns: { opportunisticRetention: false } }))
 )
 // One prune finishes it unless the disk is slow (its time budget for .trash: the next one goes on).
 const errors = []

@@ -406,7 +406,7 @@ describe("UserProfile: readers beside a writer", () => {
               yield* Fiber.await(writer).pipe(Effect.timeout("300 millis"), Effect.ignore)
             }))
       }
-      const layer = Layer.provideMerge(AgentDir.layer(AGENT), Layer.merge(Layer.succeed(FileSystem, fs), Layer.succeed(Host, host)))
+      const layer = Layer.provideMerge(AgentDir.layerWith(AGENT), Layer.merge(Layer.succeed(FileSystem, fs), Layer.succeed(Host, host)))
       const seen = texts(yield* Effect.provide(Effect.flatMap(UserProfile.make({ lockPollMs: 1 }), (p) => p.read), layer)).sort()
       assert.deepStrictEqual(seen, before)
       yield* Fiber.join(writer!)

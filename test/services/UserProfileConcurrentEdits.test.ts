@@ -28,7 +28,7 @@ describe("user profile: a person saving USER.md while the library edits it (real
     const agentDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-profile-person-"))
     temps.push(agentDir)
     const rounds = 100
-    const layer = Layer.provideMerge(AgentDir.layer(agentDir), Layer.merge(NodeFileSystem.layer, NodeHost.layer))
+    const layer = Layer.provideMerge(AgentDir.layerWith(agentDir), Layer.merge(NodeFileSystem.layer, NodeHost.layer))
     let done = false
     const person = runNode(EDITOR, [Path.join(agentDir, "USER.md"), String(rounds)]).finally(() => (done = true))
     const library = Effect.gen(function*() {

@@ -12,7 +12,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { nodeFileSystemWith, type Walker } from "../../src/layers/NodeFileSystem.js"
 import * as NodeHost from "../../src/layers/NodeHost.js"
-import { storageLayer } from "../../src/layers/Storage.js"
+import * as NodeProcessRunner from "../../src/layers/NodeProcessRunner.js"
+import * as Storage from "../../src/layers/Storage.js"
 import { WorkRuns } from "../../src/services/WorkRuns.js"
 import { bindMountNow, bindMountSupport, mountsUnder, unmountAllUnderOnClose } from "../support/bindMount.js"
 
@@ -49,7 +50,7 @@ const scratch = Effect.gen(function*() {
 })
 
 const servicesWith = (walker: Walker, agent: string) =>
-  storageLayer(Layer.merge(nodeFileSystemWith(walker), NodeHost.layer), { agentDir: agent, migrate: false })
+  Storage.layer(Layer.mergeAll(nodeFileSystemWith(walker), NodeHost.layer, NodeProcessRunner.layer), { agentDir: agent, migrate: false })
 
 const TOOL = { category: "tools", tenant: "bash" } as const
 

@@ -9,7 +9,7 @@ import * as fs from "node:fs"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { NodeStorageLive } from "../../src/layers/Storage.js"
+import * as NodeStorage from "../../src/layers/NodeStorage.js"
 import { WorkRuns } from "../../src/services/WorkRuns.js"
 import { scratchDirs } from "../support/scratchDirs.js"
 
@@ -25,7 +25,7 @@ for (const walker of ["native", "portable"] as const) {
     it.scoped("is measured and pruned whole: nothing left in the tenant or its .trash", () =>
       Effect.gen(function*() {
         const agentDir = scratch("pi-names-prune-")
-        const services = NodeStorageLive({ agentDir, migrate: false, config: { walker }, workRuns: { opportunisticRetention: false } })
+        const services = NodeStorage.layerWith({ agentDir, migrate: false, config: { walker }, workRuns: { opportunisticRetention: false } })
         const { report, tenant } = yield* Effect.gen(function*() {
           const workRuns = yield* WorkRuns
           const path = yield* Effect.scoped(Effect.gen(function*() {

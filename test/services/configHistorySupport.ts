@@ -27,7 +27,7 @@ const hostWithPath = (pathVar: string) =>
 
 export const historyLayer = (agentDir: string, options: ConfigHistoryOptions = {}, pathVar?: string) => {
   const world = Layer.mergeAll(NodeFileSystem.layer, pathVar === undefined ? NodeHost.layer : hostWithPath(pathVar), NodeProcessRunner.layer)
-  return ConfigHistory.layer(options).pipe(Layer.provide(Layer.merge(world, AgentDir.layer(agentDir).pipe(Layer.provide(world)))))
+  return ConfigHistory.layerWith(options).pipe(Layer.provide(Layer.merge(world, AgentDir.layerWith(agentDir).pipe(Layer.provide(world)))))
 }
 
 /** A fixture: agent dir, web data root, and the service. */

@@ -123,7 +123,7 @@ export const crashAtEveryStep = (scenario: CrashScenario, makeWorld: () => Memor
   })
 
 /** The Migration service over an agent dir (the AgentDir resolved from `agent`, the ports from the process). */
-export const migrationAt = (agent: string = AGENT) => Layer.provide(Migration.layer, AgentDir.layer(agent))
+export const migrationAt = (agent: string = AGENT) => Layer.provide(Migration.layer, AgentDir.layerWith(agent))
 
 /** `Migration.run` (MG1) as a program of whichever process provides the ports. */
 export const runLayout = (options?: LayoutOptions, agent: string = AGENT) =>

@@ -18,7 +18,7 @@ export const USER = `${AGENT}/USER.md`
 /** A new simulated process; `run` gives its UserProfile service to a program. */
 export const profileProcess = (world: MemoryWorld, options: UserProfileOptions = {}) => {
   const p = spawn(world)
-  const layer = Layer.provideMerge(AgentDir.layer(AGENT), p.layer)
+  const layer = Layer.provideMerge(AgentDir.layerWith(AGENT), p.layer)
   return {
     pid: p.pid,
     run: <A, E>(use: (profile: UserProfile["Type"]) => Effect.Effect<A, E>) =>

@@ -65,9 +65,9 @@ export const processLayer = (
   })
   const fs = options.wrapFs === undefined ? memoryFs : options.wrapFs(memoryFs)
   const base = Layer.merge(Layer.succeed(FileSystem, fs), Layer.succeed(Host, host))
-  const agentDir = AgentDir.layer(AGENT_DIR).pipe(Layer.provide(base))
-  const config = StorageConfig.layer({ busyDelayMs: 0, ...options.config })
-  const workRuns = WorkRuns.layer(options.workRuns).pipe(
+  const agentDir = AgentDir.layerWith(AGENT_DIR).pipe(Layer.provide(base))
+  const config = StorageConfig.layerWith({ busyDelayMs: 0, ...options.config })
+  const workRuns = WorkRuns.layerWith(options.workRuns).pipe(
     Layer.provide(Layer.mergeAll(base, agentDir, config, options.heartbeats === false ? silentHeartbeats : HeartbeatClock.layerCurrentClock))
   )
   const extensions = ExtensionStorage.layer.pipe(Layer.provide(Layer.mergeAll(agentDir, workRuns, TierStorage.layer.pipe(Layer.provide(base)))))

@@ -102,7 +102,7 @@ const withHistory = <A>(ctx: CliContext, options: ConfigHistoryOptions, use: (h:
         Promise.all([import("../../services/ConfigHistory.js"), import("../../layers/NodeProcessRunner.js")])
       )
       const agentDir = yield* s.AgentDir
-      const layer = ConfigHistory.layer(options).pipe(Layer.provide(Layer.merge(NodeProcessRunner.layer, Layer.succeed(s.AgentDir, agentDir))))
+      const layer = ConfigHistory.layerWith(options).pipe(Layer.provide(Layer.merge(NodeProcessRunner.layer, Layer.succeed(s.AgentDir, agentDir))))
       const history = yield* Effect.provide(ConfigHistory, layer)
       return yield* use(history).pipe(Effect.catchAll((e) => reportError(ctx, e)))
     }))
