@@ -32,6 +32,7 @@ import {
   type FileNode,
   isErrno,
   isSpecialName,
+  renameRefusal,
   joinPath,
   type Lookup,
   MemoryDriver,
@@ -101,16 +102,6 @@ const infoOf = (node: Node): FileInfo => ({
   mtimeMs: node.mtimeMs,
   blocks: blocksOf(node)
 })
-
-/** Whether `ancestor` is `dir` or one of its parents. */
-const contains = (ancestor: DirNode, dir: DirNode): boolean => {
-  let cur = dir
-  for (;;) {
-    if (cur === ancestor) return true
-    if (cur.parent === cur) return false
-    cur = cur.parent
-  }
-}
 
 /** Whether a walk from `root` must not enter `dir`: another device, or a mount point (OneFileSystem.ts). */
 const crossesFrom = (root: Node, dir: DirNode): boolean => dir.mountRoot || dir.dev !== root.dev
@@ -232,26 +223,12 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
     if (isErrno(a)) return a
     const b = lookup(to, false)
     if (isErrno(b)) return b
-    if (a.dir.dev !== b.dir.dev) return errno("EXDEV")
-    if (isSpecialName(a.name) || isSpecialName(b.name)) return errno("EBUSY")
-    const src = a.node
-    if (src === undefined) return errno("ENOENT")
+    const refusal = renameRefusal(a, b)
+    if (refusal === "same") return undefined
+    if (refusal !== undefined) return refusal
+    const src = a.node!
     const dst = b.node
-    if (src.kind !== "Directory" && b.trailingSlash) return errno("ENOTDIR")
-    if (src === dst) return undefined
-    if (src.kind === "Directory" && contains(src, b.dir)) return errno("EINVAL")
-    if (dst?.kind === "Directory" && contains(dst, a.dir)) return errno("ENOTEMPTY")
-    if (src.kind === "Directory" && src.mountRoot) return errno("EBUSY")
-    if (dst !== undefined) {
-      if (src.kind === "Directory") {
-        if (dst.kind !== "Directory") return errno("ENOTDIR")
-        if (dst.mountRoot) return errno("EBUSY")
-        if (dst.entries.size > 0) return errno("ENOTEMPTY")
-      } else if (dst.kind === "Directory") {
-        return errno("EISDIR")
-      }
-      detach(b.dir, b.name, dst, now)
-    }
+    if (dst !== undefined) detach(b.dir, b.name, dst, now)
     detach(a.dir, a.name, src, now)
     attach(b.dir, b.name, src)
     b.dir.mtimeMs = now

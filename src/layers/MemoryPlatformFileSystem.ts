@@ -62,6 +62,7 @@ import {
   type FileNode,
   isErrno,
   isSpecialName,
+  renameRefusal,
   joinPath,
   type Lookup,
   MemoryWorld,
@@ -260,40 +261,18 @@ export const make = (world: MemoryWorld, basePath: PlatformPath.Path, options?: 
     return at.node ?? fail("ENOENT")
   }
 
-  /** Whether `ancestor` is `dir` or one of its parents. */
-  const contains = (ancestor: DirNode, dir: DirNode): boolean => {
-    for (let cur = dir;; cur = cur.parent) {
-      if (cur === ancestor) return true
-      if (cur.parent === cur) return false
-    }
-  }
-
   /** rename(2), Linux rules (as the library's Memory port has them). */
   const renameEntry = (from: string, to: string, now: number): void | Failure => {
     const a = lookup(from, false)
     if (isErrno(a)) return a
     const b = lookup(to, false)
     if (isErrno(b)) return b
-    const src = a.node
-    if (src === undefined) return fail("ENOENT")
-    if (isSpecialName(a.name) || isSpecialName(b.name)) return fail("EBUSY")
-    if (a.dir.dev !== b.dir.dev) return fail("EXDEV")
+    const refusal = renameRefusal(a, b)
+    if (refusal === "same") return undefined
+    if (refusal !== undefined) return refusal
+    const src = a.node!
     const dst = b.node
-    if (src.kind !== "Directory" && b.trailingSlash) return fail("ENOTDIR")
-    if (src === dst) return undefined
-    if (src.kind === "Directory" && contains(src, b.dir)) return fail("EINVAL")
-    if (dst?.kind === "Directory" && contains(dst, a.dir)) return fail("ENOTEMPTY")
-    if (src.kind === "Directory" && src.mountRoot) return fail("EBUSY")
-    if (dst !== undefined) {
-      if (src.kind === "Directory") {
-        if (dst.kind !== "Directory") return fail("ENOTDIR")
-        if (dst.mountRoot) return fail("EBUSY")
-        if (dst.entries.size > 0) return fail("ENOTEMPTY")
-      } else if (dst.kind === "Directory") {
-        return fail("EISDIR")
-      }
-      unlink(b.dir, b.name, dst)
-    }
+    if (dst !== undefined) unlink(b.dir, b.name, dst)
     unlink(a.dir, a.name, src)
     attach(b.dir, b.name, src)
     touchDir(a.dir, now)

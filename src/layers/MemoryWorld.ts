@@ -119,6 +119,42 @@ export interface Lookup {
 }
 export const isSpecialName = (name: string): boolean => name === "" || name === "." || name === ".."
 
+/** Whether `ancestor` is `dir` or one of its parents. */
+export const containsDir = (ancestor: DirNode, dir: DirNode): boolean => {
+  for (let cur = dir;; cur = cur.parent) {
+    if (cur === ancestor) return true
+    if (cur.parent === cur) return false
+  }
+}
+
+/**
+ * rename(2)'s judgement before anything moves, in Linux's order (another mount first, then "." or "..", then a
+ * missing source), one rule for the library's Memory port and the simulated platform FileSystem: the errno it
+ * fails with; "same" when both names are one inode (nothing to do); else undefined (the caller replaces
+ * `b.node`, if any, by `a.node`).
+ */
+export const renameRefusal = (a: Lookup, b: Lookup): Errno | "same" | undefined => {
+  if (a.dir.dev !== b.dir.dev) return errno("EXDEV")
+  if (isSpecialName(a.name) || isSpecialName(b.name)) return errno("EBUSY")
+  const src = a.node
+  if (src === undefined) return errno("ENOENT")
+  const dst = b.node
+  if (src.kind !== "Directory" && b.trailingSlash) return errno("ENOTDIR")
+  if (src === dst) return "same"
+  if (src.kind === "Directory" && containsDir(src, b.dir)) return errno("EINVAL")
+  if (dst?.kind === "Directory" && containsDir(dst, a.dir)) return errno("ENOTEMPTY")
+  if (src.kind === "Directory" && src.mountRoot) return errno("EBUSY")
+  if (dst === undefined) return undefined
+  if (src.kind === "Directory") {
+    if (dst.kind !== "Directory") return errno("ENOTDIR")
+    if (dst.mountRoot) return errno("EBUSY")
+    if (dst.entries.size > 0) return errno("ENOTEMPTY")
+  } else if (dst.kind === "Directory") {
+    return errno("EISDIR")
+  }
+  return undefined
+}
+
 /** Who performs an operation. */
 export interface ProcessContext {
   readonly uid: number
