@@ -15,6 +15,9 @@ import { scratchDirs } from "../support/scratchDirs.js"
 
 const PORTS = new Set(["FileSystem", "Host", "ProcessRunner"])
 
+/** A `Context.Reference` has a default value and needs no layer (UsageRecorder: the stack's UsageHistory layer provides the recording one). */
+const isReference = (tag: object): boolean => typeof (tag as { readonly defaultValue?: unknown }).defaultValue === "function"
+
 type Service = { readonly name: string; readonly tag: Context.Tag<unknown, unknown> & Record<string, unknown> }
 
 /** The `Context.Tag` classes among a module's exports, and among the exports of the namespaces it re-exports. */
@@ -41,6 +44,7 @@ const conventionViolations = (services: ReadonlyArray<Service>): Array<string> =
       if ("layer" in tag) problems.push(`${name} is a port: its layers are the worlds (NodeWorld.layer, MemoryWorld.layer), not ${name}.layer`)
       return problems
     }
+    if (isReference(tag) && !("layer" in tag)) return problems
     if (!Layer.isLayer(tag["layer"])) problems.push(`${name}.layer is ${typeof tag["layer"]}, not a Layer value (options go to ${name}.layerWith)`)
     for (const key of Object.getOwnPropertyNames(tag).filter((k) => k.startsWith("layer") && k !== "layer")) {
       const value = tag[key]
@@ -84,7 +88,7 @@ describe("one layer convention", () => {
     Effect.gen(function*() {
       const stack = Root.Storage.layer(Root.MemoryWorld.layer(Root.MemoryWorld.make()), { agentDir: AGENT_DIR })
       const problems: Array<string> = []
-      for (const service of services.filter((s) => !PORTS.has(s.name))) {
+      for (const service of services.filter((s) => !PORTS.has(s.name) && !(isReference(s.tag) && !("layer" in s.tag)))) {
         const layer = (service.tag["layer"] as Layer.Layer<unknown, unknown, Root.StorageServices>).pipe(Layer.provide(stack))
         problems.push(...yield* everyServiceUsable([service]).pipe(Effect.provide(layer)))
       }
