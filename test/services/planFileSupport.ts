@@ -14,7 +14,7 @@ export const WEB = "/home/user/.pi/web/data"
 export const EXT = `${WEB}/${README_PLAN.extId}`
 
 export const readmePlan = (): MigrationPlan => {
-  const decoded = decodeMigrationPlanFile(new TextEncoder().encode(readmePlanText()), "README.md")
+  const decoded = decodeMigrationPlanFile(new TextEncoder().encode(readmePlanText()), "docs/migrations.md")
   if (Either.isLeft(decoded)) throw new Error(decoded.left.message)
   return decoded.right
 }
