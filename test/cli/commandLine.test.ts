@@ -1,6 +1,6 @@
 /**
  * The CLI's conventions through the built CLI (the shipped bundle; `npm test` builds first), as a person or a
- * script meets them (README "CLI quick tour"): a typo is never data, `--` ends the flags, errors and warnings
+ * script meets them (docs/cli.md "CLI quick tour"): a typo is never data, `--` ends the flags, errors and warnings
  * are JSON with `--json`, `TERM=dumb` gets no colour, a missing tenant is said so, `doctor --json` names what
  * it read, and every `--help` ends with the exit-code table. test/cli/argv.test.ts holds the same rule
  * in-process over every verb and flag of the tree.

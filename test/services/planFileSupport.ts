@@ -1,5 +1,5 @@
 /**
- * The README's migration plan (README "Migrations") and the tree it is written for: a web extension whose
+ * The documented migration plan (docs/migrations.md "Migrations") and the tree it is written for: a web extension whose
  * legacy `config/state/` sits beside `state/`, with a usage ledger written at both places.
  */
 import { assert } from "@effect/vitest"
