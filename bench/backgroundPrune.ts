@@ -1,7 +1,7 @@
 /**
  * Measurement 8: the event loop during a background prune. A harness process acquires a run of a tenant
  * holding thousands of released runs whose prune stamp is old, which starts the opportunistic background
- * prune (README "Retention"); the same process goes on acquiring and releasing runs of another tenant. We
+ * prune (docs/work-runs.md "Retention"); the same process goes on acquiring and releasing runs of another tenant. We
  * record the event loop's delay (`perf_hooks.monitorEventLoopDelay`, 1 ms resolution: its maximum is the
  * longest block), each acquire + release, and how long `close()` takes when called in the middle of it.
  *
@@ -208,7 +208,7 @@ const oneRep = async (o: BackgroundPruneOptions, agentDir: string, template: str
   }
   const left = tenantState(tenantDir)
   if (left.marker) throw new Error("close() left the prune marker behind")
-  // The next prunes finish the job: `.trash/` gets a time budget per prune (README "Retention"), so what the
+  // The next prunes finish the job: `.trash/` gets a time budget per prune (docs/work-runs.md "Retention"), so what the
   // interrupted one quarantined may take more than one.
   const next = await openAgentStorage({ agentDir, migrate: false })
   let nextPrunes = 0

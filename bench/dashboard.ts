@@ -1,5 +1,5 @@
 /**
- * The dashboard (README "Dashboard") on a large agent dir: `pi-storage ui` from the build, on `runs` released
+ * The dashboard (docs/dashboard.md "Dashboard") on a large agent dir: `pi-storage ui` from the build, on `runs` released
  * runs spread over `tenants` tenants, measured as a person meets it:
  * - time to first render: a new server each repetition, Debian's chromium (playwright-core, no download)
  *   opening the token URL until the page says its first view is drawn (`main[data-ready]`, not busy);

@@ -62,7 +62,7 @@ export const buildTenant = (tenantDir: string, tenant: string, shape: TreeShape,
       releasedAt: createdAt + r + 1000
     }
     fs.writeFileSync(path.join(runDir, ".pi-work-run.json"), JSON.stringify(manifest), { mode: 0o600 })
-    // Released then on the file system's clock too: ages are judged on it (README "Retention").
+    // Released then on the file system's clock too: ages are judged on it (docs/work-runs.md "Retention").
     const releasedAt = manifest.releasedAt / 1000
     fs.utimesSync(path.join(runDir, ".pi-work-run.json"), releasedAt, releasedAt)
     const leaves: Array<string> = []

@@ -186,7 +186,7 @@ const main = async () => {
     ...(staleArg ? { staleUnreadableMs: Number(staleArg) } : {}),
     ...(ttlArg ? { remoteLeaseTtlMs: Number(ttlArg) } : {})
   })
-  // Ready once the store is open: the facade loads its stack on the first open, not at import (README
+  // Ready once the store is open: the facade loads its stack on the first open, not at import (docs/install.md
   // "Installing"), and under tsx that compile must not eat the run's seconds.
   send({ t: "ready" })
   const timer = setInterval(flushCounts, 250)

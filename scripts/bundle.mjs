@@ -1,5 +1,5 @@
 /**
- * `npm run build`, after tsc: the self-contained esbuild bundles (README "Installing"). Node loading hundreds of
+ * `npm run build`, after tsc: the self-contained esbuild bundles (docs/install.md "Installing"). Node loading hundreds of
  * separate ESM files of `effect` cost a Promise caller 0.4–0.6 s at import and every CLI call 0.6–1 s;
  * one minified file each costs a fraction. Everything reachable from the two entry points is bundled
  * (effect, yaml, the CLI stack), so a new service or command needs no entry here; only Node's built-ins
@@ -18,7 +18,7 @@
  *                            not ES modules)
  *   dist/bundle/cli/ui.cjs   `pi-storage ui`'s server (src/cli/uiServer.ts, the dashboard library and its
  *                            @effect/platform HTTP API), required by the program only for that command,
- *                            so no other command reads it (README "Dashboard")
+ *                            so no other command reads it (docs/dashboard.md "Dashboard")
  *   dist/dashboard/assets/   the dashboard's page: app.js (web/, d3-hierarchy, uPlot) and app.css, for the
  *                            browser; shipped, served by the dashboard, never fetched from elsewhere
  *
@@ -59,7 +59,7 @@ const esm = {
 
 /**
  * ESM bundles split at each dynamic `import()`: what an entry imports lazily (the facade's store stack, the
- * CLI's command tree) is its own chunk, read only when that import runs (README "Installing").
+ * CLI's command tree) is its own chunk, read only when that import runs (docs/install.md "Installing").
  */
 const split = { splitting: true, chunkNames: "chunks/[name]-[hash]", outExtension: { ".js": ".mjs" } }
 
@@ -85,7 +85,7 @@ const builtinImportsAsRequire = {
 
 /**
  * In the CLI program, the `ui` command's server (src/cli/uiServer.ts) is not bundled: its import becomes a
- * `require` of `ui.cjs` beside the program, a bundle of its own (README "Dashboard": only `pi-storage ui` reads it).
+ * `require` of `ui.cjs` beside the program, a bundle of its own (docs/dashboard.md "Dashboard": only `pi-storage ui` reads it).
  */
 const uiServerAsOwnBundle = {
   name: "ui-server-as-own-bundle",

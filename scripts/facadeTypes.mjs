@@ -1,7 +1,7 @@
 /**
  * `npm run build`, after tsc: the Promise facade's declarations as one self-contained file
  * (`dist/promise.d.ts`), written from the facade's own source by the TypeScript checker. A Promise caller
- * installs no Effect (README "Installing"), so the declarations must name nothing of it: tsc's own output
+ * installs no Effect (docs/install.md "Installing"), so the declarations must name nothing of it: tsc's own output
  * imports `effect/Effect` and the Schema classes of the errors, which a strict TypeScript user without Effect
  * cannot compile. Here every type the facade exports is written out structurally, a type of this package by
  * its name (declared once in the file), and each typed error class as a plain class over `Error` with its

@@ -1,5 +1,5 @@
 /**
- * `pi-agent-storage/dashboard` (README "Dashboard"): the storage dashboard for a host to mount, and its typed API.
+ * `pi-agent-storage/dashboard` (docs/dashboard.md "Dashboard"): the storage dashboard for a host to mount, and its typed API.
  * A subpath of its own because it imports `@effect/platform` (an optional peer dependency), like
  * `pi-agent-storage/testing`: the root entry loads with nothing but `effect` installed.
  *

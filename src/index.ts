@@ -46,7 +46,7 @@ export * from "./services/UserProfile.js"
 export * from "./services/ConfigHistory.js"
 export * from "./services/StateBackups.js"
 export * from "./services/UsageHistory.js"
-// The stack (README "Effect callers"): `Storage.layer(world)`, `NodeStorage.layer` / `layerWith(options)`, `NodeWorld.layer`.
+// The stack (docs/work-runs.md "Effect callers"): `Storage.layer(world)`, `NodeStorage.layer` / `layerWith(options)`, `NodeWorld.layer`.
 export * as Storage from "./layers/Storage.js"
 export type { StorageOptions, StorageServices, StorageWorld } from "./layers/Storage.js"
 export * as NodeStorage from "./layers/NodeStorage.js"

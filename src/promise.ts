@@ -1,5 +1,5 @@
 /**
- * `pi-agent-storage/promise`: the Promise facade for callers that do not use Effect (README "Promise callers").
+ * `pi-agent-storage/promise`: the Promise facade for callers that do not use Effect (docs/work-runs.md "Promise callers").
  * One ManagedRuntime per opened store, built once; rejections are the typed errors (`_tag`), never wrappers.
  */
 import * as NodeFs from "node:fs"
@@ -65,7 +65,7 @@ export interface OpenOptions {
    */
   readonly remoteLeaseTtlMs?: number
   /**
-   * The harness ceiling every retention policy of this store is clamped to, field by field (README
+   * The harness ceiling every retention policy of this store is clamped to, field by field (docs/work-runs.md
    * "Retention"; a field left out is WR9's default). The fields given are also the store's defaults: raise
    * `maxScannedRuns`, `maxEntries` or `maxDepth` here and a prune (`pruneWorkTenant({ policy })`, the
    * background prune, an extension's `pruneWork`) may scan that far. An invalid one rejects with `InvalidPolicy`.
@@ -78,7 +78,7 @@ export interface OpenOptions {
   readonly onWarning?: (warning: StorageWarning) => void
 }
 
-/** Which run to hold, and what closing it does (README "Work runs"). */
+/** Which run to hold, and what closing it does (docs/work-runs.md "Work runs"). */
 export interface AcquireWorkRunOptions {
   category: string
   tenant: string
@@ -247,7 +247,7 @@ export const openAgentStorage = async (options: OpenOptions = {}): Promise<Agent
   const ceiling = decodeRetentionInput(options.retentionCeiling)
   if (ceiling._tag === "Left") throw ceiling.left
   installExitHook()
-  // The stack loads on the first open, not at import (README "Installing"; facade/store.ts).
+  // The stack loads on the first open, not at import (docs/install.md "Installing"; facade/store.ts).
   const store = await import("./facade/store.js")
   const { AgentDir, Doctor, ExtensionStorage: ExtensionStorageService, Migration, StateBackups, StorageConfig, WorkRuns } = store
   const { makePromiseConfigHistory, promiseUserProfile } = store
@@ -391,7 +391,7 @@ const SHARED_STORE_IDLE = Duration.seconds(30)
  * hook unlinks the process runs' leases).
  */
 let sharedStoresMap: { readonly map: RcMap.RcMap<string, AgentStorage, unknown>; readonly get: (key: string) => Effect.Effect<AgentStorage, unknown, Scope.Scope> } | undefined
-/** Made on first use, not at import (README "Installing"). Gets are serialised: concurrent first calls share one store. */
+/** Made on first use, not at import (docs/install.md "Installing"). Gets are serialised: concurrent first calls share one store. */
 const sharedStores = () => sharedStoresMap ??= Effect.runSync(Effect.flatMap(Scope.make(), (scope) =>
   Scope.extend(
     RcMap.make({

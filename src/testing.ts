@@ -1,6 +1,6 @@
 /**
  * `pi-agent-storage/testing`: a simulated `@effect/platform` FileSystem, with fault injection and crash
- * points, over the library's simulated world (README "Testing your code against the simulated world").
+ * points, over the library's simulated world (docs/testing.md "Testing your code against the simulated world").
  *
  * A subpath of its own because it imports `@effect/platform` (an optional peer dependency): the root entry
  * must load with nothing but `effect` installed.

@@ -1,5 +1,6 @@
 /**
- * Every README code block marked runnable is extracted and run, so the README cannot rot. The convention: an
+ * Every code block marked runnable in the README and the docs/ pages is extracted and run, so the documentation
+ * cannot rot (a block runs wherever it moves: every docs/**.md is read). The convention: an
  * HTML comment `<!-- runnable -->` on the line before a ```ts or ```js fence. A `ts` block runs with tsx, a
  * `js` block with plain `node` (as a JavaScript caller on Node 20 would: no TypeScript, no `await using`).
  * Blocks import the package by its name: they are written under `<repo>/.readme-blocks/`, inside the
@@ -13,6 +14,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
+import { documentationFiles } from "./support/docs.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 const TSX = path.join(ROOT, "node_modules", "tsx", "dist", "cli.mjs")
@@ -33,7 +35,7 @@ export const runnableBlocks = (markdown: string): Array<RunnableBlock> => {
     const fence = /^```(ts|js)\s*$/.exec(lines[i]!)
     if (fence === null || lines[i - 1]!.trim() !== "<!-- runnable -->") continue
     const end = lines.findIndex((l, j) => j > i && l.startsWith("```"))
-    if (end === -1) throw new Error(`README line ${i + 1}: unterminated runnable block`)
+    if (end === -1) throw new Error(`line ${i + 1}: unterminated runnable block`)
     blocks.push({ lang: fence[1] as "ts" | "js", code: lines.slice(i + 1, end).join("\n") + "\n", line: i + 1 })
     i = end
   }
@@ -51,21 +53,25 @@ const run = (command: ReadonlyArray<string>, cwd: string, env: NodeJS.ProcessEnv
     child.once("close", (code) => resolve({ code, stdout, stderr }))
   })
 
-const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8")
-const blocks = runnableBlocks(readme)
+/** The runnable blocks of the README and of every docs/ page, each with the file it is in. */
+const blocks = documentationFiles(ROOT)
+  .filter((file) => file === "README.md" || file.startsWith("docs/"))
+  .flatMap((file) => runnableBlocks(fs.readFileSync(path.join(ROOT, file), "utf8")).map((block) => ({ ...block, file })))
 
-describe("README runnable blocks", () => {
+describe("runnable blocks of the README and docs/", () => {
   it("the marker convention finds blocks and only marked ones", () => {
     const sample = "```ts\nnot me\n```\n<!-- runnable -->\n```js\nconsole.log(1)\n```\n<!-- runnable -->\n\n```ts\nnot me either\n```\n"
     expect(runnableBlocks(sample)).toEqual([{ lang: "js", code: "console.log(1)\n", line: 5 }])
-    // The README keeps its examples honest: the Promise, JavaScript, Effect and test-recipe blocks at least.
-    expect(blocks.length).toBeGreaterThanOrEqual(4)
+    // The README keeps its examples honest: one per face (Promise, Effect, extension, test recipe) at least.
+    expect(blocks.filter((b) => b.file === "README.md").length).toBeGreaterThanOrEqual(4)
+    expect(blocks.length).toBeGreaterThanOrEqual(10)
   })
 
   for (const block of blocks) {
-    it.concurrent(`README line ${block.line} (${block.lang}) runs and exits 0`, async () => {
+    it.concurrent(`${block.file} line ${block.line} (${block.lang}) runs and exits 0`, async () => {
       fs.mkdirSync(BLOCKS_DIR, { recursive: true })
-      const file = path.join(BLOCKS_DIR, `line-${block.line}.${block.lang === "ts" ? "mts" : "mjs"}`)
+      const name = `${block.file.replace(/\.md$/, "").replace(/\//g, "-")}-line-${block.line}`
+      const file = path.join(BLOCKS_DIR, `${name}.${block.lang === "ts" ? "mts" : "mjs"}`)
       fs.writeFileSync(file, block.code)
       const work = fs.mkdtempSync(path.join(os.tmpdir(), "pi-readme-"))
       try {

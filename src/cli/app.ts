@@ -164,7 +164,7 @@ const commands = (ctx: CliContext) => {
     {
       plan: Options.text("plan").pipe(
         Options.withPseudoName("FILE"),
-        Options.withDescription("Run the per-entry plan in FILE (YAML or JSON, README \"Migrations\") instead of the layout migration (default: none). Example: --plan migrate-state-tier.yaml"),
+        Options.withDescription("Run the per-entry plan in FILE (YAML or JSON, docs/migrations.md \"Migrations\") instead of the layout migration (default: none). Example: --plan migrate-state-tier.yaml"),
         Options.optional
       ),
       webDataRoot: Options.text("web-data-root").pipe(

@@ -1,5 +1,5 @@
 /**
- * The one rule for reading a `pi-storage` command line (README "CLI quick tour"), for the command tree and
+ * The one rule for reading a `pi-storage` command line (docs/cli.md "CLI quick tour"), for the command tree and
  * the short route alike. Imports nothing heavy: `launch.ts` splits argv before anything loads.
  *
  * - `--` ends the flags (as in git): what follows is data, the arguments of the command (`memory add --

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The shipped `pi-storage` bin (dist/bundle/cli/main.mjs, README "Installing"): launch.ts, then the program from
+ * The shipped `pi-storage` bin (dist/bundle/cli/main.mjs, docs/install.md "Installing"): launch.ts, then the program from
  * its CommonJS bundle beside this file (`program.cjs`), compiled through its V8 code cache (codeCache.ts).
  */
 import { fileURLToPath } from "node:url"

@@ -1,5 +1,5 @@
 /**
- * Loading a CommonJS bundle with a V8 code cache (README "Installing"). Compiling the CLI's ~800 KiB program cost
+ * Loading a CommonJS bundle with a V8 code cache (docs/install.md "Installing"). Compiling the CLI's ~800 KiB program cost
  * `pi-storage status` more than a third of its start-up; with the bytecode V8 saved from an earlier run
  * (`<bundle>.v8cache`, written by `npm run build`, scripts/bundle.mjs) it deserializes instead. Node 20
  * has no compile cache for ES modules (`module.enableCompileCache` is Node 22), hence CommonJS and

@@ -70,7 +70,7 @@ export interface ComplaintDetails {
  * The error printer: one clean line on stderr and the exit code to go with it. A string message (a library
  * error's, naming a path or a value) is escaped like every other string, so it stays one line. With `--json`
  * it is one JSON object on one line instead (`{ "_tag", "message", "exit" }`, the message exact), so a
- * script reads stderr with the parser it reads stdout with (README "CLI quick tour").
+ * script reads stderr with the parser it reads stdout with (docs/cli.md "CLI quick tour").
  */
 export const complain = (ctx: CliContext, message: Showable, code: number, details: ComplaintDetails = {}): Effect.Effect<void> =>
   Effect.zipRight(

@@ -1,6 +1,6 @@
 /**
  * The short route (`route.ts`): a command the tree does not need to parse, run with the context and the
- * error handling app.ts gives it, without loading `@effect/cli` (README "Installing").
+ * error handling app.ts gives it, without loading `@effect/cli` (docs/install.md "Installing").
  */
 import * as Effect from "effect/Effect"
 import type { SplitArgv } from "./argv.js"

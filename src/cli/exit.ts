@@ -1,5 +1,5 @@
 /**
- * Exit codes (README "CLI quick tour") and the per-invocation exit status the handlers raise. `work run` passes its child's
+ * Exit codes (docs/cli.md "CLI quick tour") and the per-invocation exit status the handlers raise. `work run` passes its child's
  * code through, so the status can hold any value; the named codes are the tool's own.
  */
 import * as Exit from "effect/Exit"

@@ -1,7 +1,7 @@
 /**
- * The tool's own exit codes and what each means: the one table `--help` prints and the README's "CLI quick
- * tour" lists (a test holds them equal). In a module that imports nothing: main.ts needs `usage` before
- * anything heavy loads (README "Installing"). `exit.ts` re-exports them beside the per-error mapping.
+ * The tool's own exit codes and what each means: the one table `--help` prints and docs/errors.md "Exit
+ * codes" lists (a test holds them equal). In a module that imports nothing: main.ts needs `usage` before
+ * anything heavy loads (docs/install.md "Installing"). `exit.ts` re-exports them beside the per-error mapping.
  */
 export const ExitCode = {
   ok: 0,

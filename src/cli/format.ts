@@ -9,7 +9,7 @@ import type { StoppedBy } from "../domain/StoppedBy.js"
 // ---------------------------------------------------------------------------------------------- shown text
 
 /**
- * Text the CLI may print (README "CLI quick tour"): its own words, layout and colours, with every other
+ * Text the CLI may print (docs/cli.md "CLI quick tour"): its own words, layout and colours, with every other
  * string (a name, a profile entry, a manifest field, an error message naming a path) passed through
  * `displayText` on the way in, so nothing that steers a terminal (ESC, OSC 52, a newline forging a report
  * line) reaches it raw. Only the functions below make one, and `out`/`err` print nothing else; `--json`

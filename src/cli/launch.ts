@@ -2,7 +2,7 @@
  * The first thing `pi-storage` does, in main.ts (from src/) and bin.ts (the bundle): split off the global
  * flags and `--`, so an argv mistake is reported before anything heavy loads, and answer `--version` (or
  * `-v`) alone before effect loads at all. Everything else goes to the program `load` returns. Imports
- * nothing heavy (README "Installing").
+ * nothing heavy (docs/install.md "Installing").
  */
 import { splitArgv } from "./argv.js"
 import { displayText } from "../domain/Display.js"
@@ -17,7 +17,7 @@ export const launch = async (argv: ReadonlyArray<string>, load: () => Promise<{ 
   quietOnClosedPipes()
   const split = splitArgv(argv)
   if (!split.ok) {
-    // The message may quote an argument: escaped, as every string in human output (README "CLI quick tour");
+    // The message may quote an argument: escaped, as every string in human output (docs/cli.md "CLI quick tour");
     // with --json, exact in the one JSON object the error printer (context.ts) writes.
     writeErr(split.json
       ? problemLine({ _tag: tagOfExitCode(ExitCode.usage), message: split.message, exit: ExitCode.usage })

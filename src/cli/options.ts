@@ -17,7 +17,7 @@ export const dryRun = Options.boolean("dry-run").pipe(Options.withDescription("S
 export const value = <A>(o: Option.Option<A>): A | undefined => Option.getOrUndefined(o)
 
 /**
- * The scan bounds (README "Retention", "CLI quick tour"): what a report that stopped early names as the flag
+ * The scan bounds (docs/work-runs.md "Retention", "CLI quick tour"): what a report that stopped early names as the flag
  * that raises it (domain/StoppedBy.ts). `status` and `work ls` take all four; `work prune` the first three.
  */
 export const scanBounds = {

@@ -9,7 +9,7 @@ export type Parsed<A> = { readonly ok: true; readonly value: A } | { readonly ok
 const ok = <A>(value: A): Parsed<A> => ({ ok: true, value })
 const fail = (message: string): Parsed<never> => ({ ok: false, message })
 
-/** A value as given, in quotes (the printer escapes what it holds: README "CLI quick tour"). */
+/** A value as given, in quotes (the printer escapes what it holds: docs/cli.md "CLI quick tour"). */
 const quoted = (text: string): string => `"${text}"`
 
 /**

@@ -1,5 +1,5 @@
 /**
- * An error or a warning as `--json` puts it on stderr: one JSON object on one line (README "CLI quick tour").
+ * An error or a warning as `--json` puts it on stderr: one JSON object on one line (docs/cli.md "CLI quick tour").
  * An error is `{ "_tag", "message", "exit" }` (and what else it names, such as `candidates`); a warning
  * `{ "_tag", "message", "level": "warning" }`. Imports nothing heavy (launch.ts prints argv mistakes with it).
  */

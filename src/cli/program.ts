@@ -1,7 +1,7 @@
 /**
  * Every `pi-storage` invocation past argv splitting and `--version`: the short route (route.ts) or the
  * command tree (app.ts), under `NodeRuntime.runMain`. main.ts imports it; the bundle ships it as one
- * CommonJS file (`cli/program.cjs`) that bin.ts compiles with a V8 code cache (README "Installing"; codeCache.ts).
+ * CommonJS file (`cli/program.cjs`) that bin.ts compiles with a V8 code cache (docs/install.md "Installing"; codeCache.ts).
  * NodeRuntime is imported by subpath: the platform-node barrel alone costs more start-up time than a whole
  * command.
  */

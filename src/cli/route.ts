@@ -1,5 +1,5 @@
 /**
- * Which invocations skip the `@effect/cli` command tree (README "Installing"): loading `@effect/cli` and building and
+ * Which invocations skip the `@effect/cli` command tree (docs/install.md "Installing"): loading `@effect/cli` and building and
  * checking the whole tree cost `pi-storage status` about a third of its start-up, for a command that takes
  * one boolean flag. Only the exact spellings below take the short route (`direct.ts`), and they run the
  * same handler the tree would, with the same error handling; anything else (`status --help`, a typo, a

@@ -3,7 +3,7 @@
  * document is complete however long (a pipe is written asynchronously). A reader that goes away early
  * (`pi-storage memory show | head -1`) ends the output quietly: the write fails with EPIPE, nothing more is
  * written to that stream, no stack trace is printed, and the command finishes what it was doing (a lease is
- * still released) and exits 141 when it was stdout that closed, as a tool killed by SIGPIPE does (README "CLI
+ * still released) and exits 141 when it was stdout that closed, as a tool killed by SIGPIPE does (docs/cli.md "CLI
  * quick tour"). Imports nothing heavy.
  */
 import { ExitCode } from "./exitCodes.js"

@@ -1,5 +1,5 @@
 /**
- * What `pi-storage ui` runs once its flags are parsed (README "Dashboard"): the dashboard library on a Node
+ * What `pi-storage ui` runs once its flags are parsed (docs/dashboard.md "Dashboard"): the dashboard library on a Node
  * `http` server bound to 127.0.0.1 only, answering only for `127.0.0.1:PORT` and `localhost:PORT`, until the
  * signal aborts. The shipped CLI loads it from its own bundle (`dist/bundle/cli/ui.cjs`, scripts/bundle.mjs),
  * so `pi-storage status` never reads it; it shares nothing with the program but this call.

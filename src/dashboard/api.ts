@@ -1,5 +1,5 @@
 /**
- * The dashboard's JSON API as an `@effect/platform` `HttpApi` (README "Dashboard"): every request and response
+ * The dashboard's JSON API as an `@effect/platform` `HttpApi` (docs/dashboard.md "Dashboard"): every request and response
  * a Schema (schemas.ts: the CLI's `--json` report types), and the OpenAPI document derived from it, served at
  * `/api/openapi.json`. Reads are GET; every action is a POST (the server also checks its Origin and CSRF token:
  * security.ts) and answers 403 on a read-only dashboard.

@@ -1,5 +1,5 @@
 /**
- * How well each tier is protected (README "Dashboard"): the state of every extension against the newest
+ * How well each tier is protected (docs/dashboard.md "Dashboard"): the state of every extension against the newest
  * snapshot (its directory in `<root>/<id>/agent/state/extensions/<ns>` or `<root>/<id>/web/<extId>/state`), the
  * config against the newest revision (files changed since it are not covered), cache and work not backed up
  * by design. Read-only: the extensions come from the storage map's kept scan, the snapshot's contents from `lstat`.

@@ -1,5 +1,5 @@
 /**
- * The dashboard API's handlers (README "Dashboard"): each one a call of the library's services, the same the
+ * The dashboard API's handlers (docs/dashboard.md "Dashboard"): each one a call of the library's services, the same the
  * CLI makes for the same report or action (no second implementation), under the same locks: the inventory and
  * the doctor (`status`, `doctor`), `WorkRuns.prune` with `dryRun` (`work prune --dry-run`) and
  * `WorkRuns.removeRuns` (`work rm`), `StateBackups` (`backup list/create/verify`), `ConfigHistory`

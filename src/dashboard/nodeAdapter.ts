@@ -1,5 +1,5 @@
 /**
- * The dashboard as a Node `http` request handler (README "Dashboard"): the request becomes a web `Request`
+ * The dashboard as a Node `http` request handler (docs/dashboard.md "Dashboard"): the request becomes a web `Request`
  * (a body of at most 64 KiB: the API's payloads are small), the web handler answers, the `Response` is written
  * back. No dependency beyond Node's own `http` types and the global `Request`/`Response`.
  */

@@ -1,5 +1,5 @@
 /**
- * The page a person opens (README "Dashboard"): a small HTML shell carrying this page's CSRF token, the base
+ * The page a person opens (docs/dashboard.md "Dashboard"): a small HTML shell carrying this page's CSRF token, the base
  * path and whether actions are offered, and the client bundled at `npm run build` (web/, by esbuild, into
  * `dist/dashboard/assets/`: the client code, d3-hierarchy and uPlot, and the styles). Nothing is fetched from
  * anywhere else: the page works offline, and the Content-Security-Policy allows nothing else.

@@ -1,5 +1,5 @@
 /**
- * The dashboard API's report types as Schemas (README "Dashboard"): the same reports the CLI's `--json` prints,
+ * The dashboard API's report types as Schemas (docs/dashboard.md "Dashboard"): the same reports the CLI's `--json` prints,
  * so one source of truth. Each Schema below is pinned to the TypeScript type the library's service returns by
  * a compile-time identity check (`same<…>()`): a field added to a report and not here (or the reverse) stops
  * the typecheck, and test/dashboard/schemas.test.ts decodes the CLI's real `--json` output with them, refusing
@@ -216,7 +216,7 @@ same<typeof VerifyResult.Type, VerifyResultType>()
 export const LastVerifyRead = Schema.Struct({ last: Schema.NullOr(LastVerify), problem: Schema.NullOr(Schema.String) })
 same<typeof LastVerifyRead.Type, LastVerifyReadType>()
 
-/** How well a tier is protected (README "Dashboard"): what it holds, what the newest snapshot or revision covers. */
+/** How well a tier is protected (docs/dashboard.md "Dashboard"): what it holds, what the newest snapshot or revision covers. */
 export const Coverage = Schema.Struct({
   tier: Schema.Literal("config", "state", "cache", "work"),
   /** "protected" (all of it is in the newest snapshot / revision), "partly", "unprotected", or "not-backed-up" by design. */

@@ -1,5 +1,5 @@
 /**
- * The dashboard's safety rules (README "Dashboard"), as plain functions: the 128-bit token a person opens the
+ * The dashboard's safety rules (docs/dashboard.md "Dashboard"), as plain functions: the 128-bit token a person opens the
  * page with (exchanged for an `HttpOnly; SameSite=Strict` cookie), the `Host` check that defeats DNS rebinding
  * (only the loopback address and port it listens on, or the hosts a host application names), the `Origin`
  * check and the per-page CSRF token every action needs, and the headers every answer carries (a strict

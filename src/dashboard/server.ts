@@ -1,5 +1,5 @@
 /**
- * `createStorageDashboard(options)` (README "Dashboard"): the dashboard as an Effect `HttpApp`, a web handler
+ * `createStorageDashboard(options)` (docs/dashboard.md "Dashboard"): the dashboard as an Effect `HttpApp`, a web handler
  * (`Request` → `Response`) and a Node request handler, for `pi-storage ui` to serve on 127.0.0.1 and for a host
  * to mount under a path of its own server. One stack of the library's Node services per dashboard (no start-up
  * migration: opening it moves nothing), disposed with `dispose()`.

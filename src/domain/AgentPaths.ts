@@ -1,5 +1,5 @@
 /**
- * The agent directory (README "Architecture"): resolution, the one typed path module, and the canonical root table.
+ * The agent directory (docs/architecture.md "Architecture"): resolution, the one typed path module, and the canonical root table.
  * Pure: string arithmetic only, no I/O. Every reader and writer of a datum calls the same function here.
  */
 import * as NodePath from "node:path"

@@ -1,5 +1,5 @@
 /**
- * Pure rules of the config history (README "Config history"): what is versioned and under which name, the denylist, the
+ * Pure rules of the config history (docs/config-history.md "Config history"): what is versioned and under which name, the denylist, the
  * redaction of literal credentials and its reverse for a rollback (`Redaction.ts`, re-exported here), the crash
  * sentinel's format, and the display of git's paths (git's answers are parsed in domain/GitFormats.ts). No I/O:
  * src/services/ConfigHistory.ts runs git and touches files.

@@ -1,10 +1,10 @@
 /**
- * The config red lines (README "Extension data tiers (web host)": red lines; "Doctor"; "Config history"), in one place: what never belongs in a config tier.
+ * The config red lines (docs/tiers.md "Extension data tiers (web host)": red lines; "Doctor"; "Config history"), in one place: what never belongs in a config tier.
  * The config tier refuses these writes, the doctor flags them, the config history skips them: all three call
  * the functions here, so a name can never be refused by one and let through by another. Pure.
  */
 
-/** The config size budget (README "Extension data tiers (web host)"): the whole config/ tier, and so any single file in it. */
+/** The config size budget (docs/tiers.md "Extension data tiers (web host)"): the whole config/ tier, and so any single file in it. */
 export const DEFAULT_CONFIG_BUDGET_BYTES = 1024 * 1024
 
 /** SQLite, LevelDB, Access and friends, with SQLite's side files (`-wal`, `-shm`, `-journal`). */

@@ -1,5 +1,5 @@
 /**
- * The common tree every config format is read into for redaction (README "Config history"): a document's scalar
+ * The common tree every config format is read into for redaction (docs/config-history.md "Config history"): a document's scalar
  * leaves, each with its key path, its value and the span of its source text. A rewrite replaces a value's span
  * and leaves every other character (comments, layout, quoting elsewhere) as it was. The parsers
  * (`ConfigTreeJson.ts`, `ConfigTreeYaml.ts`, `ConfigTreeToml.ts`, `ConfigTreeIni.ts`, `ConfigTreeEnv.ts`) are

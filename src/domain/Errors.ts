@@ -31,7 +31,7 @@ export const FileSystemErrorReason = Schema.Literal(
 export type FileSystemErrorReason = typeof FileSystemErrorReason.Type
 
 /**
- * errno → reason, the one table every layer maps with (README "Errors" prints it; a test keeps the two
+ * errno → reason, the one table every layer maps with (docs/errors.md "Errors" prints it; a test keeps the two
  * equal). An errno not listed is `Unknown`, its raw code kept in `errno`.
  */
 export const ERRNO_REASONS: Readonly<Record<string, FileSystemErrorReason>> = Object.freeze({
@@ -103,7 +103,7 @@ export class InvalidSegment extends Schema.TaggedError<InvalidSegment>()("Invali
   }
 }
 
-/** Which rule a refused retention policy broke (README "Retention": policies are data). */
+/** Which rule a refused retention policy broke (docs/work-runs.md "Retention": policies are data). */
 export const PolicyRule = Schema.Literal(
   "not-an-object",
   "unknown-key",
@@ -378,7 +378,7 @@ export class RemovalStalled extends Schema.TaggedError<RemovalStalled>()("Remova
 }
 
 /**
- * A migration plan that cannot be run (README "Migrations"): not valid YAML/JSON, not the plan Schema, a path
+ * A migration plan that cannot be run (docs/migrations.md "Migrations"): not valid YAML/JSON, not the plan Schema, a path
  * that leaves its root, a duplicate id … `at` names where (`steps[2] ("usage").from`; empty for the file as a
  * whole). Refused before anything is read or moved.
  */

@@ -1,5 +1,5 @@
 /**
- * The doctor's vocabulary (README "Doctor"): every finding code, its severity and what it means (the README
+ * The doctor's vocabulary (docs/migrations.md "Doctor"): every finding code, its severity and what it means (the docs/migrations.md
  * table is generated from `FINDING_CODES`), and the report shape. Pure. Prose that names a bound is built from
  * the constant that sets it, so the two cannot drift.
  */
@@ -51,7 +51,7 @@ export const summarizeDoctor = (report: DoctorReport): DoctorSummary => ({
   needsAttention: report.findings.some((f) => f.severity !== "info")
 })
 
-/** Every finding code, its severity and what it means (the README table is generated from this). */
+/** Every finding code, its severity and what it means (the docs/migrations.md table is generated from this). */
 export const FINDING_CODES = {
   "agent-dir-missing": {
     severity: "info",

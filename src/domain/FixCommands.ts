@@ -1,5 +1,5 @@
 /**
- * How a finding's fix writes a command (README "Doctor"): in backticks, copied and run as it stands from any
+ * How a finding's fix writes a command (docs/migrations.md "Doctor"): in backticks, copied and run as it stands from any
  * directory, so every path in it is absolute and a `pi-storage` command names the agent dir it is about
  * (`--agent-dir`). Each word is quoted the way a POSIX shell reads it back. Pure.
  */

@@ -1,5 +1,5 @@
 /**
- * Retention of state snapshots (README "State snapshots"), restic's `forget` rules as a pure function:
+ * Retention of state snapshots (docs/snapshots.md "State snapshots"), restic's `forget` rules as a pure function:
  *
  * - snapshots are walked newest first (ties by id, descending, so the plan is deterministic);
  * - `keepLast n` keeps the n newest;

@@ -1,5 +1,5 @@
 /**
- * On-disk formats (README "On-disk formats"): the run manifest and the lease, v1 and v2, and markers.
+ * On-disk formats (docs/formats.md "On-disk formats"): the run manifest and the lease, v1 and v2, and markers.
  * Other tools read these files, so the shapes are stable.
  */
 import * as ParseResult from "effect/ParseResult"
@@ -145,7 +145,7 @@ const issueTexts = (issues: ReadonlyArray<ParseResult.ArrayFormatterIssue>): Arr
 
 /**
  * A schema failure in one short line: each field and what was wrong (`kind: Expected "generated" or "named",
- * actual "weird"`), never the schema's whole type (a report line, README "On-disk formats"). Pure.
+ * actual "weird"`), never the schema's whole type (a report line, docs/formats.md "On-disk formats"). Pure.
  */
 export const schemaMismatchWhy = (error: ParseResult.ParseError): string => {
   const texts = issueTexts(ParseResult.ArrayFormatter.formatErrorSync(error))

@@ -1,5 +1,5 @@
 /**
- * What git prints and what it accepts, as pure rules (README "Config history"). Every answer of git the config
+ * What git prints and what it accepts, as pure rules (docs/config-history.md "Config history"). Every answer of git the config
  * history reads is hostile input: it is parsed here strictly, with limits, and anything unexpected is a `why`
  * the caller reports as corruption before it writes anything. Paths cross the process boundary as bytes
  * (`domain/NameBytes.ts`): read NUL-separated and decoded with `nameOfBytes`, given to git NUL-separated on

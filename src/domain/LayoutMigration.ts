@@ -1,5 +1,5 @@
 /**
- * The layout migration's decisions (README "Migrations"), pure: what happens to one legacy entry given the facts the
+ * The layout migration's decisions (docs/migrations.md "Migrations"), pure: what happens to one legacy entry given the facts the
  * planner read (its type, what is at its destination, whether the bytes are the same), the words that say
  * why, and the report derived from the decisions a run executed. `Migration.plan` (the dry run) and
  * `Migration.run` both take their decisions from here, so the preview cannot say something the run does not do.

@@ -1,5 +1,5 @@
 /**
- * The liveness verdict (README "How runs stay safe": leases and liveness), pure: given what a lease (or
+ * The liveness verdict (docs/safety.md "How runs stay safe": leases and liveness), pure: given what a lease (or
  * marker) says, who we are, what the program observed about the lease's pid, and the lease file's age on its
  * file system's own clock, decide whether its holder may still be alive.
  *
@@ -38,7 +38,7 @@ export interface LeaseVerdict {
 }
 
 /**
- * How long an unreadable marker or lease is held before it counts as dead (README "Stale unreadable markers and leases"). A real holder
+ * How long an unreadable marker or lease is held before it counts as dead (docs/safety.md "Stale unreadable markers and leases"). A real holder
  * writes its content microseconds after the exclusive create, so a file that is still empty, torn or garbage
  * after this long was left by a process killed in between. Ten minutes: far above any pause between create
  * and write, below the remote TTL so a crashed pruner never stops retention for long.
@@ -246,7 +246,7 @@ const remoteVerdict = (input: LeaseVerdictInput, who: string): LeaseVerdict => {
 }
 
 /**
- * README "How runs stay safe": leases and liveness, in order:
+ * docs/safety.md "How runs stay safe": leases and liveness, in order:
  * - unreadable → `unreadableVerdict` (held while fresh, dead once stale, on the file system's clock);
  * - same host and same boot (the same kernel) → alive iff the pid exists with a matching start time;
  * - same host name, boot unknown → alive while the pid exists; a missing pid is proof only on the same

@@ -6,7 +6,7 @@
  *
  * Beside a marker `<m>` there is only `<m>.reclaim`: the exclusive lock that serialises the reclaimers of a dead
  * `<m>`, and the spot where a reader creates a probe of the file system's clock for a lone marker (created
- * exclusively, unlinked at once; README "How runs stay safe"). Both are marker files themselves, judged by the
+ * exclusively, unlinked at once; docs/safety.md "How runs stay safe"). Both are marker files themselves, judged by the
  * same liveness verdict.
  */
 

@@ -1,5 +1,5 @@
 /**
- * Pure rules of the migrations (README "Migrations"): which root entries move where, where a collision is preserved,
+ * Pure rules of the migrations (docs/migrations.md "Migrations"): which root entries move where, where a collision is preserved,
  * how split ledgers and trust files merge, the journal record format. No I/O: src/services/Migration.ts does
  * that. (The doctor's finding codes are in Findings.ts, the root-entry classifier in RootEntries.ts.)
  */
@@ -161,7 +161,7 @@ export const encodeJsonObject = (value: JsonObject): Uint8Array =>
 // ---------------------------------------------------------------------------------------------------------
 
 /**
- * The directory a step's paths are relative to (README "Migrations"): the agent dir; a web-host extension's
+ * The directory a step's paths are relative to (docs/migrations.md "Migrations"): the agent dir; a web-host extension's
  * data directory `<web data root>/<extId>/` (its `config/`, `state/`, `cache/`); or an agent-side
  * extension's state directory `state/extensions/<ns>/`. A step never reaches outside its root.
  */
@@ -387,7 +387,7 @@ export interface LedgerMerge {
 }
 
 /**
- * Merge split writes by key (README: the `merge-ledger` plan entry): `to`'s rows keep their order, rows only `from` has follow in
+ * Merge split writes by key (docs/migrations.md: the `merge-ledger` plan entry): `to`'s rows keep their order, rows only `from` has follow in
  * `from`'s order; a key seen twice in one file keeps its latest row; for a key on both sides the declared
  * winner's row is kept. Never "the newer file wins". Idempotent: merging `from` again changes nothing.
  */

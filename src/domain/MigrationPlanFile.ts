@@ -1,5 +1,5 @@
 /**
- * The migration plan file (`pi-storage migrate --plan FILE`, README "Migrations"): what an extension author ships
+ * The migration plan file (`pi-storage migrate --plan FILE`, docs/migrations.md "Migrations"): what an extension author ships
  * with a deployment, decoded here, pure, before anything is read or moved.
  *
  * YAML 1.2 (JSON is YAML 1.2, so a JSON plan reads the same): a plan is written by hand and reviewed, and

@@ -1,5 +1,5 @@
 /**
- * The one-file-system rule of the tree walks (README "One file system (I3)"), as
+ * The one-file-system rule of the tree walks (docs/safety.md "One file system (I3)"), as
  * `rm --one-file-system` and `find -xdev`: a removal or measuring walk never descends into a directory of
  * another file system than the walk root's. "Another file system" is another device *or* the root of another
  * mount (a bind mount of a tree on the same disk has the same device number, and it is exactly what a tool

@@ -1,5 +1,5 @@
 /**
- * The directories a write or removal under a managed root goes through (README "Extension data tiers (web host)"): each one below the
+ * The directories a write or removal under a managed root goes through (docs/tiers.md "Extension data tiers (web host)"): each one below the
  * root must be a real directory, never a symlink or a file, so that nothing lands outside the root through an
  * intermediate link. Pure: the list of paths, and the judgement of what an `lstat` found there.
  */

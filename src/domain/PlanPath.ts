@@ -1,5 +1,5 @@
 /**
- * A migration plan's paths as untrusted input (README "Migrations"): a plan file is written by an extension
+ * A migration plan's paths as untrusted input (docs/migrations.md "Migrations"): a plan file is written by an extension
  * author and shipped with a deployment, and a typo or a hostile edit must not move anything outside the root
  * its step names. So every `from` / `to` is decoded here, by this one rule, before anything is read or moved
  * (the plan file's Schema and `Migration.runPlan` both call it): relative to the step's root, normalised, no

@@ -1,12 +1,12 @@
 /**
- * The prune plan (README "Retention"): one pure function from (scanned runs, policy, now) to decisions with reasons.
+ * The prune plan (docs/work-runs.md "Retention"): one pure function from (scanned runs, policy, now) to decisions with reasons.
  * `now` is the file system's clock, and age is judged by `isPastMaxAge`, which no host's clock skew can fool.
  * Dry run and execution both call it, so what a dry run shows is what an execution attempts.
  *
  * Only owned runs are given to the plan: unowned entries never reach it, so they can never be selected.
  *
  * Measuring is the costly part of a prune (a walk of every run, before the removal walk of the victims), so
- * the plan is made in two phases (README "Retention"): `planMeasuring` says which runs need a size before
+ * the plan is made in two phases (docs/work-runs.md "Retention"): `planMeasuring` says which runs need a size before
  * the plan (active runs, and the young inactive runs newest first until `maxInactiveRuns` kept places are
  * taken); every other run is removed by age or count whatever its size, and its bytes are counted by the
  * removal walk instead. The decisions are those `planPrune` makes with every run measured.
@@ -158,7 +158,7 @@ export const lastUsedAt = (run: RunFacts): number =>
   run.fsLastWrittenAt ?? Math.max(run.createdAt, run.releasedAt ?? -Infinity, run.newestHeartbeatAt ?? -Infinity)
 
 /**
- * Age across hosts (README "Retention"): a run is past `maxAgeMs` when its files were last written longer ago
+ * Age across hosts (docs/work-runs.md "Retention"): a run is past `maxAgeMs` when its files were last written longer ago
  * than that, both ends on the file system's clock: `now` is a probe's mtime, its last use its files' mtimes
  * (`fsLastWrittenAt`). The holders' stamps are their hosts' wall clocks: compared with nothing, they cannot make
  * a prune remove a run early or keep it late, whichever clock (the pruner's, a holder's) is off, and by how much.

@@ -1,5 +1,5 @@
 /**
- * The id of a prune plan as the dashboard shows it (README "Dashboard": "apply exactly the plan shown"): a hash
+ * The id of a prune plan as the dashboard shows it (docs/dashboard.md "Dashboard": "apply exactly the plan shown"): a hash
  * of the tenant and of each run the plan removes with its reason. A plan that removes other runs, or the same
  * runs for other reasons, has another id; sizes and the order runs were listed in do not change it. Pure.
  */

@@ -1,9 +1,9 @@
 /**
- * What `pruneWorkTenant` returns (README "Retention"). The shape is public: Promise callers, the CLI's
+ * What `pruneWorkTenant` returns (docs/work-runs.md "Retention"). The shape is public: Promise callers, the CLI's
  * `--json` output and scripts read it, so fields are only ever added. Arrays are plain (mutable) arrays, as
  * in the facade's declared interface; every report is a fresh value.
  *
- * Sizes (README "Retention": one byte count): `bytes…` fields are disk usage (allocated blocks, what `du`
+ * Sizes (docs/work-runs.md "Retention": one byte count): `bytes…` fields are disk usage (allocated blocks, what `du`
  * prints: `du -s -B1` of the run), the byte budget's unit; `apparentBytes…` beside them the apparent size
  * (`du -sb`). Each run is its own walk (a file hard-linked into two runs counts in each).
  */
@@ -75,7 +75,7 @@ export const UnownedEntry = tagged(UnownedEntryTag, { name: Schema.String, path:
 export type UnownedEntry = typeof UnownedEntry.Type
 
 /**
- * A marker, lease or manifest timestamp that could not be trusted (README "Stale unreadable markers and leases"): empty, garbage,
+ * A marker, lease or manifest timestamp that could not be trusted (docs/safety.md "Stale unreadable markers and leases"): empty, garbage,
  * not valid for its schema, a directory or a symlink where a file belongs, or a timestamp beyond now + the
  * remote TTL. `action`: `held` (fresh: its writer may still be writing it; kept), `reclaimed` (older than the
  * stale bound: removed under the dead-holder protocol, or with its run), `reclaimable` (stale, but this prune
@@ -124,7 +124,7 @@ export const CutShortTag = [
   "WalkFailed"
 ] as const
 /**
- * A run whose measuring walk was cut short (README "Retention"): `bytesAtLeast` is a lower bound, and the
+ * A run whose measuring walk was cut short (docs/work-runs.md "Retention"): `bytesAtLeast` is a lower bound, and the
  * tenant's unmeasured remainder is attributed to it, so it counts as over the byte budget by itself.
  */
 export const CutShortRun = tagged(CutShortTag, {

@@ -1,5 +1,5 @@
 /**
- * The one redaction rule of the config history (README "Config history", SPEC BK1): no literal credential enters
+ * The one redaction rule of the config history (docs/config-history.md "Config history", SPEC BK1): no literal credential enters
  * any revision, whatever the file's format. Pure.
  *
  * A file of a format read here (JSON, JSONC, JSON5, YAML, TOML, INI / `.npmrc`, env files; by its name) is

@@ -1,5 +1,5 @@
 /**
- * Retention policy for work tenants (README "Retention", "Extension storage (agent side)"): the schema, the defaults, and the two ways a
+ * Retention policy for work tenants (docs/work-runs.md "Retention", "Extension storage (agent side)"): the schema, the defaults, and the two ways a
  * policy is derived: `resolvePolicy` (caller input over a base) and `clamp` (an extension's wish under the
  * harness ceiling). Pure.
  */
@@ -61,7 +61,7 @@ const invalid = (field: string, value: unknown, rule: PolicyRule): InvalidPolicy
 const decodeInput = Schema.decodeUnknownEither(Schema.partial(RetentionPolicy), { errors: "first", onExcessProperty: "error" })
 
 /**
- * Policies are data (README "Retention"): the one decoding of a policy from any caller (Effect API, facade, extension view, CLI): a plain
+ * Policies are data (docs/work-runs.md "Retention"): the one decoding of a policy from any caller (Effect API, facade, extension view, CLI): a plain
  * object whose known fields are non-negative integers (or undefined); `undefined` is "no policy". Anything
  * else is `InvalidPolicy` naming the field, the value and the rule.
  */
@@ -89,7 +89,7 @@ export const decodeRetentionInput = (input: unknown): Either.Either<RetentionInp
 const DAY_MS = 24 * 60 * 60 * 1000
 const MIB = 1024 * 1024
 
-/** The harness ceiling (README "Retention"). */
+/** The harness ceiling (docs/work-runs.md "Retention"). */
 export const DEFAULT_RETENTION: RetentionPolicy = {
   maxAgeMs: 30 * DAY_MS,
   maxInactiveRuns: 64,
@@ -99,10 +99,10 @@ export const DEFAULT_RETENTION: RetentionPolicy = {
   maxDepth: 64
 }
 
-/** A lease on another host is alive until its heartbeat is older than this (README "Leases and liveness"). */
+/** A lease on another host is alive until its heartbeat is older than this (docs/safety.md "Leases and liveness"). */
 export const DEFAULT_REMOTE_LEASE_TTL_MS = 15 * 60 * 1000
 
-/** Acquiring a run starts a background prune of its tenant at most this often (README "Retention"). */
+/** Acquiring a run starts a background prune of its tenant at most this often (docs/work-runs.md "Retention"). */
 export const OPPORTUNISTIC_PRUNE_INTERVAL_MS = 60 * 60 * 1000
 
 const FIELDS = [
@@ -132,7 +132,7 @@ export const resolvePolicy = (
 ): RetentionPolicy => build((field) => input?.[field] ?? base[field])
 
 /**
- * Field by field minimum of a wish and a ceiling (README "Extension storage (agent side)"): an extension can keep less, never more.
+ * Field by field minimum of a wish and a ceiling (docs/tiers.md "Extension storage (agent side)"): an extension can keep less, never more.
  * A field the wish leaves out takes the ceiling's value.
  */
 export const clamp = (

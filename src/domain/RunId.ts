@@ -1,5 +1,5 @@
 /**
- * Generated run ids (README "How runs stay safe": creation is atomic): portable segments that sort lexicographically by creation time.
+ * Generated run ids (docs/safety.md "How runs stay safe": creation is atomic): portable segments that sort lexicographically by creation time.
  *
  * Format, fixed width, 37 characters, all lowercase:
  *

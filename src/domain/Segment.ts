@@ -1,5 +1,5 @@
 /**
- * Portable path segments (README "Work runs"): category, tenant, run id and extension namespace.
+ * Portable path segments (docs/work-runs.md "Work runs"): category, tenant, run id and extension namespace.
  * One rule, one Schema, so CLI input, config and API arguments decode the same way.
  */
 import * as Either from "effect/Either"

@@ -1,5 +1,5 @@
 /**
- * Segments already found valid (README "Work runs": a segment decoded once is not decoded again). Whether a
+ * Segments already found valid (docs/work-runs.md "Work runs": a segment decoded once is not decoded again). Whether a
  * string is a valid segment depends on its characters alone, so remembering a valid one can never be wrong:
  * a caller who decoded `Segment` once (or passed the same tenant before) pays a set lookup, not the rule. The
  * set is bounded and emptied when full, so a long-lived process that meets many names keeps a small one. Only

@@ -1,5 +1,5 @@
 /**
- * A state snapshot's manifest paths as untrusted input (README "State snapshots"). A backup root may sit on a
+ * A state snapshot's manifest paths as untrusted input (docs/snapshots.md "State snapshots"). A backup root may sit on a
  * shared disk or a USB stick, and the manifest's own hash is no signature: whoever edits a manifest can
  * recompute it. So every path is decoded here, by this one rule, before anything reads or writes by it
  * (restore, verify, list, the next create's link base): relative, normalised, inside the snapshot's scope.

@@ -1,5 +1,5 @@
 /**
- * State snapshots (README "State snapshots"), the pure parts: what is snapshotted, where snapshots live, their ids, the
+ * State snapshots (docs/snapshots.md "State snapshots"), the pure parts: what is snapshotted, where snapshots live, their ids, the
  * manifest format, the link decision and the typed errors. No I/O; the program is `services/StateBackups.ts`.
  *
  * Layout of a backup root:
@@ -133,7 +133,7 @@ const typeProblem = (e: { readonly type: string; readonly sha256?: string | unde
 const orTrue = (problem: string | undefined): string | true => problem ?? true
 
 /**
- * One entry of a manifest. Its path is decoded by `decodeSnapshotPath` (a manifest is untrusted input: README
+ * One entry of a manifest. Its path is decoded by `decodeSnapshotPath` (a manifest is untrusted input: docs/snapshots.md
  * "State snapshots"); numbers are whole where the file system's are, a mode is permission bits only.
  */
 export const ManifestEntry = Schema.Struct({

@@ -1,5 +1,5 @@
 /**
- * Why a report stopped early (README "Retention", "CLI quick tour"): truncation is said, never hidden. Every
+ * Why a report stopped early (docs/work-runs.md "Retention", "CLI quick tour"): truncation is said, never hidden. Every
  * bound a scan or a size walk can stop at has a tag, its value (`limit`), how much it left undone (`left`, in
  * `unit`s), the option and the CLI flag that raise it, and the same in words (`message`). A prune report
  * (`PruneReport.stoppedBy`), `status` and `work ls` (the inventory's `stoppedBy`) list one per bound that
@@ -43,7 +43,7 @@ const count = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",")
 /** Where the prune's policy bounds are raised: a policy field, clamped to the harness ceiling. */
 const POLICY = (field: string) => `policy.${field} (up to the harness ceiling: openAgentStorage({ retentionCeiling }), StorageConfig.retentionCeiling)`
 
-/** A prune scanned `limit` of the tenant's `candidates` entries (README "Retention"). */
+/** A prune scanned `limit` of the tenant's `candidates` entries (docs/work-runs.md "Retention"). */
 export const pruneScanStopped = (limit: number, candidates: number): StoppedBy => ({
   _tag: "MaxScannedRuns",
   limit,

@@ -1,5 +1,5 @@
 /**
- * Where the bytes are (README "Dashboard"): the tier of each top-level entry of the agent dir and of the web
+ * Where the bytes are (docs/dashboard.md "Dashboard"): the tier of each top-level entry of the agent dir and of the web
  * host's extension data root, the ids of the treemap's nodes, and which nodes the doctor's findings mark.
  * Pure. The walk is services/StorageMap.ts; the usage history sums the same top-level items per tier, so
  * the chart and the treemap can never disagree on what a tier holds.
@@ -12,7 +12,7 @@ import { TIER_NAMES } from "./WebPaths.js"
 
 const TIER_OF_CLASS: Record<EntryClass, UsageTier> = {
   config: "config",
-  // What a state snapshot protects: state and memory (README "State snapshots").
+  // What a state snapshot protects: state and memory (docs/snapshots.md "State snapshots").
   memory: "state",
   state: "state",
   cache: "cache",

@@ -1,6 +1,6 @@
 /**
  * "Compare directories by identity (device + inode after resolving links), never by string": the one
- * identity rule (`sameFile`) and the one containment rule (`resolvedWithin`). README "Extension data tiers (web host)" compares tier
+ * identity rule (`sameFile`) and the one containment rule (`resolvedWithin`). docs/tiers.md "Extension data tiers (web host)" compares tier
  * directories this way, BK2 the state-backup root against the trees every snapshot copies. A path's
  * location is what it resolves to on disk (links and mounts included): the identities of its deepest
  * existing prefix and of that directory's physical ancestors up to "/", nearest first, plus the names below
@@ -59,7 +59,7 @@ export interface LocatedTier {
 /**
  * The same rules as the string check (`resolveTierDirs`), on resolved locations: cache/ may be wiped at any
  * time, so it must not be, contain or lie inside another tier; config and state must not be the same
- * directory (state inside config is the old-host fallback, README `resolveStateDir`, and allowed). The first overlap, or null.
+ * directory (state inside config is the old-host fallback, docs/tiers.md `resolveStateDir`, and allowed). The first overlap, or null.
  */
 export const findTierOverlap = (
   tiers: { readonly config: LocatedTier; readonly state: LocatedTier; readonly cache: LocatedTier }

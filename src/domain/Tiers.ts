@@ -1,5 +1,5 @@
 /**
- * Extension data tiers on the web host (README "Extension data tiers (web host)": *if it is deleted, what does the user lose?*). Pure: the context, the decision tree and
+ * Extension data tiers on the web host (docs/tiers.md "Extension data tiers (web host)": *if it is deleted, what does the user lose?*). Pure: the context, the decision tree and
  * the config red lines as plain functions over plain values. I/O lives in src/services/TierStorage.ts.
  */
 import * as Either from "effect/Either"
@@ -71,7 +71,7 @@ export const makeExtensionContext = (input: {
   return Either.right(Object.freeze(ctx) as ExtensionContext)
 }
 
-/** The directories a tier store needs; `stateDir` may be absent on old hosts (README: "On old hosts without `stateDir`"). */
+/** The directories a tier store needs; `stateDir` may be absent on old hosts (docs/tiers.md: "On old hosts without `stateDir`"). */
 export interface TierDirs {
   readonly configDir: string
   readonly stateDir?: string | undefined
@@ -97,7 +97,7 @@ export const resolveTierDirs = (ctx: TierDirs): Either.Either<ResolvedTierDirs, 
     }
   }
   // cache/ may be wiped at any time, so nothing else may live inside it, and it must not contain another tier.
-  // state inside config is the old-host fallback (README: `configDir/state`) and is allowed.
+  // state inside config is the old-host fallback (docs/tiers.md: `configDir/state`) and is allowed.
   const pairs: ReadonlyArray<readonly [string, string, string, string]> = [
     ["configDir", dirs.configDir, "cacheDir", dirs.cacheDir],
     ["stateDir", dirs.stateDir, "cacheDir", dirs.cacheDir],

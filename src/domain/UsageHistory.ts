@@ -1,5 +1,5 @@
 /**
- * The usage history (README "Dashboard"): bytes per tier over time, one small record per run of an operation
+ * The usage history (docs/dashboard.md "Dashboard"): bytes per tier over time, one small record per run of an operation
  * that already writes (a prune, a state snapshot, a config snapshot), at most one per hour per root, kept
  * bounded by thinning old records. Pure: the record format, its strict decoder, the "is one due" rule and the
  * thinning. The file is `state/usage-history.jsonl` (one JSON record a line); I/O is services/UsageHistory.ts.
@@ -70,7 +70,7 @@ const decodeRecord = Schema.decodeUnknownEither(UsageRecord, { onExcessProperty:
 /**
  * The history file's text, strictly: every non-empty line one `UsageRecord` (no unknown field). The records
  * before the first bad line are kept; the bad line and what follows are not trusted (`problem`), and the file
- * is then never rewritten by the library (README "Dashboard").
+ * is then never rewritten by the library (docs/dashboard.md "Dashboard").
  */
 export const decodeHistory = (text: string): DecodedHistory => {
   const records: Array<UsageRecord> = []

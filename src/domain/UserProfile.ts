@@ -1,5 +1,5 @@
 /**
- * The USER.md profile as a model (README "User profile (USER.md)"), pure: what the files on disk mean (every fact once, in order),
+ * The USER.md profile as a model (docs/user-profile.md "User profile (USER.md)"), pure: what the files on disk mean (every fact once, in order),
  * what a mutation does to it, and which files a new layout needs written or removed.
  *
  * The identity rule: a shard is named after its body, so a layout is a function of the facts alone; a shard

@@ -1,5 +1,5 @@
 /**
- * The user-preference archive on disk (README "User preference archive"), pure: OKF documents (YAML front matter between `---`
+ * The user-preference archive on disk (docs/user-profile.md "User preference archive"), pure: OKF documents (YAML front matter between `---`
  * lines, a blank line, the body), shard names derived from content only, the index, splitting a body into
  * bounded shards, and the pending-write journal.
  *

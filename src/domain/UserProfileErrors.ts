@@ -1,5 +1,5 @@
 /**
- * The typed errors of the USER.md profile (README "User profile (USER.md)"). Kept beside the profile's domain rather than in
+ * The typed errors of the USER.md profile (docs/user-profile.md "User profile (USER.md)"). Kept beside the profile's domain rather than in
  * Errors.ts so the profile is one self-contained unit; exported with the others from the package index.
  */
 import * as Schema from "effect/Schema"

@@ -1,5 +1,5 @@
 /**
- * USER.md as text (README "User profile (USER.md)"), pure: what an entry is, Pi's pointer, the budget, and how `replace`/`remove`
+ * USER.md as text (docs/user-profile.md "User profile (USER.md)"), pure: what an entry is, Pi's pointer, the budget, and how `replace`/`remove`
  * pick the entry they act on.
  *
  * An entry is one non-blank line of a profile body, kept byte for byte (minus a CR before the newline).

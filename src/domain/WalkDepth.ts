@@ -1,5 +1,5 @@
 /**
- * The depth rule of the tree walks (README "Walkers"; DESIGN "A walk's cost in descriptors and memory is
+ * The depth rule of the tree walks (docs/architecture.md "Walkers"; DESIGN "A walk's cost in descriptors and memory is
  * bounded whatever the depth"), which the native walks (native/fsat.c "Depth") and the portable ones
  * (layers/node/pathWalk.ts) both follow. No imports: the Node layer's remover thread loads it.
  *

@@ -1,5 +1,5 @@
 /**
- * Warnings: things the library chose to carry on through, which a caller should still hear about (README "Errors").
+ * Warnings: things the library chose to carry on through, which a caller should still hear about (docs/errors.md "Errors").
  * Programs log them with `Effect.logWarning`, the fields as log annotations (`warning` = the tag), so an Effect
  * caller routes them with its own logger; the facade turns such a log entry back into the typed object for
  * `onWarning`, and the CLI prints the message on stderr. Pure: building and reading the annotations.
@@ -55,7 +55,7 @@ export type StorageWarning =
   | { readonly _tag: "SnapshotOwnerAlive"; readonly path: string; readonly holder: string; readonly message: string }
   /** A snapshot whose manifest is unusable is skipped as a link base and in listings (verify reports it). */
   | { readonly _tag: "SnapshotManifestUnusable"; readonly id: string; readonly detail: string; readonly message: string }
-  /** A writing operation's usage record (README "Dashboard") was not added: the history could not be read, decoded or written. */
+  /** A writing operation's usage record (docs/dashboard.md "Dashboard") was not added: the history could not be read, decoded or written. */
   | { readonly _tag: "UsageHistoryNotRecorded"; readonly path: string; readonly message: string }
 
 export type StorageWarningTag = StorageWarning["_tag"]

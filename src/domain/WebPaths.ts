@@ -1,5 +1,5 @@
 /**
- * Web-host extension data root and tier paths (README "Extension data tiers (web host)"). Pure.
+ * Web-host extension data root and tier paths (docs/tiers.md "Extension data tiers (web host)"). Pure.
  */
 import * as NodePath from "node:path"
 

@@ -1,6 +1,6 @@
 /**
  * What an opened store runs on, loaded by `openAgentStorage` on its first call rather than at import
- * (README "Installing"): the whole Node stack (every service, the walkers, yaml, the platform's command executor)
+ * (docs/install.md "Installing"): the whole Node stack (every service, the walkers, yaml, the platform's command executor)
  * costs an importer that never opens a store most of the facade's start-up. Everything here is imported
  * by promise.ts as a type only; the bundle puts this module's graph in a chunk of its own.
  */

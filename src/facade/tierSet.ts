@@ -1,5 +1,5 @@
 /**
- * The three tiers as Promises (README "Extension data tiers"): one shape for a web-host extension's
+ * The three tiers as Promises (docs/tiers.md "Extension data tiers"): one shape for a web-host extension's
  * `openTiers(ctx)` and an agent extension's `storage.getStorage(ns)`, over the `TierStorage` service's tiers.
  * A thin edge: `run` runs one tier call on the caller's runtime and rejects with the typed error itself.
  */
@@ -48,7 +48,7 @@ export interface PromiseTierSet {
 }
 
 /**
- * A Promise caller's decode function as the Schema the tier service takes (README "Extension data tiers":
+ * A Promise caller's decode function as the Schema the tier service takes (docs/tiers.md "Extension data tiers":
  * the facade names no Effect type, so it takes a function that throws to refuse). What it throws becomes
  * the `DecodeFailure`'s words.
  */

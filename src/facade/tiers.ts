@@ -1,5 +1,5 @@
 /**
- * Promise versions of the web-host data tiers (README "Extension data tiers (web host)"). A thin edge: the rules live in
+ * Promise versions of the web-host data tiers (docs/tiers.md "Extension data tiers (web host)"). A thin edge: the rules live in
  * src/domain/Tiers.ts and src/services/TierStorage.ts. Rejections are the library's typed errors themselves
  * (an `Error` with `_tag`), or whatever a caller's `build` rejected with.
  */
@@ -47,7 +47,7 @@ export const extensionContext = (extId: string, options?: ExtensionContextOption
  * TD4 on the real disk: open the three tiers of a context. Creates nothing until a method needs it; rejects
  * with `TiersOverlap` when the tier directories overlap through a link or mount (TD5, checked again before
  * every destructive cache operation). The tier service and the Node world load on the first call, not at
- * import (README "Installing"; tiersRuntime.ts).
+ * import (docs/install.md "Installing"; tiersRuntime.ts).
  */
 export const openTiers = async (ctx: TierDirs, options?: OpenTiersOptions): Promise<PromiseTiers> =>
   (await import("./tiersRuntime.js")).openNodeTiers(ctx, options)

@@ -1,5 +1,5 @@
 /**
- * `openTiers` over a world: the runtime half of facade/tiers.ts, loaded on its first call (README "Installing").
+ * `openTiers` over a world: the runtime half of facade/tiers.ts, loaded on its first call (docs/install.md "Installing").
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

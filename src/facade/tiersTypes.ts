@@ -1,6 +1,6 @@
 /**
  * The Promise tiers' handle: the type facade/tiers.ts returns and facade/tiersRuntime.ts builds (its own module so
- * that neither of the two imports the other; tiers.ts loads the runtime lazily, README "Installing").
+ * that neither of the two imports the other; tiers.ts loads the runtime lazily, docs/install.md "Installing").
  */
 import type { PromiseTierSet } from "./tierSet.js"
 

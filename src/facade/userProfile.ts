@@ -1,5 +1,5 @@
 /**
- * The Promise view of the USER.md profile (README "User profile (USER.md)"): `storage.userProfile({ budgetBytes? })`. Building it
+ * The Promise view of the USER.md profile (docs/user-profile.md "User profile (USER.md)"): `storage.userProfile({ budgetBytes? })`. Building it
  * does no I/O; each method builds the service over the store's runtime and rejects with the typed errors
  * (`InvalidEntry`, `EntryNotFound`, `AmbiguousEntry`, `UnsafeProfile`, `ProfileBusy`, `InvalidArgument` …).
  */

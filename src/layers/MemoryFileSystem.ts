@@ -560,7 +560,7 @@ export const make = (world: MemoryWorld, options?: MemoryFileSystemOptions): Con
         makeOneDirectory(at, mode, now)
       }),
 
-    // Two steps, as open(O_CREAT|O_EXCL) then write(2): a crash between them leaves an empty file (README "Stale unreadable markers and leases").
+    // Two steps, as open(O_CREAT|O_EXCL) then write(2): a crash between them leaves an empty file (docs/safety.md "Stale unreadable markers and leases").
     writeFileExclusive: (path, data, options) =>
       call("writeFileExclusive", path, undefined, (now) => {
         const created = step("writeFileExclusive.create", path, undefined, () => createFile(path, new Uint8Array(), options?.mode ?? 0o600, now))

@@ -1,5 +1,5 @@
 /**
- * `@effect/platform`'s `FileSystem` (and `Path`) over the simulated world of `MemoryWorld.ts` (README "Testing
+ * `@effect/platform`'s `FileSystem` (and `Path`) over the simulated world of `MemoryWorld.ts` (docs/testing.md "Testing
  * your code against the simulated world"): a harness's own platform calls and the library's port calls meet
  * in one inode tree, under the same faults, crash points and journal.
  *
@@ -829,7 +829,7 @@ export const make = (world: MemoryWorld, basePath: PlatformPath.Path, options?: 
 }
 
 /**
- * `@effect/platform`'s `FileSystem` and `Path` as one simulated process of `world` (README "Testing your code
+ * `@effect/platform`'s `FileSystem` and `Path` as one simulated process of `world` (docs/testing.md "Testing your code
  * against the simulated world"). Give it the `{ hostname, pid }` given to `MemoryWorld.layer` to make the
  * harness's calls and the library's those of one process (a crash point scoped to it stops both).
  */

@@ -1,5 +1,5 @@
 /**
- * The consumers' test entry (README "Testing your code against the simulated world"): the simulated world with only its driver API in the public type, and
+ * The consumers' test entry (docs/testing.md "Testing your code against the simulated world"): the simulated world with only its driver API in the public type, and
  * `MemoryWorld.layer(world)`, one simulated process (FileSystem + Host + ProcessRunner) to put under `Storage.layer`:
  *
  *   const world = MemoryWorld.make()

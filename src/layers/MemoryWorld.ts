@@ -1,5 +1,5 @@
 /**
- * The simulated world behind the Memory layers (README "The simulated world (Memory)"):
+ * The simulated world behind the Memory layers (docs/testing.md "The simulated world (Memory)"):
  * an inode tree with several devices, simulated hosts with boots and process tables, fault injection, a crash
  * point and an operation journal. The FileSystem port semantics live in `MemoryFileSystem.ts`, the Host port in
  * `MemoryHost.ts`; `layerMemory` (in `MemoryFileSystem.ts`) builds a fresh world with both ports and the driver.
@@ -192,7 +192,7 @@ export const sizeOf = (node: Node): number =>
 /**
  * Every step a fault may name to fail that step only (`injectFault({ op: "writeFileAtomic.rename", … })`): the
  * steps of compound calls, each with its own gate and journal entry. The Memory layers' `step` takes only
- * these, and a test keeps the README's list ("Testing your code against the simulated world") equal to it.
+ * these, and a test keeps the list of docs/testing.md ("Testing your code against the simulated world") equal to it.
  */
 export const FAULT_STEPS = [
   "writeFileAtomic.create",

@@ -1,7 +1,7 @@
 /**
- * The FileSystem port on `node:fs` (README "Architecture in a paragraph").
+ * The FileSystem port on `node:fs` (docs/architecture.md "Architecture in a paragraph").
  *
- * - Names are bytes (README "Names are bytes"): every path goes to `node:fs` through `osPath` (its bytes when it
+ * - Names are bytes (docs/safety.md "Names are bytes"): every path goes to `node:fs` through `osPath` (its bytes when it
  *   holds a byte that is not UTF-8), and listings and link targets come back losslessly (node/osPath.ts).
  * - Nothing follows a final symlink: reads, exclusive writes, chmod and copy sources open with O_NOFOLLOW;
  *   `utimes` is `lutimes`; `readDirectory` refuses a link (ENOTDIR).
@@ -11,7 +11,7 @@
  * - Durability: files are fsynced before they become visible under their final name, and the parent
  *   directories are fsynced after renames (unless the caller passes `sync: false`).
  * - The hot walks (`measureTree`, `removeTree`) use synchronous syscalls one directory at a time
- *   (async per-entry walks are ~8× slower: README "Walkers"), chosen in node/walkers.ts. Measuring with
+ *   (async per-entry walks are ~8× slower: docs/architecture.md "Walkers"), chosen in node/walkers.ts. Measuring with
  *   the native `fsat` addon runs whole in C, a small tree on the calling thread and a big one on the thread
  *   pool (node/nativeMeasure.ts), otherwise in 4 ms slices on the event loop. Removing never holds it: with
  *   the addon the whole walk runs in C on the thread pool (node/nativeRemove.ts), otherwise on a remover thread
@@ -373,7 +373,7 @@ const createAndWrite = (
     })
 
 const writeFileExclusive = (path: string, data: Uint8Array, options?: WriteOptions) =>
-  // No fsync unless asked: a lease needs none (README "How runs stay safe": an empty lease counts as held); only writeFileAtomic defaults to it.
+  // No fsync unless asked: a lease needs none (docs/safety.md "How runs stay safe": an empty lease counts as held); only writeFileAtomic defaults to it.
   createAndWrite("writeFileExclusive", path, data, options?.mode ?? DEFAULT_FILE_MODE, options?.sync ?? false)
 
 const tempNameBeside = (path: string): string =>

@@ -1,5 +1,5 @@
 /**
- * The Host port on `os`, `process` and Linux `/proc` (README "How runs stay safe": leases and liveness). This is the Node edge, so it may read
+ * The Host port on `os`, `process` and Linux `/proc` (docs/safety.md "How runs stay safe": leases and liveness). This is the Node edge, so it may read
  * `process.env`. Where `/proc` is absent (macOS, Windows) boot id and start times are `null`, which the
  * liveness verdict treats as "unknown".
  */

@@ -1,7 +1,7 @@
 /**
  * Production: the Node world with every service, migration first, `StorageConfig` filled from the
  * environment (`StorageConfig.layerFromEnv`) under `options.config`. The Promise facade and the CLI use it.
- * Build it once and keep it in a constant (README "Effect callers"): each build is a stack of its own.
+ * Build it once and keep it in a constant (docs/work-runs.md "Effect callers"): each build is a stack of its own.
  */
 import * as Layer from "effect/Layer"
 import { StorageConfig } from "../services/StorageConfig.js"

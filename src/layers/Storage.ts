@@ -1,6 +1,6 @@
 /**
  * The whole service stack over any world (FileSystem + Host + ProcessRunner), built once at an edge and kept in
- * a constant (README "Effect callers"). Resolving the agent dir runs the layout migration first (MG1: before
+ * a constant (docs/work-runs.md "Effect callers"). Resolving the agent dir runs the layout migration first (MG1: before
  * any store is read) unless `migrate: false`. The services a program may never use (tiers, inventory, the
  * profile, config history, state backups) are built on their first use, so they cost no start-up.
  */
@@ -37,7 +37,7 @@ export interface StorageOptions {
   readonly config?: StorageConfigInput | undefined
   readonly workRuns?: WorkRunsOptions | undefined
   /**
-   * The usage history the dashboard's growth chart reads (README "Dashboard"): given, the stack's writers
+   * The usage history the dashboard's growth chart reads (docs/dashboard.md "Dashboard"): given, the stack's writers
    * (prune, background prune, state snapshot, config snapshot) append to it; absent, it is only read.
    * `NodeStorage.layer` gives `{}` unless this is `false`.
    */

@@ -1,6 +1,6 @@
 /**
  * A service built on its first use rather than when its layer is built: the whole stack provides every
- * service, and one a program never touches costs it nothing at start-up (README "Effect callers").
+ * service, and one a program never touches costs it nothing at start-up (docs/work-runs.md "Effect callers").
  */
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"

@@ -1,5 +1,5 @@
 /**
- * The resolved agent directory (README "Architecture": AgentDir) as a service, so programs never read the environment themselves.
+ * The resolved agent directory (docs/architecture.md "Architecture": AgentDir) as a service, so programs never read the environment themselves.
  *
  * A symlink at the agent dir's own path (`~/.pi/agent -> /other/disk/agent`, the user's choice of disk) is
  * resolved here, once, when the layer is built: `path` is the directory every reader (status, doctor, work

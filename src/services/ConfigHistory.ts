@@ -1,5 +1,5 @@
 /**
- * Config history in a real git repository (README "Config history"): snapshot, log, diff, rollback, and the crash sentinel
+ * Config history in a real git repository (docs/config-history.md "Config history"): snapshot, log, diff, rollback, and the crash sentinel
  * of `change()`. The repository is `state/backups/config/history/` with its own work tree, into which the
  * tracked files are mirrored (laid out by source: `agent/…`, `web/<extId>/config/…`): live files are never
  * checked out in place, and no `.git` ever sits at the agent root or above a work run.
@@ -152,7 +152,7 @@ const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 const MAX_CONFIG_DEPTH = 16
 /** Mirrored copies are config-sized; a bounded read also keeps it one synchronous syscall in the Node layer. */
 const MIRROR_READ_MAX = 1 << 20
-/** Limits on what git answers about the history (hostile input, README "Config history"). */
+/** Limits on what git answers about the history (hostile input, docs/config-history.md "Config history"). */
 const HISTORY_PATHS_MAX = 100_000
 const REVISION_BYTES_MAX = 256 << 20
 const BLOB_MAX = 16 << 20
@@ -162,7 +162,7 @@ const PACKED_REFS_MAX = 1 << 20
 const MIRROR_TREE_BUDGET = { maxEntries: HISTORY_PATHS_MAX, maxDepth: MAX_CONFIG_DEPTH + 8 }
 /**
  * A name a FileSystem layer decoded lossily (bytes that are not UTF-8 became U+FFFD; the Node layer carries
- * them losslessly: README "Names are bytes"): when no entry answers to it, the file cannot be read back under that name.
+ * them losslessly: docs/safety.md "Names are bytes"): when no entry answers to it, the file cannot be read back under that name.
  */
 const REPLACEMENT_CHARACTER = "\uFFFD"
 
@@ -256,7 +256,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
     const { fs, host } = deps
     const agent = yield* AgentDir
     const runner = yield* ProcessRunner
-    // A snapshot that commits adds a usage record (README "Dashboard"); none in the stack: nothing is recorded.
+    // A snapshot that commits adds a usage record (docs/dashboard.md "Dashboard"); none in the stack: nothing is recorded.
     const usage = yield* UsageRecorder
     const agentDir = agent.path
     const webDataRoot = webDataRootOf(host, options.webDataRoot)
@@ -403,7 +403,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
         const repoPath = overlayRepoPath(entry.name)
         yield* candidate(repoPath, agent.paths.directoryProfileSettings(entry.name), out)
       }
-      // Agent extensions' config tiers (`config/extensions/<ns>/`, README "Extension storage (agent side)").
+      // Agent extensions' config tiers (`config/extensions/<ns>/`, docs/tiers.md "Extension storage (agent side)").
       const agentExtensions = NodePath.dirname(agent.paths.extensionConfigDir("x"))
       for (const ext of yield* listOption(agentExtensions)) {
         if (ext.type !== "Directory" || decodeSegment("namespace", ext.name)._tag === "Left") continue
@@ -522,7 +522,7 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
 
     /**
      * Before every git call on an existing repository: its `info/attributes` is ours, byte for byte, so no
-     * attribute can pick a filter or diff driver the repository's config defines (README "Config history").
+     * attribute can pick a filter or diff driver the repository's config defines (docs/config-history.md "Config history").
      */
     const guardAttributes = Effect.gen(function*() {
       const current = yield* fs.readFile(attributesPath, { maxBytes: 4096 }).pipe(Effect.option)

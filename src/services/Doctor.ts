@@ -1,5 +1,5 @@
 /**
- * The doctor (README "Doctor"): the read model's scan of the agent dir (and, optionally, of the web host's
+ * The doctor (docs/migrations.md "Doctor"): the read model's scan of the agent dir (and, optionally, of the web host's
  * extension data root) interpreted by the pure `findingsOf`, plus the findings of the user profile, the config
  * history and the state backups. It never moves, writes or deletes anything, whatever it finds.
  *

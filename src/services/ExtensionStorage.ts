@@ -1,5 +1,5 @@
 /**
- * Agent-side extension storage (README "Extension storage (agent side)"): `getStorage(namespace)` is a view
+ * Agent-side extension storage (docs/tiers.md "Extension storage (agent side)"): `getStorage(namespace)` is a view
  * with the extension's three tiers under the agent dir — `config/extensions/<ns>/`, `state/extensions/<ns>/`,
  * `cache/extensions/<ns>/` — through the same tier API the web host's extensions use (the `TierStorage`
  * service, opened on first use), and leased work runs under `work/extensions/<ns>/`. Building the view does
@@ -35,7 +35,7 @@ export interface ExtensionStorageView {
   readonly stateDir: string
   /** `cache/extensions/<ns>/`: rebuildable, safe to delete. */
   readonly cacheDir: string
-  /** The config tier (README "Extension data tiers": key-values in settings.json, red lines), opened on first use. */
+  /** The config tier (docs/tiers.md "Extension data tiers": key-values in settings.json, red lines), opened on first use. */
   readonly config: ConfigTier<FirstUseError>
   /** The state tier (strict reads, optionally with a Schema; atomic fsynced writes), opened on first use. */
   readonly state: StateTier<FirstUseError>

@@ -1,5 +1,5 @@
 /**
- * The narrow FileSystem port (README "Architecture in a paragraph": it never follows a link unless the operation's name says so).
+ * The narrow FileSystem port (docs/architecture.md "Architecture in a paragraph": it never follows a link unless the operation's name says so).
  *
  * No operation follows a symlink in its last path component unless its name says so (`statFollowingLinks`): `lstat` describes the
  * link itself, `readFile`/`writeFileExclusive`/`chmod`/`utimes` fail with ELOOP (`IsSymlink`) on a link,
@@ -49,7 +49,7 @@ export interface WalkBudget {
 }
 
 /**
- * What a tree holds, counted as `du` counts it (README "Retention": one byte count): every entry of the tree,
+ * What a tree holds, counted as `du` counts it (docs/work-runs.md "Retention": one byte count): every entry of the tree,
  * the root included (directories, symlinks and special files as well as regular files), a file of several
  * hard links once per walk (as `du` counts an inode once per walk: a file linked into two trees counts in
  * each tree's walk). `bytes` is disk usage, allocated 512-byte blocks × 512 (`du -s -B1`; `du -sk` rounds it
@@ -80,7 +80,7 @@ export interface TreeRemoval {
   /**
    * Sizes of what this call removed (`TreeSizes`, as `measureTree` counts them, the root once it is removed;
    * never through a link), so a prune needs no measuring walk before removing a run it chose by age or count
-   * (README "Retention"). Lower bounds of the tree's when `!complete`. A removal resumed after a budget
+   * (docs/work-runs.md "Retention"). Lower bounds of the tree's when `!complete`. A removal resumed after a budget
    * stop counts a file of several links again if its other name went in an earlier call.
    */
   readonly removedBytes: number
@@ -159,7 +159,7 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
    * synced first, then the target is checked again (lstat, then a read through a descriptor whose inode is
    * compared too) in the same synchronous run as the rename, so the only window left is the microseconds
    * between that read and the rename; a write into the old inode by a process that opened it before the
-   * rename is not seen (README "User profile (USER.md)").
+   * rename is not seen (docs/user-profile.md "User profile (USER.md)").
    */
   readonly replaceFileIfUnchanged: (
     path: string,
@@ -240,7 +240,7 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
    * `maxEntries` removals; a rerun continues. Missing root: complete with 0 removed.
    */
   readonly removeTree: (path: string, budget: WalkBudget) => Effect.Effect<TreeRemoval, FileSystemError>
-  // Batched forms of the hot metadata calls (README "Architecture in a paragraph"): each answers exactly what
+  // Batched forms of the hot metadata calls (docs/architecture.md "Architecture in a paragraph"): each answers exactly what
   // its single call would for every item, in order, in one call; a failure answers its item and the rest
   // still run. A prune makes ≈ 14 such calls per run, and one runtime step each cost more CPU than their
   // syscalls (BENCHMARKS.md "Prune: the protocol in batches"). Optional: programs call them through `services/internal/each.ts`,

@@ -1,5 +1,5 @@
 /**
- * The Host port: who and where this process is, and whether another process is alive (README "How runs stay safe": leases and liveness).
+ * The Host port: who and where this process is, and whether another process is alive (docs/safety.md "How runs stay safe": leases and liveness).
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"

@@ -1,5 +1,5 @@
 /**
- * What the agent keeps, for people at a shell (README "CLI quick tour"): a bounded, read-only inventory of the work root,
+ * What the agent keeps, for people at a shell (docs/cli.md "CLI quick tour"): a bounded, read-only inventory of the work root,
  * the agent extensions' tiers and the web-host extensions' tiers under the web data root, and a listing of runs. It only calls `lstat`, `readDirectory`,
  * `readFile` and `measureTree` (plus the Host's pid probes for lease verdicts): it never writes anything.
  *
@@ -86,7 +86,7 @@ export interface TenantSummary {
   readonly truncated: boolean
 }
 
-/** An agent extension (README "Extension storage (agent side)"): its tiers under the agent dir. */
+/** An agent extension (docs/tiers.md "Extension storage (agent side)"): its tiers under the agent dir. */
 export interface ExtensionSummary {
   readonly namespace: string
   /** `config/extensions/<ns>/`; `null` when absent. */
@@ -97,7 +97,7 @@ export interface ExtensionSummary {
   readonly cache: Size | null
 }
 
-/** A web-host extension (README "Extension data tiers (web host)"): `data/<extId>/` under the web data root. */
+/** A web-host extension (docs/tiers.md "Extension data tiers (web host)"): `data/<extId>/` under the web data root. */
 export interface WebExtensionSummary {
   /** The directory's name under the web data root (the doctor checks every one, an id or not). */
   readonly extId: string

@@ -1,5 +1,5 @@
 /**
- * Migrations (README "Migrations"): the agent-dir layout migration and the per-entry migration toolkit.
+ * Migrations (docs/migrations.md "Migrations"): the agent-dir layout migration and the per-entry migration toolkit.
  *
  * One planner decides, one executor does. `plan` reads the tree and returns the unit decisions (the rules are
  * pure, in src/domain/LayoutMigration.ts): for each legacy entry, from the files themselves and never from
@@ -619,7 +619,7 @@ const executeLayout = (fs: Fs, steps: ReadonlyArray<Step>, partial: boolean): Ef
 export interface PlanOptions extends Pick<LayoutOptions, "lockAttempts" | "lockRetryDelay"> {
   /**
    * The web host's data root for `{ web: <extId> }` entries: given, else `$PI_WEB_DATA_DIR` (through `Host.env`),
-   * else `~/.pi/web/data` (README "Extension data tiers (web host)").
+   * else `~/.pi/web/data` (docs/tiers.md "Extension data tiers (web host)").
    */
   readonly webDataRoot?: string | undefined
 }

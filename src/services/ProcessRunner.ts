@@ -3,7 +3,7 @@
  * git runner is its one caller (services/internal/git.ts), which builds each call's whole environment itself.
  *
  * Why a port of our own and not `@effect/platform`'s `Command`/`CommandExecutor`: the Effect API must import
- * with nothing but `effect` installed (README "Installing"), and a Promise-only install must not pull Effect
+ * with nothing but `effect` installed (docs/install.md "Installing"), and a Promise-only install must not pull Effect
  * in. `@effect/platform` as a required peer would put it and Effect (≈ 55 MB) into every install; as an
  * optional one, the documented Effect install line would fail to import the root. Running git needs only this.
  */

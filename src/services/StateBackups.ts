@@ -1,5 +1,5 @@
 /**
- * State snapshots (README "State snapshots"): hard-link increments, a verifiable manifest, retention, restore that moves live
+ * State snapshots (docs/snapshots.md "State snapshots"): hard-link increments, a verifiable manifest, retention, restore that moves live
  * data aside. The pure rules (scope, ids, manifest, link decision, errors) are `domain/StateSnapshot.ts`;
  * retention is `domain/ForgetPlan.ts`. This module is the I/O around them, with these invariants:
  *
@@ -151,7 +151,7 @@ export interface SnapshotSummary {
   readonly path: string
   readonly files: number
   /**
-   * Disk usage of the snapshot's directory as `du -s -B1` counts it (README "Retention": one byte count;
+   * Disk usage of the snapshot's directory as `du -s -B1` counts it (docs/work-runs.md "Retention": one byte count;
    * files it shares with other snapshots count here too, as du of it counts them).
    */
   readonly bytes: number
@@ -179,7 +179,7 @@ export interface VerifyResult {
   readonly complete: boolean
 }
 
-/** What the last `verify` of this root found (README "Dashboard"): written when a verify ends. */
+/** What the last `verify` of this root found (docs/dashboard.md "Dashboard"): written when a verify ends. */
 export const LastVerify = Schema.Struct({
   version: Schema.Literal(1),
   /** Epoch ms the verify ended. */
@@ -269,7 +269,7 @@ export class StateBackups extends Context.Tag("pi-agent-storage/StateBackups")<S
       const deps = yield* depsFromContext
       const agent = yield* AgentDir
       const service = makeStateBackups(deps, agent.path, options)
-      // A snapshot made adds a usage record (README "Dashboard"), once the writer lock is released.
+      // A snapshot made adds a usage record (docs/dashboard.md "Dashboard"), once the writer lock is released.
       const usage = yield* UsageRecorder
       return { ...service, create: (o) => Effect.tap(service.create(o), () => usage.record("snapshot")) } satisfies StateBackups["Type"]
     })

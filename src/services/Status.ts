@@ -1,5 +1,5 @@
 /**
- * `status` as one call (README "CLI quick tour"): the inventory and the doctor's count, over the same agent
+ * `status` as one call (docs/cli.md "CLI quick tour"): the inventory and the doctor's count, over the same agent
  * dir and the same web data root (TD1, resolved once here and handed to both), so `status` can never say
  * "no findings" where `doctor` finds some. The doctor's part is the `Doctor` service's own report, the very
  * call `pi-storage doctor` makes; read-only, as both are.

@@ -1,5 +1,5 @@
 /**
- * Where the bytes are, as a tree a person drills into (README "Dashboard"): the whole → tiers (config, state,
+ * Where the bytes are, as a tree a person drills into (docs/dashboard.md "Dashboard"): the whole → tiers (config, state,
  * cache, work, other) → the top-level items of the agent dir and the web data root (internal/topLevel.ts, the
  * one scan, kept for `cacheMs`) → below them one level per call: a work category's tenants, a tenant's runs
  * (the Inventory's listing, so a run is "active" exactly when `pi-storage work ls` says so, with its holders;

@@ -1,5 +1,5 @@
 /**
- * Tier behaviour (README "Extension data tiers (web host)" and its red lines) as Effect programs over the FileSystem port:
+ * Tier behaviour (docs/tiers.md "Extension data tiers (web host)" and its red lines) as Effect programs over the FileSystem port:
  * - cache rebuilds whatever is missing, unreadable or invalid, so an extension survives `rm -rf cache/`;
  * - state is read strictly (missing or unreadable is a typed error, never a default) and written atomically
  *   with fsync; there is deliberately no cleanup API;
@@ -186,7 +186,7 @@ export type TierStorageError =
 export class TierStorage extends Context.Tag("pi-agent-storage/TierStorage")<TierStorage, {
   /**
    * Open the three tiers of one extension. Validates the directories (absolute; `stateDir` falls back to
-   * `configDir/state`, README: "On old hosts without `stateDir`") and the options, then compares where
+   * `configDir/state`, docs/tiers.md: "On old hosts without `stateDir`") and the options, then compares where
    * they resolve on disk (TD5: device and inode, links followed; `TiersOverlap`). Creates nothing.
    */
   readonly open: (ctx: TierDirs, options?: OpenTiersOptions) => Effect.Effect<Tiers, OpenTiersError>
@@ -383,7 +383,7 @@ const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOp
     const checkBudget = (path: string, newBytes: number) =>
       Effect.gen(function*() {
         const whole = yield* measure(dirs.configDir)
-        // On old hosts state lives in config/state (README: `resolveStateDir`, "on old hosts"); it is not config's weight.
+        // On old hosts state lives in config/state (docs/tiers.md: `resolveStateDir`, "on old hosts"); it is not config's weight.
         const nested = yield* (stateInsideConfig ? measure(dirs.stateDir) : Effect.succeed({ bytes: 0, complete: true }))
         const replacedBytes = yield* sizeOf(path)
         const violation = configBudgetViolation({

@@ -1,5 +1,5 @@
 /**
- * The usage history (README "Dashboard"): bytes per tier over time for the dashboard's growth chart, in
+ * The usage history (docs/dashboard.md "Dashboard"): bytes per tier over time for the dashboard's growth chart, in
  * `state/usage-history.jsonl`. The operations that already write (a prune, the background prune, a state
  * snapshot, a config snapshot) call `UsageRecorder.record` when they are done; it appends one record per
  * root (the agent dir, and the web data root when one is configured) unless that root has one from the last

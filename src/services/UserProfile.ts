@@ -1,5 +1,5 @@
 /**
- * The bounded USER.md profile (README "User profile (USER.md)"): `read`, `add`, `replace`, `remove` over the FileSystem port.
+ * The bounded USER.md profile (docs/user-profile.md "User profile (USER.md)"): `read`, `add`, `replace`, `remove` over the FileSystem port.
  *
  * Every mutation runs under the profile lock (a marker with the markers' liveness rules, waited for as long
  * as its holder lives), re-reads everything under it, finishes or undoes a journal a crash left, applies the

@@ -1,7 +1,7 @@
 /**
- * Leased work runs (README "Work runs"): acquire (scoped), release, the process run, prune, and the child env.
+ * Leased work runs (docs/work-runs.md "Work runs"): acquire (scoped), release, the process run, prune, and the child env.
  *
- * Protocol (README "How runs stay safe"): a run appears atomically — it is built in `<tenant>/.staging/` with its manifest
+ * Protocol (docs/safety.md "How runs stay safe"): a run appears atomically — it is built in `<tenant>/.staging/` with its manifest
  * and the creator's lease, then renamed into place — so no one ever meets a run without a manifest. An
  * acquirer writes its lease first and checks for a cleanup marker second; a pruner takes the marker first
  * and re-reads the leases second: whichever comes second sees the other.
@@ -79,7 +79,7 @@ export type PruneFailure = InvalidSegment | InvalidPolicy | UnsafeRoot | FileSys
 export type WorkRunsError = AcquireError | PruneFailure
 
 /**
- * Which run to hold. `category`, `tenant` and `runId` are segments (README "Work runs"); a `Segment` decoded
+ * Which run to hold. `category`, `tenant` and `runId` are segments (docs/work-runs.md "Work runs"); a `Segment` decoded
  * once is taken as it is, never checked by the rule again.
  */
 export interface AcquireOptions {
@@ -216,7 +216,7 @@ export class WorkRuns extends Context.Tag("pi-agent-storage/WorkRuns")<WorkRuns,
 type HeldRun = Omit<WorkRun, "release"> & {
   readonly manifest: Manifest
   readonly manifestLength: number
-  /** What release verifies before touching anything (README "How runs stay safe": release verifies what it touches). */
+  /** What release verifies before touching anything (docs/safety.md "How runs stay safe": release verifies what it touches). */
   readonly identity: RunIdentity
 }
 
@@ -283,14 +283,14 @@ const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     const busyDelay = Duration.millis(config.busyDelayMs)
     // What the heartbeat waits on (live by default; unref'd timers in the Promise facade): see HeartbeatClock.
     const heartbeatClock = yield* HeartbeatClock
-    // A prune that ran (not a dry run) adds a usage record (README "Dashboard"), outside the tenant's turn.
+    // A prune that ran (not a dry run) adds a usage record (docs/dashboard.md "Dashboard"), outside the tenant's turn.
     const usage = yield* UsageRecorder
     // WR4: holders refresh at a third of the remote TTL.
     const heartbeatEvery = Duration.millis(Math.max(1, Math.floor(remoteLeaseTtlMs / 3)))
     const runtimeScope = yield* Effect.scope
     // Closing the runtime interrupts a background prune at its next yield (below), and waits only for its
     // finalizers to drop its markers: the cleanup protocol is crash-safe, and the next prune finishes what it
-    // left (README "Retention").
+    // left (docs/work-runs.md "Retention").
     const background = yield* FiberSet.make<void, never>()
     const madeTenants = yield* Ref.make(new Set<string>())
     const lastPruneStart = yield* Ref.make(new Map<string, number>())

@@ -1,5 +1,5 @@
 /**
- * No import circle in `src/` (README "Architecture": domain → services → layers → facade/CLI, nothing runs
+ * No import circle in `src/` (docs/architecture.md "Architecture": domain → services → layers → facade/CLI, nothing runs
  * back). Every edge counts: static imports, `import type`, re-exports and dynamic `import()`s, since a
  * type-only edge is still a pair of modules that must be read together and a lazy one still loads both.
  * Also: no `@deprecated` in `src/` (a 0.x library keeps no deprecated surface; it removes the old name).

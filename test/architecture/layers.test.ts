@@ -1,5 +1,5 @@
 /**
- * One layer convention (README "Effect callers"), held over what the package exports at run time, not a
+ * One layer convention (docs/work-runs.md "Effect callers"), held over what the package exports at run time, not a
  * hand-kept list: every `Context.Tag` class among the root exports (and one level into its namespaces) is a
  * service, and
  * - `X.layer` is a Layer value (its default options), `X.layerWith` when present a function returning a

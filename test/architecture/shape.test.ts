@@ -1,5 +1,5 @@
 /**
- * One service shape (README "Architecture"): guards over the source text (TypeScript's parser, no type checking), so a
+ * One service shape (docs/architecture.md "Architecture"): guards over the source text (TypeScript's parser, no type checking), so a
  * change that brings back a free-function twin or an environment read fails here, not in review.
  *
  * - Every program in `src/services` is a class `Context.Tag("pi-agent-storage/<its name>")` with a static

@@ -1,5 +1,5 @@
 /**
- * Smoke runs of the measuring tools (README "Benchmarks and soak test"), a few seconds each, so they cannot rot: the benchmark's
+ * Smoke runs of the measuring tools (docs/benchmarks.md "Benchmarks and soak test"), a few seconds each, so they cannot rot: the benchmark's
  * scan at a tiny size, its prune and acquire with their floor rows (the C and plain-JavaScript replays of the
  * protocol), and the multi-process stress test with two workers.
  */

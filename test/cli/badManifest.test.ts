@@ -1,6 +1,6 @@
 /**
  * A run manifest that does not decode is one short line in `work prune`, `work ls` and `doctor` output, naming
- * the run, the manifest and what is wrong (README "On-disk formats"); `--json` carries the same words. Through
+ * the run, the manifest and what is wrong (docs/formats.md "On-disk formats"); `--json` carries the same words. Through
  * the built CLI (the shipped bundle; `npm test` builds first), and a property over the wording itself.
  */
 import * as Fs from "node:fs"

@@ -1,5 +1,5 @@
 /**
- * A reader that goes away early (`pi-storage memory show | head -1`) ends the CLI quietly (README "CLI quick
+ * A reader that goes away early (`pi-storage memory show | head -1`) ends the CLI quietly (docs/cli.md "CLI quick
  * tour"): no EPIPE stack trace, exit 141 (128 + SIGPIPE) or 0. Through the built CLI (the shipped bundle;
  * `npm test` builds first) as a child process whose stdout pipe is closed after the first chunk, and through
  * a real shell pipeline into `head -1`.

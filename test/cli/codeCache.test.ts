@@ -1,5 +1,5 @@
 /**
- * The CLI program's V8 code cache (README "Installing", src/cli/codeCache.ts) over the built bundle: the cache
+ * The CLI program's V8 code cache (docs/install.md "Installing", src/cli/codeCache.ts) over the built bundle: the cache
  * `npm run build` wrote is accepted by the Node that built it, and one V8 refuses (made for another
  * source) is ignored: the program compiles from source and runs the same.
  */

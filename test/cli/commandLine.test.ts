@@ -1,6 +1,6 @@
 /**
  * The CLI's conventions through the built CLI (the shipped bundle; `npm test` builds first), as a person or a
- * script meets them (README "CLI quick tour"): a typo is never data, `--` ends the flags, errors and warnings
+ * script meets them (docs/cli.md "CLI quick tour"): a typo is never data, `--` ends the flags, errors and warnings
  * are JSON with `--json`, `TERM=dumb` gets no colour, a missing tenant is said so, `doctor --json` names what
  * it read, and every `--help` ends with the exit-code table. test/cli/argv.test.ts holds the same rule
  * in-process over every verb and flag of the tree.
@@ -19,7 +19,7 @@ import { EXIT_CODE_TABLE } from "../../src/cli/exitCodes.js"
 import { type ChildResult, runNode } from "../support/child.js"
 
 const MAIN = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta.url))
-const README = fileURLToPath(new URL("../../README.md", import.meta.url))
+const ERRORS_PAGE = fileURLToPath(new URL("../../docs/errors.md", import.meta.url))
 const CTX = makeContext({ agentDir: undefined, noColor: true }, new ExitStatus(), undefined)
 const TREE = programShape(CTX)
 // eslint-disable-next-line no-control-regex
@@ -250,7 +250,7 @@ describe("what the commands say (built CLI)", () => {
   })
 })
 
-describe("exit codes: one table (exitCodes.ts), printed by every --help and listed by the README", () => {
+describe("exit codes: one table (exitCodes.ts), printed by every --help and listed by docs/errors.md", () => {
   it("every page ends with the table", async () => {
     const pages: Array<ReadonlyArray<string>> = []
     const visit = (node: CommandShape, path: ReadonlyArray<string>) => {
@@ -268,9 +268,9 @@ describe("exit codes: one table (exitCodes.ts), printed by every --help and list
     }
   })
 
-  it("the README's table lists the same codes, in the same order", () => {
-    const readme = Fs.readFileSync(README, "utf8")
-    const tour = readme.slice(readme.indexOf("## CLI quick tour"))
+  it("docs/errors.md's table lists the same codes, in the same order", () => {
+    const page = Fs.readFileSync(ERRORS_PAGE, "utf8")
+    const tour = page.slice(page.indexOf("## Exit codes"))
     const rows = [...tour.slice(tour.indexOf("| exit | meaning |")).matchAll(/^\| (\S+) \|/gm)].map((m) => m[1]!)
     const codes = rows.slice(1, rows.indexOf("other") + 1)
     assert.deepStrictEqual(codes, EXIT_CODE_TABLE.map(([code]) => code))

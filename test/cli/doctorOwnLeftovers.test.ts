@@ -1,5 +1,5 @@
 /**
- * The doctor names the library's own leftovers as its own, with what settles them (README "Doctor"), through
+ * The doctor names the library's own leftovers as its own, with what settles them (docs/migrations.md "Doctor"), through
  * the built CLI (the shipped bundle; `npm test` builds first): a torn atomic write of USER.md (the temp name
  * of domain/AtomicWrite.ts, the one rule the layers write with), and a restore's move-aside beside a web data
  * root on another filesystem (a real tmpfs; a rename cannot cross, so the restore puts it there).

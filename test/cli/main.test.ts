@@ -94,7 +94,7 @@ const populate = async (): Promise<Populated> => {
   const manifest = JSON.parse(Fs.readFileSync(manifestPath, "utf8"))
   const longAgo = Date.now() - 40 * DAY
   Fs.writeFileSync(manifestPath, JSON.stringify({ ...manifest, createdAt: longAgo, releasedAt: longAgo }))
-  // Last written then on the file system's clock too (ages are judged on it: README "Retention").
+  // Last written then on the file system's clock too (ages are judged on it: docs/work-runs.md "Retention").
   Fs.utimesSync(manifestPath, longAgo / 1000, longAgo / 1000)
   const recent = await store.acquireWorkRun({ category: "tools", tenant: "bash", retention: false })
   await recent.release()

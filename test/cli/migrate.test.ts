@@ -1,7 +1,7 @@
 /**
  * `pi-storage migrate` on a real agent dir that is a symlink (the user keeps ~/.pi/agent on another disk),
- * through the built CLI: the dry run lists exactly the decisions the real run then executes (README "Migrations": a
- * dry run that said "nothing to do" while `migrate` moved files would be a second planner). And `migrate --plan FILE` with the README's plan.
+ * through the built CLI: the dry run lists exactly the decisions the real run then executes (docs/migrations.md "Migrations": a
+ * dry run that said "nothing to do" while `migrate` moved files would be a second planner). And `migrate --plan FILE` with the documented plan (docs/migrations.md).
  */
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -88,8 +88,8 @@ describe("pi-storage migrate on a symlinked agent dir (Node, temp dirs)", () => 
 })
 
 // ---------------------------------------------------------------------------------------------------------
-// `migrate --plan FILE`: per-entry plans from the deployment flow (README "Migrations"), through the built CLI
-// on real disk, with the README's own plan.
+// `migrate --plan FILE`: per-entry plans from the deployment flow (docs/migrations.md "Migrations"), through the built CLI
+// on real disk, with the documented plan (docs/migrations.md).
 
 /** Every entry under `root`: type, content, and the inode facts a rewrite would change (a rerun must change none). */
 const tree = (root: string): Record<string, string> => {
@@ -113,7 +113,7 @@ const tree = (root: string): Record<string, string> => {
 const LEGACY_USAGE = `{"id":"r1","tokens":10}\n{"id":"r2","tokens":20}\n{"id":"r3","tokens":30}\n`
 const NEWER_USAGE = `{"id":"r2","tokens":20}\n{"id":"r3","tokens":31}\n{"id":"r4","tokens":40}\n`
 
-/** A scratch deployment: agent dir, web data root with the README's extension split across config/state and state. */
+/** A scratch deployment: agent dir, web data root with the documented plan's extension split across config/state and state. */
 const deployment = () => {
   const base = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-storage-migrate-plan-"))
   temps.push(base)
@@ -135,7 +135,7 @@ const deployment = () => {
 const cliIn = (cwd: string, env: NodeJS.ProcessEnv, ...args: ReadonlyArray<string>) => runNode(MAIN, args, { env, cwd })
 
 describe("pi-storage migrate --plan (Node, the built CLI, real disk)", () => {
-  it("the README's plan: the dry run says what the run does, the run puts every byte in its place and journals it, a rerun is a no-op", async () => {
+  it("the documented plan: the dry run says what the run does, the run puts every byte in its place and journals it, a rerun is a no-op", async () => {
     const { agent, web, ext, plan } = deployment()
     const conflicts = `state/migration-conflicts/${README_PLAN.id}`
 

@@ -1,5 +1,5 @@
 /**
- * Names are bytes (DESIGN "Names are bytes", README "Names are bytes"), as a user meets them through the built
+ * Names are bytes (DESIGN "Names are bytes", docs/safety.md "Names are bytes"), as a user meets them through the built
  * CLI (`npm test` builds first) on real disk: files whose names are not UTF-8 are created here from bytes
  * (Buffer paths), and every command must carry them as they are. A state snapshot holds such a file (its
  * manifest stores the escaped name, its bytes and hash), verify passes and a restore brings it back under the

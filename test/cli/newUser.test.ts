@@ -1,5 +1,5 @@
 /**
- * The CLI as a new user meets it (README "CLI quick tour"), through the built CLI as a child process: what a
+ * The CLI as a new user meets it (docs/cli.md "CLI quick tour"), through the built CLI as a child process: what a
  * person at a shell meets. `npm test` builds `dist/` first.
  */
 import { runNode } from "../support/child.js"
@@ -61,7 +61,7 @@ const releasedRun = (tenantDir: string, runId: string, daysAgo: number, files = 
   Fs.writeFileSync(Path.join(runDir, ".pi-work-run.json"), JSON.stringify({
     version: 2, category, tenant, runId, kind: "named", createdAt: at, releasedAt: at, createdBy: { host: Os.hostname(), pid: 1 }
   }))
-  // Last written then on the file system's clock too (ages are judged on it: README "Retention").
+  // Last written then on the file system's clock too (ages are judged on it: docs/work-runs.md "Retention").
   Fs.utimesSync(Path.join(runDir, ".pi-work-run.json"), at / 1000, at / 1000)
   for (let i = 0; i < files; i++) Fs.writeFileSync(Path.join(runDir, `f${i}`), "")
   return runDir
@@ -252,7 +252,7 @@ describe("work prune", () => {
     assert.include(busy.stdout, `busy: another prune of this tenant is running (prune by pid ${process.pid} on ${Os.hostname()}); nothing was done`)
   })
 
-  it("--all reports each symlinked work root, category or tenant as refused and exits 3 (README: How runs stay safe)", async () => {
+  it("--all reports each symlinked work root, category or tenant as refused and exits 3 (docs/safety.md)", async () => {
     const { agentDir } = agentWithTenant("tools", "bash")
     const outside = tempDir()
     Fs.mkdirSync(Path.join(outside, "cat", "ten"), { recursive: true, mode: 0o700 })
@@ -302,7 +302,7 @@ describe("work prune", () => {
     if (isRoot) assert.deepStrictEqual(Fs.readdirSync(foreign), [])
   })
 
-  it("an agent dir that is a regular file: status, work ls, work prune --all and migrate say so and exit 1 (README: Errors)", async () => {
+  it("an agent dir that is a regular file: status, work ls, work prune --all and migrate say so and exit 1 (docs/errors.md)", async () => {
     const file = Path.join(tempDir(), "agent")
     Fs.writeFileSync(file, "not a dir")
     const commands = [["status"], ["status", "--json"], ["work", "ls"], ["work", "prune", "--all"], ["migrate"], ["migrate", "--dry-run"], ["migrate", "--dry-run", "--json"]]

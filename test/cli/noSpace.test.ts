@@ -1,5 +1,5 @@
 /**
- * A full disk says so (README "Errors"): ENOSPC and EDQUOT are the port reason `NoSpace` (errno kept), and
+ * A full disk says so (docs/errors.md "Errors"): ENOSPC and EDQUOT are the port reason `NoSpace` (errno kept), and
  * the CLI's message names it. In the Memory world by fault injection, through the CLI's error printer; on
  * Node, through the built CLI (the shipped bundle; `npm test` builds first) on a small tmpfs filled up.
  */

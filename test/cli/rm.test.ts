@@ -1,5 +1,5 @@
 /**
- * `work rm`'s report of each run (README "CLI quick tour", `work rm`): a run whose `lstat` failed other than
+ * `work rm`'s report of each run (docs/cli.md "CLI quick tour", `work rm`): a run whose `lstat` failed other than
  * "not found" is its own outcome, `Unreadable` with the file system's reason, in the words and in `--json`,
  * never "missing". Through the built CLI as a child running as another user (we run as root), so a tenant
  * directory without search permission makes the lstat of each run in it fail with EACCES.

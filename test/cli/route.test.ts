@@ -1,5 +1,5 @@
 /**
- * The short route (README "Installing"): `status` and `status --json` skip `@effect/cli`. Which argv takes it, and
+ * The short route (docs/install.md "Installing"): `status` and `status --json` skip `@effect/cli`. Which argv takes it, and
  * that it prints, complains and exits exactly as the command tree does for the same argv (both run here,
  * in-process, over the same agent dirs: populated, missing, a regular file).
  */

@@ -1,5 +1,5 @@
 /**
- * Sizes a user can act on, through the built CLI (README "Retention", "CLI quick tour"): `status`, `work ls` and
+ * Sizes a user can act on, through the built CLI (docs/work-runs.md "Retention", "CLI quick tour"): `status`, `work ls` and
  * `work prune` report disk usage (what `du` prints) beside apparent size, equal to GNU du's on the same trees;
  * every tenant is measured within a budget of its own; whatever stopped a report early is said with how much
  * it left and the flag that raises it; the byte budget counts disk usage.

@@ -1,5 +1,5 @@
 /**
- * `status` and `doctor` agree (README "Doctor", "CLI quick tour"): a fresh HOME, no PI_* variable, findings
+ * `status` and `doctor` agree (docs/migrations.md "Doctor", "CLI quick tour"): a fresh HOME, no PI_* variable, findings
  * under the default web data root (and, in the second case, in the agent dir too). `status` shows the
  * doctor's count (its own report on the same roots) and lists the extensions the doctor checked; the facade's
  * `doctor()` finds the same. `npm test` builds `dist/` first.

@@ -1,5 +1,5 @@
 /**
- * Human output never lets a string the CLI did not write steer the terminal (README "CLI quick tour"): names on
+ * Human output never lets a string the CLI did not write steer the terminal (docs/cli.md "CLI quick tour"): names on
  * disk, manifest fields, USER.md entries, snapshot labels, config history messages, file contents in a diff
  * and error messages naming a path carry ESC sequences, OSC 52 (a clipboard write) and a newline that would
  * forge a report line. Through the built CLI (the shipped bundle; `npm test` builds first) as child

@@ -1,10 +1,10 @@
 /**
- * The dashboard in a real browser (README "Dashboard"): the built `pi-storage ui` on a seeded agent dir, Debian's
+ * The dashboard in a real browser (docs/dashboard.md "Dashboard"): the built `pi-storage ui` on a seeded agent dir, Debian's
  * chromium driven by playwright-core. What a person sees is checked against what is on disk: the treemap's top
  * rectangles and labels against the files' sizes, drill-down and back, the growth chart's points against the
  * usage history, the prune plan's runs and what applying it removes, a stale plan refused, snapshot and verify
  * updating the timeline, the config diff showing a redacted credential as "redacted", the doctor's findings and
- * the USER.md gauge; no console error anywhere. Each view's screenshot is written to docs/ui/ (the README shows
+ * the USER.md gauge; no console error anywhere. Each view's screenshot is written to docs/ui/ (docs/ui/README.md shows
  * them, so they are true). One browser for the file.
  */
 import { type ChildProcess, spawn } from "node:child_process"
@@ -128,7 +128,7 @@ describe("the dashboard in a browser (pi-storage ui on a seeded agent dir)", () 
     await open("#space")
     // As on disk now (the held run, the config history and the usage record are there too): disk usage as du
     // counts it, less the directories that only group the map's items (state/, state/extensions/ …: the map
-    // measures the items below them, README "Dashboard").
+    // measures the items below them, docs/dashboard.md "Dashboard").
     const own = (rel: string) => Fs.lstatSync(Path.join(seeded.agentDir, rel)).blocks * 512
     const grouping = (name: string) =>
       ["state", "cache", "work"].includes(name) && Fs.lstatSync(Path.join(seeded.agentDir, name)).isDirectory()

@@ -1,5 +1,5 @@
 /**
- * One source of truth (README "Dashboard"): the dashboard API's Schemas decode what the built CLI's `--json`
+ * One source of truth (docs/dashboard.md "Dashboard"): the dashboard API's Schemas decode what the built CLI's `--json`
  * prints for the same reports, refusing any field they do not know (`onExcessProperty: "error"`). The
  * compile-time identity checks in src/dashboard/schemas.ts pin the types; this pins the bytes a person's
  * scripts read, on a seeded agent dir with something in every report.

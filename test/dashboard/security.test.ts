@@ -1,5 +1,5 @@
 /**
- * The dashboard's safety, over plain HTTP against the built `pi-storage ui` (README "Dashboard"): no token is
+ * The dashboard's safety, over plain HTTP against the built `pi-storage ui` (docs/dashboard.md "Dashboard"): no token is
  * 401; a wrong Host is 421 (DNS rebinding), even with the session; a POST from another origin, or without the
  * page's CSRF token, is 403 and changes nothing; no CORS header ever; every answer carries the strict CSP;
  * `--read-only` refuses every action (403) and the page offers none; the server listens on 127.0.0.1 only.

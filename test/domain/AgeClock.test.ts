@@ -1,5 +1,5 @@
 /**
- * The age rules on the file system's clock (README "Retention"): a run's last use is its files' last write
+ * The age rules on the file system's clock (docs/work-runs.md "Retention"): a run's last use is its files' last write
  * where the pruner read it, never a holder's stamp; now unknown means nothing is past its age; a staged run is
  * abandoned only once untouched for the stale bound on that clock.
  */

@@ -1,5 +1,5 @@
 /**
- * README "Errors": the errno table a person reads is the one the code maps with; the one error union and its
+ * docs/errors.md "Errors": the errno table a person reads is the one the code maps with; the one error union and its
  * guard are exported from the root as from the Promise facade (the same list); every service names its
  * errors, and each name is exactly what its methods fail with (checked by the compiler: `npx tsc` fails on a
  * union that names too much or too little).
@@ -15,13 +15,13 @@ import type { StateBackups, StateBackupsError } from "../../src/services/StateBa
 import type { TierStorage, TierStorageError, Tiers } from "../../src/services/TierStorage.js"
 import type { WorkRuns, WorkRunsError } from "../../src/services/WorkRuns.js"
 
-const README = fs.readFileSync(fileURLToPath(new URL("../../README.md", import.meta.url)), "utf8")
+const ERRORS_PAGE = fs.readFileSync(fileURLToPath(new URL("../../docs/errors.md", import.meta.url)), "utf8")
 
-/** The rows of the README's errno table (`| reason | errno | means |`), as written. */
+/** The rows of the errno table of docs/errors.md (`| reason | errno | means |`), as written. */
 const errnoTable = (): Array<{ reason: string; errnos: Array<string> }> => {
-  const lines = README.split("\n")
+  const lines = ERRORS_PAGE.split("\n")
   const header = lines.findIndex((l) => /^\| reason \| errno \| means \|$/.test(l.trim()))
-  assert.isAbove(header, -1, "README \"Errors\" has the errno table")
+  assert.isAbove(header, -1, "docs/errors.md \"Errors\" has the errno table")
   const rows: Array<{ reason: string; errnos: Array<string> }> = []
   for (const line of lines.slice(header + 2)) {
     if (!line.startsWith("|")) break
@@ -31,7 +31,7 @@ const errnoTable = (): Array<{ reason: string; errnos: Array<string> }> => {
   return rows
 }
 
-describe("README \"Errors\" and the code agree", () => {
+describe("docs/errors.md \"Errors\" and the code agree", () => {
   it("the errno table is ERRNO_REASONS, and it lists every reason once", () => {
     const rows = errnoTable()
     const fromReadme: Record<string, string> = {}

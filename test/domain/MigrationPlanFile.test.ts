@@ -1,5 +1,5 @@
 /**
- * The migration plan file (README "Migrations"): strict YAML 1.2 (JSON reads the same), one Schema, and every
+ * The migration plan file (docs/migrations.md "Migrations"): strict YAML 1.2 (JSON reads the same), one Schema, and every
  * refusal naming where (`steps[1] ("usage").from`), before anything is read or moved.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -19,7 +19,7 @@ const refusal = (text: string) => {
 const plan = (steps: string, head = "version: 1\nid: p\nroot: { web: ext }\n") => `${head}steps:\n${steps}`
 
 describe("decodeMigrationPlanFile", () => {
-  it("the README's plan decodes: two entries under the web extension's root, the ledger keyed by id, defaults filled in", () => {
+  it("the documented plan decodes: two entries under the web extension's root, the ledger keyed by id, defaults filled in", () => {
     const r = decode(readmePlanText())
     assert.isTrue(Either.isRight(r), Either.isLeft(r) ? r.left.message : "")
     if (Either.isLeft(r)) return

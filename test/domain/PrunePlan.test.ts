@@ -557,7 +557,7 @@ describe("PruneReport", () => {
   })
 })
 
-describe("boundManifestTimes (far-future stamps, README: How runs stay safe)", () => {
+describe("boundManifestTimes (far-future stamps, docs/safety.md)", () => {
   it.prop(
     "a stamp beyond now + ttl never counts: the manifest's mtime capped at now does; plausible stamps are kept as they are",
     [

@@ -1,5 +1,5 @@
 /**
- * The one redaction rule (README "Config history", SPEC BK1) over generated documents in every format it reads:
+ * The one redaction rule (docs/config-history.md "Config history", SPEC BK1) over generated documents in every format it reads:
  * a literal placed under any credential key at any depth, as a URL's password, or as a credential flag's value
  * in an argument array is gone from the stored bytes, and every other byte is the same (the stored text is
  * compared with the same document rendered with the placeholders in place); a rollback against a live file

@@ -1,5 +1,5 @@
 /**
- * Each credential the config history used to commit as it was (README "Config history"): the JSON keys its
+ * Each credential the config history used to commit as it was (docs/config-history.md "Config history"): the JSON keys its
  * word list missed (`auth`, `pass`, `key`, `sessionKey`), a number under a credential key, a password inside a
  * URL, a flag's value in an argument array, and every format that was not JSON. None of them may reach the
  * bytes history stores.

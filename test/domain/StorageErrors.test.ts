@@ -1,5 +1,5 @@
 /**
- * Typed failures (README "Errors"): program failures are tagged errors of their own, never a
+ * Typed failures (docs/errors.md "Errors"): program failures are tagged errors of their own, never a
  * dressed-up FileSystemError; each reaches the caller (Effect API, Promise facade) with its `_tag`, and the
  * CLI's exit code comes from the one exhaustive match in cli/exit.ts.
  */

@@ -1,5 +1,5 @@
 /**
- * The facade and the Effect API as a new user meets them (README "Work runs"): a prune right after an acquire, what a
+ * The facade and the Effect API as a new user meets them (docs/work-runs.md "Work runs"): a prune right after an acquire, what a
  * release resolves, warnings (`onWarning`, Effect's logger), the error classes from `/promise`, and a real
  * child process joining its parent's generated run from `workRootEnv`.
  */
@@ -40,7 +40,7 @@ const oldRun = (runId: string, daysAgo: number) => {
     version: 2, category: "tools", tenant: "bash", runId, kind: "named", createdAt: at, releasedAt: at,
     createdBy: { host: os.hostname(), pid: 1 }
   }))
-  // Last written then on the file system's clock too (ages are judged on it: README "Retention").
+  // Last written then on the file system's clock too (ages are judged on it: docs/work-runs.md "Retention").
   fs.utimesSync(path.join(runDir, ".pi-work-run.json"), at / 1000, at / 1000)
 }
 

@@ -1,7 +1,7 @@
 /**
- * The README testing section ("Testing your code against the simulated world") cannot drift from the world:
+ * docs/testing.md "Testing your code against the simulated world" cannot drift from the world:
  * the options of `MemoryWorld.make` and `MemoryWorld.layer` it lists are those of their option types; the
- * Memory layers' `step` takes only `FAULT_STEPS` (a type), the README lists exactly them, and a workload
+ * Memory layers' `step` takes only `FAULT_STEPS` (a type), the page lists exactly them, and a workload
  * through the port and the platform layer reaches every one of them (the journal records each step it passes).
  */
 import * as fs from "node:fs"
@@ -12,13 +12,13 @@ import { FileSystem, MemoryWorld } from "../../src/index.js"
 import { FAULT_STEPS, platformLayer } from "../../src/testing.js"
 import ts from "typescript"
 
-const README = fs.readFileSync(new URL("../../README.md", import.meta.url), "utf8")
+const TESTING_PAGE = fs.readFileSync(new URL("../../docs/testing.md", import.meta.url), "utf8")
 const bytes = (s: string) => new TextEncoder().encode(s)
 
-/** The backticked step names of the README's "Fault steps" paragraph. */
+/** The backticked step names of the "Fault steps" paragraph of docs/testing.md. */
 const readmeSteps = (markdown: string): Array<string> => {
   const start = markdown.indexOf("**Fault steps**")
-  assert.isAtLeast(start, 0, "the README has a **Fault steps** paragraph")
+  assert.isAtLeast(start, 0, "docs/testing.md has a **Fault steps** paragraph")
   const paragraph = markdown.slice(start, markdown.indexOf("\n\n", start))
   return [...paragraph.matchAll(/`([\w:]+\.\w+)`/g)].map((m) => m[1]!)
 }
@@ -31,14 +31,14 @@ const membersOf = (file: string, name: string): Array<string> => {
   return found!.members.map((m) => m.name!.getText(source))
 }
 
-describe("README testing section", () => {
+describe("docs/testing.md", () => {
   it("lists every option of MemoryWorld.make and MemoryWorld.layer", () => {
     for (const [call, file, name] of [
       ["MemoryWorld.make", "../../src/layers/MemoryWorld.ts", "MemoryWorldOptions"],
       ["MemoryWorld.layer(world", "../../src/layers/MemoryTesting.ts", "MemoryProcessOptions"]
     ] as const) {
-      const line = new RegExp("^- `" + call.replace(/[.(]/g, "\\$&") + "[^`]*\\{([^}]*)\\}", "m").exec(README)
-      assert.isNotNull(line, `the README's bullet for ${call}`)
+      const line = new RegExp("^- `" + call.replace(/[.(]/g, "\\$&") + "[^`]*\\{([^}]*)\\}", "m").exec(TESTING_PAGE)
+      assert.isNotNull(line, `the bullet for ${call} in docs/testing.md`)
       const listed = line![1]!.split(",").map((o) => o.trim().replace(/\?$/, "")).sort()
       assert.deepStrictEqual(listed, membersOf(file, name).sort(), call)
     }
@@ -46,8 +46,8 @@ describe("README testing section", () => {
 })
 
 describe("fault steps", () => {
-  it("the README lists exactly FAULT_STEPS", () => {
-    assert.deepStrictEqual([...readmeSteps(README)].sort(), [...FAULT_STEPS].sort())
+  it("docs/testing.md lists exactly FAULT_STEPS", () => {
+    assert.deepStrictEqual([...readmeSteps(TESTING_PAGE)].sort(), [...FAULT_STEPS].sort())
   })
 
   it.scoped("a workload passes every step in FAULT_STEPS, and no other", () =>

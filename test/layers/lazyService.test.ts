@@ -1,6 +1,6 @@
 /**
- * A service of the stack that a program never uses costs it nothing when the stack is built (README "The
- * Effect API"): `lazyLayer` builds it on the first read of a member, once, in the layer's context.
+ * A service of the stack that a program never uses costs it nothing when the stack is built (docs/work-runs.md "Effect
+ * callers"): `lazyLayer` builds it on the first read of a member, once, in the layer's context.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, FiberRef, Layer } from "effect"

@@ -1,5 +1,5 @@
 /**
- * The package as its users meet it (README "Installing"): `npm pack` the built package, then for each face run
+ * The package as its users meet it (docs/install.md "Installing"): `npm pack` the built package, then for each face run
  * the README's own install line, verbatim, in an empty project — against a registry on 127.0.0.1 made from
  * this repository's `node_modules` and the packed tarball (test/support/localRegistry.ts), with a cache of its
  * own, so no network and no earlier run is needed — and use it as a stranger would:

@@ -1,5 +1,5 @@
 /**
- * What the shipped bundles read at start-up (README "Installing"), seen by a module `load` hook in real child
+ * What the shipped bundles read at start-up (docs/install.md "Installing"), seen by a module `load` hook in real child
  * processes: importing the facade reads no store chunk until `openAgentStorage` (nor the tier runtime until
  * `openTiers`); `pi-storage --version` reads nothing but its small entry file. The facade's lazily imported
  * modules are entries of their own in the bundle (esbuild names their chunks `store-*`, `tiersRuntime-*`).

@@ -1,5 +1,5 @@
 /**
- * The `pi-agent-storage/testing` subpath (README "Testing your code against the simulated world"): its modules
+ * The `pi-agent-storage/testing` subpath (docs/testing.md "Testing your code against the simulated world"): its modules
  * import `@effect/platform` (an optional peer dependency), so they stay out of the root entry's import graph.
  * Checked on the built `dist/` (npm test builds first): the import graph of each entry, and the package.json
  * fields that publish the subpath.

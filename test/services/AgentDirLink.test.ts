@@ -1,5 +1,5 @@
 /**
- * One agent dir for every reader (README "Architecture"): a symlinked agent dir (`~/.pi/agent -> /other/disk/agent`). AgentDir resolves the
+ * One agent dir for every reader (docs/architecture.md "Architecture"): a symlinked agent dir (`~/.pi/agent -> /other/disk/agent`). AgentDir resolves the
  * link once, so every reader sees the target: Inventory's summary and listRuns (real files, Node layer, a
  * real symlink) and `pi-storage status` (the built CLI) list the target's runs and report the link, where
  * they used to say "does not exist".

@@ -1,5 +1,5 @@
 /**
- * README "Retention": the acquirer never waits for the background prune it starts, and on the Node layer that
+ * docs/work-runs.md "Retention": the acquirer never waits for the background prune it starts, and on the Node layer that
  * prune never holds the event loop for long (every port call of the layer yields once the synchronous work
  * since the loop last turned has used its slice; batched calls are cut to that slice). Closing the store
  * during it interrupts it at its next yield: `close` does not wait for the prune, and the next prune finishes

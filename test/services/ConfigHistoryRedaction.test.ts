@@ -1,5 +1,5 @@
 /**
- * No literal credential in any object of any revision, whatever the file's format (SPEC BK1, README "Config
+ * No literal credential in any object of any revision, whatever the file's format (SPEC BK1, docs/config-history.md "Config
  * history"), with real git: an extension config tier holding one file per format the history reads, with
  * credentials, snapshotted, rotated, snapshotted and rolled back; then every object git holds (commits, trees,
  * blobs of every revision: `rev-list --objects --all` + `cat-file --batch`) and `log -p` are searched for them.

@@ -1,5 +1,5 @@
 /**
- * A rollback loses nothing history does not hold (README "Config history"), real git on real files: a live
+ * A rollback loses nothing history does not hold (docs/config-history.md "Config history"), real git on real files: a live
  * file history could not store (grown over the size budget) is never written over, and a live file the
  * revision does not have is removed only while it is still the version the rollback read (a person's save at
  * that moment is kept and reported `ChangedMeanwhile`, as for a write).

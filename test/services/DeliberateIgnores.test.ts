@@ -1,5 +1,5 @@
 /**
- * Nothing swallowed silently (README "Errors", logs): each deliberate ignore at a safety boundary logs a warning
+ * Nothing swallowed silently (docs/errors.md "Errors", logs): each deliberate ignore at a safety boundary logs a warning
  * with its fields as annotations (through internal/warn.ts), and the program still carries on as before.
  * Report problems are tagged values beside their words (`_tag` with `message`/`why`).
  */

@@ -1,7 +1,7 @@
 /**
  * The files a marker brings (`<lock>` and its reclaim lock `<lock>.reclaim`, also where a reader probes the file
  * system's clock) are named by one rule (`domain/MarkerFiles.ts`), and every reader that must know them as the
- * library's own uses it (README "Config history" layout, doctor `migration-marker`): the config history's git
+ * library's own uses it (docs/config-history.md "Config history" layout, doctor `migration-marker`): the config history's git
  * exclusion, seen by a person running git in the history directory, and the doctor's root classifier, seen
  * through `pi-storage doctor`. Real files, real git, the built CLI (`npm run build`).
  */

@@ -157,13 +157,13 @@ const ledgerMerge: CrashScenario = {
 }
 
 /**
- * The README's plan (decoded from its YAML, as `pi-storage migrate --plan` decodes it) over a web extension whose
+ * The documented plan (docs/migrations.md; decoded from its YAML, as `pi-storage migrate --plan` decodes it) over a web extension whose
  * legacy `config/state/` sits beside `state/` with a split ledger; no agent dir yet (the run makes it for the
  * marker and the journal). Converging to the crash-free tree means: every row once in `state/usage.jsonl`, the
  * legacy ledger whose changed row lost kept whole, nothing left in a temp file.
  */
 const readmePlanOverWeb: CrashScenario = {
-  name: "the README plan over a web extension's split state",
+  name: "the documented plan over a web extension's split state",
   seed: (world) => seedSplitExtension(world),
   run: Effect.map(runToolkit(readmePlan(), { webDataRoot: WEB, lockAttempts: 1 }), (r) => !r.failed),
   expect: (world) => assertMigrated(world),

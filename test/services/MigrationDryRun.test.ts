@@ -1,5 +1,5 @@
 /**
- * The dry run is the plan the run executes (README "Migrations"; a second planner for the preview said "merge"
+ * The dry run is the plan the run executes (docs/migrations.md "Migrations"; a second planner for the preview said "merge"
  * where the engine removed a duplicate or preserved a conflict). For generated legacy trees — identical
  * duplicates, differing and unparsable JSON, conflicting files, directories on both sides, earlier conflict
  * copies — `Migration.plan` writes nothing, and `Migration.run` reports executing exactly its decisions,

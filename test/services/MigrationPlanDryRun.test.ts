@@ -1,5 +1,5 @@
 /**
- * A migration plan's dry run is what its run executes, and a run loses no row (README "Migrations"). For
+ * A migration plan's dry run is what its run executes, and a run loses no row (docs/migrations.md "Migrations"). For
  * generated trees of JSON-lines files and generated plans of `move` and `merge-ledger` steps whose paths
  * overlap (a step may move what an earlier one merged into, or merge out of what an earlier one moved),
  * `Migration.previewPlan` writes nothing and lists, entry by entry, the decisions `Migration.runPlan` then

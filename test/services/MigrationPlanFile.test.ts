@@ -1,5 +1,5 @@
 /**
- * Per-entry plans from the deployment flow (README "Migrations", seed 003 §5) on the Memory layer: the README's
+ * Per-entry plans from the deployment flow (docs/migrations.md "Migrations", seed 003 §5) on the Memory layer: the documented
  * plan file, decoded as the CLI decodes it, over a web extension whose legacy `config/state/` sits beside
  * `state/` with a split ledger; the dry run says what the run then does; a rerun is a no-op; roots, links on
  * the way and keyless rows.
@@ -14,7 +14,7 @@ import { FileSystem } from "../../src/services/FileSystem.js"
 import { AGENT, asProcess, files, previewToolkit, runToolkit, snapshot, spawn } from "./migrationSupport.js"
 import { assertMigrated, EXT, readmePlan, rows, seedSplitExtension, WEB } from "./planFileSupport.js"
 
-describe("the README plan over a web extension with a split state (Memory)", () => {
+describe("the documented plan over a web extension with a split state (Memory)", () => {
   it.effect("runs once: ledger merged by key, the rest moved entry by entry, collisions kept, each outcome journaled; a rerun is a no-op", () =>
     Effect.gen(function*() {
       const world = MemoryWorld.make()

@@ -1,5 +1,5 @@
 /**
- * README "Retention" over the Memory world: random tenants (runs of random sizes, depths and ages, some held by
+ * docs/work-runs.md "Retention" over the Memory world: random tenants (runs of random sizes, depths and ages, some held by
  * a live lease) pruned under random budgets and policies. Whatever the entry budget leaves unmeasured:
  * - every run removed for its size was measured: by `bytes` exactly, by `unmeasured` only the run cut short;
  * - a run not measured is kept unless age or count removes it, and a held run is never removed;

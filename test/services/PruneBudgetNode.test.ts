@@ -1,5 +1,5 @@
 /**
- * README "Retention", on the Node layer: the size walks of one prune share one entry budget (`maxEntries`).
+ * docs/work-runs.md "Retention", on the Node layer: the size walks of one prune share one entry budget (`maxEntries`).
  * When the newest run alone holds more entries than that (an `npm install` is enough), its walk is the one
  * cut short: the unmeasured remainder is its own, it is the run over budget. The older small runs, never
  * walked because the budget was spent, are "not measured", not over budget: within age and count they stay.

@@ -1,5 +1,5 @@
 /**
- * Ages across hosts in the simulated world (README "Retention"): hosts whose wall clocks are off by up to two
+ * Ages across hosts in the simulated world (docs/work-runs.md "Retention"): hosts whose wall clocks are off by up to two
  * days share one file system whose clock stamps every mtime. A run's age is the time since its files were last
  * written, on that clock, against a probe of now; a staged run's age too. So whatever the pruner's and the
  * holder's clocks say, a run goes by age exactly when it is past its age on the file system's clock.

@@ -1,5 +1,5 @@
 /**
- * Ages across hosts with real processes (README "Retention"): pruners and holders on "other hosts" — their own
+ * Ages across hosts with real processes (docs/work-runs.md "Retention"): pruners and holders on "other hosts" — their own
  * host names in UTS namespaces, wall clocks shifted by libfaketime — sharing one agent dir, whose file system
  * stamps every mtime on the kernel's clock. A run's age and a staged run's age are judged on that clock (a
  * probe's mtime against the files' mtimes), so no host's clock, the pruner's or the holder's, makes a prune

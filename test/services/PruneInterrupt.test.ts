@@ -1,5 +1,5 @@
 /**
- * A store closed during the background prune an acquire started (README "Retention"): closing interrupts the
+ * A store closed during the background prune an acquire started (docs/work-runs.md "Retention"): closing interrupts the
  * prune at its next yield, whichever step that is. Unlike a crash, an interrupt runs finalizers, so the
  * pruner — still alive — leaves no marker or lock behind (one would hold the tenant or a run until its process
  * exits): taking a marker and guaranteeing its release are one uninterruptible step. The held run and the

@@ -1,5 +1,5 @@
 /**
- * README "How runs stay safe", on the Node layer: `release()` verifies what it touches. The run's own tool swaps the run
+ * docs/safety.md "How runs stay safe", on the Node layer: `release()` verifies what it touches. The run's own tool swaps the run
  * directory for a symlink to an outside directory holding a same-named lease and manifest, or replaces the
  * manifest by a hard link to an outside file of the same length: release (with or without `delete`) leaves
  * every outside byte as it was and says `released: false` with the reason.

@@ -1,5 +1,5 @@
 /**
- * Report problems are tagged values with a message (README "Errors"): each tag of
+ * Report problems are tagged values with a message (docs/errors.md "Errors"): each tag of
  * `domain/ReportProblems.ts` provoked for real in the Memory world (an injected port failure, or a file that
  * is what the tag says), checked by `_tag`, `message` and the fields kept from before.
  */

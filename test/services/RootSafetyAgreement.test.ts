@@ -1,5 +1,5 @@
 /**
- * WR10, one rule (README "How runs stay safe"): it was written twice (the doctor's check and the pruner's refusal) with two mode
+ * WR10, one rule (docs/safety.md "How runs stay safe"): it was written twice (the doctor's check and the pruner's refusal) with two mode
  * formattings. Both now call `rootSafetyProblems` (src/domain/RootSafety.ts). For any type, owner and mode of
  * the work root, a category and a tenant, the pruner refuses exactly when the doctor reports the directory
  * (unsafe, or a stray file where a category or tenant belongs), names the shallowest one the doctor flags,

@@ -1,5 +1,5 @@
 /**
- * Ignores at a safety boundary that used to be silent (README "Errors": deliberate ignores): a dead marker whose reclaim lock
+ * Ignores at a safety boundary that used to be silent (docs/errors.md "Errors": deliberate ignores): a dead marker whose reclaim lock
  * cannot be made, a held lease that no longer decodes, dead leases whose cleanup marker cannot be taken. Each
  * is now a warning with annotations (or, inside a prune, a tagged report error), and the program still does
  * what it did: nothing is removed or rewritten that was left before.

@@ -1,5 +1,5 @@
 /**
- * README "How runs stay safe", on the Memory layer: empty markers and leases as a crash outcome. The Memory world's
+ * docs/safety.md "How runs stay safe", on the Memory layer: empty markers and leases as a crash outcome. The Memory world's
  * `writeFileExclusive` is two steps (create empty, write), so crashing a process at every mutating step of
  * acquire, release and prune leaves empty prune markers, cleanup markers and leases. Whatever is left, once
  * the stale bound has passed a fresh process prunes without being busy, reports each empty file it reclaimed,

@@ -1,5 +1,5 @@
 /**
- * README "How runs stay safe", on the Node layer, with real SIGKILLs: a process killed between the exclusive create
+ * docs/safety.md "How runs stay safe", on the Node layer, with real SIGKILLs: a process killed between the exclusive create
  * and the write of a marker or lease leaves an empty file. Fresh, it is held (a writer may be microseconds
  * from writing it); once its mtime is older than the stale bound it is dead, reclaimed under the dead-holder
  * protocol, and reported (prune report and doctor). Directories and symlinks squatting on a marker are

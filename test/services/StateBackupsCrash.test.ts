@@ -85,7 +85,7 @@ const crashEverywhere = (scenario: Scenario) =>
       yield* Effect.provide(Effect.flatMap(StateBackups, scenario.run), layerOf(first.layer)).pipe(Effect.exit)
       world.kill(HOST, first.pid)
       world.recover()
-      // A crash between a marker's create and write leaves it empty: held until the stale bound (README "How runs stay safe").
+      // A crash between a marker's create and write leaves it empty: held until the stale bound (docs/safety.md "How runs stay safe").
       yield* TestClock.adjust(DEFAULT_STALE_UNREADABLE_MS + 1)
       yield* scenario.afterCrash(world, label)
       yield* as(world, scenario.run)

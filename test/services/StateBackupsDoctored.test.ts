@@ -4,7 +4,7 @@
  * into another extension during a one-extension restore, an entry below a recorded symlink, a directory of the
  * snapshot swapped for a link. Each restore is refused before it moves or writes anything (live data and a
  * canary directory outside stay byte-identical), and verify reports each snapshot damaged without reading
- * outside it (README "State snapshots").
+ * outside it (docs/snapshots.md "State snapshots").
  */
 import { createHash } from "node:crypto"
 import * as nfs from "node:fs"

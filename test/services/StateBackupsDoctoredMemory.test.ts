@@ -2,7 +2,7 @@
  * A property over the Memory world: a snapshot whose manifest gained an entry with any path the decoder
  * refuses (or a file below a recorded link), hash recomputed and the bytes it names planted in the snapshot,
  * is refused by a restore of everything or of one extension, and nothing in the world outside the backup root
- * changes: no move aside, no write (README "State snapshots").
+ * changes: no move aside, no write (docs/snapshots.md "State snapshots").
  */
 import { createHash } from "node:crypto"
 import * as NodePath from "node:path"

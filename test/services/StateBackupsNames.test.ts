@@ -1,5 +1,5 @@
 /**
- * Names are bytes in state snapshots (README "State snapshots", "Names are bytes"), as a property over the
+ * Names are bytes in state snapshots (docs/snapshots.md "State snapshots", "Names are bytes"), as a property over the
  * Memory world: whatever bytes the names of state files hold (decoded losslessly, domain/NameBytes.ts), a
  * snapshot records each under its exact name (the manifest decodes back to it), verify passes, the next
  * snapshot links them, and a restore after the live files were lost brings every one back with its bytes.

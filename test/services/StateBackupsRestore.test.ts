@@ -1,5 +1,5 @@
 /**
- * Restore's scope and its report in the simulated world (README "State snapshots"): an extension the snapshot
+ * Restore's scope and its report in the simulated world (docs/snapshots.md "State snapshots"): an extension the snapshot
  * holds no state of is refused before anything moves, whatever the live tree holds; with the web data root on
  * another device every directory the live data went aside to is reported.
  */

@@ -1,5 +1,5 @@
 /**
- * What a state-snapshot restore promises where a person meets it (README "State snapshots"), on real files: a
+ * What a state-snapshot restore promises where a person meets it (docs/snapshots.md "State snapshots"), on real files: a
  * scope the snapshot does not hold is refused before anything moves (facade and CLI); files it puts back link to
  * their snapshot's copies on the next snapshot; a `state/` kept elsewhere through a symlink is restored into
  * its target only when that is provably the person's own directory, else refused naming the link; every

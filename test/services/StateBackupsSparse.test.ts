@@ -1,5 +1,5 @@
 /**
- * Sparse files in state snapshots (Node layer, real files; README "State snapshots"): a 1 GiB file with a few
+ * Sparse files in state snapshots (Node layer, real files; docs/snapshots.md "State snapshots"): a 1 GiB file with a few
  * KiB of data at both ends allocates about what its source allocates in the snapshot and again on restore,
  * with the same bytes and SHA-256; a dense file stays dense. With the native addon the holes are found with
  * SEEK_DATA/SEEK_HOLE; with the portable walker the all-zero blocks of a sparse source are not written.

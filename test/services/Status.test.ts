@@ -22,7 +22,7 @@ const services = (world: MemoryWorld) => {
   return Status.layer.pipe(Layer.provideMerge(Layer.mergeAll(Inventory.layer, Doctor.layer).pipe(Layer.provideMerge(base))))
 }
 
-/** One of the seed's mistakes an extension's data directory can hold (README "Doctor": DR2). */
+/** One of the seed's mistakes an extension's data directory can hold (docs/migrations.md "Doctor": DR2). */
 const MISTAKES = ["database", "log", "venv", "outside", "split"] as const
 type Mistake = (typeof MISTAKES)[number]
 

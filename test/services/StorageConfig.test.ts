@@ -2,7 +2,7 @@
  * StorageConfig: one set of tunables for every program of a stack, filled from the environment through
  * Effect's `Config` at the Node edge.
  *
- * The drift it prevents (README "Configuration (StorageConfig)"): the remote lease TTL was configurable in WorkRuns while Doctor,
+ * The drift it prevents (docs/configuration.md "Configuration (StorageConfig)"): the remote lease TTL was configurable in WorkRuns while Doctor,
  * Inventory and Migration judged with the default, so `work ls` could call "active" a run the pruner would
  * not spare. Here a remote host's lease (and its migration marker) is 5 minutes old: older than a configured
  * 1-minute TTL, younger than the default 15 minutes. Every reader must agree with the pruner.

@@ -1,5 +1,5 @@
 /**
- * SPEC TD5 (README "Extension data tiers (web host)"): tiers that overlap through a link (or a bind mount) are refused at open, and a
+ * SPEC TD5 (docs/tiers.md "Extension data tiers (web host)"): tiers that overlap through a link (or a bind mount) are refused at open, and a
  * link made after open is caught right before a destructive cache operation. Every case leaves the state
  * bytes exactly as they were. Node layer on real directories; a Memory-world property over random layouts.
  */

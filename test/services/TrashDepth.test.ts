@@ -1,5 +1,5 @@
 /**
- * README "Retention": a quarantined tree in `.trash/` is finished whatever its depth (the measuring `maxDepth`
+ * docs/work-runs.md "Retention": a quarantined tree in `.trash/` is finished whatever its depth (the measuring `maxDepth`
  * never bounds it), within a time budget per prune, and whatever is left is reported in `errors`. Deeper
  * than the process may hold descriptors too: a 5,000-deep chain, pruned in a child limited to 64 (the walks
  * hold a window of descriptors: domain/WalkDepth.ts).

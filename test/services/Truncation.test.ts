@@ -1,5 +1,5 @@
 /**
- * Truncation is said, not hidden (README "Retention", "CLI quick tour"), over random trees and budgets in the
+ * Truncation is said, not hidden (docs/work-runs.md "Retention", "CLI quick tour"), over random trees and budgets in the
  * Memory world: random tenants (released runs of random sizes and depths, stray entries) read by `work ls`,
  * `status` and a prune under random scan bounds. Judged against the truth (every tree walked without a bound):
  * - `truncated` is true exactly when a tenant holds more entries than the bound examines, and `stoppedBy`

@@ -1,5 +1,5 @@
 /**
- * What `acquire` takes (README "Effect callers"): a release outcome is never lost with the scope
+ * What `acquire` takes (docs/work-runs.md "Effect callers"): a release outcome is never lost with the scope
  * (`deleteOnClose`, `onRelease`), and a `Segment` decoded once is taken as it is (the rule never runs again).
  */
 import { assert, describe, it } from "@effect/vitest"

@@ -1,5 +1,5 @@
 /**
- * The heartbeat with one beater per WorkRuns (README "How runs stay safe"): every held lease is refreshed every `remoteLeaseTtl / 3`,
+ * The heartbeat with one beater per WorkRuns (docs/safety.md "How runs stay safe"): every held lease is refreshed every `remoteLeaseTtl / 3`,
  * a released lease is never written again, and a release waits for its lease's beat in flight.
  */
 import { assert, describe, it } from "@effect/vitest"

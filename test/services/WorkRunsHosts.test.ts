@@ -1,5 +1,5 @@
 /**
- * Liveness across hosts in the simulated world (README "How runs stay safe": leases and liveness): hosts
+ * Liveness across hosts in the simulated world (docs/safety.md "How runs stay safe": leases and liveness): hosts
  * whose wall clocks are off by minutes or a day, and machines sharing one host name, share one file system
  * whose clock stamps every mtime. A holder elsewhere is judged by its lease file's age on that clock, so no
  * skew makes a live run look dead, and a silent one is reclaimed after the TTL + margin whatever the pruner's

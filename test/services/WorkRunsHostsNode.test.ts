@@ -1,5 +1,5 @@
 /**
- * Liveness across hosts with real processes (README "How runs stay safe": leases and liveness): holders and
+ * Liveness across hosts with real processes (docs/safety.md "How runs stay safe": leases and liveness): holders and
  * pruners on "other hosts" — their own host names in UTS namespaces, wall clocks shifted by libfaketime, a
  * boot id (and machine id) of their own bind-mounted in a private mount namespace — sharing one agent dir,
  * whose file system stamps every mtime on the kernel's clock. A live holder's run is never removed whatever

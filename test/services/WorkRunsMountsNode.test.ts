@@ -1,5 +1,5 @@
 /**
- * README "How runs stay safe", on the Node layer, with real bind mounts (we run as root): a run holding a bind mount of an
+ * docs/safety.md "How runs stay safe", on the Node layer, with real bind mounts (we run as root): a run holding a bind mount of an
  * outside tree — a tool mounted a source tree there — is never emptied through it, neither by a prune nor
  * by `release({ delete: true })`. Everything of the run on its own file system goes; the mount point stays
  * quarantined in `.trash/` and is reported, by this prune and by every later one. With both walkers.

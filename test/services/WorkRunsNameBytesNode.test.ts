@@ -1,5 +1,5 @@
 /**
- * Names are bytes (README "Names are bytes"), for work runs on real disk: a run holding a file and a
+ * Names are bytes (docs/safety.md "Names are bytes"), for work runs on real disk: a run holding a file and a
  * directory whose names are not UTF-8 (created here from bytes) is measured and pruned whole by either walker.
  * The portable walker lists through `node:fs`, which decodes such a name lossily: it must read the listing
  * again as bytes, or it would unlink a name that does not exist and leave the run half-deleted in `.trash/`.

@@ -1,5 +1,5 @@
 /**
- * The README's migration plan (README "Migrations") and the tree it is written for: a web extension whose
+ * The documented migration plan (docs/migrations.md "Migrations") and the tree it is written for: a web extension whose
  * legacy `config/state/` sits beside `state/`, with a usage ledger written at both places.
  */
 import { assert } from "@effect/vitest"
@@ -14,7 +14,7 @@ export const WEB = "/home/user/.pi/web/data"
 export const EXT = `${WEB}/${README_PLAN.extId}`
 
 export const readmePlan = (): MigrationPlan => {
-  const decoded = decodeMigrationPlanFile(new TextEncoder().encode(readmePlanText()), "README.md")
+  const decoded = decodeMigrationPlanFile(new TextEncoder().encode(readmePlanText()), "docs/migrations.md")
   if (Either.isLeft(decoded)) throw new Error(decoded.left.message)
   return decoded.right
 }

@@ -1,5 +1,5 @@
 /**
- * Test support for the dashboard (README "Dashboard"): a seeded agent dir whose every byte the tests know,
+ * Test support for the dashboard (docs/dashboard.md "Dashboard"): a seeded agent dir whose every byte the tests know,
  * `pi-storage ui` started from the built CLI as a child process (its URL read from stdout, stopped with
  * SIGINT), and Debian's chromium driven by playwright-core (no browser download; a fresh profile per launch).
  */
@@ -32,7 +32,7 @@ export const seedRun = (agentDir: string, category: string, tenant: string, runI
   const at = now - daysAgo * DAY
   const manifest = Path.join(dir, ".pi-work-run.json")
   write(manifest, JSON.stringify({ version: 2, category, tenant, runId, kind: "named", createdAt: at, createdBy: { host: "seed", pid: 1 }, releasedAt: at }))
-  // Last written then on the file system's clock too: prune judges ages on it (README "Retention").
+  // Last written then on the file system's clock too: prune judges ages on it (docs/work-runs.md "Retention").
   Fs.utimesSync(manifest, at / 1000, at / 1000)
   Fs.mkdirSync(Path.join(dir, ".leases"), { recursive: true })
   write(Path.join(dir, "out.bin"), payloadBytes)

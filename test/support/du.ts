@@ -1,5 +1,5 @@
 /**
- * What GNU `du` says of a tree (README "Retention": one byte count): disk usage (`du -s -B1`, allocated blocks)
+ * What GNU `du` says of a tree (docs/work-runs.md "Retention": one byte count): disk usage (`du -s -B1`, allocated blocks)
  * and apparent size (`du -sb`), each counting every entry once and a file of several hard links once.
  */
 import { spawnSync } from "node:child_process"

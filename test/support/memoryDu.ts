@@ -1,5 +1,5 @@
 /**
- * What `du -s` would say of a tree in the simulated world (README "Retention": one byte count), from the
+ * What `du -s` would say of a tree in the simulated world (docs/work-runs.md "Retention": one byte count), from the
  * world's own snapshot: the Memory world keeps every file dense in 4 KiB blocks, a directory one block, a
  * link none (MemoryFileSystem.ts); every entry counts, the root too, a file of several links once.
  */

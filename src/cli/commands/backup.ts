@@ -1,5 +1,5 @@
 /**
- * `pi-storage backup create | list | verify | forget | restore`: state snapshots (README "State snapshots") as a thin edge
+ * `pi-storage backup create | list | verify | forget | restore`: state snapshots (docs/snapshots.md "State snapshots") as a thin edge
  * over the `StateBackups` service. Exit 1 when verify finds damage; typed refusals keep their exit codes.
  */
 import * as Args from "@effect/cli/Args"

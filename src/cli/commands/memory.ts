@@ -1,5 +1,5 @@
 /**
- * `pi-storage memory show|add|replace|remove`: the bounded USER.md profile (README "User profile (USER.md)").
+ * `pi-storage memory show|add|replace|remove`: the bounded USER.md profile (docs/user-profile.md "User profile (USER.md)").
  * Exit codes: 0 done (a duplicate add too), 1 `EntryNotFound`/`AmbiguousEntry` (the candidates are listed),
  * 2 usage (a bad flag or `InvalidEntry`), 3 refused (`UnsafeProfile`, `ProfileBusy`).
  */

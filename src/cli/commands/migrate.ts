@@ -4,7 +4,7 @@
  * Exit 1 when an entry failed or the call was partial (run it again to continue).
  *
  * `pi-storage migrate --plan FILE [--web-data-root DIR]`: a per-entry plan from the deployment flow (MG2,
- * README "Migrations"), decoded by `decodeMigrationPlanFile` and run by `Migration.runPlan` (or previewed by
+ * docs/migrations.md "Migrations"), decoded by `decodeMigrationPlanFile` and run by `Migration.runPlan` (or previewed by
  * `Migration.previewPlan` with `--dry-run`).
  */
 import * as NodeFs from "node:fs"

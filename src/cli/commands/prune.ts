@@ -23,7 +23,7 @@ export interface PruneFlags {
   readonly maxAgeMs: number | undefined
   readonly maxRuns: number | undefined
   readonly maxBytes: number | undefined
-  /** The scan bounds (README "Retention"): raised by a person who wants a prune to see more. */
+  /** The scan bounds (docs/work-runs.md "Retention"): raised by a person who wants a prune to see more. */
   readonly maxScannedRuns?: number | undefined
   readonly maxEntries?: number | undefined
   readonly maxDepth?: number | undefined

@@ -1,5 +1,5 @@
 /**
- * `pi-storage ui [--port N] [--open] [--read-only] [--web-data-root DIR] [--root DIR]`: the dashboard (README
+ * `pi-storage ui [--port N] [--open] [--read-only] [--web-data-root DIR] [--root DIR]`: the dashboard (docs/dashboard.md
  * "Dashboard") on 127.0.0.1, until Ctrl-C. The server code is loaded only here (uiServer.ts; in the shipped CLI
  * its own bundle, `ui.cjs`, which scripts/bundle.mjs substitutes for the import below), so no other command
  * pays for it.

@@ -1,6 +1,6 @@
 /**
  * The package's own root directory, wherever this code runs from: `src/` (tests, tsx), `dist/` (the plain
- * ESM Effect API), or one of the esbuild bundles (`dist/bundle/*.mjs|cjs`, README "Installing"). Files the package
+ * ESM Effect API), or one of the esbuild bundles (`dist/bundle/*.mjs|cjs`, docs/install.md "Installing"). Files the package
  * loads by path at run time (the native addon, the remover thread) are resolved from here, never relative
  * to the importing module, whose depth differs between those three.
  */

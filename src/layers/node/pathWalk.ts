@@ -2,7 +2,7 @@
  * The portable tree walks: synchronous `node:fs` calls, one directory per step, where the native `fsat`
  * walker (fsat.c: nativeMeasure.ts, nativeRemove.ts) is not built or is turned off (`PI_STORAGE_NATIVE=0`).
  *
- * The native walker's guarantee without `openat` (README "Walkers"): every directory is opened with
+ * The native walker's guarantee without `openat` (docs/architecture.md "Walkers"): every directory is opened with
  * `O_DIRECTORY|O_NOFOLLOW`, and its entries are listed, lstat'ed, opened and unlinked through
  * `/proc/self/fd/<fd>/<name>`, which Linux resolves against the directory that descriptor holds, never
  * against a path a racing tool could change. A directory swapped for a symlink after its parent was listed

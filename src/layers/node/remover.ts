@@ -33,7 +33,7 @@ type Fallback = (root: string, budget: WalkBudget) => Effect.Effect<TreeRemoval,
 
 /**
  * The thread's module: the tsc build of removerThread.ts, found from the package root, so the plain ESM
- * build, the bundles (README "Installing") and the tests (from source: `npm test` builds first; Node 20 gives worker
+ * build, the bundles (docs/install.md "Installing") and the tests (from source: `npm test` builds first; Node 20 gives worker
  * threads no TypeScript loader) all start the same file. It imports node:fs and its siblings only, no
  * Effect, so a Promise caller without an Effect install can run it.
  */

@@ -1,5 +1,5 @@
 /**
- * Copies and hashes that keep a sparse file's holes (README "State snapshots": a 1 GiB file with nothing
+ * Copies and hashes that keep a sparse file's holes (docs/snapshots.md "State snapshots": a 1 GiB file with nothing
  * allocated stays a few KiB on disk in a snapshot and again on restore). Only a source with fewer allocated
  * bytes than its length (`hasHoles`) comes here; a dense file keeps the plain copy, and stays dense.
  *

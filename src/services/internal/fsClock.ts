@@ -1,5 +1,5 @@
 /**
- * "Now" on a file system's own clock (README "How runs stay safe": leases and liveness). A file's mtime is
+ * "Now" on a file system's own clock (docs/safety.md "How runs stay safe": leases and liveness). A file's mtime is
  * stamped by whoever stores it (the kernel of a local disk, the server of an NFS mount), never by the client
  * that wrote it, so the age of a lease is its mtime against the mtime of a file this reader wrote there just
  * now: two hosts' wall clocks are never compared.

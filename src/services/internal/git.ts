@@ -1,5 +1,5 @@
 /**
- * The one git runner of the config history (README "Config history"): every call goes through `run`, with
+ * The one git runner of the config history (docs/config-history.md "Config history"): every call goes through `run`, with
  * an environment built from nothing (only PATH is passed on, read from the Host port at the edge), so the
  * user's setup never reaches it: no global or system config or attributes, no inherited `GIT_*` (GIT_DIR,
  * GIT_WORK_TREE, GIT_INDEX_FILE …), hooks pointed at /dev/null (`--no-verify` alone still runs post-commit),

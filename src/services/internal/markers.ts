@@ -2,7 +2,7 @@
  * Exclusive owner markers (tenant prune marker, per-run cleanup markers, the migration marker): created with
  * O_EXCL|O_NOFOLLOW, recording who holds them, reclaimed only when the liveness verdict proves the holder
  * dead — or, for a marker that cannot be read (empty, garbage, a directory or a symlink where the file
- * belongs), once it is older than the stale bound (`unreadableVerdict`, README "Stale unreadable markers and leases").
+ * belongs), once it is older than the stale bound (`unreadableVerdict`, docs/safety.md "Stale unreadable markers and leases").
  */
 import { sameBytes } from "../../domain/Bytes.js"
 import * as Clock from "effect/Clock"

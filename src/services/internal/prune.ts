@@ -5,7 +5,7 @@
  * protocol. A run removed by age or count is never walked twice: its removal walk counts its bytes (issue
  * 18: measuring every run first cost a prune twice the CPU of `rm -rf`). One bad run never fails the prune.
  * Once the entry budget is spent no run is walked: those are "not measured" (never over budget), and the run
- * whose walk the budget ran out in is the one named as cut short (README "Retention"). Sizes are disk usage
+ * whose walk the budget ran out in is the one named as cut short (docs/work-runs.md "Retention"). Sizes are disk usage
  * beside apparent size (FileSystem `TreeMeasure`), and every bound that stopped the prune early is in
  * `stoppedBy` with how much it left.
  */
@@ -44,7 +44,7 @@ export interface PruneInput {
 
 /**
  * Finishing `.trash/` is deletion of trees already proven ours: no depth bound (the measuring `maxDepth` left
- * deep trees there forever: README "Trash is finished whatever its depth"), bounded by time instead. Removals go in slices of this many entries,
+ * deep trees there forever: docs/safety.md "Trash is finished whatever its depth"), bounded by time instead. Removals go in slices of this many entries,
  * and no new slice starts once the prune has spent `TRASH_TIME_BUDGET_MS` on them (Clock time); the next
  * prune resumes where this one stopped.
  */
@@ -233,7 +233,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     const report = emptyPruneReport(input.dryRun)
     const { policy } = input
     const entries = yield* deps.fs.readDirectory(tenantDir)
-    // Ages are judged on the tenant's file system's clock, read once before the scan (README "Retention"); a
+    // Ages are judged on the tenant's file system's clock, read once before the scan (docs/work-runs.md "Retention"); a
     // tenant holding no run needs no reading (a dry run of an empty tenant writes no probe).
     const tenant = yield* deps.fs.lstat(tenantDir)
     const now = entries.some((e) => !isTenantLibraryEntry(e.name)) ? (yield* fsClockOf(deps).now(tenant.dev, [tenantProbe(tenantDir)]))?.ms ?? null : null
@@ -421,7 +421,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
 
 /**
  * Every inactive run's last write on the file system's clock (`fsLastWrittenAt`: the newest mtime of its
- * manifest and lease files, one batched lstat), its last use for the plan (README "Retention"). A file that
+ * manifest and lease files, one batched lstat), its last use for the plan (docs/work-runs.md "Retention"). A file that
  * cannot be examined, or that lies on another device than the tenant (another clock), makes the run count as
  * written now: kept by age (unknown is young).
  */
@@ -478,7 +478,7 @@ type Stayed = TreeSizes | null
 const NOTHING_STAYED: Stayed = { bytes: 0, apparentBytes: 0 }
 
 /**
- * One measuring walk within what is left of the tenant's entry budget (README "Retention"). Once the budget is
+ * One measuring walk within what is left of the tenant's entry budget (docs/work-runs.md "Retention"). Once the budget is
  * spent a run is not walked at all: `NOT_MEASURED`, which is not over budget. A walk that stops early is cut
  * short (a failed walk too): its bytes are a lower bound, and `cut` says why — the budget running out during
  * it (`EntryBudget`: this run made the scan incomplete), or `maxDepth` / a mount point (`WalkStopped`).

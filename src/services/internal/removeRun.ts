@@ -1,5 +1,5 @@
 /**
- * Removing one owned run under the cleanup protocol (README "How runs stay safe": the handshake, removal):
+ * Removing one owned run under the cleanup protocol (docs/safety.md "How runs stay safe": the handshake, removal):
  * take the per-run cleanup marker kept outside the run, re-read manifest and leases under it, rename the
  * run into `<tenant>/.trash/`, drop the marker, then delete the quarantined tree without following links.
  */

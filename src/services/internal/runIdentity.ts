@@ -1,5 +1,5 @@
 /**
- * What a holder recorded about its run at acquire (README "How runs stay safe": release verifies what it touches), so that `release()` only touches what it
+ * What a holder recorded about its run at acquire (docs/safety.md "How runs stay safe": release verifies what it touches), so that `release()` only touches what it
  * created or joined: the run directory and its `.leases/` (device + inode), and the manifest (inode, a regular
  * file with one link). The run's own tool may do anything inside the run — swap the directory for a symlink,
  * hard-link the manifest to an outside file —; release then touches nothing and says why.

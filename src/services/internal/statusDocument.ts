@@ -1,5 +1,5 @@
 /**
- * The document `pi-storage status --json` prints and the dashboard's `/api/status` answers (README "Dashboard":
+ * The document `pi-storage status --json` prints and the dashboard's `/api/status` answers (docs/dashboard.md "Dashboard":
  * one report type for both): the Status service's report (the inventory, where the roots came from, the
  * doctor's counts on the same roots) and the walker in use. Pure.
  */

@@ -1,5 +1,5 @@
 /**
- * The one scan of where the bytes are (README "Dashboard"): the top-level items of the agent dir (its root
+ * The one scan of where the bytes are (docs/dashboard.md "Dashboard"): the top-level items of the agent dir (its root
  * entries, with `state/`, `cache/` and `work/` one level down and `extensions/` one more) and of the web data
  * root (`<extId>/<entry>`), each with its tier, measured by the port's bounded size walk under one shared
  * entry budget. The treemap groups the items per tier; the usage history sums them. Read-only: `lstat`,

@@ -1,5 +1,5 @@
 /**
- * The doctor's view of unreadable markers and leases and far-future timestamps (README "How runs stay safe": stale unreadable markers and leases):
+ * The doctor's view of unreadable markers and leases and far-future timestamps (docs/safety.md "How runs stay safe": stale unreadable markers and leases):
  * for each, what it is and what the next prune will do, from the same judgements the pruner acts on.
  */
 import type { FindingDraft } from "../../domain/FindingDraft.js"

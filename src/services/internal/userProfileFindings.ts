@@ -1,5 +1,5 @@
 /**
- * The doctor's look at the USER.md profile (README "Doctor", "User profile (USER.md)"): read-only, with the same reader the profile
+ * The doctor's look at the USER.md profile (docs/migrations.md "Doctor", "User profile (USER.md)"): read-only, with the same reader the profile
  * writes with. Findings: USER.md over the default budget, a pointer whose index is missing, shards the
  * index does not list, shards that cannot be read (front matter that does not parse or breaks the decoder's
  * limits, not UTF-8, too large), a lock left by a dead writer, an interrupted write, a USER.md or index that

@@ -1,5 +1,5 @@
 /**
- * One byte count (README "Retention"): on a real tree, the Node layer's measure and removal say what GNU `du`
+ * One byte count (docs/work-runs.md "Retention"): on a real tree, the Node layer's measure and removal say what GNU `du`
  * says: disk usage as `du -s -B1` (and `du -sk` × 1024 rounded the same way), apparent size as `du -sb`,
  * each walker alike. The tree holds what a run may hold: files of assorted sizes (empty, below, at and above a
  * block, a sparse one), directories (one large enough to take more than a block), symlinks (short, and one

@@ -1,5 +1,5 @@
 /**
- * Where the Node layer's names meet `node:fs` (src/layers/node/osPath.ts, README "Names are bytes"): any bytes
+ * Where the Node layer's names meet `node:fs` (src/layers/node/osPath.ts, docs/safety.md "Names are bytes"): any bytes
  * a POSIX name may hold go out and come back through the port unchanged, checked against the bytes on disk;
  * a listing that mixes a name Node decodes lossily with one that really holds U+FFFD keeps both apart; an
  * error names the escaped path.

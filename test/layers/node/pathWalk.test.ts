@@ -1,5 +1,5 @@
 /**
- * What the portable walker holds since it walks by descriptor (README "Layers", Node): no descriptor outlives a walk,
+ * What the portable walker holds since it walks by descriptor (docs/architecture.md "Layers", Node): no descriptor outlives a walk,
  * however it ends (completed, budget-stopped, failed, interrupted, or stopped at a mount point), its
  * errors name real paths, never the `/proc/self/fd/…` ones it works through, and without /proc it still
  * measures a tree deeper than its window of descriptors (domain/WalkDepth.ts). (Its races: walkerRace.test.ts;

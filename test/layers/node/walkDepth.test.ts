@@ -1,5 +1,5 @@
 /**
- * Trees deeper than a process may hold descriptors (README "Walkers", domain/WalkDepth.ts): in a child whose
+ * Trees deeper than a process may hold descriptors (docs/architecture.md "Walkers", domain/WalkDepth.ts): in a child whose
  * descriptor limit is 64, each walker, through the Node layer's FileSystem, measures a 5,000-deep chain whole
  * (and, under the policy's maxDepth, exactly as deep as that allows) and removes it whole. Before, each
  * walk held a descriptor per level and failed EMFILE about 45 levels down, every time: such a tree in

@@ -1,5 +1,5 @@
 /**
- * No walker the package can use follows a directory swapped for a symlink (README "How runs stay safe":
+ * No walker the package can use follows a directory swapped for a symlink (docs/safety.md "How runs stay safe":
  * which walkers may delete). The removal race runs against every walker (native: C on the thread pool;
  * portable: /proc/self/fd on the remover thread), the native measure's race on the thread pool, each with a
  * real concurrent swap, and each proves the window was hit: a swapped directory had been listed by the walk
