@@ -117,7 +117,8 @@ describe("pi-storage backup (built CLI)", () => {
     assert.strictEqual(restored.code, 3, restored.stderr)
     assert.match(restored.stderr, /"agent\/state\/out\/sub" lies below "agent\/state\/out", which the manifest records as a symlink; nothing was changed/)
     assert.strictEqual(Fs.readFileSync(Path.join(agent, "state", "a.json"), "utf8"), "[1,2]")
-    assert.deepStrictEqual(Fs.readdirSync(Path.join(agent, "state")), ["a.json"])
+    // a.json as it was, and the usage history the create recorded (docs/dashboard.md): nothing restored.
+    assert.deepStrictEqual(Fs.readdirSync(Path.join(agent, "state")).sort(), ["a.json", "usage-history.jsonl"])
     assert.deepStrictEqual(Fs.readdirSync(canary), [])
     const verified = await run("verify", id, "--json")
     assert.strictEqual(verified.code, 1, verified.stderr)
