@@ -1,7 +1,9 @@
 /**
  * Measurement 5, start-up and install footprint (BENCHMARKS.md "Start-up and install"), all from the shipped artifacts: the package is
- * packed and installed offline into an empty project, as a user would get it, and timed there beside
- * `node -e 0`, alternating:
+ * packed and installed into an empty project, as a user would get it, and timed there beside `node -e 0`,
+ * alternating. The installs ask the registry on 127.0.0.1 that the consumer tests use
+ * (test/support/localRegistry.ts: the packed tarball plus the repository's `node_modules`, a cache of its
+ * own), so they need no network and nothing in the user's npm cache. Timed:
  * - `import("pi-agent-storage/promise")`: wall and peak RSS;
  * - `pi-storage status` on a small agent dir, and `pi-storage --version`, through the installed bin;
  * - the Effect API (`import("pi-agent-storage")`, plain ESM on the caller's effect) beside `import("effect")`,
@@ -11,6 +13,7 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { startLocalRegistry } from "../test/support/localRegistry.js"
 import { buildTenant, ensureWorkRoot, tenantDirOf } from "./fixtures.js"
 import type { Measurement, Row } from "./result.js"
 import { REPO_DIR, run, summarize } from "./util.js"
@@ -55,9 +58,10 @@ const emptyProject = (dir: string) => {
 }
 
 /**
- * The "before" install: our tarball plus the old run-time dependencies, resolved from the repo's lockfile,
- * so npm needs no registry metadata (offline, its cache holds the tarballs). Scripts off: its own addon
- * build would only add to it; the dependency tree is the point.
+ * The "before" install: our tarball plus the old run-time dependencies at their exact versions. The local
+ * registry serves only the versions installed in the repository, so their dependencies resolve as the repo's
+ * lockfile resolved them. Scripts off: its own addon build would only add to it; the dependency tree is the
+ * point.
  */
 const beforeProject = (dir: string, tarball: string) => {
   emptyProject(dir)
@@ -66,10 +70,6 @@ const beforeProject = (dir: string, tarball: string) => {
     return [spec.slice(0, at), spec.slice(at + 1)]
   }))
   fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name: "consumer", private: true, dependencies: { ...dependencies, "pi-agent-storage": `file:${tarball}` } }))
-  const lock = JSON.parse(fs.readFileSync(path.join(REPO_DIR, "package-lock.json"), "utf8")) as { name: string; packages: Record<string, unknown> }
-  lock.name = "consumer"
-  lock.packages[""] = { name: "consumer", dependencies }
-  fs.writeFileSync(path.join(dir, "package-lock.json"), JSON.stringify(lock))
   return dir
 }
 
@@ -85,13 +85,19 @@ export const benchCli = async (o: CliOptions): Promise<Measurement> => {
   }
   const dir = path.join(o.root, "startup")
   fs.mkdirSync(dir, { recursive: true })
-  o.log("start-up: packing and installing the tarball offline (now, and with the dependencies of before)")
+  o.log("start-up: packing and installing the tarball from a registry on 127.0.0.1 (now, and with the dependencies of before)")
   const packed = JSON.parse(await npm(["pack", "--ignore-scripts", "--json", "--pack-destination", dir], REPO_DIR)) as Array<{ filename: string }>
   const tarball = path.join(dir, packed[0]!.filename)
+  const manifest = JSON.parse(fs.readFileSync(path.join(REPO_DIR, "package.json"), "utf8")) as Record<string, unknown>
+  const registry = await startLocalRegistry({ nodeModules: path.join(REPO_DIR, "node_modules"), tarballs: [{ file: tarball, manifest }], workDir: path.join(dir, "registry") })
   const after = emptyProject(path.join(dir, "after"))
-  await npm(["install", "--offline", "--no-audit", "--no-fund", tarball], after)
   const before = beforeProject(path.join(dir, "before"), tarball)
-  await npm(["install", "--offline", "--no-audit", "--no-fund", "--ignore-scripts"], before)
+  try {
+    await npm(["install", ...registry.npmArgs, tarball], after)
+    await npm(["install", ...registry.npmArgs, "--ignore-scripts"], before)
+  } finally {
+    await registry.close()
+  }
   const [sizeAfter, sizeBefore] = await Promise.all([footprint(after), footprint(before)])
 
   const agentDir = path.join(dir, "agent")
