@@ -1,6 +1,6 @@
 /**
- * The doctor's vocabulary (docs/migrations.md "Doctor"): every finding code, its severity and what it means (the docs/migrations.md
- * table is generated from `FINDING_CODES`), and the report shape. Pure. Prose that names a bound is built from
+ * The doctor's vocabulary (docs/migrations.md "Doctor"): every finding code, its severity and what it means (the
+ * docs/migrations.md table, which test/docs/findingCodes.test.ts holds to `FINDING_CODES`), and the report shape. Pure. Prose that names a bound is built from
  * the constant that sets it, so the two cannot drift.
  */
 import { DEFAULT_CONFIG_BUDGET_BYTES } from "./ConfigRedLines.js"
@@ -51,7 +51,7 @@ export const summarizeDoctor = (report: DoctorReport): DoctorSummary => ({
   needsAttention: report.findings.some((f) => f.severity !== "info")
 })
 
-/** Every finding code, its severity and what it means (the docs/migrations.md table is generated from this). */
+/** Every finding code, its severity and what it means (docs/migrations.md lists them; test/docs/findingCodes.test.ts holds the table to this). */
 export const FINDING_CODES = {
   "agent-dir-missing": {
     severity: "info",
