@@ -503,7 +503,248 @@ const list = (ctx: BackupsContext) =>
 
 // ------------------------------------------------------------------------------------------ create
 
-const create = (ctx: BackupsContext, o?: { readonly label?: string; readonly onProgress?: (p: SnapshotProgress) => void }) =>
+/** The options of one `create`. */
+type CreateOptions = { readonly label?: string; readonly onProgress?: (p: SnapshotProgress) => void }
+
+/**
+ * What the helpers of one `create` share: the store, the caller's options, the previous snapshot's records
+ * (the link source), and what was recorded so far (entries, directories, problems, counts).
+ */
+interface SnapshotBuild {
+  readonly ctx: BackupsContext
+  readonly o: CreateOptions | undefined
+  readonly previousEntries: ReadonlyMap<string, ManifestEntry>
+  readonly entries: Array<ManifestEntry>
+  readonly directories: Array<ManifestEntry>
+  readonly skipped: Array<SnapshotSkip>
+  readonly changedDuringBackup: Array<string>
+  readonly problems: Array<SnapshotCreateProblem>
+  readonly sqliteLive: Array<string>
+  readonly counts: { files: number; bytes: number; copiedFiles: number; copiedBytes: number; linkedFiles: number; linkFallbacks: number }
+}
+
+const skip = (b: SnapshotBuild, tag: SnapshotSkip["_tag"], rel: string, reason: string) =>
+  Effect.sync(() => {
+    const problem = snapshotSkip(tag, rel, reason)
+    b.skipped.push(problem)
+    b.problems.push(problem)
+  })
+
+/** A live entry that failed to be read while copied: reported, never a failed snapshot. */
+const skipUnread = (b: SnapshotBuild, rel: string, e: FileSystemError) =>
+  e.reason === "NotFound" ? skip(b, "Vanished", rel, "vanished during the backup") : skip(b, "Unreadable", rel, `unreadable: ${e.message}`)
+
+
+// The hot loop (one turn per live file) is plain combinators over one port call per file (a copy that
+// hashes, stamps and describes its source, or a link) and one per directory (its entries with their
+// lstat): per-file Effect.gen steps and path lookups were most of a snapshot's CPU (BENCHMARKS.md).
+
+/** Copy a live file through SHA-256; once more if it moved meanwhile, then record it as changed. */
+const copyLive = (b: SnapshotBuild, source: string, target: string, rel: string, first: FileInfo, sqliteGroup: boolean) => {
+  const attempt = (before: FileInfo, retried: boolean): Effect.Effect<ManifestEntry, FileSystemError> =>
+    Effect.flatMap(b.ctx.fs.copyFileStamped(source, target), (copy) => {
+      // The source as its descriptor saw it after the last byte, against the walk's look (or the first try's).
+      const after = copy.source
+      const stable = after.size === before.size && after.mtimeMs === before.mtimeMs && copy.bytes === after.size
+      if (!stable && !retried) return Effect.zipRight(b.ctx.fs.removeFile(target), attempt(after, true))
+      b.counts.copiedFiles++
+      b.counts.copiedBytes += copy.bytes
+      if (!stable) {
+        b.changedDuringBackup.push(rel)
+        b.problems.push(changedProblem(rel))
+      }
+      return Effect.succeed({
+        path: rel,
+        type: "file",
+        size: copy.bytes,
+        mode: after.mode,
+        mtimeMs: after.mtimeMs,
+        sha256: copy.sha256,
+        ...(stable ? {} : { changedDuringBackup: true }),
+        ...(sqliteGroup ? { sqliteGroup: true } : {})
+      } satisfies ManifestEntry)
+    })
+  return attempt(first, false)
+}
+
+
+const recordFile = (b: SnapshotBuild, entry: ManifestEntry) => {
+  b.counts.files++
+  b.counts.bytes += entry.size
+  b.entries.push(entry)
+  b.o?.onProgress?.({ files: b.counts.files, bytes: b.counts.bytes, path: entry.path })
+}
+
+
+/** A live file copied into the snapshot and recorded; one that vanished or cannot be read is skipped. */
+const copyLiveRecorded = (b: SnapshotBuild, source: string, target: string, rel: string, info: FileInfo, sqliteGroup: boolean) =>
+  Effect.map(copyLive(b, source, target, rel, info, sqliteGroup), (entry) => recordFile(b, entry)).pipe(
+    Effect.catchIf((e) => e._tag === "FileSystemError" && e.path === source, (e) => skipUnread(b, rel, e))
+  )
+
+
+/** A live file: a link to the previous snapshot's copy when every recorded attribute matches, else a copy. */
+const addFile = (
+  b: SnapshotBuild,
+  source: string,
+  target: string,
+  previousPath: string | undefined,
+  rel: string,
+  info: FileInfo,
+  sqliteGroup: boolean
+): Effect.Effect<void, FileSystemError> => {
+  const copy = copyLiveRecorded(b, source, target, rel, info, sqliteGroup)
+  const prior = b.previousEntries.get(rel)
+  if (sqliteGroup || previousPath === undefined || !shouldLink({ type: "file", size: info.size, mode: info.mode, mtimeMs: info.mtimeMs }, prior)) {
+    return copy
+  }
+  // Snapshot → snapshot only: the live file is never the link's source.
+  return Effect.matchEffect(b.ctx.fs.link(previousPath, target), {
+    onSuccess: () =>
+      Effect.sync(() => {
+        b.counts.linkedFiles++
+        recordFile(b, prior)
+      }),
+    onFailure: (e) =>
+      LINK_FALLBACK.has(e.errno)
+        ? Effect.suspend(() => {
+          b.counts.linkFallbacks++
+          return copy
+        })
+        : Effect.fail(e)
+  })
+}
+
+
+const addEntry = (b: SnapshotBuild, source: string, target: string, previousPath: string | undefined, rel: string, info: FileInfo): Effect.Effect<void, FileSystemError> => {
+  const type = entryType(info)
+  if (type === undefined) return skip(b, "SpecialFile", rel, "special file (FIFO, socket or device)")
+  if (type === "file") return addFile(b, source, target, previousPath, rel, info, false)
+  return Effect.gen(function*() {
+    if (type === "symlink") {
+      const linkTarget = yield* b.ctx.fs.readLink(source)
+      yield* b.ctx.fs.symlink(linkTarget, target)
+      b.entries.push({ path: rel, type, size: info.size, mode: info.mode, mtimeMs: info.mtimeMs, target: linkTarget })
+      return
+    }
+    yield* b.ctx.fs.makeDirectory(target, { mode: buildMode(info.mode) })
+    const record: ManifestEntry = { path: rel, type, size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
+    b.entries.push(record)
+    b.directories.push(record)
+    yield* addChildren(b, source, target, previousPath, rel, [])
+  }).pipe(
+    Effect.catchIf((e) => e.path === source && (e.reason === "NotFound" || e.reason === "PermissionDenied"), (e) => skipUnread(b, rel, e))
+  )
+}
+
+
+const addChildren = (
+  b: SnapshotBuild,
+  dir: string,
+  targetDir: string,
+  previousDir: string | undefined,
+  rel: string,
+  exclude: ReadonlyArray<string>
+): Effect.Effect<void, FileSystemError> =>
+  Effect.flatMap(b.ctx.fs.readDirectoryInfo(dir), (listed) => {
+    const children = exclude.length === 0 ? listed : listed.filter((c) => !exclude.includes(c.name))
+    const fileNames: Array<string> = []
+    for (const c of children) if (c.info.type === "File") fileNames.push(c.name)
+    const groups = sqliteGroups(fileNames)
+    const inGroup: ReadonlySet<string> = groups.size === 0 ? NO_NAMES : new Set([...groups.values()].flat())
+    // Only a group's sidecars are looked up by name (rare): no map of every file per directory.
+    const fileInfo = (name: string) => children.find((c) => c.name === name)!.info
+    const sourceDir = dir.endsWith("/") ? dir : `${dir}/`
+    // Runs of files that link (every recorded attribute equal) become one `linkEach` call; anything
+    // else is a step of its own. Steps run in listing order, so the manifest's order is the walk's.
+    const steps: Array<() => Effect.Effect<void, FileSystemError>> = []
+    let run: Array<LinkCandidate> = []
+    const endRun = () => {
+      if (run.length === 0) return
+      const batch = run
+      run = []
+      steps.push(() => linkRun(b, sourceDir, targetDir, previousDir!, batch))
+    }
+    for (const { info, name } of children) {
+      const childRel = `${rel}/${name}`
+      if (info.type === "File" && previousDir !== undefined && !groups.has(name) && !inGroup.has(name)) {
+        const prior = b.previousEntries.get(childRel)
+        if (shouldLink({ type: "file", size: info.size, mode: info.mode, mtimeMs: info.mtimeMs }, prior)) {
+          run.push({ name, rel: childRel, info, prior })
+          continue
+        }
+      }
+      endRun()
+      steps.push(() => {
+        const source = sourceDir + name
+        const target = `${targetDir}/${name}`
+        const previousPath = previousDir === undefined ? undefined : `${previousDir}/${name}`
+        if (info.type !== "File") return addEntry(b, source, target, previousPath, childRel, info)
+        const sidecars = groups.get(name)
+        if (sidecars === undefined) {
+          if (inGroup.has(name)) return Effect.void // copied with its database
+          return addFile(b, source, target, previousPath, childRel, info, false)
+        }
+        // The database and its -wal/-shm one after another, never linked: as close to one moment as a file copy gets.
+        b.sqliteLive.push(childRel)
+        return Effect.zipRight(
+          addFile(b, source, target, previousPath, childRel, info, true),
+          Effect.forEach(sidecars, (sidecar) =>
+            addFile(b, sourceDir + sidecar, `${targetDir}/${sidecar}`, undefined, `${rel}/${sidecar}`, fileInfo(sidecar), true), { discard: true })
+        )
+      })
+    }
+    endRun()
+    return Effect.forEach(steps, (step) => step(), { discard: true })
+  })
+
+
+/**
+ * Link a run of unchanged files to the previous snapshot's copies in one call (snapshot → snapshot: the
+ * live file is never a link's source). A link that fails with a fallback errno is a copy from the live
+ * file instead, in its place in the manifest's order; any other failure fails the create.
+ */
+const linkRun = (
+  b: SnapshotBuild,
+  sourceDir: string,
+  targetDir: string,
+  previousDir: string,
+  run: ReadonlyArray<LinkCandidate>
+): Effect.Effect<void, FileSystemError> =>
+  Effect.flatMap(b.ctx.fs.linkEach(previousDir, targetDir, run.map((c) => c.name)), (answers) => {
+    for (let i = 0; i < run.length; i++) {
+      const failed = answers[i]
+      if (failed !== undefined) return linkRunTail(b, sourceDir, targetDir, run, answers, i)
+      b.counts.linkedFiles++
+      recordFile(b, run[i]!.prior)
+    }
+    return Effect.void
+  })
+
+
+/** The rest of a run from its first failed link on, one step per file. */
+const linkRunTail = (
+  b: SnapshotBuild,
+  sourceDir: string,
+  targetDir: string,
+  run: ReadonlyArray<LinkCandidate>,
+  answers: ReadonlyArray<FileSystemError | undefined>,
+  from: number
+): Effect.Effect<void, FileSystemError> =>
+  Effect.forEach(run.slice(from), (c, k) => {
+    const failed = answers[from + k]
+    if (failed === undefined) {
+      return Effect.sync(() => {
+        b.counts.linkedFiles++
+        recordFile(b, c.prior)
+      })
+    }
+    if (!LINK_FALLBACK.has(failed.errno)) return Effect.fail(failed)
+    b.counts.linkFallbacks++
+    return copyLiveRecorded(b, sourceDir + c.name, `${targetDir}/${c.name}`, c.rel, c.info, false)
+  }, { discard: true })
+
+const create = (ctx: BackupsContext, o?: CreateOptions) =>
   Effect.gen(function*() {
     yield* checkRoot(ctx, true)
     return yield* withWriter(ctx, Effect.gen(function*() {
@@ -536,214 +777,7 @@ const create = (ctx: BackupsContext, o?: { readonly label?: string; readonly onP
       const problems: Array<SnapshotCreateProblem> = []
       const sqliteLive: Array<string> = []
       const counts = { files: 0, bytes: 0, copiedFiles: 0, copiedBytes: 0, linkedFiles: 0, linkFallbacks: 0 }
-
-      const skip = (tag: SnapshotSkip["_tag"], rel: string, reason: string) =>
-        Effect.sync(() => {
-          const problem = snapshotSkip(tag, rel, reason)
-          skipped.push(problem)
-          problems.push(problem)
-        })
-      /** A live entry that failed to be read while copied: reported, never a failed snapshot. */
-      const skipUnread = (rel: string, e: FileSystemError) =>
-        e.reason === "NotFound" ? skip("Vanished", rel, "vanished during the backup") : skip("Unreadable", rel, `unreadable: ${e.message}`)
-
-      // The hot loop (one turn per live file) is plain combinators over one port call per file (a copy that
-      // hashes, stamps and describes its source, or a link) and one per directory (its entries with their
-      // lstat): per-file Effect.gen steps and path lookups were most of a snapshot's CPU (BENCHMARKS.md).
-
-      /** Copy a live file through SHA-256; once more if it moved meanwhile, then record it as changed. */
-      const copyLive = (source: string, target: string, rel: string, first: FileInfo, sqliteGroup: boolean) => {
-        const attempt = (before: FileInfo, retried: boolean): Effect.Effect<ManifestEntry, FileSystemError> =>
-          Effect.flatMap(ctx.fs.copyFileStamped(source, target), (copy) => {
-            // The source as its descriptor saw it after the last byte, against the walk's look (or the first try's).
-            const after = copy.source
-            const stable = after.size === before.size && after.mtimeMs === before.mtimeMs && copy.bytes === after.size
-            if (!stable && !retried) return Effect.zipRight(ctx.fs.removeFile(target), attempt(after, true))
-            counts.copiedFiles++
-            counts.copiedBytes += copy.bytes
-            if (!stable) {
-              changedDuringBackup.push(rel)
-              problems.push(changedProblem(rel))
-            }
-            return Effect.succeed({
-              path: rel,
-              type: "file",
-              size: copy.bytes,
-              mode: after.mode,
-              mtimeMs: after.mtimeMs,
-              sha256: copy.sha256,
-              ...(stable ? {} : { changedDuringBackup: true }),
-              ...(sqliteGroup ? { sqliteGroup: true } : {})
-            } satisfies ManifestEntry)
-          })
-        return attempt(first, false)
-      }
-
-      const recordFile = (entry: ManifestEntry) => {
-        counts.files++
-        counts.bytes += entry.size
-        entries.push(entry)
-        o?.onProgress?.({ files: counts.files, bytes: counts.bytes, path: entry.path })
-      }
-
-      /** A live file copied into the snapshot and recorded; one that vanished or cannot be read is skipped. */
-      const copyLiveRecorded = (source: string, target: string, rel: string, info: FileInfo, sqliteGroup: boolean) =>
-        Effect.map(copyLive(source, target, rel, info, sqliteGroup), recordFile).pipe(
-          Effect.catchIf((e) => e._tag === "FileSystemError" && e.path === source, (e) => skipUnread(rel, e))
-        )
-
-      /** A live file: a link to the previous snapshot's copy when every recorded attribute matches, else a copy. */
-      const addFile = (
-        source: string,
-        target: string,
-        previousPath: string | undefined,
-        rel: string,
-        info: FileInfo,
-        sqliteGroup: boolean
-      ): Effect.Effect<void, FileSystemError> => {
-        const copy = copyLiveRecorded(source, target, rel, info, sqliteGroup)
-        const prior = previousEntries.get(rel)
-        if (sqliteGroup || previousPath === undefined || !shouldLink({ type: "file", size: info.size, mode: info.mode, mtimeMs: info.mtimeMs }, prior)) {
-          return copy
-        }
-        // Snapshot → snapshot only: the live file is never the link's source.
-        return Effect.matchEffect(ctx.fs.link(previousPath, target), {
-          onSuccess: () =>
-            Effect.sync(() => {
-              counts.linkedFiles++
-              recordFile(prior)
-            }),
-          onFailure: (e) =>
-            LINK_FALLBACK.has(e.errno)
-              ? Effect.suspend(() => {
-                counts.linkFallbacks++
-                return copy
-              })
-              : Effect.fail(e)
-        })
-      }
-
-      const addEntry = (source: string, target: string, previousPath: string | undefined, rel: string, info: FileInfo): Effect.Effect<void, FileSystemError> => {
-        const type = entryType(info)
-        if (type === undefined) return skip("SpecialFile", rel, "special file (FIFO, socket or device)")
-        if (type === "file") return addFile(source, target, previousPath, rel, info, false)
-        return Effect.gen(function*() {
-          if (type === "symlink") {
-            const linkTarget = yield* ctx.fs.readLink(source)
-            yield* ctx.fs.symlink(linkTarget, target)
-            entries.push({ path: rel, type, size: info.size, mode: info.mode, mtimeMs: info.mtimeMs, target: linkTarget })
-            return
-          }
-          yield* ctx.fs.makeDirectory(target, { mode: buildMode(info.mode) })
-          const record: ManifestEntry = { path: rel, type, size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
-          entries.push(record)
-          directories.push(record)
-          yield* addChildren(source, target, previousPath, rel, [])
-        }).pipe(
-          Effect.catchIf((e) => e.path === source && (e.reason === "NotFound" || e.reason === "PermissionDenied"), (e) => skipUnread(rel, e))
-        )
-      }
-
-      const addChildren = (
-        dir: string,
-        targetDir: string,
-        previousDir: string | undefined,
-        rel: string,
-        exclude: ReadonlyArray<string>
-      ): Effect.Effect<void, FileSystemError> =>
-        Effect.flatMap(ctx.fs.readDirectoryInfo(dir), (listed) => {
-          const children = exclude.length === 0 ? listed : listed.filter((c) => !exclude.includes(c.name))
-          const fileNames: Array<string> = []
-          for (const c of children) if (c.info.type === "File") fileNames.push(c.name)
-          const groups = sqliteGroups(fileNames)
-          const inGroup: ReadonlySet<string> = groups.size === 0 ? NO_NAMES : new Set([...groups.values()].flat())
-          // Only a group's sidecars are looked up by name (rare): no map of every file per directory.
-          const fileInfo = (name: string) => children.find((c) => c.name === name)!.info
-          const sourceDir = dir.endsWith("/") ? dir : `${dir}/`
-          // Runs of files that link (every recorded attribute equal) become one `linkEach` call; anything
-          // else is a step of its own. Steps run in listing order, so the manifest's order is the walk's.
-          const steps: Array<() => Effect.Effect<void, FileSystemError>> = []
-          let run: Array<LinkCandidate> = []
-          const endRun = () => {
-            if (run.length === 0) return
-            const batch = run
-            run = []
-            steps.push(() => linkRun(sourceDir, targetDir, previousDir!, batch))
-          }
-          for (const { info, name } of children) {
-            const childRel = `${rel}/${name}`
-            if (info.type === "File" && previousDir !== undefined && !groups.has(name) && !inGroup.has(name)) {
-              const prior = previousEntries.get(childRel)
-              if (shouldLink({ type: "file", size: info.size, mode: info.mode, mtimeMs: info.mtimeMs }, prior)) {
-                run.push({ name, rel: childRel, info, prior })
-                continue
-              }
-            }
-            endRun()
-            steps.push(() => {
-              const source = sourceDir + name
-              const target = `${targetDir}/${name}`
-              const previousPath = previousDir === undefined ? undefined : `${previousDir}/${name}`
-              if (info.type !== "File") return addEntry(source, target, previousPath, childRel, info)
-              const sidecars = groups.get(name)
-              if (sidecars === undefined) {
-                if (inGroup.has(name)) return Effect.void // copied with its database
-                return addFile(source, target, previousPath, childRel, info, false)
-              }
-              // The database and its -wal/-shm one after another, never linked: as close to one moment as a file copy gets.
-              sqliteLive.push(childRel)
-              return Effect.zipRight(
-                addFile(source, target, previousPath, childRel, info, true),
-                Effect.forEach(sidecars, (sidecar) =>
-                  addFile(sourceDir + sidecar, `${targetDir}/${sidecar}`, undefined, `${rel}/${sidecar}`, fileInfo(sidecar), true), { discard: true })
-              )
-            })
-          }
-          endRun()
-          return Effect.forEach(steps, (step) => step(), { discard: true })
-        })
-
-      /**
-       * Link a run of unchanged files to the previous snapshot's copies in one call (snapshot → snapshot: the
-       * live file is never a link's source). A link that fails with a fallback errno is a copy from the live
-       * file instead, in its place in the manifest's order; any other failure fails the create.
-       */
-      const linkRun = (
-        sourceDir: string,
-        targetDir: string,
-        previousDir: string,
-        run: ReadonlyArray<LinkCandidate>
-      ): Effect.Effect<void, FileSystemError> =>
-        Effect.flatMap(ctx.fs.linkEach(previousDir, targetDir, run.map((c) => c.name)), (answers) => {
-          for (let i = 0; i < run.length; i++) {
-            const failed = answers[i]
-            if (failed !== undefined) return linkRunTail(sourceDir, targetDir, run, answers, i)
-            counts.linkedFiles++
-            recordFile(run[i]!.prior)
-          }
-          return Effect.void
-        })
-
-      /** The rest of a run from its first failed link on, one step per file. */
-      const linkRunTail = (
-        sourceDir: string,
-        targetDir: string,
-        run: ReadonlyArray<LinkCandidate>,
-        answers: ReadonlyArray<FileSystemError | undefined>,
-        from: number
-      ): Effect.Effect<void, FileSystemError> =>
-        Effect.forEach(run.slice(from), (c, k) => {
-          const failed = answers[from + k]
-          if (failed === undefined) {
-            return Effect.sync(() => {
-              counts.linkedFiles++
-              recordFile(c.prior)
-            })
-          }
-          if (!LINK_FALLBACK.has(failed.errno)) return Effect.fail(failed)
-          counts.linkFallbacks++
-          return copyLiveRecorded(sourceDir + c.name, `${targetDir}/${c.name}`, c.rel, c.info, false)
-        }, { discard: true })
+      const b: SnapshotBuild = { ctx, o, previousEntries, entries, directories, skipped, changedDuringBackup, problems, sqliteLive, counts }
 
       const roots = yield* scopeRoots(ctx, ctx.webDataRoot)
       for (const tree of roots) {
@@ -769,9 +803,9 @@ const create = (ctx: BackupsContext, o?: { readonly label?: string; readonly onP
           const record: ManifestEntry = { path: tree.dest, type: "directory", size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
           entries.push(record)
           directories.push(record)
-          yield* addChildren(source, target, previousPath, tree.dest, tree.exclude)
+          yield* addChildren(b, source, target, previousPath, tree.dest, tree.exclude)
         } else {
-          yield* addEntry(source, target, previousPath, tree.dest, info)
+          yield* addEntry(b, source, target, previousPath, tree.dest, info)
         }
       }
       // Directories get their live mode and mtime last, deepest first (filling them changed their mtime).
