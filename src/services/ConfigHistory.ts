@@ -654,6 +654,8 @@ const resolve = (ctx: HistoryContext, revision: string) =>
 /** Paths git printed NUL-separated (`-z`), decoded losslessly. */
 const nulPaths = (ctx: HistoryContext, what: string, stdout: Uint8Array) => parsed(ctx, what, parseNulPaths(stdout, HISTORY_PATHS_MAX))
 
+// ------------------------------------------------------------------------------------------ the lock
+
 /** Git's own lock files: under our lock no git of ours runs, so one left over is a dead git's. */
 const clearStaleGitLocks = (ctx: HistoryContext) =>
   Effect.gen(function*() {

@@ -841,6 +841,8 @@ const create = (ctx: BackupsContext, o?: CreateOptions) =>
     }))
   })
 
+// ------------------------------------------------------------------------------------------ verify
+
 const verify = (ctx: BackupsContext, id?: string, o?: { readonly maxBytes?: number; readonly sample?: number }) =>
   Effect.gen(function*() {
     for (const [field, n] of [["maxBytes", o?.maxBytes], ["sample", o?.sample]] as const) {
