@@ -249,8 +249,11 @@ export class ConfigHistory extends Context.Tag("pi-agent-storage/ConfigHistory")
   static readonly layer: Layer.Layer<ConfigHistory, never, FileSystem | Host | AgentDir | ProcessRunner> = Layer.effect(ConfigHistory, Effect.suspend(() => make()))
 }
 
-/** `ConfigHistory.make` (module-private: the service's static is the one public name). */
-const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["Type"], never, FileSystem | Host | AgentDir | ProcessRunner> =>
+/**
+ * What every operation of one history shares: its dependencies, its options resolved, and the paths it works in
+ * (the history directory, its git dir, the mirror roots).
+ */
+const historyContext = (options: ConfigHistoryOptions) =>
   Effect.gen(function*() {
     const deps = yield* depsFromContext
     const { fs, host } = deps
@@ -269,754 +272,810 @@ const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["
     const gitDir = NodePath.join(dir, ".git")
     // PATH is the only thing passed on to git, read here at the edge of the program.
     const runGit: Git = makeGit({ runner, gitDir, workTree: dir, pathVar: host.env("PATH") })
-    /** Every call of ours: the repository's attributes are ours first, so no driver its config defines is run. */
-    const git = (...call: Parameters<Git>) => Effect.zipRight(guardAttributes, runGit(...call))
     /** The mirror roots this instance manages. */
     const scopes = [AGENT_MIRROR, WEB_MIRROR]
-    const inDir = (...parts: ReadonlyArray<string>) => NodePath.join(dir, ...parts)
-
-    const livePathOf = (repoPath: string): string | undefined => {
-      const [root, ...rest] = repoPath.split("/")
-      if (root === AGENT_MIRROR) return NodePath.join(agentDir, ...rest)
-      if (root === WEB_MIRROR) return NodePath.join(webRoot, ...rest)
-      return undefined
-    }
-    /** The managed root a repo path's live file sits under (the anchor of the parent-chain check). */
-    const liveRootOf = (repoPath: string): string | undefined =>
-      repoPath.startsWith(`${AGENT_MIRROR}/`) ? agentDir : repoPath.startsWith(`${WEB_MIRROR}/`) ? webRoot : undefined
-
-    // ------------------------------------------------------------------------------------------ live files
-
-    const lstatOption = (path: string) =>
-      fs.lstat(path).pipe(Effect.map((i) => i as typeof i | undefined), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined)))
-    const listOption = (path: string) =>
-      fs.readDirectory(path).pipe(Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.succeed([])))
-
-    /** Judge one candidate file and read what history stores for it. */
-    const candidate = (repoPath: string, livePath: string, out: ScanState) =>
-      Effect.gen(function*() {
-        const display = displayOfRepoPath(repoPath)
-        const info = yield* lstatOption(livePath)
-        if (info === undefined) return
-        const skip = (tag: ConfigSkipTag, reason: string) => {
-          out.skipped.push(configSkip(tag, display, reason))
-          out.present.add(repoPath)
-        }
-        if (info.type === "SymbolicLink") return skip("Symlink", "a symlink (history never follows links)")
-        if (info.type !== "File") return skip("NotARegularFile", `${aFileType(info.type)}, not a regular file`)
-        // Git would leave it out of its index without a word: it is reported here instead.
-        const refused = gitRefusesPath(repoPath)
-        if (refused !== null) return skip("UnversionableName", refused)
-        if (NEVER_VERSIONED.includes(display)) return skip("Credentials", "credentials: never versioned")
-        const pattern = deniedBy(display, denylist)
-        if (pattern !== null) return skip("Denylisted", `denylisted (${pattern}): never committed`)
-        const red = configEntryViolation({ name: NodePath.basename(livePath), type: "File", size: info.size }, budget)
-        if (red !== null) return skip("RedLine", `config red line (${red.rule}): ${red.detail}`)
-        const stat = [info.size, info.mtimeMs, info.ino] as const
-        out.stats.set(repoPath, stat)
-        const cached = out.cache?.entries[repoPath]
-        if (cached !== undefined && cached[0] === stat[0] && cached[1] === stat[1] && cached[2] === stat[2] && stat[1] < out.cache!.recordedAt - RACY_MARGIN_MS) {
-          out.files.push({ repoPath, display, livePath, stored: undefined })
-          return
-        }
-        if (cached !== undefined) out.racyRead++
-        const bytes = yield* fs.readFile(livePath, { maxBytes: budget })
-        const content = historyContent(NodePath.basename(livePath), bytes)
-        if (content._tag === "Skip") return skip("Unredactable", content.reason)
-        out.files.push({ repoPath, display, livePath, stored: content.bytes })
-      })
-
-    /**
-     * Entries of a listing whose name cannot be read back: decoded lossily (no entry answers to it), or the same
-     * name twice. Each is reported (never silently left out); the rest are the entries to look at.
-     */
-    const readableEntries = (here: string, entries: ReadonlyArray<DirEntry>, displayOf: (e: DirEntry) => string, out: ScanState) =>
-      Effect.gen(function*() {
-        const kept: Array<DirEntry> = []
-        const seen = new Set<string>()
-        for (const entry of entries) {
-          if (entry.name.includes(REPLACEMENT_CHARACTER) && (seen.has(entry.name) || (yield* lstatOption(NodePath.join(here, entry.name))) === undefined)) {
-            out.skipped.push(configSkip("UnversionableName", displayOf(entry), "its name is not valid UTF-8 and could not be read back as it is"))
-            continue
-          }
-          seen.add(entry.name)
-          kept.push(entry)
-        }
-        return kept
-      })
-
-    /**
-     * An extension's config tier, mirrored under `repoPrefix` (`web/<extId>/config`, `agent/config/extensions/<ns>`):
-     * files, with environments left out, and a web-host extension's old-host state fallback (`config/state`).
-     */
-    const walkConfig = (
-      repoPrefix: ReadonlyArray<string>,
-      configDir: string,
-      rel: ReadonlyArray<string>,
-      depth: number,
-      out: ScanState,
-      oldHostState: boolean
-    ): Effect.Effect<void, FileSystemError> =>
-      Effect.gen(function*() {
-        const here = NodePath.join(configDir, ...rel)
-        const repoPathOf = (name: string) => [...repoPrefix, ...rel, name].join("/")
-        const entries = yield* readableEntries(here, yield* listOption(here), (e) => displayOfRepoPath(repoPathOf(e.name)) + (e.type === "Directory" ? "/" : ""), out)
-        for (const entry of entries) {
-          const relPath = [...rel, entry.name]
-          const repoPath = repoPathOf(entry.name)
-          const display = displayOfRepoPath(repoPath)
-          if (entry.type === "Directory") {
-            const refused = gitRefusesPath(repoPath)
-            if (refused !== null) {
-              out.skipped.push(configSkip("UnversionableName", `${display}/`, refused))
-              continue
-            }
-            const livePath = NodePath.join(here, entry.name)
-            if (oldHostState && depth === 1 && livePath === resolveStateDir({ configDir })) {
-              out.skipped.push(configSkip("OldStateTier", `${display}/`, "the state tier of an old host (config/state), not config"))
-              continue
-            }
-            const red = configEntryViolation({ name: entry.name, type: "Directory" }, budget)
-            if (red !== null) {
-              out.skipped.push(configSkip("RedLine", `${display}/`, `config red line (${red.rule}): ${red.detail}`))
-              continue
-            }
-            if (depth >= MAX_CONFIG_DEPTH) {
-              out.skipped.push(configSkip("TooDeep", `${display}/`, `deeper than ${MAX_CONFIG_DEPTH} levels`))
-              continue
-            }
-            yield* walkConfig(repoPrefix, configDir, relPath, depth + 1, out, oldHostState)
-            continue
-          }
-          yield* candidate(repoPath, NodePath.join(here, entry.name), out)
-        }
-      })
-
-    const scanLive = (cache: StatCache | undefined): Effect.Effect<LiveScan, FileSystemError> => Effect.gen(function*() {
-      const scannedAt = yield* Clock.currentTimeMillis
-      const out: ScanState = { files: [], skipped: [], present: new Set(), cache, stats: new Map(), racyRead: 0 }
-      for (const name of AGENT_CONFIG_FILES) yield* candidate(`${AGENT_MIRROR}/${name}`, NodePath.join(agentDir, name), out)
-      const overlays = agent.paths.directoryProfilesDir
-      const overlayRepoPath = (id: string) => [AGENT_MIRROR, ...DIRECTORY_PROFILES_DIR, id, DIRECTORY_PROFILE_SETTINGS].join("/")
-      const profiles = (yield* listOption(overlays)).filter((e) => e.type === "Directory")
-      for (const entry of yield* readableEntries(overlays, profiles, (e) => displayOfRepoPath(overlayRepoPath(e.name)), out)) {
-        const repoPath = overlayRepoPath(entry.name)
-        yield* candidate(repoPath, agent.paths.directoryProfileSettings(entry.name), out)
-      }
-      // Agent extensions' config tiers (`config/extensions/<ns>/`, docs/tiers.md "Extension storage (agent side)").
-      const agentExtensions = NodePath.dirname(agent.paths.extensionConfigDir("x"))
-      for (const ext of yield* listOption(agentExtensions)) {
-        if (ext.type !== "Directory" || decodeSegment("namespace", ext.name)._tag === "Left") continue
-        const configDir = agent.paths.extensionConfigDir(ext.name)
-        yield* walkConfig([AGENT_MIRROR, ...NodePath.relative(agentDir, configDir).split(NodePath.sep)], configDir, [], 1, out, false)
-      }
-      // Web-host extensions' config tiers (`data/<extId>/config/`).
-      for (const ext of yield* listOption(webRoot)) {
-        if (ext.type !== "Directory" || decodeSegment("extId", ext.name)._tag === "Left") continue
-        const { configDir } = tierPaths(webRoot, ext.name)
-        const info = yield* lstatOption(configDir)
-        if (info?.type !== "Directory") continue
-        yield* walkConfig([WEB_MIRROR, ext.name, "config"], configDir, [], 1, out, true)
-      }
-      return { files: out.files, skipped: out.skipped, skippedRepoPaths: out.present, stats: out.stats, scannedAt, cache, racyRead: out.racyRead }
-    })
-
-    // ------------------------------------------------------------------------------------------ the mirror
-
-    /** Every file of the mirror under the managed roots, as repo paths. */
-    const mirrorFiles: Effect.Effect<ReadonlyArray<string>, FileSystemError> = Effect.gen(function*() {
-      const found: Array<string> = []
-      const walk = (rel: ReadonlyArray<string>): Effect.Effect<void, FileSystemError> =>
-        Effect.gen(function*() {
-          for (const entry of yield* listOption(inDir(...rel))) {
-            const next = [...rel, entry.name]
-            if (entry.type === "Directory") yield* walk(next)
-            else found.push(next.join("/"))
-          }
-        })
-      for (const scope of scopes) yield* walk([scope])
-      return found
-    })
-
-    /** A mirrored copy's bytes; `undefined` when missing or too large to be a current copy (then it is rewritten). */
-    const readMirror = (repoPath: string) =>
-      fs.readFile(inDir(...repoPath.split("/")), { maxBytes: MIRROR_READ_MAX }).pipe(
-        Effect.map((b) => b as Uint8Array | undefined),
-        // A directory there is a live directory turned into a file since: the copy is rewritten.
-        Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory" || e.reason === "IsADirectory" || e.reason === "TooLarge", () =>
-          Effect.succeed(undefined))
-      )
-
-    interface Plan {
-      readonly live: LiveScan
-      readonly writes: ReadonlyArray<LiveFile>
-      readonly removals: ReadonlyArray<string>
-    }
-
-    /** What the mirror needs to equal the live files (read-only). */
-    const plan: Effect.Effect<Plan, FileSystemError> = Effect.gen(function*() {
-      const cache = yield* readStatCache
-      const live = yield* scanLive(cache)
-      const writes: Array<LiveFile> = []
-      for (const file of live.files) {
-        if (file.stored === undefined) continue
-        const mirrored = yield* readMirror(file.repoPath)
-        if (mirrored === undefined || !sameBytes(mirrored, file.stored)) writes.push(file)
-      }
-      const tracked = new Set(live.files.map((f) => f.repoPath))
-      const mirror = cache !== undefined ? cache.mirror : yield* mirrorFiles
-      const removals = mirror.filter((p) => !tracked.has(p) && !live.skippedRepoPaths.has(p))
-      return { live, writes, removals }
-    })
-
     const statCachePath = NodePath.join(gitDir, STAT_CACHE)
     const scopeKey = `${scopes.join(",")}:${webRoot}`
-
-    /** HEAD read from the ref files (no git process); `undefined` when it cannot be read (then the stat cache is not trusted). */
-    const headFromRefs: Effect.Effect<string | null | undefined> = Effect.suspend(() => headRef).pipe(Effect.orElseSucceed(() => undefined))
-
-    /** The stat cache, only when it describes the current HEAD, this scope and no interrupted staging. */
-    const readStatCache: Effect.Effect<StatCache | undefined> = Effect.gen(function*() {
-      // Read-only speed-up: no readable cache means every file is read; a pending marker we cannot see counts as present.
-      const bytes = yield* fs.readFile(statCachePath, { maxBytes: STAT_CACHE_MAX }).pipe(Effect.option)
-      if (bytes._tag === "None") return undefined
-      const decoded = decodeJsonBytes(StatCache, bytes.value)
-      if (!decoded.ok || decoded.value.scope !== scopeKey || decoded.value.rule !== REDACTION_RULE) return undefined
-      if ((yield* exists(pendingPath).pipe(Effect.orElseSucceed(() => true)))) return undefined
-      return decoded.value.head === (yield* headFromRefs) ? decoded.value : undefined
-    })
-
-    /** Record the stat cache for `head` (the mirror then equals the live files as scanned). */
-    const writeStatCache = (live: LiveScan, headRevision: string | null) =>
-      Effect.gen(function*() {
-        if (headRevision === null) return
-        const entries: Record<string, readonly [number, number, number]> = {}
-        for (const f of live.files) {
-          const stat = live.stats.get(f.repoPath)
-          if (stat !== undefined) entries[f.repoPath] = stat
-        }
-        const mirror = yield* mirrorFiles
-        const cache = { version: 1, head: headRevision, scope: scopeKey, recordedAt: live.scannedAt, entries, mirror, rule: REDACTION_RULE }
-        yield* fs.writeFileAtomic(statCachePath, encodeJsonBytes(cache), { sync: false })
-      }).pipe(
-        // Only a speed-up: a cache that cannot be written means the next snapshot reads the files.
-        Effect.catchAll((e) =>
-          warn({ _tag: "ConfigStatCacheNotWritten", reason: e.message, message: `could not write the config history's stat cache: ${e.message}` })
-        )
-      )
-
-    const pendingPath = inDir(PENDING_MARKER)
-    const exists = (path: string) => Effect.map(lstatOption(path), (i) => i !== undefined)
-
-    // ------------------------------------------------------------------------------------------ git
-
-    const repoExists = exists(NodePath.join(gitDir, "HEAD"))
-
-    const corrupt = (detail: string, cause?: FileSystemError | GitFailed) =>
-      Effect.fail(new ConfigHistoryCorrupt(cause === undefined ? { path: gitDir, detail } : { path: gitDir, detail, cause }))
-    /** A parsed answer of git, or the repository is damaged (`what` says which answer). */
-    const parsed = <A>(what: string, p: Parsed<A>): Effect.Effect<A, ConfigHistoryCorrupt> => p.ok ? Effect.succeed(p.value) : corrupt(`${what}: ${p.why}`)
-
+    const pendingPath = NodePath.join(dir, PENDING_MARKER)
     const attributesPath = NodePath.join(gitDir, "info", "attributes")
     const attributesBytes = new TextEncoder().encode(HISTORY_ATTRIBUTES)
-
-    /**
-     * Before every git call on an existing repository: its `info/attributes` is ours, byte for byte, so no
-     * attribute can pick a filter or diff driver the repository's config defines (docs/config-history.md "Config history").
-     */
-    const guardAttributes = Effect.gen(function*() {
-      const current = yield* fs.readFile(attributesPath, { maxBytes: 4096 }).pipe(Effect.option)
-      if (current._tag === "Some" && sameBytes(current.value, attributesBytes)) return
-      if (!(yield* exists(gitDir))) return
-      const info = NodePath.dirname(attributesPath)
-      const infoType = (yield* lstatOption(info))?.type
-      if (infoType !== "Directory") {
-        if (infoType !== undefined) yield* fs.removeFile(info)
-        yield* fs.makeDirectory(info, { mode: 0o700 })
-      }
-      const there = yield* lstatOption(attributesPath)
-      if (there !== undefined) {
-        yield* warn({
-          _tag: "ConfigGitAttributesReset",
-          path: attributesPath,
-          message: `config history: ${attributesPath} held other attributes (a filter or diff driver could run); it is reset`
-        })
-        if (there.type === "Directory") yield* fs.removeTree(attributesPath, MIRROR_TREE_BUDGET)
-      }
-      yield* fs.writeFileAtomic(attributesPath, attributesBytes, { sync: false })
-    })
-
     const excludePath = NodePath.join(gitDir, "info", "exclude")
     const excludeBytes = historyExcludeBytes()
-
-    const ensureRepo = Effect.gen(function*() {
-      if (!(yield* repoExists)) yield* git(["init", "-q"])
-      // (Also makes `.git/info` again when it is gone.)
-      yield* guardAttributes
-      // Our own files in the work tree are never content, even for a person running `git status` or `git add -A`
-      // there; an exclusion written by an older build (which missed the lock's reclaim lock) is brought up to date.
-      const current = yield* fs.readFile(excludePath, { maxBytes: 4096 }).pipe(Effect.option)
-      if (current._tag === "None" || !sameBytes(current.value, excludeBytes)) yield* fs.writeFileAtomic(excludePath, excludeBytes)
-    })
-
-    /** A ref file git keeps, `undefined` when there is none; anything but a small regular file is damage. */
-    const readRefFile = (path: string, maxBytes: number) =>
-      fs.readFile(path, { maxBytes }).pipe(
-        Effect.map((b) => b as Uint8Array | undefined),
-        Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined)),
-        Effect.catchAll((e) => corrupt(`${NodePath.relative(gitDir, path)} cannot be read as a ref: ${e.message}`, e))
-      )
-
-    /**
-     * HEAD from the files git keeps, strictly (no git process): the commit id, `null` before the first commit (a
-     * branch no ref file or packed ref names yet) or before the repository exists. HEAD or a ref holding anything
-     * else is damage, never "no history".
-     */
-    const headRef: Effect.Effect<string | null, ConfigHistoryCorrupt | FileSystemError> = Effect.gen(function*() {
-      if (!(yield* repoExists)) return null
-      const headFile = yield* readRefFile(NodePath.join(gitDir, "HEAD"), REF_MAX_BYTES)
-      if (headFile === undefined) return null
-      const h = yield* parsed("HEAD", parseHeadFile(headFile))
-      if (h._tag === "Detached") return h.oid
-      const loose = yield* readRefFile(NodePath.join(gitDir, ...h.ref.split("/")), REF_MAX_BYTES)
-      if (loose !== undefined) return yield* parsed(h.ref, parseLooseRef(loose))
-      const packed = yield* readRefFile(NodePath.join(gitDir, "packed-refs"), PACKED_REFS_MAX)
-      if (packed === undefined) return null
-      return (yield* parsed("packed-refs", findPackedRef(packed, h.ref))) ?? null
-    })
-
-    /** `headRef`, with git's word that it names a commit the repository holds. */
-    const head = Effect.gen(function*() {
-      const oid = yield* headRef
-      if (oid === null) return null
-      const r = yield* git(["rev-parse", "-q", "--verify", "--end-of-options", `${oid}^{commit}`], { read: true, okExitCodes: [0, 1, 128] })
-      const answer = parseObjectIdLine(r.stdout)
-      if (r.exitCode !== 0 || !answer.ok || answer.value !== oid) return yield* corrupt(`HEAD names ${oid}, which is not a commit the repository holds`)
-      return oid
-    })
-
-    /** Resolve a revision the caller named, or fail `UnknownRevision` (a damaged HEAD first fails as such). */
-    const resolve = (revision: string) =>
-      Effect.gen(function*() {
-        const bad = revisionViolation(revision)
-        if (bad !== null) return yield* Effect.fail(new InvalidArgument({ field: "revision", detail: bad }))
-        if (!(yield* repoExists)) return yield* Effect.fail(new UnknownRevision({ revision }))
-        yield* headRef
-        const r = yield* git(["rev-parse", "-q", "--verify", "--end-of-options", `${revision}^{commit}`], { read: true, okExitCodes: [0, 1, 128] })
-        if (r.exitCode !== 0) return yield* Effect.fail(new UnknownRevision({ revision }))
-        return yield* parsed(`rev-parse ${revision}`, parseObjectIdLine(r.stdout))
-      })
-
-    /** Paths git printed NUL-separated (`-z`), decoded losslessly. */
-    const nulPaths = (what: string, stdout: Uint8Array) => parsed(what, parseNulPaths(stdout, HISTORY_PATHS_MAX))
-
-    // ------------------------------------------------------------------------------------------ the lock
-
-    const lockPath = inDir(HISTORY_LOCK)
-
-    /** Git's own lock files: under our lock no git of ours runs, so one left over is a dead git's. */
-    const clearStaleGitLocks = Effect.gen(function*() {
-      for (const rel of ["index.lock", "HEAD.lock", "refs/heads/main.lock"]) {
-        const path = NodePath.join(gitDir, ...rel.split("/"))
-        if (yield* exists(path)) {
-          yield* warn({ _tag: "StaleGitLockRemoved", path, message: `config history: removing a stale git lock left by a dead writer: ${path}` })
-          yield* fs.removeFile(path).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
-        }
-      }
-    })
-
-    const withLock = <A, E>(body: Effect.Effect<A, E>): Effect.Effect<A, E | ConfigHistoryBusy | FileSystemError> =>
-      Effect.gen(function*() {
-        yield* fs.makeDirectory(dir, { recursive: true, mode: 0o700 })
-        const release = yield* acquireMarkerWaiting(deps, lockPath, "config-history", {
-          // 5–40 ms between tries (jittered, so racing writers spread out), `lockWaitMs` in all.
-          schedule: Schedule.spaced(Duration.millis(20)).pipe(Schedule.jitteredWith({ min: 0.25, max: 2 }), waitingAtMost(lockWaitMs)),
-          busy: (held, waitedMs) => new ConfigHistoryBusy({ holder: held.holder, waitedMs })
-        })
-        return yield* Effect.ensuring(Effect.zipRight(clearStaleGitLocks, body), release)
-      })
-
-    // ------------------------------------------------------------------------------------------ programs
-
-    /**
-     * Bring the mirror and the index to the live state (pending marker first: the mirror may now differ from
-     * HEAD). `none`: nothing to do; `exact`: the writes and removals are exactly the change from HEAD (the mirror
-     * equalled HEAD, the invariant while no marker is pending); `recovered`: an interrupted run was pending, so
-     * the change must be asked of git.
-     */
-    const stageLocked = (p: Plan) =>
-      Effect.gen(function*() {
-        yield* ensureRepo
-        const wasPending = yield* exists(pendingPath)
-        const refused: Array<Skipped> = []
-        if (p.writes.length === 0 && p.removals.length === 0 && !wasPending) return { staged: "none" as const, refused }
-        if (!wasPending) yield* fs.writeFileAtomic(pendingPath, new Uint8Array(0))
-        // Removals first: a directory the live tree turned into a file (or the reverse) is emptied before its replacement.
-        for (const repoPath of p.removals) {
-          yield* fs.removeFile(inDir(...repoPath.split("/"))).pipe(
-            Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.void)
-          )
-        }
-        for (const file of p.writes) {
-          if (file.stored === undefined) continue
-          yield* clearMirrorWay(file.repoPath)
-          yield* fs.writeFileAtomic(inDir(...file.repoPath.split("/")), file.stored, { sync: false })
-        }
-        // Explicit paths only. After an interrupted run the index may lag the mirror anywhere: list it all then.
-        const paths = new Set([...p.removals, ...p.writes.map((f) => f.repoPath)])
-        if (wasPending) {
-          for (const f of p.live.files) paths.add(f.repoPath)
-          const indexed = yield* git(["ls-files", "-z", "--", ...scopes], { read: true })
-          for (const path of yield* nulPaths("ls-files", indexed.stdout)) paths.add(path)
-        }
-        if (paths.size > 0) {
-          // As bytes on stdin, never arguments; --replace: a file where the index had a directory (or the reverse).
-          const r = yield* git(["update-index", "--add", "--remove", "--replace", "-z", "--stdin"], { stdin: nulPathsInput(paths) })
-          // Git answers a name it refuses with a line on stderr and exit 0: each such file is found and reported.
-          if (r.stderr.length > 0) refused.push(...yield* refusedByGit(p.writes))
-        }
-        return { staged: wasPending ? "recovered" as const : "exact" as const, refused }
-      })
-
-    /**
-     * The written files git left out of its index (a name `gitRefusesPath` did not foresee): reported as skipped,
-     * their mirrored copies removed so the next snapshot offers (and reports) them again.
-     */
-    const refusedByGit = (writes: ReadonlyArray<LiveFile>) =>
-      Effect.gen(function*() {
-        const indexed = new Set(yield* nulPaths("ls-files", (yield* git(["ls-files", "-z", "--", ...scopes], { read: true })).stdout))
-        const refused: Array<Skipped> = []
-        for (const file of writes) {
-          if (indexed.has(file.repoPath)) continue
-          refused.push(configSkip("UnversionableName", file.display, "git refused its name"))
-          yield* fs.removeFile(inDir(...file.repoPath.split("/"))).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
-        }
-        return refused
-      })
-
-    /**
-     * The way to a mirrored copy, as the live tree is now: each directory from the scope down a real directory
-     * (a file or link the mirror held there is replaced: the live tree turned it into a directory), and a
-     * directory at the copy's own path removed (the reverse). Only inside the history's own work tree.
-     */
-    const clearMirrorWay = (repoPath: string) =>
-      Effect.gen(function*() {
-        const parts = repoPath.split("/")
-        for (let i = 1; i < parts.length; i++) {
-          const d = inDir(...parts.slice(0, i))
-          const info = yield* lstatOption(d)
-          if (info?.type === "Directory") continue
-          if (info !== undefined) yield* fs.removeFile(d)
-          yield* fs.makeDirectory(d, { mode: 0o700 })
-        }
-        const target = inDir(...parts)
-        if ((yield* lstatOption(target))?.type === "Directory") yield* fs.removeTree(target, MIRROR_TREE_BUDGET)
-      })
-
-    const snapshotLocked = (message: string) =>
-      Effect.gen(function*() {
-        const p = yield* plan
-        // A damaged HEAD (or one naming a commit the repository lacks) is refused before anything is staged.
-        const before = yield* head
-        const { refused, staged } = yield* stageLocked(p)
-        let revision: string | null = null
-        let changed: ReadonlyArray<string> = []
-        // What git will commit, asked of git: the mirror is ours, but a person may have edited it or committed by hand.
-        if (staged !== "none") {
-          const diff = yield* git(["diff", "--cached", "--name-only", "--no-renames", ...NO_DIFF_PROGRAMS, "-z", ...(before === null ? [] : [before]), "--"])
-          changed = (yield* nulPaths("diff --cached --name-only", diff.stdout)).map(displayOfRepoPath)
-        }
-        if (changed.length > 0) {
-          yield* git(["commit", "-q", "--no-verify", "--allow-empty-message", "-m", message], { nowMs: yield* Clock.currentTimeMillis })
-          revision = yield* headRef
-        }
-        if (staged !== "none") yield* fs.removeFile(pendingPath).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
-        if (staged !== "none" || p.live.cache === undefined || p.live.racyRead > 0) yield* writeStatCache(p.live, revision ?? before)
-        return { revision, roots, changed, skipped: [...p.live.skipped, ...refused] } satisfies SnapshotResult
-      })
-
-    const clearSentinel = fs.removeFile(sentinelPathOf(dir)).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
-
-    /**
-     * The files of `revision` under the managed roots, with their bytes (one `ls-tree`, one `cat-file --batch`
-     * by object id), read whole and checked before anything is written: a revision that cannot be read whole
-     * (an object missing, an answer cut short) is `ConfigHistoryCorrupt`.
-     */
-    const revisionFiles = (revision: string | null) =>
-      Effect.gen(function*() {
-        const files = new Map<string, Uint8Array>()
-        if (revision === null) return files
-        const listing = yield* git(["ls-tree", "-r", "-z", "--full-tree", revision, "--", ...scopes], { read: true }).pipe(
-          Effect.catchTag("GitFailed", (e): Effect.Effect<never, GitFailed | ConfigHistoryCorrupt> =>
-            e.exitCode === 128 ? corrupt(`revision ${short(revision)} cannot be listed: ${e.message}`, e) : Effect.fail(e))
-        )
-        const listed = yield* parsed(`the files of revision ${short(revision)}`, parseLsTree(listing.stdout, { scopes, max: HISTORY_PATHS_MAX }))
-        if (listed.length === 0) return files
-        const oids = [...new Set(listed.map((f) => f.oid))]
-        const out = yield* git(["cat-file", "--batch"], { read: true, stdin: objectIdsInput(oids), maxOutputBytes: REVISION_BYTES_MAX })
-        const blobs = yield* parsed(`the contents of revision ${short(revision)}`, parseCatFileBatch(out.stdout, oids, Math.max(budget, BLOB_MAX)))
-        const byId = new Map(oids.map((oid, i) => [oid, blobs[i]!]))
-        for (const f of listed) files.set(f.path, byId.get(f.oid)!)
-        return files
-      })
-
-    /**
-     * Every directory from the file's managed root down to its parent must be a real directory: the reason when
-     * an existing one is not (a symlink, a file), `null` when all are (missing ones are fine: created later).
-     */
-    const parentChainViolation = (root: string, livePath: string) =>
-      Effect.gen(function*() {
-        const dirs = dirsBelowRoot(root, livePath)
-        if (dirs === undefined) return "not below its managed root"
-        for (const d of dirs) {
-          const info = yield* lstatOption(d)
-          if (info === undefined) return null
-          const bad = chainComponentViolation(info.type)
-          if (bad !== null) return `${NodePath.relative(root, d)} is ${bad}`
-        }
-        return null
-      })
-
-    /**
-     * Create the missing parents one level at a time, each exclusively (never a recursive mkdir, which would go
-     * through a link): one that appeared meanwhile must be a real directory. The reason when it is not.
-     */
-    const makeParents = (root: string, livePath: string) =>
-      Effect.gen(function*() {
-        for (const d of dirsBelowRoot(root, livePath) ?? []) {
-          let info = yield* lstatOption(d)
-          if (info === undefined) {
-            const made = yield* fs.makeDirectory(d, { mode: 0o700 }).pipe(
-              Effect.as(true),
-              Effect.catchIf((e) => e.reason === "AlreadyExists", () => Effect.succeed(false))
-            )
-            if (made) continue
-            info = yield* lstatOption(d)
-            if (info === undefined) return `${NodePath.relative(root, d)} vanished while being created`
-          }
-          const bad = chainComponentViolation(info.type)
-          if (bad !== null) return `${NodePath.relative(root, d)} is ${bad}`
-        }
-        return null
-      })
-
-    /** Whether `path` holds nothing but directories that hold nothing (read only; links are not directories). */
-    const onlyEmptyDirectories = (path: string, depth: number): Effect.Effect<boolean, FileSystemError> =>
-      Effect.gen(function*() {
-        if (depth < 0) return false
-        for (const entry of yield* fs.readDirectory(path)) {
-          if (entry.type !== "Directory" || !(yield* onlyEmptyDirectories(NodePath.join(path, entry.name), depth - 1))) return false
-        }
-        return true
-      })
-
-    /** Remove a tree of empty directories bottom-up (rmdir: something that appeared meanwhile stops it). */
-    const removeEmptyDirectories = (path: string): Effect.Effect<void, FileSystemError> =>
-      Effect.gen(function*() {
-        for (const entry of yield* fs.readDirectory(path)) {
-          if (entry.type === "Directory") yield* removeEmptyDirectories(NodePath.join(path, entry.name))
-        }
-        yield* fs.removeDirectory(path)
-      })
-
-    /**
-     * Write a revision's files (`wanted`, read whole before: `revisionFiles`) into place and remove tracked live
-     * files it does not have, those first: a file where the revision has a directory (or the reverse) makes way.
-     * A path whose way from its managed root holds a symlink or a file, or that is itself not a regular file, is
-     * left alone and reported (`skipped` and a `ConfigPathSkipped` warning): nothing is ever written or removed
-     * through a link. A directory where the revision has a file goes only when nothing but empty directories is
-     * left in it.
-     */
-    const restoreLocked = (wanted: ReadonlyMap<string, Uint8Array>) =>
-      Effect.gen(function*() {
-        const live = yield* scanLive(undefined)
-        const restored: Array<string> = []
-        const removed: Array<string> = []
-        const unresolvedSecrets: Array<UnresolvedSecret> = []
-        const skipped: Array<Skipped> = []
-        // `PathBlocked` also covers "not below a managed root", a guard no scanned path reaches.
-        const skip = (path: string, reason: string, tag: ConfigSkipTag = "PathBlocked") =>
-          Effect.sync(() => skipped.push(configSkip(tag, path, reason))).pipe(
-            Effect.zipRight(warn({ _tag: "ConfigPathSkipped", path, reason, message: `config history left ${path} alone: ${reason}` }))
-          )
-        for (const file of live.files) {
-          if (wanted.has(file.repoPath)) continue
-          const root = liveRootOf(file.repoPath)
-          const onTheWay = root === undefined ? "not below a managed root" : yield* parentChainViolation(root, file.livePath)
-          if (onTheWay !== null) {
-            yield* skip(file.display, onTheWay)
-            continue
-          }
-          // Only the version read just now goes (a person's save since is kept and reported, never deleted).
-          const info = yield* lstatOption(file.livePath)
-          if (info !== undefined && info.type !== "File") {
-            yield* skip(file.display, `${aFileType(info.type)} at the path now, not a regular file (never removed)`, "NotARegularFile")
-            continue
-          }
-          const current = info === undefined ? undefined : yield* fs.readFile(file.livePath, { maxBytes: Math.max(budget, info.size) }).pipe(
-            Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined))
-          )
-          const gone = info === undefined || current === undefined
-            ? true
-            : yield* fs.replaceFileIfUnchanged(file.livePath, { dev: info.dev, ino: info.ino, bytes: current }, null).pipe(
-              Effect.as(true),
-              Effect.catchIf((e) => isChanged(e), (e) =>
-                Effect.as(skip(file.display, `it changed while the rollback ran (${e.detail ?? "changed"}); left as it is`, "ChangedMeanwhile"), false))
-            )
-          if (gone) removed.push(file.display)
-        }
-        for (const [repoPath, bytes] of wanted) {
-          const livePath = livePathOf(repoPath)
-          const root = liveRootOf(repoPath)
-          const display = displayOfRepoPath(repoPath)
-          // Never write over something history does not track now (a denylisted name), nor outside the roots managed now.
-          if (livePath === undefined || root === undefined || NEVER_VERSIONED.includes(display) || deniedBy(display, denylist) !== null) continue
-          // The way there first: not even the current file is read through a link.
-          const onTheWay = yield* parentChainViolation(root, livePath)
-          if (onTheWay !== null) {
-            yield* skip(display, onTheWay)
-            continue
-          }
-          let info = yield* lstatOption(livePath)
-          if (info?.type === "Directory" && (yield* onlyEmptyDirectories(livePath, MAX_CONFIG_DEPTH))) {
-            yield* removeEmptyDirectories(livePath)
-            info = undefined
-          }
-          if (info !== undefined && info.type !== "File") {
-            yield* skip(display, `${aFileType(info.type)} at the path, not a regular file (never written over)`, "NotARegularFile")
-            continue
-          }
-          // A live file history could not store (over the budget, unredactable …): writing over it would lose it.
-          const notStored = unstoredLiveCover(live.skipped, display)
-          if (notStored !== undefined) {
-            yield* skip(display, `not in history (${notStored.reason}), so a rollback would lose it`, notStored._tag)
-            continue
-          }
-          const current = info === undefined ? undefined : yield* fs.readFile(livePath, { maxBytes: Math.max(budget, info.size) })
-          const next = rollbackContent(NodePath.basename(livePath), bytes, current)
-          if (next._tag === "KeepLive") {
-            yield* skip(display, next.reason, "SecretsNotRestored")
-            continue
-          }
-          for (const at of next.unresolved) unresolvedSecrets.push(unresolvedSecret(display, at))
-          if (current !== undefined && sameBytes(current, next.bytes)) continue
-          const made = yield* makeParents(root, livePath)
-          if (made !== null) {
-            yield* skip(display, made)
-            continue
-          }
-          // Only over the live file as read above: a person's save since then is kept and reported, never overwritten.
-          const expected = info === undefined || current === undefined ? null : { dev: info.dev, ino: info.ino, bytes: current }
-          const written = yield* fs.replaceFileIfUnchanged(livePath, expected, next.bytes, { mode: info?.mode ?? 0o600 }).pipe(
-            Effect.as(true),
-            Effect.catchIf((e) => isChanged(e), (e) =>
-              Effect.as(skip(display, `it changed while the rollback ran (${e.detail ?? "changed"}); left as it is`, "ChangedMeanwhile"), false))
-          )
-          if (written) restored.push(display)
-        }
-        return { restored, removed, unresolvedSecrets, skipped }
-      })
-
-    const snapshot = (o: { readonly message?: string | undefined } = {}) =>
-      Effect.gen(function*() {
-        // Read-only first: nothing changed and nothing pending means no lock, no git, no write.
-        const p = yield* plan
-        if (p.writes.length === 0 && p.removals.length === 0 && !(yield* exists(pendingPath)) && (p.live.files.length === 0 || (yield* repoExists))) {
-          if ((yield* readChangeSentinel(deps, dir))._tag !== "Interrupted") {
-            // Files read only because they were racy are now proven unchanged: a fresh cache trusts them next time.
-            if (p.live.cache !== undefined && p.live.racyRead > 0) yield* writeStatCache(p.live, p.live.cache.head)
-            return { revision: null, roots, changed: [], skipped: p.live.skipped }
-          }
-        }
-        return yield* withLock(Effect.tap(snapshotLocked(o.message ?? "snapshot"), () => clearSentinel)).pipe(Effect.tap(() => usage.record("config-snapshot")))
-      })
-
-    const log = (o: { readonly limit?: number | undefined } = {}) =>
-      Effect.gen(function*() {
-        const limit = o.limit ?? 20
-        if (!Number.isSafeInteger(limit) || limit < 1) return yield* Effect.fail(new InvalidArgument({ field: "limit", detail: `must be a positive integer (got ${limit})` }))
-        const current = yield* head
-        if (current === null) return []
-        const r = yield* git(["log", "-z", "--name-only", "--no-renames", ...NO_DIFF_PROGRAMS, `-n${limit}`, LOG_FORMAT, current, "--"], { read: true })
-        const records = yield* parsed("log", parseLog(r.stdout, { limit, maxPaths: HISTORY_PATHS_MAX }))
-        return records.map((e): LogEntry => ({
-          revision: e.revision,
-          date: new Date(e.seconds * 1000).toISOString(),
-          message: e.subject,
-          changed: e.paths.map(displayOfRepoPath)
-        }))
-      })
-
-    const diff = (o: { readonly from?: string | undefined; readonly to?: string | undefined } = {}) =>
-      Effect.gen(function*() {
-        const from = o.from !== undefined ? yield* resolve(o.from) : (yield* head) ?? EMPTY_TREE
-        const to = o.to !== undefined ? yield* resolve(o.to) : undefined
-        // Against the live files: stage them in our own index (never a commit), then compare it.
-        if (to === undefined) yield* withLock(Effect.flatMap(plan, stageLocked))
-        const range = to === undefined ? ["--cached", from] : [from, to]
-        const names = yield* git(["diff", "--name-only", "--no-renames", ...NO_DIFF_PROGRAMS, "-z", ...range, "--", ...scopes], { read: true })
-        const patch = yield* git(["diff", "--no-color", "--no-renames", ...NO_DIFF_PROGRAMS, ...range, "--", ...scopes], { read: true })
-        // The patch is text for a person; a byte that is not UTF-8 is kept (escaped), never replaced.
-        return { files: (yield* nulPaths("diff --name-only", names.stdout)).map(displayOfRepoPath), patch: displayPatch(nameOfBytes(patch.stdout)) }
-      })
-
-    const rollback = (revision: string) =>
-      Effect.gen(function*() {
-        const target = yield* resolve(revision)
-        return yield* withLock(Effect.gen(function*() {
-          // The revision is read whole first: one that cannot be is refused before anything is written.
-          const wanted = yield* revisionFiles(target)
-          // An unsaved live edit is recorded first, so the rollback itself can be undone.
-          yield* snapshotLocked(`before rollback to ${short(target)}`)
-          const done = yield* restoreLocked(wanted)
-          const after = yield* snapshotLocked(`rollback to ${short(target)}`)
-          yield* clearSentinel
-          return { revision: after.revision ?? (yield* headRef), ...done } satisfies RollbackResult
-        }))
-      })
-
-    const change = <A, E>(message: string, apply: Effect.Effect<A, E>): Effect.Effect<A, E | ConfigHistoryError> =>
-      withLock(Effect.gen(function*() {
-        yield* snapshotLocked(`before: ${message}`)
-        yield* clearSentinel
-        const lastGood = yield* headRef
-        const startedAt = yield* Clock.currentTimeMillis
-        yield* fs.writeFileAtomic(sentinelPathOf(dir), encodeJsonBytes({ version: 1, message, startedAt, lastGoodRevision: lastGood, ...selfIdentity(deps) }))
-        const exit = yield* Effect.exit(apply)
-        if (Exit.isSuccess(exit)) {
-          yield* snapshotLocked(message)
-          yield* clearSentinel
-          return exit.value
-        }
-        const restored = yield* Effect.either(Effect.flatMap(revisionFiles(lastGood), restoreLocked))
-        if (restored._tag === "Left") {
-          // The sentinel stays: status() and the doctor name the revision to roll back to.
-          yield* warn({
-            _tag: "ConfigChangeNotRestored",
-            change: message,
-            reason: restored.left.message,
-            message: `could not restore the config after the failed change "${message}": ${restored.left.message}`
-          })
-        } else {
-          yield* clearSentinel
-        }
-        return yield* Effect.failCause(exit.cause)
-      }))
-
-    const status = () =>
-      Effect.gen(function*() {
-        const current = yield* head
-        const p = yield* plan
-        let dirty = p.writes.length > 0 || p.removals.length > 0
-        // Staged but not committed (an interrupted snapshot, a live diff): the index against the head, or against
-        // nothing before the first commit.
-        if (!dirty && (yield* exists(pendingPath))) {
-          dirty = (yield* git(["diff", "--cached", "--quiet", ...NO_DIFF_PROGRAMS, current ?? EMPTY_TREE, "--", ...scopes], { read: true, okExitCodes: [0, 1] }))
-            .exitCode === 1
-        }
-        const sentinel = yield* readChangeSentinel(deps, dir)
-        return { head: current, dirty, interrupted: sentinel._tag === "Interrupted" ? sentinel.change : null } satisfies HistoryStatus
-      })
-
-    return { dir, webDataRoot, snapshot, log, diff, rollback, change, status }
+    const lockPath = NodePath.join(dir, HISTORY_LOCK)
+    return {
+      deps,
+      fs,
+      agent,
+      usage,
+      agentDir,
+      webDataRoot,
+      webRoot,
+      roots,
+      denylist,
+      budget,
+      lockWaitMs,
+      dir,
+      gitDir,
+      runGit,
+      scopes,
+      statCachePath,
+      scopeKey,
+      pendingPath,
+      attributesPath,
+      attributesBytes,
+      excludePath,
+      excludeBytes,
+      lockPath
+    }
   })
+
+type HistoryContext = Effect.Effect.Success<ReturnType<typeof historyContext>>
+
+interface Plan {
+  readonly live: LiveScan
+  readonly writes: ReadonlyArray<LiveFile>
+  readonly removals: ReadonlyArray<string>
+}
+
+/** Every call of ours: the repository's attributes are ours first, so no driver its config defines is run. */
+const git = (ctx: HistoryContext, ...call: Parameters<Git>) => Effect.zipRight(guardAttributes(ctx), ctx.runGit(...call))
+
+const inDir = (ctx: HistoryContext, ...parts: ReadonlyArray<string>) => NodePath.join(ctx.dir, ...parts)
+
+const livePathOf = (ctx: HistoryContext, repoPath: string): string | undefined => {
+  const [root, ...rest] = repoPath.split("/")
+  if (root === AGENT_MIRROR) return NodePath.join(ctx.agentDir, ...rest)
+  if (root === WEB_MIRROR) return NodePath.join(ctx.webRoot, ...rest)
+  return undefined
+}
+
+/** The managed root a repo path's live file sits under (the anchor of the parent-chain check). */
+const liveRootOf = (ctx: HistoryContext, repoPath: string): string | undefined =>
+  repoPath.startsWith(`${AGENT_MIRROR}/`) ? ctx.agentDir : repoPath.startsWith(`${WEB_MIRROR}/`) ? ctx.webRoot : undefined
+
+// ------------------------------------------------------------------------------------------ live files
+
+const lstatOption = (ctx: HistoryContext, path: string) =>
+  ctx.fs.lstat(path).pipe(Effect.map((i) => i as typeof i | undefined), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined)))
+
+const listOption = (ctx: HistoryContext, path: string) =>
+  ctx.fs.readDirectory(path).pipe(Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.succeed([])))
+
+/** Judge one candidate file and read what history stores for it. */
+const candidate = (ctx: HistoryContext, repoPath: string, livePath: string, out: ScanState) =>
+  Effect.gen(function*() {
+    const display = displayOfRepoPath(repoPath)
+    const info = yield* lstatOption(ctx, livePath)
+    if (info === undefined) return
+    const skip = (tag: ConfigSkipTag, reason: string) => {
+      out.skipped.push(configSkip(tag, display, reason))
+      out.present.add(repoPath)
+    }
+    if (info.type === "SymbolicLink") return skip("Symlink", "a symlink (history never follows links)")
+    if (info.type !== "File") return skip("NotARegularFile", `${aFileType(info.type)}, not a regular file`)
+    // Git would leave it out of its index without a word: it is reported here instead.
+    const refused = gitRefusesPath(repoPath)
+    if (refused !== null) return skip("UnversionableName", refused)
+    if (NEVER_VERSIONED.includes(display)) return skip("Credentials", "credentials: never versioned")
+    const pattern = deniedBy(display, ctx.denylist)
+    if (pattern !== null) return skip("Denylisted", `denylisted (${pattern}): never committed`)
+    const red = configEntryViolation({ name: NodePath.basename(livePath), type: "File", size: info.size }, ctx.budget)
+    if (red !== null) return skip("RedLine", `config red line (${red.rule}): ${red.detail}`)
+    const stat = [info.size, info.mtimeMs, info.ino] as const
+    out.stats.set(repoPath, stat)
+    const cached = out.cache?.entries[repoPath]
+    if (cached !== undefined && cached[0] === stat[0] && cached[1] === stat[1] && cached[2] === stat[2] && stat[1] < out.cache!.recordedAt - RACY_MARGIN_MS) {
+      out.files.push({ repoPath, display, livePath, stored: undefined })
+      return
+    }
+    if (cached !== undefined) out.racyRead++
+    const bytes = yield* ctx.fs.readFile(livePath, { maxBytes: ctx.budget })
+    const content = historyContent(NodePath.basename(livePath), bytes)
+    if (content._tag === "Skip") return skip("Unredactable", content.reason)
+    out.files.push({ repoPath, display, livePath, stored: content.bytes })
+  })
+
+/**
+ * Entries of a listing whose name cannot be read back: decoded lossily (no entry answers to it), or the same
+ * name twice. Each is reported (never silently left out); the rest are the entries to look at.
+ */
+const readableEntries = (ctx: HistoryContext, here: string, entries: ReadonlyArray<DirEntry>, displayOf: (e: DirEntry) => string, out: ScanState) =>
+  Effect.gen(function*() {
+    const kept: Array<DirEntry> = []
+    const seen = new Set<string>()
+    for (const entry of entries) {
+      if (entry.name.includes(REPLACEMENT_CHARACTER) && (seen.has(entry.name) || (yield* lstatOption(ctx, NodePath.join(here, entry.name))) === undefined)) {
+        out.skipped.push(configSkip("UnversionableName", displayOf(entry), "its name is not valid UTF-8 and could not be read back as it is"))
+        continue
+      }
+      seen.add(entry.name)
+      kept.push(entry)
+    }
+    return kept
+  })
+
+/**
+ * An extension's config tier, mirrored under `repoPrefix` (`web/<extId>/config`, `agent/config/extensions/<ns>`):
+ * files, with environments left out, and a web-host extension's old-host state fallback (`config/state`).
+ */
+const walkConfig = (
+  ctx: HistoryContext,
+  repoPrefix: ReadonlyArray<string>,
+  configDir: string,
+  rel: ReadonlyArray<string>,
+  depth: number,
+  out: ScanState,
+  oldHostState: boolean
+): Effect.Effect<void, FileSystemError> =>
+  Effect.gen(function*() {
+    const here = NodePath.join(configDir, ...rel)
+    const repoPathOf = (name: string) => [...repoPrefix, ...rel, name].join("/")
+    const entries = yield* readableEntries(ctx, here, yield* listOption(ctx, here), (e) => displayOfRepoPath(repoPathOf(e.name)) + (e.type === "Directory" ? "/" : ""), out)
+    for (const entry of entries) {
+      const relPath = [...rel, entry.name]
+      const repoPath = repoPathOf(entry.name)
+      const display = displayOfRepoPath(repoPath)
+      if (entry.type === "Directory") {
+        const refused = gitRefusesPath(repoPath)
+        if (refused !== null) {
+          out.skipped.push(configSkip("UnversionableName", `${display}/`, refused))
+          continue
+        }
+        const livePath = NodePath.join(here, entry.name)
+        if (oldHostState && depth === 1 && livePath === resolveStateDir({ configDir })) {
+          out.skipped.push(configSkip("OldStateTier", `${display}/`, "the state tier of an old host (config/state), not config"))
+          continue
+        }
+        const red = configEntryViolation({ name: entry.name, type: "Directory" }, ctx.budget)
+        if (red !== null) {
+          out.skipped.push(configSkip("RedLine", `${display}/`, `config red line (${red.rule}): ${red.detail}`))
+          continue
+        }
+        if (depth >= MAX_CONFIG_DEPTH) {
+          out.skipped.push(configSkip("TooDeep", `${display}/`, `deeper than ${MAX_CONFIG_DEPTH} levels`))
+          continue
+        }
+        yield* walkConfig(ctx, repoPrefix, configDir, relPath, depth + 1, out, oldHostState)
+        continue
+      }
+      yield* candidate(ctx, repoPath, NodePath.join(here, entry.name), out)
+    }
+  })
+
+const scanLive = (ctx: HistoryContext, cache: StatCache | undefined): Effect.Effect<LiveScan, FileSystemError> => Effect.gen(function*() {
+  const scannedAt = yield* Clock.currentTimeMillis
+  const out: ScanState = { files: [], skipped: [], present: new Set(), cache, stats: new Map(), racyRead: 0 }
+  for (const name of AGENT_CONFIG_FILES) yield* candidate(ctx, `${AGENT_MIRROR}/${name}`, NodePath.join(ctx.agentDir, name), out)
+  const overlays = ctx.agent.paths.directoryProfilesDir
+  const overlayRepoPath = (id: string) => [AGENT_MIRROR, ...DIRECTORY_PROFILES_DIR, id, DIRECTORY_PROFILE_SETTINGS].join("/")
+  const profiles = (yield* listOption(ctx, overlays)).filter((e) => e.type === "Directory")
+  for (const entry of yield* readableEntries(ctx, overlays, profiles, (e) => displayOfRepoPath(overlayRepoPath(e.name)), out)) {
+    const repoPath = overlayRepoPath(entry.name)
+    yield* candidate(ctx, repoPath, ctx.agent.paths.directoryProfileSettings(entry.name), out)
+  }
+  // Agent extensions' config tiers (`config/extensions/<ns>/`, docs/tiers.md "Extension storage (agent side)").
+  const agentExtensions = NodePath.dirname(ctx.agent.paths.extensionConfigDir("x"))
+  for (const ext of yield* listOption(ctx, agentExtensions)) {
+    if (ext.type !== "Directory" || decodeSegment("namespace", ext.name)._tag === "Left") continue
+    const configDir = ctx.agent.paths.extensionConfigDir(ext.name)
+    yield* walkConfig(ctx, [AGENT_MIRROR, ...NodePath.relative(ctx.agentDir, configDir).split(NodePath.sep)], configDir, [], 1, out, false)
+  }
+  // Web-host extensions' config tiers (`data/<extId>/config/`).
+  for (const ext of yield* listOption(ctx, ctx.webRoot)) {
+    if (ext.type !== "Directory" || decodeSegment("extId", ext.name)._tag === "Left") continue
+    const { configDir } = tierPaths(ctx.webRoot, ext.name)
+    const info = yield* lstatOption(ctx, configDir)
+    if (info?.type !== "Directory") continue
+    yield* walkConfig(ctx, [WEB_MIRROR, ext.name, "config"], configDir, [], 1, out, true)
+  }
+  return { files: out.files, skipped: out.skipped, skippedRepoPaths: out.present, stats: out.stats, scannedAt, cache, racyRead: out.racyRead }
+})
+
+// ------------------------------------------------------------------------------------------ the mirror
+
+/** Every file of the mirror under the managed roots, as repo paths. */
+const mirrorFiles = (ctx: HistoryContext): Effect.Effect<ReadonlyArray<string>, FileSystemError> =>
+  Effect.gen(function*() {
+    const found: Array<string> = []
+    const walk = (rel: ReadonlyArray<string>): Effect.Effect<void, FileSystemError> =>
+      Effect.gen(function*() {
+        for (const entry of yield* listOption(ctx, inDir(ctx, ...rel))) {
+          const next = [...rel, entry.name]
+          if (entry.type === "Directory") yield* walk(next)
+          else found.push(next.join("/"))
+        }
+      })
+    for (const scope of ctx.scopes) yield* walk([scope])
+    return found
+  })
+
+/** A mirrored copy's bytes; `undefined` when missing or too large to be a current copy (then it is rewritten). */
+const readMirror = (ctx: HistoryContext, repoPath: string) =>
+  ctx.fs.readFile(inDir(ctx, ...repoPath.split("/")), { maxBytes: MIRROR_READ_MAX }).pipe(
+    Effect.map((b) => b as Uint8Array | undefined),
+    // A directory there is a live directory turned into a file since: the copy is rewritten.
+    Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory" || e.reason === "IsADirectory" || e.reason === "TooLarge", () =>
+      Effect.succeed(undefined))
+  )
+
+/** What the mirror needs to equal the live files (read-only). */
+const plan = (ctx: HistoryContext): Effect.Effect<Plan, FileSystemError> =>
+  Effect.gen(function*() {
+    const cache = yield* readStatCache(ctx)
+    const live = yield* scanLive(ctx, cache)
+    const writes: Array<LiveFile> = []
+    for (const file of live.files) {
+      if (file.stored === undefined) continue
+      const mirrored = yield* readMirror(ctx, file.repoPath)
+      if (mirrored === undefined || !sameBytes(mirrored, file.stored)) writes.push(file)
+    }
+    const tracked = new Set(live.files.map((f) => f.repoPath))
+    const mirror = cache !== undefined ? cache.mirror : yield* mirrorFiles(ctx)
+    const removals = mirror.filter((p) => !tracked.has(p) && !live.skippedRepoPaths.has(p))
+    return { live, writes, removals }
+  })
+
+/** HEAD read from the ref files (no git process); `undefined` when it cannot be read (then the stat cache is not trusted). */
+const headFromRefs = (ctx: HistoryContext): Effect.Effect<string | null | undefined> =>
+  Effect.suspend(() => headRef(ctx)).pipe(Effect.orElseSucceed(() => undefined))
+
+/** The stat cache, only when it describes the current HEAD, this scope and no interrupted staging. */
+const readStatCache = (ctx: HistoryContext): Effect.Effect<StatCache | undefined> =>
+  Effect.gen(function*() {
+    // Read-only speed-up: no readable cache means every file is read; a pending marker we cannot see counts as present.
+    const bytes = yield* ctx.fs.readFile(ctx.statCachePath, { maxBytes: STAT_CACHE_MAX }).pipe(Effect.option)
+    if (bytes._tag === "None") return undefined
+    const decoded = decodeJsonBytes(StatCache, bytes.value)
+    if (!decoded.ok || decoded.value.scope !== ctx.scopeKey || decoded.value.rule !== REDACTION_RULE) return undefined
+    if ((yield* exists(ctx, ctx.pendingPath).pipe(Effect.orElseSucceed(() => true)))) return undefined
+    return decoded.value.head === (yield* headFromRefs(ctx)) ? decoded.value : undefined
+  })
+
+/** Record the stat cache for `head` (the mirror then equals the live files as scanned). */
+const writeStatCache = (ctx: HistoryContext, live: LiveScan, headRevision: string | null) =>
+  Effect.gen(function*() {
+    if (headRevision === null) return
+    const entries: Record<string, readonly [number, number, number]> = {}
+    for (const f of live.files) {
+      const stat = live.stats.get(f.repoPath)
+      if (stat !== undefined) entries[f.repoPath] = stat
+    }
+    const mirror = yield* mirrorFiles(ctx)
+    const cache = { version: 1, head: headRevision, scope: ctx.scopeKey, recordedAt: live.scannedAt, entries, mirror, rule: REDACTION_RULE }
+    yield* ctx.fs.writeFileAtomic(ctx.statCachePath, encodeJsonBytes(cache), { sync: false })
+  }).pipe(
+    // Only a speed-up: a cache that cannot be written means the next snapshot reads the files.
+    Effect.catchAll((e) =>
+      warn({ _tag: "ConfigStatCacheNotWritten", reason: e.message, message: `could not write the config history's stat cache: ${e.message}` })
+    )
+  )
+
+const exists = (ctx: HistoryContext, path: string) => Effect.map(lstatOption(ctx, path), (i) => i !== undefined)
+
+// ------------------------------------------------------------------------------------------ git
+
+const repoExists = (ctx: HistoryContext) =>
+  exists(ctx, NodePath.join(ctx.gitDir, "HEAD"))
+
+const corrupt = (ctx: HistoryContext, detail: string, cause?: FileSystemError | GitFailed) =>
+  Effect.fail(new ConfigHistoryCorrupt(cause === undefined ? { path: ctx.gitDir, detail } : { path: ctx.gitDir, detail, cause }))
+
+/** A parsed answer of git, or the repository is damaged (`what` says which answer). */
+const parsed = <A>(ctx: HistoryContext, what: string, p: Parsed<A>): Effect.Effect<A, ConfigHistoryCorrupt> => p.ok ? Effect.succeed(p.value) : corrupt(ctx, `${what}: ${p.why}`)
+
+/**
+ * Before every git call on an existing repository: its `info/attributes` is ours, byte for byte, so no
+ * attribute can pick a filter or diff driver the repository's config defines (docs/config-history.md "Config history").
+ */
+const guardAttributes = (ctx: HistoryContext) =>
+  Effect.gen(function*() {
+    const current = yield* ctx.fs.readFile(ctx.attributesPath, { maxBytes: 4096 }).pipe(Effect.option)
+    if (current._tag === "Some" && sameBytes(current.value, ctx.attributesBytes)) return
+    if (!(yield* exists(ctx, ctx.gitDir))) return
+    const info = NodePath.dirname(ctx.attributesPath)
+    const infoType = (yield* lstatOption(ctx, info))?.type
+    if (infoType !== "Directory") {
+      if (infoType !== undefined) yield* ctx.fs.removeFile(info)
+      yield* ctx.fs.makeDirectory(info, { mode: 0o700 })
+    }
+    const there = yield* lstatOption(ctx, ctx.attributesPath)
+    if (there !== undefined) {
+      yield* warn({
+        _tag: "ConfigGitAttributesReset",
+        path: ctx.attributesPath,
+        message: `config history: ${ctx.attributesPath} held other attributes (a filter or diff driver could run); it is reset`
+      })
+      if (there.type === "Directory") yield* ctx.fs.removeTree(ctx.attributesPath, MIRROR_TREE_BUDGET)
+    }
+    yield* ctx.fs.writeFileAtomic(ctx.attributesPath, ctx.attributesBytes, { sync: false })
+  })
+
+const ensureRepo = (ctx: HistoryContext) =>
+  Effect.gen(function*() {
+    if (!(yield* repoExists(ctx))) yield* git(ctx, ["init", "-q"])
+    // (Also makes `.git/info` again when it is gone.)
+    yield* guardAttributes(ctx)
+    // Our own files in the work tree are never content, even for a person running `git status` or `git add -A`
+    // there; an exclusion written by an older build (which missed the lock's reclaim lock) is brought up to date.
+    const current = yield* ctx.fs.readFile(ctx.excludePath, { maxBytes: 4096 }).pipe(Effect.option)
+    if (current._tag === "None" || !sameBytes(current.value, ctx.excludeBytes)) yield* ctx.fs.writeFileAtomic(ctx.excludePath, ctx.excludeBytes)
+  })
+
+/** A ref file git keeps, `undefined` when there is none; anything but a small regular file is damage. */
+const readRefFile = (ctx: HistoryContext, path: string, maxBytes: number) =>
+  ctx.fs.readFile(path, { maxBytes }).pipe(
+    Effect.map((b) => b as Uint8Array | undefined),
+    Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined)),
+    Effect.catchAll((e) => corrupt(ctx, `${NodePath.relative(ctx.gitDir, path)} cannot be read as a ref: ${e.message}`, e))
+  )
+
+/**
+ * HEAD from the files git keeps, strictly (no git process): the commit id, `null` before the first commit (a
+ * branch no ref file or packed ref names yet) or before the repository exists. HEAD or a ref holding anything
+ * else is damage, never "no history".
+ */
+const headRef = (ctx: HistoryContext): Effect.Effect<string | null, ConfigHistoryCorrupt | FileSystemError> =>
+  Effect.gen(function*() {
+    if (!(yield* repoExists(ctx))) return null
+    const headFile = yield* readRefFile(ctx, NodePath.join(ctx.gitDir, "HEAD"), REF_MAX_BYTES)
+    if (headFile === undefined) return null
+    const h = yield* parsed(ctx, "HEAD", parseHeadFile(headFile))
+    if (h._tag === "Detached") return h.oid
+    const loose = yield* readRefFile(ctx, NodePath.join(ctx.gitDir, ...h.ref.split("/")), REF_MAX_BYTES)
+    if (loose !== undefined) return yield* parsed(ctx, h.ref, parseLooseRef(loose))
+    const packed = yield* readRefFile(ctx, NodePath.join(ctx.gitDir, "packed-refs"), PACKED_REFS_MAX)
+    if (packed === undefined) return null
+    return (yield* parsed(ctx, "packed-refs", findPackedRef(packed, h.ref))) ?? null
+  })
+
+/** `headRef`, with git's word that it names a commit the repository holds. */
+const head = (ctx: HistoryContext) =>
+  Effect.gen(function*() {
+    const oid = yield* headRef(ctx)
+    if (oid === null) return null
+    const r = yield* git(ctx, ["rev-parse", "-q", "--verify", "--end-of-options", `${oid}^{commit}`], { read: true, okExitCodes: [0, 1, 128] })
+    const answer = parseObjectIdLine(r.stdout)
+    if (r.exitCode !== 0 || !answer.ok || answer.value !== oid) return yield* corrupt(ctx, `HEAD names ${oid}, which is not a commit the repository holds`)
+    return oid
+  })
+
+/** Resolve a revision the caller named, or fail `UnknownRevision` (a damaged HEAD first fails as such). */
+const resolve = (ctx: HistoryContext, revision: string) =>
+  Effect.gen(function*() {
+    const bad = revisionViolation(revision)
+    if (bad !== null) return yield* Effect.fail(new InvalidArgument({ field: "revision", detail: bad }))
+    if (!(yield* repoExists(ctx))) return yield* Effect.fail(new UnknownRevision({ revision }))
+    yield* headRef(ctx)
+    const r = yield* git(ctx, ["rev-parse", "-q", "--verify", "--end-of-options", `${revision}^{commit}`], { read: true, okExitCodes: [0, 1, 128] })
+    if (r.exitCode !== 0) return yield* Effect.fail(new UnknownRevision({ revision }))
+    return yield* parsed(ctx, `rev-parse ${revision}`, parseObjectIdLine(r.stdout))
+  })
+
+/** Paths git printed NUL-separated (`-z`), decoded losslessly. */
+const nulPaths = (ctx: HistoryContext, what: string, stdout: Uint8Array) => parsed(ctx, what, parseNulPaths(stdout, HISTORY_PATHS_MAX))
+
+// ------------------------------------------------------------------------------------------ the lock
+
+/** Git's own lock files: under our lock no git of ours runs, so one left over is a dead git's. */
+const clearStaleGitLocks = (ctx: HistoryContext) =>
+  Effect.gen(function*() {
+    for (const rel of ["index.lock", "HEAD.lock", "refs/heads/main.lock"]) {
+      const path = NodePath.join(ctx.gitDir, ...rel.split("/"))
+      if (yield* exists(ctx, path)) {
+        yield* warn({ _tag: "StaleGitLockRemoved", path, message: `config history: removing a stale git lock left by a dead writer: ${path}` })
+        yield* ctx.fs.removeFile(path).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
+      }
+    }
+  })
+
+const withLock = <A, E>(ctx: HistoryContext, body: Effect.Effect<A, E>): Effect.Effect<A, E | ConfigHistoryBusy | FileSystemError> =>
+  Effect.gen(function*() {
+    yield* ctx.fs.makeDirectory(ctx.dir, { recursive: true, mode: 0o700 })
+    const release = yield* acquireMarkerWaiting(ctx.deps, ctx.lockPath, "config-history", {
+      // 5–40 ms between tries (jittered, so racing writers spread out), `lockWaitMs` in all.
+      schedule: Schedule.spaced(Duration.millis(20)).pipe(Schedule.jitteredWith({ min: 0.25, max: 2 }), waitingAtMost(ctx.lockWaitMs)),
+      busy: (held, waitedMs) => new ConfigHistoryBusy({ holder: held.holder, waitedMs })
+    })
+    return yield* Effect.ensuring(Effect.zipRight(clearStaleGitLocks(ctx), body), release)
+  })
+
+// ------------------------------------------------------------------------------------------ programs
+
+/**
+ * Bring the mirror and the index to the live state (pending marker first: the mirror may now differ from
+ * HEAD). `none`: nothing to do; `exact`: the writes and removals are exactly the change from HEAD (the mirror
+ * equalled HEAD, the invariant while no marker is pending); `recovered`: an interrupted run was pending, so
+ * the change must be asked of git.
+ */
+const stageLocked = (ctx: HistoryContext, p: Plan) =>
+  Effect.gen(function*() {
+    yield* ensureRepo(ctx)
+    const wasPending = yield* exists(ctx, ctx.pendingPath)
+    const refused: Array<Skipped> = []
+    if (p.writes.length === 0 && p.removals.length === 0 && !wasPending) return { staged: "none" as const, refused }
+    if (!wasPending) yield* ctx.fs.writeFileAtomic(ctx.pendingPath, new Uint8Array(0))
+    // Removals first: a directory the live tree turned into a file (or the reverse) is emptied before its replacement.
+    for (const repoPath of p.removals) {
+      yield* ctx.fs.removeFile(inDir(ctx, ...repoPath.split("/"))).pipe(
+        Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.void)
+      )
+    }
+    for (const file of p.writes) {
+      if (file.stored === undefined) continue
+      yield* clearMirrorWay(ctx, file.repoPath)
+      yield* ctx.fs.writeFileAtomic(inDir(ctx, ...file.repoPath.split("/")), file.stored, { sync: false })
+    }
+    // Explicit paths only. After an interrupted run the index may lag the mirror anywhere: list it all then.
+    const paths = new Set([...p.removals, ...p.writes.map((f) => f.repoPath)])
+    if (wasPending) {
+      for (const f of p.live.files) paths.add(f.repoPath)
+      const indexed = yield* git(ctx, ["ls-files", "-z", "--", ...ctx.scopes], { read: true })
+      for (const path of yield* nulPaths(ctx, "ls-files", indexed.stdout)) paths.add(path)
+    }
+    if (paths.size > 0) {
+      // As bytes on stdin, never arguments; --replace: a file where the index had a directory (or the reverse).
+      const r = yield* git(ctx, ["update-index", "--add", "--remove", "--replace", "-z", "--stdin"], { stdin: nulPathsInput(paths) })
+      // Git answers a name it refuses with a line on stderr and exit 0: each such file is found and reported.
+      if (r.stderr.length > 0) refused.push(...yield* refusedByGit(ctx, p.writes))
+    }
+    return { staged: wasPending ? "recovered" as const : "exact" as const, refused }
+  })
+
+/**
+ * The written files git left out of its index (a name `gitRefusesPath` did not foresee): reported as skipped,
+ * their mirrored copies removed so the next snapshot offers (and reports) them again.
+ */
+const refusedByGit = (ctx: HistoryContext, writes: ReadonlyArray<LiveFile>) =>
+  Effect.gen(function*() {
+    const indexed = new Set(yield* nulPaths(ctx, "ls-files", (yield* git(ctx, ["ls-files", "-z", "--", ...ctx.scopes], { read: true })).stdout))
+    const refused: Array<Skipped> = []
+    for (const file of writes) {
+      if (indexed.has(file.repoPath)) continue
+      refused.push(configSkip("UnversionableName", file.display, "git refused its name"))
+      yield* ctx.fs.removeFile(inDir(ctx, ...file.repoPath.split("/"))).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
+    }
+    return refused
+  })
+
+/**
+ * The way to a mirrored copy, as the live tree is now: each directory from the scope down a real directory
+ * (a file or link the mirror held there is replaced: the live tree turned it into a directory), and a
+ * directory at the copy's own path removed (the reverse). Only inside the history's own work tree.
+ */
+const clearMirrorWay = (ctx: HistoryContext, repoPath: string) =>
+  Effect.gen(function*() {
+    const parts = repoPath.split("/")
+    for (let i = 1; i < parts.length; i++) {
+      const d = inDir(ctx, ...parts.slice(0, i))
+      const info = yield* lstatOption(ctx, d)
+      if (info?.type === "Directory") continue
+      if (info !== undefined) yield* ctx.fs.removeFile(d)
+      yield* ctx.fs.makeDirectory(d, { mode: 0o700 })
+    }
+    const target = inDir(ctx, ...parts)
+    if ((yield* lstatOption(ctx, target))?.type === "Directory") yield* ctx.fs.removeTree(target, MIRROR_TREE_BUDGET)
+  })
+
+const snapshotLocked = (ctx: HistoryContext, message: string) =>
+  Effect.gen(function*() {
+    const p = yield* plan(ctx)
+    // A damaged HEAD (or one naming a commit the repository lacks) is refused before anything is staged.
+    const before = yield* head(ctx)
+    const { refused, staged } = yield* stageLocked(ctx, p)
+    let revision: string | null = null
+    let changed: ReadonlyArray<string> = []
+    // What git will commit, asked of git: the mirror is ours, but a person may have edited it or committed by hand.
+    if (staged !== "none") {
+      const diff = yield* git(ctx, ["diff", "--cached", "--name-only", "--no-renames", ...NO_DIFF_PROGRAMS, "-z", ...(before === null ? [] : [before]), "--"])
+      changed = (yield* nulPaths(ctx, "diff --cached --name-only", diff.stdout)).map(displayOfRepoPath)
+    }
+    if (changed.length > 0) {
+      yield* git(ctx, ["commit", "-q", "--no-verify", "--allow-empty-message", "-m", message], { nowMs: yield* Clock.currentTimeMillis })
+      revision = yield* headRef(ctx)
+    }
+    if (staged !== "none") yield* ctx.fs.removeFile(ctx.pendingPath).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
+    if (staged !== "none" || p.live.cache === undefined || p.live.racyRead > 0) yield* writeStatCache(ctx, p.live, revision ?? before)
+    return { revision, roots: ctx.roots, changed, skipped: [...p.live.skipped, ...refused] } satisfies SnapshotResult
+  })
+
+const clearSentinel = (ctx: HistoryContext) =>
+  ctx.fs.removeFile(sentinelPathOf(ctx.dir)).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
+
+/**
+ * The files of `revision` under the managed roots, with their bytes (one `ls-tree`, one `cat-file --batch`
+ * by object id), read whole and checked before anything is written: a revision that cannot be read whole
+ * (an object missing, an answer cut short) is `ConfigHistoryCorrupt`.
+ */
+const revisionFiles = (ctx: HistoryContext, revision: string | null) =>
+  Effect.gen(function*() {
+    const files = new Map<string, Uint8Array>()
+    if (revision === null) return files
+    const listing = yield* git(ctx, ["ls-tree", "-r", "-z", "--full-tree", revision, "--", ...ctx.scopes], { read: true }).pipe(
+      Effect.catchTag("GitFailed", (e): Effect.Effect<never, GitFailed | ConfigHistoryCorrupt> =>
+        e.exitCode === 128 ? corrupt(ctx, `revision ${short(revision)} cannot be listed: ${e.message}`, e) : Effect.fail(e))
+    )
+    const listed = yield* parsed(ctx, `the files of revision ${short(revision)}`, parseLsTree(listing.stdout, { scopes: ctx.scopes, max: HISTORY_PATHS_MAX }))
+    if (listed.length === 0) return files
+    const oids = [...new Set(listed.map((f) => f.oid))]
+    const out = yield* git(ctx, ["cat-file", "--batch"], { read: true, stdin: objectIdsInput(oids), maxOutputBytes: REVISION_BYTES_MAX })
+    const blobs = yield* parsed(ctx, `the contents of revision ${short(revision)}`, parseCatFileBatch(out.stdout, oids, Math.max(ctx.budget, BLOB_MAX)))
+    const byId = new Map(oids.map((oid, i) => [oid, blobs[i]!]))
+    for (const f of listed) files.set(f.path, byId.get(f.oid)!)
+    return files
+  })
+
+/**
+ * Every directory from the file's managed root down to its parent must be a real directory: the reason when
+ * an existing one is not (a symlink, a file), `null` when all are (missing ones are fine: created later).
+ */
+const parentChainViolation = (ctx: HistoryContext, root: string, livePath: string) =>
+  Effect.gen(function*() {
+    const dirs = dirsBelowRoot(root, livePath)
+    if (dirs === undefined) return "not below its managed root"
+    for (const d of dirs) {
+      const info = yield* lstatOption(ctx, d)
+      if (info === undefined) return null
+      const bad = chainComponentViolation(info.type)
+      if (bad !== null) return `${NodePath.relative(root, d)} is ${bad}`
+    }
+    return null
+  })
+
+/**
+ * Create the missing parents one level at a time, each exclusively (never a recursive mkdir, which would go
+ * through a link): one that appeared meanwhile must be a real directory. The reason when it is not.
+ */
+const makeParents = (ctx: HistoryContext, root: string, livePath: string) =>
+  Effect.gen(function*() {
+    for (const d of dirsBelowRoot(root, livePath) ?? []) {
+      let info = yield* lstatOption(ctx, d)
+      if (info === undefined) {
+        const made = yield* ctx.fs.makeDirectory(d, { mode: 0o700 }).pipe(
+          Effect.as(true),
+          Effect.catchIf((e) => e.reason === "AlreadyExists", () => Effect.succeed(false))
+        )
+        if (made) continue
+        info = yield* lstatOption(ctx, d)
+        if (info === undefined) return `${NodePath.relative(root, d)} vanished while being created`
+      }
+      const bad = chainComponentViolation(info.type)
+      if (bad !== null) return `${NodePath.relative(root, d)} is ${bad}`
+    }
+    return null
+  })
+
+/** Whether `path` holds nothing but directories that hold nothing (read only; links are not directories). */
+const onlyEmptyDirectories = (ctx: HistoryContext, path: string, depth: number): Effect.Effect<boolean, FileSystemError> =>
+  Effect.gen(function*() {
+    if (depth < 0) return false
+    for (const entry of yield* ctx.fs.readDirectory(path)) {
+      if (entry.type !== "Directory" || !(yield* onlyEmptyDirectories(ctx, NodePath.join(path, entry.name), depth - 1))) return false
+    }
+    return true
+  })
+
+/** Remove a tree of empty directories bottom-up (rmdir: something that appeared meanwhile stops it). */
+const removeEmptyDirectories = (ctx: HistoryContext, path: string): Effect.Effect<void, FileSystemError> =>
+  Effect.gen(function*() {
+    for (const entry of yield* ctx.fs.readDirectory(path)) {
+      if (entry.type === "Directory") yield* removeEmptyDirectories(ctx, NodePath.join(path, entry.name))
+    }
+    yield* ctx.fs.removeDirectory(path)
+  })
+
+/**
+ * Write a revision's files (`wanted`, read whole before: `revisionFiles`) into place and remove tracked live
+ * files it does not have, those first: a file where the revision has a directory (or the reverse) makes way.
+ * A path whose way from its managed root holds a symlink or a file, or that is itself not a regular file, is
+ * left alone and reported (`skipped` and a `ConfigPathSkipped` warning): nothing is ever written or removed
+ * through a link. A directory where the revision has a file goes only when nothing but empty directories is
+ * left in it.
+ */
+const restoreLocked = (ctx: HistoryContext, wanted: ReadonlyMap<string, Uint8Array>) =>
+  Effect.gen(function*() {
+    const live = yield* scanLive(ctx, undefined)
+    const restored: Array<string> = []
+    const removed: Array<string> = []
+    const unresolvedSecrets: Array<UnresolvedSecret> = []
+    const skipped: Array<Skipped> = []
+    // `PathBlocked` also covers "not below a managed root", a guard no scanned path reaches.
+    const skip = (path: string, reason: string, tag: ConfigSkipTag = "PathBlocked") =>
+      Effect.sync(() => skipped.push(configSkip(tag, path, reason))).pipe(
+        Effect.zipRight(warn({ _tag: "ConfigPathSkipped", path, reason, message: `config history left ${path} alone: ${reason}` }))
+      )
+    for (const file of live.files) {
+      if (wanted.has(file.repoPath)) continue
+      const root = liveRootOf(ctx, file.repoPath)
+      const onTheWay = root === undefined ? "not below a managed root" : yield* parentChainViolation(ctx, root, file.livePath)
+      if (onTheWay !== null) {
+        yield* skip(file.display, onTheWay)
+        continue
+      }
+      // Only the version read just now goes (a person's save since is kept and reported, never deleted).
+      const info = yield* lstatOption(ctx, file.livePath)
+      if (info !== undefined && info.type !== "File") {
+        yield* skip(file.display, `${aFileType(info.type)} at the path now, not a regular file (never removed)`, "NotARegularFile")
+        continue
+      }
+      const current = info === undefined ? undefined : yield* ctx.fs.readFile(file.livePath, { maxBytes: Math.max(ctx.budget, info.size) }).pipe(
+        Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined))
+      )
+      const gone = info === undefined || current === undefined
+        ? true
+        : yield* ctx.fs.replaceFileIfUnchanged(file.livePath, { dev: info.dev, ino: info.ino, bytes: current }, null).pipe(
+          Effect.as(true),
+          Effect.catchIf((e) => isChanged(e), (e) =>
+            Effect.as(skip(file.display, `it changed while the rollback ran (${e.detail ?? "changed"}); left as it is`, "ChangedMeanwhile"), false))
+        )
+      if (gone) removed.push(file.display)
+    }
+    for (const [repoPath, bytes] of wanted) {
+      const livePath = livePathOf(ctx, repoPath)
+      const root = liveRootOf(ctx, repoPath)
+      const display = displayOfRepoPath(repoPath)
+      // Never write over something history does not track now (a denylisted name), nor outside the roots managed now.
+      if (livePath === undefined || root === undefined || NEVER_VERSIONED.includes(display) || deniedBy(display, ctx.denylist) !== null) continue
+      // The way there first: not even the current file is read through a link.
+      const onTheWay = yield* parentChainViolation(ctx, root, livePath)
+      if (onTheWay !== null) {
+        yield* skip(display, onTheWay)
+        continue
+      }
+      let info = yield* lstatOption(ctx, livePath)
+      if (info?.type === "Directory" && (yield* onlyEmptyDirectories(ctx, livePath, MAX_CONFIG_DEPTH))) {
+        yield* removeEmptyDirectories(ctx, livePath)
+        info = undefined
+      }
+      if (info !== undefined && info.type !== "File") {
+        yield* skip(display, `${aFileType(info.type)} at the path, not a regular file (never written over)`, "NotARegularFile")
+        continue
+      }
+      // A live file history could not store (over the budget, unredactable …): writing over it would lose it.
+      const notStored = unstoredLiveCover(live.skipped, display)
+      if (notStored !== undefined) {
+        yield* skip(display, `not in history (${notStored.reason}), so a rollback would lose it`, notStored._tag)
+        continue
+      }
+      const current = info === undefined ? undefined : yield* ctx.fs.readFile(livePath, { maxBytes: Math.max(ctx.budget, info.size) })
+      const next = rollbackContent(NodePath.basename(livePath), bytes, current)
+      if (next._tag === "KeepLive") {
+        yield* skip(display, next.reason, "SecretsNotRestored")
+        continue
+      }
+      for (const at of next.unresolved) unresolvedSecrets.push(unresolvedSecret(display, at))
+      if (current !== undefined && sameBytes(current, next.bytes)) continue
+      const made = yield* makeParents(ctx, root, livePath)
+      if (made !== null) {
+        yield* skip(display, made)
+        continue
+      }
+      // Only over the live file as read above: a person's save since then is kept and reported, never overwritten.
+      const expected = info === undefined || current === undefined ? null : { dev: info.dev, ino: info.ino, bytes: current }
+      const written = yield* ctx.fs.replaceFileIfUnchanged(livePath, expected, next.bytes, { mode: info?.mode ?? 0o600 }).pipe(
+        Effect.as(true),
+        Effect.catchIf((e) => isChanged(e), (e) =>
+          Effect.as(skip(display, `it changed while the rollback ran (${e.detail ?? "changed"}); left as it is`, "ChangedMeanwhile"), false))
+      )
+      if (written) restored.push(display)
+    }
+    return { restored, removed, unresolvedSecrets, skipped }
+  })
+
+const snapshot = (ctx: HistoryContext, o: { readonly message?: string | undefined } = {}) =>
+  Effect.gen(function*() {
+    // Read-only first: nothing changed and nothing pending means no lock, no git, no write.
+    const p = yield* plan(ctx)
+    if (p.writes.length === 0 && p.removals.length === 0 && !(yield* exists(ctx, ctx.pendingPath)) && (p.live.files.length === 0 || (yield* repoExists(ctx)))) {
+      if ((yield* readChangeSentinel(ctx.deps, ctx.dir))._tag !== "Interrupted") {
+        // Files read only because they were racy are now proven unchanged: a fresh cache trusts them next time.
+        if (p.live.cache !== undefined && p.live.racyRead > 0) yield* writeStatCache(ctx, p.live, p.live.cache.head)
+        return { revision: null, roots: ctx.roots, changed: [], skipped: p.live.skipped }
+      }
+    }
+    return yield* withLock(ctx, Effect.tap(snapshotLocked(ctx, o.message ?? "snapshot"), () => clearSentinel(ctx))).pipe(Effect.tap(() => ctx.usage.record("config-snapshot")))
+  })
+
+const log = (ctx: HistoryContext, o: { readonly limit?: number | undefined } = {}) =>
+  Effect.gen(function*() {
+    const limit = o.limit ?? 20
+    if (!Number.isSafeInteger(limit) || limit < 1) return yield* Effect.fail(new InvalidArgument({ field: "limit", detail: `must be a positive integer (got ${limit})` }))
+    const current = yield* head(ctx)
+    if (current === null) return []
+    const r = yield* git(ctx, ["log", "-z", "--name-only", "--no-renames", ...NO_DIFF_PROGRAMS, `-n${limit}`, LOG_FORMAT, current, "--"], { read: true })
+    const records = yield* parsed(ctx, "log", parseLog(r.stdout, { limit, maxPaths: HISTORY_PATHS_MAX }))
+    return records.map((e): LogEntry => ({
+      revision: e.revision,
+      date: new Date(e.seconds * 1000).toISOString(),
+      message: e.subject,
+      changed: e.paths.map(displayOfRepoPath)
+    }))
+  })
+
+const diff = (ctx: HistoryContext, o: { readonly from?: string | undefined; readonly to?: string | undefined } = {}) =>
+  Effect.gen(function*() {
+    const from = o.from !== undefined ? yield* resolve(ctx, o.from) : (yield* head(ctx)) ?? EMPTY_TREE
+    const to = o.to !== undefined ? yield* resolve(ctx, o.to) : undefined
+    // Against the live files: stage them in our own index (never a commit), then compare it.
+    if (to === undefined) yield* withLock(ctx, Effect.flatMap(plan(ctx), (p) => stageLocked(ctx, p)))
+    const range = to === undefined ? ["--cached", from] : [from, to]
+    const names = yield* git(ctx, ["diff", "--name-only", "--no-renames", ...NO_DIFF_PROGRAMS, "-z", ...range, "--", ...ctx.scopes], { read: true })
+    const patch = yield* git(ctx, ["diff", "--no-color", "--no-renames", ...NO_DIFF_PROGRAMS, ...range, "--", ...ctx.scopes], { read: true })
+    // The patch is text for a person; a byte that is not UTF-8 is kept (escaped), never replaced.
+    return { files: (yield* nulPaths(ctx, "diff --name-only", names.stdout)).map(displayOfRepoPath), patch: displayPatch(nameOfBytes(patch.stdout)) }
+  })
+
+const rollback = (ctx: HistoryContext, revision: string) =>
+  Effect.gen(function*() {
+    const target = yield* resolve(ctx, revision)
+    return yield* withLock(ctx, Effect.gen(function*() {
+      // The revision is read whole first: one that cannot be is refused before anything is written.
+      const wanted = yield* revisionFiles(ctx, target)
+      // An unsaved live edit is recorded first, so the rollback itself can be undone.
+      yield* snapshotLocked(ctx, `before rollback to ${short(target)}`)
+      const done = yield* restoreLocked(ctx, wanted)
+      const after = yield* snapshotLocked(ctx, `rollback to ${short(target)}`)
+      yield* clearSentinel(ctx)
+      return { revision: after.revision ?? (yield* headRef(ctx)), ...done } satisfies RollbackResult
+    }))
+  })
+
+const change = <A, E>(ctx: HistoryContext, message: string, apply: Effect.Effect<A, E>): Effect.Effect<A, E | ConfigHistoryError> =>
+  withLock(ctx, Effect.gen(function*() {
+    yield* snapshotLocked(ctx, `before: ${message}`)
+    yield* clearSentinel(ctx)
+    const lastGood = yield* headRef(ctx)
+    const startedAt = yield* Clock.currentTimeMillis
+    yield* ctx.fs.writeFileAtomic(sentinelPathOf(ctx.dir), encodeJsonBytes({ version: 1, message, startedAt, lastGoodRevision: lastGood, ...selfIdentity(ctx.deps) }))
+    const exit = yield* Effect.exit(apply)
+    if (Exit.isSuccess(exit)) {
+      yield* snapshotLocked(ctx, message)
+      yield* clearSentinel(ctx)
+      return exit.value
+    }
+    const restored = yield* Effect.either(Effect.flatMap(revisionFiles(ctx, lastGood), (wanted) => restoreLocked(ctx, wanted)))
+    if (restored._tag === "Left") {
+      // The sentinel stays: status() and the doctor name the revision to roll back to.
+      yield* warn({
+        _tag: "ConfigChangeNotRestored",
+        change: message,
+        reason: restored.left.message,
+        message: `could not restore the config after the failed change "${message}": ${restored.left.message}`
+      })
+    } else {
+      yield* clearSentinel(ctx)
+    }
+    return yield* Effect.failCause(exit.cause)
+  }))
+
+const status = (ctx: HistoryContext) =>
+  Effect.gen(function*() {
+    const current = yield* head(ctx)
+    const p = yield* plan(ctx)
+    let dirty = p.writes.length > 0 || p.removals.length > 0
+    // Staged but not committed (an interrupted snapshot, a live diff): the index against the head, or against
+    // nothing before the first commit.
+    if (!dirty && (yield* exists(ctx, ctx.pendingPath))) {
+      dirty = (yield* git(ctx, ["diff", "--cached", "--quiet", ...NO_DIFF_PROGRAMS, current ?? EMPTY_TREE, "--", ...ctx.scopes], { read: true, okExitCodes: [0, 1] }))
+        .exitCode === 1
+    }
+    const sentinel = yield* readChangeSentinel(ctx.deps, ctx.dir)
+    return { head: current, dirty, interrupted: sentinel._tag === "Interrupted" ? sentinel.change : null } satisfies HistoryStatus
+  })
+
+/** `ConfigHistory.make` (module-private: the service's static is the one public name). */
+const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["Type"], never, FileSystem | Host | AgentDir | ProcessRunner> =>
+  Effect.gen(function*() {
+    const ctx = yield* historyContext(options)
+    const service: ConfigHistory["Type"] = {
+      dir: ctx.dir,
+      webDataRoot: ctx.webDataRoot,
+      snapshot: (o) => snapshot(ctx, o),
+      log: (o) => log(ctx, o),
+      diff: (o) => diff(ctx, o),
+      rollback: (revision) => rollback(ctx, revision),
+      change: (message, apply) => change(ctx, message, apply),
+      status: () => status(ctx)
+    }
+    return service
+  })
+

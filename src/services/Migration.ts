@@ -248,7 +248,6 @@ const makeIo = (fs: Fs) => {
 }
 
 type Io = ReturnType<typeof makeIo>
-type Planner = ReturnType<typeof makePlanner>
 
 // ---------------------------------------------------------------------------------------------------------
 // The planner: facts in, decisions out (the rules are pure, in src/domain/LayoutMigration.ts)
@@ -270,159 +269,166 @@ const flatten = (steps: ReadonlyArray<Step>): ReadonlyArray<Step> => steps.flatM
 const completes = (step: Step): boolean =>
   step.decision.action === "refuse" ? false : step.decision.action === "merge-directory" ? step.removeSource : true
 
-const makePlanner = (io: Io, fs: Fs, display: (path: string) => string) => {
+/** What one plan shares: the I/O it reads through, how it names paths, and the paths its decisions fill. */
+interface PlanContext {
+  readonly io: Io
+  readonly fs: Fs
+  readonly display: (path: string) => string
   /** Paths earlier decisions of this plan will fill: a later decision treats them as taken. */
-  const claimed = new Set<string>()
-
-  const step = (
-    action: LayoutDecision["action"],
-    from: string,
-    to: string,
-    reason: string,
-    children: ReadonlyArray<Step> = [],
-    removeSource = true
-  ): Step => ({ decision: { action, from: display(from), to: display(to), why: reason }, from, to, children, removeSource })
-
-  /** Read-only planning: what cannot be read becomes a reported `refuse` decision (its source stays), never a failed plan. */
-  const refusal = (from: string, to: string) => (e: FileSystemError) => Effect.succeed(step("refuse", from, to, e.message))
-
-  /**
-   * The nearest existing ancestor of `path`, when it is not a directory (a file where a directory belongs):
-   * nothing can be created below it, so a decision to put something there would only fail. A symlink is the
-   * user's choice of where a directory lives (the OS resolves it), so it does not block.
-   */
-  const blocker = (path: string): Effect.Effect<string | undefined, FileSystemError> =>
-    Effect.gen(function*() {
-      for (let p = NodePath.dirname(path); p !== NodePath.dirname(p); p = NodePath.dirname(p)) {
-        const info = yield* io.lstatOption(p)
-        if (info === undefined) continue
-        return info.type === "Directory" || info.type === "SymbolicLink" ? undefined : why.blocked(display(p), aFileType(info.type))
-      }
-      return undefined
-    })
-
-  /** Keep `src` at the first free conflict candidate of `base` (`destination`: what it collided with, for the why). */
-  const planPreserve = (
-    src: string,
-    srcInfo: FileInfo,
-    base: string,
-    destination: string,
-    reason?: string
-  ): Effect.Effect<Step> =>
-    Effect.gen(function*() {
-      const blocked = yield* blocker(base)
-      if (blocked !== undefined) return step("refuse", src, base, blocked)
-      for (let k = 0;; k++) {
-        const candidate = conflictCandidate(base, k)
-        const taken = claimed.has(candidate)
-        const info = taken ? undefined : yield* io.lstatOption(candidate)
-        const identical = info !== undefined && (yield* io.sameContent(src, srcInfo, candidate, info))
-        switch (preserveRule(srcInfo.type, info?.type, identical, taken)) {
-          case "take":
-            claimed.add(candidate)
-            return step("preserve-conflict", src, candidate, reason ?? why.conflict(display(destination), k))
-          case "already-kept":
-            return step("remove-duplicate", src, candidate, why.alreadyKept(display(destination)))
-          case "continue-directory": {
-            const children: Array<Step> = []
-            for (const name of yield* io.childNames(src)) {
-              const child = NodePath.join(src, name)
-              const childInfo = yield* fs.lstat(child).pipe(Effect.either)
-              children.push(
-                childInfo._tag === "Left"
-                  ? step("refuse", child, NodePath.join(candidate, name), childInfo.left.message)
-                  : yield* planPreserve(child, childInfo.right, NodePath.join(candidate, name), NodePath.join(destination, name))
-              )
-            }
-            return step("merge-directory", src, candidate, why.continuePreservation, children, children.every(completes))
-          }
-          case "next":
-            continue
-        }
-      }
-    }).pipe(Effect.catchAll(refusal(src, base)))
-
-  /** Place `src` at `dst` (collisions kept under `base`); `budget` limits a top-level merge's entries. */
-  const planPlace = (src: string, dst: string, base: string, budget?: Budget): Effect.Effect<Step> =>
-    Effect.gen(function*() {
-      const srcInfo = yield* io.lstatOption(src)
-      if (srcInfo === undefined) return step("already-done", src, dst, why.vanished)
-      if (claimed.has(dst)) return yield* planPreserve(src, srcInfo, base, dst)
-      const dstInfo = yield* io.lstatOption(dst)
-      const identical = dstInfo !== undefined && (yield* io.sameContent(src, srcInfo, dst, dstInfo))
-      switch (placeRule(srcInfo.type, dstInfo?.type, identical)) {
-        case "move": {
-          const blocked = yield* blocker(dst)
-          if (blocked !== undefined) return step("refuse", src, dst, blocked)
-          claimed.add(dst)
-          return step("move", src, dst, why.move)
-        }
-        case "remove-duplicate":
-          return step("remove-duplicate", src, dst, why.duplicate)
-        case "preserve":
-          return yield* planPreserve(src, srcInfo, base, dst)
-        case "merge-directory": {
-          const children: Array<Step> = []
-          let cut = false
-          for (const name of yield* io.childNames(src)) {
-            if (budget !== undefined) {
-              // Entry by entry, each top-level child costing one unit of the budget.
-              if (budget.remaining <= 0) {
-                budget.partial = true
-                cut = true
-                break
-              }
-              budget.remaining--
-            }
-            children.push(yield* planPlace(NodePath.join(src, name), NodePath.join(dst, name), NodePath.join(base, name)))
-          }
-          return step("merge-directory", src, dst, cut ? why.mergeDirectory + why.budget : why.mergeDirectory, children, !cut && children.every(completes))
-        }
-      }
-    }).pipe(Effect.catchAll(refusal(src, dst)))
-
-  /** trust.json at both places: decide the JSON merge now, from both copies' bytes. */
-  const planJson = (src: string, srcInfo: FileInfo, dst: string, base: string): Effect.Effect<Step> =>
-    Effect.gen(function*() {
-      // Read-only: a copy that cannot be read counts as unparsable, so it is preserved as a reported conflict.
-      const read = (p: string) => fs.readFile(p, { maxBytes: MERGE_MAX_BYTES }).pipe(Effect.option)
-      const legacy = yield* read(src)
-      const canonical = yield* read(dst)
-      const merge = legacy._tag === "None"
-        ? { _tag: "Unparsable" as const, which: "legacy" as const }
-        : canonical._tag === "None"
-        ? { _tag: "Unparsable" as const, which: "canonical" as const }
-        : mergeJsonObjects(legacy.value, canonical.value)
-      if (merge._tag === "Unparsable") {
-        return yield* planPreserve(src, srcInfo, base, dst, why.unparsableJson(merge.which, display(dst)))
-      }
-      // A legacy value the canonical one overrode is still someone's decision: keep that copy for review.
-      const kept = merge.overridden.length > 0 ? [yield* planPreserve(src, srcInfo, base, dst, why.jsonKept(display(dst)))] : []
-      return step("merge-json", src, dst, why.mergeJson(merge.overridden, kept[0]?.decision.to), kept)
-    }).pipe(Effect.catchAll(refusal(src, dst)))
-
-  /** One legacy root entry. */
-  const planUnit = (root: string, unit: LayoutUnit, budget: Budget): Effect.Effect<Step | undefined> =>
-    Effect.gen(function*() {
-      const src = NodePath.join(root, unit.name)
-      const dst = NodePath.join(root, ...unit.destination)
-      const base = NodePath.join(root, ...unit.conflictBase)
-      const srcInfo = yield* io.lstatOption(src)
-      if (srcInfo === undefined) return step("already-done", src, dst, why.vanished)
-      const dstInfo = yield* io.lstatOption(dst)
-      if (srcInfo.type === "Directory" && dstInfo?.type === "Directory") return yield* planPlace(src, dst, base, budget)
-      if (budget.remaining <= 0) {
-        budget.partial = true
-        return undefined
-      }
-      budget.remaining--
-      if (unit.mergeJson && srcInfo.type === "File" && dstInfo?.type === "File") return yield* planJson(src, srcInfo, dst, base)
-      return yield* planPlace(src, dst, base)
-      // Read-only planning, as `refusal`: a unit that cannot be read is a reported `refuse` decision.
-    }).pipe(Effect.catchAll((e) => Effect.succeed(step("refuse", NodePath.join(root, unit.name), NodePath.join(root, ...unit.destination), e.message))))
-
-  return { planPlace, planPreserve, planUnit }
+  readonly claimed: Set<string>
 }
+
+const planContext = (io: Io, fs: Fs, display: (path: string) => string): PlanContext => ({ io, fs, display, claimed: new Set() })
+
+/** One decision of the plan, its paths named for the report. */
+const stepOf = (
+  ctx: PlanContext,
+  action: LayoutDecision["action"],
+  from: string,
+  to: string,
+  reason: string,
+  children: ReadonlyArray<Step> = [],
+  removeSource = true
+): Step => ({ decision: { action, from: ctx.display(from), to: ctx.display(to), why: reason }, from, to, children, removeSource })
+
+/** Read-only planning: what cannot be read becomes a reported `refuse` decision (its source stays), never a failed plan. */
+const refusal = (ctx: PlanContext, from: string, to: string) => (e: FileSystemError) => Effect.succeed(stepOf(ctx, "refuse", from, to, e.message))
+
+/**
+ * The nearest existing ancestor of `path`, when it is not a directory (a file where a directory belongs):
+ * nothing can be created below it, so a decision to put something there would only fail. A symlink is the
+ * user's choice of where a directory lives (the OS resolves it), so it does not block.
+ */
+const blocker = (ctx: PlanContext, path: string): Effect.Effect<string | undefined, FileSystemError> =>
+  Effect.gen(function*() {
+    for (let p = NodePath.dirname(path); p !== NodePath.dirname(p); p = NodePath.dirname(p)) {
+      const info = yield* ctx.io.lstatOption(p)
+      if (info === undefined) continue
+      return info.type === "Directory" || info.type === "SymbolicLink" ? undefined : why.blocked(ctx.display(p), aFileType(info.type))
+    }
+    return undefined
+  })
+
+/** Keep `src` at the first free conflict candidate of `base` (`destination`: what it collided with, for the why). */
+const planPreserve = (
+  ctx: PlanContext,
+  src: string,
+  srcInfo: FileInfo,
+  base: string,
+  destination: string,
+  reason?: string
+): Effect.Effect<Step> =>
+  Effect.gen(function*() {
+    const blocked = yield* blocker(ctx, base)
+    if (blocked !== undefined) return stepOf(ctx, "refuse", src, base, blocked)
+    for (let k = 0;; k++) {
+      const candidate = conflictCandidate(base, k)
+      const taken = ctx.claimed.has(candidate)
+      const info = taken ? undefined : yield* ctx.io.lstatOption(candidate)
+      const identical = info !== undefined && (yield* ctx.io.sameContent(src, srcInfo, candidate, info))
+      switch (preserveRule(srcInfo.type, info?.type, identical, taken)) {
+        case "take":
+          ctx.claimed.add(candidate)
+          return stepOf(ctx, "preserve-conflict", src, candidate, reason ?? why.conflict(ctx.display(destination), k))
+        case "already-kept":
+          return stepOf(ctx, "remove-duplicate", src, candidate, why.alreadyKept(ctx.display(destination)))
+        case "continue-directory": {
+          const children: Array<Step> = []
+          for (const name of yield* ctx.io.childNames(src)) {
+            const child = NodePath.join(src, name)
+            const childInfo = yield* ctx.fs.lstat(child).pipe(Effect.either)
+            children.push(
+              childInfo._tag === "Left"
+                ? stepOf(ctx, "refuse", child, NodePath.join(candidate, name), childInfo.left.message)
+                : yield* planPreserve(ctx, child, childInfo.right, NodePath.join(candidate, name), NodePath.join(destination, name))
+            )
+          }
+          return stepOf(ctx, "merge-directory", src, candidate, why.continuePreservation, children, children.every(completes))
+        }
+        case "next":
+          continue
+      }
+    }
+  }).pipe(Effect.catchAll(refusal(ctx, src, base)))
+
+/** Place `src` at `dst` (collisions kept under `base`); `budget` limits a top-level merge's entries. */
+const planPlace = (ctx: PlanContext, src: string, dst: string, base: string, budget?: Budget): Effect.Effect<Step> =>
+  Effect.gen(function*() {
+    const srcInfo = yield* ctx.io.lstatOption(src)
+    if (srcInfo === undefined) return stepOf(ctx, "already-done", src, dst, why.vanished)
+    if (ctx.claimed.has(dst)) return yield* planPreserve(ctx, src, srcInfo, base, dst)
+    const dstInfo = yield* ctx.io.lstatOption(dst)
+    const identical = dstInfo !== undefined && (yield* ctx.io.sameContent(src, srcInfo, dst, dstInfo))
+    switch (placeRule(srcInfo.type, dstInfo?.type, identical)) {
+      case "move": {
+        const blocked = yield* blocker(ctx, dst)
+        if (blocked !== undefined) return stepOf(ctx, "refuse", src, dst, blocked)
+        ctx.claimed.add(dst)
+        return stepOf(ctx, "move", src, dst, why.move)
+      }
+      case "remove-duplicate":
+        return stepOf(ctx, "remove-duplicate", src, dst, why.duplicate)
+      case "preserve":
+        return yield* planPreserve(ctx, src, srcInfo, base, dst)
+      case "merge-directory": {
+        const children: Array<Step> = []
+        let cut = false
+        for (const name of yield* ctx.io.childNames(src)) {
+          if (budget !== undefined) {
+            // Entry by entry, each top-level child costing one unit of the budget.
+            if (budget.remaining <= 0) {
+              budget.partial = true
+              cut = true
+              break
+            }
+            budget.remaining--
+          }
+          children.push(yield* planPlace(ctx, NodePath.join(src, name), NodePath.join(dst, name), NodePath.join(base, name)))
+        }
+        return stepOf(ctx, "merge-directory", src, dst, cut ? why.mergeDirectory + why.budget : why.mergeDirectory, children, !cut && children.every(completes))
+      }
+    }
+  }).pipe(Effect.catchAll(refusal(ctx, src, dst)))
+
+/** trust.json at both places: decide the JSON merge now, from both copies' bytes. */
+const planJson = (ctx: PlanContext, src: string, srcInfo: FileInfo, dst: string, base: string): Effect.Effect<Step> =>
+  Effect.gen(function*() {
+    // Read-only: a copy that cannot be read counts as unparsable, so it is preserved as a reported conflict.
+    const read = (p: string) => ctx.fs.readFile(p, { maxBytes: MERGE_MAX_BYTES }).pipe(Effect.option)
+    const legacy = yield* read(src)
+    const canonical = yield* read(dst)
+    const merge = legacy._tag === "None"
+      ? { _tag: "Unparsable" as const, which: "legacy" as const }
+      : canonical._tag === "None"
+      ? { _tag: "Unparsable" as const, which: "canonical" as const }
+      : mergeJsonObjects(legacy.value, canonical.value)
+    if (merge._tag === "Unparsable") {
+      return yield* planPreserve(ctx, src, srcInfo, base, dst, why.unparsableJson(merge.which, ctx.display(dst)))
+    }
+    // A legacy value the canonical one overrode is still someone's decision: keep that copy for review.
+    const kept = merge.overridden.length > 0 ? [yield* planPreserve(ctx, src, srcInfo, base, dst, why.jsonKept(ctx.display(dst)))] : []
+    return stepOf(ctx, "merge-json", src, dst, why.mergeJson(merge.overridden, kept[0]?.decision.to), kept)
+  }).pipe(Effect.catchAll(refusal(ctx, src, dst)))
+
+/** One legacy root entry. */
+const planUnit = (ctx: PlanContext, root: string, unit: LayoutUnit, budget: Budget): Effect.Effect<Step | undefined> =>
+  Effect.gen(function*() {
+    const src = NodePath.join(root, unit.name)
+    const dst = NodePath.join(root, ...unit.destination)
+    const base = NodePath.join(root, ...unit.conflictBase)
+    const srcInfo = yield* ctx.io.lstatOption(src)
+    if (srcInfo === undefined) return stepOf(ctx, "already-done", src, dst, why.vanished)
+    const dstInfo = yield* ctx.io.lstatOption(dst)
+    if (srcInfo.type === "Directory" && dstInfo?.type === "Directory") return yield* planPlace(ctx, src, dst, base, budget)
+    if (budget.remaining <= 0) {
+      budget.partial = true
+      return undefined
+    }
+    budget.remaining--
+    if (unit.mergeJson && srcInfo.type === "File" && dstInfo?.type === "File") return yield* planJson(ctx, src, srcInfo, dst, base)
+    return yield* planPlace(ctx, src, dst, base)
+    // Read-only planning, as `refusal`: a unit that cannot be read is a reported `refuse` decision.
+  }).pipe(Effect.catchAll((e) => Effect.succeed(stepOf(ctx, "refuse", NodePath.join(root, unit.name), NodePath.join(root, ...unit.destination), e.message))))
 
 interface Budget {
   remaining: number
@@ -578,7 +584,7 @@ const planLayout = (
   Effect.gen(function*() {
     const io = makeIo(fs)
     const display = (p: string) => displayPath(root, p)
-    const planner = makePlanner(io, fs, display)
+    const ctx = planContext(io, fs, display)
     const base = { agentDir, exists: true, notADirectory: null, partial: false }
     const info = yield* fs.lstat(root).pipe(Effect.either)
     if (info._tag === "Left" && isNotFound(info.left)) return { ...base, exists: false, decisions: [], steps: [] }
@@ -595,7 +601,7 @@ const planLayout = (
     const budget: Budget = { remaining: Math.max(1, options?.maxEntries ?? DEFAULT_MAX_ENTRIES), partial: false }
     const steps: Array<Step> = []
     for (const unit of layoutUnits(names.right)) {
-      const planned = yield* planner.planUnit(root, unit, budget)
+      const planned = yield* planUnit(ctx, root, unit, budget)
       if (planned !== undefined) steps.push(planned)
       if (budget.partial) break
     }
@@ -781,19 +787,18 @@ const keepCopyAt = (io: Io, fs: Fs, base: string, bytes: Uint8Array) =>
   })
 
 const planLedger = (
-  io: Io,
-  fs: Fs,
-  planner: Planner,
+  ctx: PlanContext,
   placed: Placed,
   entry: MergeLedgerEntry,
   fromInfo: FileInfo
 ): Effect.Effect<PlannedEntry, FileSystemError> =>
   Effect.gen(function*() {
+    const { io, fs } = ctx
     const { from, to, display } = placed
     if (fromInfo.type !== "File") return ledgerRefusal(`${display(from)} is ${aFileType(fromInfo.type)}, not a ledger file`)
     const toInfo = yield* io.lstatOption(to)
     // Nothing to merge with: the ledger moves as it is (one rename, its bytes untouched).
-    if (toInfo === undefined) return plannedMove(yield* planner.planPlace(from, to, placed.conflictBase))
+    if (toInfo === undefined) return plannedMove(yield* planPlace(ctx, from, to, placed.conflictBase))
     if (toInfo.type !== "File") return ledgerRefusal(`${display(to)} is ${aFileType(toInfo.type)}, not a ledger file`)
     const fromBytes = yield* fs.readFile(from, { maxBytes: MERGE_MAX_BYTES })
     const toBytes = yield* fs.readFile(to, { maxBytes: MERGE_MAX_BYTES })
@@ -811,7 +816,7 @@ const planLedger = (
     const keepTo = !merge.toFullyKept && rewriteTo ? yield* keepCopyAt(io, fs, `${placed.conflictBase}.replaced`, toBytes) : undefined
     const keepFrom = merge.fromFullyKept
       ? undefined
-      : yield* planner.planPreserve(from, fromInfo, placed.conflictBase, to, `some of its rows lost to ${display(to)} (the winner) or repeat a key: kept here whole, for review`)
+      : yield* planPreserve(ctx, from, fromInfo, placed.conflictBase, to, `some of its rows lost to ${display(to)} (the winner) or repeat a key: kept here whole, for review`)
     const refused = keepFrom === undefined ? undefined : flatten([keepFrom]).find((s) => s.decision.action === "refuse")
     if (refused !== undefined) return ledgerRefusal(refused.decision.why)
     const decision: StepDecision = {
@@ -847,7 +852,7 @@ const planLedger = (
 const planEntry = (fs: Fs, placed: Placed): Effect.Effect<PlannedEntry> =>
   Effect.gen(function*() {
     const io = makeIo(fs)
-    const planner = makePlanner(io, fs, placed.display)
+    const ctx = planContext(io, fs, placed.display)
     // A file where a directory of the source's path belongs: named, not an error about some inner path.
     const notADirectory = (e: FileSystemError) => e.reason === "NotADirectory"
     const fromLookup = yield* io.lstatOption(placed.from).pipe(
@@ -863,8 +868,8 @@ const planEntry = (fs: Fs, placed: Placed): Effect.Effect<PlannedEntry> =>
     const link = yield* linkOnTheWay(io, placed, [placed.from, placed.to, placed.conflictBase])
     if (link !== undefined) return { _tag: "Refused", why: link } as const
     const entry = placed.entry
-    if (entry.kind === "move") return { _tag: "Move", step: yield* planner.planPlace(placed.from, placed.to, placed.conflictBase) } as const
-    return yield* planLedger(io, fs, planner, placed, entry, fromInfo)
+    if (entry.kind === "move") return { _tag: "Move", step: yield* planPlace(ctx, placed.from, placed.to, placed.conflictBase) } as const
+    return yield* planLedger(ctx, placed, entry, fromInfo)
   }).pipe(Effect.catchAll((e: FileSystemError) => Effect.succeed<PlannedEntry>({ _tag: "Refused", why: e.message })))
 
 /** The decisions of a planned entry, its own first (what the dry run prints, and a run reports). */

@@ -334,118 +334,125 @@ interface RestoreItem {
 /** Join a snapshot-relative POSIX path onto a directory. */
 const under = (dir: string, rel: string): string => NodePath.join(dir, ...rel.split("/"))
 
-const makeStateBackups = (deps: Deps, agentDir: string, options: StateBackupsOptions): StateBackups["Type"] =>
-  internals(deps, agentDir, options).service
-
-const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) => {
+/** What every operation over one backup root shares: the dependencies, the roots, the lock wait, the root's own files. */
+const backupsContext = (deps: Deps, agentDir: string, options: StateBackupsOptions) => {
   const { fs, host } = deps
   const root = resolveBackupRoot({ explicit: options.root, env: host.env, agentDir, cwd: host.cwd })
   const webRoot = webDataRootOf(host, options.webDataRoot)
   const webDataRoot = webRoot.path
   const lockWaitMs = options.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS
+  const cursorPath = NodePath.join(root, VERIFY_CURSOR)
+  const lastVerifyPath = NodePath.join(root, LAST_VERIFY)
+  return { deps, agentDir, fs, host, root, webRoot, webDataRoot, lockWaitMs, cursorPath, lastVerifyPath }
+}
 
-  // ------------------------------------------------------------------------------------------ scope
+type BackupsContext = ReturnType<typeof backupsContext>
 
-  const scopeRoots = (web: string): Effect.Effect<ReadonlyArray<ScopeRoot>, FileSystemError> =>
-    Effect.gen(function*() {
-      const roots = [...agentScopeRoots(agentDir)]
-      const exts = yield* fs.readDirectory(web).pipe(
-        Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.succeed([]))
-      )
-      // Only extension ids (WR2) name an extension's data: anything else there is not a tier (nor a manifest path).
-      for (const ext of exts) if (ext.type === "Directory" && segmentViolation(ext.name) === null) roots.push(webScopeRoot(web, ext.name))
-      return roots
-    })
+// ------------------------------------------------------------------------------------------ scope
 
-  const unsafe = (reason: UnsafeBackupRoot["reason"], detail: string) => new UnsafeBackupRoot({ path: root, reason, detail })
+const scopeRoots = (ctx: BackupsContext, web: string): Effect.Effect<ReadonlyArray<ScopeRoot>, FileSystemError> =>
+  Effect.gen(function*() {
+    const roots = [...agentScopeRoots(ctx.agentDir)]
+    const exts = yield* ctx.fs.readDirectory(web).pipe(
+      Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.succeed([]))
+    )
+    // Only extension ids (WR2) name an extension's data: anything else there is not a tier (nor a manifest path).
+    for (const ext of exts) if (ext.type === "Directory" && segmentViolation(ext.name) === null) roots.push(webScopeRoot(web, ext.name))
+    return roots
+  })
 
-  /**
-   * The root must lie outside every snapshotted tree (by path and, for what exists, by identity: the
-   * containment rule of `domain/TierIdentity.ts`, which the tiers use too), and be a private directory of
-   * ours. `create`: make it (0700) when missing. Returns whether the root exists.
-   */
-  const checkRoot = (create: boolean): Effect.Effect<boolean, UnsafeBackupRoot | TierUnresolvable | FileSystemError> =>
-    Effect.gen(function*() {
-      const trees = yield* scopeRoots(webDataRoot)
-      for (const tree of trees) {
-        if (isWithin(root, tree.source)) return yield* unsafe("inside-snapshotted-tree", `it lies inside ${tree.source}, which every snapshot copies`)
+const unsafe = (ctx: BackupsContext, reason: UnsafeBackupRoot["reason"], detail: string) => new UnsafeBackupRoot({ path: ctx.root, reason, detail })
+
+/**
+ * The root must lie outside every snapshotted tree (by path and, for what exists, by identity: the
+ * containment rule of `domain/TierIdentity.ts`, which the tiers use too), and be a private directory of
+ * ours. `create`: make it (0700) when missing. Returns whether the root exists.
+ */
+const checkRoot = (ctx: BackupsContext, create: boolean): Effect.Effect<boolean, UnsafeBackupRoot | TierUnresolvable | FileSystemError> =>
+  Effect.gen(function*() {
+    const trees = yield* scopeRoots(ctx, ctx.webDataRoot)
+    for (const tree of trees) {
+      if (isWithin(ctx.root, tree.source)) return yield* unsafe(ctx, "inside-snapshotted-tree", `it lies inside ${tree.source}, which every snapshot copies`)
+    }
+    // By identity (links followed, physical ancestors): the root lies in a tree that exists when one of the
+    // directories it resolves through is that tree (another name for it, or a link into it, included).
+    const rootAt = yield* locate(ctx.fs, ctx.root)
+    for (const tree of trees) {
+      const treeAt = yield* locate(ctx.fs, tree.source)
+      if (treeAt.missing.length === 0 && resolvedWithin(rootAt, treeAt)) {
+        return yield* unsafe(ctx, "inside-snapshotted-tree", `it resolves to a directory inside ${tree.source}, which every snapshot copies`)
       }
-      // By identity (links followed, physical ancestors): the root lies in a tree that exists when one of the
-      // directories it resolves through is that tree (another name for it, or a link into it, included).
-      const rootAt = yield* locate(fs, root)
-      for (const tree of trees) {
-        const treeAt = yield* locate(fs, tree.source)
-        if (treeAt.missing.length === 0 && resolvedWithin(rootAt, treeAt)) {
-          return yield* unsafe("inside-snapshotted-tree", `it resolves to a directory inside ${tree.source}, which every snapshot copies`)
-        }
-      }
-      const safe = checkSafeDirectory(deps, root).pipe(
-        Effect.catchTag("UnsafeRoot", (e: UnsafeRoot) => Effect.fail(unsafe(e.reason, e.detail)))
-      )
-      const exists = yield* safe
-      if (Option.isSome(exists)) return true
-      if (!create) return false
-      yield* fs.makeDirectory(root, { mode: 0o700, recursive: true })
-      yield* safe
-      return true
+    }
+    const safe = checkSafeDirectory(ctx.deps, ctx.root).pipe(
+      Effect.catchTag("UnsafeRoot", (e: UnsafeRoot) => Effect.fail(unsafe(ctx, e.reason, e.detail)))
+    )
+    const exists = yield* safe
+    if (Option.isSome(exists)) return true
+    if (!create) return false
+    yield* ctx.fs.makeDirectory(ctx.root, { mode: 0o700, recursive: true })
+    yield* safe
+    return true
+  })
+
+// ------------------------------------------------------------------------------------------ the writer lock
+
+const withWriter = <A, E>(ctx: BackupsContext, body: Effect.Effect<A, E>): Effect.Effect<A, E | BackupBusy | FileSystemError> =>
+  Effect.gen(function*() {
+    const release = yield* acquireMarkerWaiting(ctx.deps, NodePath.join(ctx.root, WRITER_LOCK), "state-backup", {
+      schedule: writerLockWait(ctx.lockWaitMs),
+      busy: (held, waitedMs) => new BackupBusy({ root: ctx.root, holder: held.holder, waitedMs })
     })
+    return yield* Effect.ensuring(body, release)
+  })
 
-  // ------------------------------------------------------------------------------------------ the writer lock
-
-  const withWriter = <A, E>(body: Effect.Effect<A, E>): Effect.Effect<A, E | BackupBusy | FileSystemError> =>
-    Effect.gen(function*() {
-      const release = yield* acquireMarkerWaiting(deps, NodePath.join(root, WRITER_LOCK), "state-backup", {
-        schedule: writerLockWait(lockWaitMs),
-        busy: (held, waitedMs) => new BackupBusy({ root, holder: held.holder, waitedMs })
-      })
-      return yield* Effect.ensuring(body, release)
-    })
-
-  /** Under the lock: remove what dead writers left. A live owner's incomplete snapshot is left alone. */
-  const clearLeftovers = Effect.gen(function*() {
+/** Under the lock: remove what dead writers left. A live owner's incomplete snapshot is left alone. */
+const clearLeftovers = (ctx: BackupsContext) =>
+  Effect.gen(function*() {
     const removed: Array<string> = []
-    for (const entry of yield* fs.readDirectory(root)) {
-      const path = NodePath.join(root, entry.name)
+    for (const entry of yield* ctx.fs.readDirectory(ctx.root)) {
+      const path = NodePath.join(ctx.root, entry.name)
       if (entry.name.startsWith(REMOVING_PREFIX)) {
-        yield* removeWholeTree(deps, path)
+        yield* removeWholeTree(ctx.deps, path)
       } else if (entry.name.startsWith(INCOMPLETE_PREFIX)) {
         // Without a marker (torn before it was written, or after it was removed) nobody can be building it:
         // every builder holds the lock we hold now.
-        const judged = yield* judgeMarker(deps, NodePath.join(path, OWNER_MARKER))
+        const judged = yield* judgeMarker(ctx.deps, NodePath.join(path, OWNER_MARKER))
         if (judged !== undefined && judged.alive) {
           yield* warn({ _tag: "SnapshotOwnerAlive", path, holder: judged.detail, message: "state backup: leaving an incomplete snapshot whose owner looks alive" })
           continue
         }
-        yield* removeWholeTree(deps, path)
+        yield* removeWholeTree(ctx.deps, path)
         removed.push(entry.name)
       }
     }
     return removed
   })
 
-  // ------------------------------------------------------------------------------------------ reading snapshots
+// ------------------------------------------------------------------------------------------ reading snapshots
 
-  const readManifest = (id: string) =>
-    Effect.gen(function*() {
-      const path = NodePath.join(root, id, MANIFEST_FILE)
-      const bytes = yield* fs.readFile(path, { maxBytes: MANIFEST_MAX_BYTES })
-      const decoded = decodeSnapshotManifest(bytes)
-      if (!decoded.ok) return yield* new SnapshotCorrupt({ path, detail: decoded.why })
-      if (decoded.manifest.id !== id) return yield* new SnapshotCorrupt({ path, detail: `it names snapshot ${decoded.manifest.id}` })
-      return decoded.manifest
-    })
+const readManifest = (ctx: BackupsContext, id: string) =>
+  Effect.gen(function*() {
+    const path = NodePath.join(ctx.root, id, MANIFEST_FILE)
+    const bytes = yield* ctx.fs.readFile(path, { maxBytes: MANIFEST_MAX_BYTES })
+    const decoded = decodeSnapshotManifest(bytes)
+    if (!decoded.ok) return yield* new SnapshotCorrupt({ path, detail: decoded.why })
+    if (decoded.manifest.id !== id) return yield* new SnapshotCorrupt({ path, detail: `it names snapshot ${decoded.manifest.id}` })
+    return decoded.manifest
+  })
 
-  /** Complete snapshot ids, oldest first (ids sort by time). */
-  const snapshotIds = Effect.map(
-    fs.readDirectory(root),
+/** Complete snapshot ids, oldest first (ids sort by time). */
+const snapshotIds = (ctx: BackupsContext) =>
+  Effect.map(
+    ctx.fs.readDirectory(ctx.root),
     (entries) => entries.filter((e) => e.type === "Directory" && isSnapshotId(e.name)).map((e) => e.name).sort()
   )
 
-  /** Manifests of the complete snapshots that decode, newest first; an unusable one is logged (verify reports it). */
-  const manifests = Effect.gen(function*() {
+/** Manifests of the complete snapshots that decode, newest first; an unusable one is logged (verify reports it). */
+const manifests = (ctx: BackupsContext) =>
+  Effect.gen(function*() {
     const out: Array<SnapshotManifest> = []
-    for (const id of (yield* snapshotIds).reverse()) {
-      const read = yield* readManifest(id).pipe(Effect.either)
+    for (const id of (yield* snapshotIds(ctx)).reverse()) {
+      const read = yield* readManifest(ctx, id).pipe(Effect.either)
       if (read._tag === "Right") out.push(read.right)
       else {
         yield* warn({
@@ -459,724 +466,767 @@ const internals = (deps: Deps, agentDir: string, options: StateBackupsOptions) =
     return out.sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1))
   })
 
-  const list = () =>
-    Effect.gen(function*() {
-      if (!(yield* checkRoot(false))) return []
-      const out: Array<SnapshotSummary> = []
-      for (const m of yield* manifests) {
-        let files = 0
-        let uniqueBytes = 0
-        let uniqueApparentBytes = 0
-        for (const e of m.entries) {
-          if (e.type !== "file") continue
-          files++
-          const info = yield* optionalLstat(deps, under(NodePath.join(root, m.id), e.path))
-          if (info !== undefined && info.nlink <= 1) {
-            uniqueBytes += (info.blocks ?? 0) * 512
-            uniqueApparentBytes += info.size
-          }
+const list = (ctx: BackupsContext) =>
+  Effect.gen(function*() {
+    if (!(yield* checkRoot(ctx, false))) return []
+    const out: Array<SnapshotSummary> = []
+    for (const m of yield* manifests(ctx)) {
+      let files = 0
+      let uniqueBytes = 0
+      let uniqueApparentBytes = 0
+      for (const e of m.entries) {
+        if (e.type !== "file") continue
+        files++
+        const info = yield* optionalLstat(ctx.deps, under(NodePath.join(ctx.root, m.id), e.path))
+        if (info !== undefined && info.nlink <= 1) {
+          uniqueBytes += (info.blocks ?? 0) * 512
+          uniqueApparentBytes += info.size
         }
-        // The snapshot's directory walked whole (it holds what its manifest lists, and the manifest).
-        const sizes = yield* deps.fs.measureTree(NodePath.join(root, m.id), WHOLE_TREE)
-        out.push({
-          id: m.id,
-          createdAt: m.createdAt,
-          ...(m.label !== undefined ? { label: m.label } : {}),
-          path: NodePath.join(root, m.id),
-          files,
-          bytes: sizes.bytes,
-          apparentBytes: sizes.apparentBytes,
-          uniqueBytes,
-          uniqueApparentBytes,
-          scope: m.scope
-        })
       }
-      return out
+      // The snapshot's directory walked whole (it holds what its manifest lists, and the manifest).
+      const sizes = yield* ctx.deps.fs.measureTree(NodePath.join(ctx.root, m.id), WHOLE_TREE)
+      out.push({
+        id: m.id,
+        createdAt: m.createdAt,
+        ...(m.label !== undefined ? { label: m.label } : {}),
+        path: NodePath.join(ctx.root, m.id),
+        files,
+        bytes: sizes.bytes,
+        apparentBytes: sizes.apparentBytes,
+        uniqueBytes,
+        uniqueApparentBytes,
+        scope: m.scope
+      })
+    }
+    return out
+  })
+
+// ------------------------------------------------------------------------------------------ create
+
+/** The options of one `create`. */
+type CreateOptions = { readonly label?: string; readonly onProgress?: (p: SnapshotProgress) => void }
+
+/**
+ * What the helpers of one `create` share: the store, the caller's options, the previous snapshot's records
+ * (the link source), and what was recorded so far (entries, directories, problems, counts).
+ */
+interface SnapshotBuild {
+  readonly ctx: BackupsContext
+  readonly o: CreateOptions | undefined
+  readonly previousEntries: ReadonlyMap<string, ManifestEntry>
+  readonly entries: Array<ManifestEntry>
+  readonly directories: Array<ManifestEntry>
+  readonly skipped: Array<SnapshotSkip>
+  readonly changedDuringBackup: Array<string>
+  readonly problems: Array<SnapshotCreateProblem>
+  readonly sqliteLive: Array<string>
+  readonly counts: { files: number; bytes: number; copiedFiles: number; copiedBytes: number; linkedFiles: number; linkFallbacks: number }
+}
+
+const skip = (b: SnapshotBuild, tag: SnapshotSkip["_tag"], rel: string, reason: string) =>
+  Effect.sync(() => {
+    const problem = snapshotSkip(tag, rel, reason)
+    b.skipped.push(problem)
+    b.problems.push(problem)
+  })
+
+/** A live entry that failed to be read while copied: reported, never a failed snapshot. */
+const skipUnread = (b: SnapshotBuild, rel: string, e: FileSystemError) =>
+  e.reason === "NotFound" ? skip(b, "Vanished", rel, "vanished during the backup") : skip(b, "Unreadable", rel, `unreadable: ${e.message}`)
+
+
+// The hot loop (one turn per live file) is plain combinators over one port call per file (a copy that
+// hashes, stamps and describes its source, or a link) and one per directory (its entries with their
+// lstat): per-file Effect.gen steps and path lookups were most of a snapshot's CPU (BENCHMARKS.md).
+
+/** Copy a live file through SHA-256; once more if it moved meanwhile, then record it as changed. */
+const copyLive = (b: SnapshotBuild, source: string, target: string, rel: string, first: FileInfo, sqliteGroup: boolean) => {
+  const attempt = (before: FileInfo, retried: boolean): Effect.Effect<ManifestEntry, FileSystemError> =>
+    Effect.flatMap(b.ctx.fs.copyFileStamped(source, target), (copy) => {
+      // The source as its descriptor saw it after the last byte, against the walk's look (or the first try's).
+      const after = copy.source
+      const stable = after.size === before.size && after.mtimeMs === before.mtimeMs && copy.bytes === after.size
+      if (!stable && !retried) return Effect.zipRight(b.ctx.fs.removeFile(target), attempt(after, true))
+      b.counts.copiedFiles++
+      b.counts.copiedBytes += copy.bytes
+      if (!stable) {
+        b.changedDuringBackup.push(rel)
+        b.problems.push(changedProblem(rel))
+      }
+      return Effect.succeed({
+        path: rel,
+        type: "file",
+        size: copy.bytes,
+        mode: after.mode,
+        mtimeMs: after.mtimeMs,
+        sha256: copy.sha256,
+        ...(stable ? {} : { changedDuringBackup: true }),
+        ...(sqliteGroup ? { sqliteGroup: true } : {})
+      } satisfies ManifestEntry)
     })
+  return attempt(first, false)
+}
 
-  // ------------------------------------------------------------------------------------------ create
 
-  const create = (o?: { readonly label?: string; readonly onProgress?: (p: SnapshotProgress) => void }) =>
-    Effect.gen(function*() {
-      yield* checkRoot(true)
-      return yield* withWriter(Effect.gen(function*() {
-        const removedLeftovers = yield* clearLeftovers
-        const createdAt = yield* Clock.currentTimeMillis
-        const id = snapshotId(createdAt, yield* Random.nextIntBetween(0, 0xffffff))
-        const building = NodePath.join(root, `${INCOMPLETE_PREFIX}${id}`)
-        yield* fs.makeDirectory(building, { mode: 0o700 })
-        yield* fs.writeFileExclusive(
-          NodePath.join(building, OWNER_MARKER),
-          encodeJsonBytes({ version: 1, purpose: "state-snapshot", ...selfIdentity(deps), createdAt })
-        )
-        // The newest complete snapshot whose manifest is usable (ids sort by time): the link source.
-        let previous: SnapshotManifest | undefined
-        for (const candidate of (yield* snapshotIds).reverse()) {
-          // Read-only: an unusable manifest is only not a link base (the files are copied); verify reports it.
-          const read = yield* readManifest(candidate).pipe(Effect.option)
-          if (Option.isSome(read)) {
-            previous = read.value
-            break
-          }
-        }
-        const previousDir = previous === undefined ? undefined : NodePath.join(root, previous.id)
-        const previousEntries = new Map((previous?.entries ?? []).map((e) => [e.path, e]))
+const recordFile = (b: SnapshotBuild, entry: ManifestEntry) => {
+  b.counts.files++
+  b.counts.bytes += entry.size
+  b.entries.push(entry)
+  b.o?.onProgress?.({ files: b.counts.files, bytes: b.counts.bytes, path: entry.path })
+}
 
-        const entries: Array<ManifestEntry> = []
-        const directories: Array<ManifestEntry> = []
-        const skipped: Array<SnapshotSkip> = []
-        const changedDuringBackup: Array<string> = []
-        const problems: Array<SnapshotCreateProblem> = []
-        const sqliteLive: Array<string> = []
-        const counts = { files: 0, bytes: 0, copiedFiles: 0, copiedBytes: 0, linkedFiles: 0, linkFallbacks: 0 }
 
-        const skip = (tag: SnapshotSkip["_tag"], rel: string, reason: string) =>
-          Effect.sync(() => {
-            const problem = snapshotSkip(tag, rel, reason)
-            skipped.push(problem)
-            problems.push(problem)
-          })
-        /** A live entry that failed to be read while copied: reported, never a failed snapshot. */
-        const skipUnread = (rel: string, e: FileSystemError) =>
-          e.reason === "NotFound" ? skip("Vanished", rel, "vanished during the backup") : skip("Unreadable", rel, `unreadable: ${e.message}`)
+/** A live file copied into the snapshot and recorded; one that vanished or cannot be read is skipped. */
+const copyLiveRecorded = (b: SnapshotBuild, source: string, target: string, rel: string, info: FileInfo, sqliteGroup: boolean) =>
+  Effect.map(copyLive(b, source, target, rel, info, sqliteGroup), (entry) => recordFile(b, entry)).pipe(
+    Effect.catchIf((e) => e._tag === "FileSystemError" && e.path === source, (e) => skipUnread(b, rel, e))
+  )
 
-        // The hot loop (one turn per live file) is plain combinators over one port call per file (a copy that
-        // hashes, stamps and describes its source, or a link) and one per directory (its entries with their
-        // lstat): per-file Effect.gen steps and path lookups were most of a snapshot's CPU (BENCHMARKS.md).
 
-        /** Copy a live file through SHA-256; once more if it moved meanwhile, then record it as changed. */
-        const copyLive = (source: string, target: string, rel: string, first: FileInfo, sqliteGroup: boolean) => {
-          const attempt = (before: FileInfo, retried: boolean): Effect.Effect<ManifestEntry, FileSystemError> =>
-            Effect.flatMap(fs.copyFileStamped(source, target), (copy) => {
-              // The source as its descriptor saw it after the last byte, against the walk's look (or the first try's).
-              const after = copy.source
-              const stable = after.size === before.size && after.mtimeMs === before.mtimeMs && copy.bytes === after.size
-              if (!stable && !retried) return Effect.zipRight(fs.removeFile(target), attempt(after, true))
-              counts.copiedFiles++
-              counts.copiedBytes += copy.bytes
-              if (!stable) {
-                changedDuringBackup.push(rel)
-                problems.push(changedProblem(rel))
-              }
-              return Effect.succeed({
-                path: rel,
-                type: "file",
-                size: copy.bytes,
-                mode: after.mode,
-                mtimeMs: after.mtimeMs,
-                sha256: copy.sha256,
-                ...(stable ? {} : { changedDuringBackup: true }),
-                ...(sqliteGroup ? { sqliteGroup: true } : {})
-              } satisfies ManifestEntry)
-            })
-          return attempt(first, false)
-        }
-
-        const recordFile = (entry: ManifestEntry) => {
-          counts.files++
-          counts.bytes += entry.size
-          entries.push(entry)
-          o?.onProgress?.({ files: counts.files, bytes: counts.bytes, path: entry.path })
-        }
-
-        /** A live file copied into the snapshot and recorded; one that vanished or cannot be read is skipped. */
-        const copyLiveRecorded = (source: string, target: string, rel: string, info: FileInfo, sqliteGroup: boolean) =>
-          Effect.map(copyLive(source, target, rel, info, sqliteGroup), recordFile).pipe(
-            Effect.catchIf((e) => e._tag === "FileSystemError" && e.path === source, (e) => skipUnread(rel, e))
-          )
-
-        /** A live file: a link to the previous snapshot's copy when every recorded attribute matches, else a copy. */
-        const addFile = (
-          source: string,
-          target: string,
-          previousPath: string | undefined,
-          rel: string,
-          info: FileInfo,
-          sqliteGroup: boolean
-        ): Effect.Effect<void, FileSystemError> => {
-          const copy = copyLiveRecorded(source, target, rel, info, sqliteGroup)
-          const prior = previousEntries.get(rel)
-          if (sqliteGroup || previousPath === undefined || !shouldLink({ type: "file", size: info.size, mode: info.mode, mtimeMs: info.mtimeMs }, prior)) {
-            return copy
-          }
-          // Snapshot → snapshot only: the live file is never the link's source.
-          return Effect.matchEffect(fs.link(previousPath, target), {
-            onSuccess: () =>
-              Effect.sync(() => {
-                counts.linkedFiles++
-                recordFile(prior)
-              }),
-            onFailure: (e) =>
-              LINK_FALLBACK.has(e.errno)
-                ? Effect.suspend(() => {
-                  counts.linkFallbacks++
-                  return copy
-                })
-                : Effect.fail(e)
-          })
-        }
-
-        const addEntry = (source: string, target: string, previousPath: string | undefined, rel: string, info: FileInfo): Effect.Effect<void, FileSystemError> => {
-          const type = entryType(info)
-          if (type === undefined) return skip("SpecialFile", rel, "special file (FIFO, socket or device)")
-          if (type === "file") return addFile(source, target, previousPath, rel, info, false)
-          return Effect.gen(function*() {
-            if (type === "symlink") {
-              const linkTarget = yield* fs.readLink(source)
-              yield* fs.symlink(linkTarget, target)
-              entries.push({ path: rel, type, size: info.size, mode: info.mode, mtimeMs: info.mtimeMs, target: linkTarget })
-              return
-            }
-            yield* fs.makeDirectory(target, { mode: buildMode(info.mode) })
-            const record: ManifestEntry = { path: rel, type, size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
-            entries.push(record)
-            directories.push(record)
-            yield* addChildren(source, target, previousPath, rel, [])
-          }).pipe(
-            Effect.catchIf((e) => e.path === source && (e.reason === "NotFound" || e.reason === "PermissionDenied"), (e) => skipUnread(rel, e))
-          )
-        }
-
-        const addChildren = (
-          dir: string,
-          targetDir: string,
-          previousDir: string | undefined,
-          rel: string,
-          exclude: ReadonlyArray<string>
-        ): Effect.Effect<void, FileSystemError> =>
-          Effect.flatMap(fs.readDirectoryInfo(dir), (listed) => {
-            const children = exclude.length === 0 ? listed : listed.filter((c) => !exclude.includes(c.name))
-            const fileNames: Array<string> = []
-            for (const c of children) if (c.info.type === "File") fileNames.push(c.name)
-            const groups = sqliteGroups(fileNames)
-            const inGroup: ReadonlySet<string> = groups.size === 0 ? NO_NAMES : new Set([...groups.values()].flat())
-            // Only a group's sidecars are looked up by name (rare): no map of every file per directory.
-            const fileInfo = (name: string) => children.find((c) => c.name === name)!.info
-            const sourceDir = dir.endsWith("/") ? dir : `${dir}/`
-            // Runs of files that link (every recorded attribute equal) become one `linkEach` call; anything
-            // else is a step of its own. Steps run in listing order, so the manifest's order is the walk's.
-            const steps: Array<() => Effect.Effect<void, FileSystemError>> = []
-            let run: Array<LinkCandidate> = []
-            const endRun = () => {
-              if (run.length === 0) return
-              const batch = run
-              run = []
-              steps.push(() => linkRun(sourceDir, targetDir, previousDir!, batch))
-            }
-            for (const { info, name } of children) {
-              const childRel = `${rel}/${name}`
-              if (info.type === "File" && previousDir !== undefined && !groups.has(name) && !inGroup.has(name)) {
-                const prior = previousEntries.get(childRel)
-                if (shouldLink({ type: "file", size: info.size, mode: info.mode, mtimeMs: info.mtimeMs }, prior)) {
-                  run.push({ name, rel: childRel, info, prior })
-                  continue
-                }
-              }
-              endRun()
-              steps.push(() => {
-                const source = sourceDir + name
-                const target = `${targetDir}/${name}`
-                const previousPath = previousDir === undefined ? undefined : `${previousDir}/${name}`
-                if (info.type !== "File") return addEntry(source, target, previousPath, childRel, info)
-                const sidecars = groups.get(name)
-                if (sidecars === undefined) {
-                  if (inGroup.has(name)) return Effect.void // copied with its database
-                  return addFile(source, target, previousPath, childRel, info, false)
-                }
-                // The database and its -wal/-shm one after another, never linked: as close to one moment as a file copy gets.
-                sqliteLive.push(childRel)
-                return Effect.zipRight(
-                  addFile(source, target, previousPath, childRel, info, true),
-                  Effect.forEach(sidecars, (sidecar) =>
-                    addFile(sourceDir + sidecar, `${targetDir}/${sidecar}`, undefined, `${rel}/${sidecar}`, fileInfo(sidecar), true), { discard: true })
-                )
-              })
-            }
-            endRun()
-            return Effect.forEach(steps, (step) => step(), { discard: true })
-          })
-
-        /**
-         * Link a run of unchanged files to the previous snapshot's copies in one call (snapshot → snapshot: the
-         * live file is never a link's source). A link that fails with a fallback errno is a copy from the live
-         * file instead, in its place in the manifest's order; any other failure fails the create.
-         */
-        const linkRun = (
-          sourceDir: string,
-          targetDir: string,
-          previousDir: string,
-          run: ReadonlyArray<LinkCandidate>
-        ): Effect.Effect<void, FileSystemError> =>
-          Effect.flatMap(fs.linkEach(previousDir, targetDir, run.map((c) => c.name)), (answers) => {
-            for (let i = 0; i < run.length; i++) {
-              const failed = answers[i]
-              if (failed !== undefined) return linkRunTail(sourceDir, targetDir, run, answers, i)
-              counts.linkedFiles++
-              recordFile(run[i]!.prior)
-            }
-            return Effect.void
-          })
-
-        /** The rest of a run from its first failed link on, one step per file. */
-        const linkRunTail = (
-          sourceDir: string,
-          targetDir: string,
-          run: ReadonlyArray<LinkCandidate>,
-          answers: ReadonlyArray<FileSystemError | undefined>,
-          from: number
-        ): Effect.Effect<void, FileSystemError> =>
-          Effect.forEach(run.slice(from), (c, k) => {
-            const failed = answers[from + k]
-            if (failed === undefined) {
-              return Effect.sync(() => {
-                counts.linkedFiles++
-                recordFile(c.prior)
-              })
-            }
-            if (!LINK_FALLBACK.has(failed.errno)) return Effect.fail(failed)
-            counts.linkFallbacks++
-            return copyLiveRecorded(sourceDir + c.name, `${targetDir}/${c.name}`, c.rel, c.info, false)
-          }, { discard: true })
-
-        const roots = yield* scopeRoots(webDataRoot)
-        for (const tree of roots) {
-          let info = yield* optionalLstat(deps, tree.source)
-          if (info === undefined) continue
-          let source = tree.source
-          if (info.type === "SymbolicLink") {
-            // A top-level entry linked to another disk is the user's choice of disk (as the doctor says):
-            // snapshot the directory behind it (a trailing slash resolves the link), not the link.
-            // Read-only: a link whose target cannot be examined is recorded as the link itself (nothing followed).
-            const through = yield* optionalLstat(deps, `${tree.source}/`).pipe(Effect.orElseSucceed(() => undefined))
-            if (through?.type === "Directory") {
-              info = through
-              source = `${tree.source}/`
-            }
-          }
-          const parent = tree.dest.split("/").slice(0, -1).join("/")
-          yield* fs.makeDirectory(under(building, parent), { mode: 0o700, recursive: true })
-          const target = under(building, tree.dest)
-          const previousPath = previousDir === undefined ? undefined : under(previousDir, tree.dest)
-          if (info.type === "Directory" && tree.exclude.length > 0) {
-            yield* fs.makeDirectory(target, { mode: buildMode(info.mode) })
-            const record: ManifestEntry = { path: tree.dest, type: "directory", size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
-            entries.push(record)
-            directories.push(record)
-            yield* addChildren(source, target, previousPath, tree.dest, tree.exclude)
-          } else {
-            yield* addEntry(source, target, previousPath, tree.dest, info)
-          }
-        }
-        // Directories get their live mode and mtime last, deepest first (filling them changed their mtime).
-        // Under a setgid directory (one of ours recorded so, or the building dir inheriting it from above the
-        // root) Linux's mkdir adds the bit to every new directory: then every mode is set, not only 0700 ones.
-        const setgid = (mode: number) => (mode & 0o2000) !== 0
-        const inherits = directories.some((d) => setgid(d.mode)) || setgid((yield* fs.lstat(building)).mode)
-        for (const d of [...directories].reverse()) {
-          const path = under(building, d.path)
-          if (inherits || buildMode(d.mode) !== d.mode) yield* fs.chmod(path, d.mode)
-          yield* fs.utimes(path, d.mtimeMs, d.mtimeMs)
-        }
-        const scope: SnapshotScope = { agentDir, webDataRoot, roots: roots.map((r) => r.dest) }
-        const manifest = encodeSnapshotManifest({
-          format: "pi-state-snapshot",
-          version: 1,
-          id,
-          createdAt,
-          ...(o?.label !== undefined ? { label: o.label } : {}),
-          tool: { name: TOOL.name, version: TOOL.version },
-          scope,
-          entries
+/** A live file: a link to the previous snapshot's copy when every recorded attribute matches, else a copy. */
+const addFile = (
+  b: SnapshotBuild,
+  source: string,
+  target: string,
+  previousPath: string | undefined,
+  rel: string,
+  info: FileInfo,
+  sqliteGroup: boolean
+): Effect.Effect<void, FileSystemError> => {
+  const copy = copyLiveRecorded(b, source, target, rel, info, sqliteGroup)
+  const prior = b.previousEntries.get(rel)
+  if (sqliteGroup || previousPath === undefined || !shouldLink({ type: "file", size: info.size, mode: info.mode, mtimeMs: info.mtimeMs }, prior)) {
+    return copy
+  }
+  // Snapshot → snapshot only: the live file is never the link's source.
+  return Effect.matchEffect(b.ctx.fs.link(previousPath, target), {
+    onSuccess: () =>
+      Effect.sync(() => {
+        b.counts.linkedFiles++
+        recordFile(b, prior)
+      }),
+    onFailure: (e) =>
+      LINK_FALLBACK.has(e.errno)
+        ? Effect.suspend(() => {
+          b.counts.linkFallbacks++
+          return copy
         })
-        yield* fs.writeFileExclusive(NodePath.join(building, MANIFEST_FILE), manifest, { sync: false, mode: 0o600 })
-        // Every file, link and directory of the snapshot, and its manifest, durable before the rename that
-        // lists it: one syncfs instead of an fsync per file (and of the manifest). Without it a power cut could
-        // leave a listed snapshot with empty copies (ext4 allocates blocks at writeback), and the next create
-        // would link them onward.
-        yield* fs.syncFileSystem(building)
-        yield* fs.removeFile(NodePath.join(building, OWNER_MARKER))
-        yield* fs.rename(building, NodePath.join(root, id))
-        return { id, createdAt, scope, ...counts, changedDuringBackup, skipped, problems, sqliteLive, removedLeftovers } satisfies CreateResult
-      }))
-    })
+        : Effect.fail(e)
+  })
+}
 
-  // ------------------------------------------------------------------------------------------ verify
 
-  const cursorPath = NodePath.join(root, VERIFY_CURSOR)
+const addEntry = (b: SnapshotBuild, source: string, target: string, previousPath: string | undefined, rel: string, info: FileInfo): Effect.Effect<void, FileSystemError> => {
+  const type = entryType(info)
+  if (type === undefined) return skip(b, "SpecialFile", rel, "special file (FIFO, socket or device)")
+  if (type === "file") return addFile(b, source, target, previousPath, rel, info, false)
+  return Effect.gen(function*() {
+    if (type === "symlink") {
+      const linkTarget = yield* b.ctx.fs.readLink(source)
+      yield* b.ctx.fs.symlink(linkTarget, target)
+      b.entries.push({ path: rel, type, size: info.size, mode: info.mode, mtimeMs: info.mtimeMs, target: linkTarget })
+      return
+    }
+    yield* b.ctx.fs.makeDirectory(target, { mode: buildMode(info.mode) })
+    const record: ManifestEntry = { path: rel, type, size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
+    b.entries.push(record)
+    b.directories.push(record)
+    yield* addChildren(b, source, target, previousPath, rel, [])
+  }).pipe(
+    Effect.catchIf((e) => e.path === source && (e.reason === "NotFound" || e.reason === "PermissionDenied"), (e) => skipUnread(b, rel, e))
+  )
+}
 
-  const verify = (id?: string, o?: { readonly maxBytes?: number; readonly sample?: number }) =>
-    Effect.gen(function*() {
-      for (const [field, n] of [["maxBytes", o?.maxBytes], ["sample", o?.sample]] as const) {
-        if (n !== undefined && !(Number.isSafeInteger(n) && n > 0)) {
-          return yield* new InvalidArgument({ field, detail: `${String(n)} is not a whole number above 0` })
-        }
-      }
-      if (!(yield* checkRoot(false))) {
-        if (id !== undefined) return yield* new SnapshotNotFound({ root, id })
-        return { ok: true, checked: 0, checkedBytes: 0, corrupt: [], missing: [], problems: [], complete: true }
-      }
-      const ids = yield* snapshotIds
-      if (id !== undefined && !ids.includes(id)) return yield* new SnapshotNotFound({ root, id })
-      const problems: Array<VerifyProblem> = []
-      const found = (tag: VerifyProblem["_tag"], path: string, detail: string) => void problems.push(verifyProblem(tag, path, detail))
-      /**
-       * A hash or readlink that failed: gone is `Missing`; a path that is now another type (a FIFO where a file
-       * was, a file where a link was: the read's errno does not say so) `TypeMismatch`; else `Unreadable`.
-       * Reported, never a failed verify.
-       */
-      const unread = (name: string, path: string, entry: ManifestEntry, e: FileSystemError) =>
-        e.reason === "NotFound" ? Effect.sync(() => found("Missing", name, MISSING)) : Effect.map(Effect.either(optionalLstat(deps, path)), (looked) => {
-          // Read-only: an lstat that fails too leaves the read's own failure as the report.
-          if (looked._tag === "Left") return found("Unreadable", name, `cannot be read: ${e.message}`)
-          const info = looked.right
-          if (info === undefined) return found("Missing", name, MISSING)
-          const recorded = entry.type === "file" ? "File" : entry.type === "symlink" ? "SymbolicLink" : "Directory"
-          if (info.type !== recorded) return found("TypeMismatch", name, `is ${aFileType(info.type)}, the manifest records ${aFileType(recorded)}`)
-          return found("Unreadable", name, `cannot be read: ${e.message}`)
-        })
-      const items: Array<{ readonly id: string; readonly entry: ManifestEntry }> = []
-      for (const sid of id === undefined ? ids : [id]) {
-        const m = yield* readManifest(sid).pipe(Effect.either)
-        if (m._tag === "Left") {
-          const name = `${sid}/${MANIFEST_FILE}`
-          if (m.left._tag === "FileSystemError" && m.left.reason === "NotFound") found("ManifestMissing", name, "the snapshot's manifest is missing")
-          else found("ManifestUnusable", name, `the snapshot's manifest is unusable: ${m.left._tag === "SnapshotCorrupt" ? m.left.detail : m.left.message}`)
+
+const addChildren = (
+  b: SnapshotBuild,
+  dir: string,
+  targetDir: string,
+  previousDir: string | undefined,
+  rel: string,
+  exclude: ReadonlyArray<string>
+): Effect.Effect<void, FileSystemError> =>
+  Effect.flatMap(b.ctx.fs.readDirectoryInfo(dir), (listed) => {
+    const children = exclude.length === 0 ? listed : listed.filter((c) => !exclude.includes(c.name))
+    const fileNames: Array<string> = []
+    for (const c of children) if (c.info.type === "File") fileNames.push(c.name)
+    const groups = sqliteGroups(fileNames)
+    const inGroup: ReadonlySet<string> = groups.size === 0 ? NO_NAMES : new Set([...groups.values()].flat())
+    // Only a group's sidecars are looked up by name (rare): no map of every file per directory.
+    const fileInfo = (name: string) => children.find((c) => c.name === name)!.info
+    const sourceDir = dir.endsWith("/") ? dir : `${dir}/`
+    // Runs of files that link (every recorded attribute equal) become one `linkEach` call; anything
+    // else is a step of its own. Steps run in listing order, so the manifest's order is the walk's.
+    const steps: Array<() => Effect.Effect<void, FileSystemError>> = []
+    let run: Array<LinkCandidate> = []
+    const endRun = () => {
+      if (run.length === 0) return
+      const batch = run
+      run = []
+      steps.push(() => linkRun(b, sourceDir, targetDir, previousDir!, batch))
+    }
+    for (const { info, name } of children) {
+      const childRel = `${rel}/${name}`
+      if (info.type === "File" && previousDir !== undefined && !groups.has(name) && !inGroup.has(name)) {
+        const prior = b.previousEntries.get(childRel)
+        if (shouldLink({ type: "file", size: info.size, mode: info.mode, mtimeMs: info.mtimeMs }, prior)) {
+          run.push({ name, rel: childRel, info, prior })
           continue
         }
-        for (const entry of m.right.entries) items.push({ id: sid, entry })
       }
-      // A slice (borg's --max-duration, here by bytes or entries) starts after the last run's cursor and wraps.
-      const sliced = o?.maxBytes !== undefined || o?.sample !== undefined
-      let start = 0
-      if (sliced) {
-        // Read-only: no readable cursor means the slice starts from the beginning (it is rewritten below).
-        const cursor = yield* fs.readFile(cursorPath, { maxBytes: MARKER_MAX_BYTES }).pipe(Effect.option)
-        if (Option.isSome(cursor)) {
-          const c = decodeJsonBytes(CursorSchema, cursor.value)
-          if (c.ok) {
-            const at = items.findIndex((i) => `${i.id}/${i.entry.path}` > `${c.value.id}/${c.value.path}`)
-            start = at < 0 ? 0 : at
-          }
+      endRun()
+      steps.push(() => {
+        const source = sourceDir + name
+        const target = `${targetDir}/${name}`
+        const previousPath = previousDir === undefined ? undefined : `${previousDir}/${name}`
+        if (info.type !== "File") return addEntry(b, source, target, previousPath, childRel, info)
+        const sidecars = groups.get(name)
+        if (sidecars === undefined) {
+          if (inGroup.has(name)) return Effect.void // copied with its database
+          return addFile(b, source, target, previousPath, childRel, info, false)
+        }
+        // The database and its -wal/-shm one after another, never linked: as close to one moment as a file copy gets.
+        b.sqliteLive.push(childRel)
+        return Effect.zipRight(
+          addFile(b, source, target, previousPath, childRel, info, true),
+          Effect.forEach(sidecars, (sidecar) =>
+            addFile(b, sourceDir + sidecar, `${targetDir}/${sidecar}`, undefined, `${rel}/${sidecar}`, fileInfo(sidecar), true), { discard: true })
+        )
+      })
+    }
+    endRun()
+    return Effect.forEach(steps, (step) => step(), { discard: true })
+  })
+
+
+/**
+ * Link a run of unchanged files to the previous snapshot's copies in one call (snapshot → snapshot: the
+ * live file is never a link's source). A link that fails with a fallback errno is a copy from the live
+ * file instead, in its place in the manifest's order; any other failure fails the create.
+ */
+const linkRun = (
+  b: SnapshotBuild,
+  sourceDir: string,
+  targetDir: string,
+  previousDir: string,
+  run: ReadonlyArray<LinkCandidate>
+): Effect.Effect<void, FileSystemError> =>
+  Effect.flatMap(b.ctx.fs.linkEach(previousDir, targetDir, run.map((c) => c.name)), (answers) => {
+    for (let i = 0; i < run.length; i++) {
+      const failed = answers[i]
+      if (failed !== undefined) return linkRunTail(b, sourceDir, targetDir, run, answers, i)
+      b.counts.linkedFiles++
+      recordFile(b, run[i]!.prior)
+    }
+    return Effect.void
+  })
+
+
+/** The rest of a run from its first failed link on, one step per file. */
+const linkRunTail = (
+  b: SnapshotBuild,
+  sourceDir: string,
+  targetDir: string,
+  run: ReadonlyArray<LinkCandidate>,
+  answers: ReadonlyArray<FileSystemError | undefined>,
+  from: number
+): Effect.Effect<void, FileSystemError> =>
+  Effect.forEach(run.slice(from), (c, k) => {
+    const failed = answers[from + k]
+    if (failed === undefined) {
+      return Effect.sync(() => {
+        b.counts.linkedFiles++
+        recordFile(b, c.prior)
+      })
+    }
+    if (!LINK_FALLBACK.has(failed.errno)) return Effect.fail(failed)
+    b.counts.linkFallbacks++
+    return copyLiveRecorded(b, sourceDir + c.name, `${targetDir}/${c.name}`, c.rel, c.info, false)
+  }, { discard: true })
+
+const create = (ctx: BackupsContext, o?: CreateOptions) =>
+  Effect.gen(function*() {
+    yield* checkRoot(ctx, true)
+    return yield* withWriter(ctx, Effect.gen(function*() {
+      const removedLeftovers = yield* clearLeftovers(ctx)
+      const createdAt = yield* Clock.currentTimeMillis
+      const id = snapshotId(createdAt, yield* Random.nextIntBetween(0, 0xffffff))
+      const building = NodePath.join(ctx.root, `${INCOMPLETE_PREFIX}${id}`)
+      yield* ctx.fs.makeDirectory(building, { mode: 0o700 })
+      yield* ctx.fs.writeFileExclusive(
+        NodePath.join(building, OWNER_MARKER),
+        encodeJsonBytes({ version: 1, purpose: "state-snapshot", ...selfIdentity(ctx.deps), createdAt })
+      )
+      // The newest complete snapshot whose manifest is usable (ids sort by time): the link source.
+      let previous: SnapshotManifest | undefined
+      for (const candidate of (yield* snapshotIds(ctx)).reverse()) {
+        // Read-only: an unusable manifest is only not a link base (the files are copied); verify reports it.
+        const read = yield* readManifest(ctx, candidate).pipe(Effect.option)
+        if (Option.isSome(read)) {
+          previous = read.value
+          break
         }
       }
-      let checked = 0
-      let checkedBytes = 0
-      let last: { id: string; path: string } | undefined
-      /**
-       * `<id>/<dir>` → whether it is a directory in the snapshot (or what it is instead). An entry is read only
-       * when every directory above it is one: through a link there, a read would leave the snapshot.
-       */
-      const directories = new Map<string, true | FileInfo["type"] | "missing">()
-      type Above = { readonly dir: string; readonly is: FileInfo["type"] | "missing" } | undefined
-      /** What is known of the directories above `rel`, without a call; "look" when one was not looked at yet. */
-      const knownAbove = (sid: string, rel: string): Above | "look" => {
+      const previousDir = previous === undefined ? undefined : NodePath.join(ctx.root, previous.id)
+      const previousEntries = new Map((previous?.entries ?? []).map((e) => [e.path, e]))
+
+      const entries: Array<ManifestEntry> = []
+      const directories: Array<ManifestEntry> = []
+      const skipped: Array<SnapshotSkip> = []
+      const changedDuringBackup: Array<string> = []
+      const problems: Array<SnapshotCreateProblem> = []
+      const sqliteLive: Array<string> = []
+      const counts = { files: 0, bytes: 0, copiedFiles: 0, copiedBytes: 0, linkedFiles: 0, linkFallbacks: 0 }
+      const b: SnapshotBuild = { ctx, o, previousEntries, entries, directories, skipped, changedDuringBackup, problems, sqliteLive, counts }
+
+      const roots = yield* scopeRoots(ctx, ctx.webDataRoot)
+      for (const tree of roots) {
+        let info = yield* optionalLstat(ctx.deps, tree.source)
+        if (info === undefined) continue
+        let source = tree.source
+        if (info.type === "SymbolicLink") {
+          // A top-level entry linked to another disk is the user's choice of disk (as the doctor says):
+          // snapshot the directory behind it (a trailing slash resolves the link), not the link.
+          // Read-only: a link whose target cannot be examined is recorded as the link itself (nothing followed).
+          const through = yield* optionalLstat(ctx.deps, `${tree.source}/`).pipe(Effect.orElseSucceed(() => undefined))
+          if (through?.type === "Directory") {
+            info = through
+            source = `${tree.source}/`
+          }
+        }
+        const parent = tree.dest.split("/").slice(0, -1).join("/")
+        yield* ctx.fs.makeDirectory(under(building, parent), { mode: 0o700, recursive: true })
+        const target = under(building, tree.dest)
+        const previousPath = previousDir === undefined ? undefined : under(previousDir, tree.dest)
+        if (info.type === "Directory" && tree.exclude.length > 0) {
+          yield* ctx.fs.makeDirectory(target, { mode: buildMode(info.mode) })
+          const record: ManifestEntry = { path: tree.dest, type: "directory", size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
+          entries.push(record)
+          directories.push(record)
+          yield* addChildren(b, source, target, previousPath, tree.dest, tree.exclude)
+        } else {
+          yield* addEntry(b, source, target, previousPath, tree.dest, info)
+        }
+      }
+      // Directories get their live mode and mtime last, deepest first (filling them changed their mtime).
+      // Under a setgid directory (one of ours recorded so, or the building dir inheriting it from above the
+      // root) Linux's mkdir adds the bit to every new directory: then every mode is set, not only 0700 ones.
+      const setgid = (mode: number) => (mode & 0o2000) !== 0
+      const inherits = directories.some((d) => setgid(d.mode)) || setgid((yield* ctx.fs.lstat(building)).mode)
+      for (const d of [...directories].reverse()) {
+        const path = under(building, d.path)
+        if (inherits || buildMode(d.mode) !== d.mode) yield* ctx.fs.chmod(path, d.mode)
+        yield* ctx.fs.utimes(path, d.mtimeMs, d.mtimeMs)
+      }
+      const scope: SnapshotScope = { agentDir: ctx.agentDir, webDataRoot: ctx.webDataRoot, roots: roots.map((r) => r.dest) }
+      const manifest = encodeSnapshotManifest({
+        format: "pi-state-snapshot",
+        version: 1,
+        id,
+        createdAt,
+        ...(o?.label !== undefined ? { label: o.label } : {}),
+        tool: { name: TOOL.name, version: TOOL.version },
+        scope,
+        entries
+      })
+      yield* ctx.fs.writeFileExclusive(NodePath.join(building, MANIFEST_FILE), manifest, { sync: false, mode: 0o600 })
+      // Every file, link and directory of the snapshot, and its manifest, durable before the rename that
+      // lists it: one syncfs instead of an fsync per file (and of the manifest). Without it a power cut could
+      // leave a listed snapshot with empty copies (ext4 allocates blocks at writeback), and the next create
+      // would link them onward.
+      yield* ctx.fs.syncFileSystem(building)
+      yield* ctx.fs.removeFile(NodePath.join(building, OWNER_MARKER))
+      yield* ctx.fs.rename(building, NodePath.join(ctx.root, id))
+      return { id, createdAt, scope, ...counts, changedDuringBackup, skipped, problems, sqliteLive, removedLeftovers } satisfies CreateResult
+    }))
+  })
+
+// ------------------------------------------------------------------------------------------ verify
+
+const verify = (ctx: BackupsContext, id?: string, o?: { readonly maxBytes?: number; readonly sample?: number }) =>
+  Effect.gen(function*() {
+    for (const [field, n] of [["maxBytes", o?.maxBytes], ["sample", o?.sample]] as const) {
+      if (n !== undefined && !(Number.isSafeInteger(n) && n > 0)) {
+        return yield* new InvalidArgument({ field, detail: `${String(n)} is not a whole number above 0` })
+      }
+    }
+    if (!(yield* checkRoot(ctx, false))) {
+      if (id !== undefined) return yield* new SnapshotNotFound({ root: ctx.root, id })
+      return { ok: true, checked: 0, checkedBytes: 0, corrupt: [], missing: [], problems: [], complete: true }
+    }
+    const ids = yield* snapshotIds(ctx)
+    if (id !== undefined && !ids.includes(id)) return yield* new SnapshotNotFound({ root: ctx.root, id })
+    const problems: Array<VerifyProblem> = []
+    const found = (tag: VerifyProblem["_tag"], path: string, detail: string) => void problems.push(verifyProblem(tag, path, detail))
+    /**
+     * A hash or readlink that failed: gone is `Missing`; a path that is now another type (a FIFO where a file
+     * was, a file where a link was: the read's errno does not say so) `TypeMismatch`; else `Unreadable`.
+     * Reported, never a failed verify.
+     */
+    const unread = (name: string, path: string, entry: ManifestEntry, e: FileSystemError) =>
+      e.reason === "NotFound" ? Effect.sync(() => found("Missing", name, MISSING)) : Effect.map(Effect.either(optionalLstat(ctx.deps, path)), (looked) => {
+        // Read-only: an lstat that fails too leaves the read's own failure as the report.
+        if (looked._tag === "Left") return found("Unreadable", name, `cannot be read: ${e.message}`)
+        const info = looked.right
+        if (info === undefined) return found("Missing", name, MISSING)
+        const recorded = entry.type === "file" ? "File" : entry.type === "symlink" ? "SymbolicLink" : "Directory"
+        if (info.type !== recorded) return found("TypeMismatch", name, `is ${aFileType(info.type)}, the manifest records ${aFileType(recorded)}`)
+        return found("Unreadable", name, `cannot be read: ${e.message}`)
+      })
+    const items: Array<{ readonly id: string; readonly entry: ManifestEntry }> = []
+    for (const sid of id === undefined ? ids : [id]) {
+      const m = yield* readManifest(ctx, sid).pipe(Effect.either)
+      if (m._tag === "Left") {
+        const name = `${sid}/${MANIFEST_FILE}`
+        if (m.left._tag === "FileSystemError" && m.left.reason === "NotFound") found("ManifestMissing", name, "the snapshot's manifest is missing")
+        else found("ManifestUnusable", name, `the snapshot's manifest is unusable: ${m.left._tag === "SnapshotCorrupt" ? m.left.detail : m.left.message}`)
+        continue
+      }
+      for (const entry of m.right.entries) items.push({ id: sid, entry })
+    }
+    // A slice (borg's --max-duration, here by bytes or entries) starts after the last run's cursor and wraps.
+    const sliced = o?.maxBytes !== undefined || o?.sample !== undefined
+    let start = 0
+    if (sliced) {
+      // Read-only: no readable cursor means the slice starts from the beginning (it is rewritten below).
+      const cursor = yield* ctx.fs.readFile(ctx.cursorPath, { maxBytes: MARKER_MAX_BYTES }).pipe(Effect.option)
+      if (Option.isSome(cursor)) {
+        const c = decodeJsonBytes(CursorSchema, cursor.value)
+        if (c.ok) {
+          const at = items.findIndex((i) => `${i.id}/${i.entry.path}` > `${c.value.id}/${c.value.path}`)
+          start = at < 0 ? 0 : at
+        }
+      }
+    }
+    let checked = 0
+    let checkedBytes = 0
+    let last: { id: string; path: string } | undefined
+    /**
+     * `<id>/<dir>` → whether it is a directory in the snapshot (or what it is instead). An entry is read only
+     * when every directory above it is one: through a link there, a read would leave the snapshot.
+     */
+    const directories = new Map<string, true | FileInfo["type"] | "missing">()
+    type Above = { readonly dir: string; readonly is: FileInfo["type"] | "missing" } | undefined
+    /** What is known of the directories above `rel`, without a call; "look" when one was not looked at yet. */
+    const knownAbove = (sid: string, rel: string): Above | "look" => {
+      let at = rel.indexOf("/")
+      while (at >= 0) {
+        const known = directories.get(`${sid}/${rel.slice(0, at)}`)
+        if (known === undefined) return "look"
+        if (known !== true) return { dir: rel.slice(0, at), is: known }
+        at = rel.indexOf("/", at + 1)
+      }
+      return undefined
+    }
+    const lookAbove = (sid: string, rel: string): Effect.Effect<Above, FileSystemError> =>
+      Effect.gen(function*() {
         let at = rel.indexOf("/")
         while (at >= 0) {
-          const known = directories.get(`${sid}/${rel.slice(0, at)}`)
-          if (known === undefined) return "look"
-          if (known !== true) return { dir: rel.slice(0, at), is: known }
+          const dir = rel.slice(0, at)
+          let known = directories.get(`${sid}/${dir}`)
+          if (known === undefined) {
+            const info = yield* optionalLstat(ctx.deps, under(NodePath.join(ctx.root, sid), dir))
+            known = info === undefined ? "missing" : info.type === "Directory" ? true : info.type
+            directories.set(`${sid}/${dir}`, known)
+          }
+          if (known !== true) return { dir, is: known }
           at = rel.indexOf("/", at + 1)
         }
         return undefined
-      }
-      const lookAbove = (sid: string, rel: string): Effect.Effect<Above, FileSystemError> =>
-        Effect.gen(function*() {
-          let at = rel.indexOf("/")
-          while (at >= 0) {
-            const dir = rel.slice(0, at)
-            let known = directories.get(`${sid}/${dir}`)
-            if (known === undefined) {
-              const info = yield* optionalLstat(deps, under(NodePath.join(root, sid), dir))
-              known = info === undefined ? "missing" : info.type === "Directory" ? true : info.type
-              directories.set(`${sid}/${dir}`, known)
-            }
-            if (known !== true) return { dir, is: known }
-            at = rel.indexOf("/", at + 1)
+      })
+    for (let n = 0; n < items.length; n++) {
+      if (sliced && checked > 0 && ((o?.sample !== undefined && checked >= o.sample) || (o?.maxBytes !== undefined && checkedBytes >= o.maxBytes))) break
+      const { id: sid, entry } = items[(start + n) % items.length]!
+      const path = under(NodePath.join(ctx.root, sid), entry.path)
+      const name = `${sid}/${entry.path}`
+      checked++
+      last = { id: sid, path: entry.path }
+      const known = knownAbove(sid, entry.path)
+      const above = known === "look" ? yield* lookAbove(sid, entry.path) : known
+      if (above !== undefined) {
+        if (above.is === "missing") found("Missing", name, `gone (${above.dir} is missing from the snapshot)`)
+        else found("Unreadable", name, `not read: ${above.dir} is ${aFileType(above.is)} in the snapshot, where the manifest records a directory`)
+      } else if (entry.type === "file") {
+        const digest = yield* ctx.fs.hashFile(path).pipe(Effect.either)
+        if (digest._tag === "Left") yield* unread(name, path, entry, digest.left)
+        else {
+          checkedBytes += digest.right.bytes
+          if (digest.right.sha256 !== entry.sha256 || digest.right.bytes !== entry.size) {
+            found("ContentMismatch", name, digest.right.bytes !== entry.size
+              ? `${digest.right.bytes} bytes, the manifest records ${entry.size}`
+              : "its SHA-256 differs from the manifest's")
           }
-          return undefined
-        })
-      for (let n = 0; n < items.length; n++) {
-        if (sliced && checked > 0 && ((o?.sample !== undefined && checked >= o.sample) || (o?.maxBytes !== undefined && checkedBytes >= o.maxBytes))) break
-        const { id: sid, entry } = items[(start + n) % items.length]!
-        const path = under(NodePath.join(root, sid), entry.path)
-        const name = `${sid}/${entry.path}`
-        checked++
-        last = { id: sid, path: entry.path }
-        const known = knownAbove(sid, entry.path)
-        const above = known === "look" ? yield* lookAbove(sid, entry.path) : known
-        if (above !== undefined) {
-          if (above.is === "missing") found("Missing", name, `gone (${above.dir} is missing from the snapshot)`)
-          else found("Unreadable", name, `not read: ${above.dir} is ${aFileType(above.is)} in the snapshot, where the manifest records a directory`)
-        } else if (entry.type === "file") {
-          const digest = yield* fs.hashFile(path).pipe(Effect.either)
-          if (digest._tag === "Left") yield* unread(name, path, entry, digest.left)
-          else {
-            checkedBytes += digest.right.bytes
-            if (digest.right.sha256 !== entry.sha256 || digest.right.bytes !== entry.size) {
-              found("ContentMismatch", name, digest.right.bytes !== entry.size
-                ? `${digest.right.bytes} bytes, the manifest records ${entry.size}`
-                : "its SHA-256 differs from the manifest's")
-            }
-          }
-        } else if (entry.type === "symlink") {
-          const target = yield* fs.readLink(path).pipe(Effect.either)
-          if (target._tag === "Left") yield* unread(name, path, entry, target.left)
-          else if (target.right !== entry.target) found("TargetMismatch", name, `the link points to ${target.right}, not ${entry.target ?? ""}`)
-        } else {
-          const info = yield* optionalLstat(deps, path)
-          if (info === undefined) found("Missing", name, MISSING)
-          else if (info.type !== "Directory") found("TypeMismatch", name, `is ${aFileType(info.type)}, the manifest records a directory`)
         }
+      } else if (entry.type === "symlink") {
+        const target = yield* ctx.fs.readLink(path).pipe(Effect.either)
+        if (target._tag === "Left") yield* unread(name, path, entry, target.left)
+        else if (target.right !== entry.target) found("TargetMismatch", name, `the link points to ${target.right}, not ${entry.target ?? ""}`)
+      } else {
+        const info = yield* optionalLstat(ctx.deps, path)
+        if (info === undefined) found("Missing", name, MISSING)
+        else if (info.type !== "Directory") found("TypeMismatch", name, `is ${aFileType(info.type)}, the manifest records a directory`)
       }
-      const complete = checked >= items.length
-      if (sliced && last !== undefined) {
-        // Wrapped around or finished: the next slice starts from the beginning.
-        yield* fs.writeFileAtomic(cursorPath, encodeJsonBytes(complete ? { id: "", path: "" } : last), { sync: false })
-      }
-      const missing = problems.filter(isMissingProblem).map((p) => p.path)
-      const corrupt = problems.filter((p) => !isMissingProblem(p)).map((p) => p.path)
-      const at = yield* Clock.currentTimeMillis
-      const record: LastVerify = {
-        version: 1, at, id: id ?? null, ok: problems.length === 0, checked, checkedBytes, corrupt: corrupt.length, missing: missing.length, complete
-      }
-      yield* fs.writeFileAtomic(lastVerifyPath, encodeJsonBytes(record), { sync: false })
-      return { ok: problems.length === 0, checked, checkedBytes, corrupt, missing, problems, complete }
-    })
+    }
+    const complete = checked >= items.length
+    if (sliced && last !== undefined) {
+      // Wrapped around or finished: the next slice starts from the beginning.
+      yield* ctx.fs.writeFileAtomic(ctx.cursorPath, encodeJsonBytes(complete ? { id: "", path: "" } : last), { sync: false })
+    }
+    const missing = problems.filter(isMissingProblem).map((p) => p.path)
+    const corrupt = problems.filter((p) => !isMissingProblem(p)).map((p) => p.path)
+    const at = yield* Clock.currentTimeMillis
+    const record: LastVerify = {
+      version: 1, at, id: id ?? null, ok: problems.length === 0, checked, checkedBytes, corrupt: corrupt.length, missing: missing.length, complete
+    }
+    yield* ctx.fs.writeFileAtomic(ctx.lastVerifyPath, encodeJsonBytes(record), { sync: false })
+    return { ok: problems.length === 0, checked, checkedBytes, corrupt, missing, problems, complete }
+  })
 
-  const lastVerifyPath = NodePath.join(root, LAST_VERIFY)
-
-  const lastVerify: Effect.Effect<LastVerifyRead> = fs.readFile(lastVerifyPath, { maxBytes: MARKER_MAX_BYTES }).pipe(
+const lastVerify = (ctx: BackupsContext): Effect.Effect<LastVerifyRead> =>
+  ctx.fs.readFile(ctx.lastVerifyPath, { maxBytes: MARKER_MAX_BYTES }).pipe(
     Effect.map((bytes): LastVerifyRead => {
       const decoded = decodeJsonBytes(LastVerify, bytes)
-      return decoded.ok ? { last: decoded.value, problem: null } : { last: null, problem: `${lastVerifyPath}: ${decoded.why}` }
+      return decoded.ok ? { last: decoded.value, problem: null } : { last: null, problem: `${ctx.lastVerifyPath}: ${decoded.why}` }
     }),
     Effect.catchAll((e) => Effect.succeed<LastVerifyRead>({ last: null, problem: e.reason === "NotFound" ? null : e.message }))
   )
 
-  // ------------------------------------------------------------------------------------------ forget
+// ------------------------------------------------------------------------------------------ forget
 
-  const forget = (o: ForgetPolicy & { readonly dryRun?: boolean; readonly timeZone?: string }) =>
-    Effect.gen(function*() {
-      const check = planForgetResult([], o, { timeZone: o.timeZone })
-      if (!check.ok) return yield* check.error
-      const run = Effect.gen(function*() {
-        if (o.dryRun !== true) yield* clearLeftovers
-        const all = yield* manifests
-        const planned = planForgetResult(all.map((m) => ({ id: m.id, createdAt: m.createdAt })), o, { timeZone: o.timeZone })
-        if (!planned.ok) return yield* planned.error
-        if (o.dryRun !== true) {
-          for (const id of planned.plan.remove) {
-            // Out of the readers' sight first, then deleted (a crash leaves `.removing-*`, cleared next time).
-            const removing = NodePath.join(root, `${REMOVING_PREFIX}${id}`)
-            yield* fs.rename(NodePath.join(root, id), removing)
-            yield* removeWholeTree(deps, removing)
-          }
-        }
-        return { kept: planned.plan.keep, removed: planned.plan.remove, dryRun: o.dryRun === true }
-      })
-      if (!(yield* checkRoot(false))) return { kept: [], removed: [], dryRun: o.dryRun === true }
-      return yield* (o.dryRun === true ? run : withWriter(run))
-    })
-
-  // ------------------------------------------------------------------------------------------ restore
-
-  /**
-   * Read what a restore will copy, before anything live is moved or written (SPEC BK2 "restore verifies
-   * before it writes"): each directory on the way to a selected entry is a directory in the snapshot (a link
-   * there would lead the reads outside it), each selected directory is one, each link has its recorded
-   * target and each file re-hashes to its record. The first difference is `SnapshotCorrupt`.
-   */
-  const checkBeforeRestore = (snapshotDir: string, selected: ReadonlyArray<RestoreItem>) =>
-    Effect.gen(function*() {
-      const damaged = (entry: string, detail: string) => new SnapshotCorrupt({ path: snapshotDir, entry, detail })
-      /** A read that failed: say what is there instead, or pass on a failure that is not about the snapshot's shape. */
-      const unread = (entry: string, recorded: FileInfo["type"], e: FileSystemError): Effect.Effect<never, SnapshotCorrupt | FileSystemError> =>
-        Effect.flatMap(optionalLstat(deps, under(snapshotDir, entry)), (info): Effect.Effect<never, SnapshotCorrupt | FileSystemError> =>
-          info === undefined
-            ? Effect.fail(damaged(entry, "is missing from the snapshot"))
-            : info.type !== recorded
-            ? Effect.fail(damaged(entry, `is ${aFileType(info.type)} in the snapshot, the manifest records ${aFileType(recorded)}`))
-            : Effect.fail(e))
-      const ancestors = new Set<string>()
-      for (const item of selected) {
-        for (let k = 1; k < item.path.segments.length; k++) ancestors.add(item.path.segments.slice(0, k).join("/"))
-      }
-      for (const dir of [...ancestors].sort()) {
-        const info = yield* optionalLstat(deps, under(snapshotDir, dir))
-        if (info === undefined) return yield* damaged(dir, "is missing from the snapshot")
-        if (info.type !== "Directory") return yield* damaged(dir, `is ${aFileType(info.type)} in the snapshot, where the entries below it need a directory`)
-      }
-      for (const { entry } of selected) {
-        const from = under(snapshotDir, entry.path)
-        if (entry.type === "directory") {
-          if (!ancestors.has(entry.path)) {
-            const info = yield* optionalLstat(deps, from)
-            if (info === undefined) return yield* damaged(entry.path, "is missing from the snapshot")
-            if (info.type !== "Directory") return yield* damaged(entry.path, `is ${aFileType(info.type)} in the snapshot, the manifest records a directory`)
-          }
-        } else if (entry.type === "symlink") {
-          const target = yield* fs.readLink(from).pipe(Effect.catchAll((e) => unread(entry.path, "SymbolicLink", e)))
-          if (target !== entry.target) return yield* damaged(entry.path, "the link's target differs from the manifest's")
-        } else {
-          const digest = yield* fs.hashFile(from).pipe(Effect.catchAll((e) => unread(entry.path, "File", e)))
-          if (digest.bytes !== entry.size) return yield* damaged(entry.path, `${digest.bytes} bytes, the manifest records ${entry.size}`)
-          if (digest.sha256 !== entry.sha256) return yield* damaged(entry.path, "its SHA-256 differs from the manifest's")
+const forget = (ctx: BackupsContext, o: ForgetPolicy & { readonly dryRun?: boolean; readonly timeZone?: string }) =>
+  Effect.gen(function*() {
+    const check = planForgetResult([], o, { timeZone: o.timeZone })
+    if (!check.ok) return yield* check.error
+    const run = Effect.gen(function*() {
+      if (o.dryRun !== true) yield* clearLeftovers(ctx)
+      const all = yield* manifests(ctx)
+      const planned = planForgetResult(all.map((m) => ({ id: m.id, createdAt: m.createdAt })), o, { timeZone: o.timeZone })
+      if (!planned.ok) return yield* planned.error
+      if (o.dryRun !== true) {
+        for (const id of planned.plan.remove) {
+          // Out of the readers' sight first, then deleted (a crash leaves `.removing-*`, cleared next time).
+          const removing = NodePath.join(ctx.root, `${REMOVING_PREFIX}${id}`)
+          yield* ctx.fs.rename(NodePath.join(ctx.root, id), removing)
+          yield* removeWholeTree(ctx.deps, removing)
         }
       }
+      return { kept: planned.plan.keep, removed: planned.plan.remove, dryRun: o.dryRun === true }
     })
+    if (!(yield* checkRoot(ctx, false))) return { kept: [], removed: [], dryRun: o.dryRun === true }
+    return yield* (o.dryRun === true ? run : withWriter(ctx, run))
+  })
 
-  /**
-   * `<agent dir>/state` may be a symlink to the person's own directory elsewhere (another disk): a snapshot
-   * copies the directory behind it, and a restore writes into it only when that directory is provably theirs
-   * and no other tree's: a directory (links followed) owned by this user and writable by nobody else
-   * (`rootSafetyProblems`), neither inside nor around another snapshotted tree or the backup root (by
-   * identity: `resolvedWithin`). Otherwise `UnsafeRestoreTarget`, naming the link, before anything moves.
-   * The link's path when it is one and safe, else `undefined`.
-   */
-  const checkStateLink = (web: string) =>
-    Effect.gen(function*() {
-      const link = NodePath.join(agentDir, "state")
-      const info = yield* optionalLstat(deps, link)
-      if (info?.type !== "SymbolicLink") return undefined
-      const target = Option.getOrUndefined(yield* Effect.option(fs.readLink(link)))
-      const refuse = (detail: string) => new UnsafeRestoreTarget({ path: link, ...(target !== undefined ? { target } : {}), detail })
-      const through = yield* optionalLstat(deps, `${link}/`).pipe(Effect.orElseSucceed(() => undefined))
-      if (through?.type !== "Directory") return yield* refuse("it does not lead to a directory")
-      const [problem] = rootSafetyProblems(through, host.uid)
-      if (problem !== undefined) return yield* refuse(`the directory it leads to is not provably yours: ${problem.detail}`)
-      const at = yield* locate(fs, link)
-      const others = [...(yield* scopeRoots(web)).filter((t) => t.source !== link).map((t) => t.source), root]
-      for (const other of others) {
-        const otherAt = yield* locate(fs, other)
-        if (resolvedWithin(at, otherAt) || resolvedWithin(otherAt, at)) {
-          return yield* refuse(`the directory it leads to ${resolvedWithin(at, otherAt) ? "lies inside" : "holds"} ${other === root ? "the backup root" : other}`)
+// ------------------------------------------------------------------------------------------ restore
+
+/**
+ * Read what a restore will copy, before anything live is moved or written (SPEC BK2 "restore verifies
+ * before it writes"): each directory on the way to a selected entry is a directory in the snapshot (a link
+ * there would lead the reads outside it), each selected directory is one, each link has its recorded
+ * target and each file re-hashes to its record. The first difference is `SnapshotCorrupt`.
+ */
+const checkBeforeRestore = (ctx: BackupsContext, snapshotDir: string, selected: ReadonlyArray<RestoreItem>) =>
+  Effect.gen(function*() {
+    const damaged = (entry: string, detail: string) => new SnapshotCorrupt({ path: snapshotDir, entry, detail })
+    /** A read that failed: say what is there instead, or pass on a failure that is not about the snapshot's shape. */
+    const unread = (entry: string, recorded: FileInfo["type"], e: FileSystemError): Effect.Effect<never, SnapshotCorrupt | FileSystemError> =>
+      Effect.flatMap(optionalLstat(ctx.deps, under(snapshotDir, entry)), (info): Effect.Effect<never, SnapshotCorrupt | FileSystemError> =>
+        info === undefined
+          ? Effect.fail(damaged(entry, "is missing from the snapshot"))
+          : info.type !== recorded
+          ? Effect.fail(damaged(entry, `is ${aFileType(info.type)} in the snapshot, the manifest records ${aFileType(recorded)}`))
+          : Effect.fail(e))
+    const ancestors = new Set<string>()
+    for (const item of selected) {
+      for (let k = 1; k < item.path.segments.length; k++) ancestors.add(item.path.segments.slice(0, k).join("/"))
+    }
+    for (const dir of [...ancestors].sort()) {
+      const info = yield* optionalLstat(ctx.deps, under(snapshotDir, dir))
+      if (info === undefined) return yield* damaged(dir, "is missing from the snapshot")
+      if (info.type !== "Directory") return yield* damaged(dir, `is ${aFileType(info.type)} in the snapshot, where the entries below it need a directory`)
+    }
+    for (const { entry } of selected) {
+      const from = under(snapshotDir, entry.path)
+      if (entry.type === "directory") {
+        if (!ancestors.has(entry.path)) {
+          const info = yield* optionalLstat(ctx.deps, from)
+          if (info === undefined) return yield* damaged(entry.path, "is missing from the snapshot")
+          if (info.type !== "Directory") return yield* damaged(entry.path, `is ${aFileType(info.type)} in the snapshot, the manifest records a directory`)
         }
+      } else if (entry.type === "symlink") {
+        const target = yield* ctx.fs.readLink(from).pipe(Effect.catchAll((e) => unread(entry.path, "SymbolicLink", e)))
+        if (target !== entry.target) return yield* damaged(entry.path, "the link's target differs from the manifest's")
+      } else {
+        const digest = yield* ctx.fs.hashFile(from).pipe(Effect.catchAll((e) => unread(entry.path, "File", e)))
+        if (digest.bytes !== entry.size) return yield* damaged(entry.path, `${digest.bytes} bytes, the manifest records ${entry.size}`)
+        if (digest.sha256 !== entry.sha256) return yield* damaged(entry.path, "its SHA-256 differs from the manifest's")
       }
-      return link
-    })
+    }
+  })
 
-  const restore = (id: string, o?: { readonly extension?: string; readonly dryRun?: boolean }) =>
-    Effect.gen(function*() {
-      // WR2 here, not only in the CLI: a namespace like `../../Documents` would name live data outside the scope.
-      if (o?.extension !== undefined) yield* decodeSegment("extension", o.extension)
-      if (!(yield* checkRoot(false))) return yield* new SnapshotNotFound({ root, id })
-      const run = Effect.gen(function*() {
-        if (!(yield* snapshotIds).includes(id)) return yield* new SnapshotNotFound({ root, id })
-        const manifestPath = NodePath.join(root, id, MANIFEST_FILE)
-        // Decoded whole (every path, the tree's shape) by readManifest: an unsafe path refuses the snapshot.
-        const manifest = yield* readManifest(id).pipe(
-          Effect.catchIf((e): e is FileSystemError => e._tag === "FileSystemError" && e.reason === "NotFound", () =>
-            Effect.fail(new SnapshotCorrupt({ path: manifestPath, detail: "it is missing" })))
-        )
-        const snapshotDir = NodePath.join(root, id)
-        // Where a restore writes is this process's agent dir and web data root, never the manifest's record of
-        // where the snapshot came from: that is as untrusted as its paths.
-        const web = webDataRoot
-        const selected: Array<RestoreItem> = []
+/**
+ * `<agent dir>/state` may be a symlink to the person's own directory elsewhere (another disk): a snapshot
+ * copies the directory behind it, and a restore writes into it only when that directory is provably theirs
+ * and no other tree's: a directory (links followed) owned by this user and writable by nobody else
+ * (`rootSafetyProblems`), neither inside nor around another snapshotted tree or the backup root (by
+ * identity: `resolvedWithin`). Otherwise `UnsafeRestoreTarget`, naming the link, before anything moves.
+ * The link's path when it is one and safe, else `undefined`.
+ */
+const checkStateLink = (ctx: BackupsContext, web: string) =>
+  Effect.gen(function*() {
+    const link = NodePath.join(ctx.agentDir, "state")
+    const info = yield* optionalLstat(ctx.deps, link)
+    if (info?.type !== "SymbolicLink") return undefined
+    const target = Option.getOrUndefined(yield* Effect.option(ctx.fs.readLink(link)))
+    const refuse = (detail: string) => new UnsafeRestoreTarget({ path: link, ...(target !== undefined ? { target } : {}), detail })
+    const through = yield* optionalLstat(ctx.deps, `${link}/`).pipe(Effect.orElseSucceed(() => undefined))
+    if (through?.type !== "Directory") return yield* refuse("it does not lead to a directory")
+    const [problem] = rootSafetyProblems(through, ctx.host.uid)
+    if (problem !== undefined) return yield* refuse(`the directory it leads to is not provably yours: ${problem.detail}`)
+    const at = yield* locate(ctx.fs, link)
+    const others = [...(yield* scopeRoots(ctx, web)).filter((t) => t.source !== link).map((t) => t.source), ctx.root]
+    for (const other of others) {
+      const otherAt = yield* locate(ctx.fs, other)
+      if (resolvedWithin(at, otherAt) || resolvedWithin(otherAt, at)) {
+        return yield* refuse(`the directory it leads to ${resolvedWithin(at, otherAt) ? "lies inside" : "holds"} ${other === ctx.root ? "the backup root" : other}`)
+      }
+    }
+    return link
+  })
+
+const restore = (ctx: BackupsContext, id: string, o?: { readonly extension?: string; readonly dryRun?: boolean }) =>
+  Effect.gen(function*() {
+    // WR2 here, not only in the CLI: a namespace like `../../Documents` would name live data outside the scope.
+    if (o?.extension !== undefined) yield* decodeSegment("extension", o.extension)
+    if (!(yield* checkRoot(ctx, false))) return yield* new SnapshotNotFound({ root: ctx.root, id })
+    const run = Effect.gen(function*() {
+      if (!(yield* snapshotIds(ctx)).includes(id)) return yield* new SnapshotNotFound({ root: ctx.root, id })
+      const manifestPath = NodePath.join(ctx.root, id, MANIFEST_FILE)
+      // Decoded whole (every path, the tree's shape) by readManifest: an unsafe path refuses the snapshot.
+      const manifest = yield* readManifest(ctx, id).pipe(
+        Effect.catchIf((e): e is FileSystemError => e._tag === "FileSystemError" && e.reason === "NotFound", () =>
+          Effect.fail(new SnapshotCorrupt({ path: manifestPath, detail: "it is missing" })))
+      )
+      const snapshotDir = NodePath.join(ctx.root, id)
+      // Where a restore writes is this process's agent dir and web data root, never the manifest's record of
+      // where the snapshot came from: that is as untrusted as its paths.
+      const web = ctx.webDataRoot
+      const selected: Array<RestoreItem> = []
+      for (const entry of manifest.entries) {
+        const decoded = decodeSnapshotPath(entry.path)
+        if (!decoded.ok) return yield* new SnapshotCorrupt({ path: manifestPath, detail: `path ${JSON.stringify(entry.path)} ${decoded.why}` })
+        const path = decoded.value
+        if (!inRestoreScope(path, o?.extension)) continue
+        const base = path.segments[0] === "agent" ? ctx.agentDir : web
+        selected.push({ entry, path, live: NodePath.join(base, ...path.segments.slice(1)) })
+      }
+      // SPEC BK2 "refuses a scope the snapshot does not hold": one extension it has no state of is refused
+      // before anything moves (restoring it would move the live state aside and put nothing back).
+      if (o?.extension !== undefined && selected.length === 0) {
+        const held = new Set<string>()
         for (const entry of manifest.entries) {
           const decoded = decodeSnapshotPath(entry.path)
-          if (!decoded.ok) return yield* new SnapshotCorrupt({ path: manifestPath, detail: `path ${JSON.stringify(entry.path)} ${decoded.why}` })
-          const path = decoded.value
-          if (!inRestoreScope(path, o?.extension)) continue
-          const base = path.segments[0] === "agent" ? agentDir : web
-          selected.push({ entry, path, live: NodePath.join(base, ...path.segments.slice(1)) })
+          if (decoded.ok && decoded.value.extension !== undefined) held.add(decoded.value.extension)
         }
-        // SPEC BK2 "refuses a scope the snapshot does not hold": one extension it has no state of is refused
-        // before anything moves (restoring it would move the live state aside and put nothing back).
-        if (o?.extension !== undefined && selected.length === 0) {
-          const held = new Set<string>()
-          for (const entry of manifest.entries) {
-            const decoded = decodeSnapshotPath(entry.path)
-            if (decoded.ok && decoded.value.extension !== undefined) held.add(decoded.value.extension)
-          }
-          return yield* new ExtensionNotInSnapshot({ root, id, extension: o.extension, held: [...held].sort() })
-        }
-        yield* checkBeforeRestore(snapshotDir, selected)
-        // `state/` kept elsewhere through a symlink (the person's own layout): restored into its target only
-        // once that is proven safe; the path through the link (a trailing slash) stands for the directory.
-        const stateLink = yield* checkStateLink(web)
-        const asDirectory = (live: string): string => (live === stateLink ? `${live}/` : live)
-        /** Make a live directory (and its parents); the checked directory behind the state link is there already. */
-        const ensureDirectory = (live: string) => (live === stateLink ? Effect.void : fs.makeDirectory(live, { mode: 0o700, recursive: true }))
+        return yield* new ExtensionNotInSnapshot({ root: ctx.root, id, extension: o.extension, held: [...held].sort() })
+      }
+      yield* checkBeforeRestore(ctx, snapshotDir, selected)
+      // `state/` kept elsewhere through a symlink (the person's own layout): restored into its target only
+      // once that is proven safe; the path through the link (a trailing slash) stands for the directory.
+      const stateLink = yield* checkStateLink(ctx, web)
+      const asDirectory = (live: string): string => (live === stateLink ? `${live}/` : live)
+      /** Make a live directory (and its parents); the checked directory behind the state link is there already. */
+      const ensureDirectory = (live: string) => (live === stateLink ? Effect.void : ctx.fs.makeDirectory(live, { mode: 0o700, recursive: true }))
 
-        // The live units this restore replaces, moved aside whole: one extension's state, or the whole scope
-        // (`state/` itself stays: its backups/ and restore-aside/ are not ours to move).
-        const units: Array<string> = []
-        if (o?.extension !== undefined) units.push(...extensionDests(o.extension))
-        else {
-          for (const tree of yield* scopeRoots(web)) {
-            if (tree.exclude.length === 0) units.push(tree.dest)
-            else {
-              const children = yield* fs.readDirectory(asDirectory(tree.source)).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed([])))
-              for (const c of children) if (!tree.exclude.includes(c.name)) units.push(`${tree.dest}/${c.name}`)
-            }
+      // The live units this restore replaces, moved aside whole: one extension's state, or the whole scope
+      // (`state/` itself stays: its backups/ and restore-aside/ are not ours to move).
+      const units: Array<string> = []
+      if (o?.extension !== undefined) units.push(...extensionDests(o.extension))
+      else {
+        for (const tree of yield* scopeRoots(ctx, web)) {
+          if (tree.exclude.length === 0) units.push(tree.dest)
+          else {
+            const children = yield* ctx.fs.readDirectory(asDirectory(tree.source)).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed([])))
+            for (const c of children) if (!tree.exclude.includes(c.name)) units.push(`${tree.dest}/${c.name}`)
           }
         }
-        const liveOfUnit = (rel: string): string => {
-          const [top, ...rest] = rel.split("/")
-          return NodePath.join(top === "agent" ? agentDir : web, ...rest)
-        }
-        const present: Array<{ rel: string; live: string }> = []
-        for (const rel of units) {
-          const live = liveOfUnit(rel)
-          if ((yield* optionalLstat(deps, live)) !== undefined) present.push({ rel, live })
-        }
-        const restored = selected.filter((s) => s.entry.type !== "directory").map((s) => s.live)
-        if (o?.dryRun === true) return { restored, movedAside: null, asideDirs: [], movedAsidePaths: present.map((p) => p.live), dryRun: true }
+      }
+      const liveOfUnit = (rel: string): string => {
+        const [top, ...rest] = rel.split("/")
+        return NodePath.join(top === "agent" ? ctx.agentDir : web, ...rest)
+      }
+      const present: Array<{ rel: string; live: string }> = []
+      for (const rel of units) {
+        const live = liveOfUnit(rel)
+        if ((yield* optionalLstat(ctx.deps, live)) !== undefined) present.push({ rel, live })
+      }
+      const restored = selected.filter((s) => s.entry.type !== "directory").map((s) => s.live)
+      if (o?.dryRun === true) return { restored, movedAside: null, asideDirs: [], movedAsidePaths: present.map((p) => p.live), dryRun: true }
 
-        const stamp = restoreAsideName(yield* Clock.currentTimeMillis, yield* Random.nextIntBetween(0, 0xffffff))
-        const aside = NodePath.join(agentPaths(agentDir).restoreAsideDir, stamp)
-        /** Every directory live data went to: the agent's, and the web data root's own when a rename cannot cross. */
-        const asideDirs: Array<string> = []
-        const used = (dir: string) => Effect.sync(() => void (asideDirs.includes(dir) || asideDirs.push(dir)))
-        for (const unit of present) {
-          const target = under(aside, unit.rel)
-          yield* fs.makeDirectory(NodePath.dirname(target), { mode: 0o700, recursive: true })
-          yield* fs.rename(unit.live, target).pipe(
-            Effect.zipRight(used(aside)),
-            // Web data on another filesystem: aside within its own filesystem, beside the data root.
-            Effect.catchIf((e) => e.reason === "CrossDevice", () =>
-              Effect.gen(function*() {
-                const localAside = NodePath.join(web, WEB_RESTORE_ASIDE_DIR, stamp)
-                const local = under(localAside, unit.rel)
-                yield* fs.makeDirectory(NodePath.dirname(local), { mode: 0o700, recursive: true })
-                yield* fs.rename(unit.live, local)
-                yield* used(localAside)
-              }))
-          )
+      const stamp = restoreAsideName(yield* Clock.currentTimeMillis, yield* Random.nextIntBetween(0, 0xffffff))
+      const aside = NodePath.join(agentPaths(ctx.agentDir).restoreAsideDir, stamp)
+      /** Every directory live data went to: the agent's, and the web data root's own when a rename cannot cross. */
+      const asideDirs: Array<string> = []
+      const used = (dir: string) => Effect.sync(() => void (asideDirs.includes(dir) || asideDirs.push(dir)))
+      for (const unit of present) {
+        const target = under(aside, unit.rel)
+        yield* ctx.fs.makeDirectory(NodePath.dirname(target), { mode: 0o700, recursive: true })
+        yield* ctx.fs.rename(unit.live, target).pipe(
+          Effect.zipRight(used(aside)),
+          // Web data on another filesystem: aside within its own filesystem, beside the data root.
+          Effect.catchIf((e) => e.reason === "CrossDevice", () =>
+            Effect.gen(function*() {
+              const localAside = NodePath.join(web, WEB_RESTORE_ASIDE_DIR, stamp)
+              const local = under(localAside, unit.rel)
+              yield* ctx.fs.makeDirectory(NodePath.dirname(local), { mode: 0o700, recursive: true })
+              yield* ctx.fs.rename(unit.live, local)
+              yield* used(localAside)
+            }))
+        )
+      }
+      const movedAside = asideDirs[0] ?? null
+      // Directories first (parents before children), then files, then links last: nothing is written below
+      // a link this restore made (the manifest records nothing below a link: domain/SnapshotPath.ts).
+      const dirs = selected.filter((s) => s.entry.type === "directory").sort((a, b) => a.path.segments.length - b.path.segments.length)
+      for (const d of dirs) yield* ensureDirectory(d.live)
+      for (const { entry, live } of selected) {
+        if (entry.type !== "file") continue
+        yield* ensureDirectory(NodePath.dirname(live))
+        const copied = yield* ctx.fs.copyFileHashed(under(snapshotDir, entry.path), live, { sync: true })
+        if (copied.sha256 !== entry.sha256 || copied.bytes !== entry.size) {
+          // Checked a moment ago, different now: the snapshot is being changed under us. Stop, keep what was moved aside.
+          yield* ctx.fs.removeFile(live)
+          return yield* new SnapshotCorrupt({ path: snapshotDir, entry: entry.path, detail: "it changed while it was restored", stopped: { movedAside, asideDirs } })
         }
-        const movedAside = asideDirs[0] ?? null
-        // Directories first (parents before children), then files, then links last: nothing is written below
-        // a link this restore made (the manifest records nothing below a link: domain/SnapshotPath.ts).
-        const dirs = selected.filter((s) => s.entry.type === "directory").sort((a, b) => a.path.segments.length - b.path.segments.length)
-        for (const d of dirs) yield* ensureDirectory(d.live)
-        for (const { entry, live } of selected) {
-          if (entry.type !== "file") continue
-          yield* ensureDirectory(NodePath.dirname(live))
-          const copied = yield* fs.copyFileHashed(under(snapshotDir, entry.path), live, { sync: true })
-          if (copied.sha256 !== entry.sha256 || copied.bytes !== entry.size) {
-            // Checked a moment ago, different now: the snapshot is being changed under us. Stop, keep what was moved aside.
-            yield* fs.removeFile(live)
-            return yield* new SnapshotCorrupt({ path: snapshotDir, entry: entry.path, detail: "it changed while it was restored", stopped: { movedAside, asideDirs } })
-          }
-          yield* fs.chmod(live, entry.mode)
-          yield* fs.utimes(live, entry.mtimeMs, entry.mtimeMs)
-        }
-        for (const { entry, live } of selected) {
-          if (entry.type !== "symlink") continue
-          yield* ensureDirectory(NodePath.dirname(live))
-          yield* fs.symlink(entry.target!, live)
-        }
-        for (const d of dirs.reverse()) {
-          yield* fs.chmod(asDirectory(d.live), d.entry.mode)
-          yield* fs.utimes(asDirectory(d.live), d.entry.mtimeMs, d.entry.mtimeMs)
-        }
-        return { restored, movedAside, asideDirs, movedAsidePaths: present.map((p) => p.live), dryRun: false }
-      })
-      return yield* (o?.dryRun === true ? run : withWriter(run))
+        yield* ctx.fs.chmod(live, entry.mode)
+        yield* ctx.fs.utimes(live, entry.mtimeMs, entry.mtimeMs)
+      }
+      for (const { entry, live } of selected) {
+        if (entry.type !== "symlink") continue
+        yield* ensureDirectory(NodePath.dirname(live))
+        yield* ctx.fs.symlink(entry.target!, live)
+      }
+      for (const d of dirs.reverse()) {
+        yield* ctx.fs.chmod(asDirectory(d.live), d.entry.mode)
+        yield* ctx.fs.utimes(asDirectory(d.live), d.entry.mtimeMs, d.entry.mtimeMs)
+      }
+      return { restored, movedAside, asideDirs, movedAsidePaths: present.map((p) => p.live), dryRun: false }
     })
+    return yield* (o?.dryRun === true ? run : withWriter(ctx, run))
+  })
 
-  return { service: { root, webDataRoot: webRoot, create, list, verify, forget, restore, lastVerify, findings: findingsOf(deps, agentDir, checkRoot, root) } }
+const makeStateBackups = (deps: Deps, agentDir: string, options: StateBackupsOptions): StateBackups["Type"] => {
+  const ctx = backupsContext(deps, agentDir, options)
+  return {
+    root: ctx.root,
+    webDataRoot: ctx.webRoot,
+    create: (o) => create(ctx, o),
+    list: () => list(ctx),
+    verify: (id, o) => verify(ctx, id, o),
+    forget: (o) => forget(ctx, o),
+    restore: (id, o) => restore(ctx, id, o),
+    lastVerify: lastVerify(ctx),
+    findings: findingsOf(ctx.deps, ctx.agentDir, (create) => checkRoot(ctx, create), ctx.root)
+  }
 }
 
 /** `StateBackups.findings`: the doctor's look at state snapshots, with the root check the writers use. */

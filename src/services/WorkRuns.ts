@@ -268,7 +268,11 @@ const acquireRetries = (busyAttempts: number, busyDelay: Duration.Duration) =>
     Schedule.tapOutput(() => Effect.yieldNow())
   )
 
-const makeWorkRuns = (options: WorkRunsOptions = {}) =>
+/**
+ * What every operation of one store shares: its dependencies and policies, the runtime's scope and background
+ * prunes, the tenants made and pruned, and the heartbeat's state (`generation` and `beaterRunning` change).
+ */
+const workRunsContext = (options: WorkRunsOptions) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem
     const host = yield* Host
@@ -298,263 +302,6 @@ const makeWorkRuns = (options: WorkRunsOptions = {}) =>
     // A store never reports itself busy: its prunes of one tenant (background and explicit) take turns, so an
     // explicit prune waits for the background prune an acquire started, then runs.
     const tenantLocks = new Map<string, Effect.Semaphore>()
-    const ownTurn = (category: string, tenant: string) => {
-      const key = `${category}\u0000${tenant}`
-      let lock = tenantLocks.get(key)
-      if (lock === undefined) {
-        lock = Effect.unsafeMakeSemaphore(1)
-        tenantLocks.set(key, lock)
-      }
-      return lock.withPermits(1)
-    }
-
-    /** Tenant (and staging) directories, 0700, made once per runtime. */
-    const ensureTenant = (tenantDir: string) =>
-      Effect.gen(function*() {
-        if ((yield* Ref.get(madeTenants)).has(tenantDir)) return
-        yield* fs.makeDirectory(NodePath.join(tenantDir, TENANT_STAGING_DIR), { recursive: true, mode: 0o700 })
-        yield* Ref.update(madeTenants, (s) => new Set(s).add(tenantDir))
-      })
-
-    const leaseBody = (now: number) => encodeJsonBytes({ version: 2, ...selfIdentity(deps), acquiredAt: now, heartbeatAt: now })
-
-    /** Build a complete run in staging, then rename it into place. `false` when the name was taken meanwhile. */
-    const createRun = (tenantDir: string, manifest: ManifestV2, manifestBytes: Uint8Array, leaseName: string) =>
-      Effect.gen(function*() {
-        const staging = NodePath.join(tenantDir, TENANT_STAGING_DIR, `${manifest.runId}.${yield* nonce}`)
-        const runDir = NodePath.join(tenantDir, manifest.runId)
-        const madeStaging = yield* fs.makeDirectory(staging, { mode: 0o700 }).pipe(
-          Effect.as(true),
-          // The tenant was removed behind our back (rm -rf work/): forget it and make it again.
-          Effect.catchIf((e) => e.reason === "NotFound", () => Effect.as(Ref.update(madeTenants, (m) => { const n = new Set(m); n.delete(tenantDir); return n }), false))
-        )
-        if (!madeStaging) return false
-        const built = yield* Effect.gen(function*() {
-          // The staging directory is private until the rename, so an exclusive write is as good as an atomic one.
-          // The one fsync of an acquire + release (the lease, the rename and the `releasedAt` stamp need none).
-          // It protects against a power cut after the rename reached the journal but before the manifest's
-          // bytes reached the disk (ext4 allocates them up to ~30 s later): the run would be in place with an
-          // empty manifest, unowned, so never pruned — the run and all its files leaked, reported forever.
-          yield* fs.writeFileExclusive(runManifestPath(staging), manifestBytes, { sync: true })
-          yield* fs.makeDirectory(runLeasesDir(staging), { mode: 0o700 })
-          yield* fs.writeFileExclusive(runLeasePath(staging, leaseName), leaseBody(manifest.createdAt))
-          const taken = yield* fs.lstat(runDir).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
-          if (taken) return false
-          // No directory fsync: after a power cut the run is back in staging, with its holder gone too.
-          return yield* fs.rename(staging, runDir, { sync: false }).pipe(
-            Effect.as(true),
-            Effect.catchIf((e) => e.reason === "NotEmpty" || e.reason === "AlreadyExists", () => Effect.succeed(false))
-          )
-        }).pipe(Effect.onExit((exit) => Exit.isSuccess(exit) && exit.value ? Effect.void : removeStaging(staging)))
-        return built
-      })
-
-    /** A failed create's private staging directory goes; if it cannot, it is abandoned staging a later prune removes. */
-    const removeStaging = (staging: string) =>
-      fs.removeTree(staging, { maxEntries: 64, maxDepth: 4 }).pipe(
-        Effect.catchAll((e) =>
-          warn({ _tag: "StagingNotRemoved", path: staging, reason: e.message, message: `could not remove the staging directory ${staging} of a failed acquire (${e.message}); a later prune removes it` })
-        )
-      )
-
-    /**
-     * The acquirer steps back (Busy/Again) and removes the lease it just wrote; if that fails the run counts as
-     * held by this process until the lease is judged dead, so say so.
-     */
-    const withdrawLease = (leasePath: string) =>
-      fs.removeFile(leasePath).pipe(
-        Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void),
-        Effect.catchAll((e) =>
-          warn({
-            _tag: "LeaseNotRemoved",
-            leasePath,
-            message: `could not remove the lease ${leasePath} while stepping back from an acquire (${e.message}); the run counts as held until the lease is judged dead`
-          })
-        )
-      )
-
-    /** Join an existing named run with a new lease; `Missing` when there is no run of that name to join. */
-    const joinRun = (tenantDir: string, address: { category: string; tenant: string; runId: string }, leaseName: string) =>
-      Effect.gen(function*() {
-        const runDir = NodePath.join(tenantDir, address.runId)
-        const info = yield* fs.lstat(runDir).pipe(Effect.either)
-        if (info._tag === "Left") {
-          if (info.left.reason === "NotFound") return { _tag: "Missing" } as const
-          return yield* info.left
-        }
-        if (info.right.type !== "Directory") {
-          return yield* new UnownedRun({ path: runDir, why: `it is ${aFileType(info.right.type)}` })
-        }
-        let manifest = yield* readManifest(deps, runDir, address)
-        if (manifest._tag !== "Owned") {
-          // A pruner may have quarantined the run (and someone recreated it) while we read: look again.
-          const now = yield* fs.lstat(runDir).pipe(Effect.option)
-          if (now._tag === "None" || now.value.ino !== info.right.ino) return { _tag: "Again" } as const
-          // Or we read while another holder stamped it in place (a torn read): read once more.
-          manifest = yield* readManifest(deps, runDir, address)
-        }
-        if (manifest._tag === "Unowned") return yield* new UnownedRun({ path: runDir, why: manifest.why })
-        if (manifest._tag === "Mismatch") {
-          return yield* new ManifestMismatch({ path: runDir, expected: `${address.category}/${address.tenant}/${address.runId}`, found: manifest.found })
-        }
-        const leasesDir = runLeasesDir(runDir)
-        const made = yield* fs.makeDirectory(leasesDir, { mode: 0o700 }).pipe(
-          Effect.as(true),
-          Effect.catchIf((e) => e.reason === "AlreadyExists", () => Effect.succeed(true)),
-          // Quarantined meanwhile: start over.
-          Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false))
-        )
-        const leasesInfo = made ? yield* fs.lstat(leasesDir).pipe(Effect.option) : Option.none()
-        if (Option.isNone(leasesInfo)) return { _tag: "Again" } as const
-        if (leasesInfo.value.type !== "Directory") return yield* new UnownedRun({ path: runDir, why: `${LEASES_DIR} is not a directory` })
-        const now = yield* Clock.currentTimeMillis
-        const written = yield* fs.writeFileExclusive(NodePath.join(leasesDir, leaseName), leaseBody(now)).pipe(
-          Effect.as(true),
-          // The run was quarantined between our checks: start over (a fresh run of that name).
-          Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false))
-        )
-        if (!written) return { _tag: "Again" } as const
-        return { _tag: "Joined", manifest: manifest.manifest, length: manifest.length, dir: info.right, leases: leasesInfo.value } as const
-      })
-
-    const attempt = (address: { category: string; tenant: string; runId: string | undefined }) =>
-      Effect.gen(function*() {
-        const tenantDir = paths.workTenantDir(address.category, address.tenant)
-        yield* ensureTenant(tenantDir)
-        const leaseName = `${safeHostName(host.hostname)}-${host.pid}-${yield* nonce}.json`
-        const now = yield* Clock.currentTimeMillis
-        const kind: RunKind = address.runId === undefined ? "generated" : "named"
-        const runId = address.runId ?? generateRunId(now, yield* Random.nextIntBetween(0, 0x7fffffff), yield* Ref.getAndUpdate(sequence, (n) => n + 1))
-        const runDir = NodePath.join(tenantDir, runId)
-        // A fresh generated id is free by construction (createRun still checks before placing the run); a
-        // named run is joined when it exists.
-        const joined = kind === "generated" ? { _tag: "Missing" as const } : yield* joinRun(tenantDir, { ...address, runId }, leaseName)
-        if (joined._tag === "Again") return joined as Attempt
-        let manifest: Manifest
-        let manifestLength: number
-        if (joined._tag === "Joined") {
-          manifest = joined.manifest
-          manifestLength = joined.length
-        } else {
-          const fresh: ManifestV2 = {
-            version: 2, category: address.category, tenant: address.tenant, runId, kind, createdAt: now,
-            createdBy: { host: host.hostname, pid: host.pid }
-          }
-          const bytes = encodeManifest(fresh)
-          const created = yield* createRun(tenantDir, fresh, bytes, leaseName)
-          if (!created) return { _tag: "Again" } as Attempt
-          manifest = fresh
-          manifestLength = bytes.length
-        }
-        const runKind: RunKind = "kind" in manifest ? manifest.kind : "named"
-        const leasePath = runLeasePath(runDir, leaseName)
-        // A generated run needs neither check below (two lstats of every acquire, BENCHMARKS.md): its name is new,
-        // and it appeared, renamed from staging, with our lease already inside. So a pruner can only name it
-        // after our lease landed, reads that lease under its marker and keeps the run (I1), and nobody can
-        // have moved it aside before our lease was there. A named run may have been there before our lease.
-        if (kind === "named") {
-          // Second half of the handshake: a pruner that marked the run first wins; we step back.
-          if (yield* liveMarkerExists(deps, cleanupMarkerPath(tenantDir, runId))) {
-            yield* withdrawLease(leasePath)
-            return { _tag: "Busy" } as Attempt
-          }
-          // No live marker does not prove the run is still in place: a pruner that read the leases before ours
-          // landed may have renamed the run into .trash and then released its marker, or died holding it. Our
-          // lease is still at its path only if the run is (I1); otherwise start over.
-          const inPlace = yield* fs.lstat(leasePath).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
-          if (!inPlace) return { _tag: "Again" } as Attempt
-        }
-        const identity = yield* recordRunIdentity(deps, runDir, joined._tag === "Joined" ? { dir: joined.dir, leases: joined.leases } : {})
-        if (identity === undefined) {
-          yield* withdrawLease(leasePath)
-          return { _tag: "Again" } as Attempt
-        }
-        return { _tag: "Done", run: { path: runDir, category: address.category, tenant: address.tenant, runId, kind: runKind, leasePath, manifest, manifestLength, identity } } as Attempt
-      })
-
-    const acquireLease = (opts: AcquireOptions) =>
-      Effect.gen(function*() {
-        const category = yield* decodeSegment("category", opts.category)
-        const tenant = yield* decodeSegment("tenant", opts.tenant)
-        const runId = opts.runId === undefined ? undefined : yield* decodeSegment("runId", opts.runId)
-        const tenantDir = paths.workTenantDir(category, tenant)
-        // Only a `Retry` is retried; a port or ownership error ends the acquire at once.
-        const once = attempt({ category, tenant, runId }).pipe(
-          Effect.either,
-          Effect.flatMap((r): Effect.Effect<Either.Either<HeldRun, AttemptError>, Retry> =>
-            Either.isLeft(r) ? Effect.succeed(Either.left(r.left)) : r.right._tag === "Done" ? Effect.succeed(Either.right(r.right.run)) : Effect.fail(r.right)
-          )
-        )
-        // The schedule is driven only once a try must be made again (most acquires succeed at the first), the
-        // first retry replayed into it: the same tries and pauses, without a schedule driver per acquire.
-        const outcome = yield* once.pipe(Effect.catchAll((first) => {
-          let replay: Retry | undefined = first
-          return Effect.suspend(() => {
-            if (replay === undefined) return once
-            const retry = replay
-            replay = undefined
-            return Effect.fail(retry)
-          }).pipe(
-            Effect.retryOrElse(
-              acquireRetries(busyAttempts, busyDelay),
-              (_, tries) => new RunBusy({ path: NodePath.join(tenantDir, runId ?? "(generated)"), attempts: tries.stoppedAt })
-            )
-          )
-        }))
-        return yield* outcome
-      })
-
-    /**
-     * Stamp `releasedAt` on the manifest read at acquisition: while we held a lease nobody could replace the
-     * run (I1), and other holders only ever change `releasedAt`. v1 manifests are never rewritten.
-     */
-    const stampReleased = (run: HeldRun, check: ManifestCheck) =>
-      Effect.gen(function*() {
-        if (run.manifest.version !== 2) return
-        let base: Manifest = run.manifest
-        let length = run.manifestLength
-        if (check === "replaced") {
-          // Another holder replaced an older manifest whole: stamp what is there now, if it is still ours.
-          const now = yield* readManifest(deps, run.path, run)
-          if (now._tag !== "Owned" || now.manifest.version !== 2) return
-          base = now.manifest
-          length = now.length
-        }
-        const stamped: Manifest = { ...base, releasedAt: yield* Clock.currentTimeMillis }
-        const path = runManifestPath(run.path)
-        // No fsync: a lost stamp only makes age fall back to the heartbeat or createdAt. In place when the
-        // manifest has room: one same-length write, so a racing reader sees the old manifest, the new one, or
-        // bytes that are not JSON (read as unowned: skipped, or read again by a joiner); re-stamping can at
-        // worst show a releasedAt mixing both stamps, never earlier than the old one (test/domain/Formats).
-        // A manifest without room (from an older build) is replaced whole, with room from then on.
-        const inPlace = encodeManifestPadded(stamped, length)
-        const written = inPlace === undefined ? false : yield* fs.writeFileInPlace(path, inPlace).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
-        if (!written) yield* fs.writeFileAtomic(path, encodeManifest(stamped), { sync: false })
-      }).pipe(
-        // The run is gone (a pruner or another holder removed it once our lease was): nothing to stamp.
-        Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void),
-        // Carried on through: a missing stamp only makes age fall back to the heartbeat or createdAt; an in-place
-        // write that failed part-way can leave the manifest unreadable (the run is then kept as unowned).
-        Effect.catchAll((e) =>
-          warn({
-            _tag: "ReleaseStampFailed",
-            runDir: run.path,
-            reason: e.message,
-            message: `could not stamp releasedAt on ${runManifestPath(run.path)} (${e.message}); the run's age falls back to its heartbeat or creation time`
-          })
-        )
-      )
-
-    /** Release refuses to touch a run that is no longer what was acquired: say so in the log and the outcome. */
-    const refuse = (run: HeldRun, reason: string): Effect.Effect<ReleaseOutcome> =>
-      warn({
-        _tag: "ReleaseRefused",
-        runDir: run.path,
-        leasePath: run.leasePath,
-        reason,
-        message: "release touched nothing: the run is not what was acquired"
-      }).pipe(Effect.as({ released: false, deleted: false, reason }))
-
     /**
      * WR4: one heartbeat fiber refreshes every lease this service holds. It starts with the first held lease,
      * wakes every `heartbeatEvery`, beats each lease still held, and ends at a wake-up that finds none (so an
@@ -564,295 +311,597 @@ const makeWorkRuns = (options: WorkRunsOptions = {}) =>
      * A release waits for its lease's beat in flight (`beatTurn`), so a beat never rewrites a released lease.
      */
     const beating = new Set<Beating>()
-    // The generation of the beater that runs (0: none). Only that beater may say it stopped, so an old one
-    // ending after a new one started cannot leave a second beater unaccounted for.
-    let generation = 0
-    let beaterRunning = 0
     const beatTurn = Effect.unsafeMakeSemaphore(1)
-    /** The warning of a lease not refreshed: what happened (`lead`), then what it means for other hosts. */
-    const heartbeatFailed = (leasePath: string, lead: string) =>
-      warn({
-        _tag: "HeartbeatFailed",
-        leasePath,
-        message: `${lead} other hosts judge it stale ${Math.round(remoteLeaseTtlMs / 60000)} minutes after its last heartbeat`
-      })
-    // One lease's beat failing by a defect (a bug, a port that throws) must not end the loop for every other
-    // lease this service holds: it is a HeartbeatFailed warning and the others are beaten on.
-    const beatOne = (lease: Beating) =>
-      beatTurn.withPermits(1)(Effect.suspend(() => {
-        if (lease.released) return Effect.void
-        lease.inFlight = true
-        return Effect.ensuring(lease.beat, Effect.sync(() => { lease.inFlight = false }))
-      })).pipe(Effect.catchAllDefect((defect) =>
-        heartbeatFailed(lease.leasePath, `could not refresh the lease ${lease.leasePath} (${defect instanceof Error ? defect.message : String(defect)});`)
-      ))
-    const beater = (mine: number): Effect.Effect<void> => heartbeatClock.sleep(heartbeatEvery).pipe(
-      Effect.zipRight(Effect.suspend(() => {
-        if (beating.size === 0) {
-          if (beaterRunning === mine) beaterRunning = 0
-          return Effect.succeed(false)
-        }
-        return Effect.as(Effect.forEach([...beating], beatOne, { discard: true }), true)
-      })),
-      Effect.flatMap((again) => again ? beater(mine) : Effect.void)
+    return {
+      options,
+      fs,
+      host,
+      paths,
+      remoteLeaseTtlMs,
+      deps,
+      ceiling,
+      busyAttempts,
+      busyDelay,
+      heartbeatClock,
+      usage,
+      heartbeatEvery,
+      runtimeScope,
+      background,
+      madeTenants,
+      lastPruneStart,
+      sequence,
+      tenantLocks,
+      beating,
+      // The generation of the beater that runs (0: none). Only that beater may say it stopped, so an old one
+      // ending after a new one started cannot leave a second beater unaccounted for.
+      generation: 0,
+      beaterRunning: 0,
+      beatTurn
+    }
+  })
+
+type WorkRunsContext = Effect.Effect.Success<ReturnType<typeof workRunsContext>>
+
+/** The process runs of one store: one per (category, tenant), held until the runtime closes. */
+interface ProcessRuns {
+  readonly map: RcMap.RcMap<string, WorkRun, AcquireError>
+  readonly get: (key: string) => Effect.Effect<WorkRun, AcquireError, Scope.Scope>
+}
+
+const ownTurn = (ctx: WorkRunsContext, category: string, tenant: string) => {
+  const key = `${category}\u0000${tenant}`
+  let lock = ctx.tenantLocks.get(key)
+  if (lock === undefined) {
+    lock = Effect.unsafeMakeSemaphore(1)
+    ctx.tenantLocks.set(key, lock)
+  }
+  return lock.withPermits(1)
+}
+
+/** Tenant (and staging) directories, 0700, made once per runtime. */
+const ensureTenant = (ctx: WorkRunsContext, tenantDir: string) =>
+  Effect.gen(function*() {
+    if ((yield* Ref.get(ctx.madeTenants)).has(tenantDir)) return
+    yield* ctx.fs.makeDirectory(NodePath.join(tenantDir, TENANT_STAGING_DIR), { recursive: true, mode: 0o700 })
+    yield* Ref.update(ctx.madeTenants, (s) => new Set(s).add(tenantDir))
+  })
+
+const leaseBody = (ctx: WorkRunsContext, now: number) => encodeJsonBytes({ version: 2, ...selfIdentity(ctx.deps), acquiredAt: now, heartbeatAt: now })
+
+/** Build a complete run in staging, then rename it into place. `false` when the name was taken meanwhile. */
+const createRun = (ctx: WorkRunsContext, tenantDir: string, manifest: ManifestV2, manifestBytes: Uint8Array, leaseName: string) =>
+  Effect.gen(function*() {
+    const staging = NodePath.join(tenantDir, TENANT_STAGING_DIR, `${manifest.runId}.${yield* nonce}`)
+    const runDir = NodePath.join(tenantDir, manifest.runId)
+    const madeStaging = yield* ctx.fs.makeDirectory(staging, { mode: 0o700 }).pipe(
+      Effect.as(true),
+      // The tenant was removed behind our back (rm -rf work/): forget it and make it again.
+      Effect.catchIf((e) => e.reason === "NotFound", () => Effect.as(Ref.update(ctx.madeTenants, (m) => { const n = new Set(m); n.delete(tenantDir); return n }), false))
     )
-    const startBeating = (lease: Beating) =>
-      Effect.suspend(() => {
-        beating.add(lease)
-        if (beaterRunning !== 0) return Effect.void
-        const mine = ++generation
-        beaterRunning = mine
-        return beater(mine).pipe(
-          Effect.onExit(() => Effect.sync(() => { if (beaterRunning === mine) beaterRunning = 0 })),
-          // Forked from acquireRelease's uninterruptible acquire: make the loop itself interruptible.
-          Effect.interruptible,
-          Effect.forkIn(runtimeScope),
-          Effect.asVoid
+    if (!madeStaging) return false
+    const built = yield* Effect.gen(function*() {
+      // The staging directory is private until the rename, so an exclusive write is as good as an atomic one.
+      // The one fsync of an acquire + release (the lease, the rename and the `releasedAt` stamp need none).
+      // It protects against a power cut after the rename reached the journal but before the manifest's
+      // bytes reached the disk (ext4 allocates them up to ~30 s later): the run would be in place with an
+      // empty manifest, unowned, so never pruned — the run and all its files leaked, reported forever.
+      yield* ctx.fs.writeFileExclusive(runManifestPath(staging), manifestBytes, { sync: true })
+      yield* ctx.fs.makeDirectory(runLeasesDir(staging), { mode: 0o700 })
+      yield* ctx.fs.writeFileExclusive(runLeasePath(staging, leaseName), leaseBody(ctx, manifest.createdAt))
+      const taken = yield* ctx.fs.lstat(runDir).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
+      if (taken) return false
+      // No directory fsync: after a power cut the run is back in staging, with its holder gone too.
+      return yield* ctx.fs.rename(staging, runDir, { sync: false }).pipe(
+        Effect.as(true),
+        Effect.catchIf((e) => e.reason === "NotEmpty" || e.reason === "AlreadyExists", () => Effect.succeed(false))
+      )
+    }).pipe(Effect.onExit((exit) => Exit.isSuccess(exit) && exit.value ? Effect.void : removeStaging(ctx, staging)))
+    return built
+  })
+
+/** A failed create's private staging directory goes; if it cannot, it is abandoned staging a later prune removes. */
+const removeStaging = (ctx: WorkRunsContext, staging: string) =>
+  ctx.fs.removeTree(staging, { maxEntries: 64, maxDepth: 4 }).pipe(
+    Effect.catchAll((e) =>
+      warn({ _tag: "StagingNotRemoved", path: staging, reason: e.message, message: `could not remove the staging directory ${staging} of a failed acquire (${e.message}); a later prune removes it` })
+    )
+  )
+
+/**
+ * The acquirer steps back (Busy/Again) and removes the lease it just wrote; if that fails the run counts as
+ * held by this process until the lease is judged dead, so say so.
+ */
+const withdrawLease = (ctx: WorkRunsContext, leasePath: string) =>
+  ctx.fs.removeFile(leasePath).pipe(
+    Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void),
+    Effect.catchAll((e) =>
+      warn({
+        _tag: "LeaseNotRemoved",
+        leasePath,
+        message: `could not remove the lease ${leasePath} while stepping back from an acquire (${e.message}); the run counts as held until the lease is judged dead`
+      })
+    )
+  )
+
+/** Join an existing named run with a new lease; `Missing` when there is no run of that name to join. */
+const joinRun = (ctx: WorkRunsContext, tenantDir: string, address: { category: string; tenant: string; runId: string }, leaseName: string) =>
+  Effect.gen(function*() {
+    const runDir = NodePath.join(tenantDir, address.runId)
+    const info = yield* ctx.fs.lstat(runDir).pipe(Effect.either)
+    if (info._tag === "Left") {
+      if (info.left.reason === "NotFound") return { _tag: "Missing" } as const
+      return yield* info.left
+    }
+    if (info.right.type !== "Directory") {
+      return yield* new UnownedRun({ path: runDir, why: `it is ${aFileType(info.right.type)}` })
+    }
+    let manifest = yield* readManifest(ctx.deps, runDir, address)
+    if (manifest._tag !== "Owned") {
+      // A pruner may have quarantined the run (and someone recreated it) while we read: look again.
+      const now = yield* ctx.fs.lstat(runDir).pipe(Effect.option)
+      if (now._tag === "None" || now.value.ino !== info.right.ino) return { _tag: "Again" } as const
+      // Or we read while another holder stamped it in place (a torn read): read once more.
+      manifest = yield* readManifest(ctx.deps, runDir, address)
+    }
+    if (manifest._tag === "Unowned") return yield* new UnownedRun({ path: runDir, why: manifest.why })
+    if (manifest._tag === "Mismatch") {
+      return yield* new ManifestMismatch({ path: runDir, expected: `${address.category}/${address.tenant}/${address.runId}`, found: manifest.found })
+    }
+    const leasesDir = runLeasesDir(runDir)
+    const made = yield* ctx.fs.makeDirectory(leasesDir, { mode: 0o700 }).pipe(
+      Effect.as(true),
+      Effect.catchIf((e) => e.reason === "AlreadyExists", () => Effect.succeed(true)),
+      // Quarantined meanwhile: start over.
+      Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false))
+    )
+    const leasesInfo = made ? yield* ctx.fs.lstat(leasesDir).pipe(Effect.option) : Option.none()
+    if (Option.isNone(leasesInfo)) return { _tag: "Again" } as const
+    if (leasesInfo.value.type !== "Directory") return yield* new UnownedRun({ path: runDir, why: `${LEASES_DIR} is not a directory` })
+    const now = yield* Clock.currentTimeMillis
+    const written = yield* ctx.fs.writeFileExclusive(NodePath.join(leasesDir, leaseName), leaseBody(ctx, now)).pipe(
+      Effect.as(true),
+      // The run was quarantined between our checks: start over (a fresh run of that name).
+      Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false))
+    )
+    if (!written) return { _tag: "Again" } as const
+    return { _tag: "Joined", manifest: manifest.manifest, length: manifest.length, dir: info.right, leases: leasesInfo.value } as const
+  })
+
+const attempt = (ctx: WorkRunsContext, address: { category: string; tenant: string; runId: string | undefined }) =>
+  Effect.gen(function*() {
+    const tenantDir = ctx.paths.workTenantDir(address.category, address.tenant)
+    yield* ensureTenant(ctx, tenantDir)
+    const leaseName = `${safeHostName(ctx.host.hostname)}-${ctx.host.pid}-${yield* nonce}.json`
+    const now = yield* Clock.currentTimeMillis
+    const kind: RunKind = address.runId === undefined ? "generated" : "named"
+    const runId = address.runId ?? generateRunId(now, yield* Random.nextIntBetween(0, 0x7fffffff), yield* Ref.getAndUpdate(ctx.sequence, (n) => n + 1))
+    const runDir = NodePath.join(tenantDir, runId)
+    // A fresh generated id is free by construction (createRun still checks before placing the run); a
+    // named run is joined when it exists.
+    const joined = kind === "generated" ? { _tag: "Missing" as const } : yield* joinRun(ctx, tenantDir, { ...address, runId }, leaseName)
+    if (joined._tag === "Again") return joined as Attempt
+    let manifest: Manifest
+    let manifestLength: number
+    if (joined._tag === "Joined") {
+      manifest = joined.manifest
+      manifestLength = joined.length
+    } else {
+      const fresh: ManifestV2 = {
+        version: 2, category: address.category, tenant: address.tenant, runId, kind, createdAt: now,
+        createdBy: { host: ctx.host.hostname, pid: ctx.host.pid }
+      }
+      const bytes = encodeManifest(fresh)
+      const created = yield* createRun(ctx, tenantDir, fresh, bytes, leaseName)
+      if (!created) return { _tag: "Again" } as Attempt
+      manifest = fresh
+      manifestLength = bytes.length
+    }
+    const runKind: RunKind = "kind" in manifest ? manifest.kind : "named"
+    const leasePath = runLeasePath(runDir, leaseName)
+    // A generated run needs neither check below (two lstats of every acquire, BENCHMARKS.md): its name is new,
+    // and it appeared, renamed from staging, with our lease already inside. So a pruner can only name it
+    // after our lease landed, reads that lease under its marker and keeps the run (I1), and nobody can
+    // have moved it aside before our lease was there. A named run may have been there before our lease.
+    if (kind === "named") {
+      // Second half of the handshake: a pruner that marked the run first wins; we step back.
+      if (yield* liveMarkerExists(ctx.deps, cleanupMarkerPath(tenantDir, runId))) {
+        yield* withdrawLease(ctx, leasePath)
+        return { _tag: "Busy" } as Attempt
+      }
+      // No live marker does not prove the run is still in place: a pruner that read the leases before ours
+      // landed may have renamed the run into .trash and then released its marker, or died holding it. Our
+      // lease is still at its path only if the run is (I1); otherwise start over.
+      const inPlace = yield* ctx.fs.lstat(leasePath).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
+      if (!inPlace) return { _tag: "Again" } as Attempt
+    }
+    const identity = yield* recordRunIdentity(ctx.deps, runDir, joined._tag === "Joined" ? { dir: joined.dir, leases: joined.leases } : {})
+    if (identity === undefined) {
+      yield* withdrawLease(ctx, leasePath)
+      return { _tag: "Again" } as Attempt
+    }
+    return { _tag: "Done", run: { path: runDir, category: address.category, tenant: address.tenant, runId, kind: runKind, leasePath, manifest, manifestLength, identity } } as Attempt
+  })
+
+const acquireLease = (ctx: WorkRunsContext, opts: AcquireOptions) =>
+  Effect.gen(function*() {
+    const category = yield* decodeSegment("category", opts.category)
+    const tenant = yield* decodeSegment("tenant", opts.tenant)
+    const runId = opts.runId === undefined ? undefined : yield* decodeSegment("runId", opts.runId)
+    const tenantDir = ctx.paths.workTenantDir(category, tenant)
+    // Only a `Retry` is retried; a port or ownership error ends the acquire at once.
+    const once = attempt(ctx, { category, tenant, runId }).pipe(
+      Effect.either,
+      Effect.flatMap((r): Effect.Effect<Either.Either<HeldRun, AttemptError>, Retry> =>
+        Either.isLeft(r) ? Effect.succeed(Either.left(r.left)) : r.right._tag === "Done" ? Effect.succeed(Either.right(r.right.run)) : Effect.fail(r.right)
+      )
+    )
+    // The schedule is driven only once a try must be made again (most acquires succeed at the first), the
+    // first retry replayed into it: the same tries and pauses, without a schedule driver per acquire.
+    const outcome = yield* once.pipe(Effect.catchAll((first) => {
+      let replay: Retry | undefined = first
+      return Effect.suspend(() => {
+        if (replay === undefined) return once
+        const retry = replay
+        replay = undefined
+        return Effect.fail(retry)
+      }).pipe(
+        Effect.retryOrElse(
+          acquireRetries(ctx.busyAttempts, ctx.busyDelay),
+          (_, tries) => new RunBusy({ path: NodePath.join(tenantDir, runId ?? "(generated)"), attempts: tries.stoppedAt })
         )
-      })
-    const stopBeating = (lease: Beating) =>
-      Effect.suspend(() => {
-        lease.released = true
-        beating.delete(lease)
-        // A beat of this lease in flight finishes first (it holds the turn); later ones see `released`.
-        return lease.inFlight ? beatTurn.withPermits(1)(Effect.void) : Effect.void
-      })
+      )
+    }))
+    return yield* outcome
+  })
 
-    /** Wrap a lease in its release logic and its heartbeat (stopped on release); `onRelease` hears the release that let it go. */
-    const bindRelease = (held: HeldRun, onRelease?: (outcome: ReleaseOutcome) => Effect.Effect<void>) =>
-      Effect.gen(function*() {
-        const run: Omit<WorkRun, "release"> = {
-          path: held.path, category: held.category, tenant: held.tenant, runId: held.runId, kind: held.kind, leasePath: held.leasePath
-        }
-        let releasing = false
-        const heartbeat = Effect.gen(function*() {
-          const now = yield* Clock.currentTimeMillis
-          // Never refresh through a run directory the tool swapped for a link (the same check as release).
-          const verified = yield* Effect.either(verifyRunIdentity(deps, held.path, held.identity, { manifest: false }))
-          if (verified._tag === "Left") {
-            return yield* warn({
-              _tag: "HeartbeatSkipped",
-              runDir: held.path,
-              reason: verified.left.message,
-              message: "heartbeat skipped: the run is not what was acquired"
-            })
-          }
-          // A lease removed behind our back (a pruner proved us dead) is not recreated; any other read failure
-          // is a HeartbeatFailed warning (below), and a lease that no longer decodes is left alone, said too.
-          const body = yield* fs.readFile(run.leasePath, { maxBytes: LEASE_MAX_BYTES }).pipe(
-            Effect.map(Option.some),
-            Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(Option.none()))
-          )
-          if (body._tag === "None") return
-          const current = decodeJsonBytes(LeaseV2, body.value)
-          if (!current.ok) {
-            return yield* heartbeatFailed(run.leasePath, `the lease ${run.leasePath} no longer decodes (${current.why}); it is not refreshed, and`)
-          }
-          yield* fs.writeFileAtomic(run.leasePath, encodeJsonBytes({ ...current.value, heartbeatAt: now }), { sync: false })
-        }).pipe(Effect.catchAll((e) =>
-          heartbeatFailed(run.leasePath, `could not refresh the lease ${run.leasePath} (${e.message});`)
-        ))
-        const lease: Beating = { beat: heartbeat, leasePath: run.leasePath, released: false, inFlight: false }
-        yield* startBeating(lease)
-        const releaseOnce = (o?: { readonly delete?: boolean }): Effect.Effect<ReleaseOutcome> =>
-          Effect.gen(function*() {
-            yield* stopBeating(lease)
-            // The run's tool may have swapped the directory for a link or hard-linked the manifest outside:
-            // verify before unlinking, reading or writing anything through the run's path (release verifies what it touches).
-            const verified = yield* Effect.either(verifyRunIdentity(deps, held.path, held.identity))
-            if (verified._tag === "Left") return yield* refuse(held, verified.left.message)
-            yield* fs.removeFile(run.leasePath).pipe(
-              // Gone already: a pruner proved this holder dead and took it (nothing to warn about).
-              Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void),
-              Effect.catchAll((e) =>
-                warn({
-                  _tag: "LeaseNotRemoved",
-                  leasePath: run.leasePath,
-                  message: `could not remove the lease ${run.leasePath} on release (${e.message}); the run counts as held until the lease is judged dead`
-                })
-              )
-            )
-            const others = yield* readLeases(deps, run.path)
-            if (isActive(others)) {
-              return o?.delete
-                ? { released: true, deleted: false, keptTag: "LeaseHeld" as const, keptBecause: others.problem ?? "another live lease holds it" }
-                : { released: true, deleted: false }
-            }
-            if (o?.delete) {
-              const tenantDir = paths.workTenantDir(run.category, run.tenant)
-              const prepared = yield* Effect.either(prepareRemoval(deps, tenantDir))
-              if (prepared._tag === "Left") return { released: true, deleted: false, keptTag: "RemovalUnprepared" as const, keptBecause: prepared.left.message }
-              const outcome = yield* removeOwnedRun(deps, { tenantDir, category: run.category, tenant: run.tenant, runId: run.runId })
-              if (outcome._tag === "Skipped") return { released: true, deleted: false, keptTag: outcome.skip, keptBecause: outcome.why }
-              // Not wholly deleted (a mount point inside it, say): it stays quarantined and the next prune retries.
-              return outcome.complete ? { released: true, deleted: true } : { released: true, deleted: false, keptTag: "RemovalFailed" as const, keptBecause: notDeleted(run.path, outcome).message }
-            }
-            yield* stampReleased(held, verified.right)
-            return { released: true, deleted: false }
-          })
-        const release = (o?: { readonly delete?: boolean }): Effect.Effect<ReleaseOutcome> =>
-          Effect.suspend(() => {
-            if (releasing) return Effect.succeed<ReleaseOutcome>({ released: false, deleted: false, reason: "already released" })
-            releasing = true
-            const released = releaseOnce(o)
-            return onRelease === undefined ? released : Effect.tap(released, onRelease)
-          }).pipe(Effect.uninterruptible)
-        return { ...run, release } satisfies WorkRun
+/**
+ * Stamp `releasedAt` on the manifest read at acquisition: while we held a lease nobody could replace the
+ * run (I1), and other holders only ever change `releasedAt`. v1 manifests are never rewritten.
+ */
+const stampReleased = (ctx: WorkRunsContext, run: HeldRun, check: ManifestCheck) =>
+  Effect.gen(function*() {
+    if (run.manifest.version !== 2) return
+    let base: Manifest = run.manifest
+    let length = run.manifestLength
+    if (check === "replaced") {
+      // Another holder replaced an older manifest whole: stamp what is there now, if it is still ours.
+      const now = yield* readManifest(ctx.deps, run.path, run)
+      if (now._tag !== "Owned" || now.manifest.version !== 2) return
+      base = now.manifest
+      length = now.length
+    }
+    const stamped: Manifest = { ...base, releasedAt: yield* Clock.currentTimeMillis }
+    const path = runManifestPath(run.path)
+    // No fsync: a lost stamp only makes age fall back to the heartbeat or createdAt. In place when the
+    // manifest has room: one same-length write, so a racing reader sees the old manifest, the new one, or
+    // bytes that are not JSON (read as unowned: skipped, or read again by a joiner); re-stamping can at
+    // worst show a releasedAt mixing both stamps, never earlier than the old one (test/domain/Formats).
+    // A manifest without room (from an older build) is replaced whole, with room from then on.
+    const inPlace = encodeManifestPadded(stamped, length)
+    const written = inPlace === undefined ? false : yield* ctx.fs.writeFileInPlace(path, inPlace).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
+    if (!written) yield* ctx.fs.writeFileAtomic(path, encodeManifest(stamped), { sync: false })
+  }).pipe(
+    // The run is gone (a pruner or another holder removed it once our lease was): nothing to stamp.
+    Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void),
+    // Carried on through: a missing stamp only makes age fall back to the heartbeat or createdAt; an in-place
+    // write that failed part-way can leave the manifest unreadable (the run is then kept as unowned).
+    Effect.catchAll((e) =>
+      warn({
+        _tag: "ReleaseStampFailed",
+        runDir: run.path,
+        reason: e.message,
+        message: `could not stamp releasedAt on ${runManifestPath(run.path)} (${e.message}); the run's age falls back to its heartbeat or creation time`
       })
+    )
+  )
 
-    const maybePruneInBackground = (category: string, tenant: string, retention: RetentionInput | undefined) =>
+/** Release refuses to touch a run that is no longer what was acquired: say so in the log and the outcome. */
+const refuse = (ctx: WorkRunsContext, run: HeldRun, reason: string): Effect.Effect<ReleaseOutcome> =>
+  warn({
+    _tag: "ReleaseRefused",
+    runDir: run.path,
+    leasePath: run.leasePath,
+    reason,
+    message: "release touched nothing: the run is not what was acquired"
+  }).pipe(Effect.as({ released: false, deleted: false, reason }))
+
+/** The warning of a lease not refreshed: what happened (`lead`), then what it means for other hosts. */
+const heartbeatFailed = (ctx: WorkRunsContext, leasePath: string, lead: string) =>
+  warn({
+    _tag: "HeartbeatFailed",
+    leasePath,
+    message: `${lead} other hosts judge it stale ${Math.round(ctx.remoteLeaseTtlMs / 60000)} minutes after its last heartbeat`
+  })
+
+// One lease's beat failing by a defect (a bug, a port that throws) must not end the loop for every other
+// lease this service holds: it is a HeartbeatFailed warning and the others are beaten on.
+const beatOne = (ctx: WorkRunsContext, lease: Beating) =>
+  ctx.beatTurn.withPermits(1)(Effect.suspend(() => {
+    if (lease.released) return Effect.void
+    lease.inFlight = true
+    return Effect.ensuring(lease.beat, Effect.sync(() => { lease.inFlight = false }))
+  })).pipe(Effect.catchAllDefect((defect) =>
+    heartbeatFailed(ctx, lease.leasePath, `could not refresh the lease ${lease.leasePath} (${defect instanceof Error ? defect.message : String(defect)});`)
+  ))
+
+const beater = (ctx: WorkRunsContext, mine: number): Effect.Effect<void> => ctx.heartbeatClock.sleep(ctx.heartbeatEvery).pipe(
+  Effect.zipRight(Effect.suspend(() => {
+    if (ctx.beating.size === 0) {
+      if (ctx.beaterRunning === mine) ctx.beaterRunning = 0
+      return Effect.succeed(false)
+    }
+    return Effect.as(Effect.forEach([...ctx.beating], (lease) => beatOne(ctx, lease), { discard: true }), true)
+  })),
+  Effect.flatMap((again) => again ? beater(ctx, mine) : Effect.void)
+)
+
+const startBeating = (ctx: WorkRunsContext, lease: Beating) =>
+  Effect.suspend(() => {
+    ctx.beating.add(lease)
+    if (ctx.beaterRunning !== 0) return Effect.void
+    const mine = ++ctx.generation
+    ctx.beaterRunning = mine
+    return beater(ctx, mine).pipe(
+      Effect.onExit(() => Effect.sync(() => { if (ctx.beaterRunning === mine) ctx.beaterRunning = 0 })),
+      // Forked from acquireRelease's uninterruptible acquire: make the loop itself interruptible.
+      Effect.interruptible,
+      Effect.forkIn(ctx.runtimeScope),
+      Effect.asVoid
+    )
+  })
+
+const stopBeating = (ctx: WorkRunsContext, lease: Beating) =>
+  Effect.suspend(() => {
+    lease.released = true
+    ctx.beating.delete(lease)
+    // A beat of this lease in flight finishes first (it holds the turn); later ones see `released`.
+    return lease.inFlight ? ctx.beatTurn.withPermits(1)(Effect.void) : Effect.void
+  })
+
+/** Wrap a lease in its release logic and its heartbeat (stopped on release); `onRelease` hears the release that let it go. */
+const bindRelease = (ctx: WorkRunsContext, held: HeldRun, onRelease?: (outcome: ReleaseOutcome) => Effect.Effect<void>) =>
+  Effect.gen(function*() {
+    const run: Omit<WorkRun, "release"> = {
+      path: held.path, category: held.category, tenant: held.tenant, runId: held.runId, kind: held.kind, leasePath: held.leasePath
+    }
+    let releasing = false
+    const heartbeat = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      // Never refresh through a run directory the tool swapped for a link (the same check as release).
+      const verified = yield* Effect.either(verifyRunIdentity(ctx.deps, held.path, held.identity, { manifest: false }))
+      if (verified._tag === "Left") {
+        return yield* warn({
+          _tag: "HeartbeatSkipped",
+          runDir: held.path,
+          reason: verified.left.message,
+          message: "heartbeat skipped: the run is not what was acquired"
+        })
+      }
+      // A lease removed behind our back (a pruner proved us dead) is not recreated; any other read failure
+      // is a HeartbeatFailed warning (below), and a lease that no longer decodes is left alone, said too.
+      const body = yield* ctx.fs.readFile(run.leasePath, { maxBytes: LEASE_MAX_BYTES }).pipe(
+        Effect.map(Option.some),
+        Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(Option.none()))
+      )
+      if (body._tag === "None") return
+      const current = decodeJsonBytes(LeaseV2, body.value)
+      if (!current.ok) {
+        return yield* heartbeatFailed(ctx, run.leasePath, `the lease ${run.leasePath} no longer decodes (${current.why}); it is not refreshed, and`)
+      }
+      yield* ctx.fs.writeFileAtomic(run.leasePath, encodeJsonBytes({ ...current.value, heartbeatAt: now }), { sync: false })
+    }).pipe(Effect.catchAll((e) =>
+      heartbeatFailed(ctx, run.leasePath, `could not refresh the lease ${run.leasePath} (${e.message});`)
+    ))
+    const lease: Beating = { beat: heartbeat, leasePath: run.leasePath, released: false, inFlight: false }
+    yield* startBeating(ctx, lease)
+    const releaseOnce = (o?: { readonly delete?: boolean }): Effect.Effect<ReleaseOutcome> =>
       Effect.gen(function*() {
-        const key = `${category}/${tenant}`
-        const now = yield* Clock.currentTimeMillis
-        const last = (yield* Ref.get(lastPruneStart)).get(key)
-        if (last !== undefined && now - last < OPPORTUNISTIC_PRUNE_INTERVAL_MS) return
-        yield* Ref.update(lastPruneStart, (m) => new Map(m).set(key, now))
-        // A pacing hint only: a stamp that cannot be read means the background prune runs (it has its own checks).
-        const stamp = yield* fs.lstat(NodePath.join(paths.workTenantDir(category, tenant), TENANT_PRUNE_STAMP)).pipe(Effect.option)
-        if (stamp._tag === "Some" && now - stamp.value.mtimeMs < OPPORTUNISTIC_PRUNE_INTERVAL_MS) return
-        const policy = clamp(retention ?? {}, ceiling)
-        const backgroundPrune = pruneTenant(deps, { workRoot: paths.workRoot, category, tenant, policy, dryRun: false }).pipe(
+        yield* stopBeating(ctx, lease)
+        // The run's tool may have swapped the directory for a link or hard-linked the manifest outside:
+        // verify before unlinking, reading or writing anything through the run's path (release verifies what it touches).
+        const verified = yield* Effect.either(verifyRunIdentity(ctx.deps, held.path, held.identity))
+        if (verified._tag === "Left") return yield* refuse(ctx, held, verified.left.message)
+        yield* ctx.fs.removeFile(run.leasePath).pipe(
+          // Gone already: a pruner proved this holder dead and took it (nothing to warn about).
+          Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void),
           Effect.catchAll((e) =>
             warn({
-              _tag: "BackgroundPruneFailed",
-              category,
-              tenant,
-              reason: e._tag,
-              message: `the background prune of ${category}/${tenant} did not run: ${e.message}`
+              _tag: "LeaseNotRemoved",
+              leasePath: run.leasePath,
+              message: `could not remove the lease ${run.leasePath} on release (${e.message}); the run counts as held until the lease is judged dead`
             })
-          ),
-          Effect.asVoid
+          )
         )
-        // Interruptible whatever the acquirer's region (a process run is acquired uninterruptibly), so that
-        // closing the runtime stops it.
-        yield* FiberSet.run(background, Effect.interruptible(Effect.zipRight(ownTurn(category, tenant)(backgroundPrune), usage.record("background-prune"))))
+        const others = yield* readLeases(ctx.deps, run.path)
+        if (isActive(others)) {
+          return o?.delete
+            ? { released: true, deleted: false, keptTag: "LeaseHeld" as const, keptBecause: others.problem ?? "another live lease holds it" }
+            : { released: true, deleted: false }
+        }
+        if (o?.delete) {
+          const tenantDir = ctx.paths.workTenantDir(run.category, run.tenant)
+          const prepared = yield* Effect.either(prepareRemoval(ctx.deps, tenantDir))
+          if (prepared._tag === "Left") return { released: true, deleted: false, keptTag: "RemovalUnprepared" as const, keptBecause: prepared.left.message }
+          const outcome = yield* removeOwnedRun(ctx.deps, { tenantDir, category: run.category, tenant: run.tenant, runId: run.runId })
+          if (outcome._tag === "Skipped") return { released: true, deleted: false, keptTag: outcome.skip, keptBecause: outcome.why }
+          // Not wholly deleted (a mount point inside it, say): it stays quarantined and the next prune retries.
+          return outcome.complete ? { released: true, deleted: true } : { released: true, deleted: false, keptTag: "RemovalFailed" as const, keptBecause: notDeleted(run.path, outcome).message }
+        }
+        yield* stampReleased(ctx, held, verified.right)
+        return { released: true, deleted: false }
       })
+    const release = (o?: { readonly delete?: boolean }): Effect.Effect<ReleaseOutcome> =>
+      Effect.suspend(() => {
+        if (releasing) return Effect.succeed<ReleaseOutcome>({ released: false, deleted: false, reason: "already released" })
+        releasing = true
+        const released = releaseOnce(o)
+        return onRelease === undefined ? released : Effect.tap(released, onRelease)
+      }).pipe(Effect.uninterruptible)
+    return { ...run, release } satisfies WorkRun
+  })
 
-    const acquire = (opts: AcquireOptions): Effect.Effect<WorkRun, AcquireError, Scope.Scope> =>
-      // WR8a: the retention is decoded before any lease exists, so a bad one leaves nothing behind.
-      Effect.flatMap(
-        opts.retention === false ? Effect.succeed<RetentionInput | false>(false) : Effect.map(decodeRetentionInput(opts.retention), (r): RetentionInput | false => r),
-        (retention) =>
-        Effect.acquireRelease(
-          Effect.flatMap(acquireLease(opts), (held) => bindRelease(held, opts.onRelease)),
-          (run) => run.release(opts.deleteOnClose === true ? { delete: true } : undefined)
-        ).pipe(
-          Effect.tap((run) => retention === false || options.opportunisticRetention === false
-            ? Effect.void
-            : maybePruneInBackground(run.category, run.tenant, retention))
-        ))
+const maybePruneInBackground = (ctx: WorkRunsContext, category: string, tenant: string, retention: RetentionInput | undefined) =>
+  Effect.gen(function*() {
+    const key = `${category}/${tenant}`
+    const now = yield* Clock.currentTimeMillis
+    const last = (yield* Ref.get(ctx.lastPruneStart)).get(key)
+    if (last !== undefined && now - last < OPPORTUNISTIC_PRUNE_INTERVAL_MS) return
+    yield* Ref.update(ctx.lastPruneStart, (m) => new Map(m).set(key, now))
+    // A pacing hint only: a stamp that cannot be read means the background prune runs (it has its own checks).
+    const stamp = yield* ctx.fs.lstat(NodePath.join(ctx.paths.workTenantDir(category, tenant), TENANT_PRUNE_STAMP)).pipe(Effect.option)
+    if (stamp._tag === "Some" && now - stamp.value.mtimeMs < OPPORTUNISTIC_PRUNE_INTERVAL_MS) return
+    const policy = clamp(retention ?? {}, ctx.ceiling)
+    const backgroundPrune = pruneTenant(ctx.deps, { workRoot: ctx.paths.workRoot, category, tenant, policy, dryRun: false }).pipe(
+      Effect.catchAll((e) =>
+        warn({
+          _tag: "BackgroundPruneFailed",
+          category,
+          tenant,
+          reason: e._tag,
+          message: `the background prune of ${category}/${tenant} did not run: ${e.message}`
+        })
+      ),
+      Effect.asVoid
+    )
+    // Interruptible whatever the acquirer's region (a process run is acquired uninterruptibly), so that
+    // closing the runtime stops it.
+    yield* FiberSet.run(ctx.background, Effect.interruptible(Effect.zipRight(ownTurn(ctx, category, tenant)(backgroundPrune), ctx.usage.record("background-prune"))))
+  })
 
+const acquire = (ctx: WorkRunsContext, opts: AcquireOptions): Effect.Effect<WorkRun, AcquireError, Scope.Scope> =>
+  // WR8a: the retention is decoded before any lease exists, so a bad one leaves nothing behind.
+  Effect.flatMap(
+    opts.retention === false ? Effect.succeed<RetentionInput | false>(false) : Effect.map(decodeRetentionInput(opts.retention), (r): RetentionInput | false => r),
+    (retention) =>
+    Effect.acquireRelease(
+      Effect.flatMap(acquireLease(ctx, opts), (held) => bindRelease(ctx, held, opts.onRelease)),
+      (run) => run.release(opts.deleteOnClose === true ? { delete: true } : undefined)
+    ).pipe(
+      Effect.tap((run) => retention === false || ctx.options.opportunisticRetention === false
+        ? Effect.void
+        : maybePruneInBackground(ctx, run.category, run.tenant, retention))
+    ))
+
+const getProcessWorkRun = (processRuns: ProcessRuns, opts: { readonly category: string; readonly tenant: string }) =>
+  Effect.gen(function*() {
+    // Decoded before they key the map: a symbol or object must be InvalidSegment, not a TypeError.
+    yield* decodeSegment("category", opts.category)
+    yield* decodeSegment("tenant", opts.tenant)
+    const key = `${opts.category}\u0000${opts.tenant}`
+    return yield* Effect.scoped(processRuns.get(key)).pipe(Effect.tapError(() => RcMap.invalidate(processRuns.map, key)))
+  }).pipe(Effect.uninterruptible)
+
+const prune = (ctx: WorkRunsContext, opts: PruneOptions): Effect.Effect<PruneReport, PruneFailure> =>
+  Effect.gen(function*() {
+    const category = yield* decodeSegment("category", opts.category)
+    const tenant = yield* decodeSegment("tenant", opts.tenant)
+    const policy = clamp(yield* decodeRetentionInput(opts.policy), ctx.ceiling)
+    const report = yield* ownTurn(ctx, category, tenant)(pruneTenant(ctx.deps, {
+      workRoot: ctx.paths.workRoot, category, tenant, policy, dryRun: opts.dryRun ?? false,
+      ...(opts.onProgress ? { onProgress: opts.onProgress } : {})
+    }))
+    if (!report.dryRun && !report.busy) yield* ctx.usage.record("prune")
+    return report
+  })
+
+const workRootEnv = (ctx: WorkRunsContext, run?: WorkRunAddress): Record<string, string> =>
+  run === undefined ? { PI_WORK_ROOT: ctx.paths.workRoot } : {
+    PI_WORK_ROOT: ctx.paths.workRoot,
+    PI_WORK_RUN_DIR: run.path,
+    PI_WORK_RUN_ID: run.runId,
+    PI_WORK_CATEGORY: run.category,
+    PI_WORK_TENANT: run.tenant
+  }
+
+const removeRuns = (ctx: WorkRunsContext, opts: { readonly category: string; readonly tenant: string; readonly runIds: ReadonlyArray<string> }) =>
+  Effect.gen(function*() {
+    const category = yield* decodeSegment("category", opts.category)
+    const tenant = yield* decodeSegment("tenant", opts.tenant)
+    const runIds: Array<string> = []
+    for (const id of opts.runIds) runIds.push(yield* decodeSegment("runId", id))
+    const tenantDir = ctx.paths.workTenantDir(category, tenant)
+    let present = true
+    for (const dir of [ctx.paths.workRoot, ctx.paths.workCategoryDir(category), tenantDir]) {
+      if (present && Option.isNone(yield* checkSafeDirectory(ctx.deps, dir))) present = false
+    }
+    const outcomes: Array<RemoveRunOutcome> = []
+    let prepared = false
+    for (const runId of runIds) {
+      const runDir = NodePath.join(tenantDir, runId)
+      const info = present ? yield* ctx.fs.lstat(runDir).pipe(Effect.either) : undefined
+      if (info === undefined || (info._tag === "Left" && info.left.reason === "NotFound")) {
+        outcomes.push({ runId, _tag: "Missing" })
+        continue
+      }
+      if (info._tag === "Left") {
+        // It may well be there: left alone and said why, never reported as absent.
+        outcomes.push({ runId, _tag: "Unreadable", reason: info.left.reason, why: `it cannot be examined: ${info.left.message}` })
+        continue
+      }
+      if (info.right.type !== "Directory") {
+        outcomes.push({ runId, _tag: "Unowned", why: `it is ${aFileType(info.right.type)}` })
+        continue
+      }
+      const manifest = yield* readManifest(ctx.deps, runDir, { category, tenant, runId })
+      if (manifest._tag !== "Owned") {
+        outcomes.push({ runId, _tag: "Unowned", why: manifest._tag === "Mismatch" ? `its manifest names ${manifest.found}` : manifest.why })
+        continue
+      }
+      const leases = yield* readLeases(ctx.deps, runDir)
+      if (isActive(leases)) {
+        outcomes.push({ runId, _tag: "Held", holders: liveHolders(leases), why: holderText(leases) })
+        continue
+      }
+      if (!prepared) {
+        const ready = yield* Effect.either(prepareRemoval(ctx.deps, tenantDir))
+        if (ready._tag === "Left") {
+          outcomes.push({ runId, _tag: "Skipped", why: ready.left.message })
+          continue
+        }
+        prepared = true
+      }
+      // The protocol re-checks under the run's cleanup marker: a lease that appeared meanwhile wins.
+      const removed = yield* removeOwnedRun(ctx.deps, { tenantDir, category, tenant, runId })
+      if (removed._tag === "Removed" && removed.complete) {
+        outcomes.push({ runId, _tag: "Removed" })
+      } else if (removed._tag === "Removed") {
+        // Quarantined but not deleted (a mount point inside, a walk that failed): say so, never "removed".
+        outcomes.push({ runId, _tag: "Skipped", why: notDeleted(runDir, removed).message })
+      } else {
+        const now = yield* readLeases(ctx.deps, runDir)
+        outcomes.push(isActive(now)
+          ? { runId, _tag: "Held", holders: liveHolders(now), why: holderText(now) }
+          : { runId, _tag: "Skipped", why: removed.why })
+      }
+    }
+    return outcomes
+  })
+
+const makeWorkRuns = (options: WorkRunsOptions = {}) =>
+  Effect.gen(function*() {
+    const ctx = yield* workRunsContext(options)
     // One process run per (category, tenant): acquired once (concurrent callers share the acquisition, however
     // their fibers start: `serialRcMapGet`), held in its entry's scope until the runtime closes (never
     // idle-released); a failed acquisition is not kept.
-    const processRuns = yield* RcMap.make({
+    const map = yield* RcMap.make({
       lookup: (key: string) => {
         const [category = "", tenant = ""] = key.split("\u0000")
-        return Effect.map(acquire({ category, tenant }), asProcessRun)
+        return Effect.map(acquire(ctx, { category, tenant }), asProcessRun)
       },
       idleTimeToLive: Duration.infinity
     })
-    const getProcessRun = serialRcMapGet(processRuns)
+    const processRuns: ProcessRuns = { map, get: serialRcMapGet(map) }
     // The first thing closing the runtime does (finalizers run last-added first): stop the background prunes.
-    yield* Effect.addFinalizer(() => FiberSet.clear(background))
-
-    const getProcessWorkRun = (opts: { readonly category: string; readonly tenant: string }) =>
-      Effect.gen(function*() {
-        // Decoded before they key the map: a symbol or object must be InvalidSegment, not a TypeError.
-        yield* decodeSegment("category", opts.category)
-        yield* decodeSegment("tenant", opts.tenant)
-        const key = `${opts.category}\u0000${opts.tenant}`
-        return yield* Effect.scoped(getProcessRun(key)).pipe(Effect.tapError(() => RcMap.invalidate(processRuns, key)))
-      }).pipe(Effect.uninterruptible)
-
-    const prune = (opts: PruneOptions): Effect.Effect<PruneReport, PruneFailure> =>
-      Effect.gen(function*() {
-        const category = yield* decodeSegment("category", opts.category)
-        const tenant = yield* decodeSegment("tenant", opts.tenant)
-        const policy = clamp(yield* decodeRetentionInput(opts.policy), ceiling)
-        const report = yield* ownTurn(category, tenant)(pruneTenant(deps, {
-          workRoot: paths.workRoot, category, tenant, policy, dryRun: opts.dryRun ?? false,
-          ...(opts.onProgress ? { onProgress: opts.onProgress } : {})
-        }))
-        if (!report.dryRun && !report.busy) yield* usage.record("prune")
-        return report
-      })
-
-    const workRootEnv = (run?: WorkRunAddress): Record<string, string> =>
-      run === undefined ? { PI_WORK_ROOT: paths.workRoot } : {
-        PI_WORK_ROOT: paths.workRoot,
-        PI_WORK_RUN_DIR: run.path,
-        PI_WORK_RUN_ID: run.runId,
-        PI_WORK_CATEGORY: run.category,
-        PI_WORK_TENANT: run.tenant
-      }
-
-    const removeRuns = (opts: { readonly category: string; readonly tenant: string; readonly runIds: ReadonlyArray<string> }) =>
-      Effect.gen(function*() {
-        const category = yield* decodeSegment("category", opts.category)
-        const tenant = yield* decodeSegment("tenant", opts.tenant)
-        const runIds: Array<string> = []
-        for (const id of opts.runIds) runIds.push(yield* decodeSegment("runId", id))
-        const tenantDir = paths.workTenantDir(category, tenant)
-        let present = true
-        for (const dir of [paths.workRoot, paths.workCategoryDir(category), tenantDir]) {
-          if (present && Option.isNone(yield* checkSafeDirectory(deps, dir))) present = false
-        }
-        const outcomes: Array<RemoveRunOutcome> = []
-        let prepared = false
-        for (const runId of runIds) {
-          const runDir = NodePath.join(tenantDir, runId)
-          const info = present ? yield* fs.lstat(runDir).pipe(Effect.either) : undefined
-          if (info === undefined || (info._tag === "Left" && info.left.reason === "NotFound")) {
-            outcomes.push({ runId, _tag: "Missing" })
-            continue
-          }
-          if (info._tag === "Left") {
-            // It may well be there: left alone and said why, never reported as absent.
-            outcomes.push({ runId, _tag: "Unreadable", reason: info.left.reason, why: `it cannot be examined: ${info.left.message}` })
-            continue
-          }
-          if (info.right.type !== "Directory") {
-            outcomes.push({ runId, _tag: "Unowned", why: `it is ${aFileType(info.right.type)}` })
-            continue
-          }
-          const manifest = yield* readManifest(deps, runDir, { category, tenant, runId })
-          if (manifest._tag !== "Owned") {
-            outcomes.push({ runId, _tag: "Unowned", why: manifest._tag === "Mismatch" ? `its manifest names ${manifest.found}` : manifest.why })
-            continue
-          }
-          const leases = yield* readLeases(deps, runDir)
-          if (isActive(leases)) {
-            outcomes.push({ runId, _tag: "Held", holders: liveHolders(leases), why: holderText(leases) })
-            continue
-          }
-          if (!prepared) {
-            const ready = yield* Effect.either(prepareRemoval(deps, tenantDir))
-            if (ready._tag === "Left") {
-              outcomes.push({ runId, _tag: "Skipped", why: ready.left.message })
-              continue
-            }
-            prepared = true
-          }
-          // The protocol re-checks under the run's cleanup marker: a lease that appeared meanwhile wins.
-          const removed = yield* removeOwnedRun(deps, { tenantDir, category, tenant, runId })
-          if (removed._tag === "Removed" && removed.complete) {
-            outcomes.push({ runId, _tag: "Removed" })
-          } else if (removed._tag === "Removed") {
-            // Quarantined but not deleted (a mount point inside, a walk that failed): say so, never "removed".
-            outcomes.push({ runId, _tag: "Skipped", why: notDeleted(runDir, removed).message })
-          } else {
-            const now = yield* readLeases(deps, runDir)
-            outcomes.push(isActive(now)
-              ? { runId, _tag: "Held", holders: liveHolders(now), why: holderText(now) }
-              : { runId, _tag: "Skipped", why: removed.why })
-          }
-        }
-        return outcomes
-      })
+    yield* Effect.addFinalizer(() => FiberSet.clear(ctx.background))
 
     return WorkRuns.of({
-      workRoot: paths.workRoot, acquire, getProcessWorkRun, prune, workRootEnv, awaitBackground: FiberSet.awaitEmpty(background), removeRuns
+      workRoot: ctx.paths.workRoot,
+      acquire: (opts) => acquire(ctx, opts),
+      getProcessWorkRun: (opts) => getProcessWorkRun(processRuns, opts),
+      prune: (opts) => prune(ctx, opts),
+      workRootEnv: (run) => workRootEnv(ctx, run),
+      awaitBackground: FiberSet.awaitEmpty(ctx.background),
+      removeRuns: (opts) => removeRuns(ctx, opts)
     })
   })
 
