@@ -5,12 +5,10 @@
  * probe's mtime against the files' mtimes), so no host's clock, the pruner's or the holder's, makes a prune
  * remove a run early or keep one past its age. Needs the built facade (`npm run build`).
  */
-import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
-import { afterEach, beforeEach, describe, expect, it } from "vitest"
-import { exited, firstJsonLine, hostSupport, type SimulatedHost, spawnOnHost } from "../support/hosts.js"
+import { describe, expect, it } from "vitest"
+import { exited, firstJsonLine, hostScratch, hostSupport, type SimulatedHost, spawnOnHost } from "../support/hosts.js"
 
 const support = hostSupport()
 const holderScript = path.join(import.meta.dirname, "..", "fixtures", "holder.mjs")
@@ -26,25 +24,12 @@ interface PruneSeen {
   readonly hostname: string
 }
 
-let scratch = ""
-let agentDir = ""
-const children: Array<ChildProcess> = []
-beforeEach(() => {
-  scratch = fs.mkdtempSync(path.join(os.tmpdir(), "pi-prune-clock-"))
-  agentDir = path.join(scratch, "agent")
-})
-afterEach(async () => {
-  for (const child of children.splice(0)) {
-    child.kill("SIGKILL")
-    await exited(child)
-  }
-  fs.rmSync(scratch, { recursive: true, force: true })
-})
+const t = hostScratch("pi-prune-clock-")
 
 /** A run acquired and released (SIGTERM: the facade closes and stamps `releasedAt`) by a process on `host`. */
 const releasedBy = async (host: SimulatedHost, tenant: string) => {
-  const child = spawnOnHost(host, scratch, process.execPath, [holderScript, agentDir, "tools", tenant, "hold", String(TTL_MS)])
-  children.push(child)
+  const child = spawnOnHost(host, t.scratch, process.execPath, [holderScript, t.agentDir, "tools", tenant, "hold", String(TTL_MS)])
+  t.children.push(child)
   const run = await firstJsonLine<{ path: string; runId: string }>(child)
   child.kill("SIGTERM")
   await exited(child)
@@ -54,8 +39,8 @@ const releasedBy = async (host: SimulatedHost, tenant: string) => {
 }
 
 const prune = async (host: SimulatedHost, tenant: string, policy: object) => {
-  const child = spawnOnHost(host, scratch, process.execPath, [prunerScript, agentDir, "tools", tenant, String(TTL_MS), JSON.stringify(policy)])
-  children.push(child)
+  const child = spawnOnHost(host, t.scratch, process.execPath, [prunerScript, t.agentDir, "tools", tenant, String(TTL_MS), JSON.stringify(policy)])
+  t.children.push(child)
   const seen = await firstJsonLine<PruneSeen>(child)
   await exited(child)
   expect(seen.hostname).toBe(host.hostname)

@@ -9,11 +9,12 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { DEFAULT_STALE_UNREADABLE_MS } from "../../src/domain/Liveness.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
-import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
+import { spawnProcess } from "../support/memoryProcess.js"
+import { PRUNE_TENANT, PRUNE_TENANT_DIR, plantPruneTenant } from "../support/pruneTenant.js"
 
-const tenantDir = `${AGENT_DIR}/work/tools/bash`
+const tenantDir = PRUNE_TENANT_DIR
 const VICTIMS = 5
-const where = { category: "tools", tenant: "bash" } as const
+const where = PRUNE_TENANT
 const policy = { maxInactiveRuns: 0 }
 
 /**
@@ -28,19 +29,7 @@ const untouchable = (world: MemoryWorld, held: { readonly path: string; readonly
 
 /** A tenant of released runs with output (one with a link out of the tenant as bait) and one held run. */
 const setUp = Effect.gen(function*() {
-  const world = MemoryWorld.make()
-  yield* world.writeFixture("/outside/keep", "not ours")
-  const maker = yield* spawnProcess(world, { workRuns: { opportunisticRetention: false } })
-  for (let i = 0; i < VICTIMS; i++) {
-    yield* Effect.scoped(Effect.flatMap(maker.workRuns.acquire({ ...where, retention: false }), (run) =>
-      Effect.zipRight(
-        world.writeFixture(`${run.path}/out/${i}.txt`, `output ${i}`),
-        i === 0 ? world.symlinkFixture("/outside", `${run.path}/out/link`) : Effect.void
-      )))
-  }
-  const holder = yield* spawnProcess(world, { workRuns: { opportunisticRetention: false } })
-  const held = yield* holder.workRuns.acquire({ ...where, retention: false })
-  yield* world.writeFixture(`${held.path}/in-use.txt`, "busy")
+  const { world, held } = yield* plantPruneTenant(VICTIMS)
   const pruner = yield* spawnProcess(world, { workRuns: { opportunisticRetention: false } })
   return { world, held, pruner }
 })

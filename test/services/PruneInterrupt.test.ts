@@ -10,11 +10,12 @@ import { Effect, Exit, Layer, Scope } from "effect"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { HeartbeatClock } from "../../src/services/HeartbeatClock.js"
 import { WorkRuns } from "../../src/services/WorkRuns.js"
-import { AGENT_DIR, processLayer, spawnProcess } from "../support/memoryProcess.js"
+import { processLayer, spawnProcess } from "../support/memoryProcess.js"
+import { PRUNE_TENANT, PRUNE_TENANT_DIR, plantPruneTenant } from "../support/pruneTenant.js"
 
-const tenantDir = `${AGENT_DIR}/work/tools/bash`
+const tenantDir = PRUNE_TENANT_DIR
 const VICTIMS = 5
-const where = { category: "tools", tenant: "bash" } as const
+const where = PRUNE_TENANT
 const policy = { maxInactiveRuns: 0 }
 
 /** The held run (but its lease, which its heartbeat rewrites) and the tree outside the tenant. */
@@ -28,19 +29,7 @@ const untouchable = (world: MemoryWorld, held: { readonly path: string }) => ({
  * the pruner: a process in a scope of its own whose acquire starts the background prune (no stamp yet).
  */
 const setUp = Effect.gen(function*() {
-  const world = MemoryWorld.make()
-  yield* world.writeFixture("/outside/keep", "not ours")
-  const maker = yield* spawnProcess(world, { workRuns: { opportunisticRetention: false } })
-  for (let i = 0; i < VICTIMS; i++) {
-    yield* Effect.scoped(Effect.flatMap(maker.workRuns.acquire({ ...where, retention: false }), (run) =>
-      Effect.zipRight(
-        world.writeFixture(`${run.path}/out/${i}.txt`, `output ${i}`),
-        i === 0 ? world.symlinkFixture("/outside", `${run.path}/out/link`) : Effect.void
-      )))
-  }
-  const holder = yield* spawnProcess(world, { workRuns: { opportunisticRetention: false } })
-  const held = yield* holder.workRuns.acquire({ ...where, retention: false })
-  yield* world.writeFixture(`${held.path}/in-use.txt`, "busy")
+  const { world, held } = yield* plantPruneTenant(VICTIMS)
   // The pruner's WorkRuns alone in a scope (its process's other services in the test's): closing that scope
   // is then the background prune's interruption, at the step reached, with nothing else closing first. Its
   // lease lives in the test's scope, released by hand.

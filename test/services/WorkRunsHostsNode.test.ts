@@ -6,13 +6,11 @@
  * the clocks and identities say; a SIGKILLed one's is reclaimed once its lease has not been written for the
  * remote TTL + margin. Needs the built facade (`npm run build`).
  */
-import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
-import { afterEach, beforeEach, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { REMOTE_MARGIN_MS } from "../../src/domain/Liveness.js"
-import { exited, firstJsonLine, hostSupport, type SimulatedHost, spawnOnHost } from "../support/hosts.js"
+import { exited, firstJsonLine, hostScratch, hostSupport, type SimulatedHost, spawnOnHost } from "../support/hosts.js"
 
 const support = hostSupport()
 const holderScript = path.join(import.meta.dirname, "..", "fixtures", "holder.mjs")
@@ -38,29 +36,16 @@ interface PruneSeen {
   readonly now: number
 }
 
-let scratch = ""
-let agentDir = ""
-const children: Array<ChildProcess> = []
-beforeEach(() => {
-  scratch = fs.mkdtempSync(path.join(os.tmpdir(), "pi-hosts-"))
-  agentDir = path.join(scratch, "agent")
-})
-afterEach(async () => {
-  for (const child of children.splice(0)) {
-    child.kill("SIGKILL")
-    await exited(child)
-  }
-  fs.rmSync(scratch, { recursive: true, force: true })
-})
+const t = hostScratch("pi-hosts-")
 
 const hold = async (host: SimulatedHost, tenant: string) => {
-  const child = spawnOnHost(host, scratch, process.execPath, [holderScript, agentDir, "tools", tenant, "hold", String(TTL_MS)])
-  children.push(child)
+  const child = spawnOnHost(host, t.scratch, process.execPath, [holderScript, t.agentDir, "tools", tenant, "hold", String(TTL_MS)])
+  t.children.push(child)
   return { child, run: await firstJsonLine<{ path: string; runId: string }>(child) }
 }
 const prune = async (host: SimulatedHost, tenant: string) => {
-  const child = spawnOnHost(host, scratch, process.execPath, [prunerScript, agentDir, "tools", tenant, String(TTL_MS)])
-  children.push(child)
+  const child = spawnOnHost(host, t.scratch, process.execPath, [prunerScript, t.agentDir, "tools", tenant, String(TTL_MS)])
+  t.children.push(child)
   const seen = await firstJsonLine<PruneSeen>(child)
   await exited(child)
   expect(seen.hostname).toBe(host.hostname)
