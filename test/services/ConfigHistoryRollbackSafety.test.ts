@@ -7,16 +7,10 @@
 import * as fs from "node:fs"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import { unstoredLiveCover } from "../../src/domain/ConfigHistory.js"
 import { configSkip } from "../../src/domain/ReportProblems.js"
-import * as NodeFileSystem from "../../src/layers/NodeFileSystem.js"
-import * as NodeHost from "../../src/layers/NodeHost.js"
-import * as NodeProcessRunner from "../../src/layers/NodeProcessRunner.js"
-import { AgentDir } from "../../src/services/AgentDir.js"
-import { ConfigHistory } from "../../src/services/ConfigHistory.js"
-import { FileSystem } from "../../src/services/FileSystem.js"
-import { setup, tempRoot } from "./configHistorySupport.js"
+import { personSavingOnce, setup, tempRoot } from "./configHistorySupport.js"
 
 const json = (v: unknown) => JSON.stringify(v, null, 2) + "\n"
 
@@ -46,29 +40,8 @@ describe("a rollback never loses a live file history does not hold", () => {
       const agent = NodePath.join(root, "agent")
       const models = NodePath.join(agent, "models.json")
       fs.mkdirSync(agent, { recursive: true })
-      let armed = false
-      /** The person's editor: a temp file beside it renamed over it, once, as the rollback is about to remove it. */
-      const personSaves = (path: string) =>
-        Effect.sync(() => {
-          if (!armed || path !== models) return
-          armed = false
-          fs.writeFileSync(`${models}.editor`, json({ model: "saved by a person" }))
-          fs.renameSync(`${models}.editor`, models)
-        })
-      const racing = Layer.effect(
-        FileSystem,
-        Effect.map(FileSystem, (real): FileSystem["Type"] => ({
-          ...real,
-          removeFile: (path) => Effect.zipRight(personSaves(path), real.removeFile(path)),
-          replaceFileIfUnchanged: (path, expected, data, options) =>
-            Effect.zipRight(personSaves(path), real.replaceFileIfUnchanged(path, expected, data, options))
-        }))
-      ).pipe(Layer.provide(NodeFileSystem.layer))
-      const world = Layer.mergeAll(racing, NodeHost.layer, NodeProcessRunner.layer)
-      const history = yield* Effect.provide(
-        ConfigHistory,
-        ConfigHistory.layer.pipe(Layer.provide(Layer.merge(world, AgentDir.layerWith(agent).pipe(Layer.provide(world)))))
-      )
+      const person = personSavingOnce(agent, models, json({ model: "saved by a person" }))
+      const history = yield* person.history
       const settings = NodePath.join(agent, "settings.json")
       fs.writeFileSync(settings, json({ theme: "dark" }))
       const first = yield* history.snapshot({ message: "no models yet" })
@@ -76,9 +49,9 @@ describe("a rollback never loses a live file history does not hold", () => {
       fs.writeFileSync(settings, json({ theme: "light" }))
       yield* history.snapshot({ message: "models" })
 
-      armed = true
+      person.arm()
       const back = yield* history.rollback(first.revision!)
-      assert.isFalse(armed, "the person saved during the rollback")
+      assert.isTrue(person.saved(), "the person saved during the rollback")
       assert.strictEqual(fs.readFileSync(models, "utf8"), json({ model: "saved by a person" }))
       assert.strictEqual(fs.readFileSync(settings, "utf8"), json({ theme: "dark" }))
       assert.deepStrictEqual(back.removed, [])

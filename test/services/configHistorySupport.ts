@@ -11,6 +11,7 @@ import * as NodeFileSystem from "../../src/layers/NodeFileSystem.js"
 import * as NodeHost from "../../src/layers/NodeHost.js"
 import * as NodeProcessRunner from "../../src/layers/NodeProcessRunner.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
+import { FileSystem } from "../../src/services/FileSystem.js"
 import { Host } from "../../src/services/Host.js"
 import { ConfigHistory, type ConfigHistoryOptions } from "../../src/services/ConfigHistory.js"
 
@@ -79,4 +80,37 @@ export const gitGrep = (historyDir: string, text: string) => {
   const revs = rawGit(historyDir, ["rev-list", "--all"]).trim().split("\n")
   const r = spawnSync("git", ["grep", "-F", text, ...revs], { cwd: historyDir, env: cleanGitEnv(), encoding: "utf8" })
   return { status: r.status, stdout: r.stdout }
+}
+
+/**
+ * A person's editor saving `file` once (a temp file beside it renamed over it, the way editors save) just as
+ * the history is about to write or remove it: `arm()` before the call under test, `saved()` says whether it
+ * happened. `history` is the ConfigHistory of `agentDir` over a real FileSystem whose writing calls let the
+ * person go first.
+ */
+export const personSavingOnce = (agentDir: string, file: string, content: string) => {
+  let armed = false
+  const personSaves = (path: string) =>
+    Effect.sync(() => {
+      if (!armed || path !== file) return
+      armed = false
+      fs.writeFileSync(`${file}.editor`, content)
+      fs.renameSync(`${file}.editor`, file)
+    })
+  const racing = Layer.effect(
+    FileSystem,
+    Effect.map(FileSystem, (real): FileSystem["Type"] => ({
+      ...real,
+      writeFileAtomic: (path, data, options) => Effect.zipRight(personSaves(path), real.writeFileAtomic(path, data, options)),
+      removeFile: (path) => Effect.zipRight(personSaves(path), real.removeFile(path)),
+      replaceFileIfUnchanged: (path, expected, data, options) =>
+        Effect.zipRight(personSaves(path), real.replaceFileIfUnchanged(path, expected, data, options))
+    }))
+  ).pipe(Layer.provide(NodeFileSystem.layer))
+  const world = Layer.mergeAll(racing, NodeHost.layer, NodeProcessRunner.layer)
+  return {
+    arm: () => void (armed = true),
+    saved: () => !armed,
+    history: Effect.provide(ConfigHistory, ConfigHistory.layer.pipe(Layer.provide(Layer.merge(world, AgentDir.layerWith(agentDir).pipe(Layer.provide(world))))))
+  }
 }
