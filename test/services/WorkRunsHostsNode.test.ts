@@ -10,7 +10,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
 import { REMOTE_MARGIN_MS } from "../../src/domain/Liveness.js"
-import { exited, firstJsonLine, hostScratch, hostSupport, type SimulatedHost, spawnOnHost } from "../support/hosts.js"
+import { hostScratch } from "../support/hostScratch.js"
+import { exited, firstJsonLine, hostSupport, type SimulatedHost, spawnOnHost } from "../support/hosts.js"
 
 const support = hostSupport()
 const holderScript = path.join(import.meta.dirname, "..", "fixtures", "holder.mjs")

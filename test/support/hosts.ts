@@ -9,7 +9,6 @@ import { type ChildProcess, execFileSync, spawn, type StdioOptions } from "node:
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { afterEach, beforeEach } from "vitest"
 
 const LIBFAKETIME_CANDIDATES = [
   "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
@@ -128,23 +127,3 @@ export const firstJsonLine = <A>(child: ChildProcess, timeoutMs = 120_000): Prom
 
 export const exited = (child: ChildProcess): Promise<void> =>
   new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once("exit", () => resolve())))
-
-/**
- * Each test's scratch dir (its agent dir at `agent/`) and the children it starts on other hosts: made before
- * each test, the children SIGKILLed and awaited and the dir removed after it. Call at a test file's top level.
- */
-export const hostScratch = (prefix: string) => {
-  const state = { scratch: "", agentDir: "", children: [] as Array<ChildProcess> }
-  beforeEach(() => {
-    state.scratch = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
-    state.agentDir = path.join(state.scratch, "agent")
-  })
-  afterEach(async () => {
-    for (const child of state.children.splice(0)) {
-      child.kill("SIGKILL")
-      await exited(child)
-    }
-    fs.rmSync(state.scratch, { recursive: true, force: true })
-  })
-  return state
-}
