@@ -167,11 +167,7 @@ const commands = (ctx: CliContext) => {
         Options.withDescription("Run the per-entry plan in FILE (YAML or JSON, docs/migrations.md \"Migrations\") instead of the layout migration (default: none). Example: --plan migrate-state-tier.yaml"),
         Options.optional
       ),
-      webDataRoot: Options.text("web-data-root").pipe(
-        Options.withPseudoName("DIR"),
-        Options.withDescription("With --plan: the web data root of { web: <extId> } steps (default: $PI_WEB_DATA_DIR, else ~/.pi/web/data). Example: --web-data-root ~/.pi/web/data"),
-        Options.optional
-      ),
+      webDataRoot,
       dryRun,
       json
     },
@@ -188,11 +184,7 @@ const commands = (ctx: CliContext) => {
       port: parsedOption("port", "N", parsePort, "Listen on 127.0.0.1 port N (default: 0, any free port). Example: --port 8377"),
       open: Options.boolean("open").pipe(Options.withDescription("Open the dashboard in the desktop's browser (default: off).")),
       readOnly: Options.boolean("read-only").pipe(Options.withDescription("Show everything, offer no action: every POST is refused (default: off).")),
-      webDataRoot: Options.text("web-data-root").pipe(
-        Options.withPseudoName("DIR"),
-        Options.withDescription("Also show extension data there (default: $PI_WEB_DATA_DIR, else ~/.pi/web/data when it exists). Example: --web-data-root ~/.pi/web/data"),
-        Options.optional
-      ),
+      webDataRoot,
       root: Options.text("root").pipe(
         Options.withPseudoName("DIR"),
         Options.withDescription("The state backup root (default: $PI_STATE_BACKUP_DIR, else beside the agent dir). Example: --root /mnt/usb/pi-state"),

@@ -20,30 +20,25 @@ export const value = <A>(o: Option.Option<A>): A | undefined => Option.getOrUnde
  * The scan bounds (docs/work-runs.md "Retention", "CLI quick tour"): what a report that stopped early names as the flag
  * that raises it (domain/StoppedBy.ts). `status` and `work ls` take all four; `work prune` the first three.
  */
+/** A count flag `--NAME N` (a positive integer), absent when not given. */
+const countOption = (name: string, description: string) =>
+  Options.text(name).pipe(
+    Options.withPseudoName("N"),
+    Options.mapEffect(countValue(name)),
+    Options.withDescription(description),
+    Options.optional
+  )
+
 export const scanBounds = {
-  maxScannedRuns: Options.text("max-scanned-runs").pipe(
-    Options.withPseudoName("N"),
-    Options.mapEffect(countValue("max-scanned-runs")),
-    Options.withDescription("Examine at most N entries of each tenant. Default: 10000. Example: --max-scanned-runs 50000"),
-    Options.optional
+  maxScannedRuns: countOption("max-scanned-runs", "Examine at most N entries of each tenant. Default: 10000. Example: --max-scanned-runs 50000"),
+  maxEntries: countOption(
+    "max-entries",
+    "Let the size walks of each tenant visit at most N entries. Default: 100000. Example: --max-entries 1000000"
   ),
-  maxEntries: Options.text("max-entries").pipe(
-    Options.withPseudoName("N"),
-    Options.mapEffect(countValue("max-entries")),
-    Options.withDescription("Let the size walks of each tenant visit at most N entries. Default: 100000. Example: --max-entries 1000000"),
-    Options.optional
-  ),
-  maxDepth: Options.text("max-depth").pipe(
-    Options.withPseudoName("N"),
-    Options.mapEffect(countValue("max-depth")),
-    Options.withDescription("Size walks go at most N directories deep. Default: 64. Example: --max-depth 128"),
-    Options.optional
-  ),
-  maxScanEntries: Options.text("max-scan-entries").pipe(
-    Options.withPseudoName("N"),
-    Options.mapEffect(countValue("max-scan-entries")),
-    Options.withDescription("Read at most N directory entries and leases in all. Default: 100000. Example: --max-scan-entries 500000"),
-    Options.optional
+  maxDepth: countOption("max-depth", "Size walks go at most N directories deep. Default: 64. Example: --max-depth 128"),
+  maxScanEntries: countOption(
+    "max-scan-entries",
+    "Read at most N directory entries and leases in all. Default: 100000. Example: --max-scan-entries 500000"
   )
 }
 

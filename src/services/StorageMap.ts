@@ -104,9 +104,8 @@ export class StorageMap extends Context.Tag("pi-agent-storage/StorageMap")<Stora
     Layer.effect(StorageMap, makeStorageMap(options))
 
   /** With the default options. */
-  static readonly layer: Layer.Layer<StorageMap, never, FileSystem | Host | AgentDir | Inventory> = Layer.effect(
-    StorageMap,
-    Effect.suspend(() => makeStorageMap({}))
+  static readonly layer: Layer.Layer<StorageMap, never, FileSystem | Host | AgentDir | Inventory> = Layer.suspend(() =>
+    StorageMap.layerWith()
   )
 }
 

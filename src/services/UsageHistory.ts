@@ -75,9 +75,8 @@ export class UsageHistory extends Context.Tag("pi-agent-storage/UsageHistory")<U
       Context.make(UsageHistory, history).pipe(Context.add(UsageRecorder, { record: history.record }))))
 
   /** With the default options (recording, the one web data root). */
-  static readonly layer: Layer.Layer<UsageHistory | UsageRecorder, never, FileSystem | Host | AgentDir> = Layer.effectContext(
-    Effect.map(Effect.suspend(() => makeUsageHistory({})), (history) =>
-      Context.make(UsageHistory, history).pipe(Context.add(UsageRecorder, { record: history.record })))
+  static readonly layer: Layer.Layer<UsageHistory | UsageRecorder, never, FileSystem | Host | AgentDir> = Layer.suspend(() =>
+    UsageHistory.layerWith()
   )
 }
 

@@ -16,6 +16,7 @@ import type { Browser, Page } from "playwright-core"
 import { CHROMIUM, CLI, launchBrowser, type RunningUi, type Seeded, seedAgentDir, seedRun, startUi } from "../support/dashboard.js"
 import { scratchDirs } from "../support/scratchDirs.js"
 import { du } from "../support/du.js"
+import { EXPANDED_ROOT_DIRS } from "../../src/domain/StorageMap.js"
 
 const DOCS = fileURLToPath(new URL("../../docs/ui/", import.meta.url))
 const HOLDER = fileURLToPath(new URL("../fixtures/holder.mjs", import.meta.url))
@@ -131,7 +132,7 @@ describe("the dashboard in a browser (pi-storage ui on a seeded agent dir)", () 
     // measures the items below them, docs/dashboard.md "Dashboard").
     const own = (rel: string) => Fs.lstatSync(Path.join(seeded.agentDir, rel)).blocks * 512
     const grouping = (name: string) =>
-      ["state", "cache", "work"].includes(name) && Fs.lstatSync(Path.join(seeded.agentDir, name)).isDirectory()
+      EXPANDED_ROOT_DIRS.has(name) && Fs.lstatSync(Path.join(seeded.agentDir, name)).isDirectory()
         ? own(name) + (name !== "work" && Fs.existsSync(Path.join(seeded.agentDir, name, "extensions")) ? own(Path.join(name, "extensions")) : 0)
         : 0
     const at = (...names: Array<string>) => names.reduce((n, name) => n + du(Path.join(seeded.agentDir, name)).bytes - grouping(name), 0)
