@@ -105,9 +105,8 @@ const dashboardLayer = (o: {
   readonly settings: DashboardSettings["Type"]
 }) => {
   const webDataRoot = o.webDataRoot ?? undefined
-  const storage = NodeStorage.layerWith({ agentDir: o.agentDir, migrate: false, usageHistory: { webDataRoot } })
   // The stack gives every service (Status and Inventory among them) and the Node world its ProcessRunner.
-  const base = storage
+  const storage = NodeStorage.layerWith({ agentDir: o.agentDir, migrate: false, usageHistory: { webDataRoot } })
   const cache = Layer.effect(
     DashboardCache,
     Effect.gen(function*() {
@@ -121,7 +120,7 @@ const dashboardLayer = (o: {
     map,
     StateBackups.layerWith({ root: o.backupRoot, webDataRoot }),
     ConfigHistory.layerWith({ webDataRoot })
-  ).pipe(Layer.provideMerge(cache), Layer.provideMerge(base), Layer.provideMerge(Layer.succeed(DashboardSettings, o.settings)))
+  ).pipe(Layer.provideMerge(cache), Layer.provideMerge(storage), Layer.provideMerge(Layer.succeed(DashboardSettings, o.settings)))
   const api = HttpApiBuilder.api(DashboardApi).pipe(Layer.provide(handlersLayer))
   // The router's default services (platform, etag, a no-op file system: the API serves no file).
   return Layer.mergeAll(api, HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer, HttpServer.layerContext).pipe(Layer.provide(services))
