@@ -13,6 +13,7 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Ref from "effect/Ref"
 import { TENANT_TRASH_DIR } from "../domain/AgentPaths.js"
 import { InvalidArgument } from "../domain/Errors.js"
 import type { Severity } from "../domain/Findings.js"
@@ -113,226 +114,264 @@ const bySizeThenName = (a: MapNode, b: MapNode) => b.size.bytes - a.size.bytes |
 
 const TIER_LABEL: Record<UsageTier, string> = { config: "config", state: "state", cache: "cache", work: "work", other: "other" }
 
-const makeStorageMap = (options: StorageMapOptions) =>
+type KeptScan = { readonly at: number; readonly scan: TopLevelScan & { readonly scannedAt: number }; readonly webDataRoot: string | null }
+
+/** What every call of one map shares: its dependencies, its options resolved, and the top-level scan it keeps. */
+const mapContext = (options: StorageMapOptions) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem
     const host = yield* Host
     const agentDir = yield* AgentDir
     const inventory = yield* Inventory
-    const maxEntries = options.maxEntries ?? DEFAULT_MAP_MAX_ENTRIES
-    const cacheMs = options.cacheMs ?? DEFAULT_CACHE_MS
-    const configuredWeb = webDataRootOf(host, options.webDataRoot).path
-    const findings = options.findings ?? Effect.succeed([])
-    let kept: { readonly at: number; readonly scan: TopLevelScan & { readonly scannedAt: number }; readonly webDataRoot: string | null } | undefined
-
-    const isDirectory = (path: string) => Effect.map(Effect.option(fs.lstat(path)), (i) => i._tag === "Some" && i.value.type === "Directory")
-
-    const webRoot = Effect.gen(function*() {
-      if (configuredWeb === undefined) return null
-      const dir = yield* resolveRootLink(fs, configuredWeb)
-      return (yield* isDirectory(dir)) ? dir : null
-    })
-
-    const scanned = Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      if (kept !== undefined && now - kept.at < cacheMs) return kept
-      const webDataRoot = yield* webRoot
-      const roots: Array<ScanRoot> = [{ root: "agent", dir: agentDir.path }, ...(webDataRoot === null ? [] : [{ root: "web" as const, dir: webDataRoot }])]
-      const scan = yield* scanTopLevel(fs, roots, { maxEntries, maxDepth: MAX_DEPTH })
-      kept = { at: now, scan: { ...scan, scannedAt: now }, webDataRoot }
-      return kept
-    })
-
-    const rootDir = (root: UsageRoot, webDataRoot: string | null) => (root === "agent" ? agentDir.path : webDataRoot)
-
-    const itemNode = (item: MeasuredItem, marks: (root: UsageRoot, rel: string) => FindingMark | null, webDataRoot: string | null): MapNode => {
-      const segments = item.rel.split("/")
-      const kind = item.root === "agent" ? agentPathKind(segments) : "entry"
-      return {
-        id: pathId(item.root, item.rel),
-        label: item.root === "web" ? `data/${item.rel}` : item.rel,
-        kind: kind === "run" ? "entry" : kind,
-        tier: item.tier,
-        root: item.root,
-        path: NodePath.join(rootDir(item.root, webDataRoot)!, ...segments),
-        size: item.size,
-        expandable: item.isDirectory,
-        state: null,
-        holders: [],
-        mark: marks(item.root, item.rel)
-      }
+    return {
+      fs,
+      agentDir,
+      inventory,
+      maxEntries: options.maxEntries ?? DEFAULT_MAP_MAX_ENTRIES,
+      cacheMs: options.cacheMs ?? DEFAULT_CACHE_MS,
+      configuredWeb: webDataRootOf(host, options.webDataRoot).path,
+      findings: options.findings ?? Effect.succeed([]),
+      kept: yield* Ref.make<KeptScan | undefined>(undefined)
     }
+  })
 
-    const level = (id: string): Effect.Effect<MapLevel, InvalidArgument> =>
-      Effect.gen(function*() {
-        const address = parseNodeId(id)
-        if (address === undefined) return yield* new InvalidArgument({ field: "node", detail: `${JSON.stringify(id.slice(0, 200))} is not a node of the storage map` })
-        const { scan, webDataRoot } = yield* scanned
-        const found = yield* findings
-        const roots = { agentDir: agentDir.path, webDataRoot }
-        const marks = (root: UsageRoot, rel: string) => markOf(found, { root, rel }, roots)
-        const items = scan.items.map((i) => itemNode(i, marks, webDataRoot))
-        const tierNode = (tier: UsageTier): MapNode => {
-          const mine = items.filter((n) => n.tier === tier)
-          return {
-            id: tierId(tier),
-            label: TIER_LABEL[tier],
-            kind: "tier",
-            tier,
-            root: null,
-            path: null,
-            size: sizeOfEntries(mine.map((n) => n.size)),
-            expandable: mine.length > 0,
-            state: null,
-            holders: [],
-            mark: mergeMarks(mine.map((n) => n.mark))
-          }
-        }
-        const tiers = USAGE_TIERS.map(tierNode)
-        const rootNode: MapNode = {
-          id: ROOT_ID,
-          label: "everything",
-          kind: "root",
-          tier: null,
-          root: null,
-          path: null,
-          size: addSizes(tiers.map((t) => t.size)),
-          expandable: true,
-          state: null,
-          holders: [],
-          mark: mergeMarks(tiers.map((t) => t.mark))
-        }
-        const crumb = (n: MapNode) => ({ id: n.id, label: n.label })
-        const base = { scannedAt: scan.scannedAt, roots }
-        if (address._tag === "Root") {
-          const children = tiers.filter((t) => t.size.bytes > 0 || t.expandable).sort(bySizeThenName)
-          return { ...base, node: rootNode, children, breadcrumb: [], complete: scan.complete, problems: scan.problems }
-        }
-        if (address._tag === "Tier") {
-          const node = tiers.find((t) => t.tier === address.tier)!
-          const children = items.filter((n) => n.tier === address.tier).sort(bySizeThenName)
-          return { ...base, node, children, breadcrumb: [crumb(rootNode)], complete: children.every((c) => c.size.complete), problems: scan.problems }
-        }
-        return yield* pathLevel(address, { items, webDataRoot, marks, scannedAt: scan.scannedAt, rootNode, tiers })
-      })
+type MapContext = Effect.Effect.Success<ReturnType<typeof mapContext>>
 
-    /** A path node's level: the item it is or lies below gives its tier and the top of its breadcrumb. */
-    const pathLevel = (
-      address: Extract<NodeAddress, { _tag: "Path" }>,
-      ctx: {
-        readonly items: ReadonlyArray<MapNode>
-        readonly webDataRoot: string | null
-        readonly marks: (root: UsageRoot, rel: string) => FindingMark | null
-        readonly scannedAt: number
-        readonly rootNode: MapNode
-        readonly tiers: ReadonlyArray<MapNode>
-      }
-    ): Effect.Effect<MapLevel, InvalidArgument> =>
-      Effect.gen(function*() {
-        const rel = address.segments.join("/")
-        const top = ctx.items.find((n) => n.root === address.root && (rel === idRel(n.id) || rel.startsWith(idRel(n.id) + "/")))
-        const base = rootDir(address.root, ctx.webDataRoot)
-        const notANode = new InvalidArgument({ field: "node", detail: `${JSON.stringify(pathId(address.root, rel))} is not a node of the storage map` })
-        if (top === undefined || base === null) return yield* notANode
-        const path = NodePath.join(base, ...address.segments)
-        // Every directory from the root to the node is a real directory: nothing is listed through a link.
-        for (let k = 1; k <= address.segments.length; k++) {
-          if (!(yield* isDirectory(NodePath.join(base, ...address.segments.slice(0, k))))) return yield* notANode
-        }
-        const walk = new SizeWalk(fs, { maxEntries, maxDepth: MAX_DEPTH })
-        const kind = address.root === "agent" ? agentPathKind(address.segments) : "entry"
-        const child = (name: string, extra: Partial<MapNode> & { readonly size: NodeSize; readonly expandable: boolean }): MapNode => ({
-          id: pathId(address.root, `${rel}/${name}`),
-          label: name,
-          kind: "entry",
-          tier: top.tier,
-          root: address.root,
-          path: NodePath.join(path, name),
-          state: null,
-          holders: [],
-          mark: ctx.marks(address.root, `${rel}/${name}`),
-          ...extra
-        })
-        const children: Array<MapNode> = []
-        let listedComplete = true
-        const [, category, tenant] = address.segments
-        const validTenant = kind === "tenant" && parseSegment(category!)._tag === "Right" && parseSegment(tenant!)._tag === "Right"
-        if (validTenant) {
-          const list = yield* inventory.listRuns({ category: category!, tenant: tenant! }, { maxEntries }).pipe(Effect.orDie)
-          listedComplete = !list.truncated && list.errors.length === 0
-          for (const e of list.errors) walk.problems.push({ path: e.path, message: e.message })
-          for (const run of list.runs) {
-            children.push(child(run.runId, {
-              kind: "run",
-              size: nodeSizeOfInventory(run.size),
-              expandable: true,
-              state: run.state,
-              holders: run.holders
-            }))
-          }
-          for (const u of list.unowned) children.push(child(u.name, { kind: "unowned", state: "unowned", size: yield* walk.measure(u.path), expandable: false }))
-          for (const q of yield* walk.list(NodePath.join(path, TENANT_TRASH_DIR))) {
-            const name = `${TENANT_TRASH_DIR}/${q.name}`
-            children.push(child(name, { kind: "quarantined", state: "quarantined", size: yield* walk.measure(NodePath.join(path, TENANT_TRASH_DIR, q.name)), expandable: false }))
-          }
-        } else {
-          for (const entry of yield* walk.list(path)) {
-            const isDir = entry.type === "Directory"
-            children.push(child(entry.name, {
-              kind: kind === "category" && isDir ? "tenant" : "entry",
-              size: yield* walk.measure(NodePath.join(path, entry.name)),
-              expandable: isDir
-            }))
-          }
-        }
-        children.sort(bySizeThenName)
-        const size = sizeOfEntries(children.map((c) => c.size))
-        const node: MapNode = {
-          id: pathId(address.root, rel),
-          label: address.segments[address.segments.length - 1]!,
-          kind: kind === "category" || kind === "tenant" || kind === "run" ? kind : "entry",
-          tier: top.tier,
-          root: address.root,
-          path,
-          size: { ...size, complete: size.complete && listedComplete },
-          expandable: true,
-          state: null,
-          holders: [],
-          mark: ctx.marks(address.root, rel)
-        }
-        // The whole, the tier, then the top-level item and each directory between it and the node.
-        const tierNode = ctx.tiers.find((t) => t.tier === top.tier)!
-        const topRel = idRel(top.id)
-        const between = address.segments.slice(topRel.split("/").length, -1)
-        const breadcrumb = [
-          { id: ctx.rootNode.id, label: ctx.rootNode.label },
-          { id: tierNode.id, label: tierNode.label },
-          ...(rel === topRel ? [] : [{ id: top.id, label: top.label }]),
-          ...between.map((name, k) => {
-            const upTo = [...topRel.split("/"), ...between.slice(0, k + 1)].join("/")
-            return { id: pathId(address.root, upTo), label: name }
-          })
-        ]
-        const now = yield* Clock.currentTimeMillis
-        return {
-          node,
-          children,
-          breadcrumb,
-          complete: node.size.complete && walk.problems.length === 0,
-          problems: walk.problems,
-          scannedAt: now,
-          roots: { agentDir: agentDir.path, webDataRoot: ctx.webDataRoot }
-        }
-      })
-
+const makeStorageMap = (options: StorageMapOptions) =>
+  Effect.gen(function*() {
+    const ctx = yield* mapContext(options)
     return StorageMap.of({
-      level,
-      topLevel: Effect.map(scanned, (k) => k.scan),
-      invalidate: Effect.sync(() => {
-        kept = undefined
-      })
+      level: (id) => level(ctx, id),
+      topLevel: Effect.map(scanned(ctx), (k) => k.scan),
+      invalidate: Ref.set(ctx.kept, undefined)
     })
   })
+
+const isDirectory = (ctx: MapContext, path: string) => Effect.map(Effect.option(ctx.fs.lstat(path)), (i) => i._tag === "Some" && i.value.type === "Directory")
+
+const webRoot = (ctx: MapContext) =>
+  Effect.gen(function*() {
+    if (ctx.configuredWeb === undefined) return null
+    const dir = yield* resolveRootLink(ctx.fs, ctx.configuredWeb)
+    return (yield* isDirectory(ctx, dir)) ? dir : null
+  })
+
+/** The top-level scan, reused while younger than `cacheMs`. */
+const scanned = (ctx: MapContext) =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const kept = yield* Ref.get(ctx.kept)
+    if (kept !== undefined && now - kept.at < ctx.cacheMs) return kept
+    const webDataRoot = yield* webRoot(ctx)
+    const roots: Array<ScanRoot> = [{ root: "agent", dir: ctx.agentDir.path }, ...(webDataRoot === null ? [] : [{ root: "web" as const, dir: webDataRoot }])]
+    const scan = yield* scanTopLevel(ctx.fs, roots, { maxEntries: ctx.maxEntries, maxDepth: MAX_DEPTH })
+    const fresh: KeptScan = { at: now, scan: { ...scan, scannedAt: now }, webDataRoot }
+    yield* Ref.set(ctx.kept, fresh)
+    return fresh
+  })
+
+const rootDir = (ctx: MapContext, root: UsageRoot, webDataRoot: string | null) => (root === "agent" ? ctx.agentDir.path : webDataRoot)
+
+const itemNode = (ctx: MapContext, item: MeasuredItem, marks: (root: UsageRoot, rel: string) => FindingMark | null, webDataRoot: string | null): MapNode => {
+  const segments = item.rel.split("/")
+  const kind = item.root === "agent" ? agentPathKind(segments) : "entry"
+  return {
+    id: pathId(item.root, item.rel),
+    label: item.root === "web" ? `data/${item.rel}` : item.rel,
+    kind: kind === "run" ? "entry" : kind,
+    tier: item.tier,
+    root: item.root,
+    path: NodePath.join(rootDir(ctx, item.root, webDataRoot)!, ...segments),
+    size: item.size,
+    expandable: item.isDirectory,
+    state: null,
+    holders: [],
+    mark: marks(item.root, item.rel)
+  }
+}
+
+const tierNodeOf = (items: ReadonlyArray<MapNode>, tier: UsageTier): MapNode => {
+  const mine = items.filter((n) => n.tier === tier)
+  return {
+    id: tierId(tier),
+    label: TIER_LABEL[tier],
+    kind: "tier",
+    tier,
+    root: null,
+    path: null,
+    size: sizeOfEntries(mine.map((n) => n.size)),
+    expandable: mine.length > 0,
+    state: null,
+    holders: [],
+    mark: mergeMarks(mine.map((n) => n.mark))
+  }
+}
+
+const rootNodeOf = (tiers: ReadonlyArray<MapNode>): MapNode => ({
+  id: ROOT_ID,
+  label: "everything",
+  kind: "root",
+  tier: null,
+  root: null,
+  path: null,
+  size: addSizes(tiers.map((t) => t.size)),
+  expandable: true,
+  state: null,
+  holders: [],
+  mark: mergeMarks(tiers.map((t) => t.mark))
+})
+
+const level = (ctx: MapContext, id: string): Effect.Effect<MapLevel, InvalidArgument> =>
+  Effect.gen(function*() {
+    const address = parseNodeId(id)
+    if (address === undefined) return yield* new InvalidArgument({ field: "node", detail: `${JSON.stringify(id.slice(0, 200))} is not a node of the storage map` })
+    const { scan, webDataRoot } = yield* scanned(ctx)
+    const found = yield* ctx.findings
+    const roots = { agentDir: ctx.agentDir.path, webDataRoot }
+    const marks = (root: UsageRoot, rel: string) => markOf(found, { root, rel }, roots)
+    const items = scan.items.map((i) => itemNode(ctx, i, marks, webDataRoot))
+    const tiers = USAGE_TIERS.map((tier) => tierNodeOf(items, tier))
+    const rootNode = rootNodeOf(tiers)
+    const crumb = (n: MapNode) => ({ id: n.id, label: n.label })
+    const base = { scannedAt: scan.scannedAt, roots }
+    if (address._tag === "Root") {
+      const children = tiers.filter((t) => t.size.bytes > 0 || t.expandable).sort(bySizeThenName)
+      return { ...base, node: rootNode, children, breadcrumb: [], complete: scan.complete, problems: scan.problems }
+    }
+    if (address._tag === "Tier") {
+      const node = tiers.find((t) => t.tier === address.tier)!
+      const children = items.filter((n) => n.tier === address.tier).sort(bySizeThenName)
+      return { ...base, node, children, breadcrumb: [crumb(rootNode)], complete: children.every((c) => c.size.complete), problems: scan.problems }
+    }
+    return yield* pathLevel(ctx, address, { items, webDataRoot, marks, rootNode, tiers })
+  })
+
+/** What a path level takes from the map's top: the top-level items, the whole and the tiers, the findings' marks. */
+interface LevelTop {
+  readonly items: ReadonlyArray<MapNode>
+  readonly webDataRoot: string | null
+  readonly marks: (root: UsageRoot, rel: string) => FindingMark | null
+  readonly rootNode: MapNode
+  readonly tiers: ReadonlyArray<MapNode>
+}
+
+type PathAddress = Extract<NodeAddress, { _tag: "Path" }>
+
+/** A path node's level: the item it is or lies below gives its tier and the top of its breadcrumb. */
+const pathLevel = (ctx: MapContext, address: PathAddress, top: LevelTop): Effect.Effect<MapLevel, InvalidArgument> =>
+  Effect.gen(function*() {
+    const rel = address.segments.join("/")
+    const item = top.items.find((n) => n.root === address.root && (rel === idRel(n.id) || rel.startsWith(idRel(n.id) + "/")))
+    const base = rootDir(ctx, address.root, top.webDataRoot)
+    const notANode = new InvalidArgument({ field: "node", detail: `${JSON.stringify(pathId(address.root, rel))} is not a node of the storage map` })
+    if (item === undefined || base === null) return yield* notANode
+    const path = NodePath.join(base, ...address.segments)
+    // Every directory from the root to the node is a real directory: nothing is listed through a link.
+    for (let k = 1; k <= address.segments.length; k++) {
+      if (!(yield* isDirectory(ctx, NodePath.join(base, ...address.segments.slice(0, k))))) return yield* notANode
+    }
+    const walk = new SizeWalk(ctx.fs, { maxEntries: ctx.maxEntries, maxDepth: MAX_DEPTH })
+    const kind = address.root === "agent" ? agentPathKind(address.segments) : "entry"
+    const child = (name: string, extra: Partial<MapNode> & { readonly size: NodeSize; readonly expandable: boolean }): MapNode => ({
+      id: pathId(address.root, `${rel}/${name}`),
+      label: name,
+      kind: "entry",
+      tier: item.tier,
+      root: address.root,
+      path: NodePath.join(path, name),
+      state: null,
+      holders: [],
+      mark: top.marks(address.root, `${rel}/${name}`),
+      ...extra
+    })
+    const [, category, tenant] = address.segments
+    const validTenant = kind === "tenant" && parseSegment(category!)._tag === "Right" && parseSegment(tenant!)._tag === "Right"
+    const { children, listedComplete } = validTenant
+      ? yield* tenantChildren(ctx, walk, path, { category: category!, tenant: tenant! }, child)
+      : yield* entryChildren(walk, path, kind, child)
+    children.sort(bySizeThenName)
+    const size = sizeOfEntries(children.map((c) => c.size))
+    const node: MapNode = {
+      id: pathId(address.root, rel),
+      label: address.segments[address.segments.length - 1]!,
+      kind: kind === "category" || kind === "tenant" || kind === "run" ? kind : "entry",
+      tier: item.tier,
+      root: address.root,
+      path,
+      size: { ...size, complete: size.complete && listedComplete },
+      expandable: true,
+      state: null,
+      holders: [],
+      mark: top.marks(address.root, rel)
+    }
+    const now = yield* Clock.currentTimeMillis
+    return {
+      node,
+      children,
+      breadcrumb: pathBreadcrumb(address, rel, item, top),
+      complete: node.size.complete && walk.problems.length === 0,
+      problems: walk.problems,
+      scannedAt: now,
+      roots: { agentDir: ctx.agentDir.path, webDataRoot: top.webDataRoot }
+    }
+  })
+
+type ChildOf = (name: string, extra: Partial<MapNode> & { readonly size: NodeSize; readonly expandable: boolean }) => MapNode
+
+/** A tenant's children: its runs (the Inventory's listing), the unowned entries beside them, its quarantined trees. */
+const tenantChildren = (ctx: MapContext, walk: SizeWalk, path: string, tenant: { readonly category: string; readonly tenant: string }, child: ChildOf) =>
+  Effect.gen(function*() {
+    const children: Array<MapNode> = []
+    const list = yield* ctx.inventory.listRuns(tenant, { maxEntries: ctx.maxEntries }).pipe(Effect.orDie)
+    const listedComplete = !list.truncated && list.errors.length === 0
+    for (const e of list.errors) walk.problems.push({ path: e.path, message: e.message })
+    for (const run of list.runs) {
+      children.push(child(run.runId, {
+        kind: "run",
+        size: nodeSizeOfInventory(run.size),
+        expandable: true,
+        state: run.state,
+        holders: run.holders
+      }))
+    }
+    for (const u of list.unowned) children.push(child(u.name, { kind: "unowned", state: "unowned", size: yield* walk.measure(u.path), expandable: false }))
+    for (const q of yield* walk.list(NodePath.join(path, TENANT_TRASH_DIR))) {
+      const name = `${TENANT_TRASH_DIR}/${q.name}`
+      children.push(child(name, { kind: "quarantined", state: "quarantined", size: yield* walk.measure(NodePath.join(path, TENANT_TRASH_DIR, q.name)), expandable: false }))
+    }
+    return { children, listedComplete }
+  })
+
+/** Any other directory's children: its entries, each measured; a category's directories are its tenants. */
+const entryChildren = (walk: SizeWalk, path: string, kind: ReturnType<typeof agentPathKind> | "entry", child: ChildOf) =>
+  Effect.gen(function*() {
+    const children: Array<MapNode> = []
+    for (const entry of yield* walk.list(path)) {
+      const isDir = entry.type === "Directory"
+      children.push(child(entry.name, {
+        kind: kind === "category" && isDir ? "tenant" : "entry",
+        size: yield* walk.measure(NodePath.join(path, entry.name)),
+        expandable: isDir
+      }))
+    }
+    return { children, listedComplete: true }
+  })
+
+/** The whole, the tier, then the top-level item and each directory between it and the node. */
+const pathBreadcrumb = (address: PathAddress, rel: string, item: MapNode, top: LevelTop): MapLevel["breadcrumb"] => {
+  const tierNode = top.tiers.find((t) => t.tier === item.tier)!
+  const topRel = idRel(item.id)
+  const between = address.segments.slice(topRel.split("/").length, -1)
+  return [
+    { id: top.rootNode.id, label: top.rootNode.label },
+    { id: tierNode.id, label: tierNode.label },
+    ...(rel === topRel ? [] : [{ id: item.id, label: item.label }]),
+    ...between.map((name, k) => {
+      const upTo = [...topRel.split("/"), ...between.slice(0, k + 1)].join("/")
+      return { id: pathId(address.root, upTo), label: name }
+    })
+  ]
+}
 
 /** The path part of a path node's id (`a:work/tools` → `work/tools`). */
 const idRel = (id: string): string => id.slice(2)
