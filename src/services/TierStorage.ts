@@ -210,7 +210,11 @@ export class TierStorage extends Context.Tag("pi-agent-storage/TierStorage")<Tie
   static readonly layer: Layer.Layer<TierStorage, never, FileSystem | Host> = Layer.effect(TierStorage, TierStorage.make)
 }
 
-const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOptions): Effect.Effect<Tiers, OpenTiersError> =>
+/**
+ * What every operation of one opened extension's tiers shares: the port, the validated directories, the
+ * config budget, settings.json's path, and the lock that serialises config writes from this handle.
+ */
+const tiersContext = (fs: FileSystem["Type"], ctx: TierDirs, options?: OpenTiersOptions) =>
   Effect.gen(function*() {
     const dirs = yield* fromEither(resolveTierDirs(ctx))
     const budgetBytes = options?.configBudgetBytes ?? DEFAULT_CONFIG_BUDGET_BYTES
@@ -219,275 +223,310 @@ const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOp
         new InvalidArgument({ field: "configBudgetBytes", detail: `must be a non-negative integer (got ${budgetBytes})` })
       )
     }
-
-    /**
-     * TD5, at open and again right before anything that deletes or replaces cache entries: a link or mount
-     * made after open (cache/ pointed at state/) is caught before the first byte changes.
-     */
-    const checkIdentities = (during: string): Effect.Effect<void, TiersOverlap | TierUnresolvable | FileSystemError> =>
-      Effect.gen(function*() {
-        const [config, state, cache] = yield* Effect.all([
-          locate(fs, dirs.configDir),
-          locate(fs, dirs.stateDir),
-          locate(fs, dirs.cacheDir)
-        ])
-        const overlap = findTierOverlap({
-          config: { path: dirs.configDir, location: config },
-          state: { path: dirs.stateDir, location: state },
-          cache: { path: dirs.cacheDir, location: cache }
-        })
-        if (overlap !== null) return yield* Effect.fail(new TiersOverlap({ ...overlap, during }))
-      })
-    yield* checkIdentities("open")
     // config/settings.json is read-modify-write: serialise config writes from this handle.
     const configLock = yield* Effect.makeSemaphore(1)
-
-    /** Write into `dir`, creating it only when missing, so a tier dir that is a symlink elsewhere keeps working. */
-    const writeInto = (dir: string, path: string, data: Uint8Array, sync: boolean) =>
-      fs.writeFileAtomic(path, data, { mode: FILE_MODE, sync }).pipe(
-        Effect.catchIf(isNotFound, () =>
-          fs.makeDirectory(dir, { recursive: true, mode: DIR_MODE }).pipe(
-            Effect.zipRight(fs.writeFileAtomic(path, data, { mode: FILE_MODE, sync }))
-          ))
-      )
-
-    /** removeTree until done; it stops after a budget of entries, and a rerun continues. */
-    const removeAll = (path: string): Effect.Effect<void, FileSystemError | RemovalStalled> =>
-      fs.removeTree(path, REMOVE_BUDGET).pipe(
-        Effect.flatMap((r) => {
-          if (r.complete) return Effect.void
-          if (r.removedEntries === 0) return Effect.fail(new RemovalStalled({ path }))
-          return removeAll(path)
-        })
-      )
-
-    // ---- cache ------------------------------------------------------------------------------------------
-
-    const cache: CacheTier = {
-      dir: dirs.cacheDir,
-      ensure: (key, build, ensureOptions) =>
-        Effect.gen(function*() {
-          yield* fromEither(checkFileName("key", key))
-          const path = NodePath.join(dirs.cacheDir, key)
-          const cached = yield* Effect.either(fs.readFile(path))
-          if (Either.isRight(cached)) {
-            const validate = ensureOptions?.validate
-            // A validator that throws judges the cached value invalid: it is recomputed (nothing lost, cache only).
-            const valid = validate === undefined ||
-              (yield* Effect.try(() => validate(cached.right)).pipe(Effect.orElseSucceed(() => false)))
-            if (valid === true) return cached.right
-          } else if (!isNotFound(cached.left)) {
-            // A directory, symlink or unreadable entry squats on the key: cache may be deleted at any time.
-            yield* checkIdentities("cache.ensure")
-            yield* removeAll(path)
-          }
-          const bytes = toBytes(yield* build)
-          // Checked after the build, which may take long: the write replaces whatever is at the key.
-          yield* checkIdentities("cache.ensure")
-          yield* writeInto(dirs.cacheDir, path, bytes, false).pipe(
-            // cache/ vanished again while we wrote (a concurrent clear or rm -rf): the entry is lost as if
-            // cleared a moment later, and the build still answers (found by the jittered property test).
-            Effect.catchIf(isNotFound, () => Effect.void)
-          )
-          return bytes
-        }),
-      clear: () => Effect.zipRight(checkIdentities("cache.clear"), removeAll(dirs.cacheDir))
+    return {
+      fs,
+      dirs,
+      budgetBytes,
+      configLock,
+      settingsPath: NodePath.join(dirs.configDir, CONFIG_SETTINGS_FILE),
+      stateInsideConfig: isInside(dirs.stateDir, dirs.configDir)
     }
+  })
 
-    // ---- state ------------------------------------------------------------------------------------------
+type TiersContext = Effect.Effect.Success<ReturnType<typeof tiersContext>>
 
-    const readState = <A, I>(name: string, schema: Schema.Schema<A, I>) =>
-      Effect.gen(function*() {
-        yield* fromEither(checkFileName("name", name))
-        const path = NodePath.join(dirs.stateDir, name)
-        const bytes = yield* fs.readFile(path).pipe(
-          Effect.mapError((error) =>
-            isNotFound(error) ? new StateMissing({ path }) : new StateUnreadable({ path, detail: error.message, cause: error })
-          )
-        )
-        const decoded = decodeJsonBytes(schema, bytes)
-        if (!decoded.ok) return yield* Effect.fail(new StateUnreadable({ path, detail: decoded.why, cause: decoded.failure }))
-        return decoded.value
-      })
+const openOn = (fs: FileSystem["Type"]) => (ctx: TierDirs, options?: OpenTiersOptions): Effect.Effect<Tiers, OpenTiersError> =>
+  Effect.gen(function*() {
+    const c = yield* tiersContext(fs, ctx, options)
+    yield* checkIdentities(c, "open")
+    return { cache: cacheTier(c), state: stateTier(c), config: configTier(c) }
+  })
 
-    const state: StateTier = {
-      dir: dirs.stateDir,
-      read: ((name: string, schema?: Schema.Schema<unknown, unknown>) =>
-        readState(name, schema ?? Schema.Unknown)) as StateTier["read"],
-      write: ((name: string, value: unknown, schema?: Schema.Schema<unknown, unknown>) =>
-        Effect.gen(function*() {
-          yield* fromEither(checkFileName("name", name))
-          const json = yield* fromEither(tierValue(value, schema))
-          yield* writeInto(dirs.stateDir, NodePath.join(dirs.stateDir, name), encodeJsonBytes(json), true)
-        })) as StateTier["write"]
+/**
+ * TD5, at open and again right before anything that deletes or replaces cache entries: a link or mount
+ * made after open (cache/ pointed at state/) is caught before the first byte changes.
+ */
+const checkIdentities = (c: TiersContext, during: string): Effect.Effect<void, TiersOverlap | TierUnresolvable | FileSystemError> =>
+  Effect.gen(function*() {
+    const { dirs, fs } = c
+    const [config, state, cache] = yield* Effect.all([
+      locate(fs, dirs.configDir),
+      locate(fs, dirs.stateDir),
+      locate(fs, dirs.cacheDir)
+    ])
+    const overlap = findTierOverlap({
+      config: { path: dirs.configDir, location: config },
+      state: { path: dirs.stateDir, location: state },
+      cache: { path: dirs.cacheDir, location: cache }
+    })
+    if (overlap !== null) return yield* Effect.fail(new TiersOverlap({ ...overlap, during }))
+  })
+
+/** Write into `dir`, creating it only when missing, so a tier dir that is a symlink elsewhere keeps working. */
+const writeInto = (c: TiersContext, dir: string, path: string, data: Uint8Array, sync: boolean) =>
+  c.fs.writeFileAtomic(path, data, { mode: FILE_MODE, sync }).pipe(
+    Effect.catchIf(isNotFound, () =>
+      c.fs.makeDirectory(dir, { recursive: true, mode: DIR_MODE }).pipe(
+        Effect.zipRight(c.fs.writeFileAtomic(path, data, { mode: FILE_MODE, sync }))
+      ))
+  )
+
+/** removeTree until done; it stops after a budget of entries, and a rerun continues. */
+const removeAll = (c: TiersContext, path: string): Effect.Effect<void, FileSystemError | RemovalStalled> =>
+  c.fs.removeTree(path, REMOVE_BUDGET).pipe(
+    Effect.flatMap((r) => {
+      if (r.complete) return Effect.void
+      if (r.removedEntries === 0) return Effect.fail(new RemovalStalled({ path }))
+      return removeAll(c, path)
+    })
+  )
+
+// ---- cache ----------------------------------------------------------------------------------------------
+
+const cacheEnsure = <E, R>(
+  c: TiersContext,
+  key: string,
+  build: Effect.Effect<Uint8Array | string, E, R>,
+  ensureOptions?: CacheEnsureOptions
+): Effect.Effect<Uint8Array, E | CacheError, R> =>
+  Effect.gen(function*() {
+    yield* fromEither(checkFileName("key", key))
+    const path = NodePath.join(c.dirs.cacheDir, key)
+    const cached = yield* Effect.either(c.fs.readFile(path))
+    if (Either.isRight(cached)) {
+      const validate = ensureOptions?.validate
+      // A validator that throws judges the cached value invalid: it is recomputed (nothing lost, cache only).
+      const valid = validate === undefined ||
+        (yield* Effect.try(() => validate(cached.right)).pipe(Effect.orElseSucceed(() => false)))
+      if (valid === true) return cached.right
+    } else if (!isNotFound(cached.left)) {
+      // A directory, symlink or unreadable entry squats on the key: cache may be deleted at any time.
+      yield* checkIdentities(c, "cache.ensure")
+      yield* removeAll(c, path)
     }
+    const bytes = toBytes(yield* build)
+    // Checked after the build, which may take long: the write replaces whatever is at the key.
+    yield* checkIdentities(c, "cache.ensure")
+    yield* writeInto(c, c.dirs.cacheDir, path, bytes, false).pipe(
+      // cache/ vanished again while we wrote (a concurrent clear or rm -rf): the entry is lost as if
+      // cleared a moment later, and the build still answers (found by the jittered property test).
+      Effect.catchIf(isNotFound, () => Effect.void)
+    )
+    return bytes
+  })
 
-    // ---- config -----------------------------------------------------------------------------------------
+const cacheClear = (c: TiersContext) => Effect.zipRight(checkIdentities(c, "cache.clear"), removeAll(c, c.dirs.cacheDir))
 
-    const settingsPath = NodePath.join(dirs.configDir, CONFIG_SETTINGS_FILE)
+const cacheTier = (c: TiersContext): CacheTier => ({
+  dir: c.dirs.cacheDir,
+  ensure: (key, build, ensureOptions) => cacheEnsure(c, key, build, ensureOptions),
+  clear: () => cacheClear(c)
+})
 
-    const settingsOf = (bytes: Uint8Array): Effect.Effect<Readonly<Record<string, unknown>>, ConfigUnreadable> => {
-      const decoded = decodeJsonBytes(Schema.Unknown, bytes)
-      if (!decoded.ok) return Effect.fail(new ConfigUnreadable({ path: settingsPath, detail: decoded.why, cause: decoded.failure }))
-      const value = decoded.value
-      if (typeof value === "object" && value !== null && !Array.isArray(value)) return Effect.succeed(value as Record<string, unknown>)
-      const detail = "settings are not a JSON object"
-      return Effect.fail(new ConfigUnreadable({ path: settingsPath, detail, cause: new DecodeFailure({ stage: "schema", detail }) }))
-    }
+// ---- state ----------------------------------------------------------------------------------------------
 
-    const readSettings: Effect.Effect<Readonly<Record<string, unknown>>, FileSystemError | ConfigUnreadable> = fs
-      .readFile(settingsPath, { maxBytes: Math.max(budgetBytes, 1) })
-      .pipe(
-        Effect.flatMap(settingsOf),
-        // Never configured is not an error: every key is unset.
-        Effect.catchIf((error) => error._tag === "FileSystemError" && isNotFound(error), () => Effect.succeed({}))
+const readState = <A, I>(c: TiersContext, name: string, schema: Schema.Schema<A, I>) =>
+  Effect.gen(function*() {
+    yield* fromEither(checkFileName("name", name))
+    const path = NodePath.join(c.dirs.stateDir, name)
+    const bytes = yield* c.fs.readFile(path).pipe(
+      Effect.mapError((error) =>
+        isNotFound(error) ? new StateMissing({ path }) : new StateUnreadable({ path, detail: error.message, cause: error })
       )
+    )
+    const decoded = decodeJsonBytes(schema, bytes)
+    if (!decoded.ok) return yield* Effect.fail(new StateUnreadable({ path, detail: decoded.why, cause: decoded.failure }))
+    return decoded.value
+  })
 
-    /** settings.json as read (its identity and bytes: `null` when missing), for the conditional replace. */
-    const readSettingsVersion: Effect.Effect<
-      { readonly settings: Readonly<Record<string, unknown>>; readonly version: FileVersion | null },
-      FileSystemError | ConfigUnreadable
-    > = fs.lstat(settingsPath).pipe(
-      Effect.flatMap((info) =>
-        fs.readFile(settingsPath, { maxBytes: Math.max(budgetBytes, 1) }).pipe(
-          Effect.flatMap((bytes) => Effect.map(settingsOf(bytes), (settings) => ({ settings, version: { dev: info.dev, ino: info.ino, bytes } })))
-        )
-      ),
-      Effect.catchIf((error) => error._tag === "FileSystemError" && isNotFound(error), () => Effect.succeed({ settings: {}, version: null }))
+const writeState = (c: TiersContext, name: string, value: unknown, schema?: Schema.Schema<unknown, unknown>) =>
+  Effect.gen(function*() {
+    yield* fromEither(checkFileName("name", name))
+    const json = yield* fromEither(tierValue(value, schema))
+    yield* writeInto(c, c.dirs.stateDir, NodePath.join(c.dirs.stateDir, name), encodeJsonBytes(json), true)
+  })
+
+const stateTier = (c: TiersContext): StateTier => ({
+  dir: c.dirs.stateDir,
+  read: ((name: string, schema?: Schema.Schema<unknown, unknown>) => readState(c, name, schema ?? Schema.Unknown)) as StateTier["read"],
+  write: ((name: string, value: unknown, schema?: Schema.Schema<unknown, unknown>) => writeState(c, name, value, schema)) as StateTier["write"]
+})
+
+// ---- config ---------------------------------------------------------------------------------------------
+
+const settingsOf = (c: TiersContext, bytes: Uint8Array): Effect.Effect<Readonly<Record<string, unknown>>, ConfigUnreadable> => {
+  const decoded = decodeJsonBytes(Schema.Unknown, bytes)
+  if (!decoded.ok) return Effect.fail(new ConfigUnreadable({ path: c.settingsPath, detail: decoded.why, cause: decoded.failure }))
+  const value = decoded.value
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) return Effect.succeed(value as Record<string, unknown>)
+  const detail = "settings are not a JSON object"
+  return Effect.fail(new ConfigUnreadable({ path: c.settingsPath, detail, cause: new DecodeFailure({ stage: "schema", detail }) }))
+}
+
+const readSettings = (c: TiersContext): Effect.Effect<Readonly<Record<string, unknown>>, FileSystemError | ConfigUnreadable> =>
+  c.fs
+    .readFile(c.settingsPath, { maxBytes: Math.max(c.budgetBytes, 1) })
+    .pipe(
+      Effect.flatMap((bytes) => settingsOf(c, bytes)),
+      // Never configured is not an error: every key is unset.
+      Effect.catchIf((error) => error._tag === "FileSystemError" && isNotFound(error), () => Effect.succeed({}))
     )
 
-    /** `writeInto` for a file read first: replaced only if it is still `expected` (created only if still missing). */
-    const replaceInto = (dir: string, path: string, expected: FileVersion | null, data: Uint8Array) =>
-      fs.replaceFileIfUnchanged(path, expected, data, { mode: FILE_MODE }).pipe(
-        Effect.catchIf((e) => expected === null && isNotFound(e), () =>
-          fs.makeDirectory(dir, { recursive: true, mode: DIR_MODE }).pipe(
-            Effect.zipRight(fs.replaceFileIfUnchanged(path, expected, data, { mode: FILE_MODE }))
-          ))
+/** settings.json as read (its identity and bytes: `null` when missing), for the conditional replace. */
+const readSettingsVersion = (c: TiersContext): Effect.Effect<
+  { readonly settings: Readonly<Record<string, unknown>>; readonly version: FileVersion | null },
+  FileSystemError | ConfigUnreadable
+> =>
+  c.fs.lstat(c.settingsPath).pipe(
+    Effect.flatMap((info) =>
+      c.fs.readFile(c.settingsPath, { maxBytes: Math.max(c.budgetBytes, 1) }).pipe(
+        Effect.flatMap((bytes) => Effect.map(settingsOf(c, bytes), (settings) => ({ settings, version: { dev: info.dev, ino: info.ino, bytes } })))
       )
+    ),
+    Effect.catchIf((error) => error._tag === "FileSystemError" && isNotFound(error), () => Effect.succeed({ settings: {}, version: null }))
+  )
 
-    const sizeOf = (path: string): Effect.Effect<number, FileSystemError> =>
-      fs.lstat(path).pipe(
-        Effect.map((info) => (info.type === "File" ? info.size : 0)),
-        Effect.catchIf(isNotFound, () => Effect.succeed(0))
-      )
+/** `writeInto` for a file read first: replaced only if it is still `expected` (created only if still missing). */
+const replaceInto = (c: TiersContext, dir: string, path: string, expected: FileVersion | null, data: Uint8Array) =>
+  c.fs.replaceFileIfUnchanged(path, expected, data, { mode: FILE_MODE }).pipe(
+    Effect.catchIf((e) => expected === null && isNotFound(e), () =>
+      c.fs.makeDirectory(dir, { recursive: true, mode: DIR_MODE }).pipe(
+        Effect.zipRight(c.fs.replaceFileIfUnchanged(path, expected, data, { mode: FILE_MODE }))
+      ))
+  )
 
-    // The budget is what config's files hold (`fileBytes`), not their disk usage: a small key-value file is small.
-    const measure = (dir: string) =>
-      fs.measureTree(dir, CONFIG_MEASURE_BUDGET).pipe(
-        Effect.map((m) => ({ bytes: m.fileBytes, complete: m.complete })),
-        Effect.catchIf(isNotFound, () => Effect.succeed({ bytes: 0, complete: true }))
-      )
-    const stateInsideConfig = isInside(dirs.stateDir, dirs.configDir)
+const sizeOf = (c: TiersContext, path: string): Effect.Effect<number, FileSystemError> =>
+  c.fs.lstat(path).pipe(
+    Effect.map((info) => (info.type === "File" ? info.size : 0)),
+    Effect.catchIf(isNotFound, () => Effect.succeed(0))
+  )
 
-    /** Seed 003 §2: refuse a write that would take config/ over its budget. */
-    const checkBudget = (path: string, newBytes: number) =>
-      Effect.gen(function*() {
-        const whole = yield* measure(dirs.configDir)
-        // On old hosts state lives in config/state (docs/tiers.md: `resolveStateDir`, "on old hosts"); it is not config's weight.
-        const nested = yield* (stateInsideConfig ? measure(dirs.stateDir) : Effect.succeed({ bytes: 0, complete: true }))
-        const replacedBytes = yield* sizeOf(path)
-        const violation = configBudgetViolation({
-          currentBytes: whole.bytes - nested.bytes,
-          complete: whole.complete && nested.complete,
-          replacedBytes,
-          newBytes,
-          budgetBytes
-        })
-        if (violation !== null) return yield* Effect.fail(redLine(path, violation))
-      })
+// The budget is what config's files hold (`fileBytes`), not their disk usage: a small key-value file is small.
+const measure = (c: TiersContext, dir: string) =>
+  c.fs.measureTree(dir, CONFIG_MEASURE_BUDGET).pipe(
+    Effect.map((m) => ({ bytes: m.fileBytes, complete: m.complete })),
+    Effect.catchIf(isNotFound, () => Effect.succeed({ bytes: 0, complete: true }))
+  )
 
-    /**
-     * Replace settings.json with `change(settings)` if it is still what was read (`undefined` from `change`
-     * writes nothing), after `check` of the new bytes' length.
-     */
-    const changeSettings = <E extends { readonly _tag: string }>(
-      change: (settings: Readonly<Record<string, unknown>>) => Record<string, unknown> | undefined,
-      check: (newBytes: number) => Effect.Effect<void, E>
-    ): Effect.Effect<boolean, E | ConfigUnreadable | FileSystemError> => {
-      // A person may edit settings.json too: re-read, modify, and replace it only if it is still what was read.
-      const once = Effect.gen(function*() {
-        const { settings, version } = yield* readSettingsVersion
-        const next = change(settings)
-        if (next === undefined) return false
-        // Pretty-printed: config is versioned by the config history, and readable diffs are the point.
-        const bytes = textEncoder.encode(JSON.stringify(next, null, 2) + "\n")
-        yield* check(bytes.byteLength)
-        yield* replaceInto(dirs.configDir, settingsPath, version, bytes)
-        return true
-      })
-      const attempts = (n: number): Effect.Effect<boolean, E | ConfigUnreadable | FileSystemError> =>
-        once.pipe(Effect.catchIf((e) => isChanged(e) && n < SET_ATTEMPTS, () => attempts(n + 1)))
-      return configLock.withPermits(1)(attempts(1))
-    }
-
-    /** The name of a file of config/ other than settings.json, and its path. */
-    const configFile = (name: string) =>
-      Effect.gen(function*() {
-        yield* fromEither(checkFileName("name", name))
-        if (name === CONFIG_SETTINGS_FILE) {
-          return yield* Effect.fail(
-            new InvalidArgument({ field: "name", detail: `${CONFIG_SETTINGS_FILE} is managed by config.set/get/delete` })
-          )
-        }
-        return NodePath.join(dirs.configDir, name)
-      })
-
-    const config: ConfigTier = {
-      dir: dirs.configDir,
-      get: ((key: string, schema?: Schema.Schema<unknown, unknown>) =>
-        Effect.gen(function*() {
-          yield* fromEither(checkConfigKey(key))
-          const settings = yield* readSettings
-          // hasOwn: "__proto__" or "toString" must never answer from Object.prototype.
-          const value = Object.hasOwn(settings, key) ? settings[key] : undefined
-          if (value === undefined || schema === undefined) return value
-          const decoded = decodeJsonValue(schema, value)
-          if (!decoded.ok) return yield* Effect.fail(new ConfigUnreadable({ path: settingsPath, key, detail: decoded.why, cause: decoded.failure }))
-          return decoded.value
-        })) as ConfigTier["get"],
-      set: ((key: string, value: unknown, schema?: Schema.Schema<unknown, unknown>) =>
-        Effect.gen(function*() {
-          yield* fromEither(checkConfigKey(key))
-          const json = yield* fromEither(tierValue(value, schema, "to unset a key, use config.delete(key)"))
-          yield* changeSettings((settings) => {
-            const next: Record<string, unknown> = { ...settings }
-            Object.defineProperty(next, key, { value: json, enumerable: true, writable: true, configurable: true })
-            return next
-          }, (newBytes) => checkBudget(settingsPath, newBytes))
-        })) as ConfigTier["set"],
-      delete: (key) =>
-        Effect.gen(function*() {
-          yield* fromEither(checkConfigKey(key))
-          return yield* changeSettings((settings) => {
-            if (!Object.hasOwn(settings, key)) return undefined
-            const next: Record<string, unknown> = { ...settings }
-            delete next[key]
-            return next
-            // Removing a key only shrinks config/: no budget refuses it, even when other files took config/ over.
-          }, () => Effect.void)
-        }),
-      writeFile: (name, data) =>
-        Effect.gen(function*() {
-          const path = yield* configFile(name)
-          const byName = configFileNameViolation(name)
-          if (byName !== null) return yield* Effect.fail(redLine(path, byName))
-          const bytes = toBytes(data)
-          yield* configLock.withPermits(1)(
-            checkBudget(path, bytes.byteLength).pipe(Effect.zipRight(writeInto(dirs.configDir, path, bytes, true)))
-          )
-        }),
-      readFile: (name) =>
-        Effect.gen(function*() {
-          const path = yield* configFile(name)
-          return yield* fs.readFile(path, { maxBytes: Math.max(budgetBytes, 1) }).pipe(
-            Effect.map((bytes): Uint8Array | undefined => bytes),
-            Effect.catchIf(isNotFound, () => Effect.succeed(undefined))
-          )
-        })
-    }
-
-    return { cache, state, config }
+/** Seed 003 §2: refuse a write that would take config/ over its budget. */
+const checkBudget = (c: TiersContext, path: string, newBytes: number) =>
+  Effect.gen(function*() {
+    const whole = yield* measure(c, c.dirs.configDir)
+    // On old hosts state lives in config/state (docs/tiers.md: `resolveStateDir`, "on old hosts"); it is not config's weight.
+    const nested = yield* (c.stateInsideConfig ? measure(c, c.dirs.stateDir) : Effect.succeed({ bytes: 0, complete: true }))
+    const replacedBytes = yield* sizeOf(c, path)
+    const violation = configBudgetViolation({
+      currentBytes: whole.bytes - nested.bytes,
+      complete: whole.complete && nested.complete,
+      replacedBytes,
+      newBytes,
+      budgetBytes: c.budgetBytes
+    })
+    if (violation !== null) return yield* Effect.fail(redLine(path, violation))
   })
+
+/**
+ * Replace settings.json with `change(settings)` if it is still what was read (`undefined` from `change`
+ * writes nothing), after `check` of the new bytes' length.
+ */
+const changeSettings = <E extends { readonly _tag: string }>(
+  c: TiersContext,
+  change: (settings: Readonly<Record<string, unknown>>) => Record<string, unknown> | undefined,
+  check: (newBytes: number) => Effect.Effect<void, E>
+): Effect.Effect<boolean, E | ConfigUnreadable | FileSystemError> => {
+  // A person may edit settings.json too: re-read, modify, and replace it only if it is still what was read.
+  const once = Effect.gen(function*() {
+    const { settings, version } = yield* readSettingsVersion(c)
+    const next = change(settings)
+    if (next === undefined) return false
+    // Pretty-printed: config is versioned by the config history, and readable diffs are the point.
+    const bytes = textEncoder.encode(JSON.stringify(next, null, 2) + "\n")
+    yield* check(bytes.byteLength)
+    yield* replaceInto(c, c.dirs.configDir, c.settingsPath, version, bytes)
+    return true
+  })
+  const attempts = (n: number): Effect.Effect<boolean, E | ConfigUnreadable | FileSystemError> =>
+    once.pipe(Effect.catchIf((e) => isChanged(e) && n < SET_ATTEMPTS, () => attempts(n + 1)))
+  return c.configLock.withPermits(1)(attempts(1))
+}
+
+/** The name of a file of config/ other than settings.json, and its path. */
+const configFile = (c: TiersContext, name: string) =>
+  Effect.gen(function*() {
+    yield* fromEither(checkFileName("name", name))
+    if (name === CONFIG_SETTINGS_FILE) {
+      return yield* Effect.fail(
+        new InvalidArgument({ field: "name", detail: `${CONFIG_SETTINGS_FILE} is managed by config.set/get/delete` })
+      )
+    }
+    return NodePath.join(c.dirs.configDir, name)
+  })
+
+const configGet = (c: TiersContext, key: string, schema?: Schema.Schema<unknown, unknown>) =>
+  Effect.gen(function*() {
+    yield* fromEither(checkConfigKey(key))
+    const settings = yield* readSettings(c)
+    // hasOwn: "__proto__" or "toString" must never answer from Object.prototype.
+    const value = Object.hasOwn(settings, key) ? settings[key] : undefined
+    if (value === undefined || schema === undefined) return value
+    const decoded = decodeJsonValue(schema, value)
+    if (!decoded.ok) return yield* Effect.fail(new ConfigUnreadable({ path: c.settingsPath, key, detail: decoded.why, cause: decoded.failure }))
+    return decoded.value
+  })
+
+const configSet = (c: TiersContext, key: string, value: unknown, schema?: Schema.Schema<unknown, unknown>) =>
+  Effect.gen(function*() {
+    yield* fromEither(checkConfigKey(key))
+    const json = yield* fromEither(tierValue(value, schema, "to unset a key, use config.delete(key)"))
+    yield* changeSettings(c, (settings) => {
+      const next: Record<string, unknown> = { ...settings }
+      Object.defineProperty(next, key, { value: json, enumerable: true, writable: true, configurable: true })
+      return next
+    }, (newBytes) => checkBudget(c, c.settingsPath, newBytes))
+  })
+
+const configDelete = (c: TiersContext, key: string) =>
+  Effect.gen(function*() {
+    yield* fromEither(checkConfigKey(key))
+    return yield* changeSettings(c, (settings) => {
+      if (!Object.hasOwn(settings, key)) return undefined
+      const next: Record<string, unknown> = { ...settings }
+      delete next[key]
+      return next
+      // Removing a key only shrinks config/: no budget refuses it, even when other files took config/ over.
+    }, () => Effect.void)
+  })
+
+const configWriteFile = (c: TiersContext, name: string, data: Uint8Array | string) =>
+  Effect.gen(function*() {
+    const path = yield* configFile(c, name)
+    const byName = configFileNameViolation(name)
+    if (byName !== null) return yield* Effect.fail(redLine(path, byName))
+    const bytes = toBytes(data)
+    yield* c.configLock.withPermits(1)(
+      checkBudget(c, path, bytes.byteLength).pipe(Effect.zipRight(writeInto(c, c.dirs.configDir, path, bytes, true)))
+    )
+  })
+
+const configReadFile = (c: TiersContext, name: string) =>
+  Effect.gen(function*() {
+    const path = yield* configFile(c, name)
+    return yield* c.fs.readFile(path, { maxBytes: Math.max(c.budgetBytes, 1) }).pipe(
+      Effect.map((bytes): Uint8Array | undefined => bytes),
+      Effect.catchIf(isNotFound, () => Effect.succeed(undefined))
+    )
+  })
+
+const configTier = (c: TiersContext): ConfigTier => ({
+  dir: c.dirs.configDir,
+  get: ((key: string, schema?: Schema.Schema<unknown, unknown>) => configGet(c, key, schema)) as ConfigTier["get"],
+  set: ((key: string, value: unknown, schema?: Schema.Schema<unknown, unknown>) => configSet(c, key, value, schema)) as ConfigTier["set"],
+  delete: (key) => configDelete(c, key),
+  writeFile: (name, data) => configWriteFile(c, name, data),
+  readFile: (name) => configReadFile(c, name)
+})
 
 /**
  * `TierStorage.onFirstUse`: every method opens the tiers first (once: concurrent first calls share one open)
