@@ -248,208 +248,238 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) 
 /** Attempts of one mutation while a file it read keeps changing under it (each re-reads everything). */
 const MUTATION_ATTEMPTS = 8
 
-/** `UserProfile.make` once its options are checked (module-private: the service's static is the public name). */
-const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], options: UserProfileOptions = {}) => {
-  const budgetBytes = options.budgetBytes ?? DEFAULT_PROFILE_BUDGET_BYTES
-  const shardBudgetBytes = options.shardBudgetBytes ?? DEFAULT_SHARD_BUDGET_BYTES
+/**
+ * What every operation of one profile shares: its dependencies, its budgets resolved, where its files are and
+ * how they are read, and the profile lock.
+ */
+const profileContext = (deps: Deps, paths: AgentDir["Type"]["paths"], options: UserProfileOptions) => {
   const { fs } = deps
-  const { archiveDir, stateDir, lockPath, journalPath, shardPath, indexPath, readState, readRegular } = profileReader(fs, paths)
-
-  const viewOf = (files: ProfileFiles): ProfileView => {
-    const model = buildModel(files)
-    const text = files.user ?? ""
-    return {
-      text,
-      entries: modelEntries(model),
-      sharded: model.pointer || model.archive.length > 0,
-      bytes: utf8Bytes(text),
-      budgetBytes,
-      unparsable: [...files.unparsable]
-    }
-  }
-
-  const timestamp = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
-  /**
-   * Every file a person may edit (USER.md, the index, the shards) is replaced, created or removed only while it
-   * is still the version read (`null`: still missing): else the port fails with reason `Changed`.
-   */
-  const put = (path: string, data: Uint8Array | null, expected: FileVersion | null) =>
-    fs.replaceFileIfUnchanged(path, expected, data, { mode: 0o600 })
-  /** What is at `path` now (no type checks: only compared with what this mutation wrote). */
-  const versionNow = (path: string) =>
-    readRegular(path, ARCHIVE_FILE_MAX_BYTES).pipe(Effect.catchIf((e) => e._tag === "FileSystemError" && e.reason === "TooLarge", () => Effect.succeed(null)))
-  const sameBytes = (a: Uint8Array, b: Uint8Array) => a.byteLength === b.byteLength && a.every((x, i) => x === b[i])
-
-  /** A file a person changed is left as they saved it, and said so. */
-  const keptEdit = (path: string, reason: string) =>
-    warn({ _tag: "ProfileEditKept", path, reason, message: `${path} was changed by someone else since the profile read it; it is kept as they saved it (${reason})` })
-
-  /** Index, then USER.md, then the obsolete shards (USER.md first when the archive goes away: no dangling pointer). */
-  const commit = (
-    w: { readonly index: ReadonlyArray<string> | null; readonly user: string | null; readonly obsolete: ReadonlyArray<string> },
-    versions: ProfileVersions,
-    wrote: { index?: Uint8Array }
-  ) =>
-    Effect.gen(function*() {
-      const ts = yield* timestamp
-      if (w.index !== null && w.index.length > 0) {
-        const bytes = encoder.encode(renderIndex(w.index, ts))
-        yield* put(indexPath, bytes, versions.index)
-        wrote.index = bytes
-      }
-      if (w.user !== null) yield* put(paths.userFile, encoder.encode(w.user), versions.user)
-      if (w.index !== null && w.index.length === 0 && versions.index !== null) yield* put(indexPath, null, versions.index)
-      // Committed: a shard someone edited since it was read is kept (its facts are adopted on the next read).
-      for (const name of w.obsolete) {
-        const version = versions.shards.get(name)
-        if (version === undefined) continue
-        yield* put(shardPath(name), null, version).pipe(
-          Effect.catchIf((e) => isChanged(e), (e) => keptEdit(shardPath(name), e.detail ?? "changed"))
-        )
-      }
-    })
-
-  /**
-   * Put back what a mutation wrote before a file it read changed under it (the edit is then retried from a
-   * fresh read): the index it wrote gets its old bytes back, the shards it created go, the journal goes. A file
-   * that no longer holds what the mutation wrote is someone else's now and is left; so is the journal then,
-   * for the retry's recovery to settle.
-   */
-  const undo = (wrote: { index?: Uint8Array; created: Array<readonly [string, Uint8Array]> }, versions: ProfileVersions, journaled: boolean) =>
-    Effect.gen(function*() {
-      let clean = true
-      const putBack = (path: string, ours: Uint8Array, data: Uint8Array | null) =>
-        Effect.gen(function*() {
-          const now = yield* versionNow(path)
-          if (now === null || !sameBytes(now.bytes, ours)) return void (clean = false)
-          yield* put(path, data, now).pipe(Effect.catchIf(isChanged, () => Effect.sync(() => void (clean = false))))
-        })
-      if (wrote.index !== undefined) yield* putBack(indexPath, wrote.index, versions.index?.bytes ?? null)
-      for (const [name, ours] of wrote.created) yield* putBack(shardPath(name), ours, null)
-      if (journaled && clean) yield* fs.removeFile(journalPath)
-    })
-
-  const writeLayout = (writes: ProfileWrites, layout: ProfileLayout, state: ReadState) =>
-    Effect.gen(function*() {
-      if (isNoop(writes)) return
-      const journaled = needsJournal(writes)
-      if (journaled) {
-        yield* fs.makeDirectory(stateDir, { recursive: true })
-        yield* fs.writeFileAtomic(journalPath, encodeJsonBytes(journalOf(writes, layout, digestsOf(state.versions))), { mode: 0o600 })
-      }
-      const wrote: { index?: Uint8Array; created: Array<readonly [string, Uint8Array]> } = { created: [] }
-      const write = Effect.gen(function*() {
-        if (writes.create.length > 0) {
-          yield* fs.makeDirectory(archiveDir, { recursive: true })
-          const ts = yield* timestamp
-          for (const shard of writes.create) {
-            const bytes = encoder.encode(renderShard(shard.entries, ts))
-            yield* put(shardPath(shard.name), bytes, null)
-            wrote.created.push([shard.name, bytes])
-          }
-        }
-        yield* commit(writes, state.versions, wrote)
-      })
-      yield* write.pipe(Effect.tapError((e) => (isChanged(e) ? undo(wrote, state.versions, journaled) : Effect.void)))
-      if (journaled) yield* fs.removeFile(journalPath)
-    })
-
-  /** Finish (every created shard is there) or undo (the index cannot name them yet) what a crash left. */
-  const recover = (state: ReadState, journal: ProfileJournal) =>
-    Effect.gen(function*() {
-      const plan = recoveryPlan(journal, state, digestsOf(state.versions))
-      if (plan.direction === "forward") {
-        yield* commit({ index: plan.index ? journal.shards : null, user: plan.user, obsolete: plan.remove }, state.versions, {})
-        for (const kept of plan.kept) {
-          yield* keptEdit(kept === "USER.md" ? paths.userFile : kept === "index" ? indexPath : shardPath(kept), "an interrupted write was finished around it")
-        }
-      } else {
-        for (const name of plan.remove) {
-          const version = state.versions.shards.get(name)
-          if (version !== undefined) yield* put(shardPath(name), null, version)
-        }
-      }
-      yield* fs.removeFile(journalPath)
-      const done = plan.direction === "forward" ? "completed" : "undone"
-      yield* warn({ _tag: "ProfileWriteRecovered", journal: journalPath, direction: done, message: `finished a user-profile write interrupted by a crash (${done})` })
-    })
-
+  const reader = profileReader(fs, paths)
   // The lock: retried while a live writer holds it (however long it lives), capped at 100 ms between tries.
   const lockSchedule = Schedule.exponential(Duration.millis(Math.max(1, options.lockPollMs ?? 2)), 1.5).pipe(
     Schedule.union(Schedule.spaced(Duration.millis(100))),
     Schedule.jittered
   )
-  const acquireLock = acquireMarkerWaiting(deps, lockPath, "user-profile", {
+  const acquireLock = acquireMarkerWaiting(deps, reader.lockPath, "user-profile", {
     schedule: lockSchedule.pipe(Schedule.intersect(unreadableAtMost(UNREADABLE_LOCK_ATTEMPTS))),
-    busy: (held) => new ProfileBusy({ path: lockPath, holder: held.holder }),
-    beforeEachTry: fs.makeDirectory(stateDir, { recursive: true })
+    busy: (held) => new ProfileBusy({ path: reader.lockPath, holder: held.holder }),
+    beforeEachTry: fs.makeDirectory(reader.stateDir, { recursive: true })
+  })
+  return {
+    ...reader,
+    fs,
+    paths,
+    budgetBytes: options.budgetBytes ?? DEFAULT_PROFILE_BUDGET_BYTES,
+    shardBudgetBytes: options.shardBudgetBytes ?? DEFAULT_SHARD_BUDGET_BYTES,
+    acquireLock
+  }
+}
+
+type ProfileContext = ReturnType<typeof profileContext>
+
+/** What the mutation wrote so far: undone if a file it read changes before it commits. */
+interface Wrote {
+  index?: Uint8Array
+  created: Array<readonly [string, Uint8Array]>
+}
+
+const viewOf = (ctx: ProfileContext, files: ProfileFiles): ProfileView => {
+  const model = buildModel(files)
+  const text = files.user ?? ""
+  return {
+    text,
+    entries: modelEntries(model),
+    sharded: model.pointer || model.archive.length > 0,
+    bytes: utf8Bytes(text),
+    budgetBytes: ctx.budgetBytes,
+    unparsable: [...files.unparsable]
+  }
+}
+
+const timestamp = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
+
+/**
+ * Every file a person may edit (USER.md, the index, the shards) is replaced, created or removed only while it
+ * is still the version read (`null`: still missing): else the port fails with reason `Changed`.
+ */
+const put = (ctx: ProfileContext, path: string, data: Uint8Array | null, expected: FileVersion | null) =>
+  ctx.fs.replaceFileIfUnchanged(path, expected, data, { mode: 0o600 })
+
+/** What is at `path` now (no type checks: only compared with what this mutation wrote). */
+const versionNow = (ctx: ProfileContext, path: string) =>
+  ctx.readRegular(path, ARCHIVE_FILE_MAX_BYTES).pipe(Effect.catchIf((e) => e._tag === "FileSystemError" && e.reason === "TooLarge", () => Effect.succeed(null)))
+
+const sameBytes = (a: Uint8Array, b: Uint8Array) => a.byteLength === b.byteLength && a.every((x, i) => x === b[i])
+
+/** A file a person changed is left as they saved it, and said so. */
+const keptEdit = (path: string, reason: string) =>
+  warn({ _tag: "ProfileEditKept", path, reason, message: `${path} was changed by someone else since the profile read it; it is kept as they saved it (${reason})` })
+
+/** Index, then USER.md, then the obsolete shards (USER.md first when the archive goes away: no dangling pointer). */
+const commit = (
+  ctx: ProfileContext,
+  w: { readonly index: ReadonlyArray<string> | null; readonly user: string | null; readonly obsolete: ReadonlyArray<string> },
+  versions: ProfileVersions,
+  wrote: { index?: Uint8Array }
+) =>
+  Effect.gen(function*() {
+    const ts = yield* timestamp
+    if (w.index !== null && w.index.length > 0) {
+      const bytes = encoder.encode(renderIndex(w.index, ts))
+      yield* put(ctx, ctx.indexPath, bytes, versions.index)
+      wrote.index = bytes
+    }
+    if (w.user !== null) yield* put(ctx, ctx.paths.userFile, encoder.encode(w.user), versions.user)
+    if (w.index !== null && w.index.length === 0 && versions.index !== null) yield* put(ctx, ctx.indexPath, null, versions.index)
+    // Committed: a shard someone edited since it was read is kept (its facts are adopted on the next read).
+    for (const name of w.obsolete) {
+      const version = versions.shards.get(name)
+      if (version === undefined) continue
+      yield* put(ctx, ctx.shardPath(name), null, version).pipe(
+        Effect.catchIf((e) => isChanged(e), (e) => keptEdit(ctx.shardPath(name), e.detail ?? "changed"))
+      )
+    }
   })
 
-  /** One attempt under the lock: read everything, settle a journal, apply the edit, write the layout. */
-  const attempt = (op: ProfileOperation): Effect.Effect<ProfileChange, MutationError> =>
-    Effect.gen(function*() {
-      let state = yield* readState
-      if (state.journal !== null) {
-        yield* recover(state, state.journal)
-        state = yield* readState
-      }
-      if (state.unparsable.length > 0) {
-        const names = state.unparsable.map((u) => `${u.shard} (${u.why})`).join(", ")
-        return yield* unsafe(archiveDir, "unparsable-shard", `shard(s) that cannot be read: ${names}; their facts are unknown, so no edit is made until they are fixed or moved aside`)
-      }
-      const applied: Applied = yield* Either.match(applyOperation(buildModel(state), op, shardBudgetBytes), {
-        onLeft: (e) => Effect.fail(e),
-        onRight: (a) => Effect.succeed(a)
+/**
+ * Put back what a mutation wrote before a file it read changed under it (the edit is then retried from a
+ * fresh read): the index it wrote gets its old bytes back, the shards it created go, the journal goes. A file
+ * that no longer holds what the mutation wrote is someone else's now and is left; so is the journal then,
+ * for the retry's recovery to settle.
+ */
+const undo = (ctx: ProfileContext, wrote: Wrote, versions: ProfileVersions, journaled: boolean) =>
+  Effect.gen(function*() {
+    let clean = true
+    const putBack = (path: string, ours: Uint8Array, data: Uint8Array | null) =>
+      Effect.gen(function*() {
+        const now = yield* versionNow(ctx, path)
+        if (now === null || !sameBytes(now.bytes, ours)) return void (clean = false)
+        yield* put(ctx, path, data, now).pipe(Effect.catchIf(isChanged, () => Effect.sync(() => void (clean = false))))
       })
-      const layout = planLayout(applied.model, { budgetBytes, shardBudgetBytes })
-      const writes = diffLayout(state, layout)
-      if (state.indexExists && state.indexed === null && writes.index !== null) {
-        yield* warn({ _tag: "ProfileIndexRebuilt", path: indexPath, message: "the user preference index does not parse; it is rebuilt from the shards present" })
+    if (wrote.index !== undefined) yield* putBack(ctx.indexPath, wrote.index, versions.index?.bytes ?? null)
+    for (const [name, ours] of wrote.created) yield* putBack(ctx.shardPath(name), ours, null)
+    if (journaled && clean) yield* ctx.fs.removeFile(ctx.journalPath)
+  })
+
+const writeLayout = (ctx: ProfileContext, writes: ProfileWrites, layout: ProfileLayout, state: ReadState) =>
+  Effect.gen(function*() {
+    if (isNoop(writes)) return
+    const journaled = needsJournal(writes)
+    if (journaled) {
+      yield* ctx.fs.makeDirectory(ctx.stateDir, { recursive: true })
+      yield* ctx.fs.writeFileAtomic(ctx.journalPath, encodeJsonBytes(journalOf(writes, layout, digestsOf(state.versions))), { mode: 0o600 })
+    }
+    const wrote: Wrote = { created: [] }
+    const write = Effect.gen(function*() {
+      if (writes.create.length > 0) {
+        yield* ctx.fs.makeDirectory(ctx.archiveDir, { recursive: true })
+        const ts = yield* timestamp
+        for (const shard of writes.create) {
+          const bytes = encoder.encode(renderShard(shard.entries, ts))
+          yield* put(ctx, ctx.shardPath(shard.name), bytes, null)
+          wrote.created.push([shard.name, bytes])
+        }
       }
-      yield* writeLayout(writes, layout, state)
-      const after: ProfileFiles = {
-        user: writes.user ?? state.user,
-        indexed: layout.shards.map((s) => s.name),
-        indexExists: layout.shards.length > 0,
-        shards: new Map(layout.shards.map((s) => [s.name, { entries: s.entries, timestamp: null }])),
-        unparsable: []
-      }
-      return {
-        outcome: applied.outcome,
-        changed: !isNoop(writes),
-        entry: applied.entry,
-        ...(applied.matched !== undefined ? { matched: applied.matched } : {}),
-        archived: layout.archivedHot,
-        profile: viewOf(after)
-      } satisfies ProfileChange
+      yield* commit(ctx, writes, state.versions, wrote)
     })
+    yield* write.pipe(Effect.tapError((e) => (isChanged(e) ? undo(ctx, wrote, state.versions, journaled) : Effect.void)))
+    if (journaled) yield* ctx.fs.removeFile(ctx.journalPath)
+  })
 
-  /** A file read changed before it was replaced (a person saved it): read again and redo the edit, a bounded number of times. */
-  const attempts = (op: ProfileOperation, n: number): Effect.Effect<ProfileChange, MutationError> =>
-    attempt(op).pipe(
-      Effect.catchIf((e): e is FileSystemError => isChanged(e), (e) =>
-        n < MUTATION_ATTEMPTS
-          ? Effect.zipRight(Effect.yieldNow(), attempts(op, n + 1))
-          : Effect.fail(unsafe(e.path, "changed-meanwhile", `it changed while the edit was being written, ${MUTATION_ATTEMPTS} times in a row (${e.detail ?? "changed"}); what was saved there is kept and the edit is not made`)))
-    )
+/** Finish (every created shard is there) or undo (the index cannot name them yet) what a crash left. */
+const recover = (ctx: ProfileContext, state: ReadState, journal: ProfileJournal) =>
+  Effect.gen(function*() {
+    const plan = recoveryPlan(journal, state, digestsOf(state.versions))
+    if (plan.direction === "forward") {
+      yield* commit(ctx, { index: plan.index ? journal.shards : null, user: plan.user, obsolete: plan.remove }, state.versions, {})
+      for (const kept of plan.kept) {
+        yield* keptEdit(kept === "USER.md" ? ctx.paths.userFile : kept === "index" ? ctx.indexPath : ctx.shardPath(kept), "an interrupted write was finished around it")
+      }
+    } else {
+      for (const name of plan.remove) {
+        const version = state.versions.shards.get(name)
+        if (version !== undefined) yield* put(ctx, ctx.shardPath(name), null, version)
+      }
+    }
+    yield* ctx.fs.removeFile(ctx.journalPath)
+    const done = plan.direction === "forward" ? "completed" : "undone"
+    yield* warn({ _tag: "ProfileWriteRecovered", journal: ctx.journalPath, direction: done, message: `finished a user-profile write interrupted by a crash (${done})` })
+  })
 
-  const mutate = (op: ProfileOperation): Effect.Effect<ProfileChange, MutationError> =>
-    Effect.acquireUseRelease(acquireLock, () => attempts(op, 1), (release) => release)
+/** One attempt under the lock: read everything, settle a journal, apply the edit, write the layout. */
+const attempt = (ctx: ProfileContext, op: ProfileOperation): Effect.Effect<ProfileChange, MutationError> =>
+  Effect.gen(function*() {
+    let state = yield* ctx.readState
+    if (state.journal !== null) {
+      yield* recover(ctx, state, state.journal)
+      state = yield* ctx.readState
+    }
+    if (state.unparsable.length > 0) {
+      const names = state.unparsable.map((u) => `${u.shard} (${u.why})`).join(", ")
+      return yield* unsafe(ctx.archiveDir, "unparsable-shard", `shard(s) that cannot be read: ${names}; their facts are unknown, so no edit is made until they are fixed or moved aside`)
+    }
+    const applied: Applied = yield* Either.match(applyOperation(buildModel(state), op, ctx.shardBudgetBytes), {
+      onLeft: (e) => Effect.fail(e),
+      onRight: (a) => Effect.succeed(a)
+    })
+    const layout = planLayout(applied.model, { budgetBytes: ctx.budgetBytes, shardBudgetBytes: ctx.shardBudgetBytes })
+    const writes = diffLayout(state, layout)
+    if (state.indexExists && state.indexed === null && writes.index !== null) {
+      yield* warn({ _tag: "ProfileIndexRebuilt", path: ctx.indexPath, message: "the user preference index does not parse; it is rebuilt from the shards present" })
+    }
+    yield* writeLayout(ctx, writes, layout, state)
+    const after: ProfileFiles = {
+      user: writes.user ?? state.user,
+      indexed: layout.shards.map((s) => s.name),
+      indexExists: layout.shards.length > 0,
+      shards: new Map(layout.shards.map((s) => [s.name, { entries: s.entries, timestamp: null }])),
+      unparsable: []
+    }
+    return {
+      outcome: applied.outcome,
+      changed: !isNoop(writes),
+      entry: applied.entry,
+      ...(applied.matched !== undefined ? { matched: applied.matched } : {}),
+      archived: layout.archivedHot,
+      profile: viewOf(ctx, after)
+    } satisfies ProfileChange
+  })
 
-  const readView = Effect.map(readState, (state) =>
-    viewOf(state.journal === null ? state : filesAfterJournal(state, state.journal, digestsOf(state.versions))))
-  // Once a writer has run (its state dir exists), a read takes the lock too, so it never sees half of a
-  // mutation (new shards next to the ones they replace). Before that there is nothing to race, and a read of
-  // a fresh agent dir creates nothing.
-  const writerHasRun = fs.lstat(stateDir).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
-  const read: Effect.Effect<ProfileView, ProfileError> = Effect.flatMap(writerHasRun, (locked) =>
-    locked ? Effect.acquireUseRelease(acquireLock, () => readView, (release) => release) : readView)
+/** A file read changed before it was replaced (a person saved it): read again and redo the edit, a bounded number of times. */
+const attempts = (ctx: ProfileContext, op: ProfileOperation, n: number): Effect.Effect<ProfileChange, MutationError> =>
+  attempt(ctx, op).pipe(
+    Effect.catchIf((e): e is FileSystemError => isChanged(e), (e) =>
+      n < MUTATION_ATTEMPTS
+        ? Effect.zipRight(Effect.yieldNow(), attempts(ctx, op, n + 1))
+        : Effect.fail(unsafe(e.path, "changed-meanwhile", `it changed while the edit was being written, ${MUTATION_ATTEMPTS} times in a row (${e.detail ?? "changed"}); what was saved there is kept and the edit is not made`)))
+  )
 
+const mutate = (ctx: ProfileContext, op: ProfileOperation): Effect.Effect<ProfileChange, MutationError> =>
+  Effect.acquireUseRelease(ctx.acquireLock, () => attempts(ctx, op, 1), (release) => release)
+
+const readView = (ctx: ProfileContext) =>
+  Effect.map(ctx.readState, (state) =>
+    viewOf(ctx, state.journal === null ? state : filesAfterJournal(state, state.journal, digestsOf(state.versions))))
+
+/**
+ * Once a writer has run (its state dir exists), a read takes the lock too, so it never sees half of a
+ * mutation (new shards next to the ones they replace). Before that there is nothing to race, and a read of
+ * a fresh agent dir creates nothing.
+ */
+const read = (ctx: ProfileContext): Effect.Effect<ProfileView, ProfileError> => {
+  const writerHasRun = ctx.fs.lstat(ctx.stateDir).pipe(Effect.as(true), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(false)))
+  return Effect.flatMap(writerHasRun, (locked) =>
+    locked ? Effect.acquireUseRelease(ctx.acquireLock, () => readView(ctx), (release) => release) : readView(ctx))
+}
+
+/** `UserProfile.make` once its options are checked (module-private: the service's static is the public name). */
+const makeUserProfile = (deps: Deps, paths: AgentDir["Type"]["paths"], options: UserProfileOptions = {}) => {
+  const ctx = profileContext(deps, paths, options)
   return {
-    read,
-    add: (text: string) => mutate({ _tag: "Add", text }),
-    replace: (query: string, text: string) => mutate({ _tag: "Replace", query, text }),
-    remove: (query: string) => mutate({ _tag: "Remove", query })
+    read: read(ctx),
+    add: (text: string) => mutate(ctx, { _tag: "Add", text }),
+    replace: (query: string, text: string) => mutate(ctx, { _tag: "Replace", query, text }),
+    remove: (query: string) => mutate(ctx, { _tag: "Remove", query })
   }
 }
 
