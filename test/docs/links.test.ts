@@ -7,21 +7,9 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "vitest"
-import { documentationFiles } from "../support/docs.js"
+import { documentationFiles, linkTargets } from "../support/docs.js"
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url))
-
-/** The markdown outside fenced code blocks, with inline code spans blanked (a link in code is not a link). */
-export const prose = (markdown: string): string => {
-  let fence = false
-  return markdown.split("\n").map((line) => {
-    if (/^\s*```/.test(line)) {
-      fence = !fence
-      return ""
-    }
-    return fence ? "" : line.replace(/(`+)[^`]*?\1/g, "")
-  }).join("\n")
-}
 
 /** GitHub's anchor for a heading text: lower case, inline markup and punctuation dropped, spaces to hyphens. */
 export const slug = (heading: string): string =>
@@ -43,10 +31,6 @@ export const anchorsOf = (markdown: string): Set<string> => {
   }
   return anchors
 }
-
-/** The targets of the inline links and images of a page: `[text](target)`, `![alt](target "title")`. */
-export const linkTargets = (markdown: string): Array<string> =>
-  [...prose(markdown).matchAll(/!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)].map((m) => m[1]!)
 
 const read = (file: string) => fs.readFileSync(path.join(ROOT, file), "utf8")
 

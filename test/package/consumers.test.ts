@@ -20,6 +20,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
+import { linkTargets } from "../support/docs.js"
 import { type LocalRegistry, startLocalRegistry } from "../support/localRegistry.js"
 
 const exec = promisify(execFile)
@@ -42,6 +43,7 @@ let temp = ""
 let registry: LocalRegistry
 let tarball = ""
 const README = fs.readFileSync(path.join(REPO, "README.md"), "utf8")
+const SCREENSHOT = /^docs\/ui\/[^/]+\.png$/
 
 const project = (name: string, pkg: Record<string, unknown> = {}) => {
   const dir = path.join(temp, name)
@@ -111,6 +113,25 @@ describe("the packed tarball", () => {
       assert.include(files, needed)
     }
     assert.deepStrictEqual(files.filter((f) => /tsbuildinfo|^src\/|^test\/|^bench\/|^dist\/cli\//.test(f)), [])
+  })
+
+  it("ships the pages the README links to: every relative link of a shipped page resolves inside the package", async () => {
+    const listed = await exec("tar", ["-tzf", tarball])
+    const files = new Set(listed.stdout.split("\n").filter((f) => f !== "").map((f) => f.replace(/^package\//, "")))
+    const pages = [...files].filter((f) => f.endsWith(".md"))
+    for (const page of ["README.md", "BENCHMARKS.md", "docs/README.md", "docs/work-runs.md"]) assert.isTrue(files.has(page), `${page} is shipped`)
+    const broken: Array<string> = []
+    for (const page of pages) {
+      const text = (await exec("tar", ["-xzOf", tarball, `package/${page}`])).stdout
+      for (const target of linkTargets(text)) {
+        if (/^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith("#")) continue
+        const resolved = path.posix.normalize(path.posix.join(path.posix.dirname(page), decodeURI(target.split("#")[0]!)))
+        // The dashboard's screenshots stay out of the package (about 0.7 MB); the page describing them is shipped.
+        if (SCREENSHOT.test(resolved)) continue
+        if (!files.has(resolved)) broken.push(`${page}: ${target}`)
+      }
+    }
+    assert.deepStrictEqual(broken, [])
   })
 })
 

@@ -17,3 +17,19 @@ export const documentationFiles = (root: string): Array<string> => {
   walk("docs")
   return ["README.md", "BENCHMARKS.md", ...pages.sort()]
 }
+
+/** The markdown outside fenced code blocks, with inline code spans blanked (a link in code is not a link). */
+const prose = (markdown: string): string => {
+  let fence = false
+  return markdown.split("\n").map((line) => {
+    if (/^\s*```/.test(line)) {
+      fence = !fence
+      return ""
+    }
+    return fence ? "" : line.replace(/(`+)[^`]*?\1/g, "")
+  }).join("\n")
+}
+
+/** The targets of the inline links and images of a page: `[text](target)`, `![alt](target "title")`. */
+export const linkTargets = (markdown: string): Array<string> =>
+  [...prose(markdown).matchAll(/!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)].map((m) => m[1]!)
