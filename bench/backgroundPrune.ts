@@ -36,11 +36,11 @@ export interface BackgroundPruneOptions {
  */
 const KEPT = 64
 const SCANNED = 10_000
-const PRUNED_TENANT = "bg"
+export const PRUNED_TENANT = "bg"
 const LOOP_TENANT = "lag"
 
 /** `count` released runs, each its manifest and one small file in a subdirectory: sync calls, fast. */
-const buildReleasedRuns = (tenantDir: string, count: number) => {
+export const buildReleasedRuns = (tenantDir: string, count: number) => {
   fs.mkdirSync(tenantDir, { recursive: true, mode: 0o700 })
   const createdAt = Date.now() - 2 * 24 * 60 * 60 * 1000
   const body = Buffer.alloc(1024, 0x62)
@@ -89,7 +89,7 @@ const percentile = (values: ReadonlyArray<number>, p: number): number => {
 type Store = Awaited<ReturnType<typeof openAgentStorage>>
 
 /** One acquire + release of a run of the loop tenant (no retention: that tenant has nothing to prune), in ms. */
-const acquireRelease = async (store: Store): Promise<number> => {
+export const acquireRelease = async (store: Store): Promise<number> => {
   const t0 = nowMs()
   const lease = await store.acquireWorkRun({ category: BENCH_CATEGORY, tenant: LOOP_TENANT, retention: false })
   await lease.release()
@@ -114,7 +114,7 @@ const prunedAsPlanned = (state: ReturnType<typeof tenantState>, size: number): b
   state.trash.length === 0 && state.cleanup.length === 0
 
 /** A background prune is over once its stamp was touched at or after `since` and its marker is gone. */
-const pruneEnded = (tenantDir: string, since: number): boolean => {
+export const pruneEnded = (tenantDir: string, since: number): boolean => {
   try {
     const stamp = fs.lstatSync(path.join(tenantDir, ".last-prune"))
     return stamp.mtimeMs >= since - 1000 && !fs.existsSync(path.join(tenantDir, ".prune"))
