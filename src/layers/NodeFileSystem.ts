@@ -960,7 +960,9 @@ const service = ({ snapshot, exchange, ...walks }: Walks): FileSystem["Type"] =>
     readDirectoryEach: (paths) => each(paths, readDirectoryAnswer),
     writeFileExclusiveEach: (paths, data) => each(paths, (path) => createExclusiveAnswer("writeFileExclusive", path, data, DEFAULT_FILE_MODE)),
     renameEach: (moves) => each(moves, ([from, to]) => renameAnswer(from, to)),
-    removeFileEach: (paths) => each(paths, removeFileAnswer)
+    removeFileEach: (paths) => each(paths, removeFileAnswer),
+    // Nothing of its own: `pacedPort` makes it the yield that any call makes once the slice is used.
+    pace: () => Effect.void
   })
 }
 
