@@ -6,12 +6,14 @@
  * acquire + release of another tenant until it ends), records the main thread's CPU time per turn
  * (bench/turns.ts) and a V8 CPU profile taken in-process, and prints the turns that used the most CPU with the
  * functions the profile's samples in each name (self time, and the innermost of our own frames). `--template`
- * keeps the built runs between invocations. It loads the library from `dist/` (`npm run build` first): tsc keeps
+ * keeps the built runs between invocations; `--heap-at MS` writes a heap snapshot that long into the prune. It loads the library from `dist/` (`npm run build` first): tsc keeps
  * its functions' names and lines, which the profile then names.
  */
 import * as fs from "node:fs"
 import { Session } from "node:inspector/promises"
+import { type PerformanceEntry, PerformanceObserver } from "node:perf_hooks"
 import * as path from "node:path"
+import * as v8 from "node:v8"
 import { acquireRelease, buildReleasedRuns, pruneEnded, PRUNED_TENANT } from "./backgroundPrune.js"
 import { BENCH_CATEGORY, copyTree, ensureWorkRoot, removeTree, tenantDirOf } from "./fixtures.js"
 import { monitorTurns, type TurnWindow } from "./turns.js"
@@ -98,6 +100,15 @@ const main = async () => {
         await session.post("Profiler.setSamplingInterval", { interval: 200 })
         await session.post("Profiler.start")
       }
+      // Garbage collections on the main thread, on the turns' clock (hrtime ms).
+      const gcs: Array<{ readonly startMs: number; readonly ms: number; readonly kind: number }> = []
+      const offset = nowMs() - performance.now()
+      const observer = new PerformanceObserver((list) => {
+        for (const e of list.getEntries() as Array<PerformanceEntry & { detail?: { kind?: number } }>) {
+          gcs.push({ startMs: e.startTime + offset, ms: e.duration, kind: e.detail?.kind ?? 0 })
+        }
+      })
+      observer.observe({ entryTypes: ["gc"] })
       const monitor = monitorTurns({ keep: 12, keepOverMs: 8 })
       const t0 = nowMs()
       const started = Date.now()
@@ -106,11 +117,24 @@ const main = async () => {
       await lease.release()
       let pairs = 0
       let worst = 0
+      const heapAt = numberArg(args, "heap-at", 0)
+      let heapWritten = heapAt === 0
       while (!pruneEnded(tenantDir, started)) {
+        if (!heapWritten && nowMs() - t0 > heapAt) {
+          heapWritten = true
+          process.stderr.write(`heap snapshot: ${v8.writeHeapSnapshot()}\n`)
+        }
         worst = Math.max(worst, await acquireRelease(store))
         pairs++
       }
       const stats = monitor.stop()
+      observer.disconnect()
+      // kind: 1 minor (scavenge), 4 major (mark-compact), 8 incremental marking, 16 weak callbacks.
+      const gcIn = (w: TurnWindow) =>
+        gcs.filter((g) => g.startMs < w.endMs && g.startMs + g.ms > w.startMs).map((g) => `${g.kind === 1 ? "minor" : g.kind === 4 ? "major" : `kind ${g.kind}`} ${g.ms.toFixed(1)} ms`).join(", ")
+      for (const w of stats.longest) process.stdout.write(`turn ${w.cpuMs.toFixed(1)} ms CPU, ${(w.endMs - w.startMs).toFixed(1)} ms wall; GC: ${gcIn(w) || "none"}\n`)
+      const majors = gcs.filter((g) => g.kind === 4)
+      process.stdout.write(`GC: ${gcs.length} pauses, ${majors.length} major (longest ${Math.max(0, ...majors.map((g) => g.ms)).toFixed(1)} ms wall), longest minor ${Math.max(0, ...gcs.filter((g) => g.kind === 1).map((g) => g.ms)).toFixed(1)} ms wall\n`)
       const pruneMs = nowMs() - t0
       process.stdout.write(
         `${runs} runs: prune ${pruneMs.toFixed(0)} ms, first acquire ${first.toFixed(1)} ms, ${pairs} pairs (worst ${worst.toFixed(1)} ms); ` +
