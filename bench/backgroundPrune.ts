@@ -3,7 +3,9 @@
  * holding thousands of released runs whose prune stamp is old, which starts the opportunistic background
  * prune (docs/work-runs.md "Retention"); the same process goes on acquiring and releasing runs of another tenant. We
  * record the event loop's delay (`perf_hooks.monitorEventLoopDelay`, 1 ms resolution: its maximum is the
- * longest block), each acquire + release, and how long `close()` takes when called in the middle of it.
+ * longest block), the most CPU time the main thread spent in one turn (bench/turns.ts: what the code holds the
+ * loop for, whatever the machine's load), each acquire + release, and how long `close()` takes when called in
+ * the middle of it.
  *
  * The floor, in the same run: the same acquire loop in the same process with no prune running (what the
  * loop and the disk cost the event loop by themselves). A `close()` during the prune may leave it for the
@@ -16,6 +18,7 @@ import { type IntervalHistogram, monitorEventLoopDelay } from "node:perf_hooks"
 import { openAgentStorage } from "../src/promise.js"
 import { BENCH_CATEGORY, copyTree, ensureWorkRoot, removeTree, tenantDirOf } from "./fixtures.js"
 import type { Measurement, Row } from "./result.js"
+import { monitorTurns, type TurnStats } from "./turns.js"
 import { nowMs, settle, summarize } from "./util.js"
 
 export interface BackgroundPruneOptions {
@@ -36,11 +39,11 @@ export interface BackgroundPruneOptions {
  */
 const KEPT = 64
 const SCANNED = 10_000
-const PRUNED_TENANT = "bg"
+export const PRUNED_TENANT = "bg"
 const LOOP_TENANT = "lag"
 
 /** `count` released runs, each its manifest and one small file in a subdirectory: sync calls, fast. */
-const buildReleasedRuns = (tenantDir: string, count: number) => {
+export const buildReleasedRuns = (tenantDir: string, count: number) => {
   fs.mkdirSync(tenantDir, { recursive: true, mode: 0o700 })
   const createdAt = Date.now() - 2 * 24 * 60 * 60 * 1000
   const body = Buffer.alloc(1024, 0x62)
@@ -89,7 +92,7 @@ const percentile = (values: ReadonlyArray<number>, p: number): number => {
 type Store = Awaited<ReturnType<typeof openAgentStorage>>
 
 /** One acquire + release of a run of the loop tenant (no retention: that tenant has nothing to prune), in ms. */
-const acquireRelease = async (store: Store): Promise<number> => {
+export const acquireRelease = async (store: Store): Promise<number> => {
   const t0 = nowMs()
   const lease = await store.acquireWorkRun({ category: BENCH_CATEGORY, tenant: LOOP_TENANT, retention: false })
   await lease.release()
@@ -114,7 +117,7 @@ const prunedAsPlanned = (state: ReturnType<typeof tenantState>, size: number): b
   state.trash.length === 0 && state.cleanup.length === 0
 
 /** A background prune is over once its stamp was touched at or after `since` and its marker is gone. */
-const pruneEnded = (tenantDir: string, since: number): boolean => {
+export const pruneEnded = (tenantDir: string, since: number): boolean => {
   try {
     const stamp = fs.lstatSync(path.join(tenantDir, ".last-prune"))
     return stamp.mtimeMs >= since - 1000 && !fs.existsSync(path.join(tenantDir, ".prune"))
@@ -124,6 +127,8 @@ const pruneEnded = (tenantDir: string, since: number): boolean => {
 }
 
 interface Rep {
+  readonly quietTurns: TurnStats
+  readonly turns: TurnStats
   readonly quietLag: Lag
   readonly quietMedian: number
   readonly lag: Lag
@@ -152,6 +157,8 @@ const oneRep = async (o: BackgroundPruneOptions, agentDir: string, template: str
   // The prune window, with the quiet window (the floor) first in the same store.
   let store = await openAgentStorage({ agentDir, migrate: false })
   let quietLag: Lag
+  let quietTurns: TurnStats
+  let turns: TurnStats
   let quietMedian: number
   let lag: Lag
   let p99: number
@@ -163,12 +170,15 @@ const oneRep = async (o: BackgroundPruneOptions, agentDir: string, template: str
     const quiet: Array<number> = []
     histogram.reset()
     histogram.enable()
+    let monitor = monitorTurns()
     for (let i = 0; i < o.quietOps; i++) quiet.push(await acquireRelease(store))
+    quietTurns = monitor.stop()
     histogram.disable()
     quietLag = lagOf(histogram)
     quietMedian = summarize(quiet).median
     histogram.reset()
     histogram.enable()
+    monitor = monitorTurns()
     const t0 = nowMs()
     const started = Date.now()
     const lease = await store.acquireWorkRun({ category: BENCH_CATEGORY, tenant: PRUNED_TENANT })
@@ -180,6 +190,7 @@ const oneRep = async (o: BackgroundPruneOptions, agentDir: string, template: str
       during.push(await acquireRelease(store))
     }
     pruneMs = nowMs() - t0
+    turns = monitor.stop()
     histogram.disable()
     lag = lagOf(histogram)
     p99 = percentile(during, 99)
@@ -228,7 +239,7 @@ const oneRep = async (o: BackgroundPruneOptions, agentDir: string, template: str
   if (!prunedAsPlanned(finished, size)) {
     throw new Error(`after close() and the next prune: ${finished.runs} runs (${finished.halfRemoved.length} half removed), .trash ${finished.trash.length}, .cleanup ${finished.cleanup.length}`)
   }
-  return { quietLag, quietMedian, lag, p99, pairs, firstAcquire, pruneMs, closeMs, closeLeft: left.runs + left.trash.length, nextPrunes }
+  return { quietTurns, turns, quietLag, quietMedian, lag, p99, pairs, firstAcquire, pruneMs, closeMs, closeLeft: left.runs + left.trash.length, nextPrunes }
 }
 
 export const benchBackgroundPrune = async (o: BackgroundPruneOptions): Promise<Measurement> => {
@@ -248,6 +259,7 @@ export const benchBackgroundPrune = async (o: BackgroundPruneOptions): Promise<M
           reps.push(r)
           o.log(
             `background prune ${size} #${rep + 1}: longest block ${r.lag.max.toFixed(1)} ms (quiet ${r.quietLag.max.toFixed(1)}), ` +
+              `most CPU in one turn ${r.turns.maxCpuMs.toFixed(1)} ms (quiet ${r.quietTurns.maxCpuMs.toFixed(1)}; ${r.turns.over10Ms} turns over 10 ms of ${r.turns.windows}), ` +
               `lag p99 ${r.lag.p99.toFixed(1)} ms, acquire+release p99 ${r.p99.toFixed(1)} ms over ${r.pairs} (quiet median ${r.quietMedian.toFixed(1)}), ` +
               `first acquire ${r.firstAcquire.toFixed(1)} ms, prune ${r.pruneMs.toFixed(0)} ms, close() ${r.closeMs.toFixed(1)} ms (${r.closeLeft} runs and trees left, finished by ${r.nextPrunes} prune(s))`
           )
@@ -259,15 +271,20 @@ export const benchBackgroundPrune = async (o: BackgroundPruneOptions): Promise<M
       const quietLongest = summarize(reps.map((r) => r.quietLag.max))
       const p99 = summarize(reps.map((r) => r.p99))
       const quiet = summarize(reps.map((r) => r.quietMedian))
+      const turnCpu = summarize(reps.map((r) => r.turns.maxCpuMs))
+      const quietTurnCpu = summarize(reps.map((r) => r.quietTurns.maxCpuMs))
       const n = size.toLocaleString("en-US")
       rows.push(
         { label: `event loop: longest block during it, ${n} runs`, unit: "ms", ours: longest, baseline: quietLongest, baselineName: "no prune", ratio: longest.median / quietLongest.median, max: 20 },
+        // The same block in CPU time of the main thread (load does not stretch it): the code's own share.
+        { label: `… most CPU in one turn during it`, unit: "ms", ours: turnCpu, baseline: quietTurnCpu, baselineName: "no prune", ratio: turnCpu.median / quietTurnCpu.median, max: 10 },
         { label: `… acquire+release p99 during it`, unit: "ms", ours: p99, baseline: quiet, baselineName: "quiet median", ratio: p99.median / quiet.median, target: 3 },
         { label: `… first acquire (starts it)`, unit: "ms", ours: summarize(reps.map((r) => r.firstAcquire)), baseline: quiet, baselineName: "quiet median", ratio: summarize(reps.map((r) => r.firstAcquire)).median / quiet.median },
         { label: `… close() during it`, unit: "ms", ours: summarize(reps.map((r) => r.closeMs)), max: 100 },
         { label: `… the background prune`, unit: "ms", ours: summarize(reps.map((r) => r.pruneMs)) }
       )
       notes[`lag ${size} (ms)`] = reps.map((r) => ({ during: round(r.lag), quiet: round(r.quietLag), pairs: r.pairs, leftByClose: r.closeLeft, nextPrunes: r.nextPrunes }))
+      notes[`turn CPU ${size} (ms)`] = reps.map((r) => ({ during: turnNote(r.turns), quiet: turnNote(r.quietTurns) }))
     }
   } finally {
     removeTree(agentDir)
@@ -281,4 +298,11 @@ const round = (lag: Lag) => ({
   p99: Math.round(lag.p99 * 10) / 10,
   max: Math.round(lag.max * 10) / 10,
   samples: lag.samples
+})
+
+const turnNote = (t: TurnStats) => ({
+  max: Math.round(t.maxCpuMs * 10) / 10,
+  over10Ms: t.over10Ms,
+  turns: t.windows,
+  source: t.source
 })

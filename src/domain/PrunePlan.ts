@@ -25,6 +25,7 @@
  */
 import * as Schema from "effect/Schema"
 import type { RetentionPolicy } from "./Retention.js"
+import { runSteps, sortSteps, stepDue, type Steps } from "./Steps.js"
 
 /** What the scan knows of a run without walking it (manifest and leases). */
 export interface RunFacts {
@@ -229,15 +230,20 @@ export const planPrune = (input: {
   readonly policy: RetentionPolicy
   /** Now on the file system's clock (`isPastMaxAge`); `null` when it could not be read (nothing goes by age). */
   readonly now: number | null
-}): PrunePlan => planSized(input.runs.map((run) => ({ run, size: run })), input.policy, input.now)
+}): PrunePlan => {
+  const ordered = input.runs.map((run) => ({ run, size: run as RunSize, used: lastUsedAt(run) })).sort(newestFirst)
+  return runSteps(planOrdered(ordered, input.policy, input.now))
+}
 
-/** The plan over runs whose size is known (`RunSize`) or was not needed (`undefined`: age or count). */
-const planSized = (
-  runs: ReadonlyArray<{ readonly run: RunFacts; readonly size: RunSize | undefined }>,
-  policy: RetentionPolicy,
-  now: number | null
-): PrunePlan => {
-  const ordered = runs.map(({ run, size }) => ({ run, size, used: lastUsedAt(run) })).sort(newestFirst)
+/** A run in the plan's order, with its last use and its size: known (`RunSize`) or not needed (`undefined`: age or count). */
+interface Ordered {
+  readonly run: RunFacts
+  readonly size: RunSize | undefined
+  readonly used: number
+}
+
+/** The plan over runs already newest first, in steps (domain/Steps.ts). */
+function* planOrdered(ordered: ReadonlyArray<Ordered>, policy: RetentionPolicy, now: number | null): Steps<PrunePlan> {
   const exactOf = (size: RunSize | undefined) => size !== undefined && kindOf(size) === "exact"
   /** What is known for certain: exact bytes, a cut-short walk's lower bound, 0 for a run not walked. */
   const atLeastOf = (size: RunSize | undefined) => (size === undefined || kindOf(size) === "not-measured" ? 0 : size.bytes)
@@ -246,14 +252,17 @@ const planSized = (
 
   const reasons = new Map<number, PruneReason>()
   let keptInactive = 0
-  ordered.forEach(({ run, size }, index) => {
-    if (run.active) return
+  for (let index = 0; index < ordered.length; index++) {
+    if (stepDue(index)) yield
+    const { run, size } = ordered[index]!
+    if (run.active) continue
     if (isPastMaxAge(run, policy, now)) reasons.set(index, "age")
     else if (keptInactive >= policy.maxInactiveRuns) reasons.set(index, "count")
     else if (size === undefined) throw new Error(`planPrune: run ${run.runId} may be kept but was not measured`)
     else if (!takesKeptPlace(size, activeOverBudget)) reasons.set(index, "unmeasured")
     else keptInactive++
-  })
+  }
+  yield
 
   const kept = (index: number) => !reasons.has(index)
   if (!activeOverBudget) {
@@ -261,7 +270,9 @@ const planSized = (
     // but for what was never walked, which counts 0.
     let total = ordered.reduce((sum, { size }, index) => (kept(index) ? sum + atLeastOf(size) : sum), 0)
     const taken: Array<number> = []
+    yield
     for (let index = ordered.length - 1; index >= 0 && total > policy.maxBytes; index--) {
+      if (stepDue(index)) yield
       const { run, size } = ordered[index]!
       if (run.active || !kept(index) || !exactOf(size)) continue
       taken.push(index)
@@ -277,7 +288,11 @@ const planSized = (
 
   // Each decision one object literal: spreading a shared part into 10,000 of them cost ~20 ms of CPU, one
   // block of the event loop during a background prune (BENCHMARKS.md).
-  const decisions: Array<PlanDecision> = ordered.map(({ run, size, used }, index) => {
+  yield
+  const decisions = new Array<PlanDecision>(ordered.length)
+  for (let index = 0; index < ordered.length; index++) {
+    if (stepDue(index)) yield
+    const { run, size, used } = ordered[index]!
     const kind = size === undefined ? undefined : kindOf(size)
     const bytes = exactOf(size) ? size!.bytes : null
     const apparentBytes = exactOf(size) ? size!.apparentBytes : null
@@ -287,10 +302,11 @@ const planSized = (
     const cutShort = kind === "cut-short"
     const reason = run.active ? undefined : reasons.get(index)
     const { runId, path } = run
-    return reason === undefined
+    decisions[index] = reason === undefined
       ? { runId, path, bytes, apparentBytes, bytesAtLeast, apparentBytesAtLeast, measured, cutShort, lastUsedAt: used, action: run.active ? "active" : "keep" }
       : { runId, path, bytes, apparentBytes, bytesAtLeast, apparentBytesAtLeast, measured, cutShort, lastUsedAt: used, action: "remove", reason }
-  })
+  }
+  yield
 
   const sumOf = (sizes: ReadonlyArray<RunSize | undefined>, of: (size: RunSize) => number) =>
     sizes.every(exactOf) ? sizes.reduce((t, s) => t + of(s!), 0) : null
@@ -315,6 +331,8 @@ export interface MeasuringPlan {
   readonly measured: (size: RunSize) => void
   /** The plan: the decisions `planPrune` makes with every run measured (runs not walked have `bytes: null`). */
   readonly finish: () => PrunePlan
+  /** `finish` in steps (domain/Steps.ts). */
+  readonly finishSteps: () => Steps<PrunePlan>
 }
 
 /**
@@ -325,16 +343,30 @@ export interface MeasuringPlan {
  * active runs are over budget (then it is kept and takes its place). A run not measured takes its place.
  * Deterministic and free of I/O: the caller does the measuring (the pruner, within its entry budget).
  */
-export const planMeasuring = (input: {
+export const planMeasuring = (input: MeasuringInput): MeasuringPlan => runSteps(planMeasuringSteps(input))
+
+interface MeasuringInput {
   readonly runs: ReadonlyArray<RunFacts>
   readonly policy: RetentionPolicy
   /** Now on the file system's clock (`isPastMaxAge`); `null` when it could not be read (nothing goes by age). */
   readonly now: number | null
-}): MeasuringPlan => {
+}
+
+/**
+ * `planMeasuring` in steps (domain/Steps.ts). Its order (newest first) is the plan's too: `finish` takes it as
+ * it is, sorting 10,000 runs once.
+ */
+export function* planMeasuringSteps(input: MeasuringInput): Steps<MeasuringPlan> {
   const { policy, now } = input
-  const ordered = input.runs.map((run) => ({ run, used: lastUsedAt(run) })).sort(newestFirst)
-  const active = ordered.filter(({ run }) => run.active).map(({ run }) => run)
-  const young = ordered.filter(({ run }) => !run.active && !isPastMaxAge(run, policy, now)).map(({ run }) => run)
+  const ordered = yield* sortSteps(input.runs.map((run) => ({ run, used: lastUsedAt(run) })), newestFirst)
+  const active: Array<RunFacts> = []
+  const young: Array<RunFacts> = []
+  for (let index = 0; index < ordered.length; index++) {
+    if (stepDue(index)) yield
+    const { run } = ordered[index]!
+    if (run.active) active.push(run)
+    else if (!isPastMaxAge(run, policy, now)) young.push(run)
+  }
   const queue = [...active, ...young]
   const sizes = new Map<RunFacts, RunSize>()
   let position = 0
@@ -342,6 +374,16 @@ export const planMeasuring = (input: {
   /** Known once every active run is measured, i.e. before the first young run's size comes in. */
   let activeOverBudget: boolean | undefined
   let asked: RunFacts | undefined
+  yield
+  function* finishSteps(): Steps<PrunePlan> {
+    const sized = new Array<Ordered>(ordered.length)
+    for (let index = 0; index < ordered.length; index++) {
+      if (stepDue(index)) yield
+      const { run, used } = ordered[index]!
+      sized[index] = { run, size: sizes.get(run), used }
+    }
+    return yield* planOrdered(sized, policy, now)
+  }
   return {
     next: () => {
       if (asked !== undefined) throw new Error("planMeasuring: the size of the last run asked for is missing")
@@ -359,6 +401,7 @@ export const planMeasuring = (input: {
       }
       asked = undefined
     },
-    finish: () => planSized(input.runs.map((run) => ({ run, size: sizes.get(run) })), policy, now)
+    finish: () => runSteps(finishSteps()),
+    finishSteps
   }
 }

@@ -256,6 +256,13 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
   /** `rename` of each pair with `sync: false`. */
   readonly renameEach?: (moves: ReadonlyArray<readonly [from: string, to: string]>) => EachAnswers<void>
   readonly removeFileEach?: (paths: ReadonlyArray<string>) => EachAnswers<void>
+  /**
+   * A point where a long computation between calls (a plan over 10,000 runs) lets the process's event loop
+   * turn, when the layer paces its calls and the synchronous work since the loop last turned has used its
+   * slice (Node: node/support.ts `paced`). Optional: programs call it through `services/internal/pace.ts`;
+   * without it (the Memory world, whose every call is a scheduling point) it does nothing.
+   */
+  readonly pace?: () => Effect.Effect<void>
   /** `removeTree` of each path with the same budget (Node's native walker: all queued for C at once). */
   readonly removeTreeEach?: (paths: ReadonlyArray<string>, budget: WalkBudget) => EachAnswers<TreeRemoval>
 }>() {}

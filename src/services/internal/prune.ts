@@ -16,7 +16,7 @@ import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import { runManifestPath, TENANT_CLEANUP_DIR, TENANT_PRUNE_MARKER, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
 import type { FileSystemError, UnsafeRoot } from "../../domain/Errors.js"
-import { isPastMaxAge, NOT_MEASURED, type PlanDecision, planMeasuring, type RunFacts, type RunSize } from "../../domain/PrunePlan.js"
+import { isPastMaxAge, NOT_MEASURED, type PlanDecision, planMeasuringSteps, type RunFacts, type RunSize } from "../../domain/PrunePlan.js"
 import { type CutShortRun, emptyPruneReport, type PruneError, type PruneReport, type UnreadableRecord } from "../../domain/PruneReport.js"
 import type { RetentionPolicy } from "../../domain/Retention.js"
 import { pruneDepthStopped, pruneEntriesStopped, pruneScanStopped } from "../../domain/StoppedBy.js"
@@ -24,6 +24,7 @@ import type { TreeSizes } from "../FileSystem.js"
 import { type Deps, fsClockOf } from "./deps.js"
 import { lstatEach } from "./each.js"
 import { tenantProbe } from "./fsClock.js"
+import { pace, PACE_ITEMS, paceDue, runPaced } from "./pace.js"
 import { isReclaimLockName, type ReclaimOutcome, reclaimLockPath, removeDeadMarker, removeDeadReclaimLock, withMarker } from "./markers.js"
 import { cleanupMarkerPath, deleteQuarantinedEach, ensureLibraryDir, prepareRemoval, quarantineOwnedRuns, type RemoveOutcome } from "./removeRun.js"
 import { checkSafeDirectory } from "./rootSafety.js"
@@ -259,7 +260,10 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       }
       unreadableLeases.delete(runId)
     }
-    for (const item of scan.items) {
+    // Loops over up to 10,000 runs let the event loop turn now and then (pace.ts): this may be a background prune.
+    for (let index = 0; index < scan.items.length; index++) {
+      if (paceDue(index)) yield* pace(deps.fs)
+      const item = scan.items[index]!
       if (item._tag === "LibraryEntry") continue
       if (item._tag === "Unowned") {
         report.unowned.push({ _tag: item.kind, name: item.name, path: item.path, why: item.why })
@@ -285,7 +289,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     }
     yield* lastWritten(deps, tenant.dev, runs, scan.items, now)
     // Only the runs whose fate depends on their size are walked before the plan, sharing the entry budget.
-    const planning = planMeasuring({ runs, policy, now })
+    const planning = yield* runPaced(deps.fs, planMeasuringSteps({ runs, policy, now }))
     const budget: Budget = { remaining: policy.maxEntries, byEntries: new Set(), byDepth: new Set() }
     /** Why each cut-short walk stopped; and the runs not walked because the budget was spent first. */
     const cuts = new Map<string, Cut>()
@@ -296,9 +300,11 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       if (measured.size.walked === false) notWalked.add(run.runId)
       planning.measured(measured.size)
     }
-    const plan = planning.finish()
+    const plan = yield* runPaced(deps.fs, planning.finishSteps())
     report.activeOverBudget = plan.activeOverBudget
-    for (const d of plan.decisions) {
+    for (let index = 0; index < plan.decisions.length; index++) {
+      if (paceDue(index)) yield* pace(deps.fs)
+      const d = plan.decisions[index]!
       if (d.action === "active") report.active.push(d.runId)
       else if (d.action === "keep") report.kept.push(d.runId)
       if (notWalked.has(d.runId)) report.notMeasured.push(d.runId)
@@ -340,7 +346,11 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     }
     if (input.dryRun) {
       for (const runId of [...unreadableLeases.keys()]) reportLeases(runId, false)
-      for (const d of plan.remove) report.removed.push(removedRun(d, yield* sizeOf(d)))
+      for (let index = 0; index < plan.remove.length; index++) {
+        if (paceDue(index)) yield* pace(deps.fs)
+        const d = plan.remove[index]!
+        report.removed.push(removedRun(d, yield* sizeOf(d)))
+      }
       return finish(NOTHING_STAYED)
     }
     /** The sizes of victims the protocol skipped (they stay); `null` once one is not exact. */
@@ -353,7 +363,9 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       // Nothing can be removed: every victim stays, so it is kept and its bytes stay in the total (never
       // undercounted), as for a victim the protocol skips below.
       report.errors.push({ _tag: "RemovalUnprepared", path: tenantDir, message: prepared.left.message })
-      for (const victim of plan.remove) {
+      for (let index = 0; index < plan.remove.length; index++) {
+        if (paceDue(index)) yield* pace(deps.fs)
+        const victim = plan.remove[index]!
         report.skipped.push({ _tag: "RemovalUnprepared", runId: victim.runId, path: victim.path, why: prepared.left.message })
         report.kept.push(victim.runId)
         stays(yield* sizeOf(victim))
@@ -396,6 +408,7 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       input.onProgress?.({ phase: "remove", done: start + batch.length, total: plan.remove.length })
     }
     for (const { victims, deletion } of deletions) {
+      yield* pace(deps.fs)
       const outcomes = yield* Fiber.join(deletion)
       for (const [k, victim] of victims.entries()) {
         const outcome = outcomes[k]!
@@ -434,20 +447,34 @@ const lastWritten = (
 ) =>
   Effect.gen(function*() {
     if (now === null) return
-    const leasesOf = new Map(items.flatMap((item) => (item._tag === "Run" ? [[item.name, item.leases.leases.map((l) => l.path)] as const] : [])))
-    const inactive = runs.flatMap((run, index) => (run.active ? [] : [index]))
-    if (inactive.length === 0) return
-    const files = inactive.map((index) => [runManifestPath(runs[index]!.path), ...(leasesOf.get(runs[index]!.runId) ?? [])])
-    const infos = yield* lstatEach(deps.fs, files.flat())
-    let at = 0
-    for (const [k, index] of inactive.entries()) {
-      let newest = -Infinity
-      for (let j = 0; j < files[k]!.length; j++) {
-        const info = infos[at++]!
-        if (info._tag === "Left" && info.left.reason === "NotFound" && j > 0) continue // a lease removed meanwhile
-        newest = Math.max(newest, info._tag === "Right" && info.right.dev === tenantDev ? info.right.mtimeMs : now)
+    const leasesOf = new Map<string, ReadonlyArray<string>>()
+    for (const item of items) {
+      if (item._tag === "Run" && item.leases.leases.length > 0) leasesOf.set(item.name, item.leases.leases.map((l) => l.path))
+    }
+    // A chunk of runs per batched lstat: each call may let the event loop turn (pace.ts), and no loop over
+    // 10,000 runs holds it in one piece.
+    for (let start = 0; start < runs.length; start += PACE_ITEMS) {
+      const inactive: Array<number> = []
+      const files: Array<string> = []
+      for (let index = start; index < Math.min(runs.length, start + PACE_ITEMS); index++) {
+        const run = runs[index]!
+        if (run.active) continue
+        inactive.push(index)
+        files.push(runManifestPath(run.path), ...(leasesOf.get(run.runId) ?? []))
       }
-      runs[index] = { ...runs[index]!, fsLastWrittenAt: newest }
+      if (inactive.length === 0) continue
+      const infos = yield* lstatEach(deps.fs, files)
+      let at = 0
+      for (const index of inactive) {
+        const leases = leasesOf.get(runs[index]!.runId)?.length ?? 0
+        let newest = -Infinity
+        for (let j = 0; j <= leases; j++) {
+          const info = infos[at++]!
+          if (info._tag === "Left" && info.left.reason === "NotFound" && j > 0) continue // a lease removed meanwhile
+          newest = Math.max(newest, info._tag === "Right" && info.right.dev === tenantDev ? info.right.mtimeMs : now)
+        }
+        runs[index] = { ...runs[index]!, fsLastWrittenAt: newest }
+      }
     }
   })
 

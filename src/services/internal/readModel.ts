@@ -27,6 +27,7 @@ import type { DirEntry, FileInfo, FileType } from "../FileSystem.js"
 import type { Deps } from "./deps.js"
 import { judgeMarker, type MarkerJudgement, reclaimLockPath } from "./markers.js"
 import { readDirectoryEach, readFileEach } from "./each.js"
+import { pace, paceDue } from "./pace.js"
 import {
   judgeLeaseListing,
   type LeaseScan,
@@ -206,6 +207,9 @@ export interface TenantItemOptions {
 /** Run directories whose manifests and lease listings a scan reads in one batched call each. */
 const SCAN_BATCH = 64
 
+/** Runs judged between two paces (pace.ts): decoding a manifest costs about 0.1 ms, a batch of them 6. */
+const RUNS_PER_PACE = 8
+
 /** A run directory's manifest, and its lease listing when the scan needs its leases, read ahead. */
 interface ReadAhead {
   readonly manifest: ManifestRead
@@ -228,13 +232,21 @@ export const tenantItems = (
   options: TenantItemOptions
 ): Effect.Effect<TenantItems> =>
   Effect.gen(function*() {
-    const candidates = entries.filter((e) => !isTenantLibraryEntry(e.name))
-    const examined = new Set(candidates.slice(0, options.maxRuns).map((e) => e.name))
+    // One pass over the listing (up to 50,000 names), pacing: the candidates, the first `maxRuns` of them examined.
+    let candidates = 0
+    const examined = new Set<string>()
+    const runDirs: Array<string> = []
+    for (let index = 0; index < entries.length; index++) {
+      if (paceDue(index)) yield* pace(deps.fs)
+      const entry = entries[index]!
+      if (isTenantLibraryEntry(entry.name) || candidates++ >= options.maxRuns) continue
+      examined.add(entry.name)
+      if (entry.type === "Directory") runDirs.push(entry.name)
+    }
     const items: Array<TenantItem> = []
     let done = 0
     // The run directories' manifests and lease listings are read ahead, a batch at a time, each one batched
     // port call (each.ts); the judgement below stays per run, in name order.
-    const runDirs = candidates.filter((e) => examined.has(e.name) && e.type === "Directory").map((e) => e.name)
     const ahead = new Map<string, ReadAhead>()
     let readUpTo = 0
     let now = 0
@@ -244,21 +256,30 @@ export const tenantItems = (
       now = options.now ?? (yield* Clock.currentTimeMillis)
       const paths = names.map((name) => NodePath.join(tenantDir, name))
       const reads = yield* readFileEach(deps.fs, paths.map(runManifestPath), { maxBytes: MANIFEST_MAX_BYTES })
-      const manifests = names.map((runId, k) => manifestVerdict(reads[k]!, { ...address, runId }))
+      const manifests: Array<ManifestRead> = []
+      for (const [k, runId] of names.entries()) {
+        if (paceDue(k, RUNS_PER_PACE)) yield* pace(deps.fs)
+        manifests.push(manifestVerdict(reads[k]!, { ...address, runId }))
+      }
       // Every owned run's leases are read; an unowned directory's only when the reader asked.
       const listed = names.flatMap((_, k) => (manifests[k]!._tag === "Owned" || options.unownedLeases === true ? [k] : []))
       const listings = yield* readDirectoryEach(deps.fs, listed.map((k) => runLeasesDir(paths[k]!)))
       const listingOf = new Map(listed.map((k, j) => [k, listings[j]!]))
       names.forEach((name, k) => ahead.set(name, { manifest: manifests[k]!, listing: listingOf.get(k) }))
     })
-    for (const entry of entries) {
+    for (let index = 0; index < entries.length; index++) {
+      // A tenant may list 50,000 entries, most beyond `maxRuns`: those cost a test each (no path), and the loop
+      // lets the event loop turn now and then (pace.ts).
+      if (paceDue(index, 4 * RUNS_PER_PACE)) yield* pace(deps.fs)
+      const entry = entries[index]!
+      const library = isTenantLibraryEntry(entry.name)
+      if (!library && !examined.has(entry.name)) continue
       const path = NodePath.join(tenantDir, entry.name)
-      if (isTenantLibraryEntry(entry.name)) {
+      if (library) {
         const facts = options.library === undefined ? null : yield* libraryFacts(options.library, entry, path)
         items.push({ _tag: "LibraryEntry", name: entry.name, path, type: entry.type, facts })
         continue
       }
-      if (!examined.has(entry.name)) continue
       options.onProgress?.(done++, examined.size)
       if (options.budget?.truncated === true) {
         options.budget.unread++ // listed, never examined
@@ -292,7 +313,7 @@ export const tenantItems = (
       const times = yield* manifestTimesAt(deps, path, manifest.manifest, now)
       items.push({ _tag: "Run", name: entry.name, path, manifest: manifest.manifest, owned: manifest, leases, times })
     }
-    return { items, candidates: candidates.length, truncated: candidates.length > options.maxRuns }
+    return { items, candidates, truncated: candidates > options.maxRuns }
   })
 
 const markerFact = (reader: Reader, path: string, what: MarkerFact["what"]): Effect.Effect<MarkerFact> =>
