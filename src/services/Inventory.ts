@@ -580,6 +580,20 @@ export const pruneTargetsOf = (facts: AgentDirFacts): PruneTargets => {
   return { tenants, refused, misnamed, notADirectory }
 }
 
+/**
+ * Whether facts read for the doctor (`Doctor.doctorWithFacts`: every part `summary` reads, and more) are the
+ * facts `summary`'s own scan would have produced: the same web data root, nothing unreadable (the doctor reads
+ * parts `summary` does not, whose problems `summary` would not report), the scan not cut short and within
+ * `maxScanEntries` (the doctor's scan reads a superset, so `summary`'s would not have been cut either), and no
+ * tenant holding more run candidates than `maxRunsPerTenant` (the doctor examines every run). Pure.
+ */
+export const factsSuffice = (facts: AgentDirFacts, limits: InventoryLimits, webDataRoot: string): boolean =>
+  facts.webData?.root === webDataRoot &&
+  facts.problems.length === 0 &&
+  !facts.truncated &&
+  facts.scanned <= limits.maxScanEntries &&
+  tenantsOf(facts.work).every((t) => t.items === null || t.items.candidates <= limits.maxRunsPerTenant)
+
 const makeInventory = Effect.gen(function*() {
   const deps = yield* readOnlyDepsFromContext
   const agentDir = yield* AgentDir
@@ -599,19 +613,21 @@ const makeInventory = Effect.gen(function*() {
       return (path: string) => sizes.get(path) ?? UNMEASURED
     })
 
-  const summary = (options?: InventoryOptions): Effect.Effect<InventoryReport> =>
+  const summary = (options?: InventoryOptions, scanned?: AgentDirFacts): Effect.Effect<InventoryReport> =>
     Effect.gen(function*() {
       const o = optionsOf(options)
       const scannedAt = yield* Clock.currentTimeMillis
       // TD1's one resolution, its own root link followed as the doctor does (the data may live on another disk).
       const webDataRoot = yield* resolveRootLink(deps.fs, webDataRootOf(deps.host, options?.webDataRoot).path)
-      const facts = yield* scanAgentDir(deps, agentDir.path, {
-        work: true,
-        extensions: true,
-        maxRunsPerTenant: o.maxRunsPerTenant,
-        maxEntries: o.maxScanEntries,
-        webDataRoot
-      })
+      const facts = scanned !== undefined && factsSuffice(scanned, o, webDataRoot)
+        ? scanned
+        : yield* scanAgentDir(deps, agentDir.path, {
+          work: true,
+          extensions: true,
+          maxRunsPerTenant: o.maxRunsPerTenant,
+          maxEntries: o.maxScanEntries,
+          webDataRoot
+        })
       const extensionDirs = (namespace: string): ExtensionDirs => ({
         config: paths.extensionConfigDir(namespace),
         state: paths.extensionStateDir(namespace),
@@ -652,7 +668,9 @@ const makeInventory = Effect.gen(function*() {
       const byTenant = new Map<string, Array<string>>()
       for (const r of unsized.runs) {
         const key = `${r.category}/${r.tenant}`
-        byTenant.set(key, [...(byTenant.get(key) ?? []), r.path])
+        const group = byTenant.get(key)
+        if (group === undefined) byTenant.set(key, [r.path])
+        else group.push(r.path)
       }
       const sizeOf = yield* measureAll(walk, [...byTenant.values()])
       return runList({ facts, linkedFrom, scannedAt, sizeOf, measureErrors: walk.errors, limits: o, stops: walk.stops })
@@ -670,8 +688,12 @@ const makeInventory = Effect.gen(function*() {
 })
 
 export class Inventory extends Context.Tag("pi-agent-storage/Inventory")<Inventory, {
-  /** Per tenant: runs, active, inactive, unowned, size, oldest last use; extension state/cache sizes. */
-  readonly summary: (options?: InventoryOptions) => Effect.Effect<InventoryReport>
+  /**
+   * Per tenant: runs, active, inactive, unowned, size, oldest last use; extension state/cache sizes. `scanned`:
+   * facts the doctor read (`Doctor.doctorWithFacts`), used instead of a scan of its own when they are the facts
+   * that scan would read (`factsSuffice`), as `Status` does.
+   */
+  readonly summary: (options?: InventoryOptions, scanned?: AgentDirFacts) => Effect.Effect<InventoryReport>
   /** Runs (and unowned entries) of every tenant, of one category, or of one tenant. */
   readonly listRuns: (filter?: RunFilter, options?: InventoryOptions) => Effect.Effect<RunList, InvalidSegment>
   /** Every prunable (category, tenant) under the work root, in name order: `pruneTargets`' tenants. */
