@@ -422,14 +422,10 @@ interface DoctorInputs {
   readonly stateBackups: (webDataRoot: string) => Effect.Effect<ReadonlyArray<FindingDraft>>
 }
 
-/**
- * The doctor's report and the read model's facts it was judged on. `extensions`: the scan also lists the agent
- * extensions' tiers (what the inventory reads besides), so `Status` reads the agent dir once.
- */
+/** The doctor's report and the read model's facts it was judged on (`Status` hands them to the inventory). */
 const doctorProgram = (
   inputs: DoctorInputs,
-  options?: DoctorOptions,
-  extensions = false
+  options?: DoctorOptions
 ): Effect.Effect<{ readonly report: DoctorReport; readonly facts: AgentDirFacts }> =>
   Effect.gen(function*() {
     const { deps } = inputs
@@ -444,7 +440,6 @@ const doctorProgram = (
       work: true,
       details: true,
       extensionConfig: true,
-      ...(extensions ? { extensions: true } : {}),
       webDataRoot
     })
     const found = findingsOf(facts, { staleUnreadableMs: deps.staleUnreadableMs, uid: deps.host.uid })
@@ -470,9 +465,9 @@ export class Doctor extends Context.Tag("pi-agent-storage/Doctor")<Doctor, {
    */
   readonly doctor: (options?: DoctorOptions) => Effect.Effect<DoctorReport>
   /**
-   * `doctor`'s report and the read model's facts it judged (the agent extensions' tiers listed too): `Status`
-   * hands them to `Inventory.summary`, so `status` reads the agent dir once where the facts hold all the
-   * inventory would read (docs/architecture.md "One read model").
+   * `doctor`'s report and the read model's facts it judged: `Status` hands them to `Inventory.summary`, so
+   * `status` reads the agent dir once where the facts hold what the inventory would read (docs/architecture.md
+   * "One read model").
    */
   readonly doctorWithFacts: (options?: DoctorOptions) => Effect.Effect<{ readonly report: DoctorReport; readonly facts: AgentDirFacts }>
 }>() {
@@ -487,7 +482,7 @@ export class Doctor extends Context.Tag("pi-agent-storage/Doctor")<Doctor, {
       Effect.flatMap(StateBackups.make({ webDataRoot }), (b) => b.findings).pipe(Effect.provide(context))
     return Doctor.of({
       doctor: (options) => Effect.map(doctorProgram({ deps, agentDir, stateBackups }, options), (done) => done.report),
-      doctorWithFacts: (options) => doctorProgram({ deps, agentDir, stateBackups }, options, true)
+      doctorWithFacts: (options) => doctorProgram({ deps, agentDir, stateBackups }, options)
     })
   })
 

@@ -581,17 +581,21 @@ export const pruneTargetsOf = (facts: AgentDirFacts): PruneTargets => {
 }
 
 /**
- * Whether facts read for the doctor (`Doctor.doctorWithFacts`: every part `summary` reads, and more) are the
- * facts `summary`'s own scan would have produced: the same web data root, nothing unreadable (the doctor reads
- * parts `summary` does not, whose problems `summary` would not report), the scan not cut short and within
- * `maxScanEntries` (the doctor's scan reads a superset, so `summary`'s would not have been cut either), and no
- * tenant holding more run candidates than `maxRunsPerTenant` (the doctor examines every run). Pure.
+ * Whether facts read for the doctor (`Doctor.doctorWithFacts`), with the agent extensions' tiers listed beside
+ * them (`extensions`, a scan of its own), are the facts `summary`'s own scan would have produced: the same web
+ * data root, nothing unreadable (the doctor reads parts `summary` does not, whose problems `summary` would not
+ * report), neither scan cut short and both within `maxScanEntries` (the doctor's scan reads a superset of the
+ * rest, so `summary`'s would not have been cut either), and no tenant holding more run candidates than
+ * `maxRunsPerTenant` (the doctor examines every run). Pure.
  */
-export const factsSuffice = (facts: AgentDirFacts, limits: InventoryLimits, webDataRoot: string): boolean =>
+export const factsSuffice = (facts: AgentDirFacts, extensions: AgentDirFacts, limits: InventoryLimits, webDataRoot: string): boolean =>
   facts.webData?.root === webDataRoot &&
+  facts.status._tag === extensions.status._tag &&
   facts.problems.length === 0 &&
+  extensions.problems.length === 0 &&
   !facts.truncated &&
-  facts.scanned <= limits.maxScanEntries &&
+  !extensions.truncated &&
+  facts.scanned + extensions.scanned <= limits.maxScanEntries &&
   tenantsOf(facts.work).every((t) => t.items === null || t.items.candidates <= limits.maxRunsPerTenant)
 
 const makeInventory = Effect.gen(function*() {
@@ -619,15 +623,21 @@ const makeInventory = Effect.gen(function*() {
       const scannedAt = yield* Clock.currentTimeMillis
       // TD1's one resolution, its own root link followed as the doctor does (the data may live on another disk).
       const webDataRoot = yield* resolveRootLink(deps.fs, webDataRootOf(deps.host, options?.webDataRoot).path)
-      const facts = scanned !== undefined && factsSuffice(scanned, o, webDataRoot)
-        ? scanned
-        : yield* scanAgentDir(deps, agentDir.path, {
-          work: true,
-          extensions: true,
-          maxRunsPerTenant: o.maxRunsPerTenant,
-          maxEntries: o.maxScanEntries,
-          webDataRoot
-        })
+      const ownScan = scanAgentDir(deps, agentDir.path, {
+        work: true,
+        extensions: true,
+        maxRunsPerTenant: o.maxRunsPerTenant,
+        maxEntries: o.maxScanEntries,
+        webDataRoot
+      })
+      let facts: AgentDirFacts
+      if (scanned === undefined) {
+        facts = yield* ownScan
+      } else {
+        // The doctor read everything else; the extensions' tiers are three listings.
+        const extensions = yield* scanAgentDir(deps, agentDir.path, { extensions: true, maxEntries: o.maxScanEntries })
+        facts = factsSuffice(scanned, extensions, o, webDataRoot) ? { ...scanned, extensions: extensions.extensions } : yield* ownScan
+      }
       const extensionDirs = (namespace: string): ExtensionDirs => ({
         config: paths.extensionConfigDir(namespace),
         state: paths.extensionStateDir(namespace),
