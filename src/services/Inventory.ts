@@ -295,10 +295,8 @@ class Walk {
   }
 }
 
-/** The listing row of an owned run (no size). Pure: the facts carry the manifest, leases and times. */
-export const runRow = (address: TenantAddress, item: Extract<TenantItem, { _tag: "Run" }>): Omit<RunListing, "size"> => {
-  const m = item.manifest
-  const releasedAt = "releasedAt" in m && m.releasedAt !== undefined ? m.releasedAt : null
+/** Whether an owned run is held, and its last use: what `status` counts and `work ls` shows of it. Pure. */
+export const runUse = (item: Extract<TenantItem, { _tag: "Run" }>): { readonly active: boolean; readonly lastUsedAt: number } => {
   const active = isActive(item.leases)
   // Far-future manifest stamps do not count for last use (the prune's rule).
   const used = lastUsedAt({
@@ -309,6 +307,14 @@ export const runRow = (address: TenantAddress, item: Extract<TenantItem, { _tag:
     newestHeartbeatAt: newestHeartbeat(item.leases),
     active
   })
+  return { active, lastUsedAt: used }
+}
+
+/** The listing row of an owned run (no size). Pure: the facts carry the manifest, leases and times. */
+export const runRow = (address: TenantAddress, item: Extract<TenantItem, { _tag: "Run" }>): Omit<RunListing, "size"> => {
+  const m = item.manifest
+  const releasedAt = "releasedAt" in m && m.releasedAt !== undefined ? m.releasedAt : null
+  const { active, lastUsedAt: used } = runUse(item)
   return {
     ...address,
     runId: item.name,
@@ -436,10 +442,10 @@ export const summarize = (input: {
     for (const item of t.items.items) {
       if (item._tag === "Unowned") unowned++
       if (item._tag !== "Run") continue
-      const row = runRow(t, item)
+      const use = runUse(item)
       runs++
-      if (row.state === "active") active++
-      if (oldest === null || row.lastUsedAt < oldest) oldest = row.lastUsedAt
+      if (use.active) active++
+      if (oldest === null || use.lastUsedAt < oldest) oldest = use.lastUsedAt
     }
     return {
       category: t.category,
@@ -471,6 +477,28 @@ export const summarize = (input: {
   }
 }
 
+/** `listRuns`' rows before their sizes: owned runs newest last use first per tenant (tenants in name order), and the unowned entries. Pure. */
+export interface RunRows {
+  readonly runs: ReadonlyArray<Omit<RunListing, "size">>
+  readonly unowned: ReadonlyArray<UnownedListing>
+}
+
+export const runRows = (facts: AgentDirFacts): RunRows => {
+  const runs: Array<Omit<RunListing, "size">> = []
+  const unowned: Array<UnownedListing> = []
+  for (const t of listedTenants(facts)) {
+    const address = { category: t.category, tenant: t.tenant }
+    const tenantRuns: Array<Omit<RunListing, "size">> = []
+    for (const item of t.items.items) {
+      if (item._tag === "Unowned") unowned.push({ ...address, name: item.name, path: item.path, why: item.why })
+      else if (item._tag === "Run") tenantRuns.push(runRow(address, item))
+    }
+    tenantRuns.sort((a, b) => b.lastUsedAt - a.lastUsedAt || (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0))
+    for (const r of tenantRuns) runs.push(r)
+  }
+  return { runs, unowned }
+}
+
 /** `listRuns` over the facts and the measured run sizes: newest last use first per tenant. Pure. */
 export const runList = (input: {
   readonly facts: AgentDirFacts
@@ -480,27 +508,19 @@ export const runList = (input: {
   readonly measureErrors: ReadonlyArray<InventoryProblem>
   readonly limits?: InventoryLimits | undefined
   readonly stops?: WalkStops | undefined
+  /** `runRows(facts)`, when the caller made them already (to order its size walks). */
+  readonly rows?: RunRows | undefined
 }): RunList => {
   const { facts } = input
-  const runs: Array<RunListing> = []
-  const unowned: Array<UnownedListing> = []
-  for (const t of listedTenants(facts)) {
-    const address = { category: t.category, tenant: t.tenant }
-    const tenantRuns: Array<RunListing> = []
-    for (const item of t.items.items) {
-      if (item._tag === "Unowned") unowned.push({ ...address, name: item.name, path: item.path, why: item.why })
-      else if (item._tag === "Run") tenantRuns.push({ ...runRow(address, item), size: input.sizeOf(item.path) })
-    }
-    tenantRuns.sort((a, b) => b.lastUsedAt - a.lastUsedAt || (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0))
-    runs.push(...tenantRuns)
-  }
+  const rows = input.rows ?? runRows(facts)
+  const runs = rows.runs.map((r): RunListing => ({ ...r, size: input.sizeOf(r.path) }))
   return {
     agentDir: facts.path,
     linkedFrom: input.linkedFrom,
     notADirectory: notADirectoryOf(facts),
     scannedAt: input.scannedAt,
     runs,
-    unowned,
+    unowned: rows.unowned,
     truncated: facts.truncated || listedTenants(facts).some((t) => t.items.truncated),
     incomplete: runs.some((r) => !r.size.complete),
     stoppedBy: stoppedByOf(facts, input.limits ?? DEFAULTS, input.stops ?? NO_STOPS),
@@ -674,16 +694,16 @@ const makeInventory = Effect.gen(function*() {
       const walk = new Walk(deps, o)
       // A tenant's runs share its budget, in the listing's order (newest last use first): the runs a budget
       // leaves unmeasured are the oldest.
-      const unsized = runList({ facts, linkedFrom, scannedAt, sizeOf: () => UNMEASURED, measureErrors: [] })
+      const rows = runRows(facts)
       const byTenant = new Map<string, Array<string>>()
-      for (const r of unsized.runs) {
+      for (const r of rows.runs) {
         const key = `${r.category}/${r.tenant}`
         const group = byTenant.get(key)
         if (group === undefined) byTenant.set(key, [r.path])
         else group.push(r.path)
       }
       const sizeOf = yield* measureAll(walk, [...byTenant.values()])
-      return runList({ facts, linkedFrom, scannedAt, sizeOf, measureErrors: walk.errors, limits: o, stops: walk.stops })
+      return runList({ facts, linkedFrom, scannedAt, sizeOf, measureErrors: walk.errors, limits: o, stops: walk.stops, rows })
     })
 
   /** The read model's work tree (categories and tenants, not what they hold), judged by `pruneTargetsOf`. */
