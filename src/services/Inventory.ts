@@ -255,6 +255,12 @@ export interface WalkStops {
 
 const NO_STOPS: WalkStops = { byEntries: 0, byDepth: 0, notMeasured: 0 }
 
+/**
+ * Size walks of independent groups at once (`measureAll`): two keep both cores of a small machine busy while
+ * a tenant's walk runs on the thread pool, and leave the rest of the pool to the harness.
+ */
+const MEASURE_CONCURRENCY = 2
+
 /** One call's size walks: a budget per tenant (`budget()`), what stopped them, and their problems. */
 class Walk {
   readonly errors: Array<InventoryProblem> = []
@@ -270,7 +276,7 @@ class Walk {
    * Bounded size of a tree within what is left of `budget`: not measured once it is spent, and when the walk
    * fails (read-only: the failure is a reported problem, `SizeUnmeasured`).
    */
-  measure(path: string, budget: { remaining: number }): Effect.Effect<Size> {
+  measure(path: string, budget: { remaining: number }, errors: Array<InventoryProblem> = this.errors): Effect.Effect<Size> {
     const given = budget.remaining
     if (given <= 0) {
       this.stops.notMeasured++
@@ -287,7 +293,7 @@ class Walk {
       }),
       Effect.catchAll((e) =>
         Effect.sync(() => {
-          this.errors.push(sizeUnmeasured(path, e))
+          errors.push(sizeUnmeasured(path, e))
           return UNMEASURED
         })
       )
@@ -626,14 +632,28 @@ const makeInventory = Effect.gen(function*() {
 
   const linkedFrom = agentDir.given !== agentDir.path ? agentDir.given : null
 
-  /** Measure each group of `paths` in order under a budget of its own (a tenant's runs; a tenant; a directory); the sizes by path. */
+  /**
+   * Measure each group of `paths` in order under a budget of its own (a tenant's runs; a tenant; a directory);
+   * the sizes by path. Groups are independent (a budget each), so `MEASURE_CONCURRENCY` of them walk at once (a
+   * large tree is walked on the thread pool, nativeMeasure.ts): the answer, its problems in group order, is the
+   * one a walk of one group after the other gives.
+   */
   const measureAll = (walk: Walk, groups: ReadonlyArray<ReadonlyArray<string>>) =>
     Effect.gen(function*() {
+      const measured = yield* Effect.forEach(groups, (group) =>
+        Effect.gen(function*() {
+          const budget = walk.budget()
+          const errors: Array<InventoryProblem> = []
+          const sized: Array<Size> = []
+          for (const path of group) sized.push(yield* walk.measure(path, budget, errors))
+          return { sized, errors }
+        }), { concurrency: MEASURE_CONCURRENCY })
       const sizes = new Map<string, Size>()
-      for (const group of groups) {
-        const budget = walk.budget()
-        for (const path of group) sizes.set(path, yield* walk.measure(path, budget))
-      }
+      groups.forEach((group, g) => {
+        const { sized, errors } = measured[g]!
+        group.forEach((path, i) => sizes.set(path, sized[i]!))
+        for (const e of errors) walk.errors.push(e)
+      })
       return (path: string) => sizes.get(path) ?? UNMEASURED
     })
 
