@@ -81,6 +81,34 @@ export const buildTenant = (tenantDir: string, tenant: string, shape: TreeShape,
   }
 }
 
+/**
+ * Write `runs` released, owned runs into `tenantDir` (created 0700) as tenant `tenant`, each holding only its
+ * manifest (v2, as an acquire writes it) and an empty `.leases/` (as a release leaves it): the views' fixture,
+ * where a view's cost is the read model's per-run cost and nothing else. Run ids start at `from`.
+ */
+export const buildLeanTenant = (tenantDir: string, tenant: string, runs: number, from = 0) => {
+  fs.mkdirSync(tenantDir, { recursive: true, mode: 0o700 })
+  fs.chmodSync(tenantDir, 0o700)
+  const createdAt = Date.now() - 2 * 24 * 60 * 60 * 1000
+  for (let r = from; r < from + runs; r++) {
+    const runId = runIdOf(r)
+    const runDir = path.join(tenantDir, runId)
+    fs.mkdirSync(runDir, { mode: 0o700 })
+    fs.mkdirSync(path.join(runDir, ".leases"), { mode: 0o700 })
+    const manifest = {
+      version: 2,
+      category: BENCH_CATEGORY,
+      tenant,
+      runId,
+      kind: "generated",
+      createdAt: createdAt + r,
+      createdBy: { host: os.hostname(), pid: 1 },
+      releasedAt: createdAt + r + 1000
+    }
+    fs.writeFileSync(path.join(runDir, ".pi-work-run.json"), JSON.stringify(manifest), { mode: 0o600 })
+  }
+}
+
 /** An identical copy (modes and times preserved). */
 export const copyTree = (from: string, to: string) => {
   const r = spawnSync("cp", ["-a", from, to], { stdio: "inherit" })

@@ -1,7 +1,7 @@
 /**
- * `npm run bench [-- --quick] [--json] [--only prune,scan,memory,acquire,cli,property,snapshots,config,dashboard,background]
+ * `npm run bench [-- --quick] [--json] [--only prune,scan,memory,acquire,cli,property,snapshots,config,dashboard,background,views]
  *  [--runs N] [--files N] [--reps N] [--ops N] [--settle MS] [--snapshot-files N] [--snapshot-reps N] [--config-files N]
- *  [--dashboard-runs N] [--dashboard-tenants N] [--background-runs N,N] [--keep]`
+ *  [--dashboard-runs N] [--dashboard-tenants N] [--background-runs N,N] [--views-runs N] [--views-rss-runs N] [--views-tenants N] [--keep]`
  *
  * Builds fixtures in a temp dir, runs each measurement several times alternating ours and the baseline,
  * and prints medians, min–max and ratios (or one JSON document with `--json`). `--quick` runs everything at
@@ -16,11 +16,12 @@ import { benchDashboard } from "./dashboard.js"
 import { benchMemory } from "./memory.js"
 import { benchProperty } from "./property.js"
 import { benchStateBackups } from "./stateBackups.js"
+import { benchViews } from "./views.js"
 import { type Measurement, passes, renderMeasurements } from "./result.js"
 import { benchPrune, benchScan } from "./tree.js"
 import { machine, makeTempRoot, numberArg, parseArgs } from "./util.js"
 
-const ALL = ["prune", "scan", "memory", "acquire", "cli", "property", "snapshots", "config", "dashboard", "background"] as const
+const ALL = ["prune", "scan", "memory", "acquire", "cli", "property", "snapshots", "config", "dashboard", "background", "views"] as const
 
 const main = async () => {
   const args = parseArgs(process.argv.slice(2))
@@ -70,6 +71,17 @@ const main = async () => {
     if (only.has("background")) {
       const sizes = String(args.get("background-runs") ?? (quick ? "2000,10000" : "10000,50000")).split(",").map(Number)
       results.push(await benchBackgroundPrune({ root, sizes, reps: quick ? 1 : 3, quietOps: quick ? 100 : 300, settleMs, log }))
+    }
+    if (only.has("views")) {
+      results.push(await benchViews({
+        root,
+        runs: numberArg(args, "views-runs", quick ? 2_000 : 20_000),
+        rssRuns: numberArg(args, "views-rss-runs", quick ? 4_000 : 40_000),
+        tenants: numberArg(args, "views-tenants", 4),
+        reps,
+        settleMs,
+        log
+      }))
     }
     if (only.has("property")) results.push(await benchProperty({ seconds: numberArg(args, "property-seconds", quick ? 3 : 10), log }))
   } finally {

@@ -2,6 +2,8 @@
  * On-disk formats (docs/formats.md "On-disk formats"): the run manifest and the lease, v1 and v2, and markers.
  * Other tools read these files, so the shapes are stable.
  */
+import type * as Either from "effect/Either"
+import type { ParseOptions } from "effect/SchemaAST"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { DecodeFailure } from "./Errors.js"
@@ -170,9 +172,26 @@ export const decodeJsonBytes = <A, I>(schema: Schema.Schema<A, I>, bytes: Uint8A
   return decodeJsonValue(schema, json)
 }
 
+/**
+ * Each schema's decoder, made once: a view decodes tens of thousands of manifests with the same schema, and
+ * making the decoder was a third of each decode. The decoder is a pure function of the schema.
+ */
+const decoders = new WeakMap<Schema.Schema.Any, (json: unknown, options: ParseOptions) => Either.Either<unknown, ParseResult.ParseError>>()
+
+const decoderOf = <A, I>(schema: Schema.Schema<A, I>): (json: unknown, options: ParseOptions) => Either.Either<A, ParseResult.ParseError> => {
+  let decoder = decoders.get(schema)
+  if (decoder === undefined) {
+    decoder = Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown>)
+    decoders.set(schema, decoder)
+  }
+  return decoder as (json: unknown, options: ParseOptions) => Either.Either<A, ParseResult.ParseError>
+}
+
+const IGNORE_EXCESS: ParseOptions = { onExcessProperty: "ignore" }
+
 /** A JSON value (already parsed) decoded with a schema, answered as `decodeJsonBytes` does. Pure. */
 export const decodeJsonValue = <A, I>(schema: Schema.Schema<A, I>, json: unknown): JsonDecoded<A> => {
-  const decoded = Schema.decodeUnknownEither(schema)(json, { onExcessProperty: "ignore" })
+  const decoded = decoderOf(schema)(json, IGNORE_EXCESS)
   if (decoded._tag === "Right") return { ok: true, value: decoded.right }
   const why = schemaMismatchWhy(decoded.left)
   return { ok: false, why, failure: new DecodeFailure({ stage: "schema", detail: why, cause: decoded.left }, { disableValidation: true }) }

@@ -422,7 +422,11 @@ interface DoctorInputs {
   readonly stateBackups: (webDataRoot: string) => Effect.Effect<ReadonlyArray<FindingDraft>>
 }
 
-const doctorProgram = (inputs: DoctorInputs, options?: DoctorOptions): Effect.Effect<DoctorReport> =>
+/** The doctor's report and the read model's facts it was judged on (`Status` hands them to the inventory). */
+const doctorProgram = (
+  inputs: DoctorInputs,
+  options?: DoctorOptions
+): Effect.Effect<{ readonly report: DoctorReport; readonly facts: AgentDirFacts }> =>
   Effect.gen(function*() {
     const { deps } = inputs
     // AgentDir resolved the agent dir's own root link once; the web data root (TD1's one resolution) here alike.
@@ -451,7 +455,7 @@ const doctorProgram = (inputs: DoctorInputs, options?: DoctorOptions): Effect.Ef
       truncated.add("scan-truncated", agentDir, `stopped after ${facts.scanned} entries (maxEntries)`, "run again with a larger maxEntries")
       findings.push(...truncated.list)
     }
-    return { findings, scanned: facts.scanned, truncated: facts.truncated, webDataRoot }
+    return { report: { findings, scanned: facts.scanned, truncated: facts.truncated, webDataRoot }, facts }
   })
 
 export class Doctor extends Context.Tag("pi-agent-storage/Doctor")<Doctor, {
@@ -460,6 +464,12 @@ export class Doctor extends Context.Tag("pi-agent-storage/Doctor")<Doctor, {
    * Never fails; unreadable entries become `scan-error` findings.
    */
   readonly doctor: (options?: DoctorOptions) => Effect.Effect<DoctorReport>
+  /**
+   * `doctor`'s report and the read model's facts it judged: `Status` hands them to `Inventory.summary`, so
+   * `status` reads the agent dir once where the facts hold what the inventory would read (docs/architecture.md
+   * "One read model").
+   */
+  readonly doctorWithFacts: (options?: DoctorOptions) => Effect.Effect<{ readonly report: DoctorReport; readonly facts: AgentDirFacts }>
 }>() {
   /** Ports, the resolved `AgentDir` and the `StorageConfig` bounds from the context. */
   static readonly make: Effect.Effect<Doctor["Type"], never, FileSystem | Host | AgentDir> = Effect.gen(function*() {
@@ -470,7 +480,10 @@ export class Doctor extends Context.Tag("pi-agent-storage/Doctor")<Doctor, {
     const context = yield* Effect.context<FileSystem | Host | AgentDir>()
     const stateBackups = (webDataRoot: string) =>
       Effect.flatMap(StateBackups.make({ webDataRoot }), (b) => b.findings).pipe(Effect.provide(context))
-    return Doctor.of({ doctor: (options) => doctorProgram({ deps, agentDir, stateBackups }, options) })
+    return Doctor.of({
+      doctor: (options) => Effect.map(doctorProgram({ deps, agentDir, stateBackups }, options), (done) => done.report),
+      doctorWithFacts: (options) => doctorProgram({ deps, agentDir, stateBackups }, options)
+    })
   })
 
   static readonly layer: Layer.Layer<Doctor, never, FileSystem | Host | AgentDir> = Layer.effect(Doctor, Doctor.make)

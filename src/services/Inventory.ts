@@ -255,6 +255,12 @@ export interface WalkStops {
 
 const NO_STOPS: WalkStops = { byEntries: 0, byDepth: 0, notMeasured: 0 }
 
+/**
+ * Size walks of independent groups at once (`measureAll`): two keep both cores of a small machine busy while
+ * a tenant's walk runs on the thread pool, and leave the rest of the pool to the harness.
+ */
+const MEASURE_CONCURRENCY = 2
+
 /** One call's size walks: a budget per tenant (`budget()`), what stopped them, and their problems. */
 class Walk {
   readonly errors: Array<InventoryProblem> = []
@@ -270,7 +276,7 @@ class Walk {
    * Bounded size of a tree within what is left of `budget`: not measured once it is spent, and when the walk
    * fails (read-only: the failure is a reported problem, `SizeUnmeasured`).
    */
-  measure(path: string, budget: { remaining: number }): Effect.Effect<Size> {
+  measure(path: string, budget: { remaining: number }, errors: Array<InventoryProblem> = this.errors): Effect.Effect<Size> {
     const given = budget.remaining
     if (given <= 0) {
       this.stops.notMeasured++
@@ -287,7 +293,7 @@ class Walk {
       }),
       Effect.catchAll((e) =>
         Effect.sync(() => {
-          this.errors.push(sizeUnmeasured(path, e))
+          errors.push(sizeUnmeasured(path, e))
           return UNMEASURED
         })
       )
@@ -295,10 +301,8 @@ class Walk {
   }
 }
 
-/** The listing row of an owned run (no size). Pure: the facts carry the manifest, leases and times. */
-export const runRow = (address: TenantAddress, item: Extract<TenantItem, { _tag: "Run" }>): Omit<RunListing, "size"> => {
-  const m = item.manifest
-  const releasedAt = "releasedAt" in m && m.releasedAt !== undefined ? m.releasedAt : null
+/** Whether an owned run is held, and its last use: what `status` counts and `work ls` shows of it. Pure. */
+export const runUse = (item: Extract<TenantItem, { _tag: "Run" }>): { readonly active: boolean; readonly lastUsedAt: number } => {
   const active = isActive(item.leases)
   // Far-future manifest stamps do not count for last use (the prune's rule).
   const used = lastUsedAt({
@@ -309,6 +313,14 @@ export const runRow = (address: TenantAddress, item: Extract<TenantItem, { _tag:
     newestHeartbeatAt: newestHeartbeat(item.leases),
     active
   })
+  return { active, lastUsedAt: used }
+}
+
+/** The listing row of an owned run (no size). Pure: the facts carry the manifest, leases and times. */
+export const runRow = (address: TenantAddress, item: Extract<TenantItem, { _tag: "Run" }>): Omit<RunListing, "size"> => {
+  const m = item.manifest
+  const releasedAt = "releasedAt" in m && m.releasedAt !== undefined ? m.releasedAt : null
+  const { active, lastUsedAt: used } = runUse(item)
   return {
     ...address,
     runId: item.name,
@@ -436,10 +448,10 @@ export const summarize = (input: {
     for (const item of t.items.items) {
       if (item._tag === "Unowned") unowned++
       if (item._tag !== "Run") continue
-      const row = runRow(t, item)
+      const use = runUse(item)
       runs++
-      if (row.state === "active") active++
-      if (oldest === null || row.lastUsedAt < oldest) oldest = row.lastUsedAt
+      if (use.active) active++
+      if (oldest === null || use.lastUsedAt < oldest) oldest = use.lastUsedAt
     }
     return {
       category: t.category,
@@ -471,6 +483,28 @@ export const summarize = (input: {
   }
 }
 
+/** `listRuns`' rows before their sizes: owned runs newest last use first per tenant (tenants in name order), and the unowned entries. Pure. */
+export interface RunRows {
+  readonly runs: ReadonlyArray<Omit<RunListing, "size">>
+  readonly unowned: ReadonlyArray<UnownedListing>
+}
+
+export const runRows = (facts: AgentDirFacts): RunRows => {
+  const runs: Array<Omit<RunListing, "size">> = []
+  const unowned: Array<UnownedListing> = []
+  for (const t of listedTenants(facts)) {
+    const address = { category: t.category, tenant: t.tenant }
+    const tenantRuns: Array<Omit<RunListing, "size">> = []
+    for (const item of t.items.items) {
+      if (item._tag === "Unowned") unowned.push({ ...address, name: item.name, path: item.path, why: item.why })
+      else if (item._tag === "Run") tenantRuns.push(runRow(address, item))
+    }
+    tenantRuns.sort((a, b) => b.lastUsedAt - a.lastUsedAt || (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0))
+    for (const r of tenantRuns) runs.push(r)
+  }
+  return { runs, unowned }
+}
+
 /** `listRuns` over the facts and the measured run sizes: newest last use first per tenant. Pure. */
 export const runList = (input: {
   readonly facts: AgentDirFacts
@@ -480,27 +514,19 @@ export const runList = (input: {
   readonly measureErrors: ReadonlyArray<InventoryProblem>
   readonly limits?: InventoryLimits | undefined
   readonly stops?: WalkStops | undefined
+  /** `runRows(facts)`, when the caller made them already (to order its size walks). */
+  readonly rows?: RunRows | undefined
 }): RunList => {
   const { facts } = input
-  const runs: Array<RunListing> = []
-  const unowned: Array<UnownedListing> = []
-  for (const t of listedTenants(facts)) {
-    const address = { category: t.category, tenant: t.tenant }
-    const tenantRuns: Array<RunListing> = []
-    for (const item of t.items.items) {
-      if (item._tag === "Unowned") unowned.push({ ...address, name: item.name, path: item.path, why: item.why })
-      else if (item._tag === "Run") tenantRuns.push({ ...runRow(address, item), size: input.sizeOf(item.path) })
-    }
-    tenantRuns.sort((a, b) => b.lastUsedAt - a.lastUsedAt || (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0))
-    runs.push(...tenantRuns)
-  }
+  const rows = input.rows ?? runRows(facts)
+  const runs = rows.runs.map((r): RunListing => ({ ...r, size: input.sizeOf(r.path) }))
   return {
     agentDir: facts.path,
     linkedFrom: input.linkedFrom,
     notADirectory: notADirectoryOf(facts),
     scannedAt: input.scannedAt,
     runs,
-    unowned,
+    unowned: rows.unowned,
     truncated: facts.truncated || listedTenants(facts).some((t) => t.items.truncated),
     incomplete: runs.some((r) => !r.size.complete),
     stoppedBy: stoppedByOf(facts, input.limits ?? DEFAULTS, input.stops ?? NO_STOPS),
@@ -580,6 +606,24 @@ export const pruneTargetsOf = (facts: AgentDirFacts): PruneTargets => {
   return { tenants, refused, misnamed, notADirectory }
 }
 
+/**
+ * Whether facts read for the doctor (`Doctor.doctorWithFacts`), with the agent extensions' tiers listed beside
+ * them (`extensions`, a scan of its own), are the facts `summary`'s own scan would have produced: the same web
+ * data root, nothing unreadable (the doctor reads parts `summary` does not, whose problems `summary` would not
+ * report), neither scan cut short and both within `maxScanEntries` (the doctor's scan reads a superset of the
+ * rest, so `summary`'s would not have been cut either), and no tenant holding more run candidates than
+ * `maxRunsPerTenant` (the doctor examines every run). Pure.
+ */
+export const factsSuffice = (facts: AgentDirFacts, extensions: AgentDirFacts, limits: InventoryLimits, webDataRoot: string): boolean =>
+  facts.webData?.root === webDataRoot &&
+  facts.status._tag === extensions.status._tag &&
+  facts.problems.length === 0 &&
+  extensions.problems.length === 0 &&
+  !facts.truncated &&
+  !extensions.truncated &&
+  facts.scanned + extensions.scanned <= limits.maxScanEntries &&
+  tenantsOf(facts.work).every((t) => t.items === null || t.items.candidates <= limits.maxRunsPerTenant)
+
 const makeInventory = Effect.gen(function*() {
   const deps = yield* readOnlyDepsFromContext
   const agentDir = yield* AgentDir
@@ -588,30 +632,52 @@ const makeInventory = Effect.gen(function*() {
 
   const linkedFrom = agentDir.given !== agentDir.path ? agentDir.given : null
 
-  /** Measure each group of `paths` in order under a budget of its own (a tenant's runs; a tenant; a directory); the sizes by path. */
+  /**
+   * Measure each group of `paths` in order under a budget of its own (a tenant's runs; a tenant; a directory);
+   * the sizes by path. Groups are independent (a budget each), so `MEASURE_CONCURRENCY` of them walk at once (a
+   * large tree is walked on the thread pool, nativeMeasure.ts): the answer, its problems in group order, is the
+   * one a walk of one group after the other gives.
+   */
   const measureAll = (walk: Walk, groups: ReadonlyArray<ReadonlyArray<string>>) =>
     Effect.gen(function*() {
+      const measured = yield* Effect.forEach(groups, (group) =>
+        Effect.gen(function*() {
+          const budget = walk.budget()
+          const errors: Array<InventoryProblem> = []
+          const sized: Array<Size> = []
+          for (const path of group) sized.push(yield* walk.measure(path, budget, errors))
+          return { sized, errors }
+        }), { concurrency: MEASURE_CONCURRENCY })
       const sizes = new Map<string, Size>()
-      for (const group of groups) {
-        const budget = walk.budget()
-        for (const path of group) sizes.set(path, yield* walk.measure(path, budget))
-      }
+      groups.forEach((group, g) => {
+        const { sized, errors } = measured[g]!
+        group.forEach((path, i) => sizes.set(path, sized[i]!))
+        for (const e of errors) walk.errors.push(e)
+      })
       return (path: string) => sizes.get(path) ?? UNMEASURED
     })
 
-  const summary = (options?: InventoryOptions): Effect.Effect<InventoryReport> =>
+  const summary = (options?: InventoryOptions, scanned?: AgentDirFacts): Effect.Effect<InventoryReport> =>
     Effect.gen(function*() {
       const o = optionsOf(options)
       const scannedAt = yield* Clock.currentTimeMillis
       // TD1's one resolution, its own root link followed as the doctor does (the data may live on another disk).
       const webDataRoot = yield* resolveRootLink(deps.fs, webDataRootOf(deps.host, options?.webDataRoot).path)
-      const facts = yield* scanAgentDir(deps, agentDir.path, {
+      const ownScan = scanAgentDir(deps, agentDir.path, {
         work: true,
         extensions: true,
         maxRunsPerTenant: o.maxRunsPerTenant,
         maxEntries: o.maxScanEntries,
         webDataRoot
       })
+      let facts: AgentDirFacts
+      if (scanned === undefined) {
+        facts = yield* ownScan
+      } else {
+        // The doctor read everything else; the extensions' tiers are three listings.
+        const extensions = yield* scanAgentDir(deps, agentDir.path, { extensions: true, maxEntries: o.maxScanEntries })
+        facts = factsSuffice(scanned, extensions, o, webDataRoot) ? { ...scanned, extensions: extensions.extensions } : yield* ownScan
+      }
       const extensionDirs = (namespace: string): ExtensionDirs => ({
         config: paths.extensionConfigDir(namespace),
         state: paths.extensionStateDir(namespace),
@@ -648,14 +714,16 @@ const makeInventory = Effect.gen(function*() {
       const walk = new Walk(deps, o)
       // A tenant's runs share its budget, in the listing's order (newest last use first): the runs a budget
       // leaves unmeasured are the oldest.
-      const unsized = runList({ facts, linkedFrom, scannedAt, sizeOf: () => UNMEASURED, measureErrors: [] })
+      const rows = runRows(facts)
       const byTenant = new Map<string, Array<string>>()
-      for (const r of unsized.runs) {
+      for (const r of rows.runs) {
         const key = `${r.category}/${r.tenant}`
-        byTenant.set(key, [...(byTenant.get(key) ?? []), r.path])
+        const group = byTenant.get(key)
+        if (group === undefined) byTenant.set(key, [r.path])
+        else group.push(r.path)
       }
       const sizeOf = yield* measureAll(walk, [...byTenant.values()])
-      return runList({ facts, linkedFrom, scannedAt, sizeOf, measureErrors: walk.errors, limits: o, stops: walk.stops })
+      return runList({ facts, linkedFrom, scannedAt, sizeOf, measureErrors: walk.errors, limits: o, stops: walk.stops, rows })
     })
 
   /** The read model's work tree (categories and tenants, not what they hold), judged by `pruneTargetsOf`. */
@@ -670,8 +738,12 @@ const makeInventory = Effect.gen(function*() {
 })
 
 export class Inventory extends Context.Tag("pi-agent-storage/Inventory")<Inventory, {
-  /** Per tenant: runs, active, inactive, unowned, size, oldest last use; extension state/cache sizes. */
-  readonly summary: (options?: InventoryOptions) => Effect.Effect<InventoryReport>
+  /**
+   * Per tenant: runs, active, inactive, unowned, size, oldest last use; extension state/cache sizes. `scanned`:
+   * facts the doctor read (`Doctor.doctorWithFacts`), used instead of a scan of its own when they are the facts
+   * that scan would read (`factsSuffice`), as `Status` does.
+   */
+  readonly summary: (options?: InventoryOptions, scanned?: AgentDirFacts) => Effect.Effect<InventoryReport>
   /** Runs (and unowned entries) of every tenant, of one category, or of one tenant. */
   readonly listRuns: (filter?: RunFilter, options?: InventoryOptions) => Effect.Effect<RunList, InvalidSegment>
   /** Every prunable (category, tenant) under the work root, in name order: `pruneTargets`' tenants. */

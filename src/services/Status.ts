@@ -42,9 +42,11 @@ export class Status extends Context.Tag("pi-agent-storage/Status")<Status, {
       status: (options) =>
         Effect.gen(function*() {
           const web = webDataRootOf(host, options?.webDataRoot)
-          const report = yield* inventory.summary({ ...options, webDataRoot: web.path })
-          const found = yield* doctor.doctor({ webDataRoot: web.path })
-          return { ...report, source: agentDir.source, webDataRootSource: web.source, doctor: summarizeDoctor(found) }
+          // One read of the agent dir: the doctor's facts serve the inventory too, when they hold what its
+          // own scan would read (Inventory `factsSuffice`; else it scans under its own bounds).
+          const found = yield* doctor.doctorWithFacts({ webDataRoot: web.path })
+          const report = yield* inventory.summary({ ...options, webDataRoot: web.path }, found.facts)
+          return { ...report, source: agentDir.source, webDataRootSource: web.source, doctor: summarizeDoctor(found.report) }
         })
     })
   })

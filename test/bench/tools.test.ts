@@ -1,7 +1,7 @@
 /**
  * Smoke runs of the measuring tools (docs/benchmarks.md "Benchmarks and soak test"), a few seconds each, so they cannot rot: the benchmark's
  * scan at a tiny size, its prune and acquire with their floor rows (the C and plain-JavaScript replays of the
- * protocol), and the multi-process stress test with two workers.
+ * protocol), the views beside `du -sb`, and the multi-process stress test with two workers.
  */
 import { execFile } from "node:child_process"
 import * as path from "node:path"
@@ -61,6 +61,21 @@ describe("bench tools", () => {
         expect(row.ours.median, row.label).toBeGreaterThan(0)
         expect(row.ratio!, row.label).toBeGreaterThan(0)
       }
+    }
+  }, TEST_TIMEOUT)
+
+  it("bench --only views at a tiny size times each view beside du -sb and reads its peak RSS", async () => {
+    const r = await tsx("main.ts", ["--quick", "--only", "views", "--views-runs", "40", "--views-rss-runs", "60", "--reps", "1", "--settle", "0", "--json"])
+    expect(r.status, r.stderr).toBe(0)
+    const doc = JSON.parse(r.stdout) as { measurements: Array<{ name: string; rows: Array<{ label: string; ours: { median: number }; baselineName?: string; ratio?: number; target?: number; max?: number }> }> }
+    const views = doc.measurements.find((m) => m.name === "views vs du at 40 runs")
+    expect(views).toBeDefined()
+    const row = (label: string) => views!.rows.find((x) => x.label === label)
+    for (const [view, target] of [["status", 2], ["status --json", 2], ["work ls", 2], ["work ls --json", 2], ["doctor", 1.5]] as const) {
+      expect(row(`${view} wall`)?.target, view).toBe(target)
+      expect(row(`${view} wall`)?.baselineName, view).toBe("du -sb")
+      expect(row(`${view} cpu`)!.ratio!, view).toBeGreaterThan(0)
+      if (views!.rows.some((x) => x.label.startsWith("peak RSS"))) expect(row(`peak RSS at 60 runs: ${view}`)?.max, view).toBe(128)
     }
   }, TEST_TIMEOUT)
 
