@@ -35,8 +35,9 @@ const identityNow = (path: string): Identity | null | undefined => {
     if (s === undefined) return null
     const type = s.isFile() ? "File" : s.isDirectory() ? "Directory" : s.isSymbolicLink() ? "SymbolicLink" : "Other"
     return [type, s.size, s.mode & 0o7777, s.ino, s.mtimeMs, s.ctimeMs]
-  } catch {
-    return undefined
+  } catch (e) {
+    // A component on the way is not a directory: absent, as the full scan reads it.
+    return (e as NodeJS.ErrnoException).code === "ENOTDIR" ? null : undefined
   }
 }
 

@@ -356,9 +356,17 @@ const listOption = (ctx: HistoryContext, path: string) =>
 /** `listOption`, with what lstat answers for the directory observed first (its mtime and ctime change with its entries). */
 const listObserved = (ctx: HistoryContext, path: string, out: ScanState) =>
   Effect.gen(function*() {
-    out.observed.push([path, identityOf(yield* lstatOption(ctx, path))])
+    yield* observe(ctx, path, out)
     return yield* listOption(ctx, path)
   })
+
+/** Record what lstat answers for `path` (absent also when a component on the way is not a directory, as `listOption` reads it). */
+const observe = (ctx: HistoryContext, path: string, out: ScanState) =>
+  ctx.fs.lstat(path).pipe(
+    Effect.map((i) => i as typeof i | undefined),
+    Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.succeed(undefined)),
+    Effect.map((info) => void out.observed.push([path, identityOf(info)]))
+  )
 
 /** Judge one candidate file and read what history stores for it. */
 const candidate = (ctx: HistoryContext, repoPath: string, livePath: string, out: ScanState) =>
@@ -467,7 +475,7 @@ const walkConfig = (
 const scanLive = (ctx: HistoryContext, cache: StatCache | undefined): Effect.Effect<LiveScan, FileSystemError> => Effect.gen(function*() {
   const scannedAt = yield* Clock.currentTimeMillis
   const out: ScanState = { files: [], skipped: [], present: new Set(), cache, stats: new Map(), racyRead: 0, observed: [] }
-  for (const root of [ctx.agentDir, ctx.webRoot]) out.observed.push([root, identityOf(yield* lstatOption(ctx, root))])
+  for (const root of [ctx.agentDir, ctx.webRoot]) yield* observe(ctx, root, out)
   for (const name of AGENT_CONFIG_FILES) yield* candidate(ctx, `${AGENT_MIRROR}/${name}`, NodePath.join(ctx.agentDir, name), out)
   const overlays = ctx.agent.paths.directoryProfilesDir
   const overlayRepoPath = (id: string) => [AGENT_MIRROR, ...DIRECTORY_PROFILES_DIR, id, DIRECTORY_PROFILE_SETTINGS].join("/")
