@@ -29,6 +29,8 @@ export interface ConfigHistoryBenchOptions {
   readonly reps: number
   readonly settleMs: number
   readonly log: (line: string) => void
+  /** The `pi-storage` bin the CLI rows run (default: this checkout's dist/bundle/cli/main.mjs; another build's to compare). */
+  readonly cli?: string | undefined
 }
 
 const gitEnv = (): NodeJS.ProcessEnv => {
@@ -122,7 +124,7 @@ export const benchConfigHistory = async (o: ConfigHistoryBenchOptions): Promise<
   }
 }
 
-const CLI = path.join(REPO_DIR, "dist", "bundle", "cli", "main.mjs")
+const DEFAULT_CLI = path.join(REPO_DIR, "dist", "bundle", "cli", "main.mjs")
 /** The racy margin of the clean scan (domain/ConfigCleanScan.ts): a change younger than this is never proven by it. */
 const RACY_WAIT_MS = 2_100
 
@@ -132,6 +134,7 @@ const benchConfigCli = async (
   overlay: (i: number) => string,
   content: (i: number, v: number) => string
 ) => {
+  const CLI = o.cli ?? DEFAULT_CLI
   if (!fs.existsSync(CLI)) throw new Error(`${CLI} is missing: npm run build first`)
   const agentDir = path.join(o.root, "history-cli-agent")
   const webRoot = path.join(o.root, "history-cli-web")
@@ -232,6 +235,7 @@ const benchConfigCli = async (
       { label: "node -e 0 (the floor of any Node CLI), without vs with NODE_EXTRA_CA_CERTS", unit: "ms/op", ours: nodeFloor, baseline: summarize(floor.withCa), baselineName: "node -e 0 with NODE_EXTRA_CA_CERTS", ratio: nodeFloor.median / summarize(floor.withCa).median }
     ],
     notes: {
+      cli: CLI,
       cliEnvironment: "CLI rows and their git floors run with NODE_EXTRA_CA_CERTS unset (this VM sets it; a user's machine does not)",
       cliNothingChangedOverNodeFloorMs: idleOurs.median - nodeFloor.median,
       cliTenChangedOverNodeFloorMs: tenOurs.median - nodeFloor.median
