@@ -15,6 +15,7 @@ import { CHANGE_SENTINEL, HISTORY_DIR_NAME, PENDING_MARKER, STAT_CACHE, STAT_CAC
 import { findPackedRef, parseHeadFile, parseLooseRef } from "../domain/GitFormats.js"
 import { REDACTION_RULE } from "../domain/RedactionRule.js"
 import { resolveWebDataRoot } from "../domain/WebPaths.js"
+import { nodeEnv, nodeEnvNames } from "../layers/NodeEnv.js"
 import type { SplitArgv } from "./argv.js"
 import { useColor } from "./color.js"
 import { renderSnapshot } from "./commands/configRender.js"
@@ -22,8 +23,7 @@ import { painter } from "./format.js"
 import type { DirectConfigSnapshot } from "./route.js"
 import { writeOut } from "./streams.js"
 
-/** The CLI's edge: its environment (what `NodeHost` gives the program). */
-const env = (name: string): string | undefined => process.env[name]
+const env = nodeEnv
 
 const REF_MAX_BYTES = 4096
 const PACKED_REFS_MAX_BYTES = 1 << 20
@@ -86,7 +86,7 @@ const headNow = (gitDir: string): string | null | undefined => {
 
 /** Print the snapshot's answer and `true` when the clean scan proves nothing changed; else `false` (nothing printed). */
 export const fastConfigSnapshot = (split: SplitArgv, route: DirectConfigSnapshot): boolean => {
-  if (Object.keys(process.env).some((k) => k.startsWith("PI_STORAGE_"))) return false
+  if (nodeEnvNames().some((k) => k.startsWith("PI_STORAGE_"))) return false
   const home = os.homedir()
   const cwd = process.cwd()
   const agentDir = resolveAgentDir({ explicit: split.globals.agentDir, env, home, cwd }).path
