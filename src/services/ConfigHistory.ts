@@ -1007,6 +1007,8 @@ const restoreLocked = (ctx: HistoryContext, wanted: ReadonlyMap<string, Uint8Arr
 
 const snapshot = (ctx: HistoryContext, o: { readonly message?: string | undefined } = {}) =>
   Effect.gen(function*() {
+    // HEAD before the scan: a cache recorded without one is recorded only when no commit came in between.
+    const headBefore = yield* headFromRefs(ctx)
     // Read-only first: nothing changed and nothing pending means no lock, no git, no write.
     const p = yield* plan(ctx)
     if (p.writes.length === 0 && p.removals.length === 0 && !(yield* exists(ctx, ctx.pendingPath)) && (p.live.files.length === 0 || (yield* repoExists(ctx)))) {
@@ -1018,7 +1020,7 @@ const snapshot = (ctx: HistoryContext, o: { readonly message?: string | undefine
         if (p.live.cache !== undefined && (p.live.racyRead > 0 || stale)) yield* writeStatCache(ctx, p.live, p.live.cache.head, true)
         else if (p.live.cache === undefined && p.live.files.length > 0) {
           const current = yield* headFromRefs(ctx)
-          if (typeof current === "string") yield* writeStatCache(ctx, p.live, current, true)
+          if (typeof current === "string" && current === headBefore) yield* writeStatCache(ctx, p.live, current, true)
         }
         return { revision: null, roots: ctx.roots, changed: [], skipped: p.live.skipped }
       }
