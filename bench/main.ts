@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- --quick] [--json] [--only prune,scan,memory,acquire,cli,property,snapshots,config,dashboard,background,views]
- *  [--runs N] [--files N] [--reps N] [--ops N] [--settle MS] [--snapshot-files N] [--snapshot-reps N] [--config-files N]
+ *  [--runs N] [--files N] [--reps N] [--ops N] [--settle MS] [--snapshot-files N] [--snapshot-reps N] [--config-files N] [--config-cli BIN]
  *  [--dashboard-runs N] [--dashboard-tenants N] [--background-runs N,N] [--views-runs N] [--views-rss-runs N] [--views-tenants N] [--keep]`
  *
  * Builds fixtures in a temp dir, runs each measurement several times alternating ours and the baseline,
@@ -8,6 +8,7 @@
  * a smaller size in under a minute. `cli` is the start-up and install footprint of the packed tarball. Exit code 0 even when a target is missed: the table says so.
  */
 import * as fs from "node:fs"
+import * as path from "node:path"
 import { benchAcquire } from "./acquire.js"
 import { benchBackgroundPrune } from "./backgroundPrune.js"
 import { benchCli } from "./cli.js"
@@ -62,7 +63,8 @@ const main = async () => {
     }
     if (only.has("config")) {
       const files = numberArg(args, "config-files", 200)
-      results.push(await benchConfigHistory({ root, files, ops: quick ? 10 : 30, reps, settleMs, log }))
+      const cli = args.get("config-cli")
+      results.push(await benchConfigHistory({ root, files, ops: quick ? 10 : 30, reps, settleMs, log, cli: typeof cli === "string" ? path.resolve(cli) : undefined }))
     }
     if (only.has("dashboard")) {
       const runs = numberArg(args, "dashboard-runs", quick ? 2_000 : 20_000)

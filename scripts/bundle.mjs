@@ -13,6 +13,8 @@
  *                            evaluated lazily)
  *   dist/bundle/cli/main.mjs the `pi-storage` bin (src/cli/bin.ts, a few KiB: argv, `--version`), which
  *                            loads the rest from
+ *   dist/bundle/cli/configFast.mjs `config snapshot`'s clean-scan answer (src/cli/configFast.ts, no effect), read
+ *                            by main.mjs only for that command, before the program (docs/config-history.md)
  *   dist/bundle/cli/program.cjs + program.cjs.v8cache  the program and its V8 code cache
  *                            (src/cli/codeCache.ts: Node 20 can cache CommonJS compiled by vm.Script,
  *                            not ES modules)
@@ -150,6 +152,7 @@ await Promise.all([
   esbuild.build({ ...esm, ...split, entryPoints: { promise: "src/promise.ts" }, outdir }),
   esbuild.build({ ...cjs, entryPoints: ["src/promise.ts"], outfile: path.join(outdir, "promise.cjs") }),
   esbuild.build({ ...esm, entryPoints: ["src/cli/bin.ts"], outfile: path.join(outdir, "cli", "main.mjs") }),
+  esbuild.build({ ...esm, entryPoints: ["src/cli/configFast.ts"], outfile: path.join(outdir, "cli", "configFast.mjs") }),
   esbuild.build({ ...cjs, plugins: [builtinImportsAsRequire, uiServerAsOwnBundle], entryPoints: ["src/cli/program.ts"], outfile: path.join(outdir, "cli", "program.cjs") }),
   esbuild.build({ ...cjs, plugins: [builtinImportsAsRequire], entryPoints: ["src/cli/uiServer.ts"], outfile: path.join(outdir, "cli", "ui.cjs") }),
   esbuild.build({ ...page, format: "iife", entryPoints: ["web/main.ts"], outfile: path.join(assetsDir, "app.js") }),

@@ -26,16 +26,9 @@ export interface CliContext {
   readonly stderrIsTTY: boolean
 }
 
-/**
- * Colour only on a TTY, and never with `--no-color`, a non-empty `NO_COLOR` (no-color.org) or `TERM=dumb` (a
- * terminal that shows escape codes as text: Emacs' shell, some CI logs).
- */
-export const useColor = (input: {
-  readonly noColorFlag: boolean
-  readonly noColorEnv: string | undefined
-  readonly term?: string | undefined
-  readonly isTTY: boolean | undefined
-}): boolean => !input.noColorFlag && (input.noColorEnv ?? "") === "" && input.term !== "dumb" && input.isTTY === true
+import { useColor } from "./color.js"
+
+export { useColor }
 
 export const colorAllowed = (globals: Globals, stream: { readonly isTTY?: boolean } = process.stdout): boolean =>
   useColor({ noColorFlag: globals.noColor, noColorEnv: nodeEnv("NO_COLOR"), term: nodeEnv("TERM"), isTTY: stream.isTTY })

@@ -1,8 +1,8 @@
 /**
  * The first thing `pi-storage` does, in main.ts (from src/) and bin.ts (the bundle): split off the global
  * flags and `--`, so an argv mistake is reported before anything heavy loads, and answer `--version` (or
- * `-v`) alone before effect loads at all. Everything else goes to the program `load` returns. Imports
- * nothing heavy (docs/install.md "Installing").
+ * `-v`) alone before effect loads at all; `config snapshot` first asks the clean scan (`loadFast`, configFast.ts)
+ * whether nothing changed. Everything else goes to the program `load` returns. Imports nothing heavy (docs/install.md "Installing").
  */
 import { splitArgv } from "./argv.js"
 import { displayText } from "../domain/Display.js"
@@ -11,8 +11,15 @@ import { problemLine, tagOfExitCode } from "./problem.js"
 import type { runProgram } from "./program.js"
 import { quietOnClosedPipes, writeErr, writeOut } from "./streams.js"
 import { isVersionRequest, versionLine } from "./version.js"
+import type { fastConfigSnapshot } from "./configFast.js"
+import { directRoute } from "./route.js"
 
-export const launch = async (argv: ReadonlyArray<string>, load: () => Promise<{ readonly runProgram: typeof runProgram }>): Promise<void> => {
+export const launch = async (
+  argv: ReadonlyArray<string>,
+  load: () => Promise<{ readonly runProgram: typeof runProgram }>,
+  /** The clean-scan answer of `config snapshot` (configFast.ts): loaded only for that command. */
+  loadFast: () => Promise<{ readonly fastConfigSnapshot: typeof fastConfigSnapshot }>
+): Promise<void> => {
   // First: a reader that goes away (`| head -1`) ends any command quietly (streams.ts).
   quietOnClosedPipes()
   const split = splitArgv(argv)
@@ -27,6 +34,9 @@ export const launch = async (argv: ReadonlyArray<string>, load: () => Promise<{ 
     // The same answer app.ts gives, without loading it.
     writeOut(versionLine)
   } else {
+    const route = directRoute(split.value)
+    // `config snapshot` with nothing changed: proven by the stat cache's clean scan, answered without effect or git.
+    if (route?.command === "config snapshot" && await loadFast().then((m) => m.fastConfigSnapshot(split.value, route), () => false)) return
     await (await load()).runProgram(split.value)
   }
 }

@@ -5,4 +5,4 @@
  */
 import { launch } from "./launch.js"
 
-await launch(process.argv.slice(2), () => import("./program.js"))
+await launch(process.argv.slice(2), () => import("./program.js"), () => import("./configFast.js"))

@@ -12,14 +12,8 @@ import { markerFileNames } from "./MarkerFiles.js"
 // ---------------------------------------------------------------------------------------------------------
 // Layout
 
-/** Under `configBackupsDir`: the repository and its own work tree (never a `.git` at the agent root). */
-export const HISTORY_DIR_NAME = "history"
-/** Our writer lock (a marker with the markers' liveness rules). */
-export const HISTORY_LOCK = ".pi-history.lock"
-/** The crash sentinel of `change()`. */
-export const CHANGE_SENTINEL = ".pi-change.json"
-/** Present while the mirror may differ from HEAD (between the first mirror write and the commit). */
-export const PENDING_MARKER = ".pi-pending"
+export { AGENT_MIRROR, CHANGE_SENTINEL, HISTORY_DIR_NAME, HISTORY_LOCK, PENDING_MARKER, STAT_CACHE, STAT_CACHE_MAX_BYTES, statCacheScope, WEB_MIRROR } from "./ConfigHistoryLayout.js"
+import { AGENT_MIRROR, CHANGE_SENTINEL, HISTORY_LOCK, PENDING_MARKER, WEB_MIRROR } from "./ConfigHistoryLayout.js"
 /**
  * Our files in the work tree, which git must never see as content (`.git/info/exclude` patterns, anchored at
  * the top): the writer lock and the files the marker rule brings with it (its reclaim lock, where a clock probe
@@ -36,9 +30,6 @@ export const HISTORY_OWN_FILES: ReadonlyArray<string> = [
 /** The bytes of the repository's `.git/info/exclude`: each of `HISTORY_OWN_FILES` at the work tree's top. */
 export const historyExcludeBytes = (): Uint8Array => new TextEncoder().encode(HISTORY_OWN_FILES.map((f) => `/${f}`).join("\n") + "\n")
 
-/** Mirror roots, laid out by source so several roots fit one history. */
-export const AGENT_MIRROR = "agent"
-export const WEB_MIRROR = "web"
 
 /**
  * Agent-dir files considered: the root files the canonical table classes `config`. Directory overlays

@@ -39,12 +39,8 @@ import { YAML_FORMAT } from "./ConfigTreeYaml.js"
 /** What history holds instead of a literal credential. */
 export const REDACTED = "[redacted by pi-storage]"
 
-/**
- * The rule's version. A stored copy made under an older rule may hold what this one redacts, so the config
- * history's stat cache vouches for a mirrored copy only under the rule it was made with (then every file is
- * read and stored again). Raise it whenever the rule redacts more.
- */
-export const REDACTION_RULE = 2
+/** The rule's version: raise it (RedactionRule.ts) whenever the rule redacts more. */
+export { REDACTION_RULE } from "./RedactionRule.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Which keys name a credential

@@ -29,6 +29,8 @@ export type StorageWarning =
   | { readonly _tag: "ConfigGitAttributesReset"; readonly path: string; readonly message: string }
   /** The config history's stat cache could not be written: only a speed-up, the next snapshot reads the files. */
   | { readonly _tag: "ConfigStatCacheNotWritten"; readonly reason: string; readonly message: string }
+  /** The config history's stat cache could not be decoded (garbage, truncated, another program's): no cache, every file is read. */
+  | { readonly _tag: "ConfigStatCacheIgnored"; readonly path: string; readonly message: string }
   /** After a failed `change()` the files could not be restored: the crash sentinel stays and names the last good revision. */
   | { readonly _tag: "ConfigChangeNotRestored"; readonly change: string; readonly reason: string; readonly message: string }
   /** A heartbeat found the run directory is not the one acquired (a link or another directory): it wrote nothing. */
@@ -69,6 +71,7 @@ const FIELDS: { readonly [T in StorageWarningTag]: ReadonlyArray<string> } = {
   ConfigPathSkipped: ["path", "reason"],
   ConfigGitAttributesReset: ["path"],
   ConfigStatCacheNotWritten: ["reason"],
+  ConfigStatCacheIgnored: ["path"],
   ConfigChangeNotRestored: ["change", "reason"],
   HeartbeatSkipped: ["runDir", "reason"],
   ReleaseRefused: ["runDir", "leasePath", "reason"],

@@ -125,6 +125,7 @@ const toFileInfo = (stats: fs.Stats): FileInfo => ({
   dev: stats.dev,
   nlink: stats.nlink,
   mtimeMs: stats.mtimeMs,
+  ctimeMs: stats.ctimeMs,
   blocks: stats.blocks
 })
 

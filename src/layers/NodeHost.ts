@@ -9,6 +9,7 @@ import * as os from "node:os"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { Host } from "../services/Host.js"
+import { nodeEnv } from "./NodeEnv.js"
 
 /**
  * Field 22 (`starttime`, clock ticks after boot) of a `/proc/<pid>/stat` line. The command name (field 2) is
@@ -77,14 +78,8 @@ const selfStartTime = (): number | null => {
   return line === null ? null : parseStartTime(line)
 }
 
-/**
- * The process environment, the Host port's `env` and the one place the library reads `process.env` (the
- * storage tunables are read through Effect's `Config` instead, `StorageConfig.layerFromEnv`). The Node
- * edges that need a variable before any layer exists (the Promise facade's `extensionContext`, its
- * shared-store key, the CLI's `NO_COLOR` and `doctor --web-data-root` default) call this; only the CLI's
- * `work run` also hands the whole environment to the child it starts.
- */
-export const nodeEnv = (name: string): string | undefined => process.env[name]
+/** The process environment: NodeEnv.ts, the one place the library reads `process.env`. */
+export { nodeEnv }
 
 export const make: Effect.Effect<Host["Type"]> = Effect.sync(() => ({
   hostname: os.hostname(),

@@ -34,6 +34,9 @@ import {
   PENDING_MARKER,
   REDACTION_RULE,
   revisionViolation,
+  STAT_CACHE,
+  STAT_CACHE_MAX_BYTES,
+  statCacheScope,
   rollbackContent,
   unstoredLiveCover,
   WEB_MIRROR
@@ -83,6 +86,7 @@ import { warn } from "./internal/warn.js"
 import { webDataRootOf } from "./internal/webDataRoot.js"
 import { type ConfigSkip, configSkip, type ConfigSkipTag, type UnresolvedSecret, unresolvedSecret } from "../domain/ReportProblems.js"
 import { isChanged } from "../domain/FileChange.js"
+import { type CleanScan, decodeCleanScan, type Identity, identityOf, recordableScan, sameCleanScan } from "../domain/ConfigCleanScan.js"
 
 export type { InterruptedChange } from "./internal/configSentinel.js"
 export type { LogEntry } from "../domain/ConfigHistory.js"
@@ -189,12 +193,13 @@ const StatCache = Schema.Struct({
   entries: Schema.Record({ key: Schema.String, value: Schema.Tuple(Schema.Number, Schema.Number, Schema.Number) }),
   mirror: Schema.Array(Schema.String),
   /** The redaction rule the mirrored copies were made with: under another rule every file is read again. */
-  rule: Schema.Number
+  rule: Schema.Number,
+  /** The last scan that found nothing to commit, when it may be recorded (domain/ConfigCleanScan.ts; decoded there). */
+  clean: Schema.optional(Schema.Unknown)
 })
 type StatCache = typeof StatCache.Type
-const STAT_CACHE = "pi-stat-cache.json"
 const RACY_MARGIN_MS = 2_000
-const STAT_CACHE_MAX = 8 << 20
+const STAT_CACHE_MAX = STAT_CACHE_MAX_BYTES
 
 interface ScanState {
   readonly files: Array<LiveFile>
@@ -204,6 +209,8 @@ interface ScanState {
   readonly stats: Map<string, readonly [number, number, number]>
   /** Files read although cached (racy or changed stat): a fresh cache would trust the unchanged ones. */
   racyRead: number
+  /** Every path the scan looked at and what lstat answered (`undefined`: an answer a clean scan cannot record). */
+  readonly observed: Array<readonly [string, Identity | null | undefined]>
 }
 
 interface LiveScan {
@@ -215,6 +222,8 @@ interface LiveScan {
   readonly scannedAt: number
   readonly cache: StatCache | undefined
   readonly racyRead: number
+  /** This scan as a clean scan, when it may be recorded (it is only true once nothing is found to commit). */
+  readonly clean: CleanScan | null
 }
 
 const short = (revision: string) => revision.slice(0, 12)
@@ -275,14 +284,17 @@ const historyContext = (options: ConfigHistoryOptions) =>
     /** The mirror roots this instance manages. */
     const scopes = [AGENT_MIRROR, WEB_MIRROR]
     const statCachePath = NodePath.join(gitDir, STAT_CACHE)
-    const scopeKey = `${scopes.join(",")}:${webRoot}`
+    const scopeKey = statCacheScope(webRoot)
     const pendingPath = NodePath.join(dir, PENDING_MARKER)
     const attributesPath = NodePath.join(gitDir, "info", "attributes")
     const attributesBytes = new TextEncoder().encode(HISTORY_ATTRIBUTES)
     const excludePath = NodePath.join(gitDir, "info", "exclude")
     const excludeBytes = historyExcludeBytes()
     const lockPath = NodePath.join(dir, HISTORY_LOCK)
+    /** Only a history with the defaults the CLI runs with records a clean scan the CLI may trust. */
+    const defaults = options.denylist === undefined && options.configBudgetBytes === undefined
     return {
+      defaults,
       deps,
       fs,
       agent,
@@ -341,11 +353,27 @@ const lstatOption = (ctx: HistoryContext, path: string) =>
 const listOption = (ctx: HistoryContext, path: string) =>
   ctx.fs.readDirectory(path).pipe(Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.succeed([])))
 
+/** `listOption`, with what lstat answers for the directory observed first (its mtime and ctime change with its entries). */
+const listObserved = (ctx: HistoryContext, path: string, out: ScanState) =>
+  Effect.gen(function*() {
+    yield* observe(ctx, path, out)
+    return yield* listOption(ctx, path)
+  })
+
+/** Record what lstat answers for `path` (absent also when a component on the way is not a directory, as `listOption` reads it). */
+const observe = (ctx: HistoryContext, path: string, out: ScanState) =>
+  ctx.fs.lstat(path).pipe(
+    Effect.map((i) => i as typeof i | undefined),
+    Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.succeed(undefined)),
+    Effect.map((info) => void out.observed.push([path, identityOf(info)]))
+  )
+
 /** Judge one candidate file and read what history stores for it. */
 const candidate = (ctx: HistoryContext, repoPath: string, livePath: string, out: ScanState) =>
   Effect.gen(function*() {
     const display = displayOfRepoPath(repoPath)
     const info = yield* lstatOption(ctx, livePath)
+    out.observed.push([livePath, identityOf(info)])
     if (info === undefined) return
     const skip = (tag: ConfigSkipTag, reason: string) => {
       out.skipped.push(configSkip(tag, display, reason))
@@ -384,6 +412,8 @@ const readableEntries = (ctx: HistoryContext, here: string, entries: ReadonlyArr
     const kept: Array<DirEntry> = []
     const seen = new Set<string>()
     for (const entry of entries) {
+      // A name decoded lossily: its lstat may answer for another entry, so such a scan is never recorded.
+      if (entry.name.includes(REPLACEMENT_CHARACTER)) out.observed.push([NodePath.join(here, entry.name), undefined])
       if (entry.name.includes(REPLACEMENT_CHARACTER) && (seen.has(entry.name) || (yield* lstatOption(ctx, NodePath.join(here, entry.name))) === undefined)) {
         out.skipped.push(configSkip("UnversionableName", displayOf(entry), "its name is not valid UTF-8 and could not be read back as it is"))
         continue
@@ -410,7 +440,7 @@ const walkConfig = (
   Effect.gen(function*() {
     const here = NodePath.join(configDir, ...rel)
     const repoPathOf = (name: string) => [...repoPrefix, ...rel, name].join("/")
-    const entries = yield* readableEntries(ctx, here, yield* listOption(ctx, here), (e) => displayOfRepoPath(repoPathOf(e.name)) + (e.type === "Directory" ? "/" : ""), out)
+    const entries = yield* readableEntries(ctx, here, yield* listObserved(ctx, here, out), (e) => displayOfRepoPath(repoPathOf(e.name)) + (e.type === "Directory" ? "/" : ""), out)
     for (const entry of entries) {
       const relPath = [...rel, entry.name]
       const repoPath = repoPathOf(entry.name)
@@ -444,31 +474,37 @@ const walkConfig = (
 
 const scanLive = (ctx: HistoryContext, cache: StatCache | undefined): Effect.Effect<LiveScan, FileSystemError> => Effect.gen(function*() {
   const scannedAt = yield* Clock.currentTimeMillis
-  const out: ScanState = { files: [], skipped: [], present: new Set(), cache, stats: new Map(), racyRead: 0 }
+  const out: ScanState = { files: [], skipped: [], present: new Set(), cache, stats: new Map(), racyRead: 0, observed: [] }
+  for (const root of [ctx.agentDir, ctx.webRoot]) yield* observe(ctx, root, out)
   for (const name of AGENT_CONFIG_FILES) yield* candidate(ctx, `${AGENT_MIRROR}/${name}`, NodePath.join(ctx.agentDir, name), out)
   const overlays = ctx.agent.paths.directoryProfilesDir
   const overlayRepoPath = (id: string) => [AGENT_MIRROR, ...DIRECTORY_PROFILES_DIR, id, DIRECTORY_PROFILE_SETTINGS].join("/")
-  const profiles = (yield* listOption(ctx, overlays)).filter((e) => e.type === "Directory")
+  const profiles = (yield* listObserved(ctx, overlays, out)).filter((e) => e.type === "Directory")
   for (const entry of yield* readableEntries(ctx, overlays, profiles, (e) => displayOfRepoPath(overlayRepoPath(e.name)), out)) {
     const repoPath = overlayRepoPath(entry.name)
     yield* candidate(ctx, repoPath, ctx.agent.paths.directoryProfileSettings(entry.name), out)
   }
   // Agent extensions' config tiers (`config/extensions/<ns>/`, docs/tiers.md "Extension storage (agent side)").
   const agentExtensions = NodePath.dirname(ctx.agent.paths.extensionConfigDir("x"))
-  for (const ext of yield* listOption(ctx, agentExtensions)) {
+  for (const ext of yield* listObserved(ctx, agentExtensions, out)) {
     if (ext.type !== "Directory" || decodeSegment("namespace", ext.name)._tag === "Left") continue
     const configDir = ctx.agent.paths.extensionConfigDir(ext.name)
     yield* walkConfig(ctx, [AGENT_MIRROR, ...NodePath.relative(ctx.agentDir, configDir).split(NodePath.sep)], configDir, [], 1, out, false)
   }
   // Web-host extensions' config tiers (`data/<extId>/config/`).
-  for (const ext of yield* listOption(ctx, ctx.webRoot)) {
+  for (const ext of yield* listObserved(ctx, ctx.webRoot, out)) {
     if (ext.type !== "Directory" || decodeSegment("extId", ext.name)._tag === "Left") continue
     const { configDir } = tierPaths(ctx.webRoot, ext.name)
     const info = yield* lstatOption(ctx, configDir)
+    out.observed.push([configDir, identityOf(info)])
     if (info?.type !== "Directory") continue
     yield* walkConfig(ctx, [WEB_MIRROR, ext.name, "config"], configDir, [], 1, out, true)
   }
-  return { files: out.files, skipped: out.skipped, skippedRepoPaths: out.present, stats: out.stats, scannedAt, cache, racyRead: out.racyRead }
+  const observed = out.observed
+  const clean = recordableScan(observed, scannedAt)
+    ? { defaults: ctx.defaults, agentDir: ctx.agentDir, webRoot: ctx.webRoot, observed, skipped: out.skipped }
+    : null
+  return { files: out.files, skipped: out.skipped, skippedRepoPaths: out.present, stats: out.stats, scannedAt, cache, racyRead: out.racyRead, clean }
 })
 
 // ------------------------------------------------------------------------------------------ the mirror
@@ -526,13 +562,21 @@ const readStatCache = (ctx: HistoryContext): Effect.Effect<StatCache | undefined
     const bytes = yield* ctx.fs.readFile(ctx.statCachePath, { maxBytes: STAT_CACHE_MAX }).pipe(Effect.option)
     if (bytes._tag === "None") return undefined
     const decoded = decodeJsonBytes(StatCache, bytes.value)
-    if (!decoded.ok || decoded.value.scope !== ctx.scopeKey || decoded.value.rule !== REDACTION_RULE) return undefined
+    if (!decoded.ok) {
+      // Garbage, truncated or another program's: no cache (every file is read), said once; the next snapshot replaces it.
+      yield* warn({ _tag: "ConfigStatCacheIgnored", path: ctx.statCachePath, message: `config history: ignoring an unreadable stat cache (${decoded.why}); every file is read` })
+      return undefined
+    }
+    if (decoded.value.scope !== ctx.scopeKey || decoded.value.rule !== REDACTION_RULE) return undefined
     if ((yield* exists(ctx, ctx.pendingPath).pipe(Effect.orElseSucceed(() => true)))) return undefined
     return decoded.value.head === (yield* headFromRefs(ctx)) ? decoded.value : undefined
   })
 
-/** Record the stat cache for `head` (the mirror then equals the live files as scanned). */
-const writeStatCache = (ctx: HistoryContext, live: LiveScan, headRevision: string | null) =>
+/**
+ * Record the stat cache for `head` (the mirror then equals the live files as scanned); `clean`: nothing was
+ * found to commit, so the scan is recorded as a clean scan too (when it may be).
+ */
+const writeStatCache = (ctx: HistoryContext, live: LiveScan, headRevision: string | null, clean = false) =>
   Effect.gen(function*() {
     if (headRevision === null) return
     const entries: Record<string, readonly [number, number, number]> = {}
@@ -541,7 +585,7 @@ const writeStatCache = (ctx: HistoryContext, live: LiveScan, headRevision: strin
       if (stat !== undefined) entries[f.repoPath] = stat
     }
     const mirror = yield* mirrorFiles(ctx)
-    const cache = { version: 1, head: headRevision, scope: ctx.scopeKey, recordedAt: live.scannedAt, entries, mirror, rule: REDACTION_RULE }
+    const cache = { version: 1, head: headRevision, scope: ctx.scopeKey, recordedAt: live.scannedAt, entries, mirror, rule: REDACTION_RULE, clean: clean ? live.clean : null }
     yield* ctx.fs.writeFileAtomic(ctx.statCachePath, encodeJsonBytes(cache), { sync: false })
   }).pipe(
     // Only a speed-up: a cache that cannot be written means the next snapshot reads the files.
@@ -963,12 +1007,21 @@ const restoreLocked = (ctx: HistoryContext, wanted: ReadonlyMap<string, Uint8Arr
 
 const snapshot = (ctx: HistoryContext, o: { readonly message?: string | undefined } = {}) =>
   Effect.gen(function*() {
+    // HEAD before the scan: a cache recorded without one is recorded only when no commit came in between.
+    const headBefore = yield* headFromRefs(ctx)
     // Read-only first: nothing changed and nothing pending means no lock, no git, no write.
     const p = yield* plan(ctx)
     if (p.writes.length === 0 && p.removals.length === 0 && !(yield* exists(ctx, ctx.pendingPath)) && (p.live.files.length === 0 || (yield* repoExists(ctx)))) {
       if ((yield* readChangeSentinel(ctx.deps, ctx.dir))._tag !== "Interrupted") {
-        // Files read only because they were racy are now proven unchanged: a fresh cache trusts them next time.
-        if (p.live.cache !== undefined && p.live.racyRead > 0) yield* writeStatCache(ctx, p.live, p.live.cache.head)
+        // Files read only because they were racy are now proven unchanged: a fresh cache trusts them next time;
+        // a cache that was missing, or whose clean scan no longer matches this one, is recorded again.
+        const cachedClean = p.live.cache === undefined ? undefined : decodeCleanScan(p.live.cache.clean)
+        const stale = p.live.clean !== null && !sameCleanScan(cachedClean, p.live.clean)
+        if (p.live.cache !== undefined && (p.live.racyRead > 0 || stale)) yield* writeStatCache(ctx, p.live, p.live.cache.head, true)
+        else if (p.live.cache === undefined && p.live.files.length > 0) {
+          const current = yield* headFromRefs(ctx)
+          if (typeof current === "string" && current === headBefore) yield* writeStatCache(ctx, p.live, current, true)
+        }
         return { revision: null, roots: ctx.roots, changed: [], skipped: p.live.skipped }
       }
     }

@@ -27,6 +27,8 @@ export interface FileInfo {
   readonly dev: number
   readonly nlink: number
   readonly mtimeMs: number
+  /** Inode change time (ms), where the layer keeps it (the Node layer's lstat and stat): the config history's clean scan needs it. */
+  readonly ctimeMs?: number
   /**
    * Allocated 512-byte blocks (stat(2) `st_blocks`): what the entry takes on disk, below `size / 512` for a
    * sparse file. Both layers fill it (Memory keeps every file dense); optional so a FileInfo written by hand

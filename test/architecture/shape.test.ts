@@ -7,7 +7,7 @@
  *   and no method of its interface takes the agent dir as a string (the doctor's used to).
  * - A `src/services` module that defines a service exports no free function taking the agent dir as a string
  *   (`agentDir: string`): programs read it from `AgentDir`.
- * - `process.env` appears in `src` only in the Node host (`src/layers/NodeHost.ts`, the Host port's `env`)
+ * - `process.env` appears in `src` only at the Node edge (`src/layers/NodeEnv.ts`, the Host port's `env`)
  *   and in `work run`'s hand-off of the environment to its child (`src/cli/commands/run.ts`).
  *
  * Each rule is also run against a planted violation, so the guard is known to bite.
@@ -23,7 +23,7 @@ const SERVICES = Path.join(SRC, "services")
 /** Ports: implemented by the Node and Memory worlds (`NodeFileSystem.layer`, `MemoryHost.layer`, …). */
 const PORTS = new Set(["FileSystem", "Host", "ProcessRunner"])
 /** Where `process.env` may be read (paths relative to `src/`). */
-const ENV_READERS = new Set(["layers/NodeHost.ts", "cli/commands/run.ts"])
+const ENV_READERS = new Set(["layers/NodeEnv.ts", "cli/commands/run.ts"])
 
 interface Source {
   readonly name: string
@@ -169,7 +169,7 @@ describe("one service shape", () => {
     assert.deepStrictEqual(twinViolations(serviceSources()), [])
   })
 
-  it("process.env appears in src only at the Node edge (NodeHost) and in work run's child hand-off", () => {
+  it("process.env appears in src only at the Node edge (NodeEnv) and in work run's child hand-off", () => {
     const sources = allSources()
     assert.isAtLeast(sources.length, 50, "the guard read src/")
     assert.deepStrictEqual(envViolations(sources), [])
@@ -201,6 +201,6 @@ describe("one service shape", () => {
 
     const env = { name: "services/X.ts", text: `// process.env in a comment is fine\nconst s = "process.env"\nexport const a = process.env["HOME"]\nexport const b = process["env"]` }
     assert.deepStrictEqual(envViolations([env]).map((v) => v.split(": ")[0]), ["services/X.ts:3", "services/X.ts:4"])
-    assert.deepStrictEqual(envViolations([{ name: "layers/NodeHost.ts", text: "export const e = process.env" }]), [])
+    assert.deepStrictEqual(envViolations([{ name: "layers/NodeEnv.ts", text: "export const e = process.env" }]), [])
   })
 })

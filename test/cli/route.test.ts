@@ -1,5 +1,5 @@
 /**
- * The short route (docs/install.md "Installing"): `status` and `status --json` skip `@effect/cli`. Which argv takes it, and
+ * The short route (docs/install.md "Installing"): `status`, `status --json` and a plain `config snapshot` skip `@effect/cli`. Which argv takes it, and
  * that it prints, complains and exits exactly as the command tree does for the same argv (both run here,
  * in-process, over the same agent dirs: populated, missing, a regular file).
  */
@@ -94,5 +94,58 @@ describe("cli short route", () => {
       await store.close()
     }
     assert.deepStrictEqual(Fs.readdirSync(Path.dirname(missing)), [], "status creates nothing")
+  })
+
+  it("takes a plain `config snapshot` (-m/--message MSG, --json, --web-data-root DIR, each once); the rest goes to the tree", () => {
+    assert.deepStrictEqual(directRoute(split(["config", "snapshot"])), { command: "config snapshot", json: false, message: "snapshot", webDataRoot: undefined })
+    assert.deepStrictEqual(directRoute(split(["--agent-dir", "/a", "config", "snapshot", "-m", "switch model", "--json", "--web-data-root", "/w"])), {
+      command: "config snapshot",
+      json: true,
+      message: "switch model",
+      webDataRoot: "/w"
+    })
+    assert.deepStrictEqual(directRoute(split(["config", "snapshot", "--message", "x"])), { command: "config snapshot", json: false, message: "x", webDataRoot: undefined })
+    for (const argv of [
+      ["config"], ["config", "status"], ["config", "snapshot", "--help"], ["config", "snapshot", "-m"], ["config", "snapshot", "-m", ""],
+      ["config", "snapshot", "-m", "-x"], ["config", "snapshot", "--message=x"], ["config", "snapshot", "-m", "a", "-m", "b"],
+      ["config", "snapshot", "--json", "--json"], ["config", "snapshot", "extra"], ["config", "snapshot", "--web-data-root"], ["config", "snapshot", "--", "x"]
+    ]) assert.isUndefined(directRoute(split(argv)), argv.join(" "))
+  })
+
+  it("config snapshot: the short route prints, complains and exits as the command tree does", async () => {
+    // Two agent dirs alike: the short route runs on one, the tree on the other, step by step.
+    const make = () => {
+      const root = tempDir()
+      Fs.mkdirSync(Path.join(root, "web", "notes", "config"), { recursive: true })
+      Fs.mkdirSync(Path.join(root, "agent"))
+      Fs.writeFileSync(Path.join(root, "agent", "settings.json"), '{ "theme": "dark" }\n')
+      Fs.writeFileSync(Path.join(root, "agent", "auth.json"), '{ "k": "SEKRET" }\n')
+      Fs.writeFileSync(Path.join(root, "web", "notes", "config", "prefs.json"), '{ "font": 12 }\n')
+      Fs.writeFileSync(Path.join(root, "file"), "not a dir")
+      return root
+    }
+    const roots = { short: make(), tree: make() }
+    const run = async (via: "short" | "tree", args: ReadonlyArray<string>, agent = "agent") => {
+      const root = roots[via]
+      const s = split(["--agent-dir", Path.join(root, agent), "config", "snapshot", "--web-data-root", Path.join(root, "web"), ...args])
+      const route = directRoute(s)
+      assert.isDefined(route, args.join(" "))
+      const r = await capture((status) => via === "short" ? direct(route!, s, status) : main(s, status))
+      const norm = (text: string) => text.split(root).join("ROOT").replace(/\b[0-9a-f]{12,40}\b/g, "REV")
+      return { stdout: norm(r.stdout), stderr: norm(r.stderr), code: r.code }
+    }
+    const both = async (args: ReadonlyArray<string>, agent?: string) => {
+      const short = await run("short", args, agent)
+      assert.deepStrictEqual(short, await run("tree", args, agent), args.join(" "))
+      return short
+    }
+    assert.include((await both(["--json", "-m", "first"])).stdout, "settings.json")
+    assert.match((await both([])).stdout, /^Nothing changed\./)
+    for (const root of Object.values(roots)) Fs.writeFileSync(Path.join(root, "agent", "settings.json"), '{ "theme": "light" }\n')
+    assert.match((await both(["-m", "light"])).stdout, /^Saved REV: 1 file changed/)
+    assert.include((await both(["--json"])).stdout, '"revision": null')
+    const refused = await both([], "file")
+    assert.strictEqual(refused.code, 1)
+    assert.include(refused.stderr, "not a directory")
   })
 })

@@ -7,24 +7,22 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type {
   ConfigHistoryOptions,
   DiffResult,
   HistoryStatus,
   LogEntry,
-  RollbackResult,
-  SnapshotResult
+  RollbackResult
 } from "../../services/ConfigHistory.js"
-import { type CliContext, out, printJson, reportError, usageError, withAgentDirStack } from "../context.js"
+import { type CliContext, out, printJson, usageError } from "../context.js"
+import { configSnapshot, plural, short, withHistory } from "./configHistory.js"
 import { ExitCode } from "../exit.js"
 import { joinShown, type Paint, type Shown, table, txt } from "../format.js"
 import { json, parsedOption, value } from "../options.js"
 import { parsePositiveCount } from "../parse.js"
 
-const short = (revision: string | null) => (revision === null ? "none" : revision.slice(0, 12))
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
+export { renderSnapshot } from "./configHistory.js"
 
 export const renderStatus = (paint: Paint, dir: string, s: HistoryStatus): Shown => {
   const lines = [
@@ -43,18 +41,6 @@ export const renderStatus = (paint: Paint, dir: string, s: HistoryStatus): Shown
   }
   return joinShown(lines)
 }
-
-const renderSkipped = (paint: Paint, skipped: SnapshotResult["skipped"]): Shown =>
-  skipped.length === 0 ? joinShown([]) : txt`${paint("dim", "Never committed:")}\n${joinShown(skipped.map((s) => txt`  ${s.path}: ${s.reason}\n`))}`
-
-export const renderSnapshot = (paint: Paint, r: SnapshotResult): Shown =>
-  joinShown([
-    r.revision === null
-      ? txt`Nothing changed.\n`
-      : txt`Saved ${paint("bold", short(r.revision))}: ${plural(r.changed.length, "file")} changed\n${joinShown(r.changed.map((p) => txt`  ${p}\n`))}`,
-    txt`Covered: the agent dir ${r.roots.agentDir} (its config files and config/extensions/); every extension's config/ under the web data root ${r.roots.webDataRoot}\n`,
-    renderSkipped(paint, r.skipped)
-  ])
 
 export const renderLog = (paint: Paint, entries: ReadonlyArray<LogEntry>): Shown =>
   entries.length === 0
@@ -92,21 +78,6 @@ export const renderRollback = (paint: Paint, target: string, r: RollbackResult):
     ...r.skipped.map((s) => txt`  ${paint("yellow", "skipped")}   ${s.path}: ${s.reason}\n`)
   ])
 
-type History = import("../../services/ConfigHistory.js").ConfigHistory["Type"]
-
-/** Run `use` with the config history of the CLI's agent dir. */
-const withHistory = <A>(ctx: CliContext, options: ConfigHistoryOptions, use: (h: History) => Effect.Effect<A, { readonly _tag: string; readonly message: string }>) =>
-  withAgentDirStack(ctx, (s) =>
-    Effect.gen(function*() {
-      const [{ ConfigHistory }, NodeProcessRunner] = yield* Effect.promise(() =>
-        Promise.all([import("../../services/ConfigHistory.js"), import("../../layers/NodeProcessRunner.js")])
-      )
-      const agentDir = yield* s.AgentDir
-      const layer = ConfigHistory.layerWith(options).pipe(Layer.provide(Layer.merge(NodeProcessRunner.layer, Layer.succeed(s.AgentDir, agentDir))))
-      const history = yield* Effect.provide(ConfigHistory, layer)
-      return yield* use(history).pipe(Effect.catchAll((e) => reportError(ctx, e)))
-    }))
-
 /**
  * `--web-data-root DIR`: every verb that reads or writes extension data takes it (config, backup, doctor,
  * status). Without it the service resolves the root (TD1: `$PI_WEB_DATA_DIR`, else `~/.pi/web/data`).
@@ -139,9 +110,7 @@ export const configCommand = (ctx: CliContext) => {
     ),
     json,
     webDataRoot
-  }, (o) =>
-    withHistory(ctx, historyOptions(o), (h) =>
-      Effect.flatMap(h.snapshot({ message: o.message }), (r) => o.json ? printJson(r) : out(renderSnapshot(ctx.paint, r))))).pipe(
+  }, (o) => configSnapshot(ctx, { message: o.message, json: o.json, webDataRoot: Option.getOrUndefined(o.webDataRoot) })).pipe(
       Command.withDescription("Record the live config files as a new revision (nothing when unchanged); lists what is never committed.")
     )
   const log = Command.make("log", {
