@@ -11,6 +11,8 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Either from "effect/Either"
+import * as FiberRef from "effect/FiberRef"
+import { globalValue } from "effect/GlobalValue"
 import type { FileSystemError } from "../domain/Errors.js"
 import type { ExpectedFile } from "../domain/FileChange.js"
 
@@ -268,3 +270,16 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
   /** `removeTree` of each path with the same budget (Node's native walker: all queued for C at once). */
   readonly removeTreeEach?: (paths: ReadonlyArray<string>, budget: WalkBudget) => EachAnswers<TreeRemoval>
 }>() {}
+
+/**
+ * Whether the current fiber's port calls give way to the event loop once the layer's slice is used (the
+ * pacing of `pace` and of every Node call). True by default: a prune or a scan shares the harness's event loop.
+ * Lease operations (acquire, release, the heartbeat) run with it false: a handful of calls the harness is
+ * waiting for, which must not queue behind a background prune's slices, one slice per call (docs/work-runs.md
+ * "Retention": the acquirer never waits for the prune). A background prune sets it true again whatever fiber
+ * started it. One value per process, whichever copy of this module a bundle holds.
+ */
+export const YieldsToEventLoop: FiberRef.FiberRef<boolean> = globalValue(
+  Symbol.for("pi-agent-storage/YieldsToEventLoop"),
+  () => FiberRef.unsafeMake(true)
+)

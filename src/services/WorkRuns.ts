@@ -56,7 +56,7 @@ import {
 import { generateRunId } from "../domain/RunId.js"
 import { decodeSegment } from "../domain/Segment.js"
 import { AgentDir } from "./AgentDir.js"
-import { FileSystem } from "./FileSystem.js"
+import { FileSystem, YieldsToEventLoop } from "./FileSystem.js"
 import { HeartbeatClock } from "./HeartbeatClock.js"
 import { Host } from "./Host.js"
 import { StorageConfig } from "./StorageConfig.js"
@@ -736,7 +736,7 @@ const bindRelease = (ctx: WorkRunsContext, held: HeldRun, onRelease?: (outcome: 
         releasing = true
         const released = releaseOnce(o)
         return onRelease === undefined ? released : Effect.tap(released, onRelease)
-      }).pipe(Effect.uninterruptible)
+      }).pipe(Effect.uninterruptible, Effect.locally(YieldsToEventLoop, false))
     return { ...run, release } satisfies WorkRun
   })
 
@@ -765,7 +765,13 @@ const maybePruneInBackground = (ctx: WorkRunsContext, category: string, tenant: 
     )
     // Interruptible whatever the acquirer's region (a process run is acquired uninterruptibly), so that
     // closing the runtime stops it.
-    yield* FiberSet.run(ctx.background, Effect.interruptible(Effect.zipRight(ownTurn(ctx, category, tenant)(backgroundPrune), ctx.usage.record("background-prune"))))
+    // It gives way to the event loop even when forked from an acquire (which does not: YieldsToEventLoop).
+    yield* FiberSet.run(
+      ctx.background,
+      Effect.interruptible(Effect.zipRight(ownTurn(ctx, category, tenant)(backgroundPrune), ctx.usage.record("background-prune"))).pipe(
+        Effect.locally(YieldsToEventLoop, true)
+      )
+    )
   })
 
 const acquire = (ctx: WorkRunsContext, opts: AcquireOptions): Effect.Effect<WorkRun, AcquireError, Scope.Scope> =>
@@ -780,7 +786,10 @@ const acquire = (ctx: WorkRunsContext, opts: AcquireOptions): Effect.Effect<Work
       Effect.tap((run) => retention === false || ctx.options.opportunisticRetention === false
         ? Effect.void
         : maybePruneInBackground(ctx, run.category, run.tenant, retention))
-    ))
+    )).pipe(
+      // A few calls the caller waits for: never queued behind a background prune's slices.
+      Effect.locally(YieldsToEventLoop, false)
+    )
 
 const getProcessWorkRun = (processRuns: ProcessRuns, opts: { readonly category: string; readonly tenant: string }) =>
   Effect.gen(function*() {

@@ -5,6 +5,7 @@
  */
 import * as Effect from "effect/Effect"
 import { FileSystemError, reasonOfErrno } from "../../domain/Errors.js"
+import { YieldsToEventLoop } from "../../services/FileSystem.js"
 import { reportedPath } from "./osPath.js"
 import type { SyncWalk } from "./syncWalk.js"
 
@@ -89,10 +90,13 @@ export const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume)
 /**
  * `call`, after a yield to the event loop when the current stretch has used its slice: every port call of the
  * Node layer goes through this, so a program that chains thousands of synchronous calls (a prune) holds the
- * event loop for about a slice at a time, and an interrupt reaches it at the yield.
+ * event loop for about a slice at a time, and an interrupt reaches it at the yield. A fiber that does not yield
+ * (`YieldsToEventLoop` false: an acquire, a release) makes its calls at once, its time still counted in the stretch.
  */
 export const paced = <A, E>(call: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-  Effect.suspend(() => (performance.now() < sliceDeadline() ? call : Effect.zipRight(yieldToEventLoop, call)))
+  Effect.withFiberRuntime((fiber) =>
+    performance.now() < sliceDeadline() || !fiber.getFiberRef(YieldsToEventLoop) ? call : Effect.zipRight(yieldToEventLoop, call)
+  )
 
 /**
  * Run a synchronous `step` (one directory's worth of work, cut short when `until` passes) again and again
