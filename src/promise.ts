@@ -175,7 +175,7 @@ export interface AgentStorage {
   getStorage(namespace: string): ExtensionStorage
   /** MEM1: the bounded USER.md profile (default budget 8 KiB); no I/O until a method is called. */
   userProfile(o?: { budgetBytes?: number }): PromiseUserProfile
-  /** Releases every lease it handed out, waits for background prunes. */
+  /** Releases every lease it handed out; a background prune under way stops at its next yield (the next prune finishes it). */
   close(): Promise<void>
   [Symbol.asyncDispose](): Promise<void>
 }

@@ -154,8 +154,12 @@ export const makeRemover = (url: URL = threadUrl(), size = DEFAULT_REMOVER_THREA
       t.pending.clear()
       return t.worker.terminate()
     })
+    // A referenced timer holds the event loop until every thread has stopped: `terminate()`'s promise alone
+    // does not (nor a `ref()` of the worker), so a script whose last step awaited a store's close() saw the
+    // loop run empty and exited with code 13, the close never settled (test/facade/closeSettles.test.ts).
+    const holdLoop = setInterval(() => {}, 60_000)
     // A thread that already exited has nothing left to stop.
-    return Promise.allSettled(stopping)
+    return Promise.allSettled(stopping).finally(() => clearInterval(holdLoop))
   })
 
   /** Threads running now (tests: none after `shutdown`). */
