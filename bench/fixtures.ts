@@ -37,6 +37,25 @@ export const ensureWorkRoot = (agentDir: string) => {
   }
 }
 
+/** A released, owned run's directory (0700) and its manifest (v2, as an acquire writes it), released two days ago. */
+const writeReleasedRun = (tenantDir: string, tenant: string, r: number, createdAt: number) => {
+  const runId = runIdOf(r)
+  const runDir = path.join(tenantDir, runId)
+  fs.mkdirSync(runDir, { mode: 0o700 })
+  const manifest = {
+    version: 2,
+    category: BENCH_CATEGORY,
+    tenant,
+    runId,
+    kind: "generated",
+    createdAt: createdAt + r,
+    createdBy: { host: os.hostname(), pid: 1 },
+    releasedAt: createdAt + r + 1000
+  }
+  fs.writeFileSync(path.join(runDir, ".pi-work-run.json"), JSON.stringify(manifest), { mode: 0o600 })
+  return { runDir, releasedAt: manifest.releasedAt }
+}
+
 /**
  * Write `shape` into `tenantDir` (created 0700) as tenant `tenant`. Runs are released long ago, so every
  * policy that removes anything can remove all of them.
@@ -48,23 +67,9 @@ export const buildTenant = (tenantDir: string, tenant: string, shape: TreeShape,
   const filler = Buffer.alloc(8192, 0x61)
   const createdAt = Date.now() - 2 * 24 * 60 * 60 * 1000
   for (let r = 0; r < shape.runs; r++) {
-    const runId = runIdOf(r)
-    const runDir = path.join(tenantDir, runId)
-    fs.mkdirSync(runDir, { mode: 0o700 })
-    const manifest = {
-      version: 2,
-      category: BENCH_CATEGORY,
-      tenant,
-      runId,
-      kind: "generated",
-      createdAt: createdAt + r,
-      createdBy: { host: os.hostname(), pid: 1 },
-      releasedAt: createdAt + r + 1000
-    }
-    fs.writeFileSync(path.join(runDir, ".pi-work-run.json"), JSON.stringify(manifest), { mode: 0o600 })
+    const { runDir, releasedAt } = writeReleasedRun(tenantDir, tenant, r, createdAt)
     // Released then on the file system's clock too: ages are judged on it (docs/work-runs.md "Retention").
-    const releasedAt = manifest.releasedAt / 1000
-    fs.utimesSync(path.join(runDir, ".pi-work-run.json"), releasedAt, releasedAt)
+    fs.utimesSync(path.join(runDir, ".pi-work-run.json"), releasedAt / 1000, releasedAt / 1000)
     const leaves: Array<string> = []
     for (let a = 0; a < TOP_DIRS; a++) {
       fs.mkdirSync(path.join(runDir, `d${a}`))
@@ -91,21 +96,8 @@ export const buildLeanTenant = (tenantDir: string, tenant: string, runs: number,
   fs.chmodSync(tenantDir, 0o700)
   const createdAt = Date.now() - 2 * 24 * 60 * 60 * 1000
   for (let r = from; r < from + runs; r++) {
-    const runId = runIdOf(r)
-    const runDir = path.join(tenantDir, runId)
-    fs.mkdirSync(runDir, { mode: 0o700 })
+    const { runDir } = writeReleasedRun(tenantDir, tenant, r, createdAt)
     fs.mkdirSync(path.join(runDir, ".leases"), { mode: 0o700 })
-    const manifest = {
-      version: 2,
-      category: BENCH_CATEGORY,
-      tenant,
-      runId,
-      kind: "generated",
-      createdAt: createdAt + r,
-      createdBy: { host: os.hostname(), pid: 1 },
-      releasedAt: createdAt + r + 1000
-    }
-    fs.writeFileSync(path.join(runDir, ".pi-work-run.json"), JSON.stringify(manifest), { mode: 0o600 })
   }
 }
 

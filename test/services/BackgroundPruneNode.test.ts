@@ -13,10 +13,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Scope } from "effect"
 import * as NodeStorage from "../../src/layers/NodeStorage.js"
 import { WorkRuns } from "../../src/services/WorkRuns.js"
+import { plantReleasedRuns as plantRuns, TOOL } from "../support/releasedRuns.js"
 import { scratchDirs } from "../support/scratchDirs.js"
 
 const scratch = scratchDirs()
-const TOOL = { category: "tools", tenant: "bash" } as const
 /** Enough runs that the prune's protocol, run without yielding, would be one block of a tenth of the prune or more. */
 const RUNS = 3_000
 /** The close() case needs only a prune under way. */
@@ -24,31 +24,7 @@ const CLOSE_RUNS = 1_500
 const KEPT = 10
 
 /** An agent dir whose tools/bash tenant holds `count` released runs (manifest and one file each), oldest first. */
-const plantReleasedRuns = (count: number) => {
-  const agentDir = scratch("pi-bgprune-")
-  const tenantDir = NodePath.join(agentDir, "work", TOOL.category, TOOL.tenant)
-  fs.mkdirSync(tenantDir, { recursive: true, mode: 0o700 })
-  for (const dir of [agentDir, NodePath.join(agentDir, "work"), NodePath.dirname(tenantDir), tenantDir]) fs.chmodSync(dir, 0o700)
-  const createdAt = Date.now() - 2 * 24 * 60 * 60 * 1000
-  const runIds: Array<string> = []
-  for (let i = 0; i < count; i++) {
-    const runId = `run-${String(i).padStart(6, "0")}`
-    const runDir = NodePath.join(tenantDir, runId)
-    fs.mkdirSync(runDir, { mode: 0o700 })
-    fs.writeFileSync(NodePath.join(runDir, ".pi-work-run.json"), JSON.stringify({
-      version: 2,
-      ...TOOL,
-      runId,
-      kind: "generated",
-      createdAt: createdAt + i,
-      createdBy: { host: "elsewhere", pid: 1 },
-      releasedAt: createdAt + i + 1000
-    }), { mode: 0o600 })
-    fs.writeFileSync(NodePath.join(runDir, "out.txt"), `output of ${runId}\n`)
-    runIds.push(runId)
-  }
-  return { agentDir, tenantDir, runIds }
-}
+const plantReleasedRuns = (count: number) => plantRuns(scratch("pi-bgprune-"), count)
 
 const services = (agentDir: string) => NodeStorage.layerWith({ agentDir, migrate: false })
 

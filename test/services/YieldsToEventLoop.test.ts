@@ -7,7 +7,6 @@
  * a call that does not yield lets no turn of the event loop happen before it.
  */
 import * as fs from "node:fs"
-import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FiberRef, Layer } from "effect"
 import * as NodeFileSystem from "../../src/layers/NodeFileSystem.js"
@@ -16,10 +15,10 @@ import { SLICE_MS } from "../../src/layers/node/support.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
 import { FileSystem, YieldsToEventLoop } from "../../src/services/FileSystem.js"
 import { WorkRuns } from "../../src/services/WorkRuns.js"
+import { plantReleasedRuns, TOOL } from "../support/releasedRuns.js"
 import { scratchDirs } from "../support/scratchDirs.js"
 
 const scratch = scratchDirs()
-const TOOL = { category: "tools", tenant: "bash" } as const
 
 interface Call {
   readonly method: string
@@ -49,29 +48,6 @@ const workRunsLayer = (agentDir: string, calls: Array<Call>) => {
   return WorkRuns.layer.pipe(Layer.provideMerge(AgentDir.layerWith(agentDir)), Layer.provideMerge(base))
 }
 
-/** A tools/bash tenant of `count` released runs, two days old. */
-const plantReleasedRuns = (agentDir: string, count: number) => {
-  const tenantDir = NodePath.join(agentDir, "work", TOOL.category, TOOL.tenant)
-  fs.mkdirSync(tenantDir, { recursive: true, mode: 0o700 })
-  for (const dir of [agentDir, NodePath.join(agentDir, "work"), NodePath.dirname(tenantDir), tenantDir]) fs.chmodSync(dir, 0o700)
-  const createdAt = Date.now() - 2 * 24 * 60 * 60 * 1000
-  for (let i = 0; i < count; i++) {
-    const runId = `run-${String(i).padStart(6, "0")}`
-    fs.mkdirSync(NodePath.join(tenantDir, runId), { mode: 0o700 })
-    fs.writeFileSync(NodePath.join(tenantDir, runId, ".pi-work-run.json"), JSON.stringify({
-      version: 2,
-      ...TOOL,
-      runId,
-      kind: "generated",
-      createdAt: createdAt + i,
-      createdBy: { host: "elsewhere", pid: 1 },
-      releasedAt: createdAt + i + 1000
-    }), { mode: 0o600 })
-    const old = new Date(createdAt)
-    fs.utimesSync(NodePath.join(tenantDir, runId, ".pi-work-run.json"), old, old)
-  }
-  return tenantDir
-}
 
 /** Synchronous work past the pacing slice: the next yielding call of this stretch gives way first. */
 const useTheSlice = Effect.sync(() => {
@@ -102,7 +78,7 @@ describe("YieldsToEventLoop: lease operations never wait a prune's slices", () =
   it.live("acquire and release make their calls at once; the background prune an acquire starts, and a prune, yield", () =>
     Effect.gen(function*() {
       const agentDir = scratch("pi-yields-")
-      const tenantDir = plantReleasedRuns(agentDir, 40)
+      const { tenantDir } = plantReleasedRuns(agentDir, 40)
       const calls: Array<Call> = []
       const { leaseCalls, pruneCalls, explicitCalls } = yield* Effect.scoped(Effect.gen(function*() {
         const workRuns = yield* WorkRuns
