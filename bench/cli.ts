@@ -16,7 +16,7 @@ import * as path from "node:path"
 import { startLocalRegistry } from "../test/support/localRegistry.js"
 import { buildTenant, ensureWorkRoot, tenantDirOf } from "./fixtures.js"
 import type { Measurement, Row } from "./result.js"
-import { REPO_DIR, run, summarize } from "./util.js"
+import { REPO_DIR, run, summarize, BUILT_CLI } from "./util.js"
 
 export interface CliOptions {
   readonly root: string
@@ -80,7 +80,7 @@ const timed = async (args: ReadonlyArray<string>, cwd: string) => {
 }
 
 export const benchCli = async (o: CliOptions): Promise<Measurement> => {
-  if (!fs.existsSync(path.join(REPO_DIR, "dist", "bundle", "cli", "main.mjs"))) {
+  if (!fs.existsSync(BUILT_CLI)) {
     return { name: "5 start-up", rows: [], notes: { skipped: "dist/bundle is missing: run `npm run build` first" } }
   }
   const dir = path.join(o.root, "startup")

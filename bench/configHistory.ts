@@ -19,7 +19,7 @@ import * as path from "node:path"
 import { openAgentStorage } from "../src/promise.js"
 import { removeTree } from "./fixtures.js"
 import type { Measurement } from "./result.js"
-import { nowMs, REPO_DIR, run, settle, summarize } from "./util.js"
+import { nowMs, run, settle, summarize, BUILT_CLI } from "./util.js"
 
 export interface ConfigHistoryBenchOptions {
   readonly root: string
@@ -124,7 +124,7 @@ export const benchConfigHistory = async (o: ConfigHistoryBenchOptions): Promise<
   }
 }
 
-const DEFAULT_CLI = path.join(REPO_DIR, "dist", "bundle", "cli", "main.mjs")
+const DEFAULT_CLI = BUILT_CLI
 /** The racy margin of the clean scan (domain/ConfigCleanScan.ts): a change younger than this is never proven by it. */
 const RACY_WAIT_MS = 2_100
 

@@ -12,7 +12,7 @@ import * as http from "node:http"
 import * as path from "node:path"
 import { buildTenant, ensureWorkRoot, BENCH_CATEGORY, tenantDirOf } from "./fixtures.js"
 import type { Measurement, Row } from "./result.js"
-import { nowMs, REPO_DIR, summarize } from "./util.js"
+import { nowMs, summarize, BUILT_CLI } from "./util.js"
 
 export interface DashboardOptions {
   readonly root: string
@@ -22,7 +22,7 @@ export interface DashboardOptions {
   readonly log: (line: string) => void
 }
 
-const CLI = path.join(REPO_DIR, "dist", "bundle", "cli", "main.mjs")
+const CLI = BUILT_CLI
 const CHROMIUM = "/usr/bin/chromium"
 
 interface Ui {

@@ -9,6 +9,8 @@ import * as path from "node:path"
 
 export const BENCH_DIR = path.dirname(new URL(import.meta.url).pathname)
 export const REPO_DIR = path.dirname(BENCH_DIR)
+/** The checkout's built `pi-storage` bin (`npm run build`). */
+export const BUILT_CLI = path.join(REPO_DIR, "dist", "bundle", "cli", "main.mjs")
 
 /** `--name value`, `--name=value` and bare `--flag` (true). */
 export const parseArgs = (argv: ReadonlyArray<string>): Map<string, string | true> => {

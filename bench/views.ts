@@ -13,7 +13,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { BENCH_CATEGORY, buildLeanTenant, ensureWorkRoot, removeTree, tenantDirOf } from "./fixtures.js"
 import type { Measurement, Row } from "./result.js"
-import { nowMs, REPO_DIR, run, runTimed, settle, summarize } from "./util.js"
+import { nowMs, run, runTimed, settle, summarize, BUILT_CLI } from "./util.js"
 
 export interface ViewsOptions {
   readonly root: string
@@ -27,7 +27,7 @@ export interface ViewsOptions {
   readonly log: (line: string) => void
 }
 
-const CLI = path.join(REPO_DIR, "dist", "bundle", "cli", "main.mjs")
+const CLI = BUILT_CLI
 const TIME = "/usr/bin/time"
 const MiB = 1024 * 1024
 

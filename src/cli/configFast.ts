@@ -10,10 +10,9 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as NodePath from "node:path"
 import { agentPaths, resolveAgentDir } from "../domain/AgentPaths.js"
-import { cleanScanHolds, decodeCleanScan, type Identity } from "../domain/ConfigCleanScan.js"
-import { CHANGE_SENTINEL, HISTORY_DIR_NAME, PENDING_MARKER, STAT_CACHE, STAT_CACHE_MAX_BYTES, statCacheScope } from "../domain/ConfigHistoryLayout.js"
+import { cleanScanHolds, decodeCleanScan, type Identity, identityOf } from "../domain/ConfigCleanScan.js"
+import { CHANGE_SENTINEL, HISTORY_DIR_NAME, PENDING_MARKER, STAT_CACHE, STAT_CACHE_MAX_BYTES, statCacheFits, statCacheScope } from "../domain/ConfigHistoryLayout.js"
 import { findPackedRef, parseHeadFile, parseLooseRef } from "../domain/GitFormats.js"
-import { REDACTION_RULE } from "../domain/RedactionRule.js"
 import { resolveWebDataRoot } from "../domain/WebPaths.js"
 import { nodeEnv, nodeEnvNames } from "../layers/NodeEnv.js"
 import type { SplitArgv } from "./argv.js"
@@ -34,7 +33,8 @@ const identityNow = (path: string): Identity | null | undefined => {
     const s = fs.lstatSync(path, { throwIfNoEntry: false })
     if (s === undefined) return null
     const type = s.isFile() ? "File" : s.isDirectory() ? "Directory" : s.isSymbolicLink() ? "SymbolicLink" : "Other"
-    return [type, s.size, s.mode & 0o7777, s.ino, s.mtimeMs, s.ctimeMs]
+    // The identity the full scan records, by the same rule (ConfigCleanScan `identityOf`).
+    return identityOf({ type, size: s.size, mode: s.mode, ino: s.ino, mtimeMs: s.mtimeMs, ctimeMs: s.ctimeMs })
   } catch (e) {
     // A component on the way is not a directory: absent, as the full scan reads it.
     return (e as NodeJS.ErrnoException).code === "ENOTDIR" ? null : undefined
@@ -105,7 +105,7 @@ export const fastConfigSnapshot = (split: SplitArgv, route: DirectConfigSnapshot
   }
   if (typeof cache !== "object" || cache === null) return false
   const c = cache as Record<string, unknown>
-  if (c.version !== 1 || c.rule !== REDACTION_RULE || c.scope !== statCacheScope(webRoot) || typeof c.head !== "string") return false
+  if (!statCacheFits(c, statCacheScope(webRoot)) || typeof c.head !== "string") return false
   const clean = decodeCleanScan(c.clean)
   if (clean === undefined) return false
   // An interrupted staging or change is the program's to report and repair.

@@ -19,6 +19,8 @@
  * Imports nothing heavy: the CLI's check loads this before anything else of the library.
  */
 
+import { RACY_MARGIN_MS } from "./ConfigHistoryLayout.js"
+
 /** Type, size, permission bits, inode, mtime (ms), ctime (ms). `null`: the path was absent. */
 export type Identity = readonly [type: string, size: number, mode: number, ino: number, mtimeMs: number, ctimeMs: number]
 
@@ -44,7 +46,8 @@ export interface StatLike {
   readonly ctimeMs?: number | undefined
 }
 
-export const CLEAN_RACY_MARGIN_MS = 2_000
+/** The racy-git margin a clean scan keeps: the stat cache's own (ConfigHistoryLayout.ts). */
+export const CLEAN_RACY_MARGIN_MS = RACY_MARGIN_MS
 
 /** An identity; `undefined` when the answer has no ctime (a layer that keeps none: then nothing is recorded). */
 export const identityOf = (info: StatLike | undefined): Identity | null | undefined =>

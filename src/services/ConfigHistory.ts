@@ -34,8 +34,10 @@ import {
   PENDING_MARKER,
   REDACTION_RULE,
   revisionViolation,
+  RACY_MARGIN_MS,
   STAT_CACHE,
   STAT_CACHE_MAX_BYTES,
+  statCacheFits,
   statCacheScope,
   rollbackContent,
   unstoredLiveCover,
@@ -198,7 +200,6 @@ const StatCache = Schema.Struct({
   clean: Schema.optional(Schema.Unknown)
 })
 type StatCache = typeof StatCache.Type
-const RACY_MARGIN_MS = 2_000
 const STAT_CACHE_MAX = STAT_CACHE_MAX_BYTES
 
 interface ScanState {
@@ -567,7 +568,7 @@ const readStatCache = (ctx: HistoryContext): Effect.Effect<StatCache | undefined
       yield* warn({ _tag: "ConfigStatCacheIgnored", path: ctx.statCachePath, message: `config history: ignoring an unreadable stat cache (${decoded.why}); every file is read` })
       return undefined
     }
-    if (decoded.value.scope !== ctx.scopeKey || decoded.value.rule !== REDACTION_RULE) return undefined
+    if (!statCacheFits(decoded.value, ctx.scopeKey)) return undefined
     if ((yield* exists(ctx, ctx.pendingPath).pipe(Effect.orElseSucceed(() => true)))) return undefined
     return decoded.value.head === (yield* headFromRefs(ctx)) ? decoded.value : undefined
   })
