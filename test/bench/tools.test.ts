@@ -1,7 +1,8 @@
 /**
  * Smoke runs of the measuring tools (docs/benchmarks.md "Benchmarks and soak test"), a few seconds each, so they cannot rot: the benchmark's
  * scan at a tiny size, its prune and acquire with their floor rows (the C and plain-JavaScript replays of the
- * protocol), the views beside `du -sb`, and the multi-process stress test with two workers.
+ * protocol), the views beside `du -sb`, the event loop during a background prune with the floors of its acquire
+ * p99, and the multi-process stress test with two workers.
  */
 import { execFile } from "node:child_process"
 import * as path from "node:path"
@@ -76,6 +77,24 @@ describe("bench tools", () => {
       expect(row(`${view} wall`)?.baselineName, view).toBe("du -sb")
       expect(row(`${view} cpu`)!.ratio!, view).toBeGreaterThan(0)
       if (views!.rows.some((x) => x.label.startsWith("peak RSS"))) expect(row(`peak RSS at 60 runs: ${view}`)?.max, view).toBe(128)
+    }
+  }, TEST_TIMEOUT)
+
+  it("bench --only background at a tiny size reports the event loop, the pairs and their floors during a background prune", async () => {
+    const r = await tsx("main.ts", ["--quick", "--only", "background", "--background-runs", "300", "--settle", "0", "--json"])
+    expect(r.status, r.stderr).toBe(0)
+    const doc = JSON.parse(r.stdout) as { measurements: Array<{ name: string; rows: Array<{ label: string; ours: { median: number }; baselineName?: string; ratio?: number; target?: number; max?: number }> }> }
+    const background = doc.measurements.find((m) => m.name === "8 background prune")
+    expect(background).toBeDefined()
+    const row = (label: string) => background!.rows.find((x) => x.label === label)
+    expect(row("event loop: longest block during it, 300 runs")?.max).toBe(20)
+    expect(row("… acquire+release p99 during it")?.target).toBe(3)
+    expect(row("… close() during it")?.max).toBe(100)
+    // The floors of the p99 goal, measured in the same windows: each a time beside the same quiet median.
+    for (const label of ["… acquire+release p99, no prune", "… the manifest's fsync alone, p99 during it", "… the manifest's fsync alone, p99 with no prune"]) {
+      expect(row(label)?.ours.median, label).toBeGreaterThan(0)
+      expect(row(label)?.baselineName, label).toBe("quiet median")
+      expect(row(label)?.ratio, label).toBeGreaterThan(0)
     }
   }, TEST_TIMEOUT)
 
