@@ -966,6 +966,8 @@ static int measure_step(removal_t *r) {
   return r->depth == 0 ? 1 : 0;
 }
 
+static void measure_opened(removal_t *r, int fd);
+
 static void run_measure(removal_t *r) {
   r->complete = 1;
   struct stat st;
@@ -984,6 +986,12 @@ static void run_measure(removal_t *r) {
     if (errno != ENOENT && errno != ELOOP && errno != ENOTDIR) fail(r, errno, "open", r->root, NULL);
     return;
   }
+  measure_opened(r, fd);
+}
+
+/* The measure of the directory `r->root` from its open descriptor (taken: closed before it returns). */
+static void measure_opened(removal_t *r, int fd) {
+  r->complete = 1;
   dev_t dev;
   ino_t ino;
   sizes_t own;
@@ -1639,6 +1647,361 @@ static napi_value seek_extent(napi_env env, napi_callback_info info) {
 #endif
 }
 
+/* ---------------------------------------------------------------------------------------------------------
+ * readRuns: what a view reads of each run directory, in one pass per directory on the thread pool
+ * (BENCHMARKS.md "Views"): the directory opened once (never through a link), then relative to it a file's
+ * bytes (the manifest, capped), a subdirectory's names and types (`.leases/`) and, when asked, the measure
+ * of the whole directory from the same descriptor. Each part answers what the single call would
+ * (src/layers/node/runReads.ts turns them into the port's answers): readFile's checks (no link, a regular
+ * file, the cap, read to EOF), readDirectory's (no link; its names and types) and measureTree's walk
+ * (measure_opened). A directory that cannot be opened answers its open's errno for the file and the
+ * listing (a link or a file there: ENOTDIR, never followed) and is measured as measureTree measures that
+ * path (a link or file root measures itself).
+ */
+#define READ_RUNS_VERSION 1
+
+/* A file part's answer beyond an errno: the kinds of refusal readFile words itself. */
+enum { FILE_READ = 0, FILE_ERRNO = 1, FILE_IS_DIRECTORY = 2, FILE_NOT_REGULAR = 3, FILE_TOO_LARGE = 4, FILE_GREW = 5 };
+
+typedef struct {
+  char *dir;
+  int file_kind;
+  int file_error;
+  const char *file_syscall;
+  char *file_bytes;
+  size_t file_length;
+  double file_size;        /* its fstat size (FILE_TOO_LARGE) */
+  int list_error;          /* 0, or the errno of the listing */
+  int list_fallback;       /* a name JavaScript must read itself (not UTF-8, U+FFFD, an unknown type) */
+  char *names;             /* '/'-separated (a name never holds one) */
+  size_t names_length;
+  char *types;             /* one digit per name (FsatType) */
+  int measured;            /* the measure was asked for */
+  removal_t measure;
+} run_read_t;
+
+typedef struct {
+  size_t count;
+  run_read_t *items;
+  char *file_name;
+  char *listing_name;
+  double max_bytes;
+  double max_entries;      /* < 0: no measure */
+  double max_depth;
+  napi_async_work work;
+  napi_ref callback;
+} run_batch_t;
+
+/* Whether `name` is UTF-8 that JavaScript reads back as the same bytes, with no U+FFFD (osPath.ts rereads those as bytes). */
+static int plain_utf8(const unsigned char *s) {
+  while (*s) {
+    if (*s < 0x80) {
+      s++;
+      continue;
+    }
+    int more = (*s & 0xE0) == 0xC0 ? 1 : (*s & 0xF0) == 0xE0 ? 2 : (*s & 0xF8) == 0xF0 ? 3 : -1;
+    if (more < 0 || (*s == 0xC0 || *s == 0xC1) || *s > 0xF4) return 0;
+    unsigned int code = *s & (0x3F >> more);
+    for (int i = 1; i <= more; i++) {
+      if ((s[i] & 0xC0) != 0x80) return 0;
+      code = (code << 6) | (s[i] & 0x3F);
+    }
+    if ((more == 2 && code < 0x800) || (more == 3 && (code < 0x10000 || code > 0x10FFFF)) || (code >= 0xD800 && code <= 0xDFFF) || code == 0xFFFD) return 0;
+    s += more + 1;
+  }
+  return 1;
+}
+
+static void read_run_file(run_read_t *item, int dir_fd, const char *name, double max_bytes) {
+  int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    item->file_kind = FILE_ERRNO;
+    item->file_error = errno;
+    item->file_syscall = "open";
+    return;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    item->file_kind = FILE_ERRNO;
+    item->file_error = errno;
+    item->file_syscall = "fstat";
+  } else if (S_ISDIR(st.st_mode)) {
+    item->file_kind = FILE_IS_DIRECTORY;
+  } else if (!S_ISREG(st.st_mode)) {
+    item->file_kind = FILE_NOT_REGULAR;
+  } else if ((double)st.st_size > max_bytes) {
+    item->file_kind = FILE_TOO_LARGE;
+    item->file_size = (double)st.st_size;
+  } else {
+    /* To EOF, never past the cap: the file may grow between fstat and read (readFile's rule). */
+    size_t capacity = (size_t)st.st_size + 1, total = 0;
+    char *buffer = malloc(capacity);
+    for (;;) {
+      if (buffer == NULL) {
+        item->file_kind = FILE_ERRNO;
+        item->file_error = ENOMEM;
+        item->file_syscall = "read";
+        break;
+      }
+      if (total == capacity) {
+        size_t grown = capacity * 2 > (size_t)max_bytes + 1 ? (size_t)max_bytes + 1 : capacity * 2;
+        char *more = realloc(buffer, grown);
+        if (more == NULL) {
+          free(buffer);
+          buffer = NULL;
+          continue;
+        }
+        buffer = more;
+        capacity = grown;
+      }
+      ssize_t n = read(fd, buffer + total, capacity - total);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        item->file_kind = FILE_ERRNO;
+        item->file_error = errno;
+        item->file_syscall = "read";
+        free(buffer);
+        buffer = NULL;
+        break;
+      }
+      if (n == 0) {
+        item->file_kind = FILE_READ;
+        item->file_bytes = buffer;
+        item->file_length = total;
+        buffer = NULL;
+        break;
+      }
+      total += (size_t)n;
+      if ((double)total > max_bytes) {
+        item->file_kind = FILE_GREW;
+        free(buffer);
+        buffer = NULL;
+        break;
+      }
+    }
+  }
+  close(fd);
+}
+
+static void read_run_listing(run_read_t *item, int dir_fd, const char *name) {
+  int fd = openat(dir_fd, name, DIR_FLAGS);
+  if (fd < 0) {
+    /* A link (or a file) where the directory belongs is never listed through: ENOTDIR, as readDirectory says. */
+    item->list_error = errno == ELOOP ? ENOTDIR : errno;
+    return;
+  }
+  listing_t l;
+  int error = read_fresh_listing(fd, &l, 0);
+  close(fd);
+  if (error != 0) {
+    item->list_error = error;
+    return;
+  }
+  size_t length = 0;
+  for (size_t i = 0; i < l.count; i++) {
+    if (l.types[i] == T_UNKNOWN || !plain_utf8((const unsigned char *)l.names[i])) item->list_fallback = 1;
+    length += strlen(l.names[i]) + 1;
+  }
+  if (!item->list_fallback) {
+    item->names = malloc(length + 1);
+    item->types = malloc(l.count + 1);
+    if (item->names == NULL || item->types == NULL) {
+      item->list_fallback = 1; /* JavaScript lists it itself */
+    } else {
+      char *at = item->names;
+      for (size_t i = 0; i < l.count; i++) {
+        if (i > 0) *at++ = '/';
+        at = stpcpy(at, l.names[i]);
+        item->types[i] = (char)('0' + l.types[i]);
+      }
+      item->names_length = (size_t)(at - item->names);
+      item->types[l.count] = '\0';
+    }
+  }
+  free_listing(&l);
+}
+
+static void read_run(run_batch_t *b, run_read_t *item) {
+#ifdef O_PATH
+  int fd = open(item->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+#else
+  int fd = open(item->dir, DIR_FLAGS);
+#endif
+  if (fd < 0) {
+    int error = errno == ELOOP ? ENOTDIR : errno;
+    item->file_kind = FILE_ERRNO;
+    item->file_error = error;
+    item->file_syscall = "open";
+    item->list_error = error;
+    if (item->measured) run_measure(&item->measure);
+    return;
+  }
+  read_run_file(item, fd, b->file_name, b->max_bytes);
+  read_run_listing(item, fd, b->listing_name);
+  if (item->measured) {
+    /* measureTree's walk from this very directory (lstat'ed as a directory: it was opened as one). */
+    item->measure.complete = 1;
+    int walk_fd = openat(fd, ".", DIR_FLAGS);
+    if (walk_fd < 0) {
+      if (errno != ENOENT) fail(&item->measure, errno, "open", item->measure.root, NULL);
+    } else {
+      measure_opened(&item->measure, walk_fd);
+    }
+  }
+  close(fd);
+}
+
+static void run_batch_execute(napi_env env, void *data) {
+  (void)env;
+  run_batch_t *b = data;
+  for (size_t i = 0; i < b->count; i++) read_run(b, &b->items[i]);
+}
+
+static void free_run_batch(napi_env env, run_batch_t *b) {
+  for (size_t i = 0; i < b->count; i++) {
+    run_read_t *item = &b->items[i];
+    free(item->dir);
+    free(item->file_bytes);
+    free(item->names);
+    free(item->types);
+    free_walk(&item->measure);
+    free(item->measure.error_path);
+    free(item->measure.mount_point);
+  }
+  free(b->items);
+  free(b->file_name);
+  free(b->listing_name);
+  if (b->callback != NULL) napi_delete_reference(env, b->callback);
+  free(b);
+}
+
+/*
+ * Back on the event loop, once per directory in order: callback(index, fileAnswer, fileData, listAnswer,
+ * names, types, ...measureTree's six answers) where fileAnswer is 0 with the bytes (a Buffer), -errno with
+ * the syscall, or 1..4 with readFile's own refusals (1 a directory, 2 not a regular file, 3 over the cap with
+ * its size in fileData, 4 grew past it); listAnswer is 0 with the names ('/'-separated) and their FsatType
+ * digits, 1 when JavaScript must list it itself, or -errno; the measure's answers are 0s when not asked.
+ */
+#define RUN_ANSWERS 12
+static void run_batch_complete(napi_env env, napi_status status, void *data) {
+  run_batch_t *b = data;
+  napi_value callback, global, argv[RUN_ANSWERS];
+  napi_get_reference_value(env, b->callback, &callback);
+  napi_get_global(env, &global);
+  for (size_t i = 0; i < b->count; i++) {
+    run_read_t *item = &b->items[i];
+    argv[0] = number(env, (double)i);
+    if (status != napi_ok) {
+      argv[1] = number(env, -ECANCELED);
+      argv[2] = string_value(env, "readRuns");
+    } else if (item->file_kind == FILE_READ) {
+      argv[1] = number(env, 0);
+      napi_create_buffer_copy(env, item->file_length, item->file_length == 0 ? "" : item->file_bytes, NULL, &argv[2]);
+    } else if (item->file_kind == FILE_ERRNO) {
+      argv[1] = number(env, -item->file_error);
+      argv[2] = string_value(env, item->file_syscall);
+    } else {
+      argv[1] = number(env, item->file_kind - 1);
+      argv[2] = number(env, item->file_size);
+    }
+    if (status != napi_ok) {
+      argv[3] = number(env, -ECANCELED);
+      argv[4] = string_value(env, "");
+      argv[5] = string_value(env, "");
+    } else if (item->list_error != 0) {
+      argv[3] = number(env, -item->list_error);
+      argv[4] = string_value(env, "");
+      argv[5] = string_value(env, "");
+    } else if (item->list_fallback) {
+      argv[3] = number(env, 1);
+      argv[4] = string_value(env, "");
+      argv[5] = string_value(env, "");
+    } else {
+      argv[3] = number(env, 0);
+      napi_create_string_utf8(env, item->names == NULL ? "" : item->names, item->names_length, &argv[4]);
+      argv[5] = string_value(env, item->types);
+    }
+    if (item->measured) {
+      removal_answer(env, status, &item->measure, argv + 6);
+    } else {
+      for (int k = 6; k < RUN_ANSWERS; k++) argv[k] = number(env, 0);
+    }
+    napi_call_function(env, global, callback, RUN_ANSWERS, argv, NULL);
+  }
+  napi_delete_async_work(env, b->work);
+  free_run_batch(env, b);
+}
+
+/*
+ * readRuns(dirs, fileName, listingName, maxBytes, maxEntries, maxDepth, callback): queues the reads of `dirs`
+ * as one piece of thread-pool work (a negative maxEntries: no measure); 0, or a negative errno for bad
+ * arguments (and no callback). A directory path too long answers ENAMETOOLONG for its parts.
+ */
+static napi_value read_runs(napi_env env, napi_callback_info info) {
+  size_t argc = 7;
+  napi_value argv[7];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  uint32_t count = 0;
+  double max_bytes, max_entries, max_depth;
+  napi_valuetype callback_type;
+  char file_name[NAME_MAX_BYTES], listing_name[NAME_MAX_BYTES];
+  if (argc < 7 || napi_get_array_length(env, argv[0], &count) != napi_ok || count == 0 ||
+      path_arg(env, argv[1], file_name, sizeof file_name) != 0 || path_arg(env, argv[2], listing_name, sizeof listing_name) != 0 ||
+      strchr(file_name, '/') != NULL || strchr(listing_name, '/') != NULL || file_name[0] == '\0' || listing_name[0] == '\0' ||
+      napi_get_value_double(env, argv[3], &max_bytes) != napi_ok || !(max_bytes >= 0) ||
+      napi_get_value_double(env, argv[4], &max_entries) != napi_ok ||
+      napi_get_value_double(env, argv[5], &max_depth) != napi_ok ||
+      napi_typeof(env, argv[6], &callback_type) != napi_ok || callback_type != napi_function) {
+    return number(env, -EINVAL);
+  }
+  run_batch_t *b = calloc(1, sizeof *b);
+  if (b == NULL) return number(env, -ENOMEM);
+  b->items = calloc(count, sizeof *b->items);
+  b->file_name = strdup(file_name);
+  b->listing_name = strdup(listing_name);
+  b->count = b->items == NULL ? 0 : count;
+  if (b->items == NULL || b->file_name == NULL || b->listing_name == NULL) {
+    free_run_batch(env, b);
+    return number(env, -ENOMEM);
+  }
+  b->max_bytes = max_bytes;
+  for (uint32_t i = 0; i < count; i++) {
+    napi_value dir_value;
+    run_read_t *item = &b->items[i];
+    if (napi_get_element(env, argv[0], i, &dir_value) != napi_ok) {
+      free_run_batch(env, b);
+      return number(env, -EINVAL);
+    }
+    item->dir = path_arg_copy(env, dir_value);
+    if (item->dir == NULL) {
+      free_run_batch(env, b);
+      return number(env, -ENOMEM);
+    }
+    item->measured = max_entries >= 0;
+    item->measure.walk = "measureTree";
+    item->measure.root = item->dir;
+    item->measure.max_entries = max_entries;
+    item->measure.max_depth = max_depth;
+  }
+  napi_value name;
+  napi_create_string_utf8(env, "fsat.readRuns", NAPI_AUTO_LENGTH, &name);
+  if (napi_create_reference(env, argv[6], 1, &b->callback) != napi_ok) {
+    b->callback = NULL;
+    free_run_batch(env, b);
+    return number(env, -ENOMEM);
+  }
+  if (napi_create_async_work(env, NULL, name, run_batch_execute, run_batch_complete, b, &b->work) != napi_ok) {
+    free_run_batch(env, b);
+    return number(env, -ENOMEM);
+  }
+  if (napi_queue_async_work(env, b->work) != napi_ok) {
+    napi_delete_async_work(env, b->work);
+    free_run_batch(env, b);
+    return number(env, -ENOMEM);
+  }
+  return number(env, 0);
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor methods[] = {
     { "removeTree", NULL, remove_tree, NULL, NULL, NULL, napi_enumerable, NULL },
@@ -1650,6 +2013,7 @@ static napi_value init(napi_env env, napi_value exports) {
     { "linkEach", NULL, link_each, NULL, NULL, NULL, napi_enumerable, NULL },
     { "exchange", NULL, exchange, NULL, NULL, NULL, napi_enumerable, NULL },
     { "seek", NULL, seek_extent, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "readRuns", NULL, read_runs, NULL, NULL, NULL, napi_enumerable, NULL },
   };
   napi_define_properties(env, exports, sizeof methods / sizeof methods[0], methods);
   /* The measure calls' version (their signatures): JavaScript uses them only when it matches, so an addon
@@ -1663,6 +2027,9 @@ static napi_value init(napi_env env, napi_value exports) {
   napi_value info_fields;
   napi_create_uint32(env, INFO_FIELDS, &info_fields);
   napi_set_named_property(env, exports, "infoFields", info_fields);
+  napi_value read_runs_version;
+  napi_create_uint32(env, READ_RUNS_VERSION, &read_runs_version);
+  napi_set_named_property(env, exports, "readRunsVersion", read_runs_version);
   return exports;
 }
 

@@ -95,6 +95,37 @@ export interface Fsat {
    * built before it existed.
    */
   readonly seek?: (fd: number, offset: number, whence: 0 | 1) => number
+  /** The version of `readRuns`' answers (fsat.c READ_RUNS_VERSION); missing before it existed. */
+  readonly readRunsVersion?: number
+  /**
+   * Queue the reads of run directories as one piece of thread-pool work (runReads.ts): each directory opened
+   * once (never through a link), then relative to it `file`'s bytes (at most `maxBytes`), `listing`'s names and
+   * types, and, when `maxEntries` is not negative, its measure. 0 when queued (else a negative errno, and no
+   * callback). The callback gets, per directory in order, `(index, fileAnswer, fileData, listAnswer, names,
+   * types, ...measureTree's six answers)`: fsat.c `readRuns` says what each holds.
+   */
+  readonly readRuns?: (
+    dirs: ReadonlyArray<FsatPath>,
+    file: string,
+    listing: string,
+    maxBytes: number,
+    maxEntries: number,
+    maxDepth: number,
+    callback: (
+      index: number,
+      fileAnswer: number,
+      fileData: Uint8Array | string | number,
+      listAnswer: number,
+      names: string,
+      types: string,
+      answer: number,
+      a: number | string,
+      b: boolean | string,
+      bytes: number,
+      apparentBytes: number,
+      fileBytes: number
+    ) => void
+  ) => number
 }
 
 /** From the package root: the same file whether this runs from src/, dist/ or a bundle. */
