@@ -27,7 +27,16 @@ import { AgentDir, resolveRootLink } from "./AgentDir.js"
 import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type Deps, readOnlyDepsFromContext } from "./internal/deps.js"
-import { type AgentDirFacts, type SafetyFact, scanAgentDir, type TenantFacts, tenantsOf, type TenantItem } from "./internal/readModel.js"
+import {
+  type AgentDirFacts,
+  reusableMeasure,
+  type RunMeasure,
+  type SafetyFact,
+  scanAgentDir,
+  type TenantFacts,
+  tenantsOf,
+  type TenantItem
+} from "./internal/readModel.js"
 import { type Holder, isActive, liveHolders, newestHeartbeat } from "./internal/runFacts.js"
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
 import { type InventoryProblem, scanProblem, sizeUnmeasured } from "../domain/ReportProblems.js"
@@ -276,13 +285,15 @@ class Walk {
    * Bounded size of a tree within what is left of `budget`: not measured once it is spent, and when the walk
    * fails (read-only: the failure is a reported problem, `SizeUnmeasured`).
    */
-  measure(path: string, budget: { remaining: number }, errors: Array<InventoryProblem> = this.errors): Effect.Effect<Size> {
+  measure(path: string, budget: { remaining: number }, errors: Array<InventoryProblem> = this.errors, known?: RunMeasure): Effect.Effect<Size> {
     const given = budget.remaining
     if (given <= 0) {
       this.stops.notMeasured++
       return Effect.succeed(UNMEASURED)
     }
-    return this.deps.fs.measureTree(path, { maxEntries: given, maxDepth: this.options.maxDepth }).pipe(
+    // A size the scan read with the run's manifest, when it is what this walk would answer (`reusableMeasure`).
+    const reused = reusableMeasure(known, given)
+    return (reused !== undefined ? Effect.succeed(reused) : this.deps.fs.measureTree(path, { maxEntries: given, maxDepth: this.options.maxDepth })).pipe(
       Effect.map((m): Size => {
         budget.remaining -= m.entries
         if (!m.complete) {
@@ -638,14 +649,14 @@ const makeInventory = Effect.gen(function*() {
    * large tree is walked on the thread pool, nativeMeasure.ts): the answer, its problems in group order, is the
    * one a walk of one group after the other gives.
    */
-  const measureAll = (walk: Walk, groups: ReadonlyArray<ReadonlyArray<string>>) =>
+  const measureAll = (walk: Walk, groups: ReadonlyArray<ReadonlyArray<string>>, known?: ReadonlyMap<string, RunMeasure>) =>
     Effect.gen(function*() {
       const measured = yield* Effect.forEach(groups, (group) =>
         Effect.gen(function*() {
           const budget = walk.budget()
           const errors: Array<InventoryProblem> = []
           const sized: Array<Size> = []
-          for (const path of group) sized.push(yield* walk.measure(path, budget, errors))
+          for (const path of group) sized.push(yield* walk.measure(path, budget, errors, known?.get(path)))
           return { sized, errors }
         }), { concurrency: MEASURE_CONCURRENCY })
       const sizes = new Map<string, Size>()
@@ -710,7 +721,13 @@ const makeInventory = Effect.gen(function*() {
       if (filter?.tenant !== undefined) yield* decodeSegment("tenant", filter.tenant)
       const o = optionsOf(options)
       const scannedAt = yield* Clock.currentTimeMillis
-      const facts = yield* scanAgentDir(deps, agentDir.path, { work: filter ?? true, maxRunsPerTenant: o.maxRunsPerTenant, maxEntries: o.maxScanEntries })
+      const facts = yield* scanAgentDir(deps, agentDir.path, {
+        work: filter ?? true,
+        maxRunsPerTenant: o.maxRunsPerTenant,
+        maxEntries: o.maxScanEntries,
+        // Each run's size read with its manifest (one pass per run); used below where it is what the walk answers.
+        runSizes: { maxEntries: o.maxEntries, maxDepth: o.maxDepth }
+      })
       const walk = new Walk(deps, o)
       // A tenant's runs share its budget, in the listing's order (newest last use first): the runs a budget
       // leaves unmeasured are the oldest.
@@ -722,7 +739,11 @@ const makeInventory = Effect.gen(function*() {
         if (group === undefined) byTenant.set(key, [r.path])
         else group.push(r.path)
       }
-      const sizeOf = yield* measureAll(walk, [...byTenant.values()])
+      const known = new Map<string, RunMeasure>()
+      for (const t of listedTenants(facts)) {
+        for (const item of t.items.items) if (item._tag === "Run" && item.measured !== undefined) known.set(item.path, item.measured)
+      }
+      const sizeOf = yield* measureAll(walk, [...byTenant.values()], known)
       return runList({ facts, linkedFrom, scannedAt, sizeOf, measureErrors: walk.errors, limits: o, stops: walk.stops, rows })
     })
 

@@ -11,8 +11,9 @@
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import type * as Either from "effect/Either"
-import { agentPaths, runLeasesDir, runManifestPath, TENANT_CLEANUP_DIR, TENANT_PRUNE_MARKER, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
+import { agentPaths, LEASES_DIR, runLeasesDir, runManifestPath, TENANT_CLEANUP_DIR, TENANT_PRUNE_MARKER, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR, TENANT_TRASH_DIR, WORK_RUN_MANIFEST } from "../../domain/AgentPaths.js"
 import { type ConfigViolation, configEntryViolation } from "../../domain/ConfigRedLines.js"
 import type { FileSystemError } from "../../domain/Errors.js"
 import { aFileType } from "../../domain/FileTypeWords.js"
@@ -23,10 +24,10 @@ import { isDescendable, type RootSafetyProblem, rootSafetyProblems } from "../..
 import { isTenantLibraryEntry } from "../../domain/TenantEntries.js"
 import { resolveStateDir } from "../../domain/Tiers.js"
 import { TIER_NAMES, tierPaths } from "../../domain/WebPaths.js"
-import type { DirEntry, FileInfo, FileType } from "../FileSystem.js"
+import type { DirectoryPartsRead, DirEntry, FileInfo, FileType, TreeMeasure, WalkBudget } from "../FileSystem.js"
 import type { Deps } from "./deps.js"
 import { judgeMarker, type MarkerJudgement, reclaimLockPath } from "./markers.js"
-import { readDirectoryEach, readFileEach } from "./each.js"
+import { readDirectoryEach, readDirectoryPartsEach, readFileEach } from "./each.js"
 import { pace, paceDue } from "./pace.js"
 import {
   judgeLeaseListing,
@@ -151,11 +152,17 @@ export type TenantItem =
     readonly name: string
     readonly path: string
     readonly manifest: Manifest
-    /** The manifest as read (its bytes too): the pruner's re-check under the cleanup marker compares with it. */
-    readonly owned: OwnedManifest
+    /**
+     * The manifest as read (its bytes too): the pruner's re-check under the cleanup marker compares with it.
+     * `null` for a view's read (`TenantItemOptions.view`), which never re-checks: 40,000 manifests' bytes
+     * are most of what a view would keep alive.
+     */
+    readonly owned: OwnedManifest | null
     readonly leases: LeaseScan
     /** The manifest's times for last use, far-future stamps set aside. */
     readonly times: BoundedManifestTimes
+    /** Its size as read with the manifest (`TenantItemOptions.view.measure`), when it was. */
+    readonly measured?: RunMeasure | undefined
   }
   | {
     readonly _tag: "Unowned"
@@ -187,6 +194,24 @@ export interface TenantItems {
   readonly truncated: boolean
 }
 
+/**
+ * A run's size read in the view's one pass (`measureTree` within `cap` entries): what a measure within a
+ * budget of `given` entries would answer, whenever `reusableMeasure` says so.
+ */
+export interface RunMeasure {
+  readonly measure: TreeMeasure
+  readonly cap: number
+}
+
+/**
+ * The measure within a budget of `given` entries that `known` stands for, or `undefined` when that walk could
+ * answer otherwise. A walk that stopped below its cap, or complete, visited every entry it could (the rest
+ * lie beyond its depth or a mount point): a walk with a budget of at least as many entries visits the same
+ * ones, in the same order, and answers the same. Pure.
+ */
+export const reusableMeasure = (known: RunMeasure | undefined, given: number): TreeMeasure | undefined =>
+  known !== undefined && (known.measure.entries < known.cap || known.measure.complete) && given >= known.measure.entries ? known.measure : undefined
+
 export interface TenantItemOptions {
   /** Run candidates examined at most (the prune's `maxScannedRuns`, the inventory's `maxRunsPerTenant`). */
   readonly maxRuns: number
@@ -202,7 +227,21 @@ export interface TenantItemOptions {
    * it judges ages on. Absent: this reader's own clock, read per batch.
    */
   readonly now?: number
+  /**
+   * A view's read (status, `work ls`, the doctor; never the pruner's, whose batches and order stay its own):
+   * each run directory's manifest and lease listing in one port call (`readDirectoryPartsEach`), the next
+   * batches read while this one is judged, and no manifest bytes kept (`owned` is `null`). With `measure`,
+   * each run's size too (at most `RUN_MEASURE_CAP` entries each, and no more than `measure.maxEntries` over
+   * the tenant), for `work ls`.
+   */
+  readonly view?: { readonly measure?: WalkBudget | undefined }
 }
+
+/** Most entries a view's pass measures of one run (a bigger run is measured on its own, in `work ls`' order). */
+export const RUN_MEASURE_CAP = 512
+
+/** Batches a view's pass reads ahead of the one being judged: the thread pool reads while JavaScript judges. */
+const VIEW_BATCHES_AHEAD = 2
 
 /** Run directories whose manifests and lease listings a scan reads in one batched call each. */
 const SCAN_BATCH = 64
@@ -214,6 +253,7 @@ const RUNS_PER_PACE = 8
 interface ReadAhead {
   readonly manifest: ManifestRead
   readonly listing: Either.Either<ReadonlyArray<DirEntry>, FileSystemError> | undefined
+  readonly measured?: RunMeasure | undefined
 }
 
 /** Why a tenant entry that is not a directory is not a run. */
@@ -250,7 +290,7 @@ export const tenantItems = (
     const ahead = new Map<string, ReadAhead>()
     let readUpTo = 0
     let now = 0
-    const readAhead = Effect.gen(function*() {
+    const pruneReadAhead = Effect.gen(function*() {
       const names = runDirs.slice(readUpTo, readUpTo + SCAN_BATCH)
       readUpTo += names.length
       now = options.now ?? (yield* Clock.currentTimeMillis)
@@ -267,6 +307,45 @@ export const tenantItems = (
       const listingOf = new Map(listed.map((k, j) => [k, listings[j]!]))
       names.forEach((name, k) => ahead.set(name, { manifest: manifests[k]!, listing: listingOf.get(k) }))
     })
+    // A view's pass: one port call per batch for each run's manifest, lease listing and (for `work ls`) size,
+    // up to VIEW_BATCHES_AHEAD batches in flight while the one before is judged. The same verdicts, from the
+    // same pure functions, on the same answers (each part is what the single call answers: FileSystem.ts).
+    const view = options.view
+    const measure = view?.measure
+    /** Entries the pass may still measure in this tenant (reserved per batch in flight: never more in all). */
+    let measureLeft = measure?.maxEntries ?? 0
+    const inFlight: Array<{ readonly names: ReadonlyArray<string>; readonly cap: number; readonly fiber: Fiber.RuntimeFiber<ReadonlyArray<DirectoryPartsRead>> }> = []
+    const startViewRead = Effect.gen(function*() {
+      const names = runDirs.slice(readUpTo, readUpTo + SCAN_BATCH)
+      readUpTo += names.length
+      const cap = measure === undefined ? 0 : Math.min(RUN_MEASURE_CAP, Math.floor(measureLeft / names.length))
+      measureLeft -= cap * names.length
+      const parts = {
+        file: WORK_RUN_MANIFEST,
+        maxBytes: MANIFEST_MAX_BYTES,
+        listing: LEASES_DIR,
+        measure: cap >= 1 ? { maxEntries: cap, maxDepth: measure!.maxDepth } : undefined
+      }
+      const fiber = yield* Effect.fork(readDirectoryPartsEach(deps.fs, names.map((name) => NodePath.join(tenantDir, name)), parts))
+      inFlight.push({ names, cap: cap >= 1 ? cap : 0, fiber })
+    })
+    const viewReadAhead = Effect.gen(function*() {
+      while (inFlight.length <= VIEW_BATCHES_AHEAD && readUpTo < runDirs.length) yield* startViewRead
+      const batch = inFlight.shift()!
+      const reads = yield* Fiber.join(batch.fiber)
+      now = options.now ?? (yield* Clock.currentTimeMillis)
+      for (const [k, runId] of batch.names.entries()) {
+        if (paceDue(k, RUNS_PER_PACE)) yield* pace(deps.fs)
+        const read = reads[k]!
+        const manifest = manifestVerdict(read.file, { ...address, runId })
+        // Every owned run's leases are judged; an unowned directory's only when the reader asked.
+        const listing = manifest._tag === "Owned" || options.unownedLeases === true ? read.listing : undefined
+        const sized = read.measure?._tag === "Right" ? read.measure.right : undefined
+        if (batch.cap > 0) measureLeft += batch.cap - (sized?.entries ?? 0)
+        ahead.set(runId, { manifest, listing, measured: sized === undefined ? undefined : { measure: sized, cap: batch.cap } })
+      }
+    })
+    const readAhead = view === undefined ? pruneReadAhead : viewReadAhead
     for (let index = 0; index < entries.length; index++) {
       // A tenant may list 50,000 entries, most beyond `maxRuns`: those cost a test each (no path), and the loop
       // lets the event loop turn now and then (pace.ts).
@@ -298,7 +377,8 @@ export const tenantItems = (
         continue
       }
       if (!ahead.has(entry.name)) yield* readAhead
-      const { manifest, listing } = ahead.get(entry.name)!
+      const ahead0 = ahead.get(entry.name)!
+      const { manifest, listing } = ahead0
       ahead.delete(entry.name)
       if (manifest._tag !== "Owned") {
         const why = manifest._tag === "Mismatch" ? `manifest names ${manifest.found}` : manifest.why
@@ -311,8 +391,11 @@ export const tenantItems = (
       const leases = yield* judgeLeaseListing(deps, runLeasesDir(path), listing!)
       options.budget?.take(leases.leases.length)
       const times = yield* manifestTimesAt(deps, path, manifest.manifest, now)
-      items.push({ _tag: "Run", name: entry.name, path, manifest: manifest.manifest, owned: manifest, leases, times })
+      if (view === undefined) items.push({ _tag: "Run", name: entry.name, path, manifest: manifest.manifest, owned: manifest, leases, times })
+      else items.push({ _tag: "Run", name: entry.name, path, manifest: manifest.manifest, owned: null, leases, times, measured: ahead0.measured })
     }
+    // Reads ahead nobody will judge (the scan's budget ran out): their answers go nowhere.
+    if (inFlight.length > 0) yield* Fiber.interruptAll(inFlight.map((b) => b.fiber))
     return { items, candidates, truncated: candidates > options.maxRuns }
   })
 
@@ -469,6 +552,11 @@ export interface ScanOptions {
   readonly items?: boolean
   /** Run candidates examined per tenant (default: all the budget allows). */
   readonly maxRunsPerTenant?: number
+  /**
+   * Read each run's size with its manifest, within this budget per tenant (`work ls`: its rows' sizes,
+   * `Run.measured`, used where `reusableMeasure` says they are what its own walks would answer).
+   */
+  readonly runSizes?: WalkBudget | undefined
   /** Read leases of unowned directories and the library's own tenant entries (the doctor). */
   readonly details?: boolean
   /** Namespaces of the agent extensions' config/state/cache tiers. */
@@ -491,6 +579,7 @@ const scanTenant = (reader: Reader, options: ScanOptions, address: TenantAddress
     const items = yield* tenantItems(reader.deps, address, path, entries, {
       maxRuns: options.maxRunsPerTenant ?? Number.MAX_SAFE_INTEGER,
       budget: reader.budget,
+      view: { measure: options.runSizes },
       ...(options.details === true ? { unownedLeases: true, library: reader } : {})
     })
     return { ...address, path, safety, items }
