@@ -1658,7 +1658,7 @@ static napi_value seek_extent(napi_env env, napi_callback_info info) {
  * listing (a link or a file there: ENOTDIR, never followed) and is measured as measureTree measures that
  * path (a link or file root measures itself).
  */
-#define READ_RUNS_VERSION 1
+#define READ_RUNS_VERSION 2
 
 /* A file part's answer beyond an errno: the kinds of refusal readFile words itself. */
 enum { FILE_READ = 0, FILE_ERRNO = 1, FILE_IS_DIRECTORY = 2, FILE_NOT_REGULAR = 3, FILE_TOO_LARGE = 4, FILE_GREW = 5 };
@@ -1876,58 +1876,98 @@ static void free_run_batch(napi_env env, run_batch_t *b) {
 }
 
 /*
- * Back on the event loop, once per directory in order: callback(index, fileAnswer, fileData, listAnswer,
- * names, types, ...measureTree's six answers) where fileAnswer is 0 with the bytes (a Buffer), -errno with
- * the syscall, or 1..4 with readFile's own refusals (1 a directory, 2 not a regular file, 3 over the cap with
- * its size in fileData, 4 grew past it); listAnswer is 0 with the names ('/'-separated) and their FsatType
- * digits, 1 when JavaScript must list it itself, or -errno; the measure's answers are 0s when not asked.
+ * Back on the event loop, the whole batch in one call (a call per directory, with its dozen values, cost more
+ * than the directory's syscalls): callback(numbers, bytes, names, types, texts). `numbers`, a Float64Array
+ * of RUN_FIELDS per directory: [fileAnswer, offset, length, listAnswer, names, measureAnswer, entries,
+ * complete, disk, apparent, content]. fileAnswer is 0 with the file's bytes at bytes[offset, offset + length),
+ * -errno (its syscall in texts[3i]), or 1..4 for readFile's own refusals (1 a directory, 2 not a regular file,
+ * 3 over the cap with its size in `offset`, 4 grew past it). listAnswer is 0 with that many names next in
+ * `names` ('/'-separated, every directory's in turn) and their FsatType digits next in `types`, 1 when
+ * JavaScript must list it itself, or -errno. measureAnswer is 0 with the measure's numbers, -errno (its
+ * syscall and path in texts[3i + 1], texts[3i + 2]), or 1 when none was asked. `texts` is undefined when no
+ * part of the batch failed.
  */
-#define RUN_ANSWERS 12
+#define RUN_FIELDS 11
 static void run_batch_complete(napi_env env, napi_status status, void *data) {
   run_batch_t *b = data;
-  napi_value callback, global, argv[RUN_ANSWERS];
+  napi_value callback, global, argv[5];
   napi_get_reference_value(env, b->callback, &callback);
   napi_get_global(env, &global);
+  size_t total_bytes = 0, total_names = 0, total_types = 0, failures = 0;
   for (size_t i = 0; i < b->count; i++) {
     run_read_t *item = &b->items[i];
-    argv[0] = number(env, (double)i);
-    if (status != napi_ok) {
-      argv[1] = number(env, -ECANCELED);
-      argv[2] = string_value(env, "readRuns");
-    } else if (item->file_kind == FILE_READ) {
-      argv[1] = number(env, 0);
-      napi_create_buffer_copy(env, item->file_length, item->file_length == 0 ? "" : item->file_bytes, NULL, &argv[2]);
-    } else if (item->file_kind == FILE_ERRNO) {
-      argv[1] = number(env, -item->file_error);
-      argv[2] = string_value(env, item->file_syscall);
-    } else {
-      argv[1] = number(env, item->file_kind - 1);
-      argv[2] = number(env, item->file_size);
+    if (status != napi_ok && item->measured && item->measure.error == 0) fail(&item->measure, ECANCELED, "readRuns", item->dir, NULL);
+    if (item->file_kind == FILE_READ) total_bytes += item->file_length;
+    if (item->list_error == 0 && !item->list_fallback && item->types != NULL && item->types[0] != '\0') {
+      total_names += item->names_length + 1;
+      total_types += strlen(item->types);
     }
-    if (status != napi_ok) {
-      argv[3] = number(env, -ECANCELED);
-      argv[4] = string_value(env, "");
-      argv[5] = string_value(env, "");
-    } else if (item->list_error != 0) {
-      argv[3] = number(env, -item->list_error);
-      argv[4] = string_value(env, "");
-      argv[5] = string_value(env, "");
-    } else if (item->list_fallback) {
-      argv[3] = number(env, 1);
-      argv[4] = string_value(env, "");
-      argv[5] = string_value(env, "");
-    } else {
-      argv[3] = number(env, 0);
-      napi_create_string_utf8(env, item->names == NULL ? "" : item->names, item->names_length, &argv[4]);
-      argv[5] = string_value(env, item->types);
-    }
-    if (item->measured) {
-      removal_answer(env, status, &item->measure, argv + 6);
-    } else {
-      for (int k = 6; k < RUN_ANSWERS; k++) argv[k] = number(env, 0);
-    }
-    napi_call_function(env, global, callback, RUN_ANSWERS, argv, NULL);
+    if (item->file_kind == FILE_ERRNO || (item->measured && item->measure.error != 0)) failures++;
   }
+  void *numbers_data = NULL, *bytes_data = NULL;
+  napi_value numbers_buffer;
+  napi_create_arraybuffer(env, b->count * RUN_FIELDS * sizeof(double), &numbers_data, &numbers_buffer);
+  napi_create_typedarray(env, napi_float64_array, b->count * RUN_FIELDS, numbers_buffer, 0, &argv[0]);
+  napi_create_buffer(env, total_bytes, &bytes_data, &argv[1]);
+  char *names = malloc(total_names + 1), *types = malloc(total_types + 1);
+  size_t names_at = 0, types_at = 0, bytes_at = 0;
+  if (failures > 0) napi_create_array_with_length(env, b->count * 3, &argv[4]);
+  else napi_get_undefined(env, &argv[4]);
+  double *numbers = numbers_data;
+  for (size_t i = 0; i < b->count; i++) {
+    run_read_t *item = &b->items[i];
+    double *out = numbers + i * RUN_FIELDS;
+    memset(out, 0, RUN_FIELDS * sizeof *out);
+    if (status != napi_ok) {
+      out[0] = -ECANCELED;
+      out[3] = -ECANCELED;
+      napi_set_element(env, argv[4], (uint32_t)(3 * i), string_value(env, "readRuns"));
+    } else if (item->file_kind == FILE_READ) {
+      if (item->file_length > 0) memcpy((char *)bytes_data + bytes_at, item->file_bytes, item->file_length);
+      out[1] = (double)bytes_at;
+      out[2] = (double)item->file_length;
+      bytes_at += item->file_length;
+    } else if (item->file_kind == FILE_ERRNO) {
+      out[0] = -item->file_error;
+      napi_set_element(env, argv[4], (uint32_t)(3 * i), string_value(env, item->file_syscall));
+    } else {
+      out[0] = item->file_kind - 1;
+      out[1] = item->file_size;
+    }
+    if (status != napi_ok) {
+      /* answered above */
+    } else if (item->list_error != 0) {
+      out[3] = -item->list_error;
+    } else if (item->list_fallback || names == NULL || types == NULL) {
+      out[3] = 1;
+    } else if (item->types != NULL && item->types[0] != '\0') {
+      size_t count = strlen(item->types);
+      if (names_at > 0) names[names_at++] = '/';
+      memcpy(names + names_at, item->names, item->names_length);
+      names_at += item->names_length;
+      memcpy(types + types_at, item->types, count);
+      types_at += count;
+      out[4] = (double)count;
+    }
+    if (!item->measured) {
+      out[5] = 1;
+    } else if (item->measure.error != 0) {
+      out[5] = -item->measure.error;
+      napi_set_element(env, argv[4], (uint32_t)(3 * i + 1), string_value(env, item->measure.syscall));
+      napi_set_element(env, argv[4], (uint32_t)(3 * i + 2), string_value(env, item->measure.error_path));
+    } else {
+      out[6] = item->measure.removed;
+      out[7] = item->measure.complete;
+      out[8] = item->measure.sizes.disk;
+      out[9] = item->measure.sizes.apparent;
+      out[10] = item->measure.sizes.content;
+    }
+  }
+  napi_create_string_utf8(env, names == NULL ? "" : names, names == NULL ? 0 : names_at, &argv[2]);
+  napi_create_string_utf8(env, types == NULL ? "" : types, types == NULL ? 0 : types_at, &argv[3]);
+  free(names);
+  free(types);
+  napi_call_function(env, global, callback, 5, argv, NULL);
   napi_delete_async_work(env, b->work);
   free_run_batch(env, b);
 }

@@ -101,8 +101,8 @@ export interface Fsat {
    * Queue the reads of run directories as one piece of thread-pool work (runReads.ts): each directory opened
    * once (never through a link), then relative to it `file`'s bytes (at most `maxBytes`), `listing`'s names and
    * types, and, when `maxEntries` is not negative, its measure. 0 when queued (else a negative errno, and no
-   * callback). The callback gets, per directory in order, `(index, fileAnswer, fileData, listAnswer, names,
-   * types, ...measureTree's six answers)`: fsat.c `readRuns` says what each holds.
+   * callback). The callback gets the whole batch's answers in one call, `(numbers, bytes, names, types,
+   * texts)`: fsat.c `run_batch_complete` says what each holds.
    */
   readonly readRuns?: (
     dirs: ReadonlyArray<FsatPath>,
@@ -111,20 +111,7 @@ export interface Fsat {
     maxBytes: number,
     maxEntries: number,
     maxDepth: number,
-    callback: (
-      index: number,
-      fileAnswer: number,
-      fileData: Uint8Array | string | number,
-      listAnswer: number,
-      names: string,
-      types: string,
-      answer: number,
-      a: number | string,
-      b: boolean | string,
-      bytes: number,
-      apparentBytes: number,
-      fileBytes: number
-    ) => void
+    callback: (numbers: Float64Array, bytes: Uint8Array, names: string, types: string, texts: ReadonlyArray<string> | undefined) => void
   ) => number
 }
 

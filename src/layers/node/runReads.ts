@@ -10,13 +10,13 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as NodePath from "node:path"
 import type { FileSystemError } from "../../domain/Errors.js"
-import type { DirectoryParts, DirectoryPartsRead, DirEntry, FileType, TreeMeasure } from "../../services/FileSystem.js"
+import type { DirectoryParts, DirectoryPartsRead, DirEntry, FileType } from "../../services/FileSystem.js"
 import { type Fsat, fsatError } from "./fsat.js"
 import { osPath } from "./osPath.js"
 import { failWith, toFileSystemError } from "./support.js"
 
 /** The answers this module reads (fsat.c READ_RUNS_VERSION). */
-export const READ_RUNS_VERSION = 1
+export const READ_RUNS_VERSION = 2
 
 const TYPES: ReadonlyArray<FileType> = ["Other", "File", "Directory", "SymbolicLink", "Other"]
 
@@ -33,6 +33,8 @@ export const makeNativeReadParts = (fsat: Fsat, readDirectory: ReadDirectory) =>
       const out = new Array<DirectoryPartsRead>(dirs.length)
       /** Directories whose listing the single call reads (a name C does not hand over as it is). */
       const relist: Array<number> = []
+      // Paths are joined only for what failed (an error names its path).
+      const filePath = (index: number) => NodePath.join(dirs[index]!, parts.file)
       const listingPath = (index: number) => NodePath.join(dirs[index]!, parts.listing)
       const read = Effect.async<void>((resume) => {
         const queued = readRuns(
@@ -42,24 +44,41 @@ export const makeNativeReadParts = (fsat: Fsat, readDirectory: ReadDirectory) =>
           parts.maxBytes,
           parts.measure === undefined ? -1 : parts.measure.maxEntries,
           parts.measure === undefined ? 0 : parts.measure.maxDepth,
-          (index, fileAnswer, fileData, listAnswer, names, types, m0, m1, m2, m3, m4, m5) => {
-            const dir = dirs[index]!
-            const file = fileOf(NodePath.join(dir, parts.file), parts.maxBytes, fileAnswer, fileData)
-            const measure = parts.measure === undefined ? undefined : measureOf(dir, m0, m1, m2, m3, m4, m5)
-            if (listAnswer === 1) relist.push(index)
-            const listing: DirectoryPartsRead["listing"] = listAnswer === 0
-              ? Either.right(listingOf(names, types))
-              : Either.left(toFileSystemError("readDirectory", listingPath(index), fsatError("scandir", listingPath(index), listAnswer)))
-            out[index] = { file, listing, measure }
-            // One completion answers the whole batch, in order: the last answer is the batch's end.
-            if (index === dirs.length - 1) resume(Effect.void)
+          (numbers, bytes, names, types, texts) => {
+            const allNames = names === "" ? [] : names.split("/")
+            let nameAt = 0
+            for (let index = 0; index < dirs.length; index++) {
+              const at = index * RUN_FIELDS
+              const fileAnswer = numbers[at]!
+              const file = fileAnswer === 0
+                ? Either.right(new Uint8Array(bytes.buffer, bytes.byteOffset + numbers[at + 1]!, numbers[at + 2]!))
+                : refusal(filePath(index), parts.maxBytes, fileAnswer, numbers[at + 1]!, texts?.[3 * index] ?? "open")
+              const listAnswer = numbers[at + 3]!
+              let listing: DirectoryPartsRead["listing"]
+              if (listAnswer === 0) {
+                const count = numbers[at + 4]!
+                listing = Either.right(count === 0 ? [] : listingOf(allNames, types, nameAt, count))
+                nameAt += count
+              } else {
+                if (listAnswer === 1) relist.push(index)
+                listing = Either.left(toFileSystemError("readDirectory", listingPath(index), fsatError("scandir", listingPath(index), listAnswer)))
+              }
+              const measureAnswer = numbers[at + 5]!
+              const measure: DirectoryPartsRead["measure"] = measureAnswer === 1
+                ? undefined
+                : measureAnswer === 0
+                ? Either.right({ entries: numbers[at + 6]!, complete: numbers[at + 7] === 1, bytes: numbers[at + 8]!, apparentBytes: numbers[at + 9]!, fileBytes: numbers[at + 10]! })
+                : Either.left(toFileSystemError("measureTree", dirs[index]!, fsatError(texts?.[3 * index + 1] ?? "", texts?.[3 * index + 2] ?? dirs[index]!, measureAnswer)))
+              out[index] = { file, listing, measure }
+            }
+            resume(Effect.void)
           }
         )
         if (queued !== 0) {
           const error = (method: string, path: string) => toFileSystemError(method, path, fsatError("readRuns", path, queued))
           dirs.forEach((dir, index) => {
             out[index] = {
-              file: Either.left(error("readFile", NodePath.join(dir, parts.file))),
+              file: Either.left(error("readFile", filePath(index))),
               listing: Either.left(error("readDirectory", listingPath(index))),
               measure: parts.measure === undefined ? undefined : Either.left(error("measureTree", dir))
             }
@@ -68,7 +87,7 @@ export const makeNativeReadParts = (fsat: Fsat, readDirectory: ReadDirectory) =>
         }
       })
       return Effect.flatMap(read, () =>
-        Effect.as(
+        relist.length === 0 ? Effect.succeed(out) : Effect.as(
           Effect.forEach(relist, (index) =>
             Effect.map(Effect.either(readDirectory(listingPath(index))), (listing) => {
               out[index] = { ...out[index]!, listing }
@@ -78,40 +97,28 @@ export const makeNativeReadParts = (fsat: Fsat, readDirectory: ReadDirectory) =>
     })
 }
 
-/** readFile's answer from C's: the bytes, an errno, or one of readFile's own refusals (fsat.c `readRuns`). */
-const fileOf = (path: string, maxBytes: number, answer: number, data: Uint8Array | string | number): Either.Either<Uint8Array, FileSystemError> => {
+/** Numbers per directory in `readRuns`' answer (fsat.c RUN_FIELDS). */
+const RUN_FIELDS = 11
+
+/** readFile's failure from C's answer: an errno, or one of readFile's own refusals (fsat.c `readRuns`). */
+const refusal = (path: string, maxBytes: number, answer: number, size: number, syscall: string): Either.Either<never, FileSystemError> => {
   switch (answer) {
-    case 0:
-      return Either.right(new Uint8Array((data as Uint8Array).buffer, (data as Uint8Array).byteOffset, (data as Uint8Array).byteLength))
     case 1:
       return Either.left(failWith("readFile", path, "EISDIR", "is a directory"))
     case 2:
       return Either.left(failWith("readFile", path, "", "not a regular file"))
     case 3:
-      return Either.left(failWith("readFile", path, "EFBIG", `${data as number} bytes exceeds ${maxBytes}`))
+      return Either.left(failWith("readFile", path, "EFBIG", `${size} bytes exceeds ${maxBytes}`))
     case 4:
       return Either.left(failWith("readFile", path, "EFBIG", `grew beyond ${maxBytes} bytes`))
     default:
-      return Either.left(toFileSystemError("readFile", path, fsatError(String(data), path, answer)))
+      return Either.left(toFileSystemError("readFile", path, fsatError(syscall, path, answer)))
   }
 }
 
-const listingOf = (names: string, types: string): Array<DirEntry> => {
-  if (types.length === 0) return []
-  const split = names.split("/")
-  return split.map((name, i): DirEntry => ({ name, type: TYPES[types.charCodeAt(i) - 48] ?? "Other" })).sort(byName)
+/** `count` names from `from` on, typed by their digits, in name order (readDirectory's). */
+const listingOf = (names: ReadonlyArray<string>, types: string, from: number, count: number): Array<DirEntry> => {
+  const out = new Array<DirEntry>(count)
+  for (let i = 0; i < count; i++) out[i] = { name: names[from + i]!, type: TYPES[types.charCodeAt(from + i) - 48] ?? "Other" }
+  return out.sort(byName)
 }
-
-/** measureTree's answer from the walk's (nativeMeasure.ts reads the same six). */
-const measureOf = (
-  root: string,
-  answer: number,
-  a: number | string,
-  b: boolean | string,
-  bytes: number,
-  apparentBytes: number,
-  fileBytes: number
-): Either.Either<TreeMeasure, FileSystemError> =>
-  answer === 0
-    ? Either.right({ bytes, apparentBytes, fileBytes, entries: a as number, complete: b as boolean })
-    : Either.left(toFileSystemError("measureTree", root, fsatError(String(a), String(b), answer)))
