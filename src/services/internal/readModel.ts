@@ -33,7 +33,9 @@ import {
   judgeLeaseListing,
   type LeaseScan,
   type ManifestRead,
+  leasesWithoutReads,
   manifestTimesAt,
+  manifestTimesWithoutLstat,
   manifestVerdict,
   type OwnedManifest,
   readLeases
@@ -256,6 +258,15 @@ interface ReadAhead {
   readonly measured?: RunMeasure | undefined
 }
 
+/**
+ * `NodePath.join(dir, name)` for the names of dir's own listing (never "", "." or "..", never holding a
+ * separator), normalizing `dir` once rather than per name (a tenant may list 50,000).
+ */
+const childPathOf = (dir: string): ((name: string) => string) => {
+  const prefix = NodePath.join(dir, "_").slice(0, -1)
+  return (name) => prefix + name
+}
+
 /** Why a tenant entry that is not a directory is not a run. */
 const notADirectoryWhy = (type: FileType): string =>
   type === "SymbolicLink" ? "symlink (never followed)" : `not a directory (${aFileType(type)})`
@@ -285,6 +296,7 @@ export const tenantItems = (
     }
     const items: Array<TenantItem> = []
     let done = 0
+    const pathOf = childPathOf(tenantDir)
     // The run directories' manifests and lease listings are read ahead, a batch at a time, each one batched
     // port call (each.ts); the judgement below stays per run, in name order.
     const ahead = new Map<string, ReadAhead>()
@@ -326,7 +338,7 @@ export const tenantItems = (
         listing: LEASES_DIR,
         measure: cap >= 1 ? { maxEntries: cap, maxDepth: measure!.maxDepth } : undefined
       }
-      const fiber = yield* Effect.fork(readDirectoryPartsEach(deps.fs, names.map((name) => NodePath.join(tenantDir, name)), parts))
+      const fiber = yield* Effect.fork(readDirectoryPartsEach(deps.fs, names.map(pathOf), parts))
       inFlight.push({ names, cap: cap >= 1 ? cap : 0, fiber })
     })
     const viewReadAhead = Effect.gen(function*() {
@@ -353,7 +365,7 @@ export const tenantItems = (
       const entry = entries[index]!
       const library = isTenantLibraryEntry(entry.name)
       if (!library && !examined.has(entry.name)) continue
-      const path = NodePath.join(tenantDir, entry.name)
+      const path = pathOf(entry.name)
       if (library) {
         const facts = options.library === undefined ? null : yield* libraryFacts(options.library, entry, path)
         items.push({ _tag: "LibraryEntry", name: entry.name, path, type: entry.type, facts })
@@ -388,9 +400,10 @@ export const tenantItems = (
         continue
       }
       // (An owned run's listing is always read ahead: `listed`.)
-      const leases = yield* judgeLeaseListing(deps, runLeasesDir(path), listing!)
+      // Most runs need no lease read and no lstat: answered without a runtime step (the same rules, runFacts.ts).
+      const leases = leasesWithoutReads(listing!) ?? (yield* judgeLeaseListing(deps, runLeasesDir(path), listing!))
       options.budget?.take(leases.leases.length)
-      const times = yield* manifestTimesAt(deps, path, manifest.manifest, now)
+      const times = manifestTimesWithoutLstat(deps, manifest.manifest, now) ?? (yield* manifestTimesAt(deps, path, manifest.manifest, now))
       if (view === undefined) items.push({ _tag: "Run", name: entry.name, path, manifest: manifest.manifest, owned: manifest, leases, times })
       else items.push({ _tag: "Run", name: entry.name, path, manifest: manifest.manifest, owned: null, leases, times, measured: ahead0.measured })
     }
