@@ -294,7 +294,8 @@ const itemFindings = (out: Findings, context: FindingContext, tenant: TenantFact
       return
     }
     case "Run": {
-      for (const draft of manifestTimeFindings(runManifestPath(item.path), item.times)) out.draft(draft)
+      // (The manifest's path is made only for a finding: nearly every run has none.)
+      if (item.times.farFuture.length > 0) for (const draft of manifestTimeFindings(runManifestPath(item.path), item.times)) out.draft(draft)
       return leaseFindings(out, context, item.path, item.leases)
     }
   }

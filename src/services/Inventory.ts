@@ -333,7 +333,8 @@ export const runRow = (address: TenantAddress, item: Extract<TenantItem, { _tag:
   const releasedAt = "releasedAt" in m && m.releasedAt !== undefined ? m.releasedAt : null
   const { active, lastUsedAt: used } = runUse(item)
   return {
-    ...address,
+    category: address.category,
+    tenant: address.tenant,
     runId: item.name,
     path: item.path,
     kind: "kind" in m ? m.kind : "named",

@@ -2,8 +2,9 @@
  * The views read each run directory in one port call (`readDirectoryPartsEach`; in C for the native walker),
  * and `work ls` takes each run's size from that same pass where it is what its own budgeted walk would
  * answer (readModel `reusableMeasure`). Over random trees (owned runs holding files at several depths, and
- * hostile ones: garbage and oversized manifests, a symlinked manifest, a symlinked run, a `.leases` that is a
- * file or a link, stray files) and random budgets, on the Memory layer and on real directories with both
+ * hostile ones: garbage and oversized manifests, one the schema's interpreter threw on, a symlinked
+ * manifest, a symlinked run, a `.leases` that is a file or a link, stray files) and random budgets, on the
+ * Memory layer and on real directories with both
  * Node walkers: every row of `work ls` has the size the walks of before gave it (a tenant's runs newest
  * first, each measured with what its tenant's budget has left), and the rows and unowned entries are those
  * the pruner's own read of the same tenant makes of it.
@@ -28,7 +29,7 @@ import { tenantItems } from "../../src/services/internal/readModel.js"
 import { AGENT, spawn } from "./migrationSupport.js"
 
 const TENANTS = [["tools", "bash"], ["mcp", "fs"]] as const
-const KINDS = ["owned", "owned", "owned", "garbage", "oversized", "manifestLink", "mismatch", "noManifest", "file", "runLink", "leasesFile", "leasesLink"] as const
+const KINDS = ["owned", "owned", "owned", "garbage", "trap", "oversized", "manifestLink", "mismatch", "noManifest", "file", "runLink", "leasesFile", "leasesLink"] as const
 type Kind = (typeof KINDS)[number]
 
 const runArb = fc.record({
@@ -76,6 +77,7 @@ const plant = (p: Planter, agent: string, c: Case, now: number) =>
         yield* p.dir(dir)
         const manifestPath = `${dir}/.pi-work-run.json`
         if (kind === "garbage") yield* p.file(manifestPath, "{ not json")
+        else if (kind === "trap") yield* p.file(manifestPath, `{"version":{"toString":[]}}`)
         else if (kind === "oversized") yield* p.file(manifestPath, `{"pad":"${"x".repeat(MANIFEST_MAX_BYTES)}"}`)
         else if (kind === "manifestLink") yield* p.link(`${agent}/work`, manifestPath)
         else if (kind === "mismatch") yield* p.file(manifestPath, manifest("other"))

@@ -9,6 +9,7 @@ import type * as Either from "effect/Either"
 import { runLeasesDir, runManifestPath } from "../../domain/AgentPaths.js"
 import {
   decodeJsonBytes,
+  decodeManifestBytes,
   Lease,
   LEASE_MAX_BYTES,
   type LeaseFacts,
@@ -82,7 +83,7 @@ export const manifestVerdict = (
   if (read._tag === "Left") return { _tag: "Unowned", why: unreadableManifest(read.left) }
   const bytes = read.right
   if (known !== undefined && sameBytes(bytes, known.bytes)) return known
-  const decoded = decodeJsonBytes(Manifest, bytes)
+  const decoded = decodeManifestBytes(bytes)
   if (!decoded.ok) return { _tag: "Unowned", why: `manifest ${decoded.why}` }
   const m = decoded.value
   if (m.category !== expected.category || m.tenant !== expected.tenant || m.runId !== expected.runId) {
