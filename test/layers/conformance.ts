@@ -18,7 +18,7 @@
  */
 import { createHash } from "node:crypto"
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, FastCheck, type Layer } from "effect"
+import { Context, Effect, Either, FastCheck, type Layer } from "effect"
 import type { FileSystemError, FileSystemErrorReason } from "../../src/domain/Errors.js"
 import { CROSSED_MOUNT_DETAIL } from "../../src/domain/OneFileSystem.js"
 import { WALK_WINDOW } from "../../src/domain/WalkDepth.js"
@@ -1345,6 +1345,21 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
         yield* fs.removeFile(`${root}/${RAW}`)
         yield* fs.removeFile(`${root}/${REAL}`)
         assert.deepStrictEqual(yield* names(root), [])
+      }))
+
+      test("a run directory so named, and lease names so named, are read in parts as the single calls read them", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        for (const [run, lease] of [[RAW, RAW], [RAW, "plain"], ["plain", RAW], ["plain", REAL]] as const) {
+          const dir = `${root}/${run}-run`
+          yield* fs.makeDirectory(`${dir}/.leases`, { recursive: true })
+          yield* put(`${dir}/manifest`, `manifest of ${lease.length}`)
+          yield* put(`${dir}/.leases/${lease}`, "lease")
+          const [parts] = yield* Each.readDirectoryPartsEach(fs, [dir], { file: "manifest", maxBytes: 64, listing: ".leases", measure: { maxEntries: 10, maxDepth: 4 } })
+          assert.strictEqual(parts?.file._tag === "Right" ? text(parts.file.right) : undefined, `manifest of ${lease.length}`)
+          assert.deepStrictEqual(parts?.listing._tag === "Right" ? parts.listing.right : undefined, [{ name: lease, type: "File" }])
+          assert.deepStrictEqual(parts?.measure, Either.right(yield* fs.measureTree(dir, { maxEntries: 10, maxDepth: 4 })))
+          yield* fs.removeTree(dir, { maxEntries: 100, maxDepth: 8 })
+        }
       }))
 
       test("a directory so named is made (recursively too), listed, synced, measured and removed whole", Effect.gen(function*() {

@@ -37,8 +37,10 @@ export const makeNativeReadParts = (fsat: Fsat, readDirectory: ReadDirectory) =>
       const filePath = (index: number) => NodePath.join(dirs[index]!, parts.file)
       const listingPath = (index: number) => NodePath.join(dirs[index]!, parts.listing)
       const read = Effect.async<void>((resume) => {
+        // One string for the batch, each path ended by a NUL, unless a path is bytes (or holds a NUL itself).
+        const paths = dirs.map(osPath)
         const queued = readRuns(
-          dirs.map(osPath),
+          paths.every((path) => typeof path === "string" && !path.includes("\0")) ? `${paths.join("\0")}\0` : paths,
           parts.file,
           parts.listing,
           parts.maxBytes,

@@ -344,7 +344,9 @@ export const tenantItems = (
     const viewReadAhead = Effect.gen(function*() {
       while (inFlight.length <= VIEW_BATCHES_AHEAD && readUpTo < runDirs.length) yield* startViewRead
       const batch = inFlight.shift()!
-      const reads = yield* Fiber.join(batch.fiber)
+      // Awaited, not joined: a join merges the reader's fiber refs into this fiber, and each merge lengthens the
+      // stacks every later fork copies (313 batches of a 20,000-run tenant cost 200 ms of forks and joins).
+      const reads = yield* Effect.flatten(Fiber.await(batch.fiber))
       now = options.now ?? (yield* Clock.currentTimeMillis)
       for (const [k, runId] of batch.names.entries()) {
         if (paceDue(k, RUNS_PER_PACE)) yield* pace(deps.fs)
