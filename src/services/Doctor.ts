@@ -23,7 +23,7 @@ import { modeString } from "../domain/RootSafety.js"
 import { WEB_RESTORE_ASIDE_DIR } from "../domain/StateSnapshot.js"
 import { STALE_STAGING_MS } from "../domain/TenantEntries.js"
 import { AgentDir, resolveRootLink } from "./AgentDir.js"
-import { FileSystem } from "./FileSystem.js"
+import { FileSystem, type WalkBudget } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type Deps, readOnlyDepsFromContext } from "./internal/deps.js"
 import { configHistoryFindings } from "./internal/configSentinel.js"
@@ -52,6 +52,8 @@ export interface DoctorOptions {
    * `~/.pi/web/data` (TD1, `resolveWebDataRoot`: the root the tiers write under, the backups cover).
    */
   readonly webDataRoot?: string
+  /** Measure each tenant within this budget while it is read (`Status`: the facts then carry its sizes). */
+  readonly tenantSizes?: WalkBudget | undefined
 }
 
 export const DEFAULT_DOCTOR_MAX_ENTRIES = DEFAULT_SCAN_MAX_ENTRIES
@@ -441,7 +443,8 @@ const doctorProgram = (
       work: true,
       details: true,
       extensionConfig: true,
-      webDataRoot
+      webDataRoot,
+      tenantSizes: options?.tenantSizes
     })
     const found = findingsOf(facts, { staleUnreadableMs: deps.staleUnreadableMs, uid: deps.host.uid })
     const others = new Findings(agentDir)

@@ -460,6 +460,14 @@ export interface TenantFacts extends TenantAddress {
   readonly safety: SafetyFact
   /** `null` when it is not a real directory (never descended), or the reader asked for no items. */
   readonly items: TenantItems | null
+  /** Its size, measured while its runs were read, when the reader asked (`ScanOptions.tenantSizes`). */
+  readonly size?: TenantMeasure | undefined
+}
+
+/** What `measureTree(path, budget)` answered for a tenant, measured beside the scan of its runs. */
+export interface TenantMeasure {
+  readonly budget: WalkBudget
+  readonly answer: Either.Either<TreeMeasure, FileSystemError>
 }
 
 export interface CategoryFacts {
@@ -572,6 +580,11 @@ export interface ScanOptions {
    * `Run.measured`, used where `reusableMeasure` says they are what its own walks would answer).
    */
   readonly runSizes?: WalkBudget | undefined
+  /**
+   * Measure each tenant read (`measureTree` within this budget) while its runs are read (`status`: its
+   * tenants' sizes, the walk on the thread pool while the scan judges; `TenantFacts.size`).
+   */
+  readonly tenantSizes?: WalkBudget | undefined
   /** Read leases of unowned directories and the library's own tenant entries (the doctor). */
   readonly details?: boolean
   /** Namespaces of the agent extensions' config/state/cache tiers. */
@@ -590,6 +603,9 @@ const safetyFact = (deps: Deps, path: string, info: FileInfo): SafetyFact => ({ 
 const scanTenant = (reader: Reader, options: ScanOptions, address: TenantAddress, path: string, safety: SafetyFact) =>
   Effect.gen(function*() {
     if (!isDescendable(safety.info) || options.items === false) return { ...address, path, safety, items: null }
+    const budget = options.tenantSizes
+    // The tenant's walk runs beside the reads of its runs (awaited, not joined: no fiber refs to merge).
+    const sizing = budget === undefined ? undefined : yield* Effect.fork(Effect.either(reader.deps.fs.measureTree(path, budget)))
     const entries = yield* reader.list(path)
     const items = yield* tenantItems(reader.deps, address, path, entries, {
       maxRuns: options.maxRunsPerTenant ?? Number.MAX_SAFE_INTEGER,
@@ -597,7 +613,8 @@ const scanTenant = (reader: Reader, options: ScanOptions, address: TenantAddress
       view: { measure: options.runSizes },
       ...(options.details === true ? { unownedLeases: true, library: reader } : {})
     })
-    return { ...address, path, safety, items }
+    if (sizing === undefined || budget === undefined) return { ...address, path, safety, items }
+    return { ...address, path, safety, items, size: { budget, answer: yield* Effect.flatten(Fiber.await(sizing)) } }
   })
 
 const scanWork = (reader: Reader, workRoot: string, options: ScanOptions): Effect.Effect<WorkFacts | null> =>
