@@ -5,8 +5,10 @@
  * link), the same root-entry classes (`classifyRootEntry`), the same WR10 verdicts (`rootSafetyProblems`)
  * and the same run ownership and liveness (runFacts).
  *
- * It only calls `lstat`, `readDirectory` and `readFile` (plus the Host's pid probes for lease and marker
- * verdicts), never follows a link below the root, and stops descending once its entry budget is spent.
+ * It only calls `lstat`, `readDirectory` and `readFile`, a view's batched `readDirectoryPartsEach` (those
+ * two and `measureTree` of a run directory, in one call) and, for `status`, `measureTree` of each tenant (plus
+ * the Host's pid probes for lease and marker verdicts), never follows a link below the root, never writes, and
+ * stops descending once its entry budget is spent.
  */
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
