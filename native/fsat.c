@@ -966,6 +966,8 @@ static int measure_step(removal_t *r) {
   return r->depth == 0 ? 1 : 0;
 }
 
+static void measure_opened(removal_t *r, int fd);
+
 static void run_measure(removal_t *r) {
   r->complete = 1;
   struct stat st;
@@ -984,6 +986,12 @@ static void run_measure(removal_t *r) {
     if (errno != ENOENT && errno != ELOOP && errno != ENOTDIR) fail(r, errno, "open", r->root, NULL);
     return;
   }
+  measure_opened(r, fd);
+}
+
+/* The measure of the directory `r->root` from its open descriptor (taken: closed before it returns). */
+static void measure_opened(removal_t *r, int fd) {
+  r->complete = 1;
   dev_t dev;
   ino_t ino;
   sizes_t own;
@@ -1639,6 +1647,428 @@ static napi_value seek_extent(napi_env env, napi_callback_info info) {
 #endif
 }
 
+/* ---------------------------------------------------------------------------------------------------------
+ * readRuns: what a view reads of each run directory, in one pass per directory on the thread pool
+ * (BENCHMARKS.md "Views"): the directory opened once (never through a link), then relative to it a file's
+ * bytes (the manifest, capped), a subdirectory's names and types (`.leases/`) and, when asked, the measure
+ * of the whole directory from the same descriptor. Each part answers what the single call would
+ * (src/layers/node/runReads.ts turns them into the port's answers): readFile's checks (no link, a regular
+ * file, the cap, read to EOF), readDirectory's (no link; its names and types) and measureTree's walk
+ * (measure_opened). A directory that cannot be opened answers its open's errno for the file and the
+ * listing (a link or a file there: ENOTDIR, never followed) and is measured as measureTree measures that
+ * path (a link or file root measures itself).
+ */
+#define READ_RUNS_VERSION 2
+
+/* A file part's answer beyond an errno: the kinds of refusal readFile words itself. */
+enum { FILE_READ = 0, FILE_ERRNO = 1, FILE_IS_DIRECTORY = 2, FILE_NOT_REGULAR = 3, FILE_TOO_LARGE = 4, FILE_GREW = 5 };
+
+typedef struct {
+  char *dir;
+  int file_kind;
+  int file_error;
+  const char *file_syscall;
+  char *file_bytes;
+  size_t file_length;
+  double file_size;        /* its fstat size (FILE_TOO_LARGE) */
+  int list_error;          /* 0, or the errno of the listing */
+  int list_fallback;       /* a name JavaScript must read itself (not UTF-8, U+FFFD, an unknown type) */
+  char *names;             /* '/'-separated (a name never holds one) */
+  size_t names_length;
+  char *types;             /* one digit per name (FsatType) */
+  int measured;            /* the measure was asked for */
+  removal_t measure;
+} run_read_t;
+
+typedef struct {
+  size_t count;
+  run_read_t *items;
+  char *file_name;
+  char *listing_name;
+  double max_bytes;
+  double max_entries;      /* < 0: no measure */
+  double max_depth;
+  napi_async_work work;
+  napi_ref callback;
+} run_batch_t;
+
+/* Whether `name` is UTF-8 that JavaScript reads back as the same bytes, with no U+FFFD (osPath.ts rereads those as bytes). */
+static int plain_utf8(const unsigned char *s) {
+  while (*s) {
+    if (*s < 0x80) {
+      s++;
+      continue;
+    }
+    int more = (*s & 0xE0) == 0xC0 ? 1 : (*s & 0xF0) == 0xE0 ? 2 : (*s & 0xF8) == 0xF0 ? 3 : -1;
+    if (more < 0 || (*s == 0xC0 || *s == 0xC1) || *s > 0xF4) return 0;
+    unsigned int code = *s & (0x3F >> more);
+    for (int i = 1; i <= more; i++) {
+      if ((s[i] & 0xC0) != 0x80) return 0;
+      code = (code << 6) | (s[i] & 0x3F);
+    }
+    if ((more == 2 && code < 0x800) || (more == 3 && (code < 0x10000 || code > 0x10FFFF)) || (code >= 0xD800 && code <= 0xDFFF) || code == 0xFFFD) return 0;
+    s += more + 1;
+  }
+  return 1;
+}
+
+static void read_run_file(run_read_t *item, int dir_fd, const char *name, double max_bytes) {
+  int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    item->file_kind = FILE_ERRNO;
+    item->file_error = errno;
+    item->file_syscall = "open";
+    return;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    item->file_kind = FILE_ERRNO;
+    item->file_error = errno;
+    item->file_syscall = "fstat";
+  } else if (S_ISDIR(st.st_mode)) {
+    item->file_kind = FILE_IS_DIRECTORY;
+  } else if (!S_ISREG(st.st_mode)) {
+    item->file_kind = FILE_NOT_REGULAR;
+  } else if ((double)st.st_size > max_bytes) {
+    item->file_kind = FILE_TOO_LARGE;
+    item->file_size = (double)st.st_size;
+  } else {
+    /* To EOF, never past the cap: the file may grow between fstat and read (readFile's rule). */
+    size_t capacity = (size_t)st.st_size + 1, total = 0;
+    char *buffer = malloc(capacity);
+    for (;;) {
+      if (buffer == NULL) {
+        item->file_kind = FILE_ERRNO;
+        item->file_error = ENOMEM;
+        item->file_syscall = "read";
+        break;
+      }
+      if (total == capacity) {
+        size_t grown = capacity * 2 > (size_t)max_bytes + 1 ? (size_t)max_bytes + 1 : capacity * 2;
+        char *more = realloc(buffer, grown);
+        if (more == NULL) {
+          free(buffer);
+          buffer = NULL;
+          continue;
+        }
+        buffer = more;
+        capacity = grown;
+      }
+      ssize_t n = read(fd, buffer + total, capacity - total);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        item->file_kind = FILE_ERRNO;
+        item->file_error = errno;
+        item->file_syscall = "read";
+        free(buffer);
+        buffer = NULL;
+        break;
+      }
+      if (n == 0) {
+        item->file_kind = FILE_READ;
+        item->file_bytes = buffer;
+        item->file_length = total;
+        buffer = NULL;
+        break;
+      }
+      total += (size_t)n;
+      if ((double)total > max_bytes) {
+        item->file_kind = FILE_GREW;
+        free(buffer);
+        buffer = NULL;
+        break;
+      }
+    }
+  }
+  close(fd);
+}
+
+static void read_run_listing(run_read_t *item, int dir_fd, const char *name) {
+  int fd = openat(dir_fd, name, DIR_FLAGS);
+  if (fd < 0) {
+    /* A link (or a file) where the directory belongs is never listed through: ENOTDIR, as readDirectory says. */
+    item->list_error = errno == ELOOP ? ENOTDIR : errno;
+    return;
+  }
+  listing_t l;
+  int error = read_fresh_listing(fd, &l, 0);
+  close(fd);
+  if (error != 0) {
+    item->list_error = error;
+    return;
+  }
+  size_t length = 0;
+  for (size_t i = 0; i < l.count; i++) {
+    if (l.types[i] == T_UNKNOWN || !plain_utf8((const unsigned char *)l.names[i])) item->list_fallback = 1;
+    length += strlen(l.names[i]) + 1;
+  }
+  if (!item->list_fallback) {
+    item->names = malloc(length + 1);
+    item->types = malloc(l.count + 1);
+    if (item->names == NULL || item->types == NULL) {
+      item->list_fallback = 1; /* JavaScript lists it itself */
+    } else {
+      char *at = item->names;
+      for (size_t i = 0; i < l.count; i++) {
+        if (i > 0) *at++ = '/';
+        at = stpcpy(at, l.names[i]);
+        item->types[i] = (char)('0' + l.types[i]);
+      }
+      item->names_length = (size_t)(at - item->names);
+      item->types[l.count] = '\0';
+    }
+  }
+  free_listing(&l);
+}
+
+static void read_run(run_batch_t *b, run_read_t *item) {
+#ifdef O_PATH
+  int fd = open(item->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+#else
+  int fd = open(item->dir, DIR_FLAGS);
+#endif
+  if (fd < 0) {
+    int error = errno == ELOOP ? ENOTDIR : errno;
+    item->file_kind = FILE_ERRNO;
+    item->file_error = error;
+    item->file_syscall = "open";
+    item->list_error = error;
+    if (item->measured) run_measure(&item->measure);
+    return;
+  }
+  read_run_file(item, fd, b->file_name, b->max_bytes);
+  read_run_listing(item, fd, b->listing_name);
+  if (item->measured) {
+    /* measureTree's walk from this very directory (lstat'ed as a directory: it was opened as one). */
+    item->measure.complete = 1;
+    int walk_fd = openat(fd, ".", DIR_FLAGS);
+    if (walk_fd < 0) {
+      if (errno != ENOENT) fail(&item->measure, errno, "open", item->measure.root, NULL);
+    } else {
+      measure_opened(&item->measure, walk_fd);
+    }
+  }
+  close(fd);
+}
+
+static void run_batch_execute(napi_env env, void *data) {
+  (void)env;
+  run_batch_t *b = data;
+  for (size_t i = 0; i < b->count; i++) read_run(b, &b->items[i]);
+}
+
+static void free_run_batch(napi_env env, run_batch_t *b) {
+  for (size_t i = 0; i < b->count; i++) {
+    run_read_t *item = &b->items[i];
+    free(item->dir);
+    free(item->file_bytes);
+    free(item->names);
+    free(item->types);
+    free_walk(&item->measure);
+    free(item->measure.error_path);
+    free(item->measure.mount_point);
+  }
+  free(b->items);
+  free(b->file_name);
+  free(b->listing_name);
+  if (b->callback != NULL) napi_delete_reference(env, b->callback);
+  free(b);
+}
+
+/*
+ * Back on the event loop, the whole batch in one call (a call per directory, with its dozen values, cost more
+ * than the directory's syscalls): callback(numbers, bytes, names, types, texts). `numbers`, a Float64Array
+ * of RUN_FIELDS per directory: [fileAnswer, offset, length, listAnswer, names, measureAnswer, entries,
+ * complete, disk, apparent, content]. fileAnswer is 0 with the file's bytes at bytes[offset, offset + length),
+ * -errno (its syscall in texts[3i]), or 1..4 for readFile's own refusals (1 a directory, 2 not a regular file,
+ * 3 over the cap with its size in `offset`, 4 grew past it). listAnswer is 0 with that many names next in
+ * `names` ('/'-separated, every directory's in turn) and their FsatType digits next in `types`, 1 when
+ * JavaScript must list it itself, or -errno. measureAnswer is 0 with the measure's numbers, -errno (its
+ * syscall and path in texts[3i + 1], texts[3i + 2]), or 1 when none was asked. `texts` is undefined when no
+ * part of the batch failed.
+ */
+#define RUN_FIELDS 11
+static void run_batch_complete(napi_env env, napi_status status, void *data) {
+  run_batch_t *b = data;
+  napi_value callback, global, argv[5];
+  napi_get_reference_value(env, b->callback, &callback);
+  napi_get_global(env, &global);
+  size_t total_bytes = 0, total_names = 0, total_types = 0, failures = 0;
+  for (size_t i = 0; i < b->count; i++) {
+    run_read_t *item = &b->items[i];
+    if (status != napi_ok && item->measured && item->measure.error == 0) fail(&item->measure, ECANCELED, "readRuns", item->dir, NULL);
+    if (item->file_kind == FILE_READ) total_bytes += item->file_length;
+    if (item->list_error == 0 && !item->list_fallback && item->types != NULL && item->types[0] != '\0') {
+      total_names += item->names_length + 1;
+      total_types += strlen(item->types);
+    }
+    if (item->file_kind == FILE_ERRNO || (item->measured && item->measure.error != 0)) failures++;
+  }
+  void *numbers_data = NULL, *bytes_data = NULL;
+  napi_value numbers_buffer;
+  napi_create_arraybuffer(env, b->count * RUN_FIELDS * sizeof(double), &numbers_data, &numbers_buffer);
+  napi_create_typedarray(env, napi_float64_array, b->count * RUN_FIELDS, numbers_buffer, 0, &argv[0]);
+  napi_create_buffer(env, total_bytes, &bytes_data, &argv[1]);
+  char *names = malloc(total_names + 1), *types = malloc(total_types + 1);
+  size_t names_at = 0, types_at = 0, bytes_at = 0;
+  if (failures > 0) napi_create_array_with_length(env, b->count * 3, &argv[4]);
+  else napi_get_undefined(env, &argv[4]);
+  double *numbers = numbers_data;
+  for (size_t i = 0; i < b->count; i++) {
+    run_read_t *item = &b->items[i];
+    double *out = numbers + i * RUN_FIELDS;
+    memset(out, 0, RUN_FIELDS * sizeof *out);
+    if (status != napi_ok) {
+      out[0] = -ECANCELED;
+      out[3] = -ECANCELED;
+      napi_set_element(env, argv[4], (uint32_t)(3 * i), string_value(env, "readRuns"));
+    } else if (item->file_kind == FILE_READ) {
+      if (item->file_length > 0) memcpy((char *)bytes_data + bytes_at, item->file_bytes, item->file_length);
+      out[1] = (double)bytes_at;
+      out[2] = (double)item->file_length;
+      bytes_at += item->file_length;
+    } else if (item->file_kind == FILE_ERRNO) {
+      out[0] = -item->file_error;
+      napi_set_element(env, argv[4], (uint32_t)(3 * i), string_value(env, item->file_syscall));
+    } else {
+      out[0] = item->file_kind - 1;
+      out[1] = item->file_size;
+    }
+    if (status != napi_ok) {
+      /* answered above */
+    } else if (item->list_error != 0) {
+      out[3] = -item->list_error;
+    } else if (item->list_fallback || names == NULL || types == NULL) {
+      out[3] = 1;
+    } else if (item->types != NULL && item->types[0] != '\0') {
+      size_t count = strlen(item->types);
+      if (names_at > 0) names[names_at++] = '/';
+      memcpy(names + names_at, item->names, item->names_length);
+      names_at += item->names_length;
+      memcpy(types + types_at, item->types, count);
+      types_at += count;
+      out[4] = (double)count;
+    }
+    if (!item->measured) {
+      out[5] = 1;
+    } else if (item->measure.error != 0) {
+      out[5] = -item->measure.error;
+      napi_set_element(env, argv[4], (uint32_t)(3 * i + 1), string_value(env, item->measure.syscall));
+      napi_set_element(env, argv[4], (uint32_t)(3 * i + 2), string_value(env, item->measure.error_path));
+    } else {
+      out[6] = item->measure.removed;
+      out[7] = item->measure.complete;
+      out[8] = item->measure.sizes.disk;
+      out[9] = item->measure.sizes.apparent;
+      out[10] = item->measure.sizes.content;
+    }
+  }
+  napi_create_string_utf8(env, names == NULL ? "" : names, names == NULL ? 0 : names_at, &argv[2]);
+  napi_create_string_utf8(env, types == NULL ? "" : types, types == NULL ? 0 : types_at, &argv[3]);
+  free(names);
+  free(types);
+  napi_call_function(env, global, callback, 5, argv, NULL);
+  napi_delete_async_work(env, b->work);
+  free_run_batch(env, b);
+}
+
+/*
+ * readRuns(dirs, fileName, listingName, maxBytes, maxEntries, maxDepth, callback): queues the reads of `dirs`
+ * (an array of paths, or one string of paths each ended by a NUL) as one piece of thread-pool work (a negative maxEntries: no measure); 0, or a negative errno for bad
+ * arguments (and no callback). A directory path too long answers ENAMETOOLONG for its parts.
+ */
+static napi_value read_runs(napi_env env, napi_callback_info info) {
+  size_t argc = 7;
+  napi_value argv[7];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  uint32_t count = 0;
+  double max_bytes, max_entries, max_depth;
+  napi_valuetype callback_type, dirs_type;
+  char file_name[NAME_MAX_BYTES], listing_name[NAME_MAX_BYTES];
+  /* The directories: an array of paths (strings or Buffers), or one string of UTF-8 paths each ended by a NUL
+     (two napi calls for the batch instead of three per path: those were most of the main thread's share). */
+  char *joined = NULL;
+  size_t joined_length = 0;
+  if (argc >= 1 && napi_typeof(env, argv[0], &dirs_type) == napi_ok && dirs_type == napi_string) {
+    if (napi_get_value_string_utf8(env, argv[0], NULL, 0, &joined_length) != napi_ok) return number(env, -EINVAL);
+    joined = malloc(joined_length + 1);
+    if (joined == NULL) return number(env, -ENOMEM);
+    napi_get_value_string_utf8(env, argv[0], joined, joined_length + 1, &joined_length);
+    for (size_t i = 0; i < joined_length; i++) count += joined[i] == '\0';
+    if (joined_length == 0 || joined[joined_length - 1] != '\0') count = 0;
+  } else if (argc < 1 || napi_get_array_length(env, argv[0], &count) != napi_ok) {
+    count = 0;
+  }
+  if (argc < 7 || count == 0 ||
+      path_arg(env, argv[1], file_name, sizeof file_name) != 0 || path_arg(env, argv[2], listing_name, sizeof listing_name) != 0 ||
+      strchr(file_name, '/') != NULL || strchr(listing_name, '/') != NULL || file_name[0] == '\0' || listing_name[0] == '\0' ||
+      napi_get_value_double(env, argv[3], &max_bytes) != napi_ok || !(max_bytes >= 0) ||
+      napi_get_value_double(env, argv[4], &max_entries) != napi_ok ||
+      napi_get_value_double(env, argv[5], &max_depth) != napi_ok ||
+      napi_typeof(env, argv[6], &callback_type) != napi_ok || callback_type != napi_function) {
+    free(joined);
+    return number(env, -EINVAL);
+  }
+  run_batch_t *b = calloc(1, sizeof *b);
+  if (b == NULL) {
+    free(joined);
+    return number(env, -ENOMEM);
+  }
+  b->items = calloc(count, sizeof *b->items);
+  b->file_name = strdup(file_name);
+  b->listing_name = strdup(listing_name);
+  b->count = b->items == NULL ? 0 : count;
+  if (b->items == NULL || b->file_name == NULL || b->listing_name == NULL) {
+    free(joined);
+    free_run_batch(env, b);
+    return number(env, -ENOMEM);
+  }
+  b->max_bytes = max_bytes;
+  const char *next = joined;
+  for (uint32_t i = 0; i < count; i++) {
+    run_read_t *item = &b->items[i];
+    if (joined != NULL) {
+      item->dir = strdup(next);
+      next += strlen(next) + 1;
+    } else {
+      napi_value dir_value;
+      if (napi_get_element(env, argv[0], i, &dir_value) != napi_ok) {
+        free_run_batch(env, b);
+        return number(env, -EINVAL);
+      }
+      item->dir = path_arg_copy(env, dir_value);
+    }
+    if (item->dir == NULL) {
+      free(joined);
+      free_run_batch(env, b);
+      return number(env, -ENOMEM);
+    }
+    item->measured = max_entries >= 0;
+    item->measure.walk = "measureTree";
+    item->measure.root = item->dir;
+    item->measure.max_entries = max_entries;
+    item->measure.max_depth = max_depth;
+  }
+  free(joined);
+  napi_value name;
+  napi_create_string_utf8(env, "fsat.readRuns", NAPI_AUTO_LENGTH, &name);
+  if (napi_create_reference(env, argv[6], 1, &b->callback) != napi_ok) {
+    b->callback = NULL;
+    free_run_batch(env, b);
+    return number(env, -ENOMEM);
+  }
+  if (napi_create_async_work(env, NULL, name, run_batch_execute, run_batch_complete, b, &b->work) != napi_ok) {
+    free_run_batch(env, b);
+    return number(env, -ENOMEM);
+  }
+  if (napi_queue_async_work(env, b->work) != napi_ok) {
+    napi_delete_async_work(env, b->work);
+    free_run_batch(env, b);
+    return number(env, -ENOMEM);
+  }
+  return number(env, 0);
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor methods[] = {
     { "removeTree", NULL, remove_tree, NULL, NULL, NULL, napi_enumerable, NULL },
@@ -1650,6 +2080,7 @@ static napi_value init(napi_env env, napi_value exports) {
     { "linkEach", NULL, link_each, NULL, NULL, NULL, napi_enumerable, NULL },
     { "exchange", NULL, exchange, NULL, NULL, NULL, napi_enumerable, NULL },
     { "seek", NULL, seek_extent, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "readRuns", NULL, read_runs, NULL, NULL, NULL, napi_enumerable, NULL },
   };
   napi_define_properties(env, exports, sizeof methods / sizeof methods[0], methods);
   /* The measure calls' version (their signatures): JavaScript uses them only when it matches, so an addon
@@ -1663,6 +2094,9 @@ static napi_value init(napi_env env, napi_value exports) {
   napi_value info_fields;
   napi_create_uint32(env, INFO_FIELDS, &info_fields);
   napi_set_named_property(env, exports, "infoFields", info_fields);
+  napi_value read_runs_version;
+  napi_create_uint32(env, READ_RUNS_VERSION, &read_runs_version);
+  napi_set_named_property(env, exports, "readRunsVersion", read_runs_version);
   return exports;
 }
 

@@ -50,6 +50,7 @@ import { StorageConfig } from "../services/StorageConfig.js"
 import { errnoName, type FsatPath, fsatError } from "./node/fsat.js"
 import { listDirectory, osPath, readLinkLossless } from "./node/osPath.js"
 import { startListing } from "./node/listing.js"
+import { makeNativeReadParts } from "./node/runReads.js"
 import { attempt, attemptSync, failWith, paced, runWalk, sliceDeadline, toFileSystemError, yieldToEventLoop } from "./node/support.js"
 import { copySparse, copySparseSync, hashSparse, hashSparseSync, hasHoles, type SeekData } from "./node/sparse.js"
 import { makeWalks, type WalkerKind, type Walks } from "./node/walkers.js"
@@ -924,8 +925,9 @@ const pacedPort = (port: FileSystem["Type"]): FileSystem["Type"] => {
   return out as unknown as FileSystem["Type"]
 }
 
-const service = ({ snapshot, exchange, ...walks }: Walks): FileSystem["Type"] => {
+const service = ({ snapshot, exchange, runReads, ...walks }: Walks): FileSystem["Type"] => {
   const seek = snapshot?.seek
+  const readParts = runReads === undefined ? undefined : makeNativeReadParts(runReads, readDirectory)
   return pacedPort({
     ...walks,
     lstat,
@@ -962,6 +964,8 @@ const service = ({ snapshot, exchange, ...walks }: Walks): FileSystem["Type"] =>
     writeFileExclusiveEach: (paths, data) => each(paths, (path) => createExclusiveAnswer("writeFileExclusive", path, data, DEFAULT_FILE_MODE)),
     renameEach: (moves) => each(moves, ([from, to]) => renameAnswer(from, to)),
     removeFileEach: (paths) => each(paths, removeFileAnswer),
+    // Without the addon's run reads (portable, a stale build/): each.ts composes the single calls.
+    ...(readParts === undefined ? {} : { readDirectoryPartsEach: readParts }),
     // Nothing of its own: `pacedPort` makes it the yield that any call makes once the slice is used.
     pace: () => Effect.void
   })

@@ -23,7 +23,7 @@ import { modeString } from "../domain/RootSafety.js"
 import { WEB_RESTORE_ASIDE_DIR } from "../domain/StateSnapshot.js"
 import { STALE_STAGING_MS } from "../domain/TenantEntries.js"
 import { AgentDir, resolveRootLink } from "./AgentDir.js"
-import { FileSystem } from "./FileSystem.js"
+import { FileSystem, type WalkBudget } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type Deps, readOnlyDepsFromContext } from "./internal/deps.js"
 import { configHistoryFindings } from "./internal/configSentinel.js"
@@ -52,6 +52,8 @@ export interface DoctorOptions {
    * `~/.pi/web/data` (TD1, `resolveWebDataRoot`: the root the tiers write under, the backups cover).
    */
   readonly webDataRoot?: string
+  /** Measure each tenant within this budget while it is read (`Status`: the facts then carry its sizes). */
+  readonly tenantSizes?: WalkBudget | undefined
 }
 
 export const DEFAULT_DOCTOR_MAX_ENTRIES = DEFAULT_SCAN_MAX_ENTRIES
@@ -294,7 +296,8 @@ const itemFindings = (out: Findings, context: FindingContext, tenant: TenantFact
       return
     }
     case "Run": {
-      for (const draft of manifestTimeFindings(runManifestPath(item.path), item.times)) out.draft(draft)
+      // (The manifest's path is made only for a finding: nearly every run has none.)
+      if (item.times.farFuture.length > 0) for (const draft of manifestTimeFindings(runManifestPath(item.path), item.times)) out.draft(draft)
       return leaseFindings(out, context, item.path, item.leases)
     }
   }
@@ -440,7 +443,8 @@ const doctorProgram = (
       work: true,
       details: true,
       extensionConfig: true,
-      webDataRoot
+      webDataRoot,
+      tenantSizes: options?.tenantSizes
     })
     const found = findingsOf(facts, { staleUnreadableMs: deps.staleUnreadableMs, uid: deps.host.uid })
     const others = new Findings(agentDir)

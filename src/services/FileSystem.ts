@@ -118,6 +118,25 @@ export interface WriteOptions {
   readonly sync?: boolean
 }
 
+/** What `readDirectoryPartsEach` reads of each directory it is given (`dir`). */
+export interface DirectoryParts {
+  /** A file's name in `dir`: read as `readFile(dir/file, { maxBytes })` reads it. */
+  readonly file: string
+  readonly maxBytes: number
+  /** A subdirectory's name in `dir`: listed as `readDirectory(dir/listing)` lists it. */
+  readonly listing: string
+  /** When given, `dir` is measured as `measureTree(dir, measure)` measures it. */
+  readonly measure?: WalkBudget | undefined
+}
+
+/** One directory's parts (`DirectoryParts`): each the single call's value, or its error. */
+export interface DirectoryPartsRead {
+  readonly file: Either.Either<Uint8Array, FileSystemError>
+  readonly listing: Either.Either<ReadonlyArray<DirEntry>, FileSystemError>
+  /** `undefined` when no measure was asked for. */
+  readonly measure: Either.Either<TreeMeasure, FileSystemError> | undefined
+}
+
 /** One item's answer in a batched call: the single call's value, or its error. */
 export type EachAnswers<A> = Effect.Effect<ReadonlyArray<Either.Either<A, FileSystemError>>>
 
@@ -267,6 +286,15 @@ export class FileSystem extends Context.Tag("pi-agent-storage/FileSystem")<FileS
    * without it (the Memory world, whose every call is a scheduling point) it does nothing.
    */
   readonly pace?: () => Effect.Effect<void>
+  /**
+   * A run directory's reads for a view (BENCHMARKS.md "Views"), in one call per batch: for each directory, its
+   * `parts` (a file's bytes, a subdirectory's listing and, when asked, its measure), each part what its
+   * single call answers, except that the directory itself is never gone through when it is a symlink: then
+   * the file and the listing answer ENOTDIR (the single calls would follow it; the measure, as `measureTree`
+   * does, measures the link). Node's native walker opens each directory once and does the rest relative to
+   * it on the thread pool; elsewhere (services/internal/each.ts) an `lstat` of the directory, then the single calls.
+   */
+  readonly readDirectoryPartsEach?: (dirs: ReadonlyArray<string>, parts: DirectoryParts) => Effect.Effect<ReadonlyArray<DirectoryPartsRead>>
   /** `removeTree` of each path with the same budget (Node's native walker: all queued for C at once). */
   readonly removeTreeEach?: (paths: ReadonlyArray<string>, budget: WalkBudget) => EachAnswers<TreeRemoval>
 }>() {}

@@ -18,16 +18,26 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type { InvalidSegment, UnsafeRootReason } from "../domain/Errors.js"
+import type { FileSystemError, InvalidSegment, UnsafeRootReason } from "../domain/Errors.js"
 import type { RunKind } from "../domain/Formats.js"
 import { lastUsedAt } from "../domain/PrunePlan.js"
 import { DEFAULT_RETENTION } from "../domain/Retention.js"
 import { decodeSegment, parseSegment, segmentViolation } from "../domain/Segment.js"
 import { AgentDir, resolveRootLink } from "./AgentDir.js"
-import { FileSystem } from "./FileSystem.js"
+import { FileSystem, type TreeMeasure, type WalkBudget } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type Deps, readOnlyDepsFromContext } from "./internal/deps.js"
-import { type AgentDirFacts, type SafetyFact, scanAgentDir, type TenantFacts, tenantsOf, type TenantItem } from "./internal/readModel.js"
+import {
+  type AgentDirFacts,
+  reusableMeasure,
+  type RunMeasure,
+  type SafetyFact,
+  scanAgentDir,
+  type TenantFacts,
+  type TenantMeasure,
+  tenantsOf,
+  type TenantItem
+} from "./internal/readModel.js"
 import { type Holder, isActive, liveHolders, newestHeartbeat } from "./internal/runFacts.js"
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
 import { type InventoryProblem, scanProblem, sizeUnmeasured } from "../domain/ReportProblems.js"
@@ -246,6 +256,12 @@ const DEFAULTS = {
 /** The limits one call ran with. */
 export type InventoryLimits = typeof DEFAULTS
 
+/** The budget `summary` measures each tenant within (a scan that measures tenants for it uses this one). */
+export const tenantSizeBudget = (options?: InventoryOptions): WalkBudget => {
+  const o = { ...DEFAULTS, ...options }
+  return { maxEntries: o.maxEntries, maxDepth: o.maxDepth }
+}
+
 /** What stopped the size walks of one call: sizes cut short by the entry budget or by depth, sizes never walked. */
 export interface WalkStops {
   readonly byEntries: number
@@ -276,13 +292,25 @@ class Walk {
    * Bounded size of a tree within what is left of `budget`: not measured once it is spent, and when the walk
    * fails (read-only: the failure is a reported problem, `SizeUnmeasured`).
    */
-  measure(path: string, budget: { remaining: number }, errors: Array<InventoryProblem> = this.errors): Effect.Effect<Size> {
+  measure(path: string, budget: { remaining: number }, errors: Array<InventoryProblem> = this.errors, known?: RunMeasure | TenantMeasure): Effect.Effect<Size> {
     const given = budget.remaining
     if (given <= 0) {
       this.stops.notMeasured++
       return Effect.succeed(UNMEASURED)
     }
-    return this.deps.fs.measureTree(path, { maxEntries: given, maxDepth: this.options.maxDepth }).pipe(
+    const walk = { maxEntries: given, maxDepth: this.options.maxDepth }
+    // What the scan measured already, when it is what this walk answers: a run's size read with its manifest
+    // (`reusableMeasure`), a tenant's walk with this very budget.
+    const measured = (): Effect.Effect<TreeMeasure, FileSystemError> => {
+      if (known === undefined) return this.deps.fs.measureTree(path, walk)
+      if ("answer" in known) {
+        const same = known.budget.maxEntries === walk.maxEntries && known.budget.maxDepth === walk.maxDepth
+        return same ? known.answer : this.deps.fs.measureTree(path, walk)
+      }
+      const reused = reusableMeasure(known, given)
+      return reused !== undefined ? Effect.succeed(reused) : this.deps.fs.measureTree(path, walk)
+    }
+    return measured().pipe(
       Effect.map((m): Size => {
         budget.remaining -= m.entries
         if (!m.complete) {
@@ -322,7 +350,8 @@ export const runRow = (address: TenantAddress, item: Extract<TenantItem, { _tag:
   const releasedAt = "releasedAt" in m && m.releasedAt !== undefined ? m.releasedAt : null
   const { active, lastUsedAt: used } = runUse(item)
   return {
-    ...address,
+    category: address.category,
+    tenant: address.tenant,
     runId: item.name,
     path: item.path,
     kind: "kind" in m ? m.kind : "named",
@@ -638,14 +667,14 @@ const makeInventory = Effect.gen(function*() {
    * large tree is walked on the thread pool, nativeMeasure.ts): the answer, its problems in group order, is the
    * one a walk of one group after the other gives.
    */
-  const measureAll = (walk: Walk, groups: ReadonlyArray<ReadonlyArray<string>>) =>
+  const measureAll = (walk: Walk, groups: ReadonlyArray<ReadonlyArray<string>>, known?: ReadonlyMap<string, RunMeasure | TenantMeasure>) =>
     Effect.gen(function*() {
       const measured = yield* Effect.forEach(groups, (group) =>
         Effect.gen(function*() {
           const budget = walk.budget()
           const errors: Array<InventoryProblem> = []
           const sized: Array<Size> = []
-          for (const path of group) sized.push(yield* walk.measure(path, budget, errors))
+          for (const path of group) sized.push(yield* walk.measure(path, budget, errors, known?.get(path)))
           return { sized, errors }
         }), { concurrency: MEASURE_CONCURRENCY })
       const sizes = new Map<string, Size>()
@@ -668,7 +697,8 @@ const makeInventory = Effect.gen(function*() {
         extensions: true,
         maxRunsPerTenant: o.maxRunsPerTenant,
         maxEntries: o.maxScanEntries,
-        webDataRoot
+        webDataRoot,
+        tenantSizes: tenantSizeBudget(o)
       })
       let facts: AgentDirFacts
       if (scanned === undefined) {
@@ -684,12 +714,15 @@ const makeInventory = Effect.gen(function*() {
         cache: paths.extensionCacheDir(namespace)
       })
       const walk = new Walk(deps, o)
+      // A tenant the scan measured while reading it (with this budget) is not walked again.
+      const known = new Map<string, TenantMeasure>()
+      for (const t of listedTenants(facts)) if (t.size !== undefined) known.set(t.path, t.size)
       // Each tenant and each extension tier directory (agent extensions, then web extensions) within a budget of its own.
       const sizeOf = yield* measureAll(walk, [
         ...listedTenants(facts).map((t) => [t.path]),
         ...agentExtensionsOf(facts).flatMap(({ namespace, tiers }) => tiers.map((tier) => [extensionDirs(namespace)[tier]])),
         ...webExtensionsOf(facts).flatMap(({ extId, tiers }) => tiers.map((tier) => [tierPaths(webDataRoot, extId)[`${tier}Dir`]]))
-      ])
+      ], known)
       return summarize({
         facts,
         linkedFrom,
@@ -710,7 +743,13 @@ const makeInventory = Effect.gen(function*() {
       if (filter?.tenant !== undefined) yield* decodeSegment("tenant", filter.tenant)
       const o = optionsOf(options)
       const scannedAt = yield* Clock.currentTimeMillis
-      const facts = yield* scanAgentDir(deps, agentDir.path, { work: filter ?? true, maxRunsPerTenant: o.maxRunsPerTenant, maxEntries: o.maxScanEntries })
+      const facts = yield* scanAgentDir(deps, agentDir.path, {
+        work: filter ?? true,
+        maxRunsPerTenant: o.maxRunsPerTenant,
+        maxEntries: o.maxScanEntries,
+        // Each run's size read with its manifest (one pass per run); used below where it is what the walk answers.
+        runSizes: { maxEntries: o.maxEntries, maxDepth: o.maxDepth }
+      })
       const walk = new Walk(deps, o)
       // A tenant's runs share its budget, in the listing's order (newest last use first): the runs a budget
       // leaves unmeasured are the oldest.
@@ -722,7 +761,11 @@ const makeInventory = Effect.gen(function*() {
         if (group === undefined) byTenant.set(key, [r.path])
         else group.push(r.path)
       }
-      const sizeOf = yield* measureAll(walk, [...byTenant.values()])
+      const known = new Map<string, RunMeasure>()
+      for (const t of listedTenants(facts)) {
+        for (const item of t.items.items) if (item._tag === "Run" && item.measured !== undefined) known.set(item.path, item.measured)
+      }
+      const sizeOf = yield* measureAll(walk, [...byTenant.values()], known)
       return runList({ facts, linkedFrom, scannedAt, sizeOf, measureErrors: walk.errors, limits: o, stops: walk.stops, rows })
     })
 

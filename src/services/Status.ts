@@ -13,7 +13,7 @@ import type { WebDataRootSource } from "../domain/WebPaths.js"
 import { AgentDir } from "./AgentDir.js"
 import { Doctor } from "./Doctor.js"
 import { Host } from "./Host.js"
-import { Inventory, type InventoryOptions, type InventoryReport } from "./Inventory.js"
+import { Inventory, type InventoryOptions, type InventoryReport, tenantSizeBudget } from "./Inventory.js"
 import { webDataRootOf } from "./internal/webDataRoot.js"
 
 export interface StatusOptions extends InventoryOptions {
@@ -44,7 +44,8 @@ export class Status extends Context.Tag("pi-agent-storage/Status")<Status, {
           const web = webDataRootOf(host, options?.webDataRoot)
           // One read of the agent dir: the doctor's facts serve the inventory too, when they hold what its
           // own scan would read (Inventory `factsSuffice`; else it scans under its own bounds).
-          const found = yield* doctor.doctorWithFacts({ webDataRoot: web.path })
+          // Its tenants are measured while the doctor reads them, within the budget the summary measures with.
+          const found = yield* doctor.doctorWithFacts({ webDataRoot: web.path, tenantSizes: tenantSizeBudget(options) })
           const report = yield* inventory.summary({ ...options, webDataRoot: web.path }, found.facts)
           return { ...report, source: agentDir.source, webDataRootSource: web.source, doctor: summarizeDoctor(found.report) }
         })

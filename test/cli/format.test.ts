@@ -50,6 +50,16 @@ describe("cli/format", () => {
     assert.include(text, "\u001b[31mx\u001b[39m")
     assert.strictEqual(painter(false)("red", "x").text, "x")
   })
+
+  it("a cell's width is its code points, whether it holds an escape, a surrogate pair, a lone surrogate or neither", () => {
+    const paint = painter(true)
+    const text = table(
+      [{ header: "A" }, { header: "B" }],
+      [["\u{1F600}x", "1"], [paint("red", "\udce9"), "2"], ["abc", "3"], ["é", "4"]]
+    ).text
+    // (A lone surrogate is shown escaped, four columns: terminal safety.)
+    assert.strictEqual(stripAnsi(text), "A     B\n\u{1F600}x    1\n\\xe9  2\nabc   3\né     4\n")
+  })
 })
 
 describe("cli/context colour rule", () => {

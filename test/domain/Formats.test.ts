@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import {
   decodeJsonBytes,
+  decodeManifestBytes,
   encodeManifest,
   encodeManifestPadded,
   Manifest,
@@ -87,4 +88,60 @@ describe("run manifest bytes", () => {
         assert.isAtLeast(releasedAt!, first, `cut ${cut}`)
       }
     }), { numRuns: 50 }))
+})
+
+describe("decodeManifestBytes (a view's decode of 40,000 manifests)", () => {
+  /** Values near a manifest: each field right, wrong, missing or extra, as a hostile writer could leave them. */
+  const fieldArb = (good: fc.Arbitrary<unknown>) => fc.oneof(good, good, good, fc.anything(), fc.constant(undefined))
+  const nearArb = fc.record({
+    version: fc.oneof(fc.constantFrom(1, 2, 2, 3, "2"), fc.anything()),
+    category: fieldArb(segmentArb),
+    tenant: fieldArb(segmentArb),
+    runId: fieldArb(segmentArb),
+    kind: fieldArb(fc.constantFrom("generated", "named", "Named")),
+    createdAt: fieldArb(fc.oneof(fc.integer({ min: -5, max: 4_102_444_800_000 }), fc.double(), fc.constant(-0))),
+    createdBy: fieldArb(fc.record({
+      host: fieldArb(fc.string({ maxLength: 8 })),
+      pid: fieldArb(fc.oneof(fc.integer({ min: -3, max: 4_194_304 }), fc.double(), fc.constant(2 ** 53))),
+      extra: fc.anything()
+    }, { requiredKeys: [] })),
+    releasedAt: fieldArb(fc.oneof(fc.integer({ min: -5, max: 9_999_999_999_999 }), fc.double())),
+    extra: fc.anything()
+  }, { requiredKeys: [] })
+  /** An answer as comparable data: the value, or the reason (the same words either way). */
+  const plain = (d: ReturnType<typeof decodeManifestBytes>) => (d.ok ? { value: d.value } : { why: d.why })
+
+  it("answers what the schema answers, for well-formed manifests and everything else", () => {
+    let decoded = 0
+    fc.assert(
+      fc.property(fc.oneof(nearArb, nearArb, fc.anything(), manifestArb), (value) => {
+        const text = JSON.stringify(value) ?? "undefined"
+        const bytes = new TextEncoder().encode(text)
+        const fast = decodeManifestBytes(bytes)
+        const slow = decodeJsonBytes(Manifest, bytes)
+        assert.deepStrictEqual(plain(fast), plain(slow), text)
+        if (fast.ok) {
+          decoded++
+          // The same fields in the same order as the schema's own output.
+          assert.deepStrictEqual(Object.keys(fast.value), Object.keys(slow.ok ? slow.value : {}), text)
+        }
+      }),
+      { numRuns: 3000 }
+    )
+    assert.isAbove(decoded, 100, "well-formed manifests were met")
+  })
+
+  it("answers garbage, invalid UTF-8 and a torn manifest as the schema does", () => {
+    for (const text of ["{ not json", "", "null", "[]", "{\"version\":2}", "\"manifest\""]) {
+      const bytes = new TextEncoder().encode(text)
+      assert.deepStrictEqual(plain(decodeManifestBytes(bytes)), plain(decodeJsonBytes(Manifest, bytes)), text)
+    }
+    // A tag the schema's interpreter threw on (String() of an object whose toString is not a function): not a manifest, not a crash.
+    const trap = new TextEncoder().encode(`{"version":{"toString":[]}}`)
+    assert.isFalse(decodeManifestBytes(trap).ok)
+    assert.isFalse(decodeJsonBytes(Manifest, trap).ok)
+    const invalid = new Uint8Array([0x7b, 0xff, 0x7d])
+    assert.deepStrictEqual(plain(decodeManifestBytes(invalid)), plain(decodeJsonBytes(Manifest, invalid)))
+    assert.isFalse(decodeManifestBytes(invalid).ok)
+  })
 })

@@ -18,7 +18,7 @@
  */
 import { createHash } from "node:crypto"
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, FastCheck, type Layer } from "effect"
+import { Context, Effect, Either, FastCheck, type Layer } from "effect"
 import type { FileSystemError, FileSystemErrorReason } from "../../src/domain/Errors.js"
 import { CROSSED_MOUNT_DETAIL } from "../../src/domain/OneFileSystem.js"
 import { WALK_WINDOW } from "../../src/domain/WalkDepth.js"
@@ -686,6 +686,64 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
         assert.deepStrictEqual(yield* Each.lstatEach(fs, []), [])
       }))
 
+      test("a directory's parts (a capped file, a listing, a measure) answer what the single calls answer; a linked directory is never gone through", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        const dir = (name: string) => `${root}/${name}`
+        yield* fs.makeDirectory(dir("run"))
+        yield* put(`${dir("run")}/manifest`, "ab")
+        yield* fs.makeDirectory(`${dir("run")}/.leases`)
+        yield* put(`${dir("run")}/.leases/x`, "lease")
+        yield* put(`${dir("run")}/.leases/.tmp`, "")
+        yield* fs.makeDirectory(`${dir("run")}/.leases/y`)
+        yield* fs.symlink(dir("run"), `${dir("run")}/.leases/l`)
+        yield* fs.makeDirectory(dir("big"))
+        yield* put(`${dir("big")}/manifest`, "abcdefgh")
+        yield* fs.makeDirectory(`${dir("mdir")}/manifest`, { recursive: true })
+        yield* fs.makeDirectory(dir("mlink"))
+        yield* fs.symlink(`${dir("run")}/manifest`, `${dir("mlink")}/manifest`)
+        yield* fs.makeDirectory(dir("lfile"))
+        yield* put(`${dir("lfile")}/.leases`, "not a directory")
+        yield* fs.makeDirectory(dir("llink"))
+        yield* fs.symlink(`${dir("run")}/.leases`, `${dir("llink")}/.leases`)
+        yield* fs.makeDirectory(dir("empty"))
+        yield* put(dir("file"), "a file where a run belongs")
+        yield* fs.symlink(dir("run"), dir("link"))
+        const names = ["run", "big", "mdir", "mlink", "lfile", "llink", "empty", "missing", "file"]
+        const budget = { maxEntries: 100, maxDepth: 8 }
+        const parts = { file: "manifest", maxBytes: 4, listing: ".leases" }
+        const answers = yield* Each.readDirectoryPartsEach(fs, [...names, "link"].map(dir), { ...parts, measure: budget })
+        const plainOne = <A>(a: { readonly _tag: "Left"; readonly left: FileSystemError } | { readonly _tag: "Right"; readonly right: A }) => plain([a])[0]
+        for (const [k, name] of names.entries()) {
+          const answer = answers[k]!
+          assert.deepStrictEqual(plainOne(answer.file), plainOne(yield* Effect.either(fs.readFile(`${dir(name)}/manifest`, { maxBytes: 4 }))), `${name}: the file`)
+          assert.deepStrictEqual(plainOne(answer.listing), plainOne(yield* Effect.either(fs.readDirectory(`${dir(name)}/.leases`))), `${name}: the listing`)
+          assert.deepStrictEqual(plainOne(answer.measure!), plainOne(yield* Effect.either(fs.measureTree(dir(name), budget))), `${name}: the measure`)
+        }
+        const summary = answers.map((a) => [
+          a.file._tag === "Right" ? text(a.file.right) : `${a.file.left.reason} ${a.file.left.errno}`,
+          a.listing._tag === "Right" ? a.listing.right.map((e) => `${e.name}:${e.type}`).join(",") : `${a.listing.left.reason} ${a.listing.left.errno}`
+        ])
+        assert.deepStrictEqual(summary, [
+          ["ab", ".tmp:File,l:SymbolicLink,x:File,y:Directory"],
+          ["TooLarge EFBIG", "NotFound ENOENT"],
+          ["IsADirectory EISDIR", "NotFound ENOENT"],
+          ["IsSymlink ELOOP", "NotFound ENOENT"],
+          ["NotFound ENOENT", "NotADirectory ENOTDIR"],
+          ["NotFound ENOENT", "NotADirectory ENOTDIR"],
+          ["NotFound ENOENT", "NotFound ENOENT"],
+          ["NotFound ENOENT", "NotFound ENOENT"],
+          ["NotADirectory ENOTDIR", "NotADirectory ENOTDIR"],
+          // The single calls would read the linked run's manifest and leases: never through a link.
+          ["NotADirectory ENOTDIR", "NotADirectory ENOTDIR"]
+        ])
+        const linkMeasure = answers[names.length]!.measure!
+        assert.deepStrictEqual(plainOne(linkMeasure), plainOne(yield* Effect.either(fs.measureTree(dir("link"), budget))), "a linked directory measures the link")
+        assert.strictEqual(linkMeasure._tag === "Right" ? linkMeasure.right.entries : -1, 0)
+        const unmeasured = yield* Each.readDirectoryPartsEach(fs, [dir("run")], parts)
+        assert.strictEqual(unmeasured[0]!.measure, undefined, "no measure unless asked")
+        assert.deepStrictEqual(yield* Each.readDirectoryPartsEach(fs, [], parts), [])
+      }))
+
       test("exclusive writes, renames and unlinks of each item: a failure answers its item and the rest still happen", Effect.gen(function*() {
         const { fs, scratch: { root } } = yield* context
         yield* put(`${root}/taken`, "old")
@@ -1287,6 +1345,21 @@ export const fileSystemConformance = (name: string, setup: ConformanceSetup): vo
         yield* fs.removeFile(`${root}/${RAW}`)
         yield* fs.removeFile(`${root}/${REAL}`)
         assert.deepStrictEqual(yield* names(root), [])
+      }))
+
+      test("a run directory so named, and lease names so named, are read in parts as the single calls read them", Effect.gen(function*() {
+        const { fs, scratch: { root } } = yield* context
+        for (const [run, lease] of [[RAW, RAW], [RAW, "plain"], ["plain", RAW], ["plain", REAL]] as const) {
+          const dir = `${root}/${run}-run`
+          yield* fs.makeDirectory(`${dir}/.leases`, { recursive: true })
+          yield* put(`${dir}/manifest`, `manifest of ${lease.length}`)
+          yield* put(`${dir}/.leases/${lease}`, "lease")
+          const [parts] = yield* Each.readDirectoryPartsEach(fs, [dir], { file: "manifest", maxBytes: 64, listing: ".leases", measure: { maxEntries: 10, maxDepth: 4 } })
+          assert.strictEqual(parts?.file._tag === "Right" ? text(parts.file.right) : undefined, `manifest of ${lease.length}`)
+          assert.deepStrictEqual(parts?.listing._tag === "Right" ? parts.listing.right : undefined, [{ name: lease, type: "File" }])
+          assert.deepStrictEqual(parts?.measure, Either.right(yield* fs.measureTree(dir, { maxEntries: 10, maxDepth: 4 })))
+          yield* fs.removeTree(dir, { maxEntries: 100, maxDepth: 8 })
+        }
       }))
 
       test("a directory so named is made (recursively too), listed, synced, measured and removed whole", Effect.gen(function*() {

@@ -49,15 +49,33 @@ describe("tenantItems reads ahead in batches", () => {
       }
       world.kill("h1", dying.host.pid)
       const entries = yield* p.fs.readDirectory(tenantDir)
-      for (const options of [
+      // The pruner's read, and a view's (one call per batch for each run's parts, read ahead; with sizes for `work ls`).
+      const views = [undefined, {}, { measure: { maxEntries: 400, maxDepth: 3 } }]
+      for (const [view, options] of views.flatMap((v) => [
         { maxRuns: RUNS, unownedLeases: false, budget: undefined },
         { maxRuns: RUNS, unownedLeases: true, budget: undefined },
         { maxRuns: 100, unownedLeases: true, budget: undefined },
         { maxRuns: RUNS, unownedLeases: true, budget: 25 }
-      ]) {
-        const label = JSON.stringify(options)
+      ].map((o) => [v, o] as const))) {
+        const label = JSON.stringify({ ...options, view })
         const budget = options.budget === undefined ? undefined : new ScanBudget(options.budget)
-        const scanned = yield* tenantItems(deps, address, tenantDir, entries, { maxRuns: options.maxRuns, unownedLeases: options.unownedLeases, ...(budget ? { budget } : {}) })
+        const scanned = yield* tenantItems(deps, address, tenantDir, entries, {
+          maxRuns: options.maxRuns,
+          unownedLeases: options.unownedLeases,
+          ...(budget ? { budget } : {}),
+          ...(view ? { view } : {})
+        })
+        for (const item of scanned.items) {
+          if (item._tag !== "Run") continue
+          // A view keeps no manifest bytes; its sizes are what a measure within their cap answers.
+          assert.strictEqual(item.owned === null, view !== undefined, label)
+          if (item.measured !== undefined) {
+            assert.deepStrictEqual(item.measured.measure, yield* p.fs.measureTree(item.path, { maxEntries: item.measured.cap, maxDepth: 3 }), label)
+          }
+        }
+        const measuredRuns = scanned.items.filter((item) => item._tag === "Run" && item.measured !== undefined).length
+        if (view?.measure === undefined) assert.strictEqual(measuredRuns, 0, label)
+        else assert.isAbove(measuredRuns, 0, label)
         // Each run read alone, in name order, the same budget taken.
         const alone = options.budget === undefined ? undefined : new ScanBudget(options.budget)
         const expected: Array<string> = []

@@ -95,6 +95,25 @@ export interface Fsat {
    * built before it existed.
    */
   readonly seek?: (fd: number, offset: number, whence: 0 | 1) => number
+  /** The version of `readRuns`' answers (fsat.c READ_RUNS_VERSION); missing before it existed. */
+  readonly readRunsVersion?: number
+  /**
+   * Queue the reads of run directories (paths, or one string of them each ended by a NUL) as one piece of
+   * thread-pool work (runReads.ts): each directory opened
+   * once (never through a link), then relative to it `file`'s bytes (at most `maxBytes`), `listing`'s names and
+   * types, and, when `maxEntries` is not negative, its measure. 0 when queued (else a negative errno, and no
+   * callback). The callback gets the whole batch's answers in one call, `(numbers, bytes, names, types,
+   * texts)`: fsat.c `run_batch_complete` says what each holds.
+   */
+  readonly readRuns?: (
+    dirs: ReadonlyArray<FsatPath> | string,
+    file: string,
+    listing: string,
+    maxBytes: number,
+    maxEntries: number,
+    maxDepth: number,
+    callback: (numbers: Float64Array, bytes: Uint8Array, names: string, types: string, texts: ReadonlyArray<string> | undefined) => void
+  ) => number
 }
 
 /** From the package root: the same file whether this runs from src/, dist/ or a bundle. */

@@ -35,6 +35,8 @@ export interface Walks {
   readonly snapshot?: SnapshotCalls | undefined
   /** renameat2's exchange for the conditional replace (NodeFileSystem.ts); absent: check-then-rename. */
   readonly exchange?: ((a: FsatPath, b: FsatPath) => number) | undefined
+  /** The addon, for the views' run reads in C (runReads.ts); absent for the portable walks. */
+  readonly runReads?: Fsat | undefined
 }
 
 /** The walker `auto` means on this installation: native when the addon is built. */
@@ -124,7 +126,8 @@ export const makeWalks = (choice: WalkerChoice, removerThreads: number): Effect.
         syncFileSystem: typeof loaded.fsat.syncFs === "function" ? makeNativeSync(loaded.fsat) : portableSync,
         snapshot: nativeSnapshotCalls(loaded.fsat),
         // An addon built before the exchange existed: conditional replaces check, then rename.
-        exchange: loaded.fsat.exchange
+        exchange: loaded.fsat.exchange,
+        runReads: loaded.fsat
       } satisfies Walks
     }
     return {

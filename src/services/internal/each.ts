@@ -4,10 +4,11 @@
  * called one item at a time, each item its own scheduling point, journal entry, fault and crash gate (the
  * Memory world). Either way the answers are the single call's, item by item, in order.
  */
+import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
-import type * as Either from "effect/Either"
-import type { FileSystemError } from "../../domain/Errors.js"
-import type { DirEntry, FileInfo, FileSystem, TreeRemoval, WalkBudget } from "../FileSystem.js"
+import * as Either from "effect/Either"
+import { FileSystemError } from "../../domain/Errors.js"
+import type { DirectoryParts, DirectoryPartsRead, DirEntry, FileInfo, FileSystem, TreeRemoval, WalkBudget } from "../FileSystem.js"
 
 type Port = FileSystem["Type"]
 type Answers<A> = Effect.Effect<ReadonlyArray<Either.Either<A, FileSystemError>>>
@@ -38,3 +39,27 @@ export const removeTreeEach = (fs: Port, paths: ReadonlyArray<string>, budget: W
   paths.length === 0
     ? Effect.succeed([])
     : fs.removeTreeEach?.(paths, budget) ?? Effect.forEach(paths, (path) => Effect.either(fs.removeTree(path, budget)), { concurrency: "unbounded" })
+
+/**
+ * Without a batched form: the directory's `lstat` (a symlink there is never gone through: its file and
+ * listing answer ENOTDIR, as the batched form's), then the single calls, one after the other.
+ */
+export const readDirectoryPartsEach = (fs: Port, dirs: ReadonlyArray<string>, parts: DirectoryParts): Effect.Effect<ReadonlyArray<DirectoryPartsRead>> =>
+  dirs.length === 0
+    ? Effect.succeed([])
+    : fs.readDirectoryPartsEach?.(dirs, parts) ?? Effect.forEach(dirs, (dir) =>
+      Effect.gen(function*() {
+        const info = yield* Effect.either(fs.lstat(dir))
+        const filePath = NodePath.join(dir, parts.file)
+        const listingPath = NodePath.join(dir, parts.listing)
+        const linked = info._tag === "Right" && info.right.type === "SymbolicLink"
+        const file = linked
+          ? Either.left(notThroughLink("readFile", filePath))
+          : yield* Effect.either(fs.readFile(filePath, { maxBytes: parts.maxBytes }))
+        const listing = linked ? Either.left(notThroughLink("readDirectory", listingPath)) : yield* Effect.either(fs.readDirectory(listingPath))
+        const measure = parts.measure === undefined ? undefined : yield* Effect.either(fs.measureTree(dir, parts.measure))
+        return { file, listing, measure }
+      }))
+
+const notThroughLink = (method: string, path: string): FileSystemError =>
+  new FileSystemError({ reason: "NotADirectory", errno: "ENOTDIR", method, path, detail: "its directory is a symbolic link (never followed)" })

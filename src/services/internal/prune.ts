@@ -270,7 +270,8 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
         continue
       }
       const { leases, times } = item
-      owned.set(item.name, item.owned)
+      // (Always read: the pruner's scan is never a view's.)
+      if (item.owned !== null) owned.set(item.name, item.owned)
       if (leases.leases.some((l) => !l.verdict.alive)) deadLeases.add(item.name)
       const unreadable = leases.leases.filter((l) => l.verdict.unreadable === true)
       if (unreadable.length > 0) unreadableLeases.set(item.name, unreadable)

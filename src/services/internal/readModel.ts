@@ -5,14 +5,17 @@
  * link), the same root-entry classes (`classifyRootEntry`), the same WR10 verdicts (`rootSafetyProblems`)
  * and the same run ownership and liveness (runFacts).
  *
- * It only calls `lstat`, `readDirectory` and `readFile` (plus the Host's pid probes for lease and marker
- * verdicts), never follows a link below the root, and stops descending once its entry budget is spent.
+ * It only calls `lstat`, `readDirectory` and `readFile`, a view's batched `readDirectoryPartsEach` (those
+ * two and `measureTree` of a run directory, in one call) and, for `status`, `measureTree` of each tenant (plus
+ * the Host's pid probes for lease and marker verdicts), never follows a link below the root, never writes, and
+ * stops descending once its entry budget is spent.
  */
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import type * as Either from "effect/Either"
-import { agentPaths, runLeasesDir, runManifestPath, TENANT_CLEANUP_DIR, TENANT_PRUNE_MARKER, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
+import { agentPaths, LEASES_DIR, runLeasesDir, runManifestPath, TENANT_CLEANUP_DIR, TENANT_PRUNE_MARKER, TENANT_PRUNE_STAMP, TENANT_STAGING_DIR, TENANT_TRASH_DIR, WORK_RUN_MANIFEST } from "../../domain/AgentPaths.js"
 import { type ConfigViolation, configEntryViolation } from "../../domain/ConfigRedLines.js"
 import type { FileSystemError } from "../../domain/Errors.js"
 import { aFileType } from "../../domain/FileTypeWords.js"
@@ -23,16 +26,18 @@ import { isDescendable, type RootSafetyProblem, rootSafetyProblems } from "../..
 import { isTenantLibraryEntry } from "../../domain/TenantEntries.js"
 import { resolveStateDir } from "../../domain/Tiers.js"
 import { TIER_NAMES, tierPaths } from "../../domain/WebPaths.js"
-import type { DirEntry, FileInfo, FileType } from "../FileSystem.js"
+import type { DirectoryPartsRead, DirEntry, FileInfo, FileType, TreeMeasure, WalkBudget } from "../FileSystem.js"
 import type { Deps } from "./deps.js"
 import { judgeMarker, type MarkerJudgement, reclaimLockPath } from "./markers.js"
-import { readDirectoryEach, readFileEach } from "./each.js"
+import { readDirectoryEach, readDirectoryPartsEach, readFileEach } from "./each.js"
 import { pace, paceDue } from "./pace.js"
 import {
   judgeLeaseListing,
   type LeaseScan,
   type ManifestRead,
+  leasesWithoutReads,
   manifestTimesAt,
+  manifestTimesWithoutLstat,
   manifestVerdict,
   type OwnedManifest,
   readLeases
@@ -151,11 +156,17 @@ export type TenantItem =
     readonly name: string
     readonly path: string
     readonly manifest: Manifest
-    /** The manifest as read (its bytes too): the pruner's re-check under the cleanup marker compares with it. */
-    readonly owned: OwnedManifest
+    /**
+     * The manifest as read (its bytes too): the pruner's re-check under the cleanup marker compares with it.
+     * `null` for a view's read (`TenantItemOptions.view`), which never re-checks: 40,000 manifests' bytes
+     * are most of what a view would keep alive.
+     */
+    readonly owned: OwnedManifest | null
     readonly leases: LeaseScan
     /** The manifest's times for last use, far-future stamps set aside. */
     readonly times: BoundedManifestTimes
+    /** Its size as read with the manifest (`TenantItemOptions.view.measure`), when it was. */
+    readonly measured?: RunMeasure | undefined
   }
   | {
     readonly _tag: "Unowned"
@@ -187,6 +198,24 @@ export interface TenantItems {
   readonly truncated: boolean
 }
 
+/**
+ * A run's size read in the view's one pass (`measureTree` within `cap` entries): what a measure within a
+ * budget of `given` entries would answer, whenever `reusableMeasure` says so.
+ */
+export interface RunMeasure {
+  readonly measure: TreeMeasure
+  readonly cap: number
+}
+
+/**
+ * The measure within a budget of `given` entries that `known` stands for, or `undefined` when that walk could
+ * answer otherwise. A walk that stopped below its cap, or complete, visited every entry it could (the rest
+ * lie beyond its depth or a mount point): a walk with a budget of at least as many entries visits the same
+ * ones, in the same order, and answers the same. Pure.
+ */
+export const reusableMeasure = (known: RunMeasure | undefined, given: number): TreeMeasure | undefined =>
+  known !== undefined && (known.measure.entries < known.cap || known.measure.complete) && given >= known.measure.entries ? known.measure : undefined
+
 export interface TenantItemOptions {
   /** Run candidates examined at most (the prune's `maxScannedRuns`, the inventory's `maxRunsPerTenant`). */
   readonly maxRuns: number
@@ -202,7 +231,21 @@ export interface TenantItemOptions {
    * it judges ages on. Absent: this reader's own clock, read per batch.
    */
   readonly now?: number
+  /**
+   * A view's read (status, `work ls`, the doctor; never the pruner's, whose batches and order stay its own):
+   * each run directory's manifest and lease listing in one port call (`readDirectoryPartsEach`), the next
+   * batches read while this one is judged, and no manifest bytes kept (`owned` is `null`). With `measure`,
+   * each run's size too (at most `RUN_MEASURE_CAP` entries each, and no more than `measure.maxEntries` over
+   * the tenant), for `work ls`.
+   */
+  readonly view?: { readonly measure?: WalkBudget | undefined }
 }
+
+/** Most entries a view's pass measures of one run (a bigger run is measured on its own, in `work ls`' order). */
+export const RUN_MEASURE_CAP = 512
+
+/** Batches a view's pass reads ahead of the one being judged: the thread pool reads while JavaScript judges. */
+const VIEW_BATCHES_AHEAD = 2
 
 /** Run directories whose manifests and lease listings a scan reads in one batched call each. */
 const SCAN_BATCH = 64
@@ -214,6 +257,16 @@ const RUNS_PER_PACE = 8
 interface ReadAhead {
   readonly manifest: ManifestRead
   readonly listing: Either.Either<ReadonlyArray<DirEntry>, FileSystemError> | undefined
+  readonly measured?: RunMeasure | undefined
+}
+
+/**
+ * `NodePath.join(dir, name)` for the names of dir's own listing (never "", "." or "..", never holding a
+ * separator), normalizing `dir` once rather than per name (a tenant may list 50,000).
+ */
+const childPathOf = (dir: string): ((name: string) => string) => {
+  const prefix = NodePath.join(dir, "_").slice(0, -1)
+  return (name) => prefix + name
 }
 
 /** Why a tenant entry that is not a directory is not a run. */
@@ -245,12 +298,13 @@ export const tenantItems = (
     }
     const items: Array<TenantItem> = []
     let done = 0
+    const pathOf = childPathOf(tenantDir)
     // The run directories' manifests and lease listings are read ahead, a batch at a time, each one batched
     // port call (each.ts); the judgement below stays per run, in name order.
     const ahead = new Map<string, ReadAhead>()
     let readUpTo = 0
     let now = 0
-    const readAhead = Effect.gen(function*() {
+    const pruneReadAhead = Effect.gen(function*() {
       const names = runDirs.slice(readUpTo, readUpTo + SCAN_BATCH)
       readUpTo += names.length
       now = options.now ?? (yield* Clock.currentTimeMillis)
@@ -267,6 +321,47 @@ export const tenantItems = (
       const listingOf = new Map(listed.map((k, j) => [k, listings[j]!]))
       names.forEach((name, k) => ahead.set(name, { manifest: manifests[k]!, listing: listingOf.get(k) }))
     })
+    // A view's pass: one port call per batch for each run's manifest, lease listing and (for `work ls`) size,
+    // up to VIEW_BATCHES_AHEAD batches in flight while the one before is judged. The same verdicts, from the
+    // same pure functions, on the same answers (each part is what the single call answers: FileSystem.ts).
+    const view = options.view
+    const measure = view?.measure
+    /** Entries the pass may still measure in this tenant (reserved per batch in flight: never more in all). */
+    let measureLeft = measure?.maxEntries ?? 0
+    const inFlight: Array<{ readonly names: ReadonlyArray<string>; readonly cap: number; readonly fiber: Fiber.RuntimeFiber<ReadonlyArray<DirectoryPartsRead>> }> = []
+    const startViewRead = Effect.gen(function*() {
+      const names = runDirs.slice(readUpTo, readUpTo + SCAN_BATCH)
+      readUpTo += names.length
+      const cap = measure === undefined ? 0 : Math.min(RUN_MEASURE_CAP, Math.floor(measureLeft / names.length))
+      measureLeft -= cap * names.length
+      const parts = {
+        file: WORK_RUN_MANIFEST,
+        maxBytes: MANIFEST_MAX_BYTES,
+        listing: LEASES_DIR,
+        measure: cap >= 1 ? { maxEntries: cap, maxDepth: measure!.maxDepth } : undefined
+      }
+      const fiber = yield* Effect.fork(readDirectoryPartsEach(deps.fs, names.map(pathOf), parts))
+      inFlight.push({ names, cap: cap >= 1 ? cap : 0, fiber })
+    })
+    const viewReadAhead = Effect.gen(function*() {
+      while (inFlight.length <= VIEW_BATCHES_AHEAD && readUpTo < runDirs.length) yield* startViewRead
+      const batch = inFlight.shift()!
+      // Awaited, not joined: a join merges the reader's fiber refs into this fiber, and each merge lengthens the
+      // stacks every later fork copies (313 batches of a 20,000-run tenant cost 200 ms of forks and joins).
+      const reads = yield* Effect.flatten(Fiber.await(batch.fiber))
+      now = options.now ?? (yield* Clock.currentTimeMillis)
+      for (const [k, runId] of batch.names.entries()) {
+        if (paceDue(k, RUNS_PER_PACE)) yield* pace(deps.fs)
+        const read = reads[k]!
+        const manifest = manifestVerdict(read.file, { ...address, runId })
+        // Every owned run's leases are judged; an unowned directory's only when the reader asked.
+        const listing = manifest._tag === "Owned" || options.unownedLeases === true ? read.listing : undefined
+        const sized = read.measure?._tag === "Right" ? read.measure.right : undefined
+        if (batch.cap > 0) measureLeft += batch.cap - (sized?.entries ?? 0)
+        ahead.set(runId, { manifest, listing, measured: sized === undefined ? undefined : { measure: sized, cap: batch.cap } })
+      }
+    })
+    const readAhead = view === undefined ? pruneReadAhead : viewReadAhead
     for (let index = 0; index < entries.length; index++) {
       // A tenant may list 50,000 entries, most beyond `maxRuns`: those cost a test each (no path), and the loop
       // lets the event loop turn now and then (pace.ts).
@@ -274,7 +369,7 @@ export const tenantItems = (
       const entry = entries[index]!
       const library = isTenantLibraryEntry(entry.name)
       if (!library && !examined.has(entry.name)) continue
-      const path = NodePath.join(tenantDir, entry.name)
+      const path = pathOf(entry.name)
       if (library) {
         const facts = options.library === undefined ? null : yield* libraryFacts(options.library, entry, path)
         items.push({ _tag: "LibraryEntry", name: entry.name, path, type: entry.type, facts })
@@ -298,7 +393,8 @@ export const tenantItems = (
         continue
       }
       if (!ahead.has(entry.name)) yield* readAhead
-      const { manifest, listing } = ahead.get(entry.name)!
+      const ahead0 = ahead.get(entry.name)!
+      const { manifest, listing } = ahead0
       ahead.delete(entry.name)
       if (manifest._tag !== "Owned") {
         const why = manifest._tag === "Mismatch" ? `manifest names ${manifest.found}` : manifest.why
@@ -308,11 +404,15 @@ export const tenantItems = (
         continue
       }
       // (An owned run's listing is always read ahead: `listed`.)
-      const leases = yield* judgeLeaseListing(deps, runLeasesDir(path), listing!)
+      // Most runs need no lease read and no lstat: answered without a runtime step (the same rules, runFacts.ts).
+      const leases = leasesWithoutReads(listing!) ?? (yield* judgeLeaseListing(deps, runLeasesDir(path), listing!))
       options.budget?.take(leases.leases.length)
-      const times = yield* manifestTimesAt(deps, path, manifest.manifest, now)
-      items.push({ _tag: "Run", name: entry.name, path, manifest: manifest.manifest, owned: manifest, leases, times })
+      const times = manifestTimesWithoutLstat(deps, manifest.manifest, now) ?? (yield* manifestTimesAt(deps, path, manifest.manifest, now))
+      if (view === undefined) items.push({ _tag: "Run", name: entry.name, path, manifest: manifest.manifest, owned: manifest, leases, times })
+      else items.push({ _tag: "Run", name: entry.name, path, manifest: manifest.manifest, owned: null, leases, times, measured: ahead0.measured })
     }
+    // Reads ahead nobody will judge (the scan's budget ran out): their answers go nowhere.
+    if (inFlight.length > 0) yield* Fiber.interruptAll(inFlight.map((b) => b.fiber))
     return { items, candidates, truncated: candidates > options.maxRuns }
   })
 
@@ -362,6 +462,14 @@ export interface TenantFacts extends TenantAddress {
   readonly safety: SafetyFact
   /** `null` when it is not a real directory (never descended), or the reader asked for no items. */
   readonly items: TenantItems | null
+  /** Its size, measured while its runs were read, when the reader asked (`ScanOptions.tenantSizes`). */
+  readonly size?: TenantMeasure | undefined
+}
+
+/** What `measureTree(path, budget)` answered for a tenant, measured beside the scan of its runs. */
+export interface TenantMeasure {
+  readonly budget: WalkBudget
+  readonly answer: Either.Either<TreeMeasure, FileSystemError>
 }
 
 export interface CategoryFacts {
@@ -469,6 +577,16 @@ export interface ScanOptions {
   readonly items?: boolean
   /** Run candidates examined per tenant (default: all the budget allows). */
   readonly maxRunsPerTenant?: number
+  /**
+   * Read each run's size with its manifest, within this budget per tenant (`work ls`: its rows' sizes,
+   * `Run.measured`, used where `reusableMeasure` says they are what its own walks would answer).
+   */
+  readonly runSizes?: WalkBudget | undefined
+  /**
+   * Measure each tenant read (`measureTree` within this budget) while its runs are read (`status`: its
+   * tenants' sizes, the walk on the thread pool while the scan judges; `TenantFacts.size`).
+   */
+  readonly tenantSizes?: WalkBudget | undefined
   /** Read leases of unowned directories and the library's own tenant entries (the doctor). */
   readonly details?: boolean
   /** Namespaces of the agent extensions' config/state/cache tiers. */
@@ -487,13 +605,18 @@ const safetyFact = (deps: Deps, path: string, info: FileInfo): SafetyFact => ({ 
 const scanTenant = (reader: Reader, options: ScanOptions, address: TenantAddress, path: string, safety: SafetyFact) =>
   Effect.gen(function*() {
     if (!isDescendable(safety.info) || options.items === false) return { ...address, path, safety, items: null }
+    const budget = options.tenantSizes
+    // The tenant's walk runs beside the reads of its runs (awaited, not joined: no fiber refs to merge).
+    const sizing = budget === undefined ? undefined : yield* Effect.fork(Effect.either(reader.deps.fs.measureTree(path, budget)))
     const entries = yield* reader.list(path)
     const items = yield* tenantItems(reader.deps, address, path, entries, {
       maxRuns: options.maxRunsPerTenant ?? Number.MAX_SAFE_INTEGER,
       budget: reader.budget,
+      view: { measure: options.runSizes },
       ...(options.details === true ? { unownedLeases: true, library: reader } : {})
     })
-    return { ...address, path, safety, items }
+    if (sizing === undefined || budget === undefined) return { ...address, path, safety, items }
+    return { ...address, path, safety, items, size: { budget, answer: yield* Effect.flatten(Fiber.await(sizing)) } }
   })
 
 const scanWork = (reader: Reader, workRoot: string, options: ScanOptions): Effect.Effect<WorkFacts | null> =>
