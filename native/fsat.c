@@ -1677,6 +1677,7 @@ typedef struct {
   size_t names_length;
   char *types;             /* one digit per name (FsatType) */
   int measured;            /* the measure was asked for */
+  int bad_path;            /* the path held a NUL: every part answers EINVAL, nothing is opened */
   removal_t measure;
 } run_read_t;
 
@@ -1822,6 +1823,14 @@ static void read_run_listing(run_read_t *item, int dir_fd, const char *name) {
 }
 
 static void read_run(run_batch_t *b, run_read_t *item) {
+  if (item->bad_path) {
+    item->file_kind = FILE_ERRNO;
+    item->file_error = EINVAL;
+    item->file_syscall = "open";
+    item->list_error = EINVAL;
+    if (item->measured) fail(&item->measure, EINVAL, "open", item->dir, NULL);
+    return;
+  }
 #ifdef O_PATH
   int fd = open(item->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 #else
@@ -1902,13 +1911,24 @@ static void run_batch_complete(napi_env env, napi_status status, void *data) {
       total_names += item->names_length + 1;
       total_types += strlen(item->types);
     }
-    if (item->file_kind == FILE_ERRNO || (item->measured && item->measure.error != 0)) failures++;
+    if (status != napi_ok || item->file_kind == FILE_ERRNO || (item->measured && item->measure.error != 0)) failures++;
   }
   void *numbers_data = NULL, *bytes_data = NULL;
   napi_value numbers_buffer;
-  napi_create_arraybuffer(env, b->count * RUN_FIELDS * sizeof(double), &numbers_data, &numbers_buffer);
-  napi_create_typedarray(env, napi_float64_array, b->count * RUN_FIELDS, numbers_buffer, 0, &argv[0]);
-  napi_create_buffer(env, total_bytes, &bytes_data, &argv[1]);
+  if (napi_create_arraybuffer(env, b->count * RUN_FIELDS * sizeof(double), &numbers_data, &numbers_buffer) != napi_ok ||
+      napi_create_typedarray(env, napi_float64_array, b->count * RUN_FIELDS, numbers_buffer, 0, &argv[0]) != napi_ok ||
+      napi_create_buffer(env, total_bytes, &bytes_data, &argv[1]) != napi_ok || numbers_data == NULL ||
+      (total_bytes > 0 && bytes_data == NULL)) {
+    /* No room for the answer: the callback gets no numbers, and JavaScript answers every part ENOMEM. */
+    napi_value nothing, pending;
+    bool thrown = false;
+    if (napi_is_exception_pending(env, &thrown) == napi_ok && thrown) napi_get_and_clear_last_exception(env, &pending);
+    napi_get_undefined(env, &nothing);
+    napi_call_function(env, global, callback, 1, &nothing, NULL);
+    napi_delete_async_work(env, b->work);
+    free_run_batch(env, b);
+    return;
+  }
   char *names = malloc(total_names + 1), *types = malloc(total_types + 1);
   size_t names_at = 0, types_at = 0, bytes_at = 0;
   if (failures > 0) napi_create_array_with_length(env, b->count * 3, &argv[4]);
@@ -1963,8 +1983,22 @@ static void run_batch_complete(napi_env env, napi_status status, void *data) {
       out[10] = item->measure.sizes.content;
     }
   }
-  napi_create_string_utf8(env, names == NULL ? "" : names, names == NULL ? 0 : names_at, &argv[2]);
-  napi_create_string_utf8(env, types == NULL ? "" : types, types == NULL ? 0 : types_at, &argv[3]);
+  if (napi_create_string_utf8(env, names == NULL ? "" : names, names == NULL ? 0 : names_at, &argv[2]) != napi_ok ||
+      napi_create_string_utf8(env, types == NULL ? "" : types, types == NULL ? 0 : types_at, &argv[3]) != napi_ok) {
+    /* More names than one string holds: every listing handed over is listed by JavaScript itself instead. */
+    napi_value pending;
+    bool thrown = false;
+    if (napi_is_exception_pending(env, &thrown) == napi_ok && thrown) napi_get_and_clear_last_exception(env, &pending);
+    for (size_t i = 0; i < b->count; i++) {
+      double *out = numbers + i * RUN_FIELDS;
+      if (out[3] == 0 && out[4] > 0) {
+        out[3] = 1;
+        out[4] = 0;
+      }
+    }
+    napi_create_string_utf8(env, "", 0, &argv[2]);
+    napi_create_string_utf8(env, "", 0, &argv[3]);
+  }
   free(names);
   free(types);
   napi_call_function(env, global, callback, 5, argv, NULL);
@@ -2036,7 +2070,19 @@ static napi_value read_runs(napi_env env, napi_callback_info info) {
         free_run_batch(env, b);
         return number(env, -EINVAL);
       }
+      /* A string or a Buffer of a path's bytes, nothing else (bad arguments, not a shortage of memory). */
+      const char *raw = NULL;
+      size_t length = 0;
+      napi_valuetype type;
+      int is_buffer = buffer_arg(env, dir_value, &raw, &length);
+      if (!is_buffer && (napi_typeof(env, dir_value, &type) != napi_ok || type != napi_string ||
+                         napi_get_value_string_utf8(env, dir_value, NULL, 0, &length) != napi_ok)) {
+        free_run_batch(env, b);
+        return number(env, -EINVAL);
+      }
       item->dir = path_arg_copy(env, dir_value);
+      /* A path holding a NUL names another directory once copied: that item alone is refused (EINVAL). */
+      if (item->dir != NULL && strlen(item->dir) != length) item->bad_path = 1;
     }
     if (item->dir == NULL) {
       free(joined);

@@ -112,7 +112,8 @@ export interface Fsat {
     maxBytes: number,
     maxEntries: number,
     maxDepth: number,
-    callback: (numbers: Float64Array, bytes: Uint8Array, names: string, types: string, texts: ReadonlyArray<string> | undefined) => void
+    /** `numbers` undefined (and nothing else): no room was left for the answer (every part ENOMEM). */
+    callback: (numbers: Float64Array | undefined, bytes?: Uint8Array, names?: string, types?: string, texts?: ReadonlyArray<string> | undefined) => void
   ) => number
 }
 

@@ -12,6 +12,7 @@ import * as NodePath from "node:path"
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { DirectoryParts, DirectoryPartsRead, DirEntry, FileType } from "../../services/FileSystem.js"
 import { type Fsat, fsatError } from "./fsat.js"
+import { MEASURE_VERSION } from "./nativeMeasure.js"
 import { osPath } from "./osPath.js"
 import { failWith, toFileSystemError } from "./support.js"
 
@@ -26,7 +27,8 @@ const byName = (a: DirEntry, b: DirEntry) => (a.name < b.name ? -1 : a.name > b.
 
 /** The native form, or undefined for an addon without it (a stale build/: the port's fallback composes the single calls). */
 export const makeNativeReadParts = (fsat: Fsat, readDirectory: ReadDirectory) => {
-  const readRuns = fsat.readRunsVersion === READ_RUNS_VERSION ? fsat.readRuns : undefined
+  // Its sizes stand for measureTree's (reusableMeasure): only from the walk the port's measure uses too.
+  const readRuns = fsat.readRunsVersion === READ_RUNS_VERSION && fsat.measureVersion === MEASURE_VERSION ? fsat.readRuns : undefined
   if (readRuns === undefined) return undefined
   return (dirs: ReadonlyArray<string>, parts: DirectoryParts): Effect.Effect<ReadonlyArray<DirectoryPartsRead>> =>
     Effect.suspend(() => {
@@ -36,6 +38,45 @@ export const makeNativeReadParts = (fsat: Fsat, readDirectory: ReadDirectory) =>
       // Paths are joined only for what failed (an error names its path).
       const filePath = (index: number) => NodePath.join(dirs[index]!, parts.file)
       const listingPath = (index: number) => NodePath.join(dirs[index]!, parts.listing)
+      /** Every part of every directory failed with `errno` (the batch was not queued, or had no room for its answer). */
+      const answerAll = (errno: number) => {
+        const error = (method: string, path: string) => toFileSystemError(method, path, fsatError("readRuns", path, errno))
+        dirs.forEach((dir, index) => {
+          out[index] = {
+            file: Either.left(error("readFile", filePath(index))),
+            listing: Either.left(error("readDirectory", listingPath(index))),
+            measure: parts.measure === undefined ? undefined : Either.left(error("measureTree", dir))
+          }
+        })
+      }
+      const answer = (numbers: Float64Array, bytes: Uint8Array, names: string, types: string, texts: ReadonlyArray<string> | undefined) => {
+        const allNames = names === "" ? [] : names.split("/")
+        let nameAt = 0
+        for (let index = 0; index < dirs.length; index++) {
+          const at = index * RUN_FIELDS
+          const fileAnswer = numbers[at]!
+          const file = fileAnswer === 0
+            ? Either.right(new Uint8Array(bytes.buffer, bytes.byteOffset + numbers[at + 1]!, numbers[at + 2]!))
+            : refusal(filePath(index), parts.maxBytes, fileAnswer, numbers[at + 1]!, texts?.[3 * index] ?? "open")
+          const listAnswer = numbers[at + 3]!
+          let listing: DirectoryPartsRead["listing"]
+          if (listAnswer === 0) {
+            const count = numbers[at + 4]!
+            listing = Either.right(count === 0 ? [] : listingOf(allNames, types, nameAt, count))
+            nameAt += count
+          } else {
+            if (listAnswer === 1) relist.push(index)
+            listing = Either.left(toFileSystemError("readDirectory", listingPath(index), fsatError("scandir", listingPath(index), listAnswer)))
+          }
+          const measureAnswer = numbers[at + 5]!
+          const measure: DirectoryPartsRead["measure"] = measureAnswer === 1
+            ? undefined
+            : measureAnswer === 0
+            ? Either.right({ entries: numbers[at + 6]!, complete: numbers[at + 7] === 1, bytes: numbers[at + 8]!, apparentBytes: numbers[at + 9]!, fileBytes: numbers[at + 10]! })
+            : Either.left(toFileSystemError("measureTree", dirs[index]!, fsatError(texts?.[3 * index + 1] ?? "", texts?.[3 * index + 2] ?? dirs[index]!, measureAnswer)))
+          out[index] = { file, listing, measure }
+        }
+      }
       const read = Effect.async<void>((resume) => {
         // One string for the batch, each path ended by a NUL, unless a path is bytes (or holds a NUL itself).
         const paths = dirs.map(osPath)
@@ -47,44 +88,18 @@ export const makeNativeReadParts = (fsat: Fsat, readDirectory: ReadDirectory) =>
           parts.measure === undefined ? -1 : parts.measure.maxEntries,
           parts.measure === undefined ? 0 : parts.measure.maxDepth,
           (numbers, bytes, names, types, texts) => {
-            const allNames = names === "" ? [] : names.split("/")
-            let nameAt = 0
-            for (let index = 0; index < dirs.length; index++) {
-              const at = index * RUN_FIELDS
-              const fileAnswer = numbers[at]!
-              const file = fileAnswer === 0
-                ? Either.right(new Uint8Array(bytes.buffer, bytes.byteOffset + numbers[at + 1]!, numbers[at + 2]!))
-                : refusal(filePath(index), parts.maxBytes, fileAnswer, numbers[at + 1]!, texts?.[3 * index] ?? "open")
-              const listAnswer = numbers[at + 3]!
-              let listing: DirectoryPartsRead["listing"]
-              if (listAnswer === 0) {
-                const count = numbers[at + 4]!
-                listing = Either.right(count === 0 ? [] : listingOf(allNames, types, nameAt, count))
-                nameAt += count
-              } else {
-                if (listAnswer === 1) relist.push(index)
-                listing = Either.left(toFileSystemError("readDirectory", listingPath(index), fsatError("scandir", listingPath(index), listAnswer)))
-              }
-              const measureAnswer = numbers[at + 5]!
-              const measure: DirectoryPartsRead["measure"] = measureAnswer === 1
-                ? undefined
-                : measureAnswer === 0
-                ? Either.right({ entries: numbers[at + 6]!, complete: numbers[at + 7] === 1, bytes: numbers[at + 8]!, apparentBytes: numbers[at + 9]!, fileBytes: numbers[at + 10]! })
-                : Either.left(toFileSystemError("measureTree", dirs[index]!, fsatError(texts?.[3 * index + 1] ?? "", texts?.[3 * index + 2] ?? dirs[index]!, measureAnswer)))
-              out[index] = { file, listing, measure }
+            try {
+              if (numbers === undefined) answerAll(-ENOMEM)
+              else answer(numbers, bytes!, names!, types!, texts)
+              resume(Effect.void)
+            } catch (defect) {
+              // A bug here, not a file system answer: the view fails as a defect instead of waiting forever.
+              resume(Effect.die(defect))
             }
-            resume(Effect.void)
           }
         )
         if (queued !== 0) {
-          const error = (method: string, path: string) => toFileSystemError(method, path, fsatError("readRuns", path, queued))
-          dirs.forEach((dir, index) => {
-            out[index] = {
-              file: Either.left(error("readFile", filePath(index))),
-              listing: Either.left(error("readDirectory", listingPath(index))),
-              measure: parts.measure === undefined ? undefined : Either.left(error("measureTree", dir))
-            }
-          })
+          answerAll(queued)
           resume(Effect.void)
         }
       })
@@ -101,6 +116,9 @@ export const makeNativeReadParts = (fsat: Fsat, readDirectory: ReadDirectory) =>
 
 /** Numbers per directory in `readRuns`' answer (fsat.c RUN_FIELDS). */
 const RUN_FIELDS = 11
+
+/** fsat.c's answer when it had no room for a batch's answer. */
+const ENOMEM = 12
 
 /** readFile's failure from C's answer: an errno, or one of readFile's own refusals (fsat.c `readRuns`). */
 const refusal = (path: string, maxBytes: number, answer: number, size: number, syscall: string): Either.Either<never, FileSystemError> => {
