@@ -191,3 +191,43 @@ describe("far-future timestamps (Node)", () => {
     expect(next.removed).toEqual([expect.objectContaining({ runId: "shared", reason: "age" })])
   })
 })
+
+/** JSON on which the schema's interpreter itself threw (a union's tag that is an object whose toString is no function). */
+const TRAP = `{"version":{"toString":[]}}`
+
+describe("a lease, marker or manifest the schema's interpreter threw on is unreadable, never a crash (Node)", () => {
+  it("such a lease keeps its run while fresh; once stale the run is pruned like any dead holder's", async () => {
+    const runDir = await makeShared()
+    const lease = path.join(runDir, ".leases", "h-3-0000abcd.json")
+    fs.writeFileSync(lease, TRAP)
+    const fresh = await prune({ maxInactiveRuns: 0 })
+    expect(fresh.active).toEqual(["shared"])
+    expect(fresh.unreadable).toEqual([expect.objectContaining({ path: lease, action: "held" })])
+    backdate(lease)
+    const stale = await prune({ maxInactiveRuns: 0 })
+    expect(stale.removed.map((r) => r.runId)).toEqual(["shared"])
+    expect(stale.unreadable).toEqual([expect.objectContaining({ path: lease, action: "reclaimed" })])
+  })
+
+  it("such a .prune marker holds the tenant while fresh, and is reclaimed once stale", async () => {
+    const marker = path.join(tenantDir, ".prune")
+    fs.writeFileSync(marker, TRAP)
+    const fresh = await prune()
+    expect(fresh.busy).toBe(true)
+    expect(fresh.unreadable).toEqual([expect.objectContaining({ path: marker, action: "held" })])
+    backdate(marker)
+    const stale = await prune()
+    expect(stale.busy).toBe(false)
+    expect(stale.unreadable).toEqual([expect.objectContaining({ path: marker, action: "reclaimed" })])
+  })
+
+  it("such a manifest makes its directory unowned: never removed, reported", async () => {
+    const odd = path.join(tenantDir, "odd")
+    fs.mkdirSync(odd, { mode: 0o700 })
+    fs.writeFileSync(path.join(odd, ".pi-work-run.json"), TRAP)
+    const report = await prune({ maxInactiveRuns: 0, maxAgeMs: 0 })
+    expect(report.removed).toEqual([])
+    expect(report.unowned).toEqual([expect.objectContaining({ path: odd })])
+    expect(fs.existsSync(path.join(odd, ".pi-work-run.json"))).toBe(true)
+  })
+})

@@ -5,7 +5,8 @@
  * bounds, the summary made from the doctor's facts equals the summary the inventory makes with a scan of its
  * own, and the doctor's report beside the facts is `doctor`'s: sharing the read changes no answer, and a tree
  * the facts do not cover (a tenant over `maxRunsPerTenant`, the scan cut short, something unreadable) is
- * scanned again under the inventory's own bounds.
+ * scanned again under the inventory's own bounds. Tenants measured during the doctor's read (status does so) give
+ * the summary's sizes only when measured with the summary's own budget; with another, the summary walks them.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FastCheck as fc, Layer, TestClock } from "effect"
@@ -13,7 +14,7 @@ import { encodeManifest } from "../../src/domain/Formats.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { AgentDir } from "../../src/services/AgentDir.js"
 import { Doctor } from "../../src/services/Doctor.js"
-import { Inventory } from "../../src/services/Inventory.js"
+import { Inventory, tenantSizeBudget } from "../../src/services/Inventory.js"
 import { Status } from "../../src/services/Status.js"
 import { AGENT, spawn } from "./migrationSupport.js"
 
@@ -31,7 +32,10 @@ const caseArb = fc.record({
   extensions: fc.subarray(["notes", "git"]),
   maxRunsPerTenant: fc.oneof(fc.integer({ min: 0, max: 8 }), fc.constant(10_000)),
   maxScanEntries: fc.oneof(fc.integer({ min: 1, max: 40 }), fc.constant(100_000)),
-  doctorMaxEntries: fc.oneof(fc.integer({ min: 1, max: 40 }), fc.constant(100_000))
+  doctorMaxEntries: fc.oneof(fc.integer({ min: 1, max: 40 }), fc.constant(100_000)),
+  /** The summary's own size walks' budget (`maxEntries`), and whether the doctor's read measures tenants with it or with another. */
+  maxEntries: fc.oneof(fc.integer({ min: 1, max: 12 }), fc.constant(100_000)),
+  sizesWith: fc.constantFrom("same", "other", "none")
 })
 type Case = typeof caseArb extends fc.Arbitrary<infer A> ? A : never
 
@@ -91,8 +95,12 @@ describe("Status reads the agent dir once", () => {
         yield* Effect.gen(function*() {
           const inventory = yield* Inventory
           const doctor = yield* Doctor
-          const limits = { maxRunsPerTenant: c.maxRunsPerTenant, maxScanEntries: c.maxScanEntries, webDataRoot: WEB }
-          const shared = yield* doctor.doctorWithFacts({ webDataRoot: WEB, maxEntries: c.doctorMaxEntries })
+          const limits = { maxRunsPerTenant: c.maxRunsPerTenant, maxScanEntries: c.maxScanEntries, maxEntries: c.maxEntries, webDataRoot: WEB }
+          // Tenants measured during the doctor's read (as status does), with the summary's budget or another one,
+          // whose sizes the summary must then not take.
+          const budget = tenantSizeBudget(limits)
+          const tenantSizes = c.sizesWith === "same" ? budget : c.sizesWith === "other" ? { ...budget, maxEntries: budget.maxEntries + 1 } : undefined
+          const shared = yield* doctor.doctorWithFacts({ webDataRoot: WEB, maxEntries: c.doctorMaxEntries, tenantSizes })
           assert.deepStrictEqual(shared.report, yield* doctor.doctor({ webDataRoot: WEB, maxEntries: c.doctorMaxEntries }))
           const fromFacts = yield* inventory.summary(limits, shared.facts)
           const ownScan = yield* inventory.summary(limits)
@@ -109,7 +117,7 @@ describe("Status reads the agent dir once", () => {
     Effect.gen(function*() {
       yield* TestClock.adjust(100 * DAY)
       const world = MemoryWorld.make({ journal: false })
-      yield* plant(world, { tenants: [["owned", "leased", "garbage"], ["owned"]], extensions: ["notes"], maxRunsPerTenant: 10_000, maxScanEntries: 100_000, doctorMaxEntries: 100_000 }, yield* TestClock.currentTimeMillis)
+      yield* plant(world, { tenants: [["owned", "leased", "garbage"], ["owned"]], extensions: ["notes"], maxRunsPerTenant: 10_000, maxScanEntries: 100_000, doctorMaxEntries: 100_000, maxEntries: 100_000, sizesWith: "same" }, yield* TestClock.currentTimeMillis)
       yield* Effect.gen(function*() {
         const status = yield* (yield* Status).status({ webDataRoot: WEB })
         const summary = yield* (yield* Inventory).summary({ webDataRoot: WEB })
