@@ -43,6 +43,17 @@ const callReadRuns = (dirs: ReadonlyArray<unknown>) =>
 
 const noDirectory = () => Effect.die("no single-call listing in this test")
 
+type ReadRunsCallback = Parameters<NonNullable<Fsat["readRuns"]>>[6]
+
+/** The real addon but for `readRuns`, which queues nothing and calls back with `answer`'s arguments. */
+const answering = (answer: (callback: ReadRunsCallback) => void): Fsat => ({
+  ...fsat(),
+  readRuns: (_dirs, _file, _listing, _maxBytes, _maxEntries, _maxDepth, callback) => {
+    setImmediate(() => answer(callback))
+    return 0
+  }
+})
+
 describe("readRuns (native)", () => {
   it("a path holding a NUL is refused alone (EINVAL for each part); the paths beside it are read", async () => {
     const { root, dir } = runDir()
@@ -99,13 +110,7 @@ describe("readRuns (native)", () => {
     const { root, dir } = runDir()
     try {
       // An addon that answers with no names string where one belongs: turning its answer into the port's throws.
-      const broken: Fsat = {
-        ...fsat(),
-        readRuns: (_dirs, _file, _listing, _maxBytes, _maxEntries, _maxDepth, callback) => {
-          setImmediate(() => callback(new Float64Array(11), Buffer.alloc(0), 42 as unknown as string, "", undefined))
-          return 0
-        }
-      }
+      const broken = answering((callback) => callback(new Float64Array(11), Buffer.alloc(0), 42 as unknown as string, "", undefined))
       const read = makeNativeReadParts(broken, noDirectory)!
       const exit = await Effect.runPromiseExit(read([dir], { file: "m.json", listing: ".leases", maxBytes: 4096 }).pipe(Effect.timeout("5 seconds")))
       assert.isTrue(Exit.isFailure(exit))
@@ -118,13 +123,7 @@ describe("readRuns (native)", () => {
   it("an answer with no room left (no numbers) is ENOMEM for every part", async () => {
     const { root, dir } = runDir()
     try {
-      const starved: Fsat = {
-        ...fsat(),
-        readRuns: (_dirs, _file, _listing, _maxBytes, _maxEntries, _maxDepth, callback) => {
-          setImmediate(() => callback(undefined))
-          return 0
-        }
-      }
+      const starved = answering((callback) => callback(undefined))
       const read = makeNativeReadParts(starved, noDirectory)!
       const [answer] = await Effect.runPromise(read([dir], { file: "m.json", listing: ".leases", maxBytes: 4096, measure: { maxEntries: 10, maxDepth: 4 } }))
       const errnoOf = (part: Either.Either<unknown, { readonly errno: string }>) => (Either.isLeft(part) ? part.left.errno : "read")
