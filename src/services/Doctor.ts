@@ -37,7 +37,7 @@ import {
   type TenantFacts,
   type TenantItem
 } from "./internal/readModel.js"
-import { isActive } from "./internal/runFacts.js"
+import { isActive, runIsNoteworthy } from "./internal/runFacts.js"
 import type { FindingDraft } from "../domain/FindingDraft.js"
 import { leaseFinding, manifestTimeFindings, markerFinding } from "./internal/unreadableFindings.js"
 import { userProfileFindings } from "./internal/userProfileFindings.js"
@@ -296,6 +296,9 @@ const itemFindings = (out: Findings, context: FindingContext, tenant: TenantFact
       return
     }
     case "Run": {
+      // A run without a lease, a lease directory it cannot trust or a far-future stamp has nothing to report
+      // (the same test decides which runs the doctor's own scan keeps: `runItems: "noteworthy"` below).
+      if (!runIsNoteworthy(item)) return
       // (The manifest's path is made only for a finding: nearly every run has none.)
       if (item.times.farFuture.length > 0) for (const draft of manifestTimeFindings(runManifestPath(item.path), item.times)) out.draft(draft)
       return leaseFindings(out, context, item.path, item.leases)
@@ -444,7 +447,9 @@ const doctorProgram = (
       details: true,
       extensionConfig: true,
       webDataRoot,
-      tenantSizes: options?.tenantSizes
+      tenantSizes: options?.tenantSizes,
+      // Runs with nothing to report are only counted (TenantItems.tally): the report and `Status` need no more.
+      runItems: "noteworthy"
     })
     const found = findingsOf(facts, { staleUnreadableMs: deps.staleUnreadableMs, uid: deps.host.uid })
     const others = new Findings(agentDir)
@@ -471,7 +476,8 @@ export class Doctor extends Context.Tag("pi-agent-storage/Doctor")<Doctor, {
   /**
    * `doctor`'s report and the read model's facts it judged: `Status` hands them to `Inventory.summary`, so
    * `status` reads the agent dir once where the facts hold what the inventory would read (docs/architecture.md
-   * "One read model").
+   * "One read model"). Its tenants keep the items of owned runs with something to report (`runIsNoteworthy`) and
+   * count every owned run in `TenantItems.tally`.
    */
   readonly doctorWithFacts: (options?: DoctorOptions) => Effect.Effect<{ readonly report: DoctorReport; readonly facts: AgentDirFacts }>
 }>() {

@@ -20,7 +20,6 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { FileSystemError, InvalidSegment, UnsafeRootReason } from "../domain/Errors.js"
 import type { RunKind } from "../domain/Formats.js"
-import { lastUsedAt } from "../domain/PrunePlan.js"
 import { DEFAULT_RETENTION } from "../domain/Retention.js"
 import { decodeSegment, parseSegment, segmentViolation } from "../domain/Segment.js"
 import { AgentDir, resolveRootLink } from "./AgentDir.js"
@@ -38,14 +37,14 @@ import {
   tenantsOf,
   type TenantItem
 } from "./internal/readModel.js"
-import { type Holder, isActive, liveHolders, newestHeartbeat } from "./internal/runFacts.js"
+import { type Holder, liveHolders, runUse } from "./internal/runFacts.js"
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
 import { type InventoryProblem, scanProblem, sizeUnmeasured } from "../domain/ReportProblems.js"
 import { WEB_RESTORE_ASIDE_DIR } from "../domain/StateSnapshot.js"
 import type { TierName } from "../domain/Tiers.js"
 import { TIER_NAMES, tierPaths } from "../domain/WebPaths.js"
 import { webDataRootOf } from "./internal/webDataRoot.js"
-import { DEFAULT_SCAN_MAX_ENTRIES } from "./internal/readModel.js"
+import { DEFAULT_SCAN_MAX_ENTRIES, tallyOf } from "./internal/readModel.js"
 import { inventoryDepthStopped, inventoryEntriesStopped, listingStopped, scanEntriesStopped, type StoppedBy } from "../domain/StoppedBy.js"
 
 export interface InventoryOptions {
@@ -329,21 +328,6 @@ class Walk {
   }
 }
 
-/** Whether an owned run is held, and its last use: what `status` counts and `work ls` shows of it. Pure. */
-export const runUse = (item: Extract<TenantItem, { _tag: "Run" }>): { readonly active: boolean; readonly lastUsedAt: number } => {
-  const active = isActive(item.leases)
-  // Far-future manifest stamps do not count for last use (the prune's rule).
-  const used = lastUsedAt({
-    runId: item.name,
-    path: item.path,
-    createdAt: item.times.createdAt,
-    releasedAt: item.times.releasedAt,
-    newestHeartbeatAt: newestHeartbeat(item.leases),
-    active
-  })
-  return { active, lastUsedAt: used }
-}
-
 /** The listing row of an owned run (no size). Pure: the facts carry the manifest, leases and times. */
 export const runRow = (address: TenantAddress, item: Extract<TenantItem, { _tag: "Run" }>): Omit<RunListing, "size"> => {
   const m = item.manifest
@@ -470,18 +454,10 @@ export const summarize = (input: {
     }
   }
   const tenants = listedTenants(facts).map((t): TenantSummary => {
-    let runs = 0
-    let active = 0
+    // Every owned run is in the tally, kept as an item or not (a view's noteworthy runs, ScanOptions.runItems).
+    const { runs, active, oldestLastUsedAt: oldest } = t.items.tally ?? tallyOf(t.items.items)
     let unowned = 0
-    let oldest: number | null = null
-    for (const item of t.items.items) {
-      if (item._tag === "Unowned") unowned++
-      if (item._tag !== "Run") continue
-      const use = runUse(item)
-      runs++
-      if (use.active) active++
-      if (oldest === null || use.lastUsedAt < oldest) oldest = use.lastUsedAt
-    }
+    for (const item of t.items.items) if (item._tag === "Unowned") unowned++
     return {
       category: t.category,
       tenant: t.tenant,
@@ -698,7 +674,9 @@ const makeInventory = Effect.gen(function*() {
         maxRunsPerTenant: o.maxRunsPerTenant,
         maxEntries: o.maxScanEntries,
         webDataRoot,
-        tenantSizes: tenantSizeBudget(o)
+        tenantSizes: tenantSizeBudget(o),
+        // Counts are all a summary reads of a run.
+        runItems: "noteworthy"
       })
       let facts: AgentDirFacts
       if (scanned === undefined) {

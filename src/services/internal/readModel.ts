@@ -40,7 +40,10 @@ import {
   manifestTimesWithoutLstat,
   manifestVerdict,
   type OwnedManifest,
-  readLeases
+  readLeases,
+  runIsNoteworthy,
+  runUse,
+  type RunUseFacts
 } from "./runFacts.js"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -189,9 +192,38 @@ export type TenantItem =
     readonly facts: LibraryFacts | null
   }
 
+/** A view's count of a tenant's owned runs, every one of them, whether or not its item was kept. */
+export interface RunTally {
+  readonly runs: number
+  /** Held (`runUse`): a live lease, or a lease directory it cannot trust. */
+  readonly active: number
+  /** The oldest last use among them (`runUse`), `null` without runs. */
+  readonly oldestLastUsedAt: number | null
+}
+
+/** Count one owned run into a tally (`runUse`'s judgement). */
+export const tallyRun = (tally: { runs: number; active: number; oldestLastUsedAt: number | null }, run: RunUseFacts): void => {
+  const use = runUse(run)
+  tally.runs++
+  if (use.active) tally.active++
+  if (tally.oldestLastUsedAt === null || use.lastUsedAt < tally.oldestLastUsedAt) tally.oldestLastUsedAt = use.lastUsedAt
+}
+
+/** The tally of the owned runs among `items` (a reader that kept them all). Pure. */
+export const tallyOf = (items: ReadonlyArray<TenantItem>): RunTally => {
+  const tally = { runs: 0, active: 0, oldestLastUsedAt: null as number | null }
+  for (const item of items) if (item._tag === "Run") tallyRun(tally, item)
+  return tally
+}
+
 export interface TenantItems {
-  /** In name order; run candidates beyond `maxRuns` are not examined. */
+  /**
+   * In name order; run candidates beyond `maxRuns` are not examined. A view asking only for noteworthy runs
+   * (`TenantItemOptions.view.runs`) keeps an owned run's item only when `runIsNoteworthy`; `tally` counts them all.
+   */
   readonly items: ReadonlyArray<TenantItem>
+  /** A view's count of every owned run examined (`null` for the pruner's read, which counts nothing). */
+  readonly tally: RunTally | null
   /** Entries that are not library entries (run candidates), examined or not. */
   readonly candidates: number
   /** More candidates than `maxRuns`. */
@@ -238,7 +270,14 @@ export interface TenantItemOptions {
    * each run's size too (at most `RUN_MEASURE_CAP` entries each, and no more than `measure.maxEntries` over
    * the tenant), for `work ls`.
    */
-  readonly view?: { readonly measure?: WalkBudget | undefined }
+  readonly view?: {
+    readonly measure?: WalkBudget | undefined
+    /**
+     * `"noteworthy"`: an owned run's item is kept only when `runIsNoteworthy` (status and the doctor, which need
+     * the others only counted, in `tally`: 40,000 kept items were most of a view's memory). Default `"all"`.
+     */
+    readonly runs?: "all" | "noteworthy" | undefined
+  }
 }
 
 /** Most entries a view's pass measures of one run (a bigger run is measured on its own, in `work ls`' order). */
@@ -326,6 +365,8 @@ export const tenantItems = (
     // same pure functions, on the same answers (each part is what the single call answers: FileSystem.ts).
     const view = options.view
     const measure = view?.measure
+    const tally = view === undefined ? null : { runs: 0, active: 0, oldestLastUsedAt: null as number | null }
+    const onlyNoteworthy = view?.runs === "noteworthy"
     /** Entries the pass may still measure in this tenant (reserved per batch in flight: never more in all). */
     let measureLeft = measure?.maxEntries ?? 0
     const inFlight: Array<{ readonly names: ReadonlyArray<string>; readonly cap: number; readonly fiber: Fiber.RuntimeFiber<ReadonlyArray<DirectoryPartsRead>> }> = []
@@ -408,12 +449,17 @@ export const tenantItems = (
       const leases = leasesWithoutReads(listing!) ?? (yield* judgeLeaseListing(deps, runLeasesDir(path), listing!))
       options.budget?.take(leases.leases.length)
       const times = manifestTimesWithoutLstat(deps, manifest.manifest, now) ?? (yield* manifestTimesAt(deps, path, manifest.manifest, now))
-      if (view === undefined) items.push({ _tag: "Run", name: entry.name, path, manifest: manifest.manifest, owned: manifest, leases, times })
-      else items.push({ _tag: "Run", name: entry.name, path, manifest: manifest.manifest, owned: null, leases, times, measured: ahead0.measured })
+      if (view === undefined) {
+        items.push({ _tag: "Run", name: entry.name, path, manifest: manifest.manifest, owned: manifest, leases, times })
+        continue
+      }
+      const run = { _tag: "Run" as const, name: entry.name, path, manifest: manifest.manifest, owned: null, leases, times, measured: ahead0.measured }
+      tallyRun(tally!, run)
+      if (!onlyNoteworthy || runIsNoteworthy(run)) items.push(run)
     }
     // Reads ahead nobody will judge (the scan's budget ran out): their answers go nowhere.
     if (inFlight.length > 0) yield* Fiber.interruptAll(inFlight.map((b) => b.fiber))
-    return { items, candidates, truncated: candidates > options.maxRuns }
+    return { items, tally, candidates, truncated: candidates > options.maxRuns }
   })
 
 const markerFact = (reader: Reader, path: string, what: MarkerFact["what"]): Effect.Effect<MarkerFact> =>
@@ -578,6 +624,11 @@ export interface ScanOptions {
   /** Run candidates examined per tenant (default: all the budget allows). */
   readonly maxRunsPerTenant?: number
   /**
+   * `"noteworthy"`: keep an owned run's item only when `runIsNoteworthy`, the rest counted in `TenantItems.tally`
+   * (status and the doctor). Default `"all"` (`work ls`, which lists every run).
+   */
+  readonly runItems?: "all" | "noteworthy"
+  /**
    * Read each run's size with its manifest, within this budget per tenant (`work ls`: its rows' sizes,
    * `Run.measured`, used where `reusableMeasure` says they are what its own walks would answer).
    */
@@ -612,7 +663,7 @@ const scanTenant = (reader: Reader, options: ScanOptions, address: TenantAddress
     const items = yield* tenantItems(reader.deps, address, path, entries, {
       maxRuns: options.maxRunsPerTenant ?? Number.MAX_SAFE_INTEGER,
       budget: reader.budget,
-      view: { measure: options.runSizes },
+      view: { measure: options.runSizes, runs: options.runItems },
       ...(options.details === true ? { unownedLeases: true, library: reader } : {})
     })
     if (sizing === undefined || budget === undefined) return { ...address, path, safety, items }

@@ -20,7 +20,7 @@ import {
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { DirEntry } from "../FileSystem.js"
 import { isFarFuture, type LeaseVerdict, readFailureIsContent } from "../../domain/Liveness.js"
-import { boundManifestTimes, type BoundedManifestTimes } from "../../domain/PrunePlan.js"
+import { boundManifestTimes, type BoundedManifestTimes, lastUsedAt } from "../../domain/PrunePlan.js"
 import { type Deps, judge } from "./deps.js"
 import { leaseProbes } from "./fsClock.js"
 import { sameBytes } from "../../domain/Bytes.js"
@@ -233,3 +233,34 @@ export const newestHeartbeat = (scan: LeaseScan): number | undefined => {
   }
   return newest
 }
+
+/** What a run's use is judged on: its name and directory, its leases, its manifest's times (far-future stamps set aside). */
+export interface RunUseFacts {
+  readonly name: string
+  readonly path: string
+  readonly leases: LeaseScan
+  readonly times: BoundedManifestTimes
+}
+
+/** Whether an owned run is held, and its last use: what `status` counts and `work ls` shows of it. Pure. */
+export const runUse = (run: RunUseFacts): { readonly active: boolean; readonly lastUsedAt: number } => {
+  const active = isActive(run.leases)
+  // Far-future manifest stamps do not count for last use (the prune's rule).
+  const used = lastUsedAt({
+    runId: run.name,
+    path: run.path,
+    createdAt: run.times.createdAt,
+    releasedAt: run.times.releasedAt,
+    newestHeartbeatAt: newestHeartbeat(run.leases),
+    active
+  })
+  return { active, lastUsedAt: used }
+}
+
+/**
+ * Whether an owned run has anything the doctor reports: a lease (each is judged), a lease directory it cannot
+ * trust, or a far-future manifest stamp. A view that needs only the others' counts keeps no item for a run
+ * without any (`ScanOptions.runItems`), and the doctor's run findings begin with this same test. Pure.
+ */
+export const runIsNoteworthy = (run: Pick<RunUseFacts, "leases" | "times">): boolean =>
+  run.leases.leases.length > 0 || run.leases.problem !== null || run.times.farFuture.length > 0
