@@ -12,6 +12,7 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
+import * as v8 from "node:v8"
 import * as vm from "node:vm"
 
 /** Where the cache of `bundle` lives. */
@@ -33,8 +34,17 @@ const digestOf = (source: Buffer): Buffer => createHash("sha256").update(source)
 /** The cache file for `source`: its SHA-256, then V8's data. */
 export const encodeCodeCache = (source: Buffer, data: Buffer): Buffer => Buffer.concat([digestOf(source), data])
 
+/**
+ * The CLI's young generation stays at its first size: a view makes tens of thousands of short-lived objects a
+ * run, and V8 growing the young generation for them (up to 3 × 16 MiB) was a fifth of a view's peak RSS
+ * (BENCHMARKS.md "Views"). Set before the program compiles, here, where the cache is made too: V8 refuses a
+ * code cache made under other flags.
+ */
+export const CLI_V8_FLAGS = "--semi-space-growth-factor=1"
+
 /** Compile `bundle`, with the V8 data of `cache` when the cache was made from exactly these bytes. */
 export const compileCommonJs = (bundle: string, cache: Buffer | undefined): Compiled => {
+  v8.setFlagsFromString(CLI_V8_FLAGS)
   const source = fs.readFileSync(bundle)
   const cachedData = cache !== undefined && cache.length > DIGEST_BYTES && cache.subarray(0, DIGEST_BYTES).equals(digestOf(source))
     ? cache.subarray(DIGEST_BYTES)

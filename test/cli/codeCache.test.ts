@@ -1,8 +1,10 @@
 /**
  * The CLI program's V8 code cache (docs/install.md "Installing", src/cli/codeCache.ts) over the built bundle: the cache
  * `npm run build` wrote is accepted by the Node that built it, and one V8 refuses (made for another
- * source) is ignored: the program compiles from source and runs the same.
+ * source) is ignored: the program compiles from source and runs the same. Compiling sets the CLI's V8 flags
+ * (`CLI_V8_FLAGS`): a young generation that does not grow.
  */
+import { spawnSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -45,5 +47,35 @@ describe("cli code cache (built bundle)", () => {
     } finally {
       Fs.rmSync(dir, { recursive: true, force: true })
     }
+  })
+
+  it("a process that compiled the program keeps its young generation at its first size", () => {
+    // In a child process of its own (V8 flags are per process): the young generation's size after a churn of
+    // short-lived objects with some survivors, with the loader's flags and without them.
+    const script = (flags: boolean) => `
+      import * as v8 from "node:v8"
+      import * as fs from "node:fs"
+      import * as os from "node:os"
+      import * as path from "node:path"
+      if (${flags}) {
+        const { compileCommonJs } = await import(${JSON.stringify(new URL("../../dist/cli/codeCache.js", import.meta.url).href)})
+        const empty = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "pi-storage-v8flags-")), "empty.cjs")
+        fs.writeFileSync(empty, "")
+        compileCommonJs(empty, undefined)
+        fs.rmSync(path.dirname(empty), { recursive: true })
+      }
+      const young = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === "new_space").space_size
+      let keep = []
+      for (let i = 0; i < 400000; i++) { keep.push({ i, s: "x" + i }); if (keep.length > 50000) keep = [] }
+      process.stdout.write(String(young()))
+    `
+    const youngAfter = (flags: boolean) => {
+      const r = spawnSync(process.execPath, ["--input-type=module", "-e", script(flags)], { encoding: "utf8" })
+      assert.strictEqual(r.status, 0, r.stderr)
+      return Number(r.stdout)
+    }
+    const MiB = 1024 * 1024
+    assert.isAtMost(youngAfter(true), 4 * MiB)
+    assert.isAbove(youngAfter(false), 8 * MiB)
   })
 })
