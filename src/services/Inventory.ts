@@ -494,15 +494,23 @@ export interface RunRows {
   readonly unowned: ReadonlyArray<UnownedListing>
 }
 
-export const runRows = (facts: AgentDirFacts): RunRows => {
+/**
+ * `runRows`' owned-run rows of one tenant, in name order, when made as the scan judged each run
+ * (`ScanOptions.visitRun`, whose facts then keep no run items): keyed by `tenantKey`.
+ */
+export type RowsByTenant = ReadonlyMap<string, ReadonlyArray<Omit<RunListing, "size">>>
+
+export const tenantKey = (t: TenantAddress): string => `${t.category}/${t.tenant}`
+
+export const runRows = (facts: AgentDirFacts, made?: RowsByTenant): RunRows => {
   const runs: Array<Omit<RunListing, "size">> = []
   const unowned: Array<UnownedListing> = []
   for (const t of listedTenants(facts)) {
     const address = { category: t.category, tenant: t.tenant }
-    const tenantRuns: Array<Omit<RunListing, "size">> = []
+    const tenantRuns: Array<Omit<RunListing, "size">> = made === undefined ? [] : [...(made.get(tenantKey(t)) ?? [])]
     for (const item of t.items.items) {
       if (item._tag === "Unowned") unowned.push({ ...address, name: item.name, path: item.path, why: item.why })
-      else if (item._tag === "Run") tenantRuns.push(runRow(address, item))
+      else if (item._tag === "Run" && made === undefined) tenantRuns.push(runRow(address, item))
     }
     tenantRuns.sort((a, b) => b.lastUsedAt - a.lastUsedAt || (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0))
     for (const r of tenantRuns) runs.push(r)
@@ -721,27 +729,35 @@ const makeInventory = Effect.gen(function*() {
       if (filter?.tenant !== undefined) yield* decodeSegment("tenant", filter.tenant)
       const o = optionsOf(options)
       const scannedAt = yield* Clock.currentTimeMillis
+      // Each run's row is made as the scan judges it, and its item is not kept (40,000 of them were most of
+      // `work ls`' memory); with it, the size read with its manifest, used below where it is what the walk answers.
+      const made = new Map<string, Array<Omit<RunListing, "size">>>()
+      const known = new Map<string, RunMeasure>()
       const facts = yield* scanAgentDir(deps, agentDir.path, {
         work: filter ?? true,
         maxRunsPerTenant: o.maxRunsPerTenant,
         maxEntries: o.maxScanEntries,
-        // Each run's size read with its manifest (one pass per run); used below where it is what the walk answers.
-        runSizes: { maxEntries: o.maxEntries, maxDepth: o.maxDepth }
+        runSizes: { maxEntries: o.maxEntries, maxDepth: o.maxDepth },
+        runItems: "none",
+        visitRun: (tenant, run) => {
+          const key = tenantKey(tenant)
+          const rows = made.get(key)
+          if (rows === undefined) made.set(key, [runRow(tenant, run)])
+          else rows.push(runRow(tenant, run))
+          if (run.measured !== undefined) known.set(run.path, run.measured)
+        }
       })
       const walk = new Walk(deps, o)
       // A tenant's runs share its budget, in the listing's order (newest last use first): the runs a budget
       // leaves unmeasured are the oldest.
-      const rows = runRows(facts)
+      const rows = runRows(facts, made)
+      made.clear()
       const byTenant = new Map<string, Array<string>>()
       for (const r of rows.runs) {
         const key = `${r.category}/${r.tenant}`
         const group = byTenant.get(key)
         if (group === undefined) byTenant.set(key, [r.path])
         else group.push(r.path)
-      }
-      const known = new Map<string, RunMeasure>()
-      for (const t of listedTenants(facts)) {
-        for (const item of t.items.items) if (item._tag === "Run" && item.measured !== undefined) known.set(item.path, item.measured)
       }
       const sizeOf = yield* measureAll(walk, [...byTenant.values()], known)
       return runList({ facts, linkedFrom, scannedAt, sizeOf, measureErrors: walk.errors, limits: o, stops: walk.stops, rows })

@@ -274,11 +274,17 @@ export interface TenantItemOptions {
     readonly measure?: WalkBudget | undefined
     /**
      * `"noteworthy"`: an owned run's item is kept only when `runIsNoteworthy` (status and the doctor, which need
-     * the others only counted, in `tally`: 40,000 kept items were most of a view's memory). Default `"all"`.
+     * the others only counted, in `tally`: 40,000 kept items were most of a view's memory). `"none"`: no owned
+     * run's item is kept; `visit` sees each one as it is judged (`work ls` makes its row of it there). Default `"all"`.
      */
-    readonly runs?: "all" | "noteworthy" | undefined
+    readonly runs?: "all" | "noteworthy" | "none" | undefined
+    /** Called with every owned run examined, in name order, whether its item is kept or not. */
+    readonly visit?: ((run: RunItem) => void) | undefined
   }
 }
+
+/** An owned run's item. */
+export type RunItem = Extract<TenantItem, { readonly _tag: "Run" }>
 
 /** Most entries a view's pass measures of one run (a bigger run is measured on its own, in `work ls`' order). */
 export const RUN_MEASURE_CAP = 512
@@ -366,7 +372,7 @@ export const tenantItems = (
     const view = options.view
     const measure = view?.measure
     const tally = view === undefined ? null : { runs: 0, active: 0, oldestLastUsedAt: null as number | null }
-    const onlyNoteworthy = view?.runs === "noteworthy"
+    const keepRuns = view?.runs ?? "all"
     /** Entries the pass may still measure in this tenant (reserved per batch in flight: never more in all). */
     let measureLeft = measure?.maxEntries ?? 0
     const inFlight: Array<{ readonly names: ReadonlyArray<string>; readonly cap: number; readonly fiber: Fiber.RuntimeFiber<ReadonlyArray<DirectoryPartsRead>> }> = []
@@ -455,7 +461,8 @@ export const tenantItems = (
       }
       const run = { _tag: "Run" as const, name: entry.name, path, manifest: manifest.manifest, owned: null, leases, times, measured: ahead0.measured }
       tallyRun(tally!, run)
-      if (!onlyNoteworthy || runIsNoteworthy(run)) items.push(run)
+      view.visit?.(run)
+      if (keepRuns === "all" || (keepRuns === "noteworthy" && runIsNoteworthy(run))) items.push(run)
     }
     // Reads ahead nobody will judge (the scan's budget ran out): their answers go nowhere.
     if (inFlight.length > 0) yield* Fiber.interruptAll(inFlight.map((b) => b.fiber))
@@ -625,9 +632,11 @@ export interface ScanOptions {
   readonly maxRunsPerTenant?: number
   /**
    * `"noteworthy"`: keep an owned run's item only when `runIsNoteworthy`, the rest counted in `TenantItems.tally`
-   * (status and the doctor). Default `"all"` (`work ls`, which lists every run).
+   * (status and the doctor); `"none"`: keep none (`work ls`, which makes its rows in `visitRun`). Default `"all"`.
    */
-  readonly runItems?: "all" | "noteworthy"
+  readonly runItems?: "all" | "noteworthy" | "none"
+  /** Called with each tenant's owned runs as they are judged (`TenantItemOptions.view.visit`), kept or not. */
+  readonly visitRun?: ((tenant: TenantAddress, run: RunItem) => void) | undefined
   /**
    * Read each run's size with its manifest, within this budget per tenant (`work ls`: its rows' sizes,
    * `Run.measured`, used where `reusableMeasure` says they are what its own walks would answer).
@@ -663,7 +672,11 @@ const scanTenant = (reader: Reader, options: ScanOptions, address: TenantAddress
     const items = yield* tenantItems(reader.deps, address, path, entries, {
       maxRuns: options.maxRunsPerTenant ?? Number.MAX_SAFE_INTEGER,
       budget: reader.budget,
-      view: { measure: options.runSizes, runs: options.runItems },
+      view: {
+        measure: options.runSizes,
+        runs: options.runItems,
+        visit: options.visitRun === undefined ? undefined : (run) => options.visitRun!(address, run)
+      },
       ...(options.details === true ? { unownedLeases: true, library: reader } : {})
     })
     if (sizing === undefined || budget === undefined) return { ...address, path, safety, items }
