@@ -37,14 +37,16 @@ export const encodeCodeCache = (source: Buffer, data: Buffer): Buffer => Buffer.
 /**
  * The CLI's young generation stays at its first size: a view makes tens of thousands of short-lived objects a
  * run, and V8 growing the young generation for them (up to 3 × 16 MiB) was a fifth of a view's peak RSS
- * (BENCHMARKS.md "Views"). Set before the program compiles, here, where the cache is made too: V8 refuses a
- * code cache made under other flags.
+ * (BENCHMARKS.md "Views"). It holds for every command of the process (a prune, `ui`'s server too: more
+ * frequent scavenges, a few percent of a view's time). Set before the program compiles, here, where the cache
+ * is made too: V8 refuses a code cache made under other flags. Only on Node 20, whose V8 has the flag for
+ * sure: a V8 without it would print an error on every run.
  */
-export const CLI_V8_FLAGS = "--semi-space-growth-factor=1"
+export const CLI_V8_FLAGS = process.versions.node.split(".")[0] === "20" ? "--semi-space-growth-factor=1" : ""
 
 /** Compile `bundle`, with the V8 data of `cache` when the cache was made from exactly these bytes. */
 export const compileCommonJs = (bundle: string, cache: Buffer | undefined): Compiled => {
-  v8.setFlagsFromString(CLI_V8_FLAGS)
+  if (CLI_V8_FLAGS !== "") v8.setFlagsFromString(CLI_V8_FLAGS)
   const source = fs.readFileSync(bundle)
   const cachedData = cache !== undefined && cache.length > DIGEST_BYTES && cache.subarray(0, DIGEST_BYTES).equals(digestOf(source))
     ? cache.subarray(DIGEST_BYTES)

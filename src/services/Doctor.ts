@@ -37,7 +37,7 @@ import {
   type TenantFacts,
   type TenantItem
 } from "./internal/readModel.js"
-import { isActive, runIsNoteworthy } from "./internal/runFacts.js"
+import { isActive } from "./internal/runFacts.js"
 import type { FindingDraft } from "../domain/FindingDraft.js"
 import { leaseFinding, manifestTimeFindings, markerFinding } from "./internal/unreadableFindings.js"
 import { userProfileFindings } from "./internal/userProfileFindings.js"
@@ -296,9 +296,6 @@ const itemFindings = (out: Findings, context: FindingContext, tenant: TenantFact
       return
     }
     case "Run": {
-      // A run without a lease, a lease directory it cannot trust or a far-future stamp has nothing to report
-      // (the same test decides which runs the doctor's own scan keeps: `runItems: "noteworthy"` below).
-      if (!runIsNoteworthy(item)) return
       // (The manifest's path is made only for a finding: nearly every run has none.)
       if (item.times.farFuture.length > 0) for (const draft of manifestTimeFindings(runManifestPath(item.path), item.times)) out.draft(draft)
       return leaseFindings(out, context, item.path, item.leases)
@@ -448,7 +445,9 @@ const doctorProgram = (
       extensionConfig: true,
       webDataRoot,
       tenantSizes: options?.tenantSizes,
-      // Runs with nothing to report are only counted (TenantItems.tally): the report and `Status` need no more.
+      // Runs with nothing to report (`runIsNoteworthy`: no lease, no lease directory it cannot trust, no
+      // far-future stamp) are only counted (TenantItems.tally): the report and `Status` need no more
+      // (test/services/NoteworthyRuns.test.ts: the findings of this read are those of a read keeping every run).
       runItems: "noteworthy"
     })
     const found = findingsOf(facts, { staleUnreadableMs: deps.staleUnreadableMs, uid: deps.host.uid })

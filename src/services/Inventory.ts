@@ -38,6 +38,9 @@ import {
   type TenantItem
 } from "./internal/readModel.js"
 import { type Holder, liveHolders, runUse } from "./internal/runFacts.js"
+
+/** Whether an owned run is held, and its last use (runFacts.ts, where the views' tally judges it too). */
+export { runUse }
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
 import { type InventoryProblem, scanProblem, sizeUnmeasured } from "../domain/ReportProblems.js"
 import { WEB_RESTORE_ASIDE_DIR } from "../domain/StateSnapshot.js"
@@ -496,12 +499,16 @@ export interface RunRows {
 
 /**
  * `runRows`' owned-run rows of one tenant, in name order, when made as the scan judged each run
- * (`ScanOptions.visitRun`, whose facts then keep no run items): keyed by `tenantKey`.
+ * (`ScanOptions.visitRun`, whose facts then keep no run items), keyed by `category/tenant`.
  */
 export type RowsByTenant = ReadonlyMap<string, ReadonlyArray<Omit<RunListing, "size">>>
 
-export const tenantKey = (t: TenantAddress): string => `${t.category}/${t.tenant}`
+const tenantKey = (t: TenantAddress): string => `${t.category}/${t.tenant}`
 
+/**
+ * Without `made`, the rows of the facts' run items: every owned run only when the scan kept them all
+ * (`runItems: "all"`; the doctor's facts keep only noteworthy runs).
+ */
 export const runRows = (facts: AgentDirFacts, made?: RowsByTenant): RunRows => {
   const runs: Array<Omit<RunListing, "size">> = []
   const unowned: Array<UnownedListing> = []

@@ -10,7 +10,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
-import { codeCachePath, compileCommonJs, encodeCodeCache, runCommonJs } from "../../src/cli/codeCache.js"
+import { CLI_V8_FLAGS, codeCachePath, compileCommonJs, encodeCodeCache, runCommonJs } from "../../src/cli/codeCache.js"
 
 const PROGRAM = fileURLToPath(new URL("../../dist/bundle/cli/program.cjs", import.meta.url))
 
@@ -70,12 +70,15 @@ describe("cli code cache (built bundle)", () => {
       process.stdout.write(String(young()))
     `
     const youngAfter = (flags: boolean) => {
-      const r = spawnSync(process.execPath, ["--input-type=module", "-e", script(flags)], { encoding: "utf8" })
+      // The same ceiling whatever the machine's memory (V8 sizes its default from it).
+      const r = spawnSync(process.execPath, ["--max-semi-space-size=16", "--input-type=module", "-e", script(flags)], { encoding: "utf8" })
       assert.strictEqual(r.status, 0, r.stderr)
       return Number(r.stdout)
     }
     const MiB = 1024 * 1024
-    assert.isAtMost(youngAfter(true), 4 * MiB)
+    // (Only Node 20's V8 is given the flag: elsewhere the loader leaves the young generation to grow.)
+    if (CLI_V8_FLAGS === "") assert.isAbove(youngAfter(true), 8 * MiB)
+    else assert.isAtMost(youngAfter(true), 4 * MiB)
     assert.isAbove(youngAfter(false), 8 * MiB)
   })
 })

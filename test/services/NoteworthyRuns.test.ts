@@ -2,10 +2,11 @@
  * Status and the doctor keep no item for an owned run with nothing to report (readModel `runItems:
  * "noteworthy"`): such a run is only counted, in the tenant's `tally`. Over random tenants of quiet runs, runs
  * with an empty `.leases/`, dead, live, unreadable and remote leases, a `.leases` that is a file, far-future
- * manifest stamps and unowned directories, on the Memory layer: the items kept are exactly the noteworthy
- * ones of a read that keeps them all, in the same order; the tally is the count of that full read; and the
- * doctor's findings on the two reads are the same, so nothing the doctor reports depends on an item it no
- * longer keeps.
+ * manifest stamps and unowned directories, under random scan budgets and run bounds, on the Memory layer:
+ * the items kept are exactly the noteworthy ones of a read that keeps them all, in the same order; the tally
+ * is the count of that full read; the doctor's findings on the two reads are the same, so nothing the doctor
+ * reports depends on an item it no longer keeps; and `work ls`' read (`runItems: "none"`) visits exactly the
+ * full read's runs, in order, keeping the rest of its items and stopping where it stops.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FastCheck as fc, TestClock } from "effect"
@@ -24,7 +25,9 @@ const KINDS = ["quiet", "quiet", "emptyLeases", "deadLease", "liveLease", "garba
 type Kind = (typeof KINDS)[number]
 
 const caseArb = fc.record({
-  tenants: fc.array(fc.array(fc.constantFrom(...KINDS), { maxLength: 9 }), { minLength: 1, maxLength: TENANTS.length })
+  tenants: fc.array(fc.array(fc.constantFrom(...KINDS), { maxLength: 9 }), { minLength: 1, maxLength: TENANTS.length }),
+  maxEntries: fc.oneof(fc.integer({ min: 1, max: 40 }), fc.constant(100_000)),
+  maxRunsPerTenant: fc.oneof(fc.integer({ min: 0, max: 9 }), fc.constant(10_000))
 })
 type Case = typeof caseArb extends fc.Arbitrary<infer A> ? A : never
 
@@ -80,16 +83,36 @@ describe("views keep only the runs with something to report", () => {
         yield* Effect.gen(function*() {
           // The views' own deps: they read their own clock, never a probe (nothing written between the two reads).
           const deps = yield* readOnlyDepsFromContext
-          const read = (runItems: "all" | "noteworthy") =>
-            scanAgentDir(deps, AGENT, { work: true, details: true, rootEntries: true, state: true, runItems })
+          const visited: Array<[string, TenantItem]> = []
+          const read = (runItems: "all" | "noteworthy" | "none") =>
+            scanAgentDir(deps, AGENT, {
+              work: true,
+              details: true,
+              rootEntries: true,
+              state: true,
+              maxEntries: c.maxEntries,
+              maxRunsPerTenant: c.maxRunsPerTenant,
+              runItems,
+              visitRun: runItems === "none" ? (tenant, run) => visited.push([`${tenant.category}/${tenant.tenant}`, run]) : undefined
+            })
           const all = yield* read("all")
           const noteworthy = yield* read("noteworthy")
+          const none = yield* read("none")
+          for (const facts of [noteworthy, none]) {
+            assert.deepStrictEqual([facts.scanned, facts.truncated, facts.unread], [all.scanned, all.truncated, all.unread])
+          }
           const tenantsOf = (facts: typeof all) => facts.work!.categories.flatMap((category) => category.tenants)
           const fullTenants = tenantsOf(all)
           const keptTenants = tenantsOf(noteworthy)
           assert.strictEqual(keptTenants.length, fullTenants.length)
+          const noneTenants = tenantsOf(none)
+          const fullRuns: Array<[string, TenantItem]> = []
           let quiet = 0
           for (const [i, full] of fullTenants.entries()) {
+            for (const item of full.items!.items) if (item._tag === "Run") fullRuns.push([`${full.category}/${full.tenant}`, item])
+            assert.deepStrictEqual(noneTenants[i]!.items!.items, full.items!.items.filter((item) => item._tag !== "Run"))
+            assert.deepStrictEqual(noneTenants[i]!.items!.tally, full.items!.tally)
+            assert.deepStrictEqual([noneTenants[i]!.items!.candidates, noneTenants[i]!.items!.truncated], [full.items!.candidates, full.items!.truncated])
             const items = full.items!.items
             const kept = keptTenants[i]!.items!
             const worth = (item: TenantItem) => item._tag !== "Run" || runIsNoteworthy(item)
@@ -98,9 +121,13 @@ describe("views keep only the runs with something to report", () => {
             assert.deepStrictEqual(full.items!.tally, tallyOf(items))
             quiet += items.filter((item) => !worth(item)).length
           }
-          // A quiet run is left out of the items (a released run without leases, or with an empty `.leases/`, and only those).
-          const planted = c.tenants.flat().filter((k: Kind) => k === "quiet" || k === "emptyLeases").length
-          assert.strictEqual(quiet, planted)
+          assert.deepStrictEqual(visited, fullRuns)
+          // A quiet run is left out of the items (a released run without leases, or with an empty `.leases/`, and
+          // only those), when the bounds let the read examine every run.
+          if (!all.truncated && c.maxRunsPerTenant >= 9) {
+            const planted = c.tenants.flat().filter((k: Kind) => k === "quiet" || k === "emptyLeases").length
+            assert.strictEqual(quiet, planted)
+          }
           const context = { staleUnreadableMs: deps.staleUnreadableMs, uid: deps.host.uid }
           assert.deepStrictEqual(findingsOf(noteworthy, context), findingsOf(all, context))
         }).pipe(Effect.provide(process.layer))
