@@ -38,9 +38,6 @@ import {
   type TenantItem
 } from "./internal/readModel.js"
 import { type Holder, liveHolders, runUse } from "./internal/runFacts.js"
-
-/** Whether an owned run is held, and its last use (runFacts.ts, where the views' tally judges it too). */
-export { runUse }
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
 import { type InventoryProblem, scanProblem, sizeUnmeasured } from "../domain/ReportProblems.js"
 import { WEB_RESTORE_ASIDE_DIR } from "../domain/StateSnapshot.js"
@@ -49,6 +46,9 @@ import { TIER_NAMES, tierPaths } from "../domain/WebPaths.js"
 import { webDataRootOf } from "./internal/webDataRoot.js"
 import { DEFAULT_SCAN_MAX_ENTRIES, tallyOf } from "./internal/readModel.js"
 import { inventoryDepthStopped, inventoryEntriesStopped, listingStopped, scanEntriesStopped, type StoppedBy } from "../domain/StoppedBy.js"
+
+/** Whether an owned run is held, and its last use (runFacts.ts, where the views' tally judges it too). */
+export { runUse }
 
 export interface InventoryOptions {
   /**
@@ -761,7 +761,7 @@ const makeInventory = Effect.gen(function*() {
       made.clear()
       const byTenant = new Map<string, Array<string>>()
       for (const r of rows.runs) {
-        const key = `${r.category}/${r.tenant}`
+        const key = tenantKey(r)
         const group = byTenant.get(key)
         if (group === undefined) byTenant.set(key, [r.path])
         else group.push(r.path)
