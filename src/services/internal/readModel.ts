@@ -300,6 +300,7 @@ const RUNS_PER_PACE = 8
 
 /** A run directory's manifest, and its lease listing when the scan needs its leases, read ahead. */
 interface ReadAhead {
+  readonly name: string
   readonly manifest: ManifestRead
   readonly listing: Either.Either<ReadonlyArray<DirEntry>, FileSystemError> | undefined
   readonly measured?: RunMeasure | undefined
@@ -332,21 +333,22 @@ export const tenantItems = (
   Effect.gen(function*() {
     // One pass over the listing (up to 50,000 names), pacing: the candidates, the first `maxRuns` of them examined.
     let candidates = 0
-    const examined = new Set<string>()
     const runDirs: Array<string> = []
     for (let index = 0; index < entries.length; index++) {
       if (paceDue(index)) yield* pace(deps.fs)
       const entry = entries[index]!
       if (isTenantLibraryEntry(entry.name) || candidates++ >= options.maxRuns) continue
-      examined.add(entry.name)
       if (entry.type === "Directory") runDirs.push(entry.name)
     }
+    const examined = Math.min(candidates, options.maxRuns)
     const items: Array<TenantItem> = []
     let done = 0
     const pathOf = childPathOf(tenantDir)
     // The run directories' manifests and lease listings are read ahead, a batch at a time, each one batched
-    // port call (each.ts); the judgement below stays per run, in name order.
-    const ahead = new Map<string, ReadAhead>()
+    // port call (each.ts); the judgement below stays per run, in name order: the batch's answers are taken in
+    // the order `runDirs` lists them (the run directories among the examined entries, in listing order).
+    let ahead: Array<ReadAhead> = []
+    let aheadAt = 0
     let readUpTo = 0
     let now = 0
     const pruneReadAhead = Effect.gen(function*() {
@@ -364,7 +366,8 @@ export const tenantItems = (
       const listed = names.flatMap((_, k) => (manifests[k]!._tag === "Owned" || options.unownedLeases === true ? [k] : []))
       const listings = yield* readDirectoryEach(deps.fs, listed.map((k) => runLeasesDir(paths[k]!)))
       const listingOf = new Map(listed.map((k, j) => [k, listings[j]!]))
-      names.forEach((name, k) => ahead.set(name, { manifest: manifests[k]!, listing: listingOf.get(k) }))
+      ahead = names.map((name, k) => ({ name, manifest: manifests[k]!, listing: listingOf.get(k) }))
+      aheadAt = 0
     })
     // A view's pass: one port call per batch for each run's manifest, lease listing and (for `work ls`) size,
     // up to VIEW_BATCHES_AHEAD batches in flight while the one before is judged. The same verdicts, from the
@@ -397,6 +400,8 @@ export const tenantItems = (
       // stacks every later fork copies (313 batches of a 20,000-run tenant cost 200 ms of forks and joins).
       const reads = yield* Effect.flatten(Fiber.await(batch.fiber))
       now = options.now ?? (yield* Clock.currentTimeMillis)
+      ahead = new Array<ReadAhead>(batch.names.length)
+      aheadAt = 0
       for (const [k, runId] of batch.names.entries()) {
         if (paceDue(k, RUNS_PER_PACE)) yield* pace(deps.fs)
         const read = reads[k]!
@@ -405,24 +410,26 @@ export const tenantItems = (
         const listing = manifest._tag === "Owned" || options.unownedLeases === true ? read.listing : undefined
         const sized = read.measure?._tag === "Right" ? read.measure.right : undefined
         if (batch.cap > 0) measureLeft += batch.cap - (sized?.entries ?? 0)
-        ahead.set(runId, { manifest, listing, measured: sized === undefined ? undefined : { measure: sized, cap: batch.cap } })
+        ahead[k] = { name: runId, manifest, listing, measured: sized === undefined ? undefined : { measure: sized, cap: batch.cap } }
       }
     })
     const readAhead = view === undefined ? pruneReadAhead : viewReadAhead
+    let candidate = 0
     for (let index = 0; index < entries.length; index++) {
       // A tenant may list 50,000 entries, most beyond `maxRuns`: those cost a test each (no path), and the loop
       // lets the event loop turn now and then (pace.ts).
       if (paceDue(index, 4 * RUNS_PER_PACE)) yield* pace(deps.fs)
       const entry = entries[index]!
       const library = isTenantLibraryEntry(entry.name)
-      if (!library && !examined.has(entry.name)) continue
+      // The first `maxRuns` candidates are examined, as the pass above counted them.
+      if (!library && candidate++ >= options.maxRuns) continue
       const path = pathOf(entry.name)
       if (library) {
         const facts = options.library === undefined ? null : yield* libraryFacts(options.library, entry, path)
         items.push({ _tag: "LibraryEntry", name: entry.name, path, type: entry.type, facts })
         continue
       }
-      options.onProgress?.(done++, examined.size)
+      options.onProgress?.(done++, examined)
       if (options.budget?.truncated === true) {
         options.budget.unread++ // listed, never examined
         continue
@@ -439,10 +446,12 @@ export const tenantItems = (
         })
         continue
       }
-      if (!ahead.has(entry.name)) yield* readAhead
-      const ahead0 = ahead.get(entry.name)!
+      if (aheadAt === ahead.length) yield* readAhead
+      const ahead0 = ahead[aheadAt]!
+      ahead[aheadAt++] = undefined!
+      // (A defect, never a file system answer: the batches are read in the order this loop takes them.)
+      if (ahead0.name !== entry.name) return yield* Effect.dieMessage(`read ahead out of order: ${ahead0.name} for ${entry.name}`)
       const { manifest, listing } = ahead0
-      ahead.delete(entry.name)
       if (manifest._tag !== "Owned") {
         const why = manifest._tag === "Mismatch" ? `manifest names ${manifest.found}` : manifest.why
         const leases = listing === undefined ? null : yield* judgeLeaseListing(deps, runLeasesDir(path), listing)
