@@ -4,7 +4,8 @@
  * of `config/state/` and then moves the rest of `config/state/`, that the ledger collides (it will be gone by
  * then). This is a read-only view of the file-system port with the effects of the entries planned so far laid
  * over it: what they remove is absent, what they move shows at its destination, what they write reads back
- * with its new bytes. Only the reads the planner makes are overlaid (`lstat`, `readDirectory`, `readFile`,
+ * with its new bytes, and a directory one makes on its way (the run makes missing parents) stays a directory,
+ * whatever later entries move out of it, until one moves or removes the directory itself. Only the reads the planner makes are overlaid (`lstat`, `readDirectory`, `readFile`,
  * `readLink`); nothing here writes.
  */
 import * as NodePath from "node:path"
@@ -26,8 +27,18 @@ const isAtOrBelow = (path: string, dir: string) => path === dir || path.startsWi
 
 type Seen =
   | { readonly _tag: "Gone" }
-  | { readonly _tag: "Real"; readonly path: string }
   | { readonly _tag: "Written"; readonly bytes: Uint8Array; readonly info: FileInfo }
+  /**
+   * What is at `path` of the real tree, as the view of the first `at` effects shows it (a placement maps a path
+   * back to its source as the view stood before that placement). `directory`: an entry made something below it,
+   * so the run has made it a directory on the way if it was not one (and never removes it again).
+   */
+  | { readonly _tag: "Real"; readonly path: string; readonly at: number; readonly directory: boolean }
+  /** A directory an entry made on its way after an earlier one removed what was there. */
+  | { readonly _tag: "Made" }
+
+const isADirectory = (path: string) =>
+  new FileSystemError({ reason: "IsADirectory", errno: "EISDIR", method: "readFile", path, detail: "a directory an earlier entry of the plan made" })
 
 const notFound = (method: string, path: string) =>
   new FileSystemError({ reason: "NotFound", errno: "ENOENT", method, path, detail: "removed by an earlier entry of the plan" })
@@ -35,21 +46,31 @@ const notFound = (method: string, path: string) =>
 export const makeOverlay = (fs: Fs) => {
   const effects: Array<OverlayEffect> = []
 
-  /** Newest effect first: a removal hides, a write answers, a placement maps the path back to its source. */
+  /**
+   * `path` as the plan leaves it, newest effect first: a removal hides (unless a newer entry made something
+   * below it: then a directory stands there again), a write answers, a placement maps the path back to its
+   * source; an entry that made something below the path makes it a directory.
+   */
   const see = (path: string): Seen => {
     let p = path
+    let at = effects.length
+    let madeBelow = false
     for (let i = effects.length - 1; i >= 0; i--) {
       const e = effects[i]!
       if (e._tag === "Removed") {
-        if (isAtOrBelow(p, e.path)) return { _tag: "Gone" }
-      } else if (e._tag === "Written") {
-        if (p === e.path) return { _tag: "Written", bytes: e.bytes, info: e.info }
-        if (isAtOrBelow(p, e.path)) return { _tag: "Gone" }
-      } else if (isAtOrBelow(p, e.path)) {
+        if (isAtOrBelow(p, e.path)) return madeBelow ? { _tag: "Made" } : { _tag: "Gone" }
+      } else if (e._tag === "Written" && p === e.path) {
+        return { _tag: "Written", bytes: e.bytes, info: e.info }
+      } else if (e._tag === "Written" && isAtOrBelow(p, e.path)) {
+        return madeBelow ? { _tag: "Made" } : { _tag: "Gone" }
+      } else if (e._tag === "Placed" && isAtOrBelow(p, e.path)) {
         p = e.source + p.slice(e.path.length)
+        at = i
+      } else if (e.path !== p && isAtOrBelow(e.path, p)) {
+        madeBelow = true
       }
     }
-    return { _tag: "Real", path: p }
+    return { _tag: "Real", path: p, at, directory: madeBelow }
   }
 
   /** A real call's error names the path the planner asked about, as the run's would. */
@@ -65,13 +86,6 @@ export const makeOverlay = (fs: Fs) => {
         ...(e.cause === undefined ? {} : { cause: e.cause })
       })
 
-  /**
-   * A directory an earlier entry's move or write makes on its way (the run makes missing parents): something
-   * it placed lies below `path`, and is still there.
-   */
-  const implied = (path: string): boolean =>
-    effects.some((e) => e._tag !== "Removed" && e.path !== path && isAtOrBelow(e.path, path) && see(e.path)._tag !== "Gone")
-
   const impliedDirectory = (): FileInfo => ({ type: "Directory", size: 0, mode: 0o700, uid: 0, ino: 0, dev: 0, nlink: 2, mtimeMs: 0 })
 
   const lstat = (path: string): Effect.Effect<FileInfo, FileSystemError> => {
@@ -80,8 +94,10 @@ export const makeOverlay = (fs: Fs) => {
       ? Effect.fail(notFound("lstat", path))
       : s._tag === "Written"
       ? Effect.succeed(s.info)
+      : s._tag === "Made"
+      ? Effect.succeed(impliedDirectory())
       : fs.lstat(s.path).pipe(
-        Effect.catchIf((e) => e.reason === "NotFound" && implied(path), () => Effect.succeed(impliedDirectory())),
+        Effect.catchIf((e) => e.reason === "NotFound" && s.directory, () => Effect.succeed(impliedDirectory())),
         Effect.mapError(asViewed(s.path, path))
       )
   }
@@ -93,15 +109,21 @@ export const makeOverlay = (fs: Fs) => {
       if (s._tag === "Written") {
         return yield* Effect.fail(new FileSystemError({ reason: "NotADirectory", errno: "ENOTDIR", method: "readDirectory", path: dir }))
       }
-      const real = yield* fs.readDirectory(s.path).pipe(
-        Effect.catchIf((e) => e.reason === "NotFound" && implied(dir), () => Effect.succeed([])),
+      const real = s._tag === "Made" ? [] : yield* fs.readDirectory(s.path).pipe(
+        Effect.catchIf((e) => e.reason === "NotFound" && s.directory, () => Effect.succeed([])),
         Effect.mapError(asViewed(s.path, dir))
       )
       const names = new Set(real.map((e) => e.name))
-      // What earlier entries put below `dir`: their first name under it (a directory made on the way, or the entry).
-      for (const e of effects) {
-        if (e._tag !== "Removed" && e.path !== dir && isAtOrBelow(e.path, dir)) names.add(e.path.slice(dir.length + 1).split(NodePath.sep)[0]!)
+      // What earlier entries put below `dir`: their first name under it (a directory made on the way, or the
+      // entry); and, when `dir` is a directory an entry moved here, what entries before that one put below
+      // where it came from.
+      const below = (root: string, upTo: number) => {
+        for (const e of effects.slice(0, upTo)) {
+          if (e._tag !== "Removed" && e.path !== root && isAtOrBelow(e.path, root)) names.add(e.path.slice(root.length + 1).split(NodePath.sep)[0]!)
+        }
       }
+      below(dir, effects.length)
+      if (s._tag === "Real" && s.path !== dir) below(s.path, s.at)
       const entries: Array<DirEntry> = []
       for (const name of names) {
         const info = yield* lstat(NodePath.join(dir, name)).pipe(
@@ -118,7 +140,12 @@ export const makeOverlay = (fs: Fs) => {
       ? Effect.fail(notFound("readFile", path))
       : s._tag === "Written"
       ? Effect.succeed(s.bytes)
-      : fs.readFile(s.path, options).pipe(Effect.mapError(asViewed(s.path, path)))
+      : s._tag === "Made"
+      ? Effect.fail(isADirectory(path))
+      : fs.readFile(s.path, options).pipe(
+        Effect.catchIf((e) => e.reason === "NotFound" && s.directory, () => Effect.fail(isADirectory(path))),
+        Effect.mapError(asViewed(s.path, path))
+      )
   }
 
   const readLink = (path: string): Effect.Effect<string, FileSystemError> => {
