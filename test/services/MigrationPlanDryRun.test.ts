@@ -15,7 +15,7 @@ const WEB = "/home/user/.pi/web/data"
 const EXT = `${WEB}/ext`
 
 const FILES = ["a/x.jsonl", "a/y.jsonl", "b/x.jsonl", "b/s/x.jsonl", "c.jsonl", "d.jsonl"]
-const STEP_PATHS = ["a", "b", "a/x.jsonl", "b/x.jsonl", "c.jsonl", "d.jsonl", "e.jsonl", "b/s"]
+const STEP_PATHS = ["a", "b", "f", "a/x.jsonl", "b/x.jsonl", "f/x.jsonl", "c.jsonl", "d.jsonl", "e.jsonl", "b/s"]
 
 const rowArb = fc.record({ id: fc.integer({ min: 0, max: 3 }), v: fc.integer({ min: 0, max: 1 }) })
 const treeArb = fc.dictionary(fc.constantFrom(...FILES), fc.array(rowArb, { minLength: 1, maxLength: 4 }), { maxKeys: 5 })
@@ -102,5 +102,22 @@ describe("Migration.previewPlan is what Migration.runPlan executes (Memory layer
         { kind: "move", from: "b/s", to: "a", winner: "from" },
         { kind: "move", from: "b", to: "a", winner: "from" }
       ])
+    }))
+
+  // Found by a review (the property's paths hold no chain of three directories): a directory moved twice holds
+  // what an entry put in it between the moves, and a later move of it takes that along.
+  it.effect("a directory moved twice holds what was put in it between the moves", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make({ journal: false })
+      for (const path of ["c.jsonl", "d.jsonl", "t/q.jsonl"]) yield* world.writeFixture(`${EXT}/${path}`, `{"id":0,"v":0}\n`)
+      const plan: MigrationPlan = {
+        id: "p",
+        root: { web: "ext" },
+        entries: [["c.jsonl", "x/k.jsonl"], ["x", "y"], ["d.jsonl", "y/m.jsonl"], ["y", "z"], ["z", "t"]].map(([from, to], i): PlanEntry => ({ id: `s${i}`, kind: "move", from: from!, to: to! }))
+      }
+      const preview = yield* asProcess(world, previewToolkit(plan, { webDataRoot: WEB }))
+      const report = yield* asProcess(world, runToolkit(plan, { webDataRoot: WEB }))
+      assert.deepStrictEqual(report.entries.map((e) => e.decisions), preview.entries.map((e) => e.decisions))
+      assert.deepStrictEqual(Object.keys(files(world, EXT)).sort(), ["t/k.jsonl", "t/m.jsonl", "t/q.jsonl"])
     }))
 })

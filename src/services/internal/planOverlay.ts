@@ -33,7 +33,17 @@ type Seen =
    * back to its source as the view stood before that placement). `directory`: an entry made something below it,
    * so the run has made it a directory on the way if it was not one (and never removes it again).
    */
-  | { readonly _tag: "Real"; readonly path: string; readonly at: number; readonly directory: boolean }
+  | {
+    readonly _tag: "Real"
+    readonly path: string
+    readonly at: number
+    readonly directory: boolean
+    /**
+     * Where a moved directory was before each move, newest first, each with the effects before that move
+     * (what they put below it is in it still): a listing of the path includes those names.
+     */
+    readonly before: ReadonlyArray<{ readonly path: string; readonly at: number }>
+  }
   /** A directory an entry made on its way after an earlier one removed what was there. */
   | { readonly _tag: "Made" }
 
@@ -55,6 +65,7 @@ export const makeOverlay = (fs: Fs) => {
     let p = path
     let at = effects.length
     let madeBelow = false
+    const before: Array<{ path: string; at: number }> = []
     for (let i = effects.length - 1; i >= 0; i--) {
       const e = effects[i]!
       if (e._tag === "Removed") {
@@ -66,11 +77,12 @@ export const makeOverlay = (fs: Fs) => {
       } else if (e._tag === "Placed" && isAtOrBelow(p, e.path)) {
         p = e.source + p.slice(e.path.length)
         at = i
+        before.push({ path: p, at })
       } else if (e.path !== p && isAtOrBelow(e.path, p)) {
         madeBelow = true
       }
     }
-    return { _tag: "Real", path: p, at, directory: madeBelow }
+    return { _tag: "Real", path: p, at, directory: madeBelow, before }
   }
 
   /** A real call's error names the path the planner asked about, as the run's would. */
@@ -123,7 +135,7 @@ export const makeOverlay = (fs: Fs) => {
         }
       }
       below(dir, effects.length)
-      if (s._tag === "Real" && s.path !== dir) below(s.path, s.at)
+      if (s._tag === "Real") for (const stop of s.before) if (stop.path !== dir) below(stop.path, stop.at)
       const entries: Array<DirEntry> = []
       for (const name of names) {
         const info = yield* lstat(NodePath.join(dir, name)).pipe(
