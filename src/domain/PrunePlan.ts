@@ -24,6 +24,7 @@
  *   (neither needs a size). One big run therefore never gets its small neighbours deleted.
  */
 import * as Schema from "effect/Schema"
+import { isFarFuture } from "./Liveness.js"
 import type { RetentionPolicy } from "./Retention.js"
 import { runSteps, sortSteps, stepDue, type Steps } from "./Steps.js"
 
@@ -138,16 +139,16 @@ export const boundManifestTimes = (input: {
   readonly now: number
   readonly remoteLeaseTtlMs: number
 }): BoundedManifestTimes => {
-  const { now } = input
-  const limit = now + input.remoteLeaseTtlMs
-  // Nearly every manifest: nothing beyond the limit, nothing to say (a view judges 40,000 of them).
-  if (input.createdAt <= limit && (input.releasedAt === undefined || input.releasedAt <= limit)) {
+  const { now, remoteLeaseTtlMs } = input
+  const farOff = (at: number | undefined) => at !== undefined && isFarFuture(at, now, remoteLeaseTtlMs)
+  // Nearly every manifest: nothing beyond the ttl, nothing to say (a view judges 40,000 of them).
+  if (!farOff(input.createdAt) && !farOff(input.releasedAt)) {
     return { createdAt: input.createdAt, releasedAt: input.releasedAt, farFuture: NO_FAR_FUTURE }
   }
   const fallback = Math.min(input.manifestMtimeMs ?? now, now)
   const farFuture: Array<string> = []
   const bound = (field: string, at: number): number => {
-    if (at <= limit) return at
+    if (!farOff(at)) return at
     farFuture.push(`manifest ${field} is ${at - now} ms in the future (beyond the ttl ${input.remoteLeaseTtlMs} ms); the manifest's mtime capped at now counts instead`)
     return fallback
   }

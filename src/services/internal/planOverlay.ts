@@ -36,11 +36,10 @@ type Seen =
   | {
     readonly _tag: "Real"
     readonly path: string
-    readonly at: number
     readonly directory: boolean
     /**
      * Where a moved directory was before each move, newest first, each with the effects before that move
-     * (what they put below it is in it still): a listing of the path includes those names.
+     * (what they put below it is in it still; the last is `path`): a listing of the path includes those names.
      */
     readonly before: ReadonlyArray<{ readonly path: string; readonly at: number }>
   }
@@ -63,7 +62,6 @@ export const makeOverlay = (fs: Fs) => {
    */
   const see = (path: string): Seen => {
     let p = path
-    let at = effects.length
     let madeBelow = false
     const before: Array<{ path: string; at: number }> = []
     for (let i = effects.length - 1; i >= 0; i--) {
@@ -76,13 +74,12 @@ export const makeOverlay = (fs: Fs) => {
         return madeBelow ? { _tag: "Made" } : { _tag: "Gone" }
       } else if (e._tag === "Placed" && isAtOrBelow(p, e.path)) {
         p = e.source + p.slice(e.path.length)
-        at = i
-        before.push({ path: p, at })
+        before.push({ path: p, at: i })
       } else if (e.path !== p && isAtOrBelow(e.path, p)) {
         madeBelow = true
       }
     }
-    return { _tag: "Real", path: p, at, directory: madeBelow, before }
+    return { _tag: "Real", path: p, directory: madeBelow, before }
   }
 
   /** A real call's error names the path the planner asked about, as the run's would. */

@@ -19,7 +19,7 @@ import {
 } from "../../domain/Formats.js"
 import type { FileSystemError } from "../../domain/Errors.js"
 import type { DirEntry } from "../FileSystem.js"
-import { isFarFuture, type LeaseVerdict, readFailureIsContent } from "../../domain/Liveness.js"
+import { type LeaseVerdict, readFailureIsContent } from "../../domain/Liveness.js"
 import { boundManifestTimes, type BoundedManifestTimes, lastUsedAt } from "../../domain/PrunePlan.js"
 import { type Deps, judge } from "./deps.js"
 import { leaseProbes } from "./fsClock.js"
@@ -115,11 +115,9 @@ const releasedAtOf = (manifest: Manifest): number | undefined => ("releasedAt" i
  * 20,000 runs takes no runtime step per run for it. Pure.
  */
 export const manifestTimesWithoutLstat = (deps: Pick<Deps, "remoteLeaseTtlMs">, manifest: Manifest, now: number): BoundedManifestTimes | undefined => {
-  const createdAt = manifest.createdAt
-  const releasedAt = releasedAtOf(manifest)
-  const suspicious = isFarFuture(createdAt, now, deps.remoteLeaseTtlMs) ||
-    (releasedAt !== undefined && isFarFuture(releasedAt, now, deps.remoteLeaseTtlMs))
-  return suspicious ? undefined : boundManifestTimes({ createdAt, releasedAt, manifestMtimeMs: null, now, remoteLeaseTtlMs: deps.remoteLeaseTtlMs })
+  // A far-future stamp is bounded by the manifest's mtime, which only an lstat tells.
+  const times = boundManifestTimes({ createdAt: manifest.createdAt, releasedAt: releasedAtOf(manifest), manifestMtimeMs: null, now, remoteLeaseTtlMs: deps.remoteLeaseTtlMs })
+  return times.farFuture.length === 0 ? times : undefined
 }
 
 export interface LeaseEntry {
@@ -148,14 +146,17 @@ const NO_LEASES: LeaseScan = { leases: [], problem: null }
  * `judgeLeaseListing`'s answer when it reads no lease (no lease directory, one that cannot be listed, or one
  * holding only in-flight temp files), else `undefined`: most runs of a scan, answered without a runtime step. Pure.
  */
-export const leasesWithoutReads = (listing: Either.Either<ReadonlyArray<DirEntry>, FileSystemError>): LeaseScan | undefined => {
-  if (listing._tag === "Left") {
-    const e = listing.left
-    if (e.reason === "NotFound") return NO_LEASES
-    return { leases: [], problem: e.reason === "NotADirectory" ? ".leases is not a directory (or is a symlink)" : `.leases unreadable (${e.errno})` }
-  }
-  return listing.right.every((entry) => entry.name.startsWith(".")) ? NO_LEASES : undefined
-}
+export const leasesWithoutReads = (listing: Either.Either<ReadonlyArray<DirEntry>, FileSystemError>): LeaseScan | undefined =>
+  listing._tag === "Left" ? unlistedLeases(listing.left) : onlyInFlight(listing.right) ? NO_LEASES : undefined
+
+/** A lease directory that could not be listed: none (absent), or one the scan cannot trust. */
+const unlistedLeases = (e: FileSystemError): LeaseScan =>
+  e.reason === "NotFound"
+    ? NO_LEASES
+    : { leases: [], problem: e.reason === "NotADirectory" ? ".leases is not a directory (or is a symlink)" : `.leases unreadable (${e.errno})` }
+
+/** Nothing but in-flight temp files (dot names). */
+const onlyInFlight = (entries: ReadonlyArray<DirEntry>): boolean => entries.every((entry) => entry.name.startsWith("."))
 
 /**
  * The leases of a run from what listing its lease directory (`dir`) answered: each lease read and judged
@@ -166,9 +167,8 @@ export const judgeLeaseListing = (
   dir: string,
   listing: Either.Either<ReadonlyArray<DirEntry>, FileSystemError>
 ): Effect.Effect<LeaseScan> => {
-  const known = leasesWithoutReads(listing)
-  if (known !== undefined) return Effect.succeed(known)
-  if (listing._tag === "Left") return Effect.succeed(NO_LEASES) // (never: answered above)
+  if (listing._tag === "Left") return Effect.succeed(unlistedLeases(listing.left))
+  if (onlyInFlight(listing.right)) return Effect.succeed(NO_LEASES)
   const probes = leaseProbes(NodePath.dirname(dir))
   return Effect.gen(function*() {
     const leases: Array<LeaseEntry> = []
@@ -260,7 +260,8 @@ export const runUse = (run: RunUseFacts): { readonly active: boolean; readonly l
 /**
  * Whether an owned run has anything the doctor reports: a lease (each is judged), a lease directory it cannot
  * trust, or a far-future manifest stamp. A view that needs only the others' counts keeps no item for a run
- * without any (`ScanOptions.runItems`), and the doctor's run findings begin with this same test. Pure.
+ * without any (`ScanOptions.runItems`); test/services/NoteworthyRuns.test.ts holds the doctor's findings of
+ * such a read to those of a read that keeps every run. Pure.
  */
 export const runIsNoteworthy = (run: Pick<RunUseFacts, "leases" | "times">): boolean =>
   run.leases.leases.length > 0 || run.leases.problem !== null || run.times.farFuture.length > 0
