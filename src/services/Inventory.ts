@@ -331,8 +331,12 @@ class Walk {
   }
 }
 
-/** The listing row of an owned run (no size). Pure: the facts carry the manifest, leases and times. */
-export const runRow = (address: TenantAddress, item: Extract<TenantItem, { _tag: "Run" }>): Omit<RunListing, "size"> => {
+/**
+ * The listing row of an owned run, not yet measured (`listRuns` sets its size: each run is one object from
+ * the scan to the report, where a copy with the size was 40,000 more objects at `work ls`' peak). Pure: the
+ * facts carry the manifest, leases and times.
+ */
+export const runRow = (address: TenantAddress, item: Extract<TenantItem, { _tag: "Run" }>): RunListing => {
   const m = item.manifest
   const releasedAt = "releasedAt" in m && m.releasedAt !== undefined ? m.releasedAt : null
   const { active, lastUsedAt: used } = runUse(item)
@@ -347,8 +351,14 @@ export const runRow = (address: TenantAddress, item: Extract<TenantItem, { _tag:
     releasedAt,
     lastUsedAt: used,
     leases: item.leases.leases.length,
-    holders: active ? liveHolders(item.leases) : []
+    holders: active ? liveHolders(item.leases) : [],
+    size: UNMEASURED
   }
+}
+
+/** A row `runRow` made, given its size; nothing else writes a row. */
+const setSize = (row: RunListing, size: Size): void => {
+  ;(row as { size: Size }).size = size
 }
 
 /** The tenants a listing shows: real directories that were read (a symlinked tenant is never followed). */
@@ -491,9 +501,9 @@ export const summarize = (input: {
   }
 }
 
-/** `listRuns`' rows before their sizes: owned runs newest last use first per tenant (tenants in name order), and the unowned entries. Pure. */
+/** `listRuns`' rows: owned runs newest last use first per tenant (tenants in name order), and the unowned entries. */
 export interface RunRows {
-  readonly runs: ReadonlyArray<Omit<RunListing, "size">>
+  readonly runs: ReadonlyArray<RunListing>
   readonly unowned: ReadonlyArray<UnownedListing>
 }
 
@@ -501,23 +511,19 @@ export interface RunRows {
  * `runRows`' owned-run rows of one tenant, in name order, when made as the scan judged each run
  * (`ScanOptions.visitRun`, whose facts then keep no run items), keyed by `category/tenant`.
  */
-export type RowsByTenant = ReadonlyMap<string, ReadonlyArray<Omit<RunListing, "size">>>
+export type RowsByTenant = ReadonlyMap<string, ReadonlyArray<RunListing>>
 
 const tenantKey = (t: TenantAddress): string => `${t.category}/${t.tenant}`
 
-/**
- * Without `made`, the rows of the facts' run items: every owned run only when the scan kept them all
- * (`runItems: "all"`; the doctor's facts keep only noteworthy runs).
- */
-export const runRows = (facts: AgentDirFacts, made?: RowsByTenant): RunRows => {
-  const runs: Array<Omit<RunListing, "size">> = []
+/** The rows `made` as the scan judged each run, ordered, and the unowned entries of the facts. Pure. */
+export const runRows = (facts: AgentDirFacts, made: RowsByTenant): RunRows => {
+  const runs: Array<RunListing> = []
   const unowned: Array<UnownedListing> = []
   for (const t of listedTenants(facts)) {
     const address = { category: t.category, tenant: t.tenant }
-    const tenantRuns: Array<Omit<RunListing, "size">> = made === undefined ? [] : [...(made.get(tenantKey(t)) ?? [])]
+    const tenantRuns = [...(made.get(tenantKey(t)) ?? [])]
     for (const item of t.items.items) {
       if (item._tag === "Unowned") unowned.push({ ...address, name: item.name, path: item.path, why: item.why })
-      else if (item._tag === "Run" && made === undefined) tenantRuns.push(runRow(address, item))
     }
     tenantRuns.sort((a, b) => b.lastUsedAt - a.lastUsedAt || (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0))
     for (const r of tenantRuns) runs.push(r)
@@ -525,21 +531,18 @@ export const runRows = (facts: AgentDirFacts, made?: RowsByTenant): RunRows => {
   return { runs, unowned }
 }
 
-/** `listRuns` over the facts and the measured run sizes: newest last use first per tenant. Pure. */
+/** `listRuns` over the facts and its rows, measured: newest last use first per tenant. Pure. */
 export const runList = (input: {
   readonly facts: AgentDirFacts
   readonly linkedFrom: string | null
   readonly scannedAt: number
-  readonly sizeOf: SizeOf
+  readonly rows: RunRows
   readonly measureErrors: ReadonlyArray<InventoryProblem>
   readonly limits?: InventoryLimits | undefined
   readonly stops?: WalkStops | undefined
-  /** `runRows(facts)`, when the caller made them already (to order its size walks). */
-  readonly rows?: RunRows | undefined
 }): RunList => {
-  const { facts } = input
-  const rows = input.rows ?? runRows(facts)
-  const runs = rows.runs.map((r): RunListing => ({ ...r, size: input.sizeOf(r.path) }))
+  const { facts, rows } = input
+  const runs = rows.runs
   return {
     agentDir: facts.path,
     linkedFrom: input.linkedFrom,
@@ -738,7 +741,7 @@ const makeInventory = Effect.gen(function*() {
       const scannedAt = yield* Clock.currentTimeMillis
       // Each run's row is made as the scan judges it, and its item is not kept (40,000 of them were most of
       // `work ls`' memory); with it, the size read with its manifest, used below where it is what the walk answers.
-      const made = new Map<string, Array<Omit<RunListing, "size">>>()
+      const made = new Map<string, Array<RunListing>>()
       const known = new Map<string, RunMeasure>()
       const facts = yield* scanAgentDir(deps, agentDir.path, {
         work: filter ?? true,
@@ -767,7 +770,10 @@ const makeInventory = Effect.gen(function*() {
         else group.push(r.path)
       }
       const sizeOf = yield* measureAll(walk, [...byTenant.values()], known)
-      return runList({ facts, linkedFrom, scannedAt, sizeOf, measureErrors: walk.errors, limits: o, stops: walk.stops, rows })
+      byTenant.clear()
+      known.clear()
+      for (const r of rows.runs) setSize(r, sizeOf(r.path))
+      return runList({ facts, linkedFrom, scannedAt, measureErrors: walk.errors, limits: o, stops: walk.stops, rows })
     })
 
   /** The read model's work tree (categories and tenants, not what they hold), judged by `pruneTargetsOf`. */
