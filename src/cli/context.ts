@@ -13,7 +13,8 @@ import { withArticle } from "../domain/Article.js"
 import { type Paint, painter, type Shown, type Showable, shown, txt } from "./format.js"
 import { problemLine, tagOfExitCode } from "./problem.js"
 import type { StackOptions } from "./services.js"
-import { writeErr, writeOut } from "./streams.js"
+import { jsonPieces } from "./jsonPieces.js"
+import { writeErr, writeOut, writeOutPieces } from "./streams.js"
 
 export interface CliContext {
   readonly globals: Globals
@@ -48,7 +49,15 @@ export const out = (text: Shown): Effect.Effect<void> => Effect.sync(() => void 
 export const err = (text: Shown): Effect.Effect<void> => Effect.sync(() => void writeErr(text.text))
 
 /** `--json`: the exact document (JSON escapes every control character itself). */
-export const printJson = (value: unknown): Effect.Effect<void> => Effect.sync(() => void writeOut(JSON.stringify(value, null, 2) + "\n"))
+export const printJson = (value: unknown): Effect.Effect<void> => Effect.promise(() => writeOutPieces(jsonPieces(value)))
+
+/** Human output on stdout, a piece at a time as the reader takes it (a table of 40,000 rows). */
+export const outPieces = (pieces: Iterable<Shown>): Effect.Effect<void> =>
+  Effect.promise(() => writeOutPieces(textOf(pieces)))
+
+function* textOf(pieces: Iterable<Shown>): Generator<string> {
+  for (const piece of pieces) yield piece.text
+}
 
 /** What an error says beyond its message: its `_tag` (default by its exit code) and more, as JSON fields and as human lines. */
 export interface ComplaintDetails {

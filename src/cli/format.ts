@@ -182,9 +182,32 @@ export interface Column {
  * blanks). A string cell is escaped (`shown`), so one row is one line whatever it holds; cells may carry
  * colour: widths ignore our escape sequences.
  */
-export const table = (columns: ReadonlyArray<Column>, rows: ReadonlyArray<ReadonlyArray<Showable>>, paint?: Paint): Shown => {
-  const cellsOf = rows.map((r) => columns.map((_, i) => shown(r[i] ?? "").text))
-  const widths = columns.map((c, i) => Math.max(width(c.header), ...cellsOf.map((r) => width(r[i]!))))
+export const table = (columns: ReadonlyArray<Column>, rows: ReadonlyArray<ReadonlyArray<Showable>>, paint?: Paint): Shown =>
+  joinShown([...tablePieces(columns, rows.length, (i) => rows[i]!, paint)])
+
+/** How many lines one piece of `tablePieces` holds. */
+const LINES_PER_PIECE = 512
+
+/**
+ * `table` of `count` rows, in pieces whose concatenation is exactly it, for a table too long to hold whole
+ * (`work ls` of 40,000 runs): a first pass over the rows finds the column widths, and each row is made again
+ * (`rowAt`, pure) as its piece is written, so no row's cells outlive it.
+ */
+export function* tablePieces(
+  columns: ReadonlyArray<Column>,
+  count: number,
+  rowAt: (i: number) => ReadonlyArray<Showable>,
+  paint?: Paint
+): Generator<Shown> {
+  const cellsAt = (i: number): Array<string> => {
+    const row = rowAt(i)
+    return columns.map((_, c) => shown(row[c] ?? "").text)
+  }
+  const widths = columns.map((c) => width(c.header))
+  for (let i = 0; i < count; i++) {
+    const cells = cellsAt(i)
+    for (let c = 0; c < widths.length; c++) widths[c] = Math.max(widths[c]!, width(cells[c]!))
+  }
   const line = (cells: ReadonlyArray<string>) =>
     cells.map((cell, i) => {
       const pad = " ".repeat(widths[i]! - width(cell))
@@ -192,5 +215,13 @@ export const table = (columns: ReadonlyArray<Column>, rows: ReadonlyArray<Readon
       return i === cells.length - 1 ? cell : cell + pad
     }).join("  ")
   const header = line(columns.map((c) => c.header))
-  return new ShownText([paint ? paint("bold", header).text : header, ...cellsOf.map(line)].map((l) => l.trimEnd()).join("\n") + "\n")
+  let piece = (paint ? paint("bold", header).text : header).trimEnd() + "\n"
+  for (let i = 0; i < count; i++) {
+    piece += line(cellsAt(i)).trimEnd() + "\n"
+    if ((i + 1) % LINES_PER_PIECE === 0) {
+      yield new ShownText(piece)
+      piece = ""
+    }
+  }
+  if (piece !== "") yield new ShownText(piece)
 }

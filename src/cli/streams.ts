@@ -52,6 +52,30 @@ export const writeOut = (text: string): void => write("stdout", text)
 export const writeErr = (text: string): void => write("stderr", text)
 
 /**
+ * Write `pieces` to stdout in order, waiting for the stream to drain whenever its buffer is full: a long
+ * document (`work ls` of 40,000 runs) is made a piece at a time as the reader takes it, never held whole. A
+ * reader that has gone away ends it (the rest is not made).
+ */
+export const writeOutPieces = async (pieces: Iterable<string>): Promise<void> => {
+  for (const piece of pieces) {
+    if (closed.stdout) return
+    if (!process.stdout.write(piece, written("stdout"))) await drained(process.stdout)
+  }
+}
+
+/** Settles when `stream` can take more, or can take nothing ever again (closed, failed). */
+const drained = (stream: NodeJS.WriteStream): Promise<void> =>
+  new Promise((resolve) => {
+    const done = () => {
+      for (const event of EVENTS) stream.off(event, done)
+      resolve()
+    }
+    for (const event of EVENTS) stream.once(event, done)
+  })
+
+const EVENTS = ["drain", "close", "error"] as const
+
+/**
  * Call `then` once everything written so far has left the process. A pipe is written asynchronously, and the
  * runtime ends a failing command with `process.exit`, which would drop what is still queued (a doctor report
  * piped into `less` cut at 64 KiB); an empty write's callback comes after every earlier write.

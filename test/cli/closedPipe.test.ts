@@ -10,6 +10,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { plantReleasedRuns } from "../support/releasedRuns.js"
 
 const MAIN = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta.url))
 /** Far more than a pipe buffer (64 KiB): the CLI is still writing when the reader goes. */
@@ -37,7 +38,21 @@ beforeAll(() => {
   for (const dir of [Path.join(agentDir, "work"), Path.join(agentDir, "work", "tools")]) Fs.chmodSync(dir, 0o700)
   // Long names (200 bytes): each listing line is longer than 200 bytes, the whole several pipe buffers.
   for (let i = 0; i < RUNS; i++) Fs.mkdirSync(Path.join(tenant, `left-behind-by-some-tool-${String(i).padStart(5, "0")}-`.padEnd(200, "x")))
+  // And as many runs it owns: `work ls` writes their rows a few hundred at a time (runListPieces).
+  plantReleasedRuns(agentDir, RUNS)
 })
+
+/** Run the CLI to the end, reading its stdout. */
+const whole = (args: ReadonlyArray<string>): Promise<{ code: number | null; stdout: string; stderr: string }> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [MAIN, "--agent-dir", agentDir, ...args], { env: env(), stdio: ["ignore", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d))
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
+    child.once("error", reject)
+    child.once("close", (code) => resolve({ code, stdout, stderr }))
+  })
 
 afterAll(() => Fs.rmSync(root, { recursive: true, force: true }))
 
@@ -65,19 +80,24 @@ const closedAfterFirstChunk = (args: ReadonlyArray<string>): Promise<Ended> =>
 
 describe("output through a pipe (built CLI)", () => {
   it("a long report is written whole before a failing exit (doctor with findings exits 1)", async () => {
-    const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, [MAIN, "--agent-dir", agentDir, "doctor"], { env: env(), stdio: ["ignore", "pipe", "pipe"] })
-      let stdout = ""
-      let stderr = ""
-      child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d))
-      child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
-      child.once("error", reject)
-      child.once("close", (code) => resolve({ code, stdout, stderr }))
-    })
+    const r = await whole(["doctor"])
     assert.strictEqual(r.code, 1, r.stderr)
     assert.isAbove(r.stdout.length, 4 * 65_536)
     assert.strictEqual(r.stdout.match(/^warning {3}work-unowned-run /gm)?.length, RUNS)
     assert.match(r.stdout, /\n\d+ warnings\n$/)
+  })
+
+  it("work ls and work ls --json, written a piece at a time, arrive whole: every run, newest first, then every unowned entry", async () => {
+    const [text, json] = await Promise.all([whole(["work", "ls"]), whole(["work", "ls", "--json"])])
+    assert.strictEqual(text.code, 0, text.stderr)
+    const rows = text.stdout.split("\n").filter((l) => l.startsWith("tools/bash  run-"))
+    assert.strictEqual(rows.length, RUNS)
+    rows.forEach((row, i) => assert.include(row, ` run-${String(RUNS - 1 - i).padStart(6, "0")} `))
+    assert.strictEqual(text.stdout.split("\n").filter((l) => l.startsWith("tools/bash  left-behind-by-some-tool-")).length, RUNS)
+    assert.strictEqual(json.code, 0, json.stderr)
+    const doc = JSON.parse(json.stdout) as { runs: ReadonlyArray<{ runId: string }>; unowned: ReadonlyArray<unknown> }
+    assert.deepStrictEqual(doc.runs.map((r) => r.runId), Array.from({ length: RUNS }, (_, i) => `run-${String(RUNS - 1 - i).padStart(6, "0")}`))
+    assert.strictEqual(doc.unowned.length, RUNS)
   })
 })
 

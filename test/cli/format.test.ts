@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { FastCheck } from "effect"
-import { formatBytes, formatDuration, formatSize, painter, stripAnsi, table } from "../../src/cli/format.js"
+import { type Column, formatBytes, formatDuration, formatSize, painter, shown, stripAnsi, table, tablePieces } from "../../src/cli/format.js"
 import { parseSize } from "../../src/cli/parse.js"
 
 const H = 3_600_000
@@ -60,6 +60,39 @@ describe("cli/format", () => {
     // (A lone surrogate is shown escaped, four columns: terminal safety.)
     assert.strictEqual(stripAnsi(text), "A     B\n\u{1F600}x    1\n\\xe9  2\nabc   3\né     4\n")
   })
+})
+
+/** A table made whole the plain way: every cell shown, widths by code points without colour, lines trimmed. */
+const referenceTable = (columns: ReadonlyArray<Column>, rows: ReadonlyArray<ReadonlyArray<string>>, bold: boolean): string => {
+  const cells = rows.map((r) => columns.map((_, i) => shown(r[i] ?? "").text))
+  const w = (t: string) => [...stripAnsi(t)].length
+  const widths = columns.map((c, i) => Math.max(w(c.header), ...cells.map((r) => w(r[i]!))))
+  const line = (row: ReadonlyArray<string>) =>
+    row.map((cell, i) => {
+      const pad = " ".repeat(widths[i]! - w(cell))
+      return columns[i]!.align === "right" ? pad + cell : i === row.length - 1 ? cell : cell + pad
+    }).join("  ")
+  const header = line(columns.map((c) => c.header))
+  return [bold ? painter(true)("bold", header).text : header, ...cells.map(line)].map((l) => l.trimEnd()).join("\n") + "\n"
+}
+
+const fc = FastCheck
+const cell = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom("", " x ", "\u{1F600}", "\u001b[31mred", "\udce9", "é"))
+
+describe("cli/format tables in pieces", () => {
+  it.prop("the pieces of a table joined are the whole table, however many rows, each piece at most 512 rows (the first also the header)", [
+    fc.array(fc.record({ header: fc.string({ maxLength: 8 }), align: fc.constantFrom("left" as const, "right" as const) }), { minLength: 1, maxLength: 5 }),
+    fc.integer({ min: 0, max: 1_300 }),
+    fc.array(fc.array(cell, { maxLength: 6 }), { minLength: 1, maxLength: 20 }),
+    fc.boolean()
+  ], ([columns, count, pool, bold]) => {
+    const rows = Array.from({ length: count }, (_, i) => pool[i % pool.length]!)
+    const paint = bold ? painter(true) : undefined
+    const pieces = [...tablePieces(columns, rows.length, (i) => rows[i]!, paint)].map((p) => p.text)
+    assert.strictEqual(pieces.join(""), referenceTable(columns, rows, bold))
+    assert.strictEqual(table(columns, rows, paint).text, pieces.join(""))
+    pieces.forEach((piece, i) => assert.isAtMost(piece.split("\n").length - 1, i === 0 ? 513 : 512))
+  }, { fastCheck: { numRuns: 150 } })
 })
 
 describe("cli/context colour rule", () => {
