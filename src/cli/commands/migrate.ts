@@ -37,7 +37,7 @@ export const renderPlan = (paint: Paint, plan: LayoutPlan): Shown => {
   const lines = [txt`Would migrate (${plan.decisions.length} decision${plan.decisions.length === 1 ? "" : "s"}; nothing was changed):\n`]
   for (const d of plan.decisions) {
     const action = d.action === "refuse" ? paint("red", d.action.padEnd(width)) : d.action === "preserve-conflict" ? paint("yellow", d.action.padEnd(width)) : d.action.padEnd(width)
-    lines.push(txt`  ${action}  ${d.from} → ${d.to}\n`, txt`  ${" ".repeat(width)}  ${d.why}\n`)
+    lines.push(txt`  ${action}  ${d.from} \u2192 ${d.to}\n`, txt`  ${" ".repeat(width)}  ${d.why}\n`)
   }
   if (plan.partial) lines.push(txt`${paint("yellow", PARTIAL)}\n`)
   return joinShown(lines)
@@ -120,7 +120,7 @@ export const renderPlanPreview = (paint: Paint, preview: PlanPreview): Shown => 
     for (const d of entry.decisions) {
       const action = d.action.padEnd(width)
       const painted = d.action === "refuse" ? paint("red", action) : d.action === "preserve-conflict" ? paint("yellow", action) : action
-      lines.push(txt`  ${painted}  ${d.from} → ${d.to}\n`, txt`  ${" ".repeat(width)}  ${d.why}\n`)
+      lines.push(txt`  ${painted}  ${d.from} \u2192 ${d.to}\n`, txt`  ${" ".repeat(width)}  ${d.why}\n`)
     }
   })
   return joinShown(lines)
@@ -134,7 +134,7 @@ export const renderPlanReport = (paint: Paint, report: PlanReport): Shown => {
     const outcome = entry.outcome.padEnd(width)
     const painted = entry.outcome === "failed" ? paint("red", outcome) : entry.outcome === "conflict-preserved" ? paint("yellow", outcome) : outcome
     const rows = entry.rows === undefined ? "" : ` (${entry.rows} rows, ${entry.mergedRows ?? 0} taken from ${entry.from})`
-    lines.push(txt`${painted}  ${stepLabel(i, entry.id)}: ${entry.from} → ${entry.to}${rows}  in ${entry.root}\n`)
+    lines.push(txt`${painted}  ${stepLabel(i, entry.id)}: ${entry.from} \u2192 ${entry.to}${rows}  in ${entry.root}\n`)
     for (const kept of entry.conflicts ?? []) lines.push(txt`${" ".repeat(width)}  kept ${kept}\n`)
     if (entry.reason !== undefined && entry.outcome !== "conflict-preserved") lines.push(txt`${" ".repeat(width)}  ${entry.reason}\n`)
   })
