@@ -31,7 +31,7 @@ import { bytesOfName, hasEscapedBytes } from "../../domain/NameBytes.js"
 import { WALK_WINDOW } from "../../domain/WalkDepth.js"
 import type { TreeMeasure, TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
 import { listDirectory, osPath } from "./osPath.js"
-import { crossedMount, finished, makeTally, movedDirectory, type OwnSizes, ownSizes, type SyncWalk, unlessMissing, type Walker } from "./syncWalk.js"
+import { crossedMount, finished, makeTally, movedDirectory, type OwnSizes, ownSizes, type SyncWalk, treeMeasure, unlessMissing, type Walker } from "./syncWalk.js"
 
 const DIR_FLAGS = fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW
 
@@ -330,13 +330,13 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
     const opened = openDirectory(root, root)
     if (typeof opened !== "number") {
       // A link or file measures itself (never a link's target), as du does; a missing root fails.
-      return finished({ ...ownSizes(fs.lstatSync(osPath(root))), entries: 0, complete: true })
+      return finished(treeMeasure(ownSizes(fs.lstatSync(osPath(root))), 0, true))
     }
     const rootDir = dirOf(opened, root, root)
     const rootEntries = listOrClose(rootDir, root)
     const tally = makeTally()
     tally.add(rootDir.own)
-    if (rootEntries === "gone") return finished({ ...tally.total, entries: 0, complete: true })
+    if (rootEntries === "gone") return finished(treeMeasure(tally.total, 0, true))
     let entries = 0
     let complete = true
     const walk = makePath(root, rootDir, rootEntries)
@@ -393,7 +393,7 @@ export const makePathWalker = (options?: PathWalkerOptions): Walker => {
       fs.closeSync(walk.pop().fd!)
       return levels.length === 0
     }
-    return { step, result: () => ({ ...tally.total, entries, complete }), close: walk.close }
+    return { step, result: () => treeMeasure(tally.total, entries, complete), close: walk.close }
   }
 
   /** A root's listing; its descriptor is closed when that fails or it is gone. */

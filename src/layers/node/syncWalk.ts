@@ -38,6 +38,18 @@ export interface OwnSizes {
   readonly fileBytes: number
 }
 
+/**
+ * A walk's answer from its sizes, field by field: V8 (Node 20) gives every object a spread makes with more
+ * fields (`{ ...sizes, entries, complete }`) a hidden class of its own, one per tree measured.
+ */
+export const treeMeasure = (sizes: OwnSizes, entries: number, complete: boolean): TreeMeasure => ({
+  bytes: sizes.bytes,
+  apparentBytes: sizes.apparentBytes,
+  fileBytes: sizes.fileBytes,
+  entries,
+  complete
+}) satisfies Required<TreeMeasure>
+
 export const ownSizes = (st: SizedStats): OwnSizes => ({ bytes: st.blocks * 512, apparentBytes: st.size, fileBytes: st.isFile() ? st.size : 0 })
 
 /**

@@ -29,7 +29,7 @@ import { isReclaimLockName, type ReclaimOutcome, reclaimLockPath, removeDeadMark
 import { cleanupMarkerPath, deleteQuarantinedEach, ensureLibraryDir, prepareRemoval, quarantineOwnedRuns, type RemoveOutcome } from "./removeRun.js"
 import { checkSafeDirectory } from "./rootSafety.js"
 import { type TenantItem, tenantItems } from "./readModel.js"
-import { isActive, type LeaseEntry, newestHeartbeat, type OwnedManifest, readLeases, readManifest } from "./runFacts.js"
+import { expectedIdentity, isActive, type LeaseEntry, newestHeartbeat, type OwnedManifest, readLeases, readManifest } from "./runFacts.js"
 import { isAbandonedStaging, isTenantLibraryEntry } from "../../domain/TenantEntries.js"
 import { warn } from "./warn.js"
 
@@ -434,6 +434,21 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
   })
 
 /**
+ * `run` with its last write on the file system's clock, field by field: V8 (Node 20) gives every object a
+ * spread makes with one more field a hidden class of its own, one per run pruned. Every field is named
+ * (`Required`), so a field added to `RunFacts` cannot be dropped here.
+ */
+const withLastWrite = (run: RunFacts, fsLastWrittenAt: number): RunFacts => ({
+  runId: run.runId,
+  path: run.path,
+  createdAt: run.createdAt,
+  releasedAt: run.releasedAt,
+  newestHeartbeatAt: run.newestHeartbeatAt,
+  fsLastWrittenAt,
+  active: run.active
+}) satisfies Required<RunFacts>
+
+/**
  * Every inactive run's last write on the file system's clock (`fsLastWrittenAt`: the newest mtime of its
  * manifest and lease files, one batched lstat), its last use for the plan (docs/work-runs.md "Retention"). A file that
  * cannot be examined, or that lies on another device than the tenant (another clock), makes the run count as
@@ -474,7 +489,7 @@ const lastWritten = (
           if (info._tag === "Left" && info.left.reason === "NotFound" && j > 0) continue // a lease removed meanwhile
           newest = Math.max(newest, info._tag === "Right" && info.right.dev === tenantDev ? info.right.mtimeMs : now)
         }
-        runs[index] = { ...runs[index]!, fsLastWrittenAt: newest }
+        runs[index] = withLastWrite(runs[index]!, newest)
       }
     }
   })
@@ -578,7 +593,7 @@ const removeDeadLeases = (
         // swapped for a link (or replaced) is not ours to unlink inside (review).
         const info = yield* deps.fs.lstat(runDir).pipe(Effect.option)
         if (info._tag === "None" || info.value.type !== "Directory") return
-        const manifest = yield* readManifest(deps, runDir, { ...address, runId }, owned.get(runId))
+        const manifest = yield* readManifest(deps, runDir, expectedIdentity(address, runId), owned.get(runId))
         if (manifest._tag !== "Owned") return
         const leases = yield* readLeases(deps, runDir)
         for (const lease of leases.leases) {

@@ -38,6 +38,7 @@ import {
   leasesWithoutReads,
   manifestTimesAt,
   manifestTimesWithoutLstat,
+  expectedIdentity,
   manifestVerdict,
   type OwnedManifest,
   readLeases,
@@ -360,7 +361,7 @@ export const tenantItems = (
       const manifests: Array<ManifestRead> = []
       for (const [k, runId] of names.entries()) {
         if (paceDue(k, RUNS_PER_PACE)) yield* pace(deps.fs)
-        manifests.push(manifestVerdict(reads[k]!, { ...address, runId }))
+        manifests.push(manifestVerdict(reads[k]!, expectedIdentity(address, runId)))
       }
       // Every owned run's leases are read; an unowned directory's only when the reader asked.
       const listed = names.flatMap((_, k) => (manifests[k]!._tag === "Owned" || options.unownedLeases === true ? [k] : []))
@@ -405,7 +406,7 @@ export const tenantItems = (
       for (const [k, runId] of batch.names.entries()) {
         if (paceDue(k, RUNS_PER_PACE)) yield* pace(deps.fs)
         const read = reads[k]!
-        const manifest = manifestVerdict(read.file, { ...address, runId })
+        const manifest = manifestVerdict(read.file, expectedIdentity(address, runId))
         // Every owned run's leases are judged; an unowned directory's only when the reader asked.
         const listing = manifest._tag === "Owned" || options.unownedLeases === true ? read.listing : undefined
         const sized = read.measure?._tag === "Right" ? read.measure.right : undefined
