@@ -520,10 +520,9 @@ export const runRows = (facts: AgentDirFacts, made: RowsByTenant): RunRows => {
   const runs: Array<RunListing> = []
   const unowned: Array<UnownedListing> = []
   for (const t of listedTenants(facts)) {
-    const address = { category: t.category, tenant: t.tenant }
     const tenantRuns = [...(made.get(tenantKey(t)) ?? [])]
     for (const item of t.items.items) {
-      if (item._tag === "Unowned") unowned.push({ ...address, name: item.name, path: item.path, why: item.why })
+      if (item._tag === "Unowned") unowned.push({ category: t.category, tenant: t.tenant, name: item.name, path: item.path, why: item.why })
     }
     tenantRuns.sort((a, b) => b.lastUsedAt - a.lastUsedAt || (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0))
     for (const r of tenantRuns) runs.push(r)
