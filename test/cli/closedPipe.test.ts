@@ -10,6 +10,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { runNode } from "../support/child.js"
 import { plantReleasedRuns } from "../support/releasedRuns.js"
 
 const MAIN = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta.url))
@@ -43,16 +44,7 @@ beforeAll(() => {
 })
 
 /** Run the CLI to the end, reading its stdout. */
-const whole = (args: ReadonlyArray<string>): Promise<{ code: number | null; stdout: string; stderr: string }> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, "--agent-dir", agentDir, ...args], { env: env(), stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d))
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d))
-    child.once("error", reject)
-    child.once("close", (code) => resolve({ code, stdout, stderr }))
-  })
+const whole = (args: ReadonlyArray<string>) => runNode(MAIN, ["--agent-dir", agentDir, ...args], { env: env() })
 
 afterAll(() => Fs.rmSync(root, { recursive: true, force: true }))
 
