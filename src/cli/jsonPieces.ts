@@ -4,71 +4,71 @@
  * never exists at once (as one string it was 20 MiB, with as much again for its copy on the way out). The
  * pieces joined are exactly that one string. Pure.
  *
- * Each part is stringified inside a wrapper that puts it at the depth it has in the document, and the
- * wrapper's own text cut off: `JSON.stringify` does the indenting, no text is rewritten.
+ * Each part is stringified inside a wrapper that puts it at the depth it has in the document, under its own
+ * key, and the wrapper's own text cut off: `JSON.stringify` does the indenting and decides what is left out,
+ * no text is rewritten. Only plain data is cut (an object or array made by a literal or `JSON.parse`); a value
+ * with a `toJSON` of its own, a boxed primitive or a class instance is stringified whole.
  */
 
 /** How many elements of an array one piece holds. */
 const ELEMENTS_PER_PIECE = 256
 
-/** What `JSON.stringify` leaves out of an object (and writes as `null` in an array). */
-const omitted = (v: unknown): boolean => v === undefined || typeof v === "function" || typeof v === "symbol"
-
-/** A plain object or array: anything else (a `toJSON`, a primitive) is stringified whole. */
-const splittable = (value: unknown): value is Record<string, unknown> =>
-  value !== null && typeof value === "object" && typeof (value as { toJSON?: unknown }).toJSON !== "function"
-
-/** `{"x": v}` pretty: `{\n  "x": ` + v as at depth 1 + `\n}`. */
-const KEY_HEAD = '{\n  "x": '.length
-const KEY_TAIL = "\n}".length
-
-/** A property's value, indented as a value of the document's top-level object. */
-const atDepthOne = (v: unknown): string => {
-  const text = JSON.stringify({ x: v }, null, 2)
-  return text.slice(KEY_HEAD, text.length - KEY_TAIL)
+/** An object or array literal's kind of value, without a `toJSON`: what may be cut. */
+const plain = (value: unknown): value is Record<string, unknown> => {
+  if (value === null || typeof value !== "object") return false
+  const proto = Object.getPrototypeOf(value) as unknown
+  const literal = Array.isArray(value) ? proto === Array.prototype : proto === Object.prototype || proto === null
+  return literal && typeof (value as { toJSON?: unknown }).toJSON !== "function"
 }
 
-/** `{"x": [a, b]}` pretty: `{\n  "x": [\n` + the elements as at depth 2, one per line + `\n  ]\n}`. */
-const NESTED_HEAD = '{\n  "x": [\n'.length
+/** `{"key": [a, b]}` pretty: `{\n  "key": [\n` + the elements as at depth 2, one per line + `\n  ]\n}`. */
 const NESTED_TAIL = "\n  ]\n}".length
 
 /** `[a, b]` pretty: `[\n` + the elements as at depth 1 + `\n]`. */
 const TOP_HEAD = "[\n".length
 const TOP_TAIL = "\n]".length
 
-/** The elements of `items` (not empty), one per line as at depth 1 (a top-level array) or 2, a few hundred per piece. */
-function* elementLines(items: ReadonlyArray<unknown>, depth: 1 | 2): Generator<string> {
+/** The elements of `items` (not empty), one per line at depth 1 (a top-level array) or 2 (under `key`), a few hundred a piece. */
+function* elementLines(items: ReadonlyArray<unknown>, key: string | undefined): Generator<string> {
+  const head = key === undefined ? TOP_HEAD : `{\n  ${JSON.stringify(key)}: [\n`.length
+  const tail = key === undefined ? TOP_TAIL : NESTED_TAIL
   for (let start = 0; start < items.length; start += ELEMENTS_PER_PIECE) {
     const slice = items.slice(start, start + ELEMENTS_PER_PIECE)
-    const text = depth === 1 ? JSON.stringify(slice, null, 2) : JSON.stringify({ x: slice }, null, 2)
-    const [head, tail] = depth === 1 ? [TOP_HEAD, TOP_TAIL] : [NESTED_HEAD, NESTED_TAIL]
+    const text = key === undefined ? JSON.stringify(slice, null, 2) : JSON.stringify({ [key]: slice }, null, 2)
     yield (start === 0 ? "" : ",\n") + text.slice(head, text.length - tail)
   }
 }
 
+/** A property as a line of the document's top-level object (`"key": value`); `undefined` when JSON leaves it out. */
+const property = (key: string, value: unknown): string | undefined => {
+  const text = JSON.stringify({ [key]: value }, null, 2)
+  // `{\n  "key": value\n}`, or `{}` for a value JSON leaves out (undefined, a function, a toJSON answering so).
+  return text === "{}" ? undefined : text.slice("{\n  ".length, text.length - "\n}".length)
+}
+
 /** The pretty-printed document of `value` with a final newline, in pieces whose concatenation is exactly it. */
 export function* jsonPieces(value: unknown): Generator<string> {
-  if (!splittable(value)) return yield `${JSON.stringify(value, null, 2)}\n`
+  if (!plain(value)) return yield `${JSON.stringify(value, null, 2)}\n`
   if (Array.isArray(value)) {
     if (value.length === 0) return yield "[]\n"
     yield "[\n"
-    yield* elementLines(value, 1)
+    yield* elementLines(value, undefined)
     return yield "\n]\n"
   }
-  const keys = Object.keys(value).filter((k) => !omitted(value[k]))
-  if (keys.length === 0) return yield "{}\n"
   let first = true
-  for (const key of keys) {
+  for (const key of Object.keys(value)) {
     const v = value[key]
-    const head = `${first ? "{" : ","}\n  ${JSON.stringify(key)}: `
-    first = false
-    if (Array.isArray(v) && v.length > 0 && splittable(v)) {
-      yield `${head}[\n`
-      yield* elementLines(v, 2)
+    const lead = first ? "{\n  " : ",\n  "
+    if (Array.isArray(v) && v.length > 0 && plain(v)) {
+      yield `${lead}${JSON.stringify(key)}: [\n`
+      yield* elementLines(v, key)
       yield "\n  ]"
     } else {
-      yield head + atDepthOne(v)
+      const line = property(key, v)
+      if (line === undefined) continue
+      yield lead + line
     }
+    first = false
   }
-  yield "\n}\n"
+  yield first ? "{}\n" : "\n}\n"
 }

@@ -42,4 +42,22 @@ describe("cli/jsonPieces", () => {
   it("an empty object, an empty array and a bare value are whole documents", () => {
     for (const value of [{}, [], 0, "x", null, { a: undefined }, [undefined], { runs: [] }]) assert.strictEqual(joined(value), whole(value))
   })
+
+  it("what JSON decides itself stays JSON's: a toJSON's key and its undefined, boxed primitives, class instances", () => {
+    class Point {
+      constructor(readonly x: number) {}
+    }
+    const keyed = { toJSON: (key: string) => `key ${key}` }
+    for (
+      const value of [
+        { a: { toJSON: () => undefined }, b: 1 },
+        { a: keyed, b: [keyed, 2] },
+        new String("ab"),
+        new Number(3),
+        { boxed: new Boolean(false), point: new Point(1) },
+        Object.assign([1, 2], { extra: 1 }),
+        { a: undefined, b: () => 1, c: Symbol("s") }
+      ]
+    ) assert.strictEqual(joined(value), whole(value))
+  })
 })
