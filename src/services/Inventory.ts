@@ -515,14 +515,20 @@ export type RowsByTenant = ReadonlyMap<string, ReadonlyArray<RunListing>>
 
 const tenantKey = (t: TenantAddress): string => `${t.category}/${t.tenant}`
 
-/** The rows `made` as the scan judged each run, ordered, and the unowned entries of the facts. Pure. */
-export const runRows = (facts: AgentDirFacts, made: RowsByTenant): RunRows => {
+/**
+ * The rows ordered (newest last use first per tenant, tenants in name order) and the unowned entries of the
+ * facts. The rows are `made`'s, as the scan judged each run; without it, those of the facts' run items, every
+ * owned run only when the scan kept them all (`runItems: "all"`; the doctor's facts keep only noteworthy runs).
+ * Pure.
+ */
+export const runRows = (facts: AgentDirFacts, made?: RowsByTenant): RunRows => {
   const runs: Array<RunListing> = []
   const unowned: Array<UnownedListing> = []
   for (const t of listedTenants(facts)) {
-    const tenantRuns = [...(made.get(tenantKey(t)) ?? [])]
+    const tenantRuns = made === undefined ? [] : [...(made.get(tenantKey(t)) ?? [])]
     for (const item of t.items.items) {
       if (item._tag === "Unowned") unowned.push({ category: t.category, tenant: t.tenant, name: item.name, path: item.path, why: item.why })
+      else if (item._tag === "Run" && made === undefined) tenantRuns.push(runRow(t, item))
     }
     tenantRuns.sort((a, b) => b.lastUsedAt - a.lastUsedAt || (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0))
     for (const r of tenantRuns) runs.push(r)
@@ -530,18 +536,40 @@ export const runRows = (facts: AgentDirFacts, made: RowsByTenant): RunRows => {
   return { runs, unowned }
 }
 
-/** `listRuns` over the facts and its rows, measured: newest last use first per tenant. Pure. */
+/** A row given its size, as a copy written field by field (a spread with one more field is a hidden class per row). */
+const withSize = (r: RunListing, size: Size): RunListing => ({
+  category: r.category,
+  tenant: r.tenant,
+  runId: r.runId,
+  path: r.path,
+  kind: r.kind,
+  state: r.state,
+  createdAt: r.createdAt,
+  releasedAt: r.releasedAt,
+  lastUsedAt: r.lastUsedAt,
+  leases: r.leases,
+  holders: r.holders,
+  size
+}) satisfies Required<RunListing>
+
+/**
+ * `listRuns` over the facts: its rows (`runRows(facts)` when not given), newest last use first per tenant. With
+ * `sizeOf`, each row is a copy with that size; without, the rows carry their sizes already (`listRuns` sets them
+ * in place: one object per run). Pure.
+ */
 export const runList = (input: {
   readonly facts: AgentDirFacts
   readonly linkedFrom: string | null
   readonly scannedAt: number
-  readonly rows: RunRows
+  readonly sizeOf?: SizeOf | undefined
   readonly measureErrors: ReadonlyArray<InventoryProblem>
   readonly limits?: InventoryLimits | undefined
   readonly stops?: WalkStops | undefined
+  readonly rows?: RunRows | undefined
 }): RunList => {
-  const { facts, rows } = input
-  const runs = rows.runs
+  const { facts, sizeOf } = input
+  const rows = input.rows ?? runRows(facts)
+  const runs = sizeOf === undefined ? rows.runs : rows.runs.map((r) => withSize(r, sizeOf(r.path)))
   return {
     agentDir: facts.path,
     linkedFrom: input.linkedFrom,

@@ -13,6 +13,7 @@ import { Effect, FastCheck as fc, TestClock } from "effect"
 import { encodeJsonBytes, encodeManifest } from "../../src/domain/Formats.js"
 import { MemoryWorld } from "../../src/layers/MemoryWorld.js"
 import { findingsOf } from "../../src/services/Doctor.js"
+import { type RunListing, runList, runRow, runRows, type Size } from "../../src/services/Inventory.js"
 import { readOnlyDepsFromContext } from "../../src/services/internal/deps.js"
 import { scanAgentDir, tallyOf, type TenantItem } from "../../src/services/internal/readModel.js"
 import { runIsNoteworthy } from "../../src/services/internal/runFacts.js"
@@ -122,6 +123,21 @@ describe("views keep only the runs with something to report", () => {
             quiet += items.filter((item) => !worth(item)).length
           }
           assert.deepStrictEqual(visited, fullRuns)
+          // `work ls`' rows made from the visits are the rows of the full read's items; `runList` over the full
+          // read, given sizes, lists them with those sizes (the exported form callers of the library use).
+          const made = new Map<string, Array<RunListing>>()
+          for (const [key, run] of visited) {
+            if (run._tag !== "Run") continue
+            const [category, tenant] = key.split("/") as [string, string]
+            const rows = made.get(key) ?? []
+            rows.push(runRow({ category, tenant }, run))
+            made.set(key, rows)
+          }
+          assert.deepStrictEqual(runRows(none, made), runRows(all))
+          const sizeOf = (path: string): Size => ({ bytes: path.length, apparentBytes: 1, entries: 1, complete: path.length % 2 === 0, measured: true })
+          const listed = runList({ facts: all, linkedFrom: null, scannedAt: 0, sizeOf, measureErrors: [] })
+          assert.deepStrictEqual(listed.runs, runRows(all).runs.map((r) => ({ ...r, size: sizeOf(r.path) })))
+          assert.strictEqual(listed.incomplete, listed.runs.some((r) => r.path.length % 2 === 1))
           // A quiet run is left out of the items (a released run without leases, or with an empty `.leases/`, and
           // only those), when the bounds let the read examine every run.
           if (!all.truncated && c.maxRunsPerTenant >= 9) {
