@@ -121,8 +121,20 @@ const assetsDir = path.join(root, "dist", "dashboard", "assets")
 const writeCodeCache = async (bundle) => {
   const temp = fs.mkdtempSync(path.join(os.tmpdir(), "pi-storage-codecache-"))
   try {
-    fs.mkdirSync(path.join(temp, "agent", "work", "tools", "build", "run"), { recursive: true })
-    fs.writeFileSync(path.join(temp, "agent", "work", "tools", "build", "run", "out.txt"), "x")
+    // Owned runs, more than one batch of the views' read (64), released and with an empty lease directory, and
+    // a directory the library does not own: the functions a view runs per run are compiled into the cache too,
+    // not compiled again on every command's main thread.
+    const tenant = path.join(temp, "agent", "work", "tools", "build")
+    fs.mkdirSync(path.join(tenant, "left-behind"), { recursive: true })
+    fs.writeFileSync(path.join(tenant, "left-behind", "out.txt"), "x")
+    const createdAt = Date.now() - 2 * 24 * 60 * 60 * 1000
+    for (let i = 0; i < 80; i++) {
+      const runId = `run-${String(i).padStart(4, "0")}`
+      fs.mkdirSync(path.join(tenant, runId, ".leases"), { recursive: true })
+      const manifest = { version: 2, category: "tools", tenant: "build", runId, kind: "generated", createdAt: createdAt + i, createdBy: { host: "elsewhere", pid: 1 }, releasedAt: createdAt + i + 1000 }
+      fs.writeFileSync(path.join(tenant, runId, ".pi-work-run.json"), JSON.stringify(manifest))
+      fs.writeFileSync(path.join(tenant, runId, "out.txt"), "x")
+    }
     const script = `
 import * as fs from "node:fs"
 import { codeCachePath, compileCommonJs, encodeCodeCache, runCommonJs } from ${JSON.stringify(codeCacheModule)}
