@@ -164,13 +164,21 @@ describe("native measure (fsat measureTree)", () => {
       // Even under a budget the calling thread could meet (5 entries): the listing alone sends it to the pool.
       assert.deepStrictEqual(shape(yield* measure(`${root}/wide`, { maxEntries: 5, maxDepth: 64 })), { fileBytes: 0, entries: 5, complete: false })
       assert.strictEqual(counted.pool, 4)
+      // A root whose size says it holds more names than the share (64 bytes a name; long names here, fewer of
+      // them than the share) is not listed on the calling thread at all; a small one is.
+      fs.mkdirSync(`${root}/long`)
+      for (let f = 0; f < 600; f++) fs.writeFileSync(`${root}/long/${String(f).padStart(200, "n")}`, "")
+      const looksBig = fs.statSync(`${root}/long`).size > SYNC_ENTRIES * 64
+      assert.deepStrictEqual(shape(yield* measure(`${root}/long`, WIDE)), { fileBytes: 0, entries: 600, complete: true })
+      assert.strictEqual(counted.pool, looksBig ? 5 : 4, `a root of ${fs.statSync(`${root}/long`).size} bytes`)
+      const poolBefore = counted.pool
       // A small tree measured no faster than the calling thread's time allows (here: none at all).
       const slow = countingPool()
       assert.deepStrictEqual(shape(yield* measureWith(undefined, slow.native, 1e-9)(`${root}/big/d1`, WIDE)), { fileBytes: (39 * 40) / 2, entries: 40, complete: true })
       assert.strictEqual(slow.counted.pool, 1)
       // A small one: the calling thread only.
       assert.deepStrictEqual(shape(yield* measure(`${root}/big/d1`, WIDE)), { fileBytes: (39 * 40) / 2, entries: 40, complete: true })
-      assert.strictEqual(counted.pool, 4)
+      assert.strictEqual(counted.pool, poolBefore)
       fs.rmSync(root, { recursive: true, force: true })
     }))
 
