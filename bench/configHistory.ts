@@ -19,7 +19,7 @@ import * as path from "node:path"
 import { openAgentStorage } from "../src/promise.js"
 import { removeTree } from "./fixtures.js"
 import type { Measurement } from "./result.js"
-import { nowMs, run, settle, summarize, BUILT_CLI } from "./util.js"
+import { nowMs, run, settle, summarize, BUILT_CLI, withoutExtraCaCerts } from "./util.js"
 
 export interface ConfigHistoryBenchOptions {
   readonly root: string
@@ -145,8 +145,7 @@ const benchConfigCli = async (
     fs.writeFileSync(file, content(i, 0))
   }
   const withCa = { ...gitEnv(), PI_ADAPTATIVE_CODING_AGENT_DIR: agentDir, PI_WEB_DATA_DIR: webRoot }
-  const env: NodeJS.ProcessEnv = { ...withCa }
-  delete env.NODE_EXTRA_CA_CERTS
+  const env = withoutExtraCaCerts(withCa)
   const cli = async (args: ReadonlyArray<string>, e = env) => {
     const r = await run(process.execPath, [CLI, ...args], { cwd: o.root, env: e })
     if (r.code !== 0) throw new Error(`pi-storage ${args.join(" ")}: exit ${r.code}: ${r.stderr}`)

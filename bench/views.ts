@@ -13,7 +13,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { BENCH_CATEGORY, buildLeanTenant, ensureWorkRoot, removeTree, tenantDirOf } from "./fixtures.js"
 import type { Measurement, Row } from "./result.js"
-import { nowMs, run, runTimed, settle, summarize, BUILT_CLI } from "./util.js"
+import { nowMs, run, runTimed, settle, summarize, BUILT_CLI, withoutExtraCaCerts } from "./util.js"
 
 export interface ViewsOptions {
   readonly root: string
@@ -77,6 +77,9 @@ const VIEWS = (perTenant: number): ReadonlyArray<View> => {
 
 const cliArgs = (agentDir: string, view: View) => [CLI, "--agent-dir", agentDir, ...view.args]
 
+/** The views run as on a user's machine, `du` in the same environment (util.ts `withoutExtraCaCerts`). */
+const CLI_ENV = withoutExtraCaCerts()
+
 /** Grow the agent dir to `runs` runs over `tenants` tenants (tenants filled in turn; existing runs kept). */
 const growTo = (agentDir: string, runs: number, tenants: number, have: number) => {
   const perTenant = Math.ceil(runs / tenants)
@@ -91,7 +94,7 @@ const growTo = (agentDir: string, runs: number, tenants: number, have: number) =
 /** Peak RSS (MiB) of a command, by GNU time; `undefined` without it. */
 const peakRss = async (cmd: string, args: ReadonlyArray<string>): Promise<number | undefined> => {
   if (!fs.existsSync(TIME)) return undefined
-  const r = await run(TIME, ["-f", "@@RSS %M", cmd, ...args])
+  const r = await run(TIME, ["-f", "@@RSS %M", cmd, ...args], { env: CLI_ENV })
   const m = /@@RSS (\d+)/.exec(r.stderr)
   if (m === null) throw new Error(`no RSS from ${cmd}: ${r.stderr.slice(-500)}`)
   return (Number(m[1]) * 1024) / MiB
@@ -103,7 +106,14 @@ export const benchViews = async (o: ViewsOptions): Promise<Measurement> => {
   ensureWorkRoot(agentDir)
   const label = `views vs du at ${o.runs.toLocaleString("en-US")} runs`
   const rows: Array<Row> = []
-  const notes: Record<string, unknown> = { runs: o.runs, rssRuns: o.rssRuns, tenants: o.tenants, reps: o.reps, perRun: "manifest + empty .leases/" }
+  const notes: Record<string, unknown> = {
+    runs: o.runs,
+    rssRuns: o.rssRuns,
+    tenants: o.tenants,
+    reps: o.reps,
+    perRun: "manifest + empty .leases/",
+    cliEnvironment: "the views and du run with NODE_EXTRA_CA_CERTS unset (this VM sets it; a user's machine does not)"
+  }
   try {
     const t0 = nowMs()
     growTo(agentDir, o.runs, o.tenants, 0)
@@ -111,9 +121,9 @@ export const benchViews = async (o: ViewsOptions): Promise<Measurement> => {
     await settle(o.settleMs)
     const views = VIEWS(Math.ceil(o.runs / o.tenants))
     // Once each, unmeasured: warms the dentry and inode caches for every side, and checks what each view says.
-    await runTimed("du", ["-sb", agentDir])
+    await runTimed("du", ["-sb", agentDir], CLI_ENV)
     for (const view of views) {
-      const r = await runTimed(process.execPath, cliArgs(agentDir, view))
+      const r = await runTimed(process.execPath, cliArgs(agentDir, view), CLI_ENV)
       if (!view.ok.includes(r.code ?? -1)) throw new Error(`pi-storage ${view.args.join(" ")} exited ${r.code}`)
       const wrong = view.check(r.stdout, o.runs)
       if (wrong !== undefined) throw new Error(wrong)
@@ -125,13 +135,13 @@ export const benchViews = async (o: ViewsOptions): Promise<Measurement> => {
       const order = series.map((_, i, all) => all[(i + rep) % all.length]!)
       for (const who of order) {
         if (who === "du") {
-          const r = await runTimed("du", ["-sb", agentDir])
+          const r = await runTimed("du", ["-sb", agentDir], CLI_ENV)
           if (r.code !== 0) throw new Error("du -sb failed")
           du.push({ wall: r.wallMs, cpu: r.cpuMs ?? Number.NaN })
           continue
         }
         const view = views.find((v) => v.name === who)!
-        const r = await runTimed(process.execPath, cliArgs(agentDir, view))
+        const r = await runTimed(process.execPath, cliArgs(agentDir, view), CLI_ENV)
         if (!view.ok.includes(r.code ?? -1)) throw new Error(`pi-storage ${view.args.join(" ")} exited ${r.code}`)
         ours.get(who)!.push({ wall: r.wallMs, cpu: r.cpuMs ?? Number.NaN })
       }
