@@ -797,8 +797,6 @@ const makeInventory = Effect.gen(function*() {
         else group.push(r.path)
       }
       const sizeOf = yield* measureAll(walk, [...byTenant.values()], known)
-      byTenant.clear()
-      known.clear()
       for (const r of rows.runs) setSize(r, sizeOf(r.path))
       return runList({ facts, linkedFrom, scannedAt, measureErrors: walk.errors, limits: o, stops: walk.stops, rows })
     })
