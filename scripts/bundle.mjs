@@ -132,7 +132,7 @@ const writeCodeCache = async (bundle) => {
       const runId = `run-${String(i).padStart(4, "0")}`
       fs.mkdirSync(path.join(tenant, runId, ".leases"), { recursive: true })
       const manifest = { version: 2, category: "tools", tenant: "build", runId, kind: "generated", createdAt: createdAt + i, createdBy: { host: "elsewhere", pid: 1 }, releasedAt: createdAt + i + 1000 }
-      fs.writeFileSync(path.join(tenant, runId, ".pi-work-run.json"), JSON.stringify(manifest))
+      fs.writeFileSync(runManifestPath(path.join(tenant, runId)), encodeManifest(manifest))
       fs.writeFileSync(path.join(tenant, runId, "out.txt"), "x")
     }
     const script = `
@@ -156,6 +156,9 @@ await runCommonJs(bundle, compiled).runProgram({ globals: { agentDir: ${JSON.str
 /** tsc has just built it: the same loader the bin uses makes the cache. */
 const codeCacheModule = pathToFileURL(path.join(root, "dist", "cli", "codeCache.js")).href
 const { codeCachePath } = await import(codeCacheModule)
+/** The library's own manifest format and run layout, for the runs the cache is made on. */
+const { encodeManifest } = await import(pathToFileURL(path.join(root, "dist", "domain", "Formats.js")).href)
+const { runManifestPath } = await import(pathToFileURL(path.join(root, "dist", "domain", "AgentPaths.js")).href)
 
 fs.rmSync(outdir, { recursive: true, force: true })
 fs.rmSync(assetsDir, { recursive: true, force: true })
