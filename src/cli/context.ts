@@ -48,7 +48,7 @@ export const out = (text: Shown): Effect.Effect<void> => Effect.sync(() => void 
 /** Human output on stderr, alike. */
 export const err = (text: Shown): Effect.Effect<void> => Effect.sync(() => void writeErr(text.text))
 
-/** `--json`: the exact document (JSON escapes every control character itself). */
+/** `--json`: the exact document (JSON escapes every control character itself), written a piece at a time (jsonPieces.ts). */
 export const printJson = (value: unknown): Effect.Effect<void> => Effect.promise(() => writeOutPieces(jsonPieces(value)))
 
 /** Human output on stdout, a piece at a time as the reader takes it (a table of 40,000 rows). */

@@ -43,13 +43,12 @@ const written = (name: Name) => (error?: Error | null): void => {
   if (error && isClosedPipe(error as NodeJS.ErrnoException)) markClosed(name)
 }
 
-const write = (name: Name, text: string): void => {
-  if (!closed[name]) process[name].write(text, written(name))
-}
+/** Whether the stream takes more at once (false: wait for "drain"; nothing is written to a closed one). */
+const write = (name: Name, text: string): boolean => closed[name] || process[name].write(text, written(name))
 
-export const writeOut = (text: string): void => write("stdout", text)
+export const writeOut = (text: string): void => void write("stdout", text)
 
-export const writeErr = (text: string): void => write("stderr", text)
+export const writeErr = (text: string): void => void write("stderr", text)
 
 /**
  * Write `pieces` to stdout in order, waiting for the stream to drain whenever its buffer is full: a long
@@ -59,7 +58,7 @@ export const writeErr = (text: string): void => write("stderr", text)
 export const writeOutPieces = async (pieces: Iterable<string>): Promise<void> => {
   for (const piece of pieces) {
     if (closed.stdout) return
-    if (!process.stdout.write(piece, written("stdout"))) await drained(process.stdout)
+    if (!write("stdout", piece)) await drained(process.stdout)
   }
 }
 
