@@ -11,11 +11,11 @@
  * at `SYNC_ENTRIES` entries, at a directory of more names than that, and after `SYNC_MS` (a cold cache, a
  * slow disk): about one slice of the portable walk. A root whose size says it holds more names than that
  * (over 64 bytes a name) is not listed there at all: a tenant of thousands of runs went to the thread pool
- * anyway, after its first getdents had cost the event loop milliseconds. A tree it does not finish is measured again from the
- * start on the thread pool (`measureTree`), so the event loop keeps turning however big the tree or slow
- * the disk; what the first pass did is the most that is wasted. A measure on the thread pool whose fiber is
- * interrupted stops at its next entry (a flag it reads), so it does not keep a pool thread walking a huge
- * run nobody waits for; it frees what it holds either way.
+ * anyway, after its first getdents had cost the event loop milliseconds. A tree it does not finish is
+ * measured again from the start on the thread pool (`measureTree`), so the event loop keeps turning however
+ * big the tree or slow the disk; what the first pass did is the most that is wasted. A measure on the
+ * thread pool whose fiber is interrupted stops at its next entry (a flag it reads), so it does not keep a
+ * pool thread walking a huge run nobody waits for; it frees what it holds either way.
  * (Before: fdWalk.ts drove these syscalls from JavaScript, one native call per entry: BENCHMARKS.md "Scan: the measuring walk in C".)
  */
 import * as Effect from "effect/Effect"

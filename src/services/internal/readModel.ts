@@ -32,13 +32,13 @@ import { judgeMarker, type MarkerJudgement, reclaimLockPath } from "./markers.js
 import { readDirectoryEach, readDirectoryPartsEach, readFileEach } from "./each.js"
 import { pace, paceDue } from "./pace.js"
 import {
+  expectedIdentity,
   judgeLeaseListing,
   type LeaseScan,
   type ManifestRead,
   leasesWithoutReads,
   manifestTimesAt,
   manifestTimesWithoutLstat,
-  expectedIdentity,
   manifestVerdict,
   type OwnedManifest,
   readLeases,
