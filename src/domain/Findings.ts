@@ -215,6 +215,12 @@ export const FINDING_CODES = {
     severity: "error",
     meaning: "USER.md, the archive directory or a shard is a symlink or not a regular file/directory; the profile refuses it (UnsafeProfile)."
   },
+  "library-path-blocked": {
+    severity: "warning",
+    meaning: "An entry that is not a directory (a regular file, a symlink to one) on the way to a directory the " +
+      "library keeps below a root entry (state/user-profile, the config history): nothing below it can be read or " +
+      "written; move it aside and the library makes the directory again."
+  },
   "config-change-interrupted": {
     severity: "warning",
     meaning: "A config change (ConfigHistory `change()`) was interrupted: its process died between its start " +

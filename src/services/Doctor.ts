@@ -93,7 +93,10 @@ class Findings {
   }
 
   draft(draft: FindingDraft | undefined): void {
-    if (draft !== undefined) this.add(draft.code, draft.path, draft.message, draft.fix)
+    if (draft === undefined) return
+    // One entry in the way of several of the library's directories (a `state` link to a file) is one finding.
+    if (draft.code === "library-path-blocked" && this.list.some((f) => f.code === draft.code && f.path === this.display(draft.path))) return
+    this.add(draft.code, draft.path, draft.message, draft.fix)
   }
 }
 

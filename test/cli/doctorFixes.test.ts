@@ -16,7 +16,7 @@ import { atomicTempName } from "../../src/domain/AtomicWrite.js"
 
 const MAIN = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta.url))
 /** The modules whose findings the doctor reports (Doctor.ts calls the others' finding functions). */
-const FINDING_SOURCES = ["Doctor.ts", "StateBackups.ts", "internal/userProfileFindings.ts", "internal/configSentinel.ts", "internal/unreadableFindings.ts"]
+const FINDING_SOURCES = ["Doctor.ts", "StateBackups.ts", "internal/userProfileFindings.ts", "internal/configSentinel.ts", "internal/unreadableFindings.ts", "internal/blockedPath.ts"]
   .map((f) => fileURLToPath(new URL(`../../src/services/${f}`, import.meta.url)))
 const USAGE_ERROR = 2
 const isRoot = process.getuid?.() === 0

@@ -9,6 +9,7 @@ import { CHANGE_SENTINEL, ChangeSentinel, HISTORY_DIR_NAME } from "../../domain/
 import type { FindingDraft } from "../../domain/FindingDraft.js"
 import { agentDirFlag } from "../../domain/FixCommands.js"
 import { decodeJsonBytes, MARKER_MAX_BYTES } from "../../domain/Formats.js"
+import { blockedPathFindings } from "./blockedPath.js"
 import type { Deps } from "./deps.js"
 import { judge } from "./deps.js"
 
@@ -22,6 +23,8 @@ export type SentinelState =
   | { readonly _tag: "None" }
   | { readonly _tag: "Running"; readonly sentinel: ChangeSentinel; readonly detail: string }
   | { readonly _tag: "Interrupted"; readonly change: InterruptedChange; readonly detail: string }
+  /** An entry on the way to the history is not a directory (ENOTDIR): no change can have started in it. */
+  | { readonly _tag: "Unreachable"; readonly path: string }
 
 export const historyDirOf = (configBackupsDir: string): string => NodePath.join(configBackupsDir, HISTORY_DIR_NAME)
 export const sentinelPathOf = (historyDir: string): string => NodePath.join(historyDir, CHANGE_SENTINEL)
@@ -31,6 +34,7 @@ export const readChangeSentinel = (deps: Deps, historyDir: string): Effect.Effec
     const read = yield* deps.fs.readFile(sentinelPathOf(historyDir), { maxBytes: MARKER_MAX_BYTES * 4 }).pipe(Effect.either)
     if (read._tag === "Left") {
       if (read.left.reason === "NotFound") return { _tag: "None" } as const
+      if (read.left.reason === "NotADirectory") return { _tag: "Unreachable", path: read.left.path } as const
       const change = { message: "(unreadable sentinel)", startedAt: 0, lastGoodRevision: null }
       return { _tag: "Interrupted", change, detail: `unreadable: ${read.left.message}` } as const
     }
@@ -49,12 +53,13 @@ export const readChangeSentinel = (deps: Deps, historyDir: string): Effect.Effec
   })
 
 /** The doctor's view (DR1): an interrupted change is a warning naming it and the revision to roll back to. */
-export const configHistoryFindings = (deps: Deps, configBackupsDir: string, agentDir: string) =>
-  Effect.map(readChangeSentinel(deps, historyDirOf(configBackupsDir)), (state): ReadonlyArray<FindingDraft> => {
-    if (state._tag !== "Interrupted") return []
+export const configHistoryFindings = (deps: Deps, configBackupsDir: string, agentDir: string): Effect.Effect<ReadonlyArray<FindingDraft>> =>
+  Effect.flatMap(readChangeSentinel(deps, historyDirOf(configBackupsDir)), (state) => {
+    if (state._tag === "Unreachable") return blockedPathFindings(deps, agentDir, state.path, "the config history")
+    if (state._tag !== "Interrupted") return Effect.succeed([])
     const { change } = state
     const to = change.lastGoodRevision
-    return [{
+    return Effect.succeed([{
       code: "config-change-interrupted",
       path: sentinelPathOf(historyDirOf(configBackupsDir)),
       message: `config change ${JSON.stringify(change.message)} was interrupted (${state.detail}); the last good revision is ` +
@@ -62,5 +67,5 @@ export const configHistoryFindings = (deps: Deps, configBackupsDir: string, agen
       fix: to === null
         ? `check the config files by hand, then run \`pi-storage ${agentDirFlag(agentDir)} config snapshot\` to clear the sentinel`
         : `run \`pi-storage ${agentDirFlag(agentDir)} config rollback ${to.slice(0, 12)}\` to undo it, or \`pi-storage ${agentDirFlag(agentDir)} config snapshot\` to keep the files as they are`
-    }]
+    }])
   })

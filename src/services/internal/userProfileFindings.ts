@@ -11,6 +11,7 @@ import type { FindingDraft } from "../../domain/FindingDraft.js"
 import { buildModel } from "../../domain/UserProfile.js"
 import { DEFAULT_PROFILE_BUDGET_BYTES, utf8Bytes } from "../../domain/UserProfileText.js"
 import { profileReader } from "../UserProfile.js"
+import { blockedPathFindings } from "./blockedPath.js"
 import type { Deps } from "./deps.js"
 import { judgeMarker } from "./markers.js"
 
@@ -29,6 +30,10 @@ export const userProfileFindings = (deps: Deps, paths: AgentPaths): Effect.Effec
     const read = yield* Effect.either(reader.readState)
     if (read._tag === "Left") {
       const e = read.left
+      // ENOTDIR: an entry on the way is not a directory, so nothing below it is there to be unsafe.
+      if (e._tag === "FileSystemError" && e.reason === "NotADirectory") {
+        return [...findings, ...yield* blockedPathFindings(deps, paths.agentDir, e.path, "the user profile")]
+      }
       const path = e._tag === "UnsafeProfile" || e._tag === "FileSystemError" ? e.path : reader.archiveDir
       if (e._tag === "UnsafeProfile" && e.reason === "not-utf8") {
         findings.push({ code: "user-profile-not-utf8", path, message: e.message, fix: NOT_UTF8_FIX })
