@@ -2,6 +2,7 @@
  * Human output: sizes in B/KiB/MiB/GiB, ages like `3d 4h`, aligned tables, optional colour, and the one type
  * every line of it is: `Shown`. Pure.
  */
+import { countOf as countWords } from "../domain/Count.js"
 import { displayText } from "../domain/Display.js"
 import type { Severity } from "../domain/Findings.js"
 import type { StoppedBy } from "../domain/StoppedBy.js"
@@ -117,8 +118,8 @@ export const formatDuration = (ms: number): string => {
 /** How long ago `at` was, seen from `now`. */
 export const formatAge = (at: number, now: number): string => `${formatDuration(now - at)} ago`
 
-/** `1 warning`, `2 warnings`, `3 info` (a mass noun), `2 errors`. */
-export const countOf = (n: number, word: string): string => `${n} ${n === 1 || word === "info" ? word : `${word}s`}`
+/** `1 warning`, `2 warnings`, `3 info` (a mass noun), `2 errors`; `1 entry`, `2 entries` with the plural given. */
+export const countOf = (n: number, one: string, many?: string): string => (one === "info" ? `${n} info` : countWords(n, one, many))
 
 /** Severities worst first: the order of the doctor's table and of every summary. */
 export const SEVERITY_ORDER: ReadonlyArray<Severity> = ["error", "warning", "info"]

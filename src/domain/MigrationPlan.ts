@@ -8,6 +8,7 @@ import * as Schema from "effect/Schema"
 import { type LayoutAction, MIGRATION_CONFLICTS } from "./LayoutMigration.js"
 import { decodePlanPath, type PlanPath, pathsNest } from "./PlanPath.js"
 import { segmentViolation } from "./Segment.js"
+import { countOf } from "./Count.js"
 import {
   LEGACY_ROOT_ENTRIES,
   type LegacyEntry,
@@ -514,9 +515,8 @@ export const ledgerWhy = (input: {
   readonly toKeptAt: string | undefined
 }): string => {
   const { merge } = input
-  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
-  const head = `merged by key: ${plural(input.fromRows, "row")} in from, ${plural(input.toRows, "row")} in to; ` +
-    `${merge.added} added, ${merge.replaced} replaced (winner: ${input.winner}), ${plural(merge.rows.length, "row")} after`
+  const head = `merged by key: ${countOf(input.fromRows, "row")} in from, ${countOf(input.toRows, "row")} in to; ` +
+    `${merge.added} added, ${merge.replaced} replaced (winner: ${input.winner}), ${countOf(merge.rows.length, "row")} after`
   const fromPart = input.fromKeptAt === undefined
     ? "every row of from is in the result, so from is removed"
     : `some rows of from lost to the winner or repeat a key, so from is kept at ${input.fromKeptAt}`

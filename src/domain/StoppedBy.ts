@@ -6,6 +6,7 @@
  * stopped something. Pure: shapes and their constructors.
  */
 import * as Schema from "effect/Schema"
+import { countOf } from "./Count.js"
 
 const NonNegativeInt = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
 
@@ -37,7 +38,6 @@ export const StoppedBy = Schema.Union(...StoppedByTag.map((tag) =>
 ))
 export type StoppedBy = typeof StoppedBy.Type
 
-const plural = (n: number, one: string, many: string = `${one}s`) => `${n} ${n === 1 ? one : many}`
 const count = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",")
 
 /** Where the prune's policy bounds are raised: a policy field, clamped to the harness ceiling. */
@@ -65,7 +65,7 @@ export const pruneEntriesStopped = (limit: number, runs: number): StoppedBy => (
   option: POLICY("maxEntries"),
   flag: "--max-entries",
   message: `the size walks' entry budget (maxEntries ${count(limit)}, shared by this prune's walks) ran out: ${
-    plural(runs, "run")
+    countOf(runs, "run")
   } not measured or measured only in part (its size unknown or a lower bound unless its removal counted it); raise maxEntries (--max-entries)`
 })
 
@@ -77,7 +77,7 @@ export const pruneDepthStopped = (limit: number, runs: number): StoppedBy => ({
   unit: "runs",
   option: POLICY("maxDepth"),
   flag: "--max-depth",
-  message: `${plural(runs, "run")}' size walks stopped at maxDepth ${limit} or at a mount point (never crossed): their sizes are lower bounds; raise maxDepth (--max-depth) where it is the depth`
+  message: `${countOf(runs, "run")}' size walks stopped at maxDepth ${limit} or at a mount point (never crossed): their sizes are lower bounds; raise maxDepth (--max-depth) where it is the depth`
 })
 
 /** The inventory listed at most `limit` entries of each of `tenants` tenants, leaving `left` unlisted. */
@@ -88,7 +88,7 @@ export const listingStopped = (limit: number, left: number, tenants: number): St
   unit: "entries",
   option: "maxRunsPerTenant",
   flag: "--max-scanned-runs",
-  message: `${plural(tenants, "tenant")} hold more than the ${count(limit)} entries examined per tenant: ${
+  message: `${countOf(tenants, "tenant")} hold more than the ${count(limit)} entries examined per tenant: ${
     count(left)
   } not listed; raise it (--max-scanned-runs)`
 })
@@ -104,7 +104,7 @@ export const inventoryEntriesStopped = (limit: number, sizes: number, notMeasure
   unit: "sizes",
   option: "maxEntries",
   flag: "--max-entries",
-  message: `the size walks stopped at their entry budget (maxEntries ${count(limit)} per tenant): ${plural(sizes, "size")} ${
+  message: `the size walks stopped at their entry budget (maxEntries ${count(limit)} per tenant): ${countOf(sizes, "size")} ${
     notMeasured === 0 ? (sizes === 1 ? "is a lower bound" : "are lower bounds") : `not exact (${count(notMeasured)} not measured, the rest lower bounds)`
   }; raise it (--max-entries)`
 })
@@ -117,7 +117,7 @@ export const inventoryDepthStopped = (limit: number, sizes: number): StoppedBy =
   unit: "sizes",
   option: "maxDepth",
   flag: "--max-depth",
-  message: `${plural(sizes, "size walk")} stopped at maxDepth ${limit} or at a mount point (never crossed): those sizes are lower bounds; raise maxDepth (--max-depth) where it is the depth`
+  message: `${countOf(sizes, "size walk")} stopped at maxDepth ${limit} or at a mount point (never crossed): those sizes are lower bounds; raise maxDepth (--max-depth) where it is the depth`
 })
 
 /** The inventory's scan read its budget of entries; at least `left` more were seen and not read. */

@@ -23,6 +23,19 @@ const cli = (home: string, ...args: ReadonlyArray<string>) => {
 }
 
 describe("doctor: an entry in the way of the config history (built CLI)", () => {
+  it("a regular file named state: its kind mismatch alone, and one entry counted as one", () => {
+    const home = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-blocked-"))
+    temps.push(home)
+    Fs.mkdirSync(Path.join(home, ".pi", "agent"), { recursive: true })
+    Fs.writeFileSync(Path.join(home, ".pi", "agent", "state"), "x")
+    const human = cli(home, "doctor")
+    assert.strictEqual(human.status, 1, human.stderr)
+    assert.include(human.stdout, "(1 entry).")
+    assert.include(human.stdout, "canonical-kind-mismatch")
+    assert.notInclude(human.stdout, "user-profile-unsafe")
+    assert.notInclude(human.stdout, "config-change-interrupted")
+  })
+
   it("names the file in the way, suggests nothing that fails, and status agrees", () => {
     const home = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-blocked-"))
     temps.push(home)

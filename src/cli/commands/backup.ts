@@ -55,7 +55,7 @@ export const renderList = (root: string, snapshots: ReadonlyArray<SnapshotSummar
   )}`
 }
 
-const entries = (n: number) => countOf(n, "entry").replace("entrys", "entries")
+const entries = (n: number) => countOf(n, "entry", "entries")
 
 export const renderVerify = (r: VerifyResult): Shown => {
   const head = txt`Checked ${entries(r.checked)} (${formatBytes(r.checkedBytes)} re-hashed)${r.complete ? "" : "; a slice: the next run goes on from here"}`

@@ -6,12 +6,12 @@ import * as Effect from "effect/Effect"
 import { type DoctorReport, summarizeDoctor } from "../../domain/Findings.js"
 import { type CliContext, out, printJson, withStack } from "../context.js"
 import { ExitCode } from "../exit.js"
-import { joinShown, type Paint, type Shown, severityCounts, severityRank, severitySummary, table, txt } from "../format.js"
+import { countOf, joinShown, type Paint, type Shown, severityCounts, severityRank, severitySummary, table, txt } from "../format.js"
 
 const SEVERITY_STYLE = { error: "red", warning: "yellow", info: "dim" } as const
 
 export const renderDoctor = (paint: Paint, agentDir: string, report: DoctorReport): Shown => {
-  const head = txt`Checked ${agentDir} and the web data root ${report.webDataRoot} (${report.scanned} entries${
+  const head = txt`Checked ${agentDir} and the web data root ${report.webDataRoot} (${countOf(report.scanned, "entry", "entries")}${
     report.truncated ? ", truncated: the scan budget ran out" : ""
   }).\n`
   if (report.findings.length === 0) return txt`${head}${paint("green", "No findings.")}\n`

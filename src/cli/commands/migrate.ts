@@ -25,7 +25,7 @@ import {
   withStack
 } from "../context.js"
 import { ExitCode } from "../exit.js"
-import { joinShown, type Paint, type Shown, txt } from "../format.js"
+import { countOf, joinShown, type Paint, type Shown, txt } from "../format.js"
 
 const PARTIAL = "Partial: the entry budget ran out; run `pi-storage migrate` again to continue."
 
@@ -133,7 +133,7 @@ export const renderPlanReport = (paint: Paint, report: PlanReport): Shown => {
   report.entries.forEach((entry, i) => {
     const outcome = entry.outcome.padEnd(width)
     const painted = entry.outcome === "failed" ? paint("red", outcome) : entry.outcome === "conflict-preserved" ? paint("yellow", outcome) : outcome
-    const rows = entry.rows === undefined ? "" : ` (${entry.rows} rows, ${entry.mergedRows ?? 0} taken from ${entry.from})`
+    const rows = entry.rows === undefined ? "" : ` (${countOf(entry.rows, "row")}, ${entry.mergedRows ?? 0} taken from ${entry.from})`
     lines.push(txt`${painted}  ${stepLabel(i, entry.id)}: ${entry.from} \u2192 ${entry.to}${rows}  in ${entry.root}\n`)
     for (const kept of entry.conflicts ?? []) lines.push(txt`${" ".repeat(width)}  kept ${kept}\n`)
     if (entry.reason !== undefined && entry.outcome !== "conflict-preserved") lines.push(txt`${" ".repeat(width)}  ${entry.reason}\n`)
