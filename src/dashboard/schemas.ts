@@ -124,7 +124,8 @@ export const RunList = Schema.Struct({
   truncated: Schema.Boolean,
   incomplete: Schema.Boolean,
   stoppedBy: Schema.Array(StoppedBy),
-  errors: Schema.Array(InventoryProblem)
+  errors: Schema.Array(InventoryProblem),
+  missing: Schema.optional(Schema.Literal("category", "tenant"))
 })
 same<typeof RunList.Type, RunListType>()
 

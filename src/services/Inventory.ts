@@ -196,6 +196,8 @@ export interface RunList {
   readonly incomplete: boolean
   readonly stoppedBy: ReadonlyArray<StoppedBy>
   readonly errors: ReadonlyArray<InventoryProblem>
+  /** The filter named a category, or a tenant of an existing category, that is not there (nothing was listed). */
+  readonly missing?: "category" | "tenant"
 }
 
 export interface TenantAddress {
@@ -246,6 +248,17 @@ export interface PruneTargets {
 export interface RunFilter {
   readonly category?: string | undefined
   readonly tenant?: string | undefined
+}
+
+/**
+ * Which part of `filter` names nothing in the work tree read (a tenant only once its category is there); never
+ * said of a read its budget cut short, which may not have come to it.
+ */
+const missingOf = (facts: AgentDirFacts, filter: RunFilter): "category" | "tenant" | undefined => {
+  if (filter.category === undefined || facts.truncated || facts.status._tag !== "Directory") return undefined
+  const category = facts.work?.categories.find((c) => c.name === filter.category)
+  if (category === undefined) return "category"
+  return filter.tenant !== undefined && !category.tenants.some((t) => t.tenant === filter.tenant) ? "tenant" : undefined
 }
 
 const DEFAULTS = {
@@ -798,7 +811,9 @@ const makeInventory = Effect.gen(function*() {
       }
       const sizeOf = yield* measureAll(walk, [...byTenant.values()], known)
       for (const r of rows.runs) setSize(r, sizeOf(r.path))
-      return runList({ facts, linkedFrom, scannedAt, measureErrors: walk.errors, limits: o, stops: walk.stops, rows })
+      const list = runList({ facts, linkedFrom, scannedAt, measureErrors: walk.errors, limits: o, stops: walk.stops, rows })
+      const missing = filter === undefined ? undefined : missingOf(facts, filter)
+      return missing === undefined ? list : { ...list, missing }
     })
 
   /** The read model's work tree (categories and tenants, not what they hold), judged by `pruneTargetsOf`. */

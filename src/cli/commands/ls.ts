@@ -53,9 +53,10 @@ const runCells = (paint: Paint, scannedAt: number, r: RunListing): ReadonlyArray
 ]
 
 /** The listing as text, in pieces written as the reader takes them (a row's cells are made only as it is written). */
-export function* runListPieces(ctx: CliContext, list: RunList): Generator<Shown> {
+export function* runListPieces(ctx: CliContext, list: RunList, filter?: string): Generator<Shown> {
   const { paint } = ctx
-  if (list.runs.length === 0) yield txt`No work runs.\n`
+  if (list.missing !== undefined && filter !== undefined) yield txt`${filter}: no such ${list.missing}\n`
+  else if (list.runs.length === 0) yield txt`No work runs.\n`
   else yield* tablePieces(RUN_COLUMNS, list.runs.length, (i) => runCells(paint, list.scannedAt, list.runs[i]!), paint)
   if (list.unowned.length > 0) {
     yield txt`\n${paint("yellow", "Not owned by the library (never pruned):")}\n`
@@ -83,7 +84,7 @@ export const ls = (ctx: CliContext, options: { readonly filter: string | undefin
         Effect.flatMap((list) =>
           list.notADirectory !== null
             ? notADirectory(ctx, list.agentDir, list.notADirectory)
-            : options.json ? printJson(list) : outPieces(runListPieces(ctx, list))
+            : options.json ? printJson(list) : outPieces(runListPieces(ctx, list, options.filter))
         ),
         Effect.catchAll((e) => reportError(ctx, e))
       ))
