@@ -95,6 +95,10 @@ export interface TenantSummary {
   readonly size: Size
   /** Oldest last use (epoch ms) among owned runs; `null` when there is none. */
   readonly oldestLastUsedAt: number | null
+  /**
+   * Its counts are lower bounds: more run candidates than `maxRunsPerTenant`, or some listed but not examined
+   * because the scan's entry budget (`maxScanEntries`) ran out first (`stoppedBy` says which).
+   */
   readonly truncated: boolean
 }
 
@@ -493,7 +497,7 @@ export const summarize = (input: {
       unowned,
       size: input.sizeOf(t.path),
       oldestLastUsedAt: oldest,
-      truncated: t.items.truncated
+      truncated: t.items.truncated || t.items.unread > 0
     }
   })
   const extensions = agentExtensionsOf(facts).map(({ namespace, tiers }): ExtensionSummary => {

@@ -7,6 +7,8 @@
  * - a size is exact (`complete`) exactly when its walk fit in what was left of its tenant's budget and depth,
  *   "not measured" exactly when nothing was left; `incomplete` is true exactly when some size is not exact,
  *   and `stoppedBy` then counts every such size;
+ * - under the scan's own entry budget, a tenant is `truncated` exactly when its counts fall short of what it
+ *   holds, and `stoppedBy` names the budget;
  * - a prune whose report is not `incomplete` states du's numbers of what it examined; one that is says which
  *   bound stopped a walk and how many runs it left; one whose bounds bind nowhere is never `incomplete`.
  */
@@ -154,6 +156,36 @@ describe("truncation is said, not hidden (Memory, random trees and budgets)", ()
         assert.strictEqual((leftOf(summary.stoppedBy, "MaxEntries") ?? 0) + (leftOf(summary.stoppedBy, "MaxDepth") ?? 0), inexactTenants, context)
       })),
     { fastCheck: { numRuns: 25 } }
+  )
+
+  it.effect.prop(
+    "status under the scan's entry budget: a tenant is truncated exactly when its counts fall short of what it holds",
+    [caseArb, fc.integer({ min: 0, max: 40 })],
+    ([c, maxScanEntries]) =>
+      Effect.scoped(Effect.gen(function*() {
+        const { p, tenants, inventory } = yield* build(c)
+        const summary = yield* inventory.summary({ maxRunsPerTenant: c.maxScannedRuns, maxScanEntries })
+        const context = JSON.stringify({ c, maxScanEntries, summary })
+        let anyShort = false
+        for (const t of tenants) {
+          const candidates = yield* candidatesOf(p, t.dir)
+          const examinable = Math.min(candidates.length, c.maxScannedRuns)
+          const row = summary.tenants.find((s) => s.category === t.category && s.tenant === t.tenant)
+          // A tenant the budget never reached is not listed at all: the stop below says so.
+          if (row === undefined) {
+            anyShort = true
+            continue
+          }
+          const counted = row.runs + row.unowned
+          assert.isAtMost(counted, examinable, context)
+          anyShort ||= counted < examinable
+          assert.strictEqual(row.truncated, counted < examinable || candidates.length > c.maxScannedRuns, `${t.dir} ${context}`)
+        }
+        // Whatever the budget left unread is said, with the flag that raises it.
+        if (anyShort) assert.strictEqual(summary.stoppedBy.find((s) => s._tag === "MaxScanEntries")?.flag, "--max-scan-entries", context)
+        assert.isTrue(!summary.truncated || summary.tenants.some((t) => t.truncated) || leftOf(summary.stoppedBy, "MaxScanEntries") !== undefined, context)
+      })),
+    { fastCheck: { numRuns: 40 } }
   )
 
   it.effect.prop(

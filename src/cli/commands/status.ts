@@ -97,7 +97,8 @@ export const renderStatus = (ctx: CliContext, doc: StatusDocument): Shown => {
     lines.push(blank, paint("yellow", `${doc.errors.length} entr${doc.errors.length === 1 ? "y" : "ies"} could not be read:`))
     for (const e of doc.errors) lines.push(txt`  ${e.message}`)
   }
-  lines.push(...stoppedLines(paint, doc.stoppedBy))
+  // Set apart from the tables above, as in `work ls`.
+  if (doc.stoppedBy.length > 0) lines.push(blank, ...stoppedLines(paint, doc.stoppedBy))
   return txt`${joinShown(lines, "\n")}\n`
 }
 

@@ -114,12 +114,20 @@ class Reader {
 
   /** A listing within the budget (name order); absent → empty, unreadable → empty and a problem. */
   list(path: string): Effect.Effect<ReadonlyArray<DirEntry>> {
+    return Effect.map(this.listWithin(path), (listed) => listed.entries)
+  }
+
+  /** `list`, and how many of the listing's entries the budget left out (`cut`). */
+  listWithin(path: string): Effect.Effect<{ readonly entries: ReadonlyArray<DirEntry>; readonly cut: number }> {
     return this.deps.fs.readDirectory(path).pipe(
-      Effect.map((entries) => this.budget.fit(entries)),
+      Effect.map((all) => {
+        const entries = this.budget.fit(all)
+        return { entries, cut: all.length - entries.length }
+      }),
       Effect.catchAll((error) =>
         Effect.sync(() => {
           if (error.reason !== "NotFound") this.problems.push({ path, error })
-          return []
+          return { entries: [], cut: 0 }
         })
       )
     )
@@ -229,6 +237,8 @@ export interface TenantItems {
   readonly candidates: number
   /** More candidates than `maxRuns`. */
   readonly truncated: boolean
+  /** Candidates listed but never examined: the scan's entry budget (`ScanOptions.maxEntries`) ran out first. */
+  readonly unread: number
 }
 
 /**
@@ -416,6 +426,7 @@ export const tenantItems = (
     })
     const readAhead = view === undefined ? pruneReadAhead : viewReadAhead
     let candidate = 0
+    let unread = 0
     for (let index = 0; index < entries.length; index++) {
       // A tenant may list 50,000 entries, most beyond `maxRuns`: those cost a test each (no path), and the loop
       // lets the event loop turn now and then (pace.ts).
@@ -433,6 +444,7 @@ export const tenantItems = (
       options.onProgress?.(done++, examined)
       if (options.budget?.truncated === true) {
         options.budget.unread++ // listed, never examined
+        unread++
         continue
       }
       if (entry.type !== "Directory") {
@@ -476,7 +488,7 @@ export const tenantItems = (
     }
     // Reads ahead nobody will judge (the scan's budget ran out): their answers go nowhere.
     if (inFlight.length > 0) yield* Fiber.interruptAll(inFlight.map((b) => b.fiber))
-    return { items, tally, candidates, truncated: candidates > options.maxRuns }
+    return { items, tally, candidates, truncated: candidates > options.maxRuns, unread }
   })
 
 const markerFact = (reader: Reader, path: string, what: MarkerFact["what"]): Effect.Effect<MarkerFact> =>
@@ -678,8 +690,8 @@ const scanTenant = (reader: Reader, options: ScanOptions, address: TenantAddress
     const budget = options.tenantSizes
     // The tenant's walk runs beside the reads of its runs (awaited, not joined: no fiber refs to merge).
     const sizing = budget === undefined ? undefined : yield* Effect.fork(Effect.either(reader.deps.fs.measureTree(path, budget)))
-    const entries = yield* reader.list(path)
-    const items = yield* tenantItems(reader.deps, address, path, entries, {
+    const { entries, cut } = yield* reader.listWithin(path)
+    const examined = yield* tenantItems(reader.deps, address, path, entries, {
       maxRuns: options.maxRunsPerTenant ?? Number.MAX_SAFE_INTEGER,
       budget: reader.budget,
       view: {
@@ -689,6 +701,8 @@ const scanTenant = (reader: Reader, options: ScanOptions, address: TenantAddress
       },
       ...(options.details === true ? { unownedLeases: true, library: reader } : {})
     })
+    // Entries the budget cut from the listing itself were never examined either.
+    const items = cut === 0 ? examined : { ...examined, unread: examined.unread + cut }
     if (sizing === undefined || budget === undefined) return { ...address, path, safety, items }
     return { ...address, path, safety, items, size: { budget, answer: yield* Effect.flatten(Fiber.await(sizing)) } }
   })
