@@ -105,7 +105,11 @@ export const inventoryEntriesStopped = (limit: number, sizes: number, notMeasure
   option: "maxEntries",
   flag: "--max-entries",
   message: `the size walks stopped at their entry budget (maxEntries ${count(limit)} per tenant): ${countOf(sizes, "size")} ${
-    notMeasured === 0 ? (sizes === 1 ? "is a lower bound" : "are lower bounds") : `not exact (${count(notMeasured)} not measured, the rest lower bounds)`
+    notMeasured === 0
+      ? (sizes === 1 ? "is a lower bound" : "are lower bounds")
+      : notMeasured === sizes
+      ? (sizes === 1 ? "is not measured" : "are not measured")
+      : `not exact (${count(notMeasured)} not measured, ${sizes - notMeasured === 1 ? "the other a lower bound" : "the rest lower bounds"})`
   }; raise it (--max-entries)`
 })
 
