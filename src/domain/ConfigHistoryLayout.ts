@@ -18,7 +18,10 @@ export const STAT_CACHE = "pi-stat-cache.json"
 
 /** Mirror roots, laid out by source so several roots fit one history. */
 export const AGENT_MIRROR = "agent"
+/** The web data root the history recorded first (`WEB_ROOT_RECORD`) is mirrored here; any other under `web-<id>`. */
 export const WEB_MIRROR = "web"
+/** In the git dir (never content): which web data root `WEB_MIRROR` holds (domain/ConfigHistory.ts `WebRootRecord`). */
+export const WEB_ROOT_RECORD = "pi-web-root.json"
 
 /** The stat cache's scope: the mirror roots and the web data root it describes (another scope's cache proves nothing). */
 export const statCacheScope = (webRoot: string): string => `${[AGENT_MIRROR, WEB_MIRROR].join(",")}:${webRoot}`

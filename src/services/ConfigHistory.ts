@@ -41,7 +41,11 @@ import {
   statCacheScope,
   rollbackContent,
   unstoredLiveCover,
-  WEB_MIRROR
+  WEB_MIRROR,
+  WEB_ROOT_RECORD,
+  WEB_ROOT_RECORD_MAX_BYTES,
+  WebRootRecord,
+  webMirrorOf
 } from "../domain/ConfigHistory.js"
 import { DIRECTORY_PROFILE_SETTINGS, DIRECTORY_PROFILES_DIR } from "../domain/AgentPaths.js"
 import { configEntryViolation, DEFAULT_CONFIG_BUDGET_BYTES } from "../domain/ConfigRedLines.js"
@@ -282,8 +286,7 @@ const historyContext = (options: ConfigHistoryOptions) =>
     const gitDir = NodePath.join(dir, ".git")
     // PATH is the only thing passed on to git, read here at the edge of the program.
     const runGit: Git = makeGit({ runner, gitDir, workTree: dir, pathVar: host.env("PATH") })
-    /** The mirror roots this instance manages. */
-    const scopes = [AGENT_MIRROR, WEB_MIRROR]
+    const webRootRecordPath = NodePath.join(gitDir, WEB_ROOT_RECORD)
     const statCachePath = NodePath.join(gitDir, STAT_CACHE)
     const scopeKey = statCacheScope(webRoot)
     const pendingPath = NodePath.join(dir, PENDING_MARKER)
@@ -304,13 +307,13 @@ const historyContext = (options: ConfigHistoryOptions) =>
       webDataRoot,
       webRoot,
       roots,
+      webRootRecordPath,
       denylist,
       budget,
       lockWaitMs,
       dir,
       gitDir,
       runGit,
-      scopes,
       statCachePath,
       scopeKey,
       pendingPath,
@@ -322,7 +325,24 @@ const historyContext = (options: ConfigHistoryOptions) =>
     }
   })
 
-type HistoryContext = Effect.Effect.Success<ReturnType<typeof historyContext>>
+/** What `historyContext` resolves without I/O (`make` must not read: lazyService.ts). */
+type HistoryBase = Effect.Effect.Success<ReturnType<typeof historyContext>>
+
+/** A history's context for one operation: the base, and the mirror roots it manages, from the web root record. */
+type HistoryContext = HistoryBase & {
+  readonly webRootRecord: WebRootRecordRead
+  /** Where this web data root's extension config is mirrored (`webMirrorOf`). */
+  readonly webMirror: string
+  /** The mirror roots this operation manages: the agent's and this web data root's. */
+  readonly scopes: ReadonlyArray<string>
+}
+
+/** Read at the start of each operation: which web data root `web/` holds, so this root's mirror. */
+const withWebMirror = (base: HistoryBase): Effect.Effect<HistoryContext, ConfigHistoryCorrupt> =>
+  Effect.map(readWebRootRecord(base.fs, base.gitDir, base.webRootRecordPath), (webRootRecord) => {
+    const webMirror = webMirrorOf(base.webRoot, webRootRecord.root ?? base.webRoot)
+    return { ...base, webRootRecord, webMirror, scopes: [AGENT_MIRROR, webMirror] }
+  })
 
 interface Plan {
   readonly live: LiveScan
@@ -338,13 +358,13 @@ const inDir = (ctx: HistoryContext, ...parts: ReadonlyArray<string>) => NodePath
 const livePathOf = (ctx: HistoryContext, repoPath: string): string | undefined => {
   const [root, ...rest] = repoPath.split("/")
   if (root === AGENT_MIRROR) return NodePath.join(ctx.agentDir, ...rest)
-  if (root === WEB_MIRROR) return NodePath.join(ctx.webRoot, ...rest)
+  if (root === ctx.webMirror) return NodePath.join(ctx.webRoot, ...rest)
   return undefined
 }
 
 /** The managed root a repo path's live file sits under (the anchor of the parent-chain check). */
 const liveRootOf = (ctx: HistoryContext, repoPath: string): string | undefined =>
-  repoPath.startsWith(`${AGENT_MIRROR}/`) ? ctx.agentDir : repoPath.startsWith(`${WEB_MIRROR}/`) ? ctx.webRoot : undefined
+  repoPath.startsWith(`${AGENT_MIRROR}/`) ? ctx.agentDir : repoPath.startsWith(`${ctx.webMirror}/`) ? ctx.webRoot : undefined
 
 // ------------------------------------------------------------------------------------------ live files
 
@@ -499,7 +519,7 @@ const scanLive = (ctx: HistoryContext, cache: StatCache | undefined): Effect.Eff
     const info = yield* lstatOption(ctx, configDir)
     out.observed.push([configDir, identityOf(info)])
     if (info?.type !== "Directory") continue
-    yield* walkConfig(ctx, [WEB_MIRROR, ext.name, "config"], configDir, [], 1, out, true)
+    yield* walkConfig(ctx, [ctx.webMirror, ext.name, "config"], configDir, [], 1, out, true)
   }
   const observed = out.observed
   const clean = recordableScan(observed, scannedAt)
@@ -644,6 +664,50 @@ const ensureRepo = (ctx: HistoryContext) =>
     // there; an exclusion written by an older build (which missed the lock's reclaim lock) is brought up to date.
     const current = yield* ctx.fs.readFile(ctx.excludePath, { maxBytes: 4096 }).pipe(Effect.option)
     if (current._tag === "None" || !sameBytes(current.value, ctx.excludeBytes)) yield* ctx.fs.writeFileAtomic(ctx.excludePath, ctx.excludeBytes)
+    if (ctx.webRootRecord.root === undefined) yield* recordWebRoot(ctx)
+  })
+
+type WebRootRecordRead =
+  /** `root`: the web data root `web/` holds; `undefined`: none recorded yet (a new history, or one made before the record). */
+  { readonly root: string | undefined }
+
+/**
+ * The history's `WEB_ROOT_RECORD`, read back as hostile input: absent is no record yet; anything but this small
+ * JSON document is damage, refused before anything is read or written under the wrong mirror (move it aside and
+ * the next snapshot records the web data root it covers).
+ */
+const readWebRootRecord = (fs: FileSystem["Type"], gitDir: string, path: string): Effect.Effect<WebRootRecordRead, ConfigHistoryCorrupt> =>
+  Effect.gen(function*() {
+    const bytes = yield* Effect.either(fs.readFile(path, { maxBytes: WEB_ROOT_RECORD_MAX_BYTES }))
+    const damaged = (why: string) =>
+      new ConfigHistoryCorrupt({
+        path: gitDir,
+        detail: `${WEB_ROOT_RECORD} does not say which web data root web/ holds (${why}); move it aside, and the next snapshot records the web data root it covers`
+      })
+    if (bytes._tag === "Left") {
+      if (bytes.left.reason === "NotFound") return { root: undefined }
+      return yield* Effect.fail(damaged(bytes.left.message))
+    }
+    const decoded = decodeJsonBytes(WebRootRecord, bytes.right)
+    if (!decoded.ok) return yield* Effect.fail(damaged(decoded.why))
+    return { root: decoded.value.webRoot }
+  })
+
+/**
+ * Under the history's lock, before the first commit of a history without a record: this snapshot's web data
+ * root is the one `web/` holds. Created exclusively: another process that recorded another root since this one
+ * read the record fails this call (busy: run again, and this root gets a mirror of its own).
+ */
+const recordWebRoot = (ctx: HistoryContext) =>
+  Effect.gen(function*() {
+    const bytes = encodeJsonBytes({ version: 1, webRoot: ctx.webRoot })
+    const created = yield* Effect.either(ctx.fs.writeFileExclusive(ctx.webRootRecordPath, bytes, { sync: true }))
+    if (created._tag === "Right") return
+    if (created.left.reason !== "AlreadyExists") return yield* Effect.fail(created.left)
+    const now = yield* readWebRootRecord(ctx.fs, ctx.gitDir, ctx.webRootRecordPath)
+    if (now.root !== ctx.webRoot) {
+      return yield* Effect.fail(new ConfigHistoryBusy({ holder: `a snapshot that recorded the web data root ${now.root ?? "(unreadable)"} meanwhile`, waitedMs: 0 }))
+    }
   })
 
 /** A ref file git keeps, `undefined` when there is none; anything but a small regular file is damage. */
@@ -1058,9 +1122,32 @@ const diff = (ctx: HistoryContext, o: { readonly from?: string | undefined; read
     return { files: (yield* nulPaths(ctx, "diff --name-only", names.stdout)).map(displayOfRepoPath), patch: displayPatch(nameOfBytes(patch.stdout)) }
   })
 
+/**
+ * A web data root with a mirror of its own (`web-<id>`: not the one the history recorded first) was not covered
+ * before its first snapshot that held a file: a rollback of it to an older revision would remove its config
+ * files for a time it was never looked at. Refused, naming the first revision it may go back to.
+ */
+const coveredAt = (ctx: HistoryContext, target: string) =>
+  Effect.gen(function*() {
+    if (ctx.webMirror === WEB_MIRROR) return
+    const touched = yield* git(ctx, ["rev-list", "--reverse", "HEAD", "--", ctx.webMirror], { read: true })
+    const firstLine = new TextDecoder().decode(touched.stdout).split("\n", 1)[0]!
+    if (firstLine === "") return
+    // git's answer is read as hostile input: an object id, or the repository is damaged.
+    const first = yield* parsed(ctx, `rev-list -- ${ctx.webMirror}`, parseObjectIdLine(new TextEncoder().encode(`${firstLine}\n`)))
+    const ancestor = yield* git(ctx, ["merge-base", "--is-ancestor", first, target], { read: true, okExitCodes: [0, 1] })
+    if (ancestor.exitCode === 0) return
+    return yield* Effect.fail(new InvalidArgument({
+      field: "revision",
+      detail: `${short(target)} is older than the first snapshot of the web data root ${ctx.webRoot} (${short(first)}): ` +
+        `rolling back to it would remove that root's config files; choose ${short(first)} or a later revision`
+    }))
+  })
+
 const rollback = (ctx: HistoryContext, revision: string) =>
   Effect.gen(function*() {
     const target = yield* resolve(ctx, revision)
+    yield* coveredAt(ctx, target)
     return yield* withLock(ctx, Effect.gen(function*() {
       // The revision is read whole first: one that cannot be is refused before anything is written.
       const wanted = yield* revisionFiles(ctx, target)
@@ -1119,16 +1206,17 @@ const status = (ctx: HistoryContext) =>
 /** `ConfigHistory.make` (module-private: the service's static is the one public name). */
 const make = (options: ConfigHistoryOptions = {}): Effect.Effect<ConfigHistory["Type"], never, FileSystem | Host | AgentDir | ProcessRunner> =>
   Effect.gen(function*() {
-    const ctx = yield* historyContext(options)
+    const base = yield* historyContext(options)
+    const ctx = withWebMirror(base)
     const service: ConfigHistory["Type"] = {
-      dir: ctx.dir,
-      webDataRoot: ctx.webDataRoot,
-      snapshot: (o) => snapshot(ctx, o),
-      log: (o) => log(ctx, o),
-      diff: (o) => diff(ctx, o),
-      rollback: (revision) => rollback(ctx, revision),
-      change: (message, apply) => change(ctx, message, apply),
-      status: () => status(ctx)
+      dir: base.dir,
+      webDataRoot: base.webDataRoot,
+      snapshot: (o) => Effect.flatMap(ctx, (c) => snapshot(c, o)),
+      log: (o) => Effect.flatMap(ctx, (c) => log(c, o)),
+      diff: (o) => Effect.flatMap(ctx, (c) => diff(c, o)),
+      rollback: (revision) => Effect.flatMap(ctx, (c) => rollback(c, revision)),
+      change: (message, apply) => Effect.flatMap(ctx, (c) => change(c, message, apply)),
+      status: () => Effect.flatMap(ctx, status)
     }
     return service
   })

@@ -1,0 +1,112 @@
+/**
+ * Two web data roots, one agent dir, one history (a dev instance beside prod), with real git: each root's
+ * extension config is kept apart (the first root recorded under `web/`, the other under a mirror of its own),
+ * so a snapshot of one never records the other's files as deleted, a rollback of one never writes the other's
+ * files into it, and a rollback of the second to before it was first snapshotted is refused. The record of
+ * which root `web/` holds is read back as hostile input.
+ */
+import * as fs from "node:fs"
+import * as NodePath from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { WEB_ROOT_RECORD, webMirrorOf } from "../../src/domain/ConfigHistory.js"
+import { ConfigHistory } from "../../src/services/ConfigHistory.js"
+import { historyLayer, rawGit, tempRoot } from "./configHistorySupport.js"
+
+const json = (v: unknown) => JSON.stringify(v) + "\n"
+
+const twoRoots = Effect.gen(function*() {
+  const root = yield* tempRoot
+  const agent = NodePath.join(root, "agent")
+  const prod = NodePath.join(root, "web-prod")
+  const dev = NodePath.join(root, "web-dev")
+  fs.mkdirSync(agent, { recursive: true })
+  const historyOf = (webDataRoot: string) => Effect.provide(ConfigHistory, historyLayer(agent, { webDataRoot }))
+  const write = (at: string, rel: string, content: string) => {
+    fs.mkdirSync(NodePath.dirname(NodePath.join(at, rel)), { recursive: true })
+    fs.writeFileSync(NodePath.join(at, rel), content)
+  }
+  const read = (at: string, rel: string) => fs.readFileSync(NodePath.join(at, rel), "utf8")
+  return { agent, prod, dev, prodHistory: yield* historyOf(prod), devHistory: yield* historyOf(dev), historyOf, write, read }
+})
+
+const SETTINGS = "notes/config/settings.json"
+
+describe("ConfigHistory: two web data roots share one history (real git)", () => {
+  it.scopedLive("each root's files are kept apart: no snapshot deletes the other's, no rollback crosses roots", () =>
+    Effect.gen(function*() {
+      const { prod, dev, prodHistory, devHistory, write, read } = yield* twoRoots
+      write(prod, SETTINGS, json({ font: 12 }))
+      write(dev, SETTINGS, json({ font: 20 }))
+      const prod1 = yield* prodHistory.snapshot({ message: "prod 1" })
+      assert.deepStrictEqual(prod1.changed, [SETTINGS])
+      const dev1 = yield* devHistory.snapshot({ message: "dev 1" })
+      // Dev's own file, and nothing of prod's recorded as deleted.
+      assert.deepStrictEqual(dev1.changed, [SETTINGS])
+      const tree = rawGit(prodHistory.dir, ["ls-tree", "-r", "--name-only", "HEAD"]).trim().split("\n").sort()
+      assert.deepStrictEqual(tree, [`${webMirrorOf(dev, prod)}/${SETTINGS}`, `web/${SETTINGS}`])
+      assert.match(webMirrorOf(dev, prod), /^web-[0-9a-f]{12}$/)
+      // Each is unchanged as seen from the other's side.
+      assert.isNull((yield* prodHistory.snapshot()).revision)
+      assert.isNull((yield* devHistory.snapshot()).revision)
+
+      write(prod, SETTINGS, json({ font: 13 }))
+      yield* prodHistory.snapshot({ message: "prod 2" })
+      write(dev, SETTINGS, json({ font: 21 }))
+      const dev2 = yield* devHistory.snapshot({ message: "dev 2" })
+
+      // Prod back to its first revision: its own file as it was then; dev's live file untouched.
+      const back = yield* prodHistory.rollback(prod1.revision!)
+      assert.deepStrictEqual(back.restored, [SETTINGS])
+      assert.strictEqual(read(prod, SETTINGS), json({ font: 12 }))
+      assert.strictEqual(read(dev, SETTINGS), json({ font: 21 }))
+      // Dev back to its first revision, though prod's commits came between.
+      yield* devHistory.rollback(dev1.revision!)
+      assert.strictEqual(read(dev, SETTINGS), json({ font: 20 }))
+      assert.strictEqual(read(prod, SETTINGS), json({ font: 12 }))
+      assert.isString(dev2.revision)
+    }))
+
+  it.scopedLive("the second root cannot be rolled back to before its first snapshot: refused, nothing written", () =>
+    Effect.gen(function*() {
+      const { prod, dev, prodHistory, devHistory, write, read } = yield* twoRoots
+      write(prod, SETTINGS, json({ font: 12 }))
+      const prod1 = yield* prodHistory.snapshot({ message: "prod 1" })
+      write(dev, SETTINGS, json({ font: 20 }))
+      yield* devHistory.snapshot({ message: "dev 1" })
+      const head = rawGit(devHistory.dir, ["rev-parse", "HEAD"]).trim()
+      const refused = yield* Effect.flip(devHistory.rollback(prod1.revision!))
+      assert.strictEqual(refused._tag, "InvalidArgument")
+      assert.include(refused.message, `older than the first snapshot of the web data root ${dev}`)
+      assert.strictEqual(read(dev, SETTINGS), json({ font: 20 }))
+      assert.strictEqual(rawGit(devHistory.dir, ["rev-parse", "HEAD"]).trim(), head, "no revision was made")
+    }))
+
+  it.scopedLive("the record of which root web/ holds, read back as hostile input: damage is refused, nothing written", () =>
+    Effect.gen(function*() {
+      const { prod, dev, prodHistory, historyOf, write, read } = yield* twoRoots
+      write(prod, SETTINGS, json({ font: 12 }))
+      yield* prodHistory.snapshot()
+      const record = NodePath.join(prodHistory.dir, ".git", WEB_ROOT_RECORD)
+      assert.deepStrictEqual(JSON.parse(fs.readFileSync(record, "utf8")), { version: 1, webRoot: prod })
+      const head = rawGit(prodHistory.dir, ["rev-parse", "HEAD"]).trim()
+      write(dev, SETTINGS, json({ font: 20 }))
+      write(prod, SETTINGS, json({ font: 13 }))
+      for (const hostile of ["", "{", "[]", json({ version: 2, webRoot: prod }), json({ version: 1, webRoot: "relative/path" }), "x".repeat(70_000)]) {
+        fs.writeFileSync(record, hostile)
+        for (const history of [yield* historyOf(dev), yield* historyOf(prod)]) {
+          const refused = yield* Effect.flip(history.snapshot())
+          assert.strictEqual(refused._tag, "ConfigHistoryCorrupt", JSON.stringify(hostile.slice(0, 20)))
+          assert.include(refused.message, WEB_ROOT_RECORD)
+          assert.strictEqual((yield* Effect.flip(history.status()))._tag, "ConfigHistoryCorrupt")
+        }
+        assert.strictEqual(rawGit(prodHistory.dir, ["rev-parse", "HEAD"]).trim(), head, "nothing was committed")
+        assert.strictEqual(fs.readFileSync(record, "utf8"), hostile, "the record is left as it is")
+      }
+      assert.strictEqual(read(prod, SETTINGS), json({ font: 13 }))
+      // Moved aside, as the error says: the next snapshot records the root it covers.
+      fs.rmSync(record)
+      yield* (yield* historyOf(prod)).snapshot()
+      assert.deepStrictEqual(JSON.parse(fs.readFileSync(record, "utf8")), { version: 1, webRoot: prod })
+    }))
+})
