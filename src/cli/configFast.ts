@@ -11,7 +11,19 @@ import * as os from "node:os"
 import * as NodePath from "node:path"
 import { agentPaths, resolveAgentDir } from "../domain/AgentPaths.js"
 import { cleanScanHolds, decodeCleanScan, type Identity, identityOf } from "../domain/ConfigCleanScan.js"
-import { CHANGE_SENTINEL, HISTORY_DIR_NAME, PENDING_MARKER, STAT_CACHE, STAT_CACHE_MAX_BYTES, statCacheFits, statCacheScope } from "../domain/ConfigHistoryLayout.js"
+import {
+  CHANGE_SENTINEL,
+  HISTORY_DIR_NAME,
+  parseWebRootRecord,
+  PENDING_MARKER,
+  STAT_CACHE,
+  STAT_CACHE_MAX_BYTES,
+  statCacheFits,
+  statCacheScope,
+  WEB_ROOT_RECORD,
+  WEB_ROOT_RECORD_MAX_BYTES,
+  webMirrorOf
+} from "../domain/ConfigHistoryLayout.js"
 import { findPackedRef, parseHeadFile, parseLooseRef } from "../domain/GitFormats.js"
 import { resolveWebDataRoot } from "../domain/WebPaths.js"
 import { nodeEnv, nodeEnvNames } from "../layers/NodeEnv.js"
@@ -95,6 +107,10 @@ export const fastConfigSnapshot = (split: SplitArgv, route: DirectConfigSnapshot
   const webRoot = resolveWebDataRoot({ explicit: route.webDataRoot, env, home, cwd }).path
   const historyDir = NodePath.join(agentPaths(agentDir).configBackupsDir, HISTORY_DIR_NAME)
   const gitDir = NodePath.join(historyDir, ".git")
+  // Which mirror this root's files are in: only a record that reads is trusted here (else the program decides).
+  const record = readOwnFile(NodePath.join(gitDir, WEB_ROOT_RECORD), WEB_ROOT_RECORD_MAX_BYTES)
+  const recorded = record === undefined ? undefined : parseWebRootRecord(record.toString("utf8"))
+  if (recorded === undefined || !recorded.ok) return false
   const bytes = readOwnFile(NodePath.join(gitDir, STAT_CACHE), STAT_CACHE_MAX_BYTES)
   if (bytes === undefined) return false
   let cache: unknown
@@ -105,7 +121,7 @@ export const fastConfigSnapshot = (split: SplitArgv, route: DirectConfigSnapshot
   }
   if (typeof cache !== "object" || cache === null) return false
   const c = cache as Record<string, unknown>
-  if (!statCacheFits(c, statCacheScope(webRoot)) || typeof c.head !== "string") return false
+  if (!statCacheFits(c, statCacheScope(webRoot, webMirrorOf(webRoot, recorded.webRoot))) || typeof c.head !== "string") return false
   const clean = decodeCleanScan(c.clean)
   if (clean === undefined) return false
   // An interrupted staging or change is the program's to report and repair.

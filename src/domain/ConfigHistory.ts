@@ -4,17 +4,15 @@
  * sentinel's format, and the display of git's paths (git's answers are parsed in domain/GitFormats.ts). No I/O:
  * src/services/ConfigHistory.ts runs git and touches files.
  */
-import * as NodePath from "node:path"
 import * as Schema from "effect/Schema"
 import { CANONICAL_ROOT_ENTRIES } from "./AgentPaths.js"
 import { atomicTempName } from "./AtomicWrite.js"
-import { sha256Hex } from "./Digest.js"
 import { markerFileNames } from "./MarkerFiles.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Layout
 
-export { AGENT_MIRROR, CHANGE_SENTINEL, HISTORY_DIR_NAME, HISTORY_LOCK, PENDING_MARKER, RACY_MARGIN_MS, STAT_CACHE, STAT_CACHE_MAX_BYTES, statCacheFits, statCacheScope, WEB_MIRROR, WEB_ROOT_RECORD } from "./ConfigHistoryLayout.js"
+export { AGENT_MIRROR, CHANGE_SENTINEL, HISTORY_DIR_NAME, HISTORY_LOCK, PENDING_MARKER, RACY_MARGIN_MS, STAT_CACHE, STAT_CACHE_MAX_BYTES, statCacheFits, statCacheScope, WEB_MIRROR, WEB_ROOT_RECORD, WEB_ROOT_RECORD_MAX_BYTES, parseWebRootRecord, webMirrorOf, webRootOfScope } from "./ConfigHistoryLayout.js"
 import { AGENT_MIRROR, CHANGE_SENTINEL, HISTORY_LOCK, PENDING_MARKER, WEB_MIRROR } from "./ConfigHistoryLayout.js"
 /**
  * Our files in the work tree, which git must never see as content (`.git/info/exclude` patterns, anchored at
@@ -54,25 +52,6 @@ export const displayOfRepoPath = (repoPath: string): string => {
   const web = WEB_MIRROR_NAME.exec(repoPath)
   return web === null ? repoPath : repoPath.slice(web[0].length)
 }
-
-/**
- * Which web data root the history's `web/` mirror holds (`WEB_ROOT_RECORD` in the git dir): the first one a
- * snapshot covered. Read back as hostile input (a size cap, this schema).
- */
-export const WebRootRecord = Schema.Struct({
-  version: Schema.Literal(1),
-  webRoot: Schema.String.pipe(Schema.filter((p) => NodePath.isAbsolute(p) || "an absolute path"))
-})
-export const WEB_ROOT_RECORD_MAX_BYTES = 64 * 1024
-
-/**
- * Where extension config under `webRoot` is mirrored, given the root the history recorded: `web` for that one,
- * `web-<the first 12 hex digits of the SHA-256 of its path>` for any other. So two web hosts that share one
- * agent dir (a dev instance beside prod) each keep their own files: a snapshot of one never records the
- * other's as deleted, and a rollback of one never writes the other's files into it.
- */
-export const webMirrorOf = (webRoot: string, recordedWebRoot: string): string =>
-  webRoot === recordedWebRoot ? WEB_MIRROR : `${WEB_MIRROR}-${sha256Hex(webRoot).slice(0, 12)}`
 
 // ---------------------------------------------------------------------------------------------------------
 // The denylist

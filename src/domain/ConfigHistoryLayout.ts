@@ -3,6 +3,8 @@
  * only needs the names (the CLI's clean-scan check, cli/configFast.ts) loads nothing else. Pure.
  */
 
+import * as NodePath from "node:path"
+import { sha256Hex } from "./Digest.js"
 import { REDACTION_RULE } from "./RedactionRule.js"
 
 /** Under `configBackupsDir`: the repository and its own work tree (never a `.git` at the agent root). */
@@ -20,11 +22,50 @@ export const STAT_CACHE = "pi-stat-cache.json"
 export const AGENT_MIRROR = "agent"
 /** The web data root the history recorded first (`WEB_ROOT_RECORD`) is mirrored here; any other under `web-<id>`. */
 export const WEB_MIRROR = "web"
-/** In the git dir (never content): which web data root `WEB_MIRROR` holds (domain/ConfigHistory.ts `WebRootRecord`). */
+/** In the git dir (never content): which web data root `WEB_MIRROR` holds (`parseWebRootRecord`). */
 export const WEB_ROOT_RECORD = "pi-web-root.json"
+export const WEB_ROOT_RECORD_MAX_BYTES = 64 * 1024
 
-/** The stat cache's scope: the mirror roots and the web data root it describes (another scope's cache proves nothing). */
-export const statCacheScope = (webRoot: string): string => `${[AGENT_MIRROR, WEB_MIRROR].join(",")}:${webRoot}`
+/**
+ * `WEB_ROOT_RECORD`'s text, read back as hostile input: `{"version":1,"webRoot":"<absolute path>"}` gives the
+ * root, anything else why not. One reader for the service and the CLI's clean-scan check.
+ */
+export const parseWebRootRecord = (text: string): { readonly ok: true; readonly webRoot: string } | { readonly ok: false; readonly why: string } => {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (e) {
+    return { ok: false, why: `not valid JSON (${e instanceof Error ? e.message : String(e)})` }
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, why: "not a JSON object" }
+  const record = value as Record<string, unknown>
+  if (record.version !== 1) return { ok: false, why: `version ${JSON.stringify(record.version)}, not 1` }
+  if (typeof record.webRoot !== "string" || !NodePath.isAbsolute(record.webRoot)) return { ok: false, why: "webRoot is not an absolute path" }
+  const extra = Object.keys(record).filter((k) => k !== "version" && k !== "webRoot")
+  if (extra.length > 0) return { ok: false, why: `unknown field ${JSON.stringify(extra[0])}` }
+  return { ok: true, webRoot: record.webRoot }
+}
+
+/**
+ * Where extension config under `webRoot` is mirrored, given the root the history recorded: `web` for that one,
+ * `web-<the first 12 hex digits of the SHA-256 of its path>` for any other. So two web hosts that share one
+ * agent dir (a dev instance beside prod) each keep their own files: a snapshot of one never records the
+ * other's as deleted, and a rollback of one never writes the other's files into it.
+ */
+export const webMirrorOf = (webRoot: string, recordedWebRoot: string): string =>
+  webRoot === recordedWebRoot ? WEB_MIRROR : `${WEB_MIRROR}-${sha256Hex(webRoot).slice(0, 12)}`
+
+/**
+ * The stat cache's scope: the mirror roots and the web data root it describes (another scope's cache proves
+ * nothing). `agent,web:<root>` also says which root `web/` held when it was written (`webRootOfScope`).
+ */
+export const statCacheScope = (webRoot: string, webMirror: string): string => `${AGENT_MIRROR},${webMirror}:${webRoot}`
+
+/** The web data root a stat cache's scope says `web/` held, if it says so. */
+export const webRootOfScope = (scope: unknown): string | undefined => {
+  const prefix = `${AGENT_MIRROR},${WEB_MIRROR}:`
+  return typeof scope === "string" && scope.startsWith(prefix) && NodePath.isAbsolute(scope.slice(prefix.length)) ? scope.slice(prefix.length) : undefined
+}
 /**
  * Racy git: a stat cache vouches for a file, and a clean scan is recorded, only when the times it saw are older
  * than the scan by this much (coarser than any clock a local file system keeps), so a later change has a later time.

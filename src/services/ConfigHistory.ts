@@ -44,8 +44,9 @@ import {
   WEB_MIRROR,
   WEB_ROOT_RECORD,
   WEB_ROOT_RECORD_MAX_BYTES,
-  WebRootRecord,
-  webMirrorOf
+  parseWebRootRecord,
+  webMirrorOf,
+  webRootOfScope
 } from "../domain/ConfigHistory.js"
 import { DIRECTORY_PROFILE_SETTINGS, DIRECTORY_PROFILES_DIR } from "../domain/AgentPaths.js"
 import { configEntryViolation, DEFAULT_CONFIG_BUDGET_BYTES } from "../domain/ConfigRedLines.js"
@@ -288,7 +289,6 @@ const historyContext = (options: ConfigHistoryOptions) =>
     const runGit: Git = makeGit({ runner, gitDir, workTree: dir, pathVar: host.env("PATH") })
     const webRootRecordPath = NodePath.join(gitDir, WEB_ROOT_RECORD)
     const statCachePath = NodePath.join(gitDir, STAT_CACHE)
-    const scopeKey = statCacheScope(webRoot)
     const pendingPath = NodePath.join(dir, PENDING_MARKER)
     const attributesPath = NodePath.join(gitDir, "info", "attributes")
     const attributesBytes = new TextEncoder().encode(HISTORY_ATTRIBUTES)
@@ -315,7 +315,6 @@ const historyContext = (options: ConfigHistoryOptions) =>
       gitDir,
       runGit,
       statCachePath,
-      scopeKey,
       pendingPath,
       attributesPath,
       attributesBytes,
@@ -335,13 +334,15 @@ type HistoryContext = HistoryBase & {
   readonly webMirror: string
   /** The mirror roots this operation manages: the agent's and this web data root's. */
   readonly scopes: ReadonlyArray<string>
+  /** The stat cache's scope for this root and its mirror (`statCacheScope`). */
+  readonly scopeKey: string
 }
 
 /** Read at the start of each operation: which web data root `web/` holds, so this root's mirror. */
 const withWebMirror = (base: HistoryBase): Effect.Effect<HistoryContext, ConfigHistoryCorrupt> =>
-  Effect.map(readWebRootRecord(base.fs, base.gitDir, base.webRootRecordPath), (webRootRecord) => {
+  Effect.map(readWebRootRecord(base), (webRootRecord) => {
     const webMirror = webMirrorOf(base.webRoot, webRootRecord.root ?? base.webRoot)
-    return { ...base, webRootRecord, webMirror, scopes: [AGENT_MIRROR, webMirror] }
+    return { ...base, webRootRecord, webMirror, scopes: [AGENT_MIRROR, webMirror], scopeKey: statCacheScope(base.webRoot, webMirror) }
   })
 
 interface Plan {
@@ -664,49 +665,84 @@ const ensureRepo = (ctx: HistoryContext) =>
     // there; an exclusion written by an older build (which missed the lock's reclaim lock) is brought up to date.
     const current = yield* ctx.fs.readFile(ctx.excludePath, { maxBytes: 4096 }).pipe(Effect.option)
     if (current._tag === "None" || !sameBytes(current.value, ctx.excludeBytes)) yield* ctx.fs.writeFileAtomic(ctx.excludePath, ctx.excludeBytes)
-    if (ctx.webRootRecord.root === undefined) yield* recordWebRoot(ctx)
+    if (!ctx.webRootRecord.recorded) yield* recordWebRoot(ctx)
   })
 
-type WebRootRecordRead =
-  /** `root`: the web data root `web/` holds; `undefined`: none recorded yet (a new history, or one made before the record). */
-  { readonly root: string | undefined }
+interface WebRootRecordRead {
+  /**
+   * The web data root `web/` holds: recorded, or (a history made before the record) the one its stat cache
+   * describes; `undefined` when `web/` holds nothing yet, so this root takes it.
+   */
+  readonly root: string | undefined
+  /** False until `root` is in the record: the next write under the lock records it (`recordWebRoot`). */
+  readonly recorded: boolean
+}
+
+/** The fix every "which root" refusal names: the record written by hand, naming the root `web/` came from. */
+const writeRecordFix = (path: string) =>
+  `write {"version":1,"webRoot":"<the web data root whose extension config web/ holds>"} to ${path}`
 
 /**
- * The history's `WEB_ROOT_RECORD`, read back as hostile input: absent is no record yet; anything but this small
- * JSON document is damage, refused before anything is read or written under the wrong mirror (move it aside and
- * the next snapshot records the web data root it covers).
+ * The history's `WEB_ROOT_RECORD`, read back as hostile input (`parseWebRootRecord`). Absent: a new history, or
+ * one made before the record, whose `web/` is either empty (this root takes it) or described by its stat cache;
+ * otherwise nobody can say whose files `web/` holds, and every operation is refused before it reads or writes
+ * under the wrong mirror, as it is for a record that does not parse.
  */
-const readWebRootRecord = (fs: FileSystem["Type"], gitDir: string, path: string): Effect.Effect<WebRootRecordRead, ConfigHistoryCorrupt> =>
+const readWebRootRecord = (base: HistoryBase): Effect.Effect<WebRootRecordRead, ConfigHistoryCorrupt> =>
   Effect.gen(function*() {
-    const bytes = yield* Effect.either(fs.readFile(path, { maxBytes: WEB_ROOT_RECORD_MAX_BYTES }))
-    const damaged = (why: string) =>
-      new ConfigHistoryCorrupt({
-        path: gitDir,
-        detail: `${WEB_ROOT_RECORD} does not say which web data root web/ holds (${why}); move it aside, and the next snapshot records the web data root it covers`
-      })
-    if (bytes._tag === "Left") {
-      if (bytes.left.reason === "NotFound") return { root: undefined }
-      return yield* Effect.fail(damaged(bytes.left.message))
+    const path = base.webRootRecordPath
+    const refused = (detail: string) => new ConfigHistoryCorrupt({ path: base.gitDir, detail: `${detail}; ${writeRecordFix(path)}` })
+    const bytes = yield* Effect.either(base.fs.readFile(path, { maxBytes: WEB_ROOT_RECORD_MAX_BYTES }))
+    if (bytes._tag === "Right") {
+      const text = decodeUtf8(bytes.right)
+      const parsed = text === undefined ? { ok: false as const, why: "not UTF-8" } : parseWebRootRecord(text)
+      if (!parsed.ok) return yield* Effect.fail(refused(`${WEB_ROOT_RECORD} does not say which web data root web/ holds (${parsed.why})`))
+      return { root: parsed.webRoot, recorded: true }
     }
-    const decoded = decodeJsonBytes(WebRootRecord, bytes.right)
-    if (!decoded.ok) return yield* Effect.fail(damaged(decoded.why))
-    return { root: decoded.value.webRoot }
+    if (bytes.left.reason !== "NotFound") return yield* Effect.fail(refused(`${WEB_ROOT_RECORD} cannot be read (${bytes.left.message})`))
+    if ((yield* Effect.either(base.fs.lstat(NodePath.join(base.dir, WEB_MIRROR))))._tag === "Left") return { root: undefined, recorded: false }
+    const cache = yield* Effect.either(base.fs.readFile(base.statCachePath, { maxBytes: STAT_CACHE_MAX }))
+    const described = cache._tag === "Right" ? webRootOfScope(scopeOfCache(cache.right)) : undefined
+    if (described !== undefined) return { root: described, recorded: false }
+    return yield* Effect.fail(refused("web/ holds extension config, and the history does not say which web data root it came from"))
   })
 
+/** UTF-8 text, or `undefined` for bytes that are not. */
+const decodeUtf8 = (bytes: Uint8Array): string | undefined => {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes)
+  } catch {
+    return undefined
+  }
+}
+
+/** A stat cache's `scope`, whatever else it holds (a history made before the record: only the scope is needed). */
+const scopeOfCache = (bytes: Uint8Array): unknown => {
+  const text = decodeUtf8(bytes)
+  if (text === undefined) return undefined
+  try {
+    const value: unknown = JSON.parse(text)
+    return typeof value === "object" && value !== null ? (value as { scope?: unknown }).scope : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /**
- * Under the history's lock, before the first commit of a history without a record: this snapshot's web data
- * root is the one `web/` holds. Created exclusively: another process that recorded another root since this one
- * read the record fails this call (busy: run again, and this root gets a mirror of its own).
+ * Under the history's lock, before the first commit of a history without a record: the root `web/` holds is
+ * recorded (this snapshot's own when `web/` held nothing). Created exclusively: another process that recorded
+ * another root since this one read the record fails this call (busy: run again, and this root gets a mirror of
+ * its own).
  */
 const recordWebRoot = (ctx: HistoryContext) =>
   Effect.gen(function*() {
-    const bytes = encodeJsonBytes({ version: 1, webRoot: ctx.webRoot })
-    const created = yield* Effect.either(ctx.fs.writeFileExclusive(ctx.webRootRecordPath, bytes, { sync: true }))
+    const root = ctx.webRootRecord.root ?? ctx.webRoot
+    const created = yield* Effect.either(ctx.fs.writeFileExclusive(ctx.webRootRecordPath, encodeJsonBytes({ version: 1, webRoot: root }), { sync: true }))
     if (created._tag === "Right") return
     if (created.left.reason !== "AlreadyExists") return yield* Effect.fail(created.left)
-    const now = yield* readWebRootRecord(ctx.fs, ctx.gitDir, ctx.webRootRecordPath)
-    if (now.root !== ctx.webRoot) {
-      return yield* Effect.fail(new ConfigHistoryBusy({ holder: `a snapshot that recorded the web data root ${now.root ?? "(unreadable)"} meanwhile`, waitedMs: 0 }))
+    const now = yield* readWebRootRecord(ctx)
+    if (now.root !== root) {
+      return yield* Effect.fail(new ConfigHistoryBusy({ holder: `a snapshot that recorded the web data root ${now.root ?? "(none)"} meanwhile`, waitedMs: 0 }))
     }
   })
 
@@ -1123,32 +1159,40 @@ const diff = (ctx: HistoryContext, o: { readonly from?: string | undefined; read
   })
 
 /**
- * A web data root with a mirror of its own (`web-<id>`: not the one the history recorded first) was not covered
- * before its first snapshot that held a file: a rollback of it to an older revision would remove its config
- * files for a time it was never looked at. Refused, naming the first revision it may go back to.
+ * A web data root with a mirror of its own (`web-<id>`: not the one `web/` holds) was never looked at before
+ * its first snapshot that held a file: a rollback of it to an older revision, or of a root with live config
+ * and no such snapshot yet, would remove its config files for a time the history knows nothing of. Refused
+ * (under the lock, before the rollback's own first snapshot), naming the first revision it may go back to.
  */
 const coveredAt = (ctx: HistoryContext, target: string) =>
   Effect.gen(function*() {
     if (ctx.webMirror === WEB_MIRROR) return
-    const touched = yield* git(ctx, ["rev-list", "--reverse", "HEAD", "--", ctx.webMirror], { read: true })
-    const firstLine = new TextDecoder().decode(touched.stdout).split("\n", 1)[0]!
-    if (firstLine === "") return
+    const refuse = (why: string) => Effect.fail(new InvalidArgument({ field: "revision", detail: why }))
+    const touched = yield* git(ctx, ["rev-list", "--reverse", "HEAD", "--", ctx.webMirror], { read: true, okExitCodes: [0, 128] })
+    const firstLine = touched.exitCode === 0 ? new TextDecoder().decode(touched.stdout).split("\n", 1)[0]! : ""
+    if (firstLine === "") {
+      const live = (yield* plan(ctx)).live.files.some((f) => f.repoPath.startsWith(`${ctx.webMirror}/`))
+      if (!live) return
+      return yield* refuse(
+        `the web data root ${ctx.webRoot} has no snapshot yet: rolling back to ${short(target)} would remove its config files; ` +
+          "snapshot it first (config snapshot), then roll back to that snapshot or a later one"
+      )
+    }
     // git's answer is read as hostile input: an object id, or the repository is damaged.
     const first = yield* parsed(ctx, `rev-list -- ${ctx.webMirror}`, parseObjectIdLine(new TextEncoder().encode(`${firstLine}\n`)))
     const ancestor = yield* git(ctx, ["merge-base", "--is-ancestor", first, target], { read: true, okExitCodes: [0, 1] })
     if (ancestor.exitCode === 0) return
-    return yield* Effect.fail(new InvalidArgument({
-      field: "revision",
-      detail: `${short(target)} is older than the first snapshot of the web data root ${ctx.webRoot} (${short(first)}): ` +
+    return yield* refuse(
+      `${short(target)} is older than the first snapshot of the web data root ${ctx.webRoot} (${short(first)}): ` +
         `rolling back to it would remove that root's config files; choose ${short(first)} or a later revision`
-    }))
+    )
   })
 
 const rollback = (ctx: HistoryContext, revision: string) =>
   Effect.gen(function*() {
     const target = yield* resolve(ctx, revision)
-    yield* coveredAt(ctx, target)
     return yield* withLock(ctx, Effect.gen(function*() {
+      yield* coveredAt(ctx, target)
       // The revision is read whole first: one that cannot be is refused before anything is written.
       const wanted = yield* revisionFiles(ctx, target)
       // An unsaved live edit is recorded first, so the rollback itself can be undone.

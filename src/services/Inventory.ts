@@ -260,6 +260,8 @@ export interface RunFilter {
  */
 const missingOf = (facts: AgentDirFacts, filter: RunFilter): "category" | "tenant" | undefined => {
   if (filter.category === undefined || facts.truncated || facts.status._tag !== "Directory") return undefined
+  // A category or tenant that could not be read is reported as such (`errors`), never as absent.
+  if (facts.problems.length > 0) return undefined
   const category = facts.work?.categories.find((c) => c.name === filter.category)
   if (category === undefined) return "category"
   return filter.tenant !== undefined && !category.tenants.some((t) => t.tenant === filter.tenant) ? "tenant" : undefined

@@ -104,9 +104,56 @@ describe("ConfigHistory: two web data roots share one history (real git)", () =>
         assert.strictEqual(fs.readFileSync(record, "utf8"), hostile, "the record is left as it is")
       }
       assert.strictEqual(read(prod, SETTINGS), json({ font: 13 }))
-      // Moved aside, as the error says: the next snapshot records the root it covers.
-      fs.rmSync(record)
-      yield* (yield* historyOf(prod)).snapshot()
-      assert.deepStrictEqual(JSON.parse(fs.readFileSync(record, "utf8")), { version: 1, webRoot: prod })
+      // Written as the error says, naming the root web/ holds: back in service.
+      assert.include((yield* Effect.flip((yield* historyOf(prod)).snapshot())).message, `"webRoot":"<the web data root whose extension config web/ holds>"`)
+      fs.writeFileSync(record, JSON.stringify({ version: 1, webRoot: prod }))
+      assert.isString((yield* (yield* historyOf(prod)).snapshot()).revision)
+    }))
+
+  it.scopedLive("a root never snapshotted, with live config: a rollback is refused before anything is recorded or removed", () =>
+    Effect.gen(function*() {
+      const { prod, dev, prodHistory, devHistory, write, read } = yield* twoRoots
+      write(prod, SETTINGS, json({ font: 12 }))
+      const prod1 = yield* prodHistory.snapshot({ message: "prod 1" })
+      write(prod, SETTINGS, json({ font: 13 }))
+      yield* prodHistory.snapshot({ message: "prod 2" })
+      write(dev, SETTINGS, json({ font: 20 }))
+      write(dev, "notes/config/other.txt", "dev only\n")
+      const head = rawGit(devHistory.dir, ["rev-parse", "HEAD"]).trim()
+      const refused = yield* Effect.flip(devHistory.rollback(prod1.revision!))
+      assert.strictEqual(refused._tag, "InvalidArgument")
+      assert.include(refused.message, `the web data root ${dev} has no snapshot yet`)
+      assert.strictEqual(read(dev, SETTINGS), json({ font: 20 }))
+      assert.strictEqual(read(dev, "notes/config/other.txt"), "dev only\n")
+      assert.strictEqual(rawGit(devHistory.dir, ["rev-parse", "HEAD"]).trim(), head, "no revision was made")
+    }))
+
+  it.scopedLive("a history without the record (made before it): web/'s root is read from the stat cache, else refused", () =>
+    Effect.gen(function*() {
+      const { prod, dev, prodHistory, historyOf, write, read } = yield* twoRoots
+      write(prod, SETTINGS, json({ font: 12 }))
+      const prod1 = yield* prodHistory.snapshot({ message: "prod 1" })
+      const gitDir = NodePath.join(prodHistory.dir, ".git")
+      fs.rmSync(NodePath.join(gitDir, WEB_ROOT_RECORD))
+      // The stat cache of prod's snapshot says web/ held prod: dev gets a mirror of its own, prod's stays.
+      write(dev, SETTINGS, json({ font: 20 }))
+      const dev1 = yield* (yield* historyOf(dev)).snapshot({ message: "dev 1" })
+      assert.deepStrictEqual(dev1.changed, [SETTINGS])
+      assert.deepStrictEqual(JSON.parse(fs.readFileSync(NodePath.join(gitDir, WEB_ROOT_RECORD), "utf8")), { version: 1, webRoot: prod })
+      const tree = rawGit(prodHistory.dir, ["ls-tree", "-r", "--name-only", "HEAD"]).trim().split("\n").sort()
+      assert.deepStrictEqual(tree, [`${webMirrorOf(dev, prod)}/${SETTINGS}`, `web/${SETTINGS}`])
+      yield* (yield* historyOf(prod)).rollback(prod1.revision!)
+      assert.strictEqual(read(dev, SETTINGS), json({ font: 20 }))
+
+      // Neither a record nor a stat cache that says: nobody can tell whose files web/ holds.
+      fs.rmSync(NodePath.join(gitDir, WEB_ROOT_RECORD))
+      fs.rmSync(NodePath.join(gitDir, "pi-stat-cache.json"))
+      const head = rawGit(prodHistory.dir, ["rev-parse", "HEAD"]).trim()
+      for (const root of [dev, prod]) {
+        const refused = yield* Effect.flip((yield* historyOf(root)).snapshot())
+        assert.strictEqual(refused._tag, "ConfigHistoryCorrupt")
+        assert.include(refused.message, "does not say which web data root it came from")
+      }
+      assert.strictEqual(rawGit(prodHistory.dir, ["rev-parse", "HEAD"]).trim(), head)
     }))
 })

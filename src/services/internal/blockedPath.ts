@@ -23,7 +23,8 @@ const firstBlocker = (deps: Pick<Deps, "fs">, agentDir: string, path: string) =>
     for (const [depth, part] of parts.entries()) {
       at = NodePath.join(at, part)
       const info = yield* Effect.either(deps.fs.lstat(at))
-      if (info._tag === "Left") return undefined
+      // Missing: nothing below it either. Unreadable: nobody can tell what is in the way.
+      if (info._tag === "Left") return info.left.reason === "NotFound" ? undefined : "unknown" as const
       if (info.right.type === "Directory") continue
       if (info.right.type === "SymbolicLink") {
         const target = yield* Effect.either(deps.fs.statFollowingLinks(at))
@@ -39,16 +40,20 @@ const firstBlocker = (deps: Pick<Deps, "fs">, agentDir: string, path: string) =>
 /**
  * The finding for `path` (one of `what`'s paths, e.g. "the user profile") that a read could not reach (ENOTDIR).
  * None when the entry in the way is a root entry that is not a symlink: the root's own findings name it
- * already (`canonical-kind-mismatch`, `unknown-root-entry`). Read-only.
+ * already (`canonical-kind-mismatch`, `unknown-root-entry`); `unknown` (the read's own finding stands) when an
+ * entry on the way cannot be looked at. Read-only.
  */
 export const blockedPathFindings = (
   deps: Pick<Deps, "fs">,
   agentDir: string,
   path: string,
-  what: string
+  what: string,
+  unknown: FindingDraft
 ): Effect.Effect<ReadonlyArray<FindingDraft>> =>
   Effect.map(firstBlocker(deps, agentDir, path), (blocker): ReadonlyArray<FindingDraft> =>
-    blocker === undefined || (blocker.rootEntry && !blocker.link)
+    blocker === "unknown"
+      ? [unknown]
+      : blocker === undefined || (blocker.rootEntry && !blocker.link)
       ? []
       : [{
         code: "library-path-blocked",

@@ -55,17 +55,24 @@ export const readChangeSentinel = (deps: Deps, historyDir: string): Effect.Effec
 /** The doctor's view (DR1): an interrupted change is a warning naming it and the revision to roll back to. */
 export const configHistoryFindings = (deps: Deps, configBackupsDir: string, agentDir: string): Effect.Effect<ReadonlyArray<FindingDraft>> =>
   Effect.flatMap(readChangeSentinel(deps, historyDirOf(configBackupsDir)), (state) => {
-    if (state._tag === "Unreachable") return blockedPathFindings(deps, agentDir, state.path, "the config history")
-    if (state._tag !== "Interrupted") return Effect.succeed([])
-    const { change } = state
-    const to = change.lastGoodRevision
-    return Effect.succeed([{
-      code: "config-change-interrupted",
-      path: sentinelPathOf(historyDirOf(configBackupsDir)),
-      message: `config change ${JSON.stringify(change.message)} was interrupted (${state.detail}); the last good revision is ` +
-        (to === null ? "none (the history was empty)" : to.slice(0, 12)),
-      fix: to === null
-        ? `check the config files by hand, then run \`pi-storage ${agentDirFlag(agentDir)} config snapshot\` to clear the sentinel`
-        : `run \`pi-storage ${agentDirFlag(agentDir)} config rollback ${to.slice(0, 12)}\` to undo it, or \`pi-storage ${agentDirFlag(agentDir)} config snapshot\` to keep the files as they are`
-    }])
+    const path = sentinelPathOf(historyDirOf(configBackupsDir))
+    if (state._tag === "Unreachable") {
+      // Nobody can tell what is in the way: the sentinel stays unreadable, as it was said before.
+      const unknown = interrupted(path, agentDir, { message: "(unreadable sentinel)", startedAt: 0, lastGoodRevision: null }, "unreadable: an entry on the way is not a directory")
+      return blockedPathFindings(deps, agentDir, state.path, "the config history", unknown)
+    }
+    return Effect.succeed(state._tag === "Interrupted" ? [interrupted(path, agentDir, state.change, state.detail)] : [])
   })
+
+const interrupted = (path: string, agentDir: string, change: InterruptedChange, detail: string): FindingDraft => {
+  const to = change.lastGoodRevision
+  return {
+    code: "config-change-interrupted",
+    path,
+    message: `config change ${JSON.stringify(change.message)} was interrupted (${detail}); the last good revision is ` +
+      (to === null ? "none (the history was empty)" : to.slice(0, 12)),
+    fix: to === null
+      ? `check the config files by hand, then run \`pi-storage ${agentDirFlag(agentDir)} config snapshot\` to clear the sentinel`
+      : `run \`pi-storage ${agentDirFlag(agentDir)} config rollback ${to.slice(0, 12)}\` to undo it, or \`pi-storage ${agentDirFlag(agentDir)} config snapshot\` to keep the files as they are`
+  }
+}

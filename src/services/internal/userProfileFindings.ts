@@ -31,15 +31,12 @@ export const userProfileFindings = (deps: Deps, paths: AgentPaths): Effect.Effec
     if (read._tag === "Left") {
       const e = read.left
       // ENOTDIR: an entry on the way is not a directory, so nothing below it is there to be unsafe.
-      if (e._tag === "FileSystemError" && e.reason === "NotADirectory") {
-        return [...findings, ...yield* blockedPathFindings(deps, paths.agentDir, e.path, "the user profile")]
-      }
       const path = e._tag === "UnsafeProfile" || e._tag === "FileSystemError" ? e.path : reader.archiveDir
-      if (e._tag === "UnsafeProfile" && e.reason === "not-utf8") {
-        findings.push({ code: "user-profile-not-utf8", path, message: e.message, fix: NOT_UTF8_FIX })
-      } else {
-        findings.push({ code: "user-profile-unsafe", path, message: e.message, fix: "replace the link or entry with a regular file or directory" })
+      const unsafe: FindingDraft = { code: "user-profile-unsafe", path, message: e.message, fix: "replace the link or entry with a regular file or directory" }
+      if (e._tag === "FileSystemError" && e.reason === "NotADirectory") {
+        return [...findings, ...yield* blockedPathFindings(deps, paths.agentDir, e.path, "the user profile", unsafe)]
       }
+      findings.push(e._tag === "UnsafeProfile" && e.reason === "not-utf8" ? { code: "user-profile-not-utf8", path, message: e.message, fix: NOT_UTF8_FIX } : unsafe)
       return findings
     }
     const state = read.right
