@@ -120,7 +120,9 @@ export const ChangeSentinel = Schema.Struct({
   host: Schema.String,
   bootId: Schema.optional(Schema.String),
   pid: Schema.Number,
-  processStartedAt: Schema.optional(Schema.Number)
+  processStartedAt: Schema.optional(Schema.Number),
+  /** The web data root the change covered (a sentinel written before this field has none). */
+  webRoot: Schema.optional(Schema.String)
 })
 export type ChangeSentinel = typeof ChangeSentinel.Type
 

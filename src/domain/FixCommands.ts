@@ -10,3 +10,6 @@ export const shellWord = (word: string): string =>
 
 /** `--agent-dir /home/u/.pi/agent`: the flag a suggested `pi-storage` command names its agent dir with. */
 export const agentDirFlag = (agentDir: string): string => `--agent-dir ${shellWord(agentDir)}`
+
+/** `--web-data-root /home/u/.pi/web-dev/data`: for a command about one web data root's files. */
+export const webDataRootFlag = (webDataRoot: string): string => `--web-data-root ${shellWord(webDataRoot)}`

@@ -1210,7 +1210,7 @@ const change = <A, E>(ctx: HistoryContext, message: string, apply: Effect.Effect
     yield* clearSentinel(ctx)
     const lastGood = yield* headRef(ctx)
     const startedAt = yield* Clock.currentTimeMillis
-    yield* ctx.fs.writeFileAtomic(sentinelPathOf(ctx.dir), encodeJsonBytes({ version: 1, message, startedAt, lastGoodRevision: lastGood, ...selfIdentity(ctx.deps) }))
+    yield* ctx.fs.writeFileAtomic(sentinelPathOf(ctx.dir), encodeJsonBytes({ version: 1, message, startedAt, lastGoodRevision: lastGood, webRoot: ctx.webRoot, ...selfIdentity(ctx.deps) }))
     const exit = yield* Effect.exit(apply)
     if (Exit.isSuccess(exit)) {
       yield* snapshotLocked(ctx, message)

@@ -127,18 +127,22 @@ describe("ConfigHistory across processes (real git)", () => {
       assert.isTrue(status.dirty)
       assert.strictEqual(status.interrupted?.message, "switch model")
       assert.strictEqual(status.interrupted?.lastGoodRevision, good)
+      // The sentinel names the web data root the change covered (the child's, from its environment).
+      const changedRoot = status.interrupted?.webRoot
+      assert.isString(changedRoot)
       const report = yield* doctorAt(agent).pipe(Effect.provide(Layer.merge(NodeFileSystem.layer, NodeHost.layer)))
       const finding = report.findings.find((f) => f.code === "config-change-interrupted")
       assert.isDefined(finding)
       assert.strictEqual(finding!.severity, "warning")
       assert.include(finding!.message, "switch model")
-      assert.include(finding!.fix!, `pi-storage --agent-dir ${agent} config rollback ${good.slice(0, 12)}`)
+      assert.include(finding!.fix!, `pi-storage --agent-dir ${agent} --web-data-root ${changedRoot} config rollback ${good.slice(0, 12)}`)
 
       // The doctor's own suggestion, run as written through the built CLI (every command it suggests is valid,
-      // names its agent dir and does what it says).
-      const suggested = /`(pi-storage --agent-dir \S+ config rollback [0-9a-f]+)`/.exec(finding!.fix!)![1]!.split(" ")
-      // The fixture's own web data root (`setup`'s `web`): a rollback covers the root history was taken of.
-      const env = { ...process.env, PI_WEB_DATA_DIR: NodePath.join(NodePath.dirname(agent), "web") }
+      // names its agent dir and the change's web data root, which no environment variable has to supply, and
+      // does what it says).
+      const suggested = /`(pi-storage --agent-dir \S+ --web-data-root \S+ config rollback [0-9a-f]+)`/.exec(finding!.fix!)![1]!.split(" ")
+      const env = { ...process.env }
+      delete env["PI_WEB_DATA_DIR"]
       const back = JSON.parse(execFileSync(process.execPath, [CLI, ...suggested.slice(1), "--json"], { env, encoding: "utf8" }))
       assert.deepStrictEqual(back.restored, ["settings.json"])
       assert.strictEqual(read("agent/settings.json"), JSON.stringify({ good: true }) + "\n")

@@ -7,7 +7,7 @@ import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import { CHANGE_SENTINEL, ChangeSentinel, HISTORY_DIR_NAME } from "../../domain/ConfigHistory.js"
 import type { FindingDraft } from "../../domain/FindingDraft.js"
-import { agentDirFlag } from "../../domain/FixCommands.js"
+import { agentDirFlag, webDataRootFlag } from "../../domain/FixCommands.js"
 import { decodeJsonBytes, MARKER_MAX_BYTES } from "../../domain/Formats.js"
 import { blockedPathFindings } from "./blockedPath.js"
 import type { Deps } from "./deps.js"
@@ -17,6 +17,8 @@ export interface InterruptedChange {
   readonly message: string
   readonly startedAt: number
   readonly lastGoodRevision: string | null
+  /** The web data root the change covered: its rollback or snapshot must name it (absent in older sentinels). */
+  readonly webRoot?: string
 }
 
 export type SentinelState =
@@ -48,7 +50,7 @@ export const readChangeSentinel = (deps: Deps, historyDir: string): Effect.Effec
       host: s.host, bootId: s.bootId, pid: s.pid, processStartedAt: s.processStartedAt, heartbeatAt: s.startedAt
     }, { path: sentinelPathOf(historyDir) })
     if (verdict.alive) return { _tag: "Running", sentinel: s, detail: verdict.detail } as const
-    const change = { message: s.message, startedAt: s.startedAt, lastGoodRevision: s.lastGoodRevision }
+    const change = { message: s.message, startedAt: s.startedAt, lastGoodRevision: s.lastGoodRevision, ...(s.webRoot === undefined ? {} : { webRoot: s.webRoot }) }
     return { _tag: "Interrupted", change, detail: verdict.detail } as const
   })
 
@@ -66,13 +68,15 @@ export const configHistoryFindings = (deps: Deps, configBackupsDir: string, agen
 
 const interrupted = (path: string, agentDir: string, change: InterruptedChange, detail: string): FindingDraft => {
   const to = change.lastGoodRevision
+  // The change's own web data root: a command without it would work on another root's files.
+  const flags = change.webRoot === undefined ? agentDirFlag(agentDir) : `${agentDirFlag(agentDir)} ${webDataRootFlag(change.webRoot)}`
   return {
     code: "config-change-interrupted",
     path,
     message: `config change ${JSON.stringify(change.message)} was interrupted (${detail}); the last good revision is ` +
       (to === null ? "none (the history was empty)" : to.slice(0, 12)),
     fix: to === null
-      ? `check the config files by hand, then run \`pi-storage ${agentDirFlag(agentDir)} config snapshot\` to clear the sentinel`
-      : `run \`pi-storage ${agentDirFlag(agentDir)} config rollback ${to.slice(0, 12)}\` to undo it, or \`pi-storage ${agentDirFlag(agentDir)} config snapshot\` to keep the files as they are`
+      ? `check the config files by hand, then run \`pi-storage ${flags} config snapshot\` to clear the sentinel`
+      : `run \`pi-storage ${flags} config rollback ${to.slice(0, 12)}\` to undo it, or \`pi-storage ${flags} config snapshot\` to keep the files as they are`
   }
 }
