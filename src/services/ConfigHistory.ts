@@ -1135,7 +1135,8 @@ const log = (ctx: HistoryContext, o: { readonly limit?: number | undefined } = {
     if (!Number.isSafeInteger(limit) || limit < 1) return yield* Effect.fail(new InvalidArgument({ field: "limit", detail: `must be a positive integer (got ${limit})` }))
     const current = yield* head(ctx)
     if (current === null) return []
-    const r = yield* git(ctx, ["log", "-z", "--name-only", "--no-renames", ...NO_DIFF_PROGRAMS, `-n${limit}`, LOG_FORMAT, current, "--"], { read: true })
+    // This root's revisions (and the agent's): another web data root's are its own log (webMirrorOf).
+    const r = yield* git(ctx, ["log", "-z", "--name-only", "--no-renames", ...NO_DIFF_PROGRAMS, `-n${limit}`, LOG_FORMAT, current, "--", ...ctx.scopes], { read: true })
     const records = yield* parsed(ctx, "log", parseLog(r.stdout, { limit, maxPaths: HISTORY_PATHS_MAX }))
     return records.map((e): LogEntry => ({
       revision: e.revision,

@@ -356,8 +356,11 @@ describe("ConfigHistory against a damaged or hostile repository (real git)", () 
       write("agent/settings.json", json({ v: 1 }))
       yield* history.snapshot({ message: "ours" })
       const subject = "by hand \x1e/0123456789abcdef0123456789abcdef01234567/1/fake \x1f end"
-      rawGit(history.dir, ["-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "--allow-empty", "-m", subject])
+      // A commit of this history's files (its log lists the revisions that touch them).
+      fs.writeFileSync(NodePath.join(history.dir, "agent", "models.json"), json({ m: 1 }))
+      rawGit(history.dir, ["add", "agent/models.json"])
+      rawGit(history.dir, ["-c", "user.name=x", "-c", "user.email=x@x", "commit", "-q", "-m", subject])
       const log = yield* history.log()
-      assert.deepStrictEqual(log.map((e) => [e.message, e.changed]), [[subject, []], ["ours", ["settings.json"]]])
+      assert.deepStrictEqual(log.map((e) => [e.message, e.changed]), [[subject, ["models.json"]], ["ours", ["settings.json"]]])
     }))
 })

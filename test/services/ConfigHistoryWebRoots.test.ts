@@ -46,9 +46,11 @@ describe("ConfigHistory: two web data roots share one history (real git)", () =>
       const tree = rawGit(prodHistory.dir, ["ls-tree", "-r", "--name-only", "HEAD"]).trim().split("\n").sort()
       assert.deepStrictEqual(tree, [`${webMirrorOf(dev, prod)}/${SETTINGS}`, `web/${SETTINGS}`])
       assert.match(webMirrorOf(dev, prod), /^web-[0-9a-f]{12}$/)
-      // Each is unchanged as seen from the other's side.
+      // Each is unchanged as seen from the other's side, and each log is its own.
       assert.isNull((yield* prodHistory.snapshot()).revision)
       assert.isNull((yield* devHistory.snapshot()).revision)
+      assert.deepStrictEqual((yield* prodHistory.log()).map((e) => e.message), ["prod 1"])
+      assert.deepStrictEqual((yield* devHistory.log()).map((e) => e.message), ["dev 1"])
 
       write(prod, SETTINGS, json({ font: 13 }))
       yield* prodHistory.snapshot({ message: "prod 2" })
