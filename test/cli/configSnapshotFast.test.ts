@@ -232,6 +232,31 @@ describe("config snapshot from the clean scan (built CLI)", () => {
     assert.isTrue(fast(f).answered)
   })
 
+  it("a second web data root has its own clean scan; a record that does not read is never trusted", { timeout: 120_000 }, async () => {
+    const f = fixture()
+    await cli(f, "-m", "first")
+    await settled(f)
+    // Another root of the same agent dir (a dev instance): its own mirror, its own clean scan.
+    const dev: Fixture = { ...f, web: Path.join(Path.dirname(f.web), "web-dev") }
+    Fs.mkdirSync(Path.join(dev.web, "notes", "config"), { recursive: true })
+    Fs.writeFileSync(Path.join(dev.web, "notes", "config", "prefs.json"), '{ "font": 20 }\n')
+    assert.isFalse(fast(dev).answered, "the first root's clean scan says nothing of this one")
+    const first = await cli(dev)
+    assert.include(first.stdout, "notes/config/prefs.json")
+    await settled(dev)
+    assert.isFalse(fast(f).answered, "each root's clean scan is its own (the last one recorded)")
+    await settled(f)
+    // A record that does not read: the clean scan never answers; the program refuses.
+    const record = Path.join(Path.dirname(f.cache), "pi-web-root.json")
+    for (const hostile of ["{", JSON.stringify({ version: 1, webRoot: "relative" }), "\u00ff"]) {
+      Fs.writeFileSync(record, hostile)
+      assert.isFalse(fast(f).answered, hostile)
+      const r = await runNode(MAIN, ["--agent-dir", f.agent, "config", "snapshot", "--web-data-root", f.web], { env: envWithout() })
+      assert.notStrictEqual(r.code, 0)
+      assert.include(r.stderr, "pi-web-root.json")
+    }
+  })
+
   it("property: after random edits, when the clean scan answers, the uncached full snapshot finds nothing and prints the same", { timeout: 300_000 }, async () => {
     const f = fixture()
     await cli(f, "-m", "initial")
