@@ -30,13 +30,20 @@ export const WEB_ROOT_RECORD_MAX_BYTES = 64 * 1024
  * `WEB_ROOT_RECORD`'s text, read back as hostile input: `{"version":1,"webRoot":"<absolute path>"}` gives the
  * root, anything else why not. One reader for the service and the CLI's clean-scan check.
  */
-export const parseWebRootRecord = (text: string): { readonly ok: true; readonly webRoot: string } | { readonly ok: false; readonly why: string } => {
+export const parseWebRootRecord = (text: string): WebRootRecordParsed => {
   let value: unknown
   try {
     value = JSON.parse(text)
   } catch (e) {
     return { ok: false, why: `not valid JSON (${e instanceof Error ? e.message : String(e)})` }
   }
+  return webRootRecordOf(value)
+}
+
+export type WebRootRecordParsed = { readonly ok: true; readonly webRoot: string } | { readonly ok: false; readonly why: string }
+
+/** `parseWebRootRecord` of a value already parsed from JSON. */
+export const webRootRecordOf = (value: unknown): WebRootRecordParsed => {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, why: "not a JSON object" }
   const record = value as Record<string, unknown>
   if (record.version !== 1) return { ok: false, why: `version ${JSON.stringify(record.version)}, not 1` }

@@ -44,9 +44,9 @@ import {
   WEB_MIRROR,
   WEB_ROOT_RECORD,
   WEB_ROOT_RECORD_MAX_BYTES,
-  parseWebRootRecord,
   webMirrorOf,
-  webRootOfScope
+  webRootOfScope,
+  webRootRecordOf
 } from "../domain/ConfigHistory.js"
 import { DIRECTORY_PROFILE_SETTINGS, DIRECTORY_PROFILES_DIR } from "../domain/AgentPaths.js"
 import { configEntryViolation, DEFAULT_CONFIG_BUDGET_BYTES } from "../domain/ConfigRedLines.js"
@@ -67,7 +67,7 @@ import { AgentDir } from "./AgentDir.js"
 import { type DirEntry, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type InterruptedChange, historyDirOf, readChangeSentinel, sentinelPathOf } from "./internal/configSentinel.js"
-import { depsFromContext, selfIdentity } from "./internal/deps.js"
+import { depsFromContext, nonce, selfIdentity } from "./internal/deps.js"
 import { sameBytes } from "../domain/Bytes.js"
 import { ProcessRunner } from "./ProcessRunner.js"
 import { UsageRecorder } from "./UsageHistory.js"
@@ -339,7 +339,7 @@ type HistoryContext = HistoryBase & {
 }
 
 /** Read at the start of each operation: which web data root `web/` holds, so this root's mirror. */
-const withWebMirror = (base: HistoryBase): Effect.Effect<HistoryContext, ConfigHistoryCorrupt> =>
+const withWebMirror = (base: HistoryBase): Effect.Effect<HistoryContext, ConfigHistoryCorrupt | GitFailed | FileSystemError> =>
   Effect.map(readWebRootRecord(base), (webRootRecord) => {
     const webMirror = webMirrorOf(base.webRoot, webRootRecord.root ?? base.webRoot)
     return { ...base, webRootRecord, webMirror, scopes: [AGENT_MIRROR, webMirror], scopeKey: statCacheScope(base.webRoot, webMirror) }
@@ -369,7 +369,7 @@ const liveRootOf = (ctx: HistoryContext, repoPath: string): string | undefined =
 
 // ------------------------------------------------------------------------------------------ live files
 
-const lstatOption = (ctx: HistoryContext, path: string) =>
+const lstatOption = (ctx: HistoryBase, path: string) =>
   ctx.fs.lstat(path).pipe(Effect.map((i) => i as typeof i | undefined), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined)))
 
 const listOption = (ctx: HistoryContext, path: string) =>
@@ -574,7 +574,7 @@ const plan = (ctx: HistoryContext): Effect.Effect<Plan, FileSystemError> =>
   })
 
 /** HEAD read from the ref files (no git process); `undefined` when it cannot be read (then the stat cache is not trusted). */
-const headFromRefs = (ctx: HistoryContext): Effect.Effect<string | null | undefined> =>
+const headFromRefs = (ctx: HistoryBase): Effect.Effect<string | null | undefined> =>
   Effect.suspend(() => headRef(ctx)).pipe(Effect.orElseSucceed(() => undefined))
 
 /** The stat cache, only when it describes the current HEAD, this scope and no interrupted staging. */
@@ -616,18 +616,18 @@ const writeStatCache = (ctx: HistoryContext, live: LiveScan, headRevision: strin
     )
   )
 
-const exists = (ctx: HistoryContext, path: string) => Effect.map(lstatOption(ctx, path), (i) => i !== undefined)
+const exists = (ctx: HistoryBase, path: string) => Effect.map(lstatOption(ctx, path), (i) => i !== undefined)
 
 // ------------------------------------------------------------------------------------------ git
 
-const repoExists = (ctx: HistoryContext) =>
+const repoExists = (ctx: HistoryBase) =>
   exists(ctx, NodePath.join(ctx.gitDir, "HEAD"))
 
-const corrupt = (ctx: HistoryContext, detail: string, cause?: FileSystemError | GitFailed) =>
+const corrupt = (ctx: HistoryBase, detail: string, cause?: FileSystemError | GitFailed) =>
   Effect.fail(new ConfigHistoryCorrupt(cause === undefined ? { path: ctx.gitDir, detail } : { path: ctx.gitDir, detail, cause }))
 
 /** A parsed answer of git, or the repository is damaged (`what` says which answer). */
-const parsed = <A>(ctx: HistoryContext, what: string, p: Parsed<A>): Effect.Effect<A, ConfigHistoryCorrupt> => p.ok ? Effect.succeed(p.value) : corrupt(ctx, `${what}: ${p.why}`)
+const parsed = <A>(ctx: HistoryBase, what: string, p: Parsed<A>): Effect.Effect<A, ConfigHistoryCorrupt> => p.ok ? Effect.succeed(p.value) : corrupt(ctx, `${what}: ${p.why}`)
 
 /**
  * Before every git call on an existing repository: its `info/attributes` is ours, byte for byte, so no
@@ -669,12 +669,9 @@ const ensureRepo = (ctx: HistoryContext) =>
   })
 
 interface WebRootRecordRead {
-  /**
-   * The web data root `web/` holds: recorded, or (a history made before the record) the one its stat cache
-   * describes; `undefined` when `web/` holds nothing yet, so this root takes it.
-   */
+  /** The web data root `web/` holds; `undefined` before any revision touched `web/` (this root takes it). */
   readonly root: string | undefined
-  /** False until `root` is in the record: the next write under the lock records it (`recordWebRoot`). */
+  /** False until a root is in the record: the next write under the lock records it (`recordWebRoot`). */
   readonly recorded: boolean
 }
 
@@ -683,50 +680,31 @@ const writeRecordFix = (path: string) =>
   `write {"version":1,"webRoot":"<the web data root whose extension config web/ holds>"} to ${path}`
 
 /**
- * The history's `WEB_ROOT_RECORD`, read back as hostile input (`parseWebRootRecord`). Absent: a new history, or
- * one made before the record, whose `web/` is either empty (this root takes it) or described by its stat cache;
- * otherwise nobody can say whose files `web/` holds, and every operation is refused before it reads or writes
- * under the wrong mirror, as it is for a record that does not parse.
+ * The history's `WEB_ROOT_RECORD`, read back as hostile input (`webRootRecordOf`). This build records it before
+ * the first revision that touches `web/`, so a history without one is new (no revision touched `web/`: this
+ * root takes it) or was made before the record, or lost it: then nobody can say whose files `web/` holds in
+ * which revision, and every operation is refused before it reads or writes under the wrong mirror, as it is
+ * for a record that does not parse.
  */
-const readWebRootRecord = (base: HistoryBase): Effect.Effect<WebRootRecordRead, ConfigHistoryCorrupt> =>
+const readWebRootRecord = (base: HistoryBase): Effect.Effect<WebRootRecordRead, ConfigHistoryCorrupt | GitFailed | FileSystemError> =>
   Effect.gen(function*() {
     const path = base.webRootRecordPath
     const refused = (detail: string) => new ConfigHistoryCorrupt({ path: base.gitDir, detail: `${detail}; ${writeRecordFix(path)}` })
     const bytes = yield* Effect.either(base.fs.readFile(path, { maxBytes: WEB_ROOT_RECORD_MAX_BYTES }))
     if (bytes._tag === "Right") {
-      const text = decodeUtf8(bytes.right)
-      const parsed = text === undefined ? { ok: false as const, why: "not UTF-8" } : parseWebRootRecord(text)
+      const json = decodeJsonBytes(Schema.Unknown, bytes.right)
+      const parsed = json.ok ? webRootRecordOf(json.value) : json
       if (!parsed.ok) return yield* Effect.fail(refused(`${WEB_ROOT_RECORD} does not say which web data root web/ holds (${parsed.why})`))
       return { root: parsed.webRoot, recorded: true }
     }
     if (bytes.left.reason !== "NotFound") return yield* Effect.fail(refused(`${WEB_ROOT_RECORD} cannot be read (${bytes.left.message})`))
-    if ((yield* Effect.either(base.fs.lstat(NodePath.join(base.dir, WEB_MIRROR))))._tag === "Left") return { root: undefined, recorded: false }
-    const cache = yield* Effect.either(base.fs.readFile(base.statCachePath, { maxBytes: STAT_CACHE_MAX }))
-    const described = cache._tag === "Right" ? webRootOfScope(scopeOfCache(cache.right)) : undefined
-    if (described !== undefined) return { root: described, recorded: false }
-    return yield* Effect.fail(refused("web/ holds extension config, and the history does not say which web data root it came from"))
+    // No head (no repository, or no commit yet): nothing was ever mirrored.
+    const head = yield* headFromRefs(base)
+    if (head === null || head === undefined) return { root: undefined, recorded: false }
+    const touched = yield* base.runGit(["rev-list", "-1", head, "--", WEB_MIRROR], { read: true })
+    if (touched.stdout.length === 0) return { root: undefined, recorded: false }
+    return yield* Effect.fail(refused("revisions hold extension config under web/, and the history does not say which web data root it came from"))
   })
-
-/** UTF-8 text, or `undefined` for bytes that are not. */
-const decodeUtf8 = (bytes: Uint8Array): string | undefined => {
-  try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(bytes)
-  } catch {
-    return undefined
-  }
-}
-
-/** A stat cache's `scope`, whatever else it holds (a history made before the record: only the scope is needed). */
-const scopeOfCache = (bytes: Uint8Array): unknown => {
-  const text = decodeUtf8(bytes)
-  if (text === undefined) return undefined
-  try {
-    const value: unknown = JSON.parse(text)
-    return typeof value === "object" && value !== null ? (value as { scope?: unknown }).scope : undefined
-  } catch {
-    return undefined
-  }
-}
 
 /**
  * Under the history's lock, before the first commit of a history without a record: the root `web/` holds is
@@ -737,7 +715,10 @@ const scopeOfCache = (bytes: Uint8Array): unknown => {
 const recordWebRoot = (ctx: HistoryContext) =>
   Effect.gen(function*() {
     const root = ctx.webRootRecord.root ?? ctx.webRoot
-    const created = yield* Effect.either(ctx.fs.writeFileExclusive(ctx.webRootRecordPath, encodeJsonBytes({ version: 1, webRoot: root }), { sync: true }))
+    // Published whole (a temp file linked into place): a reader outside the lock never sees it half written.
+    const temp = `${ctx.webRootRecordPath}.${yield* nonce}`
+    yield* ctx.fs.writeFileExclusive(temp, encodeJsonBytes({ version: 1, webRoot: root }), { sync: true })
+    const created = yield* Effect.either(ctx.fs.link(temp, ctx.webRootRecordPath)).pipe(Effect.ensuring(Effect.ignore(ctx.fs.removeFile(temp))))
     if (created._tag === "Right") return
     if (created.left.reason !== "AlreadyExists") return yield* Effect.fail(created.left)
     const now = yield* readWebRootRecord(ctx)
@@ -747,7 +728,7 @@ const recordWebRoot = (ctx: HistoryContext) =>
   })
 
 /** A ref file git keeps, `undefined` when there is none; anything but a small regular file is damage. */
-const readRefFile = (ctx: HistoryContext, path: string, maxBytes: number) =>
+const readRefFile = (ctx: HistoryBase, path: string, maxBytes: number) =>
   ctx.fs.readFile(path, { maxBytes }).pipe(
     Effect.map((b) => b as Uint8Array | undefined),
     Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined)),
@@ -759,7 +740,7 @@ const readRefFile = (ctx: HistoryContext, path: string, maxBytes: number) =>
  * branch no ref file or packed ref names yet) or before the repository exists. HEAD or a ref holding anything
  * else is damage, never "no history".
  */
-const headRef = (ctx: HistoryContext): Effect.Effect<string | null, ConfigHistoryCorrupt | FileSystemError> =>
+const headRef = (ctx: HistoryBase): Effect.Effect<string | null, ConfigHistoryCorrupt | FileSystemError> =>
   Effect.gen(function*() {
     if (!(yield* repoExists(ctx))) return null
     const headFile = yield* readRefFile(ctx, NodePath.join(ctx.gitDir, "HEAD"), REF_MAX_BYTES)
@@ -923,8 +904,22 @@ const snapshotLocked = (ctx: HistoryContext, message: string) =>
     return { revision, roots: ctx.roots, changed, skipped: [...p.live.skipped, ...refused] } satisfies SnapshotResult
   })
 
+/** The web data root another root's change sentinel names (only its own operations may clear it), else `undefined`. */
+const othersSentinel = (ctx: HistoryContext) =>
+  Effect.map(readChangeSentinel(ctx.deps, ctx.dir), (state) => {
+    const root = state._tag === "Interrupted" ? state.change.webRoot : state._tag === "Running" ? state.sentinel.webRoot : undefined
+    return root !== undefined && root !== ctx.webRoot ? { root, message: state._tag === "Interrupted" ? state.change.message : "" } : undefined
+  })
+
+/**
+ * Remove the change sentinel, unless it names another web data root: that change is its root's to roll back or
+ * keep (a sentinel written before it named its root is anybody's).
+ */
 const clearSentinel = (ctx: HistoryContext) =>
-  ctx.fs.removeFile(sentinelPathOf(ctx.dir)).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
+  Effect.flatMap(othersSentinel(ctx), (others) =>
+    others !== undefined
+      ? Effect.void
+      : ctx.fs.removeFile(sentinelPathOf(ctx.dir)).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void)))
 
 /**
  * The files of `revision` under the managed roots, with their bytes (one `ls-tree`, one `cat-file --batch`
@@ -1207,6 +1202,11 @@ const rollback = (ctx: HistoryContext, revision: string) =>
 
 const change = <A, E>(ctx: HistoryContext, message: string, apply: Effect.Effect<A, E>): Effect.Effect<A, E | ConfigHistoryError> =>
   withLock(ctx, Effect.gen(function*() {
+    // Another root's interrupted change stands until its root settles it: one sentinel per history.
+    const others = yield* othersSentinel(ctx)
+    if (others !== undefined) {
+      return yield* Effect.fail(new ConfigHistoryBusy({ holder: `the interrupted change ${JSON.stringify(others.message)} of the web data root ${others.root} (roll it back or snapshot it with --web-data-root ${others.root} first)`, waitedMs: 0 }))
+    }
     yield* snapshotLocked(ctx, `before: ${message}`)
     yield* clearSentinel(ctx)
     const lastGood = yield* headRef(ctx)

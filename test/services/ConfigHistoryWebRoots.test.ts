@@ -6,9 +6,12 @@
  * which root `web/` holds is read back as hostile input.
  */
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { renderStatus } from "../../src/cli/commands/config.js"
+import { painter } from "../../src/cli/format.js"
 import { WEB_ROOT_RECORD, webMirrorOf } from "../../src/domain/ConfigHistory.js"
 import { ConfigHistory } from "../../src/services/ConfigHistory.js"
 import { historyLayer, rawGit, tempRoot } from "./configHistorySupport.js"
@@ -130,32 +133,66 @@ describe("ConfigHistory: two web data roots share one history (real git)", () =>
       assert.strictEqual(rawGit(devHistory.dir, ["rev-parse", "HEAD"]).trim(), head, "no revision was made")
     }))
 
-  it.scopedLive("a history without the record (made before it): web/'s root is read from the stat cache, else refused", () =>
+  it.scopedLive("a history without the record whose revisions used web/ (made before it, or the record lost): refused until it is written", () =>
     Effect.gen(function*() {
       const { prod, dev, prodHistory, historyOf, write, read } = yield* twoRoots
       write(prod, SETTINGS, json({ font: 12 }))
       const prod1 = yield* prodHistory.snapshot({ message: "prod 1" })
-      const gitDir = NodePath.join(prodHistory.dir, ".git")
-      fs.rmSync(NodePath.join(gitDir, WEB_ROOT_RECORD))
-      // The stat cache of prod's snapshot says web/ held prod: dev gets a mirror of its own, prod's stays.
+      const record = NodePath.join(prodHistory.dir, ".git", WEB_ROOT_RECORD)
+      fs.rmSync(record)
       write(dev, SETTINGS, json({ font: 20 }))
-      const dev1 = yield* (yield* historyOf(dev)).snapshot({ message: "dev 1" })
-      assert.deepStrictEqual(dev1.changed, [SETTINGS])
-      assert.deepStrictEqual(JSON.parse(fs.readFileSync(NodePath.join(gitDir, WEB_ROOT_RECORD), "utf8")), { version: 1, webRoot: prod })
-      const tree = rawGit(prodHistory.dir, ["ls-tree", "-r", "--name-only", "HEAD"]).trim().split("\n").sort()
-      assert.deepStrictEqual(tree, [`${webMirrorOf(dev, prod)}/${SETTINGS}`, `web/${SETTINGS}`])
-      yield* (yield* historyOf(prod)).rollback(prod1.revision!)
-      assert.strictEqual(read(dev, SETTINGS), json({ font: 20 }))
-
-      // Neither a record nor a stat cache that says: nobody can tell whose files web/ holds.
-      fs.rmSync(NodePath.join(gitDir, WEB_ROOT_RECORD))
-      fs.rmSync(NodePath.join(gitDir, "pi-stat-cache.json"))
       const head = rawGit(prodHistory.dir, ["rev-parse", "HEAD"]).trim()
       for (const root of [dev, prod]) {
-        const refused = yield* Effect.flip((yield* historyOf(root)).snapshot())
-        assert.strictEqual(refused._tag, "ConfigHistoryCorrupt")
-        assert.include(refused.message, "does not say which web data root it came from")
+        const history = yield* historyOf(root)
+        const ops: ReadonlyArray<Effect.Effect<unknown, { readonly _tag: string; readonly message: string }>> = [
+          history.snapshot(),
+          history.status(),
+          history.log(),
+          history.rollback(prod1.revision!)
+        ]
+        for (const op of ops) {
+          const refused = yield* Effect.flip(op)
+          assert.strictEqual(refused._tag, "ConfigHistoryCorrupt")
+          assert.include(refused.message, "does not say which web data root it came from")
+          assert.include(refused.message, WEB_ROOT_RECORD)
+        }
       }
-      assert.strictEqual(rawGit(prodHistory.dir, ["rev-parse", "HEAD"]).trim(), head)
+      assert.strictEqual(rawGit(prodHistory.dir, ["rev-parse", "HEAD"]).trim(), head, "nothing was committed")
+      assert.strictEqual(read(dev, SETTINGS), json({ font: 20 }))
+      // Written as the refusal says: each root back in service, each with its own mirror.
+      fs.writeFileSync(record, JSON.stringify({ version: 1, webRoot: prod }))
+      const dev1 = yield* (yield* historyOf(dev)).snapshot({ message: "dev 1" })
+      assert.deepStrictEqual(dev1.changed, [SETTINGS])
+      const tree = rawGit(prodHistory.dir, ["ls-tree", "-r", "--name-only", "HEAD"]).trim().split("\n").sort()
+      assert.deepStrictEqual(tree, [`${webMirrorOf(dev, prod)}/${SETTINGS}`, `web/${SETTINGS}`])
+    }))
+
+  it.scopedLive("one root's interrupted change stands until that root settles it; another root's change waits for it", () =>
+    Effect.gen(function*() {
+      const { agent, prod, dev, prodHistory, devHistory, write } = yield* twoRoots
+      write(prod, SETTINGS, json({ font: 12 }))
+      yield* prodHistory.snapshot({ message: "prod 1" })
+      write(dev, SETTINGS, json({ font: 20 }))
+      yield* devHistory.snapshot({ message: "dev 1" })
+      // Prod's change, its process gone mid-way (a pid that is not running: the holder is dead).
+      const lastGood = rawGit(prodHistory.dir, ["rev-parse", "HEAD"]).trim()
+      const sentinel = NodePath.join(prodHistory.dir, ".pi-change.json")
+      const bootId = fs.readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim()
+      fs.writeFileSync(sentinel, JSON.stringify({ version: 1, message: "migrate prod", startedAt: Date.now(), lastGoodRevision: lastGood, host: os.hostname(), bootId, pid: 2 ** 22 + 17, webRoot: prod }))
+      write(prod, SETTINGS, json({ font: "half" }))
+      // Dev's snapshot leaves it; dev's change is refused while it stands.
+      yield* devHistory.snapshot()
+      assert.isTrue(fs.existsSync(sentinel))
+      assert.strictEqual((yield* devHistory.status()).interrupted?.webRoot, prod)
+      const refused = yield* Effect.flip(devHistory.change("dev edit", Effect.void))
+      assert.strictEqual(refused._tag, "ConfigHistoryBusy")
+      assert.include(refused.message, `--web-data-root ${prod}`)
+      // Its words name the agent dir and prod's root.
+      const words = renderStatus(painter(false), devHistory.dir, yield* devHistory.status(), agent).text
+      assert.include(words, `pi-storage --agent-dir ${agent} --web-data-root ${prod} config rollback ${lastGood.slice(0, 12)}`)
+      // Prod settles it.
+      yield* prodHistory.rollback(lastGood)
+      assert.isFalse(fs.existsSync(sentinel))
+      assert.isNull((yield* devHistory.status()).interrupted)
     }))
 })

@@ -20,11 +20,16 @@ import { configSnapshot, plural, short, withHistory } from "./configHistory.js"
 import { ExitCode } from "../exit.js"
 import { joinShown, type Paint, type Shown, table, txt } from "../format.js"
 import { json, parsedOption, value } from "../options.js"
+import { agentDirFlag, webDataRootFlag } from "../../domain/FixCommands.js"
 import { parsePositiveCount } from "../parse.js"
 
 export { renderSnapshot } from "./configHistory.js"
 
-export const renderStatus = (paint: Paint, dir: string, s: HistoryStatus): Shown => {
+/**
+ * `config status` in words. An interrupted change's suggested commands name the agent dir and the change's web
+ * data root, so they work on its files from any directory and environment (domain/FixCommands.ts).
+ */
+export const renderStatus = (paint: Paint, dir: string, s: HistoryStatus, agentDir: string): Shown => {
   const lines = [
     txt`Config history: ${dir}\n`,
     txt`Head:           ${short(s.head)}\n`,
@@ -32,11 +37,12 @@ export const renderStatus = (paint: Paint, dir: string, s: HistoryStatus): Shown
   ]
   if (s.interrupted !== null) {
     const i = s.interrupted
+    const cmd = `pi-storage ${agentDirFlag(agentDir)}${i.webRoot === undefined ? "" : ` ${webDataRootFlag(i.webRoot)}`} config`
     lines.push(
       txt`${paint("red", txt`Interrupted change: "${i.message}" (started ${new Date(i.startedAt).toISOString()})`)}\n`,
       i.lastGoodRevision === null
-        ? txt`  The history was empty before it; check the files, then \`pi-storage config snapshot\`.\n`
-        : txt`  Undo it with \`pi-storage config rollback ${short(i.lastGoodRevision)}\`, or keep the files with \`pi-storage config snapshot\`.\n`
+        ? txt`  The history was empty before it; check the files, then \`${cmd} snapshot\`.\n`
+        : txt`  Undo it with \`${cmd} rollback ${short(i.lastGoodRevision)}\`, or keep the files with \`${cmd} snapshot\`.\n`
     )
   }
   return joinShown(lines)
@@ -95,10 +101,10 @@ const historyOptions = (o: { readonly webDataRoot: Option.Option<string> }): Con
 
 export const configCommand = (ctx: CliContext) => {
   const status = Command.make("status", { json, webDataRoot }, (o) =>
-    withHistory(ctx, historyOptions(o), (h) =>
+    withHistory(ctx, historyOptions(o), (h, agentDir) =>
       Effect.gen(function*() {
         const s = yield* h.status()
-        yield* o.json ? printJson(s) : out(renderStatus(ctx.paint, h.dir, s))
+        yield* o.json ? printJson(s) : out(renderStatus(ctx.paint, h.dir, s, agentDir))
         if (s.interrupted !== null) ctx.status.raise(ExitCode.findings)
       }))).pipe(Command.withDescription("The newest revision, whether live files changed since, and an interrupted change (exit 1)."))
   const snapshot = Command.make("snapshot", {

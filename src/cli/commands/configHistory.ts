@@ -14,7 +14,11 @@ export { plural, renderSnapshot, short } from "./configRender.js"
 export type History = import("../../services/ConfigHistory.js").ConfigHistory["Type"]
 
 /** Run `use` with the config history of the CLI's agent dir. */
-export const withHistory = <A>(ctx: CliContext, options: ConfigHistoryOptions, use: (h: History) => Effect.Effect<A, { readonly _tag: string; readonly message: string }>) =>
+export const withHistory = <A>(
+  ctx: CliContext,
+  options: ConfigHistoryOptions,
+  use: (h: History, agentDir: string) => Effect.Effect<A, { readonly _tag: string; readonly message: string }>
+) =>
   withAgentDirStack(ctx, (s) =>
     Effect.gen(function*() {
       const [{ ConfigHistory }, NodeProcessRunner] = yield* Effect.promise(() =>
@@ -23,7 +27,7 @@ export const withHistory = <A>(ctx: CliContext, options: ConfigHistoryOptions, u
       const agentDir = yield* s.AgentDir
       const layer = ConfigHistory.layerWith(options).pipe(Layer.provide(Layer.merge(NodeProcessRunner.layer, Layer.succeed(s.AgentDir, agentDir))))
       const history = yield* Effect.provide(ConfigHistory, layer)
-      return yield* use(history).pipe(Effect.catchAll((e) => reportError(ctx, e)))
+      return yield* use(history, agentDir.path).pipe(Effect.catchAll((e) => reportError(ctx, e)))
     }))
 
 export interface SnapshotFlags {
