@@ -12,7 +12,7 @@ import { markerFileNames } from "./MarkerFiles.js"
 // ---------------------------------------------------------------------------------------------------------
 // Layout
 
-export { AGENT_MIRROR, CHANGE_SENTINEL, HISTORY_DIR_NAME, HISTORY_LOCK, PENDING_MARKER, RACY_MARGIN_MS, STAT_CACHE, STAT_CACHE_MAX_BYTES, statCacheFits, statCacheScope, WEB_MIRROR, WEB_ROOT_RECORD, WEB_ROOT_RECORD_MAX_BYTES, webMirrorOf, webRootOfScope, webRootRecordOf } from "./ConfigHistoryLayout.js"
+export { AGENT_MIRROR, CHANGE_SENTINEL, HISTORY_DIR_NAME, HISTORY_LOCK, PENDING_MARKER, RACY_MARGIN_MS, STAT_CACHE, STAT_CACHE_MAX_BYTES, statCacheFits, statCacheScope, WEB_MIRROR, WEB_ROOT_RECORD, WEB_ROOT_RECORD_MAX_BYTES, webMirrorOf, webRootRecordOf } from "./ConfigHistoryLayout.js"
 import { AGENT_MIRROR, CHANGE_SENTINEL, HISTORY_LOCK, PENDING_MARKER, WEB_MIRROR } from "./ConfigHistoryLayout.js"
 /**
  * Our files in the work tree, which git must never see as content (`.git/info/exclude` patterns, anchored at

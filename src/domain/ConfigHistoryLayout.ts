@@ -62,17 +62,9 @@ export const webRootRecordOf = (value: unknown): WebRootRecordParsed => {
 export const webMirrorOf = (webRoot: string, recordedWebRoot: string): string =>
   webRoot === recordedWebRoot ? WEB_MIRROR : `${WEB_MIRROR}-${sha256Hex(webRoot).slice(0, 12)}`
 
-/**
- * The stat cache's scope: the mirror roots and the web data root it describes (another scope's cache proves
- * nothing). `agent,web:<root>` also says which root `web/` held when it was written (`webRootOfScope`).
- */
+/** The stat cache's scope: the mirror roots and the web data root it describes (another scope's cache proves nothing). */
 export const statCacheScope = (webRoot: string, webMirror: string): string => `${AGENT_MIRROR},${webMirror}:${webRoot}`
 
-/** The web data root a stat cache's scope says `web/` held, if it says so. */
-export const webRootOfScope = (scope: unknown): string | undefined => {
-  const prefix = `${AGENT_MIRROR},${WEB_MIRROR}:`
-  return typeof scope === "string" && scope.startsWith(prefix) && NodePath.isAbsolute(scope.slice(prefix.length)) ? scope.slice(prefix.length) : undefined
-}
 /**
  * Racy git: a stat cache vouches for a file, and a clean scan is recorded, only when the times it saw are older
  * than the scan by this much (coarser than any clock a local file system keeps), so a later change has a later time.

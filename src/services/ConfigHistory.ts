@@ -45,7 +45,6 @@ import {
   WEB_ROOT_RECORD,
   WEB_ROOT_RECORD_MAX_BYTES,
   webMirrorOf,
-  webRootOfScope,
   webRootRecordOf
 } from "../domain/ConfigHistory.js"
 import { DIRECTORY_PROFILE_SETTINGS, DIRECTORY_PROFILES_DIR } from "../domain/AgentPaths.js"
