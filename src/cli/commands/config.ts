@@ -16,9 +16,9 @@ import type {
   RollbackResult
 } from "../../services/ConfigHistory.js"
 import { type CliContext, out, printJson, usageError } from "../context.js"
-import { configSnapshot, plural, short, withHistory } from "./configHistory.js"
+import { configSnapshot, short, withHistory } from "./configHistory.js"
 import { ExitCode } from "../exit.js"
-import { joinShown, type Paint, type Shown, table, txt } from "../format.js"
+import { countOf, joinShown, type Paint, type Shown, table, txt } from "../format.js"
 import { json, parsedOption, value } from "../options.js"
 import { agentDirFlag, webDataRootFlag } from "../../domain/FixCommands.js"
 import { parsePositiveCount } from "../parse.js"
@@ -77,7 +77,7 @@ export const renderPatch = (paint: Paint, d: DiffResult): Shown => {
 
 export const renderRollback = (paint: Paint, target: string, r: RollbackResult): Shown =>
   joinShown([
-    txt`Rolled back to ${paint("bold", short(target))}${r.revision === null ? "" : ` as ${short(r.revision)}`}: ${plural(r.restored.length, "file")} restored, ${r.removed.length} removed\n`,
+    txt`Rolled back to ${paint("bold", short(target))}${r.revision === null ? "" : ` as ${short(r.revision)}`}: ${countOf(r.restored.length, "file")} restored, ${r.removed.length} removed\n`,
     ...r.restored.map((p) => txt`  restored  ${p}\n`),
     ...r.removed.map((p) => txt`  removed   ${p}\n`),
     ...r.unresolvedSecrets.map((s) => txt`  ${paint("yellow", "left out")}  ${s.path}#${s.pointer} (a redacted secret with no live value)\n`),

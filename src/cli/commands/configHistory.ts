@@ -9,7 +9,7 @@ import type { ConfigHistoryOptions } from "../../services/ConfigHistory.js"
 import { type CliContext, out, printJson, reportError, withAgentDirStack } from "../context.js"
 import { renderSnapshot } from "./configRender.js"
 
-export { plural, renderSnapshot, short } from "./configRender.js"
+export { renderSnapshot, short } from "./configRender.js"
 
 export type History = import("../../services/ConfigHistory.js").ConfigHistory["Type"]
 
