@@ -13,7 +13,7 @@ import { markerFileNames } from "./MarkerFiles.js"
 // Layout
 
 export { AGENT_MIRROR, CHANGE_SENTINEL, HISTORY_DIR_NAME, HISTORY_LOCK, PENDING_MARKER, RACY_MARGIN_MS, STAT_CACHE, STAT_CACHE_MAX_BYTES, statCacheFits, statCacheScope, WEB_MIRROR, WEB_ROOT_RECORD, WEB_ROOT_RECORD_MAX_BYTES, webMirrorOf, webRootRecordOf } from "./ConfigHistoryLayout.js"
-import { AGENT_MIRROR, CHANGE_SENTINEL, HISTORY_LOCK, PENDING_MARKER, WEB_MIRROR } from "./ConfigHistoryLayout.js"
+import { AGENT_MIRROR, CHANGE_SENTINEL, HISTORY_LOCK, PENDING_MARKER, WEB_MIRROR, webMirrorPrefixOf } from "./ConfigHistoryLayout.js"
 /**
  * Our files in the work tree, which git must never see as content (`.git/info/exclude` patterns, anchored at
  * the top): the writer lock and the files the marker rule brings with it (its reclaim lock, where a clock probe
@@ -43,14 +43,11 @@ export const NEVER_VERSIONED: ReadonlyArray<string> = ["auth.json"]
 
 export type Source = { readonly _tag: "agent" } | { readonly _tag: "web"; readonly extId: string }
 
-/** A web mirror's name: `web`, or `web-` and 12 hex digits (`webMirrorOf`). */
-const WEB_MIRROR_NAME = /^web(?:-[0-9a-f]{12})?\//
-
 /** Repository path (`agent/settings.json`, `web/<extId>/config/x`, `web-<id>/<extId>/config/x`) → the path a person knows. */
 export const displayOfRepoPath = (repoPath: string): string => {
   if (repoPath.startsWith(`${AGENT_MIRROR}/`)) return repoPath.slice(AGENT_MIRROR.length + 1)
-  const web = WEB_MIRROR_NAME.exec(repoPath)
-  return web === null ? repoPath : repoPath.slice(web[0].length)
+  const web = webMirrorPrefixOf(repoPath)
+  return web === undefined ? repoPath : repoPath.slice(web.length)
 }
 
 // ---------------------------------------------------------------------------------------------------------

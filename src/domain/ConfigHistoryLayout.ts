@@ -60,7 +60,13 @@ export const webRootRecordOf = (value: unknown): WebRootRecordParsed => {
  * other's as deleted, and a rollback of one never writes the other's files into it.
  */
 export const webMirrorOf = (webRoot: string, recordedWebRoot: string): string =>
-  webRoot === recordedWebRoot ? WEB_MIRROR : `${WEB_MIRROR}-${sha256Hex(webRoot).slice(0, 12)}`
+  webRoot === recordedWebRoot ? WEB_MIRROR : `${WEB_MIRROR}-${sha256Hex(webRoot).slice(0, WEB_MIRROR_ID_DIGITS)}`
+
+const WEB_MIRROR_ID_DIGITS = 12
+
+/** A repository path's web mirror prefix (`web/`, `web-<id>/`), as `webMirrorOf` names them; `undefined` for any other path. */
+export const webMirrorPrefixOf = (repoPath: string): string | undefined =>
+  new RegExp(`^${WEB_MIRROR}(?:-[0-9a-f]{${WEB_MIRROR_ID_DIGITS}})?/`).exec(repoPath)?.[0]
 
 /** The stat cache's scope: the mirror roots and the web data root it describes (another scope's cache proves nothing). */
 export const statCacheScope = (webRoot: string, webMirror: string): string => `${AGENT_MIRROR},${webMirror}:${webRoot}`

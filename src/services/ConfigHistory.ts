@@ -915,10 +915,11 @@ const othersSentinel = (ctx: HistoryContext) =>
  * keep (a sentinel written before it named its root is anybody's).
  */
 const clearSentinel = (ctx: HistoryContext) =>
-  Effect.flatMap(othersSentinel(ctx), (others) =>
-    others !== undefined
-      ? Effect.void
-      : ctx.fs.removeFile(sentinelPathOf(ctx.dir)).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void)))
+  Effect.flatMap(othersSentinel(ctx), (others) => (others !== undefined ? Effect.void : removeSentinel(ctx)))
+
+/** Remove the change sentinel (a `change()` that proved, under the lock, it is no other root's). */
+const removeSentinel = (ctx: HistoryContext) =>
+  ctx.fs.removeFile(sentinelPathOf(ctx.dir)).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
 
 /**
  * The files of `revision` under the managed roots, with their bytes (one `ls-tree`, one `cat-file --batch`
@@ -1207,14 +1208,14 @@ const change = <A, E>(ctx: HistoryContext, message: string, apply: Effect.Effect
       return yield* Effect.fail(new ConfigHistoryBusy({ holder: `the interrupted change ${JSON.stringify(others.message)} of the web data root ${others.root} (roll it back or snapshot it with --web-data-root ${others.root} first)`, waitedMs: 0 }))
     }
     yield* snapshotLocked(ctx, `before: ${message}`)
-    yield* clearSentinel(ctx)
+    yield* removeSentinel(ctx)
     const lastGood = yield* headRef(ctx)
     const startedAt = yield* Clock.currentTimeMillis
     yield* ctx.fs.writeFileAtomic(sentinelPathOf(ctx.dir), encodeJsonBytes({ version: 1, message, startedAt, lastGoodRevision: lastGood, webRoot: ctx.webRoot, ...selfIdentity(ctx.deps) }))
     const exit = yield* Effect.exit(apply)
     if (Exit.isSuccess(exit)) {
       yield* snapshotLocked(ctx, message)
-      yield* clearSentinel(ctx)
+      yield* removeSentinel(ctx)
       return exit.value
     }
     const restored = yield* Effect.either(Effect.flatMap(revisionFiles(ctx, lastGood), (wanted) => restoreLocked(ctx, wanted)))
@@ -1227,7 +1228,7 @@ const change = <A, E>(ctx: HistoryContext, message: string, apply: Effect.Effect
         message: `could not restore the config after the failed change "${message}": ${restored.left.message}`
       })
     } else {
-      yield* clearSentinel(ctx)
+      yield* removeSentinel(ctx)
     }
     return yield* Effect.failCause(exit.cause)
   }))

@@ -28,6 +28,9 @@ export type SentinelState =
   /** An entry on the way to the history is not a directory (ENOTDIR): no change can have started in it. */
   | { readonly _tag: "Unreachable"; readonly path: string }
 
+/** What is said of a change whose sentinel cannot be read: interrupted, with nothing known of it. */
+const UNREADABLE_CHANGE: InterruptedChange = { message: "(unreadable sentinel)", startedAt: 0, lastGoodRevision: null }
+
 export const historyDirOf = (configBackupsDir: string): string => NodePath.join(configBackupsDir, HISTORY_DIR_NAME)
 export const sentinelPathOf = (historyDir: string): string => NodePath.join(historyDir, CHANGE_SENTINEL)
 
@@ -37,8 +40,7 @@ export const readChangeSentinel = (deps: Deps, historyDir: string): Effect.Effec
     if (read._tag === "Left") {
       if (read.left.reason === "NotFound") return { _tag: "None" } as const
       if (read.left.reason === "NotADirectory") return { _tag: "Unreachable", path: read.left.path } as const
-      const change = { message: "(unreadable sentinel)", startedAt: 0, lastGoodRevision: null }
-      return { _tag: "Interrupted", change, detail: `unreadable: ${read.left.message}` } as const
+      return { _tag: "Interrupted", change: UNREADABLE_CHANGE, detail: `unreadable: ${read.left.message}` } as const
     }
     const decoded = decodeJsonBytes(ChangeSentinel, read.right)
     if (!decoded.ok) {
@@ -60,7 +62,7 @@ export const configHistoryFindings = (deps: Deps, configBackupsDir: string, agen
     const path = sentinelPathOf(historyDirOf(configBackupsDir))
     if (state._tag === "Unreachable") {
       // Nobody can tell what is in the way: the sentinel stays unreadable, as it was said before.
-      const unknown = interrupted(path, agentDir, { message: "(unreadable sentinel)", startedAt: 0, lastGoodRevision: null }, "unreadable: an entry on the way is not a directory")
+      const unknown = interrupted(path, agentDir, UNREADABLE_CHANGE, "unreadable: an entry on the way is not a directory")
       return blockedPathFindings(deps, agentDir, state.path, "the config history", unknown)
     }
     return Effect.succeed(state._tag === "Interrupted" ? [interrupted(path, agentDir, state.change, state.detail)] : [])
