@@ -122,6 +122,8 @@ describe("openAgentStorage", () => {
     const stopped = await capped.pruneWorkTenant({ ...target, policy })
     expect([stopped.incomplete, stopped.stoppedBy.map((s) => [s._tag, s.limit, s.left, s.flag])]).toEqual([true, [["MaxDepth", 64, 1, "--max-depth"]]])
     expect(stopped.stoppedBy[0]!.option).toContain("retentionCeiling")
+    // The policy's own option cannot pass the ceiling: the words name the ceiling and what was asked.
+    expect(stopped.stoppedBy[0]!.message).toMatch(/raise the harness ceiling \(retentionCeiling\.maxDepth\): maxDepth 100 was asked and capped at the ceiling's 64$/)
     await capped.close()
 
     // A raised ceiling lets the policy walk it whole: du's numbers, nothing said.
@@ -136,7 +138,11 @@ describe("openAgentStorage", () => {
     for (const asked of [{ maxScannedRuns: 5 }, {}]) {
       const three = await low.pruneWorkTenant({ ...target, policy: asked })
       expect([three.scannedRuns, three.truncated]).toEqual([3, true])
-      expect(three.stoppedBy.find((s) => s._tag === "MaxScannedRuns")).toMatchObject({ limit: 3, left: 2, flag: "--max-scanned-runs" })
+      const stop = three.stoppedBy.find((s) => s._tag === "MaxScannedRuns")
+      expect(stop).toMatchObject({ limit: 3, left: 2, flag: "--max-scanned-runs" })
+      // Capped (5 asked) names the ceiling; left to the ceiling's default, the option raises it.
+      if ("maxScannedRuns" in asked) expect(stop!.message).toMatch(/maxScannedRuns 5 was asked and capped at the ceiling's 3$/)
+      else expect(stop!.message).toMatch(/raise maxScannedRuns \(--max-scanned-runs\)$/)
     }
     await low.close()
     await expect(openAgentStorage({ agentDir: dir, retentionCeiling: { maxScannedRuns: -1 } })).rejects.toMatchObject({ _tag: "InvalidPolicy" })

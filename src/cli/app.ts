@@ -152,9 +152,10 @@ const commands = (ctx: CliContext) => {
     "doctor",
     {
       webDataRoot,
-      json
+      json,
+      maxScanEntries: scanBounds.maxScanEntries
     },
-    (o) => doctor(ctx, { webDataRoot: value(o.webDataRoot), json: o.json })
+    (o) => doctor(ctx, { webDataRoot: value(o.webDataRoot), json: o.json, maxScanEntries: value(o.maxScanEntries) })
   ).pipe(Command.withDescription(lines(
     "Read-only check of the agent dir; exit 1 when something is a warning or worse.",
     "Example: pi-storage doctor --json"

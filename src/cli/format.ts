@@ -83,7 +83,7 @@ interface Measured {
   readonly measured?: boolean
 }
 
-/** Entries of a bounded measurement (`≥ ` marks a lower bound), as `du --inodes` counts them; `-` when not measured. */
+/** Entries (names) of a bounded measurement (`≥ ` marks a lower bound); `-` when not measured. */
 export const formatEntries = (size: Measured & { readonly entries: number }): string =>
   size.measured === false ? "-" : (size.complete ? "" : "≥ ") + formatCount(size.entries)
 

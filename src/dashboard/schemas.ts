@@ -280,7 +280,7 @@ export const Finding = Schema.Struct({ severity: Severity, code: FindingCode, pa
 same<typeof Finding.Type, FindingType>()
 
 /** `pi-storage doctor --json`. */
-export const DoctorReport = Schema.Struct({ findings: Schema.Array(Finding), scanned: Int, truncated: Schema.Boolean, webDataRoot: Schema.String })
+export const DoctorReport = Schema.Struct({ findings: Schema.Array(Finding), scanned: Int, truncated: Schema.Boolean, stoppedBy: Schema.Array(StoppedBy), webDataRoot: Schema.String })
 same<typeof DoctorReport.Type, DoctorReportType>()
 
 /** `pi-storage memory show --json`. */

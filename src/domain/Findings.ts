@@ -4,6 +4,7 @@
  * the constant that sets it, so the two cannot drift.
  */
 import { DEFAULT_CONFIG_BUDGET_BYTES } from "./ConfigRedLines.js"
+import type { StoppedBy } from "./StoppedBy.js"
 import { durationWords } from "./DurationWords.js"
 import { DEFAULT_STALE_UNREADABLE_MS } from "./Liveness.js"
 import { STALE_STAGING_MS } from "./TenantEntries.js"
@@ -24,6 +25,8 @@ export interface DoctorReport {
   readonly scanned: number
   /** True when the budget stopped the scan before it had looked everywhere. */
   readonly truncated: boolean
+  /** What stopped the scan early (its entry budget: `MaxScanEntries`, how much it left, how to raise it); empty when nothing did. */
+  readonly stoppedBy: ReadonlyArray<StoppedBy>
   /** The web data root whose extension data was checked (TD1; a symlink at its own path resolved). */
   readonly webDataRoot: string
 }
@@ -247,7 +250,7 @@ export const FINDING_CODES = {
   },
   "scan-truncated": {
     severity: "info",
-    meaning: "The entry budget (maxEntries) stopped the scan; raise it to see everything."
+    meaning: "The scan's entry budget stopped it; raise it (`doctor --max-scan-entries`, `doctor({ maxEntries })`) to see everything."
   }
 } as const satisfies Record<string, { readonly severity: Severity; readonly meaning: string }>
 

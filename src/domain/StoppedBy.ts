@@ -43,21 +43,37 @@ const count = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",")
 /** Where the prune's policy bounds are raised: a policy field, clamped to the harness ceiling. */
 const POLICY = (field: string) => `policy.${field} (up to the harness ceiling: openAgentStorage({ retentionCeiling }), StorageConfig.retentionCeiling)`
 
-/** A prune scanned `limit` of the tenant's `candidates` entries (docs/work-runs.md "Retention"). */
-export const pruneScanStopped = (limit: number, candidates: number): StoppedBy => ({
+/**
+ * How to raise a prune's bound: its policy field and flag, or, when the caller asked for more than the harness
+ * ceiling let it have (`asked` over `limit`), the ceiling, which the caller's own option cannot pass.
+ */
+const raisePolicy = (field: string, flag: string, limit: number, asked: number | undefined): string =>
+  asked !== undefined && asked > limit
+    ? `raise the harness ceiling (retentionCeiling.${field}): ${field} ${count(asked)} was asked and capped at the ceiling's ${count(limit)}`
+    : `raise ${field} (${flag})`
+
+/**
+ * A prune scanned `limit` of the tenant's `candidates` entries (docs/work-runs.md "Retention"). `progressed`: it
+ * removed (or, dry, would remove) a run, so the next prune's window starts further on; without that, pruning
+ * again scans the same first entries and only a larger bound reaches the rest. `asked`: the policy's value
+ * before the harness ceiling capped it.
+ */
+export const pruneScanStopped = (limit: number, candidates: number, progressed: boolean, asked?: number): StoppedBy => ({
   _tag: "MaxScannedRuns",
   limit,
   left: candidates - limit,
   unit: "entries",
   option: POLICY("maxScannedRuns"),
   flag: "--max-scanned-runs",
-  message: `scanned the first ${count(limit)} of ${count(candidates)} entries of the tenant (maxScannedRuns): ${
-    count(candidates - limit)
-  } not considered; prune again (each prune works through the first ${count(limit)}) or raise maxScannedRuns (--max-scanned-runs)`
+  message: `scanned the first ${count(limit)} of ${count(candidates)} entries of the tenant (maxScannedRuns): ${count(candidates - limit)} not considered; ${
+    progressed
+      ? `prune again (each prune works through the first ${count(limit)}) or ${raisePolicy("maxScannedRuns", "--max-scanned-runs", limit, asked)}`
+      : `none of the first ${count(limit)} could go, so pruning again would scan the same ones: ${raisePolicy("maxScannedRuns", "--max-scanned-runs", limit, asked)}`
+  }`
 })
 
 /** The prune's shared entry budget ran out before or during `runs` runs' size walks. */
-export const pruneEntriesStopped = (limit: number, runs: number): StoppedBy => ({
+export const pruneEntriesStopped = (limit: number, runs: number, asked?: number): StoppedBy => ({
   _tag: "MaxEntries",
   limit,
   left: runs,
@@ -66,18 +82,20 @@ export const pruneEntriesStopped = (limit: number, runs: number): StoppedBy => (
   flag: "--max-entries",
   message: `the size walks' entry budget (maxEntries ${count(limit)}, shared by this prune's walks) ran out: ${
     countOf(runs, "run")
-  } not measured or measured only in part (its size unknown or a lower bound unless its removal counted it); raise maxEntries (--max-entries)`
+  } not measured or measured only in part (${runs === 1 ? "its size unknown or a lower bound unless its removal counted it" : "their sizes unknown or lower bounds unless their removal counted them"}); ${raisePolicy("maxEntries", "--max-entries", limit, asked)}`
 })
 
 /** `runs` of a prune's size walks stopped at `maxDepth` (or at a mount point: the walk cannot tell which). */
-export const pruneDepthStopped = (limit: number, runs: number): StoppedBy => ({
+export const pruneDepthStopped = (limit: number, runs: number, asked?: number): StoppedBy => ({
   _tag: "MaxDepth",
   limit,
   left: runs,
   unit: "runs",
   option: POLICY("maxDepth"),
   flag: "--max-depth",
-  message: `${countOf(runs, "run")}' size walks stopped at maxDepth ${limit} or at a mount point (never crossed): their sizes are lower bounds; raise maxDepth (--max-depth) where it is the depth`
+  message: `the size ${runs === 1 ? "walk" : "walks"} of ${countOf(runs, "run")} stopped at maxDepth ${limit} or at a mount point (never crossed): ${
+    runs === 1 ? "its size is a lower bound" : "their sizes are lower bounds"
+  }; where it is the depth, ${raisePolicy("maxDepth", "--max-depth", limit, asked)}`
 })
 
 /** The inventory listed at most `limit` entries of each of `tenants` tenants, leaving `left` unlisted. */
@@ -88,7 +106,7 @@ export const listingStopped = (limit: number, left: number, tenants: number): St
   unit: "entries",
   option: "maxRunsPerTenant",
   flag: "--max-scanned-runs",
-  message: `${countOf(tenants, "tenant")} hold more than the ${count(limit)} entries examined per tenant: ${
+  message: `${countOf(tenants, "tenant")} ${tenants === 1 ? "holds" : "hold"} more than the ${count(limit)} entries examined per tenant: ${
     count(left)
   } not listed; raise it (--max-scanned-runs)`
 })
@@ -124,13 +142,16 @@ export const inventoryDepthStopped = (limit: number, sizes: number): StoppedBy =
   message: `${countOf(sizes, "size walk")} stopped at maxDepth ${limit} or at a mount point (never crossed): those sizes are lower bounds; raise maxDepth (--max-depth) where it is the depth`
 })
 
-/** The inventory's scan read its budget of entries; at least `left` more were seen and not read. */
-export const scanEntriesStopped = (limit: number, left: number): StoppedBy => ({
+/**
+ * A scan read its budget of entries; at least `left` more were seen and not read. `option`: how the call spells
+ * the budget (the inventory's `maxScanEntries`, the doctor's `maxEntries`); the CLI flag is the same for both.
+ */
+export const scanEntriesStopped = (limit: number, left: number, option: "maxScanEntries" | "maxEntries" = "maxScanEntries"): StoppedBy => ({
   _tag: "MaxScanEntries",
   limit,
   left,
   unit: "entries",
-  option: "maxScanEntries",
+  option,
   flag: "--max-scan-entries",
   message: `the scan read its budget of ${count(limit)} entries (directory listings and leases): at least ${
     count(left)

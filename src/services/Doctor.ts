@@ -20,6 +20,7 @@ import { displayPath } from "../domain/MigrationPlan.js"
 import type { UnknownHint } from "../domain/RootEntries.js"
 import type { RootSafetyProblem } from "../domain/RootSafety.js"
 import { modeString } from "../domain/RootSafety.js"
+import { scanEntriesStopped } from "../domain/StoppedBy.js"
 import { WEB_RESTORE_ASIDE_DIR } from "../domain/StateSnapshot.js"
 import { STALE_STAGING_MS } from "../domain/TenantEntries.js"
 import { AgentDir, resolveRootLink } from "./AgentDir.js"
@@ -461,12 +462,13 @@ const doctorProgram = (
       for (const f of yield* inputs.stateBackups(webDataRootGiven)) others.draft(f)
     }
     const findings = [...found.agentDir, ...others.list, ...found.webData, ...found.problems]
+    const stoppedBy = facts.truncated ? [scanEntriesStopped(facts.maxEntries, facts.unread, "maxEntries")] : []
     if (facts.truncated) {
       const truncated = new Findings(agentDir)
-      truncated.add("scan-truncated", agentDir, `stopped after ${facts.scanned} entries (maxEntries)`, "run again with a larger maxEntries")
+      truncated.add("scan-truncated", agentDir, stoppedBy[0]!.message, "run again with a larger scan budget: --max-scan-entries (Promise and Effect: doctor({ maxEntries }))")
       findings.push(...truncated.list)
     }
-    return { report: { findings, scanned: facts.scanned, truncated: facts.truncated, webDataRoot }, facts }
+    return { report: { findings, scanned: facts.scanned, truncated: facts.truncated, stoppedBy, webDataRoot }, facts }
   })
 
 export class Doctor extends Context.Tag("pi-agent-storage/Doctor")<Doctor, {

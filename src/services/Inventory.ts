@@ -76,7 +76,7 @@ export interface Size {
   readonly bytes: number
   /** Apparent size (`du -sb`). */
   readonly apparentBytes: number
-  /** Entries below the measured directory (files, directories, links; as `du --inodes`, without the root). */
+  /** Names below the measured directory (files, directories, links; a hard-linked file once per name, as the entry budget counts them). */
   readonly entries: number
   readonly complete: boolean
   readonly measured: boolean

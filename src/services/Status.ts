@@ -45,7 +45,12 @@ export class Status extends Context.Tag("pi-agent-storage/Status")<Status, {
           // One read of the agent dir: the doctor's facts serve the inventory too, when they hold what its
           // own scan would read (Inventory `factsSuffice`; else it scans under its own bounds).
           // Its tenants are measured while the doctor reads them, within the budget the summary measures with.
-          const found = yield* doctor.doctorWithFacts({ webDataRoot: web.path, tenantSizes: tenantSizeBudget(options) })
+          // The doctor's scan reads under the summary's scan budget: one bound, one flag (`--max-scan-entries`).
+          const found = yield* doctor.doctorWithFacts({
+            webDataRoot: web.path,
+            tenantSizes: tenantSizeBudget(options),
+            ...(options?.maxScanEntries === undefined ? {} : { maxEntries: options.maxScanEntries })
+          })
           const report = yield* inventory.summary({ ...options, webDataRoot: web.path }, found.facts)
           return { ...report, source: agentDir.source, webDataRootSource: web.source, doctor: summarizeDoctor(found.report) }
         })

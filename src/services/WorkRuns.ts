@@ -804,9 +804,10 @@ const prune = (ctx: WorkRunsContext, opts: PruneOptions): Effect.Effect<PruneRep
   Effect.gen(function*() {
     const category = yield* decodeSegment("category", opts.category)
     const tenant = yield* decodeSegment("tenant", opts.tenant)
-    const policy = clamp(yield* decodeRetentionInput(opts.policy), ctx.ceiling)
+    const asked = yield* decodeRetentionInput(opts.policy)
+    const policy = clamp(asked, ctx.ceiling)
     const report = yield* ownTurn(ctx, category, tenant)(pruneTenant(ctx.deps, {
-      workRoot: ctx.paths.workRoot, category, tenant, policy, dryRun: opts.dryRun ?? false,
+      workRoot: ctx.paths.workRoot, category, tenant, policy, dryRun: opts.dryRun ?? false, asked,
       ...(opts.onProgress ? { onProgress: opts.onProgress } : {})
     }))
     if (!report.dryRun && !report.busy) yield* ctx.usage.record("prune")

@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { runNode } from "../support/child.js"
 import { du } from "../support/du.js"
+import { formatBytes } from "../../src/cli/format.js"
 
 const MAIN = fileURLToPath(new URL("../../dist/bundle/cli/main.mjs", import.meta.url))
 const DAY = 24 * 60 * 60 * 1000
@@ -191,6 +192,37 @@ describe("work prune: disk usage, and a prune that stopped early says how to fin
     // Pruning again finishes: each prune removes what it can among the first entries.
     for (let round = 0; round < 3; round++) await at(agentDir)("work", "prune", "--all", "--max-scanned-runs", "4")
     assert.deepStrictEqual(Fs.readdirSync(Path.join(agentDir, "work", "tools", "bash")).filter((n) => !n.startsWith(".")), [])
+  }, 60_000)
+
+  it("a prune whose scanned entries hold nothing to remove does not promise that pruning again finishes", async () => {
+    const agentDir = agentWith("tools/bash")
+    // By name, the five recent runs come first: a window of five never reaches the old ones.
+    for (let r = 1; r <= 5; r++) releasedRun(agentDir, "tools/bash", `a${r}`, 1, 1)
+    for (let r = 1; r <= 5; r++) releasedRun(agentDir, "tools/bash", `z${r}`, 40, 1)
+    for (let round = 0; round < 2; round++) {
+      const r = await at(agentDir)("work", "prune", "tools/bash", "--max-scanned-runs", "5")
+      assert.strictEqual(r.code, 0, r.stderr)
+      assert.match(r.stdout, /^tools\/bash: removed 0 runs \(0 B\), kept 5, active 0, scanned 5 of 10$/m)
+      assert.match(r.stdout, /^ {2}Stopped early: .*: 5 not considered; none of the first 5 could go, so pruning again would scan the same ones: raise maxScannedRuns \(--max-scanned-runs\)$/m)
+      assert.notInclude(r.stdout, "prune again")
+    }
+    // The bound the line names is the way on.
+    const wider = await at(agentDir)("work", "prune", "tools/bash", "--max-scanned-runs", "10")
+    assert.match(wider.stdout, /^tools\/bash: removed 5 runs /m)
+    assert.deepStrictEqual(Fs.readdirSync(Path.join(agentDir, "work", "tools", "bash")).filter((n) => !n.startsWith(".")).sort(), ["a1", "a2", "a3", "a4", "a5"])
+  }, 60_000)
+
+  it("a removal whose walk was cut short shows its lower bound (≥), as the JSON's cutShort has it, never a bare ?", async () => {
+    const agentDir = agentWith("tools/bash")
+    // Two days old: kept for its age, taken for its size, which the budget left unknown past a lower bound.
+    releasedRun(agentDir, "tools/bash", "big", 2, 50)
+    const json = JSON.parse((await at(agentDir)("work", "prune", "tools/bash", "--dry-run", "--json", "--max-entries", "12")).stdout) as { removed: ReadonlyArray<{ bytes: number | null }>; cutShort: ReadonlyArray<{ runId: string; bytesAtLeast: number; apparentBytesAtLeast: number }> }
+    assert.deepStrictEqual([json.removed[0]!.bytes, json.cutShort.map((c) => c.runId)], [null, ["big"]])
+    const text = (await at(agentDir)("work", "prune", "tools/bash", "--dry-run", "--max-entries", "12")).stdout
+    const bound = (n: number) => `≥ ${formatBytes(n)}`
+    assert.match(text, new RegExp(`^tools/bash: would remove 1 run \\(${bound(json.cutShort[0]!.bytesAtLeast)}\\), `, "m"))
+    assert.match(text, new RegExp(`^ {2}big +${bound(json.cutShort[0]!.bytesAtLeast)} +${bound(json.cutShort[0]!.apparentBytesAtLeast)} +size unknown \\(counts as over budget\\)$`, "m"))
+    assert.notMatch(text, / \? /)
   }, 60_000)
 
   it("a dry run whose entry budget ran out says why its sizes are unknown, how many, and the flag; --max-entries raises it", async () => {

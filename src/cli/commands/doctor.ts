@@ -12,7 +12,7 @@ const SEVERITY_STYLE = { error: "red", warning: "yellow", info: "dim" } as const
 
 export const renderDoctor = (paint: Paint, agentDir: string, report: DoctorReport): Shown => {
   const head = txt`Checked ${agentDir} and the web data root ${report.webDataRoot} (${countOf(report.scanned, "entry", "entries")}${
-    report.truncated ? ", truncated: the scan budget ran out" : ""
+    report.truncated ? ", truncated: the scan budget ran out; see the scan-truncated finding" : ""
   }).\n`
   if (report.findings.length === 0) return txt`${head}${paint("green", "No findings.")}\n`
   const sorted = [...report.findings].sort((a, b) => severityRank(a.severity) - severityRank(b.severity) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
@@ -25,12 +25,15 @@ export const renderDoctor = (paint: Paint, agentDir: string, report: DoctorRepor
 
 export const doctorExitCode = (report: DoctorReport): number => (summarizeDoctor(report).needsAttention ? ExitCode.findings : ExitCode.ok)
 
-export const doctor = (ctx: CliContext, options: { readonly webDataRoot: string | undefined; readonly json: boolean }) =>
+export const doctor = (ctx: CliContext, options: { readonly webDataRoot: string | undefined; readonly json: boolean; readonly maxScanEntries?: number | undefined }) =>
   withStack(ctx, (s) =>
     Effect.gen(function*() {
       const agentDir = yield* s.AgentDir
       // The web data root is the Doctor's to resolve (TD1), as `status` and the backups do: the flag only overrides it.
-      const report = yield* (yield* s.Doctor).doctor(options.webDataRoot === undefined ? {} : { webDataRoot: options.webDataRoot })
+      const report = yield* (yield* s.Doctor).doctor({
+        ...(options.webDataRoot === undefined ? {} : { webDataRoot: options.webDataRoot }),
+        ...(options.maxScanEntries === undefined ? {} : { maxEntries: options.maxScanEntries })
+      })
       // JSON names what was read (the agent dir; the report names the web data root) before the library's report.
       yield* options.json ? printJson({ agentDir: agentDir.path, ...report }) : out(renderDoctor(ctx.paint, agentDir.path, report))
       ctx.status.raise(doctorExitCode(report))

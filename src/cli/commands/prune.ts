@@ -53,11 +53,25 @@ const reasonText = (reason: string, policy: RetentionPolicy): string => {
   }
 }
 
+/**
+ * A removed run's size as the table shows it: its size, a lower bound (`≥`) when its walk was cut short and its
+ * removal did not count it whole (`cutShort.bytesAtLeast`), or `?` when it was never measured.
+ */
+const removedSize = (report: PruneReport, runId: string, field: "bytes" | "apparentBytes"): string => {
+  const removed = report.removed.find((x) => x.runId === runId)
+  const known = removed?.[field] ?? null
+  if (known !== null) return formatBytes(known)
+  const cut = report.cutShort.find((c) => c.runId === runId)
+  return cut === undefined ? "?" : `≥ ${formatBytes(field === "bytes" ? cut.bytesAtLeast : cut.apparentBytesAtLeast)}`
+}
+
 /** What the removals free on disk: a lower bound naming the sizes it leaves out, never a bare "≥ 0 B". */
 const freed = (report: PruneReport): string => {
-  const known = report.removed.reduce((sum, r) => sum + (r.bytes ?? 0), 0)
-  const unknown = report.removed.filter((r) => r.bytes === null).length
-  if (unknown === 0) return formatBytes(known)
+  const cutShort = new Map(report.cutShort.map((c) => [c.runId, c.bytesAtLeast]))
+  const known = report.removed.reduce((sum, r) => sum + (r.bytes ?? cutShort.get(r.runId) ?? 0), 0)
+  const bounded = report.removed.filter((r) => r.bytes === null && cutShort.has(r.runId)).length
+  const unknown = report.removed.filter((r) => r.bytes === null && !cutShort.has(r.runId)).length
+  if (unknown === 0) return bounded === 0 ? formatBytes(known) : `≥ ${formatBytes(known)}`
   if (unknown === report.removed.length) return unknown === 1 ? "size unknown" : "sizes unknown"
   return `≥ ${formatBytes(known)}, ${unknown} size${unknown === 1 ? "" : "s"} unknown`
 }
@@ -88,8 +102,8 @@ export const renderTenantReport = (paint: Paint, policy: RetentionPolicy, outcom
       [{ header: "RUN" }, { header: "DISK", align: "right" }, { header: "APPARENT", align: "right" }, { header: "WHY" }],
       r.removed.map((x) => [
         x.runId,
-        x.bytes === null ? "?" : formatBytes(x.bytes),
-        x.apparentBytes === null ? "?" : formatBytes(x.apparentBytes),
+        removedSize(r, x.runId, "bytes"),
+        removedSize(r, x.runId, "apparentBytes"),
         reasonText(x.reason, policy)
       ])
     ))

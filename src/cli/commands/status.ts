@@ -47,7 +47,8 @@ export const renderStatus = (ctx: CliContext, doc: StatusDocument): Shown => {
       : txt`${paint("bold", "Walker")}     ${paint("yellow", doc.walker.kind)} (${doc.walker.why})`)
   }
   const d = doc.doctor
-  const summary = d.findings === 0 ? "no findings" : `${countOf(d.findings, "finding")} (${severitySummary(d.bySeverity)}); see pi-storage doctor`
+  // A doctor its scan budget stopped counted what it read: the count is a lower bound.
+  const summary = d.findings === 0 ? "no findings" : `${d.truncated ? "at least " : ""}${countOf(d.findings, "finding")} (${severitySummary(d.bySeverity)}); see pi-storage doctor`
   const tint = d.bySeverity.error > 0 ? "red" : d.bySeverity.warning > 0 ? "yellow" : "green"
   lines.push(txt`${paint("bold", "Doctor")}     ${paint(tint, summary)}${d.truncated ? " (scan truncated)" : ""}`)
   if (!doc.exists) {

@@ -39,6 +39,11 @@ export interface PruneInput {
   readonly tenant: string
   readonly policy: RetentionPolicy
   readonly dryRun: boolean
+  /**
+   * The bounds the caller asked for, before the harness ceiling capped them into `policy`: a report that stopped
+   * at a capped bound says the ceiling, not the caller's own option, is what raises it.
+   */
+  readonly asked?: { readonly maxScannedRuns?: number | undefined; readonly maxEntries?: number | undefined; readonly maxDepth?: number | undefined }
   /** Progress callback for long prunes (the CLI draws a line from it). */
   readonly onProgress?: (p: { readonly phase: "scan" | "remove"; readonly done: number; readonly total: number }) => void
 }
@@ -246,7 +251,6 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
     })
     report.truncated = scan.truncated
     report.scannedRuns = Math.min(scan.candidates, policy.maxScannedRuns)
-    if (scan.truncated) report.stoppedBy.push(pruneScanStopped(policy.maxScannedRuns, scan.candidates))
     const runs: Array<RunFacts> = []
     /** Runs with a lease proven dead; the leases are re-judged under the run's marker before removal. */
     const deadLeases = new Set<string>()
@@ -340,8 +344,10 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       report.apparentBytesAfter = plan.apparentBytesAfter === null || stayed === null ? null : plan.apparentBytesAfter + stayed.apparentBytes
       report.bytesBefore = totalOf(report.bytesAfter, report.removed.map((r) => r.bytes))
       report.apparentBytesBefore = totalOf(report.apparentBytesAfter, report.removed.map((r) => r.apparentBytes))
-      if (budget.byEntries.size > 0) report.stoppedBy.push(pruneEntriesStopped(policy.maxEntries, budget.byEntries.size))
-      if (budget.byDepth.size > 0) report.stoppedBy.push(pruneDepthStopped(policy.maxDepth, budget.byDepth.size))
+      // Whether pruning again gets further: the next prune's window moves only past runs this one takes.
+      if (scan.truncated) report.stoppedBy.push(pruneScanStopped(policy.maxScannedRuns, scan.candidates, plan.remove.length > 0, input.asked?.maxScannedRuns))
+      if (budget.byEntries.size > 0) report.stoppedBy.push(pruneEntriesStopped(policy.maxEntries, budget.byEntries.size, input.asked?.maxEntries))
+      if (budget.byDepth.size > 0) report.stoppedBy.push(pruneDepthStopped(policy.maxDepth, budget.byDepth.size, input.asked?.maxDepth))
       report.incomplete = report.cutShort.length > 0 || report.notMeasured.length > 0 || report.bytesBefore === null
       return report
     }

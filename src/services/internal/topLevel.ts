@@ -18,7 +18,7 @@ export interface NodeSize {
   readonly bytes: number
   /** The files' lengths (`ls -l`, `du --apparent-size`). */
   readonly apparentBytes: number
-  /** Entries below the node (files, directories, links), as `du --inodes` without the node itself. */
+  /** Names below the node (files, directories, links; a hard-linked file once per name), the node itself not counted. */
   readonly entries: number
   readonly complete: boolean
 }
@@ -160,7 +160,7 @@ export const scanTopLevel = (fs: FileSystem["Type"], roots: ReadonlyArray<ScanRo
     }
   })
 
-/** The size of a directory from its entries' sizes: each entry counts itself too (`du --inodes`). */
+/** The size of a directory from its entries' sizes: each entry counts itself too. */
 export const sizeOfEntries = (sizes: ReadonlyArray<NodeSize>): NodeSize => {
   const sum = addSizes(sizes)
   return { ...sum, entries: sum.entries + sizes.length }
