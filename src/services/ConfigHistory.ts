@@ -53,7 +53,7 @@ import {
   ConfigHistoryBusy,
   ConfigHistoryCorrupt,
   type FileSystemError,
-  type GitFailed,
+  GitFailed,
   InvalidArgument,
   UnknownRevision
 } from "../domain/Errors.js"
@@ -62,7 +62,8 @@ import { chainComponentViolation, dirsBelowRoot } from "../domain/PathChain.js"
 import { decodeSegment } from "../domain/Segment.js"
 import { resolveStateDir } from "../domain/Tiers.js"
 import { tierPaths, type WebDataRootResolution } from "../domain/WebPaths.js"
-import { AgentDir } from "./AgentDir.js"
+import { AgentDir, resolveRootLink } from "./AgentDir.js"
+import { countOf } from "../domain/Count.js"
 import { type DirEntry, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type InterruptedChange, historyDirOf, readChangeSentinel, sentinelPathOf } from "./internal/configSentinel.js"
@@ -331,6 +332,11 @@ type HistoryContext = HistoryBase & {
   readonly webRootRecord: WebRootRecordRead
   /** Where this web data root's extension config is mirrored (`webMirrorOf`). */
   readonly webMirror: string
+  /**
+   * Where its files are read and written: the root with a symlink at its own path followed (the data may live on
+   * another disk, as the doctor and `status` read it). The root as named stays its identity (record, mirror, sentinel).
+   */
+  readonly liveWebRoot: string
   /** The mirror roots this operation manages: the agent's and this web data root's. */
   readonly scopes: ReadonlyArray<string>
   /** The stat cache's scope for this root and its mirror (`statCacheScope`). */
@@ -339,9 +345,11 @@ type HistoryContext = HistoryBase & {
 
 /** Read at the start of each operation: which web data root `web/` holds, so this root's mirror. */
 const withWebMirror = (base: HistoryBase): Effect.Effect<HistoryContext, ConfigHistoryCorrupt | GitFailed | FileSystemError> =>
-  Effect.map(readWebRootRecord(base), (webRootRecord) => {
+  Effect.gen(function*() {
+    const webRootRecord = yield* readWebRootRecord(base)
     const webMirror = webMirrorOf(base.webRoot, webRootRecord.root ?? base.webRoot)
-    return { ...base, webRootRecord, webMirror, scopes: [AGENT_MIRROR, webMirror], scopeKey: statCacheScope(base.webRoot, webMirror) }
+    const liveWebRoot = yield* resolveRootLink(base.fs, base.webRoot)
+    return { ...base, webRootRecord, webMirror, liveWebRoot, scopes: [AGENT_MIRROR, webMirror], scopeKey: statCacheScope(base.webRoot, webMirror) }
   })
 
 interface Plan {
@@ -358,13 +366,13 @@ const inDir = (ctx: HistoryContext, ...parts: ReadonlyArray<string>) => NodePath
 const livePathOf = (ctx: HistoryContext, repoPath: string): string | undefined => {
   const [root, ...rest] = repoPath.split("/")
   if (root === AGENT_MIRROR) return NodePath.join(ctx.agentDir, ...rest)
-  if (root === ctx.webMirror) return NodePath.join(ctx.webRoot, ...rest)
+  if (root === ctx.webMirror) return NodePath.join(ctx.liveWebRoot, ...rest)
   return undefined
 }
 
 /** The managed root a repo path's live file sits under (the anchor of the parent-chain check). */
 const liveRootOf = (ctx: HistoryContext, repoPath: string): string | undefined =>
-  repoPath.startsWith(`${AGENT_MIRROR}/`) ? ctx.agentDir : repoPath.startsWith(`${ctx.webMirror}/`) ? ctx.webRoot : undefined
+  repoPath.startsWith(`${AGENT_MIRROR}/`) ? ctx.agentDir : repoPath.startsWith(`${ctx.webMirror}/`) ? ctx.liveWebRoot : undefined
 
 // ------------------------------------------------------------------------------------------ live files
 
@@ -496,7 +504,8 @@ const walkConfig = (
 const scanLive = (ctx: HistoryContext, cache: StatCache | undefined): Effect.Effect<LiveScan, FileSystemError> => Effect.gen(function*() {
   const scannedAt = yield* Clock.currentTimeMillis
   const out: ScanState = { files: [], skipped: [], present: new Set(), cache, stats: new Map(), racyRead: 0, observed: [] }
-  for (const root of [ctx.agentDir, ctx.webRoot]) yield* observe(ctx, root, out)
+  // The web data root as named (a link re-pointed changes it) and the directory it leads to.
+  for (const root of new Set([ctx.agentDir, ctx.webRoot, ctx.liveWebRoot])) yield* observe(ctx, root, out)
   for (const name of AGENT_CONFIG_FILES) yield* candidate(ctx, `${AGENT_MIRROR}/${name}`, NodePath.join(ctx.agentDir, name), out)
   const overlays = ctx.agent.paths.directoryProfilesDir
   const overlayRepoPath = (id: string) => [AGENT_MIRROR, ...DIRECTORY_PROFILES_DIR, id, DIRECTORY_PROFILE_SETTINGS].join("/")
@@ -513,9 +522,9 @@ const scanLive = (ctx: HistoryContext, cache: StatCache | undefined): Effect.Eff
     yield* walkConfig(ctx, [AGENT_MIRROR, ...NodePath.relative(ctx.agentDir, configDir).split(NodePath.sep)], configDir, [], 1, out, false)
   }
   // Web-host extensions' config tiers (`data/<extId>/config/`).
-  for (const ext of yield* listObserved(ctx, ctx.webRoot, out)) {
+  for (const ext of yield* listObserved(ctx, ctx.liveWebRoot, out)) {
     if (ext.type !== "Directory" || decodeSegment("extId", ext.name)._tag === "Left") continue
-    const { configDir } = tierPaths(ctx.webRoot, ext.name)
+    const { configDir } = tierPaths(ctx.liveWebRoot, ext.name)
     const info = yield* lstatOption(ctx, configDir)
     out.observed.push([configDir, identityOf(info)])
     if (info?.type !== "Directory") continue
@@ -625,6 +634,13 @@ const repoExists = (ctx: HistoryBase) =>
 const corrupt = (ctx: HistoryBase, detail: string, cause?: FileSystemError | GitFailed) =>
   Effect.fail(new ConfigHistoryCorrupt(cause === undefined ? { path: ctx.gitDir, detail } : { path: ctx.gitDir, detail, cause }))
 
+/**
+ * Git's exit 128 on a read of revisions already resolved (an object missing, a tree that cannot be read): the
+ * repository is damaged, `ConfigHistoryCorrupt` naming `what` was being read.
+ */
+const damagedOn128 = (ctx: HistoryBase, what: string) => <A, E, R>(self: Effect.Effect<A, E | GitFailed, R>): Effect.Effect<A, E | GitFailed | ConfigHistoryCorrupt, R> =>
+  Effect.catchIf(self, (e): e is GitFailed => e instanceof GitFailed && e.exitCode === 128, (e) => corrupt(ctx, `${what} cannot be read: ${e.message}`, e))
+
 /** A parsed answer of git, or the repository is damaged (`what` says which answer). */
 const parsed = <A>(ctx: HistoryBase, what: string, p: Parsed<A>): Effect.Effect<A, ConfigHistoryCorrupt> => p.ok ? Effect.succeed(p.value) : corrupt(ctx, `${what}: ${p.why}`)
 
@@ -664,7 +680,26 @@ const ensureRepo = (ctx: HistoryContext) =>
     // there; an exclusion written by an older build (which missed the lock's reclaim lock) is brought up to date.
     const current = yield* ctx.fs.readFile(ctx.excludePath, { maxBytes: 4096 }).pipe(Effect.option)
     if (current._tag === "None" || !sameBytes(current.value, ctx.excludeBytes)) yield* ctx.fs.writeFileAtomic(ctx.excludePath, ctx.excludeBytes)
-    if (!ctx.webRootRecord.recorded) yield* recordWebRoot(ctx)
+    // A root that is not there takes no mirror: the first root with files to keep does.
+    if (!ctx.webRootRecord.recorded && (yield* lstatOption(ctx, ctx.liveWebRoot)) !== undefined) yield* recordWebRoot(ctx)
+  })
+
+/**
+ * A web data root that is not there (unmounted, renamed, a typo) while the history holds config files of it:
+ * a snapshot would record every one of them as deleted and a rollback would write into nothing. Refused,
+ * naming the root and how many files the history keeps of it.
+ */
+const requireWebRoot = (ctx: HistoryContext, current: string | null) =>
+  Effect.gen(function*() {
+    if (current === null || (yield* lstatOption(ctx, ctx.liveWebRoot)) !== undefined) return
+    const tracked = yield* git(ctx, ["ls-tree", "-r", "--name-only", "-z", current, "--", ctx.webMirror], { read: true }).pipe(damagedOn128(ctx, `revision ${short(current)}`))
+    const kept = (yield* nulPaths(ctx, "ls-tree", tracked.stdout)).length
+    if (kept === 0) return
+    return yield* Effect.fail(new InvalidArgument({
+      field: "webDataRoot",
+      detail: `the web data root ${ctx.webRoot} does not exist, and the history keeps ${countOf(kept, "config file")} of it: ` +
+        `a snapshot would record ${kept === 1 ? "it" : "them"} as deleted. Mount or restore it, or name the root it lives at (--web-data-root); nothing was changed`
+    }))
   })
 
 interface WebRootRecordRead {
@@ -700,7 +735,7 @@ const readWebRootRecord = (base: HistoryBase): Effect.Effect<WebRootRecordRead, 
     // No head (no repository, or no commit yet): nothing was ever mirrored.
     const head = yield* headFromRefs(base)
     if (head === null || head === undefined) return { root: undefined, recorded: false }
-    const touched = yield* base.runGit(["rev-list", "-1", head, "--", WEB_MIRROR], { read: true })
+    const touched = yield* base.runGit(["rev-list", "-1", head, "--", WEB_MIRROR], { read: true }).pipe(damagedOn128(base, `the revisions of ${short(head)}`))
     if (touched.stdout.length === 0) return { root: undefined, recorded: false }
     return yield* Effect.fail(refused("revisions hold extension config under web/, and the history does not say which web data root it came from"))
   })
@@ -886,21 +921,55 @@ const snapshotLocked = (ctx: HistoryContext, message: string) =>
     const p = yield* plan(ctx)
     // A damaged HEAD (or one naming a commit the repository lacks) is refused before anything is staged.
     const before = yield* head(ctx)
+    yield* requireWebRoot(ctx, before)
     const { refused, staged } = yield* stageLocked(ctx, p)
     let revision: string | null = null
-    let changed: ReadonlyArray<string> = []
+    let changedPaths: ReadonlyArray<string> = []
     // What git will commit, asked of git: the mirror is ours, but a person may have edited it or committed by hand.
+    // This root's scopes only: another root's staged change (its live diff, its interrupted snapshot) is its own.
+    let othersStaged = false
     if (staged !== "none") {
       const diff = yield* git(ctx, ["diff", "--cached", "--name-only", "--no-renames", ...NO_DIFF_PROGRAMS, "-z", ...(before === null ? [] : [before]), "--"])
-      changed = (yield* nulPaths(ctx, "diff --cached --name-only", diff.stdout)).map(displayOfRepoPath)
+      const all = yield* nulPaths(ctx, "diff --cached --name-only", diff.stdout)
+      changedPaths = all.filter((path) => ctx.scopes.includes(path.split("/")[0]!))
+      othersStaged = changedPaths.length < all.length
     }
-    if (changed.length > 0) {
-      yield* git(ctx, ["commit", "-q", "--no-verify", "--allow-empty-message", "-m", message], { nowMs: yield* Clock.currentTimeMillis })
+    if (changedPaths.length > 0) {
+      yield* commitOwn(ctx, message, before, othersStaged)
       revision = yield* headRef(ctx)
     }
-    if (staged !== "none") yield* ctx.fs.removeFile(ctx.pendingPath).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
+    // The pending marker says the mirror may differ from HEAD: it stays while another root's change is staged.
+    if (staged !== "none" && !othersStaged) {
+      yield* ctx.fs.removeFile(ctx.pendingPath).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
+    }
+    const changed = changedPaths.map(displayOfRepoPath)
     if (staged !== "none" || p.live.cache === undefined || p.live.racyRead > 0) yield* writeStatCache(ctx, p.live, revision ?? before)
     return { revision, roots: ctx.roots, changed, skipped: [...p.live.skipped, ...refused] } satisfies SnapshotResult
+  })
+
+/**
+ * Commit this root's staged change. With nothing else staged (the usual case) that is the index; else a
+ * temporary index of `before` with this root's scopes as the index stages them, so another root's staged
+ * change (its live diff, its interrupted snapshot) stays staged for that root, out of this revision.
+ */
+const commitOwn = (ctx: HistoryContext, message: string, before: string | null, othersStaged: boolean) =>
+  Effect.gen(function*() {
+    const nowMs = yield* Clock.currentTimeMillis
+    const commit = ["commit", "-q", "--no-verify", "--allow-empty-message", "-m", message]
+    if (!othersStaged) return yield* git(ctx, commit, { nowMs })
+    const indexFile = NodePath.join(ctx.gitDir, `pi-commit-index.${yield* nonce}`)
+    return yield* Effect.ensuring(
+      Effect.gen(function*() {
+        yield* git(ctx, before === null ? ["read-tree", "--empty"] : ["read-tree", before], { indexFile })
+        yield* git(ctx, ["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--", ...ctx.scopes], { indexFile })
+        const own = yield* git(ctx, ["ls-files", "-s", "-z", "--", ...ctx.scopes], { read: true })
+        if (own.stdout.length > 0) yield* git(ctx, ["update-index", "-z", "--index-info"], { indexFile, stdin: own.stdout })
+        return yield* git(ctx, commit, { nowMs, indexFile })
+      }),
+      ctx.fs.removeFile(indexFile).pipe(
+        Effect.catchAll((e) => e.reason === "NotFound" ? Effect.void : Effect.logWarning(`config history: could not remove ${indexFile}: ${e.message}`))
+      )
+    )
   })
 
 /** The web data root another root's change sentinel names (only its own operations may clear it), else `undefined`. */
@@ -1149,7 +1218,9 @@ const diff = (ctx: HistoryContext, o: { readonly from?: string | undefined; read
     if (to === undefined) yield* withLock(ctx, Effect.flatMap(plan(ctx), (p) => stageLocked(ctx, p)))
     const range = to === undefined ? ["--cached", from] : [from, to]
     const names = yield* git(ctx, ["diff", "--name-only", "--no-renames", ...NO_DIFF_PROGRAMS, "-z", ...range, "--", ...ctx.scopes], { read: true })
+      .pipe(damagedOn128(ctx, "the revisions compared"))
     const patch = yield* git(ctx, ["diff", "--no-color", "--no-renames", ...NO_DIFF_PROGRAMS, ...range, "--", ...ctx.scopes], { read: true })
+      .pipe(damagedOn128(ctx, "the revisions compared"))
     // The patch is text for a person; a byte that is not UTF-8 is kept (escaped), never replaced.
     return { files: (yield* nulPaths(ctx, "diff --name-only", names.stdout)).map(displayOfRepoPath), patch: displayPatch(nameOfBytes(patch.stdout)) }
   })

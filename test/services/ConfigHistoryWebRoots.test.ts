@@ -72,6 +72,40 @@ describe("ConfigHistory: two web data roots share one history (real git)", () =>
       assert.isString(dev2.revision)
     }))
 
+  it.scopedLive("a live diff of one root leaves its change out of the other's snapshots; its own snapshot then records it", () =>
+    Effect.gen(function*() {
+      const { prod, dev, agent, prodHistory, devHistory, write } = yield* twoRoots
+      write(agent, "settings.json", json({ theme: "dark" }))
+      write(prod, SETTINGS, json({ font: 12 }))
+      write(dev, SETTINGS, json({ font: 20 }))
+      yield* prodHistory.snapshot({ message: "prod 1" })
+      const dev1 = yield* devHistory.snapshot({ message: "dev 1" })
+      fs.rmSync(NodePath.join(dev, SETTINGS))
+      // Dev's diff stages its deletion in the history's own index, to compare it.
+      const seen = yield* devHistory.diff()
+      assert.deepStrictEqual(seen.files, [SETTINGS])
+      // Prod sees nothing of it, commits nothing of it, and its status is clean.
+      assert.deepStrictEqual((yield* prodHistory.diff()).files, [])
+      assert.isFalse((yield* prodHistory.status()).dirty)
+      const prodNothing = yield* prodHistory.snapshot({ message: "prod, nothing changed" })
+      assert.deepStrictEqual([prodNothing.revision, prodNothing.changed], [null, []])
+      assert.strictEqual(rawGit(prodHistory.dir, ["rev-parse", "HEAD"]).trim(), dev1.revision)
+      // A change of prod's own, with dev's still staged: prod's revision holds prod's file only.
+      write(prod, SETTINGS, json({ font: 13 }))
+      write(agent, "settings.json", json({ theme: "light" }))
+      const prod2 = yield* prodHistory.snapshot({ message: "prod 2" })
+      assert.deepStrictEqual([...prod2.changed].sort(), [SETTINGS, "settings.json"].sort())
+      assert.deepStrictEqual(rawGit(prodHistory.dir, ["show", "--name-status", "--format=", "HEAD"]).trim().split("\n").sort(), ["M\tagent/settings.json", `M\tweb/${SETTINGS}`])
+      // Dev's change is still dev's to record: pending, then in its own revision.
+      assert.isTrue((yield* devHistory.status()).dirty)
+      const dev2 = yield* devHistory.snapshot({ message: "dev 2" })
+      assert.deepStrictEqual(dev2.changed, [SETTINGS])
+      assert.deepStrictEqual(rawGit(prodHistory.dir, ["show", "--name-status", "--format=", "HEAD"]).trim(), `D\t${webMirrorOf(dev, prod)}/${SETTINGS}`)
+      assert.isFalse((yield* devHistory.status()).dirty)
+      assert.isFalse((yield* prodHistory.status()).dirty)
+      assert.deepStrictEqual((yield* prodHistory.log()).map((e) => e.message), ["prod 2", "prod 1"])
+    }))
+
   it.scopedLive("the second root cannot be rolled back to before its first snapshot: refused, nothing written", () =>
     Effect.gen(function*() {
       const { prod, dev, prodHistory, devHistory, write, read } = yield* twoRoots
@@ -113,6 +147,71 @@ describe("ConfigHistory: two web data roots share one history (real git)", () =>
       assert.include((yield* Effect.flip((yield* historyOf(prod)).snapshot())).message, `"webRoot":"<the web data root whose extension config web/ holds>"`)
       fs.writeFileSync(record, JSON.stringify({ version: 1, webRoot: prod }))
       assert.isString((yield* (yield* historyOf(prod)).snapshot()).revision)
+    }))
+
+  it.scopedLive("a web data root that is a symlink is read and written through its link, and stays a link", () =>
+    Effect.gen(function*() {
+      const { prod, agent, historyOf, write, read } = yield* twoRoots
+      // The data lives on another disk; the root is a link to it, as a person moves data.
+      const disk = `${prod}-disk`
+      write(disk, SETTINGS, json({ font: 12 }))
+      fs.symlinkSync(disk, prod)
+      write(agent, "settings.json", json({ theme: "dark" }))
+      const history = yield* historyOf(prod)
+      const first = yield* history.snapshot({ message: "through the link" })
+      assert.deepStrictEqual([...first.changed].sort(), [SETTINGS, "settings.json"].sort())
+      assert.deepStrictEqual(first.roots.webDataRoot, prod, "the root as named")
+      assert.include(rawGit(history.dir, ["ls-tree", "-r", "--name-only", "HEAD"]), `web/${SETTINGS}`)
+      write(disk, SETTINGS, json({ font: 13 }))
+      assert.deepStrictEqual((yield* history.snapshot({ message: "edit" })).changed, [SETTINGS])
+      // A rollback writes through the link, into the directory it leads to.
+      yield* history.rollback(first.revision!)
+      assert.strictEqual(read(disk, SETTINGS), json({ font: 12 }))
+      assert.isTrue(fs.lstatSync(prod).isSymbolicLink(), "the link is left as it is")
+    }))
+
+  it.scopedLive("a web data root that is not there takes no mirror, and one that vanished is refused, not recorded as deleted", () =>
+    Effect.gen(function*() {
+      const { prod, dev, agent, historyOf, write, read } = yield* twoRoots
+      write(agent, "settings.json", json({ theme: "dark" }))
+      // A typo'd root (never there): the agent's files are kept, the root claims nothing.
+      const typo = yield* historyOf(`${dev}-typo`)
+      assert.deepStrictEqual((yield* typo.snapshot({ message: "agent only" })).changed, ["settings.json"])
+      assert.isFalse(fs.existsSync(NodePath.join(typo.dir, ".git", WEB_ROOT_RECORD)))
+      // The first root with files to keep takes web/.
+      write(prod, SETTINGS, json({ font: 12 }))
+      const prodHistory = yield* historyOf(prod)
+      yield* prodHistory.snapshot({ message: "prod 1" })
+      assert.deepStrictEqual(JSON.parse(fs.readFileSync(NodePath.join(typo.dir, ".git", WEB_ROOT_RECORD), "utf8")), { version: 1, webRoot: prod })
+      // Unmounted (renamed away): snapshot and rollback are refused, naming the root; nothing committed or written.
+      const head = rawGit(prodHistory.dir, ["rev-parse", "HEAD"]).trim()
+      fs.renameSync(prod, `${prod}.away`)
+      write(agent, "settings.json", json({ theme: "light" }))
+      for (const refused of [yield* Effect.flip(prodHistory.snapshot()), yield* Effect.flip(prodHistory.rollback(head))]) {
+        assert.strictEqual(refused._tag, "InvalidArgument")
+        assert.include(refused.message, `the web data root ${prod} does not exist, and the history keeps 1 config file of it`)
+      }
+      assert.strictEqual(rawGit(prodHistory.dir, ["rev-parse", "HEAD"]).trim(), head)
+      assert.isFalse(fs.existsSync(prod), "a rollback made nothing there")
+      // Back in place: nothing was lost, and the agent's edit is recorded.
+      fs.renameSync(`${prod}.away`, prod)
+      const back = yield* prodHistory.snapshot({ message: "back" })
+      assert.deepStrictEqual(back.changed, ["settings.json"])
+      assert.strictEqual(read(prod, SETTINGS), json({ font: 12 }))
+    }))
+
+  it.scopedLive("a diff of revisions whose object is missing is ConfigHistoryCorrupt, not a raw git failure", () =>
+    Effect.gen(function*() {
+      const { prod, prodHistory, write } = yield* twoRoots
+      write(prod, SETTINGS, json({ font: 12 }))
+      const first = yield* prodHistory.snapshot()
+      write(prod, SETTINGS, json({ font: 13 }))
+      yield* prodHistory.snapshot()
+      const blob = rawGit(prodHistory.dir, ["rev-parse", `${first.revision}:web/${SETTINGS}`]).trim()
+      fs.rmSync(NodePath.join(prodHistory.dir, ".git", "objects", blob.slice(0, 2), blob.slice(2)))
+      const refused = yield* Effect.flip(prodHistory.diff({ from: first.revision!, to: "HEAD" }))
+      assert.strictEqual(refused._tag, "ConfigHistoryCorrupt")
+      assert.include(refused.message, "cannot be read")
     }))
 
   it.scopedLive("a root never snapshotted, with live config: a rollback is refused before anything is recorded or removed", () =>

@@ -111,6 +111,8 @@ export interface GitCall {
   /** Exit codes that are answers, not failures (e.g. 1 for `diff --quiet`). Default [0]. */
   readonly okExitCodes?: ReadonlyArray<number>
   readonly nowMs?: number
+  /** An index of the caller's own instead of the repository's (GIT_INDEX_FILE): a commit of part of what is staged. */
+  readonly indexFile?: string
 }
 
 export type Git = (args: ReadonlyArray<string>, call?: GitCall) => Effect.Effect<GitResult, GitFailed>
@@ -138,7 +140,10 @@ export const makeGit = (input: {
     return input.runner.run({
       command: "git",
       args: [...globals, ...args],
-      env: gitEnvironment({ pathVar: input.pathVar, read: call.read === true, nowMs: call.nowMs }),
+      env: {
+        ...gitEnvironment({ pathVar: input.pathVar, read: call.read === true, nowMs: call.nowMs }),
+        ...(call.indexFile === undefined ? {} : { GIT_INDEX_FILE: call.indexFile })
+      },
       cwd: input.workTree,
       stdin: call.stdin,
       maxStdoutBytes: call.maxOutputBytes ?? GIT_OUTPUT_MAX,
