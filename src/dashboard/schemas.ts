@@ -249,7 +249,14 @@ same<typeof LogEntry.Type, LogEntryType>()
 export const HistoryStatus = Schema.Struct({
   head: Schema.NullOr(Schema.String),
   dirty: Schema.Boolean,
-  interrupted: Schema.NullOr(Schema.Struct({ message: Schema.String, startedAt: Int, lastGoodRevision: Schema.NullOr(Schema.String), webRoot: Schema.optional(Schema.String) }))
+  interrupted: Schema.NullOr(Schema.Struct({
+    message: Schema.String,
+    startedAt: Int,
+    lastGoodRevision: Schema.NullOr(Schema.String),
+    webRoot: Schema.optional(Schema.String),
+    unknown: Schema.optional(Schema.Literal(true)),
+    blocked: Schema.optional(Schema.Literal(true))
+  }))
 })
 same<typeof HistoryStatus.Type, HistoryStatusType>()
 

@@ -50,7 +50,8 @@ export const webRootRecordOf = (value: unknown): WebRootRecordParsed => {
   if (typeof record.webRoot !== "string" || !NodePath.isAbsolute(record.webRoot)) return { ok: false, why: "webRoot is not an absolute path" }
   const extra = Object.keys(record).filter((k) => k !== "version" && k !== "webRoot")
   if (extra.length > 0) return { ok: false, why: `unknown field ${JSON.stringify(extra[0])}` }
-  return { ok: true, webRoot: record.webRoot }
+  // The root as a path names it (`/data/web/` and `/data/web` are one root), as the callers' roots are resolved.
+  return { ok: true, webRoot: NodePath.resolve(record.webRoot) }
 }
 
 /**

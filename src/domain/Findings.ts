@@ -229,6 +229,12 @@ export const FINDING_CODES = {
     meaning: "A config change (ConfigHistory `change()`) was interrupted: its process died between its start " +
       "and its snapshot. The finding names the change and the last good revision to roll back to."
   },
+  "config-history-damaged": {
+    severity: "warning",
+    meaning: "The config history's record of which web data root `web/` holds (`.git/pi-web-root.json`) cannot " +
+      "be read as `{\"version\":1,\"webRoot\":\"<absolute path>\"}`: every config snapshot, rollback, diff and log is " +
+      "refused until it is written again naming that root."
+  },
   "state-backup-incomplete": {
     severity: "warning",
     meaning: "An incomplete state snapshot (`.incomplete-<id>/` in the backup root) whose writer is dead; never " +

@@ -17,6 +17,7 @@ import { UnsafeRootReason } from "./Errors.js"
 import { decodeSnapshotPath, SNAPSHOT_AGENT_ENTRIES, SNAPSHOT_PATH_MAX, type SnapshotPath, snapshotTreeProblem, STATE_EXCLUDED } from "./SnapshotPath.js"
 import { PACKAGE_NAME, VERSION } from "./Version.js"
 import { tierPaths } from "./WebPaths.js"
+import { isInside } from "./Tiers.js"
 
 export const STATE_BACKUP_DIR_ENV = "PI_STATE_BACKUP_DIR"
 /** Who wrote a snapshot: this package, at its version. */
@@ -65,10 +66,7 @@ export const webScopeRoot = (webDataRoot: string, extId: string): ScopeRoot => (
 export const extensionDests = (namespace: string): ReadonlyArray<string> => [`agent/state/extensions/${namespace}`, `web/${namespace}/state`]
 
 /** Whether `path` equals `root` or lies below it (lexically, both absolute and normalized). */
-export const isWithin = (path: string, root: string): boolean => {
-  const rel = NodePath.relative(root, path)
-  return rel === "" || (!rel.startsWith("..") && !NodePath.isAbsolute(rel))
-}
+export const isWithin = (path: string, root: string): boolean => NodePath.relative(root, path) === "" || isInside(path, root)
 
 /** `$PI_STATE_BACKUP_DIR` unless an option is given, else `<parent of agent dir>/backups/<name of agent dir>`. */
 export const resolveBackupRoot = (input: {

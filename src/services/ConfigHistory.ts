@@ -64,6 +64,7 @@ import { resolveStateDir } from "../domain/Tiers.js"
 import { tierPaths, type WebDataRootResolution } from "../domain/WebPaths.js"
 import { AgentDir, resolveRootLink } from "./AgentDir.js"
 import { countOf } from "../domain/Count.js"
+import { isWithin } from "../domain/StateSnapshot.js"
 import { type DirEntry, FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type InterruptedChange, historyDirOf, readChangeSentinel, sentinelPathOf } from "./internal/configSentinel.js"
@@ -344,11 +345,25 @@ type HistoryContext = HistoryBase & {
 }
 
 /** Read at the start of each operation: which web data root `web/` holds, so this root's mirror. */
-const withWebMirror = (base: HistoryBase): Effect.Effect<HistoryContext, ConfigHistoryCorrupt | GitFailed | FileSystemError> =>
+const withWebMirror = (base: HistoryBase): Effect.Effect<HistoryContext, ConfigHistoryCorrupt | GitFailed | FileSystemError | InvalidArgument> =>
   Effect.gen(function*() {
+    // The history's own directory is never followed through a link nor written under a file.
+    const own = yield* lstatOption(base, base.dir)
+    if (own !== undefined && own.type !== "Directory") {
+      return yield* corrupt(base, `${base.dir} is ${aFileType(own.type)}, where the config history keeps its repository; move it away by hand (the history is never read or written through it)`)
+    }
     const webRootRecord = yield* readWebRootRecord(base)
     const webMirror = webMirrorOf(base.webRoot, webRootRecord.root ?? base.webRoot)
     const liveWebRoot = yield* resolveRootLink(base.fs, base.webRoot)
+    // A root holding the history would mirror the history into itself, one level deeper each snapshot.
+    for (const root of new Set([base.webRoot, liveWebRoot])) {
+      if (isWithin(base.dir, root)) {
+        return yield* Effect.fail(new InvalidArgument({
+          field: "webDataRoot",
+          detail: `the web data root ${root} holds the config history (${base.dir}): its snapshots would copy the history into itself; name the web host's data root (--web-data-root)`
+        }))
+      }
+    }
     return { ...base, webRootRecord, webMirror, liveWebRoot, scopes: [AGENT_MIRROR, webMirror], scopeKey: statCacheScope(base.webRoot, webMirror) }
   })
 
@@ -828,9 +843,13 @@ const clearStaleGitLocks = (ctx: HistoryContext) =>
     }
   })
 
-const withLock = <A, E>(ctx: HistoryContext, body: Effect.Effect<A, E>): Effect.Effect<A, E | ConfigHistoryBusy | FileSystemError> =>
+const withLock = <A, E>(ctx: HistoryContext, body: Effect.Effect<A, E>): Effect.Effect<A, E | ConfigHistoryBusy | ConfigHistoryCorrupt | FileSystemError> =>
   Effect.gen(function*() {
     yield* ctx.fs.makeDirectory(ctx.dir, { recursive: true, mode: 0o700 })
+    // A directory where the change sentinel belongs could never be cleared: refused before anything is written.
+    if ((yield* lstatOption(ctx, sentinelPathOf(ctx.dir)))?.type === "Directory") {
+      return yield* corrupt(ctx, `${sentinelPathOf(ctx.dir)} is a directory where the change sentinel belongs; move it away by hand (nothing of the library's is in it)`)
+    }
     const release = yield* acquireMarkerWaiting(ctx.deps, ctx.lockPath, "config-history", {
       // 5–40 ms between tries (jittered, so racing writers spread out), `lockWaitMs` in all.
       schedule: Schedule.spaced(Duration.millis(20)).pipe(Schedule.jitteredWith({ min: 0.25, max: 2 }), waitingAtMost(ctx.lockWaitMs)),

@@ -27,7 +27,7 @@ import { AgentDir, resolveRootLink } from "./AgentDir.js"
 import { FileSystem, type WalkBudget } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type Deps, readOnlyDepsFromContext } from "./internal/deps.js"
-import { configHistoryFindings } from "./internal/configSentinel.js"
+import { configHistoryFindings, webRootRecordFindings } from "./internal/configSentinel.js"
 import {
   type AgentDirFacts,
   DEFAULT_SCAN_MAX_ENTRIES,
@@ -459,6 +459,7 @@ const doctorProgram = (
     if (facts.status._tag === "Directory") {
       for (const f of yield* userProfileFindings(deps, inputs.agentDir.paths)) others.draft(f)
       for (const f of yield* configHistoryFindings(deps, inputs.agentDir.paths.configBackupsDir, agentDir)) others.draft(f)
+      for (const f of yield* webRootRecordFindings(deps, inputs.agentDir.paths.configBackupsDir)) others.draft(f)
       for (const f of yield* inputs.stateBackups(webDataRootGiven)) others.draft(f)
     }
     const findings = [...found.agentDir, ...others.list, ...found.webData, ...found.problems]

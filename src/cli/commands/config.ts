@@ -40,7 +40,11 @@ export const renderStatus = (paint: Paint, dir: string, s: HistoryStatus, agentD
     const cmd = `pi-storage ${agentDirFlag(agentDir)}${i.webRoot === undefined ? "" : ` ${webDataRootFlag(i.webRoot)}`} config`
     lines.push(
       txt`${paint("red", txt`Interrupted change: "${i.message}" (started ${new Date(i.startedAt).toISOString()})`)}\n`,
-      i.lastGoodRevision === null
+      i.blocked === true
+        ? txt`  A directory stands where the sentinel belongs: move it away by hand; config snapshot and rollback are refused until then.\n`
+        : i.unknown === true
+        ? txt`  Its sentinel cannot be read: what it changed and the last good revision are unknown. Look at \`${cmd} log\` and the files, then keep them with \`${cmd} snapshot\` (or roll back to a revision the log shows).\n`
+        : i.lastGoodRevision === null
         ? txt`  The history was empty before it; check the files, then \`${cmd} snapshot\`.\n`
         : txt`  Undo it with \`${cmd} rollback ${short(i.lastGoodRevision)}\`, or keep the files with \`${cmd} snapshot\`.\n`
     )

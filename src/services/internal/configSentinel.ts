@@ -5,7 +5,8 @@
  */
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
-import { CHANGE_SENTINEL, ChangeSentinel, HISTORY_DIR_NAME } from "../../domain/ConfigHistory.js"
+import { CHANGE_SENTINEL, ChangeSentinel, HISTORY_DIR_NAME, WEB_ROOT_RECORD, WEB_ROOT_RECORD_MAX_BYTES, webRootRecordOf } from "../../domain/ConfigHistory.js"
+import * as Schema from "effect/Schema"
 import type { FindingDraft } from "../../domain/FindingDraft.js"
 import { agentDirFlag, webDataRootFlag } from "../../domain/FixCommands.js"
 import { decodeJsonBytes, MARKER_MAX_BYTES } from "../../domain/Formats.js"
@@ -19,6 +20,13 @@ export interface InterruptedChange {
   readonly lastGoodRevision: string | null
   /** The web data root the change covered: its rollback or snapshot must name it (absent in older sentinels). */
   readonly webRoot?: string
+  /**
+   * The sentinel could not be read (torn, unreadable, not a file): nothing is known of the change, its last good
+   * revision included (`lastGoodRevision` is then `null` without meaning "the history was empty").
+   */
+  readonly unknown?: true
+  /** A directory stands where the sentinel belongs: nothing can clear it but a person moving it away. */
+  readonly blocked?: true
 }
 
 export type SentinelState =
@@ -29,7 +37,7 @@ export type SentinelState =
   | { readonly _tag: "Unreachable"; readonly path: string }
 
 /** What is said of a change whose sentinel cannot be read: interrupted, with nothing known of it. */
-const UNREADABLE_CHANGE: InterruptedChange = { message: "(unreadable sentinel)", startedAt: 0, lastGoodRevision: null }
+export const UNREADABLE_CHANGE: InterruptedChange = { message: "(unreadable sentinel)", startedAt: 0, lastGoodRevision: null, unknown: true }
 
 export const historyDirOf = (configBackupsDir: string): string => NodePath.join(configBackupsDir, HISTORY_DIR_NAME)
 export const sentinelPathOf = (historyDir: string): string => NodePath.join(historyDir, CHANGE_SENTINEL)
@@ -40,11 +48,14 @@ export const readChangeSentinel = (deps: Deps, historyDir: string): Effect.Effec
     if (read._tag === "Left") {
       if (read.left.reason === "NotFound") return { _tag: "None" } as const
       if (read.left.reason === "NotADirectory") return { _tag: "Unreachable", path: read.left.path } as const
+      if (read.left.reason === "IsADirectory") {
+        return { _tag: "Interrupted", change: { ...UNREADABLE_CHANGE, message: "(a directory where the sentinel belongs)", blocked: true }, detail: "a directory, not the sentinel file" } as const
+      }
       return { _tag: "Interrupted", change: UNREADABLE_CHANGE, detail: `unreadable: ${read.left.message}` } as const
     }
     const decoded = decodeJsonBytes(ChangeSentinel, read.right)
     if (!decoded.ok) {
-      return { _tag: "Interrupted", change: { message: "(torn sentinel)", startedAt: 0, lastGoodRevision: null }, detail: decoded.why } as const
+      return { _tag: "Interrupted", change: { ...UNREADABLE_CHANGE, message: "(torn sentinel)" }, detail: decoded.why } as const
     }
     const s = decoded.value
     // A writer elsewhere is judged by the sentinel file's age on its file system's clock (the markers' rule).
@@ -68,10 +79,47 @@ export const configHistoryFindings = (deps: Deps, configBackupsDir: string, agen
     return Effect.succeed(state._tag === "Interrupted" ? [interrupted(path, agentDir, state.change, state.detail)] : [])
   })
 
+/**
+ * The doctor's view of the history's web-root record (`WEB_ROOT_RECORD`), read by the rule the history reads it
+ * by (`webRootRecordOf`): a record there that does not read refuses every config operation, so it is said. A
+ * missing record is not judged here (whether revisions used `web/` without one takes git: the history says it).
+ */
+export const webRootRecordFindings = (deps: Deps, configBackupsDir: string): Effect.Effect<ReadonlyArray<FindingDraft>> =>
+  Effect.gen(function*() {
+    const path = NodePath.join(historyDirOf(configBackupsDir), ".git", WEB_ROOT_RECORD)
+    const read = yield* deps.fs.readFile(path, { maxBytes: WEB_ROOT_RECORD_MAX_BYTES }).pipe(Effect.either)
+    if (read._tag === "Left" && (read.left.reason === "NotFound" || read.left.reason === "NotADirectory")) return []
+    const json = read._tag === "Left" ? { ok: false as const, why: `cannot be read (${read.left.message})` } : decodeJsonBytes(Schema.Unknown, read.right)
+    const parsed = json.ok ? webRootRecordOf(json.value) : json
+    if (parsed.ok) return []
+    return [{
+      code: "config-history-damaged",
+      path,
+      message: `the config history's record of which web data root web/ holds does not read (${parsed.why}): every config snapshot, rollback, diff and log is refused`,
+      fix: `write {"version":1,"webRoot":"<the web data root whose extension config web/ holds>"} to ${path}`
+    } satisfies FindingDraft]
+  })
+
 const interrupted = (path: string, agentDir: string, change: InterruptedChange, detail: string): FindingDraft => {
   const to = change.lastGoodRevision
   // The change's own web data root: a command without it would work on another root's files.
   const flags = change.webRoot === undefined ? agentDirFlag(agentDir) : `${agentDirFlag(agentDir)} ${webDataRootFlag(change.webRoot)}`
+  if (change.blocked === true) {
+    return {
+      code: "config-change-interrupted",
+      path,
+      message: `a directory stands where the config history keeps its change sentinel: every config snapshot, rollback and change is refused until it is moved away`,
+      fix: "move it away by hand (nothing of the library's is in it), then look at the config files"
+    }
+  }
+  if (change.unknown === true) {
+    return {
+      code: "config-change-interrupted",
+      path,
+      message: `a config change was interrupted and its sentinel cannot be read (${detail}): what it changed and the last good revision are unknown`,
+      fix: `look at \`pi-storage ${flags} config log\` and the config files, then run \`pi-storage ${flags} config snapshot\` to keep them as they are (or roll back to a revision the log shows)`
+    }
+  }
   return {
     code: "config-change-interrupted",
     path,
