@@ -140,9 +140,9 @@ describe("openAgentStorage", () => {
       expect([three.scannedRuns, three.truncated]).toEqual([3, true])
       const stop = three.stoppedBy.find((s) => s._tag === "MaxScannedRuns")
       expect(stop).toMatchObject({ limit: 3, left: 2, flag: "--max-scanned-runs" })
-      // Capped (5 asked) names the ceiling; left to the ceiling's default, the option raises it.
+      // At the ceiling, asked for more or left to its default: only the ceiling raises it.
       if ("maxScannedRuns" in asked) expect(stop!.message).toMatch(/maxScannedRuns 5 was asked and capped at the ceiling's 3$/)
-      else expect(stop!.message).toMatch(/raise maxScannedRuns \(--max-scanned-runs\)$/)
+      else expect(stop!.message).toMatch(/raise the harness ceiling \(retentionCeiling\.maxScannedRuns\): a policy's maxScannedRuns is at most the ceiling's 3, its default$/)
     }
     await low.close()
     await expect(openAgentStorage({ agentDir: dir, retentionCeiling: { maxScannedRuns: -1 } })).rejects.toMatchObject({ _tag: "InvalidPolicy" })

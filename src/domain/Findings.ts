@@ -232,8 +232,8 @@ export const FINDING_CODES = {
   "config-history-damaged": {
     severity: "warning",
     meaning: "The config history's record of which web data root `web/` holds (`.git/pi-web-root.json`) cannot " +
-      "be read as `{\"version\":1,\"webRoot\":\"<absolute path>\"}`: every config snapshot, rollback, diff and log is " +
-      "refused until it is written again naming that root."
+      "be read as `{\"version\":1,\"webRoot\":\"<absolute path>\"}`, or its `.git` is not a directory: every config " +
+      "snapshot, rollback, diff and log is refused until it is written again naming that root (or `.git` moved away)."
   },
   "state-backup-incomplete": {
     severity: "warning",

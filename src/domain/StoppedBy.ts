@@ -44,13 +44,24 @@ const count = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",")
 const POLICY = (field: string) => `policy.${field} (up to the harness ceiling: openAgentStorage({ retentionCeiling }), StorageConfig.retentionCeiling)`
 
 /**
- * How to raise a prune's bound: its policy field and flag, or, when the caller asked for more than the harness
- * ceiling let it have (`asked` over `limit`), the ceiling, which the caller's own option cannot pass.
+ * What the caller asked of a prune's bound and the harness ceiling over it: a bound at the ceiling is raised
+ * only by raising the ceiling, whether the policy asked for more (capped) or left it to the ceiling's default.
  */
-const raisePolicy = (field: string, flag: string, limit: number, asked: number | undefined): string =>
-  asked !== undefined && asked > limit
-    ? `raise the harness ceiling (retentionCeiling.${field}): ${field} ${count(asked)} was asked and capped at the ceiling's ${count(limit)}`
-    : `raise ${field} (${flag})`
+export interface BoundAsked {
+  readonly asked?: number | undefined
+  readonly ceiling?: number | undefined
+}
+
+/**
+ * How to raise a prune's bound: its policy field and flag; or, when the bound is the harness ceiling's and the
+ * caller did not ask for exactly it (the CLI does: its ceiling is what a person asked), the ceiling.
+ */
+const raisePolicy = (field: string, flag: string, limit: number, bound: BoundAsked = {}): string =>
+  bound.ceiling === undefined || limit < bound.ceiling || bound.asked === limit
+    ? `raise ${field} (${flag})`
+    : bound.asked !== undefined && bound.asked > limit
+    ? `raise the harness ceiling (retentionCeiling.${field}): ${field} ${count(bound.asked)} was asked and capped at the ceiling's ${count(limit)}`
+    : `raise the harness ceiling (retentionCeiling.${field}): a policy's ${field} is at most the ceiling's ${count(limit)}, its default`
 
 /**
  * A prune scanned `limit` of the tenant's `candidates` entries (docs/work-runs.md "Retention"). `progressed`: it
@@ -58,7 +69,7 @@ const raisePolicy = (field: string, flag: string, limit: number, asked: number |
  * again scans the same first entries and only a larger bound reaches the rest. `asked`: the policy's value
  * before the harness ceiling capped it.
  */
-export const pruneScanStopped = (limit: number, candidates: number, progressed: boolean, asked?: number): StoppedBy => ({
+export const pruneScanStopped = (limit: number, candidates: number, progressed: boolean, asked?: BoundAsked): StoppedBy => ({
   _tag: "MaxScannedRuns",
   limit,
   left: candidates - limit,
@@ -73,7 +84,7 @@ export const pruneScanStopped = (limit: number, candidates: number, progressed: 
 })
 
 /** The prune's shared entry budget ran out before or during `runs` runs' size walks. */
-export const pruneEntriesStopped = (limit: number, runs: number, asked?: number): StoppedBy => ({
+export const pruneEntriesStopped = (limit: number, runs: number, asked?: BoundAsked): StoppedBy => ({
   _tag: "MaxEntries",
   limit,
   left: runs,
@@ -86,7 +97,7 @@ export const pruneEntriesStopped = (limit: number, runs: number, asked?: number)
 })
 
 /** `runs` of a prune's size walks stopped at `maxDepth` (or at a mount point: the walk cannot tell which). */
-export const pruneDepthStopped = (limit: number, runs: number, asked?: number): StoppedBy => ({
+export const pruneDepthStopped = (limit: number, runs: number, asked?: BoundAsked): StoppedBy => ({
   _tag: "MaxDepth",
   limit,
   left: runs,

@@ -22,17 +22,26 @@ const MAX_LINK_HOPS = 8
  * not exist, cannot be read or is not a link resolves to itself.
  */
 export const resolveRootLink = (fs: FileSystem["Type"], path: string): Effect.Effect<string> =>
+  Effect.map(rootLinkHops(fs, path), (hops) => hops[hops.length - 1]!)
+
+/**
+ * Every path `resolveRootLink` passes through, `path` first and the answer last (one entry when `path` is
+ * no link): a reader that trusts what it saw there (the config history's clean scan) watches each of them.
+ */
+export const rootLinkHops = (fs: FileSystem["Type"], path: string): Effect.Effect<ReadonlyArray<string>> =>
   Effect.gen(function*() {
+    const hops = [path]
     let current = path
     for (let hop = 0; hop < MAX_LINK_HOPS; hop++) {
       // Read-only: what cannot be examined resolves to itself; the scan that reads it then reports the problem.
       const info = yield* fs.lstat(current).pipe(Effect.option)
-      if (info._tag === "None" || info.value.type !== "SymbolicLink") return current
+      if (info._tag === "None" || info.value.type !== "SymbolicLink") return hops
       const target = yield* fs.readLink(current).pipe(Effect.option)
-      if (target._tag === "None") return current
+      if (target._tag === "None") return hops
       current = NodePath.resolve(NodePath.dirname(current), target.value)
+      hops.push(current)
     }
-    return current
+    return hops
   })
 
 export class AgentDir extends Context.Tag("pi-agent-storage/AgentDir")<AgentDir, {

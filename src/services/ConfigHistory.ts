@@ -62,7 +62,7 @@ import { chainComponentViolation, dirsBelowRoot } from "../domain/PathChain.js"
 import { decodeSegment } from "../domain/Segment.js"
 import { resolveStateDir } from "../domain/Tiers.js"
 import { tierPaths, type WebDataRootResolution } from "../domain/WebPaths.js"
-import { AgentDir, resolveRootLink } from "./AgentDir.js"
+import { AgentDir, rootLinkHops } from "./AgentDir.js"
 import { countOf } from "../domain/Count.js"
 import { isWithin } from "../domain/StateSnapshot.js"
 import { type DirEntry, FileSystem } from "./FileSystem.js"
@@ -338,6 +338,8 @@ type HistoryContext = HistoryBase & {
    * another disk, as the doctor and `status` read it). The root as named stays its identity (record, mirror, sentinel).
    */
   readonly liveWebRoot: string
+  /** The root as named, each link on the way, and `liveWebRoot`: what a clean scan watches. */
+  readonly webRootHops: ReadonlyArray<string>
   /** The mirror roots this operation manages: the agent's and this web data root's. */
   readonly scopes: ReadonlyArray<string>
   /** The stat cache's scope for this root and its mirror (`statCacheScope`). */
@@ -347,24 +349,29 @@ type HistoryContext = HistoryBase & {
 /** Read at the start of each operation: which web data root `web/` holds, so this root's mirror. */
 const withWebMirror = (base: HistoryBase): Effect.Effect<HistoryContext, ConfigHistoryCorrupt | GitFailed | FileSystemError | InvalidArgument> =>
   Effect.gen(function*() {
-    // The history's own directory is never followed through a link nor written under a file.
-    const own = yield* lstatOption(base, base.dir)
-    if (own !== undefined && own.type !== "Directory") {
-      return yield* corrupt(base, `${base.dir} is ${aFileType(own.type)}, where the config history keeps its repository; move it away by hand (the history is never read or written through it)`)
+    // The history's own directories are never followed through a link nor written under a file.
+    for (const dir of [base.dir, base.gitDir]) {
+      const own = yield* lstatOption(base, dir)
+      if (own !== undefined && own.type !== "Directory") {
+        return yield* corrupt(base, `${dir} is ${aFileType(own.type)}, where the config history keeps its repository; move it away by hand (the history is never read or written through it)`)
+      }
+      if (own === undefined) break
     }
     const webRootRecord = yield* readWebRootRecord(base)
     const webMirror = webMirrorOf(base.webRoot, webRootRecord.root ?? base.webRoot)
-    const liveWebRoot = yield* resolveRootLink(base.fs, base.webRoot)
-    // A root holding the history would mirror the history into itself, one level deeper each snapshot.
+    const webRootHops = yield* rootLinkHops(base.fs, base.webRoot)
+    const liveWebRoot = webRootHops[webRootHops.length - 1]!
+    // A root holding the history where it walks (`<root>/<extId>/config/…`) would mirror the history into itself,
+    // one level deeper each snapshot.
     for (const root of new Set([base.webRoot, liveWebRoot])) {
-      if (isWithin(base.dir, root)) {
+      if ((isWithin(base.dir, root) && NodePath.relative(root, base.dir).split(NodePath.sep)[1] === "config") || isWithin(root, base.dir)) {
         return yield* Effect.fail(new InvalidArgument({
           field: "webDataRoot",
-          detail: `the web data root ${root} holds the config history (${base.dir}): its snapshots would copy the history into itself; name the web host's data root (--web-data-root)`
+          detail: `the web data root ${root} and the config history (${base.dir}) overlap: its snapshots would copy the history into itself; name the web host's data root (--web-data-root)`
         }))
       }
     }
-    return { ...base, webRootRecord, webMirror, liveWebRoot, scopes: [AGENT_MIRROR, webMirror], scopeKey: statCacheScope(base.webRoot, webMirror) }
+    return { ...base, webRootRecord, webMirror, liveWebRoot, webRootHops, scopes: [AGENT_MIRROR, webMirror], scopeKey: statCacheScope(base.webRoot, webMirror) }
   })
 
 interface Plan {
@@ -519,8 +526,8 @@ const walkConfig = (
 const scanLive = (ctx: HistoryContext, cache: StatCache | undefined): Effect.Effect<LiveScan, FileSystemError> => Effect.gen(function*() {
   const scannedAt = yield* Clock.currentTimeMillis
   const out: ScanState = { files: [], skipped: [], present: new Set(), cache, stats: new Map(), racyRead: 0, observed: [] }
-  // The web data root as named (a link re-pointed changes it) and the directory it leads to.
-  for (const root of new Set([ctx.agentDir, ctx.webRoot, ctx.liveWebRoot])) yield* observe(ctx, root, out)
+  // The web data root as named, each link on the way (one re-pointed changes it) and the directory it leads to.
+  for (const root of new Set([ctx.agentDir, ...ctx.webRootHops])) yield* observe(ctx, root, out)
   for (const name of AGENT_CONFIG_FILES) yield* candidate(ctx, `${AGENT_MIRROR}/${name}`, NodePath.join(ctx.agentDir, name), out)
   const overlays = ctx.agent.paths.directoryProfilesDir
   const overlayRepoPath = (id: string) => [AGENT_MIRROR, ...DIRECTORY_PROFILES_DIR, id, DIRECTORY_PROFILE_SETTINGS].join("/")
@@ -704,16 +711,20 @@ const ensureRepo = (ctx: HistoryContext) =>
  * a snapshot would record every one of them as deleted and a rollback would write into nothing. Refused,
  * naming the root and how many files the history keeps of it.
  */
-const requireWebRoot = (ctx: HistoryContext, current: string | null) =>
+const requireWebRoot = (ctx: HistoryContext, current: string | null, wanted: Iterable<string> = []) =>
   Effect.gen(function*() {
-    if (current === null || (yield* lstatOption(ctx, ctx.liveWebRoot)) !== undefined) return
-    const tracked = yield* git(ctx, ["ls-tree", "-r", "--name-only", "-z", current, "--", ctx.webMirror], { read: true }).pipe(damagedOn128(ctx, `revision ${short(current)}`))
-    const kept = (yield* nulPaths(ctx, "ls-tree", tracked.stdout)).length
+    if ((yield* lstatOption(ctx, ctx.liveWebRoot)) !== undefined) return
+    // A rollback's target may keep files of the root the head no longer does: writing them needs the root too.
+    let kept = [...wanted].filter((path) => path.startsWith(`${ctx.webMirror}/`)).length
+    if (current !== null) {
+      const tracked = yield* git(ctx, ["ls-tree", "-r", "--name-only", "-z", current, "--", ctx.webMirror], { read: true }).pipe(damagedOn128(ctx, `revision ${short(current)}`))
+      kept = Math.max(kept, (yield* nulPaths(ctx, "ls-tree", tracked.stdout)).length)
+    }
     if (kept === 0) return
     return yield* Effect.fail(new InvalidArgument({
       field: "webDataRoot",
       detail: `the web data root ${ctx.webRoot} does not exist, and the history keeps ${countOf(kept, "config file")} of it: ` +
-        `a snapshot would record ${kept === 1 ? "it" : "them"} as deleted. Mount or restore it, or name the root it lives at (--web-data-root); nothing was changed`
+        `a snapshot would record ${kept === 1 ? "it" : "them"} as deleted, a rollback could not write ${kept === 1 ? "it" : "them"}. Mount or restore it, or name the root it lives at (--web-data-root); nothing was changed`
     }))
   })
 
@@ -834,6 +845,10 @@ const nulPaths = (ctx: HistoryContext, what: string, stdout: Uint8Array) => pars
 /** Git's own lock files: under our lock no git of ours runs, so one left over is a dead git's. */
 const clearStaleGitLocks = (ctx: HistoryContext) =>
   Effect.gen(function*() {
+    // A commit's own index (`commitOwn`) a dead writer left: under the lock, nobody else is using one.
+    for (const entry of yield* listOption(ctx, ctx.gitDir)) {
+      if (entry.name.startsWith(COMMIT_INDEX_PREFIX)) yield* ctx.fs.removeFile(NodePath.join(ctx.gitDir, entry.name)).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
+    }
     for (const rel of ["index.lock", "HEAD.lock", "refs/heads/main.lock"]) {
       const path = NodePath.join(ctx.gitDir, ...rel.split("/"))
       if (yield* exists(ctx, path)) {
@@ -957,13 +972,25 @@ const snapshotLocked = (ctx: HistoryContext, message: string) =>
       yield* commitOwn(ctx, message, before, othersStaged)
       revision = yield* headRef(ctx)
     }
-    // The pending marker says the mirror may differ from HEAD: it stays while another root's change is staged.
-    if (staged !== "none" && !othersStaged) {
+    // The pending marker says the mirror may differ from HEAD: it stays while another root's change is staged,
+    // or its mirror was written and not yet staged (a crash between the two).
+    if (staged !== "none" && !othersStaged && !(staged === "recovered" && (yield* othersMirrorDirty(ctx)))) {
       yield* ctx.fs.removeFile(ctx.pendingPath).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
     }
     const changed = changedPaths.map(displayOfRepoPath)
     if (staged !== "none" || p.live.cache === undefined || p.live.racyRead > 0) yield* writeStatCache(ctx, p.live, revision ?? before)
     return { revision, roots: ctx.roots, changed, skipped: [...p.live.skipped, ...refused] } satisfies SnapshotResult
+  })
+
+/** A commit's own index in the git dir (`commitOwn`), and its lock. */
+const COMMIT_INDEX_PREFIX = "pi-commit-index."
+
+/** Whether the history's work tree differs from its index outside this root's scopes (`git status`). */
+const othersMirrorDirty = (ctx: HistoryContext) =>
+  Effect.gen(function*() {
+    const r = yield* git(ctx, ["status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all"], { read: true })
+    const records = nameOfBytes(r.stdout).split("\0").filter((record) => record.length > 3)
+    return records.some((record) => !ctx.scopes.includes(record.slice(3).split("/")[0]!))
   })
 
 /**
@@ -976,7 +1003,7 @@ const commitOwn = (ctx: HistoryContext, message: string, before: string | null, 
     const nowMs = yield* Clock.currentTimeMillis
     const commit = ["commit", "-q", "--no-verify", "--allow-empty-message", "-m", message]
     if (!othersStaged) return yield* git(ctx, commit, { nowMs })
-    const indexFile = NodePath.join(ctx.gitDir, `pi-commit-index.${yield* nonce}`)
+    const indexFile = NodePath.join(ctx.gitDir, `${COMMIT_INDEX_PREFIX}${yield* nonce}`)
     return yield* Effect.ensuring(
       Effect.gen(function*() {
         yield* git(ctx, before === null ? ["read-tree", "--empty"] : ["read-tree", before], { indexFile })
@@ -1233,15 +1260,42 @@ const diff = (ctx: HistoryContext, o: { readonly from?: string | undefined; read
   Effect.gen(function*() {
     const from = o.from !== undefined ? yield* resolve(ctx, o.from) : (yield* head(ctx)) ?? EMPTY_TREE
     const to = o.to !== undefined ? yield* resolve(ctx, o.to) : undefined
-    // Against the live files: stage them in our own index (never a commit), then compare it.
-    if (to === undefined) yield* withLock(ctx, Effect.flatMap(plan(ctx), (p) => stageLocked(ctx, p)))
-    const range = to === undefined ? ["--cached", from] : [from, to]
-    const names = yield* git(ctx, ["diff", "--name-only", "--no-renames", ...NO_DIFF_PROGRAMS, "-z", ...range, "--", ...ctx.scopes], { read: true })
-      .pipe(damagedOn128(ctx, "the revisions compared"))
-    const patch = yield* git(ctx, ["diff", "--no-color", "--no-renames", ...NO_DIFF_PROGRAMS, ...range, "--", ...ctx.scopes], { read: true })
-      .pipe(damagedOn128(ctx, "the revisions compared"))
-    // The patch is text for a person; a byte that is not UTF-8 is kept (escaped), never replaced.
-    return { files: (yield* nulPaths(ctx, "diff --name-only", names.stdout)).map(displayOfRepoPath), patch: displayPatch(nameOfBytes(patch.stdout)) }
+    const compare = (range: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        const names = yield* git(ctx, ["diff", "--name-only", "--no-renames", ...NO_DIFF_PROGRAMS, "-z", ...range, "--", ...ctx.scopes], { read: true })
+          .pipe(damagedOn128(ctx, "the revisions compared"))
+        const patch = yield* git(ctx, ["diff", "--no-color", "--no-renames", ...NO_DIFF_PROGRAMS, ...range, "--", ...ctx.scopes], { read: true })
+          .pipe(damagedOn128(ctx, "the revisions compared"))
+        // The patch is text for a person; a byte that is not UTF-8 is kept (escaped), never replaced.
+        return { files: (yield* nulPaths(ctx, "diff --name-only", names.stdout)).map(displayOfRepoPath), patch: displayPatch(nameOfBytes(patch.stdout)) }
+      })
+    if (to !== undefined) return yield* compare([from, to])
+    // Against the live files: stage them in the history's index (never a commit), compare it, then put back what
+    // was staged, so a diff leaves the history as it found it (another root's snapshot, the stat cache and the
+    // CLI's clean-scan answer see no pending change). After an interrupted run, what is staged stays for recovery.
+    return yield* withLock(ctx, Effect.gen(function*() {
+      const current = yield* head(ctx)
+      yield* requireWebRoot(ctx, current)
+      const { staged } = yield* stageLocked(ctx, yield* plan(ctx))
+      const seen = yield* compare(["--cached", from])
+      if (staged === "exact") yield* unstage(ctx, current)
+      return seen
+    }))
+  })
+
+/**
+ * Bring the index and the mirror back to `current` (the head; `null`: none yet) and drop the pending marker:
+ * what a live diff staged, when nothing was pending before it (so the index and mirror equalled the head).
+ */
+const unstage = (ctx: HistoryContext, current: string | null) =>
+  Effect.gen(function*() {
+    yield* git(ctx, current === null ? ["read-tree", "--empty"] : ["read-tree", current])
+    if (current !== null) yield* git(ctx, ["checkout-index", "-a", "-f"])
+    const added = yield* git(ctx, ["ls-files", "--others", "--exclude-standard", "-z", "--", ...ctx.scopes], { read: true })
+    for (const path of yield* nulPaths(ctx, "ls-files --others", added.stdout)) {
+      yield* ctx.fs.removeFile(inDir(ctx, ...path.split("/"))).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
+    }
+    yield* ctx.fs.removeFile(ctx.pendingPath).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
   })
 
 /**
@@ -1281,6 +1335,7 @@ const rollback = (ctx: HistoryContext, revision: string) =>
       yield* coveredAt(ctx, target)
       // The revision is read whole first: one that cannot be is refused before anything is written.
       const wanted = yield* revisionFiles(ctx, target)
+      yield* requireWebRoot(ctx, yield* head(ctx), wanted.keys())
       // An unsaved live edit is recorded first, so the rollback itself can be undone.
       yield* snapshotLocked(ctx, `before rollback to ${short(target)}`)
       const done = yield* restoreLocked(ctx, wanted)
@@ -1328,11 +1383,16 @@ const status = (ctx: HistoryContext) =>
     const current = yield* head(ctx)
     const p = yield* plan(ctx)
     let dirty = p.writes.length > 0 || p.removals.length > 0
-    // Staged but not committed (an interrupted snapshot, a live diff): the index against the head, or against
+    // Staged but not committed (an interrupted snapshot): the index against the head, or against
     // nothing before the first commit.
     if (!dirty && (yield* exists(ctx, ctx.pendingPath))) {
       dirty = (yield* git(ctx, ["diff", "--cached", "--quiet", ...NO_DIFF_PROGRAMS, current ?? EMPTY_TREE, "--", ...ctx.scopes], { read: true, okExitCodes: [0, 1] }))
         .exitCode === 1
+      // Or its mirror written and not yet staged (a snapshot that died between the two).
+      if (!dirty) {
+        const r = yield* git(ctx, ["status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all", "--", ...ctx.scopes], { read: true })
+        dirty = r.stdout.length > 0
+      }
     }
     const sentinel = yield* readChangeSentinel(ctx.deps, ctx.dir)
     return { head: current, dirty, interrupted: sentinel._tag === "Interrupted" ? sentinel.change : null } satisfies HistoryStatus

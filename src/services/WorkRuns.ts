@@ -807,7 +807,7 @@ const prune = (ctx: WorkRunsContext, opts: PruneOptions): Effect.Effect<PruneRep
     const asked = yield* decodeRetentionInput(opts.policy)
     const policy = clamp(asked, ctx.ceiling)
     const report = yield* ownTurn(ctx, category, tenant)(pruneTenant(ctx.deps, {
-      workRoot: ctx.paths.workRoot, category, tenant, policy, dryRun: opts.dryRun ?? false, asked,
+      workRoot: ctx.paths.workRoot, category, tenant, policy, dryRun: opts.dryRun ?? false, asked, ceiling: ctx.ceiling,
       ...(opts.onProgress ? { onProgress: opts.onProgress } : {})
     }))
     if (!report.dryRun && !report.busy) yield* ctx.usage.record("prune")

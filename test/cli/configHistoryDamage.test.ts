@@ -100,7 +100,7 @@ describe("config history: its own files as hostile input (built CLI, real git)",
     assert.strictEqual(cli("config", "snapshot", "-m", "fix").status, 0)
   }, 60_000)
 
-  it("a history directory that is a file, or a link to a directory, is refused naming it, never read or written through", () => {
+  it("a history directory (or its .git) that is a file, or a link to a directory, is refused naming it, never read or written through", () => {
     const { base, cli, history } = fixture()
     Fs.mkdirSync(Path.dirname(history), { recursive: true })
     Fs.writeFileSync(history, "x")
@@ -117,19 +117,55 @@ describe("config history: its own files as hostile input (built CLI, real git)",
       Fs.symlinkSync(elsewhere, history)
     }
     assert.deepStrictEqual(Fs.readdirSync(Path.join(base, "elsewhere")), [], "nothing written through the link")
+    // The history's .git a file: refused naming it, and the doctor's finding.
+    Fs.rmSync(history)
+    Fs.mkdirSync(history)
+    Fs.writeFileSync(Path.join(history, ".git"), "gitdir: /nowhere\n")
+    const refused = JSON.parse(cli("config", "snapshot", "--json").stderr) as { _tag: string; message: string }
+    assert.strictEqual(refused._tag, "ConfigHistoryCorrupt")
+    assert.include(refused.message, `${Path.join(history, ".git")} is a regular file, where the config history keeps its repository`)
+    const doctor = JSON.parse(cli("doctor", "--json").stdout) as { findings: ReadonlyArray<{ code: string; path: string; message: string }> }
+    assert.deepStrictEqual(doctor.findings.filter((f) => f.code === "config-history-damaged").map((f) => f.path), ["state/backups/config/history/.git"])
   }, 60_000)
 
-  it("a web data root that holds the history is refused: its snapshots would copy the history into itself", () => {
-    const { agent, cli } = fixture()
+  it("a web data root overlapping the history where it is walked is refused: its snapshots would copy the history into itself", () => {
+    const { agent, cli, history } = fixture()
     const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1" }
-    for (const root of [Path.join(agent, "state"), agent]) {
+    // `state/` walks `backups/config/`, the history; a root inside the history would walk its mirrors.
+    for (const root of [Path.join(agent, "state"), Path.join(history, "web")]) {
       const r = spawnSync(process.execPath, [MAIN, "--agent-dir", agent, "config", "snapshot", "--json", "--web-data-root", root], { encoding: "utf8", env })
       assert.strictEqual(r.status, 2, r.stderr)
       const error = JSON.parse(r.stderr) as { _tag: string; message: string }
       assert.strictEqual(error._tag, "InvalidArgument")
-      assert.include(error.message, `the web data root ${root} holds the config history`)
+      assert.include(error.message, `the web data root ${root} and the config history (${history}) overlap`)
     }
+    // The agent dir as a web data root walks no history (its `<x>/config/` are not it): allowed.
+    const agentAsRoot = spawnSync(process.execPath, [MAIN, "--agent-dir", agent, "config", "diff", "--web-data-root", agent], { encoding: "utf8", env })
+    assert.strictEqual(agentAsRoot.status, 0, agentAsRoot.stderr)
     // Nothing was made of it; the right root works.
     assert.strictEqual(cli("config", "snapshot").status, 0)
+  }, 60_000)
+
+  it("a web data root reached through a chain of links: re-pointing a link in the middle is seen by the CLI's clean-scan answer", () => {
+    const { base, agent } = fixture()
+    const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1", HOME: Path.join(base, "home") }
+    delete env["PI_ADAPTATIVE_CODING_AGENT_DIR"]
+    delete env["PI_WEB_DATA_DIR"]
+    for (const [dir, a] of [["r1", 1], ["r2", 2]] as const) {
+      Fs.mkdirSync(Path.join(base, dir, "notes", "config"), { recursive: true })
+      Fs.writeFileSync(Path.join(base, dir, "notes", "config", "settings.json"), `{"a":${a}}\n`)
+    }
+    const named = Path.join(base, "named")
+    Fs.symlinkSync(Path.join(base, "middle"), named)
+    Fs.symlinkSync(Path.join(base, "r1"), Path.join(base, "middle"))
+    const snapshot = () => spawnSync(process.execPath, [MAIN, "--agent-dir", agent, "config", "snapshot", "--web-data-root", named], { encoding: "utf8", env })
+    assert.match(snapshot().stdout, /^Saved /)
+    // Unchanged twice: the second answer may come from the clean scan.
+    assert.match(snapshot().stdout, /^Nothing changed\./)
+    assert.match(snapshot().stdout, /^Nothing changed\./)
+    Fs.rmSync(Path.join(base, "middle"))
+    Fs.symlinkSync(Path.join(base, "r2"), Path.join(base, "middle"))
+    const after = snapshot()
+    assert.match(after.stdout, /^Saved [0-9a-f]{12}: 1 file changed/, after.stderr)
   }, 60_000)
 })

@@ -148,8 +148,10 @@ describe("the flags raise the scan bounds past their defaults", () => {
     assert.deepStrictEqual({ bytes: whole.runs[0]!.size.bytes, apparentBytes: whole.runs[0]!.size.apparentBytes }, du(runDir))
     // --max-bytes 0: the run's size decides its fate, so the dry run walks it.
     const prune = (...more: ReadonlyArray<string>) => at(agentDir)("work", "prune", "tools/bash", "--dry-run", "--json", "--max-bytes", "0", ...more)
-    const stopped = JSON.parse((await prune()).stdout) as { incomplete: boolean; bytesBefore: number | null; stoppedBy: Listing["stoppedBy"] }
+    const stopped = JSON.parse((await prune()).stdout) as { incomplete: boolean; bytesBefore: number | null; stoppedBy: ReadonlyArray<{ _tag: string; limit: number; message: string }> }
     assert.deepStrictEqual([stopped.incomplete, stopped.stoppedBy.map((s) => [s._tag, s.limit])], [true, [["MaxDepth", 64]]])
+    // At its default, not given: on the command line the flag raises it (the CLI's ceiling is what a person asks).
+    assert.match(stopped.stoppedBy[0]!.message, /raise maxDepth \(--max-depth\)$/)
     const exact = JSON.parse((await prune("--max-depth", "100")).stdout) as typeof stopped
     assert.deepStrictEqual([exact.incomplete, exact.stoppedBy, exact.bytesBefore], [false, [], du(runDir).bytes])
   }, 60_000)

@@ -23,14 +23,19 @@ describe("the prune's stop lines", () => {
     assert.match(stuck, /: 5 not considered; none of the first 5 could go, so pruning again would scan the same ones: raise maxScannedRuns \(--max-scanned-runs\)$/)
   })
 
-  it("names the harness ceiling, not the caller's own option, when the ceiling capped what was asked", () => {
-    const capped = pruneScanStopped(5, 23, true, 20)
+  it("names the harness ceiling, not the caller's own option, when the bound is the ceiling's", () => {
+    // Asked for more than the ceiling: capped, and said so.
+    const capped = pruneScanStopped(5, 23, true, { asked: 20, ceiling: 5 })
     assert.match(capped.message, /raise the harness ceiling \(retentionCeiling\.maxScannedRuns\): maxScannedRuns 20 was asked and capped at the ceiling's 5$/)
     assert.strictEqual(capped.limit, 5)
-    // Asked at or below the limit: the caller's own option raises it.
-    assert.match(pruneScanStopped(5, 23, true, 5).message, /or raise maxScannedRuns \(--max-scanned-runs\)$/)
-    assert.match(pruneEntriesStopped(10, 2, 1_000).message, /raise the harness ceiling \(retentionCeiling\.maxEntries\): maxEntries 1,000 was asked and capped at the ceiling's 10$/)
-    assert.match(pruneDepthStopped(3, 1, 64).message, /raise the harness ceiling \(retentionCeiling\.maxDepth\): maxDepth 64 was asked and capped at the ceiling's 3$/)
+    // Left to the ceiling's default: only the ceiling raises it.
+    assert.match(pruneScanStopped(5, 23, true, { ceiling: 5 }).message, /raise the harness ceiling \(retentionCeiling\.maxScannedRuns\): a policy's maxScannedRuns is at most the ceiling's 5, its default$/)
+    // Asked for exactly the limit (the CLI's ceiling is what a person asked), or below the ceiling: the option raises it.
+    assert.match(pruneScanStopped(5, 23, true, { asked: 5, ceiling: 5 }).message, /or raise maxScannedRuns \(--max-scanned-runs\)$/)
+    assert.match(pruneScanStopped(5, 23, true, { asked: 5, ceiling: 50 }).message, /or raise maxScannedRuns \(--max-scanned-runs\)$/)
+    assert.match(pruneScanStopped(5, 23, true).message, /or raise maxScannedRuns \(--max-scanned-runs\)$/)
+    assert.match(pruneEntriesStopped(10, 2, { asked: 1_000, ceiling: 10 }).message, /raise the harness ceiling \(retentionCeiling\.maxEntries\): maxEntries 1,000 was asked and capped at the ceiling's 10$/)
+    assert.match(pruneDepthStopped(3, 1, { asked: 64, ceiling: 3 }).message, /raise the harness ceiling \(retentionCeiling\.maxDepth\): maxDepth 64 was asked and capped at the ceiling's 3$/)
   })
 
   it("agrees in number", () => {

@@ -149,6 +149,56 @@ describe("ConfigHistory: two web data roots share one history (real git)", () =>
       assert.isString((yield* (yield* historyOf(prod)).snapshot()).revision)
     }))
 
+  it.scopedLive("another root's interrupted snapshot (staged, or its mirror written and not staged) stays its own, pending until it records it", () =>
+    Effect.gen(function*() {
+      const { prod, dev, prodHistory, devHistory, write } = yield* twoRoots
+      write(prod, SETTINGS, json({ font: 12 }))
+      write(dev, SETTINGS, json({ font: 20 }))
+      yield* prodHistory.snapshot({ message: "prod 1" })
+      yield* devHistory.snapshot({ message: "dev 1" })
+      const devMirror = NodePath.join(devHistory.dir, webMirrorOf(dev, prod), SETTINGS)
+      const pending = NodePath.join(devHistory.dir, ".pi-pending")
+      for (const crash of ["staged", "written"] as const) {
+        // Dev's snapshot died after the pending marker and its mirror write, before (or after) staging it.
+        const font = crash === "staged" ? 21 : 22
+        write(dev, SETTINGS, json({ font }))
+        fs.writeFileSync(pending, "")
+        fs.writeFileSync(devMirror, json({ font }))
+        if (crash === "staged") rawGit(devHistory.dir, ["update-index", "--", `${webMirrorOf(dev, prod)}/${SETTINGS}`])
+        // Prod records its own change only, and leaves dev's pending.
+        write(prod, SETTINGS, json({ font: crash === "staged" ? 13 : 14 }))
+        const prodRev = yield* prodHistory.snapshot({ message: `prod after dev ${crash}` })
+        assert.deepStrictEqual(prodRev.changed, [SETTINGS], crash)
+        assert.deepStrictEqual(rawGit(prodHistory.dir, ["show", "--name-only", "--format=", "HEAD"]).trim(), `web/${SETTINGS}`, crash)
+        assert.isTrue(fs.existsSync(pending), `${crash}: dev's change is still pending`)
+        // Dev's next snapshot recovers and records it.
+        assert.isTrue((yield* devHistory.status()).dirty, crash)
+        const devRev = yield* devHistory.snapshot({ message: `dev ${crash}` })
+        assert.deepStrictEqual(devRev.changed, [SETTINGS], crash)
+        assert.strictEqual(rawGit(devHistory.dir, ["show", `HEAD:${webMirrorOf(dev, prod)}/${SETTINGS}`]), json({ font }), crash)
+        assert.isFalse(fs.existsSync(pending), crash)
+      }
+      assert.deepStrictEqual(fs.readdirSync(NodePath.join(prodHistory.dir, ".git")).filter((n) => n.startsWith("pi-commit-index")), [], "no commit index left")
+    }))
+
+  it.scopedLive("a live diff leaves the history as it found it: nothing staged, nothing pending, the mirror as the head has it", () =>
+    Effect.gen(function*() {
+      const { prod, prodHistory, write } = yield* twoRoots
+      write(prod, SETTINGS, json({ font: 12 }))
+      write(prod, "notes/config/gone.json", json({ x: 1 }))
+      yield* prodHistory.snapshot({ message: "one" })
+      write(prod, SETTINGS, json({ font: 13 }))
+      fs.rmSync(NodePath.join(prod, "notes/config/gone.json"))
+      write(prod, "notes/config/new.json", json({ y: 1 }))
+      const seen = yield* prodHistory.diff()
+      assert.deepStrictEqual([...seen.files].sort(), ["notes/config/gone.json", "notes/config/new.json", SETTINGS].sort())
+      assert.isFalse(fs.existsSync(NodePath.join(prodHistory.dir, ".pi-pending")))
+      assert.strictEqual(rawGit(prodHistory.dir, ["status", "--porcelain", "--untracked-files=all"]), "")
+      // The same diff again, and a snapshot records all three.
+      assert.deepStrictEqual((yield* prodHistory.diff()).files, seen.files)
+      assert.deepStrictEqual([...(yield* prodHistory.snapshot({ message: "two" })).changed].sort(), [...seen.files].sort())
+    }))
+
   it.scopedLive("a web data root that is a symlink is read and written through its link, and stays a link", () =>
     Effect.gen(function*() {
       const { prod, agent, historyOf, write, read } = yield* twoRoots

@@ -290,7 +290,9 @@ export const prune = (ctx: CliContext, flags: PruneFlags) =>
           const result = yield* workRuns.prune({
             category: t.category,
             tenant: t.tenant,
-            policy: input,
+            // The whole policy, the ceiling's own values: a person's bounds are raised by the flags, and the stop
+            // lines say so (domain/StoppedBy.ts, `raisePolicy`).
+            policy,
             dryRun: flags.dryRun,
             ...(progress.onProgress ? { onProgress: progress.onProgress } : {})
           }).pipe(Effect.either, Effect.ensuring(progress.clear))

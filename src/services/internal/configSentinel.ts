@@ -9,6 +9,7 @@ import { CHANGE_SENTINEL, ChangeSentinel, HISTORY_DIR_NAME, WEB_ROOT_RECORD, WEB
 import * as Schema from "effect/Schema"
 import type { FindingDraft } from "../../domain/FindingDraft.js"
 import { agentDirFlag, webDataRootFlag } from "../../domain/FixCommands.js"
+import { aFileType } from "../../domain/FileTypeWords.js"
 import { decodeJsonBytes, MARKER_MAX_BYTES } from "../../domain/Formats.js"
 import { blockedPathFindings } from "./blockedPath.js"
 import type { Deps } from "./deps.js"
@@ -88,7 +89,19 @@ export const webRootRecordFindings = (deps: Deps, configBackupsDir: string): Eff
   Effect.gen(function*() {
     const path = NodePath.join(historyDirOf(configBackupsDir), ".git", WEB_ROOT_RECORD)
     const read = yield* deps.fs.readFile(path, { maxBytes: WEB_ROOT_RECORD_MAX_BYTES }).pipe(Effect.either)
-    if (read._tag === "Left" && (read.left.reason === "NotFound" || read.left.reason === "NotADirectory")) return []
+    if (read._tag === "Left" && read.left.reason === "NotFound") return []
+    if (read._tag === "Left" && read.left.reason === "NotADirectory") {
+      // `.git` itself in the way (the history directory in the way is the sentinel's `library-path-blocked`).
+      const gitDir = NodePath.dirname(path)
+      const [history, git] = [yield* Effect.option(deps.fs.lstat(NodePath.dirname(gitDir))), yield* Effect.option(deps.fs.lstat(gitDir))]
+      if (history._tag === "None" || history.value.type !== "Directory" || git._tag === "None" || git.value.type === "Directory") return []
+      return [{
+        code: "config-history-damaged",
+        path: gitDir,
+        message: `the config history's .git is ${aFileType(git.value.type)}, not its repository: every config snapshot, rollback, diff and log is refused`,
+        fix: "move it away by hand (the history is never read or written through it); the next config snapshot starts a new history"
+      } satisfies FindingDraft]
+    }
     const json = read._tag === "Left" ? { ok: false as const, why: `cannot be read (${read.left.message})` } : decodeJsonBytes(Schema.Unknown, read.right)
     const parsed = json.ok ? webRootRecordOf(json.value) : json
     if (parsed.ok) return []

@@ -44,6 +44,8 @@ export interface PruneInput {
    * at a capped bound says the ceiling, not the caller's own option, is what raises it.
    */
   readonly asked?: { readonly maxScannedRuns?: number | undefined; readonly maxEntries?: number | undefined; readonly maxDepth?: number | undefined }
+  /** The harness ceiling `policy` was clamped to (a bound at it is raised only by raising the ceiling). */
+  readonly ceiling?: RetentionPolicy
   /** Progress callback for long prunes (the CLI draws a line from it). */
   readonly onProgress?: (p: { readonly phase: "scan" | "remove"; readonly done: number; readonly total: number }) => void
 }
@@ -345,9 +347,10 @@ const scanAndPlan = (deps: Deps, input: PruneInput, tenantDir: string) =>
       report.bytesBefore = totalOf(report.bytesAfter, report.removed.map((r) => r.bytes))
       report.apparentBytesBefore = totalOf(report.apparentBytesAfter, report.removed.map((r) => r.apparentBytes))
       // Whether pruning again gets further: the next prune's window moves only past runs this one takes.
-      if (scan.truncated) report.stoppedBy.push(pruneScanStopped(policy.maxScannedRuns, scan.candidates, plan.remove.length > 0, input.asked?.maxScannedRuns))
-      if (budget.byEntries.size > 0) report.stoppedBy.push(pruneEntriesStopped(policy.maxEntries, budget.byEntries.size, input.asked?.maxEntries))
-      if (budget.byDepth.size > 0) report.stoppedBy.push(pruneDepthStopped(policy.maxDepth, budget.byDepth.size, input.asked?.maxDepth))
+      const bound = (field: "maxScannedRuns" | "maxEntries" | "maxDepth") => ({ asked: input.asked?.[field], ceiling: input.ceiling?.[field] })
+      if (scan.truncated) report.stoppedBy.push(pruneScanStopped(policy.maxScannedRuns, scan.candidates, report.removed.length > 0, bound("maxScannedRuns")))
+      if (budget.byEntries.size > 0) report.stoppedBy.push(pruneEntriesStopped(policy.maxEntries, budget.byEntries.size, bound("maxEntries")))
+      if (budget.byDepth.size > 0) report.stoppedBy.push(pruneDepthStopped(policy.maxDepth, budget.byDepth.size, bound("maxDepth")))
       report.incomplete = report.cutShort.length > 0 || report.notMeasured.length > 0 || report.bytesBefore === null
       return report
     }
