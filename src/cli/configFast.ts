@@ -121,7 +121,7 @@ export const fastConfigSnapshot = (split: SplitArgv, route: DirectConfigSnapshot
   }
   if (typeof cache !== "object" || cache === null) return false
   const c = cache as Record<string, unknown>
-  if (!statCacheFits(c, statCacheScope(webRoot, webMirrorOf(webRoot, recorded.webRoot))) || typeof c.head !== "string") return false
+  if (!statCacheFits(c, statCacheScope(webRoot, webMirrorOf(webRoot, recorded.webRoot ?? webRoot))) || typeof c.head !== "string") return false
   const clean = decodeCleanScan(c.clean)
   if (clean === undefined) return false
   // An interrupted staging or change is the program's to report and repair.

@@ -40,18 +40,21 @@ export const parseWebRootRecord = (text: string): WebRootRecordParsed => {
   return webRootRecordOf(value)
 }
 
-export type WebRootRecordParsed = { readonly ok: true; readonly webRoot: string } | { readonly ok: false; readonly why: string }
+/** `webRoot` undefined: the record says no root yet (`"webRoot":null`: no revision touched `web/`, checked). */
+export type WebRootRecordParsed = { readonly ok: true; readonly webRoot: string | undefined } | { readonly ok: false; readonly why: string }
 
 /** `parseWebRootRecord` of a value already parsed from JSON. */
 export const webRootRecordOf = (value: unknown): WebRootRecordParsed => {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, why: "not a JSON object" }
   const record = value as Record<string, unknown>
   if (record.version !== 1) return { ok: false, why: `version ${JSON.stringify(record.version)}, not 1` }
-  if (typeof record.webRoot !== "string" || !NodePath.isAbsolute(record.webRoot)) return { ok: false, why: "webRoot is not an absolute path" }
+  if (record.webRoot !== null && (typeof record.webRoot !== "string" || !NodePath.isAbsolute(record.webRoot))) {
+    return { ok: false, why: "webRoot is not an absolute path (nor null)" }
+  }
   const extra = Object.keys(record).filter((k) => k !== "version" && k !== "webRoot")
   if (extra.length > 0) return { ok: false, why: `unknown field ${JSON.stringify(extra[0])}` }
   // The root as a path names it (`/data/web/` and `/data/web` are one root), as the callers' roots are resolved.
-  return { ok: true, webRoot: NodePath.resolve(record.webRoot) }
+  return { ok: true, webRoot: record.webRoot === null ? undefined : NodePath.resolve(record.webRoot) }
 }
 
 /**

@@ -703,7 +703,12 @@ const ensureRepo = (ctx: HistoryContext) =>
     const current = yield* ctx.fs.readFile(ctx.excludePath, { maxBytes: 4096 }).pipe(Effect.option)
     if (current._tag === "None" || !sameBytes(current.value, ctx.excludeBytes)) yield* ctx.fs.writeFileAtomic(ctx.excludePath, ctx.excludeBytes)
     // A root that is not there takes no mirror: the first root with files to keep does.
-    if (!ctx.webRootRecord.recorded && (yield* lstatOption(ctx, ctx.liveWebRoot)) !== undefined) yield* recordWebRoot(ctx)
+    if (!ctx.webRootRecord.recorded) {
+      // The first root that exists takes `web/`; until then the record says "none yet", so no later operation
+      // asks git whether a revision touched `web/` (a history of an agent with no web host, every snapshot).
+      if ((yield* lstatOption(ctx, ctx.liveWebRoot)) !== undefined) yield* recordWebRoot(ctx, ctx.webRootRecord.root ?? ctx.webRoot)
+      else if (ctx.webRootRecord.none !== true) yield* recordWebRoot(ctx, null)
+    }
   })
 
 /**
@@ -733,6 +738,8 @@ interface WebRootRecordRead {
   readonly root: string | undefined
   /** False until a root is in the record: the next write under the lock records it (`recordWebRoot`). */
   readonly recorded: boolean
+  /** The record says no root yet (`"webRoot":null`), so no revision touched `web/` (checked when it was written). */
+  readonly none?: true
 }
 
 /** The fix every "which root" refusal names: the record written by hand, naming the root `web/` came from. */
@@ -755,7 +762,8 @@ const readWebRootRecord = (base: HistoryBase): Effect.Effect<WebRootRecordRead, 
       const json = decodeJsonBytes(Schema.Unknown, bytes.right)
       const parsed = json.ok ? webRootRecordOf(json.value) : json
       if (!parsed.ok) return yield* Effect.fail(refused(`${WEB_ROOT_RECORD} does not say which web data root web/ holds (${parsed.why})`))
-      return { root: parsed.webRoot, recorded: true }
+      // `null`: no root yet (none that existed had been snapshotted), no revision touched `web/`: checked once.
+      return parsed.webRoot === undefined ? { root: undefined, recorded: false, none: true } : { root: parsed.webRoot, recorded: true }
     }
     if (bytes.left.reason !== "NotFound") return yield* Effect.fail(refused(`${WEB_ROOT_RECORD} cannot be read (${bytes.left.message})`))
     // No head (no repository, or no commit yet): nothing was ever mirrored.
@@ -772,19 +780,20 @@ const readWebRootRecord = (base: HistoryBase): Effect.Effect<WebRootRecordRead, 
  * another root since this one read the record fails this call (busy: run again, and this root gets a mirror of
  * its own).
  */
-const recordWebRoot = (ctx: HistoryContext) =>
+const recordWebRoot = (ctx: HistoryContext, root: string | null) =>
   Effect.gen(function*() {
-    const root = ctx.webRootRecord.root ?? ctx.webRoot
-    // Published whole (a temp file linked into place): a reader outside the lock never sees it half written.
+    // Read again under the lock: another process may have recorded a root since this one read the record.
+    const now = yield* readWebRootRecord(ctx)
+    if (now.root !== undefined) {
+      if (now.root === root) return
+      return yield* Effect.fail(new ConfigHistoryBusy({ holder: `a snapshot that recorded the web data root ${now.root} meanwhile`, waitedMs: 0 }))
+    }
+    if (root === null && now.none === true) return
+    // Published whole (a temp file renamed into place, under the lock every writer of it holds): a reader outside
+    // the lock sees the old record or the new one, never half of one.
     const temp = `${ctx.webRootRecordPath}.${yield* nonce}`
     yield* ctx.fs.writeFileExclusive(temp, encodeJsonBytes({ version: 1, webRoot: root }), { sync: true })
-    const created = yield* Effect.either(ctx.fs.link(temp, ctx.webRootRecordPath)).pipe(Effect.ensuring(Effect.ignore(ctx.fs.removeFile(temp))))
-    if (created._tag === "Right") return
-    if (created.left.reason !== "AlreadyExists") return yield* Effect.fail(created.left)
-    const now = yield* readWebRootRecord(ctx)
-    if (now.root !== root) {
-      return yield* Effect.fail(new ConfigHistoryBusy({ holder: `a snapshot that recorded the web data root ${now.root ?? "(none)"} meanwhile`, waitedMs: 0 }))
-    }
+    yield* ctx.fs.rename(temp, ctx.webRootRecordPath).pipe(Effect.tapError(() => Effect.ignore(ctx.fs.removeFile(temp))))
   })
 
 /** A ref file git keeps, `undefined` when there is none; anything but a small regular file is damage. */
