@@ -702,7 +702,6 @@ const ensureRepo = (ctx: HistoryContext) =>
     // there; an exclusion written by an older build (which missed the lock's reclaim lock) is brought up to date.
     const current = yield* ctx.fs.readFile(ctx.excludePath, { maxBytes: 4096 }).pipe(Effect.option)
     if (current._tag === "None" || !sameBytes(current.value, ctx.excludeBytes)) yield* ctx.fs.writeFileAtomic(ctx.excludePath, ctx.excludeBytes)
-    // A root that is not there takes no mirror: the first root with files to keep does.
     if (!ctx.webRootRecord.recorded) {
       // The first root that exists takes `web/`; until then the record says "none yet", so no later operation
       // asks git whether a revision touched `web/` (a history of an agent with no web host, every snapshot).
@@ -775,10 +774,10 @@ const readWebRootRecord = (base: HistoryBase): Effect.Effect<WebRootRecordRead, 
   })
 
 /**
- * Under the history's lock, before the first commit of a history without a record: the root `web/` holds is
- * recorded (this snapshot's own when `web/` held nothing). Created exclusively: another process that recorded
- * another root since this one read the record fails this call (busy: run again, and this root gets a mirror of
- * its own).
+ * Under the history's lock, before the first commit of a history without a root in its record: the root `web/`
+ * holds is recorded (this snapshot's own when `web/` held nothing), or `null` (no root yet) when this one does
+ * not exist. Another process that recorded another root since this one read the record fails this call (busy:
+ * run again, and this root gets a mirror of its own).
  */
 const recordWebRoot = (ctx: HistoryContext, root: string | null) =>
   Effect.gen(function*() {
