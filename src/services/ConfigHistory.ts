@@ -1298,7 +1298,7 @@ const diff = (ctx: HistoryContext, o: { readonly from?: string | undefined; read
 const unstage = (ctx: HistoryContext, current: string | null) =>
   Effect.gen(function*() {
     yield* git(ctx, current === null ? ["read-tree", "--empty"] : ["read-tree", current])
-    if (current !== null) yield* git(ctx, ["checkout-index", "-a", "-f"])
+    if (current !== null) yield* git(ctx, ["checkout-index", "-a", "-f", "-u"])
     const added = yield* git(ctx, ["ls-files", "--others", "--exclude-standard", "-z", "--", ...ctx.scopes], { read: true })
     for (const path of yield* nulPaths(ctx, "ls-files --others", added.stdout)) {
       yield* ctx.fs.removeFile(inDir(ctx, ...path.split("/"))).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
