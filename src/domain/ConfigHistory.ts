@@ -7,13 +7,28 @@
 import * as Schema from "effect/Schema"
 import { CANONICAL_ROOT_ENTRIES } from "./AgentPaths.js"
 import { atomicTempName } from "./AtomicWrite.js"
+import { decodeJsonBytes } from "./Formats.js"
 import { markerFileNames } from "./MarkerFiles.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Layout
 
 export { AGENT_MIRROR, CHANGE_SENTINEL, HISTORY_DIR_NAME, HISTORY_LOCK, PENDING_MARKER, RACY_MARGIN_MS, STAT_CACHE, STAT_CACHE_MAX_BYTES, statCacheFits, statCacheScope, WEB_MIRROR, WEB_ROOT_RECORD, WEB_ROOT_RECORD_MAX_BYTES, webMirrorOf, webRootRecordOf } from "./ConfigHistoryLayout.js"
-import { AGENT_MIRROR, CHANGE_SENTINEL, HISTORY_LOCK, PENDING_MARKER, WEB_MIRROR, webMirrorPrefixOf } from "./ConfigHistoryLayout.js"
+import { AGENT_MIRROR, CHANGE_SENTINEL, HISTORY_LOCK, PENDING_MARKER, WEB_MIRROR, webMirrorPrefixOf, webRootRecordOf, type WebRootRecordParsed } from "./ConfigHistoryLayout.js"
+
+/**
+ * The web-root record's bytes as the history and the doctor read them (`webRootRecordOf`): one reading, so the
+ * doctor says damaged exactly when the history refuses. (The CLI's clean-scan check reads the text with
+ * `parseWebRootRecord`, trusting only what parses, and leaves the rest to the program.)
+ */
+export const decodeWebRootRecord = (bytes: Uint8Array): WebRootRecordParsed => {
+  const json = decodeJsonBytes(Schema.Unknown, bytes)
+  return json.ok ? webRootRecordOf(json.value) : json
+}
+
+/** What a refusal over the web-root record, and the doctor's finding of it, tell a person to do. */
+export const writeWebRootRecordFix = (path: string): string =>
+  `write {"version":1,"webRoot":"<the web data root whose extension config web/ holds>"} to ${path}`
 /**
  * Our files in the work tree, which git must never see as content (`.git/info/exclude` patterns, anchored at
  * the top): the writer lock and the files the marker rule brings with it (its reclaim lock, where a clock probe

@@ -45,7 +45,8 @@ import {
   WEB_ROOT_RECORD,
   WEB_ROOT_RECORD_MAX_BYTES,
   webMirrorOf,
-  webRootRecordOf
+  decodeWebRootRecord,
+  writeWebRootRecordFix
 } from "../domain/ConfigHistory.js"
 import { DIRECTORY_PROFILE_SETTINGS, DIRECTORY_PROFILES_DIR } from "../domain/AgentPaths.js"
 import { configEntryViolation, DEFAULT_CONFIG_BUDGET_BYTES } from "../domain/ConfigRedLines.js"
@@ -742,8 +743,6 @@ interface WebRootRecordRead {
 }
 
 /** The fix every "which root" refusal names: the record written by hand, naming the root `web/` came from. */
-const writeRecordFix = (path: string) =>
-  `write {"version":1,"webRoot":"<the web data root whose extension config web/ holds>"} to ${path}`
 
 /**
  * The history's `WEB_ROOT_RECORD`, read back as hostile input (`webRootRecordOf`). This build records it before
@@ -755,11 +754,10 @@ const writeRecordFix = (path: string) =>
 const readWebRootRecord = (base: HistoryBase): Effect.Effect<WebRootRecordRead, ConfigHistoryCorrupt | GitFailed | FileSystemError> =>
   Effect.gen(function*() {
     const path = base.webRootRecordPath
-    const refused = (detail: string) => new ConfigHistoryCorrupt({ path: base.gitDir, detail: `${detail}; ${writeRecordFix(path)}` })
+    const refused = (detail: string) => new ConfigHistoryCorrupt({ path: base.gitDir, detail: `${detail}; ${writeWebRootRecordFix(path)}` })
     const bytes = yield* Effect.either(base.fs.readFile(path, { maxBytes: WEB_ROOT_RECORD_MAX_BYTES }))
     if (bytes._tag === "Right") {
-      const json = decodeJsonBytes(Schema.Unknown, bytes.right)
-      const parsed = json.ok ? webRootRecordOf(json.value) : json
+      const parsed = decodeWebRootRecord(bytes.right)
       if (!parsed.ok) return yield* Effect.fail(refused(`${WEB_ROOT_RECORD} does not say which web data root web/ holds (${parsed.why})`))
       // `null`: no root yet (none that existed had been snapshotted), no revision touched `web/`: checked once.
       return parsed.webRoot === undefined ? { root: undefined, recorded: false, none: true } : { root: parsed.webRoot, recorded: true }
@@ -993,13 +991,19 @@ const snapshotLocked = (ctx: HistoryContext, message: string) =>
 /** A commit's own index in the git dir (`commitOwn`), and its lock. */
 const COMMIT_INDEX_PREFIX = "pi-commit-index."
 
-/** Whether the history's work tree differs from its index outside this root's scopes (`git status`). */
+/**
+ * The repo paths of the mirror that differ from the head or the index (`git status`: staged, written and not
+ * staged, or new), within `scopes` when given: what a snapshot that died half-way left.
+ */
+const mirrorChanges = (ctx: HistoryContext, scopes?: ReadonlyArray<string>) =>
+  Effect.map(
+    git(ctx, ["status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all", ...(scopes === undefined ? [] : ["--", ...scopes])], { read: true }),
+    (r) => nameOfBytes(r.stdout).split("\0").filter((record) => record.length > 3).map((record) => record.slice(3))
+  )
+
+/** Whether the history's work tree differs from its index outside this root's scopes. */
 const othersMirrorDirty = (ctx: HistoryContext) =>
-  Effect.gen(function*() {
-    const r = yield* git(ctx, ["status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all"], { read: true })
-    const records = nameOfBytes(r.stdout).split("\0").filter((record) => record.length > 3)
-    return records.some((record) => !ctx.scopes.includes(record.slice(3).split("/")[0]!))
-  })
+  Effect.map(mirrorChanges(ctx), (paths) => paths.some((path) => !ctx.scopes.includes(path.split("/")[0]!)))
 
 /**
  * Commit this root's staged change. With nothing else staged (the usual case) that is the index; else a
@@ -1397,10 +1401,7 @@ const status = (ctx: HistoryContext) =>
       dirty = (yield* git(ctx, ["diff", "--cached", "--quiet", ...NO_DIFF_PROGRAMS, current ?? EMPTY_TREE, "--", ...ctx.scopes], { read: true, okExitCodes: [0, 1] }))
         .exitCode === 1
       // Or its mirror written and not yet staged (a snapshot that died between the two).
-      if (!dirty) {
-        const r = yield* git(ctx, ["status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all", "--", ...ctx.scopes], { read: true })
-        dirty = r.stdout.length > 0
-      }
+      if (!dirty) dirty = (yield* mirrorChanges(ctx, ctx.scopes)).length > 0
     }
     const sentinel = yield* readChangeSentinel(ctx.deps, ctx.dir)
     return { head: current, dirty, interrupted: sentinel._tag === "Interrupted" ? sentinel.change : null } satisfies HistoryStatus

@@ -57,11 +57,9 @@ const reasonText = (reason: string, policy: RetentionPolicy): string => {
  * A removed run's size as the table shows it: its size, a lower bound (`≥`) when its walk was cut short and its
  * removal did not count it whole (`cutShort.bytesAtLeast`), or `?` when it was never measured.
  */
-const removedSize = (report: PruneReport, runId: string, field: "bytes" | "apparentBytes"): string => {
-  const removed = report.removed.find((x) => x.runId === runId)
-  const known = removed?.[field] ?? null
+const removedSize = (removed: PruneReport["removed"][number], cut: PruneReport["cutShort"][number] | undefined, field: "bytes" | "apparentBytes"): string => {
+  const known = removed[field]
   if (known !== null) return formatBytes(known)
-  const cut = report.cutShort.find((c) => c.runId === runId)
   return cut === undefined ? "?" : `≥ ${formatBytes(field === "bytes" ? cut.bytesAtLeast : cut.apparentBytesAtLeast)}`
 }
 
@@ -98,12 +96,14 @@ export const renderTenantReport = (paint: Paint, policy: RetentionPolicy, outcom
   const list = (title: Shown, items: ReadonlyArray<readonly [string, string]>) =>
     txt`${title}\n${joinShown(items.map(([what, why]) => txt`  ${what}: ${why}\n`))}`
   if (r.removed.length > 0) {
+    // By run id once: a prune may remove thousands.
+    const cutShort = new Map(r.cutShort.map((c) => [c.runId, c]))
     body.push(table(
       [{ header: "RUN" }, { header: "DISK", align: "right" }, { header: "APPARENT", align: "right" }, { header: "WHY" }],
       r.removed.map((x) => [
         x.runId,
-        removedSize(r, x.runId, "bytes"),
-        removedSize(r, x.runId, "apparentBytes"),
+        removedSize(x, cutShort.get(x.runId), "bytes"),
+        removedSize(x, cutShort.get(x.runId), "apparentBytes"),
         reasonText(x.reason, policy)
       ])
     ))

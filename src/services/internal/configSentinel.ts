@@ -5,8 +5,7 @@
  */
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
-import { CHANGE_SENTINEL, ChangeSentinel, HISTORY_DIR_NAME, WEB_ROOT_RECORD, WEB_ROOT_RECORD_MAX_BYTES, webRootRecordOf } from "../../domain/ConfigHistory.js"
-import * as Schema from "effect/Schema"
+import { CHANGE_SENTINEL, ChangeSentinel, decodeWebRootRecord, HISTORY_DIR_NAME, WEB_ROOT_RECORD, WEB_ROOT_RECORD_MAX_BYTES, writeWebRootRecordFix } from "../../domain/ConfigHistory.js"
 import type { FindingDraft } from "../../domain/FindingDraft.js"
 import { agentDirFlag, webDataRootFlag } from "../../domain/FixCommands.js"
 import { aFileType } from "../../domain/FileTypeWords.js"
@@ -102,14 +101,13 @@ export const webRootRecordFindings = (deps: Deps, configBackupsDir: string): Eff
         fix: "move it away by hand (the history is never read or written through it); the next config snapshot starts a new history"
       } satisfies FindingDraft]
     }
-    const json = read._tag === "Left" ? { ok: false as const, why: `cannot be read (${read.left.message})` } : decodeJsonBytes(Schema.Unknown, read.right)
-    const parsed = json.ok ? webRootRecordOf(json.value) : json
+    const parsed = read._tag === "Left" ? { ok: false as const, why: `cannot be read (${read.left.message})` } : decodeWebRootRecord(read.right)
     if (parsed.ok) return []
     return [{
       code: "config-history-damaged",
       path,
       message: `the config history's record of which web data root web/ holds does not read (${parsed.why}): every config snapshot, rollback, diff and log is refused`,
-      fix: `write {"version":1,"webRoot":"<the web data root whose extension config web/ holds>"} to ${path}`
+      fix: writeWebRootRecordFix(path)
     } satisfies FindingDraft]
   })
 
