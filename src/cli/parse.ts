@@ -3,14 +3,9 @@
  * so the caller can print one clean line naming the flag.
  */
 import { decodeSegment } from "../domain/Segment.js"
+import { fail, MAX_SAFE, ok, parseCount, type Parsed, quoted } from "./parseCount.js"
 
-export type Parsed<A> = { readonly ok: true; readonly value: A } | { readonly ok: false; readonly message: string }
-
-const ok = <A>(value: A): Parsed<A> => ({ ok: true, value })
-const fail = (message: string): Parsed<never> => ({ ok: false, message })
-
-/** A value as given, in quotes (the printer escapes what it holds: docs/cli.md "CLI quick tour"). */
-const quoted = (text: string): string => `"${text}"`
+export { parseCount, type Parsed }
 
 /**
  * `amount` (digits, optionally `.` and digits) × `factor`, exactly (decimal, not floating point: `2.2MB` is
@@ -22,8 +17,6 @@ const wholeProduct = (amount: string, factor: number): bigint | undefined => {
   const scaled = BigInt(whole! + fraction) * BigInt(factor)
   return scaled % scale === 0n ? scaled / scale : undefined
 }
-
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
 
 const DURATION_UNITS: Readonly<Record<string, number>> = {
   s: 1000,
@@ -84,13 +77,6 @@ export const parseSize = (text: string): Parsed<number> => {
   const bytes = wholeProduct(match[1]!, factor)
   if (bytes === undefined) return fail(`${quoted(text)} is not a whole number of bytes`)
   return bytes <= MAX_SAFE ? ok(Number(bytes)) : fail(`size ${quoted(text)} is too large`)
-}
-
-/** A non-negative whole number. */
-export const parseCount = (text: string): Parsed<number> => {
-  if (!/^\d+$/.test(text.trim())) return fail(`expected a whole number (0 or more), got ${quoted(text)}`)
-  const n = BigInt(text.trim())
-  return n <= MAX_SAFE ? ok(Number(n)) : fail(`${quoted(text)} is too large`)
 }
 
 /** A TCP port: 0 (any free one) to 65535. */

@@ -1,18 +1,44 @@
 /**
  * Which invocations skip the `@effect/cli` command tree (docs/install.md "Installing"): loading `@effect/cli` and building and
- * checking the whole tree cost `pi-storage status` about a third of its start-up, for a command that takes
- * one boolean flag, and `pi-storage config snapshot` (run by hooks after every config edit) about 40% of its
- * own. Only the exact spellings below take the short route (`direct.ts`), and they run the
- * same handler the tree would, with the same error handling; anything else (`status --help`, a typo, a
- * flag in another place, a `--`, `--message=MSG`, a value that looks like a flag) goes through the tree,
- * which reads it by the one rule of argv.ts and reports it. (test/cli/route.test.ts holds the two equal:
- * whatever this takes, that rule reads as the same command with the same flags.) Imports nothing.
+ * checking the whole tree cost `pi-storage status` about a third of its start-up, `doctor` and `work ls` about
+ * 80 ms each (BENCHMARKS.md "Views: the short route for doctor and work ls"), and `pi-storage config snapshot`
+ * (run by hooks after every config edit) about 40% of its own. Only the exact spellings below take the short
+ * route (`direct.ts`), and they run the same handler the tree would, with the same error handling; anything
+ * else (`status --help`, a typo, a repeated flag, a `--`, `--flag=value`, a value that looks like a flag, a
+ * count that does not parse) goes through the tree, which reads it by the one rule of argv.ts and reports it.
+ * (test/cli/route.test.ts holds the two equal: whatever this takes, that rule reads as the same command with
+ * the same flags.) Imports nothing heavy: only the count parser.
  */
 import type { SplitArgv } from "./argv.js"
+import { parseCount } from "./parseCount.js"
+
+/** The scan bounds a view takes (options.ts `scanBounds`), by the inventory's names for them. */
+export interface ScanLimits {
+  readonly maxRunsPerTenant?: number
+  readonly maxEntries?: number
+  readonly maxDepth?: number
+  readonly maxScanEntries?: number
+}
 
 export interface DirectStatus {
   readonly command: "status"
   readonly json: boolean
+  readonly webDataRoot: string | undefined
+  readonly limits: ScanLimits
+}
+
+export interface DirectDoctor {
+  readonly command: "doctor"
+  readonly json: boolean
+  readonly webDataRoot: string | undefined
+  readonly maxScanEntries: number | undefined
+}
+
+export interface DirectWorkLs {
+  readonly command: "work ls"
+  readonly json: boolean
+  readonly filter: string | undefined
+  readonly limits: ScanLimits
 }
 
 export interface DirectConfigSnapshot {
@@ -22,10 +48,74 @@ export interface DirectConfigSnapshot {
   readonly webDataRoot: string | undefined
 }
 
-export type DirectRoute = DirectStatus | DirectConfigSnapshot
+export type DirectRoute = DirectStatus | DirectDoctor | DirectWorkLs | DirectConfigSnapshot
 
 /** A flag's value the route takes as it is: not empty, not something the tree might read as a flag. */
 const plainValue = (v: string | undefined): v is string => v !== undefined && v !== "" && !v.startsWith("-")
+
+/** The scan-bound flags (options.ts `scanBounds`) and the limit each sets. */
+const SCAN_BOUND_FLAGS = {
+  "--max-scanned-runs": "maxRunsPerTenant",
+  "--max-entries": "maxEntries",
+  "--max-depth": "maxDepth",
+  "--max-scan-entries": "maxScanEntries"
+} as const satisfies Record<string, keyof ScanLimits>
+
+type ScanBoundFlag = keyof typeof SCAN_BOUND_FLAGS
+
+interface FlagSpec {
+  /** Flags without a value. */
+  readonly switches: ReadonlyArray<string>
+  /** Flags whose value is taken as it is (a path, a message). */
+  readonly texts: ReadonlyArray<string>
+  /** Flags whose value is a count (parseCount): one that does not parse goes to the tree, which names it. */
+  readonly counts: ReadonlyArray<string>
+}
+
+/**
+ * `rest` as flags of `spec`, each at most once, each value in the next token; `undefined` for anything else
+ * (an unknown flag, a repeat, `--flag=value`, a missing or flag-like value, a count that does not parse).
+ */
+const takeFlags = (rest: ReadonlyArray<string>, spec: FlagSpec): Map<string, string | number | true> | undefined => {
+  const taken = new Map<string, string | number | true>()
+  for (let i = 0; i < rest.length; i++) {
+    const token = rest[i]!
+    if (taken.has(token)) return undefined
+    if (spec.switches.includes(token)) {
+      taken.set(token, true)
+    } else if (spec.texts.includes(token) || spec.counts.includes(token)) {
+      const value = rest[i + 1]
+      if (!plainValue(value)) return undefined
+      i++
+      if (spec.texts.includes(token)) {
+        taken.set(token, value)
+      } else {
+        const count = parseCount(value)
+        if (!count.ok) return undefined
+        taken.set(token, count.value)
+      }
+    } else {
+      return undefined
+    }
+  }
+  return taken
+}
+
+const textOf = (taken: Map<string, string | number | true>, flag: string): string | undefined => {
+  const v = taken.get(flag)
+  return typeof v === "string" ? v : undefined
+}
+
+const limitsOf = (taken: Map<string, string | number | true>): ScanLimits => {
+  const limits: Record<string, number> = {}
+  for (const [flag, field] of Object.entries(SCAN_BOUND_FLAGS)) {
+    const v = taken.get(flag)
+    if (typeof v === "number") limits[field] = v
+  }
+  return limits
+}
+
+const ALL_BOUNDS: ReadonlyArray<ScanBoundFlag> = Object.keys(SCAN_BOUND_FLAGS) as Array<ScanBoundFlag>
 
 /** `config snapshot`, then each of `--json`, `-m MSG` / `--message MSG`, `--web-data-root DIR` at most once. */
 const configSnapshotRoute = (rest: ReadonlyArray<string>): DirectConfigSnapshot | undefined => {
@@ -42,13 +132,34 @@ const configSnapshotRoute = (rest: ReadonlyArray<string>): DirectConfigSnapshot 
   return { command: "config snapshot", json, message: message ?? "snapshot", webDataRoot }
 }
 
-/** `status`, `status --json` or a plain `config snapshot` with nothing after `--`; `undefined` for everything the tree must parse. */
+/** `status` with any of `--json`, `--web-data-root DIR` and the scan bounds, each once. */
+const statusRoute = (rest: ReadonlyArray<string>): DirectStatus | undefined => {
+  const taken = takeFlags(rest, { switches: ["--json"], texts: ["--web-data-root"], counts: ALL_BOUNDS })
+  return taken === undefined ? undefined : { command: "status", json: taken.has("--json"), webDataRoot: textOf(taken, "--web-data-root"), limits: limitsOf(taken) }
+}
+
+/** `doctor` with any of `--json`, `--web-data-root DIR` and `--max-scan-entries N`, each once. */
+const doctorRoute = (rest: ReadonlyArray<string>): DirectDoctor | undefined => {
+  const taken = takeFlags(rest, { switches: ["--json"], texts: ["--web-data-root"], counts: ["--max-scan-entries"] })
+  if (taken === undefined) return undefined
+  const bound = taken.get("--max-scan-entries")
+  return { command: "doctor", json: taken.has("--json"), webDataRoot: textOf(taken, "--web-data-root"), maxScanEntries: typeof bound === "number" ? bound : undefined }
+}
+
+/** `work ls`, optionally `CATEGORY[/TENANT]` right after it, then any of `--json` and the scan bounds, each once. */
+const workLsRoute = (rest: ReadonlyArray<string>): DirectWorkLs | undefined => {
+  const filter = plainValue(rest[0]) ? rest[0] : undefined
+  const taken = takeFlags(filter === undefined ? rest : rest.slice(1), { switches: ["--json"], texts: [], counts: ALL_BOUNDS })
+  return taken === undefined ? undefined : { command: "work ls", json: taken.has("--json"), filter, limits: limitsOf(taken) }
+}
+
+/** The short route of `split`; `undefined` for everything the tree must parse. */
 export const directRoute = (split: SplitArgv): DirectRoute | undefined => {
   if (split.afterDashes !== undefined) return undefined
   const [command, sub] = split.args
   if (command === "config" && sub === "snapshot") return configSnapshotRoute(split.args.slice(2))
-  if (command !== "status") return undefined
-  if (split.args.length === 1) return { command: "status", json: false }
-  if (split.args.length === 2 && split.args[1] === "--json") return { command: "status", json: true }
+  if (command === "work" && sub === "ls") return workLsRoute(split.args.slice(2))
+  if (command === "status") return statusRoute(split.args.slice(1))
+  if (command === "doctor") return doctorRoute(split.args.slice(1))
   return undefined
 }

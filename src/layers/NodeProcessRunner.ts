@@ -1,11 +1,17 @@
 /**
  * The ProcessRunner port on `node:child_process` (services/ProcessRunner.ts).
  */
-import { spawn } from "node:child_process"
+import type * as ChildProcess from "node:child_process"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { ProcessFailed } from "../domain/Errors.js"
 import { type ProcessCall, type ProcessResult, ProcessRunner } from "../services/ProcessRunner.js"
+
+/**
+ * `node:child_process` when the first process starts, not when this module loads: it pulls in `net` and
+ * `dgram`, ≈ 5 ms of every harness's import and every CLI command, most of which never start a process.
+ */
+const childProcess = (): typeof ChildProcess => process.getBuiltinModule("node:child_process")
 
 /** How long a child we stop gets to exit on SIGTERM before SIGKILL. */
 const KILL_GRACE_MS = 2_000
@@ -33,7 +39,7 @@ const run = (call: ProcessCall): Effect.Effect<ProcessResult, ProcessFailed> =>
     const named = [call.command, ...call.args].join(" ").slice(0, 200)
     const failed = (reason: ProcessFailed["reason"], detail: string, cause?: unknown) =>
       new ProcessFailed(cause === undefined ? { command: named, reason, detail } : { command: named, reason, detail, cause })
-    const child = spawn(call.command, call.args, { cwd: call.cwd, env: { ...call.env }, stdio: ["pipe", "pipe", "pipe"] })
+    const child = childProcess().spawn(call.command, call.args, { cwd: call.cwd, env: { ...call.env }, stdio: ["pipe", "pipe", "pipe"] })
     const stdout = new Collected(call.maxStdoutBytes)
     const stderr = new Collected(call.maxStderrBytes)
     let done = false
