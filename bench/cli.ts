@@ -16,7 +16,7 @@ import * as path from "node:path"
 import { startLocalRegistry } from "../test/support/localRegistry.js"
 import { buildTenant, ensureWorkRoot, tenantDirOf } from "./fixtures.js"
 import type { Measurement, Row } from "./result.js"
-import { REPO_DIR, run, summarize, BUILT_CLI } from "./util.js"
+import { REPO_DIR, run, summarize, BUILT_CLI, withoutExtraCaCerts } from "./util.js"
 
 export interface CliOptions {
   readonly root: string
@@ -73,8 +73,15 @@ const beforeProject = (dir: string, tarball: string) => {
   return dir
 }
 
+/**
+ * Every timed process (ours and `node -e 0`) runs as on a user's machine: without `NODE_EXTRA_CA_CERTS`, which
+ * this VM sets and which makes Node read a certificate bundle at every start (bench/util.ts), so
+ * every ratio here was diluted by it until 2026-12-03 (BENCHMARKS.md "Start-up without the VM's certificates").
+ */
+const USER_ENV = withoutExtraCaCerts()
+
 const timed = async (args: ReadonlyArray<string>, cwd: string) => {
-  const r = await run(process.execPath, args, { cwd })
+  const r = await run(process.execPath, args, { cwd, env: USER_ENV })
   if (r.code !== 0) throw new Error(`node ${args.join(" ")} failed (${r.code}): ${r.stderr.slice(0, 800)}`)
   return r
 }
