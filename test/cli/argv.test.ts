@@ -183,8 +183,24 @@ describe("cli/argv: one rule for every verb and flag (read from the tree)", () =
     assert.isTrue(data.ok && !data.value.help)
   })
 
-  it.prop("the short route takes only what the rule reads as the same status command", [
-    fc.array(fc.constantFrom("status", "--json", "--jsn", "-h", "x", "--", "--no-color", "--agent-dir=/a", "work", "ls"), { maxLength: 4 })
+  it.prop("the short route takes only what the rule reads as the same command with the same flags", [
+    // A view's command, now and then a filter, then items of flags (each view's and the others'), values (good,
+    // bad, flag-like, empty), stray words and `--`; global flags before it.
+    fc.tuple(
+      fc.subarray(["--no-color", "--agent-dir=/a"]),
+      fc.constantFrom(["status"], ["doctor"], ["work", "ls"], ["work"], ["ls"]),
+      fc.option(fc.constantFrom("tools/bash", "x", "-x"), { nil: undefined }),
+      fc.array(
+        fc.oneof(
+          fc.constantFrom(["--json"], ["--jsn"], ["-h"], ["--"], ["x"], ["--json=1"]),
+          fc.tuple(
+            fc.constantFrom("--web-data-root", "--max-depth", "--max-scan-entries", "--max-scanned-runs", "--max-entries"),
+            fc.constantFrom("3", "0", "07", "-1", "/w", "x", "--json", "", undefined)
+          ).map(([flag, value]) => (value === undefined ? [flag] : [flag, value]))
+        ),
+        { maxLength: 5 }
+      )
+    ).map(([globals, command, filter, items]) => [...globals, ...command, ...(filter === undefined ? [] : [filter]), ...items.flat()])
   ], ([argv]) => {
     const s = splitArgv(argv)
     if (!s.ok) return
@@ -193,10 +209,14 @@ describe("cli/argv: one rule for every verb and flag (read from the tree)", () =
     const r = readCommandLine(s.value, TREE)
     assert.isTrue(r.ok, argv.join(" "))
     if (r.ok) {
-      assert.deepStrictEqual([r.value.path, r.value.help], [["status"], false])
-      assert.deepStrictEqual(r.value.argv, route.json ? ["status", "--json"] : ["status"])
+      const path = route.command.split(" ")
+      assert.deepStrictEqual([r.value.path, r.value.help], [path, false], argv.join(" "))
+      // The rule's argv: the command words, the flags as given, then `--` and the arguments (work ls's filter).
+      const filter = route.command === "work ls" ? route.filter : undefined
+      const flags = s.value.args.slice(path.length + (filter === undefined ? 0 : 1))
+      assert.deepStrictEqual(r.value.argv, [...path, ...flags, ...(filter === undefined ? [] : ["--", filter])], argv.join(" "))
     }
-  }, { fastCheck: { numRuns: 500 } })
+  }, { fastCheck: { numRuns: 2000 } })
 
   it("edit distance: insert, delete, substitute, swap", () => {
     assert.strictEqual(editDistance("json", "json"), 0)
