@@ -40,6 +40,9 @@ export type StoppedBy = typeof StoppedBy.Type
 
 const count = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",")
 
+/** `count(n)` and its noun, singular for 1 (`1 entry`, `2,000 entries`). */
+const counted = (n: number, one: string, many: string) => `${count(n)} ${n === 1 ? one : many}`
+
 /** Where the prune's policy bounds are raised: a policy field, clamped to the harness ceiling. */
 const POLICY = (field: string) => `policy.${field} (up to the harness ceiling: openAgentStorage({ retentionCeiling }), StorageConfig.retentionCeiling)`
 
@@ -117,7 +120,7 @@ export const listingStopped = (limit: number, left: number, tenants: number): St
   unit: "entries",
   option: "maxRunsPerTenant",
   flag: "--max-scanned-runs",
-  message: `${countOf(tenants, "tenant")} ${tenants === 1 ? "holds" : "hold"} more than the ${count(limit)} entries examined per tenant: ${
+  message: `${countOf(tenants, "tenant")} ${tenants === 1 ? "holds" : "hold"} more than the ${counted(limit, "entry", "entries")} examined per tenant: ${
     count(left)
   } not listed; raise it (--max-scanned-runs)`
 })
@@ -164,7 +167,7 @@ export const scanEntriesStopped = (limit: number, left: number, option: "maxScan
   unit: "entries",
   option,
   flag: "--max-scan-entries",
-  message: `the scan read its budget of ${count(limit)} entries (directory listings and leases): at least ${
+  message: `the scan read its budget of ${counted(limit, "entry", "entries")} (directory listings and leases): at least ${
     count(left)
   } more were not read, and what they hold is not shown; raise it (--max-scan-entries)`
 })

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { inventoryEntriesStopped, listingStopped, pruneDepthStopped, pruneEntriesStopped, pruneScanStopped } from "../../src/domain/StoppedBy.js"
+import { inventoryEntriesStopped, listingStopped, pruneDepthStopped, pruneEntriesStopped, pruneScanStopped, scanEntriesStopped } from "../../src/domain/StoppedBy.js"
 
 describe("inventoryEntriesStopped", () => {
   it("says what each size is: lower bounds, not measured, or some of each", () => {
@@ -45,5 +45,9 @@ describe("the prune's stop lines", () => {
     assert.match(pruneDepthStopped(3, 2).message, /^the size walks of 2 runs stopped at maxDepth 3 .*: their sizes are lower bounds;/)
     assert.match(listingStopped(3, 4, 1).message, /^1 tenant holds more than the 3 entries/)
     assert.match(listingStopped(3, 4, 2).message, /^2 tenants hold more than the 3 entries/)
+    assert.match(listingStopped(1, 4, 1).message, /^1 tenant holds more than the 1 entry examined per tenant/)
+    // A budget of 1 (what `--max-scan-entries 0` reads as): one entry, not "1 entries".
+    assert.match(scanEntriesStopped(1, 5).message, /^the scan read its budget of 1 entry \(directory listings and leases\): at least 5 more/)
+    assert.match(scanEntriesStopped(2_000, 5).message, /^the scan read its budget of 2,000 entries /)
   })
 })
