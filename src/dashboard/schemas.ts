@@ -8,7 +8,7 @@
  */
 import * as Schema from "effect/Schema"
 import type { DoctorReport as DoctorReportType, Finding as FindingType } from "../domain/Findings.js"
-import { FileSystemErrorReason } from "../domain/Errors.js"
+import { FileSystemErrorReason, UnsafeRootReason } from "../domain/Errors.js"
 import { FINDING_CODES } from "../domain/Findings.js"
 import { StoppedBy } from "../domain/StoppedBy.js"
 import { PruneReport } from "../domain/PruneReport.js"
@@ -111,6 +111,17 @@ export const RunListing = Schema.Struct({
   size: Size
 })
 
+/** A work root, category or tenant a listing did not look into, and why (`RefusedTarget` in services/Inventory.ts). */
+export const RefusedTarget = Schema.Struct({
+  path: Schema.String,
+  what: Schema.String,
+  category: Schema.String,
+  tenant: Schema.String,
+  type: Schema.String,
+  reason: UnsafeRootReason,
+  detail: Schema.String
+})
+
 export const UnownedListing = Schema.Struct({ category: Schema.String, tenant: Schema.String, name: Schema.String, path: Schema.String, why: Schema.String })
 
 /** `pi-storage work ls --json`. */
@@ -125,6 +136,7 @@ export const RunList = Schema.Struct({
   incomplete: Schema.Boolean,
   stoppedBy: Schema.Array(StoppedBy),
   errors: Schema.Array(InventoryProblem),
+  notListed: Schema.Array(RefusedTarget),
   missing: Schema.optional(Schema.Literal("category", "tenant"))
 })
 same<typeof RunList.Type, RunListType>()

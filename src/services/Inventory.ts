@@ -35,10 +35,12 @@ import {
   type TenantFacts,
   type TenantMeasure,
   tenantsOf,
-  type TenantItem
+  type TenantItem,
+  type WorkStray
 } from "./internal/readModel.js"
 import { type Holder, liveHolders, runUse } from "./internal/runFacts.js"
 import { aFileType, fileTypeWord } from "../domain/FileTypeWords.js"
+import { isDescendable } from "../domain/RootSafety.js"
 import { type InventoryProblem, scanProblem, sizeUnmeasured } from "../domain/ReportProblems.js"
 import { WEB_RESTORE_ASIDE_DIR } from "../domain/StateSnapshot.js"
 import type { TierName } from "../domain/Tiers.js"
@@ -200,6 +202,12 @@ export interface RunList {
   readonly incomplete: boolean
   readonly stoppedBy: ReadonlyArray<StoppedBy>
   readonly errors: ReadonlyArray<InventoryProblem>
+  /**
+   * The work root, categories and tenants the listing did not look into, each with why (WR10: a symlink, never
+   * followed; not a directory; foreign-owned; writable by others; or a file where a category or tenant belongs):
+   * whatever runs they hold are not listed. The targets `work prune --all` refuses (`pruneTargetsOf`).
+   */
+  readonly notListed: ReadonlyArray<RefusedTarget>
   /** The filter named a category, or a tenant of an existing category, that is not there (nothing was listed). */
   readonly missing?: "category" | "tenant"
 }
@@ -599,8 +607,40 @@ export const runList = (input: {
     truncated: facts.truncated || listedTenants(facts).some((t) => t.items.truncated),
     incomplete: runs.some((r) => !r.size.complete),
     stoppedBy: stoppedByOf(facts, input.limits ?? DEFAULTS, input.stops ?? NO_STOPS),
-    errors: [...problemsOf(facts), ...input.measureErrors]
+    errors: [...problemsOf(facts), ...input.measureErrors],
+    notListed: notLookedInto(facts)
   }
+}
+
+/**
+ * The work root, categories and tenants the scan did not go into (`isDescendable`, the read model's own test: a
+ * symlink or anything not a directory), and the files where a category or tenant belongs, shallowest first, in
+ * the shape `work prune --all` refuses them with. A directory that is only unsafe to prune (foreign-owned,
+ * writable by others) is read, and its runs listed. Pure.
+ */
+export const notLookedInto = (facts: AgentDirFacts): ReadonlyArray<RefusedTarget> => {
+  const work = facts.work
+  if (work === null) return []
+  const out: Array<RefusedTarget> = []
+  const add = (safety: SafetyFact, what: string, category: string, tenant: string) => {
+    if (isDescendable(safety.info)) return
+    const refused = refusedOf(safety, what, category, tenant)
+    if (refused !== null) out.push(refused)
+  }
+  add(work.root, "the work root", "*", "*")
+  for (const stray of work.strays) out.push(strayTarget(work.root.path, stray))
+  for (const category of work.categories) {
+    add(category.safety, `category ${category.name}`, category.name, "*")
+    for (const t of category.tenants) add(t.safety, `tenant ${t.category}/${t.tenant}`, t.category, t.tenant)
+  }
+  return out
+}
+
+/** A file where a category or tenant directory belongs (the doctor's `work-stray-entry`), as a refused target. */
+const strayTarget = (workRoot: string, stray: WorkStray): RefusedTarget => {
+  const [category, tenant] = NodePath.relative(workRoot, stray.path).split(NodePath.sep)
+  const what = tenant === undefined ? `category ${category}` : `tenant ${category}/${tenant}`
+  return { path: stray.path, what, category: category!, tenant: tenant ?? "*", type: fileTypeWord(stray.type), reason: "not-a-directory", detail: `it is ${aFileType(stray.type)}` }
 }
 
 /** A directory WR10 finds unsafe, as the target `work prune --all` refuses; `null` when it is safe. */
@@ -637,13 +677,10 @@ export const pruneTargetsOf = (facts: AgentDirFacts): PruneTargets => {
   const tenants: Array<TenantAddress> = []
   const unsafeCategories = new Set(work.categories.filter((c) => refusedOf(c.safety, "", c.name, "*") !== null).map((c) => c.name))
   for (const stray of work.strays) {
-    const [category, tenant] = NodePath.relative(work.root.path, stray.path).split(NodePath.sep)
+    const target = strayTarget(work.root.path, stray)
     // A stray inside a refused category is under it: the category's refusal covers it.
-    if (tenant !== undefined && unsafeCategories.has(category!)) continue
-    const address = tenant === undefined ? { category: category!, tenant: "*" } : { category: category!, tenant }
-    const what = tenant === undefined ? `category ${address.category}` : `tenant ${address.category}/${address.tenant}`
-    const type = fileTypeWord(stray.type)
-    refused.push({ path: stray.path, what, ...address, type, reason: "not-a-directory", detail: `it is ${aFileType(stray.type)}` })
+    if (target.tenant !== "*" && unsafeCategories.has(target.category)) continue
+    refused.push(target)
   }
   for (const category of work.categories) {
     const unsafeCategory = refusedOf(category.safety, `category ${category.name}`, category.name, "*")

@@ -66,6 +66,11 @@ export function* runListPieces(ctx: CliContext, list: RunList, filter?: string):
       paint
     )
   }
+  if (list.notListed.length > 0) {
+    // Never skipped in silence: a symlink (never followed), a file, or an unsafe directory where runs would be.
+    yield txt`\n${paint("yellow", "Not looked into (a link, a file or an unsafe directory where runs would be):")}\n`
+    yield table([{ header: "WHAT" }, { header: "PATH" }, { header: "WHY" }], list.notListed.map((t) => [t.what, t.path, t.detail]), paint)
+  }
   const stopped = stoppedLines(paint, list.stoppedBy)
   if (stopped.length > 0) yield txt`\n${joinShown(stopped, "\n")}\n`
   for (const e of list.errors) yield txt`could not read ${e.path}: ${e.message}\n`
