@@ -1,7 +1,7 @@
 /**
  * Which invocations skip the `@effect/cli` command tree (docs/install.md "Installing"): loading `@effect/cli` and building and
  * checking the whole tree cost `pi-storage status` about a third of its start-up, `doctor` and `work ls` about
- * 80 ms each (BENCHMARKS.md "Views: the short route for doctor and work ls"), and `pi-storage config snapshot`
+ * 100 ms each (BENCHMARKS.md "Views and start-up: the short route"), and `pi-storage config snapshot`
  * (run by hooks after every config edit) about 40% of its own. Only the exact spellings below take the short
  * route (`direct.ts`), and they run the same handler the tree would, with the same error handling; anything
  * else (`status --help`, a typo, a repeated flag, a `--`, `--flag=value`, a value that looks like a flag, a
@@ -119,17 +119,11 @@ const ALL_BOUNDS: ReadonlyArray<ScanBoundFlag> = Object.keys(SCAN_BOUND_FLAGS) a
 
 /** `config snapshot`, then each of `--json`, `-m MSG` / `--message MSG`, `--web-data-root DIR` at most once. */
 const configSnapshotRoute = (rest: ReadonlyArray<string>): DirectConfigSnapshot | undefined => {
-  let json = false
-  let message: string | undefined
-  let webDataRoot: string | undefined
-  for (let i = 0; i < rest.length; i++) {
-    const token = rest[i]!
-    if (token === "--json" && !json) json = true
-    else if ((token === "-m" || token === "--message") && message === undefined && plainValue(rest[i + 1])) message = rest[++i]
-    else if (token === "--web-data-root" && webDataRoot === undefined && plainValue(rest[i + 1])) webDataRoot = rest[++i]
-    else return undefined
-  }
-  return { command: "config snapshot", json, message: message ?? "snapshot", webDataRoot }
+  const taken = takeFlags(rest, { switches: ["--json"], texts: ["-m", "--message", "--web-data-root"], counts: [] })
+  // `-m` and `--message` are one flag: both given is the flag given twice, which the tree reports.
+  if (taken === undefined || (taken.has("-m") && taken.has("--message"))) return undefined
+  const message = textOf(taken, "-m") ?? textOf(taken, "--message") ?? "snapshot"
+  return { command: "config snapshot", json: taken.has("--json"), message, webDataRoot: textOf(taken, "--web-data-root") }
 }
 
 /** `status` with any of `--json`, `--web-data-root DIR` and the scan bounds, each once. */

@@ -145,6 +145,7 @@ describe("cli short route", () => {
     for (const argv of [
       ["config"], ["config", "status"], ["config", "snapshot", "--help"], ["config", "snapshot", "-m"], ["config", "snapshot", "-m", ""],
       ["config", "snapshot", "-m", "-x"], ["config", "snapshot", "--message=x"], ["config", "snapshot", "-m", "a", "-m", "b"],
+      ["config", "snapshot", "-m", "a", "--message", "b"], ["config", "snapshot", "--max-depth", "3"],
       ["config", "snapshot", "--json", "--json"], ["config", "snapshot", "extra"], ["config", "snapshot", "--web-data-root"], ["config", "snapshot", "--", "x"]
     ]) assert.isUndefined(directRoute(split(argv)), argv.join(" "))
   })
