@@ -270,9 +270,12 @@ const missingOf = (facts: AgentDirFacts, filter: RunFilter): "category" | "tenan
   if (filter.category === undefined || facts.truncated || facts.status._tag !== "Directory") return undefined
   // A category or tenant that could not be read is reported as such (`errors`), never as absent.
   if (facts.problems.length > 0) return undefined
+  // Behind a work root or category the scan did not go into (`notListed` names it), nothing is known absent.
+  if (facts.work !== null && !isDescendable(facts.work.root.info)) return undefined
   const category = facts.work?.categories.find((c) => c.name === filter.category)
   if (category === undefined) return "category"
-  return filter.tenant !== undefined && !category.tenants.some((t) => t.tenant === filter.tenant) ? "tenant" : undefined
+  if (filter.tenant === undefined || !isDescendable(category.safety.info)) return undefined
+  return category.tenants.some((t) => t.tenant === filter.tenant) ? undefined : "tenant"
 }
 
 const DEFAULTS = {
@@ -614,9 +617,9 @@ export const runList = (input: {
 
 /**
  * The work root, categories and tenants the scan did not go into (`isDescendable`, the read model's own test: a
- * symlink or anything not a directory), and the files where a category or tenant belongs, shallowest first, in
- * the shape `work prune --all` refuses them with. A directory that is only unsafe to prune (foreign-owned,
- * writable by others) is read, and its runs listed. Pure.
+ * symlink or anything not a directory), and the files where a category or tenant belongs, in the shape and the
+ * order `work prune --all` refuses them with (`byTargetAddress`). A directory that is only unsafe to prune
+ * (foreign-owned, writable by others) is read, and its runs listed. Pure.
  */
 export const notLookedInto = (facts: AgentDirFacts): ReadonlyArray<RefusedTarget> => {
   const work = facts.work
@@ -633,7 +636,14 @@ export const notLookedInto = (facts: AgentDirFacts): ReadonlyArray<RefusedTarget
     add(category.safety, `category ${category.name}`, category.name, "*")
     for (const t of category.tenants) add(t.safety, `tenant ${t.category}/${t.tenant}`, t.category, t.tenant)
   }
-  return out
+  return out.sort(byTargetAddress)
+}
+
+/** Refused targets in (category, tenant) name order, a whole category (`*`) before its tenants. */
+const byTargetAddress = (a: RefusedTarget, b: RefusedTarget): number => {
+  const key = (r: RefusedTarget) => [r.category, r.tenant === "*" ? "" : r.tenant] as const
+  const [ka, kb] = [key(a), key(b)]
+  return ka[0] !== kb[0] ? (ka[0] < kb[0] ? -1 : 1) : ka[1] < kb[1] ? -1 : ka[1] > kb[1] ? 1 : 0
 }
 
 /** A file where a category or tenant directory belongs (the doctor's `work-stray-entry`), as a refused target. */
@@ -704,11 +714,7 @@ export const pruneTargetsOf = (facts: AgentDirFacts): PruneTargets => {
       else tenants.push({ category: t.category, tenant: t.tenant })
     }
   }
-  const key = (r: RefusedTarget) => [r.category, r.tenant === "*" ? "" : r.tenant] as const
-  refused.sort((a, b) => {
-    const [ka, kb] = [key(a), key(b)]
-    return ka[0] !== kb[0] ? (ka[0] < kb[0] ? -1 : 1) : ka[1] < kb[1] ? -1 : ka[1] > kb[1] ? 1 : 0
-  })
+  refused.sort(byTargetAddress)
   return { tenants, refused, misnamed, notADirectory }
 }
 

@@ -76,6 +76,35 @@ describe("work ls names what it did not look into (built CLI)", () => {
     assert.match(text, /^TENANT +RUN /, "the sound tenant's run is still listed")
     assert.deepStrictEqual(notListed(stray).map((t) => [t.what, t.reason]), [["tenant tools/notes.txt", "not-a-directory"]])
 
+    // Behind a link the listing did not follow, a filter's target is not known to be absent: never "no such".
+    const linkedRoot = await agentWithRun(base, "linked-root")
+    Fs.renameSync(Path.join(linkedRoot, "work"), Path.join(base, "real-work"))
+    Fs.symlinkSync(Path.join(base, "real-work"), Path.join(linkedRoot, "work"))
+    const linkedCategory = await agentWithRun(base, "linked-category")
+    Fs.renameSync(Path.join(linkedCategory, "work", "tools"), Path.join(base, "real-tools"))
+    Fs.symlinkSync(Path.join(base, "real-tools"), Path.join(linkedCategory, "work", "tools"))
+    for (const [agentDir, what] of [[linkedRoot, "the work root"], [linkedCategory, "category tools"]] as const) {
+      for (const filter of ["tools", "tools/bash", "tools/nope"]) {
+        const text = ls(agentDir, filter)
+        assert.notInclude(text, "no such", `${what}, ${filter}`)
+        assert.match(text, /^No work runs\.\n\nNot looked into /, `${what}, ${filter}`)
+        const doc = JSON.parse(ls(agentDir, filter, "--json")) as { notListed: ReadonlyArray<NotListed>; missing?: string }
+        assert.notProperty(doc, "missing", `${what}, ${filter}`)
+        assert.deepStrictEqual(doc.notListed.map((t) => t.what), [what], `${what}, ${filter}`)
+      }
+    }
+    // A filter naming what is really not there still says so.
+    assert.strictEqual(ls(sound, "tools/nope"), "tools/nope: no such tenant\n")
+    assert.strictEqual(ls(sound, "nope"), "nope: no such category\n")
+
+    // In (category, tenant) name order, a category before its tenants: the order `work prune --all` refuses in.
+    const mixed = await agentWithRun(base, "mixed")
+    Fs.symlinkSync(base, Path.join(mixed, "work", "aaa"))
+    Fs.writeFileSync(Path.join(mixed, "work", "zzz"), "x")
+    Fs.writeFileSync(Path.join(mixed, "work", "tools", "zfile"), "x")
+    Fs.symlinkSync(base, Path.join(mixed, "work", "tools", "alink"))
+    assert.deepStrictEqual(notListed(mixed).map((t) => t.what), ["category aaa", "tenant tools/alink", "tenant tools/zfile", "category zzz"])
+
     const writable = await agentWithRun(base, "writable")
     Fs.chmodSync(Path.join(writable, "work", "tools"), 0o777)
     assert.deepStrictEqual(notListed(writable), [])

@@ -67,8 +67,8 @@ export function* runListPieces(ctx: CliContext, list: RunList, filter?: string):
     )
   }
   if (list.notListed.length > 0) {
-    // Never skipped in silence: a symlink (never followed), a file, or an unsafe directory where runs would be.
-    yield txt`\n${paint("yellow", "Not looked into (a link, a file or an unsafe directory where runs would be):")}\n`
+    // Never skipped in silence: a symlink (never followed) or a file where a work root, category or tenant would be.
+    yield txt`\n${paint("yellow", "Not looked into (a link or a file where runs would be):")}\n`
     yield table([{ header: "WHAT" }, { header: "PATH" }, { header: "WHY" }], list.notListed.map((t) => [t.what, t.path, t.detail]), paint)
   }
   const stopped = stoppedLines(paint, list.stoppedBy)
