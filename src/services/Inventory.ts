@@ -203,9 +203,9 @@ export interface RunList {
   readonly stoppedBy: ReadonlyArray<StoppedBy>
   readonly errors: ReadonlyArray<InventoryProblem>
   /**
-   * The work root, categories and tenants the listing did not look into, each with why (WR10: a symlink, never
-   * followed; not a directory; foreign-owned; writable by others; or a file where a category or tenant belongs):
-   * whatever runs they hold are not listed. The targets `work prune --all` refuses (`pruneTargetsOf`).
+   * The work root, categories and tenants the listing did not go into, each with why (a symlink, never followed;
+   * not a directory; a file where a category or tenant belongs), in the shape and order `work prune --all`
+   * refuses with (`notLookedInto`). A directory only unsafe to prune is read: its runs are listed.
    */
   readonly notListed: ReadonlyArray<RefusedTarget>
   /** The filter named a category, or a tenant of an existing category, that is not there (nothing was listed). */
