@@ -464,6 +464,26 @@ describe("the portable walker coming back up to a directory that left its window
     }))
 })
 
+/**
+ * Look for `ready` between turns of the event loop while `walk` runs on the thread pool, then `act` (its answer:
+ * whether the swap was made); false when the walk ended first or 10 s passed. The loop turns (never a blocking
+ * spin): the forked fiber hands its walk to the thread pool on a turn of its own, and a spin that held the
+ * loop could start before it did and wait out its deadline with nothing running.
+ */
+const untilWhileRunning = (
+  walk: Fiber.RuntimeFiber<unknown, unknown>,
+  ready: () => boolean,
+  act: () => boolean | void
+): Effect.Effect<boolean> =>
+  Effect.gen(function*() {
+    const deadline = performance.now() + 10_000
+    while (performance.now() < deadline && walk.unsafePoll() === null) {
+      if (ready()) return act() !== false
+      yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+    }
+    return false
+  })
+
 describe("the native walker coming back up to a directory that left its window", () => {
   // Live clock: the race is against a real thread.
   for (const into of ["link", "directory"] as const) {
@@ -475,21 +495,17 @@ describe("the native walker coming back up to a directory that left its window",
           const { root, assertJailUntouched, done } = jailed()
           const bottom = plantChain(root)
           const removal = yield* Effect.fork(removeTree(`${root}/run`, WIDE))
-          yield* Effect.yieldNow() // the fiber hands the walk to the thread pool
-          // Once it deletes in the bottom (16 levels below c3, which has left its window), swap c3.
-          const swapped = yield* Effect.sync(() => {
-            const deadline = performance.now() + 10_000
-            const begun = () => {
-              try {
-                return fs.readdirSync(bottom).length < BOTTOM
-              } catch {
-                return true
-              }
+          // Once it deletes in the bottom (16 levels below c3, which has left its window), swap c3; a walk that got
+          // past the bottom first (the bottom gone or empty) is tried again.
+          const remaining = () => {
+            try {
+              return fs.readdirSync(bottom).length
+            } catch {
+              return 0
             }
-            while (performance.now() < deadline && !begun()) {
-              // spin: the walk runs on another thread
-            }
-            if (!fs.existsSync(bottom) || fs.readdirSync(bottom).length === 0) return false // it got past the bottom first
+          }
+          const swapped = yield* untilWhileRunning(removal, () => remaining() < BOTTOM, () => {
+            if (remaining() === 0) return false
             swapLeft(root, into)
             return true
           })
@@ -521,18 +537,9 @@ describe("the native walker coming back up to a directory that left its window",
         const { root, done } = jailed()
         const bottom = plantChain(root)
         const walk = yield* Effect.fork(measure(`${root}/run`, WIDE))
-        yield* Effect.yieldNow()
         // Once it holds the bottom open (it lingers there, on BOTTOM files), swap c3; a walk already gone past
         // the bottom measures whole, and that round is tried again.
-        const swapped = yield* Effect.sync(() => {
-          const deadline = performance.now() + 10_000
-          while (performance.now() < deadline && !holdsDescriptorOn(bottom)) {
-            // spin
-          }
-          if (!holdsDescriptorOn(bottom)) return false
-          swapLeft(root, "link")
-          return true
-        })
+        const swapped = yield* untilWhileRunning(walk, () => holdsDescriptorOn(bottom), () => swapLeft(root, "link"))
         const outcome = yield* Effect.either(Fiber.join(walk))
         if (swapped) {
           // Below c3 when it moved, the walk comes back up through it.
