@@ -38,10 +38,53 @@ export const rootLinkHops = (fs: FileSystem["Type"], path: string): Effect.Effec
       if (info._tag === "None" || info.value.type !== "SymbolicLink") return hops
       const target = yield* fs.readLink(current).pipe(Effect.option)
       if (target._tag === "None") return hops
-      current = NodePath.resolve(NodePath.dirname(current), target.value)
+      const written = NodePath.resolve(NodePath.dirname(current), target.value)
+      current = climbs(target.value) ? ((yield* kernelJoin(fs, NodePath.dirname(current), target.value)) ?? written) : written
       hops.push(current)
     }
     return hops
+  })
+
+/** Links followed at most while walking one path, as Linux does (path_resolution(7)). */
+const MAX_PATH_LINKS = 40
+
+/** Whether a link target has a `..` component: only then can the path as written and the kernel's answer differ. */
+const climbs = (target: string): boolean => NodePath.sep === "/" && target.split("/").includes("..")
+
+/**
+ * The directory the kernel reaches for a link in `dir` whose target climbs (`..`). The kernel takes `..` from
+ * where it has got to, not from the path as written: with `~/.pi -> /disk/pi` and `~/.pi/agent -> ../agent`,
+ * the agent dir is `/disk/agent`, where `NodePath.resolve` says `~/agent` (a directory that may not exist, or
+ * be another one). The components are walked as path_resolution(7) does, each symlink on the way followed
+ * (up to 40) and `..` the parent of what was reached; the last one is not followed (it is the next hop).
+ * Undefined when a component cannot be examined: the caller keeps the path as written, and the reader that
+ * looks there reports what it finds.
+ */
+const kernelJoin = (fs: FileSystem["Type"], dir: string, target: string): Effect.Effect<string | undefined> =>
+  Effect.gen(function*() {
+    const componentsOf = (path: string) => path.split("/").filter((name) => name !== "" && name !== ".")
+    let reached: Array<string> = []
+    let left = componentsOf(NodePath.isAbsolute(target) ? target : `${dir}/${target}`)
+    let links = 0
+    while (left.length > 0) {
+      const name = left.shift()!
+      if (name === "..") {
+        reached.pop()
+        continue
+      }
+      reached.push(name)
+      if (left.length === 0) break
+      const here = `/${reached.join("/")}`
+      const info = yield* fs.lstat(here).pipe(Effect.option)
+      if (info._tag === "None") return undefined
+      if (info.value.type !== "SymbolicLink") continue
+      const link = yield* fs.readLink(here).pipe(Effect.option)
+      if (link._tag === "None" || ++links > MAX_PATH_LINKS) return undefined
+      reached.pop()
+      if (NodePath.isAbsolute(link.value)) reached = []
+      left = [...componentsOf(link.value), ...left]
+    }
+    return `/${reached.join("/")}`
   })
 
 export class AgentDir extends Context.Tag("pi-agent-storage/AgentDir")<AgentDir, {
