@@ -41,8 +41,13 @@ export const encodeCodeCache = (source: Buffer, data: Buffer): Buffer => Buffer.
  * frequent scavenges, a few percent of a view's time). Set before the program compiles, here, where the cache
  * is made too: V8 refuses a code cache made under other flags. Only on Node 20, whose V8 has the flag for
  * sure: a V8 without it would print an error on every run.
+ *
+ * And its functions are optimised later (an interrupt budget of 264 KiB of bytecode, four times V8's
+ * default): a command lives a second or two, and V8's optimising compiler, on the core the reads and the main
+ * thread share, spent more on the functions it picked early than they gave back. A view at 20,000 runs
+ * takes 10–17 % less CPU, its wall time the same or a little less (BENCHMARKS.md "Views: later optimisation").
  */
-export const CLI_V8_FLAGS = process.versions.node.split(".")[0] === "20" ? "--semi-space-growth-factor=1" : ""
+export const CLI_V8_FLAGS = process.versions.node.split(".")[0] === "20" ? "--semi-space-growth-factor=1 --interrupt-budget=270336" : ""
 
 /** Compile `bundle`, with the V8 data of `cache` when the cache was made from exactly these bytes. */
 export const compileCommonJs = (bundle: string, cache: Buffer | undefined): Compiled => {

@@ -81,4 +81,42 @@ describe("cli code cache (built bundle)", () => {
     else assert.isAtMost(youngAfter(true), 4 * MiB)
     assert.isAbove(youngAfter(false), 8 * MiB)
   })
+
+  it("a process that compiled the program optimises a hot function later, and its V8 knows every flag given", () => {
+    // In a child process of its own: the call at which V8 first marks a small hot function for its optimising
+    // compiler (anything past the interpreter and the baseline compiler in %GetOptimizationStatus), with the
+    // loader's flags and without them. The interrupt budget counts bytecode run, so the call is the same each time.
+    const script = (flags: boolean) => `
+      import * as fs from "node:fs"
+      import * as os from "node:os"
+      import * as path from "node:path"
+      if (${flags}) {
+        const { compileCommonJs } = await import(${JSON.stringify(new URL("../../dist/cli/codeCache.js", import.meta.url).href)})
+        const empty = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "pi-storage-v8flags-")), "empty.cjs")
+        fs.writeFileSync(empty, "")
+        compileCommonJs(empty, undefined)
+        fs.rmSync(path.dirname(empty), { recursive: true })
+      }
+      function hot(x) { let s = 0; for (let i = 0; i < 20; i++) s += i * x; return s }
+      const EARLY_TIERS = (1 << 0) | (1 << 7) | (1 << 15) // a function, interpreted, baseline code
+      let n = 0
+      for (; n < 100000; n++) {
+        hot(n)
+        if ((%GetOptimizationStatus(hot) & ~EARLY_TIERS) !== 0) break
+      }
+      process.stdout.write(String(n))
+    `
+    const markedAt = (flags: boolean) => {
+      const r = spawnSync(process.execPath, ["--allow-natives-syntax", "--input-type=module", "-e", script(flags)], { encoding: "utf8" })
+      assert.strictEqual(r.status, 0, r.stderr)
+      // An unknown flag is not fatal: V8 prints an error and goes on. None may be printed.
+      assert.strictEqual(r.stderr, "")
+      return Number(r.stdout)
+    }
+    const without = markedAt(false)
+    assert.isAbove(without, 10)
+    assert.isBelow(without, 100000)
+    if (CLI_V8_FLAGS === "") assert.strictEqual(markedAt(true), without)
+    else assert.isAtLeast(markedAt(true), 3 * without)
+  })
 })
