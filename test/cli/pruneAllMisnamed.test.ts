@@ -42,16 +42,17 @@ describe("work prune --all and misnamed directories (built CLI)", () => {
     assert.match(human.stdout, /^tools\/Bad_Name: not pruned: tenant tools\/Bad_Name \(.*\) is no directory the library makes: its name must be lowercase/m)
     assert.match(human.stdout, /^Tools\/\*: not pruned: category Tools \(.*\) is no directory the library makes: its name must be lowercase/m)
     assert.match(human.stdout, /^tools\/good: removed 1 run/m)
-    assert.match(human.stdout, /^Total: removed 1 run .* in 3 tenants; kept 0, active 0; 2 refused\.$/m)
+    // The refused directories are counted as refused, not as tenants pruned.
+    assert.match(human.stdout, /^Total: removed 1 run .* in 1 tenant; kept 0, active 0; 2 refused\.$/m)
 
     const json = await cli(["--agent-dir", agent, "work", "prune", "--all", "--dry-run", "--json"])
     assert.strictEqual(json.code, 3, json.stderr)
-    const doc = JSON.parse(json.stdout) as { tenants: Array<{ category: string; tenant: string; notPruned?: { _tag: string; path: string } }>; total: { refused: number } }
+    const doc = JSON.parse(json.stdout) as { tenants: Array<{ category: string; tenant: string; notPruned?: { _tag: string; path: string } }>; total: { refused: number; tenants: number } }
     assert.deepStrictEqual(
       doc.tenants.filter((t) => t.notPruned !== undefined).map((t) => [t.category, t.tenant, t.notPruned!._tag, t.notPruned!.path]),
       [["Tools", "*", "MisnamedDirectory", Path.join(work, "Tools")], ["tools", "Bad_Name", "MisnamedDirectory", Path.join(work, "tools/Bad_Name")]]
     )
-    assert.strictEqual(doc.total.refused, 2)
+    assert.deepStrictEqual([doc.total.refused, doc.total.tenants], [2, 1])
     for (const dir of ["tools/Bad_Name", "Tools/x"]) assert.strictEqual(Fs.readFileSync(Path.join(work, dir, "keep.txt"), "utf8"), "someone's")
   }, 60_000)
 })

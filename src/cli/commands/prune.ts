@@ -127,6 +127,7 @@ const uneventful = (o: TenantOutcome): boolean =>
   o.report.skipped.length === 0
 
 export interface PruneTotal {
+  /** Tenants pruned (each with a report); those refused or failed are counted in `refused` and `errors`, not here. */
   readonly tenants: number
   readonly removed: number
   /** Disk usage freed by removals whose size is known; `lowerBound` when some were not measured. */
@@ -144,7 +145,7 @@ export interface PruneTotal {
 }
 
 export const pruneTotal = (outcomes: ReadonlyArray<TenantOutcome>): PruneTotal => {
-  const total = { tenants: outcomes.length, removed: 0, bytes: 0, apparentBytes: 0, lowerBound: false, stopped: 0, kept: 0, active: 0, errors: 0, refused: 0, busy: 0 }
+  const total = { tenants: 0, removed: 0, bytes: 0, apparentBytes: 0, lowerBound: false, stopped: 0, kept: 0, active: 0, errors: 0, refused: 0, busy: 0 }
   for (const o of outcomes) {
     if ("notPruned" in o) {
       total.refused++
@@ -156,6 +157,7 @@ export const pruneTotal = (outcomes: ReadonlyArray<TenantOutcome>): PruneTotal =
       continue
     }
     const r = o.report
+    total.tenants++
     total.removed += r.removed.length
     for (const x of r.removed) {
       if (x.bytes === null || x.apparentBytes === null) total.lowerBound = true
