@@ -39,3 +39,12 @@ export const displayText = (text: string): string => {
   UNSAFE.lastIndex = 0
   return UNSAFE.test(text) ? text.replace(UNSAFE, escapeUnit) : text
 }
+
+/**
+ * One character named in a message the library writes (what a rule found): `"x"` when it shows as itself,
+ * else its code point (`U+0001`), with no backslash that `displayText` would escape a second time on screen.
+ */
+export const characterWords = (ch: string): string => {
+  const point = ch.codePointAt(0) ?? 0
+  return ch !== "" && ch !== "\"" && displayText(ch) === ch ? `"${ch}"` : `U+${point.toString(16).toUpperCase().padStart(4, "0")}`
+}

@@ -4,6 +4,7 @@
  */
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
+import { characterWords } from "./Display.js"
 import { InvalidSegment } from "./Errors.js"
 import { rememberValid } from "./SegmentMemo.js"
 import { describeValue, kindOfValue } from "./Values.js"
@@ -47,11 +48,11 @@ export const segmentViolation = (value: unknown): { readonly rule: SegmentRule; 
       return { rule: "uppercase", message: `must be lowercase (found "${ch}"; uppercase is refused, never lowercased)` }
     }
     if (!ALLOWED.test(ch)) {
-      return { rule: "invalid-character", message: `may only contain a-z, 0-9, ".", "_" and "-" (found ${JSON.stringify(ch)})` }
+      return { rule: "invalid-character", message: `may only contain a-z, 0-9, ".", "_" and "-" (found ${characterWords(ch)})` }
     }
   }
   if (!FIRST.test(value[0]!)) {
-    return { rule: "first-character", message: `must start with a-z or 0-9 (starts with ${JSON.stringify(value[0])})` }
+    return { rule: "first-character", message: `must start with a-z or 0-9 (starts with ${characterWords(value[0]!)})` }
   }
   if (value.endsWith(".")) return { rule: "trailing-dot", message: "must not end with \".\"" }
   const stem = value.split(".")[0]!

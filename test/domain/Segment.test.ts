@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Either, FastCheck as fc, Schema } from "effect"
+import { characterWords, displayText } from "../../src/domain/Display.js"
 import { decodeSegment, parseSegment, Segment, SEGMENT_MAX_LENGTH, segmentViolation } from "../../src/domain/Segment.js"
 import { segmentRuleEvaluations } from "../../src/domain/SegmentMemo.js"
 
@@ -87,5 +88,21 @@ describe("Segment (WR2)", () => {
     const decoded = Schema.decodeUnknownEither(Segment)("Bash")
     assert.isTrue(Either.isLeft(decoded))
     if (Either.isLeft(decoded)) assert.include(decoded.left.message, "\"Bash\" is not a valid segment: must be lowercase")
+  })
+
+  it.prop("a rule's words name what they found without an escape a screen would escape again", [fc.oneof(candidate, fc.string({ unit: "binary", maxLength: 8 }))], ([s]) => {
+    const violation = segmentViolation(s)
+    // Shown through displayText (a misnamed directory's message, say), the words come out as written.
+    if (violation !== null) assert.strictEqual(displayText(violation.message), violation.message, JSON.stringify(s))
+  }, { fastCheck: { numRuns: 2000 } })
+
+  it("names a character as itself when it shows as itself, else by its code point", () => {
+    const cases: Array<[string, string]> = [
+      ["a\u0001b", "(found U+0001)"], ["a b", "(found \" \")"], ["a\"b", "(found U+0022)"], ["a\\b", "(found U+005C)"],
+      ["café", "(found \"é\")"], ["a\u202eb", "(found U+202E)"], ["a\ud800b", "(found U+D800)"], ["a😀b", "(found \"😀\")"],
+      ["_x", "(starts with \"_\")"]
+    ]
+    for (const [value, words] of cases) assert.include(segmentViolation(value)?.message, words, JSON.stringify(value))
+    assert.strictEqual(characterWords("\u007f"), "U+007F")
   })
 })
