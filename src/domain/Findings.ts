@@ -117,6 +117,11 @@ export const FINDING_CODES = {
     meaning: "A file or symlink where only run directories belong (in work/, a category or a tenant), or " +
       "an unexpected entry inside a run's .leases/."
   },
+  "work-misnamed-directory": {
+    severity: "warning",
+    meaning: "A category or tenant directory whose name the library never makes (WR2: lowercase a-z, 0-9, " +
+      "\".\", \"_\", \"-\"). Nothing under it is a run the library made, and `work prune --all` refuses it (exit 3)."
+  },
   "work-dead-lease": {
     severity: "info",
     meaning: "A lease whose holder is dead (pid gone or reused, other boot, or stale remote heartbeat); the " +

@@ -20,6 +20,7 @@ import { displayPath } from "../domain/MigrationPlan.js"
 import type { UnknownHint } from "../domain/RootEntries.js"
 import type { RootSafetyProblem } from "../domain/RootSafety.js"
 import { modeString } from "../domain/RootSafety.js"
+import { segmentViolation } from "../domain/Segment.js"
 import { scanEntriesStopped } from "../domain/StoppedBy.js"
 import { WEB_RESTORE_ASIDE_DIR } from "../domain/StateSnapshot.js"
 import { STALE_STAGING_MS } from "../domain/TenantEntries.js"
@@ -316,6 +317,18 @@ const leaseFindings = (out: Findings, context: FindingContext, runDir: string, l
   }
 }
 
+/** A category or tenant directory named as the library never names one: the rule `work prune --all` refuses it by. */
+const misnamedFinding = (out: Findings, path: string, what: string, name: string) => {
+  const violation = segmentViolation(name)
+  if (violation === null) return
+  out.add(
+    "work-misnamed-directory",
+    path,
+    `${what}: its name ${violation.message}; the library never makes it, and never prunes under it`,
+    "move it out of work/ (or rename it to a valid name if it is runs the library should own)"
+  )
+}
+
 const workFindings = (out: Findings, context: FindingContext, facts: AgentDirFacts) => {
   const work = facts.work
   if (work === null) return
@@ -326,8 +339,10 @@ const workFindings = (out: Findings, context: FindingContext, facts: AgentDirFac
   }
   for (const category of work.categories) {
     safetyFindings(out, context, category.safety, `category ${category.name}`)
+    misnamedFinding(out, category.path, `category ${category.name}`, category.name)
     for (const tenant of category.tenants) {
       safetyFindings(out, context, tenant.safety, `tenant ${tenant.category}/${tenant.tenant}`)
+      misnamedFinding(out, tenant.path, `tenant ${tenant.category}/${tenant.tenant}`, tenant.tenant)
       for (const item of tenant.items?.items ?? []) itemFindings(out, context, tenant, item)
     }
   }

@@ -11,6 +11,7 @@ import { AgentDir } from "../../src/services/AgentDir.js"
 import { FileSystem } from "../../src/services/FileSystem.js"
 import { Host } from "../../src/services/Host.js"
 import { Inventory } from "../../src/services/Inventory.js"
+import { doctorAt } from "../support/doctor.js"
 import { AGENT_DIR, spawnProcess } from "../support/memoryProcess.js"
 
 const name = fc.constantFrom("tools", "bash", "Tools", "Bad_Name", "con", "x.", "-lead", "ok-1", "a".repeat(65))
@@ -43,6 +44,17 @@ describe("pruneTargets: no work directory passed over in silence (Memory)", () =
           else assert.isTrue(prunable.has(key), key)
         }
         for (const m of targets.misnamed) assert.match(m.detail, /^its name must/)
+        // The doctor names the same directories (a warning each), by the same rule: never "no findings" beside
+        // a prune that refuses them. A tenant inside a misnamed category is named too (the doctor reports
+        // every problem; the prune stops at the category).
+        const report = yield* doctorAt(AGENT_DIR).pipe(Effect.provideService(FileSystem, p.fs), Effect.provideService(Host, p.host))
+        const found = new Set(report.findings.filter((f) => f.code === "work-misnamed-directory").map((f) => f.path))
+        const expected = new Set(dirs.flatMap(([category, tenant]) => [
+          ...(segmentViolation(category) !== null ? [`work/${category}`] : []),
+          ...(segmentViolation(tenant) !== null ? [`work/${category}/${tenant}`] : [])
+        ]))
+        assert.deepStrictEqual([...found].sort(), [...expected].sort())
+        for (const f of report.findings.filter((f) => f.code === "work-misnamed-directory")) assert.strictEqual(f.severity, "warning")
       }),
     { fastCheck: { numRuns: 30 } }
   )
