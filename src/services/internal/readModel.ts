@@ -306,6 +306,15 @@ const VIEW_BATCHES_AHEAD = 2
 /** Run directories whose manifests and lease listings a scan reads in one batched call each. */
 const SCAN_BATCH = 64
 
+/**
+ * The same for a view that does not measure each run (`status`, the doctor): each call is a queue operation on
+ * the thread pool's lock, which on two cores its four readers often hold while descheduled, and a quarter of
+ * the calls took the doctor's wall time at 20,000 runs 6–8 % lower. A view measuring each run (`work ls`)
+ * keeps SCAN_BATCH: a batch of walks takes long enough that a bigger one keeps the judging waiting (7–12 %
+ * slower at 256). BENCHMARKS.md "Views: later optimisation, larger batches".
+ */
+const VIEW_BATCH_UNMEASURED = 256
+
 /** Runs judged between two paces (pace.ts): decoding a manifest costs about 0.1 ms, a batch of them 6. */
 const RUNS_PER_PACE = 8
 
@@ -390,8 +399,9 @@ export const tenantItems = (
     /** Entries the pass may still measure in this tenant (reserved per batch in flight: never more in all). */
     let measureLeft = measure?.maxEntries ?? 0
     const inFlight: Array<{ readonly names: ReadonlyArray<string>; readonly cap: number; readonly fiber: Fiber.RuntimeFiber<ReadonlyArray<DirectoryPartsRead>> }> = []
+    const viewBatch = measure === undefined ? VIEW_BATCH_UNMEASURED : SCAN_BATCH
     const startViewRead = Effect.gen(function*() {
-      const names = runDirs.slice(readUpTo, readUpTo + SCAN_BATCH)
+      const names = runDirs.slice(readUpTo, readUpTo + viewBatch)
       readUpTo += names.length
       const cap = measure === undefined ? 0 : Math.min(RUN_MEASURE_CAP, Math.floor(measureLeft / names.length))
       measureLeft -= cap * names.length
