@@ -40,11 +40,16 @@ export const displayText = (text: string): string => {
   return UNSAFE.test(text) ? text.replace(UNSAFE, escapeUnit) : text
 }
 
+/** A letter, digit, punctuation mark or symbol: a character that shows as itself, alone, between quotes. */
+const VISIBLE = /^[\p{L}\p{N}\p{P}\p{S}]$/u
+
 /**
  * One character named in a message the library writes (what a rule found): `"x"` when it shows as itself,
- * else its code point (`U+0001`), with no backslash that `displayText` would escape a second time on screen.
+ * else its code point (`U+0001`, and `U+200B` for one a reader would not see: a space, a zero-width or
+ * formatting character, a combining mark alone), with no backslash that `displayText` would escape a second
+ * time on screen.
  */
 export const characterWords = (ch: string): string => {
   const point = ch.codePointAt(0) ?? 0
-  return ch !== "" && ch !== "\"" && displayText(ch) === ch ? `"${ch}"` : `U+${point.toString(16).toUpperCase().padStart(4, "0")}`
+  return VISIBLE.test(ch) && ch !== "\"" && displayText(ch) === ch ? `"${ch}"` : `U+${point.toString(16).toUpperCase().padStart(4, "0")}`
 }

@@ -38,8 +38,15 @@ export const rootLinkHops = (fs: FileSystem["Type"], path: string): Effect.Effec
       if (info._tag === "None" || info.value.type !== "SymbolicLink") return hops
       const target = yield* fs.readLink(current).pipe(Effect.option)
       if (target._tag === "None") return hops
-      const written = NodePath.resolve(NodePath.dirname(current), target.value)
-      current = climbs(target.value) ? ((yield* kernelJoin(fs, NodePath.dirname(current), target.value)) ?? written) : written
+      if (climbs(target.value)) {
+        // Where the kernel could not go (a step missing, not a directory, a loop) the link is not followed:
+        // the reader finds a symlink and reports it, rather than use a directory the kernel would not reach.
+        const reached = yield* kernelJoin(fs, NodePath.dirname(current), target.value)
+        if (reached === undefined) return hops
+        current = reached
+      } else {
+        current = NodePath.resolve(NodePath.dirname(current), target.value)
+      }
       hops.push(current)
     }
     return hops
@@ -57,8 +64,8 @@ const climbs = (target: string): boolean => NodePath.sep === "/" && target.split
  * the agent dir is `/disk/agent`, where `NodePath.resolve` says `~/agent` (a directory that may not exist, or
  * be another one). The components are walked as path_resolution(7) does, each symlink on the way followed
  * (up to 40) and `..` the parent of what was reached; the last one is not followed (it is the next hop).
- * Undefined when a component cannot be examined: the caller keeps the path as written, and the reader that
- * looks there reports what it finds.
+ * Undefined where the kernel would fail (a step missing, a file, more than 40 links) or a step cannot be
+ * examined: nothing proves where the link leads.
  */
 const kernelJoin = (fs: FileSystem["Type"], dir: string, target: string): Effect.Effect<string | undefined> =>
   Effect.gen(function*() {
@@ -77,7 +84,8 @@ const kernelJoin = (fs: FileSystem["Type"], dir: string, target: string): Effect
       const here = `/${reached.join("/")}`
       const info = yield* fs.lstat(here).pipe(Effect.option)
       if (info._tag === "None") return undefined
-      if (info.value.type !== "SymbolicLink") continue
+      if (info.value.type === "Directory") continue
+      if (info.value.type !== "SymbolicLink") return undefined // ENOTDIR: a step that is a file
       const link = yield* fs.readLink(here).pipe(Effect.option)
       if (link._tag === "None" || ++links > MAX_PATH_LINKS) return undefined
       reached.pop()

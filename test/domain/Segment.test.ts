@@ -98,7 +98,8 @@ describe("Segment (WR2)", () => {
 
   it("names a character as itself when it shows as itself, else by its code point", () => {
     const cases: Array<[string, string]> = [
-      ["a\u0001b", "(found U+0001)"], ["a b", "(found \" \")"], ["a\"b", "(found U+0022)"], ["a\\b", "(found U+005C)"],
+      ["a\u0001b", "(found U+0001)"], ["a b", "(found U+0020)"], ["a\u200bb", "(found U+200B)"], ["a\u00a0b", "(found U+00A0)"],
+      ["a\u0301b", "(found U+0301)"], ["a\ufeffb", "(found U+FEFF)"], ["a\u{e0001}b", "(found U+E0001)"], ["a+b", "(found \"+\")"], ["a\"b", "(found U+0022)"], ["a\\b", "(found U+005C)"],
       ["café", "(found \"é\")"], ["a\u202eb", "(found U+202E)"], ["a\ud800b", "(found U+D800)"], ["a😀b", "(found \"😀\")"],
       ["_x", "(starts with \"_\")"]
     ]

@@ -53,7 +53,7 @@ describe("a root link that climbs resolves where the kernel goes", () => {
       assert.strictEqual(yield* resolveRootLink(memoryFs(world), "/home/root-link"), "/a/agent")
     }))
 
-  it.effect("a target that climbs through no link answers as before; one that cannot be walked keeps the path as written", () =>
+  it.effect("a target that climbs through no link answers as before; one the kernel could not walk is not followed", () =>
     Effect.gen(function*() {
       const world = MemoryWorld.make({ journal: false })
       yield* world.mkdirFixture("/home/user/.pi")
@@ -61,10 +61,24 @@ describe("a root link that climbs resolves where the kernel goes", () => {
       yield* world.symlinkFixture("../data/agent", "/home/user/.pi/agent")
       const fs = memoryFs(world)
       assert.strictEqual(yield* resolveRootLink(fs, "/home/user/.pi/agent"), "/home/user/data/agent")
-      // A parent that cannot be examined: the walk stops, the answer is the path as written (the reader reports).
-      yield* world.symlinkFixture("../../gone/x/../agent", "/home/user/.pi/other")
+      // Where the kernel would fail, or a step cannot be examined, the link is the answer (the reader reports a
+      // symlink): never the directory the path as written names, which the kernel would not reach.
+      yield* world.mkdirFixture("/home/user/real")
+      yield* world.writeFixture("/home/user/file", "x")
+      yield* world.symlinkFixture("loop", "/home/user/loop")
+      const cases: Array<[string, string]> = [
+        ["missing/../real", "a step missing (ENOENT)"],
+        ["file/../real", "a step that is a file (ENOTDIR)"],
+        ["loop/../real", "a step that is a loop (ELOOP)"],
+        ["../gone/x/../user/real", "a step that cannot be examined (EACCES)"]
+      ]
       world.injectFault({ op: "lstat", path: "/home/gone", count: Infinity, errno: "EACCES" })
-      assert.strictEqual(yield* resolveRootLink(fs, "/home/user/.pi/other"), "/home/gone/agent")
+      for (const [target, why] of cases) {
+        const link = `/home/user/link-${cases.findIndex(([t]) => t === target)}`
+        yield* world.symlinkFixture(target, link)
+        assert.strictEqual(yield* resolveRootLink(fs, link), link, why)
+        assert.deepStrictEqual(yield* rootLinkHops(fs, link), [link], why)
+      }
     }))
 
   it.effect("on real files: the agent dir behind a symlinked parent is the one the kernel reaches", () =>
@@ -125,7 +139,11 @@ describe("resolveRootLink agrees with the kernel's resolution (property, Memory)
           const reached = Effect.runSync(Effect.either(fs.statFollowingLinks(start)))
           const answer = Effect.runSync(resolveRootLink(fs, start))
           const seen = Effect.runSync(Effect.either(fs.lstat(answer)))
-          if (reached._tag === "Left") return // a dangling or looping path: nothing to agree on
+          if (reached._tag === "Left") {
+            // The kernel reaches nothing (dangling, a loop, a file on the way): neither may the answer be a directory.
+            assert.isFalse(seen._tag === "Right" && seen.right.type === "Directory", `${start} -> ${answer}: ${JSON.stringify({ dirs, links })}`)
+            return
+          }
           // Eight hops at most are followed at the root (MAX_LINK_HOPS): a longer chain stops on a link.
           if (seen._tag === "Right" && seen.right.type === "SymbolicLink") return
           compared++

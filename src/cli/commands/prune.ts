@@ -127,7 +127,7 @@ const uneventful = (o: TenantOutcome): boolean =>
   o.report.skipped.length === 0
 
 export interface PruneTotal {
-  /** Tenants pruned (each with a report); those refused or failed are counted in `refused` and `errors`, not here. */
+  /** Tenants pruned; those busy, refused or failed are counted in `busy`, `refused` and `errors`, not here. */
   readonly tenants: number
   readonly removed: number
   /** Disk usage freed by removals whose size is known; `lowerBound` when some were not measured. */
@@ -157,7 +157,8 @@ export const pruneTotal = (outcomes: ReadonlyArray<TenantOutcome>): PruneTotal =
       continue
     }
     const r = o.report
-    total.tenants++
+    // A busy tenant (another pruner holds it) was not pruned: it counts as busy only.
+    if (!r.busy) total.tenants++
     total.removed += r.removed.length
     for (const x of r.removed) {
       if (x.bytes === null || x.apparentBytes === null) total.lowerBound = true
