@@ -14,6 +14,22 @@ import { CLI_V8_FLAGS, codeCachePath, compileCommonJs, encodeCodeCache, runCommo
 
 const PROGRAM = fileURLToPath(new URL("../../dist/bundle/cli/program.cjs", import.meta.url))
 
+/**
+ * The start of a child process's module: with `flags`, the loader compiles an empty bundle first, which sets
+ * the CLI's V8 flags as `pi-storage` does before its program compiles (V8 flags are per process).
+ */
+const loaderFlags = (flags: boolean) => `
+      import * as fs from "node:fs"
+      import * as os from "node:os"
+      import * as path from "node:path"
+      if (${flags}) {
+        const { compileCommonJs } = await import(${JSON.stringify(new URL("../../dist/cli/codeCache.js", import.meta.url).href)})
+        const empty = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "pi-storage-v8flags-")), "empty.cjs")
+        fs.writeFileSync(empty, "")
+        compileCommonJs(empty, undefined)
+        fs.rmSync(path.dirname(empty), { recursive: true })
+      }`
+
 describe("cli code cache (built bundle)", () => {
   it("the shipped cache is accepted; a foreign one is refused and the program still loads", () => {
     if (!Fs.existsSync(codeCachePath(PROGRAM))) throw new Error("dist/bundle is missing: `npm run build` first (npm test does)")
@@ -54,16 +70,7 @@ describe("cli code cache (built bundle)", () => {
     // short-lived objects with some survivors, with the loader's flags and without them.
     const script = (flags: boolean) => `
       import * as v8 from "node:v8"
-      import * as fs from "node:fs"
-      import * as os from "node:os"
-      import * as path from "node:path"
-      if (${flags}) {
-        const { compileCommonJs } = await import(${JSON.stringify(new URL("../../dist/cli/codeCache.js", import.meta.url).href)})
-        const empty = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "pi-storage-v8flags-")), "empty.cjs")
-        fs.writeFileSync(empty, "")
-        compileCommonJs(empty, undefined)
-        fs.rmSync(path.dirname(empty), { recursive: true })
-      }
+      ${loaderFlags(flags)}
       const young = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === "new_space").space_size
       let keep = []
       for (let i = 0; i < 400000; i++) { keep.push({ i, s: "x" + i }); if (keep.length > 50000) keep = [] }
@@ -87,16 +94,7 @@ describe("cli code cache (built bundle)", () => {
     // compiler (anything past the interpreter and the baseline compiler in %GetOptimizationStatus), with the
     // loader's flags and without them. The interrupt budget counts bytecode run, so the call is the same each time.
     const script = (flags: boolean) => `
-      import * as fs from "node:fs"
-      import * as os from "node:os"
-      import * as path from "node:path"
-      if (${flags}) {
-        const { compileCommonJs } = await import(${JSON.stringify(new URL("../../dist/cli/codeCache.js", import.meta.url).href)})
-        const empty = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "pi-storage-v8flags-")), "empty.cjs")
-        fs.writeFileSync(empty, "")
-        compileCommonJs(empty, undefined)
-        fs.rmSync(path.dirname(empty), { recursive: true })
-      }
+      ${loaderFlags(flags)}
       function hot(x) { let s = 0; for (let i = 0; i < 20; i++) s += i * x; return s }
       const EARLY_TIERS = (1 << 0) | (1 << 7) | (1 << 15) // a function, interpreted, baseline code
       let n = 0

@@ -1,7 +1,9 @@
 /**
  * `pi-storage work prune --all` beside directories whose names the library never makes (WR2): `status` lists
  * them, so the prune names each as not pruned (a line; `notPruned` in `--json`; exit 3) and touches nothing
- * under them, never passing over them in silence. The built CLI (`npm run build`) on real files.
+ * under them, never passing over them in silence; its Total line counts the tenants it pruned, not those
+ * refused or busy (an empty `.prune` a killed pruner left, held while fresh). The built CLI (`npm run build`)
+ * on real files.
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -21,7 +23,7 @@ const cli = (args: ReadonlyArray<string>) => {
   return runNode(CLI, args, { env })
 }
 
-describe("work prune --all and misnamed directories (built CLI)", () => {
+describe("work prune --all: misnamed directories and the Total line (built CLI)", () => {
   it("a category or tenant directory with a name the library never makes is reported as not pruned (line, --json, exit 3), and left as it is", async () => {
     const agent = Path.join(scratch("pi-prune-misnamed-"), "agent")
     const storage = await openAgentStorage({ agentDir: agent, migrate: false })
@@ -54,5 +56,23 @@ describe("work prune --all and misnamed directories (built CLI)", () => {
     )
     assert.deepStrictEqual([doc.total.refused, doc.total.tenants], [2, 1])
     for (const dir of ["tools/Bad_Name", "Tools/x"]) assert.strictEqual(Fs.readFileSync(Path.join(work, dir, "keep.txt"), "utf8"), "someone's")
+  }, 60_000)
+
+  it("a busy tenant is counted as busy, not among the tenants pruned", async () => {
+    const agent = Path.join(scratch("pi-prune-total-"), "agent")
+    const storage = await openAgentStorage({ agentDir: agent, migrate: false })
+    for (const tenant of ["one", "two"]) await (await storage.acquireWorkRun({ category: "tools", tenant, retention: false })).release()
+    await storage.close()
+    Fs.writeFileSync(Path.join(agent, "work", "tools", "two", ".prune"), "")
+
+    const human = await cli(["--agent-dir", agent, "work", "prune", "--all", "--max-runs", "0"])
+    assert.match(human.stdout, /^tools\/one: removed 1 run/m, human.stderr)
+    assert.match(human.stdout, /^Total: removed 1 run .* in 1 tenant; kept 0, active 0; 1 busy\.$/m, human.stdout)
+
+    // (A dry run takes no marker, so it is never busy: the JSON of a second real prune.)
+    const json = await cli(["--agent-dir", agent, "work", "prune", "--all", "--max-runs", "0", "--json"])
+    const doc = JSON.parse(json.stdout) as { tenants: Array<{ tenant: string; report?: { busy: boolean } }>; total: { tenants: number; busy: number } }
+    assert.deepStrictEqual(doc.tenants.map((t) => [t.tenant, t.report?.busy]), [["one", false], ["two", true]])
+    assert.deepStrictEqual([doc.total.tenants, doc.total.busy], [1, 1])
   }, 60_000)
 })
