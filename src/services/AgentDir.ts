@@ -14,8 +14,8 @@ import { type AgentDirSource, type AgentPaths, agentPaths, resolveAgentDir } fro
 import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 
-/** Symlink hops followed at most (as a shell would stop on a loop). */
-const MAX_LINK_HOPS = 8
+/** Links followed at most while resolving one path, Linux's own limit (path_resolution(7)): a loop stops there. */
+const MAX_LINKS = 40
 
 /**
  * Follow symlinks at `path` itself (never below it): the directory a reader should look at. A path that does
@@ -32,7 +32,7 @@ export const rootLinkHops = (fs: FileSystem["Type"], path: string): Effect.Effec
   Effect.gen(function*() {
     const hops = [path]
     let current = path
-    for (let hop = 0; hop < MAX_LINK_HOPS; hop++) {
+    for (let hop = 0; hop < MAX_LINKS; hop++) {
       // Read-only: what cannot be examined resolves to itself; the scan that reads it then reports the problem.
       const info = yield* fs.lstat(current).pipe(Effect.option)
       if (info._tag === "None" || info.value.type !== "SymbolicLink") return hops
@@ -52,9 +52,6 @@ export const rootLinkHops = (fs: FileSystem["Type"], path: string): Effect.Effec
     return hops
   })
 
-/** Links followed at most while walking one path, as Linux does (path_resolution(7)). */
-const MAX_PATH_LINKS = 40
-
 /** Whether a link target has a `..` component: only then can the path as written and the kernel's answer differ. */
 const climbs = (target: string): boolean => NodePath.sep === "/" && target.split("/").includes("..")
 
@@ -63,7 +60,7 @@ const climbs = (target: string): boolean => NodePath.sep === "/" && target.split
  * where it has got to, not from the path as written: with `~/.pi -> /disk/pi` and `~/.pi/agent -> ../agent`,
  * the agent dir is `/disk/agent`, where `NodePath.resolve` says `~/agent` (a directory that may not exist, or
  * be another one). The components are walked as path_resolution(7) does, each symlink on the way followed
- * (up to 40) and `..` the parent of what was reached; the last one is not followed (it is the next hop).
+ * (up to MAX_LINKS) and `..` the parent of what was reached; the last one is not followed (it is the next hop).
  * Undefined where the kernel would fail (a step missing, a file, more than 40 links) or a step cannot be
  * examined: nothing proves where the link leads.
  */
@@ -87,7 +84,7 @@ const kernelJoin = (fs: FileSystem["Type"], dir: string, target: string): Effect
       if (info.value.type === "Directory") continue
       if (info.value.type !== "SymbolicLink") return undefined // ENOTDIR: a step that is a file
       const link = yield* fs.readLink(here).pipe(Effect.option)
-      if (link._tag === "None" || ++links > MAX_PATH_LINKS) return undefined
+      if (link._tag === "None" || ++links > MAX_LINKS) return undefined
       reached.pop()
       if (NodePath.isAbsolute(link.value)) reached = []
       left = [...componentsOf(link.value), ...left]
