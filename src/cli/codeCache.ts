@@ -45,7 +45,7 @@ export const encodeCodeCache = (source: Buffer, data: Buffer): Buffer => Buffer.
  * And its functions are optimised later (an interrupt budget of 264 KiB of bytecode, four times V8's
  * default): a command lives a second or two, and V8's optimising compiler, on the core the reads and the main
  * thread share, spent more on the functions it picked early than they gave back. A view at 20,000 runs
- * takes 10–17 % less CPU, its wall time the same or a little less (BENCHMARKS.md "Views: later optimisation").
+ * takes 10–17 % less CPU, its wall time the same or a little less (BENCHMARKS.md "Views: later optimisation, larger batches").
  */
 export const CLI_V8_FLAGS = process.versions.node.split(".")[0] === "20" ? "--semi-space-growth-factor=1 --interrupt-budget=270336" : ""
 
