@@ -9,6 +9,7 @@ import * as ValidationError from "@effect/cli/ValidationError"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { type Parsed, parseCount } from "./parse.js"
+import { boundFlag, SCAN_BOUNDS, type ScanBound, type ScanLimits } from "./scanBoundFlags.js"
 
 export const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON document instead of text (default: text)."))
 
@@ -30,30 +31,30 @@ const countOption = (name: string, description: string) =>
   )
 
 export const scanBounds = {
-  maxScannedRuns: countOption("max-scanned-runs", "Examine at most N entries of each tenant. Default: 10000. Example: --max-scanned-runs 50000"),
+  maxScannedRuns: countOption(
+    boundFlag("maxScannedRuns"),
+    "Examine at most N entries of each tenant. Default: 10000. Example: --max-scanned-runs 50000"
+  ),
   maxEntries: countOption(
-    "max-entries",
+    boundFlag("maxEntries"),
     "Let the size walks of each tenant visit at most N entries. Default: 100000. Example: --max-entries 1000000"
   ),
-  maxDepth: countOption("max-depth", "Size walks go at most N directories deep. Default: 64. Example: --max-depth 128"),
+  maxDepth: countOption(boundFlag("maxDepth"), "Size walks go at most N directories deep. Default: 64. Example: --max-depth 128"),
   maxScanEntries: countOption(
-    "max-scan-entries",
+    boundFlag("maxScanEntries"),
     "Read at most N directory entries and leases in all. Default: 100000. Example: --max-scan-entries 500000"
   )
 }
 
 /** The scan bounds given, as the inventory's options (absent ones left out: the defaults). */
-export const inventoryLimits = (o: {
-  readonly maxScannedRuns: Option.Option<number>
-  readonly maxEntries: Option.Option<number>
-  readonly maxDepth: Option.Option<number>
-  readonly maxScanEntries: Option.Option<number>
-}) => ({
-  ...Option.match(o.maxScannedRuns, { onNone: () => ({}), onSome: (maxRunsPerTenant) => ({ maxRunsPerTenant }) }),
-  ...Option.match(o.maxEntries, { onNone: () => ({}), onSome: (maxEntries) => ({ maxEntries }) }),
-  ...Option.match(o.maxDepth, { onNone: () => ({}), onSome: (maxDepth) => ({ maxDepth }) }),
-  ...Option.match(o.maxScanEntries, { onNone: () => ({}), onSome: (maxScanEntries) => ({ maxScanEntries }) })
-})
+export const inventoryLimits = (o: { readonly [K in ScanBound["option"]]: Option.Option<number> }): ScanLimits => {
+  const limits: { -readonly [K in keyof ScanLimits]: number } = {}
+  for (const bound of SCAN_BOUNDS) {
+    const given = o[bound.option]
+    if (Option.isSome(given)) limits[bound.limit] = given.value
+  }
+  return limits
+}
 
 function countValue(name: string) {
   return (text: string) => {

@@ -7,18 +7,12 @@
  * else (`status --help`, a typo, a repeated flag, a `--`, `--flag=value`, a value that looks like a flag, a
  * count that does not parse) goes through the tree, which reads it by the one rule of argv.ts and reports it.
  * (test/cli/route.test.ts holds the two equal: whatever this takes, that rule reads as the same command with
- * the same flags.) Imports nothing heavy: only the count parser.
+ * the same flags.) Imports nothing heavy: only the count parser and the scan-bound flags' table.
  */
 import type { SplitArgv } from "./argv.js"
 import { parseCount } from "./parseCount.js"
+import { boundFlag, SCAN_BOUNDS, type ScanLimits } from "./scanBoundFlags.js"
 
-/** The scan bounds a view takes (options.ts `scanBounds`), by the inventory's names for them. */
-export interface ScanLimits {
-  readonly maxRunsPerTenant?: number
-  readonly maxEntries?: number
-  readonly maxDepth?: number
-  readonly maxScanEntries?: number
-}
 
 export interface DirectStatus {
   readonly command: "status"
@@ -52,16 +46,6 @@ export type DirectRoute = DirectStatus | DirectDoctor | DirectWorkLs | DirectCon
 
 /** A flag's value the route takes as it is: not empty, not something the tree might read as a flag. */
 const plainValue = (v: string | undefined): v is string => v !== undefined && v !== "" && !v.startsWith("-")
-
-/** The scan-bound flags (options.ts `scanBounds`) and the limit each sets. */
-const SCAN_BOUND_FLAGS = {
-  "--max-scanned-runs": "maxRunsPerTenant",
-  "--max-entries": "maxEntries",
-  "--max-depth": "maxDepth",
-  "--max-scan-entries": "maxScanEntries"
-} as const satisfies Record<string, keyof ScanLimits>
-
-type ScanBoundFlag = keyof typeof SCAN_BOUND_FLAGS
 
 interface FlagSpec {
   /** Flags without a value. */
@@ -107,15 +91,16 @@ const textOf = (taken: Map<string, string | number | true>, flag: string): strin
 }
 
 const limitsOf = (taken: Map<string, string | number | true>): ScanLimits => {
-  const limits: Record<string, number> = {}
-  for (const [flag, field] of Object.entries(SCAN_BOUND_FLAGS)) {
-    const v = taken.get(flag)
-    if (typeof v === "number") limits[field] = v
+  const limits: { -readonly [K in keyof ScanLimits]: number } = {}
+  for (const bound of SCAN_BOUNDS) {
+    const v = taken.get(`--${bound.flag}`)
+    if (typeof v === "number") limits[bound.limit] = v
   }
   return limits
 }
 
-const ALL_BOUNDS: ReadonlyArray<ScanBoundFlag> = Object.keys(SCAN_BOUND_FLAGS) as Array<ScanBoundFlag>
+const ALL_BOUNDS: ReadonlyArray<string> = SCAN_BOUNDS.map((b) => `--${b.flag}`)
+const MAX_SCAN_ENTRIES = `--${boundFlag("maxScanEntries")}`
 
 /** `config snapshot`, then each of `--json`, `-m MSG` / `--message MSG`, `--web-data-root DIR` at most once. */
 const configSnapshotRoute = (rest: ReadonlyArray<string>): DirectConfigSnapshot | undefined => {
@@ -134,9 +119,9 @@ const statusRoute = (rest: ReadonlyArray<string>): DirectStatus | undefined => {
 
 /** `doctor` with any of `--json`, `--web-data-root DIR` and `--max-scan-entries N`, each once. */
 const doctorRoute = (rest: ReadonlyArray<string>): DirectDoctor | undefined => {
-  const taken = takeFlags(rest, { switches: ["--json"], texts: ["--web-data-root"], counts: ["--max-scan-entries"] })
+  const taken = takeFlags(rest, { switches: ["--json"], texts: ["--web-data-root"], counts: [MAX_SCAN_ENTRIES] })
   if (taken === undefined) return undefined
-  const bound = taken.get("--max-scan-entries")
+  const bound = taken.get(MAX_SCAN_ENTRIES)
   return { command: "doctor", json: taken.has("--json"), webDataRoot: textOf(taken, "--web-data-root"), maxScanEntries: typeof bound === "number" ? bound : undefined }
 }
 
