@@ -2,7 +2,7 @@
  * Human output: sizes in B/KiB/MiB/GiB, ages like `3d 4h`, aligned tables, optional colour, and the one type
  * every line of it is: `Shown`. Pure.
  */
-import { countOf as countWords } from "../domain/Count.js"
+import { countOf as countWords, groupedDigits } from "../domain/Count.js"
 import { displayText } from "../domain/Display.js"
 import type { Severity } from "../domain/Findings.js"
 import type { StoppedBy } from "../domain/StoppedBy.js"
@@ -74,8 +74,8 @@ export const formatBytes = (bytes: number): string => {
   return `${(Math.floor(value * 10) / 10).toFixed(1)} ${UNITS[unit]}`
 }
 
-/** `7`, `20,000`: a count with thousands separators. */
-export const formatCount = (n: number): string => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",")
+/** `7`, `20,000`: a count with thousands separators (domain/Count.ts). */
+export const formatCount = groupedDigits
 
 /** A bounded measurement; `measured: false` (no walk counted it) is shown as no number at all. */
 interface Measured {

@@ -62,6 +62,15 @@ export const segmentViolation = (value: unknown): { readonly rule: SegmentRule; 
   return null
 }
 
+/**
+ * Why a directory named `name` is none the library makes (WR2), in the words a report gives it (`its name must
+ * be lowercase …`); `null` for a valid segment. `work prune --all`'s refusal and the doctor's finding both say it.
+ */
+export const misnamedWhy = (name: string): string | null => {
+  const violation = segmentViolation(name)
+  return violation === null ? null : `its name ${violation.message}`
+}
+
 /** `segmentViolation`, remembered for the strings it found valid (domain/SegmentMemo.ts). */
 const decodingViolation = (value: unknown) => rememberValid(value, segmentViolation)
 

@@ -6,7 +6,7 @@
  * stopped something. Pure: shapes and their constructors.
  */
 import * as Schema from "effect/Schema"
-import { countOf } from "./Count.js"
+import { countOf, groupedCountOf, groupedDigits } from "./Count.js"
 
 const NonNegativeInt = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
 
@@ -38,10 +38,7 @@ export const StoppedBy = Schema.Union(...StoppedByTag.map((tag) =>
 ))
 export type StoppedBy = typeof StoppedBy.Type
 
-const count = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",")
-
-/** `count(n)` and its noun, singular for 1 (`1 entry`, `2,000 entries`). */
-const counted = (n: number, one: string, many: string) => `${count(n)} ${n === 1 ? one : many}`
+const count = groupedDigits
 
 /** Where the prune's policy bounds are raised: a policy field, clamped to the harness ceiling. */
 const POLICY = (field: string) => `policy.${field} (up to the harness ceiling: openAgentStorage({ retentionCeiling }), StorageConfig.retentionCeiling)`
@@ -120,7 +117,7 @@ export const listingStopped = (limit: number, left: number, tenants: number): St
   unit: "entries",
   option: "maxRunsPerTenant",
   flag: "--max-scanned-runs",
-  message: `${countOf(tenants, "tenant")} ${tenants === 1 ? "holds" : "hold"} more than the ${counted(limit, "entry", "entries")} examined per tenant: ${
+  message: `${countOf(tenants, "tenant")} ${tenants === 1 ? "holds" : "hold"} more than the ${groupedCountOf(limit, "entry", "entries")} examined per tenant: ${
     count(left)
   } not listed; raise it (--max-scanned-runs)`
 })
@@ -167,7 +164,7 @@ export const scanEntriesStopped = (limit: number, left: number, option: "maxScan
   unit: "entries",
   option,
   flag: "--max-scan-entries",
-  message: `the scan read its budget of ${counted(limit, "entry", "entries")} (directory listings and leases): at least ${
+  message: `the scan read its budget of ${groupedCountOf(limit, "entry", "entries")} (directory listings and leases): at least ${
     count(left)
   } more were not read, and what they hold is not shown; raise it (--max-scan-entries)`
 })

@@ -20,7 +20,7 @@ import { displayPath } from "../domain/MigrationPlan.js"
 import type { UnknownHint } from "../domain/RootEntries.js"
 import type { RootSafetyProblem } from "../domain/RootSafety.js"
 import { modeString } from "../domain/RootSafety.js"
-import { segmentViolation } from "../domain/Segment.js"
+import { misnamedWhy } from "../domain/Segment.js"
 import { scanEntriesStopped } from "../domain/StoppedBy.js"
 import { WEB_RESTORE_ASIDE_DIR } from "../domain/StateSnapshot.js"
 import { STALE_STAGING_MS } from "../domain/TenantEntries.js"
@@ -319,12 +319,12 @@ const leaseFindings = (out: Findings, context: FindingContext, runDir: string, l
 
 /** A category or tenant directory named as the library never names one: the rule `work prune --all` refuses it by. */
 const misnamedFinding = (out: Findings, path: string, what: string, name: string) => {
-  const violation = segmentViolation(name)
-  if (violation === null) return
+  const why = misnamedWhy(name)
+  if (why === null) return
   out.add(
     "work-misnamed-directory",
     path,
-    `${what}: its name ${violation.message}; the library never makes it, and never prunes under it`,
+    `${what}: ${why}; the library never makes it, and never prunes under it`,
     "move it out of work/ (or rename it to a valid name if it is runs the library should own)"
   )
 }

@@ -21,7 +21,7 @@ import * as Layer from "effect/Layer"
 import type { FileSystemError, InvalidSegment, UnsafeRootReason } from "../domain/Errors.js"
 import type { RunKind } from "../domain/Formats.js"
 import { DEFAULT_RETENTION } from "../domain/Retention.js"
-import { decodeSegment, parseSegment, segmentViolation } from "../domain/Segment.js"
+import { decodeSegment, misnamedWhy } from "../domain/Segment.js"
 import { AgentDir, resolveRootLink } from "./AgentDir.js"
 import { FileSystem, type TreeMeasure, type WalkBudget } from "./FileSystem.js"
 import { Host } from "./Host.js"
@@ -663,8 +663,8 @@ const refusedOf = (safety: SafetyFact, what: string, category: string, tenant: s
 
 /** A directory name the library never makes (WR2), as a `MisnamedTarget`; `null` for a valid segment. */
 const misnamedOf = (path: string, what: string, category: string, tenant: string, name: string): MisnamedTarget | null => {
-  const violation = segmentViolation(name)
-  return violation === null ? null : { path, what, category, tenant, detail: `its name ${violation.message}` }
+  const why = misnamedWhy(name)
+  return why === null ? null : { path, what, category, tenant, detail: why }
 }
 
 /**
