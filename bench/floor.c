@@ -14,6 +14,10 @@
  *                           the run, the manifest and .leases read again, rename into .trash/, the marker's
  *                           release (lstat, unlink), and the removal walk with one fstatat per file for the
  *                           bytes it reports; the prune marker's release last.
+ *   floor prune-uncounted TENANT
+ *                           the same without the removal walk's fstatat per file: what deleting costs when
+ *                           nothing is counted. The difference to `prune` is what the sizes a prune reports
+ *                           (disk usage and apparent size both come from that one fstatat) cost the kernel.
  *   floor acquire DIR N     N acquire + release pairs: staging mkdir, manifest create + write + fsync, .leases
  *                           mkdir, lease create + write, lstat of the name, rename into place, the identity
  *                           lstats (3), their re-check on release (3), lease unlink, .leases lstat + listing,
@@ -47,6 +51,9 @@ static const char LEASE[] =
   "\"processStartedAt\":0,\"acquiredAt\":0,\"heartbeatAt\":0}";
 static const char MARKER[] = "{\"version\":1,\"purpose\":\"cleanup\",\"host\":\"vm\",\"pid\":1234,\"createdAt\":0}";
 
+/* Whether the removal walk stats each file for the sizes it reports (`prune`) or not (`prune-uncounted`). */
+static int count_sizes = 1;
+
 static void die(const char *what, const char *path) {
   perror(path);
   fprintf(stderr, "floor: %s failed\n", what);
@@ -71,7 +78,7 @@ static void remove_at(int dir_fd, const char *path) {
       remove_at(child, e->d_name);
       if (unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) != 0) die("rmdir", e->d_name);
     } else {
-      if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) die("fstatat", e->d_name);
+      if (count_sizes && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) die("fstatat", e->d_name);
       if (unlinkat(dirfd(d), e->d_name, 0) != 0) die("unlink", e->d_name);
     }
   }
@@ -244,12 +251,16 @@ static void mkdtemp_baseline(const char *dir, long pairs) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: floor prune TENANT | floor acquire DIR N | floor mkdtemp DIR N\n");
+    fprintf(stderr, "usage: floor prune TENANT | floor prune-uncounted TENANT | floor acquire DIR N | floor mkdtemp DIR N\n");
     return 2;
   }
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   if (strcmp(argv[1], "prune") == 0) prune(argv[2]);
+  else if (strcmp(argv[1], "prune-uncounted") == 0) {
+    count_sizes = 0;
+    prune(argv[2]);
+  }
   else if (strcmp(argv[1], "acquire") == 0 && argc > 3) acquire(argv[2], atol(argv[3]));
   else if (strcmp(argv[1], "mkdtemp") == 0 && argc > 3) mkdtemp_baseline(argv[2], atol(argv[3]));
   else return 2;

@@ -101,6 +101,8 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
   const base: Array<Timing> = []
   const parallel: Array<Timing> = []
   const floored: Array<Timing> = []
+  /** The C floor without the removal walk's fstatat per file: beside `floored`, what the reported sizes cost. */
+  const uncounted: Array<Timing> = []
   const nodeFloored: Array<Timing> = []
   const built = buildFloor(o.root)
   if ("why" in built) o.log(`prune: no floor rows (${built.why})`)
@@ -128,7 +130,7 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
         "ours",
         "rm",
         ...(REMOVER_THREADS > 1 ? ["parallel" as const] : []),
-        ...("floor" in built ? ["floor" as const] : []),
+        ...("floor" in built ? ["floor" as const, "floorUncounted" as const] : []),
         ...("fsat" in addon ? ["nodeFloor" as const] : [])
       ] as const
       const order = series.map((_, i, all) => all[(i + rep) % all.length]!)
@@ -153,6 +155,14 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
             const timed = await built.floor(["prune", rmCopy])
             const left = [...fs.readdirSync(rmCopy).filter((name) => !name.startsWith(".")), ...fs.readdirSync(path.join(rmCopy, ".trash"))]
             if (left.length > 0) throw new Error(`the floor prune left ${left.length} runs`)
+            return timed.outside
+          }))
+        } else if (who === "floorUncounted" && "floor" in built) {
+          await freshCopy()
+          keepFloor(uncounted, "C, sizes not counted", rep, await tryFloor(o.log, "prune", async () => {
+            const timed = await built.floor(["prune-uncounted", rmCopy])
+            const left = [...fs.readdirSync(rmCopy).filter((name) => !name.startsWith(".")), ...fs.readdirSync(path.join(rmCopy, ".trash"))]
+            if (left.length > 0) throw new Error(`the uncounted floor prune left ${left.length} runs`)
             return timed.outside
           }))
         } else if (who === "nodeFloor" && "fsat" in addon) {
@@ -191,6 +201,11 @@ export const benchPrune = async (o: TreeOptions): Promise<Measurement> => {
       ...versus(ours, base, "rm -rf", "", { wall: 1.1, cpu: 1.3 }),
       ...(REMOVER_THREADS === 1 ? [] : versus(ours, parallel, `${REMOVER_THREADS} × rm -rf`, " vs parallel rm", {})),
       ...(floored.length === 0 ? [] : versus(floored, base, "rm -rf", ", floor: the protocol's syscalls in C", {})),
+      // What the sizes a prune reports cost (disk usage and apparent size come from one fstatat per file): the
+      // C floor with that fstatat beside the same floor without it.
+      ...(floored.length === 0 || uncounted.length === 0
+        ? []
+        : versus(floored, uncounted, "not counting", ", size accounting: the C floor counting sizes", {})),
       ...(nodeFloored.length === 0 ? [] : versus(nodeFloored, base, "rm -rf", ", floor: the protocol in plain JavaScript", {}))
     ],
     notes: { removerThreads: REMOVER_THREADS, runs: o.shape.runs, filesPerRun: o.shape.filesPerRun, entries: totalEntries(o.shape), reps: o.reps, template }

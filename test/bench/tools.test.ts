@@ -43,7 +43,7 @@ describe("bench tools", () => {
     expect(typeof wall.pass).toBe("boolean")
   }, TEST_TIMEOUT)
 
-  it("bench --only prune,acquire at a tiny size reports the floor rows beside ours", async () => {
+  it("bench --only prune,acquire at a tiny size reports the floor rows beside ours, and what counting sizes costs", async () => {
     const r = await tsx("main.ts", ["--quick", "--only", "prune,acquire", "--runs", "6", "--files", "3", "--reps", "1", "--ops", "20", "--inactive", "2", "--settle", "0", "--json"])
     expect(r.status, r.stderr).toBe(0)
     const doc = JSON.parse(r.stdout) as { measurements: Array<{ name: string; rows: Array<{ label: string; ours: { median: number }; baseline?: { median: number }; ratio?: number }> }> }
@@ -54,7 +54,9 @@ describe("bench tools", () => {
       "wall, floor: the protocol's syscalls in C",
       "cpu, floor: the protocol's syscalls in C",
       "wall, floor: the protocol in plain JavaScript",
-      "cpu, floor: the protocol in plain JavaScript"
+      "cpu, floor: the protocol in plain JavaScript",
+      "wall, size accounting: the C floor counting sizes",
+      "cpu, size accounting: the C floor counting sizes"
     ]))
     expect(labels("4 acquire")).toEqual(expect.arrayContaining(["acquire+release ×20", "… floor: the same syscalls in C"]))
     for (const m of doc.measurements) {
