@@ -1093,6 +1093,23 @@ const checkStateLink = (ctx: BackupsContext, web: string) =>
     return link
   })
 
+/**
+ * Where a restore moves the live data it replaces (`state/restore-aside/`, the web data root's `.restore-aside/`) is
+ * the library's own directory: a symlink there would carry the one copy of that data wherever it points, outside
+ * the agent dir and its snapshots. Refused before anything moves (`UnsafeRestoreTarget`, naming the link).
+ */
+const checkAsideDir = (ctx: BackupsContext, dir: string) =>
+  Effect.gen(function*() {
+    const info = yield* optionalLstat(ctx.deps, dir)
+    if (info?.type !== "SymbolicLink") return
+    const target = Option.getOrUndefined(yield* Effect.option(ctx.fs.readLink(dir)))
+    return yield* new UnsafeRestoreTarget({
+      path: dir,
+      ...(target !== undefined ? { target } : {}),
+      detail: "live data is moved aside only into a directory of the library's own, never through a link"
+    })
+  })
+
 const restore = (ctx: BackupsContext, id: string, o?: { readonly extension?: string; readonly dryRun?: boolean }) =>
   Effect.gen(function*() {
     // WR2 here, not only in the CLI: a namespace like `../../Documents` would name live data outside the scope.
@@ -1133,6 +1150,8 @@ const restore = (ctx: BackupsContext, id: string, o?: { readonly extension?: str
       // `state/` kept elsewhere through a symlink (the person's own layout): restored into its target only
       // once that is proven safe; the path through the link (a trailing slash) stands for the directory.
       const stateLink = yield* checkStateLink(ctx, web)
+      yield* checkAsideDir(ctx, agentPaths(ctx.agentDir).restoreAsideDir)
+      yield* checkAsideDir(ctx, NodePath.join(web, WEB_RESTORE_ASIDE_DIR))
       const asDirectory = (live: string): string => (live === stateLink ? `${live}/` : live)
       /** Make a live directory (and its parents); the checked directory behind the state link is there already. */
       const ensureDirectory = (live: string) => (live === stateLink ? Effect.void : ctx.fs.makeDirectory(live, { mode: 0o700, recursive: true }))

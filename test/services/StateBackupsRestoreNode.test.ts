@@ -193,6 +193,50 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
     }
   }, 120_000)
 
+  it("a symlink where the restore moves live data aside (state/restore-aside, the web root's .restore-aside) is refused naming the link before anything moves (facade and CLI: exit 3)", async () => {
+    const base = scratch("pi-restore-aside-link-")
+    const agent = NodePath.join(base, "agent")
+    const web = NodePath.join(base, "web")
+    const root = NodePath.join(base, "bk")
+    const elsewhere = NodePath.join(base, "elsewhere")
+    nfs.mkdirSync(elsewhere, { recursive: true })
+    nfs.chownSync(elsewhere, 12345, 12345)
+    nfs.chmodSync(elsewhere, 0o777)
+    write(NodePath.join(agent, "state/extensions/n/a"), "v1")
+    write(NodePath.join(web, "bm/state/h"), "v1")
+    const env = { PI_WEB_DATA_DIR: web }
+    const created = await cli(["--agent-dir", agent, "backup", "create", "--json", "--root", root], env)
+    assert.strictEqual(created.code, 0, created.stderr)
+    const id = JSON.parse(created.stdout).id as string
+    write(NodePath.join(agent, "state/extensions/n/a"), "v2 precious")
+    write(NodePath.join(web, "bm/state/h"), "v2 precious")
+    for (const link of [NodePath.join(agent, "state/restore-aside"), NodePath.join(web, ".restore-aside")]) {
+      nfs.symlinkSync(elsewhere, link)
+      const before = { agent: picture(agent), web: picture(web) }
+      const r = await cli(["--agent-dir", agent, "backup", "restore", id, "--root", root], env)
+      assert.strictEqual(r.code, 3, r.stderr)
+      assert.include(r.stderr, `refusing to restore through the symlink ${link} (-> ${elsewhere})`)
+      assert.include(r.stderr, "nothing was changed")
+      const storage = await openAgentStorage({ agentDir: agent, migrate: false })
+      try {
+        const refused = await storage.stateBackups({ root, webDataRoot: web }).restore(id, { extension: "n" }).then(() => undefined, (e: { _tag: string; path: string }) => e)
+        assert.strictEqual(refused?._tag, "UnsafeRestoreTarget")
+        assert.strictEqual(refused?.path, link)
+      } finally {
+        await storage.close()
+      }
+      assert.deepStrictEqual({ agent: picture(agent), web: picture(web) }, before, "nothing moved")
+      assert.deepStrictEqual(nfs.readdirSync(elsewhere), [], "nothing went through the link")
+      nfs.unlinkSync(link)
+    }
+    // Without the links the same restore goes through, and the live data went aside inside the agent dir.
+    const r = await cli(["--agent-dir", agent, "backup", "restore", id, "--root", root, "--json"], env)
+    assert.strictEqual(r.code, 0, r.stderr)
+    const aside = (JSON.parse(r.stdout) as { movedAside: string }).movedAside
+    assert.strictEqual(nfs.readFileSync(NodePath.join(aside, "agent/state/extensions/n/a"), "utf8"), "v2 precious")
+    assert.strictEqual(nfs.readFileSync(NodePath.join(agent, "state/extensions/n/a"), "utf8"), "v1")
+  }, 120_000)
+
   const otherDevice = (() => {
     try {
       const shm = nfs.statSync("/dev/shm")
