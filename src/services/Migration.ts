@@ -410,8 +410,42 @@ const planJson = (ctx: PlanContext, src: string, srcInfo: FileInfo, dst: string,
     return stepOf(ctx, "merge-json", src, dst, why.mergeJson(merge.overridden, kept[0]?.decision.to), kept)
   }).pipe(Effect.catchAll(refusal(ctx, src, dst)))
 
-/** One legacy root entry. */
+/**
+ * Why the conflicts directory (`state/migration-conflicts/`) or a directory below it on the way to `base` cannot
+ * take a preserved copy: it is a link or a file. That directory is the library's own (made 0700 by it), so a link
+ * there is nobody's choice of layout, and the one other copy of colliding data is never put through it (the
+ * per-entry plans refuse the same: `linkOnTheWay`). `undefined` when every existing one is a directory.
+ */
+const conflictsNotOurs = (ctx: PlanContext, root: string, base: string): Effect.Effect<string | undefined, FileSystemError> =>
+  Effect.gen(function*() {
+    const conflicts = NodePath.join(root, ...MIGRATION_CONFLICTS)
+    for (const dir of [conflicts, ...(dirsBelowRoot(conflicts, base) ?? [])]) {
+      const info = yield* ctx.io.lstatOption(dir)
+      if (info === undefined) return undefined
+      const violation = chainComponentViolation(info.type)
+      if (violation !== null) return `${ctx.display(dir)} is ${violation}: the entry is left as it is`
+    }
+    return undefined
+  })
+
+/** Whether any decision of a step tree puts data below `dir`. */
+const putsBelow = (step: Step, dir: string): boolean =>
+  step.to.startsWith(dir + NodePath.sep) || step.children.some((child) => putsBelow(child, dir))
+
+/**
+ * One legacy root entry; refused whole when its plan would keep a copy below a conflicts directory that is not
+ * the library's own (`conflictsNotOurs`).
+ */
 const planUnit = (ctx: PlanContext, root: string, unit: LayoutUnit, budget: Budget): Effect.Effect<Step | undefined> =>
+  Effect.gen(function*() {
+    const step = yield* planUnitSteps(ctx, root, unit, budget)
+    const conflicts = NodePath.join(root, ...MIGRATION_CONFLICTS)
+    if (step === undefined || !putsBelow(step, conflicts)) return step
+    const blocked = yield* conflictsNotOurs(ctx, root, NodePath.join(root, ...unit.conflictBase))
+    return blocked === undefined ? step : stepOf(ctx, "refuse", step.from, step.to, blocked)
+  }).pipe(Effect.catchAll((e) => Effect.succeed(stepOf(ctx, "refuse", NodePath.join(root, unit.name), NodePath.join(root, ...unit.destination), e.message))))
+
+const planUnitSteps = (ctx: PlanContext, root: string, unit: LayoutUnit, budget: Budget): Effect.Effect<Step | undefined> =>
   Effect.gen(function*() {
     const src = NodePath.join(root, unit.name)
     const dst = NodePath.join(root, ...unit.destination)

@@ -85,6 +85,32 @@ describe("pi-storage migrate on a symlinked agent dir (Node, temp dirs)", () => 
     const after = await cli(link, "migrate", "--dry-run")
     assert.strictEqual(after.stdout, "Nothing to migrate: the layout is current.\n")
   })
+
+  it("a link at state/migration-conflicts never takes a preserved copy: the colliding entry is refused and left, its other units still migrate", async () => {
+    const base = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-storage-migrate-conflicts-link-"))
+    temps.push(base)
+    const agent = Path.join(base, "agent")
+    const elsewhere = Path.join(base, "elsewhere")
+    Fs.mkdirSync(elsewhere)
+    Fs.chownSync(elsewhere, 12345, 12345)
+    Fs.chmodSync(elsewhere, 0o777)
+    write(agent, "backups/x/f", "legacy only copy")
+    write(agent, "state/backups/config/x/f", "canonical")
+    write(agent, "trust.json", `{"/a":true}`)
+    Fs.symlinkSync(elsewhere, Path.join(agent, "state/migration-conflicts"))
+    for (const args of [["--dry-run", "--json"], ["--json"]]) {
+      const r = await cli(agent, "migrate", ...args)
+      const report = JSON.parse(r.stdout) as { decisions: ReadonlyArray<{ action: string; from: string; why: string }> }
+      const backups = report.decisions.find((d) => d.from === "backups")
+      assert.strictEqual(backups?.action, "refuse", JSON.stringify(report.decisions))
+      assert.match(backups!.why, /state\/migration-conflicts is a symlink on the way \(never written through\)/)
+      assert.strictEqual(report.decisions.find((d) => d.from === "trust.json")?.action, "move")
+    }
+    assert.deepStrictEqual(Fs.readdirSync(elsewhere), [], "nothing went through the link")
+    assert.strictEqual(Fs.readFileSync(Path.join(agent, "backups/x/f"), "utf8"), "legacy only copy")
+    assert.strictEqual(Fs.readFileSync(Path.join(agent, "state/backups/config/x/f"), "utf8"), "canonical")
+    assert.isTrue(Fs.existsSync(Path.join(agent, "state/trust.json")))
+  })
 })
 
 // ---------------------------------------------------------------------------------------------------------
