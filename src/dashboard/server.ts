@@ -35,6 +35,7 @@ import { StateBackups } from "../services/StateBackups.js"
 import { StorageMap } from "../services/StorageMap.js"
 import { DashboardApi } from "./api.js"
 import { DashboardCache, DashboardSettings, handlersLayer } from "./handlers.js"
+import { shellWord } from "../domain/FixCommands.js"
 import { type Assets, loadAssets, pageHtml } from "./page.js"
 import { type NodeHandler, nodeHandler } from "./nodeAdapter.js"
 import {
@@ -89,8 +90,6 @@ export interface StorageDashboard {
 
 const DOCTOR_KEPT = Duration.seconds(30)
 
-/** `'…'` when a shell would read `text` otherwise. */
-const shellWord = (text: string): string => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`)
 
 const normalizeBase = (base: string): string => {
   const trimmed = base.replace(/\/+$/, "")

@@ -136,6 +136,39 @@ describe("the doctor's suggested commands (built CLI)", () => {
     assert.deepStrictEqual(Fs.readdirSync(Path.join(agentDir, "work/tools/bash/.trash")), [], "the deep trash tree is gone")
   })
 
+  it("a fix as the screen shows it runs as it reads, whatever the path holds: a quote and $(…) stay in the name, and a path the screen shows escaped gets no command to copy", () => {
+    const base = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-doctor-quoted-"))
+    temps.push(base)
+    const agentDir = Path.join(base, "agent")
+    // Run from `base`: a `$(touch PWNED)` that escaped its quotes would leave base/PWNED.
+    const mark = Path.join(base, "PWNED")
+    const hostile = "a'$(touch PWNED)'b"
+    const escaped = "back\\slash\nnewline"
+    for (const name of [hostile, escaped]) {
+      Fs.mkdirSync(Path.join(agentDir, "work", name), { recursive: true, mode: 0o700 })
+      Fs.chmodSync(Path.join(agentDir, "work", name), 0o777)
+    }
+    const human = cli(agentDir, ["doctor"])
+    assert.notStrictEqual(human.status, USAGE_ERROR, human.stderr)
+    const fixLines = human.stdout.split("\n").filter((line) => line.includes("chmod 700") || line.includes("not printed to be copied"))
+    const shown = fixLines.find((line) => line.includes("touch"))
+    assert.isDefined(shown, human.stdout)
+    for (const command of commandsOf(shown!)) {
+      const result = spawnSync("sh", ["-c", command], { cwd: base, encoding: "utf8" })
+      assert.strictEqual(result.status, 0, `${command}: ${result.stderr}`)
+    }
+    assert.isFalse(Fs.existsSync(mark), "nothing in the name ran")
+    assert.strictEqual(Fs.statSync(Path.join(agentDir, "work", hostile)).mode & 0o777, 0o700, "the command shown fixed the directory it names")
+    // The name the screen shows escaped: no command on screen; --json carries the exact one, and it works.
+    const unshowable = fixLines.find((line) => line.includes("not printed to be copied"))
+    assert.isDefined(unshowable, human.stdout)
+    assert.deepStrictEqual(commandsOf(unshowable!.split(": ").slice(1).join(": ")).filter((c) => c.includes("chmod")), [])
+    const exact = doctorFindings(agentDir).find((f) => f.code === "work-root-unsafe" && f.path === `work/${escaped}`)
+    assert.strictEqual(commandsOf(exact?.fix).length, 1, JSON.stringify(exact))
+    for (const command of commandsOf(exact?.fix)) assert.strictEqual(asWritten(command).status, 0, command)
+    assert.strictEqual(Fs.statSync(Path.join(agentDir, "work", escaped)).mode & 0o777, 0o700)
+  })
+
   it("every command template in the findings' sources is one the test above runs", () => {
     // A new fix with a command must come with a fixture above: its first two words (after any
     // `${agentDirFlag(…)}` and other interpolations) are matched here.

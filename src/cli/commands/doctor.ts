@@ -3,6 +3,7 @@
  * `--json` prints the library's `DoctorReport` with the agent dir and the web data root it checked.
  */
 import * as Effect from "effect/Effect"
+import { displayText } from "../../domain/Display.js"
 import { type DoctorReport, summarizeDoctor } from "../../domain/Findings.js"
 import { type CliContext, out, printJson, withStack } from "../context.js"
 import { ExitCode } from "../exit.js"
@@ -17,11 +18,21 @@ export const renderDoctor = (paint: Paint, agentDir: string, report: DoctorRepor
   if (report.findings.length === 0) return txt`${head}${paint("green", "No findings.")}\n`
   const sorted = [...report.findings].sort((a, b) => severityRank(a.severity) - severityRank(b.severity) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
   const rows = sorted.map((f) => [paint(SEVERITY_STYLE[f.severity], f.severity), f.code, f.path, f.message])
-  const fixes = sorted.flatMap((f) => (f.fix === undefined ? [] : [txt`  ${f.path}: ${f.fix}\n`]))
+  const fixes = sorted.flatMap((f) => (f.fix === undefined ? [] : [txt`  ${f.path}: ${fixShown(f.fix)}\n`]))
   return txt`${head}\n${table([{ header: "SEVERITY" }, { header: "CODE" }, { header: "PATH" }, { header: "MESSAGE" }], rows, paint)}${
     fixes.length > 0 ? txt`\n${paint("bold", "Suggested fixes")}\n${joinShown(fixes)}` : ""
   }\n${severitySummary(severityCounts(sorted))}\n`
 }
+
+/**
+ * A fix as a person may copy it: as it is when the screen shows it unchanged. A command holding a character the
+ * screen shows escaped (a backslash, a control, a byte that is not UTF-8, in a path) would reach a shell as another
+ * command: it is not printed, and `--json` carries it exactly.
+ */
+const fixShown = (fix: string): string =>
+  displayText(fix) === fix
+    ? fix
+    : "its command names a path holding characters shown escaped here, so it is not printed to be copied: `doctor --json` gives it exactly (`fix`)"
 
 export const doctorExitCode = (report: DoctorReport): number => (summarizeDoctor(report).needsAttention ? ExitCode.findings : ExitCode.ok)
 

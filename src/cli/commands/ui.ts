@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import { type CliContext, complain, err, out } from "../context.js"
 import { ExitCode } from "../exit.js"
 import { txt } from "../format.js"
+import { shellWord } from "../../domain/FixCommands.js"
 
 export interface UiFlags {
   readonly port: number
@@ -17,8 +18,6 @@ export interface UiFlags {
   readonly backupRoot: string | undefined
 }
 
-/** `'…'` when a shell would read `text` otherwise. */
-const shellWord = (text: string): string => (/^[A-Za-z0-9_@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`)
 
 export const ui = (ctx: CliContext, flags: UiFlags) =>
   Effect.gen(function*() {
