@@ -40,12 +40,15 @@ export const decodeProfileText = (bytes: Uint8Array): { readonly ok: true; reado
 export const notUtf8Detail = (offset: number): string => `it is not valid UTF-8 (first bad byte at offset ${offset}); it is left exactly as it is`
 
 /**
- * Characters an entry may not hold: C0/C1 controls (a tab is fine), the soft hyphen, and the invisible or
- * bidirectional formatting characters (zero-width spaces and joiners, LRM/RLM/ALM, embeddings, overrides,
- * isolates, invisible operators, the BOM, interlinear annotation marks): text a reader cannot see is text a
- * prompt should not carry.
+ * Characters an entry may not hold: C0/C1 controls (a tab is fine), the soft hyphen, the line and paragraph
+ * separators, and the invisible or bidirectional formatting characters (zero-width spaces and joiners, the
+ * combining grapheme joiner, LRM/RLM/ALM, embeddings, overrides, isolates, invisible operators, the BOM,
+ * interlinear annotation marks, the Hangul fillers, the musical and shorthand format controls, and the tag
+ * characters U+E0000–U+E007F, which spell hidden ASCII a model reads and a person does not see): text a reader
+ * cannot see is text a prompt should not carry.
  */
-const INVISIBLE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]/u
+const INVISIBLE =
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb\u{1bca0}-\u{1bca3}\u{1d173}-\u{1d17a}\u{e0000}-\u{e007f}]/u
 
 const codePoint = (c: string) => `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`
 

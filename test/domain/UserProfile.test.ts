@@ -43,7 +43,12 @@ const entryArb = fc.array(visibleChar, { minLength: 1, maxLength: 24 })
   .map((cs) => cs.join("").trim())
   .filter((s) => s.length > 0)
 const entriesArb = fc.uniqueArray(entryArb, { maxLength: 30 })
-const INVISIBLE = ["\u200b", "\u200e", "\u202e", "\u2066", "\ufeff", "\u0000", "\u001b", "\u00ad", "\u061c"]
+const INVISIBLE = [
+  "\u200b", "\u200e", "\u202e", "\u2066", "\ufeff", "\u0000", "\u001b", "\u00ad", "\u061c",
+  // The line separators, and the invisible characters that carry hidden text to a model: the tag characters
+  // (hidden ASCII), the musical and shorthand format controls, the Hangul fillers, the grapheme joiner.
+  "\u2028", "\u2029", "\u{e0001}", "\u{e0041}", "\u{e007f}", "\u{1d173}", "\u{1bca0}", "\u3164", "\u115f", "\u034f"
+]
 
 describe("entries (parseEntry)", () => {
   it("a visible one-line entry is accepted as is", () =>
