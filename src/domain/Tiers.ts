@@ -6,6 +6,8 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as NodePath from "node:path"
 import { withArticle } from "./Article.js"
+import { atomicTempName } from "./AtomicWrite.js"
+import { utf8Bytes } from "./Bytes.js"
 import { DataDirRemoved, InvalidArgument, type InvalidSegment } from "./Errors.js"
 import { schemaMismatchWhy } from "./Formats.js"
 import { decodeSegment } from "./Segment.js"
@@ -187,7 +189,12 @@ export const chooseTier = (facts: TierFacts): TierChoice => {
 
 /** The key-value file inside config/. */
 export const CONFIG_SETTINGS_FILE = "settings.json"
-export const FILE_NAME_MAX_LENGTH = 255
+/**
+ * The longest name a tier file may have, in UTF-8 bytes: every write puts its temp file beside it first
+ * (`.<name>.tmp-<12 hex>`, domain/AtomicWrite.ts: 18 bytes more), and both must fit a file system's 255-byte
+ * name limit (NAME_MAX), or the write fails as ENAMETOOLONG after the name was accepted.
+ */
+export const FILE_NAME_MAX_BYTES = 255 - atomicTempName("", "0".repeat(12)).length
 export const CONFIG_KEY_MAX_LENGTH = 256
 
 /**
@@ -196,7 +203,10 @@ export const CONFIG_KEY_MAX_LENGTH = 256
  */
 export const fileNameViolation = (name: string): string | null => {
   if (typeof name !== "string" || name.length === 0) return "must be a non-empty file name"
-  if (name.length > FILE_NAME_MAX_LENGTH) return `must be at most ${FILE_NAME_MAX_LENGTH} characters`
+  const bytes = utf8Bytes(name)
+  if (bytes > FILE_NAME_MAX_BYTES) {
+    return `must be at most ${FILE_NAME_MAX_BYTES} bytes in UTF-8 (got ${bytes}): its write's temp file beside it must fit the file system's 255-byte name limit`
+  }
   if (name === "." || name === "..") return `must not be ${JSON.stringify(name)}`
   if (/[/\\\0]/.test(name)) return `must be a single file name without "/", "\\" or NUL (got ${JSON.stringify(name)})`
   return null

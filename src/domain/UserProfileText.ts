@@ -9,6 +9,7 @@
 import * as Either from "effect/Either"
 import { invalidUtf8At } from "./NameBytes.js"
 import { AmbiguousEntry, EntryNotFound, InvalidEntry } from "./UserProfileErrors.js"
+import { utf8Bytes } from "./Bytes.js"
 
 export const DEFAULT_PROFILE_BUDGET_BYTES = 8 * 1024
 
@@ -18,8 +19,7 @@ const POINTER_LINK_LINE = `Archived preferences: [User preference archive](${ARC
 /** Pi's pointer, recognised exactly and written the same. */
 export const PROFILE_POINTER = `# User profile\n\n${POINTER_LINK_LINE}\n`
 
-const encoder = new TextEncoder()
-export const utf8Bytes = (text: string): number => encoder.encode(text).length
+export { utf8Bytes }
 
 const strict = new TextDecoder("utf-8", { fatal: true })
 

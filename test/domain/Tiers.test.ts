@@ -5,6 +5,7 @@ import * as NodePath from "node:path"
 import { DataDirRemoved, InvalidSegment } from "../../src/domain/Errors.js"
 import {
   chooseTier,
+  FILE_NAME_MAX_BYTES,
   fileNameViolation,
   isInside,
   jsonValueViolation,
@@ -189,6 +190,15 @@ describe("tier names and values (TD4)", () => {
       assert.isNotNull(fileNameViolation(bad), JSON.stringify(bad))
     }
     for (const good of ["index.bin", "a..b", ".hidden", "Thumb-1.PNG"]) assert.isNull(fileNameViolation(good), good)
+  })
+
+  it("a name's length is its UTF-8 bytes, with room for its write's temp file within the file system's 255 bytes", () => {
+    assert.strictEqual(FILE_NAME_MAX_BYTES, 237)
+    assert.isNull(fileNameViolation("a".repeat(237)))
+    assert.match(fileNameViolation("a".repeat(238))!, /at most 237 bytes in UTF-8 \(got 238\)/)
+    // 79 three-byte characters are 237 bytes; one more is over, though far fewer than 237 characters.
+    assert.isNull(fileNameViolation("中".repeat(79)))
+    assert.match(fileNameViolation("中".repeat(80))!, /got 240/)
   })
 
   it("sees databases and logs by name", () => {

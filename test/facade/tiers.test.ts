@@ -218,6 +218,30 @@ describe("openTiers (facade, Node layer)", () => {
     }
   })
 
+  it("a name of up to 237 UTF-8 bytes lands in every tier; one byte more is InvalidArgument before anything is written (its temp file must fit 255)", async () => {
+    const tiers = await openTiers(extensionContext("names", { dataRoot: root }))
+    try {
+      const ext = NodePath.join(root, "names")
+      const longest = "a".repeat(237)
+      await tiers.state.write(longest, 1)
+      assert.strictEqual(await tiers.state.read<number>(longest), 1)
+      assert.strictEqual(text(await tiers.cache.ensure(longest, async () => "built") as Uint8Array), "built")
+      await tiers.config.writeFile(longest, "x")
+      assert.strictEqual(fs.readFileSync(NodePath.join(ext, "config", longest), "utf8"), "x")
+      for (const over of ["a".repeat(238), "中".repeat(80)]) {
+        const before = fs.readdirSync(ext, { recursive: true }).map(String).sort()
+        for (const attempt of [tiers.state.write(over, 1), tiers.cache.ensure(over, async () => "built"), tiers.config.writeFile(over, "x")]) {
+          const e = await rejection(attempt)
+          assert.instanceOf(e, InvalidArgument)
+          assert.match((e as InvalidArgument).message, /at most 237 bytes in UTF-8/)
+        }
+        assert.deepStrictEqual(fs.readdirSync(ext, { recursive: true }).map(String).sort(), before)
+      }
+    } finally {
+      await tiers.close()
+    }
+  })
+
   it("rejects bad contexts, and calls after close()", async () => {
     assert.instanceOf(await rejection(openTiers({ configDir: "relative", cacheDir: "/c" })), InvalidArgument)
     const tiers = await openTiers(extensionContext("notes", { dataRoot: root }))
