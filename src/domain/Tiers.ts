@@ -228,16 +228,23 @@ export const checkConfigKey = (key: string): Either.Either<string, InvalidArgume
 }
 
 /**
+ * The deepest nesting of arrays and objects a tier value may have: deeper, writing it (and this check) would
+ * overflow the call stack with a bare `RangeError`; no settings or state document needs more.
+ */
+export const JSON_MAX_DEPTH = 1000
+
+/**
  * Whether a value survives a JSON round trip unchanged: null, booleans, finite numbers, strings, arrays and
  * plain objects of those, without cycles. Returns the path of the first offending part, or null.
  */
 export const jsonValueViolation = (value: unknown): string | null => {
   const seen = new Set<object>()
-  const walk = (v: unknown, at: string): string | null => {
+  const walk = (v: unknown, at: string, depth: number): string | null => {
     if (v === null || typeof v === "boolean" || typeof v === "string") return null
     if (typeof v === "number") return Number.isFinite(v) ? null : `${at} is ${String(v)}, which JSON cannot hold`
     if (typeof v !== "object") return `${at} is ${kindOfValue(v)}, which JSON cannot hold`
     if (seen.has(v)) return `${at} is a cycle`
+    if (depth >= JSON_MAX_DEPTH) return `value nests deeper than ${JSON_MAX_DEPTH} arrays and objects`
     const proto = Object.getPrototypeOf(v)
     if (!Array.isArray(v) && proto !== Object.prototype && proto !== null) {
       return `${at} is ${withArticle((v as object).constructor?.name ?? "non-plain object")}, not a plain object`
@@ -245,19 +252,19 @@ export const jsonValueViolation = (value: unknown): string | null => {
     seen.add(v)
     if (Array.isArray(v)) {
       for (let i = 0; i < v.length; i++) {
-        const bad = walk(v[i], `${at}[${i}]`)
+        const bad = walk(v[i], `${at}[${i}]`, depth + 1)
         if (bad !== null) return bad
       }
     } else {
       for (const [k, child] of Object.entries(v)) {
-        const bad = walk(child, `${at}.${k}`)
+        const bad = walk(child, `${at}.${k}`, depth + 1)
         if (bad !== null) return bad
       }
     }
     seen.delete(v)
     return null
   }
-  return walk(value, "value")
+  return walk(value, "value", 0)
 }
 
 /**

@@ -27,6 +27,7 @@ import {
   TierUnresolvable
 } from "../domain/Errors.js"
 import { type FileVersion, isChanged } from "../domain/FileChange.js"
+import { kindOfValue } from "../domain/Values.js"
 import { findTierOverlap } from "../domain/TierIdentity.js"
 import { decodeJsonBytes, decodeJsonValue, encodeJsonBytes } from "../domain/Formats.js"
 import {
@@ -152,7 +153,17 @@ const CONFIG_MEASURE_BUDGET = { maxEntries: 10_000, maxDepth: 32 }
 const REMOVE_BUDGET = { maxEntries: 10_000, maxDepth: Number.MAX_SAFE_INTEGER }
 
 const textEncoder = new TextEncoder()
-const toBytes = (data: Uint8Array | string): Uint8Array => (typeof data === "string" ? textEncoder.encode(data) : data)
+/**
+ * Bytes to write from what a caller gave (`field` names it): a string (as UTF-8) or a Uint8Array. Anything else (a
+ * plain JavaScript caller's number, `undefined`, an object) is InvalidArgument: written as it was, it became an
+ * empty file, or a file-system error about `byteLength`.
+ */
+const bytesOf = (field: string, data: unknown): Effect.Effect<Uint8Array, InvalidArgument> =>
+  typeof data === "string"
+    ? Effect.succeed(textEncoder.encode(data))
+    : data instanceof Uint8Array
+    ? Effect.succeed(data)
+    : Effect.fail(new InvalidArgument({ field, detail: `must be a string or a Uint8Array, not ${kindOfValue(data)}` }))
 
 const fromEither = <A, E>(either: Either.Either<A, E>): Effect.Effect<A, E> =>
   Either.isRight(either) ? Effect.succeed(either.right) : Effect.fail(either.left)
@@ -306,7 +317,7 @@ const cacheEnsure = <E, R>(
       yield* checkIdentities(c, "cache.ensure")
       yield* removeAll(c, path)
     }
-    const bytes = toBytes(yield* build)
+    const bytes = yield* bytesOf("build", yield* build)
     // Checked after the build, which may take long: the write replaces whatever is at the key.
     yield* checkIdentities(c, "cache.ensure")
     yield* writeInto(c, c.dirs.cacheDir, path, bytes, false).pipe(
@@ -504,7 +515,7 @@ const configWriteFile = (c: TiersContext, name: string, data: Uint8Array | strin
     const path = yield* configFile(c, name)
     const byName = configFileNameViolation(name)
     if (byName !== null) return yield* Effect.fail(redLine(path, byName))
-    const bytes = toBytes(data)
+    const bytes = yield* bytesOf("data", data)
     yield* c.configLock.withPermits(1)(
       checkBudget(c, path, bytes.byteLength).pipe(Effect.zipRight(writeInto(c, c.dirs.configDir, path, bytes, true)))
     )

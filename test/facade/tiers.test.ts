@@ -242,6 +242,37 @@ describe("openTiers (facade, Node layer)", () => {
     }
   })
 
+  it("what is not a tier value is InvalidArgument, never a bare error or a wrong file: a build answering neither string nor bytes, data of another kind, a value nested deeper than JSON_MAX_DEPTH", async () => {
+    const tiers = await openTiers(extensionContext("kinds", { dataRoot: root }))
+    try {
+      const ext = NodePath.join(root, "kinds")
+      for (const answer of [42, undefined, { a: 1 }, null]) {
+        const e = await rejection(tiers.cache.ensure("k", async () => answer as unknown as string))
+        assert.instanceOf(e, InvalidArgument)
+        assert.strictEqual((e as InvalidArgument).field, "build")
+        assert.match((e as InvalidArgument).message, /must be a string or a Uint8Array/)
+        const w = await rejection(tiers.config.writeFile("f.txt", answer as unknown as string))
+        assert.instanceOf(w, InvalidArgument)
+        assert.strictEqual((w as InvalidArgument).field, "data")
+      }
+      assert.isFalse(fs.existsSync(NodePath.join(ext, "cache", "k")), "no empty cache entry")
+      assert.isFalse(fs.existsSync(NodePath.join(ext, "config", "f.txt")))
+      let deep: unknown = 1
+      for (let i = 0; i < 20_000; i++) deep = [deep]
+      for (const attempt of [tiers.config.set("d", deep), tiers.state.write("d.json", deep)]) {
+        const e = await rejection(attempt)
+        assert.instanceOf(e, InvalidArgument)
+        assert.match((e as InvalidArgument).message, /nests deeper than 1000 arrays and objects/)
+      }
+      let fine: unknown = 1
+      for (let i = 0; i < 999; i++) fine = [fine]
+      await tiers.state.write("fine.json", fine)
+      assert.deepStrictEqual(await tiers.state.read("fine.json"), fine)
+    } finally {
+      await tiers.close()
+    }
+  })
+
   it("rejects bad contexts, and calls after close()", async () => {
     assert.instanceOf(await rejection(openTiers({ configDir: "relative", cacheDir: "/c" })), InvalidArgument)
     const tiers = await openTiers(extensionContext("notes", { dataRoot: root }))
