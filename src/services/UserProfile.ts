@@ -187,6 +187,11 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) 
     const versions = new Map<string, FileVersion>()
     const unparsable: Array<UnparsableShard> = []
     const empty = { shards, unparsable, indexed: null, indexExists: false, index: null, versions }
+    // The directory above the archive too: a link at okf-memory/ would carry every archived fact wherever it
+    // points (an edit makes the archive directory through it).
+    const parent = yield* lstat(paths.okfMemoryDir)
+    if (parent?.type === "SymbolicLink") return yield* unsafe(paths.okfMemoryDir, "symlink", "okf-memory/ is a symlink; the archive is neither read nor written through one")
+    if (parent !== undefined && parent.type !== "Directory") return yield* unsafe(paths.okfMemoryDir, "not-a-directory", `okf-memory is ${aFileType(parent.type)}`)
     const info = yield* lstat(archiveDir)
     if (info === undefined) return empty
     if (info.type === "SymbolicLink") return yield* unsafe(archiveDir, "symlink", "the archive directory is a symlink")

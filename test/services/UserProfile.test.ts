@@ -263,6 +263,25 @@ describe("UserProfile: unsafe files are refused before use", () => {
         yield* world.symlinkFixture("../elsewhere", ARCHIVE)
       }), "symlink"))
 
+  it.effect("okf-memory/ above the archive is a symlink (an archive there or none yet: an add would make one through it)", () =>
+    Effect.gen(function*() {
+      yield* refused((world) =>
+        Effect.gen(function*() {
+          yield* world.writeFixture(USER, `${PROFILE_POINTER}\n- hot\n`)
+          yield* world.writeFixture(`${AGENT}/elsewhere/user-preferences/${INDEX_FILE}`, PI_INDEX)
+          yield* world.writeFixture(`${AGENT}/elsewhere/user-preferences/${PI_SHARD_1}`, piShard(1, "- Uses pnpm\n"))
+          yield* world.symlinkFixture("elsewhere", `${AGENT}/okf-memory`)
+        }), "symlink")
+      yield* refused((world) =>
+        Effect.gen(function*() {
+          yield* world.mkdirFixture(`${AGENT}/elsewhere`)
+          yield* world.symlinkFixture("elsewhere", `${AGENT}/okf-memory`)
+        }), "symlink")
+    }))
+
+  it.effect("okf-memory is a file", () =>
+    refused((world) => world.writeFixture(`${AGENT}/okf-memory`, "not a directory"), "not-a-directory"))
+
   it.effect("the archive path is a file", () =>
     refused((world) => world.writeFixture(ARCHIVE, "not a directory"), "not-a-directory"))
 
