@@ -137,6 +137,10 @@ export const digestsOf = (versions: ProfileVersions): ProfileDigests => ({
   shards: new Map([...versions.shards].map(([name, v]) => [name, sha256HexOfBytes(v.bytes)]))
 })
 
+/** Any OKF document in the archive directory, whatever its name's case. */
+const OKF_FILE_RE = /\.okf\.md$/i
+const OFF_NAME_WHY = "its name is not one the archive uses (user-preferences-<16 lowercase hex digits>.okf.md), so its facts are not read; rename it or move it aside"
+
 /** Where the profile's files are, and how they are read (safely: `lstat` first, never through a link). Read-only. */
 export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) => {
   const archiveDir = paths.userPreferencesDir
@@ -202,7 +206,12 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) 
     let index: FileVersion | null = null
     for (const entry of entries) {
       const isIndex = entry.name === INDEX_FILE
-      if (!isIndex && !SHARD_NAME_RE.test(entry.name)) continue
+      if (!isIndex && !SHARD_NAME_RE.test(entry.name)) {
+        // An OKF file under another name (a shard renamed by hand, its hex in capitals) may hold facts the index
+        // no longer reaches: an edit that rewrote the index without it would orphan them, so it blocks edits.
+        if (OKF_FILE_RE.test(entry.name)) unparsable.push(unparsableShard("ShardUnparsable", entry.name, OFF_NAME_WHY))
+        continue
+      }
       const path = shardPath(entry.name)
       if (entry.type === "SymbolicLink") return yield* unsafe(path, "symlink", "a shard or index that is a symlink")
       if (entry.type !== "File") return yield* unsafe(path, "not-a-regular-file", `a shard or index that is ${aFileType(entry.type)}`)

@@ -312,6 +312,30 @@ describe("UserProfile: unsafe files are refused before use", () => {
     }))
 })
 
+describe("UserProfile: an OKF file under a name the archive does not use", () => {
+  it.effect("a shard renamed by hand (its hex in capitals, or any other name) is reported by read, refuses edits, and nothing is rewritten or orphaned", () =>
+    Effect.gen(function*() {
+      for (const renamed of ["user-preferences-FEDCBA9876543210.okf.md", "user-preferences-mine.okf.md", "Notes.OKF.MD"]) {
+        const world = fresh()
+        // What Pi wrote, then a person renames the second shard and points the index at its new name.
+        yield* world.writeFixture(USER, `${PROFILE_POINTER}\n- Hot: answers in French\n`)
+        yield* world.writeFixture(`${ARCHIVE}/${INDEX_FILE}`, PI_INDEX.replace(PI_SHARD_2, renamed))
+        yield* world.writeFixture(`${ARCHIVE}/${PI_SHARD_1}`, piShard(1, "- Prefers concise answers\n- Uses pnpm\n"))
+        yield* world.writeFixture(`${ARCHIVE}/${renamed}`, piShard(2, "- Works in Europe/Paris\n\n- Likes tabs\n"))
+        const view = yield* asProfile(world, (p) => p.read)
+        assert.deepStrictEqual(view.unparsable.map((u) => u.shard), [renamed])
+        assert.match(view.unparsable[0]!.message, /its name is not one the archive uses/)
+        const before = snapshot(world)
+        for (const edit of [(p: UserProfile["Type"]) => p.add("- new"), (p: UserProfile["Type"]) => p.remove("pnpm")]) {
+          const e = yield* asProfile(world, edit).pipe(Effect.flip)
+          assert.isTrue(e instanceof UnsafeProfile && e.reason === "unparsable-shard", `${renamed}: ${String(e)}`)
+        }
+        const after = Object.fromEntries(Object.entries(snapshot(world)).filter(([rel]) => !rel.startsWith("state")))
+        assert.deepStrictEqual(after, before, renamed)
+      }
+    }))
+})
+
 describe("UserProfile: files that are not what they claim are refused or reported, never rewritten", () => {
   const refusedAll = (setup: (world: MemoryWorld) => Effect.Effect<void>, reason: string, detail: RegExp) =>
     Effect.gen(function*() {
