@@ -4,7 +4,7 @@
  */
 import * as Schema from "effect/Schema"
 
-export const InvalidEntryReason = Schema.Literal("newline", "blank", "invisible-character", "pointer-line", "too-large")
+export const InvalidEntryReason = Schema.Literal("not-a-string", "newline", "blank", "invisible-character", "pointer-line", "too-large")
 export type InvalidEntryReason = typeof InvalidEntryReason.Type
 
 /** Text safe to print: control and format characters (bidi overrides, zero-width …) shown as `\u{…}` escapes. */

@@ -10,6 +10,7 @@ import * as Either from "effect/Either"
 import { invalidUtf8At } from "./NameBytes.js"
 import { AmbiguousEntry, EntryNotFound, InvalidEntry } from "./UserProfileErrors.js"
 import { utf8Bytes } from "./Bytes.js"
+import { kindOfValue } from "./Values.js"
 
 export const DEFAULT_PROFILE_BUDGET_BYTES = 8 * 1024
 
@@ -54,6 +55,8 @@ const codePoint = (c: string) => `U+${c.codePointAt(0)!.toString(16).toUpperCase
 
 /** Validate one entry given by a caller (`add`, the new text of `replace`). */
 export const parseEntry = (text: string, maxBytes?: number): Either.Either<string, InvalidEntry> => {
+  // A plain JavaScript caller's null or number: a typed refusal, not a TypeError from `trim`.
+  if (typeof text !== "string") return Either.left(new InvalidEntry({ text: String(text), reason: "not-a-string", detail: `an entry is a string, not ${kindOfValue(text)}` }))
   const invalid = (reason: InvalidEntry["reason"], detail: string) => Either.left(new InvalidEntry({ text, reason, detail }))
   if (/[\n\r]/.test(text)) return invalid("newline", "an entry is one line; add each line as its own entry")
   if (text.trim() === "") return invalid("blank", "an entry must have visible text")
@@ -101,9 +104,11 @@ export const matchEntry = (
   entries: ReadonlyArray<string>,
   query: string
 ): Either.Either<number, EntryNotFound | AmbiguousEntry> => {
+  if (typeof query !== "string") return Either.left(new EntryNotFound({ query: String(query) }))
   const exact = entries.indexOf(query)
   if (exact !== -1) return Either.right(exact)
-  const containing = query === "" ? [] : entries.flatMap((e, i) => (e.includes(query) ? [i] : []))
+  // A query of nothing but spaces is no text to look for: it would match whichever entry holds a space.
+  const containing = query.trim() === "" ? [] : entries.flatMap((e, i) => (e.includes(query) ? [i] : []))
   if (containing.length === 1) return Either.right(containing[0]!)
   if (containing.length === 0) return Either.left(new EntryNotFound({ query }))
   return Either.left(new AmbiguousEntry({ query, candidates: containing.map((i) => entries[i]!) }))

@@ -124,6 +124,19 @@ describe("matching for replace/remove", () => {
       assert.isTrue(Either.isLeft(none) && none.left._tag === "EntryNotFound")
     })))
 
+  it("a query of only spaces matches no entry by containment, and a query or entry that is not a string is a typed refusal", () => {
+    for (const blank of [" ", "  ", "\t", "\u00a0"]) {
+      const r = matchEntry(["- likes tabs and spaces"], blank)
+      assert.isTrue(Either.isLeft(r) && r.left._tag === "EntryNotFound", JSON.stringify(blank))
+    }
+    for (const notText of [null, undefined, 123, { a: 1 }]) {
+      const r = matchEntry(["- x"], notText as unknown as string)
+      assert.isTrue(Either.isLeft(r) && r.left._tag === "EntryNotFound")
+      const e = parseEntry(notText as unknown as string)
+      assert.isTrue(Either.isLeft(e) && e.left.reason === "not-a-string", String(notText))
+    }
+  })
+
   it("several matches are refused, listing them (never the first one silently)", () => {
     const r = matchEntry(["likes tabs", "likes vim", "hates emacs"], "likes")
     assert.isTrue(Either.isLeft(r) && r.left._tag === "AmbiguousEntry")

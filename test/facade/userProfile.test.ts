@@ -73,6 +73,28 @@ describe("facade: profile files it must not rewrite", () => {
     })
   }
 
+  it("a plain JavaScript caller's null or number is a typed rejection (isStorageError), and a blank query removes nothing", async () => {
+    const parent = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-profile-facade-kinds-"))
+    temps.push(parent)
+    const agentDir = Path.join(parent, "agent")
+    const { isStorageError } = await import("../../src/promise.js")
+    const storage = await openAgentStorage({ agentDir, migrate: false })
+    try {
+      const profile = storage.userProfile()
+      await profile.add("- only fact with spaces")
+      for (const notText of [null, 123]) {
+        const e = await rejection(profile.add(notText as unknown as string))
+        assert.strictEqual(e._tag, "InvalidEntry")
+        assert.isTrue(isStorageError(e))
+        assert.strictEqual((await rejection(profile.remove(notText as unknown as string)))._tag, "EntryNotFound")
+      }
+      assert.strictEqual((await rejection(profile.remove(" ")))._tag, "EntryNotFound")
+      assert.strictEqual(Fs.readFileSync(Path.join(agentDir, "USER.md"), "utf8"), "- only fact with spaces\n")
+    } finally {
+      await storage.close()
+    }
+  })
+
   it("a shard whose front matter is a YAML alias bomb: read lists it, an edit rejects UnsafeProfile, nothing is rewritten", async () => {
     const agentDir = agentWith(new TextEncoder().encode("- Uses pnpm\n"))
     const archive = Path.join(agentDir, "okf-memory", "user-preferences")
