@@ -83,10 +83,19 @@ export interface UserText {
   readonly entries: ReadonlyArray<string>
 }
 
-export const parseUserText = (text: string): UserText =>
-  text.startsWith(PROFILE_POINTER)
-    ? { pointer: true, entries: bodyEntries(text.slice(PROFILE_POINTER.length)) }
+/** Pi's pointer as an editor that writes CRLF line endings saves it (Windows, git's autocrlf). */
+const PROFILE_POINTER_CRLF = PROFILE_POINTER.replace(/\n/g, "\r\n")
+
+/**
+ * USER.md's pointer and hot entries. The pointer is recognised with either line ending: read as a plain body, its
+ * heading and link line became entries the next archive kept as facts. (Written back, it is Pi's own, with LF.)
+ */
+export const parseUserText = (text: string): UserText => {
+  const pointer = text.startsWith(PROFILE_POINTER) ? PROFILE_POINTER : text.startsWith(PROFILE_POINTER_CRLF) ? PROFILE_POINTER_CRLF : undefined
+  return pointer !== undefined
+    ? { pointer: true, entries: bodyEntries(text.slice(pointer.length)) }
     : { pointer: false, entries: bodyEntries(text) }
+}
 
 /** USER.md as written: the pointer, a blank line and the hot entries; or the plain body. */
 export const renderUserText = (user: UserText): string =>

@@ -94,6 +94,9 @@ describe("USER.md text", () => {
     // Not exactly the pointer: a plain profile whose lines are entries.
     assert.deepStrictEqual(parseUserText(PROFILE_POINTER.replace("# User profile", "# User Profile")).pointer, false)
     assert.strictEqual(renderUserText({ pointer: true, entries: [] }), PROFILE_POINTER)
+    // Saved with CRLF line endings (an editor on Windows, git's autocrlf): still the pointer, never two entries.
+    const crlf = `${PROFILE_POINTER}\n- likes tabs\n- uses pnpm\n`.replace(/\n/g, "\r\n")
+    assert.deepStrictEqual(parseUserText(crlf), { pointer: true, entries: ["- likes tabs", "- uses pnpm"] })
   })
 
   it("render then parse gives the same entries, with or without the pointer", () =>
