@@ -221,7 +221,7 @@ export const FINDING_CODES = {
   },
   "user-profile-unsafe": {
     severity: "error",
-    meaning: "USER.md, the archive directory or a shard is a symlink or not a regular file/directory; the profile refuses it (UnsafeProfile)."
+    meaning: "USER.md, okf-memory/, the archive directory or a shard is a symlink or not a regular file/directory, or USER.md is over the 4 MiB the library reads; the profile refuses it (UnsafeProfile)."
   },
   "library-path-blocked": {
     severity: "warning",

@@ -51,6 +51,8 @@ export const UnsafeProfileReason = Schema.Literal(
   "unreadable-journal",
   /** USER.md or the index is not valid UTF-8 (a Latin-1 or binary file): refused, never rewritten. */
   "not-utf8",
+  /** USER.md is larger than the library reads (4 MiB): refused, never rewritten. */
+  "too-large",
   /** A file the edit read kept changing (a person saving it) through every retry; what they saved is kept. */
   "changed-meanwhile"
 )

@@ -249,7 +249,10 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) 
   })
 
   const readState: Effect.Effect<ReadState, ProfileError> = Effect.gen(function*() {
-    const userVersion = yield* readRegular(paths.userFile, USER_FILE_MAX_BYTES)
+    const userVersion = yield* readRegular(paths.userFile, USER_FILE_MAX_BYTES).pipe(
+      Effect.catchIf((e) => e._tag === "FileSystemError" && e.reason === "TooLarge", () =>
+        Effect.fail(unsafe(paths.userFile, "too-large", `it is larger than the ${USER_FILE_MAX_BYTES} bytes the library reads; it is neither read nor rewritten`)))
+    )
     const user = userVersion === null ? null : yield* textOf(paths.userFile, userVersion)
     const { index, versions: shardVersions, ...archive } = yield* readArchive
     const journal = yield* readJournal

@@ -151,6 +151,22 @@ describe("pi-storage memory (built CLI)", () => {
     }
   })
 
+  it("a USER.md over the 4 MiB the library reads: every memory command refuses with exit 3 (too-large); the doctor says to move it aside; the bytes stay", async () => {
+    const agentDir = tempDir()
+    const big = "- fact\n".repeat(700_000)
+    Fs.writeFileSync(Path.join(agentDir, "USER.md"), big)
+    const run = at(agentDir)
+    const results = await Promise.all([run("memory", "add", "- y"), run("memory", "show")])
+    for (const r of results) {
+      assert.strictEqual(r.code, 3, r.stderr)
+      assert.include(r.stderr, "(too-large): it is larger than the 4194304 bytes the library reads")
+    }
+    const doctor = await run("doctor", "--json")
+    const finding = JSON.parse(doctor.stdout).findings.find((f: { code: string }) => f.code === "user-profile-unsafe")
+    assert.match(finding?.fix ?? "", /move it aside/)
+    assert.strictEqual(Fs.readFileSync(Path.join(agentDir, "USER.md"), "utf8"), big)
+  })
+
   it("a shard whose front matter is a YAML alias bomb: status, doctor and memory show report it; an edit refuses with exit 3; nothing is rewritten", async () => {
     const agentDir = piAgentDir()
     const archive = Path.join(agentDir, "okf-memory", "user-preferences")

@@ -16,6 +16,7 @@ import type { Deps } from "./deps.js"
 import { judgeMarker } from "./markers.js"
 
 const EDIT_FIX = "the next profile edit (pi-storage memory add, replace or remove) repairs it"
+const TOO_LARGE_FIX = "move it aside (it is kept as it is) and add back what matters with pi-storage memory add"
 const NOT_UTF8_FIX = "convert it to UTF-8 (for a Latin-1 file: iconv -f latin1 -t utf-8) or move it aside; the profile never rewrites it"
 
 /** Never fails: what cannot be read is a finding. `paths` are the Doctor's `AgentDir` paths. */
@@ -36,7 +37,13 @@ export const userProfileFindings = (deps: Deps, paths: AgentPaths): Effect.Effec
       if (e._tag === "FileSystemError" && e.reason === "NotADirectory") {
         return [...findings, ...yield* blockedPathFindings(deps, paths.agentDir, e.path, "the user profile", unsafe)]
       }
-      findings.push(e._tag === "UnsafeProfile" && e.reason === "not-utf8" ? { code: "user-profile-not-utf8", path, message: e.message, fix: NOT_UTF8_FIX } : unsafe)
+      findings.push(
+        e._tag === "UnsafeProfile" && e.reason === "not-utf8"
+          ? { code: "user-profile-not-utf8", path, message: e.message, fix: NOT_UTF8_FIX }
+          : e._tag === "UnsafeProfile" && e.reason === "too-large"
+          ? { ...unsafe, fix: TOO_LARGE_FIX }
+          : unsafe
+      )
       return findings
     }
     const state = read.right
