@@ -49,6 +49,21 @@ export interface LayoutUnit {
 
 export const MIGRATIONS_JOURNAL_DIR: ReadonlyArray<string> = ["state", "migrations"]
 
+/**
+ * The migration's own directories, relative to an entry's root: the root's conflicts directory (below its state
+ * tier, which for an agent extension's root is the root itself) and, in the agent dir, the journal's.
+ */
+const libraryDirsOf = (root: PlanRoot): ReadonlyArray<{ readonly dir: ReadonlyArray<string>; readonly what: string }> =>
+  root === "agent"
+    ? [{ dir: MIGRATION_CONFLICTS, what: "what collides" }, { dir: MIGRATIONS_JOURNAL_DIR, what: "its journal" }]
+    : "web" in root
+    ? [{ dir: MIGRATION_CONFLICTS, what: "what collides" }]
+    : [{ dir: MIGRATION_CONFLICTS.slice(1), what: "what collides" }]
+
+/** Whether a path of these names is `dir` or above it. */
+const holds = (segments: ReadonlyArray<string>, dir: ReadonlyArray<string>): boolean =>
+  segments.length <= dir.length && segments.every((name, i) => name === dir[i])
+
 export const isZoneIdentifierSidecar = (name: string): boolean =>
   name.endsWith(ZONE_IDENTIFIER_SUFFIX) && name.length > ZONE_IDENTIFIER_SUFFIX.length
 
@@ -295,6 +310,13 @@ export const planProblem = (plan: MigrationPlan): PlanProblem | undefined => {
     }
     if (pathsNest(paths[0]!, paths[1]!)) {
       return at("to", `${JSON.stringify(entry.to)} and from ${JSON.stringify(entry.from)} are the same or one lies inside the other`)
+    }
+    // The plan keeps what collides under the root's state/migration-conflicts/ (and, in the agent dir, its journal
+    // under state/migrations/): a `from` holding either would carry them away with it, so the run failed midway
+    // and a rerun moved again.
+    const library = libraryDirsOf(entryRoot(plan, entry)).find(({ dir }) => holds(paths[0]!.segments, dir))
+    if (library !== undefined) {
+      return at("from", `${JSON.stringify(entry.from)} holds ${library.dir.join("/")}/, where the migration keeps ${library.what}: move the entries inside it one by one`)
     }
     // Each entry is decided by whether its source is there: an entry that fills an earlier entry's source
     // would make a rerun move that data again (the plan must move data forward only).

@@ -182,6 +182,25 @@ describe("plan file keys and the plan check (MG2)", () => {
     assert.include(entry({ id: "a" }), { index: 1, field: "id" })
   })
 
+  it("an entry may not move away the directories the migration keeps its own in: the root's conflicts directory, the agent dir's journal", () => {
+    const move = (from: string, root?: MigrationPlan["root"]) => ({ id: "m", kind: "move" as const, from, to: "elsewhere", ...(root === undefined ? {} : { root }) })
+    for (const [from, root, holds] of [
+      ["state", { web: "u" }, "state/migration-conflicts/"],
+      ["state/migration-conflicts", { web: "u" }, "state/migration-conflicts/"],
+      ["state", undefined, "state/migration-conflicts/"],
+      ["state/migrations", undefined, "state/migrations/"],
+      ["migration-conflicts", { agentExtension: "todo" }, "migration-conflicts/"]
+    ] as const) {
+      const problem = planProblem({ id: "p", entries: [move(from, root)] })
+      assert.include(problem, { index: 0, field: "from" }, `${from} ${JSON.stringify(root)}`)
+      assert.include(problem?.detail, `holds ${holds}`)
+    }
+    // What lies beside them, or inside them, moves as any entry does; a web root keeps no journal.
+    for (const [from, root] of [["state/trust.json", undefined], ["state/extensions/x", undefined], ["state/migrations", { web: "u" }], ["state", { agentExtension: "todo" }]] as const) {
+      assert.isUndefined(planProblem({ id: "p", entries: [move(from, root)] }), `${from} ${JSON.stringify(root)}`)
+    }
+  })
+
   it("a plan moves data forward only: an entry may not fill an earlier entry's source (a rerun would move it again)", () => {
     const move = (id: string, from: string, to: string, root?: MigrationPlan["root"]) => ({ id, kind: "move" as const, from, to, ...(root === undefined ? {} : { root }) })
     // A chain forward is fine: x → y, then y → z.
