@@ -95,8 +95,8 @@ export const FINDING_CODES = {
   },
   "migration-conflicts": {
     severity: "info",
-    meaning: "state/migration-conflicts/ holds copies the migration preserved instead of overwriting; review " +
-      "and delete them by hand."
+    meaning: "state/migration-conflicts/ (the agent dir's, or a web extension's data/<id>/state/migration-conflicts/) holds " +
+      "copies the migration preserved instead of overwriting; review and delete them by hand."
   },
   "work-root-unsafe": {
     severity: "error",

@@ -86,6 +86,25 @@ describe("pi-storage migrate on a symlinked agent dir (Node, temp dirs)", () => 
     assert.strictEqual(after.stdout, "Nothing to migrate: the layout is current.\n")
   })
 
+  it("the doctor reports what a plan kept under a web extension's state/migration-conflicts, as under the agent dir's", async () => {
+    const base = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-storage-web-conflicts-"))
+    temps.push(base)
+    const agent = Path.join(base, "agent")
+    const web = Path.join(base, "web")
+    Fs.mkdirSync(agent, { recursive: true })
+    write(web, "u/state/f", "live")
+    write(web, "u/old/f", "other")
+    const plan = Path.join(base, "p.yaml")
+    Fs.writeFileSync(plan, "version: 1\nid: w\nroot: { web: u }\nsteps: [{id: s, kind: move, from: old, to: state}]\n")
+    const run = await cli(agent, "migrate", "--plan", plan, "--web-data-root", web, "--json")
+    assert.strictEqual(run.code, 0, run.stderr)
+    assert.isTrue(Fs.existsSync(Path.join(web, "u/state/migration-conflicts/w/s/f")))
+    const doctor = await cli(agent, "doctor", "--web-data-root", web, "--json")
+    const finding = JSON.parse(doctor.stdout).findings.find((f: { code: string }) => f.code === "migration-conflicts")
+    assert.strictEqual(finding?.path, Path.join(web, "u/state/migration-conflicts"))
+    assert.match(finding?.message ?? "", /1 preserved migration conflict\(s\) to review: w/)
+  })
+
   it("a link at state/migration-conflicts never takes a preserved copy: the colliding entry is refused and left, its other units still migrate", async () => {
     const base = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-storage-migrate-conflicts-link-"))
     temps.push(base)

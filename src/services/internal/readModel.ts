@@ -24,6 +24,7 @@ import type { BoundedManifestTimes } from "../../domain/PrunePlan.js"
 import { classifyRootEntry, type RootClassification } from "../../domain/RootEntries.js"
 import { isDescendable, type RootSafetyProblem, rootSafetyProblems } from "../../domain/RootSafety.js"
 import { isTenantLibraryEntry } from "../../domain/TenantEntries.js"
+import { MIGRATION_CONFLICTS } from "../../domain/LayoutMigration.js"
 import { resolveStateDir } from "../../domain/Tiers.js"
 import { TIER_NAMES, tierPaths } from "../../domain/WebPaths.js"
 import type { DirectoryPartsRead, DirEntry, FileInfo, FileType, TreeMeasure, WalkBudget } from "../FileSystem.js"
@@ -616,6 +617,8 @@ export interface ExtensionDataFacts {
   /** `data/<id>/config/state/`, when both it and `data/<id>/state/` are directories (split state writes). */
   readonly splitState: string | null
   readonly config: ReadonlyArray<ConfigEntryFact>
+  /** Names under `data/<id>/state/migration-conflicts/`, where a migration plan kept what collided (empty when absent). */
+  readonly conflicts: ReadonlyArray<string>
 }
 
 export interface WebDataFacts {
@@ -806,7 +809,7 @@ const scanConfigTree = (reader: Reader, dir: string, depth: number, out: Array<C
 const scanExtensionData = (reader: Reader, root: string, id: string): Effect.Effect<ExtensionDataFacts> =>
   Effect.gen(function*() {
     // The same path functions the tiers write with.
-    const { extensionDir: dir, configDir } = tierPaths(root, id)
+    const { extensionDir: dir, configDir, stateDir } = tierPaths(root, id)
     const entries = yield* reader.list(dir)
     const config: Array<ConfigEntryFact> = []
     let splitState: string | null = null
@@ -817,7 +820,10 @@ const scanExtensionData = (reader: Reader, root: string, id: string): Effect.Eff
       if (hasState && legacyState?.type === "Directory") splitState = legacyStateDir
       yield* scanConfigTree(reader, configDir, 1, config)
     }
-    return { id, dir, entries, splitState, config }
+    const conflictsDir = NodePath.join(stateDir, MIGRATION_CONFLICTS[MIGRATION_CONFLICTS.length - 1]!)
+    const conflictsInfo = entries.some((e) => e.name === "state" && e.type === "Directory") ? yield* reader.lstat(conflictsDir) : undefined
+    const conflicts = conflictsInfo?.type === "Directory" ? (yield* reader.list(conflictsDir)).map((e) => e.name) : []
+    return { id, dir, entries, splitState, config, conflicts }
   })
 
 const scanWebData = (reader: Reader, root: string): Effect.Effect<WebDataFacts> =>
