@@ -1,9 +1,10 @@
 /**
  * The dashboard as a Node `http` request handler (docs/dashboard.md "Dashboard"): the request becomes a web `Request`
  * (a body of at most 64 KiB: the API's payloads are small), the web handler answers, the `Response` is written
- * back. No dependency beyond Node's own `http` types and the global `Request`/`Response`.
+ * back. No dependency beyond Node's own `http` types, the global `Request`/`Response` and the headers every answer carries.
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
+import { SECURITY_HEADERS } from "./security.js"
 
 export type NodeHandler = (request: IncomingMessage, response: ServerResponse) => void
 
@@ -14,10 +15,13 @@ const readBody = (request: IncomingMessage): Promise<Uint8Array | "too-large"> =
     const chunks: Array<Buffer> = []
     let size = 0
     request.on("data", (chunk: Buffer) => {
+      // Past the bound the rest is read and dropped (the 413 is answered at once; destroying the request here
+      // closed the socket before the answer got out).
+      if (size > MAX_BODY_BYTES) return
       size += chunk.length
       if (size > MAX_BODY_BYTES) {
+        chunks.length = 0
         resolve("too-large")
-        request.destroy()
         return
       }
       chunks.push(chunk)
@@ -26,8 +30,9 @@ const readBody = (request: IncomingMessage): Promise<Uint8Array | "too-large"> =
     request.on("error", reject)
   })
 
-const refuse = (response: ServerResponse, status: number, text: string) => {
-  response.writeHead(status, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" })
+/** An answer of the adapter's own, with the headers every answer of the dashboard carries; `close`: end the connection after it. */
+const refuse = (response: ServerResponse, status: number, text: string, close = false) => {
+  response.writeHead(status, { ...SECURITY_HEADERS, "content-type": "text/plain; charset=utf-8", ...(close ? { connection: "close" } : {}) })
   response.end(text)
 }
 
@@ -44,7 +49,7 @@ export const nodeHandler = (fetch: (request: Request) => Promise<Response>): Nod
     let body: Uint8Array | undefined
     if (method !== "GET" && method !== "HEAD") {
       const read = await readBody(request)
-      if (read === "too-large") return refuse(response, 413, "pi-storage: request body too large.\n")
+      if (read === "too-large") return refuse(response, 413, "pi-storage: request body too large.\n", true)
       body = read
     }
     const answer = await fetch(new Request(`http://dashboard.invalid${request.url}`, { method, headers, ...(body === undefined ? {} : { body }) }))

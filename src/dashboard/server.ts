@@ -16,13 +16,16 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpApp from "@effect/platform/HttpApp"
 import type * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as OpenApi from "@effect/platform/OpenApi"
+import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import { VERSION } from "../domain/Version.js"
 import { warningLoggerLayer } from "../facade/warnings.js"
@@ -234,7 +237,16 @@ const guard = (o: {
     }
     if (path === "/api/openapi.json") return HttpServerResponse.text(o.openApi, { contentType: "application/json" })
     if (path.startsWith("/api/")) {
-      return yield* Effect.provideService(o.api, HttpServerRequest.HttpServerRequest, request.modify({ url: `${path}${url.search}` }))
+      // The API's own failures (no such route: 404; a body that does not decode: 400) are answered here, so they
+      // get this app's security headers like every other answer; a defect is logged as the server would.
+      return yield* Effect.provideService(o.api, HttpServerRequest.HttpServerRequest, request.modify({ url: `${path}${url.search}` })).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.zipRight(
+            Option.isSome(Cause.dieOption(cause)) ? Effect.logError("dashboard request failed", cause) : Effect.void,
+            Effect.map(HttpServerError.causeResponse(cause), ([response]) => response)
+          )
+        )
+      )
     }
     return plain(404, "pi-storage: not found.\n")
   }).pipe(Effect.map((response) => HttpServerResponse.setHeaders(response, SECURITY_HEADERS)))

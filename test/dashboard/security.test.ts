@@ -148,6 +148,24 @@ describe("pi-storage ui over plain HTTP", () => {
     }
   })
 
+  it("the API's own refusals (no such route, a body that does not decode, a body over 64 KiB) carry the same headers; the 413 arrives", async () => {
+    const bearer = { host, authorization: `Bearer ${ui.token}`, "content-type": "application/json" }
+    const answers = await Promise.all([
+      request(ui.port, { path: "/api/nope", headers: { host, cookie } }),
+      request(ui.port, { method: "POST", path: "/api/prune", headers: bearer, body: "{" }),
+      request(ui.port, { method: "POST", path: "/api/prune", headers: bearer, body: "x".repeat(70_000) })
+    ])
+    assert.deepStrictEqual(answers.map((a) => a.status), [404, 400, 413])
+    for (const a of answers) {
+      assert.strictEqual(a.headers["content-security-policy"], "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'", String(a.status))
+      assert.strictEqual(a.headers["x-content-type-options"], "nosniff")
+      assert.strictEqual(a.headers["x-frame-options"], "DENY")
+      assert.strictEqual(a.headers["cache-control"], "no-store")
+      assert.deepStrictEqual(Object.keys(a.headers).filter((h) => h.startsWith("access-control-")), [])
+    }
+    assert.include(answers[2]!.body, "request body too large")
+  })
+
   it("a node id that leaves its root is a 400, never a listing", async () => {
     for (const node of ["a:../..", "a:state/../../etc", "w:/etc", "a:/etc", "tier:passwords", "a:state//x"]) {
       const r = await request(ui.port, { path: `/api/map?node=${encodeURIComponent(node)}`, headers: { host, cookie } })
