@@ -52,6 +52,7 @@ import {
 import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { locate } from "./internal/locate.js"
+import { SETTINGS_LOCK, withSettingsLock } from "./internal/settingsLock.js"
 
 /** TD2 over a Host: the environment, home and cwd it reports. No I/O. */
 const contextOn = (host: Host["Type"]) => (extId: string, options?: ExtensionContextOptions): Effect.Effect<ExtensionContext, InvalidSegment> =>
@@ -460,16 +461,20 @@ const changeSettings = <E extends { readonly _tag: string }>(
   })
   const attempts = (n: number): Effect.Effect<boolean, E | ConfigUnreadable | FileSystemError> =>
     once.pipe(Effect.catchIf((e) => isChanged(e) && n < SET_ATTEMPTS, () => attempts(n + 1)))
-  return c.configLock.withPermits(1)(attempts(1))
+  // One writer at a time in this handle (the semaphore) and across processes (the lock file beside settings.json),
+  // taken only when there is something to write (a delete of a key never set creates nothing, not even config/).
+  const locked = Effect.flatMap(readSettingsVersion(c), ({ settings }) =>
+    change(settings) === undefined ? Effect.succeed(false) : withSettingsLock(c.fs, c.dirs.configDir, attempts(1)))
+  return c.configLock.withPermits(1)(locked)
 }
 
 /** The name of a file of config/ other than settings.json, and its path. */
 const configFile = (c: TiersContext, name: string) =>
   Effect.gen(function*() {
     yield* fromEither(checkFileName("name", name))
-    if (name === CONFIG_SETTINGS_FILE) {
+    if (name === CONFIG_SETTINGS_FILE || name === SETTINGS_LOCK) {
       return yield* Effect.fail(
-        new InvalidArgument({ field: "name", detail: `${CONFIG_SETTINGS_FILE} is managed by config.set/get/delete` })
+        new InvalidArgument({ field: "name", detail: `${name} is managed by config.set/get/delete` })
       )
     }
     return NodePath.join(c.dirs.configDir, name)
