@@ -37,6 +37,15 @@ const write = (path: string, content: string) => {
   nfs.writeFileSync(path, content)
 }
 
+/** Each file written as `before`, a snapshot taken through the CLI, then each rewritten as `after`: the snapshot's id. */
+const snapshotBetween = async (agent: string, web: string, root: string, files: ReadonlyArray<readonly [path: string, before: string, after: string]>) => {
+  for (const [path, before] of files) write(path, before)
+  const created = await cli(["--agent-dir", agent, "backup", "create", "--json", "--root", root], { PI_WEB_DATA_DIR: web })
+  assert.strictEqual(created.code, 0, created.stderr)
+  for (const [path, , after] of files) write(path, after)
+  return JSON.parse(created.stdout).id as string
+}
+
 /** Every file under `dir` with its content (links as `-> target`), for before/after pictures. */
 const picture = (dir: string): Record<string, string> => {
   const out: Record<string, string> = {}
@@ -202,14 +211,11 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
     nfs.mkdirSync(elsewhere, { recursive: true })
     nfs.chownSync(elsewhere, 12345, 12345)
     nfs.chmodSync(elsewhere, 0o777)
-    write(NodePath.join(agent, "state/extensions/n/a"), "v1")
-    write(NodePath.join(web, "bm/state/h"), "v1")
     const env = { PI_WEB_DATA_DIR: web }
-    const created = await cli(["--agent-dir", agent, "backup", "create", "--json", "--root", root], env)
-    assert.strictEqual(created.code, 0, created.stderr)
-    const id = JSON.parse(created.stdout).id as string
-    write(NodePath.join(agent, "state/extensions/n/a"), "v2 precious")
-    write(NodePath.join(web, "bm/state/h"), "v2 precious")
+    const id = await snapshotBetween(agent, web, root, [
+      [NodePath.join(agent, "state/extensions/n/a"), "v1", "v2 precious"],
+      [NodePath.join(web, "bm/state/h"), "v1", "v2 precious"]
+    ])
     for (const link of [NodePath.join(agent, "state/restore-aside"), NodePath.join(web, ".restore-aside")]) {
       nfs.symlinkSync(elsewhere, link)
       const before = { agent: picture(agent), web: picture(web) }
@@ -253,14 +259,11 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
     try {
       const agent = NodePath.join(base, "agent")
       const root = NodePath.join(base, "bk")
-      write(NodePath.join(agent, "state/extensions/foo/x.json"), "agent side")
-      write(NodePath.join(web, "foo/state/z.json"), "web side")
       const env = { PI_WEB_DATA_DIR: web }
-      const created = await cli(["--agent-dir", agent, "backup", "create", "--json", "--root", root], env)
-      assert.strictEqual(created.code, 0, created.stderr)
-      const id = JSON.parse(created.stdout).id as string
-      write(NodePath.join(agent, "state/extensions/foo/x.json"), "agent changed")
-      write(NodePath.join(web, "foo/state/z.json"), "web changed")
+      const id = await snapshotBetween(agent, web, root, [
+        [NodePath.join(agent, "state/extensions/foo/x.json"), "agent side", "agent changed"],
+        [NodePath.join(web, "foo/state/z.json"), "web side", "web changed"]
+      ])
       const r = await cli(["--agent-dir", agent, "backup", "restore", id, "--extension", "foo", "--root", root, "--json"], env)
       assert.strictEqual(r.code, 0, r.stderr)
       const result = JSON.parse(r.stdout) as { movedAside: string; asideDirs: ReadonlyArray<string> }
