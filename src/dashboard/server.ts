@@ -93,7 +93,6 @@ export interface StorageDashboard {
 
 const DOCTOR_KEPT = Duration.seconds(30)
 
-
 const normalizeBase = (base: string): string => {
   const trimmed = base.replace(/\/+$/, "")
   if (trimmed !== "" && !/^\/[A-Za-z0-9._~/-]*$/.test(trimmed)) throw new Error(`pi-agent-storage: basePath ${JSON.stringify(base)} is not a URL path like "/storage"`)

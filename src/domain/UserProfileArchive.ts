@@ -10,7 +10,8 @@
 import * as Schema from "effect/Schema"
 import { isCollection, isPair, parseDocument, stringify } from "yaml"
 import { sha256Hex } from "./Digest.js"
-import { bodyEntries, renderBody, utf8Bytes } from "./UserProfileText.js"
+import { utf8Bytes } from "./Bytes.js"
+import { bodyEntries, renderBody } from "./UserProfileText.js"
 
 export const DEFAULT_SHARD_BUDGET_BYTES = 64 * 1024
 export const INDEX_FILE = "index.okf.md"

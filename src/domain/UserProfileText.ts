@@ -20,8 +20,6 @@ const POINTER_LINK_LINE = `Archived preferences: [User preference archive](${ARC
 /** Pi's pointer, recognised exactly and written the same. */
 export const PROFILE_POINTER = `# User profile\n\n${POINTER_LINK_LINE}\n`
 
-export { utf8Bytes }
-
 const strict = new TextDecoder("utf-8", { fatal: true })
 
 /**

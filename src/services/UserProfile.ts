@@ -61,7 +61,8 @@ import {
   type ShardDocument
 } from "../domain/UserProfileArchive.js"
 import { type AmbiguousEntry, type EntryNotFound, type InvalidEntry, ProfileBusy, UnsafeProfile } from "../domain/UserProfileErrors.js"
-import { decodeProfileText, DEFAULT_PROFILE_BUDGET_BYTES, notUtf8Detail, utf8Bytes } from "../domain/UserProfileText.js"
+import { utf8Bytes } from "../domain/Bytes.js"
+import { decodeProfileText, DEFAULT_PROFILE_BUDGET_BYTES, notUtf8Detail } from "../domain/UserProfileText.js"
 import { type FileVersion, isChanged } from "../domain/FileChange.js"
 import { sha256HexOfBytes } from "../domain/Digest.js"
 import { AgentDir } from "./AgentDir.js"

@@ -30,9 +30,9 @@ import {
   parseUserText,
   PROFILE_POINTER,
   renderBody,
-  renderUserText,
-  utf8Bytes
+  renderUserText
 } from "../../src/domain/UserProfileText.js"
+import { utf8Bytes } from "../../src/domain/Bytes.js"
 
 /** Visible one-line entries, multi-byte text included. */
 const visibleChar = fc.oneof(

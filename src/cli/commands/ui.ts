@@ -18,7 +18,6 @@ export interface UiFlags {
   readonly backupRoot: string | undefined
 }
 
-
 export const ui = (ctx: CliContext, flags: UiFlags) =>
   Effect.gen(function*() {
     const server = yield* Effect.promise(() => import("../uiServer.js"))
