@@ -282,13 +282,22 @@ export const recoveryPlan = (journal: ProfileJournal, files: ProfileFiles, now: 
   const userWanted = journal.user !== null && journal.user !== (files.user ?? "")
   const userFree = read === undefined || now.user === read.user
   if (userWanted && !userFree) kept.push("USER.md")
-  const remove: Array<string> = []
+  const user = userWanted && userFree ? journal.user : null
+  const unchanged: Array<string> = []
   for (const name of journal.obsolete) {
     if (!files.shards.has(name)) continue
-    if (read === undefined || now.shards.get(name) === read.obsolete[name]) remove.push(name)
+    if (read === undefined || now.shards.get(name) === read.obsolete[name]) unchanged.push(name)
     else kept.push(name)
   }
-  return { direction: "forward", index: !indexDone && indexFree, user: userWanted && userFree ? journal.user : null, remove, kept }
+  // A journal without the digests of what its writer read (an older one, or one written by hand) cannot show that
+  // an obsolete shard is the one its edit meant to replace: that shard goes only when every fact it holds is still
+  // in the profile without it, and is kept otherwise. (With the digests, the edit's own removals go as planned.)
+  const going = new Set(unchanged)
+  const staying = new Set(parseUserText(user ?? files.user ?? "").entries)
+  for (const [name, shard] of files.shards) if (!going.has(name)) for (const entry of shard.entries) staying.add(entry)
+  const remove = read !== undefined ? unchanged : unchanged.filter((name) => files.shards.get(name)!.entries.every((entry) => staying.has(entry)))
+  for (const name of unchanged) if (!remove.includes(name)) kept.push(name)
+  return { direction: "forward", index: !indexDone && indexFree, user, remove, kept }
 }
 
 /** The files as they are once `journal` is finished or undone (for a reader who may not write). */

@@ -312,6 +312,21 @@ describe("UserProfile: unsafe files are refused before use", () => {
     }))
 })
 
+describe("UserProfile: a journal without the digests of what its writer read", () => {
+  it.effect("listing a shard as obsolete whose facts the finished profile would not hold (stale, or written by hand): the shard is kept, no fact is lost", () =>
+    Effect.gen(function*() {
+      const world = fresh()
+      yield* seedPi(world)
+      const journal = { version: 1, shards: [], created: [], obsolete: [PI_SHARD_1], user: "- hello\n" }
+      yield* world.writeFixture(`${AGENT}/state/user-profile/pending.json`, JSON.stringify(journal))
+      yield* asProfile(world, (p) => p.add("- z"))
+      const facts = (yield* asProfile(world, (p) => p.read)).entries.map((e) => e.text)
+      for (const fact of ["- Prefers concise answers", "- Uses pnpm"]) assert.include(facts, fact, "the obsolete shard's facts are still in the profile")
+      assert.isDefined(world.readFixture(`${ARCHIVE}/${PI_SHARD_1}`), "the shard is kept")
+      assert.include(facts, "- z")
+    }))
+})
+
 describe("UserProfile: an OKF file under a name the archive does not use", () => {
   it.effect("a shard renamed by hand (its hex in capitals, or any other name) is reported by read, refuses edits, and nothing is rewritten or orphaned", () =>
     Effect.gen(function*() {
