@@ -4,9 +4,16 @@
  * why, and the report derived from the decisions a run executed. `Migration.plan` (the dry run) and
  * `Migration.run` both take their decisions from here, so the preview cannot say something the run does not do.
  */
+import * as NodePath from "node:path"
 
 /** Where a colliding legacy entry is preserved (`state/migration-conflicts/`), below the agent dir. */
 export const MIGRATION_CONFLICTS: ReadonlyArray<string> = ["state", "migration-conflicts"]
+
+/**
+ * The conflicts directory inside a state tier (the agent dir's `state/`, a web extension's `data/<id>/state/`, an
+ * agent extension's own state directory): where a migration keeps what collided, and where the doctor looks.
+ */
+export const migrationConflictsDir = (stateTier: string): string => NodePath.join(stateTier, MIGRATION_CONFLICTS[MIGRATION_CONFLICTS.length - 1]!)
 
 /** The port's file type (`File`, `Directory`, `SymbolicLink`, `Other`), as a plain string so this stays pure. */
 type EntryType = string

@@ -23,7 +23,6 @@ import { modeString } from "../domain/RootSafety.js"
 import { misnamedWhy } from "../domain/Segment.js"
 import { scanEntriesStopped } from "../domain/StoppedBy.js"
 import { WEB_RESTORE_ASIDE_DIR } from "../domain/StateSnapshot.js"
-import { MIGRATION_CONFLICTS } from "../domain/LayoutMigration.js"
 import { STALE_STAGING_MS } from "../domain/TenantEntries.js"
 import { AgentDir, resolveRootLink } from "./AgentDir.js"
 import { FileSystem, type WalkBudget } from "./FileSystem.js"
@@ -409,7 +408,7 @@ const webDataFindings = (out: Findings, facts: AgentDirFacts) => {
     if (ext.conflicts.length > 0) {
       out.add(
         "migration-conflicts",
-        NodePath.join(ext.dir, "state", MIGRATION_CONFLICTS[MIGRATION_CONFLICTS.length - 1]!),
+        ext.conflictsDir,
         `${ext.conflicts.length} preserved migration conflict(s) to review: ${ext.conflicts.slice(0, 5).join(", ")}`,
         `compare each copy with the live one, keep what you need, then delete data/${ext.id}/state/migration-conflicts/`
       )

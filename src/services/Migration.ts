@@ -46,6 +46,7 @@ import {
   type LayoutReport,
   layoutReportOf,
   MIGRATION_CONFLICTS,
+  migrationConflictsDir,
   placeRule,
   preserveRule,
   why
@@ -410,38 +411,22 @@ const planJson = (ctx: PlanContext, src: string, srcInfo: FileInfo, dst: string,
     return stepOf(ctx, "merge-json", src, dst, why.mergeJson(merge.overridden, kept[0]?.decision.to), kept)
   }).pipe(Effect.catchAll(refusal(ctx, src, dst)))
 
-/**
- * Why the conflicts directory (`state/migration-conflicts/`) or a directory below it on the way to `base` cannot
- * take a preserved copy: it is a link or a file. That directory is the library's own (made 0700 by it), so a link
- * there is nobody's choice of layout, and the one other copy of colliding data is never put through it (the
- * per-entry plans refuse the same: `linkOnTheWay`). `undefined` when every existing one is a directory.
- */
-const conflictsNotOurs = (ctx: PlanContext, root: string, base: string): Effect.Effect<string | undefined, FileSystemError> =>
-  Effect.gen(function*() {
-    const conflicts = NodePath.join(root, ...MIGRATION_CONFLICTS)
-    for (const dir of [conflicts, ...(dirsBelowRoot(conflicts, base) ?? [])]) {
-      const info = yield* ctx.io.lstatOption(dir)
-      if (info === undefined) return undefined
-      const violation = chainComponentViolation(info.type)
-      if (violation !== null) return `${ctx.display(dir)} is ${violation}: the entry is left as it is`
-    }
-    return undefined
-  })
-
 /** Whether any decision of a step tree puts data below `dir`. */
 const putsBelow = (step: Step, dir: string): boolean =>
   step.to.startsWith(dir + NodePath.sep) || step.children.some((child) => putsBelow(child, dir))
 
 /**
- * One legacy root entry; refused whole when its plan would keep a copy below a conflicts directory that is not
- * the library's own (`conflictsNotOurs`).
+ * One legacy root entry; refused whole when its plan would keep a copy below `state/migration-conflicts/` and that
+ * directory, or one below it on the way, is a link or a file. It is the library's own (made 0700 by it), so a link
+ * there is nobody's choice of layout, and the one other copy of colliding data is never put through it (the
+ * per-entry plans refuse the same, by the same `linkOnTheWay`).
  */
 const planUnit = (ctx: PlanContext, root: string, unit: LayoutUnit, budget: Budget): Effect.Effect<Step | undefined> =>
   Effect.gen(function*() {
     const step = yield* planUnitSteps(ctx, root, unit, budget)
     const conflicts = NodePath.join(root, ...MIGRATION_CONFLICTS)
     if (step === undefined || !putsBelow(step, conflicts)) return step
-    const blocked = yield* conflictsNotOurs(ctx, root, NodePath.join(root, ...unit.conflictBase))
+    const blocked = yield* linkOnTheWay(ctx.io, { anchor: NodePath.dirname(conflicts), display: ctx.display }, [NodePath.join(root, ...unit.conflictBase)])
     return blocked === undefined ? step : stepOf(ctx, "refuse", step.from, step.to, blocked)
   }).pipe(Effect.catchAll((e) => Effect.succeed(stepOf(ctx, "refuse", NodePath.join(root, unit.name), NodePath.join(root, ...unit.destination), e.message))))
 
@@ -696,7 +681,7 @@ const placeEntries = (plan: MigrationPlan, agentRoot: string, webDataRoot: () =>
       : "web" in planRoot
       ? [tierPaths(webDataRoot(), planRoot.web).extensionDir, webDataRoot(), tierPaths(webDataRoot(), planRoot.web).stateDir]
       : [agent.extensionStateDir(planRoot.agentExtension), agentRoot, agent.extensionStateDir(planRoot.agentExtension)]
-    const conflictsDir = NodePath.join(stateTier, MIGRATION_CONFLICTS[MIGRATION_CONFLICTS.length - 1]!)
+    const conflictsDir = migrationConflictsDir(stateTier)
     // Decoded by `planProblem` before this runs: relative, normalised, no `..`.
     const inside = (path: string) => NodePath.join(root, ...path.split("/"))
     return {
@@ -793,7 +778,11 @@ const ledgerRefusal = (why: string): PlannedEntry => ({ _tag: "Refused", why })
 const plannedMove = (step: Step): PlannedEntry => ({ _tag: "Move", step })
 
 /** The first directory on the way to any of `paths` that is not one (a link, a file): never gone through. */
-const linkOnTheWay = (io: Io, placed: Placed, paths: ReadonlyArray<string>): Effect.Effect<string | undefined, FileSystemError> =>
+const linkOnTheWay = (
+  io: Io,
+  placed: { readonly anchor: string; readonly display: (path: string) => string },
+  paths: ReadonlyArray<string>
+): Effect.Effect<string | undefined, FileSystemError> =>
   Effect.gen(function*() {
     for (const path of paths) {
       for (const dir of dirsBelowRoot(placed.anchor, path) ?? []) {

@@ -24,7 +24,7 @@ import type { BoundedManifestTimes } from "../../domain/PrunePlan.js"
 import { classifyRootEntry, type RootClassification } from "../../domain/RootEntries.js"
 import { isDescendable, type RootSafetyProblem, rootSafetyProblems } from "../../domain/RootSafety.js"
 import { isTenantLibraryEntry } from "../../domain/TenantEntries.js"
-import { MIGRATION_CONFLICTS } from "../../domain/LayoutMigration.js"
+import { migrationConflictsDir } from "../../domain/LayoutMigration.js"
 import { resolveStateDir } from "../../domain/Tiers.js"
 import { TIER_NAMES, tierPaths } from "../../domain/WebPaths.js"
 import type { DirectoryPartsRead, DirEntry, FileInfo, FileType, TreeMeasure, WalkBudget } from "../FileSystem.js"
@@ -617,7 +617,9 @@ export interface ExtensionDataFacts {
   /** `data/<id>/config/state/`, when both it and `data/<id>/state/` are directories (split state writes). */
   readonly splitState: string | null
   readonly config: ReadonlyArray<ConfigEntryFact>
-  /** Names under `data/<id>/state/migration-conflicts/`, where a migration plan kept what collided (empty when absent). */
+  /** `data/<id>/state/migration-conflicts/`, where a migration plan keeps what collided. */
+  readonly conflictsDir: string
+  /** The names under `conflictsDir` (empty when absent). */
   readonly conflicts: ReadonlyArray<string>
 }
 
@@ -820,10 +822,10 @@ const scanExtensionData = (reader: Reader, root: string, id: string): Effect.Eff
       if (hasState && legacyState?.type === "Directory") splitState = legacyStateDir
       yield* scanConfigTree(reader, configDir, 1, config)
     }
-    const conflictsDir = NodePath.join(stateDir, MIGRATION_CONFLICTS[MIGRATION_CONFLICTS.length - 1]!)
+    const conflictsDir = migrationConflictsDir(stateDir)
     const conflictsInfo = entries.some((e) => e.name === "state" && e.type === "Directory") ? yield* reader.lstat(conflictsDir) : undefined
     const conflicts = conflictsInfo?.type === "Directory" ? (yield* reader.list(conflictsDir)).map((e) => e.name) : []
-    return { id, dir, entries, splitState, config, conflicts }
+    return { id, dir, entries, splitState, config, conflictsDir, conflicts }
   })
 
 const scanWebData = (reader: Reader, root: string): Effect.Effect<WebDataFacts> =>
