@@ -18,6 +18,7 @@ import * as Random from "effect/Random"
 import { FileSystemError } from "../../domain/Errors.js"
 import type { FileVersion } from "../../domain/FileChange.js"
 import type { FileSystem } from "../FileSystem.js"
+import { nonce } from "./deps.js"
 
 /** The lock's name beside settings.json (reserved: `config.writeFile` refuses it). */
 export const SETTINGS_LOCK = ".settings.json.lock"
@@ -43,7 +44,8 @@ interface Held {
 const takeLock = (fs: Fs, configDir: string): Effect.Effect<Held, FileSystemError> =>
   Effect.gen(function*() {
     const path = NodePath.join(configDir, SETTINGS_LOCK)
-    const token = encoder.encode(`${(yield* Random.nextIntBetween(0, 0x7fffffff)).toString(16)}-${(yield* Random.nextIntBetween(0, 0x7fffffff)).toString(16)}\n`)
+    // Whose lock it is: only the writer holding these bytes drops it.
+    const token = encoder.encode(`${yield* nonce}-${yield* nonce}\n`)
     const started = yield* Clock.currentTimeMillis
     for (;;) {
       const made = yield* Effect.either(fs.writeFileExclusive(path, token, { sync: false }))
