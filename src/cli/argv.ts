@@ -167,7 +167,10 @@ export const readCommandLine = (split: SplitArgv, root: CommandShape): CommandLi
   /** The command as messages name it after their `pi-storage:` prefix. */
   const named = path.length > 0 ? path.join(" ") : PROGRAM
   const see = `(see ${full} --help)`
-  if (tokens.some((t, i) => !words.has(i) && isHelp(t))) return { ok: true, value: { path, help: true, argv: [], command: undefined } }
+  // `--help` still reads every flag: a typo beside it is the same usage error as without it (as in clap), so
+  // `status --help --jsn` never looks like a page that took `--jsn`. What help does not need (values, arguments)
+  // is not asked for.
+  const help = tokens.some((t, i) => !words.has(i) && isHelp(t))
 
   const flags: Array<string> = []
   const given = new Set<ShapeFlag>()
@@ -185,6 +188,7 @@ export const readCommandLine = (split: SplitArgv, root: CommandShape): CommandLi
       positionals.push(token)
       continue
     }
+    if (help && isHelp(token)) continue
     const eq = token.indexOf("=")
     const name = eq > 1 ? token.slice(0, eq) : token
     const inline = eq > 1 ? token.slice(eq + 1) : undefined
@@ -193,7 +197,7 @@ export const readCommandLine = (split: SplitArgv, root: CommandShape): CommandLi
       const near = didYouMean(name, [...node.flags.flatMap((f) => f.names), ...GLOBAL_FLAGS])
       return fail(`unknown flag ${name} for ${named}${near === "" ? ` ${see}` : near}`)
     }
-    if (given.has(flag)) return fail(`${name} is given twice ${see}`)
+    if (given.has(flag) && !help) return fail(`${name} is given twice ${see}`)
     given.add(flag)
     if (flag.placeholder === undefined) {
       if (inline !== undefined) return fail(`${name} takes no value (got "${inline}")`)
@@ -210,10 +214,14 @@ export const readCommandLine = (split: SplitArgv, root: CommandShape): CommandLi
         i++
       }
     }
-    if (value === undefined || value === "") return fail(`${name} needs a value: ${valueHint(flag)}`)
+    if (value === undefined || value === "") {
+      if (help) continue
+      return fail(`${name} needs a value: ${valueHint(flag)}`)
+    }
     flags.push(name, value)
   }
 
+  if (help) return { ok: true, value: { path, help: true, argv: [], command: undefined } }
   const runsCommand = RUNS_A_COMMAND.includes(path.join(" "))
   if (runsCommand && split.afterDashes === undefined && positionals.length > 1) {
     // `work run tools/bash make report`: the command must come after `--` (so its flags stay its own).

@@ -174,14 +174,34 @@ describe("cli/argv: one rule for every verb and flag (read from the tree)", () =
   })
 
   it("--help anywhere before -- names the page of the command words", () => {
-    for (const argv of [["work", "prune", "--help"], ["work", "prune", "tools/bash", "-h"], ["work", "--bogus", "prune", "--help"]]) {
+    const pages = [
+      ["work", "prune", "--help"],
+      ["work", "prune", "tools/bash", "-h"],
+      ["work", "prune", "--max-age", "--help"],
+      ["work", "prune", "--max-age", "3d", "--help", "--max-age", "4d"],
+      ["memory", "add", "--help"]
+    ]
+    for (const argv of pages) {
       const r = read(argv)
       assert.isTrue(r.ok && r.value.help, argv.join(" "))
-      if (r.ok) assert.deepStrictEqual(r.value.path, ["work", "prune"])
+      if (r.ok) assert.deepStrictEqual(r.value.path, argv[0] === "memory" ? ["memory", "add"] : ["work", "prune"])
     }
     const data = read(["memory", "add", "--", "--help"])
     assert.isTrue(data.ok && !data.value.help)
   })
+
+  it("--help does not hide a typo: an unknown flag or command beside it is the same usage error", () => {
+    assert.strictEqual(error(["status", "--help", "--jsn"]), "unknown flag --jsn for status (did you mean --json?)")
+    assert.strictEqual(error(["--help", "--bogus"]), "unknown flag --bogus for pi-storage (see pi-storage --help)")
+    assert.strictEqual(error(["work", "--bogus", "prune", "--help"]), "unknown flag --bogus for work prune (see pi-storage work prune --help)")
+    assert.strictEqual(error(["stauts", "-h"]), "unknown command \"stauts\" (did you mean status?)")
+    assert.strictEqual(error(["status", "--json=1", "--help"]), "--json takes no value (got \"1\")")
+  })
+
+  it.prop("with --help added, a command line is the page of its command or the usage error it was without it", [nearMiss], ([{ path, node, typed }]) => {
+    const argv = [...path, ...requiredArgs(node), typed]
+    assert.strictEqual(error([...argv, "--help"]), error(argv))
+  }, { fastCheck: { numRuns: 100 } })
 
   it.prop("the short route takes only what the rule reads as the same command with the same flags", [
     // A view's command, now and then a filter, then items of flags (each view's and the others'), values (good,
