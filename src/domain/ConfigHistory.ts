@@ -8,6 +8,7 @@ import * as Schema from "effect/Schema"
 import { CANONICAL_ROOT_ENTRIES } from "./AgentPaths.js"
 import { atomicTempName } from "./AtomicWrite.js"
 import { decodeJsonBytes } from "./Formats.js"
+import { readQuotedName } from "./GitFormats.js"
 import { markerFileNames } from "./MarkerFiles.js"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -150,15 +151,70 @@ export interface LogEntry {
   readonly changed: ReadonlyArray<string>
 }
 
-/** Rewrite the repository paths in a patch's header lines to display paths (`a/agent/x` → `a/x`). */
-export const displayPatch = (patch: string): string =>
-  patch.split("\n").map((line) => {
-    const m = /^(diff --git a\/)(\S+)( b\/)(\S+)$/.exec(line)
-    if (m !== null) return `${m[1]}${displayOfRepoPath(m[2]!)}${m[3]}${displayOfRepoPath(m[4]!)}`
-    const h = /^(--- a\/|\+\+\+ b\/)(.+)$/.exec(line)
-    if (h !== null) return `${h[1]}${displayOfRepoPath(h[2]!)}`
+/** A header's name as a person knows it: `a/agent/x` → `a/x`, `b/web/e/config/x` → `b/e/config/x`; `/dev/null` as is. */
+const displayHeaderName = (name: string): string =>
+  name.startsWith("a/") || name.startsWith("b/") ? `${name.slice(0, 2)}${displayOfRepoPath(name.slice(2))}` : name
+
+/** One name as a header writes it: C-quoted (the name it stands for) or as is; `undefined`: broken quoting. */
+const headerName = (token: string): string | undefined => {
+  if (!token.startsWith("\"")) return token
+  const quoted = readQuotedName(token, 0)
+  return quoted !== undefined && quoted.end === token.length ? quoted.name : undefined
+}
+
+/**
+ * The two names of `diff --git A B` or `Binary files A and B differ`, split at the `sep` where they name the same
+ * file (`a/P` and `b/P`, or `/dev/null` on one side): a name may hold the separator itself (`a b.json`).
+ */
+const headerPair = (text: string, sep: string): readonly [string, string] | undefined => {
+  const pathOf = (name: string, prefix: string) => (name === "/dev/null" ? null : name.startsWith(prefix) ? name.slice(2) : undefined)
+  for (let i = text.indexOf(sep); i !== -1; i = text.indexOf(sep, i + 1)) {
+    const left = headerName(text.slice(0, i))
+    const right = headerName(text.slice(i + sep.length))
+    if (left === undefined || right === undefined) continue
+    const l = pathOf(left, "a/")
+    const r = pathOf(right, "b/")
+    if (l === undefined || r === undefined || (l === null && r === null)) continue
+    if (l === null || r === null || l === r) return [left, right]
+  }
+  return undefined
+}
+
+/**
+ * Rewrite the names in a patch's file headers to display paths (`a/agent/x` → `a/x`), and a name git quoted
+ * (`"a/web/e/config/t\tb.json"`) or marked with a trailing tab (a name with a space) to the name itself, so the
+ * screen escapes it once, as it does every other name. Only the headers: between `diff --git` and the first `@@`,
+ * so a content line that looks like one (`--- a/x` removed) is left as it is. A header that cannot be read is
+ * left as it is.
+ */
+export const displayPatch = (patch: string): string => {
+  let inHeader = false
+  return patch.split("\n").map((line) => {
+    if (line.startsWith("diff --git ")) {
+      inHeader = true
+      const pair = headerPair(line.slice(11), " ")
+      return pair === undefined ? line : `diff --git ${displayHeaderName(pair[0])} ${displayHeaderName(pair[1])}`
+    }
+    if (!inHeader) return line
+    if (line.startsWith("@@")) {
+      inHeader = false
+      return line
+    }
+    if (line.startsWith("--- ") || line.startsWith("+++ ")) {
+      const rest = line.slice(4)
+      // Git ends the name with a tab when it holds a space (for GNU patch), quoted or not: not part of the name (a
+      // tab in the name itself is always quoted).
+      const name = headerName(rest.replace(/\t$/, ""))
+      return name === undefined ? line : `${line.slice(0, 4)}${displayHeaderName(name)}`
+    }
+    const binary = /^Binary files (.+) differ$/.exec(line)
+    if (binary !== null) {
+      const pair = headerPair(binary[1]!, " and ")
+      return pair === undefined ? line : `Binary files ${displayHeaderName(pair[0])} and ${displayHeaderName(pair[1])} differ`
+    }
     return line
   }).join("\n")
+}
 
 /** Revisions a caller may name: hex ids, refs and `HEAD~n`-style expressions, never an option. */
 export const revisionViolation = (revision: string): string | null =>

@@ -65,6 +65,43 @@ export const gitRefusesPath = (path: string): string | null => {
   return null
 }
 
+/** Git's C-style escapes in a quoted name (`quote_c_style`): the byte each stands for. */
+const C_ESCAPES: Readonly<Record<string, number>> = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 12, r: 13, "\"": 0x22, "\\": 0x5c }
+
+/**
+ * A name as a patch header writes it, read from `text` at `at`: a C-quoted `"a/x\ty"` (what git writes for a name
+ * holding a control character, `"` or `\\`) is the name it stands for; `undefined` where the quoting is broken.
+ * Returns the name and where the quoted text ended.
+ */
+export const readQuotedName = (text: string, at: number): { readonly name: string; readonly end: number } | undefined => {
+  if (text[at] !== "\"") return undefined
+  const bytes: Array<number> = []
+  const encoder = new TextEncoder()
+  for (let i = at + 1; i < text.length; i++) {
+    const c = text[i]!
+    if (c === "\"") return { name: nameOfBytes(Uint8Array.from(bytes)), end: i + 1 }
+    if (c !== "\\") {
+      const code = text.codePointAt(i)!
+      if (code > 0xffff) i++
+      // A byte git left as is (`nameOfBytes` escaped it as U+DC80–U+DCFF) is that byte again.
+      bytes.push(...(code >= 0xdc80 && code <= 0xdcff ? [code - 0xdc00] : encoder.encode(String.fromCodePoint(code))))
+      continue
+    }
+    const next = text[++i]
+    if (next === undefined) return undefined
+    const octal = /^[0-3][0-7]{2}/.exec(text.slice(i, i + 3))
+    if (octal !== null) {
+      bytes.push(parseInt(octal[0], 8))
+      i += 2
+    } else if (next in C_ESCAPES) {
+      bytes.push(C_ESCAPES[next]!)
+    } else {
+      return undefined
+    }
+  }
+  return undefined
+}
+
 /** Paths for `-z --stdin` (`update-index`): each one's bytes, NUL-terminated. */
 export const nulPathsInput = (paths: Iterable<string>): Uint8Array => {
   const parts: Array<Uint8Array> = []
