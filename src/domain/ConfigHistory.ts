@@ -8,7 +8,9 @@ import * as Schema from "effect/Schema"
 import { CANONICAL_ROOT_ENTRIES } from "./AgentPaths.js"
 import { atomicTempName } from "./AtomicWrite.js"
 import { decodeJsonBytes } from "./Formats.js"
+import { gitBlobId } from "./Digest.js"
 import { readQuotedName } from "./GitFormats.js"
+import { nameOfBytes } from "./NameBytes.js"
 import { markerFileNames } from "./MarkerFiles.js"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -214,6 +216,33 @@ export const displayPatch = (patch: string): string => {
     }
     return line
   }).join("\n")
+}
+
+/** Git's test for a binary file (`buffer_is_binary`): a NUL among the first 8,000 bytes. */
+const looksBinary = (bytes: Uint8Array): boolean => bytes.subarray(0, 8000).includes(0)
+
+/**
+ * The patch git shows for files that are new (against no revision: before the first snapshot), in display names as
+ * `displayPatch` leaves git's: so a diff before the history exists needs no repository (and makes none). `files`
+ * in git's order (byte order of their repository paths).
+ */
+export const newFilesPatch = (files: ReadonlyArray<{ readonly display: string; readonly bytes: Uint8Array }>): string => {
+  const out: Array<string> = []
+  for (const { bytes, display } of files) {
+    out.push(`diff --git a/${display} b/${display}`, "new file mode 100644", `index 0000000..${gitBlobId(bytes).slice(0, 7)}`)
+    if (bytes.length === 0) continue
+    if (looksBinary(bytes)) {
+      out.push(`Binary files /dev/null and b/${display} differ`)
+      continue
+    }
+    const lines = nameOfBytes(bytes).split("\n")
+    const ended = lines[lines.length - 1] === ""
+    if (ended) lines.pop()
+    out.push("--- /dev/null", `+++ b/${display}`, `@@ -0,0 +1${lines.length === 1 ? "" : `,${lines.length}`} @@`)
+    for (const line of lines) out.push(`+${line}`)
+    if (!ended) out.push("\\ No newline at end of file")
+  }
+  return out.length === 0 ? "" : `${out.join("\n")}\n`
 }
 
 /** Revisions a caller may name: hex ids, refs and `HEAD~n`-style expressions, never an option. */

@@ -9,3 +9,7 @@ export const sha256HexOfBytes = (...parts: ReadonlyArray<Uint8Array>): string =>
   for (const part of parts) hash.update(part)
   return hash.digest("hex")
 }
+
+/** The object id git gives a blob of these bytes (SHA-1 of `blob <size>\0` and the bytes): a patch's `index` line. */
+export const gitBlobId = (bytes: Uint8Array): string =>
+  createHash("sha1").update(`blob ${bytes.length}\0`, "latin1").update(bytes).digest("hex")

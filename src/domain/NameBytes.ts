@@ -111,3 +111,25 @@ export const invalidUtf8At = (bytes: Uint8Array): number => {
   }
   return -1
 }
+
+const compareBytes = (a: Uint8Array, b: Uint8Array): number => {
+  const common = Math.min(a.length, b.length)
+  for (let i = 0; i < common; i++) if (a[i] !== b[i]) return a[i]! - b[i]!
+  return a.length - b.length
+}
+
+/**
+ * Names in byte order (strcmp of their bytes: the order libuv lists them and git sorts paths), which for UTF-8 is
+ * code point order. A name holding bytes that are not UTF-8 is compared by its bytes.
+ */
+export const byteOrder = (a: string, b: string): number => {
+  if (hasEscapedBytes(a) || hasEscapedBytes(b)) return compareBytes(bytesOfName(a), bytesOfName(b))
+  const common = Math.min(a.length, b.length)
+  for (let i = 0; i < common; i++) {
+    const x = a.codePointAt(i)!
+    const y = b.codePointAt(i)!
+    if (x !== y) return x - y
+    if (x > 0xffff) i++
+  }
+  return a.length - b.length
+}

@@ -26,6 +26,7 @@ import {
   deniedBy,
   displayOfRepoPath,
   displayPatch,
+  newFilesPatch,
   historyExcludeBytes,
   NEVER_VERSIONED,
   HISTORY_LOCK,
@@ -89,7 +90,7 @@ import {
   parseNulPaths,
   parseObjectIdLine
 } from "../domain/GitFormats.js"
-import { nameOfBytes } from "../domain/NameBytes.js"
+import { byteOrder, nameOfBytes } from "../domain/NameBytes.js"
 import { acquireMarkerWaiting, DEFAULT_LOCK_WAIT_MS, waitingAtMost } from "./internal/markers.js"
 import { warn } from "./internal/warn.js"
 import { webDataRootOf } from "./internal/webDataRoot.js"
@@ -1282,6 +1283,14 @@ const diff = (ctx: HistoryContext, o: { readonly from?: string | undefined; read
         return { files: (yield* nulPaths(ctx, "diff --name-only", names.stdout)).map(displayOfRepoPath), patch: displayPatch(nameOfBytes(patch.stdout)) }
       })
     if (to !== undefined) return yield* compare([from, to])
+    // Before the first snapshot made the repository, a read does not make it: every file the snapshot would
+    // record is new, and the patch is the one git would show (no lock either: nothing in the history is read).
+    if (o.from === undefined && !(yield* repoExists(ctx))) {
+      const files = (yield* plan(ctx)).live.files
+        .flatMap((f) => (f.stored === undefined ? [] : [{ repoPath: f.repoPath, display: displayOfRepoPath(f.repoPath), bytes: f.stored }]))
+        .sort((a, b) => byteOrder(a.repoPath, b.repoPath))
+      return { files: files.map((f) => f.display), patch: newFilesPatch(files) }
+    }
     // Against the live files: stage them in the history's index (never a commit), compare it, then put back what
     // was staged, so a diff leaves the history as it found it (another root's snapshot, the stat cache and the
     // CLI's clean-scan answer see no pending change). After an interrupted run, what is staged stays for recovery.

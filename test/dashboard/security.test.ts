@@ -225,3 +225,31 @@ describe("pi-storage ui over plain HTTP", () => {
     }))
   })
 })
+
+describe("pi-storage ui --read-only on a new agent dir", () => {
+  it("reading every page writes nothing: no config history is made by its diff, no file anywhere", async () => {
+    const root = scratch("pi-storage-ui-fresh-")
+    const fresh = Path.join(root, "agent")
+    const web = Path.join(root, "web")
+    Fs.mkdirSync(Path.join(web, "e", "config"), { recursive: true })
+    Fs.mkdirSync(fresh)
+    Fs.writeFileSync(Path.join(fresh, "settings.json"), "{\"theme\":\"dark\"}\n")
+    Fs.writeFileSync(Path.join(web, "e", "config", "a b.json"), "{}\n")
+    const picture = () => (Fs.readdirSync(root, { recursive: true }) as Array<string>).sort()
+    const before = picture()
+    const server = await startUi(["--agent-dir", fresh, "ui", "--read-only", "--web-data-root", web, "--root", Path.join(root, "backups")])
+    try {
+      const session = await sessionOf(server)
+      const headers = { host: `127.0.0.1:${server.port}`, cookie: session.cookie }
+      for (const path of ["/", "/api/status", "/api/map", "/api/doctor", "/api/protection", "/api/config", "/api/config/diff"]) {
+        assert.strictEqual((await request(server.port, { path, headers })).status, 200, path)
+      }
+      const diff = JSON.parse((await request(server.port, { path: "/api/config/diff", headers })).body)
+      assert.deepStrictEqual(diff.files, ["settings.json", "e/config/a b.json"])
+      assert.include(diff.patch, "diff --git a/e/config/a b.json b/e/config/a b.json\nnew file mode 100644\n")
+    } finally {
+      await server.stop()
+    }
+    assert.deepStrictEqual(picture(), before)
+  })
+})

@@ -42,7 +42,7 @@ describe("config diff: file headers in display names, however git quoted them", 
       fx.write("web/e/config/blob.bin", "\u0000\u0002")
       fx.write("web/e/config/notes.txt", "keep\n")
       const { files, patch } = yield* fx.history.diff()
-      assert.sameMembers(files, [...names, "blob.bin", "notes.txt"].map((n) => `e/config/${n}`))
+      assert.sameMembers([...files], [...names, "blob.bin", "notes.txt"].map((n) => `e/config/${n}`))
       for (const n of names) {
         assert.include(patch, `diff --git a/e/config/${n} b/e/config/${n}\n`, JSON.stringify(n))
         assert.include(patch, `--- a/e/config/${n}\n+++ b/e/config/${n}\n`, JSON.stringify(n))
@@ -62,7 +62,7 @@ describe("config diff: file headers in display names, however git quoted them", 
       fx.write("web/e/config/new.json", "{}\n")
       const { files, patch } = yield* fx.history.diff()
       const expected = [...names, "new.json"].map((n) => `e/config/${n}`)
-      assert.sameMembers(files, expected)
+      assert.sameMembers([...files], expected)
       for (const display of expected) {
         const added = display === "e/config/new.json"
         const from = added ? "/dev/null" : `a/${display}`

@@ -27,7 +27,7 @@
  * `.trash/`.
  */
 import * as fs from "node:fs"
-import { bytesOfName, hasEscapedBytes } from "../../domain/NameBytes.js"
+import { byteOrder } from "../../domain/NameBytes.js"
 import { WALK_WINDOW } from "../../domain/WalkDepth.js"
 import type { TreeMeasure, TreeRemoval, WalkBudget } from "../../services/FileSystem.js"
 import { listDirectory, osPath } from "./osPath.js"
@@ -77,21 +77,6 @@ const procFdWorks = (): boolean => {
   }
 }
 
-/**
- * Names in the order libuv lists them: strcmp of their bytes, which for UTF-8 is code point order. A name
- * holding bytes that are not UTF-8 (domain/NameBytes.ts) is compared by its bytes.
- */
-const byteOrder = (a: string, b: string): number => {
-  if (hasEscapedBytes(a) || hasEscapedBytes(b)) return Buffer.compare(bytesOfName(a), bytesOfName(b))
-  const common = Math.min(a.length, b.length)
-  for (let i = 0; i < common; i++) {
-    const x = a.codePointAt(i)!
-    const y = b.codePointAt(i)!
-    if (x !== y) return x - y
-    if (x > 0xffff) i++
-  }
-  return a.length - b.length
-}
 
 export interface PathWalkerOptions {
   /** Address entries through `/proc/self/fd` (default: whether it works here). False: the no-/proc mode. */
