@@ -6,7 +6,7 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as NodePath from "node:path"
 import { withArticle } from "./Article.js"
-import { atomicTempName } from "./AtomicWrite.js"
+import { atomicTempName, atomicTempTarget } from "./AtomicWrite.js"
 import { utf8Bytes } from "./Bytes.js"
 import { DataDirRemoved, InvalidArgument, type InvalidSegment } from "./Errors.js"
 import { schemaMismatchWhy } from "./Formats.js"
@@ -189,6 +189,14 @@ export const chooseTier = (facts: TierFacts): TierChoice => {
 
 /** The key-value file inside config/. */
 export const CONFIG_SETTINGS_FILE = "settings.json"
+/** The cross-process lock of settings.json, beside it (services/internal/settingsLock.ts; `config.writeFile` refuses the name). */
+export const SETTINGS_LOCK = ".settings.json.lock"
+/**
+ * Whether a file in a tier is one the library makes while it writes there, never data: the settings lock, and
+ * an atomic write's temp (a crash leaves it; the target is still whole). Config history never records one and a
+ * rollback never writes one back (an old revision may hold one): a lock written back would stall the next set.
+ */
+export const isTierWorkFile = (name: string): boolean => name === SETTINGS_LOCK || atomicTempTarget(name) !== undefined
 /**
  * The longest name a tier file may have, in UTF-8 bytes: every write puts its temp file beside it first
  * (`.<name>.tmp-<12 hex>`, domain/AtomicWrite.ts: 18 bytes more), and both must fit a file system's 255-byte

@@ -62,7 +62,7 @@ import {
 import { decodeJsonBytes, encodeJsonBytes } from "../domain/Formats.js"
 import { chainComponentViolation, dirsBelowRoot } from "../domain/PathChain.js"
 import { decodeSegment } from "../domain/Segment.js"
-import { resolveStateDir } from "../domain/Tiers.js"
+import { isTierWorkFile, resolveStateDir } from "../domain/Tiers.js"
 import { tierPaths, type WebDataRootResolution } from "../domain/WebPaths.js"
 import { AgentDir, rootLinkHops } from "./AgentDir.js"
 import { countOf } from "../domain/Count.js"
@@ -521,6 +521,8 @@ const walkConfig = (
         yield* walkConfig(ctx, repoPrefix, configDir, relPath, depth + 1, out, oldHostState)
         continue
       }
+      // The settings lock and a torn write's temp are the tier's machinery, not config (isTierWorkFile).
+      if (isTierWorkFile(entry.name)) continue
       yield* candidate(ctx, repoPath, NodePath.join(here, entry.name), out)
     }
   })
@@ -1068,7 +1070,8 @@ const revisionFiles = (ctx: HistoryContext, revision: string | null) =>
     const out = yield* git(ctx, ["cat-file", "--batch"], { read: true, stdin: objectIdsInput(oids), maxOutputBytes: REVISION_BYTES_MAX })
     const blobs = yield* parsed(ctx, `the contents of revision ${short(revision)}`, parseCatFileBatch(out.stdout, oids, Math.max(ctx.budget, BLOB_MAX)))
     const byId = new Map(oids.map((oid, i) => [oid, blobs[i]!]))
-    for (const f of listed) files.set(f.path, byId.get(f.oid)!)
+    // A revision an older build made may hold the tier's machinery (a settings lock): never written back.
+    for (const f of listed) if (!isTierWorkFile(f.path.slice(f.path.lastIndexOf("/") + 1))) files.set(f.path, byId.get(f.oid)!)
     return files
   })
 

@@ -16,12 +16,12 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Random from "effect/Random"
 import { FileSystemError } from "../../domain/Errors.js"
+import { SETTINGS_LOCK } from "../../domain/Tiers.js"
 import type { FileVersion } from "../../domain/FileChange.js"
 import type { FileSystem } from "../FileSystem.js"
 import { nonce } from "./deps.js"
 
-/** The lock's name beside settings.json (reserved: `config.writeFile` refuses it). */
-export const SETTINGS_LOCK = ".settings.json.lock"
+export { SETTINGS_LOCK }
 export const SETTINGS_LOCK_STALE_MS = 10_000
 export const SETTINGS_LOCK_WAIT_MS = 30_000
 
