@@ -47,6 +47,8 @@ export const UnsafeProfileReason = Schema.Literal(
   "symlink",
   "not-a-directory",
   "not-a-regular-file",
+  /** A directory the profile goes through is another user's: they could swap what the library reads and writes. */
+  "foreign-owner",
   "unparsable-shard",
   "unreadable-journal",
   /** USER.md or the index is not valid UTF-8 (a Latin-1 or binary file): refused, never rewritten. */

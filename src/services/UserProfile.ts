@@ -20,6 +20,7 @@
 import { aFileType } from "../domain/FileTypeWords.js"
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
+import { rootSafetyProblems } from "../domain/RootSafety.js"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -143,7 +144,7 @@ const OKF_FILE_RE = /\.okf\.md$/i
 const OFF_NAME_WHY = "its name is not one the archive uses (user-preferences-<16 lowercase hex digits>.okf.md), so its facts are not read; rename it or move it aside"
 
 /** Where the profile's files are, and how they are read (safely: `lstat` first, never through a link). Read-only. */
-export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) => {
+export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"], uid: number | null) => {
   const archiveDir = paths.userPreferencesDir
   // The lock and journal live beside the machine's other state (Pi's archive directory holds only OKF files).
   const stateDir = paths.userProfileStateDir
@@ -155,6 +156,34 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) 
   /** lstat that says "missing" as `undefined`. */
   const lstat = (path: string): Effect.Effect<FileInfo | undefined, FileSystemError> =>
     fs.lstat(path).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(undefined)))
+
+  /**
+   * The profile's own directories, outermost first: each one there must be a real directory of this user
+   * (WR10's rule, `rootSafetyProblems`), never a link that would carry the lock, the journal or the archive
+   * elsewhere, nor another user's, who could swap what is read and written. (`state/` above the lock's directory
+   * is the anchor, as for every module: a link there is the person's choice of where state lives. Group-writable
+   * is allowed: a umask of 002 makes directories so for many users, and every file is read and replaced only
+   * after an `lstat` that refuses links.) Below a missing one nothing exists yet. An entry that is not a
+   * directory is `not-a-directory` when `blocked` says so, else left to the read below it (ENOTDIR: the
+   * doctor's blocked-path finding names it).
+   */
+  const checkChain = (dirs: ReadonlyArray<readonly [string, string]>, blocked: "unsafe" | "read"): Effect.Effect<void, ProfileError> =>
+    Effect.gen(function*() {
+      for (const [dir, name] of dirs) {
+        const info = yield* lstat(dir)
+        if (info === undefined) return
+        const problem = rootSafetyProblems(info, uid).find((p) => p.reason !== "group-or-world-writable")
+        if (problem === undefined) continue
+        if (problem.reason === "symlink") return yield* unsafe(dir, "symlink", `${name} is a symlink; the profile is neither read nor written through one`)
+        if (problem.reason === "not-a-directory") {
+          if (blocked === "read") return
+          return yield* unsafe(dir, "not-a-directory", `${name} is ${aFileType(info.type)}`)
+        }
+        return yield* unsafe(dir, "foreign-owner", `${name} is ${problem.detail}`)
+      }
+    })
+  const stateChain = checkChain([[stateDir, `state/${NodePath.basename(stateDir)}/`]], "read")
+  const archiveChain = checkChain([[paths.okfMemoryDir, "okf-memory/"], [archiveDir, "the archive directory"]], "unsafe")
 
   /**
    * A regular file's identity and bytes, `null` when missing; a symlink or another type is refused before any
@@ -194,13 +223,8 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) 
     const empty = { shards, unparsable, indexed: null, indexExists: false, index: null, versions }
     // The directory above the archive too: a link at okf-memory/ would carry every archived fact wherever it
     // points (an edit makes the archive directory through it).
-    const parent = yield* lstat(paths.okfMemoryDir)
-    if (parent?.type === "SymbolicLink") return yield* unsafe(paths.okfMemoryDir, "symlink", "okf-memory/ is a symlink; the archive is neither read nor written through one")
-    if (parent !== undefined && parent.type !== "Directory") return yield* unsafe(paths.okfMemoryDir, "not-a-directory", `okf-memory is ${aFileType(parent.type)}`)
-    const info = yield* lstat(archiveDir)
-    if (info === undefined) return empty
-    if (info.type === "SymbolicLink") return yield* unsafe(archiveDir, "symlink", "the archive directory is a symlink")
-    if (info.type !== "Directory") return yield* unsafe(archiveDir, "not-a-directory", `the archive directory is ${aFileType(info.type)}`)
+    yield* archiveChain
+    if ((yield* lstat(archiveDir)) === undefined) return empty
     const entries = yield* fs.readDirectory(archiveDir)
     let indexed: ReadonlyArray<string> | null = null
     let indexExists = false
@@ -256,11 +280,12 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"]) 
     )
     const user = userVersion === null ? null : yield* textOf(paths.userFile, userVersion)
     const { index, versions: shardVersions, ...archive } = yield* readArchive
+    yield* stateChain
     const journal = yield* readJournal
     return { user, ...archive, journal, versions: { user: userVersion, index, shards: shardVersions } }
   })
 
-  return { archiveDir, stateDir, lockPath, journalPath, shardPath, indexPath, readState, readRegular }
+  return { archiveDir, stateDir, lockPath, journalPath, shardPath, indexPath, readState, readRegular, stateChain, archiveChain }
 }
 
 /** Attempts of one mutation while a file it read keeps changing under it (each re-reads everything). */
@@ -272,7 +297,7 @@ const MUTATION_ATTEMPTS = 8
  */
 const profileContext = (deps: Deps, paths: AgentDir["Type"]["paths"], options: UserProfileOptions) => {
   const { fs } = deps
-  const reader = profileReader(fs, paths)
+  const reader = profileReader(fs, paths, deps.host.uid)
   // The lock: retried while a live writer holds it (however long it lives), capped at 100 ms between tries.
   const lockSchedule = Schedule.exponential(Duration.millis(Math.max(1, options.lockPollMs ?? 2)), 1.5).pipe(
     Schedule.union(Schedule.spaced(Duration.millis(100))),
@@ -289,7 +314,9 @@ const profileContext = (deps: Deps, paths: AgentDir["Type"]["paths"], options: U
     paths,
     budgetBytes: options.budgetBytes ?? DEFAULT_PROFILE_BUDGET_BYTES,
     shardBudgetBytes: options.shardBudgetBytes ?? DEFAULT_SHARD_BUDGET_BYTES,
-    acquireLock
+    // The directories first: the lock is made only through real directories of this user, and not at all for
+    // an archive the edit would refuse anyway.
+    acquireLock: Effect.zipRight(Effect.zipRight(reader.stateChain, reader.archiveChain), acquireLock)
   }
 }
 

@@ -23,7 +23,7 @@ const NOT_UTF8_FIX = "convert it to UTF-8 (for a Latin-1 file: iconv -f latin1 -
 /** Never fails: what cannot be read is a finding. `paths` are the Doctor's `AgentDir` paths. */
 export const userProfileFindings = (deps: Deps, paths: AgentPaths): Effect.Effect<ReadonlyArray<FindingDraft>> =>
   Effect.gen(function*() {
-    const reader = profileReader(deps.fs, paths)
+    const reader = profileReader(deps.fs, paths, deps.host.uid)
     const findings: Array<FindingDraft> = []
     const lock = yield* judgeMarker(deps, reader.lockPath)
     if (lock !== undefined && !lock.alive) {

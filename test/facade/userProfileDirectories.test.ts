@@ -1,0 +1,103 @@
+/**
+ * The profile's own directories, through the facade on the real file system (as root, so "another user" is a
+ * chown): `state/user-profile/` (its lock and journal) and `okf-memory/`, `okf-memory/user-preferences/` (its
+ * archive) are never gone through as a link nor when another user owns them; nothing is written anywhere, the
+ * error names the directory, and the doctor reports it. `state/` itself may be a link (where a person keeps
+ * state), and a group-writable directory (a umask of 002) is fine.
+ */
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import { openAgentStorage } from "../../src/promise.js"
+
+const temps: Array<string> = []
+afterAll(() => temps.forEach((d) => Fs.rmSync(d, { recursive: true, force: true })))
+
+const OTHER_UID = 4242
+
+const fresh = () => {
+  const parent = Fs.mkdtempSync(Path.join(Os.tmpdir(), "pi-profile-dirs-"))
+  temps.push(parent)
+  const agentDir = Path.join(parent, "agent")
+  Fs.mkdirSync(agentDir)
+  Fs.writeFileSync(Path.join(agentDir, "USER.md"), "- Likes tea\n")
+  return { parent, agentDir }
+}
+
+/** Every path under `dir` with its kind, and the bytes of each file: a picture to compare before and after. */
+const picture = (dir: string) =>
+  (Fs.readdirSync(dir, { recursive: true }) as Array<string>).sort().map((rel) => {
+    const p = Path.join(dir, rel)
+    const st = Fs.lstatSync(p)
+    return `${rel} ${st.isFile() ? Fs.readFileSync(p, "base64") : st.isSymbolicLink() ? "link" : "dir"}`
+  })
+
+const rejection = async (p: Promise<unknown>) => {
+  try {
+    await p
+  } catch (e) {
+    return e as { _tag?: string; reason?: string; path?: string; message?: string }
+  }
+  return assert.fail("expected a rejection")
+}
+
+const cases: ReadonlyArray<{ readonly name: string; readonly reason: string; readonly at: string; readonly make: (agentDir: string, elsewhere: string) => void }> = [
+  { name: "state/user-profile a link to another directory", reason: "symlink", at: "state/user-profile", make: (a, e) => {
+    Fs.mkdirSync(Path.join(a, "state"))
+    Fs.symlinkSync(e, Path.join(a, "state", "user-profile"))
+  } },
+  { name: "state/user-profile another user's", reason: "foreign-owner", at: "state/user-profile", make: (a) => {
+    Fs.mkdirSync(Path.join(a, "state", "user-profile"), { recursive: true })
+    Fs.chownSync(Path.join(a, "state", "user-profile"), OTHER_UID, OTHER_UID)
+  } },
+  { name: "okf-memory another user's", reason: "foreign-owner", at: "okf-memory", make: (a) => {
+    Fs.mkdirSync(Path.join(a, "okf-memory"))
+    Fs.chownSync(Path.join(a, "okf-memory"), OTHER_UID, OTHER_UID)
+  } },
+  { name: "okf-memory/user-preferences a link", reason: "symlink", at: "okf-memory/user-preferences", make: (a, e) => {
+    Fs.mkdirSync(Path.join(a, "okf-memory"))
+    Fs.symlinkSync(e, Path.join(a, "okf-memory", "user-preferences"))
+  } }
+]
+
+describe("facade: the profile's own directories", () => {
+  for (const c of cases) {
+    it(`${c.name}: every operation refused, naming it; nothing written here or there; the doctor reports it`, async () => {
+      const { agentDir, parent } = fresh()
+      const elsewhere = Path.join(parent, "elsewhere")
+      Fs.mkdirSync(elsewhere)
+      c.make(agentDir, elsewhere)
+      const before = [picture(agentDir), picture(elsewhere)]
+      const storage = await openAgentStorage({ agentDir, migrate: false })
+      const profile = storage.userProfile({ budgetBytes: 20 })
+      for (const attempt of [() => profile.add("- Prefers concise answers and short commit messages"), () => profile.remove("tea"), () => profile.read()]) {
+        const e = await rejection(attempt())
+        assert.strictEqual(e._tag, "UnsafeProfile", c.name)
+        assert.strictEqual(e.reason, c.reason, c.name)
+        assert.strictEqual(e.path, Path.join(agentDir, c.at))
+      }
+      assert.deepStrictEqual([picture(agentDir), picture(elsewhere)], before)
+      const report = await storage.doctor()
+      const found = report.findings.find((f) => f.code === "user-profile-unsafe")
+      assert.strictEqual(found?.path, c.at, JSON.stringify(report.findings))
+      await storage.close()
+    })
+  }
+
+  it("state/ itself a link (where the person keeps state) and group-writable directories: the profile works", async () => {
+    const { agentDir, parent } = fresh()
+    const stateElsewhere = Path.join(parent, "state-disk")
+    Fs.mkdirSync(stateElsewhere, { mode: 0o775 })
+    Fs.chmodSync(stateElsewhere, 0o775)
+    Fs.symlinkSync(stateElsewhere, Path.join(agentDir, "state"))
+    Fs.mkdirSync(Path.join(agentDir, "okf-memory"), { mode: 0o775 })
+    Fs.chmodSync(Path.join(agentDir, "okf-memory"), 0o775)
+    const storage = await openAgentStorage({ agentDir, migrate: false })
+    const profile = storage.userProfile({ budgetBytes: 20 })
+    assert.strictEqual((await profile.add("- Prefers concise answers and short commit messages")).outcome, "added")
+    assert.includeMembers((await profile.read()).entries.map((e) => e.text), ["- Likes tea"])
+    assert.isTrue(Fs.existsSync(Path.join(stateElsewhere, "user-profile")))
+    await storage.close()
+  })
+})
