@@ -108,6 +108,22 @@ export const layoutUnits = (rootNames: ReadonlyArray<string>): ReadonlyArray<Lay
 /** The k-th candidate for a preserved conflict: the base path itself, then `<base>.1`, `<base>.2`, … */
 export const conflictCandidate = (base: string, k: number): string => (k === 0 ? base : `${base}.${k}`)
 
+/** What follows an entry id in the names its conflict copies take: a candidate of its base or of its ledger's replaced copy. */
+const CONFLICT_SUFFIX = /^(\.replaced)?(\.[1-9][0-9]*)?$/
+
+/**
+ * The entry of `entryIds` (a plan's, sharing one conflicts directory) whose conflict copy a name in that
+ * directory is: `<id>`, `<id>.<k>`, `<id>.replaced`, `<id>.replaced.<k>` (`conflictCandidate`). Where two ids could
+ * have made it (`a` and `a.1`), the longer one; `undefined`: no entry's.
+ */
+export const conflictOwner = (name: string, entryIds: ReadonlyArray<string>): string | undefined => {
+  let owner: string | undefined
+  for (const id of entryIds) {
+    if (name.startsWith(id) && CONFLICT_SUFFIX.test(name.slice(id.length)) && (owner === undefined || id.length > owner.length)) owner = id
+  }
+  return owner
+}
+
 /** Relative display path (always `/`-separated) of an absolute path under the agent dir. */
 export const displayPath = (agentDir: string, path: string): string => {
   const rel = NodePath.relative(agentDir, path)
@@ -468,6 +484,17 @@ export const JournalRecord = Schema.Struct({
   at: Schema.Number
 })
 export type JournalRecord = typeof JournalRecord.Type
+
+/**
+ * Whether the journal already names every copy kept for an entry (`copies`, display paths as the records write
+ * them): its last record that did not fail names each one, or a path inside it. `false` after a run kept copies
+ * and stopped before its line (a crash): the next run writes the line.
+ */
+export const copiesRecorded = (records: ReadonlyArray<JournalRecord>, entryId: string, copies: ReadonlyArray<string>): boolean => {
+  const last = records.filter((r) => r.entryId === entryId && r.outcome !== "failed").at(-1)
+  const named = last?.conflicts ?? []
+  return copies.every((copy) => named.some((c) => c === copy || c.startsWith(`${copy}/`)))
+}
 
 export interface EntryReport {
   readonly id: string

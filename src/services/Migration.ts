@@ -53,6 +53,8 @@ import {
 } from "../domain/LayoutMigration.js"
 import {
   conflictCandidate,
+  conflictOwner,
+  copiesRecorded,
   copyTempName,
   displayPath,
   encodeJournalLine,
@@ -1056,9 +1058,13 @@ const toolkitProgram = (deps: Deps, agentDir: string, plan: MigrationPlan, optio
       yield* tidyLeftovers(deps, agentDir, [journalTemp(journal)], settleJournal(fs, journal))
       // Not a safety boundary: the journal only feeds the report's history (nothing is moved or removed by it).
       const { records } = yield* readJournal(fs, journal).pipe(Effect.orElseSucceed(() => ({ records: [], bad: 0 })))
-      const reports: Array<EntryReport> = []
-      for (const p of placed) reports.push(alreadyDone(p, yield* planEntry(fs, p), records))
-      return reportOf(reports)
+      const kept = yield* Effect.forEach(placed, (p) => keptAlready(fs, p, placed))
+      // Unless a run kept copies and stopped before its journal line: then the run below, under the marker, writes it.
+      if (placed.every((p, i) => copiesRecorded(records, p.entry.id, kept[i]!))) {
+        const reports: Array<EntryReport> = []
+        for (const [i, p] of placed.entries()) reports.push(withEarlierReport(alreadyDone(p, yield* planEntry(fs, p), records), kept[i]!))
+        return reportOf(reports)
+      }
     }
     const busy = (message: string): PlanReport =>
       reportOf(placed.map((p) => ({
@@ -1079,6 +1085,10 @@ const toolkitProgram = (deps: Deps, agentDir: string, plan: MigrationPlan, optio
     return yield* withMarker(deps, agentDir, options, busy, runPlan(fs, plan, journal, placed, reportOf))
   })
 
+/** An already-done entry's report naming the copies kept for it (they are still there for review). */
+const withEarlierReport = (report: EntryReport, earlier: ReadonlyArray<string>): EntryReport =>
+  earlier.length === 0 ? report : { ...report, conflicts: earlier }
+
 const alreadyDone = (placed: Placed, planned: PlannedEntry, records: ReadonlyArray<JournalRecord>): EntryReport => {
   const last = records.filter((r) => r.entryId === placed.entry.id && r.outcome !== "failed").at(-1)
   const why = planned._tag === "Absent" ? planned.why : "the source is absent"
@@ -1092,6 +1102,40 @@ const alreadyDone = (placed: Placed, planned: PlannedEntry, records: ReadonlyArr
     reason: last === undefined ? why : `${why}; journal: ${last.outcome} at ${new Date(last.at).toISOString()}`,
     decisions: decisionsOf(placed, planned)
   }
+}
+
+/**
+ * The conflict copies of an entry already on disk (an earlier run's: one a crash stopped before its journal line, or
+ * one finished before), as display paths: read before the entry runs, so its report and journal line name every
+ * copy kept for it, not only this run's. A listing that fails is said (a warning) and names none.
+ */
+const keptAlready = (fs: Fs, p: Placed, placed: ReadonlyArray<Placed>): Effect.Effect<ReadonlyArray<string>> =>
+  Effect.gen(function*() {
+    const dir = NodePath.dirname(p.conflictBase)
+    const listed = yield* fs.readDirectory(dir).pipe(Effect.either)
+    if (listed._tag === "Left") {
+      if (!isNotFound(listed.left)) {
+        yield* warn({
+          _tag: "DirectoryNotListed",
+          path: dir,
+          reason: listed.left.reason,
+          message: `cannot list ${p.display(dir)} for the copies kept for entry ${p.entry.id} earlier: ${listed.left.message}`
+        })
+      }
+      return []
+    }
+    const ids = placed.filter((q) => NodePath.dirname(q.conflictBase) === dir).map((q) => q.entry.id)
+    return listed.right
+      .filter((e) => conflictOwner(e.name, ids) === p.entry.id)
+      .map((e) => p.display(NodePath.join(dir, e.name)))
+      .sort()
+  })
+
+/** An entry's result with the copies kept before this run named too (a moved or merged entry then reports them). */
+const withEarlierCopies = (result: EntryResult, earlier: ReadonlyArray<string>): EntryResult => {
+  const conflicts = [...earlier.filter((c) => !(result.conflicts ?? []).includes(c)), ...(result.conflicts ?? [])]
+  if (conflicts.length === 0 || result.outcome === "failed") return result
+  return { ...result, outcome: result.outcome === "already-done" ? "already-done" : "conflict-preserved", conflicts }
 }
 
 const runPlan = (
@@ -1110,13 +1154,25 @@ const runPlan = (
     for (const p of placed) {
       // Planned now, after the entries before it ran: the same function the dry run uses.
       const planned = yield* planEntry(fs, p)
+      const earlier = yield* keptAlready(fs, p, placed)
       if (planned._tag === "Absent") {
-        reports.push(alreadyDone(p, planned, records))
+        const report = withEarlierReport(alreadyDone(p, planned, records), earlier)
+        // Done by a run that kept copies and stopped before its line (a crash): the line is written now, so the
+        // journal names every copy the plan kept.
+        if (copiesRecorded(records, p.entry.id, earlier)) {
+          reports.push(report)
+          continue
+        }
+        const result: EntryResult = { outcome: "already-done", conflicts: earlier, reason: "done by an earlier run that stopped before recording it" }
+        reports.push(yield* recordEntry(fs, io, plan, journal, p, report, result))
         continue
       }
       // A failed entry is reported (`failed` with its reason) and journaled; the next entry goes on.
-      const result = yield* executeEntry(fs, p, planned).pipe(
-        Effect.catchAll((e) => Effect.succeed<EntryResult>({ outcome: "failed", reason: e.message }))
+      const result = withEarlierCopies(
+        yield* executeEntry(fs, p, planned).pipe(
+          Effect.catchAll((e) => Effect.succeed<EntryResult>({ outcome: "failed", reason: e.message }))
+        ),
+        earlier
       )
       const report: EntryReport = {
         id: p.entry.id,
@@ -1127,30 +1183,34 @@ const runPlan = (
         ...result,
         decisions: decisionsOf(p, planned)
       }
-      const at = yield* Clock.currentTimeMillis
-      const record: JournalRecord = {
-        version: 1,
-        planId: plan.id,
-        entryId: p.entry.id,
-        kind: p.entry.kind,
-        outcome: report.outcome,
-        root: p.root,
-        from: report.from,
-        to: report.to,
-        ...(result.rows !== undefined ? { rows: result.rows } : {}),
-        ...(result.mergedRows !== undefined ? { mergedRows: result.mergedRows } : {}),
-        ...(result.conflicts !== undefined ? { conflicts: result.conflicts } : {}),
-        ...(result.reason !== undefined ? { reason: result.reason } : {}),
-        at
-      }
-      const journaled = yield* appendJournal(fs, io, journal, record).pipe(Effect.either)
-      reports.push(
-        journaled._tag === "Left"
-          ? { ...report, outcome: "failed", reason: `${report.reason ?? report.outcome}; journal not written: ${journaled.left.message}` }
-          : report
-      )
+      reports.push(yield* recordEntry(fs, io, plan, journal, p, report, result))
     }
     return reportOf(reports)
+  })
+
+/** Append an entry's journal line; the report says so when it could not be written. */
+const recordEntry = (fs: Fs, io: Io, plan: MigrationPlan, journal: string, p: Placed, report: EntryReport, result: EntryResult) =>
+  Effect.gen(function*() {
+    const at = yield* Clock.currentTimeMillis
+    const record: JournalRecord = {
+      version: 1,
+      planId: plan.id,
+      entryId: p.entry.id,
+      kind: p.entry.kind,
+      outcome: report.outcome,
+      root: p.root,
+      from: report.from,
+      to: report.to,
+      ...(result.rows !== undefined ? { rows: result.rows } : {}),
+      ...(result.mergedRows !== undefined ? { mergedRows: result.mergedRows } : {}),
+      ...(result.conflicts !== undefined ? { conflicts: result.conflicts } : {}),
+      ...(result.reason !== undefined ? { reason: result.reason } : {}),
+      at
+    }
+    const journaled = yield* appendJournal(fs, io, journal, record).pipe(Effect.either)
+    return journaled._tag === "Left"
+      ? { ...report, outcome: "failed", reason: `${report.reason ?? report.outcome}; journal not written: ${journaled.left.message}` } satisfies EntryReport
+      : report
   })
 
 const layoutProgram = (deps: Deps, agentDir: string, root: string, options?: LayoutOptions): Effect.Effect<LayoutReport> =>

@@ -3,6 +3,8 @@ import { FastCheck as fc } from "effect"
 import { CANONICAL_ROOT_ENTRIES, LEGACY_ROOT_ENTRIES } from "../../src/domain/AgentPaths.js"
 import {
   conflictCandidate,
+  conflictOwner,
+  copiesRecorded,
   jsonEqual,
   keyOfFields,
   keylessRow,
@@ -237,5 +239,44 @@ describe("journal records", () => {
     assert.strictEqual(parsed.bad, 2)
     assert.deepStrictEqual(parsed.records.map((r) => r.outcome), ["merged", "failed"])
     assert.deepStrictEqual(parsed.records[0], record)
+  })
+})
+
+describe("an entry's conflict copies", () => {
+  it.prop("every candidate of an entry's base and of its replaced copy is that entry's, never a shorter id's", [
+    fc.uniqueArray(fc.stringMatching(/^[a-z][a-z0-9.]{0,5}$/), { minLength: 1, maxLength: 4 }),
+    fc.nat({ max: 12 }),
+    fc.boolean()
+  ], ([ids, k, replaced]) => {
+    for (const id of ids) {
+      const name = conflictCandidate(replaced ? `${id}.replaced` : id, k)
+      const owner = conflictOwner(name, ids)
+      // The owner made this name too, and no longer id among those that could have did.
+      assert.isDefined(owner)
+      assert.isAtLeast(owner!.length, id.length)
+    }
+  })
+
+  it("examples: ids that extend one another, names of no entry", () => {
+    const ids = ["d", "d.1", "ledger"]
+    assert.strictEqual(conflictOwner("d", ids), "d")
+    assert.strictEqual(conflictOwner("d.2", ids), "d")
+    assert.strictEqual(conflictOwner("d.1", ids), "d.1")
+    assert.strictEqual(conflictOwner("d.1.1", ids), "d.1")
+    assert.strictEqual(conflictOwner("ledger.replaced", ids), "ledger")
+    assert.strictEqual(conflictOwner("ledger.replaced.3", ids), "ledger")
+    for (const stray of ["dd", "d.0", "d.01", "d.x", "ledger.replaced.0", "other", "d.replaced.x"]) assert.isUndefined(conflictOwner(stray, ids), stray)
+  })
+
+  it("the journal names every copy when its last record that did not fail names each (or a path inside it)", () => {
+    const record = (outcome: "moved" | "conflict-preserved" | "failed", conflicts?: Array<string>) =>
+      ({ version: 1 as const, planId: "p", entryId: "d", kind: "move" as const, outcome, from: "a", to: "b", at: 0, ...(conflicts === undefined ? {} : { conflicts }) })
+    const copy = "state/migration-conflicts/p/d"
+    assert.isTrue(copiesRecorded([], "d", []))
+    assert.isFalse(copiesRecorded([], "d", [copy]))
+    assert.isTrue(copiesRecorded([record("conflict-preserved", [`${copy}/a`])], "d", [copy]))
+    assert.isFalse(copiesRecorded([record("conflict-preserved", [`${copy}/a`]), record("moved")], "d", [copy]))
+    assert.isTrue(copiesRecorded([record("conflict-preserved", [copy]), record("failed")], "d", [copy]))
+    assert.isFalse(copiesRecorded([record("conflict-preserved", [`${copy}.1`])], "d", [copy]))
   })
 })

@@ -271,3 +271,91 @@ describe("random collisions (property)", () => {
     { fastCheck: { numRuns: 150 } }
   )
 })
+
+// ---------------------------------------------------------------------------------------------------------
+// A plan's report and journal name every copy it kept, whichever run kept it.
+
+/**
+ * Two entries with collisions: a directory whose children partly collide (kept one by one under the entry's
+ * conflict directory) and a file that collides whole, plus an entry id that extends the first one's (`d.1`),
+ * whose copies must never be counted as `d`'s. Crashed after every mutating step, then run to the end: the last
+ * journal line of each entry names every copy of that entry on disk (the copy, or a directory holding it), and a
+ * further run's report names them too.
+ */
+describe("a plan names every copy it kept, after a crash at any step (Memory layer)", () => {
+  const plan = {
+    id: "p",
+    entries: [
+      { id: "d", kind: "move" as const, from: "old/data", to: "state/data" },
+      { id: "d.1", kind: "move" as const, from: "old/notes.txt", to: "state/notes.txt" }
+    ]
+  }
+  const seedPlan = (world: MemoryWorld) =>
+    seed(world, {
+      "old/data/a": "legacy a",
+      "old/data/b": "legacy b",
+      "old/data/c": "only legacy",
+      "old/data/sub/x": "legacy x",
+      "state/data/a": "canonical a",
+      "state/data/b": "canonical b",
+      "state/data/sub/x": "canonical x",
+      "old/notes.txt": "legacy notes",
+      "state/notes.txt": "canonical notes"
+    })
+  const CONFLICTS = "state/migration-conflicts/p"
+  const finished = Effect.map(runToolkit(plan, { lockAttempts: 1 }), (r) => !r.failed)
+  /** Each entry's copies on disk: the top-level names under the plan's conflict directory that are its own. */
+  const copiesOnDisk = (world: MemoryWorld) => {
+    const top = new Set(Object.keys(files(world)).filter((p) => p.startsWith(`${CONFLICTS}/`)).map((p) => p.split("/").slice(0, 4).join("/")))
+    return {
+      d: [...top].filter((p) => p === `${CONFLICTS}/d` || /\/d\.[2-9]$/.test(p)),
+      "d.1": [...top].filter((p) => /\/d\.1(\.[0-9]+)?$/.test(p))
+    }
+  }
+  const lastJournalLines = (world: MemoryWorld) => {
+    const text = world.readFixtureText(`${AGENT}/state/migrations/p.jsonl`) ?? ""
+    const last: Record<string, { outcome: string; conflicts?: Array<string> }> = {}
+    for (const line of text.split("\n").filter((l) => l !== "")) {
+      const record = JSON.parse(line)
+      last[record.entryId] = record
+    }
+    return last
+  }
+  const named = (conflicts: ReadonlyArray<string> | undefined, copy: string) => (conflicts ?? []).some((c) => c === copy || c.startsWith(`${copy}/`))
+
+  it.effect("every journal line and the report after a rerun name the copies on disk", () =>
+    Effect.gen(function*() {
+      const reference = MemoryWorld.make({ journal: false })
+      yield* seedPlan(reference)
+      const start = reference.mutationCount
+      assert.isTrue(yield* asProcess(reference, finished))
+      const steps = reference.mutationCount - start
+      assert.isAbove(steps, 5)
+      for (let k = 0; k <= steps; k++) {
+        const world = MemoryWorld.make({ journal: false })
+        yield* seedPlan(world)
+        const first = spawnProcess(world)
+        world.crashAfter(k, { hostname: HOST, pid: first.pid })
+        yield* Effect.provide(finished, first.layer).pipe(Effect.exit)
+        world.kill(HOST, first.pid)
+        world.recover()
+        for (let i = 0; i < 20 && !(yield* asProcess(world, finished)); i++) yield* TestClock.adjust(DEFAULT_STALE_UNREADABLE_MS + 1)
+        const onDisk = copiesOnDisk(world)
+        assert.isAbove(onDisk.d.length + onDisk["d.1"].length, 0, `crash ${k}: nothing collided`)
+        const journal = lastJournalLines(world)
+        const report = yield* asProcess(world, runToolkit(plan))
+        for (const id of ["d", "d.1"] as const) {
+          for (const copy of onDisk[id]) {
+            assert.isTrue(named(journal[id]?.conflicts, copy), `crash ${k}: journal of ${id} ${JSON.stringify(journal[id])} misses ${copy}`)
+            const entry = report.entries.find((e) => e.id === id)!
+            assert.isTrue(named(entry.conflicts, copy), `crash ${k}: report of ${id} ${JSON.stringify(entry)} misses ${copy}`)
+          }
+          // An entry names only its own copies.
+          const other = id === "d" ? onDisk["d.1"] : onDisk.d
+          for (const copy of other) assert.isFalse(named(journal[id]?.conflicts, copy), `crash ${k}: ${id} names ${copy}`)
+          // Kept by this run, or found kept by a run a crash stopped before its line.
+          assert.include(["conflict-preserved", "already-done"], journal[id]?.outcome, `crash ${k}: ${id}`)
+        }
+      }
+    }))
+})
