@@ -226,7 +226,10 @@ describe("ConfigHistory against a damaged or hostile repository (real git)", () 
     Effect.gen(function*() {
       const { history, write } = yield* setup()
       write("agent/settings.json", json({ v: 1 }))
-      // Staged by a live diff in a repository with no commit yet.
+      // A repository with no commit yet (a diff before the first snapshot makes none: ConfigHistoryFirstDiff):
+      // a live diff stages in it and puts it back.
+      fs.mkdirSync(history.dir, { recursive: true })
+      rawGit(history.dir, ["init", "-q"])
       assert.deepStrictEqual((yield* history.diff()).files, ["settings.json"])
       assert.isTrue(fs.existsSync(NodePath.join(history.dir, ".git", "HEAD")))
       assert.deepStrictEqual(yield* history.status(), { head: null, dirty: true, interrupted: null })
