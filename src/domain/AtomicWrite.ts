@@ -5,9 +5,16 @@
  * rename leaves it behind, and the target is still the file it was. Pure.
  */
 
-const TEMP = /^\.(.+)\.tmp-[0-9a-f]+$/
+/**
+ * Hex digits of a temp name's unique part, exactly: what the library writes (6 random bytes in Node; the pid and
+ * a counter in the Memory world), so a person's file that merely looks like one (`.draft.tmp-1`) is not taken
+ * for the library's.
+ */
+export const ATOMIC_TEMP_DIGITS = 12
 
-/** The temp name beside `name` for one write; `unique` is lower-case hex (random, or a world's counter). */
+const TEMP = new RegExp(`^\\.(.+)\\.tmp-[0-9a-f]{${ATOMIC_TEMP_DIGITS}}$`)
+
+/** The temp name beside `name` for one write; `unique` is `ATOMIC_TEMP_DIGITS` lower-case hex digits. */
 export const atomicTempName = (name: string, unique: string): string => `.${name}.tmp-${unique}`
 
 /** The name `entry` is an atomic-write temp of, or `undefined` when it is not one. */

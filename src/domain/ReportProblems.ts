@@ -141,7 +141,12 @@ export const ConfigSkipTag = [
   /** A name history cannot hold: one git refuses (`.git` and its synonyms), or one that could not be read back as it is. */
   "UnversionableName",
   /** A rollback left a file as it is: the revision's redacted credentials could not all be merged back from it. */
-  "SecretsNotRestored"
+  "SecretsNotRestored",
+  /**
+   * The tier's own machinery, not config (`isTierWorkFile`: the settings lock, a torn write's temp): never
+   * recorded, and never written back from a revision an older build recorded it in.
+   */
+  "TierWorkFile"
 ] as const
 export type ConfigSkipTag = typeof ConfigSkipTag[number]
 /** `reason` (the words without the path) is kept from before. */

@@ -6,7 +6,7 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as NodePath from "node:path"
 import { withArticle } from "./Article.js"
-import { atomicTempName, atomicTempTarget } from "./AtomicWrite.js"
+import { ATOMIC_TEMP_DIGITS, atomicTempName, atomicTempTarget } from "./AtomicWrite.js"
 import { utf8Bytes } from "./Bytes.js"
 import { DataDirRemoved, InvalidArgument, type InvalidSegment } from "./Errors.js"
 import { schemaMismatchWhy } from "./Formats.js"
@@ -202,7 +202,7 @@ export const isTierWorkFile = (name: string): boolean => name === SETTINGS_LOCK 
  * (`.<name>.tmp-<12 hex>`, domain/AtomicWrite.ts: 18 bytes more), and both must fit a file system's 255-byte
  * name limit (NAME_MAX), or the write fails as ENAMETOOLONG after the name was accepted.
  */
-export const FILE_NAME_MAX_BYTES = 255 - atomicTempName("", "0".repeat(12)).length
+export const FILE_NAME_MAX_BYTES = 255 - atomicTempName("", "0".repeat(ATOMIC_TEMP_DIGITS)).length
 export const CONFIG_KEY_MAX_LENGTH = 256
 
 /**

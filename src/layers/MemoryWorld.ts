@@ -392,9 +392,10 @@ export class MemoryWorld {
     return this.nextIno++
   }
 
-  /** A fresh name for a temp file (unique in this world: the pid, then the world's counter in 8 hex digits). */
+  /** A fresh name for a temp file (unique in this world: the pid in 4 hex digits, then the world's counter in 8). */
   tempName(name: string, ctx: ProcessContext): string {
-    return atomicTempName(name, `${(ctx.pid ?? 0).toString(16)}${(++this.tempSeq).toString(16).padStart(8, "0")}`)
+    const pid = (ctx.pid ?? 0).toString(16).padStart(4, "0").slice(-4)
+    return atomicTempName(name, `${pid}${(++this.tempSeq).toString(16).padStart(8, "0")}`)
   }
 
   // -------------------------------------------------------------------------------------------- paths

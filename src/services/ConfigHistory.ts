@@ -481,6 +481,8 @@ const readableEntries = (ctx: HistoryContext, here: string, entries: ReadonlyArr
  * An extension's config tier, mirrored under `repoPrefix` (`web/<extId>/config`, `agent/config/extensions/<ns>`):
  * files, with environments left out, and a web-host extension's old-host state fallback (`config/state`).
  */
+const TIER_WORK_FILE_WHY = "the tier's own file (its settings lock, or the temp of a write a crash cut short), not config"
+
 const walkConfig = (
   ctx: HistoryContext,
   repoPrefix: ReadonlyArray<string>,
@@ -521,8 +523,12 @@ const walkConfig = (
         yield* walkConfig(ctx, repoPrefix, configDir, relPath, depth + 1, out, oldHostState)
         continue
       }
-      // The settings lock and a torn write's temp are the tier's machinery, not config (isTierWorkFile).
-      if (isTierWorkFile(entry.name)) continue
+      // The settings lock and a torn write's temp are the tier's machinery, not config (isTierWorkFile): said,
+      // and not kept in the mirror either (an older build's copy of one is recorded as gone).
+      if (isTierWorkFile(entry.name)) {
+        out.skipped.push(configSkip("TierWorkFile", display, TIER_WORK_FILE_WHY))
+        continue
+      }
       yield* candidate(ctx, repoPath, NodePath.join(here, entry.name), out)
     }
   })
@@ -1070,10 +1076,23 @@ const revisionFiles = (ctx: HistoryContext, revision: string | null) =>
     const out = yield* git(ctx, ["cat-file", "--batch"], { read: true, stdin: objectIdsInput(oids), maxOutputBytes: REVISION_BYTES_MAX })
     const blobs = yield* parsed(ctx, `the contents of revision ${short(revision)}`, parseCatFileBatch(out.stdout, oids, Math.max(ctx.budget, BLOB_MAX)))
     const byId = new Map(oids.map((oid, i) => [oid, blobs[i]!]))
-    // A revision an older build made may hold the tier's machinery (a settings lock): never written back.
-    for (const f of listed) if (!isTierWorkFile(f.path.slice(f.path.lastIndexOf("/") + 1))) files.set(f.path, byId.get(f.oid)!)
+    for (const f of listed) files.set(f.path, byId.get(f.oid)!)
     return files
   })
+
+/**
+ * A revision's files a rollback may write: not the tier's machinery an older build recorded (a settings lock
+ * written back would stall the next `config.set`), which is named instead.
+ */
+const writableFiles = (files: ReadonlyMap<string, Uint8Array>) => {
+  const wanted = new Map<string, Uint8Array>()
+  const workFiles: Array<string> = []
+  for (const [path, bytes] of files) {
+    if (isTierWorkFile(path.slice(path.lastIndexOf("/") + 1))) workFiles.push(path)
+    else wanted.set(path, bytes)
+  }
+  return { wanted, workFiles }
+}
 
 /**
  * Every directory from the file's managed root down to its parent must be a real directory: the reason when
@@ -1358,14 +1377,15 @@ const rollback = (ctx: HistoryContext, revision: string) =>
     return yield* withLock(ctx, Effect.gen(function*() {
       yield* coveredAt(ctx, target)
       // The revision is read whole first: one that cannot be is refused before anything is written.
-      const wanted = yield* revisionFiles(ctx, target)
+      const { wanted, workFiles } = writableFiles(yield* revisionFiles(ctx, target))
       yield* requireWebRoot(ctx, yield* head(ctx), wanted.keys())
       // An unsaved live edit is recorded first, so the rollback itself can be undone.
       yield* snapshotLocked(ctx, `before rollback to ${short(target)}`)
       const done = yield* restoreLocked(ctx, wanted)
       const after = yield* snapshotLocked(ctx, `rollback to ${short(target)}`)
       yield* clearSentinel(ctx)
-      return { revision: after.revision ?? (yield* headRef(ctx)), ...done } satisfies RollbackResult
+      const notWritten = workFiles.map((p) => configSkip("TierWorkFile", displayOfRepoPath(p), `${TIER_WORK_FILE_WHY}: in that revision, not written back`))
+      return { revision: after.revision ?? (yield* headRef(ctx)), ...done, skipped: [...notWritten, ...done.skipped] } satisfies RollbackResult
     }))
   })
 
@@ -1387,7 +1407,7 @@ const change = <A, E>(ctx: HistoryContext, message: string, apply: Effect.Effect
       yield* removeSentinel(ctx)
       return exit.value
     }
-    const restored = yield* Effect.either(Effect.flatMap(revisionFiles(ctx, lastGood), (wanted) => restoreLocked(ctx, wanted)))
+    const restored = yield* Effect.either(Effect.flatMap(revisionFiles(ctx, lastGood), (files) => restoreLocked(ctx, writableFiles(files).wanted)))
     if (restored._tag === "Left") {
       // The sentinel stays: status() and the doctor name the revision to roll back to.
       yield* warn({

@@ -34,6 +34,7 @@ import {
   checkConfigKey,
   checkFileName,
   CONFIG_SETTINGS_FILE,
+  isTierWorkFile,
   type ExtensionContext,
   type ExtensionContextOptions,
   isInside,
@@ -476,6 +477,10 @@ const configFile = (c: TiersContext, name: string) =>
       return yield* Effect.fail(
         new InvalidArgument({ field: "name", detail: `${name} is managed by config.set/get/delete` })
       )
+    }
+    // The name of a write's temp: config history would take it for the library's (isTierWorkFile) and never record it.
+    if (isTierWorkFile(name)) {
+      return yield* Effect.fail(new InvalidArgument({ field: "name", detail: `${name} has the form of the library's temp files (.<name>.tmp-<12 hex digits>)` }))
     }
     return NodePath.join(c.dirs.configDir, name)
   })

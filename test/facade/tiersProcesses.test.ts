@@ -76,6 +76,12 @@ describe("config.set from several processes (built facade, real disk)", () => {
       // The lock's name is the library's: config.writeFile refuses it.
       const refused = await tiers.config.writeFile(SETTINGS_LOCK, "x").then(() => undefined, (e: { _tag: string }) => e)
       assert.strictEqual(refused?._tag, "InvalidArgument")
+      // So is the form of its temp files (config history never records one); a name that only looks alike is data.
+      const temp = await tiers.config.writeFile(".draft.tmp-0123456789ab", "x").then(() => undefined, (e: { _tag: string; message: string }) => e)
+      assert.strictEqual(temp?._tag, "InvalidArgument")
+      assert.include(temp?.message, ".<name>.tmp-<12 hex digits>")
+      await tiers.config.writeFile(".draft.tmp-1", "mine")
+      assert.strictEqual(Fs.readFileSync(Path.join(config, ".draft.tmp-1"), "utf8"), "mine")
     } finally {
       await tiers.close()
     }

@@ -124,8 +124,8 @@ describe("MemoryWorld crash point", () => {
       yield* Effect.flip(fs.writeFileAtomic("/dir/state", bytes("new")))
       const names = Object.keys(world.tree("/dir"))
       assert.strictEqual(names.length, 3)
-      // The one temp-name rule of domain/AtomicWrite.ts (the doctor recognises it): pid 42 is 2a in hex.
-      assert.match(names[1]!, /^\/dir\/\.state\.tmp-2a[0-9a-f]{8}$/)
+      // The one temp-name rule of domain/AtomicWrite.ts (the doctor recognises it): pid 42 is 002a in hex.
+      assert.match(names[1]!, /^\/dir\/\.state\.tmp-002a[0-9a-f]{8}$/)
       assert.strictEqual(atomicTempTarget(names[1]!.slice("/dir/".length)), "state")
       assert.strictEqual(world.readFixtureText("/dir/state"), "old")
       assert.strictEqual(world.readFixtureText(names[1]!), "new")
