@@ -9,7 +9,7 @@ import { CANONICAL_ROOT_ENTRIES } from "./AgentPaths.js"
 import { atomicTempName } from "./AtomicWrite.js"
 import { decodeJsonBytes } from "./Formats.js"
 import { gitBlobId } from "./Digest.js"
-import { readQuotedName } from "./GitFormats.js"
+import { quoteGitName, readQuotedName } from "./GitFormats.js"
 import { nameOfBytes } from "./NameBytes.js"
 import { markerFileNames } from "./MarkerFiles.js"
 
@@ -153,9 +153,15 @@ export interface LogEntry {
   readonly changed: ReadonlyArray<string>
 }
 
+/**
+ * A header's name as a patch shows it: the name itself, unless it holds a line break (a newline or CR would split
+ * the header line, and what follows it could pass for patch lines): then C-quoted as git writes it.
+ */
+export const patchHeaderName = (name: string): string => (/[\n\r]/.test(name) ? quoteGitName(name) : name)
+
 /** A header's name as a person knows it: `a/agent/x` → `a/x`, `b/web/e/config/x` → `b/e/config/x`; `/dev/null` as is. */
 const displayHeaderName = (name: string): string =>
-  name.startsWith("a/") || name.startsWith("b/") ? `${name.slice(0, 2)}${displayOfRepoPath(name.slice(2))}` : name
+  patchHeaderName(name.startsWith("a/") || name.startsWith("b/") ? `${name.slice(0, 2)}${displayOfRepoPath(name.slice(2))}` : name)
 
 /** One name as a header writes it: C-quoted (the name it stands for) or as is; `undefined`: broken quoting. */
 const headerName = (token: string): string | undefined => {
@@ -185,7 +191,7 @@ const headerPair = (text: string, sep: string): readonly [string, string] | unde
 /**
  * Rewrite the names in a patch's file headers to display paths (`a/agent/x` → `a/x`), and a name git quoted
  * (`"a/web/e/config/t\tb.json"`) or marked with a trailing tab (a name with a space) to the name itself, so the
- * screen escapes it once, as it does every other name. Only the headers: between `diff --git` and the first `@@`,
+ * screen escapes it once, as it does every other name; one holding a line break stays quoted (`patchHeaderName`). Only the headers: between `diff --git` and the first `@@`,
  * so a content line that looks like one (`--- a/x` removed) is left as it is. A header that cannot be read is
  * left as it is.
  */
@@ -209,7 +215,8 @@ export const displayPatch = (patch: string): string => {
       const name = headerName(rest.replace(/\t$/, ""))
       return name === undefined ? line : `${line.slice(0, 4)}${displayHeaderName(name)}`
     }
-    const binary = /^Binary files (.+) differ$/.exec(line)
+    // `[^]`: a name may hold U+2028/U+2029, which git leaves as they are and `.` does not match.
+    const binary = /^Binary files ([^]+) differ$/.exec(line)
     if (binary !== null) {
       const pair = headerPair(binary[1]!, " and ")
       return pair === undefined ? line : `Binary files ${displayHeaderName(pair[0])} and ${displayHeaderName(pair[1])} differ`
@@ -229,16 +236,17 @@ const looksBinary = (bytes: Uint8Array): boolean => bytes.subarray(0, 8000).incl
 export const newFilesPatch = (files: ReadonlyArray<{ readonly display: string; readonly bytes: Uint8Array }>): string => {
   const out: Array<string> = []
   for (const { bytes, display } of files) {
-    out.push(`diff --git a/${display} b/${display}`, "new file mode 100644", `index 0000000..${gitBlobId(bytes).slice(0, 7)}`)
+    const [a, b] = [patchHeaderName(`a/${display}`), patchHeaderName(`b/${display}`)]
+    out.push(`diff --git ${a} ${b}`, "new file mode 100644", `index 0000000..${gitBlobId(bytes).slice(0, 7)}`)
     if (bytes.length === 0) continue
     if (looksBinary(bytes)) {
-      out.push(`Binary files /dev/null and b/${display} differ`)
+      out.push(`Binary files /dev/null and ${b} differ`)
       continue
     }
     const lines = nameOfBytes(bytes).split("\n")
     const ended = lines[lines.length - 1] === ""
     if (ended) lines.pop()
-    out.push("--- /dev/null", `+++ b/${display}`, `@@ -0,0 +1${lines.length === 1 ? "" : `,${lines.length}`} @@`)
+    out.push("--- /dev/null", `+++ ${b}`, `@@ -0,0 +1${lines.length === 1 ? "" : `,${lines.length}`} @@`)
     for (const line of lines) out.push(`+${line}`)
     if (!ended) out.push("\\ No newline at end of file")
   }

@@ -102,6 +102,24 @@ export const readQuotedName = (text: string, at: number): { readonly name: strin
   return undefined
 }
 
+const C_ESCAPE_OF: Readonly<Record<number, string>> = Object.fromEntries(Object.entries(C_ESCAPES).map(([k, v]) => [v, `\\${k}`]))
+
+/**
+ * A name C-quoted as git writes it in a header (`quote_c_style` with `core.quotepath=false`): between quotes,
+ * `"`, `\\` and the controls escaped (`\\n`, `\\t` …, else octal), everything else as it is. The inverse of
+ * `readQuotedName`.
+ */
+export const quoteGitName = (name: string): string => {
+  let out = "\""
+  for (const ch of name) {
+    const c = ch.codePointAt(0)!
+    if (c in C_ESCAPE_OF) out += C_ESCAPE_OF[c]
+    else if (c < 0x20 || c === 0x7f) out += `\\${c.toString(8).padStart(3, "0")}`
+    else out += ch
+  }
+  return `${out}"`
+}
+
 /** Paths for `-z --stdin` (`update-index`): each one's bytes, NUL-terminated. */
 export const nulPathsInput = (paths: Iterable<string>): Uint8Array => {
   const parts: Array<Uint8Array> = []

@@ -19,7 +19,7 @@ const content = fc.array(
   return Buffer.concat(chunks)
 })
 
-const fileName = fc.constantFrom("notes.txt", "a b.txt", "t\tb.txt", "q\"x.txt", "z.txt", "é.txt", "0.txt")
+const fileName = fc.constantFrom("notes.txt", "a b.txt", "t\tb.txt", "q\"x.txt", "z.txt", "é.txt", "0.txt", "n\nl.txt", "l\u2028s.txt", "c\rr.txt")
 
 describe("config diff before the first snapshot", () => {
   it.effect.prop("makes no repository, and equals git's diff once the repository exists", [
