@@ -21,6 +21,10 @@ export interface RootSafetyProblem {
 /** The permission bits as `ls -l`'s octal would write them (`700`, `2775`): the one mode formatting. */
 export const modeString = (mode: number): string => (mode & 0o7777).toString(8).padStart(3, "0")
 
+/** Who besides its owner may write in a directory with this mode: others (world), else its group, else nobody. */
+export const writableBy = (mode: number): "world" | "group" | undefined =>
+  (mode & 0o002) !== 0 ? "world" : (mode & 0o020) !== 0 ? "group" : undefined
+
 /**
  * Every WR10 problem of one directory, in the order the pruner checks them; empty when safe. A symlink or a
  * non-directory is the only problem reported (nothing behind it is looked at). `currentUid` is `null` where
@@ -33,7 +37,7 @@ export const rootSafetyProblems = (info: DirectoryStat, currentUid: number | nul
   if (currentUid !== null && info.uid !== currentUid) {
     problems.push({ reason: "foreign-owner", detail: `owned by uid ${info.uid}, not the current user ${currentUid}` })
   }
-  if ((info.mode & 0o022) !== 0) {
+  if (writableBy(info.mode) !== undefined) {
     problems.push({ reason: "group-or-world-writable", detail: `mode ${modeString(info.mode)} is writable by group or others` })
   }
   return problems

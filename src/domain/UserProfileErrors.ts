@@ -49,6 +49,8 @@ export const UnsafeProfileReason = Schema.Literal(
   "not-a-regular-file",
   /** A directory the profile goes through is another user's: they could swap what the library reads and writes. */
   "foreign-owner",
+  /** A directory of the profile's every user may write in: a shard planted there would read as the user's facts. */
+  "world-writable",
   "unparsable-shard",
   "unreadable-journal",
   /** USER.md or the index is not valid UTF-8 (a Latin-1 or binary file): refused, never rewritten. */

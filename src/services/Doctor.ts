@@ -19,7 +19,7 @@ import { type DoctorReport, type Finding, type FindingCode, findingSeverity, typ
 import { displayPath } from "../domain/MigrationPlan.js"
 import type { UnknownHint } from "../domain/RootEntries.js"
 import type { RootSafetyProblem } from "../domain/RootSafety.js"
-import { modeString } from "../domain/RootSafety.js"
+import { modeString, writableBy } from "../domain/RootSafety.js"
 import { misnamedWhy } from "../domain/Segment.js"
 import { scanEntriesStopped } from "../domain/StoppedBy.js"
 import { WEB_RESTORE_ASIDE_DIR } from "../domain/StateSnapshot.js"
@@ -191,7 +191,7 @@ const unknownRootEntry = (out: Findings, entry: AgentDirFacts["entries"][number]
 const stateFindings = (out: Findings, facts: AgentDirFacts) => {
   const state = facts.state
   if (state === null || state.info.type !== "Directory") return
-  if ((state.info.mode & 0o002) !== 0) {
+  if (writableBy(state.info.mode) === "world") {
     out.add("state-world-writable", state.path, `state/ has mode ${modeString(state.info.mode)}: anyone can change durable state`, `run \`chmod 700 ${shellWord(state.path)}\``)
   }
   if (state.conflicts.length > 0) {

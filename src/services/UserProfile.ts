@@ -20,7 +20,7 @@
 import { aFileType } from "../domain/FileTypeWords.js"
 import * as NodePath from "node:path"
 import * as Clock from "effect/Clock"
-import { rootSafetyProblems } from "../domain/RootSafety.js"
+import { modeString, rootSafetyProblems, writableBy } from "../domain/RootSafety.js"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -160,10 +160,11 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"], 
   /**
    * The profile's own directories, outermost first: each one there must be a real directory of this user
    * (WR10's rule, `rootSafetyProblems`), never a link that would carry the lock, the journal or the archive
-   * elsewhere, nor another user's, who could swap what is read and written. (`state/` above the lock's directory
-   * is the anchor, as for every module: a link there is the person's choice of where state lives. Group-writable
-   * is allowed: a umask of 002 makes directories so for many users, and every file is read and replaced only
-   * after an `lstat` that refuses links.) Below a missing one nothing exists yet. An entry that is not a
+   * elsewhere, nor another user's, who could swap what is read and written, nor writable by every user.
+   * (`state/` above the lock's directory is the anchor, as for every module: a link there is the person's choice
+   * of where state lives; what it leads to is checked the same way. Group-writable is allowed: a umask of 002
+   * makes directories so for many users, and a file a group member made there is another user's, refused when
+   * read.) Below a missing one nothing exists yet. An entry that is not a
    * directory is `not-a-directory` when `blocked` says so, else left to the read below it (ENOTDIR: the
    * doctor's blocked-path finding names it).
    */
@@ -173,7 +174,11 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"], 
         const info = yield* lstat(dir)
         if (info === undefined) return
         const problem = rootSafetyProblems(info, uid).find((p) => p.reason !== "group-or-world-writable")
-        if (problem === undefined) continue
+        if (problem === undefined) {
+          // Anyone may make a file there: a shard planted in it would read as the user's own facts.
+          if (writableBy(info.mode) === "world") return yield* unsafe(dir, "world-writable", `${name} is writable by every user (mode ${modeString(info.mode)})`)
+          continue
+        }
         if (problem.reason === "symlink") return yield* unsafe(dir, "symlink", `${name} is a symlink; the profile is neither read nor written through one`)
         if (problem.reason === "not-a-directory") {
           if (blocked === "read") return
@@ -182,7 +187,17 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"], 
         return yield* unsafe(dir, "foreign-owner", `${name} is ${problem.detail}`)
       }
     })
-  const stateChain = checkChain([[stateDir, `state/${NodePath.basename(stateDir)}/`]], "read")
+  /** `state/` as it resolves (a link there is followed, as every module follows it): this user's, not everyone's. */
+  const stateAnchor = Effect.gen(function*() {
+    const info = yield* fs.statFollowingLinks(paths.stateDir()).pipe(
+      Effect.map((i): FileInfo | undefined => i),
+      Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.succeed(undefined))
+    )
+    if (info === undefined || info.type !== "Directory") return
+    if (uid !== null && info.uid !== uid) return yield* unsafe(paths.stateDir(), "foreign-owner", `state/ is owned by uid ${info.uid}, not the current user ${uid}: its owner could swap state/${NodePath.basename(stateDir)}/`)
+    if (writableBy(info.mode) === "world") return yield* unsafe(paths.stateDir(), "world-writable", `state/ is writable by every user (mode ${modeString(info.mode)})`)
+  })
+  const stateChain = Effect.zipRight(stateAnchor, checkChain([[stateDir, `state/${NodePath.basename(stateDir)}/`]], "read"))
   const archiveChain = checkChain([[paths.okfMemoryDir, "okf-memory/"], [archiveDir, "the archive directory"]], "unsafe")
 
   /**
@@ -196,6 +211,8 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"], 
       if (info === undefined) return null
       if (info.type === "SymbolicLink") return yield* unsafe(path, "symlink", "it is a symlink; the library neither reads nor writes through one")
       if (info.type !== "File") return yield* unsafe(path, "not-a-regular-file", `it is ${aFileType(info.type)}`)
+      // Another user's file would be read as this user's facts (one planted in a group-writable archive).
+      if (uid !== null && info.uid !== uid) return yield* unsafe(path, "foreign-owner", `it is owned by uid ${info.uid}, not the current user ${uid}`)
       const bytes = yield* fs.readFile(path, { maxBytes }).pipe(
         Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(null))
       )

@@ -87,6 +87,8 @@ const fixture = (): string => {
   Fs.writeFileSync(Path.join(agentDir, atomicTempName("USER.md", "0123456789ab")), "- a fact\n- half")
   // state-world-writable: `chmod 700 state`
   dir("state", 0o777)
+  // user-profile-unsafe (a world-writable archive directory): `chmod o-w okf-memory`
+  dir("okf-memory", 0o777)
   // work-unfinished-trash, deeper than the default maxDepth (64): `pi-storage work prune tools/bash`
   dir("work")
   dir("work/tools")
@@ -110,7 +112,7 @@ const fixture = (): string => {
   return agentDir
 }
 
-const EXPECTED_CODES = ["legacy-entry", "legacy-sidecar", "atomic-write-leftover", "state-world-writable", "work-unfinished-trash", "work-root-unsafe", "state-backup-incomplete"]
+const EXPECTED_CODES = ["legacy-entry", "legacy-sidecar", "atomic-write-leftover", "state-world-writable", "user-profile-unsafe", "work-unfinished-trash", "work-root-unsafe", "state-backup-incomplete"]
 
 describe("the doctor's suggested commands (built CLI)", () => {
   it("each one is valid, and afterwards the doctor no longer reports what it fixed", () => {
@@ -179,7 +181,7 @@ describe("the doctor's suggested commands (built CLI)", () => {
     assert.isAbove(templates.length, 4)
     // `pi-storage config …` (an interrupted change) is run as the doctor words it in
     // test/services/ConfigHistoryProcesses.test.ts, where a real SIGKILL leaves the sentinel.
-    const covered = ["pi-storage migrate", "pi-storage work", "pi-storage backup", "pi-storage config", "chmod 700", "rm -f", ...(isRoot ? ["chown"] : [])]
+    const covered = ["pi-storage migrate", "pi-storage work", "pi-storage backup", "pi-storage config", "chmod 700", "chmod o-w", "rm -f", ...(isRoot ? ["chown"] : [])]
     for (const template of templates) {
       if (template === "chown" && !isRoot) continue // needs root to plant a foreign owner
       assert.include(covered, template, `doctor suggests \`${template} …\` but no test runs it`)

@@ -15,10 +15,22 @@ import { profileReader } from "../UserProfile.js"
 import { blockedPathFindings } from "./blockedPath.js"
 import type { Deps } from "./deps.js"
 import { judgeMarker } from "./markers.js"
+import { shellWord } from "../../domain/FixCommands.js"
+import type { UnsafeProfileReason } from "../../domain/UserProfileErrors.js"
 
 const EDIT_FIX = "the next profile edit (pi-storage memory add, replace or remove) repairs it"
 const TOO_LARGE_FIX = "move it aside (it is kept as it is) and add back what matters with pi-storage memory add"
 const NOT_UTF8_FIX = "convert it to UTF-8 (for a Latin-1 file: iconv -f latin1 -t utf-8) or move it aside; the profile never rewrites it"
+
+const LINK_FIX = "replace the link or entry with a regular file or directory"
+
+/** What to do about a refused profile path, by the reason it was refused. */
+const unsafeFix = (reason: UnsafeProfileReason, path: string): string =>
+  reason === "foreign-owner"
+    ? `see who made it (\`ls -ldn ${shellWord(path)}\`); the profile reads and writes only this user's files and directories: if it is not yours, move it aside`
+    : reason === "world-writable"
+    ? `run \`chmod o-w ${shellWord(path)}\`, then check what others may have put in it`
+    : LINK_FIX
 
 /** Never fails: what cannot be read is a finding. `paths` are the Doctor's `AgentDir` paths. */
 export const userProfileFindings = (deps: Deps, paths: AgentPaths): Effect.Effect<ReadonlyArray<FindingDraft>> =>
@@ -30,11 +42,17 @@ export const userProfileFindings = (deps: Deps, paths: AgentPaths): Effect.Effec
       findings.push({ code: "user-profile-dead-lock", path: reader.lockPath, message: `profile lock of a dead writer (${lock.detail})`, fix: "the next profile mutation reclaims it" })
     }
     const read = yield* Effect.either(reader.readState)
+    // A world-writable state/ is the doctor's own finding (state-world-writable): one finding per problem.
+    if (read._tag === "Left" && read.left._tag === "UnsafeProfile" && read.left.reason === "world-writable" && read.left.path === paths.stateDir()) {
+      return findings
+    }
     if (read._tag === "Left") {
       const e = read.left
       // ENOTDIR: an entry on the way is not a directory, so nothing below it is there to be unsafe.
       const path = e._tag === "UnsafeProfile" || e._tag === "FileSystemError" ? e.path : reader.archiveDir
-      const unsafe: FindingDraft = { code: "user-profile-unsafe", path, message: e.message, fix: "replace the link or entry with a regular file or directory" }
+      // A report names what it found (the refusal's own "nothing was changed" is for the refused edit).
+      const message = e._tag === "UnsafeProfile" ? `the user profile is refused at ${e.path} (${e.reason}): ${e.detail}` : e.message
+      const unsafe: FindingDraft = { code: "user-profile-unsafe", path, message, fix: e._tag === "UnsafeProfile" ? unsafeFix(e.reason, e.path) : LINK_FIX }
       if (e._tag === "FileSystemError" && e.reason === "NotADirectory") {
         return [...findings, ...yield* blockedPathFindings(deps, paths.agentDir, e.path, "the user profile", unsafe)]
       }
