@@ -46,6 +46,8 @@ export const splitArgv = (argv: ReadonlyArray<string>): ArgvResult => {
   const head = dashes === -1 ? argv : argv.slice(0, dashes)
   const afterDashes = dashes === -1 ? undefined : argv.slice(dashes + 1)
   const json = head.includes("--json")
+  // A page asked for needs no agent dir: `--agent-dir` without its value beside `--help` is not an error.
+  const help = head.some(isHelp)
   let agentDir: string | undefined
   let noColor = false
   const args: Array<string> = []
@@ -56,10 +58,11 @@ export const splitArgv = (argv: ReadonlyArray<string>): ArgvResult => {
     } else if (arg.startsWith("--no-color=")) {
       return { ok: false, message: `--no-color takes no value (got "${arg.slice("--no-color=".length)}")`, json }
     } else if (arg === "--agent-dir" || arg.startsWith("--agent-dir=")) {
-      const value = arg === "--agent-dir" ? head[++i] : arg.slice("--agent-dir=".length)
-      if (value === undefined || value === "" || value.startsWith("--")) {
-        return { ok: false, message: "--agent-dir needs a value: the agent directory", json }
-      }
+      const value = arg === "--agent-dir" ? head[i + 1] : arg.slice("--agent-dir=".length)
+      const missing = value === undefined || value === "" || value.startsWith("--")
+      if (missing && !help) return { ok: false, message: "--agent-dir needs a value: the agent directory", json }
+      if (missing) continue
+      if (arg === "--agent-dir") i++
       agentDir = value
     } else {
       args.push(arg)
@@ -221,20 +224,25 @@ export const readCommandLine = (split: SplitArgv, root: CommandShape): CommandLi
     flags.push(name, value)
   }
 
-  if (help) return { ok: true, value: { path, help: true, argv: [], command: undefined } }
   const runsCommand = RUNS_A_COMMAND.includes(path.join(" "))
   if (runsCommand && split.afterDashes === undefined && positionals.length > 1) {
     // `work run tools/bash make report`: the command must come after `--` (so its flags stay its own).
     const [target, ...rest] = positionals
     return fail(`put the command after '--': ${full} ${target} -- ${rest.join(" ")}`)
   }
+  const max = node.args.reduce((n, a) => n + a.max, 0)
+  /** A word more than the command takes (a typo, with `--help` too). */
+  const extraWord = () => {
+    if (node.children.length > 0 || positionals.length <= max) return undefined
+    const extra = positionals[max]!
+    return fail(max === 0 ? `${named} takes no arguments, got "${extra}" ${see}` : `unexpected argument "${extra}" ${see}`)
+  }
+  // With `--help`, what is given must still be what the command takes; what is missing is not asked for.
+  if (help) return extraWord() ?? { ok: true, value: { path, help: true, argv: [], command: undefined } }
   if (!runsCommand) positionals.push(...(split.afterDashes ?? []))
   if (node.children.length === 0) {
-    const max = node.args.reduce((n, a) => n + a.max, 0)
-    if (positionals.length > max) {
-      const extra = positionals[max]!
-      return fail(max === 0 ? `${named} takes no arguments, got "${extra}" ${see}` : `unexpected argument "${extra}" ${see}`)
-    }
+    const extra = extraWord()
+    if (extra !== undefined) return extra
     let needed = 0
     for (const a of node.args) {
       needed += a.min

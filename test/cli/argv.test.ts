@@ -196,6 +196,16 @@ describe("cli/argv: one rule for every verb and flag (read from the tree)", () =
     assert.strictEqual(error(["work", "--bogus", "prune", "--help"]), "unknown flag --bogus for work prune (see pi-storage work prune --help)")
     assert.strictEqual(error(["stauts", "-h"]), "unknown command \"stauts\" (did you mean status?)")
     assert.strictEqual(error(["status", "--json=1", "--help"]), "--json takes no value (got \"1\")")
+    // A word more than the command takes, or a command line given to work run without `--`.
+    assert.strictEqual(error(["status", "extra", "--help"]), "status takes no arguments, got \"extra\" (see pi-storage status --help)")
+    assert.strictEqual(error(["config", "diff", "--help", "A", "B", "C"]), "unexpected argument \"C\" (see pi-storage config diff --help)")
+    assert.strictEqual(error(["work", "run", "tools/bash", "make", "--help"]), "put the command after '--': pi-storage work run tools/bash -- make")
+    // What the page does not need is not asked for: an argument, a flag's value, the agent dir.
+    for (const page of [["memory", "add", "--help"], ["work", "prune", "--max-age", "--help"], ["status", "--help", "--agent-dir"], ["--agent-dir", "--help", "status"]]) {
+      const s = splitArgv(page)
+      assert.isTrue(s.ok, page.join(" "))
+      if (s.ok) assert.isTrue((r => r.ok && r.value.help)(readCommandLine(s.value, TREE)), page.join(" "))
+    }
   })
 
   it.prop("with --help added, a command line is the page of its command or the usage error it was without it", [nearMiss], ([{ path, node, typed }]) => {
