@@ -196,6 +196,7 @@ export const readCommandLine = (split: SplitArgv, root: CommandShape): CommandLi
     const name = eq > 1 ? token.slice(0, eq) : token
     const inline = eq > 1 ? token.slice(eq + 1) : undefined
     const flag = node.flags.find((f) => f.names.includes(name))
+    if (isHelp(name) && inline !== undefined) return fail(`${name} takes no value (got "${inline}")`)
     if (flag === undefined) {
       const near = didYouMean(name, [...node.flags.flatMap((f) => f.names), ...GLOBAL_FLAGS])
       return fail(`unknown flag ${name} for ${named}${near === "" ? ` ${see}` : near}`)

@@ -197,6 +197,7 @@ describe("cli/argv: one rule for every verb and flag (read from the tree)", () =
     assert.strictEqual(error(["stauts", "-h"]), "unknown command \"stauts\" (did you mean status?)")
     assert.strictEqual(error(["status", "--json=1", "--help"]), "--json takes no value (got \"1\")")
     // A word more than the command takes, or a command line given to work run without `--`.
+    assert.strictEqual(error(["status", "--help=yes"]), "--help takes no value (got \"yes\")")
     assert.strictEqual(error(["status", "extra", "--help"]), "status takes no arguments, got \"extra\" (see pi-storage status --help)")
     assert.strictEqual(error(["config", "diff", "--help", "A", "B", "C"]), "unexpected argument \"C\" (see pi-storage config diff --help)")
     assert.strictEqual(error(["work", "run", "tools/bash", "make", "--help"]), "put the command after '--': pi-storage work run tools/bash -- make")
