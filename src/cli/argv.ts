@@ -46,8 +46,6 @@ export const splitArgv = (argv: ReadonlyArray<string>): ArgvResult => {
   const head = dashes === -1 ? argv : argv.slice(0, dashes)
   const afterDashes = dashes === -1 ? undefined : argv.slice(dashes + 1)
   const json = head.includes("--json")
-  // A page asked for needs no agent dir: `--agent-dir` without its value beside `--help` is not an error.
-  const help = head.some(isHelp)
   let agentDir: string | undefined
   let noColor = false
   const args: Array<string> = []
@@ -58,11 +56,11 @@ export const splitArgv = (argv: ReadonlyArray<string>): ArgvResult => {
     } else if (arg.startsWith("--no-color=")) {
       return { ok: false, message: `--no-color takes no value (got "${arg.slice("--no-color=".length)}")`, json }
     } else if (arg === "--agent-dir" || arg.startsWith("--agent-dir=")) {
-      const value = arg === "--agent-dir" ? head[i + 1] : arg.slice("--agent-dir=".length)
-      const missing = value === undefined || value === "" || value.startsWith("--")
-      if (missing && !help) return { ok: false, message: "--agent-dir needs a value: the agent directory", json }
-      if (missing) continue
-      if (arg === "--agent-dir") i++
+      // Read before the command is known, `--help` included: without its value it is an error even beside `--help`.
+      const value = arg === "--agent-dir" ? head[++i] : arg.slice("--agent-dir=".length)
+      if (value === undefined || value === "" || value.startsWith("--")) {
+        return { ok: false, message: "--agent-dir needs a value: the agent directory", json }
+      }
       agentDir = value
     } else {
       args.push(arg)
@@ -135,6 +133,7 @@ export type CommandLineResult = { readonly ok: true; readonly value: CommandLine
 const fail = (message: string): CommandLineResult => ({ ok: false, message })
 
 const isHelp = (token: string): boolean => token === "--help" || token === "-h"
+const HELP_FLAG: ShapeFlag = { names: ["--help", "-h"], placeholder: undefined, description: "" }
 
 /**
  * Read `split` against the command tree `root`: which command it names, whether it asks for help, and the
@@ -195,8 +194,8 @@ export const readCommandLine = (split: SplitArgv, root: CommandShape): CommandLi
     const eq = token.indexOf("=")
     const name = eq > 1 ? token.slice(0, eq) : token
     const inline = eq > 1 ? token.slice(eq + 1) : undefined
-    const flag = node.flags.find((f) => f.names.includes(name))
-    if (isHelp(name) && inline !== undefined) return fail(`${name} takes no value (got "${inline}")`)
+    // `--help=yes`: help is a flag that takes no value, like any other.
+    const flag = node.flags.find((f) => f.names.includes(name)) ?? (isHelp(name) ? HELP_FLAG : undefined)
     if (flag === undefined) {
       const near = didYouMean(name, [...node.flags.flatMap((f) => f.names), ...GLOBAL_FLAGS])
       return fail(`unknown flag ${name} for ${named}${near === "" ? ` ${see}` : near}`)
