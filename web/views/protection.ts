@@ -23,7 +23,7 @@ const withRedactions = (text: string): Array<Child> => {
 }
 
 const diffViewer = (diff: DiffResult, title: string): HTMLElement => {
-  const files = sideBySide(diff.patch)
+  const files = sideBySide(diff.patch, diff.files)
   return h(
     "section",
     { class: "diff", "data-files": diff.files.length },
