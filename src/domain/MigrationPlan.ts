@@ -309,6 +309,12 @@ export const planProblem = (plan: MigrationPlan): PlanProblem | undefined => {
     const v = segmentViolation(entry.id)
     if (v !== null) return at("id", `${JSON.stringify(entry.id)} ${v.message}`)
     if (seen.has(entry.id)) return at("id", `duplicate entry id ${JSON.stringify(entry.id)}`)
+    // An entry keeps its conflict copies under its id (`<id>`, `<id>.1`, `<id>.replaced` …): an id that is such a
+    // name of another would make one entry's copy look like the other's.
+    const shadowed = [...seen].find((other) => conflictOwner(entry.id, [other]) === other || conflictOwner(other, [entry.id]) === entry.id)
+    if (shadowed !== undefined) {
+      return at("id", `${JSON.stringify(entry.id)} and ${JSON.stringify(shadowed)}: one is a name the other keeps its conflict copies under (<id>.<n>, <id>.replaced); choose ids that do not extend one another so`)
+    }
     seen.add(entry.id)
     const kind: unknown = entry.kind
     if (kind !== "move" && kind !== "merge-ledger") return at("kind", `must be "move" or "merge-ledger" (got ${JSON.stringify(kind)})`)

@@ -1107,12 +1107,15 @@ const alreadyDone = (placed: Placed, planned: PlannedEntry, records: ReadonlyArr
 /**
  * The conflict copies of an entry already on disk (an earlier run's: one a crash stopped before its journal line, or
  * one finished before), as display paths: read before the entry runs, so its report and journal line name every
- * copy kept for it, not only this run's. A listing that fails is said (a warning) and names none.
+ * copy kept for it, not only this run's. Never through a link on the way (the executor refuses to keep copies
+ * through one, so none there are the plan's); a listing that fails is said (a warning) and names none.
  */
 const keptAlready = (fs: Fs, p: Placed, placed: ReadonlyArray<Placed>): Effect.Effect<ReadonlyArray<string>> =>
   Effect.gen(function*() {
     const dir = NodePath.dirname(p.conflictBase)
-    const listed = yield* fs.readDirectory(dir).pipe(Effect.either)
+    const blocked = yield* linkOnTheWay(makeIo(fs), p, [p.conflictBase]).pipe(Effect.either)
+    if (blocked._tag === "Right" && blocked.right !== undefined) return []
+    const listed = blocked._tag === "Left" ? blocked : yield* fs.readDirectory(dir).pipe(Effect.either)
     if (listed._tag === "Left") {
       if (!isNotFound(listed.left)) {
         yield* warn({

@@ -198,6 +198,8 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"], 
     if (writableBy(info.mode) === "world") return yield* unsafe(paths.stateDir(), "world-writable", `state/ is writable by every user (mode ${modeString(info.mode)})`)
   })
   const stateChain = Effect.zipRight(stateAnchor, checkChain([[stateDir, `state/${NodePath.basename(stateDir)}/`]], "read"))
+  /** The same, for taking the lock: an entry there that is not a directory is a refusal, not a failed mkdir. */
+  const lockChain = Effect.zipRight(stateAnchor, checkChain([[stateDir, `state/${NodePath.basename(stateDir)}/`]], "unsafe"))
   const archiveChain = checkChain([[paths.okfMemoryDir, "okf-memory/"], [archiveDir, "the archive directory"]], "unsafe")
 
   /**
@@ -211,8 +213,10 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"], 
       if (info === undefined) return null
       if (info.type === "SymbolicLink") return yield* unsafe(path, "symlink", "it is a symlink; the library neither reads nor writes through one")
       if (info.type !== "File") return yield* unsafe(path, "not-a-regular-file", `it is ${aFileType(info.type)}`)
-      // Another user's file would be read as this user's facts (one planted in a group-writable archive).
+      // Another user's file would be read as this user's facts (one planted in a group-writable archive), and so
+      // would one anyone may write.
       if (uid !== null && info.uid !== uid) return yield* unsafe(path, "foreign-owner", `it is owned by uid ${info.uid}, not the current user ${uid}`)
+      if (writableBy(info.mode) === "world") return yield* unsafe(path, "world-writable", `it is writable by every user (mode ${modeString(info.mode)})`)
       const bytes = yield* fs.readFile(path, { maxBytes }).pipe(
         Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(null))
       )
@@ -302,7 +306,7 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"], 
     return { user, ...archive, journal, versions: { user: userVersion, index, shards: shardVersions } }
   })
 
-  return { archiveDir, stateDir, lockPath, journalPath, shardPath, indexPath, readState, readRegular, stateChain, archiveChain }
+  return { archiveDir, stateDir, lockPath, journalPath, shardPath, indexPath, readState, readRegular, lockChain, archiveChain }
 }
 
 /** Attempts of one mutation while a file it read keeps changing under it (each re-reads everything). */
@@ -333,7 +337,7 @@ const profileContext = (deps: Deps, paths: AgentDir["Type"]["paths"], options: U
     shardBudgetBytes: options.shardBudgetBytes ?? DEFAULT_SHARD_BUDGET_BYTES,
     // The directories first: the lock is made only through real directories of this user, and not at all for
     // an archive the edit would refuse anyway.
-    acquireLock: Effect.zipRight(Effect.zipRight(reader.stateChain, reader.archiveChain), acquireLock)
+    acquireLock: Effect.zipRight(Effect.zipRight(reader.lockChain, reader.archiveChain), acquireLock)
   }
 }
 

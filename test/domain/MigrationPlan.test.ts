@@ -268,6 +268,18 @@ describe("an entry's conflict copies", () => {
     for (const stray of ["dd", "d.0", "d.01", "d.x", "ledger.replaced.0", "other", "d.replaced.x"]) assert.isUndefined(conflictOwner(stray, ids), stray)
   })
 
+  it("a plan whose entry ids extend one another as conflict copies are named (d, d.1, d.replaced) is refused", () => {
+    const move = (id: string, from: string) => ({ id, kind: "move" as const, from, to: `new/${from}` })
+    for (const [a, b] of [["d", "d.1"], ["d", "d.replaced"], ["d.replaced.2", "d"], ["x.y", "x.y.3"]] as const) {
+      const problem = planProblem({ id: "p", entries: [move(a, "a"), move(b, "b")] })
+      assert.strictEqual(problem?.field, "id", `${a} ${b}`)
+      assert.include(problem?.detail, "conflict copies", `${a} ${b}`)
+    }
+    for (const [a, b] of [["d", "dd"], ["d", "d.x"], ["d.1x", "d"], ["ledger", "ledger-replaced"]] as const) {
+      assert.isUndefined(planProblem({ id: "p", entries: [move(a, "a"), move(b, "b")] }), `${a} ${b}`)
+    }
+  })
+
   it("the journal names every copy when its last record that did not fail names each (or a path inside it)", () => {
     const record = (outcome: "moved" | "conflict-preserved" | "failed", conflicts?: Array<string>) =>
       ({ version: 1 as const, planId: "p", entryId: "d", kind: "move" as const, outcome, from: "a", to: "b", at: 0, ...(conflicts === undefined ? {} : { conflicts }) })

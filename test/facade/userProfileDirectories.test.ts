@@ -90,6 +90,17 @@ const cases: ReadonlyArray<{
   { name: "state/ writable by every user", reason: "world-writable", at: "state", finding: ["state-world-writable", "state"], make: (a) => {
     Fs.mkdirSync(Path.join(a, "state"))
     Fs.chmodSync(Path.join(a, "state"), 0o777)
+  } },
+  { name: "state/ a link to a directory every user may write in", reason: "world-writable", at: "state", make: (a, e) => {
+    Fs.chmodSync(e, 0o777)
+    Fs.symlinkSync(e, Path.join(a, "state"))
+  } },
+  { name: "USER.md writable by every user", reason: "world-writable", at: "USER.md", underTheLock: true, make: (a) => {
+    Fs.chmodSync(Path.join(a, "USER.md"), 0o666)
+  } },
+  { name: "state/user-profile a regular file", reason: "not-a-directory", at: "state/user-profile", finding: ["library-path-blocked", "state/user-profile"], make: (a) => {
+    Fs.mkdirSync(Path.join(a, "state"))
+    Fs.writeFileSync(Path.join(a, "state", "user-profile"), "x")
   } }
 ]
 

@@ -277,17 +277,16 @@ describe("random collisions (property)", () => {
 
 /**
  * Two entries with collisions: a directory whose children partly collide (kept one by one under the entry's
- * conflict directory) and a file that collides whole, plus an entry id that extends the first one's (`d.1`),
- * whose copies must never be counted as `d`'s. Crashed after every mutating step, then run to the end: the last
- * journal line of each entry names every copy of that entry on disk (the copy, or a directory holding it), and a
- * further run's report names them too.
+ * conflict directory) and a file that collides whole. Crashed after every mutating step, then run to the end: the
+ * last journal line of each entry names every copy of that entry on disk (the copy, or a directory holding it),
+ * only its own, and a further run's report names them too.
  */
 describe("a plan names every copy it kept, after a crash at any step (Memory layer)", () => {
   const plan = {
     id: "p",
     entries: [
       { id: "d", kind: "move" as const, from: "old/data", to: "state/data" },
-      { id: "d.1", kind: "move" as const, from: "old/notes.txt", to: "state/notes.txt" }
+      { id: "notes", kind: "move" as const, from: "old/notes.txt", to: "state/notes.txt" }
     ]
   }
   const seedPlan = (world: MemoryWorld) =>
@@ -308,8 +307,8 @@ describe("a plan names every copy it kept, after a crash at any step (Memory lay
   const copiesOnDisk = (world: MemoryWorld) => {
     const top = new Set(Object.keys(files(world)).filter((p) => p.startsWith(`${CONFLICTS}/`)).map((p) => p.split("/").slice(0, 4).join("/")))
     return {
-      d: [...top].filter((p) => p === `${CONFLICTS}/d` || /\/d\.[2-9]$/.test(p)),
-      "d.1": [...top].filter((p) => /\/d\.1(\.[0-9]+)?$/.test(p))
+      d: [...top].filter((p) => /\/d(\.[0-9]+)?$/.test(p)),
+      notes: [...top].filter((p) => /\/notes(\.[0-9]+)?$/.test(p))
     }
   }
   const lastJournalLines = (world: MemoryWorld) => {
@@ -341,17 +340,17 @@ describe("a plan names every copy it kept, after a crash at any step (Memory lay
         world.recover()
         for (let i = 0; i < 20 && !(yield* asProcess(world, finished)); i++) yield* TestClock.adjust(DEFAULT_STALE_UNREADABLE_MS + 1)
         const onDisk = copiesOnDisk(world)
-        assert.isAbove(onDisk.d.length + onDisk["d.1"].length, 0, `crash ${k}: nothing collided`)
+        assert.isAbove(onDisk.d.length + onDisk.notes.length, 0, `crash ${k}: nothing collided`)
         const journal = lastJournalLines(world)
         const report = yield* asProcess(world, runToolkit(plan))
-        for (const id of ["d", "d.1"] as const) {
+        for (const id of ["d", "notes"] as const) {
           for (const copy of onDisk[id]) {
             assert.isTrue(named(journal[id]?.conflicts, copy), `crash ${k}: journal of ${id} ${JSON.stringify(journal[id])} misses ${copy}`)
             const entry = report.entries.find((e) => e.id === id)!
             assert.isTrue(named(entry.conflicts, copy), `crash ${k}: report of ${id} ${JSON.stringify(entry)} misses ${copy}`)
           }
           // An entry names only its own copies.
-          const other = id === "d" ? onDisk["d.1"] : onDisk.d
+          const other = id === "d" ? onDisk.notes : onDisk.d
           for (const copy of other) assert.isFalse(named(journal[id]?.conflicts, copy), `crash ${k}: ${id} names ${copy}`)
           // Kept by this run, or found kept by a run a crash stopped before its line.
           assert.include(["conflict-preserved", "already-done"], journal[id]?.outcome, `crash ${k}: ${id}`)

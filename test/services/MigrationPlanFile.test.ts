@@ -195,3 +195,20 @@ describe("merge-ledger keeps every row (Memory)", () => {
       assert.strictEqual(f["migration-conflicts/todo-v2/items"], `[{"id":1,"t":"old"},{"id":2,"t":"two"}]`)
     }))
 })
+
+describe("copies kept earlier are read only where the plan keeps them (Memory)", () => {
+  it.effect("a symlinked state/migration-conflicts is not listed: nothing is claimed, no journal line is made up", () =>
+    Effect.gen(function*() {
+      const world = MemoryWorld.make({ journal: false })
+      yield* world.writeFixture("/elsewhere/p/d.9", "someone else's")
+      yield* world.mkdirFixture(`${AGENT}/state`)
+      yield* world.symlinkFixture("/elsewhere", `${AGENT}/state/migration-conflicts`)
+      // The source is gone: nothing to move.
+      const plan: MigrationPlan = { id: "p", entries: [{ id: "d", kind: "move", from: "a", to: "b" }] }
+      const before = snapshot(world, AGENT)
+      const report = yield* asProcess(world, runToolkit(plan))
+      assert.strictEqual(report.entries[0]!.outcome, "already-done")
+      assert.isUndefined(report.entries[0]!.conflicts)
+      assert.deepStrictEqual(snapshot(world, AGENT), before)
+    }))
+})

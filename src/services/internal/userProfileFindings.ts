@@ -42,9 +42,11 @@ export const userProfileFindings = (deps: Deps, paths: AgentPaths): Effect.Effec
       findings.push({ code: "user-profile-dead-lock", path: reader.lockPath, message: `profile lock of a dead writer (${lock.detail})`, fix: "the next profile mutation reclaims it" })
     }
     const read = yield* Effect.either(reader.readState)
-    // A world-writable state/ is the doctor's own finding (state-world-writable): one finding per problem.
+    // A world-writable state/ is the doctor's own finding (state-world-writable, a real directory's): one finding
+    // per problem. Through a link, it is this one.
     if (read._tag === "Left" && read.left._tag === "UnsafeProfile" && read.left.reason === "world-writable" && read.left.path === paths.stateDir()) {
-      return findings
+      const state = yield* deps.fs.lstat(paths.stateDir()).pipe(Effect.option)
+      if (state._tag === "Some" && state.value.type === "Directory") return findings
     }
     if (read._tag === "Left") {
       const e = read.left
