@@ -197,9 +197,11 @@ export const profileReader = (fs: Deps["fs"], paths: AgentDir["Type"]["paths"], 
     if (uid !== null && info.uid !== uid) return yield* unsafe(paths.stateDir(), "foreign-owner", `state/ is owned by uid ${info.uid}, not the current user ${uid}: its owner could swap state/${NodePath.basename(stateDir)}/`)
     if (writableBy(info.mode) === "world") return yield* unsafe(paths.stateDir(), "world-writable", `state/ is writable by every user (mode ${modeString(info.mode)})`)
   })
-  const stateChain = Effect.zipRight(stateAnchor, checkChain([[stateDir, `state/${NodePath.basename(stateDir)}/`]], "read"))
+  const stateDirChain = (blocked: "unsafe" | "read") =>
+    Effect.zipRight(stateAnchor, checkChain([[stateDir, `state/${NodePath.basename(stateDir)}/`]], blocked))
+  const stateChain = stateDirChain("read")
   /** The same, for taking the lock: an entry there that is not a directory is a refusal, not a failed mkdir. */
-  const lockChain = Effect.zipRight(stateAnchor, checkChain([[stateDir, `state/${NodePath.basename(stateDir)}/`]], "unsafe"))
+  const lockChain = stateDirChain("unsafe")
   const archiveChain = checkChain([[paths.okfMemoryDir, "okf-memory/"], [archiveDir, "the archive directory"]], "unsafe")
 
   /**
