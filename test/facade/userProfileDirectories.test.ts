@@ -69,6 +69,9 @@ const cases: ReadonlyArray<{
     Fs.mkdirSync(Path.join(a, "okf-memory"))
     Fs.symlinkSync(e, Path.join(a, "okf-memory", "user-preferences"))
   } },
+  { name: "okf-memory a regular file", reason: "not-a-directory", at: "okf-memory", make: (a) => {
+    Fs.writeFileSync(Path.join(a, "okf-memory"), "notes")
+  } },
   { name: "okf-memory writable by every user", reason: "world-writable", at: "okf-memory", make: (a) => {
     Fs.mkdirSync(Path.join(a, "okf-memory"))
     Fs.chmodSync(Path.join(a, "okf-memory"), 0o777)
@@ -128,6 +131,8 @@ describe("facade: the profile's own directories", () => {
       const found = report.findings.filter((f) => f.code === code || f.code === "user-profile-unsafe")
       // One finding for the problem: the doctor's own where it has one, else the profile's.
       assert.deepStrictEqual(found.map((f) => [f.code, f.path]), [[code, at]], JSON.stringify(report.findings))
+      // Its fix fits what was found: a link is named only for a link.
+      if (code === "user-profile-unsafe") assert.strictEqual(/\blink\b/.test(found[0]!.fix ?? ""), c.reason === "symlink", found[0]!.fix)
       await storage.close()
     })
   }

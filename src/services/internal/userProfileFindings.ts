@@ -30,6 +30,10 @@ const unsafeFix = (reason: UnsafeProfileReason, path: string): string =>
     ? `see who made it (\`ls -ldn ${shellWord(path)}\`); the profile reads and writes only this user's files and directories: if it is not yours, move it aside`
     : reason === "world-writable"
     ? `run \`chmod o-w ${shellWord(path)}\`, then check what others may have put in it`
+    : reason === "symlink"
+    ? "replace the link with the real directory or file it stands for (the profile never goes through a link)"
+    : reason === "not-a-directory" || reason === "not-a-regular-file"
+    ? "move it aside: the profile makes what it needs there"
     : LINK_FIX
 
 /** Never fails: what cannot be read is a finding. `paths` are the Doctor's `AgentDir` paths. */
