@@ -191,9 +191,9 @@ const headerPair = (text: string, sep: string): readonly [string, string] | unde
 /**
  * Rewrite the names in a patch's file headers to display paths (`a/agent/x` → `a/x`), and a name git quoted
  * (`"a/web/e/config/t\tb.json"`) or marked with a trailing tab (a name with a space) to the name itself, so the
- * screen escapes it once, as it does every other name; one holding a line break stays quoted (`patchHeaderName`). Only the headers: between `diff --git` and the first `@@`,
- * so a content line that looks like one (`--- a/x` removed) is left as it is. A header that cannot be read is
- * left as it is.
+ * screen escapes it once, as it does every other name; one holding a line break stays quoted (`patchHeaderName`).
+ * Only the headers: between `diff --git` and the first `@@`, so a content line that looks like one (`--- a/x`
+ * removed) is left as it is. A header that cannot be read is left as it is.
  */
 export const displayPatch = (patch: string): string => {
   let inHeader = false

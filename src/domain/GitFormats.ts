@@ -76,15 +76,14 @@ const C_ESCAPES: Readonly<Record<string, number>> = { a: 7, b: 8, t: 9, n: 10, v
 export const readQuotedName = (text: string, at: number): { readonly name: string; readonly end: number } | undefined => {
   if (text[at] !== "\"") return undefined
   const bytes: Array<number> = []
-  const encoder = new TextEncoder()
   for (let i = at + 1; i < text.length; i++) {
     const c = text[i]!
     if (c === "\"") return { name: nameOfBytes(Uint8Array.from(bytes)), end: i + 1 }
     if (c !== "\\") {
-      const code = text.codePointAt(i)!
-      if (code > 0xffff) i++
-      // A byte git left as is (`nameOfBytes` escaped it as U+DC80–U+DCFF) is that byte again.
-      bytes.push(...(code >= 0xdc80 && code <= 0xdcff ? [code - 0xdc00] : encoder.encode(String.fromCodePoint(code))))
+      // What git left as it is, to its bytes by the one rule (a byte that is not UTF-8 is that byte again).
+      const plain = /^[^"\\]+/.exec(text.slice(i))![0]
+      bytes.push(...bytesOfName(plain))
+      i += plain.length - 1
       continue
     }
     const next = text[++i]

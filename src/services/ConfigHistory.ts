@@ -477,11 +477,12 @@ const readableEntries = (ctx: HistoryContext, here: string, entries: ReadonlyArr
     return kept
   })
 
+const TIER_WORK_FILE_WHY = "the tier's own file (its settings lock, or the temp of a write a crash cut short), not config"
+
 /**
  * An extension's config tier, mirrored under `repoPrefix` (`web/<extId>/config`, `agent/config/extensions/<ns>`):
  * files, with environments left out, and a web-host extension's old-host state fallback (`config/state`).
  */
-const TIER_WORK_FILE_WHY = "the tier's own file (its settings lock, or the temp of a write a crash cut short), not config"
 
 const walkConfig = (
   ctx: HistoryContext,

@@ -1058,7 +1058,7 @@ const toolkitProgram = (deps: Deps, agentDir: string, plan: MigrationPlan, optio
       yield* tidyLeftovers(deps, agentDir, [journalTemp(journal)], settleJournal(fs, journal))
       // Not a safety boundary: the journal only feeds the report's history (nothing is moved or removed by it).
       const { records } = yield* readJournal(fs, journal).pipe(Effect.orElseSucceed(() => ({ records: [], bad: 0 })))
-      const kept = yield* Effect.forEach(placed, (p) => keptAlready(fs, p, placed))
+      const kept = yield* Effect.forEach(placed, (p) => keptAlready(fs, p))
       // Unless a run kept copies and stopped before its journal line: then the run below, under the marker, writes it.
       if (placed.every((p, i) => copiesRecorded(records, p.entry.id, kept[i]!))) {
         const reports: Array<EntryReport> = []
@@ -1110,7 +1110,7 @@ const alreadyDone = (placed: Placed, planned: PlannedEntry, records: ReadonlyArr
  * copy kept for it, not only this run's. Never through a link on the way (the executor refuses to keep copies
  * through one, so none there are the plan's); a listing that fails is said (a warning) and names none.
  */
-const keptAlready = (fs: Fs, p: Placed, placed: ReadonlyArray<Placed>): Effect.Effect<ReadonlyArray<string>> =>
+const keptAlready = (fs: Fs, p: Placed): Effect.Effect<ReadonlyArray<string>> =>
   Effect.gen(function*() {
     const dir = NodePath.dirname(p.conflictBase)
     const blocked = yield* linkOnTheWay(makeIo(fs), p, [p.conflictBase]).pipe(Effect.either)
@@ -1127,9 +1127,9 @@ const keptAlready = (fs: Fs, p: Placed, placed: ReadonlyArray<Placed>): Effect.E
       }
       return []
     }
-    const ids = placed.filter((q) => NodePath.dirname(q.conflictBase) === dir).map((q) => q.entry.id)
+    // The plan check refuses ids that extend one another as copy names do: a copy is the entry's by its own id.
     return listed.right
-      .filter((e) => conflictOwner(e.name, ids) === p.entry.id)
+      .filter((e) => conflictOwner(e.name, [p.entry.id]) === p.entry.id)
       .map((e) => p.display(NodePath.join(dir, e.name)))
       .sort()
   })
@@ -1157,7 +1157,7 @@ const runPlan = (
     for (const p of placed) {
       // Planned now, after the entries before it ran: the same function the dry run uses.
       const planned = yield* planEntry(fs, p)
-      const earlier = yield* keptAlready(fs, p, placed)
+      const earlier = yield* keptAlready(fs, p)
       if (planned._tag === "Absent") {
         const report = withEarlierReport(alreadyDone(p, planned, records), earlier)
         // Done by a run that kept copies and stopped before its line (a crash): the line is written now, so the

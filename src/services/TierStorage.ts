@@ -53,7 +53,7 @@ import {
 import { FileSystem } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { locate } from "./internal/locate.js"
-import { SETTINGS_LOCK, withSettingsLock } from "./internal/settingsLock.js"
+import { withSettingsLock } from "./internal/settingsLock.js"
 
 /** TD2 over a Host: the environment, home and cwd it reports. No I/O. */
 const contextOn = (host: Host["Type"]) => (extId: string, options?: ExtensionContextOptions): Effect.Effect<ExtensionContext, InvalidSegment> =>
@@ -473,14 +473,17 @@ const changeSettings = <E extends { readonly _tag: string }>(
 const configFile = (c: TiersContext, name: string) =>
   Effect.gen(function*() {
     yield* fromEither(checkFileName("name", name))
-    if (name === CONFIG_SETTINGS_FILE || name === SETTINGS_LOCK) {
+    if (name === CONFIG_SETTINGS_FILE) {
       return yield* Effect.fail(
         new InvalidArgument({ field: "name", detail: `${name} is managed by config.set/get/delete` })
       )
     }
-    // The name of a write's temp: config history would take it for the library's (isTierWorkFile) and never record it.
+    // The settings lock, or a write's temp: config history takes such a name for the library's and never records it.
     if (isTierWorkFile(name)) {
-      return yield* Effect.fail(new InvalidArgument({ field: "name", detail: `${name} has the form of the library's temp files (.<name>.tmp-<12 hex digits>)` }))
+      return yield* Effect.fail(new InvalidArgument({
+        field: "name",
+        detail: `${name} is a name of the library's own files (the settings lock, .settings.json.lock, or a write's temp, .<name>.tmp-<12 hex digits>)`
+      }))
     }
     return NodePath.join(c.dirs.configDir, name)
   })

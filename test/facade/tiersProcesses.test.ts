@@ -11,7 +11,8 @@ import { fileURLToPath } from "node:url"
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { runNode } from "../support/child.js"
 import { extensionContext, openTiers } from "../../src/facade/tiers.js"
-import { SETTINGS_LOCK, SETTINGS_LOCK_STALE_MS } from "../../src/services/internal/settingsLock.js"
+import { SETTINGS_LOCK } from "../../src/domain/Tiers.js"
+import { SETTINGS_LOCK_STALE_MS } from "../../src/services/internal/settingsLock.js"
 
 const FACADE = fileURLToPath(new URL("../../dist/bundle/promise.mjs", import.meta.url))
 const temps: Array<string> = []

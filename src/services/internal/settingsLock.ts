@@ -21,7 +21,6 @@ import type { FileVersion } from "../../domain/FileChange.js"
 import type { FileSystem } from "../FileSystem.js"
 import { nonce } from "./deps.js"
 
-export { SETTINGS_LOCK }
 export const SETTINGS_LOCK_STALE_MS = 10_000
 export const SETTINGS_LOCK_WAIT_MS = 30_000
 
