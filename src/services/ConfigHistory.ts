@@ -74,7 +74,7 @@ import { depsFromContext, nonce, selfIdentity } from "./internal/deps.js"
 import { sameBytes } from "../domain/Bytes.js"
 import { ProcessRunner } from "./ProcessRunner.js"
 import { UsageRecorder } from "./UsageHistory.js"
-import { type Git, HISTORY_ATTRIBUTES, makeGit, NO_DIFF_PROGRAMS } from "./internal/git.js"
+import { type Git, type GitCall, HISTORY_ATTRIBUTES, makeGit, NO_DIFF_PROGRAMS } from "./internal/git.js"
 import {
   findPackedRef,
   gitRefusesPath,
@@ -245,7 +245,10 @@ export class ConfigHistory extends Context.Tag("pi-agent-storage/ConfigHistory")
   readonly snapshot: (o?: { readonly message?: string | undefined }) => Effect.Effect<SnapshotResult, ConfigHistoryError>
   /** Newest first. */
   readonly log: (o?: { readonly limit?: number | undefined }) => Effect.Effect<ReadonlyArray<LogEntry>, ConfigHistoryError>
-  /** Without `to`: against the live files; without `from`: from the newest revision. */
+  /**
+   * Without `to`: against the live files, as the next snapshot would record them (a read: no lock, nothing written
+   * in the history; a scratch index under `$TMPDIR`); without `from`: from the newest revision.
+   */
   readonly diff: (o?: { readonly from?: string | undefined; readonly to?: string | undefined }) => Effect.Effect<DiffResult, ConfigHistoryError>
   /** Restore a revision's files as a new revision (history is never rewritten). */
   readonly rollback: (revision: string) => Effect.Effect<RollbackResult, ConfigHistoryError>
@@ -298,6 +301,9 @@ const historyContext = (options: ConfigHistoryOptions) =>
     const excludePath = NodePath.join(gitDir, "info", "exclude")
     const excludeBytes = historyExcludeBytes()
     const lockPath = NodePath.join(dir, HISTORY_LOCK)
+    // A live diff's scratch directory (`withScratch`), as every Unix program finds one.
+    const tmpFromEnv = host.env("TMPDIR")
+    const tmpDir = tmpFromEnv !== undefined && NodePath.isAbsolute(tmpFromEnv) ? tmpFromEnv : "/tmp"
     /** Only a history with the defaults the CLI runs with records a clean scan the CLI may trust. */
     const defaults = options.denylist === undefined && options.configBudgetBytes === undefined
     return {
@@ -323,7 +329,8 @@ const historyContext = (options: ConfigHistoryOptions) =>
       attributesBytes,
       excludePath,
       excludeBytes,
-      lockPath
+      lockPath,
+      tmpDir
     }
   })
 
@@ -976,7 +983,8 @@ const snapshotLocked = (ctx: HistoryContext, message: string) =>
     let revision: string | null = null
     let changedPaths: ReadonlyArray<string> = []
     // What git will commit, asked of git: the mirror is ours, but a person may have edited it or committed by hand.
-    // This root's scopes only: another root's staged change (its live diff, its interrupted snapshot) is its own.
+    // This root's scopes only: another root's staged change (its interrupted snapshot, or an earlier version's
+    // interrupted live diff) is its own.
     let othersStaged = false
     if (staged !== "none") {
       const diff = yield* git(ctx, ["diff", "--cached", "--name-only", "--no-renames", ...NO_DIFF_PROGRAMS, "-z", ...(before === null ? [] : [before]), "--"])
@@ -1018,7 +1026,8 @@ const othersMirrorDirty = (ctx: HistoryContext) =>
 /**
  * Commit this root's staged change. With nothing else staged (the usual case) that is the index; else a
  * temporary index of `before` with this root's scopes as the index stages them, so another root's staged
- * change (its live diff, its interrupted snapshot) stays staged for that root, out of this revision.
+ * change (its interrupted snapshot, or an earlier version's interrupted live diff) stays staged for that root,
+ * out of this revision.
  */
 const commitOwn = (ctx: HistoryContext, message: string, before: string | null, othersStaged: boolean) =>
   Effect.gen(function*() {
@@ -1296,11 +1305,11 @@ const diff = (ctx: HistoryContext, o: { readonly from?: string | undefined; read
   Effect.gen(function*() {
     const from = o.from !== undefined ? yield* resolve(ctx, o.from) : (yield* head(ctx)) ?? EMPTY_TREE
     const to = o.to !== undefined ? yield* resolve(ctx, o.to) : undefined
-    const compare = (range: ReadonlyArray<string>) =>
+    const compare = (range: ReadonlyArray<string>, scratch: ScratchCall = {}) =>
       Effect.gen(function*() {
-        const names = yield* git(ctx, ["diff", "--name-only", "--no-renames", ...NO_DIFF_PROGRAMS, "-z", ...range, "--", ...ctx.scopes], { read: true })
+        const names = yield* git(ctx, ["diff", "--name-only", "--no-renames", ...NO_DIFF_PROGRAMS, "-z", ...range, "--", ...ctx.scopes], { ...scratch, read: true })
           .pipe(damagedOn128(ctx, "the revisions compared"))
-        const patch = yield* git(ctx, ["diff", "--no-color", "--no-renames", ...NO_DIFF_PROGRAMS, ...range, "--", ...ctx.scopes], { read: true })
+        const patch = yield* git(ctx, ["diff", "--no-color", "--no-renames", ...NO_DIFF_PROGRAMS, ...range, "--", ...ctx.scopes], { ...scratch, read: true })
           .pipe(damagedOn128(ctx, "the revisions compared"))
         // The patch is text for a person; a byte that is not UTF-8 is kept (escaped), never replaced.
         return { files: (yield* nulPaths(ctx, "diff --name-only", names.stdout)).map(displayOfRepoPath), patch: displayPatch(nameOfBytes(patch.stdout)) }
@@ -1314,33 +1323,69 @@ const diff = (ctx: HistoryContext, o: { readonly from?: string | undefined; read
         .sort((a, b) => byteOrder(a.repoPath, b.repoPath))
       return { files: files.map((f) => f.display), patch: newFilesPatch(files) }
     }
-    // Against the live files: stage them in the history's index (never a commit), compare it, then put back what
-    // was staged, so a diff leaves the history as it found it (another root's snapshot, the stat cache and the
-    // CLI's clean-scan answer see no pending change). After an interrupted run, what is staged stays for recovery.
-    return yield* withLock(ctx, Effect.gen(function*() {
-      const current = yield* head(ctx)
-      yield* requireWebRoot(ctx, current)
-      const { staged } = yield* stageLocked(ctx, yield* plan(ctx))
-      const seen = yield* compare(["--cached", from])
-      if (staged === "exact") yield* unstage(ctx, current)
-      return seen
-    }))
+    // Against the live files, in an index, work tree and object store of its own outside the history (the
+    // history's objects as its alternate): the head, with this root's live files as a snapshot would record
+    // them. The history is only read: no lock, nothing staged or pending, whatever happens to this process.
+    const current = yield* head(ctx)
+    yield* requireWebRoot(ctx, current)
+    const live = yield* scanLive(ctx, undefined)
+    return yield* withScratch(ctx, (dir) =>
+      Effect.gen(function*() {
+        const workTree = NodePath.join(dir, "tree")
+        const indexFile = NodePath.join(dir, "index")
+        const scratch = { workTree, objectDir: NodePath.join(dir, "objects") }
+        const call = { indexFile, scratch }
+        yield* ctx.fs.makeDirectory(workTree, { mode: 0o700 })
+        yield* ctx.fs.makeDirectory(scratch.objectDir, { mode: 0o700 })
+        yield* git(ctx, current === null ? ["read-tree", "--empty"] : ["read-tree", current], call)
+        const paths = new Set<string>()
+        for (const file of live.files) {
+          // (Without a stat cache every file is read.)
+          if (file.stored === undefined) continue
+          const at = NodePath.join(workTree, ...file.repoPath.split("/"))
+          yield* ctx.fs.makeDirectory(NodePath.dirname(at), { recursive: true })
+          yield* ctx.fs.writeFileExclusive(at, file.stored)
+          paths.add(file.repoPath)
+        }
+        // What the head holds here and the live tree no longer does is gone; a file skipped now keeps its
+        // recorded copy, as a snapshot keeps it.
+        const indexed = yield* git(ctx, ["ls-files", "-z", "--", ...ctx.scopes], { ...call, read: true })
+        for (const path of yield* nulPaths(ctx, "ls-files", indexed.stdout)) {
+          if (!live.skippedRepoPaths.has(path)) paths.add(path)
+        }
+        // The live files' objects are written to the scratch store alone (`writing`: none of the history's touched).
+        if (paths.size > 0) {
+          yield* git(ctx, ["update-index", "--add", "--remove", "--replace", "-z", "--stdin"], {
+            indexFile,
+            scratch: { ...scratch, writing: true },
+            stdin: nulPathsInput(paths)
+          })
+        }
+        return yield* compare(["--cached", from], call)
+      }))
   })
 
+/** A git call's own index and scratch store (`GitCall`), for a live diff. */
+type ScratchCall = Pick<GitCall, "indexFile" | "scratch">
+
 /**
- * Bring the index and the mirror back to `current` (the head; `null`: none yet) and drop the pending marker:
- * what a live diff staged, when nothing was pending before it (so the index and mirror equalled the head).
+ * A directory of this call's own outside the history, under `$TMPDIR` (else /tmp) by a random name, made 0700
+ * (never one that was there already), and removed afterwards however `use` ended; one that cannot be removed
+ * is a warning naming it.
  */
-const unstage = (ctx: HistoryContext, current: string | null) =>
-  Effect.gen(function*() {
-    yield* git(ctx, current === null ? ["read-tree", "--empty"] : ["read-tree", current])
-    if (current !== null) yield* git(ctx, ["checkout-index", "-a", "-f", "-u"])
-    const added = yield* git(ctx, ["ls-files", "--others", "--exclude-standard", "-z", "--", ...ctx.scopes], { read: true })
-    for (const path of yield* nulPaths(ctx, "ls-files --others", added.stdout)) {
-      yield* ctx.fs.removeFile(inDir(ctx, ...path.split("/"))).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
-    }
-    yield* ctx.fs.removeFile(ctx.pendingPath).pipe(Effect.catchIf((e) => e.reason === "NotFound", () => Effect.void))
-  })
+const withScratch = <A, E>(ctx: HistoryContext, use: (dir: string) => Effect.Effect<A, E>) =>
+  Effect.acquireUseRelease(
+    Effect.flatMap(nonce, (id) => {
+      const dir = NodePath.join(ctx.tmpDir, `pi-storage-diff-${id}`)
+      return Effect.as(ctx.fs.makeDirectory(dir, { mode: 0o700 }), dir)
+    }),
+    use,
+    (dir) =>
+      ctx.fs.removeTree(dir, { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }).pipe(
+        Effect.flatMap((r) => r.complete ? Effect.void : Effect.fail(`${r.removedEntries} entries removed, the rest left`)),
+        Effect.catchAll((e) => Effect.logWarning(`config history: could not remove the diff's scratch directory ${dir}: ${typeof e === "string" ? e : e.message}`))
+      )
+  )
 
 /**
  * A web data root with a mirror of its own (`web-<id>`: not the one `web/` holds) was never looked at before

@@ -9,7 +9,8 @@ import * as Http from "node:http"
 import * as Net from "node:net"
 import * as Path from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { type RunningUi, seedAgentDir, startUi } from "../support/dashboard.js"
+import { CLI, type RunningUi, seedAgentDir, startUi } from "../support/dashboard.js"
+import { runNode } from "../support/child.js"
 import { scratchDirs } from "../support/scratchDirs.js"
 
 const scratch = scratchDirs()
@@ -251,5 +252,44 @@ describe("pi-storage ui --read-only on a new agent dir", () => {
       await server.stop()
     }
     assert.deepStrictEqual(picture(), before)
+  })
+
+  it("with a config history and live changes: every page, the live diff included, changes nothing anywhere", async () => {
+    const root = scratch("pi-storage-ui-history-")
+    const agent = Path.join(root, "agent")
+    const web = Path.join(root, "web")
+    const tmp = scratch("pi-storage-ui-tmp-")
+    Fs.mkdirSync(Path.join(web, "e", "config"), { recursive: true })
+    Fs.mkdirSync(agent)
+    Fs.writeFileSync(Path.join(agent, "settings.json"), "{\"theme\":\"dark\"}\n")
+    Fs.writeFileSync(Path.join(web, "e", "config", "a.json"), "{}\n")
+    const snapshot = await runNode(CLI, ["--agent-dir", agent, "config", "snapshot", "--web-data-root", web])
+    assert.strictEqual(snapshot.code, 0, snapshot.stderr)
+    Fs.writeFileSync(Path.join(agent, "settings.json"), "{\"theme\":\"light\"}\n")
+    Fs.rmSync(Path.join(web, "e", "config", "a.json"))
+    Fs.writeFileSync(Path.join(web, "e", "config", "b.json"), "{\"b\":1}\n")
+    /** Every entry with its size and mtime: a write anywhere (the history's index, its objects, a lock) shows. */
+    const picture = () =>
+      (Fs.readdirSync(root, { recursive: true }) as Array<string>).sort().map((rel) => {
+        const st = Fs.lstatSync(Path.join(root, rel))
+        return `${rel} ${st.size} ${st.mtimeMs} ${st.ino}`
+      })
+    const before = picture()
+    const server = await startUi(["--agent-dir", agent, "ui", "--read-only", "--web-data-root", web, "--root", Path.join(root, "backups")], { ...process.env, TMPDIR: tmp })
+    try {
+      const session = await sessionOf(server)
+      const headers = { host: `127.0.0.1:${server.port}`, cookie: session.cookie }
+      for (const path of ["/", "/api/status", "/api/map", "/api/doctor", "/api/protection", "/api/config", "/api/config/diff"]) {
+        assert.strictEqual((await request(server.port, { path, headers })).status, 200, path)
+      }
+      const diff = JSON.parse((await request(server.port, { path: "/api/config/diff", headers })).body)
+      assert.deepStrictEqual(diff.files, ["settings.json", "e/config/a.json", "e/config/b.json"])
+      assert.include(diff.patch, "-{\"theme\":\"dark\"}\n+{\"theme\":\"light\"}\n")
+      assert.include(diff.patch, "diff --git a/e/config/a.json b/e/config/a.json\ndeleted file mode 100644\n")
+    } finally {
+      await server.stop()
+    }
+    assert.deepStrictEqual(picture(), before)
+    assert.deepStrictEqual(Fs.readdirSync(tmp), [], "the live diff left its scratch directory")
   })
 })

@@ -20,19 +20,23 @@ export const tempRoot = Effect.acquireRelease(
   (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
 )
 
-/** The Node host, with `PATH` as given (where the test puts a wrapper in front of the real git). */
-const hostWithPath = (pathVar: string) =>
-  Layer.effect(Host, Effect.map(Host, (host) => ({ ...host, env: (name: string) => (name === "PATH" ? pathVar : host.env(name)) }))).pipe(
+/**
+ * The Node host with some variables as given: `PATH` (where the test puts a wrapper in front of the real git),
+ * `TMPDIR` (where a live diff's scratch directory goes).
+ */
+const hostWithEnv = (vars: Readonly<Record<string, string>>) =>
+  Layer.effect(Host, Effect.map(Host, (host) => ({ ...host, env: (name: string) => (name in vars ? vars[name] : host.env(name)) }))).pipe(
     Layer.provide(NodeHost.layer)
   )
 
-export const historyLayer = (agentDir: string, options: ConfigHistoryOptions = {}, pathVar?: string) => {
-  const world = Layer.mergeAll(NodeFileSystem.layer, pathVar === undefined ? NodeHost.layer : hostWithPath(pathVar), NodeProcessRunner.layer)
+export const historyLayer = (agentDir: string, options: ConfigHistoryOptions = {}, pathVar?: string, tmpDir?: string) => {
+  const vars = { ...(pathVar === undefined ? {} : { PATH: pathVar }), ...(tmpDir === undefined ? {} : { TMPDIR: tmpDir }) }
+  const world = Layer.mergeAll(NodeFileSystem.layer, Object.keys(vars).length === 0 ? NodeHost.layer : hostWithEnv(vars), NodeProcessRunner.layer)
   return ConfigHistory.layerWith(options).pipe(Layer.provide(Layer.merge(world, AgentDir.layerWith(agentDir).pipe(Layer.provide(world)))))
 }
 
 /** A fixture: agent dir, web data root, and the service. */
-export const setup = (options: ConfigHistoryOptions & { readonly web?: boolean; readonly pathVar?: string } = {}) =>
+export const setup = (options: ConfigHistoryOptions & { readonly web?: boolean; readonly pathVar?: string; readonly tmpDir?: string } = {}) =>
   Effect.gen(function*() {
     const root = yield* tempRoot
     const agent = NodePath.join(root, "agent")
@@ -40,8 +44,8 @@ export const setup = (options: ConfigHistoryOptions & { readonly web?: boolean; 
     fs.mkdirSync(agent, { recursive: true })
     // The web data root is always the fixture's own, never the default under the real home (TD1: history
     // always covers one); `web: true` only says the test writes extension config there.
-    const { pathVar, web: _web, ...rest } = options
-    const history = yield* Effect.provide(ConfigHistory, historyLayer(agent, { webDataRoot: web, ...rest }, pathVar))
+    const { pathVar, tmpDir, web: _web, ...rest } = options
+    const history = yield* Effect.provide(ConfigHistory, historyLayer(agent, { webDataRoot: web, ...rest }, pathVar, tmpDir))
     const write = (rel: string, content: string) => {
       const p = NodePath.join(root, rel)
       fs.mkdirSync(NodePath.dirname(p), { recursive: true })

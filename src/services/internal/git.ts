@@ -113,6 +113,13 @@ export interface GitCall {
   readonly nowMs?: number
   /** An index of the caller's own instead of the repository's (GIT_INDEX_FILE): a commit of part of what is staged. */
   readonly indexFile?: string
+  /**
+   * A work tree and an object store of the caller's own (GIT_OBJECT_DIRECTORY): new objects go there, never into
+   * the repository (a live diff writes nothing in the history). The repository's objects are its alternate for
+   * reading unless `writing`: git freshens (touches) an object it finds already stored when asked to write it,
+   * an alternate's too.
+   */
+  readonly scratch?: { readonly workTree: string; readonly objectDir: string; readonly writing?: boolean }
 }
 
 export type Git = (args: ReadonlyArray<string>, call?: GitCall) => Effect.Effect<GitResult, GitFailed>
@@ -133,18 +140,21 @@ export const makeGit = (input: {
   readonly pathVar: string | undefined
 }): Git => {
   const globals = gitGlobalArgs(input.gitDir, input.workTree)
+  const objects = `${input.gitDir}/objects`
   return (args, call = {}) => {
     const named = `git ${args.join(" ")}`.slice(0, 200)
     const failed = (exitCode: number, stderr: string, cause?: ProcessFailed) =>
       new GitFailed(cause === undefined ? { command: named, exitCode, stderr } : { command: named, exitCode, stderr, cause })
     return input.runner.run({
       command: "git",
-      args: [...globals, ...args],
+      args: [...(call.scratch === undefined ? globals : gitGlobalArgs(input.gitDir, call.scratch.workTree)), ...args],
       env: {
         ...gitEnvironment({ pathVar: input.pathVar, read: call.read === true, nowMs: call.nowMs }),
-        ...(call.indexFile === undefined ? {} : { GIT_INDEX_FILE: call.indexFile })
+        ...(call.indexFile === undefined ? {} : { GIT_INDEX_FILE: call.indexFile }),
+        ...(call.scratch === undefined ? {} : { GIT_OBJECT_DIRECTORY: call.scratch.objectDir }),
+        ...(call.scratch === undefined || call.scratch.writing === true ? {} : { GIT_ALTERNATE_OBJECT_DIRECTORIES: objects })
       },
-      cwd: input.workTree,
+      cwd: call.scratch?.workTree ?? input.workTree,
       stdin: call.stdin,
       maxStdoutBytes: call.maxOutputBytes ?? GIT_OUTPUT_MAX,
       maxStderrBytes: STDERR_MAX

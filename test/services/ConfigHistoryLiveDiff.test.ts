@@ -1,0 +1,127 @@
+/**
+ * A live `config diff` once the history exists is a read: no lock, nothing staged or pending, the history's
+ * directory and the live files exactly as they were (the dashboard's `--read-only` pages call it). Its index and
+ * new objects go to a scratch directory under `$TMPDIR`, gone afterwards; and what it shows is what the next
+ * snapshot records, held against real git.
+ */
+import * as crypto from "node:crypto"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as NodePath from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as fc from "effect/FastCheck"
+import { setup } from "./configHistorySupport.js"
+
+/** Every entry under `root` with what a write would change: type, mode, size, mtime, inode, content. */
+const treeState = (root: string): Array<string> => {
+  const out: Array<string> = []
+  const walk = (dir: string) => {
+    for (const name of fs.readdirSync(dir).sort()) {
+      const path = NodePath.join(dir, name)
+      const st = fs.lstatSync(path)
+      const content = st.isFile() ? crypto.createHash("sha256").update(fs.readFileSync(path)).digest("hex") : ""
+      out.push(`${NodePath.relative(root, path)} ${st.mode.toString(8)} ${st.size} ${st.mtimeMs} ${st.ino} ${content}`)
+      if (st.isDirectory()) walk(path)
+    }
+  }
+  walk(root)
+  return out
+}
+
+const scratchRoot = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(NodePath.join(os.tmpdir(), "cfg-diff-tmp-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+/** Files of both roots, some names git quotes; each is kept, changed, removed or (when absent) added. */
+const NAMES = ["agent/settings.json", "web/e/config/a.txt", "web/e/config/b.bin", "web/e/config/q\"x.txt", "web/f/config/deep/n.txt"] as const
+const content = fc.oneof(fc.string({ maxLength: 20 }), fc.constantFrom("\u0000bin", "no newline", "line\n", "\r\n"))
+const fate = fc.oneof(fc.constant({ _tag: "keep" as const }), fc.constant({ _tag: "remove" as const }), content.map((text) => ({ _tag: "write" as const, text })))
+
+const writeFile = (root: string, rel: string, text: string) => {
+  const path = NodePath.join(root, rel)
+  fs.mkdirSync(NodePath.dirname(path), { recursive: true })
+  // The agent's settings.json is read as JSON: its text goes in a string.
+  fs.writeFileSync(path, rel === "agent/settings.json" ? JSON.stringify({ text }) : text)
+}
+
+describe("a live config diff with a history", () => {
+  it.effect.prop("changes nothing, leaves no scratch, and shows what the next snapshot records", [
+    fc.array(fc.option(content, { nil: undefined }), { minLength: NAMES.length, maxLength: NAMES.length }),
+    fc.array(fate, { minLength: NAMES.length, maxLength: NAMES.length })
+  ], ([initial, fates]) =>
+    Effect.scoped(Effect.gen(function*() {
+      const tmp = yield* scratchRoot
+      const fx = yield* setup({ tmpDir: tmp })
+      // The agent's settings.json is always there at first, so the first snapshot makes a revision.
+      NAMES.forEach((rel, i) => {
+        const text = i === 0 ? initial[0] ?? "" : initial[i]
+        if (text !== undefined) writeFile(fx.root, rel, text)
+      })
+      yield* fx.history.snapshot()
+      const head = (yield* fx.history.status()).head!
+      NAMES.forEach((rel, i) => {
+        const f = fates[i]!
+        if (f._tag === "write") writeFile(fx.root, rel, f.text)
+        else if (f._tag === "remove") fs.rmSync(NodePath.join(fx.root, rel), { force: true })
+      })
+      const before = treeState(fx.root)
+      const live = yield* fx.history.diff()
+      const after = treeState(fx.root)
+      assert.deepStrictEqual(after.filter((l) => !before.includes(l)), [], `the live diff changed a file of the agent dir, the web root or the history (was: ${before.filter((l) => !after.includes(l)).join("; ")})`)
+      assert.deepStrictEqual(fs.readdirSync(tmp), [], "the live diff left its scratch directory")
+      const recorded = yield* fx.history.snapshot()
+      assert.deepStrictEqual(live, yield* fx.history.diff({ from: head, to: recorded.revision ?? head }))
+      assert.strictEqual(live.files.length === 0, recorded.revision === null)
+    })), { fastCheck: { numRuns: 25 } })
+
+  it.effect("does not wait for the history's lock: a diff inside a change sees the live files", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const tmp = yield* scratchRoot
+      const fx = yield* setup({ tmpDir: tmp, lockWaitMs: 300 })
+      fx.write("agent/settings.json", "{\"theme\":\"dark\"}\n")
+      yield* fx.history.snapshot()
+      // `change` holds the lock while its effect runs (after recording the files as they were); a diff that took it
+      // would wait, then fail busy.
+      const seen = yield* fx.history.change("theme", Effect.zipRight(
+        Effect.sync(() => fx.write("agent/settings.json", "{\"theme\":\"light\"}\n")),
+        fx.history.diff()
+      ))
+      assert.deepStrictEqual(seen.files, ["settings.json"])
+      assert.include(seen.patch, "-{\"theme\":\"dark\"}\n+{\"theme\":\"light\"}\n")
+      assert.deepStrictEqual(fs.readdirSync(tmp), [])
+    })))
+
+  it.effect("a $TMPDIR that is not there is a typed error naming it, and nothing changes", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const tmp = yield* scratchRoot
+      const missing = NodePath.join(tmp, "gone")
+      const fx = yield* setup({ tmpDir: missing })
+      fx.write("web/e/config/a.txt", "one\n")
+      yield* fx.history.snapshot()
+      fx.write("web/e/config/a.txt", "two\n")
+      const before = treeState(fx.root)
+      const failed = yield* Effect.flip(fx.history.diff())
+      assert.strictEqual(failed._tag, "FileSystemError")
+      assert.include(failed.message, missing)
+      assert.deepStrictEqual(treeState(fx.root), before)
+      assert.isFalse(fs.existsSync(missing))
+    })))
+
+  it.effect("a config file named .gitattributes changes nothing: the bytes are shown as the snapshot records them", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const tmp = yield* scratchRoot
+      const fx = yield* setup({ tmpDir: tmp })
+      fx.write("web/e/config/a.txt", "one\r\n")
+      yield* fx.history.snapshot()
+      const head = (yield* fx.history.status()).head!
+      fx.write("web/e/config/.gitattributes", "* text eol=crlf filter=lfs diff=x\n")
+      fx.write("web/e/config/a.txt", "one\r\ntwo\n")
+      const live = yield* fx.history.diff()
+      const recorded = yield* fx.history.snapshot()
+      assert.deepStrictEqual(live, yield* fx.history.diff({ from: head, to: recorded.revision! }))
+      assert.include(live.patch, " one\r\n+two\n")
+      assert.deepStrictEqual(fs.readdirSync(tmp), [])
+    })))
+})
