@@ -1324,11 +1324,12 @@ const diff = (ctx: HistoryContext, o: { readonly from?: string | undefined; read
       return { files: files.map((f) => f.display), patch: newFilesPatch(files) }
     }
     // Against the live files, in an index, work tree and object store of its own outside the history (the
-    // history's objects as its alternate): the head, with this root's live files as a snapshot would record
+    // history's objects as its alternate): the head, with this root's files as the next snapshot would record
     // them. The history is only read: no lock, nothing staged or pending, whatever happens to this process.
     const current = yield* head(ctx)
     yield* requireWebRoot(ctx, current)
-    const live = yield* scanLive(ctx, undefined)
+    // The snapshot's own reading: a file the stat cache proves unchanged is the head's copy (`stored` undefined).
+    const live = (yield* plan(ctx)).live
     return yield* withScratch(ctx, (dir) =>
       Effect.gen(function*() {
         const workTree = NodePath.join(dir, "tree")
@@ -1338,27 +1339,43 @@ const diff = (ctx: HistoryContext, o: { readonly from?: string | undefined; read
         yield* ctx.fs.makeDirectory(workTree, { mode: 0o700 })
         yield* ctx.fs.makeDirectory(scratch.objectDir, { mode: 0o700 })
         yield* git(ctx, current === null ? ["read-tree", "--empty"] : ["read-tree", current], call)
-        const paths = new Set<string>()
-        for (const file of live.files) {
-          // (Without a stat cache every file is read.)
-          if (file.stored === undefined) continue
-          const at = NodePath.join(workTree, ...file.repoPath.split("/"))
-          yield* ctx.fs.makeDirectory(NodePath.dirname(at), { recursive: true })
-          yield* ctx.fs.writeFileExclusive(at, file.stored)
-          paths.add(file.repoPath)
-        }
-        // What the head holds here and the live tree no longer does is gone; a file skipped now keeps its
-        // recorded copy, as a snapshot keeps it.
+        const put = (repoPath: string, bytes: Uint8Array) =>
+          Effect.gen(function*() {
+            const at = NodePath.join(workTree, ...repoPath.split("/"))
+            yield* ctx.fs.makeDirectory(NodePath.dirname(at), { recursive: true })
+            yield* ctx.fs.writeFileExclusive(at, bytes)
+          })
+        // Removals before writes, as the snapshot stages them: a file the live tree turned into a directory (or
+        // the reverse) leaves the index before what replaces it goes in.
+        const removed: Array<string> = []
+        const written: Array<string> = []
+        const tracked = new Set(live.files.map((f) => f.repoPath))
         const indexed = yield* git(ctx, ["ls-files", "-z", "--", ...ctx.scopes], { ...call, read: true })
         for (const path of yield* nulPaths(ctx, "ls-files", indexed.stdout)) {
-          if (!live.skippedRepoPaths.has(path)) paths.add(path)
+          if (!tracked.has(path) && !live.skippedRepoPaths.has(path)) removed.push(path)
+        }
+        // A file skipped now keeps the copy the snapshot keeps: its mirrored one (the head's, unless an
+        // interrupted snapshot left another), or none.
+        for (const path of live.skippedRepoPaths) {
+          const kept = yield* readMirror(ctx, path)
+          if (kept === undefined) {
+            removed.push(path)
+          } else {
+            yield* put(path, kept)
+            written.push(path)
+          }
+        }
+        for (const file of live.files) {
+          if (file.stored === undefined) continue
+          yield* put(file.repoPath, file.stored)
+          written.push(file.repoPath)
         }
         // The live files' objects are written to the scratch store alone (`writing`: none of the history's touched).
-        if (paths.size > 0) {
+        if (removed.length + written.length > 0) {
           yield* git(ctx, ["update-index", "--add", "--remove", "--replace", "-z", "--stdin"], {
             indexFile,
             scratch: { ...scratch, writing: true },
-            stdin: nulPathsInput(paths)
+            stdin: nulPathsInput([...removed, ...written])
           })
         }
         return yield* compare(["--cached", from], call)

@@ -11,7 +11,9 @@ import * as NodePath from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fc from "effect/FastCheck"
-import { setup } from "./configHistorySupport.js"
+import { PENDING_MARKER } from "../../src/domain/ConfigHistoryLayout.js"
+import { ConfigHistory } from "../../src/services/ConfigHistory.js"
+import { historyLayer, rawGit, setup, tempRoot } from "./configHistorySupport.js"
 
 /** Every entry under `root` with what a write would change: type, mode, size, mtime, inode, content. */
 const treeState = (root: string): Array<string> => {
@@ -123,5 +125,95 @@ describe("a live config diff with a history", () => {
       assert.deepStrictEqual(live, yield* fx.history.diff({ from: head, to: recorded.revision! }))
       assert.include(live.patch, " one\r\n+two\n")
       assert.deepStrictEqual(fs.readdirSync(tmp), [])
+    })))
+
+  it.effect("an agent dir whose path holds a colon (git's list separator for alternates)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const tmp = yield* scratchRoot
+      const root = yield* tempRoot
+      const agent = NodePath.join(root, "ag:ent")
+      fs.mkdirSync(agent)
+      const history = yield* Effect.provide(ConfigHistory, historyLayer(agent, { webDataRoot: NodePath.join(root, "web") }, undefined, tmp))
+      fs.writeFileSync(NodePath.join(agent, "settings.json"), "{\"a\":1}\n")
+      yield* history.snapshot()
+      fs.writeFileSync(NodePath.join(agent, "settings.json"), "{\"a\":2}\n")
+      const live = yield* history.diff()
+      assert.deepStrictEqual(live.files, ["settings.json"])
+      assert.include(live.patch, "-{\"a\":1}\n+{\"a\":2}\n")
+    })))
+
+  it.effect("a file turned into a directory, and a directory into a file: shown as the snapshot records them", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const tmp = yield* scratchRoot
+      const fx = yield* setup({ tmpDir: tmp })
+      fx.write("web/e/config/x", "one\n")
+      fx.write("web/e/config/d/y", "two\n")
+      yield* fx.history.snapshot()
+      const head = (yield* fx.history.status()).head!
+      fs.rmSync(NodePath.join(fx.web, "e/config/x"))
+      fs.rmSync(NodePath.join(fx.web, "e/config/d"), { recursive: true })
+      fx.write("web/e/config/x/z", "three\n")
+      fx.write("web/e/config/d", "four\n")
+      const live = yield* fx.history.diff()
+      const recorded = yield* fx.history.snapshot()
+      assert.deepStrictEqual(live.files, ["e/config/d", "e/config/d/y", "e/config/x", "e/config/x/z"])
+      assert.deepStrictEqual(live, yield* fx.history.diff({ from: head, to: recorded.revision! }))
+    })))
+
+  // On the real clock: the stat cache trusts a file older than the time it was recorded.
+  it.live("a change the stat cache cannot see (same size, time and inode) is not shown, as status and snapshot do not see it", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const tmp = yield* scratchRoot
+      const fx = yield* setup({ tmpDir: tmp })
+      const file = NodePath.join(fx.agent, "settings.json")
+      fx.write("agent/settings.json", "{\"v\":\"aaaa\"}\n")
+      const old = new Date("2020-01-01T00:00:00Z")
+      fs.utimesSync(file, old, old)
+      yield* fx.history.snapshot()
+      const fd = fs.openSync(file, "r+")
+      fs.writeSync(fd, "{\"v\":\"bbbb\"}\n", 0)
+      fs.closeSync(fd)
+      fs.utimesSync(file, old, old)
+      assert.isFalse((yield* fx.history.status()).dirty)
+      assert.deepStrictEqual(yield* fx.history.diff(), { files: [], patch: "" })
+      assert.strictEqual((yield* fx.history.snapshot()).revision, null)
+    })))
+
+  it.effect("after an interrupted snapshot, a file skipped now is shown with the copy the snapshot keeps (the mirror's)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const tmp = yield* scratchRoot
+      const fx = yield* setup({ tmpDir: tmp })
+      fx.write("agent/settings.json", "{}\n")
+      fx.write("agent/config/extensions/ns/x", "v1\n")
+      yield* fx.history.snapshot()
+      const head = (yield* fx.history.status()).head!
+      // A snapshot that died after writing its mirror and staging it.
+      const dir = fx.history.dir
+      fs.writeFileSync(NodePath.join(dir, "agent/config/extensions/ns/x"), "v2\n")
+      fs.writeFileSync(NodePath.join(dir, PENDING_MARKER), "")
+      rawGit(dir, ["add", "agent/config/extensions/ns/x"])
+      // The live file is now a link: skipped, so the snapshot keeps what the mirror holds.
+      fs.rmSync(NodePath.join(fx.agent, "config/extensions/ns/x"))
+      fs.symlinkSync("/etc/hostname", NodePath.join(fx.agent, "config/extensions/ns/x"))
+      const before = treeState(fx.root)
+      const live = yield* fx.history.diff()
+      assert.deepStrictEqual(treeState(fx.root), before)
+      const recorded = yield* fx.history.snapshot()
+      assert.deepStrictEqual(live.files, ["config/extensions/ns/x"])
+      assert.deepStrictEqual(live, yield* fx.history.diff({ from: head, to: recorded.revision! }))
+    })))
+
+  it.effect("a history set to split its index (core.splitIndex) gets no shared index written by a diff", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const tmp = yield* scratchRoot
+      const fx = yield* setup({ tmpDir: tmp })
+      fx.write("agent/settings.json", "{\"a\":1}\n")
+      yield* fx.history.snapshot()
+      rawGit(fx.history.dir, ["config", "core.splitIndex", "true"])
+      fx.write("agent/settings.json", "{\"a\":2}\n")
+      const before = treeState(fx.root)
+      assert.deepStrictEqual((yield* fx.history.diff()).files, ["settings.json"])
+      assert.deepStrictEqual((yield* fx.history.diff()).files, ["settings.json"])
+      assert.deepStrictEqual(treeState(fx.root), before)
     })))
 })

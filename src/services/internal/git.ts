@@ -13,6 +13,7 @@
 import * as Effect from "effect/Effect"
 import { GitFailed, type ProcessFailed } from "../../domain/Errors.js"
 import type { ProcessRunner } from "../ProcessRunner.js"
+import { quoteGitName } from "../../domain/GitFormats.js"
 
 const GIT_IDENTITY = { name: "pi-storage", email: "pi-storage@localhost" } as const
 
@@ -64,6 +65,8 @@ export const gitGlobalArgs = (gitDir: string, workTree: string): ReadonlyArray<s
   "-c", "core.quotepath=false",
   "-c", "core.fsmonitor=false",
   "-c", "gc.auto=0",
+  // One index file, never a shared index written beside the repository's (a live diff's own index included).
+  "-c", "core.splitIndex=false",
   "-c", "color.ui=false",
   "-c", "init.defaultBranch=main",
   // The user's attributes file is never read (the repository's are overridden by HISTORY_ATTRIBUTES).
@@ -152,7 +155,8 @@ export const makeGit = (input: {
         ...gitEnvironment({ pathVar: input.pathVar, read: call.read === true, nowMs: call.nowMs }),
         ...(call.indexFile === undefined ? {} : { GIT_INDEX_FILE: call.indexFile }),
         ...(call.scratch === undefined ? {} : { GIT_OBJECT_DIRECTORY: call.scratch.objectDir }),
-        ...(call.scratch === undefined || call.scratch.writing === true ? {} : { GIT_ALTERNATE_OBJECT_DIRECTORIES: objects })
+        // C-quoted: the list is split at ':', which a path may hold.
+        ...(call.scratch === undefined || call.scratch.writing === true ? {} : { GIT_ALTERNATE_OBJECT_DIRECTORIES: quoteGitName(objects) })
       },
       cwd: call.scratch?.workTree ?? input.workTree,
       stdin: call.stdin,
