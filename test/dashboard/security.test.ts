@@ -227,6 +227,23 @@ describe("pi-storage ui over plain HTTP", () => {
   })
 })
 
+/** Every page and read of the API once, as a person browsing would; the config diff's answer. */
+const readEveryPage = async (server: RunningUi) => {
+  const session = await sessionOf(server)
+  const headers = { host: `127.0.0.1:${server.port}`, cookie: session.cookie }
+  for (const path of ["/", "/api/status", "/api/map", "/api/doctor", "/api/protection", "/api/config", "/api/config/diff"]) {
+    assert.strictEqual((await request(server.port, { path, headers })).status, 200, path)
+  }
+  return JSON.parse((await request(server.port, { path: "/api/config/diff", headers })).body)
+}
+
+/** Every entry under `root` with its size, mtime and inode: a write anywhere (an index, an object, a lock) shows. */
+const pictureOf = (root: string) =>
+  (Fs.readdirSync(root, { recursive: true }) as Array<string>).sort().map((rel) => {
+    const st = Fs.lstatSync(Path.join(root, rel))
+    return `${rel} ${st.size} ${st.mtimeMs} ${st.ino}`
+  })
+
 describe("pi-storage ui --read-only on a new agent dir", () => {
   it("reading every page writes nothing: no config history is made by its diff, no file anywhere", async () => {
     const root = scratch("pi-storage-ui-fresh-")
@@ -236,22 +253,16 @@ describe("pi-storage ui --read-only on a new agent dir", () => {
     Fs.mkdirSync(fresh)
     Fs.writeFileSync(Path.join(fresh, "settings.json"), "{\"theme\":\"dark\"}\n")
     Fs.writeFileSync(Path.join(web, "e", "config", "a b.json"), "{}\n")
-    const picture = () => (Fs.readdirSync(root, { recursive: true }) as Array<string>).sort()
-    const before = picture()
+    const before = pictureOf(root)
     const server = await startUi(["--agent-dir", fresh, "ui", "--read-only", "--web-data-root", web, "--root", Path.join(root, "backups")])
     try {
-      const session = await sessionOf(server)
-      const headers = { host: `127.0.0.1:${server.port}`, cookie: session.cookie }
-      for (const path of ["/", "/api/status", "/api/map", "/api/doctor", "/api/protection", "/api/config", "/api/config/diff"]) {
-        assert.strictEqual((await request(server.port, { path, headers })).status, 200, path)
-      }
-      const diff = JSON.parse((await request(server.port, { path: "/api/config/diff", headers })).body)
+      const diff = await readEveryPage(server)
       assert.deepStrictEqual(diff.files, ["settings.json", "e/config/a b.json"])
       assert.include(diff.patch, "diff --git a/e/config/a b.json b/e/config/a b.json\nnew file mode 100644\n")
     } finally {
       await server.stop()
     }
-    assert.deepStrictEqual(picture(), before)
+    assert.deepStrictEqual(pictureOf(root), before)
   })
 
   it("with a config history and live changes: every page, the live diff included, changes nothing anywhere", async () => {
@@ -268,28 +279,17 @@ describe("pi-storage ui --read-only on a new agent dir", () => {
     Fs.writeFileSync(Path.join(agent, "settings.json"), "{\"theme\":\"light\"}\n")
     Fs.rmSync(Path.join(web, "e", "config", "a.json"))
     Fs.writeFileSync(Path.join(web, "e", "config", "b.json"), "{\"b\":1}\n")
-    /** Every entry with its size and mtime: a write anywhere (the history's index, its objects, a lock) shows. */
-    const picture = () =>
-      (Fs.readdirSync(root, { recursive: true }) as Array<string>).sort().map((rel) => {
-        const st = Fs.lstatSync(Path.join(root, rel))
-        return `${rel} ${st.size} ${st.mtimeMs} ${st.ino}`
-      })
-    const before = picture()
+    const before = pictureOf(root)
     const server = await startUi(["--agent-dir", agent, "ui", "--read-only", "--web-data-root", web, "--root", Path.join(root, "backups")], { ...process.env, TMPDIR: tmp })
     try {
-      const session = await sessionOf(server)
-      const headers = { host: `127.0.0.1:${server.port}`, cookie: session.cookie }
-      for (const path of ["/", "/api/status", "/api/map", "/api/doctor", "/api/protection", "/api/config", "/api/config/diff"]) {
-        assert.strictEqual((await request(server.port, { path, headers })).status, 200, path)
-      }
-      const diff = JSON.parse((await request(server.port, { path: "/api/config/diff", headers })).body)
+      const diff = await readEveryPage(server)
       assert.deepStrictEqual(diff.files, ["settings.json", "e/config/a.json", "e/config/b.json"])
       assert.include(diff.patch, "-{\"theme\":\"dark\"}\n+{\"theme\":\"light\"}\n")
       assert.include(diff.patch, "diff --git a/e/config/a.json b/e/config/a.json\ndeleted file mode 100644\n")
     } finally {
       await server.stop()
     }
-    assert.deepStrictEqual(picture(), before)
+    assert.deepStrictEqual(pictureOf(root), before)
     assert.deepStrictEqual(Fs.readdirSync(tmp), [], "the live diff left its scratch directory")
   })
 })

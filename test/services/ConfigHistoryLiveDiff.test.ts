@@ -36,6 +36,31 @@ const scratchRoot = Effect.acquireRelease(
   (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
 )
 
+/** A history whose live diffs go to a scratch `$TMPDIR` of the test's own. */
+const fixture = (options: Parameters<typeof setup>[0] = {}) =>
+  Effect.gen(function*() {
+    const tmp = yield* scratchRoot
+    return { tmp, fx: yield* setup({ ...options, tmpDir: tmp }) }
+  })
+
+type Fixture = Effect.Effect.Success<ReturnType<typeof setup>>
+
+/** `files` (paths under the fixture's root) written and recorded by a snapshot: its head. */
+const recordedWith = (fx: Fixture, files: Readonly<Record<string, string>>) =>
+  Effect.gen(function*() {
+    for (const [rel, text] of Object.entries(files)) fx.write(rel, text)
+    yield* fx.history.snapshot()
+    return (yield* fx.history.status()).head!
+  })
+
+/** The live diff, then what the snapshot made right after it records (from `head` to its revision). */
+const liveAndRecorded = (fx: Fixture, head: string) =>
+  Effect.gen(function*() {
+    const live = yield* fx.history.diff()
+    const recorded = yield* fx.history.snapshot()
+    return { live, recorded: yield* fx.history.diff({ from: head, to: recorded.revision ?? head }), revision: recorded.revision }
+  })
+
 /** Files of both roots, some names git quotes; each is kept, changed, removed or (when absent) added. */
 const NAMES = ["agent/settings.json", "web/e/config/a.txt", "web/e/config/b.bin", "web/e/config/q\"x.txt", "web/f/config/deep/n.txt"] as const
 const content = fc.oneof(fc.string({ maxLength: 20 }), fc.constantFrom("\u0000bin", "no newline", "line\n", "\r\n"))
@@ -54,8 +79,7 @@ describe("a live config diff with a history", () => {
     fc.array(fate, { minLength: NAMES.length, maxLength: NAMES.length })
   ], ([initial, fates]) =>
     Effect.scoped(Effect.gen(function*() {
-      const tmp = yield* scratchRoot
-      const fx = yield* setup({ tmpDir: tmp })
+      const { fx, tmp } = yield* fixture()
       // The agent's settings.json is always there at first, so the first snapshot makes a revision.
       NAMES.forEach((rel, i) => {
         const text = i === 0 ? initial[0] ?? "" : initial[i]
@@ -80,8 +104,7 @@ describe("a live config diff with a history", () => {
 
   it.effect("does not wait for the history's lock: a diff inside a change sees the live files", () =>
     Effect.scoped(Effect.gen(function*() {
-      const tmp = yield* scratchRoot
-      const fx = yield* setup({ tmpDir: tmp, lockWaitMs: 300 })
+      const { fx, tmp } = yield* fixture({ lockWaitMs: 300 })
       fx.write("agent/settings.json", "{\"theme\":\"dark\"}\n")
       yield* fx.history.snapshot()
       // `change` holds the lock while its effect runs (after recording the files as they were); a diff that took it
@@ -113,16 +136,12 @@ describe("a live config diff with a history", () => {
 
   it.effect("a config file named .gitattributes changes nothing: the bytes are shown as the snapshot records them", () =>
     Effect.scoped(Effect.gen(function*() {
-      const tmp = yield* scratchRoot
-      const fx = yield* setup({ tmpDir: tmp })
-      fx.write("web/e/config/a.txt", "one\r\n")
-      yield* fx.history.snapshot()
-      const head = (yield* fx.history.status()).head!
+      const { fx, tmp } = yield* fixture()
+      const head = yield* recordedWith(fx, { "web/e/config/a.txt": "one\r\n" })
       fx.write("web/e/config/.gitattributes", "* text eol=crlf filter=lfs diff=x\n")
       fx.write("web/e/config/a.txt", "one\r\ntwo\n")
-      const live = yield* fx.history.diff()
-      const recorded = yield* fx.history.snapshot()
-      assert.deepStrictEqual(live, yield* fx.history.diff({ from: head, to: recorded.revision! }))
+      const { live, recorded } = yield* liveAndRecorded(fx, head)
+      assert.deepStrictEqual(live, recorded)
       assert.include(live.patch, " one\r\n+two\n")
       assert.deepStrictEqual(fs.readdirSync(tmp), [])
     })))
@@ -144,27 +163,21 @@ describe("a live config diff with a history", () => {
 
   it.effect("a file turned into a directory, and a directory into a file: shown as the snapshot records them", () =>
     Effect.scoped(Effect.gen(function*() {
-      const tmp = yield* scratchRoot
-      const fx = yield* setup({ tmpDir: tmp })
-      fx.write("web/e/config/x", "one\n")
-      fx.write("web/e/config/d/y", "two\n")
-      yield* fx.history.snapshot()
-      const head = (yield* fx.history.status()).head!
+      const { fx } = yield* fixture()
+      const head = yield* recordedWith(fx, { "web/e/config/x": "one\n", "web/e/config/d/y": "two\n" })
       fs.rmSync(NodePath.join(fx.web, "e/config/x"))
       fs.rmSync(NodePath.join(fx.web, "e/config/d"), { recursive: true })
       fx.write("web/e/config/x/z", "three\n")
       fx.write("web/e/config/d", "four\n")
-      const live = yield* fx.history.diff()
-      const recorded = yield* fx.history.snapshot()
+      const { live, recorded } = yield* liveAndRecorded(fx, head)
       assert.deepStrictEqual(live.files, ["e/config/d", "e/config/d/y", "e/config/x", "e/config/x/z"])
-      assert.deepStrictEqual(live, yield* fx.history.diff({ from: head, to: recorded.revision! }))
+      assert.deepStrictEqual(live, recorded)
     })))
 
   // On the real clock: the stat cache trusts a file older than the time it was recorded.
   it.live("a change the stat cache cannot see (same size, time and inode) is not shown, as status and snapshot do not see it", () =>
     Effect.scoped(Effect.gen(function*() {
-      const tmp = yield* scratchRoot
-      const fx = yield* setup({ tmpDir: tmp })
+      const { fx, tmp } = yield* fixture()
       const file = NodePath.join(fx.agent, "settings.json")
       fx.write("agent/settings.json", "{\"v\":\"aaaa\"}\n")
       const old = new Date("2020-01-01T00:00:00Z")
@@ -181,12 +194,8 @@ describe("a live config diff with a history", () => {
 
   it.effect("after an interrupted snapshot, a file skipped now is shown with the copy the snapshot keeps (the mirror's)", () =>
     Effect.scoped(Effect.gen(function*() {
-      const tmp = yield* scratchRoot
-      const fx = yield* setup({ tmpDir: tmp })
-      fx.write("agent/settings.json", "{}\n")
-      fx.write("agent/config/extensions/ns/x", "v1\n")
-      yield* fx.history.snapshot()
-      const head = (yield* fx.history.status()).head!
+      const { fx } = yield* fixture()
+      const head = yield* recordedWith(fx, { "agent/settings.json": "{}\n", "agent/config/extensions/ns/x": "v1\n" })
       // A snapshot that died after writing its mirror and staging it.
       const dir = fx.history.dir
       fs.writeFileSync(NodePath.join(dir, "agent/config/extensions/ns/x"), "v2\n")
@@ -198,15 +207,13 @@ describe("a live config diff with a history", () => {
       const before = treeState(fx.root)
       const live = yield* fx.history.diff()
       assert.deepStrictEqual(treeState(fx.root), before)
-      const recorded = yield* fx.history.snapshot()
       assert.deepStrictEqual(live.files, ["config/extensions/ns/x"])
-      assert.deepStrictEqual(live, yield* fx.history.diff({ from: head, to: recorded.revision! }))
+      assert.deepStrictEqual(live, (yield* liveAndRecorded(fx, head)).recorded)
     })))
 
   it.effect("a history set to split its index (core.splitIndex) gets no shared index written by a diff", () =>
     Effect.scoped(Effect.gen(function*() {
-      const tmp = yield* scratchRoot
-      const fx = yield* setup({ tmpDir: tmp })
+      const { fx, tmp } = yield* fixture()
       fx.write("agent/settings.json", "{\"a\":1}\n")
       yield* fx.history.snapshot()
       rawGit(fx.history.dir, ["config", "core.splitIndex", "true"])
