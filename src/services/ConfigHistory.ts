@@ -1323,13 +1323,15 @@ const diff = (ctx: HistoryContext, o: { readonly from?: string | undefined; read
         .sort((a, b) => byteOrder(a.repoPath, b.repoPath))
       return { files: files.map((f) => f.display), patch: newFilesPatch(files) }
     }
-    // Against the live files, in an index, work tree and object store of its own outside the history (the
-    // history's objects as its alternate): the head, with this root's files as the next snapshot would record
-    // them. The history is only read: no lock, nothing staged or pending, whatever happens to this process.
+    // Against the live files: what the next snapshot would record, worked out as it does (`stageLocked`), in
+    // an index, work tree and object store of its own outside the history (the history's objects as its
+    // alternate). The history is only read: no lock, nothing staged or pending, whatever happens to this process.
     const current = yield* head(ctx)
     yield* requireWebRoot(ctx, current)
-    // The snapshot's own reading: a file the stat cache proves unchanged is the head's copy (`stored` undefined).
-    const live = (yield* plan(ctx)).live
+    const p = yield* plan(ctx)
+    const wasPending = yield* exists(ctx, ctx.pendingPath)
+    // Nothing the snapshot would stage: it records nothing, and the live files are the head.
+    if (p.writes.length === 0 && p.removals.length === 0 && !wasPending) return yield* compare([from, current ?? EMPTY_TREE])
     return yield* withScratch(ctx, (dir) =>
       Effect.gen(function*() {
         const workTree = NodePath.join(dir, "tree")
@@ -1338,48 +1340,59 @@ const diff = (ctx: HistoryContext, o: { readonly from?: string | undefined; read
         const call = { indexFile, scratch }
         yield* ctx.fs.makeDirectory(workTree, { mode: 0o700 })
         yield* ctx.fs.makeDirectory(scratch.objectDir, { mode: 0o700 })
-        yield* git(ctx, current === null ? ["read-tree", "--empty"] : ["read-tree", current], call)
-        const put = (repoPath: string, bytes: Uint8Array) =>
-          Effect.gen(function*() {
-            const at = NodePath.join(workTree, ...repoPath.split("/"))
-            yield* ctx.fs.makeDirectory(NodePath.dirname(at), { recursive: true })
-            yield* ctx.fs.writeFileExclusive(at, bytes)
-          })
-        // Removals before writes, as the snapshot stages them: a file the live tree turned into a directory (or
-        // the reverse) leaves the index before what replaces it goes in.
-        const removed: Array<string> = []
-        const written: Array<string> = []
-        const tracked = new Set(live.files.map((f) => f.repoPath))
-        const indexed = yield* git(ctx, ["ls-files", "-z", "--", ...ctx.scopes], { ...call, read: true })
-        for (const path of yield* nulPaths(ctx, "ls-files", indexed.stdout)) {
-          if (!tracked.has(path) && !live.skippedRepoPaths.has(path)) removed.push(path)
+        // The history's index as it is (the head's, unless an interrupted snapshot staged more), as the snapshot starts from.
+        const realIndex = NodePath.join(ctx.gitDir, "index")
+        if ((yield* lstatOption(ctx, realIndex))?.type === "File") yield* ctx.fs.copyFile(realIndex, indexFile, { sync: false })
+        // The paths the snapshot gives `update-index`, each as the mirror would hold it after the snapshot's writes.
+        const written = new Map(p.writes.map((f) => [f.repoPath, f.stored!] as const))
+        const paths = new Set([...p.removals, ...written.keys()])
+        if (wasPending) {
+          for (const f of p.live.files) paths.add(f.repoPath)
+          const indexed = yield* git(ctx, ["ls-files", "-z", "--", ...ctx.scopes], { ...call, read: true })
+          for (const path of yield* nulPaths(ctx, "ls-files", indexed.stdout)) paths.add(path)
         }
-        // A file skipped now keeps the copy the snapshot keeps: its mirrored one (the head's, unless an
-        // interrupted snapshot left another), or none.
-        for (const path of live.skippedRepoPaths) {
-          const kept = yield* readMirror(ctx, path)
-          if (kept === undefined) {
-            removed.push(path)
-          } else {
-            yield* put(path, kept)
-            written.push(path)
+        const absent: Array<string> = []
+        const present: Array<string> = []
+        const removed = new Set(p.removals)
+        for (const path of paths) {
+          const at = NodePath.join(workTree, ...path.split("/"))
+          const bytes = written.get(path)
+          const mirrored = bytes !== undefined || removed.has(path) ? undefined : yield* mirrorCopy(ctx, path)
+          if (bytes === undefined && mirrored === undefined) {
+            absent.push(path)
+            continue
           }
+          yield* ctx.fs.makeDirectory(NodePath.dirname(at), { recursive: true })
+          if (bytes !== undefined) yield* ctx.fs.writeFileExclusive(at, bytes)
+          else yield* ctx.fs.copyFile(mirrored!, at, { sync: false })
+          present.push(path)
         }
-        for (const file of live.files) {
-          if (file.stored === undefined) continue
-          yield* put(file.repoPath, file.stored)
-          written.push(file.repoPath)
-        }
-        // The live files' objects are written to the scratch store alone (`writing`: none of the history's touched).
-        if (removed.length + written.length > 0) {
+        // Removals before writes: a file turned into a directory (or the reverse) leaves the index before what
+        // replaces it goes in. The objects are written to the scratch store alone (`writing`: none of the
+        // history's touched, as git would freshen one it finds stored).
+        if (paths.size > 0) {
           yield* git(ctx, ["update-index", "--add", "--remove", "--replace", "-z", "--stdin"], {
             indexFile,
             scratch: { ...scratch, writing: true },
-            stdin: nulPathsInput([...removed, ...written])
+            stdin: nulPathsInput([...absent, ...present])
           })
         }
         return yield* compare(["--cached", from], call)
       }))
+  })
+
+/**
+ * A mirrored copy git would stage (a regular file, with only directories on the way from the history's
+ * directory: git never stages through a link), or `undefined`: none, for `update-index` to remove.
+ */
+const mirrorCopy = (ctx: HistoryContext, repoPath: string) =>
+  Effect.gen(function*() {
+    const parts = repoPath.split("/")
+    for (let i = 1; i < parts.length; i++) {
+      if ((yield* lstatOption(ctx, inDir(ctx, ...parts.slice(0, i))))?.type !== "Directory") return undefined
+    }
+    const target = inDir(ctx, ...parts)
+    return (yield* lstatOption(ctx, target))?.type === "File" ? target : undefined
   })
 
 /** A git call's own index and scratch store (`GitCall`), for a live diff. */

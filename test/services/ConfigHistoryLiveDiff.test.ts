@@ -223,4 +223,71 @@ describe("a live config diff with a history", () => {
       assert.deepStrictEqual((yield* fx.history.diff()).files, ["settings.json"])
       assert.deepStrictEqual(treeState(fx.root), before)
     })))
+
+  describe("hand-made states of the mirror and the pending marker: the diff is what the snapshot records", () => {
+    /** The live diff changes nothing in the tree, and equals what the snapshot after it records. */
+    const agrees = (fx: Fixture, head: string) =>
+      Effect.gen(function*() {
+        const before = treeState(fx.root)
+        const live = yield* fx.history.diff()
+        assert.deepStrictEqual(treeState(fx.root), before)
+        const { recorded, revision } = yield* liveAndRecorded(fx, head)
+        assert.deepStrictEqual(live, recorded)
+        return { live, revision }
+      })
+
+    it.effect("a mirror copy an interrupted snapshot wrote and never staged, of a file skipped now: not recorded, not shown", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const { fx } = yield* fixture()
+        const head = yield* recordedWith(fx, { "agent/settings.json": "{}\n" })
+        fs.mkdirSync(NodePath.join(fx.history.dir, "web/e/config"), { recursive: true })
+        fs.writeFileSync(NodePath.join(fx.history.dir, "web/e/config/n.json"), "{\"n\":1}\n")
+        fs.writeFileSync(NodePath.join(fx.history.dir, PENDING_MARKER), "")
+        fx.write("outside.json", "{\"n\":1}\n")
+        fs.mkdirSync(NodePath.join(fx.web, "e/config"), { recursive: true })
+        fs.symlinkSync(NodePath.join(fx.root, "outside.json"), NodePath.join(fx.web, "e/config/n.json"))
+        const { live, revision } = yield* agrees(fx, head)
+        assert.deepStrictEqual(live, { files: [], patch: "" })
+        assert.strictEqual(revision, null)
+      })))
+
+    it.effect("a skipped file whose mirror copy was removed by hand keeps the head's copy, as the snapshot does", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const { fx } = yield* fixture({ configBudgetBytes: 64 })
+        const head = yield* recordedWith(fx, { "agent/settings.json": "{\"a\":1}\n", "web/e/config/a.json": "{\"x\":1}\n" })
+        fx.write("web/e/config/a.json", `{"x":"${"a".repeat(100)}"}\n`)
+        fs.rmSync(NodePath.join(fx.history.dir, "web/e/config/a.json"))
+        fx.write("agent/settings.json", "{\"a\":2}\n")
+        const { live } = yield* agrees(fx, head)
+        assert.deepStrictEqual(live.files, ["settings.json"])
+      })))
+
+    it.effect("a mirror copy edited by hand to the live bytes: the snapshot stages nothing, and nothing is shown", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const { fx } = yield* fixture()
+        const head = yield* recordedWith(fx, { "agent/settings.json": "{}\n", "web/e/config/a.json": "{\"x\":1}\n" })
+        fs.writeFileSync(NodePath.join(fx.history.dir, "web/e/config/a.json"), "{\"x\":2}\n")
+        fx.write("web/e/config/a.json", "{\"x\":2}\n")
+        const { live, revision } = yield* agrees(fx, head)
+        assert.deepStrictEqual(live, { files: [], patch: "" })
+        assert.strictEqual(revision, null)
+      })))
+
+    it.effect("a directory of the mirror swapped for a link: nothing is read through it", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const { fx } = yield* fixture()
+        const head = yield* recordedWith(fx, { "agent/settings.json": "{}\n", "web/e/config/sub/a.json": "{\"x\":1}\n" })
+        // Pending, so the snapshot stages every indexed path from the mirror; the mirror's sub/ leads elsewhere.
+        fs.writeFileSync(NodePath.join(fx.history.dir, PENDING_MARKER), "")
+        fx.write("elsewhere/a.json", "{\"planted\":true}\n")
+        const sub = NodePath.join(fx.history.dir, "web/e/config/sub")
+        fs.rmSync(sub, { recursive: true })
+        fs.symlinkSync(NodePath.join(fx.root, "elsewhere"), sub)
+        fs.rmSync(NodePath.join(fx.web, "e/config/sub"), { recursive: true })
+        fs.mkdirSync(NodePath.join(fx.web, "e/config/sub"))
+        fs.symlinkSync(NodePath.join(fx.root, "elsewhere/a.json"), NodePath.join(fx.web, "e/config/sub/a.json"))
+        const { live } = yield* agrees(fx, head)
+        assert.notInclude(live.patch, "planted")
+      })))
+  })
 })
