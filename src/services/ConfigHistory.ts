@@ -913,8 +913,11 @@ const stageLocked = (ctx: HistoryContext, p: Plan) =>
     if (!wasPending) yield* ctx.fs.writeFileAtomic(ctx.pendingPath, new Uint8Array(0))
     // Removals first: a directory the live tree turned into a file (or the reverse) is emptied before its replacement.
     for (const repoPath of p.removals) {
-      yield* ctx.fs.removeFile(inDir(ctx, ...repoPath.split("/"))).pipe(
-        Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.void)
+      const path = inDir(ctx, ...repoPath.split("/"))
+      yield* ctx.fs.removeFile(path).pipe(
+        Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.void),
+        // A directory where the mirror had the file (made by hand since): the mirror is ours, it goes too.
+        Effect.catchIf((e) => e.reason === "IsADirectory", () => Effect.asVoid(ctx.fs.removeTree(path, MIRROR_TREE_BUDGET)))
       )
     }
     for (const file of p.writes) {
@@ -1341,8 +1344,11 @@ const diff = (ctx: HistoryContext, o: { readonly from?: string | undefined; read
         yield* ctx.fs.makeDirectory(workTree, { mode: 0o700 })
         yield* ctx.fs.makeDirectory(scratch.objectDir, { mode: 0o700 })
         // The history's index as it is (the head's, unless an interrupted snapshot staged more), as the snapshot starts from.
+        // (A link there is read as git reads it, through it; none there is an empty index for git too.)
         const realIndex = NodePath.join(ctx.gitDir, "index")
-        if ((yield* lstatOption(ctx, realIndex))?.type === "File") yield* ctx.fs.copyFile(realIndex, indexFile, { sync: false })
+        const indexType = (yield* lstatOption(ctx, realIndex))?.type
+        const indexAt = indexType === "SymbolicLink" ? NodePath.resolve(ctx.gitDir, yield* ctx.fs.readLink(realIndex)) : realIndex
+        if (indexType === "File" || indexType === "SymbolicLink") yield* ctx.fs.copyFile(indexAt, indexFile, { sync: false })
         // The paths the snapshot gives `update-index`, each as the mirror would hold it after the snapshot's writes.
         const written = new Map(p.writes.map((f) => [f.repoPath, f.stored!] as const))
         const paths = new Set([...p.removals, ...written.keys()])

@@ -289,5 +289,32 @@ describe("a live config diff with a history", () => {
         const { live } = yield* agrees(fx, head)
         assert.notInclude(live.patch, "planted")
       })))
+
+    it.effect("a removed file whose mirror copy is a directory now: the snapshot removes it and records the deletion, as shown", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const { fx } = yield* fixture()
+        const head = yield* recordedWith(fx, { "agent/settings.json": "{}\n", "web/e/config/a.txt": "a\n", "web/e/config/b.txt": "b\n" })
+        fs.rmSync(NodePath.join(fx.web, "e/config/b.txt"))
+        const copy = NodePath.join(fx.history.dir, "web/e/config/b.txt")
+        fs.rmSync(copy)
+        fs.mkdirSync(copy)
+        fs.writeFileSync(NodePath.join(copy, "inner"), "z\n")
+        const { live } = yield* agrees(fx, head)
+        assert.deepStrictEqual(live.files, ["e/config/b.txt"])
+        assert.isFalse(fs.existsSync(copy))
+      })))
+
+    it.effect("the history's index reached through a link is read through it, as git reads it", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const { fx } = yield* fixture()
+        const head = yield* recordedWith(fx, { "agent/settings.json": "{}\n", "web/e/config/a.txt": "a\n", "web/e/config/b.txt": "b\n" })
+        const index = NodePath.join(fx.history.dir, ".git/index")
+        fs.copyFileSync(index, NodePath.join(fx.root, "index-elsewhere"))
+        fs.rmSync(index)
+        fs.symlinkSync(NodePath.join(fx.root, "index-elsewhere"), index)
+        fx.write("web/e/config/a.txt", "changed\n")
+        const { live } = yield* agrees(fx, head)
+        assert.deepStrictEqual(live.files, ["e/config/a.txt"])
+      })))
   })
 })
