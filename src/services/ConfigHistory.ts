@@ -67,7 +67,7 @@ import { tierPaths, type WebDataRootResolution } from "../domain/WebPaths.js"
 import { AgentDir, rootLinkHops } from "./AgentDir.js"
 import { countOf } from "../domain/Count.js"
 import { isWithin } from "../domain/StateSnapshot.js"
-import { type DirEntry, FileSystem } from "./FileSystem.js"
+import { type DirEntry, FileSystem, WHOLE_TREE } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import { type InterruptedChange, historyDirOf, readChangeSentinel, sentinelPathOf } from "./internal/configSentinel.js"
 import { depsFromContext, nonce, selfIdentity } from "./internal/deps.js"
@@ -1306,7 +1306,9 @@ const log = (ctx: HistoryContext, o: { readonly limit?: number | undefined } = {
 
 const diff = (ctx: HistoryContext, o: { readonly from?: string | undefined; readonly to?: string | undefined } = {}) =>
   Effect.gen(function*() {
-    const from = o.from !== undefined ? yield* resolve(ctx, o.from) : (yield* head(ctx)) ?? EMPTY_TREE
+    // The head, read once: the default `from`, and what a live diff starts from.
+    const current = o.from === undefined || o.to === undefined ? yield* head(ctx) : null
+    const from = o.from !== undefined ? yield* resolve(ctx, o.from) : current ?? EMPTY_TREE
     const to = o.to !== undefined ? yield* resolve(ctx, o.to) : undefined
     const compare = (range: ReadonlyArray<string>, scratch: ScratchCall = {}) =>
       Effect.gen(function*() {
@@ -1329,7 +1331,6 @@ const diff = (ctx: HistoryContext, o: { readonly from?: string | undefined; read
     // Against the live files: what the next snapshot would record, worked out as it does (`stageLocked`), in
     // an index, work tree and object store of its own outside the history (the history's objects as its
     // alternate). The history is only read: no lock, nothing staged or pending, whatever happens to this process.
-    const current = yield* head(ctx)
     yield* requireWebRoot(ctx, current)
     const p = yield* plan(ctx)
     const wasPending = yield* exists(ctx, ctx.pendingPath)
@@ -1393,11 +1394,10 @@ const diff = (ctx: HistoryContext, o: { readonly from?: string | undefined; read
  */
 const mirrorCopy = (ctx: HistoryContext, repoPath: string) =>
   Effect.gen(function*() {
-    const parts = repoPath.split("/")
-    for (let i = 1; i < parts.length; i++) {
-      if ((yield* lstatOption(ctx, inDir(ctx, ...parts.slice(0, i))))?.type !== "Directory") return undefined
+    const target = inDir(ctx, ...repoPath.split("/"))
+    for (const dir of dirsBelowRoot(ctx.dir, target) ?? []) {
+      if ((yield* lstatOption(ctx, dir))?.type !== "Directory") return undefined
     }
-    const target = inDir(ctx, ...parts)
     return (yield* lstatOption(ctx, target))?.type === "File" ? target : undefined
   })
 
@@ -1417,7 +1417,7 @@ const withScratch = <A, E>(ctx: HistoryContext, use: (dir: string) => Effect.Eff
     }),
     use,
     (dir) =>
-      ctx.fs.removeTree(dir, { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }).pipe(
+      ctx.fs.removeTree(dir, WHOLE_TREE).pipe(
         Effect.flatMap((r) => r.complete ? Effect.void : Effect.fail(`${r.removedEntries} entries removed, the rest left`)),
         Effect.catchAll((e) => Effect.logWarning(`config history: could not remove the diff's scratch directory ${dir}: ${typeof e === "string" ? e : e.message}`))
       )

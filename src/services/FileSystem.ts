@@ -52,6 +52,9 @@ export interface WalkBudget {
   readonly maxDepth: number
 }
 
+/** No bound: a tree already proven the caller's own, walked whole whatever its size and depth. */
+export const WHOLE_TREE: WalkBudget = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }
+
 /**
  * What a tree holds, counted as `du` counts it (docs/work-runs.md "Retention": one byte count): every entry of the tree,
  * the root included (directories, symlinks and special files as well as regular files), a file of several

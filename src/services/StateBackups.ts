@@ -73,7 +73,7 @@ import { rootSafetyProblems } from "../domain/RootSafety.js"
 import type { WebDataRootResolution } from "../domain/WebPaths.js"
 import { AgentDir } from "./AgentDir.js"
 import { UsageRecorder } from "./UsageHistory.js"
-import { type FileInfo, FileSystem, type WalkBudget } from "./FileSystem.js"
+import { type FileInfo, FileSystem, WHOLE_TREE } from "./FileSystem.js"
 import { Host } from "./Host.js"
 import type { Deps } from "./internal/deps.js"
 import { depsFromContext, selfIdentity } from "./internal/deps.js"
@@ -283,7 +283,6 @@ export class StateBackups extends Context.Tag("pi-agent-storage/StateBackups")<S
 /** Where the last sliced verify stopped (`<root>/.verify-cursor`). */
 const CursorSchema = Schema.Struct({ id: Schema.String, path: Schema.String })
 
-const WHOLE_TREE: WalkBudget = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }
 const MANIFEST_MAX_BYTES = 1 << 30
 /** The writer lock's wait: 25 ms doubling to 500 ms between tries, `lockWaitMs` (default 30 s) in all. */
 const writerLockWait = (lockWaitMs: number) =>

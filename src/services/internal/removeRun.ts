@@ -9,7 +9,7 @@ import type * as Either from "effect/Either"
 import { runLeasesDir, runManifestPath, TENANT_CLEANUP_DIR, TENANT_TRASH_DIR } from "../../domain/AgentPaths.js"
 import { MANIFEST_MAX_BYTES } from "../../domain/Formats.js"
 import { type FileSystemError, LibraryDirUnusable } from "../../domain/Errors.js"
-import type { FileInfo, TreeRemoval, WalkBudget } from "../FileSystem.js"
+import { type FileInfo, type TreeRemoval, WHOLE_TREE } from "../FileSystem.js"
 import { sameFile } from "../../domain/TierIdentity.js"
 import { type Deps, nonce } from "./deps.js"
 import { lstatEach, readDirectoryEach, readFileEach, removeTreeEach, renameEach } from "./each.js"
@@ -159,15 +159,11 @@ export const quarantineOwnedRuns = (
     ({ release }) => release
   )
 
-/**
- * A quarantined run is deleted whole, whatever its depth (it is already proven ours): a prune measured it
- * under its entry budget already, and a release with `delete: true` asked for exactly this run.
- */
-const WHOLE_TREE: WalkBudget = { maxEntries: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }
 
 /**
  * Delete a quarantined tree; `complete: false` (with why) when it failed, which leaves it in `.trash/` for
- * the next prune to finish.
+ * the next prune to finish. It goes whole (`WHOLE_TREE`), whatever its depth: it is already proven ours, a prune
+ * measured it under its entry budget already, and a release with `delete: true` asked for exactly this run.
  */
 export const deleteQuarantined = (deps: Deps, target: string): Effect.Effect<RemoveOutcome> =>
   Effect.map(Effect.either(deps.fs.removeTree(target, WHOLE_TREE)), removalOutcome)
