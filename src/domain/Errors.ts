@@ -358,7 +358,8 @@ export class ConfigUnreadable extends Schema.TaggedError<ConfigUnreadable>()("Co
   /** The key whose value did not decode; absent when settings.json as a whole is unreadable. */
   key: Schema.optional(Schema.String),
   detail: Schema.String,
-  cause: DecodeFailure
+  /** As `StateUnreadable`'s: the read failed (a link, a directory, over the budget …) or the bytes are not settings. */
+  cause: Schema.Union(FileSystemError, DecodeFailure)
 }) {
   override get message(): string {
     const what = this.key === undefined ? `config ${this.path}` : `config key ${JSON.stringify(this.key)} in ${this.path}`

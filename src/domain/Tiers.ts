@@ -8,8 +8,8 @@ import * as NodePath from "node:path"
 import { withArticle } from "./Article.js"
 import { ATOMIC_TEMP_DIGITS, atomicTempName, atomicTempTarget } from "./AtomicWrite.js"
 import { utf8Bytes } from "./Bytes.js"
-import { DataDirRemoved, InvalidArgument, type InvalidSegment } from "./Errors.js"
-import { schemaMismatchWhy } from "./Formats.js"
+import { DataDirRemoved, DecodeFailure, InvalidArgument, type InvalidSegment } from "./Errors.js"
+import { decodeJsonBytes, decodeJsonValue, type JsonDecoded, schemaMismatchWhy } from "./Formats.js"
 import { decodeSegment } from "./Segment.js"
 import { kindOfValue } from "./Values.js"
 import { resolveWebDataRoot, type TIER_NAMES, tierPaths, type WebInstance } from "./WebPaths.js"
@@ -273,6 +273,22 @@ export const jsonValueViolation = (value: unknown): string | null => {
     return null
   }
   return walk(value, "value", 0)
+}
+
+/**
+ * A tier record's bytes as the tier reads them back: JSON that `jsonValueViolation` accepts, then decoded with
+ * `schema`. Plain `JSON.parse` takes `1e999` for Infinity, which a later write would turn into `null`: a record
+ * no tier write could have made is unreadable (stage "json", the offending part named), never half-read. Pure.
+ */
+export const decodeStrictJsonBytes = <A, I>(schema: Schema.Schema<A, I>, bytes: Uint8Array): JsonDecoded<A> => {
+  const parsed = decodeJsonBytes(Schema.Unknown, bytes)
+  if (!parsed.ok) return parsed
+  const violation = jsonValueViolation(parsed.value)
+  if (violation !== null) {
+    const why = `not strict JSON: ${violation.replace(/^value/, "the record")}`
+    return { ok: false, why, failure: new DecodeFailure({ stage: "json", detail: why }) }
+  }
+  return decodeJsonValue(schema, parsed.value)
 }
 
 /**

@@ -29,11 +29,12 @@ import {
 import { type FileVersion, isChanged } from "../domain/FileChange.js"
 import { kindOfValue } from "../domain/Values.js"
 import { findTierOverlap } from "../domain/TierIdentity.js"
-import { decodeJsonBytes, decodeJsonValue, encodeJsonBytes } from "../domain/Formats.js"
+import { decodeJsonValue, encodeJsonBytes } from "../domain/Formats.js"
 import {
   checkConfigKey,
   checkFileName,
   CONFIG_SETTINGS_FILE,
+  decodeStrictJsonBytes,
   isTierWorkFile,
   type ExtensionContext,
   type ExtensionContextOptions,
@@ -349,7 +350,7 @@ const readState = <A, I>(c: TiersContext, name: string, schema: Schema.Schema<A,
         isNotFound(error) ? new StateMissing({ path }) : new StateUnreadable({ path, detail: error.message, cause: error })
       )
     )
-    const decoded = decodeJsonBytes(schema, bytes)
+    const decoded = decodeStrictJsonBytes(schema, bytes)
     if (!decoded.ok) return yield* Effect.fail(new StateUnreadable({ path, detail: decoded.why, cause: decoded.failure }))
     return decoded.value
   })
@@ -370,7 +371,7 @@ const stateTier = (c: TiersContext): StateTier => ({
 // ---- config ---------------------------------------------------------------------------------------------
 
 const settingsOf = (c: TiersContext, bytes: Uint8Array): Effect.Effect<Readonly<Record<string, unknown>>, ConfigUnreadable> => {
-  const decoded = decodeJsonBytes(Schema.Unknown, bytes)
+  const decoded = decodeStrictJsonBytes(Schema.Unknown, bytes)
   if (!decoded.ok) return Effect.fail(new ConfigUnreadable({ path: c.settingsPath, detail: decoded.why, cause: decoded.failure }))
   const value = decoded.value
   if (typeof value === "object" && value !== null && !Array.isArray(value)) return Effect.succeed(value as Record<string, unknown>)
@@ -378,13 +379,22 @@ const settingsOf = (c: TiersContext, bytes: Uint8Array): Effect.Effect<Readonly<
   return Effect.fail(new ConfigUnreadable({ path: c.settingsPath, detail, cause: new DecodeFailure({ stage: "schema", detail }) }))
 }
 
-const readSettings = (c: TiersContext): Effect.Effect<Readonly<Record<string, unknown>>, FileSystemError | ConfigUnreadable> =>
+/**
+ * settings.json there but not readable as a file (a link, a directory, a FIFO, over the config budget, EIO) is
+ * `ConfigUnreadable` with the read's failure as its cause, as a state record's is `StateUnreadable`: one error
+ * for one kind of trouble, whichever tier.
+ */
+const unreadableSettings = (c: TiersContext) => (error: FileSystemError) =>
+  new ConfigUnreadable({ path: c.settingsPath, detail: error.message, cause: error })
+
+const readSettings = (c: TiersContext): Effect.Effect<Readonly<Record<string, unknown>>, ConfigUnreadable> =>
   c.fs
     .readFile(c.settingsPath, { maxBytes: Math.max(c.budgetBytes, 1) })
     .pipe(
+      Effect.mapError(unreadableSettings(c)),
       Effect.flatMap((bytes) => settingsOf(c, bytes)),
       // Never configured is not an error: every key is unset.
-      Effect.catchIf((error) => error._tag === "FileSystemError" && isNotFound(error), () => Effect.succeed({}))
+      Effect.catchIf((error) => error.cause._tag === "FileSystemError" && isNotFound(error.cause), () => Effect.succeed({}))
     )
 
 /** settings.json as read (its identity and bytes: `null` when missing), for the conditional replace. */
@@ -398,7 +408,8 @@ const readSettingsVersion = (c: TiersContext): Effect.Effect<
         Effect.flatMap((bytes) => Effect.map(settingsOf(c, bytes), (settings) => ({ settings, version: { dev: info.dev, ino: info.ino, bytes } })))
       )
     ),
-    Effect.catchIf((error) => error._tag === "FileSystemError" && isNotFound(error), () => Effect.succeed({ settings: {}, version: null }))
+    Effect.catchIf((error) => error._tag === "FileSystemError" && isNotFound(error), () => Effect.succeed({ settings: {}, version: null })),
+    Effect.catchTag("FileSystemError", (error) => Effect.fail(unreadableSettings(c)(error)))
   )
 
 /** `writeInto` for a file read first: replaced only if it is still `expected` (created only if still missing). */

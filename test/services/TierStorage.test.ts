@@ -6,6 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Exit, Layer, ParseResult, Ref, Schema } from "effect"
 import * as fc from "effect/FastCheck"
+import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as NodePath from "node:path"
@@ -467,17 +468,64 @@ describe("config tier", () => {
       const { tiers, ext } = yield* setup()
       fs.mkdirSync(NodePath.join(ext, "config"), { recursive: true })
       const path = NodePath.join(ext, "config", "settings.json")
-      for (const [content, stage] of [["{not json", "json"], ["[1,2]", "schema"], ["null", "schema"]] as const) {
+      // `1e999` parses as Infinity, which no tier write makes and the next write would turn into null.
+      const cases = [["{not json", "json"], ["[1,2]", "schema"], ["null", "schema"], ['{"k":1e999,"j":1}', "json"], ['{"j":[1,-1e400]}', "json"]] as const
+      for (const [content, stage] of cases) {
         fs.writeFileSync(path, content)
         const e = yield* fail(tiers.config.get("k"))
         // A program error of its own (the file read fine; its content is what is wrong), not a port error.
         assert.instanceOf(e, ConfigUnreadable)
         assert.strictEqual((e as ConfigUnreadable).path, path)
-        assert.instanceOf((e as ConfigUnreadable).cause, DecodeFailure)
-        assert.strictEqual((e as ConfigUnreadable).cause.stage, stage, content)
-        yield* fail(tiers.config.set("k", 1))
+        const cause = (e as ConfigUnreadable).cause
+        assert.instanceOf(cause, DecodeFailure)
+        assert.strictEqual((cause as DecodeFailure).stage, stage, content)
+        yield* fail(tiers.config.set("j", 2))
+        yield* fail(tiers.config.delete("j"))
         assert.strictEqual(read(path), content)
       }
+    }).pipe(Effect.provide(TiersLive)))
+
+  it.scoped("settings.json that cannot be read as a file (a link, a directory, a FIFO, over the budget) is ConfigUnreadable with the read's failure, and nothing is written", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup()
+      const config = NodePath.join(ext, "config")
+      fs.mkdirSync(config, { recursive: true })
+      const path = NodePath.join(config, "settings.json")
+      const elsewhere = NodePath.join(ext, "elsewhere.json")
+      fs.writeFileSync(elsewhere, '{"k":1}')
+      const shapes: ReadonlyArray<readonly [string, () => void]> = [
+        ["a link", () => fs.symlinkSync(elsewhere, path)],
+        ["a directory", () => fs.mkdirSync(path)],
+        ["a FIFO", () => execFileSync("mkfifo", [path])],
+        ["over the budget", () => fs.writeFileSync(path, `{"k":"${"x".repeat(2 * 1024 * 1024)}"}`)]
+      ]
+      for (const [what, make] of shapes) {
+        fs.rmSync(path, { recursive: true, force: true })
+        make()
+        const before = fs.lstatSync(path)
+        for (const call of [tiers.config.get("k"), tiers.config.set("k", 2), tiers.config.delete("k")] as const) {
+          const e = yield* fail(call as Effect.Effect<unknown, unknown>)
+          assert.instanceOf(e, ConfigUnreadable, what)
+          assert.strictEqual((e as ConfigUnreadable).path, path, what)
+          assert.strictEqual((e as ConfigUnreadable).cause._tag, "FileSystemError", what)
+          assert.include((e as ConfigUnreadable).message, "it was left as it is", what)
+        }
+        const after = fs.lstatSync(path)
+        assert.deepStrictEqual([after.ino, after.size, after.mtimeMs], [before.ino, before.size, before.mtimeMs], what)
+      }
+      assert.strictEqual(read(elsewhere), '{"k":1}')
+    }).pipe(Effect.provide(TiersLive)))
+
+  it.scoped("a state record no write could have made (a number JSON cannot hold) is StateUnreadable, stage json", () =>
+    Effect.gen(function*() {
+      const { tiers, ext } = yield* setup()
+      fs.mkdirSync(NodePath.join(ext, "state"), { recursive: true })
+      const path = NodePath.join(ext, "state", "h.json")
+      fs.writeFileSync(path, '{"total":1e999}')
+      const e = yield* fail(tiers.state.read("h.json"))
+      assert.instanceOf(e, StateUnreadable)
+      assert.strictEqual(((e as StateUnreadable).cause as DecodeFailure).stage, "json")
+      assert.include(e.message, "the record.total is Infinity")
     }).pipe(Effect.provide(TiersLive)))
 
   it.effect("openTiers refuses relative or overlapping directories and a bad budget", () =>
@@ -507,7 +555,7 @@ describe("data at the edges is typed (schemas)", () => {
       const e = yield* fail(tiers.config.get("llm", Settings))
       assert.instanceOf(e, ConfigUnreadable)
       assert.strictEqual((e as ConfigUnreadable).key, "llm")
-      assert.strictEqual((e as ConfigUnreadable).cause.stage, "schema")
+      assert.strictEqual(((e as ConfigUnreadable).cause as DecodeFailure).stage, "schema")
       assert.include(e.message, "config key \"llm\"")
       assert.include(e.message, "temperature: Expected number, actual \"hot\"")
       assert.strictEqual(read(NodePath.join(ext, "config", "settings.json")), before)
