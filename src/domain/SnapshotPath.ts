@@ -71,6 +71,13 @@ export const decodeSnapshotPath = (path: string): SnapshotPathDecoded => {
   return refused("lies outside the snapshot's scope (neither agent/ nor web/)")
 }
 
+/**
+ * Whether a path is `agent/state` itself: a restore keeps that directory in place (its `backups/` and
+ * `restore-aside/` are not the snapshot's) and replaces what is in it, so a manifest may record it only as a
+ * directory; as a link or file it could only be put back by moving the live `state/` away first.
+ */
+export const isKeptInPlace = (p: SnapshotPath): boolean => p.segments.length === 2 && p.segments[0] === "agent" && p.segments[1] === "state"
+
 /** Whether a decoded path lies in what a restore of `extension` (or, undefined, of everything) replaces. */
 export const inRestoreScope = (p: SnapshotPath, extension: string | undefined): boolean =>
   extension === undefined || p.extension === extension

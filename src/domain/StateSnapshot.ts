@@ -35,6 +35,14 @@ export { STATE_EXCLUDED } from "./SnapshotPath.js"
 
 // ------------------------------------------------------------------------------------------------ scope
 
+/**
+ * The permission bits a restore gives a live entry the manifest records with `mode`. A manifest's own hash is
+ * no signature (docs/snapshots.md), so its modes are untrusted too: a restore never makes anything setuid,
+ * never sets the sticky bit, and never makes anything writable by every user, whatever the manifest says; a
+ * directory keeps setgid (a group's shared directory hands its group on). Pure.
+ */
+export const restoredMode = (type: "file" | "directory", mode: number): number => mode & (type === "directory" ? 0o2775 : 0o0775)
+
 /** One snapshotted tree: where it lives and where it goes inside a snapshot. */
 export interface ScopeRoot {
   readonly source: string

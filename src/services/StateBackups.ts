@@ -30,7 +30,8 @@ import * as Schema from "effect/Schema"
 import { type FileSystemError, InvalidArgument, type InvalidSegment, type TierUnresolvable, type UnsafeRoot } from "../domain/Errors.js"
 import { decodeSegment, segmentViolation } from "../domain/Segment.js"
 import { agentDirFlag, shellWord } from "../domain/FixCommands.js"
-import { decodeSnapshotPath, inRestoreScope, type SnapshotPath } from "../domain/SnapshotPath.js"
+import { withArticle } from "../domain/Article.js"
+import { decodeSnapshotPath, inRestoreScope, isKeptInPlace, type SnapshotPath } from "../domain/SnapshotPath.js"
 import { decodeJsonBytes, encodeJsonBytes, MARKER_MAX_BYTES } from "../domain/Formats.js"
 import { type ForgetPlan, type ForgetPolicy, planForgetResult } from "../domain/ForgetPlan.js"
 import {
@@ -48,6 +49,7 @@ import {
   REMOVING_PREFIX,
   resolveBackupRoot,
   restoreAsideName,
+  restoredMode,
   WEB_RESTORE_ASIDE_DIR,
   type ScopeRoot,
   shouldLink,
@@ -356,7 +358,13 @@ const scopeRoots = (ctx: BackupsContext, web: string): Effect.Effect<ReadonlyArr
       Effect.catchIf((e) => e.reason === "NotFound" || e.reason === "NotADirectory", () => Effect.succeed([]))
     )
     // Only extension ids (WR2) name an extension's data: anything else there is not a tier (nor a manifest path).
-    for (const ext of exts) if (ext.type === "Directory" && segmentViolation(ext.name) === null) roots.push(webScopeRoot(web, ext.name))
+    for (const ext of exts) {
+      if (segmentViolation(ext.name) !== null) continue
+      // An extension directory linked elsewhere (another disk) is where its tiers write (they follow links), so
+      // its state is snapshotted there too; a restore refuses to write through the link (checkExtensionLinks).
+      const leads = ext.type === "SymbolicLink" && (yield* optionalLstat(ctx.deps, `${NodePath.join(web, ext.name)}/`).pipe(Effect.orElseSucceed(() => undefined)))?.type === "Directory"
+      if (ext.type === "Directory" || leads) roots.push(webScopeRoot(web, ext.name))
+    }
     return roots
   })
 
@@ -1034,6 +1042,11 @@ const checkBeforeRestore = (ctx: BackupsContext, snapshotDir: string, selected: 
           : info.type !== recorded
           ? Effect.fail(damaged(entry, `is ${aFileType(info.type)} in the snapshot, the manifest records ${aFileType(recorded)}`))
           : Effect.fail(e))
+    for (const item of selected) {
+      if (isKeptInPlace(item.path) && item.entry.type !== "directory") {
+        return yield* damaged(item.entry.path, `is recorded as ${withArticle(item.entry.type)}: a restore keeps state/ itself in place and can put back only a directory there`)
+      }
+    }
     const ancestors = new Set<string>()
     for (const item of selected) {
       for (let k = 1; k < item.path.segments.length; k++) ancestors.add(item.path.segments.slice(0, k).join("/"))
@@ -1090,6 +1103,27 @@ const checkStateLink = (ctx: BackupsContext, web: string) =>
       }
     }
     return link
+  })
+
+/**
+ * A restore writes an extension's state only into `<web data root>/<extId>/` in place: through a link there, it
+ * would move aside and write into whatever directory the link names (another user's, another disk where the
+ * aside rename cannot go). Refused before anything moves (`UnsafeRestoreTarget`, naming the link); its files
+ * in the snapshot are plain copies, to copy back by hand.
+ */
+const checkExtensionLinks = (ctx: BackupsContext, web: string, extensions: ReadonlySet<string>) =>
+  Effect.gen(function*() {
+    for (const ext of [...extensions].sort()) {
+      const dir = NodePath.join(web, ext)
+      const info = yield* optionalLstat(ctx.deps, dir)
+      if (info?.type !== "SymbolicLink") continue
+      const target = Option.getOrUndefined(yield* Effect.option(ctx.fs.readLink(dir)))
+      return yield* new UnsafeRestoreTarget({
+        path: dir,
+        ...(target !== undefined ? { target } : {}),
+        detail: "an extension's state is restored only into its directory in place, never through a link: put the directory there, or copy its files back by hand from the snapshot"
+      })
+    }
   })
 
 /**
@@ -1168,6 +1202,10 @@ const restore = (ctx: BackupsContext, id: string, o?: { readonly extension?: str
           }
         }
       }
+      const extensions = new Set<string>()
+      for (const item of selected) if (item.path.segments[0] === "web") extensions.add(item.path.segments[1]!)
+      for (const rel of units) if (rel.startsWith("web/")) extensions.add(rel.split("/")[1]!)
+      yield* checkExtensionLinks(ctx, web, extensions)
       const liveOfUnit = (rel: string): string => {
         const [top, ...rest] = rel.split("/")
         return NodePath.join(top === "agent" ? ctx.agentDir : web, ...rest)
@@ -1215,7 +1253,7 @@ const restore = (ctx: BackupsContext, id: string, o?: { readonly extension?: str
           yield* ctx.fs.removeFile(live)
           return yield* new SnapshotCorrupt({ path: snapshotDir, entry: entry.path, detail: "it changed while it was restored", stopped: { movedAside, asideDirs } })
         }
-        yield* ctx.fs.chmod(live, entry.mode)
+        yield* ctx.fs.chmod(live, restoredMode("file", entry.mode))
         yield* ctx.fs.utimes(live, entry.mtimeMs, entry.mtimeMs)
       }
       for (const { entry, live } of selected) {
@@ -1224,7 +1262,7 @@ const restore = (ctx: BackupsContext, id: string, o?: { readonly extension?: str
         yield* ctx.fs.symlink(entry.target!, live)
       }
       for (const d of dirs.reverse()) {
-        yield* ctx.fs.chmod(asDirectory(d.live), d.entry.mode)
+        yield* ctx.fs.chmod(asDirectory(d.live), restoredMode("directory", d.entry.mode))
         yield* ctx.fs.utimes(asDirectory(d.live), d.entry.mtimeMs, d.entry.mtimeMs)
       }
       return { restored, movedAside, asideDirs, movedAsidePaths: present.map((p) => p.live), dryRun: false }

@@ -5,6 +5,7 @@
  * its target only when that is provably the person's own directory, else refused naming the link; every
  * directory live data went aside to is reported. The CLI cases run the built bundle (`npm run build`).
  */
+import { createHash } from "node:crypto"
 import * as nfs from "node:fs"
 import * as os from "node:os"
 import * as NodePath from "node:path"
@@ -57,6 +58,21 @@ const picture = (dir: string): Record<string, string> => {
     else if (st.isSymbolicLink()) out[rel] = `-> ${nfs.readlinkSync(p)}`
   }
   return out
+}
+
+/**
+ * Rewrite a snapshot's manifest as someone who can write the backup root could: `edit` changes the document,
+ * then its own hash is made again (the hash is no signature), so the manifest still checks out by itself.
+ */
+const tamperManifest = (snapshotDir: string, edit: (m: { entries: Array<Record<string, unknown>> }) => void) => {
+  const path = NodePath.join(snapshotDir, "manifest.json")
+  const doc = JSON.parse(nfs.readFileSync(path, "utf8")) as Record<string, unknown> & { entries: Array<Record<string, unknown>> }
+  delete doc["manifestSha256"]
+  edit(doc)
+  const json = JSON.stringify(doc)
+  const hash = createHash("sha256").update(json).digest("hex")
+  nfs.chmodSync(path, 0o600)
+  nfs.writeFileSync(path, `${json.slice(0, -1)},"manifestSha256":${JSON.stringify(hash)}}\n`)
 }
 
 describe("state snapshot restore, as a person meets it (Node)", () => {
@@ -284,5 +300,112 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
     } finally {
       nfs.rmSync(web, { recursive: true, force: true })
     }
+  }, 60_000)
+  it("an extension directory linked elsewhere is snapshotted where its tiers write, and a restore refuses to write through the link before anything moves (facade and CLI: exit 3)", async () => {
+    const base = scratch("pi-restore-extlink-")
+    const agent = NodePath.join(base, "agent")
+    const web = NodePath.join(base, "web")
+    const root = NodePath.join(base, "bk")
+    const disk = NodePath.join(base, "other-disk", "bookmarks")
+    write(NodePath.join(disk, "state/h.json"), "[1]")
+    write(NodePath.join(agent, "state/extensions/n/a.json"), "agent side")
+    nfs.mkdirSync(web, { recursive: true })
+    const link = NodePath.join(web, "bookmarks")
+    nfs.symlinkSync(disk, link)
+    const env = { PI_WEB_DATA_DIR: web }
+    const created = await cli(["--agent-dir", agent, "backup", "create", "--json", "--root", root], env)
+    assert.strictEqual(created.code, 0, created.stderr)
+    const id = JSON.parse(created.stdout).id as string
+    // Protected with no wiring: the state behind the link is in the snapshot.
+    assert.strictEqual(nfs.readFileSync(NodePath.join(root, id, "web/bookmarks/state/h.json"), "utf8"), "[1]")
+    write(NodePath.join(disk, "state/h.json"), "[1,2] precious")
+    // Whoever the directory behind the link belongs to, nothing is written through the link.
+    for (const [what, arrange] of [["ours", () => undefined], ["another user's, writable by all", () => {
+      nfs.chownSync(disk, 1234, 1234)
+      nfs.chmodSync(disk, 0o777)
+    }]] as const) {
+      arrange()
+      const before = { agent: picture(agent), disk: picture(disk), web: picture(web) }
+      for (const args of [["--extension", "bookmarks"], []]) {
+        const r = await cli(["--agent-dir", agent, "backup", "restore", id, ...args, "--root", root], env)
+        assert.strictEqual(r.code, 3, `${what} ${args.join(" ")}: ${r.stderr}`)
+        assert.include(r.stderr, `refusing to restore through the symlink ${link} (-> ${disk})`, what)
+        assert.include(r.stderr, "nothing was changed", what)
+      }
+      const storage = await openAgentStorage({ agentDir: agent, migrate: false })
+      try {
+        const refused = await storage.stateBackups({ root, webDataRoot: web }).restore(id, { extension: "bookmarks" }).then(() => undefined, (e: { _tag: string; path: string }) => e)
+        assert.strictEqual(refused?._tag, "UnsafeRestoreTarget", what)
+        assert.strictEqual(refused?.path, link, what)
+        // Another extension's restore is not held up by it.
+        const other = await storage.stateBackups({ root, webDataRoot: web }).restore(id, { extension: "n" })
+        assert.deepStrictEqual(other.restored, [NodePath.join(agent, "state/extensions/n/a.json")], what)
+      } finally {
+        await storage.close()
+      }
+      assert.deepStrictEqual({ disk: picture(disk), web: picture(web) }, { disk: before.disk, web: before.web }, `${what}: nothing behind the link moved`)
+      assert.strictEqual(nfs.readFileSync(NodePath.join(disk, "state/h.json"), "utf8"), "[1,2] precious")
+    }
+  }, 120_000)
+
+  it("a restore never makes anything setuid, sticky or writable by every user, whatever a rewritten manifest says", async () => {
+    const base = scratch("pi-restore-modes-")
+    const agent = NodePath.join(base, "agent")
+    const web = NodePath.join(base, "web")
+    const root = NodePath.join(base, "bk")
+    const id = await snapshotBetween(agent, web, root, [
+      [NodePath.join(agent, "state/extensions/n/a.json"), "v1", "v2"],
+      [NodePath.join(web, "bm/state/h.json"), "v1", "v2"]
+    ])
+    tamperManifest(NodePath.join(root, id), (m) => {
+      for (const e of m.entries) if (e["type"] !== "symlink") e["mode"] = e["type"] === "directory" ? 0o3777 : 0o6777
+    })
+    const verified = await cli(["--agent-dir", agent, "backup", "verify", id, "--root", root], { PI_WEB_DATA_DIR: web })
+    assert.strictEqual(verified.code, 0, verified.stderr)
+    const r = await cli(["--agent-dir", agent, "backup", "restore", id, "--root", root], { PI_WEB_DATA_DIR: web })
+    assert.strictEqual(r.code, 0, r.stderr)
+    const modeOf = (path: string) => nfs.lstatSync(path).mode & 0o7777
+    for (const file of [NodePath.join(agent, "state/extensions/n/a.json"), NodePath.join(web, "bm/state/h.json")]) {
+      assert.strictEqual(nfs.readFileSync(file, "utf8"), "v1")
+      assert.strictEqual(modeOf(file), 0o775, file)
+    }
+    // Directories keep setgid (a group's shared directory), never sticky or writable by others.
+    for (const dir of [NodePath.join(agent, "state"), NodePath.join(agent, "state/extensions/n"), NodePath.join(web, "bm/state")]) {
+      assert.strictEqual(modeOf(dir), 0o2775, dir)
+    }
+  }, 60_000)
+
+  it("a manifest recording state/ itself as a link is corrupt: refused before anything moves (a restore keeps state/ in place)", async () => {
+    const base = scratch("pi-restore-stateroot-")
+    const agent = NodePath.join(base, "agent")
+    const web = NodePath.join(base, "web")
+    const root = NodePath.join(base, "bk")
+    const id = await snapshotBetween(agent, web, root, [
+      [NodePath.join(agent, "state/extensions/n/a.json"), "v1", "v2 precious"],
+      [NodePath.join(web, "bm/state/h.json"), "v1", "v2 precious"]
+    ])
+    const snapshotDir = NodePath.join(root, id)
+    nfs.rmSync(NodePath.join(snapshotDir, "agent/state"), { recursive: true })
+    nfs.symlinkSync("/tmp", NodePath.join(snapshotDir, "agent/state"))
+    tamperManifest(snapshotDir, (m) => {
+      m.entries = m.entries.filter((e) => !String(e["path"]).startsWith("agent/state/"))
+      Object.assign(m.entries.find((e) => e["path"] === "agent/state")!, { type: "symlink", target: "/tmp", size: 4 })
+    })
+    const before = { agent: picture(agent), web: picture(web) }
+    const storage = await openAgentStorage({ agentDir: agent, migrate: false })
+    try {
+      for (const dryRun of [true, false]) {
+        const refused = await storage.stateBackups({ root, webDataRoot: web }).restore(id, { dryRun }).then(() => undefined, (e: { _tag: string; entry?: string; message: string }) => e)
+        assert.strictEqual(refused?._tag, "SnapshotCorrupt")
+        assert.strictEqual(refused?.entry, "agent/state")
+        assert.include(refused!.message, "keeps state/ itself in place")
+      }
+    } finally {
+      await storage.close()
+    }
+    const r = await cli(["--agent-dir", agent, "backup", "restore", id, "--root", root], { PI_WEB_DATA_DIR: web })
+    assert.notStrictEqual(r.code, 0)
+    assert.include(r.stderr, "keeps state/ itself in place")
+    assert.deepStrictEqual({ agent: picture(agent), web: picture(web) }, before, "nothing moved")
   }, 60_000)
 })
