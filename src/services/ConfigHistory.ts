@@ -214,6 +214,8 @@ interface ScanState {
   readonly files: Array<LiveFile>
   readonly skipped: Array<Skipped>
   readonly present: Set<string>
+  /** Repo path prefixes of directories skipped whole (a linked extension or config dir): their history stays as it was. */
+  readonly presentUnder: Set<string>
   readonly cache: StatCache | undefined
   readonly stats: Map<string, readonly [number, number, number]>
   /** Files read although cached (racy or changed stat): a fresh cache would trust the unchanged ones. */
@@ -227,6 +229,8 @@ interface LiveScan {
   readonly skipped: ReadonlyArray<Skipped>
   /** Repo paths of live files that exist but are skipped: their history is left as it was, never "removed". */
   readonly skippedRepoPaths: ReadonlySet<string>
+  /** Repo path prefixes (`web/<id>/config`) of directories skipped whole: what history holds below them stays. */
+  readonly skippedRepoPrefixes: ReadonlySet<string>
   readonly stats: ReadonlyMap<string, readonly [number, number, number]>
   readonly scannedAt: number
   readonly cache: StatCache | undefined
@@ -543,7 +547,16 @@ const walkConfig = (
 
 const scanLive = (ctx: HistoryContext, cache: StatCache | undefined): Effect.Effect<LiveScan, FileSystemError> => Effect.gen(function*() {
   const scannedAt = yield* Clock.currentTimeMillis
-  const out: ScanState = { files: [], skipped: [], present: new Set(), cache, stats: new Map(), racyRead: 0, observed: [] }
+  const out: ScanState = { files: [], skipped: [], present: new Set(), presentUnder: new Set(), cache, stats: new Map(), racyRead: 0, observed: [] }
+  /**
+   * An extension's (or its config tier's) directory that is a symlink: history never follows links, so it is
+   * said (`Symlink`, never left out without a word) and what history holds of it stays as it was, never recorded
+   * as deleted while the files are there behind the link.
+   */
+  const linkedDirectory = (repoPrefix: string) => {
+    out.skipped.push(configSkip("Symlink", `${displayOfRepoPath(repoPrefix)}/`, "a symlink (history never follows links): its config is not versioned"))
+    out.presentUnder.add(repoPrefix)
+  }
   // The web data root as named, each link on the way (one re-pointed changes it) and the directory it leads to.
   for (const root of new Set([ctx.agentDir, ...ctx.webRootHops])) yield* observe(ctx, root, out)
   for (const name of AGENT_CONFIG_FILES) yield* candidate(ctx, `${AGENT_MIRROR}/${name}`, NodePath.join(ctx.agentDir, name), out)
@@ -557,16 +570,22 @@ const scanLive = (ctx: HistoryContext, cache: StatCache | undefined): Effect.Eff
   // Agent extensions' config tiers (`config/extensions/<ns>/`, docs/tiers.md "Extension storage (agent side)").
   const agentExtensions = NodePath.dirname(ctx.agent.paths.extensionConfigDir("x"))
   for (const ext of yield* listObserved(ctx, agentExtensions, out)) {
-    if (ext.type !== "Directory" || decodeSegment("namespace", ext.name)._tag === "Left") continue
+    if (decodeSegment("namespace", ext.name)._tag === "Left") continue
     const configDir = ctx.agent.paths.extensionConfigDir(ext.name)
-    yield* walkConfig(ctx, [AGENT_MIRROR, ...NodePath.relative(ctx.agentDir, configDir).split(NodePath.sep)], configDir, [], 1, out, false)
+    const repoPrefix = [AGENT_MIRROR, ...NodePath.relative(ctx.agentDir, configDir).split(NodePath.sep)]
+    if (ext.type === "SymbolicLink") linkedDirectory(repoPrefix.join("/"))
+    if (ext.type !== "Directory") continue
+    yield* walkConfig(ctx, repoPrefix, configDir, [], 1, out, false)
   }
   // Web-host extensions' config tiers (`data/<extId>/config/`).
   for (const ext of yield* listObserved(ctx, ctx.liveWebRoot, out)) {
-    if (ext.type !== "Directory" || decodeSegment("extId", ext.name)._tag === "Left") continue
+    if (decodeSegment("extId", ext.name)._tag === "Left") continue
+    if (ext.type === "SymbolicLink") linkedDirectory([ctx.webMirror, ext.name].join("/"))
+    if (ext.type !== "Directory") continue
     const { configDir } = tierPaths(ctx.liveWebRoot, ext.name)
     const info = yield* lstatOption(ctx, configDir)
     out.observed.push([configDir, identityOf(info)])
+    if (info?.type === "SymbolicLink") linkedDirectory([ctx.webMirror, ext.name, "config"].join("/"))
     if (info?.type !== "Directory") continue
     yield* walkConfig(ctx, [ctx.webMirror, ext.name, "config"], configDir, [], 1, out, true)
   }
@@ -574,7 +593,7 @@ const scanLive = (ctx: HistoryContext, cache: StatCache | undefined): Effect.Eff
   const clean = recordableScan(observed, scannedAt)
     ? { defaults: ctx.defaults, agentDir: ctx.agentDir, webRoot: ctx.webRoot, observed, skipped: out.skipped }
     : null
-  return { files: out.files, skipped: out.skipped, skippedRepoPaths: out.present, stats: out.stats, scannedAt, cache, racyRead: out.racyRead, clean }
+  return { files: out.files, skipped: out.skipped, skippedRepoPaths: out.present, skippedRepoPrefixes: out.presentUnder, stats: out.stats, scannedAt, cache, racyRead: out.racyRead, clean }
 })
 
 // ------------------------------------------------------------------------------------------ the mirror
@@ -617,7 +636,8 @@ const plan = (ctx: HistoryContext): Effect.Effect<Plan, FileSystemError> =>
     }
     const tracked = new Set(live.files.map((f) => f.repoPath))
     const mirror = cache !== undefined ? cache.mirror : yield* mirrorFiles(ctx)
-    const removals = mirror.filter((p) => !tracked.has(p) && !live.skippedRepoPaths.has(p))
+    const under = [...live.skippedRepoPrefixes].map((prefix) => `${prefix}/`)
+    const removals = mirror.filter((p) => !tracked.has(p) && !live.skippedRepoPaths.has(p) && !under.some((prefix) => p.startsWith(prefix)))
     return { live, writes, removals }
   })
 

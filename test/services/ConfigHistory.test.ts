@@ -168,6 +168,43 @@ describe("ConfigHistory (real git)", () => {
       assert.deepStrictEqual(committed, ["agent/settings.json", "web/ext1/config/ok.txt"])
     }))
 
+  it.scopedLive("an extension's directory or config tier linked elsewhere is said (Symlink), and what history holds of it is never recorded as deleted", () =>
+    Effect.gen(function*() {
+      const { history, root, write, read } = yield* setup({ web: true })
+      write("agent/settings.json", json({ a: 1 }))
+      write("web/bm/config/settings.json", json({ theme: "dark" }))
+      write("web/notes/config/settings.json", json({ font: 12 }))
+      write("agent/config/extensions/ns/settings.json", json({ k: 1 }))
+      const first = yield* history.snapshot({ message: "first" })
+      assert.deepStrictEqual([...first.changed].sort(), ["bm/config/settings.json", "config/extensions/ns/settings.json", "notes/config/settings.json", "settings.json"])
+      // Each directory moved to another disk and linked back: the tiers write through the links as before.
+      const away = (rel: string) => {
+        const live = NodePath.join(root, rel)
+        const elsewhere = NodePath.join(root, "other-disk", rel.replace(/\//g, "_"))
+        fs.mkdirSync(NodePath.dirname(elsewhere), { recursive: true })
+        fs.renameSync(live, elsewhere)
+        fs.symlinkSync(elsewhere, live)
+      }
+      away("web/bm")
+      away("web/notes/config")
+      away("agent/config/extensions/ns")
+      write("web/bm/config/settings.json", json({ theme: "light" }))
+      const second = yield* history.snapshot({ message: "second" })
+      assert.strictEqual(second.revision, null, "nothing is recorded as deleted")
+      assert.deepStrictEqual(second.changed, [])
+      assert.deepStrictEqual(
+        second.skipped.map((s) => [s._tag, s.path]).sort(),
+        [["Symlink", "bm/"], ["Symlink", "config/extensions/ns/"], ["Symlink", "notes/config/"]]
+      )
+      for (const s of second.skipped) assert.include(s.reason, "history never follows links")
+      const committed = rawGit(history.dir, ["ls-tree", "-r", "--name-only", "HEAD"]).trim().split("\n").sort()
+      assert.deepStrictEqual(committed, ["agent/config/extensions/ns/settings.json", "agent/settings.json", "web/bm/config/settings.json", "web/notes/config/settings.json"])
+      // The live diff agrees: nothing to show. A rollback writes nothing through the links.
+      assert.deepStrictEqual((yield* history.diff()).files, [])
+      yield* history.rollback(first.revision!)
+      assert.strictEqual(read("web/bm/config/settings.json"), json({ theme: "light" }))
+    }))
+
   it.scopedLive("the repository is under state/backups/config/history; a work run finds no git repository", () =>
     Effect.gen(function*() {
       const { history, write, agent } = yield* setup()
