@@ -522,8 +522,23 @@ const attempts = (ctx: ProfileContext, op: ProfileOperation, n: number): Effect.
         : Effect.fail(unsafe(e.path, "changed-meanwhile", `it changed while the edit was being written, ${MUTATION_ATTEMPTS} times in a row (${e.detail ?? "changed"}); what was saved there is kept and the edit is not made`)))
   )
 
+/**
+ * Before any writer has run (no state dir), nothing can race an edit, so one the profile refuses (an invalid
+ * entry, nothing to remove or replace) is refused before the lock, whose directories it would leave behind: a
+ * typo makes no files. The edit itself still runs under the lock, on a fresh read.
+ */
+const refusedBeforeLock = (ctx: ProfileContext, op: ProfileOperation): Effect.Effect<void, MutationError> =>
+  Effect.gen(function*() {
+    const fresh = yield* ctx.fs.lstat(ctx.stateDir).pipe(Effect.as(false), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(true)))
+    if (!fresh) return
+    const state = yield* ctx.readState
+    if (state.journal !== null || state.unparsable.length > 0) return
+    const applied = applyOperation(buildModel(state), op, ctx.shardBudgetBytes)
+    if (Either.isLeft(applied)) return yield* Effect.fail(applied.left)
+  })
+
 const mutate = (ctx: ProfileContext, op: ProfileOperation): Effect.Effect<ProfileChange, MutationError> =>
-  Effect.acquireUseRelease(ctx.acquireLock, () => attempts(ctx, op, 1), (release) => release)
+  Effect.zipRight(refusedBeforeLock(ctx, op), Effect.acquireUseRelease(ctx.acquireLock, () => attempts(ctx, op, 1), (release) => release))
 
 const readView = (ctx: ProfileContext) =>
   Effect.map(ctx.readState, (state) =>

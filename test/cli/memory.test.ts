@@ -56,6 +56,26 @@ describe("pi-storage memory (built CLI)", () => {
     assert.deepStrictEqual(Fs.readdirSync(parent), [])
   })
 
+  it("a refused edit of a profile no writer has touched creates nothing (not the agent dir, not the lock's directory)", async () => {
+    const parent = tempDir()
+    const agentDir = Path.join(parent, "agent")
+    for (const [args, code] of [[["memory", "remove", "zzz"], 1], [["memory", "replace", "zzz", "- new"], 1], [["memory", "add", "a\nb"], 2]] as const) {
+      const r = await at(agentDir)(...args)
+      assert.strictEqual(r.code, code, `${args.join(" ")}: ${r.stderr}`)
+      assert.deepStrictEqual(Fs.readdirSync(parent), [], args.join(" "))
+    }
+    // With a hand-written USER.md and no writer yet: the same, and the file stays as it was.
+    Fs.mkdirSync(agentDir)
+    Fs.writeFileSync(Path.join(agentDir, "USER.md"), "- Prefers tabs\n")
+    const r = await at(agentDir)("memory", "remove", "zzz")
+    assert.strictEqual(r.code, 1, r.stderr)
+    assert.deepStrictEqual(Fs.readdirSync(agentDir), ["USER.md"])
+    // An edit that is made takes the lock as before.
+    const made = await at(agentDir)("memory", "remove", "tabs")
+    assert.strictEqual(made.code, 0, made.stderr)
+    assert.isTrue(Fs.statSync(Path.join(agentDir, "state", "user-profile")).isDirectory())
+  })
+
   it("add, duplicate, replace, remove; a tiny --budget archives; show and --json tell where each entry is", async () => {
     const run = at(tempDir())
     assert.deepStrictEqual(await run("memory", "add", "- Uses pnpm"), { code: 0, stdout: "added: - Uses pnpm\n", stderr: "" })
