@@ -181,6 +181,16 @@ export const FINDING_CODES = {
     meaning: `A file above the config size budget (${DEFAULT_CONFIG_BUDGET_BYTES / (1024 * 1024)} MiB) under an extension's config/: it drags the config ` +
       "backup down; put it in state/ or cache/."
   },
+  "extension-name-invalid": {
+    severity: "warning",
+    meaning: "A directory under the web data root whose name is no extension id (WR2): state snapshots and the config " +
+      "history leave it out, so nothing in it is protected."
+  },
+  "extension-dir-link": {
+    severity: "info",
+    meaning: "An extension's directory under the web data root is a symlink (kept on another disk): the tiers and state " +
+      "snapshots follow it, the config history does not, and a restore of its state refuses to write through it."
+  },
   "extension-outside-tiers": {
     severity: "warning",
     meaning: "An entry in data/<extId>/ other than config/, state/ and cache/ (e.g. written via the removed " +

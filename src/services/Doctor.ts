@@ -373,6 +373,15 @@ const agentExtensionFindings = (out: Findings, facts: AgentDirFacts) => {
 }
 
 const webDataFindings = (out: Findings, facts: AgentDirFacts) => {
+  for (const link of facts.webData?.links ?? []) {
+    if (misnamedWhy(link.name) !== null) continue
+    out.add(
+      "extension-dir-link",
+      link.path,
+      `data/${link.name} is a symlink: the tiers and state snapshots follow it, the config history does not (its config is not versioned), and a restore of its state refuses to write through it`,
+      "keep it if the data lives on another disk on purpose; to have its config versioned, move the directory into place"
+    )
+  }
   for (const ext of facts.webData?.extensions ?? []) {
     if (ext.id === WEB_RESTORE_ASIDE_DIR) {
       // The library's own (a restore across filesystems), not an extension: the state-backup finding, not a tier to decide.
@@ -385,6 +394,15 @@ const webDataFindings = (out: Findings, facts: AgentDirFacts) => {
         )
       }
       continue
+    }
+    const misnamed = misnamedWhy(ext.id)
+    if (misnamed !== null) {
+      out.add(
+        "extension-name-invalid",
+        ext.dir,
+        `data/${ext.id} is no extension's data directory (${misnamed}): state snapshots and the config history leave it out, so nothing in it is protected`,
+        "rename it to the extension's id, or move what it holds into that extension's tiers"
+      )
     }
     for (const entry of ext.entries) {
       if (!isTierName(entry.name)) {

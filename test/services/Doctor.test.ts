@@ -89,6 +89,10 @@ const messyFixture = (world: MemoryWorld) =>
     yield* x("cache/index.db", "fine in cache")
     yield* x("stuff.json", "outside")
     yield* world.writeFixture(`${WEB}/ext2/config/settings.json`, "{}")
+    // No extension's id: nothing in it is protected. An extension kept on another disk through a link.
+    yield* world.writeFixture(`${WEB}/Bad_Name/state/x.json`, "{}")
+    yield* world.writeFixture("/mnt/big-disk/bookmarks/state/h.json", "[]")
+    yield* world.symlinkFixture("/mnt/big-disk/bookmarks", `${WEB}/bookmarks`)
   })
 
 const expectedFindings = [
@@ -117,7 +121,9 @@ const expectedFindings = [
   ["extension-config-large-file", `${WEB}/ext1/config/big.bin`],
   ["extension-config-venv", `${WEB}/ext1/config/.venv`],
   ["extension-split-state", `${WEB}/ext1/config/state`],
-  ["extension-outside-tiers", `${WEB}/ext1/stuff.json`]
+  ["extension-outside-tiers", `${WEB}/ext1/stuff.json`],
+  ["extension-name-invalid", `${WEB}/Bad_Name`],
+  ["extension-dir-link", `${WEB}/bookmarks`]
 ].map(([code, path]) => `${code} ${path}`).sort()
 
 describe("doctor (DR1, DR2) on the Memory layer", () => {

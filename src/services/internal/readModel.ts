@@ -626,6 +626,8 @@ export interface ExtensionDataFacts {
 export interface WebDataFacts {
   readonly root: string
   readonly extensions: ReadonlyArray<ExtensionDataFacts>
+  /** Entries of the root that are symlinks (an extension's directory kept on another disk): never read through. */
+  readonly links: ReadonlyArray<{ readonly name: string; readonly path: string }>
 }
 
 export type RootStatus =
@@ -832,12 +834,14 @@ const scanWebData = (reader: Reader, root: string): Effect.Effect<WebDataFacts> 
   Effect.gen(function*() {
     const info = yield* reader.lstat(root)
     const extensions: Array<ExtensionDataFacts> = []
+    const links: Array<{ readonly name: string; readonly path: string }> = []
     if (info?.type === "Directory") {
       for (const ext of yield* reader.list(root)) {
         if (ext.type === "Directory") extensions.push(yield* scanExtensionData(reader, root, ext.name))
+        else if (ext.type === "SymbolicLink") links.push({ name: ext.name, path: NodePath.join(root, ext.name) })
       }
     }
-    return { root, extensions }
+    return { root, extensions, links }
   })
 
 /** Tier names an extension's data directory may hold. */
