@@ -253,6 +253,36 @@ describe("colour (built CLI on a terminal)", () => {
   })
 })
 
+describe("progress lines (built CLI on a terminal)", () => {
+  it.skipIf(!hasScript)("drawn on a terminal; none with --json (its output is JSON only) and none with TERM=dumb", async () => {
+    const agentDir = Path.join(tempDir(), "agent")
+    const root = Path.join(tempDir(), "backups")
+    const made = await at(agentDir)("work", "run", "tools/bash", "--", "true")
+    assert.strictEqual(made.code, 0, made.stderr)
+    /** stdout and stderr as the terminal shows them (script joins them). */
+    const onTerminal = (term: string, ...args: ReadonlyArray<string>) =>
+      spawnSync("script", ["-q", "-e", "-c", [process.execPath, MAIN, "--agent-dir", agentDir, ...args].map((a) => JSON.stringify(a)).join(" "), "/dev/null"], {
+        env: { ...baseEnv(), TERM: term },
+        encoding: "utf8",
+        timeout: 60_000
+      })
+    const prune = ["work", "prune", "--all", "--max-runs", "0", "--dry-run"]
+    const drawn = onTerminal("xterm", ...prune)
+    assert.strictEqual(drawn.status, 0, drawn.stdout)
+    assert.include(drawn.stdout, "\r\u001b[Ktools/bash: scanning", "a terminal gets the progress line")
+    for (const [term, args] of [["xterm", [...prune, "--json"]], ["dumb", [...prune, "--json"]], ["xterm", ["backup", "create", "--root", root, "--json"]]] as const) {
+      const r = onTerminal(term, ...args)
+      assert.strictEqual(r.status, 0, r.stdout)
+      assert.notInclude(r.stdout, "\r\u001b[K", args.join(" "))
+      assert.isObject(JSON.parse(r.stdout), args.join(" "))
+    }
+    const dumb = onTerminal("dumb", ...prune)
+    assert.strictEqual(dumb.status, 0, dumb.stdout)
+    assert.include(dumb.stdout, "tools/bash: would remove 1 run")
+    assert.notMatch(dumb.stdout, /\r(?!\n)|\u001b/, "TERM=dumb: no escapes, no line redrawn")
+  })
+})
+
 describe("what the commands say (built CLI)", () => {
   it("work prune of a tenant that does not exist says so, --quiet too", async () => {
     const agentDir = Path.join(tempDir(), "agent")
