@@ -261,6 +261,7 @@ export const main = (split: SplitArgv, exitStatus: ExitStatus): Effect.Effect<vo
   const line = readCommandLine(split, tree)
   if (!line.ok) return usageError(ctx, line.message)
   if (line.value.help) return out(ownText(helpPage(tree, line.value.path)))
+  if (line.value.version) return out(ownText(versionLine))
   const see = `(see ${["pi-storage", ...line.value.path].join(" ")} --help)`
   const color = colorAllowed(globals)
   const cli = Command.run(program, { name: "pi-storage", version: VERSION })

@@ -8,9 +8,12 @@
  *   stands, before or after the arguments: never data. A flag the command does not take is a usage error naming
  *   it, with "did you mean" for a near miss (`status --jsn` → `--json`); so is a flag given twice, a value
  *   given to a flag that takes none, and a flag that takes a value and has none (`--budget needs a value:
- *   SIZE, e.g. 8KiB`). `--flag=value` is the same as `--flag value`.
- * - The global flags (`--agent-dir DIR`, `--no-color`) are taken out wherever they stand; `--json` also
- *   asks for errors and warnings on stderr as JSON.
+ *   SIZE, e.g. 8KiB`). `--flag=value` is the same as `--flag value`, and the only way to give a value that
+ *   looks like a flag (`--label=-j`): a flag never takes the next token as its value when that token looks
+ *   like a flag (`--label -j` is `--label` given none).
+ * - The global flags (`--agent-dir DIR`, `--no-color`) are taken out wherever they stand, each at most once;
+ *   `--json` also asks for errors and warnings on stderr as JSON. `--help` is given at most once, and
+ *   `--version` is the program's own flag (launch.ts answers it alone; beside anything else, that is named).
  *
  * What each command takes is read from the command tree (`CommandShape`, built from `@effect/cli`'s
  * descriptors by help.ts), so a new command or flag gets this rule without being listed anywhere.
@@ -41,26 +44,42 @@ export const looksLikeFlag = (token: string): boolean => token.length >= 2 && to
 
 const PROGRAM = "pi-storage"
 
+/**
+ * `--label needs a value: LABEL, e.g. x`; when the token after the flag looks like a flag (`--label -j`), the
+ * message says so and how a value that starts with "-" is given: joined by `=` (`--label=-j`), the one form
+ * in which a value is never read as a flag.
+ */
+export const needsValue = (name: string, hint: string, next: string | undefined): string =>
+  `${name} needs a value: ${hint}` +
+  (next !== undefined && looksLikeFlag(next) ? `; "${next}" is a flag (a value that starts with "-" is given as ${name}=${next})` : "")
+
+/** `--json is given twice (see pi-storage status --help)`: for the globals and the command's flags alike. */
+const givenTwice = (name: string, see: string): string => `${name} is given twice ${see}`
+
 export const splitArgv = (argv: ReadonlyArray<string>): ArgvResult => {
   const dashes = argv.indexOf("--")
   const head = dashes === -1 ? argv : argv.slice(0, dashes)
   const afterDashes = dashes === -1 ? undefined : argv.slice(dashes + 1)
   const json = head.includes("--json")
+  const fail = (message: string): ArgvResult => ({ ok: false, message, json })
+  // Read before the command is known: the program's page is the one that lists them.
+  const see = `(see ${PROGRAM} --help)`
   let agentDir: string | undefined
   let noColor = false
   const args: Array<string> = []
   for (let i = 0; i < head.length; i++) {
     const arg = head[i]!
     if (arg === "--no-color") {
+      if (noColor) return fail(givenTwice(arg, see))
       noColor = true
     } else if (arg.startsWith("--no-color=")) {
-      return { ok: false, message: `--no-color takes no value (got "${arg.slice("--no-color=".length)}")`, json }
+      return fail(`--no-color takes no value (got "${arg.slice("--no-color=".length)}")`)
     } else if (arg === "--agent-dir" || arg.startsWith("--agent-dir=")) {
+      if (agentDir !== undefined) return fail(givenTwice("--agent-dir", see))
       // Read before the command is known, `--help` included: without its value it is an error even beside `--help`.
-      const value = arg === "--agent-dir" ? head[++i] : arg.slice("--agent-dir=".length)
-      if (value === undefined || value === "" || value.startsWith("--")) {
-        return { ok: false, message: "--agent-dir needs a value: the agent directory", json }
-      }
+      const next = head[i + 1]
+      const value = arg !== "--agent-dir" ? arg.slice("--agent-dir=".length) : next !== undefined && !looksLikeFlag(next) ? head[++i] : undefined
+      if (value === undefined || value === "") return fail(needsValue("--agent-dir", "the agent directory", arg === "--agent-dir" ? next : undefined))
       agentDir = value
     } else {
       args.push(arg)
@@ -99,6 +118,9 @@ const RUNS_A_COMMAND: ReadonlyArray<string> = ["work run"]
 /** The global flags, for "did you mean" (splitArgv takes them out before the tree is consulted). */
 const GLOBAL_FLAGS: ReadonlyArray<string> = ["--agent-dir", "--no-color", "--help"]
 
+/** The program's own flag beside `--help`: `pi-storage --version` (launch.ts answers it alone before this runs). */
+const VERSION_FLAG: ShapeFlag = { names: ["--version", "-v"], placeholder: undefined, description: "" }
+
 /** `e.g. --budget 8KiB` / `Example: --max-runs 10` in a description: the value shown. */
 const exampleIn = (description: string, names: ReadonlyArray<string>): string | undefined => {
   for (const name of names) {
@@ -122,6 +144,8 @@ export interface CommandLine {
   readonly path: ReadonlyArray<string>
   /** `--help` / `-h` was given: print the page of `path`. */
   readonly help: boolean
+  /** `--version` / `-v` was given to the program itself (and nothing else, `--help` aside): print the version. */
+  readonly version: boolean
   /** What `@effect/cli` parses: the command words, the flags (with their values), then `--` and the arguments. */
   readonly argv: ReadonlyArray<string>
   /** `work run`'s command (what followed `--`); `undefined` for every other command. */
@@ -156,7 +180,9 @@ export const readCommandLine = (split: SplitArgv, root: CommandShape): CommandLi
   for (let i = 0; i < tokens.length; i++) {
     const token = tokens[i]!
     if (looksLikeFlag(token)) {
-      if (valued.has(token)) i++
+      // A valued flag's value, unless what follows looks like a flag (then the flag has none: reported below).
+      const next = tokens[i + 1]
+      if (valued.has(token) && next !== undefined && !looksLikeFlag(next)) i++
       continue
     }
     const child = node.children.find((c) => c.name === token)
@@ -174,8 +200,11 @@ export const readCommandLine = (split: SplitArgv, root: CommandShape): CommandLi
   // is not asked for.
   const help = tokens.some((t, i) => !words.has(i) && isHelp(t))
 
+  // The program's own flags beside help: `--version`, at the top only.
+  const programFlags = path.length === 0 ? [VERSION_FLAG] : []
   const flags: Array<string> = []
   const given = new Set<ShapeFlag>()
+  let helpGiven = false
   const positionals: Array<string> = []
   for (let i = 0; i < tokens.length; i++) {
     if (words.has(i)) continue
@@ -190,36 +219,41 @@ export const readCommandLine = (split: SplitArgv, root: CommandShape): CommandLi
       positionals.push(token)
       continue
     }
-    if (help && isHelp(token)) continue
+    if (help && isHelp(token)) {
+      if (helpGiven) return fail(givenTwice(token, see))
+      helpGiven = true
+      continue
+    }
     const eq = token.indexOf("=")
     const name = eq > 1 ? token.slice(0, eq) : token
     const inline = eq > 1 ? token.slice(eq + 1) : undefined
     // `--help=yes`: help is a flag that takes no value, like any other.
-    const flag = node.flags.find((f) => f.names.includes(name)) ?? (isHelp(name) ? HELP_FLAG : undefined)
+    const flag = node.flags.find((f) => f.names.includes(name)) ?? (isHelp(name) ? HELP_FLAG : undefined) ??
+      programFlags.find((f) => f.names.includes(name))
     if (flag === undefined) {
-      const near = didYouMean(name, [...node.flags.flatMap((f) => f.names), ...GLOBAL_FLAGS])
+      const near = didYouMean(name, [...node.flags.flatMap((f) => f.names), ...GLOBAL_FLAGS, ...programFlags.flatMap((f) => f.names)])
       return fail(`unknown flag ${name} for ${named}${near === "" ? ` ${see}` : near}`)
     }
-    if (given.has(flag) && !help) return fail(`${name} is given twice ${see}`)
+    if (given.has(flag) && (!help || flag === VERSION_FLAG)) return fail(givenTwice(name, see))
     given.add(flag)
     if (flag.placeholder === undefined) {
       if (inline !== undefined) return fail(`${name} takes no value (got "${inline}")`)
-      flags.push(name)
+      if (flag !== VERSION_FLAG) flags.push(name)
       continue
     }
     let value = inline
+    const next = tokens[i + 1]
     if (value === undefined) {
-      const next = tokens[i + 1]
-      // The next token is the value, unless it is a long flag or one of this command's own (`--label --json`).
-      const isFlag = next !== undefined && (next.startsWith("--") || isHelp(next) || node.flags.some((f) => f.names.includes(next)))
-      if (next !== undefined && !isFlag && !words.has(i + 1)) {
+      // The next token is the value, unless it looks like a flag (`--label --json`, `--label -j`): a flag
+      // wherever it stands. A value that starts with "-" is given with `=` (`--label=-j`).
+      if (next !== undefined && !looksLikeFlag(next) && !words.has(i + 1)) {
         value = next
         i++
       }
     }
     if (value === undefined || value === "") {
       if (help) continue
-      return fail(`${name} needs a value: ${valueHint(flag)}`)
+      return fail(needsValue(name, valueHint(flag), inline === undefined ? next : undefined))
     }
     flags.push(name, value)
   }
@@ -238,7 +272,7 @@ export const readCommandLine = (split: SplitArgv, root: CommandShape): CommandLi
     return fail(max === 0 ? `${named} takes no arguments, got "${extra}" ${see}` : `unexpected argument "${extra}" ${see}`)
   }
   // With `--help`, what is given must still be what the command takes; what is missing is not asked for.
-  if (help) return extraWord() ?? { ok: true, value: { path, help: true, argv: [], command: undefined } }
+  if (help) return extraWord() ?? { ok: true, value: { path, help: true, version: false, argv: [], command: undefined } }
   if (!runsCommand) positionals.push(...(split.afterDashes ?? []))
   if (node.children.length === 0) {
     const extra = extraWord()
@@ -256,6 +290,7 @@ export const readCommandLine = (split: SplitArgv, root: CommandShape): CommandLi
     value: {
       path,
       help: false,
+      version: given.has(VERSION_FLAG),
       argv: [...path, ...flags, ...(positionals.length > 0 ? ["--", ...positionals] : [])],
       command: runsCommand ? split.afterDashes : undefined
     }

@@ -24,12 +24,13 @@ export interface CliContext {
   /** Colour for stdout / stderr: only on a TTY, never with `--no-color`, a non-empty `NO_COLOR` or `TERM=dumb`. */
   readonly paint: Paint
   readonly paintErr: Paint
-  readonly stderrIsTTY: boolean
+  /** Progress lines may be drawn on stderr: a terminal that is not `TERM=dumb`, and no `--json` (color.ts). */
+  readonly progress: boolean
 }
 
-import { useColor } from "./color.js"
+import { showProgress, useColor } from "./color.js"
 
-export { useColor }
+export { showProgress, useColor }
 
 export const colorAllowed = (globals: Globals, stream: { readonly isTTY?: boolean } = process.stdout): boolean =>
   useColor({ noColorFlag: globals.noColor, noColorEnv: nodeEnv("NO_COLOR"), term: nodeEnv("TERM"), isTTY: stream.isTTY })
@@ -40,7 +41,7 @@ export const makeContext = (globals: Globals, status: ExitStatus, command: Reado
   command,
   paint: painter(colorAllowed(globals, process.stdout)),
   paintErr: painter(colorAllowed(globals, process.stderr)),
-  stderrIsTTY: process.stderr.isTTY === true
+  progress: showProgress({ json: globals.json, term: nodeEnv("TERM"), isTTY: process.stderr.isTTY })
 })
 
 /** Human output on stdout: only `Shown` text (format.ts), so every string in it went through `displayText`. */

@@ -7,9 +7,9 @@
  * else (`status --help`, a typo, a repeated flag, a `--`, `--flag=value`, a value that looks like a flag, a
  * count that does not parse) goes through the tree, which reads it by the one rule of argv.ts and reports it.
  * (test/cli/route.test.ts holds the two equal: whatever this takes, that rule reads as the same command with
- * the same flags.) Imports nothing heavy: only the count parser and the scan-bound flags' table.
+ * the same flags.) Imports nothing heavy: only argv.ts's flag rule, the count parser and the scan-bound flags' table.
  */
-import type { SplitArgv } from "./argv.js"
+import { looksLikeFlag, type SplitArgv } from "./argv.js"
 import { parseCount } from "./parseCount.js"
 import { boundFlag, SCAN_BOUNDS, type ScanLimits } from "./scanBoundFlags.js"
 
@@ -44,8 +44,8 @@ export interface DirectConfigSnapshot {
 
 export type DirectRoute = DirectStatus | DirectDoctor | DirectWorkLs | DirectConfigSnapshot
 
-/** A flag's value the route takes as it is: not empty, not something the tree might read as a flag. */
-const plainValue = (v: string | undefined): v is string => v !== undefined && v !== "" && !v.startsWith("-")
+/** A flag's value the route takes as it is: not empty, not a flag by the rule the tree reads (argv.ts). */
+const plainValue = (v: string | undefined): v is string => v !== undefined && v !== "" && !looksLikeFlag(v)
 
 interface FlagSpec {
   /** Flags without a value. */

@@ -68,6 +68,19 @@ const nearMiss = fc.constantFrom(...everyFlag).chain((f) => {
   typed.length > 2 && looksLikeFlag(typed) && !typed.includes("=") && !node.flags.some((g) => g.names.includes(typed)) &&
   !["--help", "--agent-dir", "--no-color"].includes(typed))
 
+/** Every flag of every verb that takes a value, by each of its names (`--message`, `-m`). */
+const everyValuedName = verbs.flatMap(({ path, node }) =>
+  node.flags.filter((f) => f.placeholder !== undefined).flatMap((flag) => flag.names.map((name) => ({ path, node, name }))))
+
+/** A token that looks like a flag: a flag of the tree, a global one, a typo, a short letter, a negative number. */
+const flagLike = fc.oneof(
+  fc.constantFrom(...new Set(everyFlag.map((f) => f.name)), "-h", "--help", "-v", "--version", "--agent-dir", "--no-color", "-x", "-j", "-5", "-1", "--bogus"),
+  fc.string({ minLength: 1, maxLength: 6 }).map((t) => `-${t}`).filter(looksLikeFlag)
+)
+
+/** Such a token that is neither help (which asks for a page) nor a global flag (taken out first). */
+const commandFlagLike = flagLike.filter((t) => !["-h", "--help"].includes(t) && !/^--(agent-dir|no-color)(=|$)/.test(t))
+
 describe("cli/argv: splitting", () => {
   it("global flags are taken out wherever they appear; --json before -- asks for JSON errors", () => {
     assert.deepStrictEqual(split(["--agent-dir", "/a", "status", "--no-color", "--json"]), {
@@ -91,6 +104,24 @@ describe("cli/argv: splitting", () => {
     assert.deepStrictEqual(s.args, ["work", "run", "a/b"])
     assert.deepStrictEqual(s.afterDashes, tail)
     assert.deepStrictEqual(s.globals, { agentDir: undefined, noColor: true, json: false })
+  })
+
+  it("a global flag given twice before -- is a usage error naming it; after --, it is the command's", () => {
+    for (const argv of [
+      ["--agent-dir", "a1", "memory", "add", "hello", "--agent-dir", "a2"],
+      ["--agent-dir=a1", "status", "--agent-dir=a1"],
+      ["--agent-dir", "a5", "work", "run", "tools/x", "--agent-dir", "a6", "--", "true"]
+    ]) assert.strictEqual(error(argv), "--agent-dir is given twice (see pi-storage --help)", argv.join(" "))
+    assert.strictEqual(error(["--no-color", "status", "--no-color"]), "--no-color is given twice (see pi-storage --help)")
+    const s = split(["--agent-dir", "a5", "--no-color", "work", "run", "tools/x", "--", "sh", "--agent-dir", "a6", "--no-color"])
+    assert.deepStrictEqual(s.globals, { agentDir: "a5", noColor: true, json: false })
+    assert.deepStrictEqual(s.afterDashes, ["sh", "--agent-dir", "a6", "--no-color"])
+  })
+
+  it.prop("--agent-dir never takes a token that looks like a flag as its value; --agent-dir=VALUE takes any", [flagLike], ([token]) => {
+    const message = error(["memory", "add", "hello", "--agent-dir", token])
+    assert.strictEqual(message, `--agent-dir needs a value: the agent directory; "${token}" is a flag (a value that starts with "-" is given as --agent-dir=${token})`)
+    assert.strictEqual(split(["memory", "add", "hello", `--agent-dir=${token}`]).globals.agentDir, token)
   })
 
   it("what looks like a flag: -x, --x…, -5; not -, --, or a Markdown item '- x'", () => {
@@ -156,7 +187,31 @@ describe("cli/argv: one rule for every verb and flag (read from the tree)", () =
     assert.strictEqual(error(["memory", "add", "- a", "- b"]), "unexpected argument \"- b\" (see pi-storage memory add --help)")
     assert.strictEqual(error(["work", "prune", "--wizard"]), "unknown flag --wizard for work prune (see pi-storage work prune --help)")
     assert.strictEqual(error(["work", "run", "tools/bash", "make", "report"]), "put the command after '--': pi-storage work run tools/bash -- make report")
+    assert.strictEqual(error(["-h", "-h"]), "-h is given twice (see pi-storage --help)")
+    assert.strictEqual(error(["status", "--help", "-h"]), "-h is given twice (see pi-storage status --help)")
   })
+
+  it("--version is the program's own flag: a typo beside it is the one named, a near miss of it is suggested", () => {
+    assert.strictEqual(error(["--version", "--jsn"]), "unknown flag --jsn for pi-storage (see pi-storage --help)")
+    assert.strictEqual(error(["--versoin"]), "unknown flag --versoin for pi-storage (did you mean --version?)")
+    assert.strictEqual(error(["-v", "--version"]), "--version is given twice (see pi-storage --help)")
+    assert.strictEqual(error(["status", "--version"]), "unknown flag --version for status (see pi-storage status --help)")
+    const r = readCommandLine({ globals: { agentDir: undefined, noColor: false }, args: ["-v"], afterDashes: [] }, TREE)
+    assert.isTrue(r.ok && r.value.version && r.value.path.length === 0)
+    assert.isTrue((r => r.ok && !r.value.version)(read(["status"])))
+  })
+
+  it.prop("a flag that takes a value never takes a token that looks like a flag: it needs a value, given with = if it starts with -", [
+    fc.constantFrom(...everyValuedName),
+    commandFlagLike
+  ], ([{ path, node, name }, token]) => {
+    const required = requiredArgs(node)
+    const message = error([...path, ...required, name, token])
+    assert.isTrue(message.startsWith(`${name} needs a value: `), `${path.join(" ")} ${name} ${token}: ${message}`)
+    assert.isTrue(message.endsWith(`; "${token}" is a flag (a value that starts with "-" is given as ${name}=${token})`), message)
+    // The form the message names: the token is the value, exactly.
+    assert.deepStrictEqual(argvOf([...path, ...required, `${name}=${token}`]), [...path, name, token, ...(required.length > 0 ? ["--", ...required] : [])])
+  }, { fastCheck: { numRuns: 400 } })
 
   it("a flag that takes a value and is given none names its placeholder and example", () => {
     assert.include(error(["--agent-dir"]), "--agent-dir needs a value")

@@ -122,6 +122,39 @@ describe("a typo is never data (built CLI)", () => {
     assert.isFalse(Fs.existsSync(agentDir), "no verb ran")
   })
 
+  it("a flag's value is never a token that looks like a flag, and a global flag given twice is refused: exit 2, nothing written", async () => {
+    const cwd = tempDir()
+    const inCwd = (...args: ReadonlyArray<string>) => runNode(MAIN, args, { env: { ...baseEnv(), HOME: cwd }, cwd })
+    const cases: ReadonlyArray<readonly [ReadonlyArray<string>, string]> = [
+      [["memory", "add", "hello", "--agent-dir", "-v"], "--agent-dir needs a value: the agent directory; \"-v\" is a flag (a value that starts with \"-\" is given as --agent-dir=-v)"],
+      [["backup", "create", "--root", "-x"], "--root needs a value"],
+      [["backup", "create", "--label", "-j"], "--label needs a value"],
+      [["config", "snapshot", "-m", "-j"], "-m needs a value"],
+      [["status", "--web-data-root", "-x"], "--web-data-root needs a value"],
+      [["--agent-dir", "a1", "memory", "add", "hello", "--agent-dir", "a2"], "--agent-dir is given twice (see pi-storage --help)"],
+      [["--agent-dir", "a5", "work", "run", "tools/x", "--agent-dir", "a6", "--", "true"], "--agent-dir is given twice (see pi-storage --help)"],
+      [["--no-color", "status", "--no-color"], "--no-color is given twice (see pi-storage --help)"],
+      [["-h", "-h"], "-h is given twice (see pi-storage --help)"],
+      [["--version", "--jsn"], "unknown flag --jsn for pi-storage (see pi-storage --help)"],
+      [["--versoin"], "unknown flag --versoin for pi-storage (did you mean --version?)"]
+    ]
+    const results = await pooled(cases.map(([args]) => () => inCwd(...args)))
+    cases.forEach(([args, message], i) => {
+      const r = results[i]!
+      assert.deepStrictEqual([r.code, r.stdout], [2, ""], `${args.join(" ")}: ${r.stderr}`)
+      assert.match(r.stderr, /^pi-storage: [^\n]+\n$/, args.join(" "))
+      assert.include(r.stderr, message, args.join(" "))
+    })
+    assert.deepStrictEqual(Fs.readdirSync(cwd), [], "nothing ran: no ./-v, a1, a2, a5, a6, ~/.pi")
+    // A value that starts with "-" is given with `=`; after `--`, work run's command keeps its own flags.
+    const label = await inCwd("--agent-dir=-v", "backup", "create", "--root=-x", "--label=-j", "--json")
+    assert.strictEqual(label.code, 0, label.stderr)
+    assert.strictEqual(JSON.parse(label.stdout).scope.agentDir, Path.join(cwd, "-v"))
+    assert.lengthOf(Fs.readdirSync(Path.join(cwd, "-x")), 1)
+    const run = await inCwd("--agent-dir", "a5", "work", "run", "tools/x", "--", "sh", "-c", "printf %s \"$*\"", "sh", "--agent-dir", "a6")
+    assert.deepStrictEqual([run.code, run.stdout], [0, "--agent-dir a6"], run.stderr)
+  })
+
   it("status: the short route and the tree read it alike (a typo goes to the tree and is refused; --json alone is the route)", async () => {
     const agentDir = Path.join(tempDir(), "agent")
     const [typo, ok, late, dashes] = await Promise.all([
@@ -217,6 +250,36 @@ describe("colour (built CLI on a terminal)", () => {
     assert.match(xterm.stdout, ANSI, "a real terminal is painted")
     assert.include(dumb.stdout, "Agent dir")
     assert.notMatch(dumb.stdout, ANSI)
+  })
+})
+
+describe("progress lines (built CLI on a terminal)", () => {
+  it.skipIf(!hasScript)("drawn on a terminal; none with --json (its output is JSON only) and none with TERM=dumb", async () => {
+    const agentDir = Path.join(tempDir(), "agent")
+    const root = Path.join(tempDir(), "backups")
+    const made = await at(agentDir)("work", "run", "tools/bash", "--", "true")
+    assert.strictEqual(made.code, 0, made.stderr)
+    /** stdout and stderr as the terminal shows them (script joins them). */
+    const onTerminal = (term: string, ...args: ReadonlyArray<string>) =>
+      spawnSync("script", ["-q", "-e", "-c", [process.execPath, MAIN, "--agent-dir", agentDir, ...args].map((a) => JSON.stringify(a)).join(" "), "/dev/null"], {
+        env: { ...baseEnv(), TERM: term },
+        encoding: "utf8",
+        timeout: 60_000
+      })
+    const prune = ["work", "prune", "--all", "--max-runs", "0", "--dry-run"]
+    const drawn = onTerminal("xterm", ...prune)
+    assert.strictEqual(drawn.status, 0, drawn.stdout)
+    assert.include(drawn.stdout, "\r\u001b[Ktools/bash: scanning", "a terminal gets the progress line")
+    for (const [term, args] of [["xterm", [...prune, "--json"]], ["dumb", [...prune, "--json"]], ["xterm", ["backup", "create", "--root", root, "--json"]]] as const) {
+      const r = onTerminal(term, ...args)
+      assert.strictEqual(r.status, 0, r.stdout)
+      assert.notInclude(r.stdout, "\r\u001b[K", args.join(" "))
+      assert.isObject(JSON.parse(r.stdout), args.join(" "))
+    }
+    const dumb = onTerminal("dumb", ...prune)
+    assert.strictEqual(dumb.status, 0, dumb.stdout)
+    assert.include(dumb.stdout, "tools/bash: would remove 1 run")
+    assert.notMatch(dumb.stdout, /\r(?!\n)|\u001b/, "TERM=dumb: no escapes, no line redrawn")
   })
 })
 

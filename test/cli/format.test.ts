@@ -107,4 +107,14 @@ describe("cli/context colour rule", () => {
     assert.isFalse(useColor({ noColorFlag: false, noColorEnv: undefined, term: "dumb", isTTY: true }))
     assert.isTrue(useColor({ noColorFlag: false, noColorEnv: undefined, term: "xterm-256color", isTTY: true }))
   })
+
+  it("progress lines only on a terminal that may be drawn on, never with --json; --no-color is no reason to drop them", async () => {
+    const { showProgress } = await import("../../src/cli/context.js")
+    assert.isTrue(showProgress({ json: false, term: "xterm", isTTY: true }))
+    assert.isTrue(showProgress({ json: undefined, isTTY: true }))
+    assert.isFalse(showProgress({ json: true, term: "xterm", isTTY: true }))
+    assert.isFalse(showProgress({ json: false, term: "dumb", isTTY: true }))
+    assert.isFalse(showProgress({ json: false, term: "xterm", isTTY: false }))
+    assert.isFalse(showProgress({ json: false, term: "xterm", isTTY: undefined }))
+  })
 })

@@ -377,16 +377,18 @@ describe("pi-storage (built CLI)", () => {
       [["work", "prune", "a/b", "--max-bytes", "0.5"], "--max-bytes: \"0.5\" is not a whole number of bytes"],
       [["work", "prune", "a/b", "--max-bytes", "0.3KiB"], "--max-bytes: \"0.3KiB\" is not a whole number of bytes"],
       [["work", "prune", "a/b", "--max-bytes", "1e400"], "--max-bytes: expected a size such as 512MiB, 2GiB or 1000 (bytes), got \"1e400\""],
-      [["work", "prune", "a/b", "--max-bytes", "-1"], "--max-bytes: expected a size"],
+      [["work", "prune", "a/b", "--max-bytes=-1"], "--max-bytes: expected a size"],
       [["work", "prune", "a/b", "--max-bytes", "NaN"], "--max-bytes: expected a size"],
       [["work", "prune", "a/b", "--max-runs", "1.5"], "--max-runs: expected a whole number (0 or more), got \"1.5\""],
       [["work", "prune", "a/b", "--max-runs", "1e400"], "--max-runs: expected a whole number"],
       [["work", "prune", "a/b", "--max-age", "0.0001s"], "--max-age: \"0.0001s\" is not a whole number of milliseconds"],
       [["backup", "verify", "--max-bytes", "0.5"], "--max-bytes: \"0.5\" is not a whole number of bytes"],
-      [["backup", "verify", "--sample", "-2"], "--sample: expected a whole number (0 or more), got \"-2\""],
+      [["backup", "verify", "--sample=-2"], "--sample: expected a whole number (0 or more), got \"-2\""],
       [["backup", "forget", "--keep-last", "2.5"], "--keep-last: expected a whole number (0 or more), got \"2.5\""],
       [["config", "log", "--limit", "0.5"], "--limit: expected a whole number (1 or more), got \"0.5\""],
-      [["config", "log", "--limit", "-1"], "--limit: expected a whole number (1 or more), got \"-1\""],
+      [["config", "log", "--limit=-1"], "--limit: expected a whole number (1 or more), got \"-1\""],
+      // A negative number looks like a flag: without `=` the flag has no value, and the message says how to give one.
+      [["config", "log", "--limit", "-1"], "--limit needs a value: N, e.g. 5; \"-1\" is a flag (a value that starts with \"-\" is given as --limit=-1)"],
       [["memory", "show", "--budget", "0.5"], "--budget: \"0.5\" is not a whole number of bytes"]
     ]
     const results = await Promise.all(cases.map(([args]) => at(agentDir)(...args)))

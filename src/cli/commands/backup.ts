@@ -118,9 +118,9 @@ const withBackups = <A>(
         Effect.catchAll((e) => reportError(ctx, e))
       ))
 
-/** Progress on a TTY only: one rewritten line on stderr, every 250 files. */
-const progress = () => {
-  if (process.stderr.isTTY !== true) return { onProgress: undefined, done: Effect.void }
+/** Progress where the context allows it (a terminal, no --json): one rewritten line on stderr, every 250 files. */
+const progress = (ctx: CliContext) => {
+  if (!ctx.progress) return { onProgress: undefined, done: Effect.void }
   return {
     onProgress: (p: { files: number; bytes: number }) => {
       if (p.files % 250 === 0) writeErr(`\r  ${p.files} files, ${formatBytes(p.bytes)} …`)
@@ -141,7 +141,7 @@ export const backupCommand = (ctx: CliContext) => {
     (o) =>
       withBackups(ctx, o, (b) =>
         Effect.gen(function*() {
-          const p = progress()
+          const p = progress(ctx)
           const label = value(o.label)
           const r = yield* b.create({ ...(label !== undefined ? { label } : {}), ...(p.onProgress !== undefined ? { onProgress: p.onProgress } : {}) }).pipe(
             Effect.ensuring(p.done)

@@ -211,9 +211,9 @@ export const pruneExitCode = (outcomes: ReadonlyArray<TenantOutcome>): number =>
   return code
 }
 
-/** A progress line on stderr, redrawn in place; only on a TTY. */
+/** A progress line on stderr, redrawn in place; only where the context allows it (a terminal, no --json). */
 const progressLine = (ctx: CliContext, label: string) => {
-  if (!ctx.stderrIsTTY) return { onProgress: undefined, clear: Effect.void }
+  if (!ctx.progress) return { onProgress: undefined, clear: Effect.void }
   let drawn = false
   /** The last count drawn per phase: a line is drawn each time a hundredth of the work is crossed (removals report per batch). */
   const last = { scan: -1, remove: -1 }
