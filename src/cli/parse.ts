@@ -86,6 +86,12 @@ export const parsePort = (text: string): Parsed<number> => {
 }
 
 /** A whole number of 1 or more. */
+/** `parseSize` of a bound that must let something through: 0 is refused by the flag, naming it, not by the library later. */
+export const parsePositiveSize = (text: string): Parsed<number> => {
+  const size = parseSize(text)
+  return !size.ok || size.value > 0 ? size : fail(`expected a size above 0, such as 1GiB, got ${quoted(text)}`)
+}
+
 export const parsePositiveCount = (text: string): Parsed<number> => {
   if (!/^\d+$/.test(text.trim())) return fail(`expected a whole number (1 or more), got ${quoted(text)}`)
   const n = parseCount(text)

@@ -79,6 +79,13 @@ describe("pi-storage backup (built CLI)", () => {
     const unknown = await cli(["--agent-dir", agent, "backup", "restore", "2020-01-01T00-00-00.000Z-000000", "--root", Path.join(base, "bk")])
     assert.strictEqual(unknown.code, 2)
     assert.match(unknown.stderr, /no complete snapshot/)
+    // A bound that lets nothing through is the flag's mistake, said by the flag in its own words.
+    for (const [flag, given, words] of [["--sample", "0", /--sample.*expected a whole number \(1 or more\), got "0"/], ["--max-bytes", "0", /--max-bytes.*expected a size above 0, such as 1GiB, got "0"/]] as const) {
+      const r = await cli(["--agent-dir", agent, "backup", "verify", flag, given, "--root", Path.join(base, "bk")])
+      assert.strictEqual(r.code, 2, `${flag} ${given}: ${r.stderr}`)
+      assert.match(r.stderr, words)
+      assert.notMatch(r.stderr, /invalid (sample|maxBytes)/)
+    }
     const help = await cli(["backup", "forget", "--help"])
     assert.match(help.stdout, /--keep-daily[\s\S]*default: not used; e\.g\. --keep-daily 7/)
     assert.match(help.stdout, /--root[\s\S]*default: \$PI_STATE_BACKUP_DIR/)

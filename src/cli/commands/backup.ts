@@ -13,7 +13,7 @@ import { ExitCode } from "../exit.js"
 import { countOf, formatBytes, joinShown, type Shown, table, txt } from "../format.js"
 import { writeErr } from "../streams.js"
 import { dryRun, json, parsedOption, value } from "../options.js"
-import { parseCount, parseSize } from "../parse.js"
+import { parseCount, parsePositiveCount, parsePositiveSize } from "../parse.js"
 import { webDataRoot } from "./config.js"
 import { isMissingProblem } from "../../domain/ReportProblems.js"
 
@@ -159,8 +159,8 @@ export const backupCommand = (ctx: CliContext) => {
     "verify",
     {
       id: Args.text({ name: "ID" }).pipe(Args.optional),
-      maxBytes: parsedOption("max-bytes", "SIZE", parseSize, "Re-hash at most about this much, then stop; the next run goes on from there (default: everything; e.g. --max-bytes 1GiB)."),
-      sample: parsedOption("sample", "N", parseCount, "Check at most N entries, then stop; the next run goes on from there (default: all; e.g. --sample 500)."),
+      maxBytes: parsedOption("max-bytes", "SIZE", parsePositiveSize, "Re-hash at most about this much, then stop; the next run goes on from there (default: everything; e.g. --max-bytes 1GiB)."),
+      sample: parsedOption("sample", "N", parsePositiveCount, "Check at most N entries, then stop; the next run goes on from there (default: all; e.g. --sample 500)."),
       root: flags.root,
       webDataRoot: flags.webDataRoot,
       json: flags.json
