@@ -580,7 +580,9 @@ const scanLive = (ctx: HistoryContext, cache: StatCache | undefined): Effect.Eff
   // Web-host extensions' config tiers (`data/<extId>/config/`).
   for (const ext of yield* listObserved(ctx, ctx.liveWebRoot, out)) {
     if (decodeSegment("extId", ext.name)._tag === "Left") continue
-    if (ext.type === "SymbolicLink") linkedDirectory([ctx.webMirror, ext.name].join("/"))
+    // Named by the config tier behind the link (`bm/config/`): the extension's own name alone (`config/` for an
+    // extension called config) would read as an agent path, and cover it.
+    if (ext.type === "SymbolicLink") linkedDirectory([ctx.webMirror, ext.name, "config"].join("/"))
     if (ext.type !== "Directory") continue
     const { configDir } = tierPaths(ctx.liveWebRoot, ext.name)
     const info = yield* lstatOption(ctx, configDir)

@@ -194,7 +194,7 @@ describe("ConfigHistory (real git)", () => {
       assert.deepStrictEqual(second.changed, [])
       assert.deepStrictEqual(
         second.skipped.map((s) => [s._tag, s.path]).sort(),
-        [["Symlink", "bm/"], ["Symlink", "config/extensions/ns/"], ["Symlink", "notes/config/"]]
+        [["Symlink", "bm/config/"], ["Symlink", "config/extensions/ns/"], ["Symlink", "notes/config/"]]
       )
       for (const s of second.skipped) assert.include(s.reason, "history never follows links")
       const committed = rawGit(history.dir, ["ls-tree", "-r", "--name-only", "HEAD"]).trim().split("\n").sort()
@@ -203,6 +203,22 @@ describe("ConfigHistory (real git)", () => {
       assert.deepStrictEqual((yield* history.diff()).files, [])
       yield* history.rollback(first.revision!)
       assert.strictEqual(read("web/bm/config/settings.json"), json({ theme: "light" }))
+    }))
+
+  it.scopedLive("a linked web extension called config covers nothing of the agent's config: the agent extension's config still rolls back", () =>
+    Effect.gen(function*() {
+      const { history, root, write, read } = yield* setup({ web: true })
+      write("agent/config/extensions/ns/settings.json", json({ k: 1 }))
+      const first = yield* history.snapshot({ message: "first" })
+      write("agent/config/extensions/ns/settings.json", json({ k: 2 }))
+      fs.mkdirSync(NodePath.join(root, "other", "config"), { recursive: true })
+      fs.mkdirSync(NodePath.join(root, "web"), { recursive: true })
+      fs.symlinkSync(NodePath.join(root, "other"), NodePath.join(root, "web", "config"))
+      const second = yield* history.snapshot({ message: "second" })
+      assert.deepStrictEqual(second.skipped.map((s) => [s._tag, s.path]), [["Symlink", "config/config/"]])
+      const back = yield* history.rollback(first.revision!)
+      assert.deepStrictEqual(back.restored, ["config/extensions/ns/settings.json"])
+      assert.strictEqual(read("agent/config/extensions/ns/settings.json"), json({ k: 1 }))
     }))
 
   it.scopedLive("the repository is under state/backups/config/history; a work run finds no git repository", () =>
