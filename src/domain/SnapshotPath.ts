@@ -72,11 +72,18 @@ export const decodeSnapshotPath = (path: string): SnapshotPathDecoded => {
 }
 
 /**
- * Whether a path is `agent/state` itself: a restore keeps that directory in place (its `backups/` and
- * `restore-aside/` are not the snapshot's) and replaces what is in it, so a manifest may record it only as a
- * directory; as a link or file it could only be put back by moving the live `state/` away first.
+ * Why a manifest may record `p` only as a directory, or `undefined` when it may be anything. `agent/state`: a
+ * restore keeps that directory in place (its `backups/` and `restore-aside/` are not the snapshot's) and
+ * replaces what is in it, so as a link or file it could only be put back by moving the live `state/` away
+ * first. `web/<id>/state`: an extension's state tier, where its tiers write; restored as a link it would send
+ * every later write wherever the manifest's author chose. (A snapshot never records either otherwise.)
  */
-export const isKeptInPlace = (p: SnapshotPath): boolean => p.segments.length === 2 && p.segments[0] === "agent" && p.segments[1] === "state"
+export const directoryOnlyWhy = (p: SnapshotPath): string | undefined =>
+  p.segments.length === 2 && p.segments[0] === "agent" && p.segments[1] === "state"
+    ? "a restore keeps state/ itself in place and can put back only a directory there"
+    : p.segments.length === 3 && p.segments[0] === "web"
+    ? "an extension's state tier is restored only as a directory: as a link it would send the tiers' writes wherever it points"
+    : undefined
 
 /** Whether a decoded path lies in what a restore of `extension` (or, undefined, of everything) replaces. */
 export const inRestoreScope = (p: SnapshotPath, extension: string | undefined): boolean =>

@@ -31,7 +31,7 @@ import { type FileSystemError, InvalidArgument, type InvalidSegment, type TierUn
 import { decodeSegment, segmentViolation } from "../domain/Segment.js"
 import { agentDirFlag, shellWord } from "../domain/FixCommands.js"
 import { withArticle } from "../domain/Article.js"
-import { decodeSnapshotPath, inRestoreScope, isKeptInPlace, type SnapshotPath } from "../domain/SnapshotPath.js"
+import { decodeSnapshotPath, directoryOnlyWhy, inRestoreScope, type SnapshotPath } from "../domain/SnapshotPath.js"
 import { decodeJsonBytes, encodeJsonBytes, MARKER_MAX_BYTES } from "../domain/Formats.js"
 import { type ForgetPlan, type ForgetPolicy, planForgetResult } from "../domain/ForgetPlan.js"
 import {
@@ -225,6 +225,12 @@ export interface RestoreResult {
   readonly asideDirs: ReadonlyArray<string>
   /** Live paths moved aside (or, in a dry run, that would be). */
   readonly movedAsidePaths: ReadonlyArray<string>
+  /**
+   * Extensions' directories a whole-scope restore left as they are: `<web data root>/<id>` is a symlink (kept on
+   * another disk), and a restore never writes through one. Their state is in the snapshot, to copy back by hand
+   * (`--extension <id>` refuses, naming the link).
+   */
+  readonly leftAlone: ReadonlyArray<string>
   readonly dryRun: boolean
 }
 
@@ -801,6 +807,12 @@ const create = (ctx: BackupsContext, o?: CreateOptions) =>
             source = `${tree.source}/`
           }
         }
+        // An extension's state tier that leads to no directory (a dangling link, a file) holds no state of its
+        // tiers: said, never recorded as what a restore would put back (`directoryOnlyWhy`).
+        if (tree.extId !== undefined && info.type !== "Directory") {
+          yield* skip(b, "Unreadable", tree.dest, `${aFileType(info.type)} that leads to no directory: an extension's state tier is snapshotted only as a directory`)
+          continue
+        }
         const parent = tree.dest.split("/").slice(0, -1).join("/")
         yield* ctx.fs.makeDirectory(under(building, parent), { mode: 0o700, recursive: true })
         const target = under(building, tree.dest)
@@ -1043,9 +1055,8 @@ const checkBeforeRestore = (ctx: BackupsContext, snapshotDir: string, selected: 
           ? Effect.fail(damaged(entry, `is ${aFileType(info.type)} in the snapshot, the manifest records ${aFileType(recorded)}`))
           : Effect.fail(e))
     for (const item of selected) {
-      if (isKeptInPlace(item.path) && item.entry.type !== "directory") {
-        return yield* damaged(item.entry.path, `is recorded as ${withArticle(item.entry.type)}: a restore keeps state/ itself in place and can put back only a directory there`)
-      }
+      const why = item.entry.type === "directory" ? undefined : directoryOnlyWhy(item.path)
+      if (why !== undefined) return yield* damaged(item.entry.path, `is recorded as ${withArticle(item.entry.type)}: ${why}`)
     }
     const ancestors = new Set<string>()
     for (const item of selected) {
@@ -1108,22 +1119,27 @@ const checkStateLink = (ctx: BackupsContext, web: string) =>
 /**
  * A restore writes an extension's state only into `<web data root>/<extId>/` in place: through a link there, it
  * would move aside and write into whatever directory the link names (another user's, another disk where the
- * aside rename cannot go). Refused before anything moves (`UnsafeRestoreTarget`, naming the link); its files
- * in the snapshot are plain copies, to copy back by hand.
+ * aside rename cannot go). The extensions a restore touches whose directory is a link: a restore of that one
+ * extension is refused before anything moves (`UnsafeRestoreTarget`, naming the link); a whole-scope restore
+ * leaves them as they are and says so (`leftAlone`). Their files in the snapshot are plain copies.
  */
-const checkExtensionLinks = (ctx: BackupsContext, web: string, extensions: ReadonlySet<string>) =>
+const linkedExtensions = (ctx: BackupsContext, web: string, extensions: ReadonlySet<string>) =>
   Effect.gen(function*() {
+    const linked: Array<string> = []
     for (const ext of [...extensions].sort()) {
-      const dir = NodePath.join(web, ext)
-      const info = yield* optionalLstat(ctx.deps, dir)
-      if (info?.type !== "SymbolicLink") continue
-      const target = Option.getOrUndefined(yield* Effect.option(ctx.fs.readLink(dir)))
-      return yield* new UnsafeRestoreTarget({
-        path: dir,
-        ...(target !== undefined ? { target } : {}),
-        detail: "an extension's state is restored only into its directory in place, never through a link: put the directory there, or copy its files back by hand from the snapshot"
-      })
+      if ((yield* optionalLstat(ctx.deps, NodePath.join(web, ext)))?.type === "SymbolicLink") linked.push(ext)
     }
+    return linked
+  })
+
+const refuseExtensionLink = (ctx: BackupsContext, dir: string) =>
+  Effect.gen(function*() {
+    const target = Option.getOrUndefined(yield* Effect.option(ctx.fs.readLink(dir)))
+    return yield* new UnsafeRestoreTarget({
+      path: dir,
+      ...(target !== undefined ? { target } : {}),
+      detail: "an extension's state is restored only into its directory in place, never through a link: put the directory there, or copy its files back by hand from the snapshot"
+    })
   })
 
 /**
@@ -1205,7 +1221,12 @@ const restore = (ctx: BackupsContext, id: string, o?: { readonly extension?: str
       const extensions = new Set<string>()
       for (const item of selected) if (item.path.segments[0] === "web") extensions.add(item.path.segments[1]!)
       for (const rel of units) if (rel.startsWith("web/")) extensions.add(rel.split("/")[1]!)
-      yield* checkExtensionLinks(ctx, web, extensions)
+      const linked = yield* linkedExtensions(ctx, web, extensions)
+      if (o?.extension !== undefined && linked.includes(o.extension)) return yield* refuseExtensionLink(ctx, NodePath.join(web, o.extension))
+      const leftAlone = linked.map((ext) => NodePath.join(web, ext))
+      const isLeftAlone = (segments: ReadonlyArray<string>) => segments[0] === "web" && linked.includes(segments[1]!)
+      for (let i = units.length - 1; i >= 0; i--) if (isLeftAlone(units[i]!.split("/"))) units.splice(i, 1)
+      for (let i = selected.length - 1; i >= 0; i--) if (isLeftAlone(selected[i]!.path.segments)) selected.splice(i, 1)
       const liveOfUnit = (rel: string): string => {
         const [top, ...rest] = rel.split("/")
         return NodePath.join(top === "agent" ? ctx.agentDir : web, ...rest)
@@ -1216,7 +1237,7 @@ const restore = (ctx: BackupsContext, id: string, o?: { readonly extension?: str
         if ((yield* optionalLstat(ctx.deps, live)) !== undefined) present.push({ rel, live })
       }
       const restored = selected.filter((s) => s.entry.type !== "directory").map((s) => s.live)
-      if (o?.dryRun === true) return { restored, movedAside: null, asideDirs: [], movedAsidePaths: present.map((p) => p.live), dryRun: true }
+      if (o?.dryRun === true) return { restored, movedAside: null, asideDirs: [], movedAsidePaths: present.map((p) => p.live), leftAlone, dryRun: true }
 
       const stamp = restoreAsideName(yield* Clock.currentTimeMillis, yield* Random.nextIntBetween(0, 0xffffff))
       const aside = NodePath.join(agentPaths(ctx.agentDir).restoreAsideDir, stamp)
@@ -1265,7 +1286,7 @@ const restore = (ctx: BackupsContext, id: string, o?: { readonly extension?: str
         yield* ctx.fs.chmod(asDirectory(d.live), restoredMode("directory", d.entry.mode))
         yield* ctx.fs.utimes(asDirectory(d.live), d.entry.mtimeMs, d.entry.mtimeMs)
       }
-      return { restored, movedAside, asideDirs, movedAsidePaths: present.map((p) => p.live), dryRun: false }
+      return { restored, movedAside, asideDirs, movedAsidePaths: present.map((p) => p.live), leftAlone, dryRun: false }
     })
     return yield* (o?.dryRun === true ? run : withWriter(ctx, run))
   })

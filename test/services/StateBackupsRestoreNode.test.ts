@@ -326,12 +326,19 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
     }]] as const) {
       arrange()
       const before = { agent: picture(agent), disk: picture(disk), web: picture(web) }
-      for (const args of [["--extension", "bookmarks"], []]) {
-        const r = await cli(["--agent-dir", agent, "backup", "restore", id, ...args, "--root", root], env)
-        assert.strictEqual(r.code, 3, `${what} ${args.join(" ")}: ${r.stderr}`)
-        assert.include(r.stderr, `refusing to restore through the symlink ${link} (-> ${disk})`, what)
-        assert.include(r.stderr, "nothing was changed", what)
-      }
+      const r = await cli(["--agent-dir", agent, "backup", "restore", id, "--extension", "bookmarks", "--root", root], env)
+      assert.strictEqual(r.code, 3, `${what}: ${r.stderr}`)
+      assert.include(r.stderr, `refusing to restore through the symlink ${link} (-> ${disk})`, what)
+      assert.include(r.stderr, "nothing was changed", what)
+      assert.deepStrictEqual({ agent: picture(agent), disk: picture(disk), web: picture(web) }, before, `${what}: nothing moved`)
+      // A whole-scope restore puts back everything else and leaves the linked extension as it is, saying so.
+      write(NodePath.join(agent, "state/extensions/n/a.json"), "agent side, changed")
+      const whole = await cli(["--agent-dir", agent, "backup", "restore", id, "--root", root], env)
+      assert.strictEqual(whole.code, 0, `${what}: ${whole.stderr}`)
+      assert.include(whole.stdout, `Left alone ${link}: a symlink, never restored through`, what)
+      assert.strictEqual(nfs.readFileSync(NodePath.join(agent, "state/extensions/n/a.json"), "utf8"), "agent side", what)
+      const json = await cli(["--agent-dir", agent, "backup", "restore", id, "--root", root, "--json", "--dry-run"], env)
+      assert.deepStrictEqual((JSON.parse(json.stdout) as { leftAlone: ReadonlyArray<string> }).leftAlone, [link], what)
       const storage = await openAgentStorage({ agentDir: agent, migrate: false })
       try {
         const refused = await storage.stateBackups({ root, webDataRoot: web }).restore(id, { extension: "bookmarks" }).then(() => undefined, (e: { _tag: string; path: string }) => e)
@@ -344,6 +351,7 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
         await storage.close()
       }
       assert.deepStrictEqual({ disk: picture(disk), web: picture(web) }, { disk: before.disk, web: before.web }, `${what}: nothing behind the link moved`)
+      nfs.rmSync(NodePath.join(agent, "state/restore-aside"), { recursive: true, force: true })
       assert.strictEqual(nfs.readFileSync(NodePath.join(disk, "state/h.json"), "utf8"), "[1,2] precious")
     }
   }, 120_000)
@@ -373,6 +381,42 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
     for (const dir of [NodePath.join(agent, "state"), NodePath.join(agent, "state/extensions/n"), NodePath.join(web, "bm/state")]) {
       assert.strictEqual(modeOf(dir), 0o2775, dir)
     }
+  }, 60_000)
+
+  it("an extension's state tier recorded as a link is corrupt (the tiers would write wherever it points); one that is a dangling link live is skipped by a snapshot, said", async () => {
+    const base = scratch("pi-restore-extstate-link-")
+    const agent = NodePath.join(base, "agent")
+    const web = NodePath.join(base, "web")
+    const root = NodePath.join(base, "bk")
+    const victim = NodePath.join(base, "victim")
+    nfs.mkdirSync(victim)
+    const id = await snapshotBetween(agent, web, root, [[NodePath.join(web, "bm/state/h.json"), "v1", "v2 precious"]])
+    const snapshotDir = NodePath.join(root, id)
+    nfs.rmSync(NodePath.join(snapshotDir, "web/bm/state"), { recursive: true })
+    nfs.symlinkSync(victim, NodePath.join(snapshotDir, "web/bm/state"))
+    tamperManifest(snapshotDir, (m) => {
+      m.entries = m.entries.filter((e) => !String(e["path"]).startsWith("web/bm/state/"))
+      Object.assign(m.entries.find((e) => e["path"] === "web/bm/state")!, { type: "symlink", target: victim, size: victim.length })
+    })
+    const before = { agent: picture(agent), web: picture(web) }
+    for (const args of [["--extension", "bm"], []]) {
+      const r = await cli(["--agent-dir", agent, "backup", "restore", id, ...args, "--root", root], { PI_WEB_DATA_DIR: web })
+      assert.strictEqual(r.code, 3, r.stderr)
+      assert.include(r.stderr, "web/bm/state")
+      assert.include(r.stderr, "restored only as a directory")
+    }
+    assert.deepStrictEqual({ agent: picture(agent), web: picture(web) }, before, "nothing moved")
+    assert.isTrue(nfs.lstatSync(NodePath.join(web, "bm/state")).isDirectory())
+    // Live, a state tier that is a dangling link: the snapshot says so and records nothing a restore would put back.
+    nfs.rmSync(NodePath.join(web, "bm/state"), { recursive: true })
+    nfs.symlinkSync(NodePath.join(base, "unmounted"), NodePath.join(web, "bm/state"))
+    const created = await cli(["--agent-dir", agent, "backup", "create", "--json", "--root", root], { PI_WEB_DATA_DIR: web })
+    assert.strictEqual(created.code, 0, created.stderr)
+    const made = JSON.parse(created.stdout) as { id: string; skipped: ReadonlyArray<{ _tag: string; path: string; reason: string }> }
+    assert.deepStrictEqual(made.skipped.map((k) => [k._tag, k.path]), [["Unreadable", "web/bm/state"]])
+    assert.match(made.skipped[0]!.reason, /a symlink that leads to no directory/)
+    const manifest = JSON.parse(nfs.readFileSync(NodePath.join(root, made.id, "manifest.json"), "utf8")) as { entries: ReadonlyArray<{ path: string }> }
+    assert.isFalse(manifest.entries.some((e) => e.path.startsWith("web/bm")))
   }, 60_000)
 
   it("a manifest recording state/ itself as a link is corrupt: refused before anything moves (a restore keeps state/ in place)", async () => {

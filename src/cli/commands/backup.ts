@@ -80,7 +80,8 @@ export const renderRestore = (r: RestoreResult): Shown => {
   const aside = r.dryRun
     ? r.movedAsidePaths.map((p) => txt`  would move aside ${p}\n`)
     : r.asideDirs.length === 0 ? [] : [txt`Moved the live data it replaced to ${joinShown(r.asideDirs.map((d) => txt`${d}`), " and ")}\n`]
-  return joinShown([...aside, txt`${verb} ${entries(r.restored.length)}:\n`, ...r.restored.map((p) => txt`  ${p}\n`)])
+  const leftAlone = r.leftAlone.map((p) => txt`Left alone ${p}: a symlink, never restored through (its state is in the snapshot, to copy back by hand)\n`)
+  return joinShown([...aside, ...leftAlone, txt`${verb} ${entries(r.restored.length)}:\n`, ...r.restored.map((p) => txt`  ${p}\n`)])
 }
 
 // ---------------------------------------------------------------------------------------------- flags
