@@ -374,13 +374,29 @@ const agentExtensionFindings = (out: Findings, facts: AgentDirFacts) => {
 
 const webDataFindings = (out: Findings, facts: AgentDirFacts) => {
   for (const link of facts.webData?.links ?? []) {
-    if (misnamedWhy(link.name) !== null) continue
-    out.add(
-      "extension-dir-link",
-      link.path,
-      `data/${link.name} is a symlink: the tiers and state snapshots follow it, the config history does not (its config is not versioned), and a restore of its state refuses to write through it`,
-      "keep it if the data lives on another disk on purpose; to have its config versioned, move the directory into place"
-    )
+    const misnamed = misnamedWhy(link.name)
+    if (misnamed !== null) {
+      out.add(
+        "extension-name-invalid",
+        link.path,
+        `data/${link.name}, a symlink, is no extension's data directory (${misnamed}): state snapshots and the config history leave it out, so nothing behind it is protected`,
+        "rename it to the extension's id, or move what it holds into that extension's tiers"
+      )
+    } else if (link.leadsToDirectory) {
+      out.add(
+        "extension-dir-link",
+        link.path,
+        `data/${link.name} is a symlink: the tiers and state snapshots follow it, the config history does not (its config is not versioned), and a restore of its state refuses to write through it`,
+        "keep it if the data lives on another disk on purpose; to have its config versioned, move the directory into place"
+      )
+    } else {
+      out.add(
+        "extension-dir-link",
+        link.path,
+        `data/${link.name} is a symlink that leads to no directory (nothing there, or a file, or a disk not mounted): the extension's tiers cannot open it and nothing of it is snapshotted`,
+        "mount the disk it points to, or replace the link with the extension's directory"
+      )
+    }
   }
   for (const ext of facts.webData?.extensions ?? []) {
     if (ext.id === WEB_RESTORE_ASIDE_DIR) {

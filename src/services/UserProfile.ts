@@ -529,8 +529,13 @@ const attempts = (ctx: ProfileContext, op: ProfileOperation, n: number): Effect.
  */
 const refusedBeforeLock = (ctx: ProfileContext, op: ProfileOperation): Effect.Effect<void, MutationError> =>
   Effect.gen(function*() {
-    const fresh = yield* ctx.fs.lstat(ctx.stateDir).pipe(Effect.as(false), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(true)))
-    if (!fresh) return
+    const missing = (path: string) => ctx.fs.lstat(path).pipe(Effect.as(false), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(true)))
+    if (!(yield* missing(ctx.stateDir))) return
+    // Fresh only when `state/` is absent or a directory: one that leads nowhere (a link to a disk not mounted) may
+    // hide the archive, so the edit goes the locked way and says what is unreachable, never "not found".
+    const parent = NodePath.dirname(ctx.stateDir)
+    const reachable = (yield* missing(parent)) || (yield* ctx.fs.lstat(`${parent}/`).pipe(Effect.map((i) => i.type === "Directory"), Effect.orElseSucceed(() => false)))
+    if (!reachable) return
     const state = yield* ctx.readState
     if (state.journal !== null || state.unparsable.length > 0) return
     const applied = applyOperation(buildModel(state), op, ctx.shardBudgetBytes)

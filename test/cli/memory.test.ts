@@ -70,6 +70,14 @@ describe("pi-storage memory (built CLI)", () => {
     const r = await at(agentDir)("memory", "remove", "zzz")
     assert.strictEqual(r.code, 1, r.stderr)
     assert.deepStrictEqual(Fs.readdirSync(agentDir), ["USER.md"])
+    // A state/ that leads nowhere (a disk not mounted) may hide the archive: said, never "not found".
+    const hidden = tempDir()
+    Fs.writeFileSync(Path.join(hidden, "USER.md"), "- Prefers tabs\n")
+    Fs.symlinkSync(Path.join(hidden, "unmounted", "state"), Path.join(hidden, "state"))
+    const unreachable = await at(hidden)("memory", "remove", "coffee")
+    assert.notStrictEqual(unreachable.code, 0)
+    assert.notInclude(unreachable.stderr, "no profile entry")
+    assert.include(unreachable.stderr, "state")
     // An edit that is made takes the lock as before.
     const made = await at(agentDir)("memory", "remove", "tabs")
     assert.strictEqual(made.code, 0, made.stderr)

@@ -93,6 +93,8 @@ const messyFixture = (world: MemoryWorld) =>
     yield* world.writeFixture(`${WEB}/Bad_Name/state/x.json`, "{}")
     yield* world.writeFixture("/mnt/big-disk/bookmarks/state/h.json", "[]")
     yield* world.symlinkFixture("/mnt/big-disk/bookmarks", `${WEB}/bookmarks`)
+    yield* world.symlinkFixture("/mnt/unmounted/gone", `${WEB}/gone`)
+    yield* world.symlinkFixture("/mnt/big-disk/bookmarks", `${WEB}/My_Ext`)
   })
 
 const expectedFindings = [
@@ -123,7 +125,9 @@ const expectedFindings = [
   ["extension-split-state", `${WEB}/ext1/config/state`],
   ["extension-outside-tiers", `${WEB}/ext1/stuff.json`],
   ["extension-name-invalid", `${WEB}/Bad_Name`],
-  ["extension-dir-link", `${WEB}/bookmarks`]
+  ["extension-dir-link", `${WEB}/bookmarks`],
+  ["extension-dir-link", `${WEB}/gone`],
+  ["extension-name-invalid", `${WEB}/My_Ext`]
 ].map(([code, path]) => `${code} ${path}`).sort()
 
 describe("doctor (DR1, DR2) on the Memory layer", () => {
@@ -138,6 +142,11 @@ describe("doctor (DR1, DR2) on the Memory layer", () => {
       assert.isFalse(report.truncated)
       assert.isAbove(report.scanned, 30)
       for (const f of report.findings) assert.isAbove(f.message.length, 10)
+      // A link is described by where it leads: followed, or leading nowhere (nothing of it protected).
+      const link = (name: string) => report.findings.find((f) => f.path === `${WEB}/${name}`)!.message
+      assert.include(link("bookmarks"), "the tiers and state snapshots follow it")
+      assert.include(link("gone"), "leads to no directory")
+      assert.include(link("My_Ext"), "a symlink, is no extension's data directory")
       const legacy = report.findings.find((f) => f.code === "legacy-entry")!
       assert.strictEqual(legacy.severity, "warning")
       assert.match(legacy.fix!, /Migration\.run|pi-storage migrate/)

@@ -627,7 +627,7 @@ export interface WebDataFacts {
   readonly root: string
   readonly extensions: ReadonlyArray<ExtensionDataFacts>
   /** Entries of the root that are symlinks (an extension's directory kept on another disk): never read through. */
-  readonly links: ReadonlyArray<{ readonly name: string; readonly path: string }>
+  readonly links: ReadonlyArray<{ readonly name: string; readonly path: string; readonly leadsToDirectory: boolean }>
 }
 
 export type RootStatus =
@@ -834,11 +834,15 @@ const scanWebData = (reader: Reader, root: string): Effect.Effect<WebDataFacts> 
   Effect.gen(function*() {
     const info = yield* reader.lstat(root)
     const extensions: Array<ExtensionDataFacts> = []
-    const links: Array<{ readonly name: string; readonly path: string }> = []
+    const links: Array<{ readonly name: string; readonly path: string; readonly leadsToDirectory: boolean }> = []
     if (info?.type === "Directory") {
       for (const ext of yield* reader.list(root)) {
         if (ext.type === "Directory") extensions.push(yield* scanExtensionData(reader, root, ext.name))
-        else if (ext.type === "SymbolicLink") links.push({ name: ext.name, path: NodePath.join(root, ext.name) })
+        else if (ext.type === "SymbolicLink") {
+          const path = NodePath.join(root, ext.name)
+          // Only whether it leads to a directory (a trailing slash resolves the link): nothing behind it is read.
+          links.push({ name: ext.name, path, leadsToDirectory: (yield* reader.lstat(`${path}/`))?.type === "Directory" })
+        }
       }
     }
     return { root, extensions, links }
