@@ -127,8 +127,6 @@ export const SEVERITY_ORDER: ReadonlyArray<Severity> = ["error", "warning", "inf
 /** 0 for the worst severity; sort by it. */
 export const severityRank = (severity: Severity): number => SEVERITY_ORDER.indexOf(severity)
 
-export { severityCounts } from "../domain/Findings.js"
-
 /** "1 error, 3 warnings", worst first, leaving out severities with none. */
 export const severitySummary = (counts: Record<Severity, number>): string =>
   SEVERITY_ORDER.filter((s) => counts[s] > 0).map((s) => countOf(counts[s], s)).join(", ")

@@ -383,7 +383,7 @@ describe("pi-storage (built CLI)", () => {
       [["work", "prune", "a/b", "--max-runs", "1e400"], "--max-runs: expected a whole number"],
       [["work", "prune", "a/b", "--max-age", "0.0001s"], "--max-age: \"0.0001s\" is not a whole number of milliseconds"],
       [["backup", "verify", "--max-bytes", "0.5"], "--max-bytes: \"0.5\" is not a whole number of bytes"],
-      [["backup", "verify", "--sample=-2"], "--sample: expected a whole number (0 or more), got \"-2\""],
+      [["backup", "verify", "--sample=-2"], "--sample: expected a whole number (1 or more), got \"-2\""],
       [["backup", "forget", "--keep-last", "2.5"], "--keep-last: expected a whole number (0 or more), got \"2.5\""],
       [["config", "log", "--limit", "0.5"], "--limit: expected a whole number (1 or more), got \"0.5\""],
       [["config", "log", "--limit=-1"], "--limit: expected a whole number (1 or more), got \"-1\""],

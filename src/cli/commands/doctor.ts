@@ -7,7 +7,8 @@ import { displayText } from "../../domain/Display.js"
 import { type DoctorReport, summarizeDoctor } from "../../domain/Findings.js"
 import { type CliContext, out, printJson, withStack } from "../context.js"
 import { ExitCode } from "../exit.js"
-import { countOf, joinShown, type Paint, type Shown, severityCounts, severityRank, severitySummary, table, txt } from "../format.js"
+import { severityCounts } from "../../domain/Findings.js"
+import { countOf, joinShown, type Paint, type Shown, severityRank, severitySummary, table, txt } from "../format.js"
 
 const SEVERITY_STYLE = { error: "red", warning: "yellow", info: "dim" } as const
 
