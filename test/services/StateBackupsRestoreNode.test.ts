@@ -38,13 +38,19 @@ const write = (path: string, content: string) => {
   nfs.writeFileSync(path, content)
 }
 
+/** A snapshot taken through the CLI: its id. */
+const createThroughCli = async (agent: string, web: string, root: string): Promise<string> => {
+  const created = await cli(["--agent-dir", agent, "backup", "create", "--json", "--root", root], { PI_WEB_DATA_DIR: web })
+  assert.strictEqual(created.code, 0, created.stderr)
+  return JSON.parse(created.stdout).id as string
+}
+
 /** Each file written as `before`, a snapshot taken through the CLI, then each rewritten as `after`: the snapshot's id. */
 const snapshotBetween = async (agent: string, web: string, root: string, files: ReadonlyArray<readonly [path: string, before: string, after: string]>) => {
   for (const [path, before] of files) write(path, before)
-  const created = await cli(["--agent-dir", agent, "backup", "create", "--json", "--root", root], { PI_WEB_DATA_DIR: web })
-  assert.strictEqual(created.code, 0, created.stderr)
+  const id = await createThroughCli(agent, web, root)
   for (const [path, , after] of files) write(path, after)
-  return JSON.parse(created.stdout).id as string
+  return id
 }
 
 /** Every file under `dir` with its content (links as `-> target`), for before/after pictures. */
@@ -58,6 +64,12 @@ const picture = (dir: string): Record<string, string> => {
     else if (st.isSymbolicLink()) out[rel] = `-> ${nfs.readlinkSync(p)}`
   }
   return out
+}
+
+/** A scratch base with the agent dir, web data root and backup root a restore test uses, at their usual names. */
+const layout = (prefix: string) => {
+  const base = scratch(prefix)
+  return { base, agent: NodePath.join(base, "agent"), web: NodePath.join(base, "web"), root: NodePath.join(base, "bk") }
 }
 
 /**
@@ -186,9 +198,7 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
     const link = NodePath.join(agent, "state")
     nfs.symlinkSync(disk, link)
     const env = { PI_WEB_DATA_DIR: web }
-    const created = await cli(["--agent-dir", agent, "backup", "create", "--json", "--root", root], env)
-    assert.strictEqual(created.code, 0, created.stderr)
-    const id = JSON.parse(created.stdout).id as string
+    const id = await createThroughCli(agent, web, root)
     write(NodePath.join(disk, "a.json"), "[1,2]")
     const restore = () => cli(["--agent-dir", agent, "backup", "restore", id, "--root", root], env)
     const cases: ReadonlyArray<readonly [string, () => void, RegExp]> = [
@@ -302,10 +312,7 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
     }
   }, 60_000)
   it("an extension directory linked elsewhere is snapshotted where its tiers write, and a restore refuses to write through the link before anything moves (facade and CLI: exit 3)", async () => {
-    const base = scratch("pi-restore-extlink-")
-    const agent = NodePath.join(base, "agent")
-    const web = NodePath.join(base, "web")
-    const root = NodePath.join(base, "bk")
+    const { base, agent, web, root } = layout("pi-restore-extlink-")
     const disk = NodePath.join(base, "other-disk", "bookmarks")
     write(NodePath.join(disk, "state/h.json"), "[1]")
     write(NodePath.join(agent, "state/extensions/n/a.json"), "agent side")
@@ -313,9 +320,7 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
     const link = NodePath.join(web, "bookmarks")
     nfs.symlinkSync(disk, link)
     const env = { PI_WEB_DATA_DIR: web }
-    const created = await cli(["--agent-dir", agent, "backup", "create", "--json", "--root", root], env)
-    assert.strictEqual(created.code, 0, created.stderr)
-    const id = JSON.parse(created.stdout).id as string
+    const id = await createThroughCli(agent, web, root)
     // Protected with no wiring: the state behind the link is in the snapshot.
     assert.strictEqual(nfs.readFileSync(NodePath.join(root, id, "web/bookmarks/state/h.json"), "utf8"), "[1]")
     write(NodePath.join(disk, "state/h.json"), "[1,2] precious")
@@ -357,10 +362,7 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
   }, 120_000)
 
   it("a restore never makes anything setuid, sticky or writable by every user, whatever a rewritten manifest says", async () => {
-    const base = scratch("pi-restore-modes-")
-    const agent = NodePath.join(base, "agent")
-    const web = NodePath.join(base, "web")
-    const root = NodePath.join(base, "bk")
+    const { agent, web, root } = layout("pi-restore-modes-")
     const id = await snapshotBetween(agent, web, root, [
       [NodePath.join(agent, "state/extensions/n/a.json"), "v1", "v2"],
       [NodePath.join(web, "bm/state/h.json"), "v1", "v2"]
@@ -384,10 +386,7 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
   }, 60_000)
 
   it("an extension's state tier recorded as a link is corrupt (the tiers would write wherever it points); one that is a dangling link live is skipped by a snapshot, said", async () => {
-    const base = scratch("pi-restore-extstate-link-")
-    const agent = NodePath.join(base, "agent")
-    const web = NodePath.join(base, "web")
-    const root = NodePath.join(base, "bk")
+    const { base, agent, web, root } = layout("pi-restore-extstate-link-")
     const victim = NodePath.join(base, "victim")
     nfs.mkdirSync(victim)
     const id = await snapshotBetween(agent, web, root, [[NodePath.join(web, "bm/state/h.json"), "v1", "v2 precious"]])
@@ -420,10 +419,7 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
   }, 60_000)
 
   it("a manifest recording state/ itself as a link is corrupt: refused before anything moves (a restore keeps state/ in place)", async () => {
-    const base = scratch("pi-restore-stateroot-")
-    const agent = NodePath.join(base, "agent")
-    const web = NodePath.join(base, "web")
-    const root = NodePath.join(base, "bk")
+    const { agent, web, root } = layout("pi-restore-stateroot-")
     const id = await snapshotBetween(agent, web, root, [
       [NodePath.join(agent, "state/extensions/n/a.json"), "v1", "v2 precious"],
       [NodePath.join(web, "bm/state/h.json"), "v1", "v2 precious"]
