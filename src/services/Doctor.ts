@@ -374,6 +374,8 @@ const agentExtensionFindings = (out: Findings, facts: AgentDirFacts) => {
 
 const webDataFindings = (out: Findings, facts: AgentDirFacts) => {
   for (const link of facts.webData?.links ?? []) {
+    // The library's own aside directory as a link is no extension's: a restore refuses it by name (checkAsideDir).
+    if (link.name === WEB_RESTORE_ASIDE_DIR) continue
     const misnamed = misnamedWhy(link.name)
     if (misnamed !== null) {
       out.add(

@@ -226,12 +226,18 @@ export interface RestoreResult {
   /** Live paths moved aside (or, in a dry run, that would be). */
   readonly movedAsidePaths: ReadonlyArray<string>
   /**
-   * Extensions' directories a whole-scope restore left as they are: `<web data root>/<id>` is a symlink (kept on
-   * another disk), and a restore never writes through one. Their state is in the snapshot, to copy back by hand
-   * (`--extension <id>` refuses, naming the link).
+   * What a whole-scope restore left as it is: a web extension whose `<web data root>/<id>` is a symlink (kept on
+   * another disk: a restore never writes through one; `--extension <id>` refuses, naming the link), or whose
+   * state tier the snapshot records as a link (an older build's record of a dangling one).
    */
-  readonly leftAlone: ReadonlyArray<string>
+  readonly leftAlone: ReadonlyArray<LeftAlone>
   readonly dryRun: boolean
+}
+
+/** A live directory a whole-scope restore did not touch, and why. */
+export interface LeftAlone {
+  readonly path: string
+  readonly why: string
 }
 
 /** What every writing method of the StateBackups service can fail with. */
@@ -1195,6 +1201,20 @@ const restore = (ctx: BackupsContext, id: string, o?: { readonly extension?: str
         }
         return yield* new ExtensionNotInSnapshot({ root: ctx.root, id, extension: o.extension, held: [...held].sort() })
       }
+      // The web extensions the snapshot holds state of, and those whose state tier it records as something other
+      // than a directory (an older build recorded a dangling link so): one of those restored alone is corrupt
+      // (checkBeforeRestore names it); in a whole-scope restore it is left as it is, and the rest goes on.
+      const held = new Set<string>()
+      const recordedAsLink = new Set<string>()
+      for (const item of selected) {
+        if (item.path.segments[0] !== "web") continue
+        held.add(item.path.segments[1]!)
+        if (item.path.segments.length === 3 && item.entry.type !== "directory") recordedAsLink.add(item.path.segments[1]!)
+      }
+      const webSideOf = (segments: ReadonlyArray<string>, exts: ReadonlySet<string>) => segments[0] === "web" && exts.has(segments[1]!)
+      if (o?.extension === undefined) {
+        for (let i = selected.length - 1; i >= 0; i--) if (webSideOf(selected[i]!.path.segments, recordedAsLink)) selected.splice(i, 1)
+      }
       yield* checkBeforeRestore(ctx, snapshotDir, selected)
       // `state/` kept elsewhere through a symlink (the person's own layout): restored into its target only
       // once that is proven safe; the path through the link (a trailing slash) stands for the directory.
@@ -1223,10 +1243,23 @@ const restore = (ctx: BackupsContext, id: string, o?: { readonly extension?: str
       for (const rel of units) if (rel.startsWith("web/")) extensions.add(rel.split("/")[1]!)
       const linked = yield* linkedExtensions(ctx, web, extensions)
       if (o?.extension !== undefined && linked.includes(o.extension)) return yield* refuseExtensionLink(ctx, NodePath.join(web, o.extension))
-      const leftAlone = linked.map((ext) => NodePath.join(web, ext))
-      const isLeftAlone = (segments: ReadonlyArray<string>) => segments[0] === "web" && linked.includes(segments[1]!)
-      for (let i = units.length - 1; i >= 0; i--) if (isLeftAlone(units[i]!.split("/"))) units.splice(i, 1)
-      for (let i = selected.length - 1; i >= 0; i--) if (isLeftAlone(selected[i]!.path.segments)) selected.splice(i, 1)
+      // Only the web side is left alone: an agent extension of the same name (state/extensions/<ns>) is the
+      // agent's, restored with the rest.
+      const leftAlone: Array<LeftAlone> = [
+        ...linked.map((ext) => ({
+          path: NodePath.join(web, ext),
+          why: held.has(ext)
+            ? "a symlink, never restored through: its state in the snapshot is to copy back by hand"
+            : "a symlink, never restored through (the snapshot holds no state of it)"
+        })),
+        ...[...recordedAsLink].filter((ext) => !linked.includes(ext)).map((ext) => ({
+          path: NodePath.join(web, ext, "state"),
+          why: "the snapshot records this state tier as a link, not a directory: nothing of it is restored, and the live one stays"
+        }))
+      ]
+      const leave = new Set([...linked, ...recordedAsLink])
+      for (let i = units.length - 1; i >= 0; i--) if (webSideOf(units[i]!.split("/"), leave)) units.splice(i, 1)
+      for (let i = selected.length - 1; i >= 0; i--) if (webSideOf(selected[i]!.path.segments, leave)) selected.splice(i, 1)
       const liveOfUnit = (rel: string): string => {
         const [top, ...rest] = rel.split("/")
         return NodePath.join(top === "agent" ? ctx.agentDir : web, ...rest)

@@ -535,7 +535,11 @@ const refusedBeforeLock = (ctx: ProfileContext, op: ProfileOperation): Effect.Ef
     // hide the archive, so the edit goes the locked way and says what is unreachable, never "not found".
     const parent = NodePath.dirname(ctx.stateDir)
     const reachable = (yield* missing(parent)) || (yield* ctx.fs.lstat(`${parent}/`).pipe(Effect.map((i) => i.type === "Directory"), Effect.orElseSucceed(() => false)))
-    if (!reachable) return
+    if (!reachable) {
+      const link = yield* ctx.fs.lstat(parent).pipe(Effect.map((i) => i.type === "SymbolicLink"), Effect.orElseSucceed(() => false))
+      if (link) return yield* Effect.fail(unsafe(parent, "not-a-directory", "state/ is a symlink that leads to no directory (a disk not mounted?): the profile's lock and archive live there, so no edit is made"))
+      return
+    }
     const state = yield* ctx.readState
     if (state.journal !== null || state.unparsable.length > 0) return
     const applied = applyOperation(buildModel(state), op, ctx.shardBudgetBytes)

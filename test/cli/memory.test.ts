@@ -74,10 +74,13 @@ describe("pi-storage memory (built CLI)", () => {
     const hidden = tempDir()
     Fs.writeFileSync(Path.join(hidden, "USER.md"), "- Prefers tabs\n")
     Fs.symlinkSync(Path.join(hidden, "unmounted", "state"), Path.join(hidden, "state"))
-    const unreachable = await at(hidden)("memory", "remove", "coffee")
-    assert.notStrictEqual(unreachable.code, 0)
-    assert.notInclude(unreachable.stderr, "no profile entry")
-    assert.include(unreachable.stderr, "state")
+    for (const args of [["memory", "remove", "coffee"], ["memory", "add", "- hello"]]) {
+      const unreachable = await at(hidden)(...args)
+      assert.strictEqual(unreachable.code, 3, unreachable.stderr)
+      assert.include(unreachable.stderr, "state/ is a symlink that leads to no directory", args.join(" "))
+      assert.notInclude(unreachable.stderr, "no profile entry")
+    }
+    assert.strictEqual(Fs.readFileSync(Path.join(hidden, "USER.md"), "utf8"), "- Prefers tabs\n")
     // An edit that is made takes the lock as before.
     const made = await at(agentDir)("memory", "remove", "tabs")
     assert.strictEqual(made.code, 0, made.stderr)

@@ -95,6 +95,8 @@ const messyFixture = (world: MemoryWorld) =>
     yield* world.symlinkFixture("/mnt/big-disk/bookmarks", `${WEB}/bookmarks`)
     yield* world.symlinkFixture("/mnt/unmounted/gone", `${WEB}/gone`)
     yield* world.symlinkFixture("/mnt/big-disk/bookmarks", `${WEB}/My_Ext`)
+    // The library's own aside directory as a link: no extension, so no extension finding (a restore refuses it by name).
+    yield* world.symlinkFixture("/mnt/big-disk", `${WEB}/.restore-aside`)
   })
 
 const expectedFindings = [

@@ -324,6 +324,9 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
     // Protected with no wiring: the state behind the link is in the snapshot.
     assert.strictEqual(nfs.readFileSync(NodePath.join(root, id, "web/bookmarks/state/h.json"), "utf8"), "[1]")
     write(NodePath.join(disk, "state/h.json"), "[1,2] precious")
+    const later = NodePath.join(base, "other-disk", "newext")
+    nfs.mkdirSync(NodePath.join(later, "state"), { recursive: true })
+    nfs.symlinkSync(later, NodePath.join(web, "newext"))
     // Whoever the directory behind the link belongs to, nothing is written through the link.
     for (const [what, arrange] of [["ours", () => undefined], ["another user's, writable by all", () => {
       nfs.chownSync(disk, 1234, 1234)
@@ -340,10 +343,14 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
       write(NodePath.join(agent, "state/extensions/n/a.json"), "agent side, changed")
       const whole = await cli(["--agent-dir", agent, "backup", "restore", id, "--root", root], env)
       assert.strictEqual(whole.code, 0, `${what}: ${whole.stderr}`)
-      assert.include(whole.stdout, `Left alone ${link}: a symlink, never restored through`, what)
+      assert.include(whole.stdout, `Left alone ${link}: a symlink, never restored through: its state in the snapshot is to copy back by hand`, what)
       assert.strictEqual(nfs.readFileSync(NodePath.join(agent, "state/extensions/n/a.json"), "utf8"), "agent side", what)
+      // A linked extension the snapshot never saw: left alone too, and the line does not promise a copy.
+      const again = await cli(["--agent-dir", agent, "backup", "restore", id, "--root", root], env)
+      assert.strictEqual(again.code, 0, again.stderr)
+      assert.include(again.stdout, `Left alone ${NodePath.join(web, "newext")}: a symlink, never restored through (the snapshot holds no state of it)`)
       const json = await cli(["--agent-dir", agent, "backup", "restore", id, "--root", root, "--json", "--dry-run"], env)
-      assert.deepStrictEqual((JSON.parse(json.stdout) as { leftAlone: ReadonlyArray<string> }).leftAlone, [link], what)
+      assert.deepStrictEqual((JSON.parse(json.stdout) as { leftAlone: ReadonlyArray<{ path: string }> }).leftAlone.map((l) => l.path), [link, NodePath.join(web, "newext")], what)
       const storage = await openAgentStorage({ agentDir: agent, migrate: false })
       try {
         const refused = await storage.stateBackups({ root, webDataRoot: web }).restore(id, { extension: "bookmarks" }).then(() => undefined, (e: { _tag: string; path: string }) => e)
@@ -389,7 +396,10 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
     const { base, agent, web, root } = layout("pi-restore-extstate-link-")
     const victim = NodePath.join(base, "victim")
     nfs.mkdirSync(victim)
-    const id = await snapshotBetween(agent, web, root, [[NodePath.join(web, "bm/state/h.json"), "v1", "v2 precious"]])
+    const id = await snapshotBetween(agent, web, root, [
+      [NodePath.join(web, "bm/state/h.json"), "v1", "v2 precious"],
+      [NodePath.join(agent, "USER.md"), "- v1\n", "- v2\n"]
+    ])
     const snapshotDir = NodePath.join(root, id)
     nfs.rmSync(NodePath.join(snapshotDir, "web/bm/state"), { recursive: true })
     nfs.symlinkSync(victim, NodePath.join(snapshotDir, "web/bm/state"))
@@ -398,14 +408,19 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
       Object.assign(m.entries.find((e) => e["path"] === "web/bm/state")!, { type: "symlink", target: victim, size: victim.length })
     })
     const before = { agent: picture(agent), web: picture(web) }
-    for (const args of [["--extension", "bm"], []]) {
-      const r = await cli(["--agent-dir", agent, "backup", "restore", id, ...args, "--root", root], { PI_WEB_DATA_DIR: web })
-      assert.strictEqual(r.code, 3, r.stderr)
-      assert.include(r.stderr, "web/bm/state")
-      assert.include(r.stderr, "restored only as a directory")
-    }
+    const alone = await cli(["--agent-dir", agent, "backup", "restore", id, "--extension", "bm", "--root", root], { PI_WEB_DATA_DIR: web })
+    assert.strictEqual(alone.code, 3, alone.stderr)
+    assert.include(alone.stderr, "web/bm/state")
+    assert.include(alone.stderr, "restored only as a directory")
     assert.deepStrictEqual({ agent: picture(agent), web: picture(web) }, before, "nothing moved")
+    // The whole scope (an older build recorded a dangling state link so): everything else comes back, that tier stays.
+    const whole = await cli(["--agent-dir", agent, "backup", "restore", id, "--root", root], { PI_WEB_DATA_DIR: web })
+    assert.strictEqual(whole.code, 0, whole.stderr)
+    assert.include(whole.stdout, `Left alone ${NodePath.join(web, "bm/state")}: the snapshot records this state tier as a link`)
+    assert.strictEqual(nfs.readFileSync(NodePath.join(agent, "USER.md"), "utf8"), "- v1\n")
     assert.isTrue(nfs.lstatSync(NodePath.join(web, "bm/state")).isDirectory())
+    assert.strictEqual(nfs.readFileSync(NodePath.join(web, "bm/state/h.json"), "utf8"), "v2 precious")
+    assert.deepStrictEqual(nfs.readdirSync(victim), [], "nothing went where the record's link points")
     // Live, a state tier that is a dangling link: the snapshot says so and records nothing a restore would put back.
     nfs.rmSync(NodePath.join(web, "bm/state"), { recursive: true })
     nfs.symlinkSync(NodePath.join(base, "unmounted"), NodePath.join(web, "bm/state"))
