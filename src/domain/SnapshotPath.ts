@@ -85,6 +85,12 @@ export const directoryOnlyWhy = (p: SnapshotPath): string | undefined =>
     ? "an extension's state tier is restored only as a directory: as a link it would send the tiers' writes wherever it points"
     : undefined
 
+/** Whether a snapshot-relative path is an agent extension's state directory, `agent/state/extensions/<ns>`. Pure. */
+export const isAgentExtensionDir = (rel: string): boolean => {
+  const segments = rel.split("/")
+  return segments.length === 4 && segments[0] === "agent" && segments[1] === "state" && segments[2] === "extensions"
+}
+
 /** Whether a decoded path lies in what a restore of `extension` (or, undefined, of everything) replaces. */
 export const inRestoreScope = (p: SnapshotPath, extension: string | undefined): boolean =>
   extension === undefined || p.extension === extension

@@ -31,7 +31,7 @@ import { type FileSystemError, InvalidArgument, type InvalidSegment, type TierUn
 import { decodeSegment, segmentViolation } from "../domain/Segment.js"
 import { agentDirFlag, shellWord } from "../domain/FixCommands.js"
 import { withArticle } from "../domain/Article.js"
-import { decodeSnapshotPath, directoryOnlyWhy, inRestoreScope, type SnapshotPath } from "../domain/SnapshotPath.js"
+import { decodeSnapshotPath, directoryOnlyWhy, inRestoreScope, isAgentExtensionDir, type SnapshotPath } from "../domain/SnapshotPath.js"
 import { decodeJsonBytes, encodeJsonBytes, MARKER_MAX_BYTES } from "../domain/Formats.js"
 import { type ForgetPlan, type ForgetPolicy, planForgetResult } from "../domain/ForgetPlan.js"
 import {
@@ -641,21 +641,51 @@ const addEntry = (b: SnapshotBuild, source: string, target: string, previousPath
   if (type === "file") return addFile(b, source, target, previousPath, rel, info, false)
   return Effect.gen(function*() {
     if (type === "symlink") {
+      // An agent extension's state directory kept elsewhere (`state/extensions/<ns> -> /mnt/big/ns`) is where its
+      // tiers write: its state is snapshotted through the link, as a web extension's is; one that leads to no
+      // directory is said, never recorded as a link a restore would put back for the tiers to write through.
+      if (isAgentExtensionDir(rel)) {
+        const through = yield* optionalLstat(b.ctx.deps, `${source}/`).pipe(Effect.orElseSucceed(() => undefined))
+        if (through?.type === "Directory") {
+          if (yield* overlapsBackupRoot(b.ctx, `${source}/`)) return yield* skip(b, "Unreadable", rel, OVERLAPS_ROOT)
+          return yield* addDirectory(b, `${source}/`, target, previousPath, rel, through)
+        }
+        return yield* skip(b, "Unreadable", rel, "a symlink that leads to no directory: an extension's state is snapshotted only as a directory")
+      }
       const linkTarget = yield* b.ctx.fs.readLink(source)
       yield* b.ctx.fs.symlink(linkTarget, target)
       b.entries.push({ path: rel, type, size: info.size, mode: info.mode, mtimeMs: info.mtimeMs, target: linkTarget })
       return
     }
-    yield* b.ctx.fs.makeDirectory(target, { mode: buildMode(info.mode) })
-    const record: ManifestEntry = { path: rel, type, size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
-    b.entries.push(record)
-    b.directories.push(record)
-    yield* addChildren(b, source, target, previousPath, rel, [])
+    yield* addDirectory(b, source, target, previousPath, rel, info)
   }).pipe(
     Effect.catchIf((e) => e.path === source && (e.reason === "NotFound" || e.reason === "PermissionDenied"), (e) => skipUnread(b, rel, e))
   )
 }
 
+
+/**
+ * Whether the directory a followed link leads to is, holds or lies in the backup root (by identity): walking it
+ * would copy snapshots into the snapshot being built. Such a link is skipped and said, never followed.
+ */
+const overlapsBackupRoot = (ctx: BackupsContext, through: string): Effect.Effect<boolean> =>
+  Effect.gen(function*() {
+    const at = yield* locate(ctx.fs, through)
+    const rootAt = yield* locate(ctx.fs, ctx.root)
+    return resolvedWithin(at, rootAt) || resolvedWithin(rootAt, at)
+  }).pipe(Effect.orElseSucceed(() => true))
+
+const OVERLAPS_ROOT = "a symlink into or around the backup root: walking it would copy snapshots into the snapshot"
+
+/** A live directory (`source`, which may end in `/` to go through a link) recorded, then its entries. */
+const addDirectory = (b: SnapshotBuild, source: string, target: string, previousPath: string | undefined, rel: string, info: FileInfo) =>
+  Effect.gen(function*() {
+    yield* b.ctx.fs.makeDirectory(target, { mode: buildMode(info.mode) })
+    const record: ManifestEntry = { path: rel, type: "directory", size: 0, mode: info.mode, mtimeMs: info.mtimeMs }
+    b.entries.push(record)
+    b.directories.push(record)
+    yield* addChildren(b, source, target, previousPath, rel, [])
+  })
 
 const addChildren = (
   b: SnapshotBuild,
@@ -817,6 +847,11 @@ const create = (ctx: BackupsContext, o?: CreateOptions) =>
         // tiers: said, never recorded as what a restore would put back (`directoryOnlyWhy`).
         if (tree.extId !== undefined && info.type !== "Directory") {
           yield* skip(b, "Unreadable", tree.dest, `${aFileType(info.type)} that leads to no directory: an extension's state tier is snapshotted only as a directory`)
+          continue
+        }
+        // A web extension's directory is followed when it is a link (scopeRoots): never into the backup root.
+        if (tree.extId !== undefined && (yield* overlapsBackupRoot(ctx, `${tree.source}/`))) {
+          yield* skip(b, "Unreadable", tree.dest, OVERLAPS_ROOT)
           continue
         }
         const parent = tree.dest.split("/").slice(0, -1).join("/")

@@ -368,6 +368,45 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
     }
   }, 120_000)
 
+  it("an agent extension's state kept elsewhere through a link is snapshotted through it; a restore puts a real directory back and leaves what the link named alone; a link leading nowhere or into the backup root is skipped, said", async () => {
+    const { base, agent, web, root } = layout("pi-restore-agentextlink-")
+    const disk = NodePath.join(base, "other-disk", "ns")
+    write(NodePath.join(disk, "a.json"), "v1")
+    nfs.mkdirSync(NodePath.join(agent, "state/extensions"), { recursive: true })
+    const link = NodePath.join(agent, "state/extensions/ns")
+    nfs.symlinkSync(disk, link)
+    const id = await createThroughCli(agent, web, root)
+    assert.strictEqual(nfs.readFileSync(NodePath.join(root, id, "agent/state/extensions/ns/a.json"), "utf8"), "v1")
+    write(NodePath.join(disk, "a.json"), "v2 precious")
+    const r = await cli(["--agent-dir", agent, "backup", "restore", id, "--extension", "ns", "--root", root, "--json"], { PI_WEB_DATA_DIR: web })
+    assert.strictEqual(r.code, 0, r.stderr)
+    // The link itself went aside (as any live data a restore replaces); nothing was written through it.
+    assert.isTrue(nfs.lstatSync(link).isDirectory())
+    assert.strictEqual(nfs.readFileSync(NodePath.join(link, "a.json"), "utf8"), "v1")
+    assert.strictEqual(nfs.readFileSync(NodePath.join(disk, "a.json"), "utf8"), "v2 precious")
+    const aside = (JSON.parse(r.stdout) as { movedAside: string }).movedAside
+    assert.strictEqual(nfs.readlinkSync(NodePath.join(aside, "agent/state/extensions/ns")), disk)
+    // Leading nowhere, or into the backup root: skipped and said, never recorded as a link, never walked.
+    nfs.rmSync(link, { recursive: true })
+    const gone = NodePath.join(agent, "state/extensions/gone")
+    nfs.symlinkSync(NodePath.join(base, "unmounted"), gone)
+    nfs.symlinkSync(root, link)
+    nfs.mkdirSync(web, { recursive: true })
+    nfs.mkdirSync(NodePath.join(base, "x"))
+    nfs.mkdirSync(NodePath.join(root, "inner"))
+    nfs.symlinkSync(NodePath.join(root, "inner"), NodePath.join(base, "x", "state"))
+    nfs.symlinkSync(NodePath.join(base, "x"), NodePath.join(web, "loop"))
+    const created = await cli(["--agent-dir", agent, "backup", "create", "--json", "--root", root], { PI_WEB_DATA_DIR: web })
+    assert.strictEqual(created.code, 0, created.stderr)
+    const made = JSON.parse(created.stdout) as { id: string; skipped: ReadonlyArray<{ _tag: string; path: string; reason: string }> }
+    const skipped = Object.fromEntries(made.skipped.map((k) => [k.path, k.reason]))
+    assert.match(skipped["agent/state/extensions/gone"]!, /leads to no directory/)
+    assert.match(skipped["agent/state/extensions/ns"]!, /into or around the backup root/)
+    assert.match(skipped["web/loop/state"]!, /into or around the backup root/, JSON.stringify(made.skipped))
+    const manifest = JSON.parse(nfs.readFileSync(NodePath.join(root, made.id, "manifest.json"), "utf8")) as { entries: ReadonlyArray<{ path: string }> }
+    assert.isFalse(manifest.entries.some((e) => e.path.startsWith("agent/state/extensions/") || e.path.startsWith("web/")))
+  }, 60_000)
+
   it("a restore never makes anything setuid, sticky or writable by every user, whatever a rewritten manifest says", async () => {
     const { agent, web, root } = layout("pi-restore-modes-")
     const id = await snapshotBetween(agent, web, root, [
