@@ -49,7 +49,7 @@ export type { DiffResult, HistoryStatus, LogEntry, PromiseConfigHistory, Rollbac
 export type { ConfigHistoryOptions } from "./services/ConfigHistory.js"
 export type { PruneReport } from "./domain/PruneReport.js"
 export type { RetentionInput } from "./domain/Retention.js"
-export type { CreateResult, ForgetResult, LeftAlone, RestoreResult, SnapshotSummary, VerifyResult } from "./services/StateBackups.js"
+export type { CreateResult, ForgetResult, NotRestored, RestoreResult, SnapshotSummary, VerifyResult } from "./services/StateBackups.js"
 export { planForget } from "./domain/ForgetPlan.js"
 
 export interface OpenOptions {

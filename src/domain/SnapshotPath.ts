@@ -75,15 +75,19 @@ export const decodeSnapshotPath = (path: string): SnapshotPathDecoded => {
  * Why a manifest may record `p` only as a directory, or `undefined` when it may be anything. `agent/state`: a
  * restore keeps that directory in place (its `backups/` and `restore-aside/` are not the snapshot's) and
  * replaces what is in it, so as a link or file it could only be put back by moving the live `state/` away
- * first. `web/<id>/state`: an extension's state tier, where its tiers write; restored as a link it would send
- * every later write wherever the manifest's author chose. (A snapshot never records either otherwise.)
+ * first. `web/<id>/state` and `agent/state/extensions/<ns>`: an extension's state, where its tiers write;
+ * restored as a link it would send every later write wherever the manifest's author chose. (A snapshot never
+ * records any of them otherwise; an older build recorded an extension's linked state as a link.)
  */
 export const directoryOnlyWhy = (p: SnapshotPath): string | undefined =>
-  p.segments.length === 2 && p.segments[0] === "agent" && p.segments[1] === "state"
+  isKeptInPlace(p)
     ? "a restore keeps state/ itself in place and can put back only a directory there"
-    : p.segments.length === 3 && p.segments[0] === "web"
-    ? "an extension's state tier is restored only as a directory: as a link it would send the tiers' writes wherever it points"
+    : (p.segments.length === 3 && p.segments[0] === "web") || isAgentExtensionDir(p.path)
+    ? "an extension's state is restored only as a directory: as a link it would send the tiers' writes wherever it points"
     : undefined
+
+/** Whether a path is `agent/state` itself, which a restore keeps in place (`directoryOnlyWhy`). Pure. */
+export const isKeptInPlace = (p: SnapshotPath): boolean => p.segments.length === 2 && p.segments[0] === "agent" && p.segments[1] === "state"
 
 /** Whether a snapshot-relative path is an agent extension's state directory, `agent/state/extensions/<ns>`. Pure. */
 export const isAgentExtensionDir = (rel: string): boolean => {

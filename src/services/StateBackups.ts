@@ -31,7 +31,7 @@ import { type FileSystemError, InvalidArgument, type InvalidSegment, type TierUn
 import { decodeSegment, segmentViolation } from "../domain/Segment.js"
 import { agentDirFlag, shellWord } from "../domain/FixCommands.js"
 import { withArticle } from "../domain/Article.js"
-import { decodeSnapshotPath, directoryOnlyWhy, inRestoreScope, isAgentExtensionDir, type SnapshotPath } from "../domain/SnapshotPath.js"
+import { decodeSnapshotPath, directoryOnlyWhy, inRestoreScope, isAgentExtensionDir, isKeptInPlace, type SnapshotPath } from "../domain/SnapshotPath.js"
 import { decodeJsonBytes, encodeJsonBytes, MARKER_MAX_BYTES } from "../domain/Formats.js"
 import { type ForgetPlan, type ForgetPolicy, planForgetResult } from "../domain/ForgetPlan.js"
 import {
@@ -226,16 +226,16 @@ export interface RestoreResult {
   /** Live paths moved aside (or, in a dry run, that would be). */
   readonly movedAsidePaths: ReadonlyArray<string>
   /**
-   * What a whole-scope restore left as it is: a web extension whose `<web data root>/<id>` is a symlink (kept on
-   * another disk: a restore never writes through one; `--extension <id>` refuses, naming the link), or whose
-   * state tier the snapshot records as a link (an older build's record of a dangling one).
+   * What a whole-scope restore did not put back: a web extension whose `<web data root>/<id>` is a symlink (kept
+   * on another disk: a restore never writes through one, and leaves it as it is; `--extension <id>` refuses,
+   * naming the link), or an extension's state the snapshot records as a link (an older build's record).
    */
-  readonly leftAlone: ReadonlyArray<LeftAlone>
+  readonly notRestored: ReadonlyArray<NotRestored>
   readonly dryRun: boolean
 }
 
-/** A live directory a whole-scope restore did not touch, and why. */
-export interface LeftAlone {
+/** What a whole-scope restore did not put back, and why (and whether the live one was left as it is). */
+export interface NotRestored {
   readonly path: string
   readonly why: string
 }
@@ -647,7 +647,8 @@ const addEntry = (b: SnapshotBuild, source: string, target: string, previousPath
       if (isAgentExtensionDir(rel)) {
         const through = yield* optionalLstat(b.ctx.deps, `${source}/`).pipe(Effect.orElseSucceed(() => undefined))
         if (through?.type === "Directory") {
-          if (yield* overlapsBackupRoot(b.ctx, `${source}/`)) return yield* skip(b, "Unreadable", rel, OVERLAPS_ROOT)
+          const refused = yield* followProblem(b.ctx, `${source}/`, undefined)
+          if (refused !== undefined) return yield* skip(b, "Unreadable", rel, refused)
           return yield* addDirectory(b, `${source}/`, target, previousPath, rel, through)
         }
         return yield* skip(b, "Unreadable", rel, "a symlink that leads to no directory: an extension's state is snapshotted only as a directory")
@@ -665,17 +666,29 @@ const addEntry = (b: SnapshotBuild, source: string, target: string, previousPath
 
 
 /**
- * Whether the directory a followed link leads to is, holds or lies in the backup root (by identity): walking it
- * would copy snapshots into the snapshot being built. Such a link is skipped and said, never followed.
+ * Why the directory an extension's linked directory leads to (`through`, with a trailing slash) is not walked,
+ * or `undefined`: it must be provably the user's (`rootSafetyProblems`: a link to `/` or to another user's
+ * directory is not their data), and neither the backup root nor another snapshotted tree may be it, hold it or
+ * lie in it (by identity): walking it would copy snapshots into the snapshot, or the same data twice.
+ * `own` is the tree the link itself stands for (left out of the comparison).
  */
-const overlapsBackupRoot = (ctx: BackupsContext, through: string): Effect.Effect<boolean> =>
+const followProblem = (ctx: BackupsContext, through: string, own: string | undefined): Effect.Effect<string | undefined> =>
   Effect.gen(function*() {
+    const info = yield* ctx.fs.lstat(through)
+    const [problem] = rootSafetyProblems(info, ctx.host.uid)
+    if (problem !== undefined) return `a symlink to a directory not provably yours (${problem.detail}): not walked`
     const at = yield* locate(ctx.fs, through)
-    const rootAt = yield* locate(ctx.fs, ctx.root)
-    return resolvedWithin(at, rootAt) || resolvedWithin(rootAt, at)
-  }).pipe(Effect.orElseSucceed(() => true))
-
-const OVERLAPS_ROOT = "a symlink into or around the backup root: walking it would copy snapshots into the snapshot"
+    const others = [ctx.root, ...(yield* scopeRoots(ctx, ctx.webDataRoot)).map((t) => t.source).filter((source) => source !== own)]
+    for (const other of others) {
+      const otherAt = yield* locate(ctx.fs, other)
+      if (resolvedWithin(at, otherAt) || resolvedWithin(otherAt, at)) {
+        return other === ctx.root
+          ? "a symlink into or around the backup root: walking it would copy snapshots into the snapshot"
+          : `a symlink into or around ${other}, which the snapshot holds already: not walked twice`
+      }
+    }
+    return undefined
+  }).pipe(Effect.orElseSucceed(() => "a symlink whose directory cannot be examined: not walked"))
 
 /** A live directory (`source`, which may end in `/` to go through a link) recorded, then its entries. */
 const addDirectory = (b: SnapshotBuild, source: string, target: string, previousPath: string | undefined, rel: string, info: FileInfo) =>
@@ -849,10 +862,20 @@ const create = (ctx: BackupsContext, o?: CreateOptions) =>
           yield* skip(b, "Unreadable", tree.dest, `${aFileType(info.type)} that leads to no directory: an extension's state tier is snapshotted only as a directory`)
           continue
         }
-        // A web extension's directory is followed when it is a link (scopeRoots): never into the backup root.
-        if (tree.extId !== undefined && (yield* overlapsBackupRoot(ctx, `${tree.source}/`))) {
-          yield* skip(b, "Unreadable", tree.dest, OVERLAPS_ROOT)
-          continue
+        // A web extension's directory or state tier followed through a link (scopeRoots): only into the user's own
+        // directory, and never into the backup root or a tree the snapshot holds already.
+        if (tree.extId !== undefined) {
+          const extensionDir = NodePath.dirname(tree.source)
+          let refused: string | undefined
+          for (const path of [extensionDir, tree.source]) {
+            if ((yield* optionalLstat(ctx.deps, path).pipe(Effect.orElseSucceed(() => undefined)))?.type !== "SymbolicLink") continue
+            refused = yield* followProblem(ctx, `${path}/`, tree.source)
+            if (refused !== undefined) break
+          }
+          if (refused !== undefined) {
+            yield* skip(b, "Unreadable", tree.dest, refused)
+            continue
+          }
         }
         const parent = tree.dest.split("/").slice(0, -1).join("/")
         yield* ctx.fs.makeDirectory(under(building, parent), { mode: 0o700, recursive: true })
@@ -1162,7 +1185,7 @@ const checkStateLink = (ctx: BackupsContext, web: string) =>
  * would move aside and write into whatever directory the link names (another user's, another disk where the
  * aside rename cannot go). The extensions a restore touches whose directory is a link: a restore of that one
  * extension is refused before anything moves (`UnsafeRestoreTarget`, naming the link); a whole-scope restore
- * leaves them as they are and says so (`leftAlone`). Their files in the snapshot are plain copies.
+ * leaves them as they are and says so (`notRestored`). Their files in the snapshot are plain copies.
  */
 const linkedExtensions = (ctx: BackupsContext, web: string, extensions: ReadonlySet<string>) =>
   Effect.gen(function*() {
@@ -1236,19 +1259,24 @@ const restore = (ctx: BackupsContext, id: string, o?: { readonly extension?: str
         }
         return yield* new ExtensionNotInSnapshot({ root: ctx.root, id, extension: o.extension, held: [...held].sort() })
       }
-      // The web extensions the snapshot holds state of, and those whose state tier it records as something other
-      // than a directory (an older build recorded a dangling link so): one of those restored alone is corrupt
-      // (checkBeforeRestore names it); in a whole-scope restore it is left as it is, and the rest goes on.
+      // The web extensions the snapshot holds state of, and the extension state directories (web `web/<id>/state`,
+      // agent `agent/state/extensions/<ns>`) it records as something other than a directory (an older build
+      // recorded a link so): one of those restored alone is corrupt (checkBeforeRestore names it); in a
+      // whole-scope restore it is not put back (never a link for the tiers to write through), and the rest goes on.
       const held = new Set<string>()
-      const recordedAsLink = new Set<string>()
+      const recordedAsLink: Array<RestoreItem> = []
       for (const item of selected) {
-        if (item.path.segments[0] !== "web") continue
-        held.add(item.path.segments[1]!)
-        if (item.path.segments.length === 3 && item.entry.type !== "directory") recordedAsLink.add(item.path.segments[1]!)
+        const recordedLink = item.entry.type !== "directory" && directoryOnlyWhy(item.path) !== undefined && !isKeptInPlace(item.path)
+        if (recordedLink) recordedAsLink.push(item)
+        else if (item.path.segments[0] === "web") held.add(item.path.segments[1]!)
       }
+      const webRecordedAsLink = new Set(recordedAsLink.filter((i) => i.path.segments[0] === "web").map((i) => i.path.segments[1]!))
       const webSideOf = (segments: ReadonlyArray<string>, exts: ReadonlySet<string>) => segments[0] === "web" && exts.has(segments[1]!)
       if (o?.extension === undefined) {
-        for (let i = selected.length - 1; i >= 0; i--) if (webSideOf(selected[i]!.path.segments, recordedAsLink)) selected.splice(i, 1)
+        for (let i = selected.length - 1; i >= 0; i--) {
+          const item = selected[i]!
+          if (recordedAsLink.includes(item) || webSideOf(item.path.segments, webRecordedAsLink)) selected.splice(i, 1)
+        }
       }
       yield* checkBeforeRestore(ctx, snapshotDir, selected)
       // `state/` kept elsewhere through a symlink (the person's own layout): restored into its target only
@@ -1280,19 +1308,23 @@ const restore = (ctx: BackupsContext, id: string, o?: { readonly extension?: str
       if (o?.extension !== undefined && linked.includes(o.extension)) return yield* refuseExtensionLink(ctx, NodePath.join(web, o.extension))
       // Only the web side is left alone: an agent extension of the same name (state/extensions/<ns>) is the
       // agent's, restored with the rest.
-      const leftAlone: Array<LeftAlone> = [
+      const notRestored: Array<NotRestored> = [
         ...linked.map((ext) => ({
           path: NodePath.join(web, ext),
           why: held.has(ext)
-            ? "a symlink, never restored through: its state in the snapshot is to copy back by hand"
-            : "a symlink, never restored through (the snapshot holds no state of it)"
+            ? "a symlink, never restored through, left as it is: its state in the snapshot is to copy back by hand"
+            : "a symlink, never restored through, left as it is (the snapshot holds no state of it)"
         })),
-        ...[...recordedAsLink].filter((ext) => !linked.includes(ext)).map((ext) => ({
+        ...[...webRecordedAsLink].filter((ext) => !linked.includes(ext)).map((ext) => ({
           path: NodePath.join(web, ext, "state"),
-          why: "the snapshot records this state tier as a link, not a directory: nothing of it is restored, and the live one stays"
+          why: "the snapshot records this state tier as a link, not a directory: nothing of it is restored, and the live one is left as it is"
+        })),
+        ...recordedAsLink.filter((i) => i.path.segments[0] === "agent").map((i) => ({
+          path: i.live,
+          why: "the snapshot records this extension's state as a link, not a directory: nothing of it is restored (the live one went aside with the rest)"
         }))
       ]
-      const leave = new Set([...linked, ...recordedAsLink])
+      const leave = new Set([...linked, ...webRecordedAsLink])
       for (let i = units.length - 1; i >= 0; i--) if (webSideOf(units[i]!.split("/"), leave)) units.splice(i, 1)
       for (let i = selected.length - 1; i >= 0; i--) if (webSideOf(selected[i]!.path.segments, leave)) selected.splice(i, 1)
       const liveOfUnit = (rel: string): string => {
@@ -1305,7 +1337,7 @@ const restore = (ctx: BackupsContext, id: string, o?: { readonly extension?: str
         if ((yield* optionalLstat(ctx.deps, live)) !== undefined) present.push({ rel, live })
       }
       const restored = selected.filter((s) => s.entry.type !== "directory").map((s) => s.live)
-      if (o?.dryRun === true) return { restored, movedAside: null, asideDirs: [], movedAsidePaths: present.map((p) => p.live), leftAlone, dryRun: true }
+      if (o?.dryRun === true) return { restored, movedAside: null, asideDirs: [], movedAsidePaths: present.map((p) => p.live), notRestored, dryRun: true }
 
       const stamp = restoreAsideName(yield* Clock.currentTimeMillis, yield* Random.nextIntBetween(0, 0xffffff))
       const aside = NodePath.join(agentPaths(ctx.agentDir).restoreAsideDir, stamp)
@@ -1354,7 +1386,7 @@ const restore = (ctx: BackupsContext, id: string, o?: { readonly extension?: str
         yield* ctx.fs.chmod(asDirectory(d.live), restoredMode("directory", d.entry.mode))
         yield* ctx.fs.utimes(asDirectory(d.live), d.entry.mtimeMs, d.entry.mtimeMs)
       }
-      return { restored, movedAside, asideDirs, movedAsidePaths: present.map((p) => p.live), leftAlone, dryRun: false }
+      return { restored, movedAside, asideDirs, movedAsidePaths: present.map((p) => p.live), notRestored, dryRun: false }
     })
     return yield* (o?.dryRun === true ? run : withWriter(ctx, run))
   })

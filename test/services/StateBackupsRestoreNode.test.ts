@@ -343,14 +343,14 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
       write(NodePath.join(agent, "state/extensions/n/a.json"), "agent side, changed")
       const whole = await cli(["--agent-dir", agent, "backup", "restore", id, "--root", root], env)
       assert.strictEqual(whole.code, 0, `${what}: ${whole.stderr}`)
-      assert.include(whole.stdout, `Left alone ${link}: a symlink, never restored through: its state in the snapshot is to copy back by hand`, what)
+      assert.include(whole.stdout, `Not restored ${link}: a symlink, never restored through, left as it is: its state in the snapshot is to copy back by hand`, what)
       assert.strictEqual(nfs.readFileSync(NodePath.join(agent, "state/extensions/n/a.json"), "utf8"), "agent side", what)
       // A linked extension the snapshot never saw: left alone too, and the line does not promise a copy.
       const again = await cli(["--agent-dir", agent, "backup", "restore", id, "--root", root], env)
       assert.strictEqual(again.code, 0, again.stderr)
-      assert.include(again.stdout, `Left alone ${NodePath.join(web, "newext")}: a symlink, never restored through (the snapshot holds no state of it)`)
+      assert.include(again.stdout, `Not restored ${NodePath.join(web, "newext")}: a symlink, never restored through, left as it is (the snapshot holds no state of it)`)
       const json = await cli(["--agent-dir", agent, "backup", "restore", id, "--root", root, "--json", "--dry-run"], env)
-      assert.deepStrictEqual((JSON.parse(json.stdout) as { leftAlone: ReadonlyArray<{ path: string }> }).leftAlone.map((l) => l.path), [link, NodePath.join(web, "newext")], what)
+      assert.deepStrictEqual((JSON.parse(json.stdout) as { notRestored: ReadonlyArray<{ path: string }> }).notRestored.map((l) => l.path), [link, NodePath.join(web, "newext")], what)
       const storage = await openAgentStorage({ agentDir: agent, migrate: false })
       try {
         const refused = await storage.stateBackups({ root, webDataRoot: web }).restore(id, { extension: "bookmarks" }).then(() => undefined, (e: { _tag: string; path: string }) => e)
@@ -391,6 +391,12 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
     const gone = NodePath.join(agent, "state/extensions/gone")
     nfs.symlinkSync(NodePath.join(base, "unmounted"), gone)
     nfs.symlinkSync(root, link)
+    // Into a tree the snapshot holds already (here: everything, `/`), or a directory that is not provably the user's.
+    nfs.symlinkSync("/", NodePath.join(agent, "state/extensions/everything"))
+    const foreign = NodePath.join(base, "foreign")
+    nfs.mkdirSync(foreign)
+    nfs.chownSync(foreign, 1234, 1234)
+    nfs.symlinkSync(foreign, NodePath.join(agent, "state/extensions/theirs"))
     nfs.mkdirSync(web, { recursive: true })
     nfs.mkdirSync(NodePath.join(base, "x"))
     nfs.mkdirSync(NodePath.join(root, "inner"))
@@ -402,6 +408,8 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
     const skipped = Object.fromEntries(made.skipped.map((k) => [k.path, k.reason]))
     assert.match(skipped["agent/state/extensions/gone"]!, /leads to no directory/)
     assert.match(skipped["agent/state/extensions/ns"]!, /into or around the backup root/)
+    assert.match(skipped["agent/state/extensions/everything"]!, /a symlink into or around /)
+    assert.match(skipped["agent/state/extensions/theirs"]!, /not provably yours \(owned by uid 1234/)
     assert.match(skipped["web/loop/state"]!, /into or around the backup root/, JSON.stringify(made.skipped))
     const manifest = JSON.parse(nfs.readFileSync(NodePath.join(root, made.id, "manifest.json"), "utf8")) as { entries: ReadonlyArray<{ path: string }> }
     assert.isFalse(manifest.entries.some((e) => e.path.startsWith("agent/state/extensions/") || e.path.startsWith("web/")))
@@ -437,25 +445,33 @@ describe("state snapshot restore, as a person meets it (Node)", () => {
     nfs.mkdirSync(victim)
     const id = await snapshotBetween(agent, web, root, [
       [NodePath.join(web, "bm/state/h.json"), "v1", "v2 precious"],
+      [NodePath.join(agent, "state/extensions/ns/a.json"), "v1", "v2 precious"],
       [NodePath.join(agent, "USER.md"), "- v1\n", "- v2\n"]
     ])
     const snapshotDir = NodePath.join(root, id)
-    nfs.rmSync(NodePath.join(snapshotDir, "web/bm/state"), { recursive: true })
-    nfs.symlinkSync(victim, NodePath.join(snapshotDir, "web/bm/state"))
+    // Both kinds of extension state recorded as links (a rewritten manifest, or an older build's record of a link).
     tamperManifest(snapshotDir, (m) => {
-      m.entries = m.entries.filter((e) => !String(e["path"]).startsWith("web/bm/state/"))
-      Object.assign(m.entries.find((e) => e["path"] === "web/bm/state")!, { type: "symlink", target: victim, size: victim.length })
+      for (const rel of ["web/bm/state", "agent/state/extensions/ns"]) {
+        nfs.rmSync(NodePath.join(snapshotDir, rel), { recursive: true })
+        nfs.symlinkSync(victim, NodePath.join(snapshotDir, rel))
+        m.entries = m.entries.filter((e) => !String(e["path"]).startsWith(`${rel}/`))
+        Object.assign(m.entries.find((e) => e["path"] === rel)!, { type: "symlink", target: victim, size: victim.length })
+      }
     })
     const before = { agent: picture(agent), web: picture(web) }
-    const alone = await cli(["--agent-dir", agent, "backup", "restore", id, "--extension", "bm", "--root", root], { PI_WEB_DATA_DIR: web })
-    assert.strictEqual(alone.code, 3, alone.stderr)
-    assert.include(alone.stderr, "web/bm/state")
-    assert.include(alone.stderr, "restored only as a directory")
+    for (const [extension, entry] of [["bm", "web/bm/state"], ["ns", "agent/state/extensions/ns"]]) {
+      const alone = await cli(["--agent-dir", agent, "backup", "restore", id, "--extension", extension!, "--root", root], { PI_WEB_DATA_DIR: web })
+      assert.strictEqual(alone.code, 3, alone.stderr)
+      assert.include(alone.stderr, entry!)
+      assert.include(alone.stderr, "restored only as a directory")
+    }
     assert.deepStrictEqual({ agent: picture(agent), web: picture(web) }, before, "nothing moved")
     // The whole scope (an older build recorded a dangling state link so): everything else comes back, that tier stays.
     const whole = await cli(["--agent-dir", agent, "backup", "restore", id, "--root", root], { PI_WEB_DATA_DIR: web })
     assert.strictEqual(whole.code, 0, whole.stderr)
-    assert.include(whole.stdout, `Left alone ${NodePath.join(web, "bm/state")}: the snapshot records this state tier as a link`)
+    assert.include(whole.stdout, `Not restored ${NodePath.join(web, "bm/state")}: the snapshot records this state tier as a link`)
+    assert.include(whole.stdout, `Not restored ${NodePath.join(agent, "state/extensions/ns")}: the snapshot records this extension's state as a link`)
+    assert.isFalse(nfs.existsSync(NodePath.join(agent, "state/extensions/ns")), "no link put back for the tiers to write through")
     assert.strictEqual(nfs.readFileSync(NodePath.join(agent, "USER.md"), "utf8"), "- v1\n")
     assert.isTrue(nfs.lstatSync(NodePath.join(web, "bm/state")).isDirectory())
     assert.strictEqual(nfs.readFileSync(NodePath.join(web, "bm/state/h.json"), "utf8"), "v2 precious")

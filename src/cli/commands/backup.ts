@@ -80,8 +80,8 @@ export const renderRestore = (r: RestoreResult): Shown => {
   const aside = r.dryRun
     ? r.movedAsidePaths.map((p) => txt`  would move aside ${p}\n`)
     : r.asideDirs.length === 0 ? [] : [txt`Moved the live data it replaced to ${joinShown(r.asideDirs.map((d) => txt`${d}`), " and ")}\n`]
-  const leftAlone = r.leftAlone.map((left) => txt`Left alone ${left.path}: ${left.why}\n`)
-  return joinShown([...aside, ...leftAlone, txt`${verb} ${entries(r.restored.length)}:\n`, ...r.restored.map((p) => txt`  ${p}\n`)])
+  const notRestored = r.notRestored.map((n) => txt`Not restored ${n.path}: ${n.why}\n`)
+  return joinShown([...aside, ...notRestored, txt`${verb} ${entries(r.restored.length)}:\n`, ...r.restored.map((p) => txt`  ${p}\n`)])
 }
 
 // ---------------------------------------------------------------------------------------------- flags
