@@ -94,6 +94,7 @@ import { byteOrder, nameOfBytes } from "../domain/NameBytes.js"
 import { acquireMarkerWaiting, DEFAULT_LOCK_WAIT_MS, waitingAtMost } from "./internal/markers.js"
 import { warn } from "./internal/warn.js"
 import { webDataRootOf } from "./internal/webDataRoot.js"
+import { classifyWebDataEntry } from "../domain/WebDataEntries.js"
 import { type ConfigSkip, configSkip, type ConfigSkipTag, type UnresolvedSecret, unresolvedSecret } from "../domain/ReportProblems.js"
 import { isChanged } from "../domain/FileChange.js"
 import { type CleanScan, decodeCleanScan, type Identity, identityOf, recordableScan, sameCleanScan } from "../domain/ConfigCleanScan.js"
@@ -579,11 +580,11 @@ const scanLive = (ctx: HistoryContext, cache: StatCache | undefined): Effect.Eff
   }
   // Web-host extensions' config tiers (`data/<extId>/config/`).
   for (const ext of yield* listObserved(ctx, ctx.liveWebRoot, out)) {
-    if (decodeSegment("extId", ext.name)._tag === "Left") continue
+    const entry = classifyWebDataEntry(ext.name, ext.type)
     // Named by the config tier behind the link (`bm/config/`): the extension's own name alone (`config/` for an
     // extension called config) would read as an agent path, and cover it.
-    if (ext.type === "SymbolicLink") linkedDirectory([ctx.webMirror, ext.name, "config"].join("/"))
-    if (ext.type !== "Directory") continue
+    if (entry._tag === "LinkedExtension") linkedDirectory([ctx.webMirror, ext.name, "config"].join("/"))
+    if (entry._tag !== "Extension") continue
     const { configDir } = tierPaths(ctx.liveWebRoot, ext.name)
     const info = yield* lstatOption(ctx, configDir)
     out.observed.push([configDir, identityOf(info)])

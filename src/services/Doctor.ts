@@ -21,8 +21,8 @@ import type { UnknownHint } from "../domain/RootEntries.js"
 import type { RootSafetyProblem } from "../domain/RootSafety.js"
 import { modeString, writableBy } from "../domain/RootSafety.js"
 import { misnamedWhy } from "../domain/Segment.js"
+import { classifyWebDataEntry } from "../domain/WebDataEntries.js"
 import { scanEntriesStopped } from "../domain/StoppedBy.js"
-import { WEB_RESTORE_ASIDE_DIR } from "../domain/StateSnapshot.js"
 import { STALE_STAGING_MS } from "../domain/TenantEntries.js"
 import { AgentDir, resolveRootLink } from "./AgentDir.js"
 import { FileSystem, type WalkBudget } from "./FileSystem.js"
@@ -375,13 +375,13 @@ const agentExtensionFindings = (out: Findings, facts: AgentDirFacts) => {
 const webDataFindings = (out: Findings, facts: AgentDirFacts) => {
   for (const link of facts.webData?.links ?? []) {
     // The library's own aside directory as a link is no extension's: a restore refuses it by name (checkAsideDir).
-    if (link.name === WEB_RESTORE_ASIDE_DIR) continue
-    const misnamed = misnamedWhy(link.name)
-    if (misnamed !== null) {
+    const entry = classifyWebDataEntry(link.name, "SymbolicLink")
+    if (entry._tag === "LibraryDir") continue
+    if (entry._tag === "Misnamed") {
       out.add(
         "extension-name-invalid",
         link.path,
-        `data/${link.name}, a symlink, is no extension's data directory (${misnamed}): state snapshots and the config history leave it out, so nothing behind it is protected`,
+        `data/${link.name}, a symlink, is no extension's data directory (${entry.why}): state snapshots and the config history leave it out, so nothing behind it is protected`,
         "rename it to the extension's id, or move what it holds into that extension's tiers"
       )
     } else if (link.leadsToDirectory) {
@@ -401,7 +401,8 @@ const webDataFindings = (out: Findings, facts: AgentDirFacts) => {
     }
   }
   for (const ext of facts.webData?.extensions ?? []) {
-    if (ext.id === WEB_RESTORE_ASIDE_DIR) {
+    const entry = classifyWebDataEntry(ext.id, "Directory")
+    if (entry._tag === "LibraryDir") {
       // The library's own (a restore across filesystems), not an extension: the state-backup finding, not a tier to decide.
       for (const entry of ext.entries) {
         out.add(
@@ -413,12 +414,11 @@ const webDataFindings = (out: Findings, facts: AgentDirFacts) => {
       }
       continue
     }
-    const misnamed = misnamedWhy(ext.id)
-    if (misnamed !== null) {
+    if (entry._tag === "Misnamed") {
       out.add(
         "extension-name-invalid",
         ext.dir,
-        `data/${ext.id} is no extension's data directory (${misnamed}): state snapshots and the config history leave it out, so nothing in it is protected`,
+        `data/${ext.id} is no extension's data directory (${entry.why}): state snapshots and the config history leave it out, so nothing in it is protected`,
         "rename it to the extension's id, or move what it holds into that extension's tiers"
       )
     }

@@ -28,9 +28,10 @@ import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { type FileSystemError, InvalidArgument, type InvalidSegment, type TierUnresolvable, type UnsafeRoot } from "../domain/Errors.js"
-import { decodeSegment, segmentViolation } from "../domain/Segment.js"
+import { decodeSegment } from "../domain/Segment.js"
 import { agentDirFlag, shellWord } from "../domain/FixCommands.js"
 import { withArticle } from "../domain/Article.js"
+import { classifyWebDataEntry } from "../domain/WebDataEntries.js"
 import { decodeSnapshotPath, directoryOnlyWhy, inRestoreScope, isAgentExtensionDir, isKeptInPlace, type SnapshotPath } from "../domain/SnapshotPath.js"
 import { decodeJsonBytes, encodeJsonBytes, MARKER_MAX_BYTES } from "../domain/Formats.js"
 import { type ForgetPlan, type ForgetPolicy, planForgetResult } from "../domain/ForgetPlan.js"
@@ -371,11 +372,11 @@ const scopeRoots = (ctx: BackupsContext, web: string): Effect.Effect<ReadonlyArr
     )
     // Only extension ids (WR2) name an extension's data: anything else there is not a tier (nor a manifest path).
     for (const ext of exts) {
-      if (segmentViolation(ext.name) !== null) continue
+      const entry = classifyWebDataEntry(ext.name, ext.type)
       // An extension directory linked elsewhere (another disk) is where its tiers write (they follow links), so
-      // its state is snapshotted there too; a restore refuses to write through the link (checkExtensionLinks).
-      const leads = ext.type === "SymbolicLink" && (yield* optionalLstat(ctx.deps, `${NodePath.join(web, ext.name)}/`).pipe(Effect.orElseSucceed(() => undefined)))?.type === "Directory"
-      if (ext.type === "Directory" || leads) roots.push(webScopeRoot(web, ext.name))
+      // its state is snapshotted there too when the link leads to a directory; a restore never writes through it.
+      const leads = entry._tag === "LinkedExtension" && (yield* optionalLstat(ctx.deps, `${NodePath.join(web, ext.name)}/`).pipe(Effect.orElseSucceed(() => undefined)))?.type === "Directory"
+      if (entry._tag === "Extension" || leads) roots.push(webScopeRoot(web, ext.name))
     }
     return roots
   })
