@@ -541,6 +541,8 @@ interface SnapshotBuild {
   readonly problems: Array<SnapshotCreateProblem>
   readonly sqliteLive: Array<string>
   readonly counts: { files: number; bytes: number; copiedFiles: number; copiedBytes: number; linkedFiles: number; linkFallbacks: number }
+  /** The snapshotted trees (read once per snapshot): what a followed link may not lead into (`followProblem`). */
+  readonly trees: ReadonlyArray<ScopeRoot>
 }
 
 const skip = (b: SnapshotBuild, tag: SnapshotSkip["_tag"], rel: string, reason: string) =>
@@ -648,7 +650,7 @@ const addEntry = (b: SnapshotBuild, source: string, target: string, previousPath
       if (isAgentExtensionDir(rel)) {
         const through = yield* optionalLstat(b.ctx.deps, `${source}/`).pipe(Effect.orElseSucceed(() => undefined))
         if (through?.type === "Directory") {
-          const refused = yield* followProblem(b.ctx, `${source}/`, undefined)
+          const refused = yield* followProblem(b.ctx, source, othersThan(b.ctx, b.trees, undefined))
           if (refused !== undefined) return yield* skip(b, "Unreadable", rel, refused)
           return yield* addDirectory(b, `${source}/`, target, previousPath, rel, through)
         }
@@ -666,29 +668,52 @@ const addEntry = (b: SnapshotBuild, source: string, target: string, previousPath
 }
 
 
+/** Why the directory behind a link is not the person's own tree to go through (`linkTargetProblem`). */
+type LinkTargetProblem =
+  | { readonly _tag: "NotYours"; readonly detail: string }
+  | { readonly _tag: "Overlaps"; readonly other: string; readonly inside: boolean }
+
 /**
- * Why the directory an extension's linked directory leads to (`through`, with a trailing slash) is not walked,
- * or `undefined`: it must be provably the user's (`rootSafetyProblems`: a link to `/` or to another user's
- * directory is not their data), and neither the backup root nor another snapshotted tree may be it, hold it or
- * lie in it (by identity): walking it would copy snapshots into the snapshot, or the same data twice.
- * `own` is the tree the link itself stands for (left out of the comparison).
+ * The one rule for a directory the library goes through a link to (`<agent dir>/state` on another disk for a
+ * restore, an extension's directory kept elsewhere for a snapshot): it must be provably the person's own
+ * (`rootSafetyProblems`: a link to `/` or to another user's directory is not their data), and none of `others`
+ * (the backup root, the other snapshotted trees) may be it, hold it or lie in it, by identity (walking it
+ * would copy snapshots into the snapshot, or the same data twice; restoring into it would replace another tree).
  */
-const followProblem = (ctx: BackupsContext, through: string, own: string | undefined): Effect.Effect<string | undefined> =>
+const linkTargetProblem = (
+  ctx: BackupsContext,
+  link: string,
+  through: FileInfo,
+  others: ReadonlyArray<string>
+): Effect.Effect<LinkTargetProblem | undefined, FileSystemError | TierUnresolvable> =>
   Effect.gen(function*() {
-    const info = yield* ctx.fs.lstat(through)
-    const [problem] = rootSafetyProblems(info, ctx.host.uid)
-    if (problem !== undefined) return `a symlink to a directory not provably yours (${problem.detail}): not walked`
-    const at = yield* locate(ctx.fs, through)
-    const others = [ctx.root, ...(yield* scopeRoots(ctx, ctx.webDataRoot)).map((t) => t.source).filter((source) => source !== own)]
+    const [problem] = rootSafetyProblems(through, ctx.host.uid)
+    if (problem !== undefined) return { _tag: "NotYours", detail: problem.detail } as const
+    const at = yield* locate(ctx.fs, link)
     for (const other of others) {
       const otherAt = yield* locate(ctx.fs, other)
-      if (resolvedWithin(at, otherAt) || resolvedWithin(otherAt, at)) {
-        return other === ctx.root
-          ? "a symlink into or around the backup root: walking it would copy snapshots into the snapshot"
-          : `a symlink into or around ${other}, which the snapshot holds already: not walked twice`
-      }
+      const inside = resolvedWithin(at, otherAt)
+      if (inside || resolvedWithin(otherAt, at)) return { _tag: "Overlaps", other, inside } as const
     }
     return undefined
+  })
+
+/** The trees a followed link may not lead into or around: the backup root and every snapshotted tree but `own`. */
+const othersThan = (ctx: BackupsContext, trees: ReadonlyArray<ScopeRoot>, own: string | undefined): ReadonlyArray<string> =>
+  [ctx.root, ...trees.map((t) => t.source).filter((source) => source !== own)]
+
+/**
+ * Why a snapshot does not walk the directory an extension's linked directory leads to (`linkTargetProblem`), in
+ * the words of its `skipped`; `undefined` when it walks it.
+ */
+const followProblem = (ctx: BackupsContext, link: string, others: ReadonlyArray<string>): Effect.Effect<string | undefined> =>
+  Effect.gen(function*() {
+    const problem = yield* linkTargetProblem(ctx, link, yield* ctx.fs.lstat(`${link}/`), others)
+    if (problem === undefined) return undefined
+    if (problem._tag === "NotYours") return `a symlink to a directory not provably yours (${problem.detail}): not walked`
+    return problem.other === ctx.root
+      ? "a symlink into or around the backup root: walking it would copy snapshots into the snapshot"
+      : `a symlink into or around ${problem.other}, which the snapshot holds already: not walked twice`
   }).pipe(Effect.orElseSucceed(() => "a symlink whose directory cannot be examined: not walked"))
 
 /** A live directory (`source`, which may end in `/` to go through a link) recorded, then its entries. */
@@ -840,14 +865,15 @@ const create = (ctx: BackupsContext, o?: CreateOptions) =>
       const problems: Array<SnapshotCreateProblem> = []
       const sqliteLive: Array<string> = []
       const counts = { files: 0, bytes: 0, copiedFiles: 0, copiedBytes: 0, linkedFiles: 0, linkFallbacks: 0 }
-      const b: SnapshotBuild = { ctx, o, previousEntries, entries, directories, skipped, changedDuringBackup, problems, sqliteLive, counts }
-
       const roots = yield* scopeRoots(ctx, ctx.webDataRoot)
+      const b: SnapshotBuild = { ctx, o, previousEntries, entries, directories, skipped, changedDuringBackup, problems, sqliteLive, counts, trees: roots }
+
       for (const tree of roots) {
         let info = yield* optionalLstat(ctx.deps, tree.source)
         if (info === undefined) continue
         let source = tree.source
-        if (info.type === "SymbolicLink") {
+        const sourceIsLink = info.type === "SymbolicLink"
+        if (sourceIsLink) {
           // A top-level entry linked to another disk is the user's choice of disk (as the doctor says):
           // snapshot the directory behind it (a trailing slash resolves the link), not the link.
           // Read-only: a link whose target cannot be examined is recorded as the link itself (nothing followed).
@@ -867,12 +893,12 @@ const create = (ctx: BackupsContext, o?: CreateOptions) =>
         // directory, and never into the backup root or a tree the snapshot holds already.
         if (tree.extId !== undefined) {
           const extensionDir = NodePath.dirname(tree.source)
+          const others = othersThan(ctx, roots, tree.source)
           let refused: string | undefined
-          for (const path of [extensionDir, tree.source]) {
-            if ((yield* optionalLstat(ctx.deps, path).pipe(Effect.orElseSucceed(() => undefined)))?.type !== "SymbolicLink") continue
-            refused = yield* followProblem(ctx, `${path}/`, tree.source)
-            if (refused !== undefined) break
+          if ((yield* optionalLstat(ctx.deps, extensionDir).pipe(Effect.orElseSucceed(() => undefined)))?.type === "SymbolicLink") {
+            refused = yield* followProblem(ctx, extensionDir, others)
           }
+          if (refused === undefined && sourceIsLink) refused = yield* followProblem(ctx, tree.source, others)
           if (refused !== undefined) {
             yield* skip(b, "Unreadable", tree.dest, refused)
             continue
@@ -1168,15 +1194,10 @@ const checkStateLink = (ctx: BackupsContext, web: string) =>
     const refuse = (detail: string) => new UnsafeRestoreTarget({ path: link, ...(target !== undefined ? { target } : {}), detail })
     const through = yield* optionalLstat(ctx.deps, `${link}/`).pipe(Effect.orElseSucceed(() => undefined))
     if (through?.type !== "Directory") return yield* refuse("it does not lead to a directory")
-    const [problem] = rootSafetyProblems(through, ctx.host.uid)
-    if (problem !== undefined) return yield* refuse(`the directory it leads to is not provably yours: ${problem.detail}`)
-    const at = yield* locate(ctx.fs, link)
-    const others = [...(yield* scopeRoots(ctx, web)).filter((t) => t.source !== link).map((t) => t.source), ctx.root]
-    for (const other of others) {
-      const otherAt = yield* locate(ctx.fs, other)
-      if (resolvedWithin(at, otherAt) || resolvedWithin(otherAt, at)) {
-        return yield* refuse(`the directory it leads to ${resolvedWithin(at, otherAt) ? "lies inside" : "holds"} ${other === ctx.root ? "the backup root" : other}`)
-      }
+    const problem = yield* linkTargetProblem(ctx, link, through, othersThan(ctx, yield* scopeRoots(ctx, web), link))
+    if (problem?._tag === "NotYours") return yield* refuse(`the directory it leads to is not provably yours: ${problem.detail}`)
+    if (problem?._tag === "Overlaps") {
+      return yield* refuse(`the directory it leads to ${problem.inside ? "lies inside" : "holds"} ${problem.other === ctx.root ? "the backup root" : problem.other}`)
     }
     return link
   })
@@ -1264,19 +1285,19 @@ const restore = (ctx: BackupsContext, id: string, o?: { readonly extension?: str
       // agent `agent/state/extensions/<ns>`) it records as something other than a directory (an older build
       // recorded a link so): one of those restored alone is corrupt (checkBeforeRestore names it); in a
       // whole-scope restore it is not put back (never a link for the tiers to write through), and the rest goes on.
-      const held = new Set<string>()
-      const recordedAsLink: Array<RestoreItem> = []
+      const webStateHeld = new Set<string>()
+      const recordedAsLink = new Set<RestoreItem>()
       for (const item of selected) {
         const recordedLink = item.entry.type !== "directory" && directoryOnlyWhy(item.path) !== undefined && !isKeptInPlace(item.path)
-        if (recordedLink) recordedAsLink.push(item)
-        else if (item.path.segments[0] === "web") held.add(item.path.segments[1]!)
+        if (recordedLink) recordedAsLink.add(item)
+        else if (item.path.segments[0] === "web") webStateHeld.add(item.path.segments[1]!)
       }
-      const webRecordedAsLink = new Set(recordedAsLink.filter((i) => i.path.segments[0] === "web").map((i) => i.path.segments[1]!))
+      const webRecordedAsLink = new Set([...recordedAsLink].filter((i) => i.path.segments[0] === "web").map((i) => i.path.segments[1]!))
       const webSideOf = (segments: ReadonlyArray<string>, exts: ReadonlySet<string>) => segments[0] === "web" && exts.has(segments[1]!)
       if (o?.extension === undefined) {
         for (let i = selected.length - 1; i >= 0; i--) {
           const item = selected[i]!
-          if (recordedAsLink.includes(item) || webSideOf(item.path.segments, webRecordedAsLink)) selected.splice(i, 1)
+          if (recordedAsLink.has(item) || webSideOf(item.path.segments, webRecordedAsLink)) selected.splice(i, 1)
         }
       }
       yield* checkBeforeRestore(ctx, snapshotDir, selected)
@@ -1312,7 +1333,7 @@ const restore = (ctx: BackupsContext, id: string, o?: { readonly extension?: str
       const notRestored: Array<NotRestored> = [
         ...linked.map((ext) => ({
           path: NodePath.join(web, ext),
-          why: held.has(ext)
+          why: webStateHeld.has(ext)
             ? "a symlink, never restored through, left as it is: its state in the snapshot is to copy back by hand"
             : "a symlink, never restored through, left as it is (the snapshot holds no state of it)"
         })),
@@ -1320,7 +1341,7 @@ const restore = (ctx: BackupsContext, id: string, o?: { readonly extension?: str
           path: NodePath.join(web, ext, "state"),
           why: "the snapshot records this state tier as a link, not a directory: nothing of it is restored, and the live one is left as it is"
         })),
-        ...recordedAsLink.filter((i) => i.path.segments[0] === "agent").map((i) => ({
+        ...[...recordedAsLink].filter((i) => i.path.segments[0] === "agent").map((i) => ({
           path: i.live,
           why: "the snapshot records this extension's state as a link, not a directory: nothing of it is restored (the live one went aside with the rest)"
         }))

@@ -529,20 +529,20 @@ const attempts = (ctx: ProfileContext, op: ProfileOperation, n: number): Effect.
  */
 const refusedBeforeLock = (ctx: ProfileContext, op: ProfileOperation): Effect.Effect<void, MutationError> =>
   Effect.gen(function*() {
-    const missing = (path: string) => ctx.fs.lstat(path).pipe(Effect.as(false), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(true)))
-    if (!(yield* missing(ctx.stateDir))) return
-    // Fresh only when `state/` is absent or a directory: one that leads nowhere (a link to a disk not mounted) may
-    // hide the archive, so the edit goes the locked way and says what is unreachable, never "not found".
+    const typeOf = (path: string) => ctx.fs.lstat(path).pipe(Effect.map((i): string | undefined => i.type), Effect.orElseSucceed(() => undefined))
+    const missing = yield* ctx.fs.lstat(ctx.stateDir).pipe(Effect.as(false), Effect.catchIf((e) => e.reason === "NotFound", () => Effect.succeed(true)))
+    if (!missing) return
+    // Fresh only when `state/` is absent or leads to a directory: one that leads nowhere (a link to a disk not
+    // mounted) may hide the archive, so that is said, never "not found"; anything else goes the locked way.
     const parent = NodePath.dirname(ctx.stateDir)
-    const reachable = (yield* missing(parent)) || (yield* ctx.fs.lstat(`${parent}/`).pipe(Effect.map((i) => i.type === "Directory"), Effect.orElseSucceed(() => false)))
-    if (!reachable) {
-      const link = yield* ctx.fs.lstat(parent).pipe(Effect.map((i) => i.type === "SymbolicLink"), Effect.orElseSucceed(() => false))
-      if (link) return yield* Effect.fail(unsafe(parent, "not-a-directory", "state/ is a symlink that leads to no directory (a disk not mounted?): the profile's lock and archive live there, so no edit is made"))
-      return
+    const state = yield* typeOf(parent)
+    if (state === "SymbolicLink" && (yield* typeOf(`${parent}/`)) !== "Directory") {
+      return yield* Effect.fail(unsafe(parent, "not-a-directory", "state/ is a symlink that leads to no directory (a disk not mounted?): the profile's lock and archive live there, so no edit is made"))
     }
-    const state = yield* ctx.readState
-    if (state.journal !== null || state.unparsable.length > 0) return
-    const applied = applyOperation(buildModel(state), op, ctx.shardBudgetBytes)
+    if (state !== undefined && state !== "Directory" && state !== "SymbolicLink") return
+    const files = yield* ctx.readState
+    if (files.journal !== null || files.unparsable.length > 0) return
+    const applied = applyOperation(buildModel(files), op, ctx.shardBudgetBytes)
     if (Either.isLeft(applied)) return yield* Effect.fail(applied.left)
   })
 
